@@ -1,0 +1,146 @@
+"""`python -m runtime_host`: the same Pod as the app, headless, for scripts, servers and tests."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from typing import Any
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m runtime_host", description="Hearth's pod, headless.")
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    prov = sub.add_parser("provider", help="model providers").add_subparsers(dest="action", required=True)
+    pa = prov.add_parser("add", help="add or update a provider")
+    pa.add_argument("name")
+    pa.add_argument("--kind", default="openai-compatible")
+    pa.add_argument("--base-url", required=True)
+    pa.add_argument("--model", default="")
+    pa.add_argument("--key-from-stdin", action="store_true", help="read the API key from standard input into the OS keyring")
+    pl = prov.add_parser("list", help="list providers")
+    pl.add_argument("--json", action="store_true")
+
+    ag = sub.add_parser("agent", help="agents").add_subparsers(dest="action", required=True)
+    aa = ag.add_parser("add", help="add an agent")
+    aa.add_argument("name")
+    aa.add_argument("--provider")
+    aa.add_argument("--model")
+    aa.add_argument("--system", default="", help="system prompt (the agent's role and personality)")
+    aa.add_argument("--toolkits", default="clock,math", help="comma-separated toolkits")
+    al = ag.add_parser("list", help="list agents and their workers")
+    al.add_argument("--json", action="store_true")
+
+    ch = sub.add_parser("chat", help="send one message to an agent and print the answer as it streams")
+    ch.add_argument("agent")
+    ch.add_argument("message")
+    ch.add_argument("--conversation", help="conversation id (default: the agent's latest)")
+    ch.add_argument("--new", action="store_true", help="start a new conversation")
+
+    tu = sub.add_parser("turns", help="turns with their steps as a tree")
+    tu.add_argument("--json", action="store_true")
+    tu.add_argument("--conversation")
+    return p
+
+
+def _print_json(obj: Any) -> None:
+    print(json.dumps(obj, indent=2, ensure_ascii=False, default=str))
+
+
+async def _chat(pod: Any, args: argparse.Namespace) -> int:
+    streamed: list[str] = []
+
+    def on_event(ev: dict[str, Any]) -> None:
+        if ev.get("type") == "delta" and ev.get("parent_id") is None and ev.get("turn_id") == run_id[0]:
+            streamed.append(ev["text"])
+            sys.stdout.write(ev["text"])
+            sys.stdout.flush()
+        elif ev.get("type") == "step.started" and ev.get("kind") == "tool" and ev.get("turn_id") == run_id[0]:
+            print(f"\n[tool] {ev['name']}({json.dumps(ev.get('arguments'), ensure_ascii=False)})", file=sys.stderr)
+        elif ev.get("type") == "turn.resuming" and ev.get("turn_id") == run_id[0]:
+            print(f"\n[worker restarted: {ev.get('reason')}; resuming the turn]", file=sys.stderr)
+
+    run_id: list[str | None] = [None]
+    pod.subscribe(on_event)
+    run = await pod.start_turn(args.agent, args.message, conversation_id=args.conversation, new_conversation=args.new)
+    run_id[0] = run.turn_id
+    result = await run.future
+    if streamed and not "".join(streamed).endswith("\n"):
+        sys.stdout.write("\n")
+    if result.ok:
+        if not streamed and result.text:
+            print(result.text)
+        return EXIT_OK
+    print(f"error: {result.error}", file=sys.stderr)
+    return EXIT_FAILED
+
+
+async def _amain(args: argparse.Namespace) -> int:
+    from runtime_host.pod import Pod
+
+    pod = Pod()
+    try:
+        if args.cmd == "provider":
+            if args.action == "add":
+                key = None
+                if args.key_from_stdin:
+                    key = sys.stdin.readline().strip()
+                    if not key:
+                        print("error: --key-from-stdin was given but standard input was empty.", file=sys.stderr)
+                        return EXIT_USAGE
+                info = pod.add_provider(args.name, kind=args.kind, base_url=args.base_url, model=args.model, key=key)
+                print(f"Provider {info['name']!r} saved ({info['kind']}, {info['base_url']})"
+                      + ("; key stored in the OS keyring." if key else "."))
+                return EXIT_OK
+            rows = pod.list_providers()
+            if args.json:
+                _print_json(rows)
+            else:
+                for r in rows:
+                    print(f"{r['name']}\t{r['kind']}\t{r['base_url']}\t{r['model']}\t{'key' if r['has_key'] else 'no key'}")
+            return EXIT_OK
+        if args.cmd == "agent":
+            if args.action == "add":
+                toolkits = [t.strip() for t in args.toolkits.split(",") if t.strip()]
+                info = pod.add_agent(args.name, provider=args.provider, model=args.model, system=args.system, toolkits=toolkits)
+                print(f"Agent {info['name']!r} added" + (f" (provider {info['provider']})." if info["provider"] else
+                      " without a provider: add one with `provider add` and `agent add --provider`."))
+                return EXIT_OK
+            rows = pod.list_agents()
+            if args.json:
+                _print_json(rows)
+            else:
+                for r in rows:
+                    print(f"{r['name']}\t{r['provider'] or '-'}\t{r['worker']['state']}")
+            return EXIT_OK
+        if args.cmd == "chat":
+            return await _chat(pod, args)
+        if args.cmd == "turns":
+            rows = pod.turns(args.conversation)
+            if args.json:
+                _print_json(rows)
+            else:
+                for t in rows:
+                    print(f"{t['id']}\t{t['status']}\t{t['model'] or '-'}\t{len(t['steps'])} steps\t{t['error'] or ''}")
+            return EXIT_OK
+    finally:
+        await pod.close()
+    return EXIT_USAGE
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from runtime_host.store import StoreError
+    from vault import VaultUnavailable
+
+    try:
+        return asyncio.run(_amain(args))
+    except (StoreError, VaultUnavailable) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,363 @@
+"""The Pod: the headless heart of Hearth. Owns the store, the vault, the supervisor and the turns.
+
+A plain asyncio object: the Qt app hosts it, `python -m runtime_host` hosts it headless. Events
+(turn.started, delta, iteration, step.started, step.finished, turn.finished, worker.state) go to
+every subscriber as plain dicts; nothing here knows Qt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from runtime_host.paths import agent_dir, data_dir
+from runtime_host.states import WorkerState
+from runtime_host.store import AgentInstance, AgentProfile, Store, StoreError, now, step_dict, step_tree
+from runtime_host.supervisor import Supervisor, SupervisorConfig, WorkerHandle, WorkerStartError
+from vault import Vault, VaultUnavailable
+
+log = logging.getLogger("hearth.pod")
+
+MAX_RESUMES_PER_TURN = 3
+PROVIDER_KINDS = ("openai-compatible",)
+
+
+class UnknownAgent(StoreError):
+    pass
+
+
+class TurnFailed(Exception):
+    """Raised by `Pod.chat(..., raise_on_failure=True)` with the turn's recorded reason."""
+
+
+@dataclass
+class TurnResult:
+    turn_id: str
+    conversation_id: str
+    status: str
+    text: str = ""
+    error: str | None = None
+    error_kind: str | None = None
+    model: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "done"
+
+
+@dataclass
+class _Run:
+    turn_id: str
+    conversation_id: str
+    instance_id: str
+    agent: str
+    future: asyncio.Future[TurnResult]
+    handle: WorkerHandle | None = None
+    resumes: int = 0
+    iterations: int = 0
+
+
+class Pod:
+    def __init__(self, home: Path | None = None, *, supervisor_config: SupervisorConfig | None = None,
+                 worker_command: list[str] | None = None):
+        self.home = Path(home) if home else data_dir()
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.store = Store(self.home / "pod.db")
+        self.pod_id = self.store.meta("pod_id", default_factory=lambda: __import__("uuid").uuid4().hex) or ""
+        self.person = self.store.default_person()
+        self._subscribers: list[Callable[[dict[str, Any]], None]] = []
+        self.supervisor = Supervisor(self._on_worker_message, self._on_worker_exit, self.emit,
+                                     supervisor_config, worker_command)
+        self._runs: dict[str, _Run] = {}
+        self._agent_locks: dict[str, asyncio.Lock] = {}
+        self._closed = False
+
+    # -- events
+    def subscribe(self, fn: Callable[[dict[str, Any]], None]) -> Callable[[], None]:
+        self._subscribers.append(fn)
+        return lambda: self._subscribers.remove(fn) if fn in self._subscribers else None
+
+    def emit(self, event: dict[str, Any]) -> None:
+        for fn in list(self._subscribers):
+            try:
+                fn(event)
+            except Exception:  # a broken subscriber must not break the pod
+                log.exception("event subscriber failed")
+
+    # -- vault
+    def vault(self) -> Vault:
+        return Vault(f"{self.pod_id}/person/{self.person.id}")
+
+    # -- providers and agents
+    def add_provider(self, name: str, *, kind: str, base_url: str, model: str = "", key: str | None = None) -> dict[str, Any]:
+        name = name.strip()
+        if not name:
+            raise StoreError("A provider needs a name.")
+        if kind not in PROVIDER_KINDS:
+            raise StoreError(f"Unknown provider kind {kind!r}. Known kinds: {', '.join(PROVIDER_KINDS)}.")
+        if not base_url.startswith(("http://", "https://")):
+            raise StoreError(f"The base URL must start with http:// or https:// (got {base_url!r}).")
+        if key:
+            self.vault().set(f"provider/{name}", key)
+        row = self.store.add_provider(name, kind, base_url.rstrip("/"), model, has_key=bool(key))
+        return {"name": row.name, "kind": row.kind, "base_url": row.base_url, "model": row.model, "has_key": row.has_key}
+
+    def list_providers(self) -> list[dict[str, Any]]:
+        return [
+            {"name": p.name, "kind": p.kind, "base_url": p.base_url, "model": p.model, "has_key": p.has_key}
+            for p in self.store.list_providers()
+        ]
+
+    def add_agent(self, name: str, *, provider: str | None = None, model: str | None = None, system: str = "",
+                  toolkits: list[str] | None = None) -> dict[str, Any]:
+        name = name.strip()
+        if not name:
+            raise StoreError("An agent needs a name.")
+        if provider is None:
+            providers = self.store.list_providers()
+            provider = providers[0].name if len(providers) == 1 else None
+        if provider is not None and self.store.get_provider(provider) is None:
+            known = ", ".join(p.name for p in self.store.list_providers()) or "none yet"
+            raise StoreError(f"No provider named {provider!r} (known: {known}). Add it first with `provider add`.")
+        inst = self.store.add_agent(self.person.id, name, provider=provider, model=model, system=system, toolkits=toolkits)
+        return self._agent_info(inst, self.store.get_instance(inst.id)[1])  # type: ignore[index]
+
+    def _agent_info(self, inst: AgentInstance, profile: AgentProfile) -> dict[str, Any]:
+        h = self.supervisor.handles.get((inst.person_id, inst.id))
+        worker = h.info() if h else {"state": WorkerState.STOPPED.value, "pid": None, "rss_mb": None,
+                                     "uptime_s": None, "restarts": 0, "reason": None}
+        return {"id": inst.id, "name": inst.name, "provider": profile.provider, "model": profile.model,
+                "system": profile.system_prompt, "toolkits": json.loads(profile.toolkits), "worker": worker}
+
+    def list_agents(self) -> list[dict[str, Any]]:
+        return [self._agent_info(i, p) for i, p in self.store.list_agents(self.person.id)]
+
+    def find_agent(self, name: str) -> tuple[AgentInstance, AgentProfile]:
+        found = self.store.get_agent(self.person.id, name)
+        if found is None:
+            names = [i.name for i, _ in self.store.list_agents(self.person.id)]
+            known = f"Agents: {', '.join(names)}." if names else "There are no agents yet."
+            raise UnknownAgent(f"No agent named {name!r}. {known} Add one with `python -m runtime_host agent add {name}`.")
+        return found
+
+    # -- worker binding
+    def _routes(self, profile: AgentProfile) -> list[dict[str, Any]]:
+        if not profile.provider:
+            return []
+        prov = self.store.get_provider(profile.provider)
+        if prov is None:
+            return []
+        key = None
+        if prov.has_key:
+            try:
+                key = self.vault().get(f"provider/{prov.name}")
+            except VaultUnavailable as exc:
+                raise TurnFailed(str(exc)) from None
+            if not key:
+                raise TurnFailed(
+                    f"The key for provider {prov.name!r} is missing from the keyring. Add it again in Settings → "
+                    f"Providers or with `python -m runtime_host provider add {prov.name} --key-from-stdin`."
+                )
+        return [{"provider": prov.name, "kind": prov.kind, "base_url": prov.base_url,
+                 "model": profile.model or prov.model, "key": key}]
+
+    def _binding(self, inst: AgentInstance, profile: AgentProfile) -> dict[str, Any]:
+        return {
+            "person": inst.person_id,
+            "agent": inst.id,
+            "profile": {"name": inst.name, "system": profile.system_prompt, "toolkits": json.loads(profile.toolkits)},
+            "routes": self._routes(profile),
+            "scratch": str(agent_dir(self.home, inst.person_id, inst.id)),
+        }
+
+    async def _ensure_worker(self, inst: AgentInstance, profile: AgentProfile) -> WorkerHandle:
+        key = (inst.person_id, inst.id)
+        return await self.supervisor.ensure(key, inst.name, agent_dir(self.home, inst.person_id, inst.id),
+                                            self._binding(inst, profile))
+
+    # -- turns
+    async def start_turn(self, agent: str, text: str, *, conversation_id: str | None = None,
+                         new_conversation: bool = False) -> _Run:
+        """Writes the message and the turn, then runs it in the background. Await `run.future`."""
+        inst, profile = self.find_agent(agent)
+        if conversation_id:
+            conv = self.store.get_conversation(conversation_id)
+            if conv is None or conv.instance_id != inst.id:
+                raise StoreError(f"No conversation {conversation_id!r} with agent {agent!r}.")
+        else:
+            conv = None if new_conversation else self.store.latest_conversation(inst.id)
+            if conv is None:
+                conv = self.store.create_conversation(inst.id)
+        turn = self.store.create_turn(conv.id, inst.id)
+        self.store.add_message(conv.id, "user", text, turn_id=turn.id)
+        fut: asyncio.Future[TurnResult] = asyncio.get_running_loop().create_future()
+        run = _Run(turn.id, conv.id, inst.id, inst.name, fut)
+        self._runs[turn.id] = run
+        self.emit({"type": "turn.queued", "turn_id": turn.id, "conversation_id": conv.id, "agent": inst.name})
+        asyncio.create_task(self._drive(run, inst, profile))
+        return run
+
+    async def chat(self, agent: str, text: str, **kw: Any) -> TurnResult:
+        run = await self.start_turn(agent, text, **kw)
+        return await run.future
+
+    async def _drive(self, run: _Run, inst: AgentInstance, profile: AgentProfile) -> None:
+        lock = self._agent_locks.setdefault(inst.id, asyncio.Lock())
+        async with lock:  # one turn at a time per worker; later turns wait their turn
+            self.store.update_turn(run.turn_id, status="running", started_at=now())
+            self.emit({"type": "turn.started", "turn_id": run.turn_id, "conversation_id": run.conversation_id,
+                       "agent": run.agent})
+            try:
+                await self._send_turn(run, inst, profile)
+            except (WorkerStartError, TurnFailed, ConnectionError, VaultUnavailable) as exc:
+                self._finish(run, {"status": "failed", "error": str(exc), "error_kind": "worker"})
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(run.future)
+
+    def _history(self, conversation_id: str) -> list[dict[str, Any]]:
+        return [{"role": m.role, "content": m.content} for m in self.store.list_messages(conversation_id)
+                if m.role in ("user", "assistant")]
+
+    async def _send_turn(self, run: _Run, inst: AgentInstance, profile: AgentProfile) -> None:
+        handle = await self._ensure_worker(inst, profile)
+        run.handle = handle
+        handle.active_turn = run.turn_id
+        if handle.state == WorkerState.READY:
+            handle.change_state(WorkerState.BUSY)
+        steps = [step_dict(s) for s in self.store.list_steps(run.turn_id)]
+        handle.send({"type": "turn.start", "turn_id": run.turn_id, "messages": self._history(run.conversation_id),
+                     "steps": steps})
+
+    def _finish(self, run: _Run, outcome: dict[str, Any]) -> None:
+        if run.future.done():
+            return
+        status = outcome.get("status", "failed")
+        text = outcome.get("text") or ""
+        if status == "done":
+            self.store.add_message(run.conversation_id, "assistant", text, turn_id=run.turn_id)
+        self.store.update_turn(run.turn_id, status=status, error=outcome.get("error"), error_kind=outcome.get("error_kind"),
+                               model=outcome.get("model"), iterations=int(outcome.get("iterations") or run.iterations),
+                               finished_at=now(), restarts=run.resumes)
+        h = run.handle
+        if h is not None and h.active_turn == run.turn_id:
+            h.active_turn = None
+            if h.state == WorkerState.BUSY:
+                h.change_state(WorkerState.READY)
+        self._runs.pop(run.turn_id, None)
+        result = TurnResult(run.turn_id, run.conversation_id, status, text, outcome.get("error"),
+                            outcome.get("error_kind"), outcome.get("model"))
+        self.emit({"type": "turn.finished", "turn_id": run.turn_id, "conversation_id": run.conversation_id,
+                   "agent": run.agent, **{k: v for k, v in outcome.items() if k != "type"}})
+        run.future.set_result(result)
+
+    async def _on_worker_message(self, handle: WorkerHandle, msg: dict[str, Any]) -> None:
+        kind = msg["type"]
+        if kind == "event":
+            turn_id = msg.get("turn_id")
+            run = self._runs.get(turn_id) if turn_id else None
+            # The pipe is the identity: a worker may only speak for the turn it was given.
+            if run is None or handle.active_turn != turn_id:
+                log.warning("worker %s sent an event for a turn it does not own: %s", handle.label, turn_id)
+                if "seq" in msg:
+                    handle.send({"type": "ack", "seq": msg["seq"], "result": {"error": "not your turn"}})
+                return
+            await self._on_turn_event(handle, run, msg["event"])
+            if "seq" in msg:
+                with contextlib.suppress(ConnectionError):
+                    handle.send({"type": "ack", "seq": msg["seq"]})
+        elif kind == "error":
+            log.warning("worker %s reported: %s", handle.label, msg.get("error"))
+
+    async def _on_turn_event(self, handle: WorkerHandle, run: _Run, ev: dict[str, Any]) -> None:
+        kind = ev.get("type")
+        base = {"turn_id": run.turn_id, "conversation_id": run.conversation_id, "agent": run.agent}
+        if kind == "step.started":
+            self.store.start_step(run.turn_id, ev["step_id"], kind=ev["kind"], name=ev["name"], parent_id=ev.get("parent_id"),
+                                  arguments=ev.get("arguments"), call_id=ev.get("call_id"))
+            self.emit({**ev, **base, "started_at": now()})
+        elif kind == "step.finished":
+            self.store.finish_step(ev["step_id"], ev["status"], ev.get("result"))
+            self.emit({**ev, **base, "finished_at": now()})
+        elif kind == "iteration":
+            run.iterations = int(ev.get("n") or 0)
+            self.emit({**ev, **base})
+        elif kind == "turn.finished":
+            self._finish(run, ev)
+        else:
+            self.emit({**ev, **base})
+
+    async def _on_worker_exit(self, handle: WorkerHandle, code: int) -> None:
+        turn_id = handle.active_turn
+        run = self._runs.get(turn_id) if turn_id else None
+        handle.active_turn = None
+        if run is None or run.future.done():
+            return
+        run.resumes += 1
+        self.store.update_turn(run.turn_id, restarts=run.resumes)
+        why = handle.reason or f"exit code {code}"
+        self.emit({"type": "turn.resuming", "turn_id": run.turn_id, "conversation_id": run.conversation_id,
+                   "agent": run.agent, "attempt": run.resumes, "reason": why})
+        if run.resumes > MAX_RESUMES_PER_TURN or handle.state == WorkerState.FATAL:
+            self._finish(run, {"status": "failed", "error_kind": "worker_crash", "error":
+                               f"The agent's worker stopped unexpectedly {run.resumes} times during this turn "
+                               f"(last: {why}). What it did so far is kept; send the message again to retry."})
+            return
+        found = self.store.get_instance(run.instance_id)
+        if found is None:
+            self._finish(run, {"status": "failed", "error": "The agent was deleted during the turn."})
+            return
+        asyncio.create_task(self._resume(run, *found))
+
+    async def _resume(self, run: _Run, inst: AgentInstance, profile: AgentProfile) -> None:
+        try:
+            await self._send_turn(run, inst, profile)
+        except (WorkerStartError, TurnFailed, ConnectionError, VaultUnavailable) as exc:
+            self._finish(run, {"status": "failed", "error_kind": "worker_crash",
+                               "error": f"The agent's worker crashed and could not be restarted: {exc}"})
+
+    # -- reading turns
+    def turns(self, conversation_id: str | None = None) -> list[dict[str, Any]]:
+        out = []
+        for t in self.store.list_turns(conversation_id):
+            out.append({
+                "id": t.id, "conversation_id": t.conversation_id, "status": t.status, "error": t.error,
+                "error_kind": t.error_kind, "model": t.model, "iterations": t.iterations, "restarts": t.restarts,
+                "created_at": t.created_at, "started_at": t.started_at, "finished_at": t.finished_at,
+                "steps": step_tree(self.store.list_steps(t.id)),
+            })
+        return out
+
+    # -- lifecycle
+    def start_background(self) -> None:
+        self.supervisor.start_ticker()
+
+    async def recover(self) -> list[str]:
+        """Turns left running by a previous process (it died) are resumed from their written steps."""
+        resumed = []
+        for t in self.store.list_turns(status="running") + self.store.list_turns(status="pending"):
+            found = self.store.get_instance(t.instance_id)
+            if found is None:
+                continue
+            inst, profile = found
+            fut: asyncio.Future[TurnResult] = asyncio.get_running_loop().create_future()
+            run = _Run(t.id, t.conversation_id, inst.id, inst.name, fut, resumes=t.restarts)
+            self._runs[t.id] = run
+            asyncio.create_task(self._drive(run, inst, profile))
+            resumed.append(t.id)
+        return resumed
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        await self.supervisor.stop_all()
+        for run in list(self._runs.values()):
+            if not run.future.done():
+                run.future.cancel()
+        self.store.close()

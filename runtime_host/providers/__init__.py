@@ -1,0 +1,97 @@
+"""Model providers: one module per wire format, translating to and from Hearth's internal form.
+
+Internal messages are dicts: {"role": "system"|"user"|"assistant"|"tool", "content": str, ...};
+an assistant message may carry "tool_calls": [{"id", "name", "arguments": dict}], a tool message
+carries "tool_call_id" and "name". A provider's `stream()` yields ProviderEvents.
+Imported by the worker only after it is ready (httpx is not cheap to import).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+
+@dataclass
+class TextDelta:
+    text: str
+
+
+@dataclass
+class ToolCall:
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass
+class Finished:
+    finish_reason: str
+    model: str
+    usage: dict[str, Any] = field(default_factory=dict)
+
+
+ProviderEvent = TextDelta | ToolCall | Finished
+
+
+class ProviderError(Exception):
+    """A model call that failed, with a message a person can act on.
+
+    kind: auth, rate_limit, server, bad_request, not_found, unreachable, timeout, malformed, forbidden
+    """
+
+    def __init__(self, kind: str, message: str, *, status: int | None = None, retry_after: float | None = None):
+        super().__init__(message)
+        self.kind = kind
+        self.status = status
+        self.retry_after = retry_after
+
+    @property
+    def may_fall_back(self) -> bool:
+        """Whether the next model in a fallback chain may take the turn."""
+        return self.kind in {"rate_limit", "unreachable", "timeout", "server"}
+
+
+@dataclass
+class Route:
+    """One model a worker may call: provider name, wire format, address, model and key."""
+
+    provider: str
+    kind: str
+    base_url: str
+    model: str
+    key: str | None = None
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Route:
+        return cls(d["provider"], d["kind"], d.get("base_url") or "", d.get("model") or "", d.get("key"))
+
+
+def check_address_allowed(url: str) -> None:
+    """Refuses non-loopback model addresses when HEARTH_LOOPBACK_ONLY is set (tests set it globally)."""
+    if os.environ.get("HEARTH_LOOPBACK_ONLY") != "1":
+        return
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return
+    try:
+        if ipaddress.ip_address(host).is_loopback:
+            return
+    except ValueError:
+        pass
+    raise ProviderError(
+        "forbidden",
+        f"Refusing to call {host!r}: HEARTH_LOOPBACK_ONLY=1 allows only loopback model servers (tests never reach the internet).",
+    )
+
+
+def open_provider(route: Route) -> Any:
+    """The provider object for a route's wire format."""
+    if route.kind in ("openai-compatible", "openai"):
+        from runtime_host.providers.openai_compat import OpenAICompatProvider
+
+        return OpenAICompatProvider(route)
+    raise ProviderError("bad_request", f"Unknown provider kind {route.kind!r} for provider {route.provider!r}.")

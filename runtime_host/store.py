@@ -1,0 +1,433 @@
+"""The Pod's database: SQLModel tables over SQLite (WAL), with named, ordered migrations.
+
+Migrations are plain SQL recorded in `schema_migrations` and applied once, in order; the SQLModel
+classes below map onto the tables they create. Ids are text (uuid4 hex), times are epoch seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event, text
+from sqlalchemy.engine import Engine
+from sqlmodel import Field, Session, SQLModel, create_engine, select
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def now() -> float:
+    return time.time()
+
+
+# ---- tables ------------------------------------------------------------------------------------
+
+
+class PodMeta(SQLModel, table=True):
+    __tablename__ = "pod_meta"
+    key: str = Field(primary_key=True)
+    value: str
+
+
+class Person(SQLModel, table=True):
+    __tablename__ = "person"
+    id: str = Field(primary_key=True, default_factory=new_id)
+    name: str
+    created_at: float = Field(default_factory=now)
+
+
+class Provider(SQLModel, table=True):
+    __tablename__ = "provider"
+    id: str = Field(primary_key=True, default_factory=new_id)
+    name: str
+    kind: str
+    base_url: str
+    model: str = ""
+    has_key: bool = False
+    created_at: float = Field(default_factory=now)
+
+
+class AgentProfile(SQLModel, table=True):
+    __tablename__ = "agent_profile"
+    id: str = Field(primary_key=True, default_factory=new_id)
+    name: str
+    role: str = ""
+    system_prompt: str = ""
+    provider: str | None = None
+    model: str | None = None
+    toolkits: str = '["clock", "math"]'
+    created_at: float = Field(default_factory=now)
+
+
+class AgentInstance(SQLModel, table=True):
+    __tablename__ = "agent_instance"
+    id: str = Field(primary_key=True, default_factory=new_id)
+    profile_id: str = Field(foreign_key="agent_profile.id")
+    person_id: str = Field(foreign_key="person.id")
+    name: str
+    created_at: float = Field(default_factory=now)
+
+
+class Conversation(SQLModel, table=True):
+    __tablename__ = "conversation"
+    id: str = Field(primary_key=True, default_factory=new_id)
+    instance_id: str = Field(foreign_key="agent_instance.id")
+    title: str = ""
+    created_at: float = Field(default_factory=now)
+    updated_at: float = Field(default_factory=now)
+
+
+class Message(SQLModel, table=True):
+    __tablename__ = "message"
+    id: str = Field(primary_key=True, default_factory=new_id)
+    conversation_id: str = Field(foreign_key="conversation.id")
+    turn_id: str | None = None
+    role: str
+    content: str
+    created_at: float = Field(default_factory=now)
+
+
+class Turn(SQLModel, table=True):
+    __tablename__ = "turn"
+    id: str = Field(primary_key=True, default_factory=new_id)
+    conversation_id: str = Field(foreign_key="conversation.id")
+    instance_id: str = Field(foreign_key="agent_instance.id")
+    status: str = "pending"  # pending, running, done, failed, cancelled
+    error: str | None = None
+    error_kind: str | None = None
+    model: str | None = None
+    iterations: int = 0
+    restarts: int = 0
+    created_at: float = Field(default_factory=now)
+    started_at: float | None = None
+    finished_at: float | None = None
+
+
+class TurnStep(SQLModel, table=True):
+    __tablename__ = "turn_step"
+    id: str = Field(primary_key=True)
+    turn_id: str = Field(foreign_key="turn.id")
+    parent_id: str | None = None
+    seq: int = 0
+    kind: str  # model, tool, subagent
+    name: str
+    call_id: str | None = None
+    arguments: str | None = None  # JSON
+    result: str | None = None  # JSON
+    status: str = "started"  # started, finished, failed, interrupted
+    started_at: float = Field(default_factory=now)
+    finished_at: float | None = None
+
+
+# ---- migrations --------------------------------------------------------------------------------
+
+MIGRATIONS: list[tuple[str, list[str]]] = [
+    (
+        "0001_initial",
+        [
+            "CREATE TABLE pod_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+            "CREATE TABLE person (id TEXT PRIMARY KEY, name TEXT NOT NULL, created_at REAL NOT NULL)",
+            """CREATE TABLE provider (id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE, kind TEXT NOT NULL,
+                base_url TEXT NOT NULL, model TEXT NOT NULL DEFAULT '', has_key BOOLEAN NOT NULL DEFAULT FALSE,
+                created_at REAL NOT NULL)""",
+            """CREATE TABLE agent_profile (id TEXT PRIMARY KEY, name TEXT NOT NULL, role TEXT NOT NULL DEFAULT '',
+                system_prompt TEXT NOT NULL DEFAULT '', provider TEXT, model TEXT,
+                toolkits TEXT NOT NULL DEFAULT '[]', created_at REAL NOT NULL)""",
+            """CREATE TABLE agent_instance (id TEXT PRIMARY KEY, profile_id TEXT NOT NULL REFERENCES agent_profile(id),
+                person_id TEXT NOT NULL REFERENCES person(id), name TEXT NOT NULL, created_at REAL NOT NULL,
+                UNIQUE (person_id, name))""",
+            """CREATE TABLE conversation (id TEXT PRIMARY KEY, instance_id TEXT NOT NULL REFERENCES agent_instance(id),
+                title TEXT NOT NULL DEFAULT '', created_at REAL NOT NULL, updated_at REAL NOT NULL)""",
+            "CREATE INDEX ix_conversation_instance ON conversation (instance_id, updated_at)",
+            """CREATE TABLE message (id TEXT PRIMARY KEY, conversation_id TEXT NOT NULL REFERENCES conversation(id),
+                turn_id TEXT, role TEXT NOT NULL, content TEXT NOT NULL, created_at REAL NOT NULL)""",
+            "CREATE INDEX ix_message_conversation ON message (conversation_id, created_at)",
+            """CREATE TABLE turn (id TEXT PRIMARY KEY, conversation_id TEXT NOT NULL REFERENCES conversation(id),
+                instance_id TEXT NOT NULL REFERENCES agent_instance(id), status TEXT NOT NULL, error TEXT,
+                error_kind TEXT, model TEXT, iterations INTEGER NOT NULL DEFAULT 0,
+                restarts INTEGER NOT NULL DEFAULT 0, created_at REAL NOT NULL, started_at REAL, finished_at REAL)""",
+            "CREATE INDEX ix_turn_conversation ON turn (conversation_id, created_at)",
+            """CREATE TABLE turn_step (id TEXT PRIMARY KEY, turn_id TEXT NOT NULL REFERENCES turn(id), parent_id TEXT,
+                seq INTEGER NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL, call_id TEXT, arguments TEXT,
+                result TEXT, status TEXT NOT NULL, started_at REAL NOT NULL, finished_at REAL)""",
+            "CREATE INDEX ix_step_turn ON turn_step (turn_id, seq)",
+        ],
+    ),
+]
+
+
+class StoreError(Exception):
+    """A store operation a person asked for that cannot be done (unknown name, duplicate, ...)."""
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA busy_timeout=10000")
+    cur.close()
+
+
+class Store:
+    """All reads and writes of pod.db. Synchronous; each call is one short transaction."""
+
+    def __init__(self, url_or_path: str | Path):
+        url = str(url_or_path)
+        if "://" not in url:
+            url = f"sqlite:///{url}"
+        self.url = url
+        self.engine: Engine = create_engine(url, connect_args={"check_same_thread": False} if url.startswith("sqlite") else {})
+        if url.startswith("sqlite"):
+            event.listen(self.engine, "connect", _sqlite_pragmas)
+        self.migrate()
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # -- migrations
+    def migrate(self) -> list[str]:
+        applied_now: list[str] = []
+        with self.engine.begin() as conn:
+            conn.execute(
+                text("CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+            )
+            done = {row[0] for row in conn.execute(text("SELECT name FROM schema_migrations"))}
+        for name, statements in MIGRATIONS:
+            if name in done:
+                continue
+            with self.engine.begin() as conn:
+                for stmt in statements:
+                    conn.execute(text(stmt))
+                conn.execute(text("INSERT INTO schema_migrations (name, applied_at) VALUES (:n, :t)"), {"n": name, "t": now()})
+            applied_now.append(name)
+        return applied_now
+
+    def applied_migrations(self) -> list[str]:
+        with self.engine.connect() as conn:
+            return [r[0] for r in conn.execute(text("SELECT name FROM schema_migrations ORDER BY name"))]
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        with Session(self.engine, expire_on_commit=False) as s:
+            yield s
+
+    # -- pod meta
+    def meta(self, key: str, default_factory: Any = None) -> str | None:
+        with self.session() as s:
+            row = s.get(PodMeta, key)
+            if row is None and default_factory is not None:
+                row = PodMeta(key=key, value=default_factory())
+                s.add(row)
+                s.commit()
+            return row.value if row else None
+
+    # -- people
+    def default_person(self) -> Person:
+        with self.session() as s:
+            person = s.exec(select(Person).order_by(Person.created_at)).first()
+            if person is None:
+                person = Person(name="Me")
+                s.add(person)
+                s.commit()
+            return person
+
+    def list_people(self) -> list[Person]:
+        with self.session() as s:
+            return list(s.exec(select(Person).order_by(Person.created_at)))
+
+    # -- providers
+    def add_provider(self, name: str, kind: str, base_url: str, model: str, has_key: bool) -> Provider:
+        with self.session() as s:
+            row = s.exec(select(Provider).where(Provider.name == name)).first()
+            if row is None:
+                row = Provider(name=name, kind=kind, base_url=base_url, model=model, has_key=has_key)
+            else:
+                row.kind, row.base_url, row.model = kind, base_url, model
+                row.has_key = has_key or row.has_key
+            s.add(row)
+            s.commit()
+            return row
+
+    def get_provider(self, name: str) -> Provider | None:
+        with self.session() as s:
+            return s.exec(select(Provider).where(Provider.name == name)).first()
+
+    def list_providers(self) -> list[Provider]:
+        with self.session() as s:
+            return list(s.exec(select(Provider).order_by(Provider.name)))
+
+    # -- agents
+    def add_agent(self, person_id: str, name: str, *, provider: str | None, model: str | None, system: str,
+                  role: str = "", toolkits: list[str] | None = None) -> AgentInstance:
+        with self.session() as s:
+            if s.exec(select(AgentInstance).where(AgentInstance.person_id == person_id, AgentInstance.name == name)).first():
+                raise StoreError(f"An agent named {name!r} already exists. Pick another name, or edit that agent.")
+            profile = AgentProfile(name=name, role=role, system_prompt=system, provider=provider, model=model,
+                                   toolkits=json.dumps(toolkits if toolkits is not None else ["clock", "math"]))
+            s.add(profile)
+            s.flush()
+            inst = AgentInstance(profile_id=profile.id, person_id=person_id, name=name)
+            s.add(inst)
+            s.commit()
+            return inst
+
+    def get_agent(self, person_id: str, name: str) -> tuple[AgentInstance, AgentProfile] | None:
+        with self.session() as s:
+            inst = s.exec(select(AgentInstance).where(AgentInstance.person_id == person_id, AgentInstance.name == name)).first()
+            if inst is None:
+                return None
+            return inst, s.get(AgentProfile, inst.profile_id)  # type: ignore[return-value]
+
+    def get_instance(self, instance_id: str) -> tuple[AgentInstance, AgentProfile] | None:
+        with self.session() as s:
+            inst = s.get(AgentInstance, instance_id)
+            if inst is None:
+                return None
+            return inst, s.get(AgentProfile, inst.profile_id)  # type: ignore[return-value]
+
+    def list_agents(self, person_id: str) -> list[tuple[AgentInstance, AgentProfile]]:
+        with self.session() as s:
+            rows = s.exec(
+                select(AgentInstance, AgentProfile)
+                .where(AgentInstance.person_id == person_id, AgentProfile.id == AgentInstance.profile_id)
+                .order_by(AgentInstance.created_at)
+            )
+            return [(i, p) for i, p in rows]
+
+    # -- conversations and messages
+    def create_conversation(self, instance_id: str, title: str = "") -> Conversation:
+        with self.session() as s:
+            conv = Conversation(instance_id=instance_id, title=title)
+            s.add(conv)
+            s.commit()
+            return conv
+
+    def get_conversation(self, conversation_id: str) -> Conversation | None:
+        with self.session() as s:
+            return s.get(Conversation, conversation_id)
+
+    def latest_conversation(self, instance_id: str) -> Conversation | None:
+        with self.session() as s:
+            return s.exec(
+                select(Conversation).where(Conversation.instance_id == instance_id).order_by(Conversation.updated_at.desc())  # type: ignore[attr-defined]
+            ).first()
+
+    def list_conversations(self, instance_id: str) -> list[Conversation]:
+        with self.session() as s:
+            return list(
+                s.exec(select(Conversation).where(Conversation.instance_id == instance_id).order_by(Conversation.updated_at.desc()))  # type: ignore[attr-defined]
+            )
+
+    def add_message(self, conversation_id: str, role: str, content: str, turn_id: str | None = None) -> Message:
+        with self.session() as s:
+            msg = Message(conversation_id=conversation_id, role=role, content=content, turn_id=turn_id)
+            s.add(msg)
+            conv = s.get(Conversation, conversation_id)
+            if conv is not None:
+                conv.updated_at = msg.created_at
+                if not conv.title and role == "user":
+                    conv.title = content.strip().splitlines()[0][:60] if content.strip() else ""
+                s.add(conv)
+            s.commit()
+            return msg
+
+    def list_messages(self, conversation_id: str) -> list[Message]:
+        with self.session() as s:
+            return list(
+                s.exec(select(Message).where(Message.conversation_id == conversation_id).order_by(Message.created_at, Message.id))
+            )
+
+    # -- turns and steps
+    def create_turn(self, conversation_id: str, instance_id: str) -> Turn:
+        with self.session() as s:
+            turn = Turn(conversation_id=conversation_id, instance_id=instance_id, status="pending")
+            s.add(turn)
+            s.commit()
+            return turn
+
+    def update_turn(self, turn_id: str, **fields: Any) -> Turn:
+        with self.session() as s:
+            turn = s.get(Turn, turn_id)
+            if turn is None:
+                raise StoreError(f"No turn {turn_id}")
+            for k, v in fields.items():
+                setattr(turn, k, v)
+            s.add(turn)
+            s.commit()
+            return turn
+
+    def get_turn(self, turn_id: str) -> Turn | None:
+        with self.session() as s:
+            return s.get(Turn, turn_id)
+
+    def list_turns(self, conversation_id: str | None = None, status: str | None = None) -> list[Turn]:
+        with self.session() as s:
+            q = select(Turn)
+            if conversation_id:
+                q = q.where(Turn.conversation_id == conversation_id)
+            if status:
+                q = q.where(Turn.status == status)
+            return list(s.exec(q.order_by(Turn.created_at)))
+
+    def start_step(self, turn_id: str, step_id: str, *, kind: str, name: str, parent_id: str | None,
+                   arguments: Any, call_id: str | None) -> TurnStep:
+        with self.session() as s:
+            existing = s.get(TurnStep, step_id)
+            if existing is not None:
+                return existing  # a re-sent start (after an ack was lost) is written once
+            seq = s.exec(select(TurnStep).where(TurnStep.turn_id == turn_id)).all()
+            step = TurnStep(id=step_id, turn_id=turn_id, parent_id=parent_id, seq=len(seq), kind=kind, name=name,
+                            call_id=call_id, arguments=json.dumps(arguments, default=repr) if arguments is not None else None)
+            s.add(step)
+            s.commit()
+            return step
+
+    def finish_step(self, step_id: str, status: str, result: Any) -> TurnStep | None:
+        with self.session() as s:
+            step = s.get(TurnStep, step_id)
+            if step is None:
+                return None
+            step.status = status
+            step.result = json.dumps(result, default=repr)
+            step.finished_at = now()
+            s.add(step)
+            s.commit()
+            return step
+
+    def list_steps(self, turn_id: str) -> list[TurnStep]:
+        with self.session() as s:
+            return list(s.exec(select(TurnStep).where(TurnStep.turn_id == turn_id).order_by(TurnStep.seq)))
+
+
+def step_dict(step: TurnStep) -> dict[str, Any]:
+    return {
+        "id": step.id,
+        "parent_id": step.parent_id,
+        "kind": step.kind,
+        "name": step.name,
+        "call_id": step.call_id,
+        "arguments": json.loads(step.arguments) if step.arguments else None,
+        "result": json.loads(step.result) if step.result else None,
+        "status": step.status,
+        "started_at": step.started_at,
+        "finished_at": step.finished_at,
+    }
+
+
+def step_tree(steps: list[TurnStep]) -> list[dict[str, Any]]:
+    """Nests steps under their parents (sub-agent calls under the delegating call)."""
+    nodes = {s.id: {**step_dict(s), "children": []} for s in steps}
+    roots: list[dict[str, Any]] = []
+    for s in steps:
+        node = nodes[s.id]
+        parent = nodes.get(s.parent_id) if s.parent_id else None
+        (parent["children"] if parent else roots).append(node)
+    return roots

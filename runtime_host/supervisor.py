@@ -1,0 +1,353 @@
+"""Spawns, watches and stops worker processes: one per (person, agent), as a state machine.
+
+Every state change goes through `WorkerHandle.change_state`, which emits one `worker.state` event.
+A worker that exits unexpectedly is reported to the Pod (which restarts it and resumes its turn);
+more than `max_restarts` crashes in a rolling hour make it fatal, with the reason kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import itertools
+import logging
+import os
+import signal
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from runtime_host.protocol import MAX_LINE_BYTES, ProtocolError, decode, encode
+from runtime_host.states import LIVE_STATES, WorkerState, check_transition
+
+log = logging.getLogger("hearth.supervisor")
+
+# Only these variables reach a worker: no provider keys or tokens from the person's shell.
+_ENV_PASS = ("PATH", "HOME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "PYTHONPATH", "HEARTH_LOOPBACK_ONLY", "SYSTEMROOT")
+
+
+@dataclass
+class SupervisorConfig:
+    ready_timeout_s: float = 90.0
+    stop_grace_s: float = 5.0
+    max_restarts: int = 5
+    restart_window_s: float = 3600.0
+    health_interval_s: float = 30.0
+    health_timeout_s: float = 10.0
+    idle_reap_s: float = 15 * 60.0
+
+
+class WorkerStartError(Exception):
+    """A worker could not be brought to ready; the message says why and what to do."""
+
+
+def worker_command() -> list[str]:
+    if getattr(sys, "frozen", False):
+        return [sys.executable, "--worker"]
+    return [sys.executable, "-m", "runtime_host.worker"]
+
+
+def worker_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k in _ENV_PASS or k.startswith("LC_")}
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+class WorkerHandle:
+    """One worker process and its lifecycle."""
+
+    def __init__(self, key: tuple[str, str], label: str, scratch: Path, supervisor: Supervisor):
+        self.key = key
+        self.label = label
+        self.scratch = scratch
+        self.sup = supervisor
+        self.state = WorkerState.STOPPED
+        self.proc: asyncio.subprocess.Process | None = None
+        self.pid: int | None = None
+        self.started_at: float | None = None
+        self.last_used = time.monotonic()
+        self.rss = 0
+        self.crashes: collections.deque[float] = collections.deque()
+        self.restarts = 0
+        self.reason: str | None = None
+        self.active_turn: str | None = None
+        self._ready: asyncio.Future[dict[str, Any]] | None = None
+        self._pongs: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._ping_ids = itertools.count(1)
+        self._reader: asyncio.Task[None] | None = None
+        self._stopping_on_purpose = False
+
+    # -- state
+    def change_state(self, new: WorkerState, reason: str | None = None) -> None:
+        old = self.state
+        if old == new:
+            return
+        check_transition(old, new)
+        self.state = new
+        if reason is not None:
+            self.reason = reason
+        self.sup.emit({"type": "worker.state", "key": list(self.key), "agent": self.label, "old": old.value,
+                       "new": new.value, "reason": reason, "pid": self.pid})
+
+    def info(self) -> dict[str, Any]:
+        return {
+            "state": self.state.value,
+            "pid": self.pid,
+            "rss_mb": round(self.rss / 1048576, 1) if self.rss else None,
+            "uptime_s": round(time.time() - self.started_at, 1) if self.started_at and self.state in LIVE_STATES else None,
+            "restarts": self.restarts,
+            "reason": self.reason,
+        }
+
+    # -- spawn
+    async def spawn(self, binding: dict[str, Any]) -> None:
+        self.change_state(WorkerState.STARTING)
+        self.scratch.mkdir(parents=True, exist_ok=True)
+        logfile = open(self.scratch / "worker.log", "ab")
+        loop = asyncio.get_running_loop()
+        self._ready = loop.create_future()
+        self._stopping_on_purpose = False
+        try:
+            self.proc = await asyncio.create_subprocess_exec(
+                *self.sup.command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=logfile,
+                env=worker_env(), cwd=str(self.scratch), limit=MAX_LINE_BYTES + 1, start_new_session=True,
+            )
+        except OSError as exc:
+            logfile.close()
+            self.change_state(WorkerState.BACKOFF, f"could not start the worker process: {exc}")
+            raise WorkerStartError(f"Could not start the worker for {self.label}: {exc}") from exc
+        finally:
+            if not logfile.closed:
+                logfile.close()
+        self.pid = self.proc.pid
+        self.started_at = time.time()
+        self._reader = asyncio.create_task(self._read_loop(self.proc))
+        self.send({**binding, "type": "bind"})
+        try:
+            ready = await asyncio.wait_for(asyncio.shield(self._ready), self.sup.config.ready_timeout_s)
+        except TimeoutError:
+            await self.kill("did not become ready in time")
+            self.change_state(WorkerState.BACKOFF, f"not ready within {self.sup.config.ready_timeout_s:g} s")
+            raise WorkerStartError(
+                f"The worker for {self.label} did not become ready within {self.sup.config.ready_timeout_s:g} s. "
+                f"Its log is {self.scratch / 'worker.log'}."
+            ) from None
+        except WorkerStartError:
+            raise
+        self.rss = int(ready.get("rss") or 0)
+        self.last_used = time.monotonic()
+        self.change_state(WorkerState.READY)
+
+    def send(self, msg: dict[str, Any]) -> None:
+        proc = self.proc
+        if proc is None or proc.stdin is None or proc.returncode is not None:
+            raise ConnectionError(f"worker for {self.label} is not running")
+        proc.stdin.write(encode(msg))
+
+    async def _read_loop(self, proc: asyncio.subprocess.Process) -> None:
+        assert proc.stdout is not None
+        bad_lines = 0
+        try:
+            while True:
+                try:
+                    line = await proc.stdout.readline()
+                except (ValueError, asyncio.LimitOverrunError):
+                    await self.kill(f"sent a line longer than {MAX_LINE_BYTES} bytes")
+                    break
+                if not line:
+                    break
+                try:
+                    msg = decode(line)
+                except ProtocolError as exc:
+                    bad_lines += 1
+                    log.warning("worker %s: %s", self.label, exc)
+                    if bad_lines > 20:
+                        await self.kill("kept writing lines that are not protocol messages")
+                        break
+                    continue
+                await self._dispatch(msg)
+        finally:
+            code = await proc.wait()
+            if proc is self.proc:
+                await self._on_exit(code)
+
+    async def _dispatch(self, msg: dict[str, Any]) -> None:
+        kind = msg["type"]
+        if kind == "hello":
+            return
+        if kind == "ready":
+            if self._ready and not self._ready.done():
+                self._ready.set_result(msg)
+            return
+        if kind == "health.pong":
+            self.rss = int(msg.get("rss") or self.rss)
+            fut = self._pongs.pop(int(msg.get("id") or 0), None)
+            if fut and not fut.done():
+                fut.set_result(msg)
+            return
+        self.last_used = time.monotonic()
+        await self.sup.on_message(self, msg)
+
+    async def _on_exit(self, code: int) -> None:
+        if self._ready and not self._ready.done():
+            self._ready.set_exception(
+                WorkerStartError(f"The worker for {self.label} exited (code {code}) before it was ready. "
+                                 f"Its log is {self.scratch / 'worker.log'}.")
+            )
+        for fut in self._pongs.values():
+            if not fut.done():
+                fut.set_exception(ConnectionError("worker exited"))
+        self._pongs.clear()
+        if self._stopping_on_purpose or self.state == WorkerState.STOPPING:
+            if self.state == WorkerState.STOPPING:
+                self.change_state(WorkerState.STOPPED)
+            return
+        # An unexpected exit: a crash.
+        now = time.monotonic()
+        self.crashes.append(now)
+        while self.crashes and now - self.crashes[0] > self.sup.config.restart_window_s:
+            self.crashes.popleft()
+        reason = self.reason if self.reason and self.reason.startswith("killed:") else f"exited unexpectedly (code {code})"
+        if self.state in (WorkerState.STARTING, WorkerState.READY, WorkerState.BUSY):
+            self.change_state(WorkerState.BACKOFF, reason)
+        if len(self.crashes) > self.sup.config.max_restarts:
+            self.change_state(
+                WorkerState.FATAL,
+                f"crashed {len(self.crashes)} times within an hour (last: {reason}); not restarted again. "
+                "Restart it from the agents panel once the cause is fixed.",
+            )
+        await self.sup.on_exit(self, code)
+
+    # -- health and stop
+    async def ping(self) -> bool:
+        if self.state not in (WorkerState.READY, WorkerState.BUSY):
+            return True
+        pid = next(self._ping_ids)
+        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._pongs[pid] = fut
+        try:
+            self.send({"type": "health.ping", "id": pid})
+            await asyncio.wait_for(fut, self.sup.config.health_timeout_s)
+            return True
+        except (TimeoutError, ConnectionError):
+            self._pongs.pop(pid, None)
+            if self.state in (WorkerState.READY, WorkerState.BUSY):
+                await self.kill("stopped answering health pings")
+            return False
+
+    async def kill(self, why: str) -> None:
+        """Kills a misbehaving worker; its exit is then handled as a crash."""
+        self.reason = f"killed: {why}"
+        proc = self.proc
+        if proc and proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+
+    async def stop(self) -> None:
+        """Asks the worker to shut down; kills it after the grace period."""
+        proc = self.proc
+        if proc is None or proc.returncode is not None or self.state not in LIVE_STATES:
+            if self.state in (WorkerState.BACKOFF, WorkerState.FATAL):
+                self.change_state(WorkerState.STOPPED)
+            return
+        self._stopping_on_purpose = True
+        if self.state != WorkerState.STOPPING:
+            self.change_state(WorkerState.STOPPING)
+        with contextlib.suppress(ConnectionError, OSError):
+            self.send({"type": "shutdown"})
+            if proc.stdin:
+                proc.stdin.close()
+        try:
+            await asyncio.wait_for(proc.wait(), self.sup.config.stop_grace_s)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                await asyncio.wait_for(proc.wait(), 1.0)
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                await proc.wait()
+        if self._reader:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reader
+        if self.state == WorkerState.STOPPING:
+            self.change_state(WorkerState.STOPPED)
+
+
+class Supervisor:
+    """All workers of one Pod: lazy spawn, crash accounting, health pings, idle reaping."""
+
+    def __init__(
+        self,
+        on_message: Callable[[WorkerHandle, dict[str, Any]], Awaitable[None]],
+        on_exit: Callable[[WorkerHandle, int], Awaitable[None]],
+        emit: Callable[[dict[str, Any]], None],
+        config: SupervisorConfig | None = None,
+        command: list[str] | None = None,
+    ):
+        self.on_message = on_message
+        self.on_exit = on_exit
+        self.emit = emit
+        self.config = config or SupervisorConfig()
+        self.command = command or worker_command()
+        self.handles: dict[tuple[str, str], WorkerHandle] = {}
+        self._spawn_locks: dict[tuple[str, str], asyncio.Lock] = {}
+        self._ticker: asyncio.Task[None] | None = None
+
+    def handle(self, key: tuple[str, str], label: str, scratch: Path) -> WorkerHandle:
+        h = self.handles.get(key)
+        if h is None:
+            h = self.handles[key] = WorkerHandle(key, label, scratch, self)
+        return h
+
+    async def ensure(self, key: tuple[str, str], label: str, scratch: Path, binding: dict[str, Any]) -> WorkerHandle:
+        """Returns a ready worker for `key`, spawning it if needed."""
+        h = self.handle(key, label, scratch)
+        lock = self._spawn_locks.setdefault(key, asyncio.Lock())
+        async with lock:
+            if h.state in (WorkerState.READY, WorkerState.BUSY):
+                return h
+            if h.state == WorkerState.FATAL:
+                raise WorkerStartError(f"The worker for {label} is stopped: {h.reason}")
+            if h.state == WorkerState.STOPPING:
+                await h.stop()
+            if h.state == WorkerState.BACKOFF:
+                h.restarts += 1
+            await h.spawn(binding)
+            return h
+
+    def start_ticker(self) -> None:
+        if self._ticker is None:
+            self._ticker = asyncio.create_task(self._tick_loop())
+
+    async def _tick_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.health_interval_s)
+            with contextlib.suppress(Exception):
+                await self.tick()
+
+    async def tick(self) -> None:
+        """One supervision pass: ping live workers, reap idle ones."""
+        now = time.monotonic()
+        for h in list(self.handles.values()):
+            if h.state == WorkerState.READY and h.active_turn is None and now - h.last_used > self.config.idle_reap_s:
+                await h.stop()
+                continue
+            await h.ping()
+
+    def describe(self) -> dict[tuple[str, str], dict[str, Any]]:
+        return {k: h.info() for k, h in self.handles.items()}
+
+    async def stop_all(self) -> None:
+        if self._ticker:
+            self._ticker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._ticker
+            self._ticker = None
+        await asyncio.gather(*(h.stop() for h in self.handles.values()), return_exceptions=True)

@@ -1,0 +1,200 @@
+"""Tools the agent loop can call: declared once with @tool, schema derived from the signature.
+
+A tool is a plain function; its JSON schema comes from type hints and its docstring (first
+paragraph = description, "name: text" lines under Args = parameter descriptions). Toolkits group
+tools; an agent profile lists the toolkits it may use.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import json
+import operator
+import types
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+_JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean", dict: "object", list: "array"}
+
+
+@dataclass
+class Tool:
+    name: str
+    toolkit: str
+    description: str
+    parameters: dict[str, Any]
+    func: Callable[..., Any]
+
+    def spec(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "parameters": self.parameters}
+
+
+TOOLKITS: dict[str, dict[str, Tool]] = {}
+
+
+def _schema_for(annotation: Any) -> dict[str, Any]:
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return _schema_for(args[0]) if len(args) == 1 else {}
+    if origin is typing.Literal:
+        values = list(typing.get_args(annotation))
+        return {"type": _JSON_TYPES.get(type(values[0]), "string"), "enum": values}
+    if origin in (list, tuple):
+        args = typing.get_args(annotation)
+        return {"type": "array", "items": _schema_for(args[0]) if args else {}}
+    if origin is dict:
+        return {"type": "object"}
+    return {"type": _JSON_TYPES[annotation]} if annotation in _JSON_TYPES else {}
+
+
+def _parse_doc(doc: str) -> tuple[str, dict[str, str]]:
+    doc = inspect.cleandoc(doc or "")
+    description = doc.split("\n\n", 1)[0].replace("\n", " ").strip()
+    params: dict[str, str] = {}
+    in_args = False
+    for line in doc.splitlines():
+        stripped = line.strip()
+        if stripped.lower() in ("args:", "arguments:", "parameters:"):
+            in_args = True
+            continue
+        if in_args and ":" in stripped:
+            name, _, text = stripped.partition(":")
+            params[name.strip().split(" ")[0]] = text.strip()
+    return description, params
+
+
+def tool(toolkit: str, name: str | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Registers a function as a tool in `toolkit`."""
+
+    def register(func: Callable[..., Any]) -> Callable[..., Any]:
+        hints = typing.get_type_hints(func)
+        description, docs = _parse_doc(func.__doc__ or "")
+        props: dict[str, Any] = {}
+        required: list[str] = []
+        for pname, param in inspect.signature(func).parameters.items():
+            if pname.startswith("_"):
+                continue  # injected context, never model-supplied
+            prop = _schema_for(hints.get(pname, str))
+            if pname in docs:
+                prop["description"] = docs[pname]
+            if param.default is inspect.Parameter.empty:
+                required.append(pname)
+            else:
+                prop["default"] = param.default
+            props[pname] = prop
+        schema = {"type": "object", "properties": props, "required": required, "additionalProperties": False}
+        t = Tool(name or func.__name__, toolkit, description, schema, func)
+        TOOLKITS.setdefault(toolkit, {})[t.name] = t
+        return func
+
+    return register
+
+
+def tools_for(toolkits: list[str]) -> dict[str, Tool]:
+    out: dict[str, Tool] = {}
+    for tk in toolkits:
+        out.update(TOOLKITS.get(tk, {}))
+    return out
+
+
+class ToolInputError(Exception):
+    """The model called a tool with arguments that do not fit its schema."""
+
+
+def call_tool(t: Tool, arguments: dict[str, Any], context: dict[str, Any] | None = None) -> str:
+    """Runs a tool and returns its result as text for the model. Raises on failure."""
+    if "__invalid_json__" in arguments:
+        raise ToolInputError(f"the arguments were not valid JSON: {arguments['__invalid_json__'][:200]!r}")
+    props = t.parameters["properties"]
+    unknown = set(arguments) - set(props)
+    if unknown:
+        raise ToolInputError(f"unknown argument(s) {sorted(unknown)}; expected {sorted(props)}")
+    missing = [p for p in t.parameters["required"] if p not in arguments]
+    if missing:
+        raise ToolInputError(f"missing required argument(s) {missing}")
+    kwargs = dict(arguments)
+    sig = inspect.signature(t.func).parameters
+    if "_context" in sig:
+        kwargs["_context"] = context or {}
+    result = t.func(**kwargs)
+    return result_text(result)
+
+
+def result_text(result: Any) -> str:
+    if isinstance(result, str):
+        return result
+    try:
+        return json.dumps(result, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return json.dumps(result, ensure_ascii=False, default=repr)
+
+
+# ---- built-in toolkits -------------------------------------------------------------------------
+
+
+@tool("clock")
+def current_time(timezone: str = "UTC") -> str:
+    """Returns the current date and time in a time zone.
+
+    Args:
+        timezone: IANA time zone name, for example Europe/Paris or America/New_York.
+    """
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        tz = ZoneInfo(timezone)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ToolInputError(f"unknown time zone {timezone!r}; use an IANA name such as Europe/Berlin") from None
+    return datetime.now(tz).isoformat(timespec="seconds")
+
+
+_OPS: dict[type, Callable[..., Any]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
+}
+
+
+def _eval(node: ast.AST) -> float:
+    if isinstance(node, ast.Expression):
+        return _eval(node.body)
+    if isinstance(node, ast.Constant) and isinstance(node.value, int | float) and not isinstance(node.value, bool):
+        return node.value
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+        left, right = _eval(node.left), _eval(node.right)
+        if isinstance(node.op, ast.Pow) and abs(right) > 1000:
+            raise ToolInputError("exponent too large")
+        return _OPS[type(node.op)](left, right)
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _OPS:
+        return _OPS[type(node.op)](_eval(node.operand))
+    raise ToolInputError("only numbers and + - * / // % ** and parentheses are allowed")
+
+
+@tool("math")
+def calculate(expression: str) -> str:
+    """Evaluates an arithmetic expression exactly as written.
+
+    Args:
+        expression: for example (12.5 * 4) / 3 or 2 ** 10.
+    """
+    if len(expression) > 500:
+        raise ToolInputError("expression too long (500 characters at most)")
+    try:
+        tree = ast.parse(expression, mode="eval")
+    except SyntaxError:
+        raise ToolInputError(f"not an arithmetic expression: {expression!r}") from None
+    try:
+        return repr(_eval(tree))
+    except ZeroDivisionError:
+        raise ToolInputError("division by zero") from None

@@ -1,0 +1,108 @@
+"""Entry point: `python -m runtime_host.worker`. Reads protocol lines on stdin, answers on stdout."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+from typing import Any
+
+from runtime_host.protocol import PROTOCOL_VERSION, ProtocolError, decode
+from runtime_host.worker.channel import Channel
+
+
+def rss_bytes() -> int:
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        return 0
+
+
+def _preload() -> None:
+    # Warm the imports a turn needs while the worker waits for its first turn.
+    import runtime_host.providers.openai_compat  # noqa: F401
+    import runtime_host.tools  # noqa: F401
+    import runtime_host.worker.loop  # noqa: F401
+
+
+class Worker:
+    def __init__(self) -> None:
+        # The protocol owns the real stdout; anything else printed goes to stderr (the worker log).
+        self.channel = Channel(sys.stdout.buffer)
+        sys.stdout = sys.stderr
+        self.binding: dict[str, Any] | None = None
+        self.turn_thread: threading.Thread | None = None
+        self.cancel = threading.Event()
+
+    def run(self) -> int:
+        self.channel.send({"type": "hello", "pid": os.getpid(), "protocol": PROTOCOL_VERSION})
+        for line in sys.stdin.buffer:
+            try:
+                msg = decode(line)
+            except ProtocolError as exc:
+                self.channel.send({"type": "error", "error": f"bad line from the Pod: {exc}"})
+                continue
+            if self.handle(msg) is False:
+                return 0
+        return 0  # stdin closed: the Pod is gone
+
+    def handle(self, msg: dict[str, Any]) -> bool | None:
+        kind = msg["type"]
+        if kind == "ack" or kind == "pod.result":
+            self.channel.resolve(int(msg["seq"]), msg.get("result"))
+        elif kind == "health.ping":
+            self.channel.send({"type": "health.pong", "id": msg.get("id"), "rss": rss_bytes()})
+        elif kind == "bind":
+            if self.binding is not None:
+                self.channel.send({"type": "error", "error": "already bound; a worker serves one (person, agent)"})
+                return None
+            self.binding = msg
+            scratch = msg.get("scratch")
+            if scratch:
+                os.makedirs(scratch, exist_ok=True)
+                os.chdir(scratch)
+            self.channel.send({"type": "ready", "pid": os.getpid(), "rss": rss_bytes()})
+            threading.Thread(target=_preload, name="preload", daemon=True).start()
+        elif kind == "turn.start":
+            self.start_turn(msg)
+        elif kind == "turn.cancel":
+            self.cancel.set()
+        elif kind == "shutdown":
+            self.cancel.set()
+            return False
+        else:
+            self.channel.send({"type": "error", "error": f"unknown message type {kind!r}"})
+        return None
+
+    def start_turn(self, msg: dict[str, Any]) -> None:
+        if self.binding is None:
+            self.channel.send({"type": "error", "error": "turn.start before bind"})
+            return
+        if self.turn_thread and self.turn_thread.is_alive():
+            self.channel.send({"type": "error", "turn_id": msg.get("turn_id"), "error": "a turn is already running"})
+            return
+        from runtime_host.worker.loop import run_turn
+
+        self.cancel.clear()
+        self.turn_thread = threading.Thread(
+            target=run_turn, args=(self.channel, self.binding, msg, self.cancel), name="turn", daemon=True
+        )
+        self.turn_thread.start()
+
+
+def main() -> int:
+    try:
+        return Worker().run()
+    except BrokenPipeError:
+        return 0
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # last resort: say why on stderr (the worker log) and exit non-zero
+        print(json.dumps({"fatal": repr(exc)}), file=sys.stderr)
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

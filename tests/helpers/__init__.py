@@ -1,0 +1,1 @@
+"""Test helpers: the scriptable fake model server and fixtures' building blocks."""

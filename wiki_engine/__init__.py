@@ -1,0 +1,1 @@
+"""Hearth's memory: immutable sources, wiki pages with citations, search. Qt-free, imports nothing of ours."""
