@@ -2,7 +2,12 @@
 
 Internal messages are dicts: {"role": "system"|"user"|"assistant"|"tool", "content": str, ...};
 an assistant message may carry "tool_calls": [{"id", "name", "arguments": dict}], a tool message
-carries "tool_call_id" and "name". A provider's `stream()` yields ProviderEvents.
+carries "tool_call_id" and "name". A provider's `stream()` yields ProviderEvents; `complete()` makes
+the same call without streaming (one JSON answer) and yields the same events.
+
+Wire formats (Route.kind): "openai" / "openai-compatible" (openai_compat.py), "anthropic"
+(anthropic.py), "gemini" (gemini.py), "embedded" (embedded.py, the offline SmolLM2 model).
+Vendors (which kind, base URL and default model each company uses) are data in vendors.py.
 Imported by the worker only after it is ready (httpx is not cheap to import).
 """
 
@@ -88,10 +93,44 @@ def check_address_allowed(url: str) -> None:
     )
 
 
+# Whether a wire format can pass tools to its model. The UI says so when a chosen model cannot use
+# tools; the embedded offline model answers in plain text only.
+SUPPORTS_TOOLS: dict[str, bool] = {
+    "openai": True,
+    "openai-compatible": True,
+    "anthropic": True,
+    "gemini": True,
+    "embedded": False,
+}
+
+KINDS: tuple[str, ...] = tuple(SUPPORTS_TOOLS)
+
+
+def supports_tools(kind: str) -> bool:
+    """Whether models reached through this wire format can call tools (False for unknown kinds)."""
+    return SUPPORTS_TOOLS.get(kind, False)
+
+
 def open_provider(route: Route) -> Any:
-    """The provider object for a route's wire format."""
+    """The provider object for a route's wire format. Each has .stream(), .complete(), .supports_tools."""
     if route.kind in ("openai-compatible", "openai"):
         from runtime_host.providers.openai_compat import OpenAICompatProvider
 
         return OpenAICompatProvider(route)
-    raise ProviderError("bad_request", f"Unknown provider kind {route.kind!r} for provider {route.provider!r}.")
+    if route.kind == "anthropic":
+        from runtime_host.providers.anthropic import AnthropicProvider
+
+        return AnthropicProvider(route)
+    if route.kind == "gemini":
+        from runtime_host.providers.gemini import GeminiProvider
+
+        return GeminiProvider(route)
+    if route.kind == "embedded":
+        from runtime_host.providers.embedded import EmbeddedProvider
+
+        return EmbeddedProvider(route)
+    raise ProviderError(
+        "bad_request",
+        f"Unknown provider kind {route.kind!r} for provider {route.provider!r}. "
+        f"Known kinds: {', '.join(KINDS)}. Check the provider in Settings → Providers.",
+    )

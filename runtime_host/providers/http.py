@@ -28,22 +28,82 @@ def client() -> httpx.Client:
     return c
 
 
-def _retry_after(resp: httpx.Response) -> float | None:
+def _retry_after(resp: httpx.Response, info: _ErrorInfo | None = None) -> float | None:
+    """Seconds to wait: the Retry-After header (OpenAI, Anthropic), else the body's RetryInfo (Google)."""
     value = resp.headers.get("retry-after")
-    if not value:
+    if value:
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            pass  # an HTTP-date: rare for model APIs; fall through to the body
+    if info is not None and info.retry_delay is not None:
+        return info.retry_delay
+    return None
+
+
+class _ErrorInfo:
+    """What an error body says, whichever vendor shaped it.
+
+    OpenAI: {"error": {"message", "type", "code"}}; Anthropic: {"type": "error", "error": {"type",
+    "message"}}; Google: {"error": {"code", "message", "status", "details": [...]}} (a JSON list of
+    those when a non-SSE stream fails).
+    """
+
+    def __init__(self, message: str = "", code: str = "", reasons: tuple[str, ...] = (), retry_delay: float | None = None):
+        self.message = message
+        self.code = code
+        self.reasons = reasons
+        self.retry_delay = retry_delay
+
+
+def _parse_error(body: bytes) -> _ErrorInfo:
+    text = body[:4000].decode("utf-8", "replace").strip()
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError:
+        return _ErrorInfo(text[:200])
+    if isinstance(obj, list) and obj and isinstance(obj[0], dict):
+        obj = obj[0]
+    if not isinstance(obj, dict):
+        return _ErrorInfo(text[:200])
+    err = obj.get("error")
+    if isinstance(err, str):
+        return _ErrorInfo(err[:300])
+    if not isinstance(err, dict):
+        return _ErrorInfo(str(obj.get("message") or text)[:300])
+    code = str(err.get("status") or err.get("type") or err.get("code") or "")
+    reasons: list[str] = []
+    delay: float | None = None
+    for d in err.get("details") or []:
+        if not isinstance(d, dict):
+            continue
+        if d.get("reason"):
+            reasons.append(str(d["reason"]))
+        if str(d.get("@type", "")).endswith("google.rpc.RetryInfo"):
+            delay = _duration_seconds(d.get("retryDelay"))
+    message = str(err.get("message") or code or "")[:300]
+    return _ErrorInfo(message, code, tuple(reasons), delay)
+
+
+def _duration_seconds(value: Any) -> float | None:
+    """Parses a protobuf Duration in JSON form ("37s", "1.5s")."""
+    if not isinstance(value, str) or not value.endswith("s"):
         return None
     try:
-        return max(0.0, float(value))
+        return max(0.0, float(value[:-1]))
     except ValueError:
         return None
 
 
 def error_from_response(route: Route, resp: httpx.Response, body: bytes) -> ProviderError:
     """Maps an HTTP error answer to a ProviderError whose message says what to do next."""
-    detail = _error_detail(body)
+    info = _parse_error(body)
+    detail = info.message
     who = f"Provider {route.provider!r} ({route.model or 'default model'})"
     status = resp.status_code
-    if status in (401, 403):
+    # Google answers a wrong key with 400 INVALID_ARGUMENT + reason API_KEY_INVALID, not 401.
+    bad_key = status == 400 and ("API_KEY_INVALID" in info.reasons or "API key not valid" in detail)
+    if status in (401, 403) or bad_key:
         return ProviderError(
             "auth",
             f"{who} refused the key (HTTP {status}{': ' + detail if detail else ''}). "
@@ -52,7 +112,7 @@ def error_from_response(route: Route, resp: httpx.Response, body: bytes) -> Prov
             status=status,
         )
     if status == 429:
-        ra = _retry_after(resp)
+        ra = _retry_after(resp, info)
         wait = f" Try again in {ra:g} s." if ra is not None else " Try again in a moment."
         return ProviderError(
             "rate_limit",
@@ -68,6 +128,7 @@ def error_from_response(route: Route, resp: httpx.Response, body: bytes) -> Prov
             status=status,
         )
     if status >= 500:
+        # Anthropic's 529 overloaded_error lands here too: a server-side condition, so a fallback may try.
         return ProviderError(
             "server",
             f"{who} had a server error (HTTP {status}{': ' + detail if detail else ''}). "
@@ -82,19 +143,31 @@ def error_from_response(route: Route, resp: httpx.Response, body: bytes) -> Prov
 
 
 def _error_detail(body: bytes) -> str:
-    text = body[:2000].decode("utf-8", "replace").strip()
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError:
-        return text[:200]
-    err = obj.get("error") if isinstance(obj, dict) else None
+    """The human part of an error body in any vendor's shape (kept for callers of the old name)."""
+    return _parse_error(body).message
+
+
+def stream_error(provider: str, err: Any) -> ProviderError:
+    """An error reported inside a 200 stream (Anthropic `event: error`, an OpenAI/Google error chunk)."""
     if isinstance(err, dict):
-        return str(err.get("message") or err.get("type") or "")[:300]
-    if isinstance(err, str):
-        return err[:300]
-    if isinstance(obj, dict) and obj.get("message"):
-        return str(obj["message"])[:300]
-    return text[:200]
+        code = str(err.get("type") or err.get("status") or err.get("code") or "")
+        msg = str(err.get("message") or code or "unknown error")
+    else:
+        code, msg = "", str(err)
+    if code in ("rate_limit_error", "RESOURCE_EXHAUSTED", "rate_limit_exceeded", "429"):
+        kind = "rate_limit"
+    elif code in ("authentication_error", "permission_error", "UNAUTHENTICATED", "PERMISSION_DENIED"):
+        kind = "auth"
+    elif code in ("invalid_request_error", "INVALID_ARGUMENT", "request_too_large"):
+        kind = "bad_request"
+    else:  # overloaded_error, api_error, INTERNAL, UNAVAILABLE, unknown: the provider's side
+        kind = "server"
+    label = f" ({code})" if code else ""
+    return ProviderError(
+        kind,
+        f"Provider {provider!r} reported an error in the middle of its answer{label}: {msg[:300]}. "
+        "Try again, or pick another model.",
+    )
 
 
 @contextmanager

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from runtime_host.providers import Finished, ProviderError, ProviderEvent, Route, TextDelta, ToolCall
-from runtime_host.providers.http import open_stream
+from runtime_host.providers.http import open_stream, stream_error
 from runtime_host.providers.sse import iter_sse
 
 
@@ -77,9 +77,7 @@ class OpenAIStreamParser:
         if not isinstance(chunk, dict):
             raise ProviderError("malformed", f"Provider {self.provider!r} sent a stream chunk that is not an object.")
         if "error" in chunk:
-            err = chunk["error"]
-            msg = err.get("message") if isinstance(err, dict) else str(err)
-            raise ProviderError("server", f"Provider {self.provider!r} reported an error mid-stream: {msg}")
+            raise stream_error(self.provider, chunk["error"])
         self.model = chunk.get("model") or self.model
         if chunk.get("usage"):
             self._usage = chunk["usage"]
@@ -135,18 +133,33 @@ def parse_arguments(provider: str, call: dict[str, Any]) -> dict[str, Any]:
 
 
 class OpenAICompatProvider:
+    supports_tools = True
+
     def __init__(self, route: Route):
         self.route = route
 
-    def stream(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Iterator[ProviderEvent]:
+    def _request(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], stream: bool) -> tuple[str, dict[str, str], dict[str, Any]]:
         r = self.route
         url = r.base_url.rstrip("/") + "/chat/completions"
-        headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+        headers = {"Content-Type": "application/json", "Accept": "text/event-stream" if stream else "application/json"}
         if r.key:
             headers["Authorization"] = f"Bearer {r.key}"
-        body: dict[str, Any] = {"model": r.model, "messages": to_wire_messages(messages), "stream": True}
+        body: dict[str, Any] = {"model": r.model, "messages": to_wire_messages(messages), "stream": stream}
         if tools:
             body["tools"] = to_wire_tools(tools)
+        return url, headers, body
+
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Iterator[ProviderEvent]:
+        """One call without streaming: the whole answer arrives as one JSON body."""
+        r = self.route
+        url, headers, body = self._request(messages, tools, stream=False)
+        with open_stream(r, url, headers, body) as resp:
+            raw = resp.read()
+        yield from self._from_json(raw)
+
+    def stream(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Iterator[ProviderEvent]:
+        r = self.route
+        url, headers, body = self._request(messages, tools, stream=True)
         parser = OpenAIStreamParser(r.provider, r.model)
         with open_stream(r, url, headers, body) as resp:
             ctype = resp.headers.get("content-type", "")

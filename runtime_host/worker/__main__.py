@@ -81,6 +81,9 @@ class Worker:
             self.channel.send({"type": "error", "error": "turn.start before bind"})
             return
         if self.turn_thread and self.turn_thread.is_alive():
+            # The previous turn's thread may be just past its acknowledged turn.finished: let it end.
+            self.turn_thread.join(timeout=5)
+        if self.turn_thread and self.turn_thread.is_alive():
             self.channel.send({"type": "error", "turn_id": msg.get("turn_id"), "error": "a turn is already running"})
             return
         from runtime_host.worker.loop import run_turn

@@ -1,0 +1,265 @@
+"""The main window: agents on the left, the conversation with its tool-call tree, and the composer."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from PySide6.QtCore import QSettings, Qt, Signal
+from PySide6.QtGui import QAction, QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QMainWindow,
+    QPlainTextEdit,
+    QPushButton,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.bridge import PodBridge
+from app.chat_view import ChatView, StepsTree
+from app.dialogs import AddAgentDialog, SettingsDialog
+from runtime_host.store import StoreError
+
+EMPTY_HINT = (
+    "**Welcome to Hearth.** Your agents, their memory and your keys stay on this machine.\n\n"
+    "To start: open **Settings → Providers** and add a model provider (an OpenAI-compatible server such as "
+    "Ollama or LM Studio on this machine, or a hosted provider with your key), then create an agent with **New agent**."
+)
+
+
+class MainWindow(QMainWindow):
+    """Signals:
+    closed(): the window was closed (the app then shuts the Pod down and exits).
+    """
+
+    closed = Signal()
+
+    def __init__(self, pod: Any):
+        super().__init__()
+        self.pod = pod
+        self.bridge = PodBridge(pod, self)
+        self.bridge.event.connect(self._on_pod_event)
+        self.agent: str | None = None
+        self.conversation_id: str | None = None
+        self._new_conversation = False
+        self._live_turn: str | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.setWindowTitle("Hearth")
+        self._build()
+        self.refresh_agents()
+        settings = QSettings("Hearth", "Hearth")
+        geometry = settings.value("window/geometry")
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+        else:
+            self.resize(1100, 720)
+
+    # -- layout
+    def _build(self) -> None:
+        side = QWidget()
+        side_layout = QVBoxLayout(side)
+        side_layout.addWidget(QLabel("Agents"))
+        self.agents = QListWidget()
+        self.agents.setAccessibleName("Agents")
+        self.agents.currentItemChanged.connect(self._on_agent_selected)
+        side_layout.addWidget(self.agents)
+        self.new_agent_button = QPushButton("New agent")
+        self.new_agent_button.clicked.connect(self.open_new_agent)
+        self.settings_button = QPushButton("Settings")
+        self.settings_button.clicked.connect(self.open_settings)
+        side_layout.addWidget(self.new_agent_button)
+        side_layout.addWidget(self.settings_button)
+
+        center = QWidget()
+        center_layout = QVBoxLayout(center)
+        top = QHBoxLayout()
+        self.header = QLabel("")
+        self.header.setAccessibleName("Conversation status")
+        top.addWidget(self.header, 1)
+        self.new_conversation_button = QPushButton("New conversation")
+        self.new_conversation_button.clicked.connect(self.new_conversation)
+        top.addWidget(self.new_conversation_button)
+        center_layout.addLayout(top)
+        split = QSplitter(Qt.Orientation.Vertical)
+        self.chat = ChatView()
+        self.steps = StepsTree()
+        split.addWidget(self.chat)
+        split.addWidget(self.steps)
+        split.setSizes([520, 160])
+        center_layout.addWidget(split, 1)
+        row = QHBoxLayout()
+        self.composer = QPlainTextEdit()
+        self.composer.setPlaceholderText("Message your agent — Ctrl+Enter to send")
+        self.composer.setAccessibleName("Message")
+        self.composer.setFixedHeight(90)
+        self.send_button = QPushButton("Send")
+        self.send_button.setToolTip("Send (Ctrl+Enter)")
+        self.send_button.clicked.connect(self.send)
+        row.addWidget(self.composer, 1)
+        row.addWidget(self.send_button)
+        center_layout.addLayout(row)
+
+        outer = QSplitter(Qt.Orientation.Horizontal)
+        outer.addWidget(side)
+        outer.addWidget(center)
+        outer.setSizes([220, 880])
+        self.setCentralWidget(outer)
+
+        for seq in ("Ctrl+Return", "Ctrl+Enter"):
+            QShortcut(QKeySequence(seq), self.composer, activated=self.send)
+        settings_action = QAction("Settings", self, shortcut=QKeySequence("Ctrl+,"), triggered=self.open_settings)
+        new_conv_action = QAction("New conversation", self, shortcut=QKeySequence("Ctrl+N"), triggered=self.new_conversation)
+        self.addAction(settings_action)
+        self.addAction(new_conv_action)
+        self.statusBar().showMessage("Ready")
+
+    # -- agents
+    def refresh_agents(self) -> None:
+        current = self.agent
+        self.agents.blockSignals(True)
+        self.agents.clear()
+        for a in self.pod.list_agents():
+            item = QListWidgetItem(self._agent_label(a))
+            item.setData(Qt.ItemDataRole.UserRole, a["name"])
+            self.agents.addItem(item)
+            if a["name"] == current:
+                self.agents.setCurrentItem(item)
+        self.agents.blockSignals(False)
+        if self.agents.count() and self.agents.currentItem() is None:
+            self.agents.setCurrentRow(0)
+        elif not self.agents.count():
+            self.chat.set_messages([])
+            self.chat.append_message("assistant", EMPTY_HINT)
+
+    @staticmethod
+    def _agent_label(a: dict[str, Any]) -> str:
+        w = a["worker"]
+        rss = f", {w['rss_mb']:.0f} MB" if w.get("rss_mb") else ""
+        return f"{a['name']}  ·  {w['state']}{rss}"
+
+    def _on_agent_selected(self, item: QListWidgetItem | None, _prev: QListWidgetItem | None = None) -> None:
+        if item is None:
+            return
+        self.agent = item.data(Qt.ItemDataRole.UserRole)
+        inst, _profile = self.pod.find_agent(self.agent)
+        conv = self.pod.store.latest_conversation(inst.id)
+        self.load_conversation(conv.id if conv else None)
+
+    def load_conversation(self, conversation_id: str | None) -> None:
+        self.conversation_id = conversation_id
+        self._new_conversation = conversation_id is None
+        self.steps.clear_steps()
+        if conversation_id is None:
+            self.chat.set_messages([])
+            self.header.setText(f"{self.agent} — new conversation")
+            return
+        msgs = [(m.role, m.content) for m in self.pod.store.list_messages(conversation_id)]
+        turns = self.pod.turns(conversation_id)
+        failed = [t for t in turns if t["status"] == "failed" and t["error"]]
+        self.chat.set_messages(msgs)
+        if turns:
+            last = turns[-1]
+            self.steps.load_tree(last["steps"])
+            if last in failed:
+                self.chat.append_message("error", f"The last turn failed: {last['error']}")
+            self.header.setText(f"{self.agent} — last answer by {last['model'] or '—'}")
+        else:
+            self.header.setText(f"{self.agent}")
+
+    def new_conversation(self) -> None:
+        if self.agent:
+            self.load_conversation(None)
+
+    # -- dialogs
+    def open_settings(self) -> None:
+        dlg = SettingsDialog(self.pod, self)
+        dlg.exec()
+
+    def open_new_agent(self) -> None:
+        dlg = AddAgentDialog(self.pod, self)
+        if dlg.exec() and dlg.created:
+            self.agent = dlg.created["name"]
+            self.refresh_agents()
+
+    # -- sending
+    def send(self) -> None:
+        text = self.composer.toPlainText().strip()
+        if not text:
+            return
+        if not self.agent:
+            self.chat.append_message("error", "There is no agent yet: create one with New agent (after adding a provider in Settings).")
+            return
+        self.composer.clear()
+        self.chat.append_message("user", text)
+        task = asyncio.ensure_future(self._send(self.agent, text))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _send(self, agent: str, text: str) -> None:
+        try:
+            run = await self.pod.start_turn(agent, text, conversation_id=None if self._new_conversation else self.conversation_id,
+                                            new_conversation=self._new_conversation)
+        except StoreError as exc:
+            self.chat.append_message("error", str(exc))
+            return
+        if agent == self.agent:
+            self.conversation_id = run.conversation_id
+            self._new_conversation = False
+
+    # -- pod events
+    def _on_pod_event(self, ev: dict[str, Any]) -> None:
+        kind = ev.get("type")
+        if kind == "worker.state":
+            self.refresh_agents_labels()
+            if ev.get("new") == "fatal":
+                self.statusBar().showMessage(f"Agent {ev.get('agent')} stopped: {ev.get('reason')}")
+            return
+        if ev.get("conversation_id") != self.conversation_id or self.conversation_id is None:
+            return
+        if kind == "turn.started":
+            self._live_turn = ev["turn_id"]
+            self.steps.clear_steps()
+            self.chat.stream_begin()
+            self.header.setText(f"{self.agent} — working…")
+        elif kind == "delta" and ev.get("parent_id") is None:
+            self.chat.stream_append(ev["text"])
+        elif kind == "iteration":
+            self.header.setText(f"{self.agent} — working… step {ev['n']}/{ev['max']}")
+        elif kind == "step.started":
+            self.steps.add_step(ev["step_id"], ev.get("parent_id"), ev["kind"], ev["name"], ev.get("arguments"), ev.get("started_at"))
+            if ev["kind"] == "model" and self.chat.streaming_text:
+                # A new model call after tool calls: keep what was said, stream the next part after it.
+                self.chat.stream_end()
+                self.chat.stream_begin()
+        elif kind == "step.finished":
+            self.steps.finish_step(ev["step_id"], ev["status"], ev.get("result"), ev.get("finished_at"))
+        elif kind == "turn.resuming":
+            self.statusBar().showMessage(f"The agent's worker restarted ({ev.get('reason')}); resuming the turn.")
+        elif kind == "turn.finished":
+            self._live_turn = None
+            if ev.get("status") == "done":
+                self.chat.stream_end(ev.get("text") or "")
+                self.header.setText(f"{self.agent} — answered by {ev.get('model') or '—'} in {ev.get('iterations')} step(s)")
+            else:
+                self.chat.stream_discard()
+                self.chat.append_message("error", f"The turn failed: {ev.get('error')}")
+                self.header.setText(f"{self.agent} — failed")
+            self.statusBar().showMessage("Ready")
+
+    def refresh_agents_labels(self) -> None:
+        by_name = {a["name"]: a for a in self.pod.list_agents()}
+        for i in range(self.agents.count()):
+            item = self.agents.item(i)
+            a = by_name.get(item.data(Qt.ItemDataRole.UserRole))
+            if a:
+                item.setText(self._agent_label(a))
+
+    def closeEvent(self, event: Any) -> None:  # noqa: N802
+        QSettings("Hearth", "Hearth").setValue("window/geometry", self.saveGeometry())
+        super().closeEvent(event)
+        self.closed.emit()

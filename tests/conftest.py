@@ -1,0 +1,69 @@
+"""Shared test setup: offscreen Qt, loopback-only model calls, a temp data folder, the fake model."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ["HEARTH_LOOPBACK_ONLY"] = "1"  # the global switch: no real model requests, ever
+
+import asyncio  # noqa: E402
+from collections.abc import AsyncIterator, Iterator  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+from tests.helpers.fake_model import FakeModelServer, Script, echo  # noqa: E402
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    h = tmp_path / "hearth"
+    h.mkdir()
+    monkeypatch.setenv("HEARTH_HOME", str(h))
+    return h
+
+
+@pytest.fixture
+def fake_model() -> Iterator[FakeModelServer]:
+    srv = FakeModelServer(echo).start()
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+@pytest.fixture
+def script(fake_model: FakeModelServer):
+    """Sets the fake model's answers: script([Text(...), ToolCalls(...)])."""
+
+    def set_script(answers: list, repeat_last: bool = False) -> Script:
+        s = Script(answers, repeat_last=repeat_last)
+        fake_model.script = s
+        return s
+
+    return set_script
+
+
+@pytest.fixture
+def secure_keyring() -> str:
+    """Fails loudly unless the real Secret Service is there (tests run under scripts/with-keyring)."""
+    from vault import Vault, VaultUnavailable
+
+    try:
+        return Vault.check()
+    except VaultUnavailable as exc:
+        pytest.fail(f"{exc} — run tests with `make test` (it starts a D-Bus session with GNOME Keyring).")
+
+
+@pytest.fixture
+async def pod(home: Path, fake_model: FakeModelServer) -> AsyncIterator:
+    from runtime_host.pod import Pod
+
+    p = Pod(home)
+    p.add_provider("fake", kind="openai-compatible", base_url=fake_model.base_url, model="fake-1")
+    p.add_agent("helper", provider="fake", system="You are a helpful test agent.")
+    try:
+        yield p
+    finally:
+        await asyncio.wait_for(p.close(), 20)
