@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from PySide6.QtCore import QSettings, Qt, Signal
-from PySide6.QtGui import QAction, QKeySequence, QShortcut
+from PySide6.QtGui import QAction, QKeyEvent, QKeySequence
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
@@ -30,6 +30,22 @@ EMPTY_HINT = (
     "To start: open **Settings → Providers** and add a model provider (an OpenAI-compatible server such as "
     "Ollama or LM Studio on this machine, or a hosted provider with your key), then create an agent with **New agent**."
 )
+
+
+class Composer(QPlainTextEdit):
+    """Multi-line message input: Enter adds a line, Ctrl+Enter sends.
+
+    Signals:
+    submitted(): Ctrl+Enter was pressed.
+    """
+
+    submitted = Signal()
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802
+        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and event.modifiers() & Qt.KeyboardModifier.ControlModifier:
+            self.submitted.emit()
+            return
+        super().keyPressEvent(event)
 
 
 class MainWindow(QMainWindow):
@@ -93,7 +109,8 @@ class MainWindow(QMainWindow):
         split.setSizes([520, 160])
         center_layout.addWidget(split, 1)
         row = QHBoxLayout()
-        self.composer = QPlainTextEdit()
+        self.composer = Composer()
+        self.composer.submitted.connect(self.send)
         self.composer.setPlaceholderText("Message your agent — Ctrl+Enter to send")
         self.composer.setAccessibleName("Message")
         self.composer.setFixedHeight(90)
@@ -110,8 +127,6 @@ class MainWindow(QMainWindow):
         outer.setSizes([220, 880])
         self.setCentralWidget(outer)
 
-        for seq in ("Ctrl+Return", "Ctrl+Enter"):
-            QShortcut(QKeySequence(seq), self.composer, activated=self.send)
         settings_action = QAction("Settings", self, shortcut=QKeySequence("Ctrl+,"), triggered=self.open_settings)
         new_conv_action = QAction("New conversation", self, shortcut=QKeySequence("Ctrl+N"), triggered=self.new_conversation)
         self.addAction(settings_action)

@@ -181,6 +181,18 @@ class Pod:
         return await self.supervisor.ensure(key, inst.name, agent_dir(self.home, inst.person_id, inst.id),
                                             self._binding(inst, profile))
 
+    async def start_agent(self, name: str) -> dict[str, Any]:
+        """Spawns the agent's worker now (it would otherwise start on first need)."""
+        inst, profile = self.find_agent(name)
+        handle = await self._ensure_worker(inst, profile)
+        return handle.info()
+
+    async def stop_agent(self, name: str) -> None:
+        inst, _profile = self.find_agent(name)
+        handle = self.supervisor.handles.get((inst.person_id, inst.id))
+        if handle is not None:
+            await handle.stop()
+
     # -- turns
     async def start_turn(self, agent: str, text: str, *, conversation_id: str | None = None,
                          new_conversation: bool = False) -> _Run:

@@ -1,0 +1,78 @@
+"""`python -m runtime_host` as a person or a script uses it: real subprocesses, real keyring."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.helpers.fake_model import Error, Text, ToolCalls
+
+KEY = "sk-test-Zq81-secret-value-0042"
+
+
+def cli(home: Path, *args: str, stdin: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HEARTH_HOME": str(home)}
+    return subprocess.run([sys.executable, "-m", "runtime_host", *args], input=stdin, capture_output=True, text=True,
+                          env=env, timeout=timeout)
+
+
+def setup_agent(home: Path, base_url: str) -> None:
+    r = cli(home, "provider", "add", "fake", "--base-url", base_url, "--model", "fake-1", "--key-from-stdin", stdin=KEY + "\n")
+    assert r.returncode == 0, r.stderr
+    r = cli(home, "agent", "add", "helper", "--provider", "fake", "--system", "Be brief.")
+    assert r.returncode == 0, r.stderr
+
+
+def test_chat_streams_and_the_key_stays_in_the_keyring(home, fake_model, script, secure_keyring) -> None:
+    setup_agent(home, fake_model.base_url)
+    script([Text("Hello from the fake model.")])
+    r = cli(home, "chat", "helper", "hi there")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "Hello from the fake model."
+    # the key went over the pipe to the worker, and from there to the provider as a bearer token
+    assert fake_model.requests[0].headers["authorization"] == f"Bearer {KEY}"
+    # ...but never into the database or the worker's log
+    for f in home.rglob("*"):
+        if f.is_file():
+            assert KEY.encode() not in f.read_bytes(), f"key leaked into {f}"
+    agents = json.loads(cli(home, "agent", "list", "--json").stdout)
+    assert agents[0]["name"] == "helper" and agents[0]["provider"] == "fake"
+
+
+def test_turns_json_shows_the_tool_call_tree(home, fake_model, script) -> None:
+    setup_agent(home, fake_model.base_url)
+    script([ToolCalls([("calculate", {"expression": "2**10"})]), lambda req: Text("It is " + req.tool_results[-1])])
+    r = cli(home, "chat", "helper", "2 to the 10th?")
+    assert r.returncode == 0 and r.stdout.strip() == "It is 1024", r.stderr
+    turns = json.loads(cli(home, "turns", "--json").stdout)
+    assert len(turns) == 1 and turns[0]["status"] == "done"
+    kinds = [(s["kind"], s["name"]) for s in turns[0]["steps"]]
+    assert kinds == [("model", "fake-1"), ("tool", "calculate"), ("model", "fake-1")]
+    assert turns[0]["steps"][1]["result"]["output"] == "1024"
+    only = json.loads(cli(home, "turns", "--json", "--conversation", turns[0]["conversation_id"]).stdout)
+    assert [t["id"] for t in only] == [turns[0]["id"]]
+
+
+def test_failed_turn_exits_non_zero_with_a_clear_message(home, fake_model, script) -> None:
+    setup_agent(home, fake_model.base_url)
+    script([Error(500, "upstream exploded")])
+    r = cli(home, "chat", "helper", "hi")
+    assert r.returncode == 1
+    assert "HTTP 500" in r.stderr and "upstream exploded" in r.stderr and "Traceback" not in r.stderr
+    turns = json.loads(cli(home, "turns", "--json").stdout)
+    assert turns[0]["status"] == "failed" and "HTTP 500" in turns[0]["error"]
+
+
+def test_unknown_agent_exits_non_zero_naming_the_fix(home, fake_model) -> None:
+    setup_agent(home, fake_model.base_url)
+    r = cli(home, "chat", "nobody", "hi")
+    assert r.returncode == 2
+    assert "No agent named 'nobody'" in r.stderr and "helper" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_empty_key_on_stdin_is_refused(home, fake_model) -> None:
+    r = cli(home, "provider", "add", "fake", "--base-url", fake_model.base_url, "--key-from-stdin", stdin="\n")
+    assert r.returncode == 2 and "standard input was empty" in r.stderr

@@ -1,0 +1,57 @@
+"""UI tests run real widgets offscreen on a qasync loop that also hosts a real Pod."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import qasync
+
+
+class QLoop:
+    def __init__(self, loop: qasync.QEventLoop):
+        self.loop = loop
+
+    def run(self, coro: Any, timeout: float = 30) -> Any:
+        return self.loop.run_until_complete(asyncio.wait_for(coro, timeout))
+
+    def wait_until(self, cond: Callable[[], bool], timeout: float = 30, what: str = "condition") -> None:
+        async def poll() -> None:
+            deadline = time.monotonic() + timeout
+            while not cond():
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"timed out waiting for {what}")
+                await asyncio.sleep(0.02)
+
+        self.loop.run_until_complete(poll())
+
+
+@pytest.fixture
+def qloop(qapp) -> Iterator[QLoop]:
+    loop = qasync.QEventLoop(qapp, already_running=False)
+    asyncio.set_event_loop(loop)
+    try:
+        yield QLoop(loop)
+    finally:
+        loop.close()
+        asyncio.set_event_loop(None)
+
+
+@pytest.fixture
+def ui_pod(home, fake_model, qloop) -> Iterator[Any]:
+    from runtime_host.pod import Pod
+
+    async def make() -> Pod:
+        p = Pod(home)
+        p.add_provider("fake", kind="openai-compatible", base_url=fake_model.base_url, model="fake-1")
+        p.add_agent("helper", provider="fake", system="Test agent.")
+        return p
+
+    pod = qloop.run(make())
+    try:
+        yield pod
+    finally:
+        qloop.run(pod.close())

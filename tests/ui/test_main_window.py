@@ -1,0 +1,93 @@
+"""The window as a person meets it: type, send, watch the answer stream, see failures and tool calls."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+
+from app.dialogs import AddAgentDialog, SettingsDialog
+from app.main_window import MainWindow
+from tests.helpers.fake_model import Error, Text, ToolCalls
+
+
+def send(qtbot, window: MainWindow, text: str) -> None:
+    window.composer.setPlainText(text)
+    qtbot.keyClick(window.composer, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+
+
+def test_answer_streams_into_the_chat_and_the_ui_stays_live(qtbot, qloop, ui_pod, script) -> None:
+    script([Text("**Bold** answer with a table:\n\n| a | b |\n|---|---|\n| 1 | 2 |", chunk_chars=3, delay_s=0.01)])
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show()
+    assert w.agent == "helper"
+    partials: list[str] = []
+    w.bridge.event.connect(lambda ev: partials.append(w.chat.toPlainText()) if ev["type"] == "delta" else None)
+    send(qtbot, w, "Show me a table")
+    assert w.composer.toPlainText() == ""
+    qloop.wait_until(lambda: "answered by" in w.header.text(), what="the answer")
+    text = w.chat.toPlainText()
+    assert "Show me a table" in text and "Bold answer with a table" in text
+    assert "**" not in text  # markdown was rendered, not shown raw
+    assert w.chat.document().toHtml().count("<td") >= 2
+    assert len(partials) > 5  # tokens arrived while the event loop kept running
+    assert "fake-1" in w.header.text()
+
+
+def test_tool_calls_appear_in_the_steps_tree(qtbot, qloop, ui_pod, script) -> None:
+    script([ToolCalls([("calculate", {"expression": "3*3"})]), lambda r: Text("Nine.")])
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    send(qtbot, w, "3 times 3?")
+    qloop.wait_until(lambda: "answered by" in w.header.text(), what="the answer")
+    labels = [w.steps.topLevelItem(i).text(0) for i in range(w.steps.topLevelItemCount())]
+    assert labels == ["model: fake-1", "tool: calculate", "model: fake-1"]
+    tool_item = w.steps.topLevelItem(1)
+    assert tool_item.text(1) == "✓" and "9" in tool_item.text(3) and "ms" in tool_item.text(2)
+
+
+def test_a_failed_turn_shows_why_and_the_window_stays_usable(qtbot, qloop, ui_pod, script) -> None:
+    script([Error(401, "bad key"), Text("working now")])
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    send(qtbot, w, "first")
+    qloop.wait_until(lambda: "failed" in w.header.text(), what="the failure")
+    assert "HTTP 401" in w.chat.toPlainText() and "Settings → Providers" in w.chat.toPlainText()
+    send(qtbot, w, "second")
+    qloop.wait_until(lambda: "answered by" in w.header.text(), what="the second answer")
+    assert "working now" in w.chat.toPlainText()
+    # reopening the conversation shows what is on disk, including the failure
+    w.load_conversation(w.conversation_id)
+    assert "first" in w.chat.toPlainText() and "working now" in w.chat.toPlainText()
+
+
+def test_settings_adds_a_provider_with_its_key_in_the_keyring(qtbot, qloop, ui_pod, secure_keyring) -> None:
+    dlg = SettingsDialog(ui_pod)
+    qtbot.addWidget(dlg)
+    page = dlg.providers
+    page.name.setText("local")
+    page.base_url.setText("not-a-url")
+    assert not page.save()
+    assert "http://" in page.message.text()
+    page.base_url.setText("http://127.0.0.1:11434/v1")
+    page.model.setText("llama3.1")
+    page.key.setText("sk-ui-secret-777")
+    assert page.save()
+    assert page.key.text() == ""
+    assert any(p["name"] == "local" and p["has_key"] for p in ui_pod.list_providers())
+    assert ui_pod.vault().get("provider/local") == "sk-ui-secret-777"
+    assert b"sk-ui-secret-777" not in (ui_pod.home / "pod.db").read_bytes()
+
+
+def test_new_agent_dialog_creates_an_agent_shown_in_the_list(qtbot, qloop, ui_pod) -> None:
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    dlg = AddAgentDialog(ui_pod, w)
+    dlg.name.setText("helper")
+    dlg._save()
+    assert "already exists" in dlg.message.text()
+    dlg.name.setText("researcher")
+    dlg._save()
+    assert dlg.created and dlg.created["provider"] == "fake"
+    w.refresh_agents()
+    names = [w.agents.item(i).data(Qt.ItemDataRole.UserRole) for i in range(w.agents.count())]
+    assert names == ["helper", "researcher"]
