@@ -1,0 +1,152 @@
+"""Who speaks which wire format: a data table of model vendors, local servers, and local discovery.
+
+Nine cloud vendors need three wire formats (openai, anthropic, gemini); local servers speak the
+OpenAI-compatible format; "embedded" is the offline model inside the app. The base URLs below are
+data for building routes, never contacted by tests (HEARTH_LOOPBACK_ONLY=1). Keys are never here:
+they live in the vault and reach a worker only inside the routes that use them.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from runtime_host.providers import Route, supports_tools
+
+
+@dataclass(frozen=True)
+class Vendor:
+    """A company (or local server) whose models Hearth can call."""
+
+    name: str            # provider name used in routes and the CLI: "anthropic", "ollama", ...
+    label: str           # shown to people
+    kind: str            # wire format: openai | anthropic | gemini | embedded
+    base_url: str
+    default_model: str
+    key_page: str = ""   # where a person gets a key; "" when no key is needed
+    needs_key: bool = True
+    local: bool = False
+    notes: str = ""
+
+    @property
+    def supports_tools(self) -> bool:
+        return supports_tools(self.kind)
+
+    def route(self, model: str | None = None, key: str | None = None, base_url: str | None = None) -> Route:
+        """A route to this vendor (the key comes from the vault, never from this table)."""
+        return Route(self.name, self.kind, base_url or self.base_url, model or self.default_model, key)
+
+    def missing_key_message(self) -> str:
+        where = f" Get one at {self.key_page}, then add it" if self.key_page else " Add it"
+        return (
+            f"No key for {self.label}.{where} in Settings → Providers "
+            f"(or `python -m runtime_host provider add {self.name} --key-from-stdin`)."
+        )
+
+
+VENDORS: dict[str, Vendor] = {
+    v.name: v
+    for v in [
+        Vendor("openai", "OpenAI", "openai", "https://api.openai.com/v1", "gpt-5-mini",
+               "https://platform.openai.com/api-keys"),
+        Vendor("anthropic", "Anthropic", "anthropic", "https://api.anthropic.com/v1", "claude-sonnet-4-5",
+               "https://console.anthropic.com/settings/keys"),
+        Vendor("google", "Google Gemini", "gemini", "https://generativelanguage.googleapis.com/v1beta", "gemini-2.5-flash",
+               "https://aistudio.google.com/apikey"),
+        Vendor("xai", "xAI Grok", "openai", "https://api.x.ai/v1", "grok-4",
+               "https://console.x.ai"),
+        Vendor("deepseek", "DeepSeek", "openai", "https://api.deepseek.com/v1", "deepseek-chat",
+               "https://platform.deepseek.com/api_keys"),
+        Vendor("moonshot", "Moonshot Kimi", "openai", "https://api.moonshot.ai/v1", "kimi-k2-0905-preview",
+               "https://platform.moonshot.ai/console/api-keys"),
+        Vendor("openrouter", "OpenRouter", "openai", "https://openrouter.ai/api/v1", "openrouter/auto",
+               "https://openrouter.ai/keys", notes="one key for many vendors' models"),
+        Vendor("groq", "Groq", "openai", "https://api.groq.com/openai/v1", "llama-3.3-70b-versatile",
+               "https://console.groq.com/keys"),
+        Vendor("qwen", "Qwen (Alibaba DashScope)", "openai", "https://dashscope-intl.aliyuncs.com/compatible-mode/v1",
+               "qwen-plus", "https://modelstudio.console.alibabacloud.com/?tab=playground#/api-key",
+               notes="OpenAI-compatible mode; mainland-China accounts use https://dashscope.aliyuncs.com/compatible-mode/v1"),
+        # Local OpenAI-compatible servers: no key, found by address (see discover_local).
+        Vendor("ollama", "Ollama (this computer)", "openai", "http://127.0.0.1:11434/v1", "llama3.2",
+               needs_key=False, local=True, notes="`ollama pull MODEL` first"),
+        Vendor("lmstudio", "LM Studio (this computer)", "openai", "http://127.0.0.1:1234/v1", "",
+               needs_key=False, local=True, notes="start the server in LM Studio's Developer tab"),
+        Vendor("llamacpp", "llama.cpp server (this computer)", "openai", "http://127.0.0.1:8080/v1", "",
+               needs_key=False, local=True, notes="`llama-server -m MODEL.gguf`"),
+        # The model inside the app: no key, no network, no tools.
+        Vendor("embedded", "Built-in offline model (SmolLM2 135M)", "embedded", "", "smollm2-135m-instruct",
+               needs_key=False, local=True,
+               notes="a tiny model so Hearth answers with no key; add a provider for real answers"),
+    ]
+}
+
+LOCAL_SERVERS: tuple[Vendor, ...] = tuple(v for v in VENDORS.values() if v.local and v.kind == "openai")
+
+
+def vendor(name: str) -> Vendor:
+    """The vendor entry by name; raises KeyError with the known names."""
+    try:
+        return VENDORS[name]
+    except KeyError:
+        raise KeyError(f"Unknown provider {name!r}. Known: {', '.join(VENDORS)}.") from None
+
+
+@dataclass
+class LocalServer:
+    """A local OpenAI-compatible server that answered on its port."""
+
+    vendor: str
+    label: str
+    base_url: str
+    models: list[str] = field(default_factory=list)
+
+    def route(self, model: str | None = None) -> Route:
+        return Route(self.vendor, "openai", self.base_url, model or (self.models[0] if self.models else ""), None)
+
+
+def _with_host(base_url: str, host: str) -> str:
+    scheme, _, rest = base_url.partition("://")
+    hostport, slash, path = rest.partition("/")
+    port = hostport.rsplit(":", 1)[1] if ":" in hostport else ""
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"  # IPv6 literal
+    return f"{scheme}://{host}{':' + port if port else ''}{slash}{path}"
+
+
+def _probe(v: Vendor, host: str, timeout: float) -> LocalServer | None:
+    import httpx
+
+    base = _with_host(v.base_url, host)
+    try:
+        resp = httpx.get(base.rstrip("/") + "/models", timeout=timeout, follow_redirects=False)
+    except (httpx.HTTPError, OSError):
+        return None
+    if resp.status_code != 200:
+        return None
+    try:
+        data: Any = resp.json()
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("data"), list):
+        return None  # something else listens on this port
+    models = [str(m["id"]) for m in data["data"] if isinstance(m, dict) and m.get("id")]
+    return LocalServer(v.name, v.label, base, models)
+
+
+def discover_local(
+    hosts: tuple[str, ...] = ("127.0.0.1",),
+    timeout: float = 0.3,
+    servers: tuple[Vendor, ...] = LOCAL_SERVERS,
+) -> list[LocalServer]:
+    """Probes each local server's GET {base}/models on each host, in parallel; returns those that answer.
+
+    Takes about `timeout` seconds at most. A port held by something that is not an OpenAI-compatible
+    server (no {"data": [...]} list) is left out.
+    """
+    jobs = [(v, h) for h in hosts for v in servers]
+    if not jobs:
+        return []
+    with ThreadPoolExecutor(max_workers=min(16, len(jobs)), thread_name_prefix="discover") as pool:
+        results = list(pool.map(lambda job: _probe(job[0], job[1], timeout), jobs))
+    return [r for r in results if r is not None]
