@@ -1,1 +1,27 @@
-"""Hearth's memory: immutable sources, wiki pages with citations, search. Qt-free, imports nothing of ours."""
+"""Hearth's memory: immutable sources, wiki pages with citations, search. Qt-free, imports nothing of ours.
+
+Start with ``open_memory(path)``; the producer / ingest / nightly pieces are in ``wiki_engine.pipeline``.
+"""
+
+from .guard import Verdict, check_instructions
+from .memory import (
+    CitationError,
+    Hit,
+    InstructionRefused,
+    Memory,
+    PageWrite,
+    Proposal,
+    SourceRecord,
+    UnknownSource,
+    open_memory,
+)
+from .pages import Page, PageFormatError, parse_page, slugify
+from .render import Item, render_item
+from .scopes import Scope, ScopeError, Viewer
+from .sources import Tampered
+
+__all__ = [
+    "CitationError", "Hit", "InstructionRefused", "Item", "Memory", "Page", "PageFormatError", "PageWrite",
+    "Proposal", "Scope", "ScopeError", "SourceRecord", "Tampered", "UnknownSource", "Verdict", "Viewer",
+    "check_instructions", "open_memory", "parse_page", "render_item", "slugify",
+]

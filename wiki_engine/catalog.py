@@ -1,0 +1,103 @@
+"""The memory catalog: one SQLite file (WAL) with the source registry, inbox, watermarks, skip log,
+quarantine, page proposals, pages awaiting re-synthesis and the single-writer lease.
+
+It holds no search index: each scope's index lives in its own folder (see ``index``).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+MIGRATIONS: list[tuple[str, str]] = [
+    (
+        "0001_catalog",
+        """
+        CREATE TABLE sources (
+            id TEXT PRIMARY KEY,
+            sha TEXT NOT NULL,
+            scope TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            ts REAL NOT NULL,
+            importance REAL,
+            owner TEXT,
+            agent TEXT,
+            item_key TEXT NOT NULL,
+            title TEXT NOT NULL DEFAULT '',
+            created_at REAL NOT NULL
+        );
+        CREATE UNIQUE INDEX sources_scope_key ON sources(scope, item_key);
+        CREATE INDEX sources_scope ON sources(scope);
+        CREATE INDEX sources_owner ON sources(owner);
+        CREATE TABLE inbox (source_id TEXT PRIMARY KEY, scope TEXT NOT NULL, added_at REAL NOT NULL);
+        CREATE TABLE watermarks (scope TEXT NOT NULL, origin TEXT NOT NULL, ts REAL NOT NULL,
+                                 item_key TEXT NOT NULL, PRIMARY KEY (scope, origin));
+        CREATE TABLE skips (id INTEGER PRIMARY KEY AUTOINCREMENT, scope TEXT NOT NULL, item_key TEXT NOT NULL,
+                            reason TEXT NOT NULL, at REAL NOT NULL);
+        CREATE TABLE quarantine (id INTEGER PRIMARY KEY AUTOINCREMENT, scope TEXT NOT NULL, item_key TEXT NOT NULL,
+                                 kind TEXT NOT NULL, ts REAL NOT NULL, rule TEXT NOT NULL, reason TEXT NOT NULL,
+                                 text TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'held', at REAL NOT NULL);
+        CREATE TABLE proposals (id INTEGER PRIMARY KEY AUTOINCREMENT, scope TEXT NOT NULL, slug TEXT NOT NULL,
+                                base_text TEXT NOT NULL, proposed_text TEXT NOT NULL, diff TEXT NOT NULL,
+                                author TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'open',
+                                created_at REAL NOT NULL, decided_at REAL);
+        CREATE TABLE stale_pages (scope TEXT NOT NULL, slug TEXT NOT NULL, reason TEXT NOT NULL, at REAL NOT NULL,
+                                  PRIMARY KEY (scope, slug));
+        CREATE TABLE citations (scope TEXT NOT NULL, slug TEXT NOT NULL, source_id TEXT NOT NULL,
+                                PRIMARY KEY (scope, slug, source_id));
+        CREATE INDEX citations_source ON citations(source_id);
+        CREATE TABLE leases (name TEXT PRIMARY KEY, holder TEXT NOT NULL, pid INTEGER NOT NULL,
+                             pid_started REAL NOT NULL, host TEXT NOT NULL, expires_at REAL NOT NULL);
+        """,
+    ),
+]
+
+
+class Catalog:
+    """A thread-safe wrapper around the catalog database. Use ``tx()`` for atomic groups of writes."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._lock = threading.RLock()
+        self.db = sqlite3.connect(str(path), timeout=30, isolation_level=None, check_same_thread=False)
+        self.db.row_factory = sqlite3.Row
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute("PRAGMA busy_timeout=30000")
+        self._migrate()
+
+    def _migrate(self) -> None:
+        with self.tx(immediate=True) as db:
+            db.execute("CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+            done = {r[0] for r in db.execute("SELECT name FROM schema_migrations")}
+            for name, sql in MIGRATIONS:
+                if name in done:
+                    continue
+                for stmt in [s for s in sql.split(";") if s.strip()]:
+                    db.execute(stmt)
+                db.execute("INSERT INTO schema_migrations VALUES (?, ?)", (name, time.time()))
+
+    @contextmanager
+    def tx(self, *, immediate: bool = False) -> Iterator[sqlite3.Connection]:
+        """One transaction: committed when the block ends, rolled back if it raises."""
+        with self._lock:
+            self.db.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+            try:
+                yield self.db
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+            else:
+                self.db.execute("COMMIT")
+
+    def query(self, sql: str, args: tuple[object, ...] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return list(self.db.execute(sql, args))
+
+    def close(self) -> None:
+        with self._lock:
+            self.db.close()

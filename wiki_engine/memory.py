@@ -1,0 +1,726 @@
+"""The Memory object: sources, pages, per-scope indexes and search, behind one small API.
+
+``open_memory(path)`` returns a Memory rooted at a folder::
+
+    memory.db                 catalog (registry, inbox, watermarks, proposals, lease)
+    sources/<scope>/..        immutable sources named by sha256
+    wiki/<scope>/<slug>.md    pages
+    index/<scope>/            that scope's own search index
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shutil
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from .catalog import Catalog
+from .embed import Embedder, load_embedder
+from .guard import check_instructions
+from .index import Doc, ScopeIndex, query_terms, remove_index_folder
+from .pages import Page, PageFormatError, PageStore, parse_page, slugify, unified_diff
+from .render import Item, iso_utc, parse_source, render_item
+from .scopes import Scope, Viewer, parse_scopes
+from .sources import SourceStore, Tampered
+
+
+class InstructionRefused(ValueError):
+    """An item tried to give the assistant orders; it was quarantined instead of stored."""
+
+    def __init__(self, reason: str, quarantine_id: int):
+        super().__init__(f"{reason} It is held in quarantine (#{quarantine_id}); release it there if it is harmless.")
+        self.reason = reason
+        self.quarantine_id = quarantine_id
+
+
+class CitationError(ValueError):
+    """A page cites something it may not: an unknown source, or one from a narrower scope."""
+
+
+class UnknownSource(KeyError):
+    """No source with this id exists (it may have been deleted)."""
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result: a source or a page id, its score, scope and a short snippet."""
+
+    id: str
+    score: float
+    snippet: str
+    kind: str = "source"
+    scope: str = ""
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class SourceRecord:
+    id: str
+    sha: str
+    scope: str
+    kind: str
+    ts: float
+    importance: float | None
+    title: str
+    text: str
+    markdown: str
+
+
+@dataclass(frozen=True)
+class PageWrite:
+    """The outcome of writing a page: ``written``, or ``proposed`` (the page is verified) with a diff."""
+
+    status: str
+    key: str
+    proposal_id: int | None = None
+    diff: str = ""
+
+
+@dataclass(frozen=True)
+class Proposal:
+    id: int
+    scope: str
+    slug: str
+    diff: str
+    proposed_text: str
+    author: str
+    status: str
+    created_at: float
+
+
+@dataclass(frozen=True)
+class Quarantined:
+    id: int
+    scope: str
+    item_key: str
+    kind: str
+    rule: str
+    reason: str
+    text: str
+    status: str
+
+
+# Ranked-path weights. Chosen once by reasoning about the parts, not per dataset: meaning and
+# keywords carry the ranking, importance and recency break near-ties.
+W_MEANING = 0.5
+W_KEYWORDS = 0.4
+W_IMPORTANCE = 0.06
+W_RECENCY = 0.04
+RECENCY_HALF_LIFE_DAYS = 180.0
+DEFAULT_IMPORTANCE = 0.5
+
+
+def _snippet(body: str, terms: list[str], width: int = 180) -> str:
+    flat = re.sub(r"\s+", " ", body).strip()
+    pos = -1
+    low = flat.lower()
+    for t in terms:
+        m = re.search(rf"\b{re.escape(t[:5])}", low)
+        if m and (pos < 0 or m.start() < pos):
+            pos = m.start()
+    start = max(0, pos - width // 3) if pos >= 0 else 0
+    out = flat[start : start + width]
+    return ("…" if start > 0 else "") + out + ("…" if start + width < len(flat) else "")
+
+
+def _first_line(text: str, width: int = 80) -> str:
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    return line if len(line) <= width else line[: width - 1].rsplit(" ", 1)[0] + "…"
+
+
+def _page_doc(page: Page) -> Doc:
+    return Doc(page.key, "page", page.title, f"{page.category}\n{page.body}", _parse_iso(page.updated), None)
+
+
+def _parse_iso(text: str) -> float:
+    import datetime as dt
+
+    try:
+        return dt.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC).timestamp()
+    except ValueError:
+        return 0.0
+
+
+def _is_person(author: str) -> bool:
+    return author.startswith("person:")
+
+
+class Memory:
+    """Hearth's memory for one pod. Thread-safe; one writer process at a time for ingest (see pipeline)."""
+
+    def __init__(self, root: Path, *, embedder: Embedder | str | None = "static"):
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.catalog = Catalog(self.root / "memory.db")
+        self.sources = SourceStore(self.root / "sources")
+        self.pages = PageStore(self.root / "wiki")
+        self.embedder: Embedder | None = load_embedder(embedder) if isinstance(embedder, str) else embedder
+        self._indexes: dict[Scope, ScopeIndex] = {}
+        self._lock = threading.RLock()
+        self._closed = False
+
+    # ---- indexes ---------------------------------------------------------------------------------
+
+    def index(self, scope: Scope | str) -> ScopeIndex:
+        sc = Scope.parse(scope)
+        with self._lock:
+            self._check_open()
+            idx = self._indexes.get(sc)
+            if idx is None:
+                idx = ScopeIndex(self.root / "index" / sc.relpath, self.embedder)
+                self._indexes[sc] = idx
+                self._repair(sc, idx)
+            return idx
+
+    def _repair(self, sc: Scope, idx: ScopeIndex) -> None:
+        """Brings an index in line with the catalog (e.g. after a crash between the two)."""
+        want = {r["id"] for r in self.catalog.query("SELECT id FROM sources WHERE scope=?", (str(sc),))}
+        have = {i for i in idx.all_ids() if not i.startswith("page:")}
+        missing = want - have
+        extra = have - want
+        if extra:
+            idx.remove(sorted(extra))
+        if missing:
+            idx.add([self._source_doc(sid) for sid in sorted(missing)])
+        if missing or extra:
+            idx.commit()
+
+    def _source_doc(self, sid: str) -> Doc:
+        rec = self.get_source(sid)
+        return Doc(rec.id, "source", rec.title, rec.text, rec.ts, rec.importance)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("This memory is closed: open it again with wiki_engine.open_memory(path).")
+
+    # ---- sources ---------------------------------------------------------------------------------
+
+    def add_source(
+        self,
+        text: str,
+        *,
+        scope: str,
+        source_id: str | None = None,
+        ts: float | None = None,
+        importance: float | None = None,
+    ) -> str:
+        """Stores a note as an immutable source and indexes it; returns its id (the sha256 by default).
+
+        Raises InstructionRefused if the text tries to give the assistant orders.
+        """
+        item = Item(text=text, scope=str(Scope.parse(scope)), ts=time.time() if ts is None else ts, kind="note",
+                    key=source_id or "", importance=importance)
+        return self.add_items([item], source_ids=[source_id])[0]
+
+    def add_items(self, items: Sequence[Item], *, source_ids: Sequence[str | None] | None = None,
+                  check: bool = True, to_inbox: bool = True) -> list[str]:
+        """Stores many items at once (one transaction, one index commit). Returns their source ids."""
+        with self._lock:
+            self._check_open()
+            ids = list(source_ids) if source_ids is not None else [None] * len(items)
+            if check:
+                for item in items:
+                    verdict = check_instructions(f"{item.subject}\n{item.text}")
+                    if not verdict.ok:
+                        qid = self._quarantine(item, verdict.rule, verdict.reason)
+                        raise InstructionRefused(verdict.reason, qid)
+            out: list[str] = []
+            docs: dict[Scope, list[Doc]] = {}
+            with self.catalog.tx(immediate=True) as db:
+                for item, sid in zip(items, ids, strict=True):
+                    got, doc = self._register(db, item, sid, to_inbox=to_inbox)
+                    out.append(got)
+                    if doc is not None:
+                        docs.setdefault(Scope.parse(item.scope), []).append(doc)
+            for sc, ds in docs.items():
+                idx = self.index(sc)
+                idx.add(ds)
+                idx.commit()
+            return out
+
+    def _register(self, db: object, item: Item, sid: str | None, *, to_inbox: bool) -> tuple[str, Doc | None]:
+        """Writes the source file and its catalog row inside the caller's transaction."""
+        import sqlite3
+
+        assert isinstance(db, sqlite3.Connection)
+        sc = Scope.parse(item.scope)
+        if item.importance is not None and not 0.0 <= item.importance <= 1.0:
+            raise ValueError(f"importance must be between 0 and 1, got {item.importance}.")
+        md = render_item(item)
+        key = item.item_key()
+        existing = db.execute("SELECT id, sha FROM sources WHERE scope=? AND item_key=?", (str(sc), key)).fetchone()
+        if existing is not None:
+            return existing[0], None  # already stored: pulling an item again never duplicates it
+        sha = self.sources.put(sc, md)
+        sid = sid or sha
+        clash = db.execute("SELECT sha FROM sources WHERE id=?", (sid,)).fetchone()
+        if clash is not None:
+            if clash[0] == sha:
+                return sid, None
+            raise ValueError(
+                f"Source id {sid!r} is already used for different text. Sources are immutable: delete the old "
+                "source first, or pass a new source_id."
+            )
+        owner = item.owner or (sc.person or "")
+        agent = item.agent or (sc.agent or "")
+        title = item.subject or _first_line(item.text)
+        db.execute(
+            "INSERT INTO sources (id, sha, scope, kind, ts, importance, owner, agent, item_key, title, created_at) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (sid, sha, str(sc), item.kind, item.ts, item.importance, owner, agent, key, title, time.time()),
+        )
+        if to_inbox:
+            db.execute("INSERT OR IGNORE INTO inbox VALUES (?,?,?)", (sid, str(sc), time.time()))
+        return sid, Doc(sid, "source", title, item.text, item.ts, item.importance)
+
+    def _quarantine(self, item: Item, rule: str, reason: str) -> int:
+        with self.catalog.tx(immediate=True) as db:
+            row = db.execute(
+                "SELECT id FROM quarantine WHERE scope=? AND item_key=? AND status='held'", (item.scope, item.item_key())
+            ).fetchone()
+            if row is not None:
+                return int(row[0])
+            cur = db.execute(
+                "INSERT INTO quarantine (scope, item_key, kind, ts, rule, reason, text, at) VALUES (?,?,?,?,?,?,?,?)",
+                (item.scope, item.item_key(), item.kind, item.ts, rule, reason, item.text, time.time()),
+            )
+            return int(cur.lastrowid or 0)
+
+    def quarantine(self, status: str = "held") -> list[Quarantined]:
+        rows = self.catalog.query("SELECT * FROM quarantine WHERE status=? ORDER BY id", (status,))
+        return [Quarantined(r["id"], r["scope"], r["item_key"], r["kind"], r["rule"], r["reason"], r["text"], r["status"]) for r in rows]
+
+    def release_quarantined(self, qid: int) -> str:
+        """A person judged a quarantined item harmless: store it as a source after all."""
+        rows = self.catalog.query("SELECT * FROM quarantine WHERE id=?", (qid,))
+        if not rows or rows[0]["status"] != "held":
+            raise KeyError(f"No held quarantine item #{qid}.")
+        r = rows[0]
+        item = Item(text=r["text"], scope=r["scope"], ts=r["ts"], kind=r["kind"], key=r["item_key"])
+        sid = self.add_items([item], check=False)[0]
+        with self.catalog.tx() as db:
+            db.execute("UPDATE quarantine SET status='released' WHERE id=?", (qid,))
+        return sid
+
+    def discard_quarantined(self, qid: int) -> None:
+        with self.catalog.tx() as db:
+            db.execute("UPDATE quarantine SET status='discarded', text='' WHERE id=?", (qid,))
+
+    def get_source(self, source_id: str) -> SourceRecord:
+        rows = self.catalog.query("SELECT * FROM sources WHERE id=?", (source_id,))
+        if not rows:
+            raise UnknownSource(f"No source {source_id!r}: it was never stored or has been deleted.")
+        r = rows[0]
+        md = self.sources.read(Scope.parse(r["scope"]), r["sha"])
+        _, body = parse_source(md)
+        return SourceRecord(r["id"], r["sha"], r["scope"], r["kind"], r["ts"], r["importance"], r["title"], body, md)
+
+    def source_scope(self, source_id: str) -> str | None:
+        rows = self.catalog.query("SELECT scope FROM sources WHERE id=?", (source_id,))
+        return rows[0][0] if rows else None
+
+    def verify(self) -> list[Tampered]:
+        """Re-hashes every source file; returns the ones modified, unreadable or missing."""
+        expected = [(Scope.parse(r["scope"]), r["sha"]) for r in self.catalog.query("SELECT scope, sha FROM sources")]
+        return self.sources.verify(expected)
+
+    def count_sources(self, scope: str | None = None) -> int:
+        if scope:
+            return int(self.catalog.query("SELECT COUNT(*) FROM sources WHERE scope=?", (scope,))[0][0])
+        return int(self.catalog.query("SELECT COUNT(*) FROM sources")[0][0])
+
+    def inbox(self, limit: int = 1000) -> list[str]:
+        return [r[0] for r in self.catalog.query("SELECT source_id FROM inbox ORDER BY added_at, source_id LIMIT ?", (limit,))]
+
+    # ---- forgetting ------------------------------------------------------------------------------
+
+    def delete_source(self, source_id: str) -> list[str]:
+        """Deletes a source everywhere; returns the keys of pages that cited it (now marked for re-synthesis)."""
+        return self._delete_sources([source_id], strict=True)
+
+    def _delete_sources(self, ids: Iterable[str], *, strict: bool = False) -> list[str]:
+        with self._lock:
+            ids = list(ids)
+            stale: set[tuple[str, str]] = set()
+            by_scope: dict[Scope, list[str]] = {}
+            with self.catalog.tx(immediate=True) as db:
+                for sid in ids:
+                    row = db.execute("SELECT scope, sha FROM sources WHERE id=?", (sid,)).fetchone()
+                    if row is None:
+                        if strict:
+                            raise UnknownSource(f"No source {sid!r}: it was never stored or has been deleted.")
+                        continue
+                    sc = Scope.parse(row[0])
+                    self.sources.delete(sc, row[1])
+                    db.execute("DELETE FROM sources WHERE id=?", (sid,))
+                    db.execute("DELETE FROM inbox WHERE source_id=?", (sid,))
+                    for r in db.execute("SELECT scope, slug FROM citations WHERE source_id=?", (sid,)).fetchall():
+                        stale.add((r[0], r[1]))
+                    db.execute("DELETE FROM citations WHERE source_id=?", (sid,))
+                    by_scope.setdefault(sc, []).append(sid)
+                for scope, slug in stale:
+                    db.execute(
+                        "INSERT OR REPLACE INTO stale_pages VALUES (?,?,?,?)",
+                        (scope, slug, "a cited source was deleted", time.time()),
+                    )
+            for sc, sids in by_scope.items():
+                if (self.root / "index" / sc.relpath).exists():
+                    idx = self.index(sc)
+                    idx.remove(sids)
+                    idx.commit()
+            # A page built on a deleted source keeps none of it searchable until it is re-synthesised.
+            for scope, slug in stale:
+                idx = self.index(scope)
+                idx.remove([f"page:{scope}/{slug}"])
+                idx.commit()
+            return sorted(f"page:{s}/{g}" for s, g in stale)
+
+    def _drop_scope(self, sc: Scope) -> None:
+        with self._lock:
+            idx = self._indexes.pop(sc, None)
+            if idx is not None:
+                idx.close()
+            for base in ("sources", "wiki", "index"):
+                shutil.rmtree(self.root / base / sc.relpath, ignore_errors=True)
+            with self.catalog.tx(immediate=True) as db:
+                for table in ("inbox", "watermarks", "citations", "stale_pages", "proposals"):
+                    db.execute(f"DELETE FROM {table} WHERE scope=?", (str(sc),))
+                db.execute("DELETE FROM quarantine WHERE scope=?", (str(sc),))
+                db.execute("DELETE FROM skips WHERE scope=?", (str(sc),))
+
+    def forget_agent(self, person: str, agent: str) -> int:
+        """Deletes everything one agent learned: its own scope, and sources it added elsewhere."""
+        sc = Scope("agent", person, agent)
+        Scope.parse(str(sc))
+        ids = [r[0] for r in self.catalog.query(
+            "SELECT id FROM sources WHERE scope=? OR (owner=? AND agent=?)", (str(sc), person, agent))]
+        self._delete_sources(ids)
+        self._drop_scope(sc)
+        return len(ids)
+
+    def forget_person(self, person: str) -> int:
+        """Deletes everything about a person: their private tree, their agents' notes, sources they own."""
+        Scope.parse(f"private/{person}")
+        rows = self.catalog.query(
+            "SELECT id, scope FROM sources WHERE owner=? OR scope=? OR scope LIKE ?",
+            (person, f"private/{person}", f"agent/{person}/%"),
+        )
+        self._delete_sources([r[0] for r in rows])
+        scopes = {Scope("private", person)}
+        agents_dir = self.root / "sources" / "agent" / person
+        for base in ("sources", "wiki", "index"):
+            d = self.root / base / "agent" / person
+            if d.exists():
+                scopes |= {Scope("agent", person, p.name) for p in d.iterdir() if p.is_dir()}
+        del agents_dir
+        for sc in scopes:
+            self._drop_scope(sc)
+        return len(rows)
+
+    # ---- pages -----------------------------------------------------------------------------------
+
+    def read_page(self, scope: str, title_or_slug: str) -> Page | None:
+        return self.pages.read(Scope.parse(scope), slugify(title_or_slug))
+
+    def list_pages(self, scope: str) -> tuple[list[Page], list[str]]:
+        """Pages of a scope plus one message per corrupt file skipped."""
+        return self.pages.scan(Scope.parse(scope))
+
+    def view_page(self, scope: str, title_or_slug: str, viewer: Viewer) -> Page | None:
+        """A page as ``viewer`` sees it: None if the scope is not theirs; citations they may not see removed."""
+        if not viewer.may_see(scope):
+            return None
+        page = self.read_page(scope, title_or_slug)
+        if page is None:
+            return None
+
+        def may_see(sid: str) -> bool:
+            s = self.source_scope(sid)
+            return s is not None and viewer.may_see(s)
+
+        return page.visible_to(may_see)
+
+    def check_citations(self, page: Page) -> None:
+        """Raises CitationError if a [n] has no source, a source is unknown, or is narrower than the page."""
+        psc = Scope.parse(page.scope)
+        used = page.cited_numbers()
+        undefined = [n for n in used if n not in page.citations]
+        if undefined:
+            raise CitationError(f"Page {page.title!r} uses citation(s) {undefined} with no source listed under '## Sources'.")
+        for n, sid in sorted(page.citations.items()):
+            s = self.source_scope(sid)
+            if s is None:
+                raise CitationError(f"Page {page.title!r} cites [{n}] {sid!r}, which is not a stored source.")
+            if not psc.may_cite(Scope.parse(s)):
+                raise CitationError(
+                    f"Page {page.title!r} in {page.scope} cites [{n}] from {s}: readers of this page could not see it. "
+                    f"Write the page in {s} instead."
+                )
+
+    def write_page(self, page: Page, *, author: str) -> PageWrite:
+        """Writes a page. ``author`` is ``person:<name>`` or ``agent:<name>``.
+
+        An agent's write to a verified page becomes a proposal (with a unified diff); persons write directly.
+        """
+        if not (author.startswith("person:") or author.startswith("agent:")):
+            raise ValueError("author must be 'person:<name>' or 'agent:<name>'.")
+        with self._lock:
+            self._check_open()
+            sc = Scope.parse(page.scope)
+            self.check_citations(page)
+            current = self.pages.read_text(sc, page.slug)
+            cur_page: Page | None = None
+            if current is not None:
+                try:
+                    cur_page = parse_page(current, where=str(self.pages.path_for(sc, page.slug)))
+                except PageFormatError:
+                    cur_page = None
+            new = replace(page, updated=iso_utc(time.time()))
+            if cur_page is not None and cur_page.verified and not _is_person(author):
+                new = replace(new, verified=True)
+                text = new.to_markdown()
+                diff = unified_diff(current or "", text, f"{sc}/{page.slug}.md")
+                with self.catalog.tx(immediate=True) as db:
+                    cur = db.execute(
+                        "INSERT INTO proposals (scope, slug, base_text, proposed_text, diff, author, created_at) "
+                        "VALUES (?,?,?,?,?,?,?)",
+                        (str(sc), page.slug, current or "", text, diff, author, time.time()),
+                    )
+                    pid = int(cur.lastrowid or 0)
+                return PageWrite("proposed", new.key, pid, diff)
+            if _is_person(author) and cur_page is not None and cur_page.verified and "verified" not in page.extra:
+                new = replace(new, verified=page.verified or cur_page.verified)
+            self._store_page(new)
+            return PageWrite("written", new.key)
+
+    def _store_page(self, page: Page) -> None:
+        sc = Scope.parse(page.scope)
+        self.pages.write(page)
+        with self.catalog.tx(immediate=True) as db:
+            db.execute("DELETE FROM citations WHERE scope=? AND slug=?", (str(sc), page.slug))
+            db.executemany(
+                "INSERT OR IGNORE INTO citations VALUES (?,?,?)",
+                [(str(sc), page.slug, sid) for sid in page.citations.values()],
+            )
+            db.execute("DELETE FROM stale_pages WHERE scope=? AND slug=?", (str(sc), page.slug))
+        idx = self.index(sc)
+        idx.add([_page_doc(page)])
+        idx.commit()
+
+    def set_verified(self, scope: str, title_or_slug: str, verified: bool = True) -> Page:
+        """A person marks a page verified (or not); agents then can only propose changes to it."""
+        page = self.read_page(scope, title_or_slug)
+        if page is None:
+            raise KeyError(f"No page {title_or_slug!r} in {scope}.")
+        page = replace(page, verified=verified)
+        self.pages.write(page)
+        return page
+
+    def delete_page(self, scope: str, title_or_slug: str) -> None:
+        sc = Scope.parse(scope)
+        slug = slugify(title_or_slug)
+        self.pages.delete(sc, slug)
+        with self.catalog.tx(immediate=True) as db:
+            db.execute("DELETE FROM citations WHERE scope=? AND slug=?", (str(sc), slug))
+            db.execute("DELETE FROM stale_pages WHERE scope=? AND slug=?", (str(sc), slug))
+        idx = self.index(sc)
+        idx.remove([f"page:{sc}/{slug}"])
+        idx.commit()
+
+    def proposals(self, status: str = "open") -> list[Proposal]:
+        rows = self.catalog.query("SELECT * FROM proposals WHERE status=? ORDER BY id", (status,))
+        return [Proposal(r["id"], r["scope"], r["slug"], r["diff"], r["proposed_text"], r["author"], r["status"], r["created_at"]) for r in rows]
+
+    def approve_proposal(self, proposal_id: int) -> Page:
+        """The person accepts an agent's change to a verified page; the page stays verified."""
+        rows = self.catalog.query("SELECT * FROM proposals WHERE id=?", (proposal_id,))
+        if not rows or rows[0]["status"] != "open":
+            raise KeyError(f"No open proposal #{proposal_id}.")
+        r = rows[0]
+        sc = Scope.parse(r["scope"])
+        current = self.pages.read_text(sc, r["slug"]) or ""
+        if current != r["base_text"]:
+            raise ValueError(
+                f"The page {r['slug']!r} changed after proposal #{proposal_id} was made: review the page, then reject "
+                "this proposal and let the next ingest propose again."
+            )
+        page = parse_page(r["proposed_text"], where=f"proposal #{proposal_id}")
+        self.check_citations(page)
+        self._store_page(replace(page, verified=True))
+        with self.catalog.tx() as db:
+            db.execute("UPDATE proposals SET status='approved', decided_at=? WHERE id=?", (time.time(), proposal_id))
+        return page
+
+    def reject_proposal(self, proposal_id: int) -> None:
+        with self.catalog.tx() as db:
+            cur = db.execute(
+                "UPDATE proposals SET status='rejected', decided_at=? WHERE id=? AND status='open'", (time.time(), proposal_id)
+            )
+            if cur.rowcount != 1:
+                raise KeyError(f"No open proposal #{proposal_id}.")
+
+    def stale_pages(self) -> list[str]:
+        """Keys of pages that cite deleted sources and wait for re-synthesis."""
+        return [f"page:{r[0]}/{r[1]}" for r in self.catalog.query("SELECT scope, slug FROM stale_pages ORDER BY scope, slug")]
+
+    def reindex_pages(self, scope: str) -> list[str]:
+        """Re-reads a scope's page files into its index (after hand edits); returns the corrupt-file messages."""
+        sc = Scope.parse(scope)
+        pages, errors = self.pages.scan(sc)
+        stale = {r[0] for r in self.catalog.query("SELECT slug FROM stale_pages WHERE scope=?", (str(sc),))}
+        idx = self.index(sc)
+        idx.remove([i for i in idx.all_ids() if i.startswith("page:")])
+        idx.add([_page_doc(p) for p in pages if p.slug not in stale])
+        idx.commit()
+        return errors
+
+    def rebuild_index(self, scope: str) -> list[str]:
+        """Rebuilds a scope's index from its source files and pages."""
+        sc = Scope.parse(scope)
+        with self._lock:
+            idx = self._indexes.pop(sc, None)
+            if idx is not None:
+                idx.close()
+            remove_index_folder(self.root / "index" / sc.relpath)
+            self.index(sc)  # repairs from the catalog: every source
+            return self.reindex_pages(scope)
+
+    def scopes_on_disk(self) -> list[str]:
+        return sorted({r[0] for r in self.catalog.query("SELECT DISTINCT scope FROM sources")})
+
+    # ---- search ----------------------------------------------------------------------------------
+
+    def search(self, query: str, *, scopes: Sequence[str] | str | Viewer, k: int = 10, mode: str = "hybrid") -> list[Hit]:
+        """Searches only the given scopes. ``mode``: ``hybrid`` (meaning + keywords + importance +
+        recency, the default), ``keyword`` (the fast full-text path), or ``meaning``."""
+        if mode not in ("hybrid", "keyword", "meaning"):
+            raise ValueError("mode must be 'hybrid', 'keyword' or 'meaning'.")
+        scs = parse_scopes(scopes)
+        terms = query_terms(query)
+        if not terms or k <= 0:
+            return []
+        if mode == "keyword" or self.embedder is None:
+            return self._keyword(terms, scs, k)
+        return self._ranked(query, terms, scs, k, mode)
+
+    def _existing(self, scs: list[Scope]) -> list[ScopeIndex]:
+        out = []
+        for sc in scs:
+            if sc in self._indexes or (self.root / "index" / sc.relpath).exists():
+                out.append(self.index(sc))
+        return out
+
+    def _keyword(self, terms: list[str], scs: list[Scope], k: int) -> list[Hit]:
+        found: list[tuple[float, Scope, str]] = []
+        for sc in scs:
+            if sc not in self._indexes and not (self.root / "index" / sc.relpath).exists():
+                continue
+            idx = self.index(sc)
+            found += [(score, sc, i) for i, score in idx.keyword(terms, k)]
+        found.sort(key=lambda t: -t[0])
+        return self._hits([(s, sc, i) for s, sc, i in found[:k]], terms)
+
+    def _ranked(self, query: str, terms: list[str], scs: list[Scope], k: int, mode: str) -> list[Hit]:
+        assert self.embedder is not None
+        qvec = self.embedder.embed([query])[0]
+        pool = max(40, 4 * k)
+        cands: dict[tuple[Scope, str], list[float]] = {}
+        for sc in scs:
+            if sc not in self._indexes and not (self.root / "index" / sc.relpath).exists():
+                continue
+            idx = self.index(sc)
+            kw = idx.keyword(terms, pool) if mode == "hybrid" else []
+            sem = idx.vector(qvec, pool)
+            for i, s in kw:
+                cands[(sc, i)] = [s, idx.similarity(i, qvec)]
+            for i, s in sem:
+                cands.setdefault((sc, i), [0.0, s])
+        if not cands:
+            return []
+        keys = list(cands)
+        kw_arr = np.array([cands[c][0] for c in keys], dtype=np.float64)
+        sem_arr = np.array([cands[c][1] for c in keys], dtype=np.float64)
+        kw_n = kw_arr / kw_arr.max() if kw_arr.max() > 0 else kw_arr
+        lo, hi = float(sem_arr.min()), float(sem_arr.max())
+        sem_n = (sem_arr - lo) / (hi - lo) if hi > lo else np.ones_like(sem_arr)
+        now = time.time()
+        imp = np.empty(len(keys))
+        rec = np.empty(len(keys))
+        for n, (sc, i) in enumerate(keys):
+            ts, im = self.index(sc).features(i)
+            imp[n] = DEFAULT_IMPORTANCE if im < 0 else im
+            age_days = max(0.0, (now - ts) / 86400.0)
+            rec[n] = math.pow(0.5, age_days / RECENCY_HALF_LIFE_DAYS)
+        if mode == "meaning":
+            score = sem_arr
+        else:
+            score = W_MEANING * sem_n + W_KEYWORDS * kw_n + W_IMPORTANCE * imp + W_RECENCY * rec
+        order = np.argsort(-score)[:k]
+        return self._hits([(float(score[n]), keys[n][0], keys[n][1]) for n in order], terms)
+
+    def _hits(self, found: list[tuple[float, Scope, str]], terms: list[str]) -> list[Hit]:
+        by_scope: dict[Scope, list[str]] = {}
+        for _, sc, i in found:
+            by_scope.setdefault(sc, []).append(i)
+        meta = {}
+        for sc, ids in by_scope.items():
+            for i, m in self.index(sc).docs(ids).items():
+                meta[(sc, i)] = m
+        out = []
+        for score, sc, i in found:
+            m = meta.get((sc, i))
+            if m is None:
+                continue
+            kind, title, body, _, _ = m
+            out.append(Hit(i, round(score, 6), _snippet(body, terms), kind, str(sc), title))
+        return out
+
+    def typeahead(self, prefix: str, *, scopes: Sequence[str] | str | Viewer, k: int = 8) -> list[Hit]:
+        """Titles (pages first) in the given scopes whose words start with what was typed."""
+        out: list[Hit] = []
+        for sc in parse_scopes(scopes):
+            if sc not in self._indexes and not (self.root / "index" / sc.relpath).exists():
+                continue
+            for i, kind, title in self.index(sc).typeahead(prefix, k):
+                out.append(Hit(i, 1.0 if kind == "page" else 0.5, title, kind, str(sc), title))
+        out.sort(key=lambda h: (-h.score, len(h.title)))
+        return out[:k]
+
+    # ---- lifecycle -------------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        with self._lock:
+            for idx in self._indexes.values():
+                idx.commit()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            for idx in self._indexes.values():
+                idx.close()
+            self._indexes.clear()
+            self.catalog.close()
+            self._closed = True
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_memory(path: str | Path, *, embedder: Embedder | str | None = "static") -> Memory:
+    """Opens (creating if needed) the memory stored in folder ``path``.
+
+    ``embedder`` is ``"static"`` (fast WordLlama vectors, the default), ``"minilm"`` (MiniLM ONNX, better
+    meaning, slower to index), an Embedder object, or None for keyword-only search.
+    """
+    return Memory(Path(path), embedder=embedder)

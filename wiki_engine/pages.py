@@ -1,0 +1,209 @@
+"""Wiki pages: markdown with a small YAML-style front matter, [[links]] and numbered [n] citations.
+
+A page file looks like::
+
+    ---
+    title: Bob's allergies
+    scope: private/alice
+    category: health
+    updated: 2025-03-01T10:00:00Z
+    verified: false
+    ---
+
+    Bob is allergic to peanuts [1]. See [[Family]].
+
+    ## Sources
+
+    [1]: 9f2c...   (a source id)
+
+Pages live in ``wiki/<scope>/<slug>.md``. A corrupt file raises PageFormatError with the path and
+what to fix; listing a scope skips such files and reports them instead of failing.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from .render import iso_utc
+from .scopes import Scope
+
+REQUIRED = ("title", "scope", "category", "updated", "verified")
+_CITE_DEF = re.compile(r"^\[(\d+)\]:\s*(\S+)\s*$", re.M)
+_CITE_USE = re.compile(r"\[(\d+)\](?!:)")
+_LINK = re.compile(r"\[\[([^\]|#]+)(?:[|#][^\]]*)?\]\]")
+_SOURCES_HEADING = "\n## Sources\n"
+
+
+class PageFormatError(ValueError):
+    """A page file could not be read as a page; the message names the file and what to fix."""
+
+
+def slugify(title: str) -> str:
+    s = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
+    return s[:80] or "page"
+
+
+@dataclass(frozen=True)
+class Page:
+    """One wiki page. ``citations`` maps citation number to source id; ``body`` excludes the Sources list."""
+
+    title: str
+    scope: str
+    category: str
+    body: str
+    citations: dict[int, str] = field(default_factory=dict)
+    updated: str = ""
+    verified: bool = False
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def slug(self) -> str:
+        return slugify(self.title)
+
+    @property
+    def key(self) -> str:
+        """The page id used in search hits: ``page:<scope>/<slug>``."""
+        return f"page:{self.scope}/{self.slug}"
+
+    @property
+    def links(self) -> list[str]:
+        return [m.strip() for m in _LINK.findall(self.body)]
+
+    def cited_numbers(self) -> list[int]:
+        return sorted({int(n) for n in _CITE_USE.findall(self.body)})
+
+    def to_markdown(self) -> str:
+        fm = [
+            "---",
+            f"title: {self.title}",
+            f"scope: {self.scope}",
+            f"category: {self.category}",
+            f"updated: {self.updated or iso_utc(time.time())}",
+            f"verified: {'true' if self.verified else 'false'}",
+        ]
+        fm += [f"{k}: {v}" for k, v in sorted(self.extra.items())]
+        fm.append("---")
+        out = "\n".join(fm) + "\n\n" + self.body.strip() + "\n"
+        if self.citations:
+            out += _SOURCES_HEADING + "\n" + "\n".join(f"[{n}]: {sid}" for n, sid in sorted(self.citations.items())) + "\n"
+        return out
+
+    def visible_to(self, may_see_source: Callable[[str], bool]) -> Page:
+        """This page as a viewer sees it: citations whose source the viewer may not see are removed."""
+        hidden = {n for n, sid in self.citations.items() if not may_see_source(sid)}
+        if not hidden:
+            return self
+        body = _CITE_USE.sub(lambda m: "" if int(m.group(1)) in hidden else m.group(0), self.body)
+        return replace(self, body=body, citations={n: s for n, s in self.citations.items() if n not in hidden})
+
+
+def parse_page(text: str, *, where: str = "page") -> Page:
+    """Parses page markdown; raises PageFormatError saying what is wrong and how to fix it."""
+    if not text.startswith("---\n"):
+        raise PageFormatError(f"{where}: no front matter. Start the file with a '---' block holding {', '.join(REQUIRED)}.")
+    end = text.find("\n---\n", 4)
+    if end < 0 and text.endswith("\n---"):
+        end = len(text) - 4
+    if end < 0:
+        raise PageFormatError(f"{where}: the front matter is not closed. Add a line '---' after it.")
+    meta: dict[str, str] = {}
+    for n, line in enumerate(text[4:end].split("\n"), start=2):
+        if not line.strip():
+            continue
+        k, sep, v = line.partition(":")
+        if not sep or not k.strip():
+            raise PageFormatError(f"{where}, line {n}: expected 'key: value' in the front matter, found {line!r}.")
+        meta[k.strip()] = v.strip()
+    missing = [k for k in REQUIRED if not meta.get(k)]
+    if missing:
+        raise PageFormatError(f"{where}: the front matter has no {', '.join(missing)}. Fill them in or delete the file.")
+    if meta["verified"].lower() not in ("true", "false"):
+        raise PageFormatError(f"{where}: 'verified' must be true or false, found {meta['verified']!r}.")
+    try:
+        Scope.parse(meta["scope"])
+    except ValueError as e:
+        raise PageFormatError(f"{where}: {e}") from None
+    rest = text[end + 5 :]
+    body, _, sources = rest.partition(_SOURCES_HEADING)
+    citations = {int(n): sid for n, sid in _CITE_DEF.findall(sources)}
+    extra = {k: v for k, v in meta.items() if k not in REQUIRED}
+    return Page(
+        title=meta["title"],
+        scope=meta["scope"],
+        category=meta["category"],
+        body=body.strip(),
+        citations=citations,
+        updated=meta["updated"],
+        verified=meta["verified"].lower() == "true",
+        extra=extra,
+    )
+
+
+def unified_diff(old: str, new: str, name: str) -> str:
+    return "".join(
+        difflib.unified_diff(old.splitlines(True), new.splitlines(True), fromfile=f"a/{name}", tofile=f"b/{name}")
+    )
+
+
+class PageStore:
+    """Reads and writes page files under ``wiki/<scope>/``. Policy (verified pages) is in ``Memory``."""
+
+    def __init__(self, root: Path):
+        self.root = root
+
+    def path_for(self, scope: Scope, slug: str) -> Path:
+        return self.root / scope.relpath / f"{slug}.md"
+
+    def read(self, scope: Scope, slug: str) -> Page | None:
+        path = self.path_for(scope, slug)
+        try:
+            text = path.read_text("utf-8")
+        except FileNotFoundError:
+            return None
+        except UnicodeDecodeError:
+            raise PageFormatError(f"{path}: not UTF-8 text. Re-save it as UTF-8 or delete it.") from None
+        page = parse_page(text, where=str(path))
+        if page.scope != str(scope):
+            raise PageFormatError(f"{path}: front matter says scope {page.scope!r} but the file is in {scope}. Move the file or fix the scope.")
+        return page
+
+    def read_text(self, scope: Scope, slug: str) -> str | None:
+        try:
+            return self.path_for(scope, slug).read_text("utf-8")
+        except FileNotFoundError:
+            return None
+
+    def write(self, page: Page) -> Path:
+        scope = Scope.parse(page.scope)
+        path = self.path_for(scope, page.slug)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(page.to_markdown(), "utf-8")
+        os.replace(tmp, path)
+        return path
+
+    def delete(self, scope: Scope, slug: str) -> None:
+        self.path_for(scope, slug).unlink(missing_ok=True)
+
+    def scan(self, scope: Scope) -> tuple[list[Page], list[str]]:
+        """All readable pages of a scope, and one message per file that was skipped as corrupt."""
+        base = self.root / scope.relpath
+        pages: list[Page] = []
+        errors: list[str] = []
+        if not base.exists():
+            return pages, errors
+        for path in sorted(base.glob("*.md")):
+            try:
+                page = self.read(scope, path.stem)
+            except PageFormatError as e:
+                errors.append(str(e))
+                continue
+            if page is not None:
+                pages.append(page)
+        return pages, errors

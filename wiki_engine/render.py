@@ -1,0 +1,106 @@
+"""Deterministic rendering of kept items (chat, mail, note, summary) into source markdown. No model.
+
+The same item always renders to the same bytes, so a source's sha256 names it stably.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import re
+import unicodedata
+from dataclasses import dataclass, field
+
+KINDS = ("chat", "mail", "note", "summary", "remember")
+
+
+@dataclass(frozen=True)
+class Item:
+    """One thing that may be remembered, as pulled from chat, mail or notes.
+
+    ``key`` identifies the item in its origin (message id, turn id) and orders items that share a
+    timestamp; ``ts`` is epoch seconds. ``importance`` is 0..1 or None for the default.
+    """
+
+    text: str
+    scope: str
+    ts: float
+    kind: str = "note"
+    key: str = ""
+    author: str = ""
+    subject: str = ""
+    participants: tuple[str, ...] = ()
+    importance: float | None = None
+    owner: str = ""
+    agent: str = ""
+    meta: dict[str, str] = field(default_factory=dict)
+
+    def item_key(self) -> str:
+        """The origin key, or a content hash when the origin gave none."""
+        if self.key:
+            return self.key
+        h = hashlib.sha256(f"{self.scope}\n{self.kind}\n{self.ts!r}\n{self.text}".encode()).hexdigest()
+        return f"h:{h[:32]}"
+
+
+def iso_utc(ts: float) -> str:
+    return _dt.datetime.fromtimestamp(ts, _dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _clean(text: str) -> str:
+    text = unicodedata.normalize("NFC", text).replace("\r\n", "\n").replace("\r", "\n")
+    lines = [ln.rstrip() for ln in text.split("\n")]
+    return "\n".join(lines).strip("\n")
+
+
+def _one_line(text: str) -> str:
+    return re.sub(r"\s+", " ", _clean(text)).strip()
+
+
+def render_item(item: Item) -> str:
+    """Renders an item to source markdown: a fixed header block, then the verbatim text."""
+    if item.kind not in KINDS:
+        raise ValueError(f"Unknown item kind {item.kind!r}: use one of {', '.join(KINDS)}.")
+    head = [
+        "---",
+        f"kind: {item.kind}",
+        f"scope: {item.scope}",
+        f"date: {iso_utc(item.ts)}",
+        f"key: {_one_line(item.item_key())}",
+    ]
+    if item.owner:
+        head.append(f"owner: {_one_line(item.owner)}")
+    if item.agent:
+        head.append(f"agent: {_one_line(item.agent)}")
+    if item.author:
+        head.append(f"author: {_one_line(item.author)}")
+    if item.participants:
+        head.append("participants: " + ", ".join(sorted(_one_line(p) for p in item.participants)))
+    if item.subject:
+        head.append(f"subject: {_one_line(item.subject)}")
+    if item.importance is not None:
+        head.append(f"importance: {item.importance:.3f}")
+    for k in sorted(item.meta):
+        head.append(f"{_one_line(k)}: {_one_line(item.meta[k])}")
+    head.append("---")
+    title = _one_line(item.subject) if item.subject else f"{item.kind.capitalize()} {iso_utc(item.ts)}"
+    body = _clean(item.text)
+    return "\n".join(head) + f"\n\n# {title}\n\n{body}\n"
+
+
+def parse_source(markdown: str) -> tuple[dict[str, str], str]:
+    """Splits rendered source markdown back into its header fields and verbatim body."""
+    if not markdown.startswith("---\n"):
+        return {}, markdown
+    end = markdown.find("\n---\n", 4)
+    if end < 0:
+        return {}, markdown
+    fields: dict[str, str] = {}
+    for line in markdown[4:end].split("\n"):
+        k, sep, v = line.partition(": ")
+        if sep:
+            fields[k] = v
+    rest = markdown[end + 5 :].lstrip("\n")
+    if rest.startswith("# "):
+        rest = rest.split("\n", 1)[1] if "\n" in rest else ""
+    return fields, rest.strip("\n")

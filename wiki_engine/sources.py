@@ -1,0 +1,101 @@
+"""The source store: immutable verbatim sources on disk, one file per source, named by its sha256.
+
+``sources/<scope>/<sha256>.md``. Files are written once (atomically) and made read-only; ``verify``
+re-hashes every file and reports any whose bytes no longer match their name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from .scopes import Scope
+
+
+@dataclass(frozen=True)
+class Tampered:
+    """A source file whose content no longer matches its sha256 name (or that went missing)."""
+
+    scope: str
+    sha: str
+    path: Path
+    problem: str  # "modified" | "missing" | "unreadable"
+
+
+class SourceStore:
+    def __init__(self, root: Path):
+        self.root = root
+
+    def path_for(self, scope: Scope, sha: str) -> Path:
+        return self.root / scope.relpath / sha[:2] / f"{sha}.md"
+
+    def put(self, scope: Scope, markdown: str) -> str:
+        """Stores the markdown (if not already stored) and returns its sha256."""
+        data = markdown.encode("utf-8")
+        sha = hashlib.sha256(data).hexdigest()
+        path = self.path_for(scope, sha)
+        if path.exists():
+            return sha
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, stat.S_IRUSR | stat.S_IRGRP)
+        os.replace(tmp, path)
+        return sha
+
+    def read(self, scope: Scope, sha: str) -> str:
+        path = self.path_for(scope, sha)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise FileNotFoundError(
+                f"Source {sha[:12]} in {scope} is missing from {path.parent}: restore it from a backup, "
+                "or delete the source so pages that cite it are re-synthesised."
+            ) from None
+        return data.decode("utf-8")
+
+    def delete(self, scope: Scope, sha: str) -> None:
+        path = self.path_for(scope, sha)
+        try:
+            os.chmod(path, stat.S_IRUSR | stat.S_IWUSR)
+            path.unlink()
+        except FileNotFoundError:
+            pass
+
+    def iter_files(self, scope: Scope | None = None) -> list[tuple[Scope, str, Path]]:
+        base = self.root / scope.relpath if scope else self.root
+        out: list[tuple[Scope, str, Path]] = []
+        if not base.exists():
+            return out
+        for p in sorted(base.rglob("*.md")):
+            rel = p.relative_to(self.root).parts
+            try:
+                sc = Scope.parse("/".join(rel[:-2]))
+            except ValueError:
+                continue
+            out.append((sc, p.stem, p))
+        return out
+
+    def verify(self, expected: list[tuple[Scope, str]] | None = None) -> list[Tampered]:
+        """Re-hashes every stored source; with ``expected`` also reports registered sources now missing."""
+        bad: list[Tampered] = []
+        seen: set[tuple[Scope, str]] = set()
+        for sc, sha, path in self.iter_files():
+            seen.add((sc, sha))
+            try:
+                digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            except OSError:
+                bad.append(Tampered(str(sc), sha, path, "unreadable"))
+                continue
+            if digest != sha:
+                bad.append(Tampered(str(sc), sha, path, "modified"))
+        for sc, sha in expected or []:
+            if (sc, sha) not in seen:
+                bad.append(Tampered(str(sc), sha, self.path_for(sc, sha), "missing"))
+        return bad
