@@ -2,14 +2,27 @@
 
 The script is a function from the request (parsed JSON body, plus headers) to the next answer:
 Text, ToolCalls, Error, Raw (any bytes, for malformed streams), or Hang. `Script([...])` answers
-from a list in order. Every request is recorded, so tests can count model calls.
+from a list in order. Every model request is recorded, so tests can count model calls.
 
-Wire formats: "openai" (chat completions, SSE with data: [DONE]).
+Wire formats, each built from the vendor's published documentation:
+- "openai": POST /v1/chat/completions; SSE `data: {chunk}` ... `data: [DONE]`; tool-call arguments
+  in fragments keyed by index; errors {"error": {"message", "type", "code"}}.
+- "anthropic": POST /v1/messages (x-api-key + anthropic-version headers); SSE events message_start,
+  content_block_start/delta/stop (text_delta, input_json_delta), ping, message_delta, message_stop;
+  errors {"type": "error", "error": {"type", "message"}}.
+- "gemini": POST /v1beta/models/{model}:generateContent or :streamGenerateContent?alt=sse
+  (x-goog-api-key); each SSE event is a whole GenerateContentResponse, the last with finishReason;
+  function calls arrive whole, the first carrying a thoughtSignature; without alt=sse the stream is
+  one JSON array; errors {"error": {"code", "message", "status", "details"}} (a wrong key is a 400
+  with reason API_KEY_INVALID, as Google answers).
+GET {base_url}/models lists `models` in the wire's own shape (local-server discovery probes this).
 """
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 import threading
 import time
 import uuid
@@ -17,6 +30,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+WIRES = ("openai", "anthropic", "gemini")
 
 
 @dataclass
@@ -37,6 +53,7 @@ class Error:
     status: int
     message: str = "error"
     headers: dict[str, str] = field(default_factory=dict)
+    retry_after_s: float | None = None  # 429: Retry-After header (openai, anthropic) or RetryInfo in the body (gemini)
 
 
 @dataclass
@@ -58,22 +75,73 @@ class Request:
     path: str
     headers: dict[str, str]
     body: dict[str, Any]
+    wire: str = "openai"
 
     @property
     def messages(self) -> list[dict[str, Any]]:
+        """The conversation as the wire sent it: messages (openai, anthropic) or contents (gemini)."""
+        if self.wire == "gemini":
+            return self.body.get("contents", [])
         return self.body.get("messages", [])
+
+    @property
+    def model(self) -> str:
+        if self.wire == "gemini":
+            m = re.search(r"/models/([^/:]+):", self.path)
+            return m.group(1) if m else ""
+        return self.body.get("model") or ""
+
+    @property
+    def streaming(self) -> bool:
+        if self.wire == "gemini":
+            return ":streamGenerateContent" in self.path
+        return bool(self.body.get("stream"))
+
+    @property
+    def system(self) -> str:
+        if self.wire == "anthropic":
+            s = self.body.get("system") or ""
+            return s if isinstance(s, str) else "".join(b.get("text", "") for b in s)
+        if self.wire == "gemini":
+            parts = (self.body.get("systemInstruction") or {}).get("parts") or []
+            return "".join(p.get("text", "") for p in parts)
+        return "\n".join(m.get("content") or "" for m in self.messages if m.get("role") == "system")
 
     @property
     def last_user(self) -> str:
         for m in reversed(self.messages):
-            if m.get("role") == "user":
+            if m.get("role") != "user":
+                continue
+            if self.wire == "gemini":
+                texts = [p["text"] for p in m.get("parts", []) if "text" in p]
+            else:
                 c = m.get("content")
-                return c if isinstance(c, str) else json.dumps(c)
+                if isinstance(c, str):
+                    return c
+                if self.wire != "anthropic":
+                    return json.dumps(c)
+                texts = [b.get("text", "") for b in c or [] if b.get("type") == "text"]
+            if texts:
+                return "".join(texts)
         return ""
 
     @property
     def tool_results(self) -> list[str]:
-        return [m.get("content", "") for m in self.messages if m.get("role") == "tool"]
+        out: list[str] = []
+        for m in self.messages:
+            if self.wire == "openai" and m.get("role") == "tool":
+                out.append(m.get("content", ""))
+            elif self.wire == "anthropic" and m.get("role") == "user" and isinstance(m.get("content"), list):
+                for b in m["content"]:
+                    if b.get("type") == "tool_result":
+                        c = b.get("content", "")
+                        out.append(c if isinstance(c, str) else "".join(x.get("text", "") for x in c))
+            elif self.wire == "gemini":
+                for p in m.get("parts", []):
+                    if "functionResponse" in p:
+                        resp = p["functionResponse"].get("response") or {}
+                        out.append(str(resp.get("output", resp.get("error", json.dumps(resp)))))
+        return out
 
 
 class Script:
@@ -102,12 +170,44 @@ def echo(req: Request) -> Answer:
     return Text(f"You said: {req.last_user}")
 
 
+_ANTHROPIC_ERROR_TYPES = {
+    400: "invalid_request_error", 401: "authentication_error", 403: "permission_error", 404: "not_found_error",
+    413: "request_too_large", 429: "rate_limit_error", 500: "api_error", 529: "overloaded_error",
+}
+_GOOGLE_STATUS = {
+    400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED",
+}
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A client that hangs up (a test that stopped reading a broken stream) is not an error here."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            return
+        super().handle_error(request, client_address)
+
+
+def fake_signature() -> str:
+    """An opaque base64 value like Gemini's thoughtSignature."""
+    return base64.b64encode(uuid.uuid4().bytes * 3).decode()
+
+
 class FakeModelServer:
-    def __init__(self, script: Callable[[Request], Answer] = echo, wire: str = "openai", port: int = 0):
+    def __init__(self, script: Callable[[Request], Answer] = echo, wire: str = "openai", port: int = 0,
+                 key: str | None = None, models: list[str] | None = None):
+        if wire not in WIRES:
+            raise ValueError(f"unknown wire format {wire!r}; known: {', '.join(WIRES)}")
         self.script = script
         self._port = port
         self.wire = wire
+        self.key = key  # when set, requests must carry it the way the wire expects
+        self.models = models or ["fake-model"]
         self.requests: list[Request] = []
+        self.signatures: list[str] = []  # gemini: thoughtSignatures handed out, in order
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -118,7 +218,8 @@ class FakeModelServer:
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        prefix = "/v1beta" if self.wire == "gemini" else "/v1"
+        return f"http://127.0.0.1:{self.port}{prefix}"
 
     def start(self) -> FakeModelServer:
         fake = self
@@ -129,6 +230,9 @@ class FakeModelServer:
             def log_message(self, *args: Any) -> None:
                 pass
 
+            def do_GET(self) -> None:  # noqa: N802
+                fake._list_models(self)
+
             def do_POST(self) -> None:  # noqa: N802
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length)
@@ -136,14 +240,18 @@ class FakeModelServer:
                     body = json.loads(raw or b"{}")
                 except json.JSONDecodeError:
                     body = {}
-                req = Request(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                req = Request(self.path, {k.lower(): v for k, v in self.headers.items()}, body, fake.wire)
+                refusal = fake._refuse(req)
+                if refusal is not None:
+                    return fake._send(self, *refusal)
                 fake.requests.append(req)
                 answer = fake.script(req)
                 fake._answer(self, req, answer)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", self._port), Handler)
+        self._server = _QuietServer(("127.0.0.1", self._port), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-model", daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="fake-model", daemon=True)
         self._thread.start()
         return self
 
@@ -159,31 +267,89 @@ class FakeModelServer:
     def __exit__(self, *exc: Any) -> None:
         self.stop()
 
-    # -- wire format: openai
+    # -- requests the real API would refuse before any model runs (not recorded as model calls)
+    def _refuse(self, req: Request) -> tuple[int, bytes, str] | None:
+        path = urlsplit(req.path).path
+        if self.wire == "openai":
+            if not path.endswith("/chat/completions"):
+                return self._error_body(Error(404, f"Unknown request URL: POST {path}"))[:3]
+            if self.key and req.headers.get("authorization") != f"Bearer {self.key}":
+                return self._error_body(Error(401, "Incorrect API key provided"))[:3]
+        elif self.wire == "anthropic":
+            if not path.endswith("/messages"):
+                return self._error_body(Error(404, "Not Found"))[:3]
+            if self.key and req.headers.get("x-api-key") != self.key:
+                return self._error_body(Error(401, "invalid x-api-key"))[:3]
+            if not req.headers.get("anthropic-version"):
+                return self._error_body(Error(400, "anthropic-version: header is required"))[:3]
+            if not req.body.get("max_tokens"):
+                return self._error_body(Error(400, "max_tokens: Field required"))[:3]
+        else:
+            if not re.search(r"/models/[^/:]+:(generateContent|streamGenerateContent)$", path):
+                return self._error_body(Error(404, f"Method not found: {path}"))[:3]
+            if self.key and req.headers.get("x-goog-api-key") != self.key:
+                body = {"error": {"code": 400, "message": "API key not valid. Please pass a valid API key.",
+                                  "status": "INVALID_ARGUMENT",
+                                  "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                                               "reason": "API_KEY_INVALID", "domain": "googleapis.com"}]}}
+                return 400, json.dumps(body).encode(), "application/json"
+        return None
+
+    def _list_models(self, h: BaseHTTPRequestHandler) -> None:
+        if not urlsplit(h.path).path.rstrip("/").endswith("/models"):
+            return self._send(h, 404, b'{"error": {"message": "not found"}}', "application/json")
+        if self.wire == "gemini":
+            body: dict[str, Any] = {"models": [{"name": f"models/{m}", "supportedGenerationMethods": ["generateContent"]}
+                                               for m in self.models]}
+        elif self.wire == "anthropic":
+            body = {"data": [{"type": "model", "id": m, "display_name": m} for m in self.models], "has_more": False}
+        else:
+            body = {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "fake"} for m in self.models]}
+        self._send(h, 200, json.dumps(body).encode(), "application/json")
+
+    # -- answers
+    def _error_body(self, e: Error) -> tuple[int, bytes, str, dict[str, str]]:
+        headers = dict(e.headers)
+        if self.wire == "anthropic":
+            body: dict[str, Any] = {"type": "error",
+                                    "error": {"type": _ANTHROPIC_ERROR_TYPES.get(e.status, "api_error"), "message": e.message},
+                                    "request_id": "req_" + uuid.uuid4().hex[:20]}
+        elif self.wire == "gemini":
+            err: dict[str, Any] = {"code": e.status, "message": e.message, "status": _GOOGLE_STATUS.get(e.status, "UNKNOWN")}
+            if e.retry_after_s is not None:
+                err["details"] = [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{e.retry_after_s:g}s"}]
+            body = {"error": err}
+        else:
+            body = {"error": {"message": e.message, "type": "fake_error"}}
+        if e.retry_after_s is not None and self.wire != "gemini":
+            headers.setdefault("retry-after", f"{e.retry_after_s:g}")
+        return e.status, json.dumps(body).encode(), "application/json", headers
+
     def _answer(self, h: BaseHTTPRequestHandler, req: Request, answer: Answer) -> None:
         if isinstance(answer, Hang):
             time.sleep(answer.seconds)
             return self._send(h, 504, b'{"error": {"message": "hung"}}', "application/json")
         if isinstance(answer, Error):
-            body = json.dumps({"error": {"message": answer.message, "type": "fake_error"}}).encode()
-            return self._send(h, answer.status, body, "application/json", answer.headers)
+            return self._send(h, *self._error_body(answer))
         if isinstance(answer, Raw):
             return self._send(h, 200, answer.body, answer.content_type)
+        if self.wire == "anthropic":
+            return self._answer_anthropic(h, req, answer)
+        if self.wire == "gemini":
+            return self._answer_gemini(h, req, answer)
+        return self._answer_openai(h, req, answer)
+
+    # -- wire format: openai
+    def _answer_openai(self, h: BaseHTTPRequestHandler, req: Request, answer: Text | ToolCalls) -> None:
         model = req.body.get("model") or "fake-model"
         cid = "chatcmpl-" + uuid.uuid4().hex[:12]
-        stream = bool(req.body.get("stream"))
-        if not stream:
+        if not req.streaming:
             return self._send(h, 200, json.dumps(self._full(answer, model, cid)).encode(), "application/json")
-        h.send_response(200)
-        h.send_header("Content-Type", "text/event-stream")
-        h.send_header("Transfer-Encoding", "chunked")
-        h.end_headers()
+        self._begin_stream(h)
 
         def chunk(obj: dict[str, Any] | str) -> None:
             data = obj if isinstance(obj, str) else json.dumps(obj)
-            payload = f"data: {data}\n\n".encode()
-            h.wfile.write(b"%x\r\n%s\r\n" % (len(payload), payload))
-            h.wfile.flush()
+            self._chunk(h, f"data: {data}\n\n".encode())
 
         def delta(d: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
             return {"id": cid, "object": "chat.completion.chunk", "model": model,
@@ -209,8 +375,7 @@ class FakeModelServer:
                     chunk(delta({"tool_calls": [{"index": idx, "function": {"arguments": arg_text[half:]}}]}))
                 chunk(delta({}, "tool_calls"))
             chunk("[DONE]")
-            h.wfile.write(b"0\r\n\r\n")
-            h.wfile.flush()
+            self._end_stream(h)
         except (BrokenPipeError, ConnectionResetError):
             pass
 
@@ -231,6 +396,132 @@ class FakeModelServer:
                 "choices": [{"index": 0, "message": msg, "finish_reason": finish}],
                 "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
 
+    # -- wire format: anthropic (Messages API)
+    def _answer_anthropic(self, h: BaseHTTPRequestHandler, req: Request, answer: Text | ToolCalls) -> None:
+        model = req.body.get("model") or "fake-model"
+        mid = "msg_" + uuid.uuid4().hex[:24]
+        text = answer.text
+        calls = answer.calls if isinstance(answer, ToolCalls) else []
+        tool_ids = [f"toolu_{uuid.uuid4().hex[:24]}" for _ in calls]
+        stop = "tool_use" if calls else "end_turn"
+        usage = {"input_tokens": 10, "output_tokens": max(1, len(text) // 4 + 5 * len(calls))}
+        if not req.streaming:
+            content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+            content += [{"type": "tool_use", "id": tid, "name": n, "input": a} for tid, (n, a) in zip(tool_ids, calls, strict=True)]
+            body = {"id": mid, "type": "message", "role": "assistant", "model": model, "content": content,
+                    "stop_reason": stop, "stop_sequence": None, "usage": usage}
+            return self._send(h, 200, json.dumps(body).encode(), "application/json")
+        self._begin_stream(h)
+
+        def event(name: str, obj: dict[str, Any]) -> None:
+            self._chunk(h, f"event: {name}\ndata: {json.dumps(obj)}\n\n".encode())
+
+        try:
+            event("message_start", {"type": "message_start", "message": {
+                "id": mid, "type": "message", "role": "assistant", "model": model, "content": [],
+                "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 1}}})
+            index = 0
+            if text:
+                event("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
+                event("ping", {"type": "ping"})
+                step = max(1, answer.chunk_chars) if isinstance(answer, Text) else len(text)
+                for i in range(0, len(text), step):
+                    event("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                                  "delta": {"type": "text_delta", "text": text[i:i + step]}})
+                    if isinstance(answer, Text) and answer.delay_s:
+                        time.sleep(answer.delay_s)
+                event("content_block_stop", {"type": "content_block_stop", "index": 0})
+                index = 1
+            for tid, (name, args) in zip(tool_ids, calls, strict=True):
+                event("content_block_start", {"type": "content_block_start", "index": index,
+                                              "content_block": {"type": "tool_use", "id": tid, "name": name, "input": {}}})
+                arg_text = json.dumps(args)
+                half = len(arg_text) // 2
+                for piece in ("", arg_text[:half], arg_text[half:]):
+                    event("content_block_delta", {"type": "content_block_delta", "index": index,
+                                                  "delta": {"type": "input_json_delta", "partial_json": piece}})
+                event("content_block_stop", {"type": "content_block_stop", "index": index})
+                index += 1
+            event("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
+                                    "usage": {"output_tokens": usage["output_tokens"]}})
+            event("message_stop", {"type": "message_stop"})
+            self._end_stream(h)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    # -- wire format: gemini (generateContent / streamGenerateContent)
+    def _answer_gemini(self, h: BaseHTTPRequestHandler, req: Request, answer: Text | ToolCalls) -> None:
+        model = req.model or "fake-model"
+        rid = uuid.uuid4().hex[:16]
+        usage = {"promptTokenCount": 10, "candidatesTokenCount": max(1, len(answer.text) // 4), "totalTokenCount": 20}
+
+        def response(parts: list[dict[str, Any]], finish: str | None, with_usage: bool) -> dict[str, Any]:
+            cand: dict[str, Any] = {"content": {"parts": parts, "role": "model"}, "index": 0}
+            if finish:
+                cand["finishReason"] = finish
+            obj: dict[str, Any] = {"candidates": [cand], "modelVersion": model, "responseId": rid}
+            if with_usage:
+                obj["usageMetadata"] = usage
+            return obj
+
+        def call_parts() -> list[dict[str, Any]]:
+            parts: list[dict[str, Any]] = []
+            for i, (name, args) in enumerate(answer.calls if isinstance(answer, ToolCalls) else []):
+                part: dict[str, Any] = {"functionCall": {"name": name, "args": args}}
+                if i == 0:  # Gemini 3 signs the first function call of a step
+                    sig = fake_signature()
+                    self.signatures.append(sig)
+                    part["thoughtSignature"] = sig
+                parts.append(part)
+            return parts
+
+        if isinstance(answer, Text):
+            step = max(1, answer.chunk_chars)
+            pieces = [answer.text[i:i + step] for i in range(0, len(answer.text), step)] or [""]
+            chunks = [response([{"text": p}], "STOP" if i == len(pieces) - 1 else None, i == len(pieces) - 1)
+                      for i, p in enumerate(pieces)]
+            delay = answer.delay_s
+        else:
+            chunks = []
+            if answer.text:
+                chunks.append(response([{"text": answer.text}], None, False))
+            chunks.append(response(call_parts(), "STOP", True))
+            delay = 0.0
+        if not req.streaming:
+            parts = [p for c in chunks for p in c["candidates"][0]["content"]["parts"] if p.get("text") != ""]
+            merged = response(_merge_text(parts), "STOP", True)
+            return self._send(h, 200, json.dumps(merged).encode(), "application/json")
+        if parse_qs(urlsplit(req.path).query).get("alt") != ["sse"]:
+            # Without alt=sse the REST stream is one JSON array, written as it grows.
+            return self._send(h, 200, json.dumps(chunks).encode(), "application/json")
+        self._begin_stream(h)
+        try:
+            for c in chunks:
+                self._chunk(h, f"data: {json.dumps(c)}\r\n\r\n".encode())
+                if delay:
+                    time.sleep(delay)
+            self._end_stream(h)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    # -- HTTP plumbing
+    @staticmethod
+    def _begin_stream(h: BaseHTTPRequestHandler) -> None:
+        h.send_response(200)
+        h.send_header("Content-Type", "text/event-stream")
+        h.send_header("Transfer-Encoding", "chunked")
+        h.end_headers()
+
+    @staticmethod
+    def _chunk(h: BaseHTTPRequestHandler, payload: bytes) -> None:
+        h.wfile.write(b"%x\r\n%s\r\n" % (len(payload), payload))
+        h.wfile.flush()
+
+    @staticmethod
+    def _end_stream(h: BaseHTTPRequestHandler) -> None:
+        h.wfile.write(b"0\r\n\r\n")
+        h.wfile.flush()
+
     @staticmethod
     def _send(h: BaseHTTPRequestHandler, status: int, body: bytes, ctype: str, headers: dict[str, str] | None = None) -> None:
         try:
@@ -246,14 +537,26 @@ class FakeModelServer:
             pass
 
 
+def _merge_text(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Adjacent text parts as one, the way a non-streamed Gemini answer arrives."""
+    out: list[dict[str, Any]] = []
+    for p in parts:
+        if "text" in p and out and "text" in out[-1] and len(out[-1]) == 1:
+            out[-1] = {"text": out[-1]["text"] + p["text"]}
+        else:
+            out.append(dict(p))
+    return out
+
+
 def main() -> None:
     """`python -m tests.helpers.fake_model`: an echoing fake model for trying the app by hand."""
     import argparse
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--wire", choices=WIRES, default="openai")
     args = ap.parse_args()
-    srv = FakeModelServer(echo, port=args.port).start()
+    srv = FakeModelServer(echo, wire=args.wire, port=args.port).start()
     print(srv.base_url, flush=True)
     try:
         while True:
