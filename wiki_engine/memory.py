@@ -15,7 +15,7 @@ import re
 import shutil
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -597,18 +597,25 @@ class Memory:
 
     # ---- search ----------------------------------------------------------------------------------
 
-    def search(self, query: str, *, scopes: Sequence[str] | str | Viewer, k: int = 10, mode: str = "hybrid") -> list[Hit]:
+    def search(self, query: str, *, scopes: Sequence[str] | str | Viewer, k: int = 10, mode: str = "hybrid",
+               kinds: tuple[str, ...] = ("source", "page")) -> list[Hit]:
         """Searches only the given scopes. ``mode``: ``hybrid`` (meaning + keywords + importance +
-        recency, the default), ``keyword`` (the fast full-text path), or ``meaning``."""
+        recency, the default), ``keyword`` (the fast full-text path), or ``meaning``. ``kinds`` limits
+        hits to sources and/or pages."""
         if mode not in ("hybrid", "keyword", "meaning"):
             raise ValueError("mode must be 'hybrid', 'keyword' or 'meaning'.")
         scs = parse_scopes(scopes)
         terms = query_terms(query)
         if not terms or k <= 0:
             return []
+        want_pages, want_sources = "page" in kinds, "source" in kinds
+
+        def keep(doc_id: str) -> bool:
+            return want_pages if doc_id.startswith("page:") else want_sources
+
         if mode == "keyword" or self.embedder is None:
-            return self._keyword(terms, scs, k)
-        return self._ranked(query, terms, scs, k, mode)
+            return self._keyword(terms, scs, k, keep)
+        return self._ranked(query, terms, scs, k, mode, keep)
 
     def _existing(self, scs: list[Scope]) -> list[ScopeIndex]:
         out = []
@@ -617,17 +624,18 @@ class Memory:
                 out.append(self.index(sc))
         return out
 
-    def _keyword(self, terms: list[str], scs: list[Scope], k: int) -> list[Hit]:
+    def _keyword(self, terms: list[str], scs: list[Scope], k: int, keep: Callable[[str], bool]) -> list[Hit]:
         found: list[tuple[float, Scope, str]] = []
         for sc in scs:
             if sc not in self._indexes and not (self.root / "index" / sc.relpath).exists():
                 continue
             idx = self.index(sc)
-            found += [(score, sc, i) for i, score in idx.keyword(terms, k)]
+            found += [(score, sc, i) for i, score in idx.keyword(terms, k if keep("page:") and keep("") else 3 * k) if keep(i)]
         found.sort(key=lambda t: -t[0])
         return self._hits([(s, sc, i) for s, sc, i in found[:k]], terms)
 
-    def _ranked(self, query: str, terms: list[str], scs: list[Scope], k: int, mode: str) -> list[Hit]:
+    def _ranked(self, query: str, terms: list[str], scs: list[Scope], k: int, mode: str,
+                keep: Callable[[str], bool]) -> list[Hit]:
         assert self.embedder is not None
         qvec = self.embedder.embed([query])[0]
         pool = max(40, 4 * k)
@@ -639,9 +647,11 @@ class Memory:
             kw = idx.keyword(terms, pool) if mode == "hybrid" else []
             sem = idx.vector(qvec, pool)
             for i, s in kw:
-                cands[(sc, i)] = [s, idx.similarity(i, qvec)]
+                if keep(i):
+                    cands[(sc, i)] = [s, idx.similarity(i, qvec)]
             for i, s in sem:
-                cands.setdefault((sc, i), [0.0, s])
+                if keep(i):
+                    cands.setdefault((sc, i), [0.0, s])
         if not cands:
             return []
         keys = list(cands)

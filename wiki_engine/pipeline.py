@@ -1,0 +1,303 @@
+"""The memory pipelines the Pod runs on timers: producer (every 5 min), ingest (every 30 min, single
+writer) and the nightly pass. Each takes the model's part as a callable, so any model can be wired in
+and tests can pass deterministic functions.
+
+- Producer: ``fetch(watermark) -> items``; the instruction filter quarantines orders; one batched
+  ``decide(items) -> [Decision]`` call keeps or skips each item (with a reason); kept items become
+  sources in the inbox, and the watermark moves, all in one transaction.
+- Ingest: under the ``ingest`` lease, ``synthesize(batch) -> [Page]`` turns inbox sources into pages
+  with citations. Verified pages get proposals. The inbox is cleared only for what landed.
+- Nightly: re-synthesise pages whose sources were deleted, merge duplicate pages, rebuild indexes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from .guard import check_instructions
+from .lease import Lease, LeaseBusy
+from .memory import CitationError, Memory, PageWrite, SourceRecord
+from .pages import Page, PageFormatError, slugify
+from .render import Item
+from .scopes import Scope
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The extraction model's answer for one item."""
+
+    keep: bool
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Watermark:
+    """Everything at or before (ts, key) of one origin in one scope has been pulled."""
+
+    ts: float
+    key: str
+
+    def covers(self, item: Item) -> bool:
+        return (item.ts, item.item_key()) <= (self.ts, self.key)
+
+
+@dataclass
+class ProducerReport:
+    scope: str
+    origin: str
+    pulled: int = 0
+    kept: list[str] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (item key, reason)
+    quarantined: list[tuple[str, str]] = field(default_factory=list)  # (item key, reason)
+    watermark: Watermark | None = None
+
+
+Fetch = Callable[[Watermark | None], Sequence[Item]]
+Decide = Callable[[Sequence[Item]], Sequence[Decision]]
+
+
+def get_watermark(memory: Memory, scope: str, origin: str) -> Watermark | None:
+    rows = memory.catalog.query("SELECT ts, item_key FROM watermarks WHERE scope=? AND origin=?", (scope, origin))
+    return Watermark(rows[0][0], rows[0][1]) if rows else None
+
+
+def run_producer(memory: Memory, *, scope: str, origin: str, fetch: Fetch, decide: Decide) -> ProducerReport:
+    """Pulls new items of one origin (chat, mail, notes) for one scope since its watermark.
+
+    If anything fails (fetch, the model, a disk write), the watermark does not move, so the next run
+    pulls the same items again; storing is idempotent, so nothing is stored twice and nothing is missed.
+    """
+    sc = str(Scope.parse(scope))
+    report = ProducerReport(sc, origin)
+    mark = get_watermark(memory, sc, origin)
+    items = sorted(fetch(mark), key=lambda i: (i.ts, i.item_key()))
+    for it in items:
+        if it.scope != sc:
+            raise ValueError(f"fetch returned an item for {it.scope} while producing {sc}; fetch one scope at a time.")
+    items = [i for i in items if mark is None or not mark.covers(i)]
+    report.pulled = len(items)
+    if not items:
+        report.watermark = mark
+        return report
+    clean: list[Item] = []
+    held: list[tuple[Item, str, str]] = []
+    for it in items:
+        v = check_instructions(f"{it.subject}\n{it.text}")
+        if v.ok:
+            clean.append(it)
+        else:
+            held.append((it, v.rule, v.reason))
+    decisions = list(decide(clean)) if clean else []
+    if len(decisions) != len(clean):
+        raise ValueError(
+            f"The extraction model answered {len(decisions)} decisions for {len(clean)} items; nothing was stored. "
+            "The next run will ask again."
+        )
+    last = items[-1]
+    new_mark = Watermark(last.ts, last.item_key())
+    docs: dict[str, list] = {}
+    now = time.time()
+    with memory._lock, memory.catalog.tx(immediate=True) as db:
+        for it, d in zip(clean, decisions, strict=True):
+            if d.keep:
+                sid, doc = memory._register(db, it, None, to_inbox=True)
+                report.kept.append(sid)
+                if doc is not None:
+                    docs.setdefault(it.scope, []).append(doc)
+            else:
+                reason = d.reason.strip() or "no reason given"
+                db.execute("INSERT INTO skips (scope, item_key, reason, at) VALUES (?,?,?,?)", (sc, it.item_key(), reason, now))
+                report.skipped.append((it.item_key(), reason))
+        for it, rule, reason in held:
+            exists = db.execute(
+                "SELECT 1 FROM quarantine WHERE scope=? AND item_key=?", (it.scope, it.item_key())
+            ).fetchone()
+            if not exists:
+                db.execute(
+                    "INSERT INTO quarantine (scope, item_key, kind, ts, rule, reason, text, at) VALUES (?,?,?,?,?,?,?,?)",
+                    (it.scope, it.item_key(), it.kind, it.ts, rule, reason, it.text, now),
+                )
+            report.quarantined.append((it.item_key(), reason))
+        db.execute(
+            "INSERT OR REPLACE INTO watermarks (scope, origin, ts, item_key) VALUES (?,?,?,?)",
+            (sc, origin, new_mark.ts, new_mark.key),
+        )
+    for s, ds in docs.items():
+        idx = memory.index(s)
+        idx.add(ds)
+        idx.commit()
+    report.watermark = new_mark
+    return report
+
+
+# ---- ingest ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IngestBatch:
+    """What the wiki writer sees: inbox sources, pages that need re-synthesis, and the existing pages
+    of the scopes involved (so it can extend a page and link to others)."""
+
+    sources: list[SourceRecord]
+    stale_pages: list[Page]
+    existing_pages: dict[str, list[Page]]  # scope -> pages
+
+
+@dataclass
+class IngestReport:
+    written: list[str] = field(default_factory=list)
+    proposed: list[tuple[str, int]] = field(default_factory=list)
+    rejected: list[tuple[str, str]] = field(default_factory=list)  # (page title, why)
+    consumed: list[str] = field(default_factory=list)
+    left_in_inbox: list[str] = field(default_factory=list)
+
+
+Synthesize = Callable[[IngestBatch], Sequence[Page]]
+
+
+def run_ingest(memory: Memory, synthesize: Synthesize, *, author: str = "agent:wiki-writer",
+               max_sources: int = 200, lease_ttl: float = 1800.0) -> IngestReport:
+    """Turns the inbox into pages under the single-writer ``ingest`` lease.
+
+    Raises LeaseBusy if another live process is ingesting. If ``synthesize`` raises, the inbox is left
+    as it was. A draft that fails validation is reported and its sources stay in the inbox.
+    """
+    with Lease(memory.catalog, "ingest", ttl=lease_ttl) as lease:
+        ids = memory.inbox(max_sources)
+        sources: list[SourceRecord] = []
+        for sid in ids:
+            sources.append(memory.get_source(sid))
+        stale: list[Page] = []
+        for key in memory.stale_pages():
+            scope, _, slug = key[len("page:") :].rpartition("/")
+            try:
+                p = memory.read_page(scope, slug)
+            except PageFormatError:
+                p = None
+            if p is not None:
+                stale.append(p)
+        existing: dict[str, list[Page]] = {}
+        for sc in sorted({s.scope for s in sources} | {p.scope for p in stale}):
+            existing[sc], _ = memory.list_pages(sc)
+        batch = IngestBatch(sources, stale, existing)
+        if not sources and not stale:
+            return IngestReport()
+        drafts = list(synthesize(batch))
+        lease.renew()
+        report = IngestReport()
+        landed_sources: set[str] = set()
+        ok = True
+        for page in drafts:
+            try:
+                res: PageWrite = memory.write_page(page, author=author)
+            except (CitationError, PageFormatError, ValueError) as e:
+                ok = False
+                report.rejected.append((page.title, str(e)))
+                continue
+            landed_sources |= set(page.citations.values())
+            if res.status == "proposed":
+                assert res.proposal_id is not None
+                report.proposed.append((res.key, res.proposal_id))
+            else:
+                report.written.append(res.key)
+            lease.renew()
+        consumed = [s.id for s in sources if ok or s.id in landed_sources]
+        with memory.catalog.tx(immediate=True) as db:
+            db.executemany("DELETE FROM inbox WHERE source_id=?", [(c,) for c in consumed])
+        report.consumed = consumed
+        report.left_in_inbox = [s.id for s in sources if s.id not in set(consumed)]
+        return report
+
+
+# ---- nightly -----------------------------------------------------------------------------------
+
+
+@dataclass
+class NightlyReport:
+    merged: list[tuple[str, str]] = field(default_factory=list)  # (kept key, removed key)
+    resynthesized: list[str] = field(default_factory=list)
+    corrupt: list[str] = field(default_factory=list)
+    reindexed_scopes: list[str] = field(default_factory=list)
+
+
+def _norm_title(title: str) -> str:
+    words = [w for w in slugify(title).split("-") if w not in ("the", "a", "an", "of", "and")]
+    return "-".join(w[:-1] if w.endswith("s") and len(w) > 3 else w for w in words)
+
+
+def run_nightly(memory: Memory, *, merge: Callable[[Page, Page], Page] | None = None,
+                resynthesize: Synthesize | None = None, author: str = "agent:wiki-writer") -> NightlyReport:
+    """Merges duplicate pages (same normalised title in one scope), re-synthesises stale pages, and
+    rebuilds each scope's index. ``merge(a, b)`` is the model's merge; without it, the later page's
+    text is appended to the earlier one. A merge that touches a verified page keeps the person's page
+    and files the other as a proposal (model against human resolves to the human).
+    """
+    report = NightlyReport()
+    with Lease(memory.catalog, "ingest", ttl=3600.0):
+        for scope in sorted(set(memory.scopes_on_disk()) | _page_scopes(memory)):
+            pages, errors = memory.list_pages(scope)
+            report.corrupt += errors
+            groups: dict[str, list[Page]] = {}
+            for p in pages:
+                groups.setdefault(_norm_title(p.title), []).append(p)
+            for group in groups.values():
+                if len(group) < 2:
+                    continue
+                group.sort(key=lambda p: (not p.verified, p.updated, p.slug))
+                keep = group[0]
+                for other in group[1:]:
+                    merged = merge(keep, other) if merge else _append_merge(keep, other)
+                    merged = Page(keep.title, keep.scope, merged.category, merged.body, merged.citations,
+                                  verified=keep.verified, extra=merged.extra)
+                    res = memory.write_page(merged, author=author)
+                    if res.status == "written" and not other.verified:
+                        memory.delete_page(scope, other.slug)
+                        report.merged.append((keep.key, other.key))
+                    keep = memory.read_page(scope, keep.slug) or keep
+        if resynthesize is not None:
+            stale: list[Page] = []
+            for key in memory.stale_pages():
+                sc, _, slug = key[len("page:") :].rpartition("/")
+                p = memory.read_page(sc, slug)
+                if p is not None:
+                    stale.append(p)
+            if stale:
+                for page in resynthesize(IngestBatch([], stale, {})):
+                    memory.write_page(page, author=author)
+                    report.resynthesized.append(page.key)
+        for scope in sorted(set(memory.scopes_on_disk()) | _page_scopes(memory)):
+            report.corrupt += [e for e in memory.rebuild_index(scope) if e not in report.corrupt]
+            report.reindexed_scopes.append(scope)
+    return report
+
+
+def _page_scopes(memory: Memory) -> set[str]:
+    base = memory.root / "wiki"
+    out: set[str] = set()
+    if not base.exists():
+        return out
+    for p in base.rglob("*.md"):
+        try:
+            out.add(str(Scope.parse("/".join(p.parent.relative_to(base).parts))))
+        except ValueError:
+            continue
+    return out
+
+
+def _append_merge(a: Page, b: Page) -> Page:
+    """Deterministic merge: b's citations are renumbered after a's and its body appended."""
+    import re
+
+    offset = max(a.citations, default=0)
+    body_b = re.sub(r"\[(\d+)\](?!:)", lambda m: f"[{int(m.group(1)) + offset}]", b.body)
+    cites = dict(a.citations)
+    cites.update({n + offset: s for n, s in b.citations.items()})
+    return Page(a.title, a.scope, a.category, a.body.rstrip() + "\n\n" + body_b, cites, verified=a.verified, extra=a.extra)
+
+
+__all__ = [
+    "Decision", "IngestBatch", "IngestReport", "LeaseBusy", "NightlyReport", "ProducerReport", "Watermark",
+    "get_watermark", "run_ingest", "run_nightly", "run_producer",
+]
