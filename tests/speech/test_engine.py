@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from runtime_host.speech import (
@@ -122,10 +123,13 @@ def test_lazy_load_and_idle_unload(engine: SpeechEngine, models_dir: Path, spoke
         assert time.perf_counter() - started < 0.1  # returns while the model is loading
         assert word_error_rate(text, fut.result(timeout=120).text) < 0.15
         assert eng.stats.loads == 1 and eng.stats.last_load_ms is not None
+        rss_loaded = psutil.Process().memory_info().rss
         deadline = time.monotonic() + 10
         while eng.stats.unloads == 0 and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not eng.loaded and eng.stats.unloads == 1
+        freed_mb = (rss_loaded - psutil.Process().memory_info().rss) / 2**20
+        assert freed_mb > 60, f"unloading gave back only {freed_mb:.0f} MB"
         assert word_error_rate(text, eng.transcribe(path).result(timeout=120).text) < 0.15
         assert eng.stats.loads == 2
     with pytest.raises(EngineClosed):
