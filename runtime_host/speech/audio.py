@@ -6,7 +6,7 @@ from __future__ import annotations
 import gc
 import io
 from pathlib import Path
-from typing import BinaryIO, Literal
+from typing import Any, BinaryIO, Literal
 
 import numpy as np
 
@@ -101,6 +101,7 @@ def decode_file(source: AudioSource, sample_rate: int = SAMPLE_RATE) -> np.ndarr
 
 def pcm_to_float(data: bytes, sample_format: PcmFormat = "s16le", channels: int = 1) -> np.ndarray:
     """Interpret raw little-endian PCM bytes as mono float32 samples in [-1, 1] (channels averaged)."""
+    dtype: np.dtype[Any]
     if sample_format == "s16le":
         width, dtype = 2, np.dtype("<i2")
     elif sample_format == "f32le":

@@ -73,7 +73,7 @@ class DictationStream:
         self._language_seen: str | None = None
         self._model = ""
         self._error: BaseException | None = None
-        self._futures: list[concurrent.futures.Future[Transcript]] = []
+        self._futures: list[concurrent.futures.Future[Transcript | None]] = []
         self._state = "open"  # open → finishing → done | cancelled
         self.chunks_done = 0
 
