@@ -1,0 +1,560 @@
+"""Detectors for personal data and secrets, each returning findings with character offsets. Stdlib only.
+
+A detector is a function from text to a list of `Finding`s. Shapes are found with regular expressions
+and then confirmed with what the shape alone cannot tell: check digits (Luhn, mod 97, Verhoeff, national
+id keys), issuer prefixes and lengths, and nearby words ("order", "SSN", "call"). Patterns compile on
+first use so that importing this module costs next to nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from functools import cache
+
+from runtime_host.safety import _checksums as ck
+
+DETECTOR_NAMES: tuple[str, ...] = ("secret", "card", "iban", "national_id", "email", "phone", "address")
+# Where two findings overlap, the detector earlier in DETECTOR_NAMES wins (a password inside a URL is a
+# secret, not an email; an IBAN's digits are not a phone number).
+_PRIORITY = {name: i for i, name in enumerate(DETECTOR_NAMES)}
+DEFAULT_MIN_CONFIDENCE = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One thing found in a text: which detector, where (text[start:end]), and how sure.
+
+    `kind` narrows the detector ("visa", "us_ssn", "openai_key"). `text` is the raw value: keep it in
+    memory only; audit events and messages use `label()` and `masked()` instead.
+    """
+
+    detector: str
+    start: int
+    end: int
+    text: str
+    confidence: float
+    kind: str = ""
+
+    def masked(self) -> str:
+        """The value with all but a short tail hidden, e.g. '•••• 1111' for a card; secrets show nothing."""
+        if self.detector == "secret":
+            return f"[{self.kind or 'secret'}]"
+        alnum = [c for c in self.text if c.isalnum()]
+        tail = "".join(alnum[-4:]) if len(alnum) > 8 else ""
+        return f"•••• {tail}".strip() if tail else "••••"
+
+    def label(self) -> str:
+        """A human name for what was found, without the value: 'payment card (visa)'."""
+        base = _LABELS.get(self.detector, self.detector)
+        return f"{base} ({self.kind})" if self.kind and self.detector != "email" else base
+
+    def to_dict(self, *, include_text: bool = False) -> dict[str, object]:
+        d: dict[str, object] = {
+            "detector": self.detector, "kind": self.kind, "start": self.start, "end": self.end,
+            "confidence": round(self.confidence, 3),
+        }
+        if include_text:
+            d["text"] = self.text
+        return d
+
+
+_LABELS = {
+    "email": "email address", "phone": "phone number", "card": "payment card", "iban": "IBAN",
+    "national_id": "national id number", "address": "street address", "secret": "secret",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class _Ctx:
+    """Words near a match that raise or lower belief in it."""
+
+    before: int = 32
+    positive: re.Pattern[str] | None = None
+    negative: re.Pattern[str] | None = None
+
+    def window(self, text: str, start: int) -> str:
+        return text[max(0, start - self.before):start]
+
+
+def _boundary_ok(text: str, start: int, end: int, chars: str = "") -> bool:
+    """True when text[start:end] is not glued to letters, digits or the given extra characters."""
+    if start > 0 and (text[start - 1].isalnum() or text[start - 1] in chars):
+        return False
+    if end < len(text) and (text[end].isalnum() or text[end] in chars):
+        return False
+    return True
+
+
+# --------------------------------------------------------------------------------------------- email
+
+_FILE_EXTENSIONS = frozenset(
+    "png jpg jpeg gif svg webp ico bmp tif tiff avif heic js mjs ts tsx jsx css scss less json yaml yml lock txt log"
+    " html htm xml py rb java kt swift go rs c h cpp hpp o so dll exe zip gz tar".split()
+)
+
+
+@cache
+def _email_re() -> re.Pattern[str]:
+    local = r"[A-Za-z0-9_](?:[A-Za-z0-9_%+'-]|\.(?=[A-Za-z0-9_%+-]))*"
+    domain = r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}"
+    return re.compile(rf"(?<![A-Za-z0-9._%+-])({local})@({domain})(?![A-Za-z0-9-]|\.[A-Za-z0-9])")
+
+
+def detect_emails(text: str) -> list[Finding]:
+    if "@" not in text:
+        return []
+    out: list[Finding] = []
+    for m in _email_re().finditer(text):
+        start, end = m.span()
+        tld = m.group(2).rsplit(".", 1)[-1].lower()
+        if tld in _FILE_EXTENSIONS:
+            continue  # icon@2x.png, image.jpg@1.5x.webp
+        if end < len(text) - 1 and text[end] == ":" and not text[end + 1].isspace():
+            continue  # scp / git remote: git@github.com:org/repo.git
+        if text[max(0, start - 3):start] == "://":
+            continue  # URL userinfo, not a mailbox: https://user@host/
+        out.append(Finding("email", start, end, m.group(0), 0.95))
+    return out
+
+
+# --------------------------------------------------------------------------------------------- phone
+
+@cache
+def _phone_res() -> dict[str, re.Pattern[str]]:
+    sep = r"[ .\-]"
+    return {
+        # +CC then groups; an optional (0) trunk marker; groups may be parenthesised.
+        "intl": re.compile(
+            r"(?<![\w+])\+\d{1,3}(?:[ \-.]?\(0\))?(?:[ \-.]?\(?\d{1,5}\)?){1,6}(?![\w])"
+        ),
+        # 00 international prefix, written with spaces.
+        "intl00": re.compile(r"(?<![\w.\-+/])00[1-9]\d{0,2}(?: \d{1,5}){2,5}(?![\w]|[.\-/ ]\d)"),
+        # North American Numbering Plan: (415) 555-0132, 415-555-0132, 415.555.0132, 1-800-555-0199.
+        "nanp": re.compile(
+            rf"(?<![\w.\-+/])(?:1{sep})?(?:\([2-9]\d{{2}}\) ?|[2-9]\d{{2}}(?P<s>{sep}))[2-9]\d{{2}}(?(s)(?P=s)|{sep})\d{{4}}(?![\w]|[.\-/]\d)"
+        ),
+        # National numbers with a trunk 0: 020 7946 0958, 06 12 34 56 78, 0170 9876543.
+        "trunk": re.compile(r"(?<![\w.\-+/:])0[1-9]\d{0,3}(?:[ \-]\d{2,8}){1,4}(?![\w]|[.\-/: ]\d)"),
+        # Ten bare digits, only when a phone word is near.
+        "bare": re.compile(r"(?<![\w.\-+/])[2-9]\d{9}(?![\w]|[.\-/]\d)"),
+    }
+
+
+_PHONE_WORDS = re.compile(r"(?i)\b(?:call|phone|tel|telephone|mobile|cell|text|sms|whatsapp|fax|ring|contact|number|handy)\b")
+_PHONE_NEG = re.compile(r"(?i)(?:order|invoice|tracking|serial|sn|isbn|ref|reference|version|build|ticket|id|account|lot|no\.)\W{0,3}$")
+
+
+def detect_phones(text: str) -> list[Finding]:
+    res = _phone_res()
+    out: list[Finding] = []
+    for kind, rx in res.items():
+        for m in rx.finditer(text):
+            start, end = m.span()
+            value = m.group(0)
+            if kind == "intl" and value.endswith(")") and value.count(")") > value.count("("):
+                value = value[:-1]  # "(… +48 601 234 567)": the closing bracket is the sentence's
+                end -= 1
+            if kind != "intl" and start >= 2 and text[start - 1] == " " and text[start - 2].isdigit():
+                continue  # a later group of a longer number: IBAN, card, parcel id
+            digits = sum(c.isdigit() for c in value)
+            if kind == "intl":
+                if not 8 <= digits <= 15 or value.count("(") != value.count(")"):
+                    continue
+                # A run of digits glued to version-style dots is not a phone: +1.2.3
+                if value.count(".") >= 3 and " " not in value:
+                    continue
+                conf = 0.9
+            elif kind == "intl00":
+                if not 11 <= digits <= 15:
+                    continue
+                conf = 0.8
+            elif kind == "nanp":
+                conf = 0.85
+            elif kind == "trunk":
+                if not 10 <= digits <= 11:
+                    continue
+                conf = 0.75
+            else:
+                if not _PHONE_WORDS.search(text[max(0, start - 24):start]):
+                    continue
+                conf = 0.7
+            if kind != "intl" and _PHONE_NEG.search(text[max(0, start - 16):start]):
+                continue
+            out.append(Finding("phone", start, end, value, conf, kind))
+    return _dedupe_same_detector(out)
+
+
+# ---------------------------------------------------------------------------------------------- card
+
+@cache
+def _card_re() -> re.Pattern[str]:
+    return re.compile(r"(?<![\w.\-])\d{4}(?:(?P<s>[ .\-]?)\d{2,7})(?:(?P=s)\d{1,7}){1,4}(?![\w]|[.\-]\d)")
+
+
+def _card_brand(d: str) -> str | None:
+    n = len(d)
+    two, three, four, six = int(d[:2]), int(d[:3]), int(d[:4]), int(d[:6])
+    if d[0] == "4" and n in (13, 16, 19):
+        return "visa"
+    if (51 <= two <= 55 or 2221 <= four <= 2720) and n == 16:
+        return "mastercard"
+    if two in (34, 37) and n == 15:
+        return "amex"
+    if (four == 6011 or 644 <= three <= 649 or two == 65 or 622126 <= six <= 622925) and 16 <= n <= 19:
+        return "discover"
+    if 3528 <= four <= 3589 and 16 <= n <= 19:
+        return "jcb"
+    if (300 <= three <= 305 or four == 3095 or two in (36, 38, 39)) and 14 <= n <= 19:
+        return "diners"
+    if two == 62 and 16 <= n <= 19:
+        return "unionpay"
+    if 2200 <= four <= 2204 and n == 16:
+        return "mir"
+    if (two == 50 or 56 <= two <= 69) and 16 <= n <= 19:
+        return "maestro"
+    return None
+
+
+_CARD_NEG = re.compile(
+    r"(?i)\b(?:order|invoice|tracking|ref|reference|booking|confirmation|parcel|serial|ticket|reservation|gift|imei|isbn|sku|account)\b[^\d]{0,12}$"
+)
+
+
+def detect_cards(text: str) -> list[Finding]:
+    out: list[Finding] = []
+    for m in _card_re().finditer(text):
+        value = m.group(0)
+        groups = re.split(r"[ .\-]", value)
+        if "." in value and not all(len(g) == 4 for g in groups):
+            continue  # dots only in 4-4-4-4 form; anything else is a version or an amount
+        # The longest run of whole groups, from the start, that is a valid card.
+        for k in range(len(groups), 0, -1):
+            digits = "".join(groups[:k])
+            if len(digits) < 13:
+                break
+            if len(digits) > 19:
+                continue
+            brand = _card_brand(digits)
+            if brand and ck.luhn_valid(digits):
+                start = m.start()
+                end = start + len((m.group("s") or "").join(groups[:k]))
+                conf = 0.95
+                if _CARD_NEG.search(text[max(0, start - 40):start]):
+                    conf = 0.35  # "Order no. 4000 ..." : shaped like a card, named as something else
+                out.append(Finding("card", start, end, text[start:end], conf, brand))
+                break
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- iban
+
+@cache
+def _iban_start_re() -> re.Pattern[str]:
+    return re.compile(r"(?<![A-Za-z0-9])([A-Za-z]{2})(\d{2})")
+
+
+def detect_ibans(text: str) -> list[Finding]:
+    out: list[Finding] = []
+    n = len(text)
+    for m in _iban_start_re().finditer(text):
+        cc = m.group(1)
+        if not (cc.isupper() or cc.islower()):
+            continue
+        length = ck.IBAN_LENGTHS.get(cc.upper())
+        if length is None:
+            continue
+        chars = [cc, m.group(2)]
+        count, i = 4, m.end()
+        while count < length and i < n:
+            ch = text[i]
+            if ch.isascii() and ch.isalnum():
+                chars.append(ch)
+                count += 1
+                i += 1
+            elif ch == " " and i + 1 < n and text[i + 1].isascii() and text[i + 1].isalnum() and text[i - 1] != " ":
+                i += 1
+            else:
+                break
+        if count != length:
+            continue
+        if i < n and text[i].isascii() and text[i].isalnum():
+            continue  # longer than this country's IBAN
+        compact = "".join(chars)
+        if not ck.iban_valid(compact):
+            continue
+        if cc.islower() and not compact.islower() and not compact[2:].isdigit():
+            pass  # mixed case inside the BBAN is unusual but mod 97 already passed
+        out.append(Finding("iban", m.start(), i, text[m.start():i], 0.97, cc.upper()))
+    return out
+
+
+# --------------------------------------------------------------------------------------- national id
+
+@cache
+def _nid_res() -> dict[str, re.Pattern[str]]:
+    return {
+        "us_ssn": re.compile(r"(?<![\w\-])(\d{3})([\- ])(\d{2})\2(\d{4})(?![\w]|-\w)"),
+        "us_ssn_bare": re.compile(r"(?<![\w\-])(\d{3})(\d{2})(\d{4})(?![\w\-])"),
+        "uk_nino": re.compile(r"(?i)(?<![A-Za-z0-9])([A-Z]{2}) ?(\d{2}) ?(\d{2}) ?(\d{2}) ?([A-D])(?![A-Za-z0-9])"),
+        "es_dni": re.compile(r"(?i)(?<![A-Za-z0-9])(\d{8})-?([A-Z])(?![A-Za-z0-9])"),
+        "es_nie": re.compile(r"(?i)(?<![A-Za-z0-9])([XYZ])-?(\d{7})-?([A-Z])(?![A-Za-z0-9])"),
+        "it_codice_fiscale": re.compile(
+            r"(?i)(?<![A-Za-z0-9])[A-Z]{6}\d{2}[ABCDEHLMPRST]\d{2}[A-Z]\d{3}[A-Z](?![A-Za-z0-9])"
+        ),
+        "se_personnummer": re.compile(r"(?<![\w\-])(?:19|20)?(\d{2})(\d{2})(\d{2})[\-+](\d{3})(\d)(?![\w\-])"),
+        "fi_hetu": re.compile(r"(?i)(?<![\w\-])(\d{2})(\d{2})(\d{2})([\-+A-FU-Y])(\d{3})([0-9A-Y])(?![\w\-])"),
+        "ca_sin": re.compile(r"(?<![\w\-])(\d{3})([ \-]?)(\d{3})\2(\d{3})(?![\w\-]| \d)"),
+        "in_aadhaar": re.compile(r"(?<![\w\-])(?<!\d )([2-9]\d{3})( ?)(\d{4})\2(\d{4})(?![\w\-]| \d)"),
+        "nl_bsn": re.compile(r"(?<![\w\-])(\d{9})(?![\w\-])"),
+        "fr_nir": re.compile(
+            r"(?<![\w\-])([12]) ?(\d{2}) ?(0[1-9]|1[0-2]|[2-9]\d) ?(\d{2}|2[AB]) ?(\d{3}) ?(\d{3}) ?(\d{2})(?![\w\-])"
+        ),
+    }
+
+
+_SSN_CTX = re.compile(r"(?i)\b(?:ssn|social security|soc\.? sec)")
+_SSN_NEG = re.compile(r"(?i)\b(?:part|no\.|order|lot|ref|serial|model|item|sku|zip|phone|tel|room|build)\b[^\d]{0,6}$")
+_DATE_ID_NEG = re.compile(r"(?i)\b(?:build|version|release|order|ref|lot|batch|ticket|run|job)\b\W{0,4}$")
+_SIN_CTX = re.compile(r"(?i)\b(?:sin|social insurance|nas)\b")
+_AADHAAR_CTX = re.compile(r"(?i)\b(?:aadhaar|aadhar|uid|uidai)\b")
+_BSN_CTX = re.compile(r"(?i)\b(?:bsn|burgerservicenummer|sofi)")
+
+
+def _near(rx: re.Pattern[str], text: str, start: int, before: int = 40) -> bool:
+    return rx.search(text[max(0, start - before):start]) is not None
+
+
+def detect_national_ids(text: str) -> list[Finding]:
+    res = _nid_res()
+    out: list[Finding] = []
+    add = out.append
+    for m in res["us_ssn"].finditer(text):
+        if not ck.us_ssn_valid(m.group(1), m.group(3), m.group(4)):
+            continue
+        s = m.start()
+        if _near(_SSN_CTX, text, s):
+            add(Finding("national_id", s, m.end(), m.group(0), 0.95, "us_ssn"))
+        elif m.group(2) == "-" and not _SSN_NEG.search(text[max(0, s - 20):s]):
+            add(Finding("national_id", s, m.end(), m.group(0), 0.6, "us_ssn"))
+    for m in res["us_ssn_bare"].finditer(text):
+        if ck.us_ssn_valid(m.group(1), m.group(2), m.group(3)) and _near(_SSN_CTX, text, m.start(), 30):
+            add(Finding("national_id", m.start(), m.end(), m.group(0), 0.85, "us_ssn"))
+    for m in res["uk_nino"].finditer(text):
+        letters = m.group(1)
+        if not (letters.isupper() == m.group(5).isupper()) or not ck.uk_nino_prefix_valid(letters):
+            continue
+        add(Finding("national_id", m.start(), m.end(), m.group(0), 0.85, "uk_nino"))
+    for m in res["es_dni"].finditer(text):
+        if ck.es_dni_valid(m.group(1), m.group(2)):
+            add(Finding("national_id", m.start(), m.end(), m.group(0), 0.9, "es_dni"))
+    for m in res["es_nie"].finditer(text):
+        if ck.es_dni_valid(m.group(1) + m.group(2), m.group(3)):
+            add(Finding("national_id", m.start(), m.end(), m.group(0), 0.9, "es_nie"))
+    for m in res["it_codice_fiscale"].finditer(text):
+        if ck.it_codice_fiscale_valid(m.group(0)):
+            add(Finding("national_id", m.start(), m.end(), m.group(0), 0.95, "it_codice_fiscale"))
+    for m in res["se_personnummer"].finditer(text):
+        yy, mm, dd, nnn, c = m.groups()
+        day = str(int(dd) - 60) if int(dd) > 60 else dd  # coordination numbers add 60 to the day
+        if _DATE_ID_NEG.search(text[max(0, m.start() - 20):m.start()]):
+            continue  # "build 20240611-1423" is a timestamp
+        if ck.plausible_date(yy, mm, day) and ck.luhn_valid(yy + mm + dd + nnn + c):
+            add(Finding("national_id", m.start(), m.end(), m.group(0), 0.8, "se_personnummer"))
+    for m in res["fi_hetu"].finditer(text):
+        dd, mm, yy, sep, nnn, c = m.groups()
+        if ck.plausible_date(yy, mm, dd) and ck.fi_hetu_valid(dd + mm + yy, nnn, c):
+            add(Finding("national_id", m.start(), m.end(), m.group(0), 0.9, "fi_hetu"))
+    for m in res["ca_sin"].finditer(text):
+        digits = m.group(1) + m.group(3) + m.group(4)
+        if ck.luhn_valid(digits) and _near(_SIN_CTX, text, m.start()):
+            add(Finding("national_id", m.start(), m.end(), m.group(0), 0.85, "ca_sin"))
+    for m in res["in_aadhaar"].finditer(text):
+        digits = m.group(1) + m.group(3) + m.group(4)
+        if not ck.verhoeff_valid(digits):
+            continue
+        if _near(_AADHAAR_CTX, text, m.start()):
+            add(Finding("national_id", m.start(), m.end(), m.group(0), 0.9, "in_aadhaar"))
+        elif m.group(2) == " ":
+            add(Finding("national_id", m.start(), m.end(), m.group(0), 0.55, "in_aadhaar"))
+    for m in res["nl_bsn"].finditer(text):
+        if ck.nl_bsn_valid(m.group(1)) and _near(_BSN_CTX, text, m.start()):
+            add(Finding("national_id", m.start(), m.end(), m.group(0), 0.85, "nl_bsn"))
+    for m in res["fr_nir"].finditer(text):
+        g = m.groups()
+        if ck.fr_nir_valid("".join(g[:6]), g[6]):
+            add(Finding("national_id", m.start(), m.end(), m.group(0), 0.9, "fr_nir"))
+    return _dedupe_same_detector(out)
+
+
+# ------------------------------------------------------------------------------------------- address
+
+_STREET_TYPES = (
+    "Street|St|Avenue|Ave|Av|Road|Rd|Lane|Ln|Drive|Dr|Boulevard|Blvd|Parkway|Pkwy|Terrace|Ter|Place|Pl|Court|Ct|"
+    "Way|Loop|Circle|Cir|Highway|Hwy|Square|Sq|Crescent|Cres|Close|Row|Trail|Trl|Walk|Mews|Gardens|Grove|Hill|Park"
+)
+_CONT_SUFFIX = (
+    "straße|strasse|str\\.|weg|gasse|platz|allee|gracht|laan|straat|plein|ring|damm|ufer|kade|steeg|vej|gatan|gata|veien|"
+    "väg|vägen|kuja|katu|tie"
+)
+
+
+@cache
+def _address_res() -> dict[str, re.Pattern[str]]:
+    word = r"[A-Z][\w'.\-]*"
+    city = r"[A-ZÀ-Ý][\w'\-]*(?: [A-ZÀ-Ý][\w'\-]*){0,2}"
+    us_tail = r"(?:,? [A-Z]{2} \d{5}(?:-\d{4})?)"
+    uk_post = r"(?: [A-Z]{1,2}\d[A-Z\d]? ?\d[A-Z]{2})"
+    ca_tail = r"(?:,? [A-Z]{2} [A-Z]\d[A-Z] ?\d[A-Z]\d)"
+    unit = r"(?:,? (?:Apt|Apartment|Suite|Ste|Unit|Flat|Floor|Fl|#)\.? ?[\w\-]+)"
+    return {
+        "number_first": re.compile(
+            rf"(?<![\w.,\-])\d{{1,5}}[A-Za-z]?(?: (?:[NSEW]|North|South|East|West)\.?)? {word}(?: {word}){{0,3}} "
+            rf"(?:{_STREET_TYPES})\b(?!-)"
+            rf"{unit}?"
+            rf"(?:, {city}(?:{us_tail}|{ca_tail}|{uk_post})?)?"
+        ),
+        "name_first": re.compile(
+            rf"(?<![\w\-])(?:(?:Via|Viale|Calle|Carrer|Avenida|Rua|Piazza|Plaza|Paseo)(?: (?:de|del|della|da|do|dos|la|las|los))*"
+            rf" [A-ZÀ-Ý][\w'\-]*|[A-ZÄÖÜ][\wäöüßÄÖÜ\-]*(?:{_CONT_SUFFIX})) \d{{1,4}}[a-zA-Z]?\b"
+            rf"(?:, \d{{4,5}}(?: [A-Z]{{2}})? [A-ZÀ-Ý][\w\-]*)?"
+        ),
+        "french": re.compile(
+            r"(?i)(?<![\w\-])\d{1,4}(?: ?(?:bis|ter))?,? (?:rue|avenue|av\.|boulevard|bd|place|allée|impasse|chemin|quai|cours)"
+            r"(?: [\w'À-ÿ\-]+){1,5}?, \d{5} [A-ZÀ-Ý][\w\-]*"
+        ),
+    }
+
+
+def detect_addresses(text: str) -> list[Finding]:
+    out: list[Finding] = []
+    for kind, rx in _address_res().items():
+        for m in rx.finditer(text):
+            value = m.group(0)
+            has_post = bool(re.search(r"\d{4,5}|[A-Z]\d[A-Z]? ?\d[A-Z]{2}", value[len(value.split(" ", 1)[0]):]))
+            out.append(Finding("address", m.start(), m.end(), value, 0.85 if has_post else 0.7, kind))
+    return _dedupe_same_detector(out)
+
+
+# -------------------------------------------------------------------------------------------- secret
+
+@cache
+def _secret_res() -> list[tuple[str, re.Pattern[str], int]]:
+    """(kind, pattern, group holding the secret)."""
+    b = r"(?<![A-Za-z0-9_\-])"
+    e = r"(?![A-Za-z0-9_\-])"
+    return [
+        ("private_key", re.compile(
+            r"-----BEGIN ((?:RSA |EC |DSA |OPENSSH |ENCRYPTED |PGP )?PRIVATE KEY(?: BLOCK)?)-----"
+            r"[\s\S]{16,}?-----END \1-----"), 0),
+        ("anthropic_key", re.compile(rf"{b}sk-ant-(?:api|admin|oat)\d{{2}}-[A-Za-z0-9_\-]{{40,}}{e}"), 0),
+        ("openrouter_key", re.compile(rf"{b}sk-or-v1-[0-9a-f]{{64}}{e}"), 0),
+        ("openai_key", re.compile(rf"{b}sk-(?!ant-|or-)(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{{20,}}{e}"), 0),
+        ("aws_access_key_id", re.compile(
+            r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z2-7]{16}(?![A-Za-z0-9])"), 0),
+        ("aws_secret_access_key", re.compile(
+            r"(?i)(?:aws_?secret_?access_?key|secret_?access_?key|aws_?secret)[\"']?\s*[:=]\s*[\"']?"
+            r"(?-i:([A-Za-z0-9/+]{40}))(?![A-Za-z0-9/+=])"), 1),
+        ("github_token", re.compile(rf"{b}gh[pousr]_[A-Za-z0-9]{{36,76}}{e}"), 0),
+        ("github_token", re.compile(rf"{b}github_pat_[A-Za-z0-9_]{{60,}}{e}"), 0),
+        ("gitlab_token", re.compile(rf"{b}glpat-[A-Za-z0-9_\-]{{20,}}{e}"), 0),
+        ("slack_token", re.compile(rf"{b}xox[abposr]-(?:\d+-)+[A-Za-z0-9]{{10,}}{e}"), 0),
+        ("slack_token", re.compile(rf"{b}xapp-\d-[A-Z0-9]+-\d+-[a-f0-9]{{20,}}{e}"), 0),
+        ("slack_webhook", re.compile(r"https://hooks\.slack\.com/services/T[A-Z0-9]{6,}/B[A-Z0-9]{6,}/[A-Za-z0-9]{16,}"), 0),
+        ("google_api_key", re.compile(rf"{b}AIza[0-9A-Za-z_\-]{{35}}{e}"), 0),
+        ("stripe_key", re.compile(rf"{b}(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{{20,}}{e}"), 0),
+        ("groq_key", re.compile(rf"{b}gsk_[A-Za-z0-9]{{48,}}{e}"), 0),
+        ("xai_key", re.compile(rf"{b}xai-[A-Za-z0-9]{{60,}}{e}"), 0),
+        ("huggingface_token", re.compile(rf"{b}hf_[A-Za-z]{{30,}}{e}"), 0),
+        ("url_password", re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@]*:([^\s/@]+)@[^\s/@]"), 1),
+    ]
+
+
+_PLACEHOLDER = re.compile(r"^(?:\$\{[^}]*\}|\$[A-Za-z_]\w*|\*+|x+|X+|<[^>]*>|\{\{[^}]*\}\}|%\([^)]*\)s|password|pass|secret|changeme)$")
+
+
+def _looks_random(s: str) -> bool:
+    """A key body has many distinct characters and mixes digits or cases; placeholders ('sk-xxxx…') do not."""
+    alnum = [c for c in s if c.isalnum()]
+    kinds = any(c.isdigit() for c in alnum) + any(c.islower() for c in alnum) + any(c.isupper() for c in alnum)
+    return len(set(alnum)) >= 10 and kinds >= 2
+
+
+def detect_secrets(text: str) -> list[Finding]:
+    out: list[Finding] = []
+    for kind, rx, grp in _secret_res():
+        for m in rx.finditer(text):
+            start, end = m.span(grp)
+            value = m.group(grp)
+            if kind == "url_password":
+                if _PLACEHOLDER.match(value) or len(value) < 3:
+                    continue
+                conf = 0.9
+            elif kind in ("private_key", "slack_webhook"):
+                conf = 0.99
+            else:
+                if not _looks_random(value):
+                    continue
+                conf = 0.97
+            out.append(Finding("secret", start, end, value, conf, kind))
+    return _dedupe_same_detector(out)
+
+
+# ------------------------------------------------------------------------------------------ registry
+
+DETECTORS: dict[str, Callable[[str], list[Finding]]] = {
+    "secret": detect_secrets,
+    "card": detect_cards,
+    "iban": detect_ibans,
+    "national_id": detect_national_ids,
+    "email": detect_emails,
+    "phone": detect_phones,
+    "address": detect_addresses,
+}
+
+
+class UnknownDetector(ValueError):
+    """A detector name that Hearth does not have."""
+
+
+def _dedupe_same_detector(findings: list[Finding]) -> list[Finding]:
+    """Overlapping findings of one detector: keep the more confident, then the longer."""
+    findings.sort(key=lambda f: (-f.confidence, -(f.end - f.start), f.start))
+    kept: list[Finding] = []
+    for f in findings:
+        if all(f.end <= k.start or f.start >= k.end for k in kept):
+            kept.append(f)
+    kept.sort(key=lambda f: f.start)
+    return kept
+
+
+def detect(
+    text: str,
+    detectors: Iterable[str] | None = None,
+    *,
+    min_confidence: float = DEFAULT_MIN_CONFIDENCE,
+) -> list[Finding]:
+    """Runs the named detectors (all by default) and returns non-overlapping findings in text order.
+
+    Where findings of different detectors overlap, the one earlier in DETECTOR_NAMES wins; findings below
+    `min_confidence` are dropped before that, so a weak guess never hides a strong one.
+    """
+    names = list(DETECTOR_NAMES) if detectors is None else list(detectors)
+    unknown = [n for n in names if n not in DETECTORS]
+    if unknown:
+        raise UnknownDetector(
+            f"Unknown detector(s) {', '.join(map(repr, unknown))}; choose from {', '.join(DETECTOR_NAMES)}."
+        )
+    if not text:
+        return []
+    found: list[Finding] = []
+    for name in names:
+        found.extend(f for f in DETECTORS[name](text) if f.confidence >= min_confidence)
+    found.sort(key=lambda f: (_PRIORITY[f.detector], -f.confidence, f.start))
+    kept: list[Finding] = []
+    for f in found:
+        if all(f.end <= k.start or f.start >= k.end for k in kept):
+            kept.append(f)
+    kept.sort(key=lambda f: (f.start, f.end))
+    return kept
