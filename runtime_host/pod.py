@@ -8,15 +8,21 @@ every subscriber as plain dicts; nothing here knows Qt.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import json
 import logging
+import os
+import socket
+import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from runtime_host.paths import agent_dir, data_dir
+from runtime_host.profiles import shipped_profiles
 from runtime_host.states import WorkerState
 from runtime_host.store import AgentInstance, AgentProfile, Store, StoreError, now, step_dict, step_tree
 from runtime_host.supervisor import Supervisor, SupervisorConfig, WorkerHandle, WorkerStartError
@@ -25,6 +31,8 @@ from vault import Vault, VaultUnavailable
 log = logging.getLogger("hearth.pod")
 
 MAX_RESUMES_PER_TURN = 3
+LEASE_S = 30.0  # a turn's owner renews its lease every LEASE_S / 3; another host may take it after expiry
+TURNS_PER_MINUTE = 20  # per conversation; more wait their turn
 PROVIDER_KINDS = ("openai-compatible",)
 
 
@@ -61,6 +69,8 @@ class _Run:
     handle: WorkerHandle | None = None
     resumes: int = 0
     iterations: int = 0
+    started: bool = False
+    merged: int = 1
 
 
 class Pod:
@@ -76,7 +86,12 @@ class Pod:
                                      supervisor_config, worker_command)
         self._runs: dict[str, _Run] = {}
         self._agent_locks: dict[str, asyncio.Lock] = {}
+        self._recent_turns: dict[str, collections.deque[float]] = {}
         self._closed = False
+        self._epoch = 0  # bumped when a profile or provider changes: idle workers rebind
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._lease_task: asyncio.Task[None] | None = None
+        self.subscribe(self._persist_worker_state)
 
     # -- events
     def subscribe(self, fn: Callable[[dict[str, Any]], None]) -> Callable[[], None]:
@@ -106,6 +121,7 @@ class Pod:
         if key:
             self.vault().set(f"provider/{name}", key)
         row = self.store.add_provider(name, kind, base_url.rstrip("/"), model, has_key=bool(key))
+        self._epoch += 1
         return {"name": row.name, "kind": row.kind, "base_url": row.base_url, "model": row.model, "has_key": row.has_key}
 
     def list_providers(self) -> list[dict[str, Any]]:
@@ -114,29 +130,97 @@ class Pod:
             for p in self.store.list_providers()
         ]
 
-    def add_agent(self, name: str, *, provider: str | None = None, model: str | None = None, system: str = "",
-                  toolkits: list[str] | None = None) -> dict[str, Any]:
+    def profiles(self) -> dict[str, dict[str, Any]]:
+        """The agent profiles Hearth ships, by template name."""
+        return shipped_profiles()
+
+    def add_agent(self, name: str, *, provider: str | None = None, model: str | None = None, system: str | None = None,
+                  toolkits: list[str] | None = None, profile: str | None = None) -> dict[str, Any]:
         name = name.strip()
         if not name:
             raise StoreError("An agent needs a name.")
+        role = ""
+        if profile:
+            templates = self.profiles()
+            if profile not in templates:
+                raise StoreError(f"No profile named {profile!r}. Profiles: {', '.join(sorted(templates))}.")
+            t = templates[profile]
+            system = t["system"] if system is None else system
+            toolkits = t["toolkits"] if toolkits is None else toolkits
+            role = t.get("role", "")
         if provider is None:
             providers = self.store.list_providers()
             provider = providers[0].name if len(providers) == 1 else None
         if provider is not None and self.store.get_provider(provider) is None:
             known = ", ".join(p.name for p in self.store.list_providers()) or "none yet"
             raise StoreError(f"No provider named {provider!r} (known: {known}). Add it first with `provider add`.")
-        inst = self.store.add_agent(self.person.id, name, provider=provider, model=model, system=system, toolkits=toolkits)
+        inst = self.store.add_agent(self.person.id, name, provider=provider, model=model, system=system or "",
+                                    toolkits=toolkits, role=role, template=profile)
         return self._agent_info(inst, self.store.get_instance(inst.id)[1])  # type: ignore[index]
 
-    def _agent_info(self, inst: AgentInstance, profile: AgentProfile) -> dict[str, Any]:
+    def edit_agent(self, name: str, **changes: Any) -> dict[str, Any]:
+        """Changes an agent's provider, model, instructions or toolkits; its idle worker rebinds."""
+        inst, profile = self.find_agent(name)
+        fields: dict[str, Any] = {}
+        if changes.get("provider") is not None:
+            if self.store.get_provider(changes["provider"]) is None:
+                raise StoreError(f"No provider named {changes['provider']!r}. Add it first with `provider add`.")
+            fields["provider"] = changes["provider"]
+        if changes.get("model") is not None:
+            fields["model"] = changes["model"] or None
+        if changes.get("system") is not None:
+            fields["system_prompt"] = changes["system"]
+        if changes.get("toolkits") is not None:
+            fields["toolkits"] = list(changes["toolkits"])
+        if fields:
+            profile = self.store.update_profile(profile.id, **fields)
+            self._epoch += 1
+        return self._agent_info(inst, profile)
+
+    def _agent_info(self, inst: AgentInstance, profile: AgentProfile,
+                    statuses: dict[str, Any] | None = None) -> dict[str, Any]:
         h = self.supervisor.handles.get((inst.person_id, inst.id))
-        worker = h.info() if h else {"state": WorkerState.STOPPED.value, "pid": None, "rss_mb": None,
-                                     "uptime_s": None, "restarts": 0, "reason": None}
-        return {"id": inst.id, "name": inst.name, "provider": profile.provider, "model": profile.model,
-                "system": profile.system_prompt, "toolkits": json.loads(profile.toolkits), "worker": worker}
+        if h is not None and h.state != WorkerState.STOPPED:
+            worker = h.info()
+        else:
+            worker = self._status_from_store(inst.id, statuses)
+        return {"id": inst.id, "name": inst.name, "template": profile.template, "role": profile.role,
+                "provider": profile.provider, "model": profile.model, "system": profile.system_prompt,
+                "toolkits": json.loads(profile.toolkits), "worker": worker}
+
+    def _status_from_store(self, instance_id: str, statuses: dict[str, Any] | None) -> dict[str, Any]:
+        """A worker owned by another Hearth process on this machine (the app, a detached run)."""
+        import psutil
+
+        row = (statuses if statuses is not None else self.store.worker_statuses()).get(instance_id)
+        stopped = {"state": WorkerState.STOPPED.value, "pid": None, "rss_mb": None, "uptime_s": None,
+                   "restarts": row.restarts if row else 0, "reason": row.reason if row else None}
+        if row is None or row.state in ("stopped",) or not row.pid or row.host != socket.gethostname():
+            return {**stopped, "state": row.state if row and row.state == "fatal" else "stopped"}
+        try:
+            proc = psutil.Process(row.pid)
+            if proc.create_time() > (row.started_at or 0) + 5 or "runtime_host.worker" not in " ".join(proc.cmdline()):
+                return stopped  # the pid was reused
+            rss = proc.memory_info().rss
+        except psutil.Error:
+            return stopped
+        return {"state": row.state, "pid": row.pid, "rss_mb": round(rss / 1048576, 1),
+                "uptime_s": round(time.time() - row.started_at, 1) if row.started_at else None,
+                "restarts": row.restarts, "reason": row.reason, "owner": "another Hearth process"}
 
     def list_agents(self) -> list[dict[str, Any]]:
-        return [self._agent_info(i, p) for i, p in self.store.list_agents(self.person.id)]
+        self.supervisor.refresh_rss()
+        statuses = self.store.worker_statuses()
+        return [self._agent_info(i, p, statuses) for i, p in self.store.list_agents(self.person.id)]
+
+    def _persist_worker_state(self, ev: dict[str, Any]) -> None:
+        if ev.get("type") != "worker.state":
+            return
+        h = self.supervisor.handles.get(tuple(ev["key"]))  # type: ignore[arg-type]
+        if h is None:
+            return
+        self.store.save_worker_status(h.key[1], state=h.state.value, pid=h.pid, host=socket.gethostname(), rss=h.rss,
+                                      started_at=h.started_at, restarts=h.restarts, reason=h.reason)
 
     def find_agent(self, name: str) -> tuple[AgentInstance, AgentProfile]:
         found = self.store.get_agent(self.person.id, name)
@@ -178,8 +262,11 @@ class Pod:
 
     async def _ensure_worker(self, inst: AgentInstance, profile: AgentProfile) -> WorkerHandle:
         key = (inst.person_id, inst.id)
+        h = self.supervisor.handle(key, inst.name, agent_dir(self.home, inst.person_id, inst.id))
+        if h.state == WorkerState.BUSY or (h.state == WorkerState.READY and h.epoch == self._epoch):
+            return h  # warm: no binding (and no keyring read) needed
         return await self.supervisor.ensure(key, inst.name, agent_dir(self.home, inst.person_id, inst.id),
-                                            self._binding(inst, profile))
+                                            self._binding(inst, profile), self._epoch)
 
     async def start_agent(self, name: str) -> dict[str, Any]:
         """Spawns the agent's worker now (it would otherwise start on first need)."""
@@ -195,8 +282,12 @@ class Pod:
 
     # -- turns
     async def start_turn(self, agent: str, text: str, *, conversation_id: str | None = None,
-                         new_conversation: bool = False) -> _Run:
-        """Writes the message and the turn, then runs it in the background. Await `run.future`."""
+                         new_conversation: bool = False, origin: str = "chat", title: str = "") -> _Run:
+        """Writes the message and the turn, then runs it in the background. Await `run.future`.
+
+        A message that reaches a conversation whose next turn has not started yet joins that turn
+        (bursts merge into one turn); turns in one conversation run one after another.
+        """
         inst, profile = self.find_agent(agent)
         if conversation_id:
             conv = self.store.get_conversation(conversation_id)
@@ -205,13 +296,23 @@ class Pod:
         else:
             conv = None if new_conversation else self.store.latest_conversation(inst.id)
             if conv is None:
-                conv = self.store.create_conversation(inst.id)
-        turn = self.store.create_turn(conv.id, inst.id)
+                conv = self.store.create_conversation(inst.id, title=title)
+        pending = next((r for r in self._runs.values()
+                        if r.conversation_id == conv.id and not r.started and not r.future.done()), None)
+        if pending is not None:
+            self.store.add_message(conv.id, "user", text, turn_id=pending.turn_id)
+            pending.merged += 1
+            self.emit({"type": "turn.merged", "turn_id": pending.turn_id, "conversation_id": conv.id,
+                       "agent": inst.name, "messages": pending.merged})
+            return pending
+        turn = self.store.create_turn(conv.id, inst.id, origin=origin, lease_owner=self.owner, lease_s=LEASE_S)
         self.store.add_message(conv.id, "user", text, turn_id=turn.id)
         fut: asyncio.Future[TurnResult] = asyncio.get_running_loop().create_future()
         run = _Run(turn.id, conv.id, inst.id, inst.name, fut)
         self._runs[turn.id] = run
-        self.emit({"type": "turn.queued", "turn_id": turn.id, "conversation_id": conv.id, "agent": inst.name})
+        self._ensure_lease_renewal()
+        self.emit({"type": "turn.queued", "turn_id": turn.id, "conversation_id": conv.id, "agent": inst.name,
+                   "origin": origin})
         asyncio.create_task(self._drive(run, inst, profile))
         return run
 
@@ -219,9 +320,26 @@ class Pod:
         run = await self.start_turn(agent, text, **kw)
         return await run.future
 
+    async def _rate_limit(self, run: _Run) -> None:
+        recent = self._recent_turns.setdefault(run.conversation_id, collections.deque())
+        while True:
+            now_m = time.monotonic()
+            while recent and now_m - recent[0] > 60:
+                recent.popleft()
+            if len(recent) < TURNS_PER_MINUTE:
+                recent.append(now_m)
+                return
+            wait = 60 - (now_m - recent[0]) + 0.01
+            self.emit({"type": "turn.delayed", "turn_id": run.turn_id, "conversation_id": run.conversation_id,
+                       "agent": run.agent, "seconds": round(wait, 1),
+                       "reason": f"more than {TURNS_PER_MINUTE} turns a minute in this conversation"})
+            await asyncio.sleep(wait)
+
     async def _drive(self, run: _Run, inst: AgentInstance, profile: AgentProfile) -> None:
         lock = self._agent_locks.setdefault(inst.id, asyncio.Lock())
         async with lock:  # one turn at a time per worker; later turns wait their turn
+            await self._rate_limit(run)
+            run.started = True
             self.store.update_turn(run.turn_id, status="running", started_at=now())
             self.emit({"type": "turn.started", "turn_id": run.turn_id, "conversation_id": run.conversation_id,
                        "agent": run.agent})
@@ -349,25 +467,85 @@ class Pod:
     def start_background(self) -> None:
         self.supervisor.start_ticker()
 
+    def _ensure_lease_renewal(self) -> None:
+        if self._lease_task is None or self._lease_task.done():
+            self._lease_task = asyncio.create_task(self._renew_leases())
+
+    async def _renew_leases(self) -> None:
+        while self._runs:
+            await asyncio.sleep(LEASE_S / 3)
+            with contextlib.suppress(Exception):
+                self.store.renew_leases(self.owner, list(self._runs), LEASE_S)
+
     async def recover(self) -> list[str]:
-        """Turns left running by a previous process (it died) are resumed from their written steps."""
+        """Turns left unfinished by a Hearth process that died are resumed from their written steps.
+        A turn whose owner still renews its lease (another live process) is left alone."""
         resumed = []
         for t in self.store.list_turns(status="running") + self.store.list_turns(status="pending"):
+            if t.id in self._runs or not self.store.claim_turn(t.id, self.owner, LEASE_S):
+                continue
             found = self.store.get_instance(t.instance_id)
             if found is None:
                 continue
             inst, profile = found
-            fut: asyncio.Future[TurnResult] = asyncio.get_running_loop().create_future()
-            run = _Run(t.id, t.conversation_id, inst.id, inst.name, fut, resumes=t.restarts)
-            self._runs[t.id] = run
-            asyncio.create_task(self._drive(run, inst, profile))
-            resumed.append(t.id)
+            run = await self.resume_turn(t.id)
+            if run is not None:
+                resumed.append(t.id)
         return resumed
+
+    async def resume_turn(self, turn_id: str) -> _Run | None:
+        """Takes over one unfinished turn (e.g. a detached background run) and drives it to the end."""
+        t = self.store.get_turn(turn_id)
+        if t is None or t.status not in ("pending", "running"):
+            return None
+        if turn_id in self._runs:
+            return self._runs[turn_id]
+        if not self.store.claim_turn(turn_id, self.owner, LEASE_S):
+            return None
+        found = self.store.get_instance(t.instance_id)
+        if found is None:
+            self.store.update_turn(turn_id, status="failed", error="The agent of this turn no longer exists.",
+                                   finished_at=now())
+            return None
+        inst, profile = found
+        fut: asyncio.Future[TurnResult] = asyncio.get_running_loop().create_future()
+        run = _Run(t.id, t.conversation_id, inst.id, inst.name, fut, resumes=t.restarts)
+        self._runs[t.id] = run
+        self._ensure_lease_renewal()
+        asyncio.create_task(self._drive(run, inst, profile))
+        return run
+
+    # -- background runs
+    def create_background_run(self, agent: str, prompt: str) -> str:
+        """Writes a background run (its own conversation, a pending turn, no owner yet) and returns its id."""
+        inst, _profile = self.find_agent(agent)
+        conv = self.store.create_conversation(inst.id, title=f"Background: {prompt.strip().splitlines()[0][:50]}")
+        turn = self.store.create_turn(conv.id, inst.id, origin="background")
+        self.store.add_message(conv.id, "user", prompt, turn_id=turn.id)
+        return turn.id
+
+    def runs(self, origins: tuple[str, ...] = ("background", "schedule", "mail", "handoff")) -> list[dict[str, Any]]:
+        agents = {i.id: i.name for i, _ in self.store.list_agents(self.person.id)}
+        out = []
+        for t in self.store.list_turns(origins=list(origins)):
+            if t.instance_id not in agents:
+                continue
+            msgs = self.store.list_messages(t.conversation_id)
+            prompt = next((m.content for m in msgs if m.turn_id == t.id and m.role == "user"), "")
+            answer = next((m.content for m in msgs if m.turn_id == t.id and m.role == "assistant"), "")
+            live = t.status in ("pending", "running") and (t.lease_until or 0) > now()
+            out.append({"id": t.id, "agent": agents[t.instance_id], "origin": t.origin, "status": t.status,
+                        "live": live, "prompt": prompt, "result": answer, "error": t.error,
+                        "conversation_id": t.conversation_id, "created_at": t.created_at,
+                        "started_at": t.started_at, "finished_at": t.finished_at, "iterations": t.iterations})
+        return out
 
     async def close(self) -> None:
         if self._closed:
             return
         self._closed = True
+        if self._lease_task:
+            self._lease_task.cancel()
         await self.supervisor.stop_all()
         for run in list(self._runs.values()):
             if not run.future.done():

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event, text
+from sqlalchemy import bindparam, event, text
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, create_engine, select
 
@@ -63,6 +63,7 @@ class AgentProfile(SQLModel, table=True):
     provider: str | None = None
     model: str | None = None
     toolkits: str = '["clock", "math"]'
+    template: str | None = None
     created_at: float = Field(default_factory=now)
 
 
@@ -105,6 +106,9 @@ class Turn(SQLModel, table=True):
     model: str | None = None
     iterations: int = 0
     restarts: int = 0
+    origin: str = "chat"  # chat, background, schedule, mail, handoff
+    lease_owner: str | None = None
+    lease_until: float | None = None
     created_at: float = Field(default_factory=now)
     started_at: float | None = None
     finished_at: float | None = None
@@ -124,6 +128,21 @@ class TurnStep(SQLModel, table=True):
     status: str = "started"  # started, finished, failed, interrupted
     started_at: float = Field(default_factory=now)
     finished_at: float | None = None
+
+
+class WorkerStatus(SQLModel, table=True):
+    """The last known state of each agent's worker, so every process (app, CLI) can show it."""
+
+    __tablename__ = "worker_status"
+    instance_id: str = Field(primary_key=True)
+    state: str
+    pid: int | None = None
+    host: str | None = None
+    rss: int = 0
+    started_at: float | None = None
+    restarts: int = 0
+    reason: str | None = None
+    updated_at: float = Field(default_factory=now)
 
 
 # ---- migrations --------------------------------------------------------------------------------
@@ -158,6 +177,19 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
                 seq INTEGER NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL, call_id TEXT, arguments TEXT,
                 result TEXT, status TEXT NOT NULL, started_at REAL NOT NULL, finished_at REAL)""",
             "CREATE INDEX ix_step_turn ON turn_step (turn_id, seq)",
+        ],
+    ),
+    (
+        "0002_runs_leases_workers",
+        [
+            "ALTER TABLE turn ADD COLUMN origin TEXT NOT NULL DEFAULT 'chat'",
+            "ALTER TABLE turn ADD COLUMN lease_owner TEXT",
+            "ALTER TABLE turn ADD COLUMN lease_until REAL",
+            "CREATE INDEX ix_turn_status ON turn (status, origin)",
+            "ALTER TABLE agent_profile ADD COLUMN template TEXT",
+            """CREATE TABLE worker_status (instance_id TEXT PRIMARY KEY, state TEXT NOT NULL, pid INTEGER, host TEXT,
+                rss INTEGER NOT NULL DEFAULT 0, started_at REAL, restarts INTEGER NOT NULL DEFAULT 0, reason TEXT,
+                updated_at REAL NOT NULL)""",
         ],
     ),
 ]
@@ -266,12 +298,13 @@ class Store:
 
     # -- agents
     def add_agent(self, person_id: str, name: str, *, provider: str | None, model: str | None, system: str,
-                  role: str = "", toolkits: list[str] | None = None) -> AgentInstance:
+                  role: str = "", toolkits: list[str] | None = None, template: str | None = None) -> AgentInstance:
         with self.session() as s:
             if s.exec(select(AgentInstance).where(AgentInstance.person_id == person_id, AgentInstance.name == name)).first():
                 raise StoreError(f"An agent named {name!r} already exists. Pick another name, or edit that agent.")
             profile = AgentProfile(name=name, role=role, system_prompt=system, provider=provider, model=model,
-                                   toolkits=json.dumps(toolkits if toolkits is not None else ["clock", "math"]))
+                                   toolkits=json.dumps(toolkits if toolkits is not None else ["clock", "math"]),
+                                   template=template)
             s.add(profile)
             s.flush()
             inst = AgentInstance(profile_id=profile.id, person_id=person_id, name=name)
@@ -285,6 +318,17 @@ class Store:
             if inst is None:
                 return None
             return inst, s.get(AgentProfile, inst.profile_id)  # type: ignore[return-value]
+
+    def update_profile(self, profile_id: str, **fields: Any) -> AgentProfile:
+        with self.session() as s:
+            profile = s.get(AgentProfile, profile_id)
+            if profile is None:
+                raise StoreError(f"No agent profile {profile_id}")
+            for k, v in fields.items():
+                setattr(profile, k, json.dumps(v) if k == "toolkits" else v)
+            s.add(profile)
+            s.commit()
+            return profile
 
     def get_instance(self, instance_id: str) -> tuple[AgentInstance, AgentProfile] | None:
         with self.session() as s:
@@ -340,15 +384,20 @@ class Store:
             return msg
 
     def list_messages(self, conversation_id: str) -> list[Message]:
+        """Messages in conversation order: each turn's messages together (its person's messages,
+        then its answer), turns in the order they were created."""
         with self.session() as s:
-            return list(
-                s.exec(select(Message).where(Message.conversation_id == conversation_id).order_by(Message.created_at, Message.id))
-            )
+            msgs = list(s.exec(select(Message).where(Message.conversation_id == conversation_id)))
+            turn_times = dict(s.exec(select(Turn.id, Turn.created_at).where(Turn.conversation_id == conversation_id)).all())
+        return sorted(msgs, key=lambda m: (turn_times.get(m.turn_id, m.created_at) if m.turn_id else m.created_at,
+                                           0 if m.role == "user" else 1, m.created_at, m.id))
 
     # -- turns and steps
-    def create_turn(self, conversation_id: str, instance_id: str) -> Turn:
+    def create_turn(self, conversation_id: str, instance_id: str, origin: str = "chat",
+                    lease_owner: str | None = None, lease_s: float = 0) -> Turn:
         with self.session() as s:
-            turn = Turn(conversation_id=conversation_id, instance_id=instance_id, status="pending")
+            turn = Turn(conversation_id=conversation_id, instance_id=instance_id, status="pending", origin=origin,
+                        lease_owner=lease_owner, lease_until=now() + lease_s if lease_owner else None)
             s.add(turn)
             s.commit()
             return turn
@@ -368,14 +417,51 @@ class Store:
         with self.session() as s:
             return s.get(Turn, turn_id)
 
-    def list_turns(self, conversation_id: str | None = None, status: str | None = None) -> list[Turn]:
+    def list_turns(self, conversation_id: str | None = None, status: str | None = None,
+                   origins: list[str] | None = None) -> list[Turn]:
         with self.session() as s:
             q = select(Turn)
             if conversation_id:
                 q = q.where(Turn.conversation_id == conversation_id)
             if status:
                 q = q.where(Turn.status == status)
+            if origins:
+                q = q.where(Turn.origin.in_(origins))  # type: ignore[attr-defined]
             return list(s.exec(q.order_by(Turn.created_at)))
+
+    def renew_leases(self, owner: str, turn_ids: list[str], lease_s: float) -> None:
+        if not turn_ids:
+            return
+        with self.engine.begin() as conn:
+            conn.execute(
+                text("UPDATE turn SET lease_until = :u WHERE lease_owner = :o AND id IN :ids").bindparams(
+                    bindparam("ids", expanding=True)),
+                {"u": now() + lease_s, "o": owner, "ids": turn_ids},
+            )
+
+    def claim_turn(self, turn_id: str, owner: str, lease_s: float) -> bool:
+        """Takes a turn whose lease is free or expired. True if this owner now holds it."""
+        with self.engine.begin() as conn:
+            res = conn.execute(
+                text("UPDATE turn SET lease_owner = :o, lease_until = :u WHERE id = :id AND status IN ('pending', 'running') "
+                     "AND (lease_owner IS NULL OR lease_owner = :o OR lease_until IS NULL OR lease_until < :now)"),
+                {"o": owner, "u": now() + lease_s, "id": turn_id, "now": now()},
+            )
+            return bool(res.rowcount)
+
+    # -- worker status
+    def save_worker_status(self, instance_id: str, **fields: Any) -> None:
+        with self.session() as s:
+            row = s.get(WorkerStatus, instance_id) or WorkerStatus(instance_id=instance_id, state="stopped")
+            for k, v in fields.items():
+                setattr(row, k, v)
+            row.updated_at = now()
+            s.add(row)
+            s.commit()
+
+    def worker_statuses(self) -> dict[str, WorkerStatus]:
+        with self.session() as s:
+            return {w.instance_id: w for w in s.exec(select(WorkerStatus))}
 
     def start_step(self, turn_id: str, step_id: str, *, kind: str, name: str, parent_id: str | None,
                    arguments: Any, call_id: str | None) -> TurnStep:

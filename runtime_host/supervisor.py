@@ -39,6 +39,18 @@ class SupervisorConfig:
     health_interval_s: float = 30.0
     health_timeout_s: float = 10.0
     idle_reap_s: float = 15 * 60.0
+    # Warm workers are kept within this much resident memory; None = sized from the machine.
+    memory_budget_mb: float | None = None
+    expected_worker_mb: float = 40.0
+
+
+def default_memory_budget_mb(total_bytes: int | None = None) -> float:
+    """An eighth of the machine's memory for idle agents: 2 GiB on a 16 GB laptop."""
+    if total_bytes is None:
+        import psutil
+
+        total_bytes = psutil.virtual_memory().total
+    return total_bytes / 8 / 1048576
 
 
 class WorkerStartError(Exception):
@@ -76,6 +88,7 @@ class WorkerHandle:
         self.restarts = 0
         self.reason: str | None = None
         self.active_turn: str | None = None
+        self.epoch = 0  # the Pod's binding epoch this worker was bound with
         self._ready: asyncio.Future[dict[str, Any]] | None = None
         self._pongs: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._ping_ids = itertools.count(1)
@@ -297,6 +310,7 @@ class Supervisor:
         self.config = config or SupervisorConfig()
         self.command = command or worker_command()
         self.handles: dict[tuple[str, str], WorkerHandle] = {}
+        self.budget_mb = self.config.memory_budget_mb or default_memory_budget_mb()
         self._spawn_locks: dict[tuple[str, str], asyncio.Lock] = {}
         self._ticker: asyncio.Task[None] | None = None
 
@@ -306,11 +320,15 @@ class Supervisor:
             h = self.handles[key] = WorkerHandle(key, label, scratch, self)
         return h
 
-    async def ensure(self, key: tuple[str, str], label: str, scratch: Path, binding: dict[str, Any]) -> WorkerHandle:
-        """Returns a ready worker for `key`, spawning it if needed."""
+    async def ensure(self, key: tuple[str, str], label: str, scratch: Path, binding: dict[str, Any],
+                     epoch: int = 0) -> WorkerHandle:
+        """Returns a ready worker for `key`, spawning it if needed (and restarting an idle one
+        bound with an older profile, so edits take effect)."""
         h = self.handle(key, label, scratch)
         lock = self._spawn_locks.setdefault(key, asyncio.Lock())
         async with lock:
+            if h.state == WorkerState.READY and h.epoch != epoch and h.active_turn is None:
+                await h.stop()
             if h.state in (WorkerState.READY, WorkerState.BUSY):
                 return h
             if h.state == WorkerState.FATAL:
@@ -319,8 +337,37 @@ class Supervisor:
                 await h.stop()
             if h.state == WorkerState.BACKOFF:
                 h.restarts += 1
+            await self._make_room(h)
+            h.epoch = epoch
             await h.spawn(binding)
             return h
+
+    def refresh_rss(self) -> None:
+        import psutil
+
+        for h in self.handles.values():
+            if h.pid and h.state in LIVE_STATES:
+                try:
+                    h.rss = psutil.Process(h.pid).memory_info().rss
+                except psutil.Error:
+                    pass
+
+    def warm_mb(self) -> float:
+        return sum(h.rss for h in self.handles.values() if h.state in LIVE_STATES) / 1048576
+
+    async def _make_room(self, incoming: WorkerHandle) -> None:
+        """Stops least recently used idle workers until one more fits in the memory budget."""
+        self.refresh_rss()
+        while self.warm_mb() + self.config.expected_worker_mb > self.budget_mb:
+            idle = [h for h in self.handles.values()
+                    if h is not incoming and h.state == WorkerState.READY and h.active_turn is None]
+            if not idle:
+                log.warning("memory budget of %.0f MB exceeded and no idle worker to stop", self.budget_mb)
+                return
+            victim = min(idle, key=lambda h: h.last_used)
+            self.emit({"type": "worker.evicted", "key": list(victim.key), "agent": victim.label,
+                       "reason": f"memory budget of {self.budget_mb:.0f} MB reached"})
+            await victim.stop()
 
     def start_ticker(self) -> None:
         if self._ticker is None:

@@ -28,6 +28,9 @@ class Tool:
     description: str
     parameters: dict[str, Any]
     func: Callable[..., Any]
+    # For a tool with a side effect: given a step id, returns the output if that call already took
+    # effect (found in the tool's own record), else None. Used when a turn resumes after a crash.
+    recover: Callable[[str], str | None] | None = None
 
     def spec(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "parameters": self.parameters}
@@ -68,7 +71,8 @@ def _parse_doc(doc: str) -> tuple[str, dict[str, str]]:
     return description, params
 
 
-def tool(toolkit: str, name: str | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def tool(toolkit: str, name: str | None = None,
+         recover: Callable[[str], str | None] | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Registers a function as a tool in `toolkit`."""
 
     def register(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -88,7 +92,7 @@ def tool(toolkit: str, name: str | None = None) -> Callable[[Callable[..., Any]]
                 prop["default"] = param.default
             props[pname] = prop
         schema = {"type": "object", "properties": props, "required": required, "additionalProperties": False}
-        t = Tool(name or func.__name__, toolkit, description, schema, func)
+        t = Tool(name or func.__name__, toolkit, description, schema, func, recover)
         TOOLKITS.setdefault(toolkit, {})[t.name] = t
         return func
 
@@ -198,3 +202,74 @@ def calculate(expression: str) -> str:
         return repr(_eval(tree))
     except ZeroDivisionError:
         raise ToolInputError("division by zero") from None
+
+
+# Notes: a markdown file in the agent's own scratch folder. Each appended line carries the id of the
+# step that wrote it, so after a crash Hearth can tell whether an interrupted call took effect.
+NOTES_FILE = "notes.md"
+
+
+def _notes_recover(step_id: str) -> str | None:
+    import os
+
+    if not os.path.exists(NOTES_FILE):
+        return None
+    marker = f"<!-- step:{step_id} -->"
+    with open(NOTES_FILE, encoding="utf-8") as f:
+        for line in f:
+            if marker in line:
+                return f"noted: {line.split(' <!-- step:')[0].removeprefix('- ')}"
+    return None
+
+
+@tool("notes", recover=_notes_recover)
+def append_note(text: str, _context: dict[str, Any] | None = None) -> str:
+    """Appends a line to the agent's own notes file, to remember something for later turns.
+
+    Args:
+        text: the note, one line.
+    """
+    import os
+
+    line = " ".join(text.split())
+    if not line:
+        raise ToolInputError("the note is empty")
+    if len(line) > 2000:
+        raise ToolInputError("a note is at most 2000 characters")
+    step_id = (_context or {}).get("step_id", "")
+    data = f"- {line} <!-- step:{step_id} -->\n".encode()
+    # One write() of one line: the note and its step marker land together or not at all.
+    fd = os.open(NOTES_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return f"noted: {line}"
+
+
+@tool("notes")
+def read_notes(last: int = 50) -> str:
+    """Returns the agent's most recent notes.
+
+    Args:
+        last: how many of the latest notes to return.
+    """
+    import os
+
+    if not os.path.exists(NOTES_FILE):
+        return "(no notes yet)"
+    with open(NOTES_FILE, encoding="utf-8") as f:
+        lines = [ln.split(" <!-- step:")[0] for ln in f if ln.strip()]
+    return "\n".join(lines[-max(1, min(last, 500)):]) or "(no notes yet)"
+
+
+@tool("delegate")
+def delegate(task: str) -> str:
+    """Hands a self-contained part of the work to a sub-agent, which works on it with your tools
+    and returns its result. Call it several times in one answer to run up to 3 sub-agents at once.
+
+    Args:
+        task: everything the sub-agent needs to know to do the work; it does not see this conversation.
+    """
+    raise RuntimeError("delegate is run by the agent loop, not called directly")

@@ -18,6 +18,8 @@ from runtime_host.tools import Tool, ToolInputError, call_tool, tools_for
 from runtime_host.worker.channel import Channel, PodGone
 
 MAX_ITERATIONS = 90
+SUBAGENT_MAX_ITERATIONS = 50
+MAX_CONCURRENT_SUBAGENTS = 3
 INTERRUPTED = (
     "interrupted: the agent's worker stopped while this tool was running, so its outcome is unknown. "
     "It was not run again. Check whether it took effect before calling it again."
@@ -71,9 +73,16 @@ def run_turn(channel: Channel, binding: dict[str, Any], msg: dict[str, Any], can
 
 
 def _replay(ctx: TurnContext, steps: list[dict[str, Any]], messages: list[dict[str, Any]]) -> int:
-    """Rebuilds the conversation from written steps; returns how many model calls already finished."""
+    """Rebuilds the conversation from written top-level steps; returns how many model calls finished.
+
+    A tool step that started but never finished is asked to its tool's own record first (a tool
+    with side effects can tell whether that exact call took effect); otherwise it goes back to the
+    model as interrupted. Nothing is executed again.
+    """
     done_calls = 0
     for step in steps:
+        if step.get("parent_id"):
+            continue  # a sub-agent's inner steps: history only; its delegate step carries the result
         if step["kind"] == "model":
             if step["status"] == "finished":
                 res = step.get("result") or {}
@@ -85,8 +94,14 @@ def _replay(ctx: TurnContext, steps: list[dict[str, Any]], messages: list[dict[s
                 ctx.finish_step(step["id"], "interrupted", {"error": "worker stopped during the model call"})
         elif step["kind"] == "tool":
             if step["status"] == "started":
-                ctx.finish_step(step["id"], "interrupted", {"error": INTERRUPTED})
-                content = INTERRUPTED
+                tool = ctx.tools.get(step["name"])
+                recovered = tool.recover(step["id"]) if tool and tool.recover else None
+                if recovered is not None:
+                    ctx.finish_step(step["id"], "finished", {"output": recovered, "recovered": True})
+                    content = recovered
+                else:
+                    ctx.finish_step(step["id"], "interrupted", {"error": INTERRUPTED})
+                    content = INTERRUPTED
             else:
                 res = step.get("result")
                 content = res.get("output", "") if isinstance(res, dict) else str(res)
@@ -96,7 +111,8 @@ def _replay(ctx: TurnContext, steps: list[dict[str, Any]], messages: list[dict[s
     return done_calls
 
 
-def _call_model(ctx: TurnContext, messages: list[dict[str, Any]], parent_id: str | None) -> dict[str, Any]:
+def _call_model(ctx: TurnContext, messages: list[dict[str, Any]], tools: dict[str, Tool],
+                parent_id: str | None) -> dict[str, Any]:
     """One model call through the route chain. Returns {text, tool_calls, model} or raises ProviderError."""
     if not ctx.routes:
         raise ProviderError(
@@ -105,6 +121,7 @@ def _call_model(ctx: TurnContext, messages: list[dict[str, Any]], parent_id: str
             "`python -m runtime_host provider add`) and choose it for the agent.",
         )
     last_error: ProviderError | None = None
+    specs = [t.spec() for t in tools.values()]
     for route in ctx.routes:
         step_id = ctx.start_step("model", route.model or route.provider, parent_id=parent_id,
                                  arguments={"provider": route.provider})
@@ -113,8 +130,7 @@ def _call_model(ctx: TurnContext, messages: list[dict[str, Any]], parent_id: str
         model = route.model
         try:
             provider = open_provider(route)
-            tools = [t.spec() for t in ctx.tools.values()]
-            for ev in provider.stream(messages, tools):
+            for ev in provider.stream(messages, specs):
                 if ctx.cancel.is_set():
                     raise ProviderError("cancelled", "The turn was cancelled.")
                 if isinstance(ev, TextDelta):
@@ -137,11 +153,13 @@ def _call_model(ctx: TurnContext, messages: list[dict[str, Any]], parent_id: str
     raise last_error
 
 
-def _run_tool(ctx: TurnContext, call: dict[str, Any], parent_id: str | None) -> str:
-    step_id = ctx.start_step("tool", call["name"], arguments=call["arguments"], call_id=call["id"], parent_id=parent_id)
-    tool = ctx.tools.get(call["name"])
+def _run_tool(ctx: TurnContext, call: dict[str, Any], tools: dict[str, Tool], parent_id: str | None,
+              step_id: str | None = None) -> str:
+    step_id = step_id or ctx.start_step("tool", call["name"], arguments=call["arguments"], call_id=call["id"],
+                                        parent_id=parent_id)
+    tool = tools.get(call["name"])
     if tool is None:
-        output = f"error: there is no tool named {call['name']!r}. Available: {', '.join(sorted(ctx.tools)) or 'none'}."
+        output = f"error: there is no tool named {call['name']!r}. Available: {', '.join(sorted(tools)) or 'none'}."
         ctx.finish_step(step_id, "failed", {"output": output})
         return output
     try:
@@ -158,34 +176,92 @@ def _run_tool(ctx: TurnContext, call: dict[str, Any], parent_id: str | None) -> 
     return output
 
 
-def _loop(ctx: TurnContext, msg: dict[str, Any]) -> dict[str, Any]:
-    messages: list[dict[str, Any]] = []
-    if ctx.system:
-        messages.append({"role": "system", "content": ctx.system})
-    messages.extend(msg.get("messages", []))
-    iteration = _replay(ctx, msg.get("steps", []), messages)
+SUBAGENT_SYSTEM = (
+    "You are a sub-agent. Another agent handed you one task; you cannot see its conversation and cannot "
+    "delegate further. Do the task with the tools you have, then reply with the result only."
+)
+
+
+def _run_subagent(ctx: TurnContext, call: dict[str, Any], gate: threading.Semaphore) -> str:
+    """Runs one delegated task as a nested agent loop under the delegate step."""
+    step_id = ctx.start_step("tool", "delegate", arguments=call["arguments"], call_id=call["id"])
+    task = str(call["arguments"].get("task") or "").strip()
+    if not task:
+        output = "error: delegate needs a task"
+        ctx.finish_step(step_id, "failed", {"output": output})
+        return output
+    with gate:
+        ctx.emit({"type": "subagent.started", "step_id": step_id, "task": task[:200]})
+        sub_tools = {n: t for n, t in ctx.tools.items() if t.toolkit != "delegate"}  # one level deep
+        messages = [{"role": "system", "content": SUBAGENT_SYSTEM}, {"role": "user", "content": task}]
+        outcome = _agent_loop(ctx, messages, sub_tools, SUBAGENT_MAX_ITERATIONS, parent_id=step_id)
+        ctx.emit({"type": "subagent.finished", "step_id": step_id, "status": outcome["status"]})
+    if outcome["status"] == "done":
+        output = outcome.get("text") or "(the sub-agent returned nothing)"
+        ctx.finish_step(step_id, "finished", {"output": output})
+    else:
+        output = f"error: the sub-agent did not finish: {outcome.get('error')}"
+        ctx.finish_step(step_id, "failed", {"output": output})
+    return output
+
+
+def _run_tool_calls(ctx: TurnContext, calls: list[dict[str, Any]], tools: dict[str, Tool],
+                    parent_id: str | None) -> list[str]:
+    """Runs one answer's tool calls: ordinary tools in order, delegate calls concurrently (at most 3)."""
+    outputs: list[str | None] = [None] * len(calls)
+    threads: list[threading.Thread] = []
+    gate = threading.Semaphore(MAX_CONCURRENT_SUBAGENTS)
+    for i, call in enumerate(calls):
+        if call["name"] == "delegate" and parent_id is None and "delegate" in tools:
+            def work(i: int = i, call: dict[str, Any] = call) -> None:
+                try:
+                    outputs[i] = _run_subagent(ctx, call, gate)
+                except PodGone:
+                    outputs[i] = "error: the pod went away"
+            t = threading.Thread(target=work, name=f"subagent-{i}", daemon=True)
+            t.start()
+            threads.append(t)
+        else:
+            outputs[i] = _run_tool(ctx, call, tools, parent_id)
+    for t in threads:
+        t.join()
+    return [o if o is not None else "error: no result" for o in outputs]
+
+
+def _agent_loop(ctx: TurnContext, messages: list[dict[str, Any]], tools: dict[str, Tool], max_iterations: int,
+                parent_id: str | None, iteration: int = 0) -> dict[str, Any]:
     model_used = None
-    while iteration < ctx.max_iterations:
+    while iteration < max_iterations:
         if ctx.cancel.is_set():
             return {"status": "cancelled", "error": "The turn was cancelled.", "iterations": iteration}
         iteration += 1
-        ctx.emit({"type": "iteration", "n": iteration, "max": ctx.max_iterations})
+        if parent_id is None:
+            ctx.emit({"type": "iteration", "n": iteration, "max": max_iterations})
         try:
-            answer = _call_model(ctx, messages, None)
+            answer = _call_model(ctx, messages, tools, parent_id)
         except ProviderError as exc:
             return {"status": "failed", "error": str(exc), "error_kind": exc.kind, "iterations": iteration}
         model_used = answer["model"]
         messages.append({"role": "assistant", "content": answer["text"], "tool_calls": answer["tool_calls"]})
         if not answer["tool_calls"]:
             return {"status": "done", "text": answer["text"], "model": model_used, "iterations": iteration}
-        for call in answer["tool_calls"]:
-            output = _run_tool(ctx, call, None)
+        outputs = _run_tool_calls(ctx, answer["tool_calls"], tools, parent_id)
+        for call, output in zip(answer["tool_calls"], outputs, strict=True):
             messages.append({"role": "tool", "tool_call_id": call["id"], "name": call["name"], "content": output})
     return {
         "status": "failed",
         "error_kind": "iteration_limit",
-        "error": f"The agent reached its ceiling of {ctx.max_iterations} steps without finishing, so Hearth stopped it. "
-        "Everything it did is kept below; ask again with a narrower request.",
+        "error": f"The agent reached its ceiling of {max_iterations} steps without finishing, so Hearth stopped it. "
+        "Everything it did is kept; ask again with a narrower request.",
         "model": model_used,
         "iterations": iteration,
     }
+
+
+def _loop(ctx: TurnContext, msg: dict[str, Any]) -> dict[str, Any]:
+    messages: list[dict[str, Any]] = []
+    if ctx.system:
+        messages.append({"role": "system", "content": ctx.system})
+    messages.extend(msg.get("messages", []))
+    done_calls = _replay(ctx, msg.get("steps", []), messages)
+    return _agent_loop(ctx, messages, ctx.tools, ctx.max_iterations, None, iteration=done_calls)

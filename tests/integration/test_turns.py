@@ -167,11 +167,27 @@ async def test_worker_dying_on_every_attempt_fails_the_turn_with_a_reason(pod, s
     assert again.ok and again.text == "fine again"
 
 
-async def test_second_turn_in_a_conversation_waits_for_the_first(pod, script) -> None:
+async def test_second_turn_in_a_conversation_waits_for_the_first(pod, script, fake_model) -> None:
     script([Text("slow first", delay_s=0.05, chunk_chars=2), Text("second")])
+    started = asyncio.Event()
+    pod.subscribe(lambda ev: started.set() if ev["type"] == "turn.started" else None)
     r1 = await pod.start_turn("helper", "a")
+    await asyncio.wait_for(started.wait(), 30)
     r2 = await pod.start_turn("helper", "b", conversation_id=r1.conversation_id)
+    assert r2.turn_id != r1.turn_id
     first, second = await asyncio.wait_for(asyncio.gather(r1.future, r2.future), 30)
     assert (first.text, second.text) == ("slow first", "second")
-    roles = [(m.role, m.content) for m in pod.store.list_messages(r1.conversation_id)]
-    assert roles[-1] == ("assistant", "second")
+    # the second turn saw the first one's answer: it ran after it, not beside it
+    assert [m["content"] for m in fake_model.requests[1].messages[1:]] == ["a", "slow first", "b"]
+
+
+async def test_a_burst_of_messages_before_the_turn_starts_merges_into_one_turn(pod, script, fake_model) -> None:
+    script([Text("one answer for both")])
+    r1 = await pod.start_turn("helper", "first line")
+    r2 = await pod.start_turn("helper", "second line", conversation_id=r1.conversation_id)
+    assert r2 is r1
+    result = await asyncio.wait_for(r1.future, 30)
+    assert result.text == "one answer for both"
+    assert len(fake_model.requests) == 1
+    assert [m["content"] for m in fake_model.requests[0].messages[1:]] == ["first line", "second line"]
+    assert len(pod.turns(r1.conversation_id)) == 1
