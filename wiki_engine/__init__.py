@@ -11,6 +11,7 @@ from .memory import (
     Memory,
     PageWrite,
     Proposal,
+    SourceConflict,
     SourceRecord,
     UnknownSource,
     open_memory,
@@ -22,6 +23,6 @@ from .sources import Tampered
 
 __all__ = [
     "CitationError", "Hit", "InstructionRefused", "Item", "Memory", "Page", "PageFormatError", "PageWrite",
-    "Proposal", "Scope", "ScopeError", "SourceRecord", "Tampered", "UnknownSource", "Verdict", "Viewer",
+    "Proposal", "Scope", "ScopeError", "SourceConflict", "SourceRecord", "Tampered", "UnknownSource", "Verdict", "Viewer",
     "check_instructions", "open_memory", "parse_page", "render_item", "slugify",
 ]

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 import shutil
@@ -38,6 +39,10 @@ class InstructionRefused(ValueError):
         super().__init__(f"{reason} It is held in quarantine (#{quarantine_id}); release it there if it is harmless.")
         self.reason = reason
         self.quarantine_id = quarantine_id
+
+
+class SourceConflict(ValueError):
+    """An id or item key is already used by a source with different text (sources are immutable)."""
 
 
 class CitationError(ValueError):
@@ -255,16 +260,22 @@ class Memory:
             raise ValueError(f"importance must be between 0 and 1, got {item.importance}.")
         md = render_item(item)
         key = item.item_key()
+        digest = hashlib.sha256(md.encode("utf-8")).hexdigest()
         existing = db.execute("SELECT id, sha FROM sources WHERE scope=? AND item_key=?", (str(sc), key)).fetchone()
         if existing is not None:
-            return existing[0], None  # already stored: pulling an item again never duplicates it
+            if existing[1] == digest:
+                return existing[0], None  # already stored: pulling an item again never duplicates it
+            raise SourceConflict(
+                f"Item {key!r} in {sc} is already stored with different text. Sources are immutable: delete the "
+                "old source first, or store the new text under a new id."
+            )
         sha = self.sources.put(sc, md)
         sid = sid or sha
         clash = db.execute("SELECT sha FROM sources WHERE id=?", (sid,)).fetchone()
         if clash is not None:
             if clash[0] == sha:
                 return sid, None
-            raise ValueError(
+            raise SourceConflict(
                 f"Source id {sid!r} is already used for different text. Sources are immutable: delete the old "
                 "source first, or pass a new source_id."
             )

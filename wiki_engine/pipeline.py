@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from .guard import check_instructions
 from .lease import Lease, LeaseBusy
-from .memory import CitationError, Memory, PageWrite, SourceRecord
+from .memory import CitationError, Memory, PageWrite, SourceConflict, SourceRecord
 from .pages import Page, PageFormatError, slugify
 from .render import Item
 from .scopes import Scope
@@ -102,7 +102,13 @@ def run_producer(memory: Memory, *, scope: str, origin: str, fetch: Fetch, decid
     with memory._lock, memory.catalog.tx(immediate=True) as db:
         for it, d in zip(clean, decisions, strict=True):
             if d.keep:
-                sid, doc = memory._register(db, it, None, to_inbox=True)
+                try:
+                    sid, doc = memory._register(db, it, None, to_inbox=True)
+                except SourceConflict as e:
+                    db.execute("INSERT INTO skips (scope, item_key, reason, at) VALUES (?,?,?,?)",
+                               (sc, it.item_key(), f"edited after it was stored: {e}", now))
+                    report.skipped.append((it.item_key(), "edited after it was stored"))
+                    continue
                 report.kept.append(sid)
                 if doc is not None:
                     docs.setdefault(it.scope, []).append(doc)

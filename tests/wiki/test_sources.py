@@ -1,0 +1,61 @@
+"""Sources: deterministic rendering, immutability, sha256 names, and verify() finding tampering."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+
+import pytest
+
+from wiki_engine import Item, Memory, render_item
+
+
+def test_rendering_is_deterministic_and_names_the_file(mem: Memory) -> None:
+    item = Item(text="Bob is allergic to peanuts.\r\n", scope="private/alice", ts=1767225600, kind="chat", key="m1", author="Bob")
+    assert render_item(item) == render_item(Item(**{**item.__dict__}))
+    sid = mem.add_items([item])[0]
+    rec = mem.get_source(sid)
+    assert rec.id == hashlib.sha256(rec.markdown.encode()).hexdigest()
+    path = mem.sources.path_for(mem.index("private/alice") and __import__("wiki_engine").Scope.parse("private/alice"), rec.sha)
+    assert path.read_bytes() == render_item(item).encode()
+    assert "\r" not in rec.markdown and rec.text == "Bob is allergic to peanuts."
+    assert "private" in path.parts and "alice" in path.parts
+
+
+def test_sources_are_read_only_and_never_replaced(mem: Memory) -> None:
+    sid = mem.add_source("The boiler service is due in October.", scope="public", source_id="note-1", ts=1.0)
+    rec = mem.get_source(sid)
+    path = next((mem.root / "sources" / "public").rglob(f"{rec.sha}.md"))
+    assert not os.stat(path).st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)
+    # The same item again is the same source, not a second one.
+    assert mem.add_source("The boiler service is due in October.", scope="public", source_id="note-1", ts=1.0) == sid
+    assert mem.count_sources() == 1
+    with pytest.raises(ValueError, match="immutable"):
+        mem.add_source("The boiler service is due in November.", scope="public", source_id="note-1", ts=2.0)
+    assert mem.get_source(sid).text == "The boiler service is due in October."
+
+
+def test_verify_finds_modified_and_missing_sources(mem: Memory) -> None:
+    a = mem.add_source("Water stopcock is under the kitchen sink.", scope="public")
+    b = mem.add_source("I take levothyroxine every morning.", scope="private/alice")
+    c = mem.add_source("Spare key is with Mrs Okafor.", scope="public")
+    assert mem.verify() == []
+    pa = mem.sources.path_for(__import__("wiki_engine").Scope.parse("public"), mem.get_source(a).sha)
+    os.chmod(pa, 0o644)
+    pa.write_text(pa.read_text().replace("kitchen sink", "garden shed"))
+    pb = mem.sources.path_for(__import__("wiki_engine").Scope.parse("private/alice"), mem.get_source(b).sha)
+    os.chmod(pb, 0o644)
+    pb.unlink()
+    bad = {(t.sha, t.problem) for t in mem.verify()}
+    assert bad == {(mem.get_source(a).sha, "modified"), (b, "missing")}
+    assert c not in {t.sha for t in mem.verify()}
+    with pytest.raises(FileNotFoundError, match="restore it from a backup"):
+        mem.get_source(b)
+
+
+def test_bad_scope_and_importance_are_refused_with_a_clear_message(mem: Memory) -> None:
+    with pytest.raises(ValueError, match="private/<person>"):
+        mem.add_source("x y z w", scope="private/../bob")
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        mem.add_source("x y z w", scope="public", importance=3)
