@@ -214,6 +214,8 @@ class ScopeIndex:
         if dim:
             add = np.stack([p[3] if p[3] is not None else np.zeros(dim, np.float32) for p in self._pending])
             self.vecs = np.concatenate([self.vecs, add.astype(np.float32)])
+        else:
+            self.vecs = np.zeros((len(self.ids), 0), dtype=np.float32)
         self._pending = []
         if self.alive.size and self.alive.sum() < 0.7 * self.alive.size:
             self._compact()

@@ -1,0 +1,109 @@
+"""Pages: front matter, corrupt files, verified pages getting proposals, citations checked and filtered."""
+
+from __future__ import annotations
+
+import pytest
+
+from wiki_engine import CitationError, Memory, Page, PageFormatError, Viewer, parse_page
+
+
+def _page(mem: Memory, scope: str, title: str, body: str, cites: dict[int, str], **kw: object) -> Page:
+    return Page(title=title, scope=scope, category=str(kw.get("category", "home")), body=body, citations=cites)
+
+
+def test_page_round_trip_with_links_and_citations(mem: Memory) -> None:
+    sid = mem.add_source("The stopcock is under the kitchen sink.", scope="public")
+    res = mem.write_page(_page(mem, "public", "Water", "Shut the water at the stopcock [1]. See [[Plumbing]].", {1: sid}), author="agent:writer")
+    assert res.status == "written" and res.key == "page:public/water"
+    text = (mem.root / "wiki" / "public" / "water.md").read_text()
+    assert text.startswith("---\ntitle: Water\nscope: public\ncategory: home\nupdated: ")
+    assert "verified: false" in text and f"[1]: {sid}" in text
+    page = parse_page(text)
+    assert page.links == ["Plumbing"] and page.citations == {1: sid} and page.cited_numbers() == [1]
+    hits = mem.search("stopcock", scopes=["public"], mode="keyword", kinds=("page",))
+    assert [h.id for h in hits] == ["page:public/water"]
+
+
+def test_corrupt_page_files_are_skipped_with_a_clear_error(mem: Memory) -> None:
+    sid = mem.add_source("Bins go out every second Tuesday.", scope="public")
+    mem.write_page(_page(mem, "public", "Bins", "Every second Tuesday [1].", {1: sid}), author="agent:writer")
+    folder = mem.root / "wiki" / "public"
+    (folder / "broken.md").write_text("---\ntitle: \nscope: public\n---\nno title here\n")
+    (folder / "nofm.md").write_text("just some text\n")
+    (folder / "binary.md").write_bytes(b"\xff\xfe\x00garbage")
+    pages, errors = mem.list_pages("public")
+    assert [p.title for p in pages] == ["Bins"]
+    assert len(errors) == 3
+    assert any("broken.md" in e and "title" in e and "category" in e for e in errors)
+    assert any("nofm.md" in e and "no front matter" in e for e in errors)
+    assert any("binary.md" in e and "UTF-8" in e for e in errors)
+    with pytest.raises(PageFormatError, match="broken.md"):
+        mem.read_page("public", "broken")
+    assert mem.reindex_pages("public") == errors  # reindexing keeps going past corrupt files
+
+
+def test_verified_page_gets_a_proposal_never_an_overwrite(mem: Memory) -> None:
+    s1 = mem.add_source("Bob is allergic to peanuts.", scope="private/alice")
+    s2 = mem.add_source("Bob says he grew out of the peanut allergy.", scope="private/alice")
+    mem.write_page(_page(mem, "private/alice", "Bob's allergies", "Bob is allergic to peanuts [1].", {1: s1}), author="person:alice")
+    mem.set_verified("private/alice", "Bob's allergies")
+    path = mem.root / "wiki" / "private" / "alice" / "bob-s-allergies.md"
+    before = path.read_text()
+    res = mem.write_page(_page(mem, "private/alice", "Bob's allergies", "Bob is no longer allergic [1].", {1: s2}), author="agent:writer")
+    assert res.status == "proposed" and res.proposal_id is not None
+    assert path.read_text() == before
+    assert "-Bob is allergic to peanuts [1]." in res.diff and "+Bob is no longer allergic [1]." in res.diff
+    assert res.diff.startswith("--- a/private/alice/bob-s-allergies.md")
+    [prop] = mem.proposals()
+    mem.reject_proposal(prop.id)
+    assert path.read_text() == before and mem.proposals() == []
+    # A second proposal, approved by the person, lands and the page stays verified.
+    res2 = mem.write_page(_page(mem, "private/alice", "Bob's allergies", "Bob is no longer allergic [1].", {1: s2}), author="agent:writer")
+    assert res2.proposal_id is not None
+    mem.approve_proposal(res2.proposal_id)
+    page = mem.read_page("private/alice", "bob-s-allergies")
+    assert page is not None and page.verified and "no longer allergic" in page.body
+    with pytest.raises(KeyError):
+        mem.approve_proposal(res2.proposal_id)
+
+
+def test_stale_proposal_cannot_overwrite_a_later_human_edit(mem: Memory) -> None:
+    s1 = mem.add_source("Wifi is Hearthnet.", scope="public")
+    mem.write_page(_page(mem, "public", "Wifi", "Network Hearthnet [1].", {1: s1}), author="person:alice")
+    mem.set_verified("public", "Wifi")
+    res = mem.write_page(_page(mem, "public", "Wifi", "Network is HearthNet5G [1].", {1: s1}), author="agent:writer")
+    mem.write_page(_page(mem, "public", "Wifi", "Network Hearthnet, 2.4 GHz only [1].", {1: s1}), author="person:alice")
+    assert res.proposal_id is not None
+    with pytest.raises(ValueError, match="changed after proposal"):
+        mem.approve_proposal(res.proposal_id)
+    page = mem.read_page("public", "Wifi")
+    assert page is not None and "2.4 GHz" in page.body and page.verified
+
+
+def test_citations_must_exist_and_fit_the_page_scope(mem: Memory) -> None:
+    private = mem.add_source("Alice takes levothyroxine.", scope="private/alice")
+    with pytest.raises(CitationError, match="readers of this page could not see it"):
+        mem.write_page(_page(mem, "public", "Health", "Someone takes levothyroxine [1].", {1: private}), author="agent:writer")
+    with pytest.raises(CitationError, match="not a stored source"):
+        mem.write_page(_page(mem, "public", "Health", "Claim [1].", {1: "f" * 64}), author="agent:writer")
+    with pytest.raises(CitationError, match=r"\[2\]"):
+        mem.write_page(_page(mem, "private/alice", "Health", "Claim [1] and [2].", {1: private}), author="agent:writer")
+    assert not (mem.root / "wiki" / "public" / "health.md").exists()
+
+
+def test_citations_are_shown_only_to_viewers_who_may_see_the_source(mem: Memory) -> None:
+    pub = mem.add_source("The car MOT is on the 20th.", scope="public")
+    bob = mem.add_source("Bob booked the MOT himself and paid 54 pounds.", scope="private/bob")
+    # A person edits the public page by hand and cites Bob's private note.
+    folder = mem.root / "wiki" / "public"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "car.md").write_text(
+        "---\ntitle: Car\nscope: public\ncategory: car\nupdated: 2026-01-01T00:00:00Z\nverified: false\n---\n\n"
+        f"MOT on the 20th [1], paid by Bob [2].\n\n## Sources\n\n[1]: {pub}\n[2]: {bob}\n"
+    )
+    as_alice = mem.view_page("public", "car", Viewer("alice"))
+    as_bob = mem.view_page("public", "car", Viewer("bob"))
+    assert as_alice is not None and as_bob is not None
+    assert as_alice.citations == {1: pub} and "[2]" not in as_alice.body
+    assert as_bob.citations == {1: pub, 2: bob} and "[2]" in as_bob.body
+    assert mem.view_page("private/bob", "anything", Viewer("alice")) is None
