@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from runtime_host.providers import Route, supports_tools
+from runtime_host.providers import Route, check_address_allowed, supports_tools
 
 
 @dataclass(frozen=True)
@@ -145,6 +145,8 @@ def discover_local(
     server (no {"data": [...]} list) is left out.
     """
     jobs = [(v, h) for h in hosts for v in servers]
+    for v, h in jobs:
+        check_address_allowed(_with_host(v.base_url, h))
     if not jobs:
         return []
     with ThreadPoolExecutor(max_workers=min(16, len(jobs)), thread_name_prefix="discover") as pool:
