@@ -30,16 +30,38 @@ def build_parser() -> argparse.ArgumentParser:
     aa.add_argument("name")
     aa.add_argument("--provider")
     aa.add_argument("--model")
-    aa.add_argument("--system", default="", help="system prompt (the agent's role and personality)")
-    aa.add_argument("--toolkits", default="clock,math", help="comma-separated toolkits")
+    aa.add_argument("--profile", help="start from a shipped profile (see `agent profiles`)")
+    aa.add_argument("--system", default=None, help="system prompt (the agent's role and personality)")
+    aa.add_argument("--toolkits", default=None, help="comma-separated toolkits (default: clock,math or the profile's)")
+    ae = ag.add_parser("edit", help="change an agent's provider, model, instructions or toolkits")
+    ae.add_argument("name")
+    ae.add_argument("--provider")
+    ae.add_argument("--model")
+    ae.add_argument("--system")
+    ae.add_argument("--toolkits")
     al = ag.add_parser("list", help="list agents and their workers")
     al.add_argument("--json", action="store_true")
+    ap = ag.add_parser("profiles", help="the agent profiles Hearth ships")
+    ap.add_argument("--json", action="store_true")
 
     ch = sub.add_parser("chat", help="send one message to an agent and print the answer as it streams")
     ch.add_argument("agent")
     ch.add_argument("message")
     ch.add_argument("--conversation", help="conversation id (default: the agent's latest)")
     ch.add_argument("--new", action="store_true", help="start a new conversation")
+
+    rn = sub.add_parser("run", help="start a background run, detached from any chat")
+    rn.add_argument("agent")
+    rn.add_argument("prompt")
+    rn.add_argument("--detach", action="store_true", help="return at once; the run goes on in its own process")
+    rs = sub.add_parser("runs", help="background and scheduled runs with their state")
+    rs.add_argument("--json", action="store_true")
+    rt = sub.add_parser("run-turn", help="(internal) host one detached run until it ends")
+    rt.add_argument("turn_id")
+
+    from runtime_host.speech.cli import add_transcribe_parser
+
+    add_transcribe_parser(sub)
 
     tu = sub.add_parser("turns", help="turns with their steps as a tree")
     tu.add_argument("--json", action="store_true")
@@ -79,6 +101,33 @@ async def _chat(pod: Any, args: argparse.Namespace) -> int:
     return EXIT_FAILED
 
 
+def _split(csv: str | None) -> list[str] | None:
+    return None if csv is None else [t.strip() for t in csv.split(",") if t.strip()]
+
+
+def _detach(pod: Any, turn_id: str) -> None:
+    import subprocess
+
+    logs = pod.home / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    with open(logs / f"run-{turn_id}.log", "ab") as log:
+        subprocess.Popen([sys.executable, "-m", "runtime_host", "run-turn", turn_id], stdin=subprocess.DEVNULL,
+                         stdout=log, stderr=log, start_new_session=True, close_fds=True)
+
+
+async def _run_turn_host(pod: Any, turn_id: str) -> int:
+    run = await pod.resume_turn(turn_id)
+    if run is None:
+        print(f"error: run {turn_id} is not waiting to run (finished, or owned by another live process).", file=sys.stderr)
+        return EXIT_FAILED
+    result = await run.future
+    if result.ok:
+        print(result.text)
+        return EXIT_OK
+    print(f"error: {result.error}", file=sys.stderr)
+    return EXIT_FAILED
+
+
 async def _amain(args: argparse.Namespace) -> int:
     from runtime_host.pod import Pod
 
@@ -104,9 +153,22 @@ async def _amain(args: argparse.Namespace) -> int:
                     print(f"{r['name']}\t{r['kind']}\t{r['base_url']}\t{r['model']}\t{'key' if r['has_key'] else 'no key'}")
             return EXIT_OK
         if args.cmd == "agent":
+            if args.action == "profiles":
+                profiles = pod.profiles()
+                if args.json:
+                    _print_json(list(profiles.values()))
+                else:
+                    for name, p in profiles.items():
+                        print(f"{name}\t{p['title']}: {p['role']}")
+                return EXIT_OK
+            if args.action == "edit":
+                info = pod.edit_agent(args.name, provider=args.provider, model=args.model, system=args.system,
+                                      toolkits=_split(args.toolkits))
+                print(f"Agent {info['name']!r} updated.")
+                return EXIT_OK
             if args.action == "add":
-                toolkits = [t.strip() for t in args.toolkits.split(",") if t.strip()]
-                info = pod.add_agent(args.name, provider=args.provider, model=args.model, system=args.system, toolkits=toolkits)
+                info = pod.add_agent(args.name, provider=args.provider, model=args.model, system=args.system,
+                                     toolkits=_split(args.toolkits), profile=args.profile)
                 print(f"Agent {info['name']!r} added" + (f" (provider {info['provider']})." if info["provider"] else
                       " without a provider: add one with `provider add` and `agent add --provider`."))
                 return EXIT_OK
@@ -119,6 +181,23 @@ async def _amain(args: argparse.Namespace) -> int:
             return EXIT_OK
         if args.cmd == "chat":
             return await _chat(pod, args)
+        if args.cmd == "run":
+            turn_id = pod.create_background_run(args.agent, args.prompt)
+            if args.detach:
+                _detach(pod, turn_id)
+                print(turn_id)
+                return EXIT_OK
+            return await _run_turn_host(pod, turn_id)
+        if args.cmd == "run-turn":
+            return await _run_turn_host(pod, args.turn_id)
+        if args.cmd == "runs":
+            rows = pod.runs()
+            if args.json:
+                _print_json(rows)
+            else:
+                for r in rows:
+                    print(f"{r['id']}\t{r['agent']}\t{r['origin']}\t{r['status']}\t{r['prompt'][:50]}")
+            return EXIT_OK
         if args.cmd == "turns":
             rows = pod.turns(args.conversation)
             if args.json:
@@ -134,6 +213,10 @@ async def _amain(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.cmd == "transcribe":
+        from runtime_host.speech.cli import run_transcribe
+
+        return run_transcribe(args)
     from runtime_host.store import StoreError
     from vault import VaultUnavailable
 
