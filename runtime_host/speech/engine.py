@@ -190,8 +190,8 @@ class SpeechEngine:
             self._closed = True
             if self._idle_timer is not None:
                 self._idle_timer.cancel()
-        self._executor.submit(self._unload)
         self._executor.shutdown(wait=True, cancel_futures=True)
+        self._unload()  # the worker thread has ended: nothing else touches the model now
 
     def __enter__(self) -> SpeechEngine:
         return self
