@@ -338,7 +338,8 @@ def detect_national_ids(text: str) -> list[Finding]:
             add(Finding("national_id", s, m.end(), m.group(0), 0.95, "us_ssn"))
         elif m.group(2) == "-" and not _SSN_NEG.search(text[max(0, s - 20):s]):
             add(Finding("national_id", s, m.end(), m.group(0), 0.6, "us_ssn"))
-    for m in res["us_ssn_bare"].finditer(text):
+    lowered = text.lower()
+    for m in (res["us_ssn_bare"].finditer(text) if ("ssn" in lowered or "social sec" in lowered or "soc" in lowered) else ()):
         if ck.us_ssn_valid(m.group(1), m.group(2), m.group(3)) and _near(_SSN_CTX, text, m.start(), 30):
             add(Finding("national_id", m.start(), m.end(), m.group(0), 0.85, "us_ssn"))
     for m in res["uk_nino"].finditer(text):
@@ -366,7 +367,7 @@ def detect_national_ids(text: str) -> list[Finding]:
         dd, mm, yy, sep, nnn, c = m.groups()
         if ck.plausible_date(yy, mm, dd) and ck.fi_hetu_valid(dd + mm + yy, nnn, c):
             add(Finding("national_id", m.start(), m.end(), m.group(0), 0.9, "fi_hetu"))
-    for m in res["ca_sin"].finditer(text):
+    for m in (res["ca_sin"].finditer(text) if ("sin" in lowered or "social insurance" in lowered or "nas" in lowered) else ()):
         digits = m.group(1) + m.group(3) + m.group(4)
         if ck.luhn_valid(digits) and _near(_SIN_CTX, text, m.start()):
             add(Finding("national_id", m.start(), m.end(), m.group(0), 0.85, "ca_sin"))
@@ -378,7 +379,7 @@ def detect_national_ids(text: str) -> list[Finding]:
             add(Finding("national_id", m.start(), m.end(), m.group(0), 0.9, "in_aadhaar"))
         elif m.group(2) == " ":
             add(Finding("national_id", m.start(), m.end(), m.group(0), 0.55, "in_aadhaar"))
-    for m in res["nl_bsn"].finditer(text):
+    for m in (res["nl_bsn"].finditer(text) if ("bsn" in lowered or "burgerservice" in lowered or "sofi" in lowered) else ()):
         if ck.nl_bsn_valid(m.group(1)) and _near(_BSN_CTX, text, m.start()):
             add(Finding("national_id", m.start(), m.end(), m.group(0), 0.85, "nl_bsn"))
     for m in res["fr_nir"].finditer(text):
@@ -481,9 +482,21 @@ def _looks_random(s: str) -> bool:
     return len(set(alnum)) >= 10 and kinds >= 2
 
 
+# Literal substrings at least one of which every match of the same-index pattern contains: a pattern whose
+# triggers are all absent is skipped, which keeps the common no-secret case fast.
+_SECRET_TRIGGERS: tuple[tuple[str, ...], ...] = (
+    ("-----BEGIN",), ("sk-ant-",), ("sk-or-",), ("sk-",),
+    ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "AIPA", "ANPA", "ANVA", "APKA"),
+    ("ecret", "ECRET"), ("gh",), ("github_pat_",), ("glpat-",), ("xox",), ("xapp-",), ("hooks.slack.com",),
+    ("AIza",), ("_live_", "_test_"), ("gsk_",), ("xai-",), ("hf_",), ("://",),
+)
+
+
 def detect_secrets(text: str) -> list[Finding]:
     out: list[Finding] = []
-    for kind, rx, grp in _secret_res():
+    for (kind, rx, grp), triggers in zip(_secret_res(), _SECRET_TRIGGERS, strict=True):
+        if not any(t in text for t in triggers):
+            continue
         for m in rx.finditer(text):
             start, end = m.span(grp)
             value = m.group(grp)
