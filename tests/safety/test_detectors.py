@@ -1,0 +1,121 @@
+"""Detectors against the shipped labelled set (per detector) and a few exact-offset cases."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from runtime_host.safety import _checksums as ck
+from runtime_host.safety.detectors import DETECTOR_NAMES, Finding, UnknownDetector, detect
+from runtime_host.safety.evaluation import load_labelled, score
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "safety"
+ROWS = load_labelled(DATA / "labelled.jsonl")
+COUNTS = score(ROWS)
+# Targets from the issue for cards, IBANs, emails and key shapes; the rest are held to what they reach now.
+FLOOR = {"card": 0.95, "iban": 0.95, "email": 0.95, "secret": 0.95, "national_id": 0.9, "phone": 0.9, "address": 0.85}
+
+
+def test_dataset_is_large_and_covers_every_detector_with_negatives() -> None:
+    assert len(ROWS) >= 300
+    for det in DETECTOR_NAMES:
+        positives = [r for r in ROWS if any(s["detector"] == det for s in r["spans"])]
+        negatives = [r for r in ROWS if r["category"] == det and not r["spans"]]
+        assert len(positives) >= 25, det
+        assert len(negatives) >= 15, det
+
+
+@pytest.mark.parametrize("detector", DETECTOR_NAMES)
+def test_precision_and_recall_on_labelled_set(detector: str) -> None:
+    c = COUNTS[detector]
+    errors = "\n".join(map(str, c.errors))
+    assert c.precision >= FLOOR[detector], f"{detector} precision {c.precision:.3f}\n{errors}"
+    assert c.recall >= FLOOR[detector], f"{detector} recall {c.recall:.3f}\n{errors}"
+
+
+@pytest.mark.parametrize("detector", DETECTOR_NAMES)
+def test_hard_negatives_of_each_category_produce_nothing_of_that_kind(detector: str) -> None:
+    wrong = [
+        (r["id"], f.text) for r in ROWS if r["category"] == detector and not r["spans"]
+        for f in detect(r["text"]) if f.detector == detector
+    ]
+    allowed = int(len([r for r in ROWS if r["category"] == detector and not r["spans"]]) * 0.05)
+    assert len(wrong) <= allowed, wrong
+
+
+def _one(text: str, det: str) -> Finding:
+    found = [f for f in detect(text) if f.detector == det]
+    assert len(found) == 1, (text, found)
+    return found[0]
+
+
+def test_offsets_are_exact() -> None:
+    text = "Pay 4111 1111 1111 1111 or DE89 3704 0044 0532 0130 00, mail a.b@c.org."
+    card, iban, email = _one(text, "card"), _one(text, "iban"), _one(text, "email")
+    assert (card.start, card.end, card.kind) == (4, 23, "visa") and text[card.start:card.end] == card.text
+    assert text[iban.start:iban.end] == "DE89 3704 0044 0532 0130 00" and iban.kind == "DE"
+    assert email.text == "a.b@c.org"
+
+
+def test_card_needs_luhn_issuer_and_length() -> None:
+    assert _one("card 4111 1111 1111 1111", "card").confidence > 0.9
+    assert not [f for f in detect("card 4111 1111 1111 1112") if f.detector == "card"]  # Luhn
+    assert not [f for f in detect("id 1234 5678 9012 3452") if f.detector == "card"]  # no issuer starts with 1
+    assert not [f for f in detect("IMEI 356938035643809") if f.detector == "card"]  # Luhn-valid, not a card
+
+
+def test_card_named_as_order_number_is_below_threshold() -> None:
+    assert not [f for f in detect("Order no. 4111 1111 1111 1111 confirmed") if f.detector == "card"]
+    weak = [f for f in detect("Order no. 4111 1111 1111 1111", min_confidence=0.0) if f.detector == "card"]
+    assert weak and weak[0].confidence < 0.5
+
+
+def test_iban_checks_mod97_and_country_length() -> None:
+    assert ck.iban_valid("GB82WEST12345698765432")
+    assert not ck.iban_valid("GB82WEST12345698765433")  # mod 97
+    assert not ck.iban_valid("GB82WEST1234569876543")  # length
+    assert not ck.iban_valid("XX82WEST12345698765432")  # country
+    assert not [f for f in detect("GB82 WEST 1234 5698 7654 33") if f.detector == "iban"]
+
+
+def test_secret_shapes_and_pem_block() -> None:
+    pem = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7d9s\nabc123==\n-----END RSA PRIVATE KEY-----"
+    f = _one(f"key:\n{pem}\n", "secret")
+    assert f.text == pem and f.kind == "private_key"
+    assert not detect("-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYI\n-----END PUBLIC KEY-----")
+    assert _one("postgres://app:Tr0ub4dor3@db:5432/x", "secret").text == "Tr0ub4dor3"
+    assert not detect("postgres://app:${DB_PASSWORD}@db:5432/x")
+    assert _one("AKIAIOSFODNN7EXAMPLE", "secret").kind == "aws_access_key_id"
+
+
+def test_national_id_checksums() -> None:
+    assert _one("DNI 12345678Z", "national_id").kind == "es_dni"
+    assert not detect("DNI 12345678A")
+    assert _one("SSN 536-22-8104", "national_id").kind == "us_ssn"
+    assert not detect("SSN 666-22-8104")
+    assert _one("NI number JG103759A", "national_id").kind == "uk_nino"
+    assert ck.verhoeff_valid("236")  and not ck.verhoeff_valid("237")
+
+
+def test_overlap_goes_to_the_higher_priority_detector() -> None:
+    found = detect("https://bob:correct-horse-battery@api.example.com/v1")
+    assert [f.detector for f in found] == ["secret"]
+
+
+def test_unknown_detector_is_an_error_that_lists_the_choices() -> None:
+    with pytest.raises(UnknownDetector, match="choose from"):
+        detect("x", ["cards"])
+
+
+def test_import_is_light() -> None:
+    code = (
+        "import sys, runtime_host.safety.policy, runtime_host.safety.untrusted, runtime_host.safety.audit;"
+        "heavy = [m for m in ('PySide6', 'sqlmodel', 'httpx', 'keyring', 'sqlalchemy') if m in sys.modules];"
+        "print(heavy)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[2])
+    assert out.stdout.strip() == "[]"

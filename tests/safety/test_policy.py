@@ -1,0 +1,133 @@
+"""decide() per phase: ingress flags, egress blocks or asks, memory write redacts (reversibly only on opt-in),
+memory read passes; every decision emits one audit event without raw values."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any
+
+import pytest
+
+from runtime_host.safety.audit import AuditFailed, events_to_csv, events_to_jsonl
+from runtime_host.safety.policy import (
+    Action,
+    MappingStoreFailed,
+    Phase,
+    Policy,
+    PolicyError,
+    decide,
+    restore,
+)
+
+CARD = "4111 1111 1111 1111"
+KEY = "sk-proj-4fQ9xL2mZ8vB1nR7tK3wY6hJ0pD5sA9cE2gU"
+TEXT = f"My card is {CARD}, mail me at jo.lee@example.com. Key {KEY}."
+
+
+@pytest.fixture
+def events() -> list[dict[str, Any]]:
+    return []
+
+
+def test_ingress_flags_and_passes_text_through(events: list[dict[str, Any]]) -> None:
+    d = decide(Phase.INGRESS, TEXT, Policy("chat"), audit=events.append)
+    assert d.action is Action.ALLOWED and d.rule == "ingress.flag" and d.text == TEXT
+    assert {f.detector for f in d.findings} == {"card", "email", "secret"}
+    assert events == [d.event]
+
+
+def test_ingress_redact_mode(events: list[dict[str, Any]]) -> None:
+    d = decide("ingress", TEXT, Policy("chat", ingress="redact"), audit=events.append)
+    assert d.action is Action.REDACTED and CARD not in d.text and "[CARD_1]" in d.text
+
+
+def test_egress_blocks_secrets_and_names_what_was_found(events: list[dict[str, Any]]) -> None:
+    d = decide("egress", TEXT, Policy("mailer"), audit=events.append)
+    assert d.action is Action.BLOCKED and d.rule == "egress.block.secret" and not d.proceed
+    assert "openai_key" in d.message and "payment card" in d.message and "1111" in d.message
+    assert KEY not in d.message and CARD not in d.message
+
+
+def test_egress_asks_for_personal_data_and_allows_clean_text(events: list[dict[str, Any]]) -> None:
+    d = decide("egress", f"Card {CARD}", Policy("mailer"), audit=events.append)
+    assert d.action is Action.ASKED and d.rule == "egress.ask.card"
+    assert decide("egress", "See you at 5.", Policy("mailer"), audit=events.append).action is Action.ALLOWED
+    relaxed = Policy.from_dict("mailer", {"egress": {"card": "allow"}})
+    assert decide("egress", f"Card {CARD}", relaxed).action is Action.ALLOWED
+
+
+def test_memory_write_redacts_irreversibly_by_default(events: list[dict[str, Any]]) -> None:
+    d = decide("memory_write", TEXT, Policy("wiki"), audit=events.append)
+    assert d.action is Action.REDACTED and d.rule == "memory_write.redact" and d.mapping_id is None
+    for value in (CARD, KEY, "jo.lee@example.com"):
+        assert value not in d.text
+    assert "[CARD_1]" in d.text and "[EMAIL_1]" in d.text and "[SECRET_1]" in d.text
+
+
+def test_memory_write_reversible_hands_mapping_to_the_store_and_restores(events: list[dict[str, Any]]) -> None:
+    vault: dict[str, dict[str, str]] = {}
+    d = decide("memory_write", TEXT, Policy("wiki", reversible=True), audit=events.append,
+               mapping_store=lambda mid, m: vault.__setitem__(mid, m))
+    assert d.rule == "memory_write.redact.reversible" and d.mapping_id in vault
+    assert CARD not in d.text and CARD in vault[d.mapping_id].values()
+    assert restore(d.text, vault.get) == TEXT
+    assert restore(d.text, lambda mid: None) == d.text  # no mapping, nothing revealed
+    assert events[-1]["mapping_id"] == d.mapping_id
+
+
+def test_reversible_without_store_or_with_failing_store_refuses(events: list[dict[str, Any]]) -> None:
+    with pytest.raises(MappingStoreFailed, match="no mapping store"):
+        decide("memory_write", TEXT, Policy("wiki", reversible=True), audit=events.append)
+
+    def broken(mid: str, mapping: dict[str, str]) -> None:
+        raise OSError("keyring locked")
+
+    with pytest.raises(MappingStoreFailed, match="keyring locked"):
+        decide("memory_write", TEXT, Policy("wiki", reversible=True), mapping_store=broken)
+    assert events == []  # nothing was decided, nothing audited
+
+
+def test_memory_read_passes_through(events: list[dict[str, Any]]) -> None:
+    d = decide("memory_read", TEXT, Policy("wiki"), audit=events.append)
+    assert d.action is Action.ALLOWED and d.rule == "memory_read.pass" and d.text == TEXT and not d.findings
+
+
+def test_audit_events_never_hold_values_and_export(events: list[dict[str, Any]], tmp_path: Any) -> None:
+    for phase in Phase:
+        decide(phase, TEXT, Policy("agent-7"), audit=events.append, context={"conversation": "c1"})
+    blob = json.dumps(events)
+    for value in (CARD, CARD.replace(" ", ""), KEY, "jo.lee@example.com", "1111"):
+        assert value not in blob
+    assert {e["phase"] for e in events} == {p.value for p in Phase}
+    assert all(e["agent"] == "agent-7" and e["rule"] and e["action"] for e in events)
+    egress = next(e for e in events if e["phase"] == "egress")
+    assert egress["detectors"] == {"card": 1, "email": 1, "secret": 1}
+
+    path = tmp_path / "audit.jsonl"
+    assert events_to_jsonl(events, path) == 4
+    assert [json.loads(line)["decision_id"] for line in path.read_text().splitlines()] == [e["decision_id"] for e in events]
+    buf = io.StringIO()
+    assert events_to_csv(events, buf) == 4
+    rows = list(csv.DictReader(io.StringIO(buf.getvalue())))
+    assert rows[1]["rule"] == "egress.block.secret" and rows[1]["detectors"] == "card=1;email=1;secret=1"
+
+
+def test_failing_audit_callback_is_reported() -> None:
+    def sink(event: dict[str, Any]) -> None:
+        raise RuntimeError("disk full")
+
+    with pytest.raises(AuditFailed, match="disk full"):
+        decide("egress", "hello", Policy("x"), audit=sink)
+
+
+def test_policy_validation_messages() -> None:
+    with pytest.raises(PolicyError, match="block, ask or allow"):
+        Policy.from_dict("a", {"egress": {"card": "drop"}})
+    with pytest.raises(PolicyError, match="Unknown safety setting"):
+        Policy.from_dict("a", {"egres": {}})
+    with pytest.raises(PolicyError, match="Unknown phase"):
+        decide("outbound", "x", Policy("a"))
+    p = Policy.from_dict("a", {"reversible": True, "detectors": ["card"]})
+    assert Policy.from_dict("a", p.to_dict()) == p
