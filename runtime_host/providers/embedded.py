@@ -10,8 +10,9 @@ process and is never used from two threads at once (a lock around each generatio
 count is limited to the cores this process may use. Generating token by token uses half of them:
 for a model this small llama.cpp threads spend their time waiting on each other, and measured on
 2 cores next to other work one thread gave ~130 tokens/s against 13-55 with two (cyllama's default
-of 4 is slower still). Reading the prompt (a batch) uses all of them: 1,480 prompt tokens took
-8.6 s on one thread and 5.1 s on two.
+of 4 is slower still). Reading a long prompt (a batch) uses all of them: 1,480 prompt tokens took
+8.6 s on one thread and 5.1 s on two; a short one stays on the generation threads (a 30-token
+prompt: ~0.2 s on one thread, 0.4-1.3 s on two).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ ENGINE_PIN = "cyllama==0.2.18"
 
 N_CTX = 2048          # tokens of context held in memory (~50 MB of KV cache for this model)
 MAX_TOKENS = 512      # longest answer
+LONG_PROMPT = 256     # prompt tokens from which reading the prompt uses every core
 TEMPERATURE = 0.3     # low: a 135M model rambles at the library default of 0.8
 
 INSTALL_HINT = (
@@ -131,12 +133,12 @@ class EmbeddedModel:
             raise ProviderError("not_found", f"The offline model engine (cyllama) is not installed. {INSTALL_HINT}") from None
         self.path = path
         self.threads = max(1, min(threads or default_threads(), cores()))
-        self.batch_threads = cores()
+        self.batch_threads = self.threads  # raised per answer for long prompts (see generate)
         self.lock = threading.Lock()
         self._config_cls = GenerationConfig
         owner = self
 
-        class _LLM(LLM):  # type: ignore[misc, valid-type]
+        class _LLM(LLM):
             # cyllama 0.2.18 has no public thread setting; its contexts are made in _ensure_context.
             def _ensure_context(self, prompt_length: int, config: Any) -> Any:
                 ctx = super()._ensure_context(prompt_length, config)
@@ -172,6 +174,7 @@ class EmbeddedModel:
         """Yields text pieces, then one dict of usage numbers. Holds the lock for the whole answer."""
         with self.lock:
             prompt, n_prompt = self._prompt(messages)
+            self.batch_threads = cores() if n_prompt >= LONG_PROMPT else self.threads
             cfg = self._config_cls(n_ctx=N_CTX, max_tokens=MAX_TOKENS, temperature=TEMPERATURE, n_gpu_layers=0)
             n = 0
             stream = self.llm(prompt, config=cfg, stream=True)

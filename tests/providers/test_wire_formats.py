@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -260,7 +261,7 @@ def test_gemini_model_path_and_blocked_prompt() -> None:
 def test_gemini_placeholder_signature_for_a_call_it_never_made() -> None:
     from runtime_host.providers.gemini import PLACEHOLDER_SIGNATURE, to_wire
 
-    foreign = [{"role": "user", "content": "hi"},
+    foreign: list[dict[str, Any]] = [{"role": "user", "content": "hi"},
                {"role": "assistant", "content": "", "tool_calls": [{"id": "call_from_openai", "name": "t", "arguments": {}}]},
                {"role": "tool", "tool_call_id": "call_from_openai", "name": "t", "content": "ok"}]
     _, contents = to_wire(foreign, "gemini-3-flash-preview")
