@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -63,6 +63,7 @@ class Catalog:
     def __init__(self, path: Path):
         self.path = path
         self._lock = threading.RLock()
+        self.before_commit: list[Callable[[], None]] = []
         self.db = sqlite3.connect(str(path), timeout=30, isolation_level=None, check_same_thread=False)
         self.db.row_factory = sqlite3.Row
         self.db.execute("PRAGMA journal_mode=WAL")
@@ -92,6 +93,12 @@ class Catalog:
                 self.db.execute("ROLLBACK")
                 raise
             else:
+                try:
+                    for hook in self.before_commit:
+                        hook()
+                except BaseException:
+                    self.db.execute("ROLLBACK")
+                    raise
                 self.db.execute("COMMIT")
 
     def query(self, sql: str, args: tuple[object, ...] = ()) -> list[sqlite3.Row]:

@@ -43,8 +43,8 @@ _RULES: list[tuple[str, str, re.Pattern[str]]] = [
         "standing-order",
         "gives the assistant a standing order to send, forward or share things",
         re.compile(
-            r"\b(?:always|automatically|silently|secretly|from\s+now\s+on)\b[^.\n]{0,30}\b(?:forward|send|cc|bcc|share|upload|"
-            r"email|e-mail|mail|post|transfer|wire|pay|reveal|disclose|delete)\b[^.\n]{0,60}\b(?:to|with)\b",
+            r"\b(?:always|automatically|silently|secretly|from\s+now\s+on)\b[,\s]+(?:(?:please|also|just|quietly|automatically|silently|secretly)\s+)?(?:forward|send|cc|bcc|share|upload|"
+            r"email|e-mail|mail|transfer|wire|pay|reveal|disclose)\b[^.\n]{0,60}\b(?:to|with)\b",
             re.I,
         ),
     ),

@@ -146,19 +146,20 @@ class ScopeIndex:
             w = self._w()
             self.meta.execute("BEGIN")
             try:
+                rows = []
+                titles = []
                 for n, d in enumerate(docs):
                     if d.id in self.row:
                         self._remove_locked(w, d.id)
                     w.add_document(tantivy.Document(id=d.id, title=d.title, body=d.body))
                     v = vecs[n] if vecs is not None else None
-                    self.meta.execute(
-                        "INSERT OR REPLACE INTO docs VALUES (?,?,?,?,?,?,?)",
-                        (d.id, d.kind, d.title, d.body, d.ts, d.importance, v.tobytes() if v is not None else None),
-                    )
+                    rows.append((d.id, d.kind, d.title, d.body, d.ts, d.importance, v.tobytes() if v is not None else None))
                     if d.title:
-                        self.meta.execute("INSERT INTO titles (title, id, kind) VALUES (?,?,?)", (d.title, d.id, d.kind))
+                        titles.append((d.title, d.id, d.kind))
                     self._pending.append((d.id, d.ts, -1.0 if d.importance is None else d.importance, v))
                     self.row[d.id] = -1  # placeholder until pending rows are merged
+                self.meta.executemany("INSERT OR REPLACE INTO docs VALUES (?,?,?,?,?,?,?)", rows)
+                self.meta.executemany("INSERT INTO titles (title, id, kind) VALUES (?,?,?)", titles)
                 self.meta.execute("COMMIT")
             except BaseException:
                 self.meta.execute("ROLLBACK")
@@ -265,7 +266,8 @@ class ScopeIndex:
             self.commit()
         if not self.vecs.shape[1] or not self.ids:
             return []
-        sims = self.vecs @ qvec
+        # einsum, not BLAS: OpenBLAS threads make a small matrix-vector product 100x slower on busy cores.
+        sims = np.einsum("ij,j->i", self.vecs, qvec.astype(np.float32))
         if not self.alive.all():
             sims = np.where(self.alive, sims, -2.0)
         limit = min(limit, sims.size)

@@ -169,6 +169,8 @@ class Memory:
         self.embedder: Embedder | None = load_embedder(embedder) if isinstance(embedder, str) else embedder
         self._indexes: dict[Scope, ScopeIndex] = {}
         self._lock = threading.RLock()
+        self._unsynced = False
+        self.catalog.before_commit.append(self._sync_before_commit)
         self._closed = False
 
     # ---- indexes ---------------------------------------------------------------------------------
@@ -201,6 +203,12 @@ class Memory:
         rec = self.get_source(sid)
         return Doc(rec.id, "source", rec.title, rec.text, rec.ts, rec.importance)
 
+    def _sync_before_commit(self) -> None:
+        """Source files reach the disk before the catalog row that names them."""
+        if self._unsynced:
+            self.sources.sync()
+            self._unsynced = False
+
     def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError("This memory is closed: open it again with wiki_engine.open_memory(path).")
@@ -225,21 +233,35 @@ class Memory:
         return self.add_items([item], source_ids=[source_id])[0]
 
     def add_items(self, items: Sequence[Item], *, source_ids: Sequence[str | None] | None = None,
-                  check: bool = True, to_inbox: bool = True) -> list[str]:
-        """Stores many items at once (one transaction, one index commit). Returns their source ids."""
+                  check: bool = True, to_inbox: bool = True, skip_refused: bool = False) -> list[str]:
+        """Stores many items at once (one transaction, one index commit). Returns their source ids.
+
+        An item that gives the assistant orders is quarantined; then InstructionRefused is raised and
+        nothing of the batch is stored, or with ``skip_refused`` its id comes back as "" and the rest is stored.
+        """
         with self._lock:
             self._check_open()
             ids = list(source_ids) if source_ids is not None else [None] * len(items)
+            refused: set[int] = set()
             if check:
-                for item in items:
+                for n, item in enumerate(items):
                     verdict = check_instructions(f"{item.subject}\n{item.text}")
                     if not verdict.ok:
                         qid = self._quarantine(item, verdict.rule, verdict.reason)
-                        raise InstructionRefused(verdict.reason, qid)
+                        if not skip_refused:
+                            raise InstructionRefused(verdict.reason, qid)
+                        refused.add(n)
             out: list[str] = []
             docs: dict[Scope, list[Doc]] = {}
+            for sc in {Scope.parse(i.scope) for i in items}:
+                self.index(sc)  # open (and repair) before registering, so new items are indexed once
+            if len(items) > 64:
+                self._prewrite([it for n, it in enumerate(items) if n not in refused])
             with self.catalog.tx(immediate=True) as db:
-                for item, sid in zip(items, ids, strict=True):
+                for n, (item, sid) in enumerate(zip(items, ids, strict=True)):
+                    if n in refused:
+                        out.append("")
+                        continue
                     got, doc = self._register(db, item, sid, to_inbox=to_inbox)
                     out.append(got)
                     if doc is not None:
@@ -250,8 +272,22 @@ class Memory:
                 idx.commit()
             return out
 
+    def _prewrite(self, items: Sequence[Item]) -> None:
+        """Writes many source files in parallel (file creation waits on the disk, not the CPU)."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        def put(item: Item) -> None:
+            self.sources.put(Scope.parse(item.scope), render_item(item), durable=False)
+
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            list(pool.map(put, items))
+        self._unsynced = True
+
     def _register(self, db: object, item: Item, sid: str | None, *, to_inbox: bool) -> tuple[str, Doc | None]:
-        """Writes the source file and its catalog row inside the caller's transaction."""
+        """Writes the source file and its catalog row inside the caller's transaction.
+
+        Files are written without a per-file flush; the transaction's commit hook (``_sync_before_commit``)
+        flushes them all before the catalog records them."""
         import sqlite3
 
         assert isinstance(db, sqlite3.Connection)
@@ -269,7 +305,8 @@ class Memory:
                 f"Item {key!r} in {sc} is already stored with different text. Sources are immutable: delete the "
                 "old source first, or store the new text under a new id."
             )
-        sha = self.sources.put(sc, md)
+        sha = self.sources.put(sc, md, durable=False)
+        self._unsynced = True
         sid = sid or sha
         clash = db.execute("SELECT sha FROM sources WHERE id=?", (sid,)).fetchone()
         if clash is not None:
@@ -480,38 +517,55 @@ class Memory:
 
         An agent's write to a verified page becomes a proposal (with a unified diff); persons write directly.
         """
+        return self.write_pages([page], author=author)[0]
+
+    def write_pages(self, pages: Sequence[Page], *, author: str) -> list[PageWrite]:
+        """Writes several pages with one index commit per scope (see ``write_page``). Stops at the first
+        page whose citations are invalid, after committing the pages before it."""
         if not (author.startswith("person:") or author.startswith("agent:")):
             raise ValueError("author must be 'person:<name>' or 'agent:<name>'.")
+        out: list[PageWrite] = []
+        touched: set[Scope] = set()
         with self._lock:
             self._check_open()
-            sc = Scope.parse(page.scope)
-            self.check_citations(page)
-            current = self.pages.read_text(sc, page.slug)
-            cur_page: Page | None = None
-            if current is not None:
-                try:
-                    cur_page = parse_page(current, where=str(self.pages.path_for(sc, page.slug)))
-                except PageFormatError:
-                    cur_page = None
-            new = replace(page, updated=iso_utc(time.time()))
-            if cur_page is not None and cur_page.verified and not _is_person(author):
-                new = replace(new, verified=True)
-                text = new.to_markdown()
-                diff = unified_diff(current or "", text, f"{sc}/{page.slug}.md")
-                with self.catalog.tx(immediate=True) as db:
-                    cur = db.execute(
-                        "INSERT INTO proposals (scope, slug, base_text, proposed_text, diff, author, created_at) "
-                        "VALUES (?,?,?,?,?,?,?)",
-                        (str(sc), page.slug, current or "", text, diff, author, time.time()),
-                    )
-                    pid = int(cur.lastrowid or 0)
-                return PageWrite("proposed", new.key, pid, diff)
-            if _is_person(author) and cur_page is not None and cur_page.verified and "verified" not in page.extra:
-                new = replace(new, verified=page.verified or cur_page.verified)
-            self._store_page(new)
-            return PageWrite("written", new.key)
+            try:
+                for page in pages:
+                    out.append(self._write_one(page, author, touched))
+            finally:
+                for sc in touched:
+                    self.index(sc).commit()
+        return out
 
-    def _store_page(self, page: Page) -> None:
+    def _write_one(self, page: Page, author: str, touched: set[Scope]) -> PageWrite:
+        sc = Scope.parse(page.scope)
+        self.check_citations(page)
+        current = self.pages.read_text(sc, page.slug)
+        cur_page: Page | None = None
+        if current is not None:
+            try:
+                cur_page = parse_page(current, where=str(self.pages.path_for(sc, page.slug)))
+            except PageFormatError:
+                cur_page = None
+        new = replace(page, updated=iso_utc(time.time()))
+        if cur_page is not None and cur_page.verified and not _is_person(author):
+            new = replace(new, verified=True)
+            text = new.to_markdown()
+            diff = unified_diff(current or "", text, f"{sc}/{page.slug}.md")
+            with self.catalog.tx(immediate=True) as db:
+                cur = db.execute(
+                    "INSERT INTO proposals (scope, slug, base_text, proposed_text, diff, author, created_at) "
+                    "VALUES (?,?,?,?,?,?,?)",
+                    (str(sc), page.slug, current or "", text, diff, author, time.time()),
+                )
+                pid = int(cur.lastrowid or 0)
+            return PageWrite("proposed", new.key, pid, diff)
+        if _is_person(author) and cur_page is not None and cur_page.verified:
+            new = replace(new, verified=True)
+        self._store_page(new, commit=False)
+        touched.add(sc)
+        return PageWrite("written", new.key)
+
+    def _store_page(self, page: Page, *, commit: bool = True) -> None:
         sc = Scope.parse(page.scope)
         self.pages.write(page)
         with self.catalog.tx(immediate=True) as db:
@@ -523,7 +577,8 @@ class Memory:
             db.execute("DELETE FROM stale_pages WHERE scope=? AND slug=?", (str(sc), page.slug))
         idx = self.index(sc)
         idx.add([_page_doc(page)])
-        idx.commit()
+        if commit:
+            idx.commit()
 
     def set_verified(self, scope: str, title_or_slug: str, verified: bool = True) -> Page:
         """A person marks a page verified (or not); agents then can only propose changes to it."""

@@ -99,6 +99,8 @@ def run_producer(memory: Memory, *, scope: str, origin: str, fetch: Fetch, decid
     new_mark = Watermark(last.ts, last.item_key())
     docs: dict[str, list] = {}
     now = time.time()
+    for s in {i.scope for i in clean}:
+        memory.index(s)  # open (and repair) first, so new items are indexed once
     with memory._lock, memory.catalog.tx(immediate=True) as db:
         for it, d in zip(clean, decisions, strict=True):
             if d.keep:
