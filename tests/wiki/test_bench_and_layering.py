@@ -1,0 +1,84 @@
+"""The memory harness produces honest metrics; wiki_engine imports nothing of ours and no Qt; model files are pinned."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from wiki_engine.bench import baseline_decide, categorize, load_dataset, run_harness
+from wiki_engine.embed import ModelFileError, verified_file
+from wiki_engine.render import Item
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_harness_runs_the_pipeline_and_appends_to_the_scoreboard(tmp_path: Path) -> None:
+    board = tmp_path / "board.jsonl"
+    m = run_harness(tmp_path / "runs", scoreboard=board)
+    run_harness(tmp_path / "runs", scoreboard=board, label="second")
+    lines = [json.loads(x) for x in board.read_text().splitlines()]
+    assert len(lines) == 2 and lines[1]["label"] == "second"
+    data = load_dataset()
+    assert m["items"] == len(data["items"]) == m["kept"] + m["skipped"] + m["quarantined"]
+    assert m["injections_caught"] == "6/6" and m["false_quarantines"] == []
+    assert m["skip_reasons"]["small talk"] >= 8
+    assert m["pages"] > 5 and m["empty_front_matter_failures"] == 0 and m["dangling_citations"] == 0
+    assert m["source_citation_coverage"] == 1.0 and m["left_in_inbox"] == 0
+    assert m["scope_leaks"] == 0 and m["cross_person_leaks"] == 0
+    assert m["recall_at_5_hybrid"] > m["recall_at_5_keyword"] > 0.5
+    snap = Path(m["snapshot"]) / "wiki"
+    assert len(list(snap.rglob("*.md"))) == m["pages"]
+    assert (Path(m["snapshot"]).parent / "metrics.json").is_file()
+
+
+def test_harness_counts_front_matter_failures(tmp_path: Path) -> None:
+    from wiki_engine import open_memory
+    from wiki_engine.bench import wiki_metrics
+
+    wiki = tmp_path / "wiki" / "public"
+    wiki.mkdir(parents=True)
+    (wiki / "ok.md").write_text("---\ntitle: A\nscope: public\ncategory: home\nupdated: 2026-01-01T00:00:00Z\nverified: false\n---\n\n- fact\n")
+    (wiki / "empty.md").write_text("---\ntitle:\nscope: public\ncategory:\nupdated:\nverified: false\n---\nbody\n")
+    mem = open_memory(tmp_path / "m", embedder=None)
+    try:
+        w = wiki_metrics(tmp_path / "wiki", mem)
+    finally:
+        mem.close()
+    assert w["pages"] == 1 and w["empty_front_matter_failures"] == 1 and w["claim_citation_coverage"] == 0.0
+
+
+def test_baseline_extractor_and_categories() -> None:
+    items = [Item(text=t, scope="public", ts=1.0) for t in ("ok thanks", "👍", "Bob is allergic to peanuts", "Huge spring SALE this weekend, click to unsubscribe")]
+    assert [(d.keep, d.reason) for d in baseline_decide(items)] == [
+        (False, "small talk"), (False, "empty or emoji only"), (True, "states a fact"), (False, "promotional mail")]
+    assert categorize("Biscuit needs a vet visit") == "pets"
+
+
+def test_wiki_engine_imports_nothing_of_ours_and_no_qt() -> None:
+    code = (
+        "import sys, wiki_engine, wiki_engine.pipeline, wiki_engine.bench, wiki_engine.embed;"
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('runtime_host', 'vault', 'app', 'PySide6', 'PyQt5', 'PyQt6', 'qasync')];"
+        "print(bad)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+    for path in (ROOT / "wiki_engine").rglob("*.py"):
+        text = path.read_text()
+        assert "import requests" not in text and "huggingface" not in text.lower(), path
+
+
+def test_model_files_are_checked_against_their_pinned_checksum(tmp_path: Path) -> None:
+    f = tmp_path / "model.onnx"
+    f.write_bytes(b"not the model")
+    with pytest.raises(ModelFileError, match="does not match its pinned checksum"):
+        verified_file(f, "0" * 64)
+    with pytest.raises(ModelFileError, match="missing"):
+        verified_file(tmp_path / "nope.onnx", "0" * 64)
+    import hashlib
+
+    assert verified_file(f, hashlib.sha256(b"not the model").hexdigest()) == f
