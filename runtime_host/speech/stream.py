@@ -198,6 +198,9 @@ class DictationStream:
             self._chunk_seconds += result.duration_s
             self._elapsed += result.elapsed_s
             self._language_seen = self._language_seen or result.language
+            # One dictation, one language: later chunks skip detection (faster, no flip-flopping).
+            if self._language is None and result.text:
+                self._language = result.language
             self._model = result.model
             self.chunks_done += 1
         if self._on_update is not None and self._state != "cancelled":
