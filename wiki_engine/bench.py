@@ -20,7 +20,7 @@ from typing import Any
 
 from .memory import Memory, SourceRecord, open_memory
 from .pages import Page, PageFormatError, parse_page
-from .pipeline import Decide, Decision, IngestBatch, Synthesize, run_ingest, run_producer
+from .pipeline import Decide, Decision, IngestBatch, Synthesize, Watermark, run_ingest, run_producer
 from .render import Item
 from .scopes import Scope, Viewer
 
@@ -157,8 +157,10 @@ def run_pipeline(memory: Memory, items: Sequence[Item], *, decide: Decide, synth
     quarantine_rules: Counter[str] = Counter()
     quarantined_keys: list[str] = []
     for (scope, origin), its in sorted(groups.items()):
-        rep = run_producer(memory, scope=scope, origin=origin,
-                           fetch=lambda mark, its=its: [i for i in its if mark is None or not mark.covers(i)], decide=decide)
+        def fetch(mark: Watermark | None, its: list[Item] = its) -> list[Item]:
+            return [i for i in its if mark is None or not mark.covers(i)]
+
+        rep = run_producer(memory, scope=scope, origin=origin, fetch=fetch, decide=decide)
         kept += len(rep.kept)
         skipped += len(rep.skipped)
         quarantined += len(rep.quarantined)

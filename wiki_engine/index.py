@@ -98,12 +98,12 @@ class ScopeIndex:
         ids: list[str] = []
         ts: list[float] = []
         imp: list[float] = []
-        vecs: list[bytes] = []
+        blobs: list[bytes] = []
         for i, t, im, v in self.meta.execute("SELECT id, ts, importance, vec FROM docs"):
             ids.append(i)
             ts.append(t)
             imp.append(-1.0 if im is None else im)
-            vecs.append(v or b"")
+            blobs.append(v or b"")
         self.ids = ids
         self.row = {i: n for n, i in enumerate(ids)}
         self.ts = np.asarray(ts, dtype=np.float64)
@@ -112,7 +112,7 @@ class ScopeIndex:
         dim = self.embedder.dim if self.embedder else 0
         if dim:
             mat = np.zeros((len(ids), dim), dtype=np.float32)
-            for n, v in enumerate(vecs):
+            for n, v in enumerate(blobs):
                 if len(v) == dim * 4:
                     mat[n] = np.frombuffer(v, dtype=np.float32)
             self.vecs = mat
@@ -142,7 +142,7 @@ class ScopeIndex:
         if not docs:
             return
         with self._lock:
-            vecs = self.embedder.embed([f"{d.title}\n{d.body}" for d in docs]) if self.embedder else None
+            vecs: np.ndarray | None = self.embedder.embed([f"{d.title}\n{d.body}" for d in docs]) if self.embedder else None
             w = self._w()
             self.meta.execute("BEGIN")
             try:

@@ -272,6 +272,20 @@ class Memory:
                 idx.commit()
             return out
 
+    def remember(self, text: str, *, person: str, agent: str, scope: str, importance: float | None = None,
+                 ts: float | None = None) -> str:
+        """The agents' ``remember`` tool: an agent proposes a fact into a scope it may see (public, its
+        person's private tree, or its own notes). It lands in the inbox as a source; ingest makes pages."""
+        viewer = Viewer(person, agent)
+        if not viewer.may_see(scope):
+            raise PermissionError(
+                f"Agent {agent!r} of {person!r} cannot remember into {scope}: choose 'public', 'private/{person}' "
+                f"or 'agent/{person}/{agent}'."
+            )
+        item = Item(text=text, scope=str(Scope.parse(scope)), ts=time.time() if ts is None else ts, kind="remember",
+                    importance=importance, owner=person, agent=agent)
+        return self.add_items([item])[0]
+
     def _prewrite(self, items: Sequence[Item]) -> None:
         """Writes many source files in parallel (file creation waits on the disk, not the CPU)."""
         from concurrent.futures import ThreadPoolExecutor
@@ -286,8 +300,8 @@ class Memory:
     def _register(self, db: object, item: Item, sid: str | None, *, to_inbox: bool) -> tuple[str, Doc | None]:
         """Writes the source file and its catalog row inside the caller's transaction.
 
-        Files are written without a per-file flush; the transaction's commit hook (``_sync_before_commit``)
-        flushes them all before the catalog records them."""
+        Files reach the disk before the catalog names them: each is flushed here, or, for a large batch
+        written by ``_prewrite``, all at once by the transaction's commit hook (``_sync_before_commit``)."""
         import sqlite3
 
         assert isinstance(db, sqlite3.Connection)
@@ -305,8 +319,7 @@ class Memory:
                 f"Item {key!r} in {sc} is already stored with different text. Sources are immutable: delete the "
                 "old source first, or store the new text under a new id."
             )
-        sha = self.sources.put(sc, md, durable=False)
-        self._unsynced = True
+        sha = self.sources.put(sc, md)  # a no-op when _prewrite already wrote it
         sid = sid or sha
         clash = db.execute("SELECT sha FROM sources WHERE id=?", (sid,)).fetchone()
         if clash is not None:
@@ -663,7 +676,7 @@ class Memory:
 
     # ---- search ----------------------------------------------------------------------------------
 
-    def search(self, query: str, *, scopes: Sequence[str] | str | Viewer, k: int = 10, mode: str = "hybrid",
+    def search(self, query: str, *, scopes: Sequence[str | Scope] | str | Viewer, k: int = 10, mode: str = "hybrid",
                kinds: tuple[str, ...] = ("source", "page")) -> list[Hit]:
         """Searches only the given scopes. ``mode``: ``hybrid`` (meaning + keywords + importance +
         recency, the default), ``keyword`` (the fast full-text path), or ``meaning``. ``kinds`` limits
@@ -751,14 +764,14 @@ class Memory:
                 meta[(sc, i)] = m
         out = []
         for score, sc, i in found:
-            m = meta.get((sc, i))
-            if m is None:
+            found_meta = meta.get((sc, i))
+            if found_meta is None:
                 continue
-            kind, title, body, _, _ = m
+            kind, title, body, _, _ = found_meta
             out.append(Hit(i, round(score, 6), _snippet(body, terms), kind, str(sc), title))
         return out
 
-    def typeahead(self, prefix: str, *, scopes: Sequence[str] | str | Viewer, k: int = 8) -> list[Hit]:
+    def typeahead(self, prefix: str, *, scopes: Sequence[str | Scope] | str | Viewer, k: int = 8) -> list[Hit]:
         """Titles (pages first) in the given scopes whose words start with what was typed."""
         out: list[Hit] = []
         for sc in parse_scopes(scopes):

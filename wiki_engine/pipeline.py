@@ -263,14 +263,15 @@ def run_nightly(memory: Memory, *, merge: Callable[[Page, Page], Page] | None = 
                     if res.status == "written" and not other.verified:
                         memory.delete_page(scope, other.slug)
                         report.merged.append((keep.key, other.key))
-                    keep = memory.read_page(scope, keep.slug) or keep
+                    reread = memory.read_page(scope, keep.slug)
+                    keep = reread if reread is not None else keep
         if resynthesize is not None:
             stale: list[Page] = []
             for key in memory.stale_pages():
                 sc, _, slug = key[len("page:") :].rpartition("/")
-                p = memory.read_page(sc, slug)
-                if p is not None:
-                    stale.append(p)
+                found = memory.read_page(sc, slug)
+                if found is not None:
+                    stale.append(found)
             if stale:
                 for page in resynthesize(IngestBatch([], stale, {})):
                     memory.write_page(page, author=author)

@@ -7,6 +7,7 @@ separate folder on disk and a separate search index; nothing ever indexes two pe
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -88,14 +89,13 @@ class Viewer:
         return Scope.parse(scope) in self.scopes()
 
 
-def parse_scopes(scopes: str | Scope | list[str] | list[Scope] | tuple[str, ...] | Viewer) -> list[Scope]:
+def parse_scopes(scopes: str | Scope | Sequence[str | Scope] | Viewer) -> list[Scope]:
     """Normalises what callers pass as ``scopes=`` into a de-duplicated, ordered list of scopes."""
     if isinstance(scopes, Viewer):
         return scopes.scopes()
-    if isinstance(scopes, (str, Scope)):
-        scopes = [scopes]  # type: ignore[list-item]
+    seq: Sequence[str | Scope] = [scopes] if isinstance(scopes, (str, Scope)) else scopes
     out: list[Scope] = []
-    for s in scopes:
+    for s in seq:
         p = Scope.parse(s)
         if p not in out:
             out.append(p)

@@ -57,3 +57,19 @@ def test_search_of_a_scope_with_nothing_creates_nothing(tmp_path: Path) -> None:
         assert not (tmp_path / "m" / "index" / "private" / "nobody").exists()
     finally:
         m.close()
+
+
+def test_remember_writes_only_into_scopes_the_agent_may_see(mem: Memory) -> None:
+    import pytest
+
+    sid = mem.remember("Alice wants the briefing short.", person="alice", agent="helper", scope="agent/alice/helper")
+    assert sid in mem.inbox()
+    with pytest.raises(PermissionError, match="cannot remember into private/bob"):
+        mem.remember("Bob's secret.", person="alice", agent="helper", scope="private/bob")
+    with pytest.raises(PermissionError):
+        mem.remember("note", person="alice", agent="helper", scope="agent/alice/other")
+    # Forgetting the agent removes what it remembered into Alice's private tree as well.
+    other = mem.remember("Alice's usual shop is the Co-op.", person="alice", agent="helper", scope="private/alice")
+    mem.forget_agent("alice", "helper")
+    assert mem.search("usual shop Co-op briefing", scopes=Viewer("alice", "helper"), mode="keyword") == []
+    assert other not in mem.inbox()
