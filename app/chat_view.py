@@ -174,3 +174,30 @@ class StepsTree(QTreeWidget):
 
     def step_count(self) -> int:
         return len(self._items)
+
+
+class RunsList(QTreeWidget):
+    """Background, scheduled and mail-triggered runs with their state (newest first)."""
+
+    def __init__(self, parent: Any = None):
+        super().__init__(parent)
+        self.setColumnCount(5)
+        self.setHeaderLabels(["Agent", "Kind", "State", "Prompt", "Result"])
+        self.setAccessibleName("Runs")
+        self.setRootIsDecorated(False)
+        self._ids: list[str] = []
+
+    def load(self, runs: list[dict[str, Any]]) -> None:
+        self.clear()
+        self._ids = []
+        for r in reversed(runs):
+            state = r["status"] if r["status"] not in ("pending", "running") or r["live"] else f"{r['status']} (no owner)"
+            result = r["result"] or r["error"] or ""
+            item = QTreeWidgetItem([r["agent"], r["origin"], state, r["prompt"][:80], result[:120]])
+            item.setToolTip(4, result[:2000])
+            item.setData(0, Qt.ItemDataRole.UserRole, r["id"])
+            self.addTopLevelItem(item)
+            self._ids.append(r["id"])
+
+    def ids(self) -> list[str]:
+        return list(self._ids)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from PySide6.QtCore import QSettings, Qt, Signal
+from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeyEvent, QKeySequence
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -16,12 +16,13 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QPushButton,
     QSplitter,
+    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
 
 from app.bridge import PodBridge
-from app.chat_view import ChatView, StepsTree
+from app.chat_view import ChatView, RunsList, StepsTree
 from app.dialogs import AddAgentDialog, SettingsDialog
 from runtime_host.store import StoreError
 
@@ -84,6 +85,16 @@ class MainWindow(QMainWindow):
         self.agents.setAccessibleName("Agents")
         self.agents.currentItemChanged.connect(self._on_agent_selected)
         side_layout.addWidget(self.agents)
+        worker_row = QHBoxLayout()
+        self.stop_button = QPushButton("Stop")
+        self.stop_button.setToolTip("Stop this agent's worker process (it starts again on the next message)")
+        self.stop_button.clicked.connect(self._on_stop_clicked)
+        self.restart_button = QPushButton("Restart")
+        self.restart_button.setToolTip("Restart this agent's worker process (also after it was stopped for crashing)")
+        self.restart_button.clicked.connect(self._on_restart_clicked)
+        worker_row.addWidget(self.stop_button)
+        worker_row.addWidget(self.restart_button)
+        side_layout.addLayout(worker_row)
         self.new_agent_button = QPushButton("New agent")
         self.new_agent_button.clicked.connect(self.open_new_agent)
         self.settings_button = QPushButton("Settings")
@@ -104,8 +115,12 @@ class MainWindow(QMainWindow):
         split = QSplitter(Qt.Orientation.Vertical)
         self.chat = ChatView()
         self.steps = StepsTree()
+        self.runs = RunsList()
+        self.bottom_tabs = QTabWidget()
+        self.bottom_tabs.addTab(self.steps, "Steps")
+        self.bottom_tabs.addTab(self.runs, "Runs")
         split.addWidget(self.chat)
-        split.addWidget(self.steps)
+        split.addWidget(self.bottom_tabs)
         split.setSizes([520, 160])
         center_layout.addWidget(split, 1)
         row = QHBoxLayout()
@@ -132,6 +147,10 @@ class MainWindow(QMainWindow):
         self.addAction(settings_action)
         self.addAction(new_conv_action)
         self.statusBar().showMessage("Ready")
+        self._refresh_timer = QTimer(self)
+        self._refresh_timer.setInterval(5000)
+        self._refresh_timer.timeout.connect(self.refresh_agents_labels)
+        self._refresh_timer.start()
 
     # -- agents
     def refresh_agents(self) -> None:
@@ -140,6 +159,7 @@ class MainWindow(QMainWindow):
         self.agents.clear()
         for a in self.pod.list_agents():
             item = QListWidgetItem(self._agent_label(a))
+            item.setToolTip(self._agent_tooltip(a))
             item.setData(Qt.ItemDataRole.UserRole, a["name"])
             self.agents.addItem(item)
             if a["name"] == current:
@@ -156,6 +176,39 @@ class MainWindow(QMainWindow):
         w = a["worker"]
         rss = f", {w['rss_mb']:.0f} MB" if w.get("rss_mb") else ""
         return f"{a['name']}  ·  {w['state']}{rss}"
+
+    @staticmethod
+    def _agent_tooltip(a: dict[str, Any]) -> str:
+        w = a["worker"]
+        lines = [f"{a['name']} — {a.get('role') or 'agent'}", f"Worker: {w['state']}"]
+        if w.get("pid"):
+            lines.append(f"PID {w['pid']}, {w.get('rss_mb') or 0:.0f} MB resident, up {w.get('uptime_s') or 0:.0f} s")
+        lines.append(f"Restarts: {w.get('restarts', 0)}")
+        if w.get("reason"):
+            lines.append(f"Last reason: {w['reason']}")
+        return "\n".join(lines)
+
+    def _on_stop_clicked(self) -> None:
+        self._agent_action("stop")
+
+    def _on_restart_clicked(self) -> None:
+        self._agent_action("restart")
+
+    def _agent_action(self, action: str) -> None:
+        if not self.agent:
+            return
+        coro = self.pod.stop_agent(self.agent) if action == "stop" else self.pod.restart_agent(self.agent)
+
+        async def run() -> None:
+            try:
+                await coro
+            except Exception as exc:  # shown to the person, never a traceback
+                self.statusBar().showMessage(f"Could not {action} {self.agent}: {exc}")
+            self.refresh_agents_labels()
+
+        task = asyncio.ensure_future(run())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     def _on_agent_selected(self, item: QListWidgetItem | None, _prev: QListWidgetItem | None = None) -> None:
         if item is None:
@@ -234,6 +287,8 @@ class MainWindow(QMainWindow):
             if ev.get("new") == "fatal":
                 self.statusBar().showMessage(f"Agent {ev.get('agent')} stopped: {ev.get('reason')}")
             return
+        if kind in ("turn.queued", "turn.started", "turn.finished") and ev.get("origin", "chat") != "chat":
+            self.runs.load(self.pod.runs())
         if ev.get("conversation_id") != self.conversation_id or self.conversation_id is None:
             return
         if kind == "turn.started":
@@ -273,6 +328,8 @@ class MainWindow(QMainWindow):
             a = by_name.get(item.data(Qt.ItemDataRole.UserRole))
             if a:
                 item.setText(self._agent_label(a))
+                item.setToolTip(self._agent_tooltip(a))
+        self.runs.load(self.pod.runs())
 
     def closeEvent(self, event: Any) -> None:  # noqa: N802
         QSettings("Hearth", "Hearth").setValue("window/geometry", self.saveGeometry())

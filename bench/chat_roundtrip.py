@@ -8,36 +8,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-os.environ["HEARTH_LOOPBACK_ONLY"] = "1"
+from _common import pct, python_bare_ms_p50
 
 import psutil  # noqa: E402
 
 from runtime_host.pod import Pod  # noqa: E402
 from tests.helpers.fake_model import FakeModelServer, Text  # noqa: E402
-
-
-def pct(values: list[float], q: float) -> float:
-    values = sorted(values)
-    return round(values[min(len(values) - 1, int(round(q * (len(values) - 1))))], 1)
-
-
-def python_bare_ms(n: int = 20) -> list[float]:
-    out = []
-    for _ in range(n):
-        t = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "pass"], check=True)
-        out.append((time.perf_counter() - t) * 1000)
-    return out
 
 
 async def main() -> dict[str, float]:
@@ -72,14 +52,13 @@ async def main() -> dict[str, float]:
     finally:
         await pod.close()
         fake.stop()
-    bare = python_bare_ms()
     return {
         "spawn_ready_ms_p50": pct(spawn, 0.5),
         "spawn_ready_ms_p95": pct(spawn, 0.95),
         "turn_cold_ms_p50": pct(cold, 0.5),
         "turn_warm_ms_p50": pct(warm, 0.5),
         "worker_idle_rss_mb": round(rss_mb, 1),
-        "python_bare_ms_p50": round(statistics.median(bare), 1),
+        "python_bare_ms_p50": python_bare_ms_p50(),
     }
 
 

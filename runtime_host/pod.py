@@ -71,6 +71,7 @@ class _Run:
     iterations: int = 0
     started: bool = False
     merged: int = 1
+    origin: str = "chat"
 
 
 class Pod:
@@ -280,6 +281,17 @@ class Pod:
         if handle is not None:
             await handle.stop()
 
+    async def restart_agent(self, name: str) -> dict[str, Any]:
+        """Stops the agent's worker and starts a fresh one; also clears a fatal state."""
+        inst, _profile = self.find_agent(name)
+        handle = self.supervisor.handles.get((inst.person_id, inst.id))
+        if handle is not None:
+            await handle.stop()
+            if handle.state in (WorkerState.FATAL, WorkerState.BACKOFF):
+                handle.crashes.clear()
+                handle.change_state(WorkerState.STOPPED, "restarted by the person")
+        return await self.start_agent(name)
+
     # -- turns
     async def start_turn(self, agent: str, text: str, *, conversation_id: str | None = None,
                          new_conversation: bool = False, origin: str = "chat", title: str = "") -> _Run:
@@ -308,7 +320,7 @@ class Pod:
         turn = self.store.create_turn(conv.id, inst.id, origin=origin, lease_owner=self.owner, lease_s=LEASE_S)
         self.store.add_message(conv.id, "user", text, turn_id=turn.id)
         fut: asyncio.Future[TurnResult] = asyncio.get_running_loop().create_future()
-        run = _Run(turn.id, conv.id, inst.id, inst.name, fut)
+        run = _Run(turn.id, conv.id, inst.id, inst.name, fut, origin=origin)
         self._runs[turn.id] = run
         self._ensure_lease_renewal()
         self.emit({"type": "turn.queued", "turn_id": turn.id, "conversation_id": conv.id, "agent": inst.name,
@@ -342,7 +354,7 @@ class Pod:
             run.started = True
             self.store.update_turn(run.turn_id, status="running", started_at=now())
             self.emit({"type": "turn.started", "turn_id": run.turn_id, "conversation_id": run.conversation_id,
-                       "agent": run.agent})
+                       "agent": run.agent, "origin": run.origin})
             try:
                 await self._send_turn(run, inst, profile)
             except (WorkerStartError, TurnFailed, ConnectionError, VaultUnavailable) as exc:
@@ -383,7 +395,7 @@ class Pod:
         result = TurnResult(run.turn_id, run.conversation_id, status, text, outcome.get("error"),
                             outcome.get("error_kind"), outcome.get("model"))
         self.emit({"type": "turn.finished", "turn_id": run.turn_id, "conversation_id": run.conversation_id,
-                   "agent": run.agent, **{k: v for k, v in outcome.items() if k != "type"}})
+                   "agent": run.agent, "origin": run.origin, **{k: v for k, v in outcome.items() if k != "type"}})
         run.future.set_result(result)
 
     async def _on_worker_message(self, handle: WorkerHandle, msg: dict[str, Any]) -> None:
@@ -509,7 +521,7 @@ class Pod:
             return None
         inst, profile = found
         fut: asyncio.Future[TurnResult] = asyncio.get_running_loop().create_future()
-        run = _Run(t.id, t.conversation_id, inst.id, inst.name, fut, resumes=t.restarts)
+        run = _Run(t.id, t.conversation_id, inst.id, inst.name, fut, resumes=t.restarts, origin=t.origin)
         self._runs[t.id] = run
         self._ensure_lease_renewal()
         asyncio.create_task(self._drive(run, inst, profile))

@@ -91,3 +91,32 @@ def test_new_agent_dialog_creates_an_agent_shown_in_the_list(qtbot, qloop, ui_po
     w.refresh_agents()
     names = [w.agents.item(i).data(Qt.ItemDataRole.UserRole) for i in range(w.agents.count())]
     assert names == ["helper", "researcher"]
+
+
+def test_agents_panel_shows_worker_state_and_can_stop_and_restart(qtbot, qloop, ui_pod, script) -> None:
+    script([Text("hello")])
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    send(qtbot, w, "wake up")
+    qloop.wait_until(lambda: "answered by" in w.header.text(), what="the answer")
+    w.refresh_agents_labels()
+    item = w.agents.item(0)
+    assert "ready" in item.text() and "MB" in item.text()
+    assert "PID" in item.toolTip() and "Restarts: 0" in item.toolTip()
+    qtbot.mouseClick(w.stop_button, Qt.MouseButton.LeftButton)
+    qloop.wait_until(lambda: "stopped" in w.agents.item(0).text(), what="the worker to stop")
+    qtbot.mouseClick(w.restart_button, Qt.MouseButton.LeftButton)
+    qloop.wait_until(lambda: "ready" in w.agents.item(0).text(), what="the worker to start again")
+
+
+def test_background_runs_are_listed_with_their_result(qtbot, qloop, ui_pod, script) -> None:
+    script([Text("report ready")])
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    turn_id = ui_pod.create_background_run("helper", "nightly report")
+    run = qloop.run(ui_pod.resume_turn(turn_id))
+    qloop.run(run.future)
+    # no polling: the finished event alone updates the list
+    assert w.runs.topLevelItemCount() == 1
+    item = w.runs.topLevelItem(0)
+    assert [item.text(i) for i in range(5)] == ["helper", "background", "done", "nightly report", "report ready"]

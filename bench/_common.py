@@ -1,0 +1,29 @@
+"""Helpers shared by the benchmarks: percentiles, bare Python start-up, a pod on a fake model."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+os.environ["HEARTH_LOOPBACK_ONLY"] = "1"
+
+
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return round(values[min(len(values) - 1, int(round(q * (len(values) - 1))))], 1)
+
+
+def python_bare_ms_p50(n: int = 20) -> float:
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        out.append((time.perf_counter() - t) * 1000)
+    return round(statistics.median(out), 1)
