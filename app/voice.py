@@ -390,7 +390,7 @@ class VoiceButton(QWidget):
         super().__init__(parent)
         self.controller = controller or VoiceController(parent=self)
         self.button = QToolButton(self)
-        self.button.setText("🎤")
+        self.button.setText("Talk")
         self.button.setToolTip("Hold to talk, or click to start and click again to stop (Esc cancels)")
         self.meter = QProgressBar(self)
         self.meter.setRange(0, 100)
@@ -466,7 +466,7 @@ class VoiceButton(QWidget):
         recording = state == "recording"
         self.meter.setVisible(recording)
         self.escape.setEnabled(state != "idle")
-        self.button.setText("⏺" if recording else "🎤")
+        self.button.setText("Stop" if recording else "Talk")
         self.button.setEnabled(state != "transcribing")
         if recording:
             self.status.setText("Listening… release or click to stop, Esc to cancel")
