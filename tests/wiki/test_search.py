@@ -1,0 +1,39 @@
+"""Search: the ranked path finds by meaning what keywords miss, and importance and recency break ties."""
+
+from __future__ import annotations
+
+import time
+
+from wiki_engine import Memory, Viewer
+
+
+def test_ranked_path_finds_a_paraphrase_that_keywords_miss(mem: Memory) -> None:
+    target = mem.add_source("Dr. Nwosu at Brightsmile Dental: check-up on 3 March at 10:40.", scope="private/alice")
+    for text in ("The car MOT is on the 20th at Patel Motors.", "Grandma's party is at the Olive Tree.",
+                 "Recycling goes in the brown bin.", "Piano lesson on Monday at five."):
+        mem.add_source(text, scope="public")
+    q = "when do I see the tooth doctor"
+    assert target not in {h.id for h in mem.search(q, scopes=Viewer("alice"), k=3, mode="keyword")}
+    hits = mem.search(q, scopes=Viewer("alice"), k=3)
+    assert hits[0].id == target and "Brightsmile" in hits[0].snippet and hits[0].scope == "private/alice"
+
+
+def test_importance_and_recency_break_ties(mem: Memory) -> None:
+    now = time.time()
+    low = mem.add_source("Parking permit renewal is due for the blue car.", scope="public", ts=now, importance=0.0)
+    high = mem.add_source("Parking permit renewal is due for the red car.", scope="public", ts=now, importance=1.0)
+    assert [h.id for h in mem.search("parking permit renewal", scopes=["public"], k=2)] == [high, low]
+    old = mem.add_source("Gym membership renewal for the blue plan.", scope="public", ts=now - 3 * 365 * 86400)
+    new = mem.add_source("Gym membership renewal for the red plan.", scope="public", ts=now - 86400)
+    assert [h.id for h in mem.search("gym membership renewal", scopes=["public"], k=2)] == [new, old]
+
+
+def test_keyword_path_and_typeahead_basics(mem: Memory) -> None:
+    a = mem.add_source("Boiler service is due in October; the engineer is Marek.", scope="public")
+    mem.add_source("The boiler pressure should read 1.5 bar.", scope="public")
+    hits = mem.search("Marek boiler", scopes=["public"], mode="keyword", k=1)
+    assert len(hits) == 1 and hits[0].id == a and hits[0].score > 0
+    assert len(mem.search("the", scopes=["public"], mode="keyword")) == 2  # a stop-word-only query still searches its words
+    assert mem.search("   ", scopes=["public"]) == []
+    titles = [h.title for h in mem.typeahead("boil", scopes=["public"])]
+    assert len(titles) == 2 and all(t.lower().startswith(("boiler", "the boiler")) for t in titles)
