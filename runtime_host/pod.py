@@ -33,7 +33,23 @@ log = logging.getLogger("hearth.pod")
 MAX_RESUMES_PER_TURN = 3
 LEASE_S = 30.0  # a turn's owner renews its lease every LEASE_S / 3; another host may take it after expiry
 TURNS_PER_MINUTE = 20  # per conversation; more wait their turn
-PROVIDER_KINDS = ("openai-compatible",)
+# The embedded offline model is always there: Hearth answers with no key and no network.
+EMBEDDED = {"name": "embedded", "kind": "embedded", "base_url": "", "model": "smollm2-135m-instruct",
+            "has_key": False, "builtin": True}
+EMBEDDED_NOTE = ("the tiny offline model (SmolLM2-135M): it works with no key and no network but gives weak "
+                 "answers and cannot use tools. Add a provider in Settings → Providers for real answers.")
+# Kinds of work, each with its own model. Background roles default to cheap, local models.
+ROLES: dict[str, str] = {
+    "chat": "each agent's own model (set per agent)",
+    "extraction": "embedded",          # memory producer: keep or skip
+    "ingest": "extraction",            # memory ingest may pin its own; else the extraction model
+    "import": "extraction",            # bulk import likewise
+    "embedding": "local/all-MiniLM-L6-v2",
+    "speech_to_text": "local/whisper-base",
+    "text_to_speech": "",
+    "realtime_audio": "",
+    "image": "",
+}
 
 
 class UnknownAgent(StoreError):
@@ -72,6 +88,7 @@ class _Run:
     started: bool = False
     merged: int = 1
     origin: str = "chat"
+    model: str | None = None  # "provider" or "provider/model" chosen for this message only
 
 
 class Pod:
@@ -115,8 +132,13 @@ class Pod:
         name = name.strip()
         if not name:
             raise StoreError("A provider needs a name.")
-        if kind not in PROVIDER_KINDS:
-            raise StoreError(f"Unknown provider kind {kind!r}. Known kinds: {', '.join(PROVIDER_KINDS)}.")
+        from runtime_host.providers import KINDS
+
+        if kind not in KINDS or kind == "embedded":
+            raise StoreError(f"Unknown provider kind {kind!r}. Known kinds: "
+                             f"{', '.join(k for k in KINDS if k != 'embedded')}.")
+        if name == EMBEDDED["name"]:
+            raise StoreError("'embedded' is Hearth's built-in offline model; give your provider another name.")
         if not base_url.startswith(("http://", "https://")):
             raise StoreError(f"The base URL must start with http:// or https:// (got {base_url!r}).")
         if key:
@@ -125,11 +147,21 @@ class Pod:
         self._epoch += 1
         return {"name": row.name, "kind": row.kind, "base_url": row.base_url, "model": row.model, "has_key": row.has_key}
 
-    def list_providers(self) -> list[dict[str, Any]]:
-        return [
-            {"name": p.name, "kind": p.kind, "base_url": p.base_url, "model": p.model, "has_key": p.has_key}
-            for p in self.store.list_providers()
-        ]
+    def list_providers(self, *, builtin: bool = True) -> list[dict[str, Any]]:
+        from runtime_host.providers import supports_tools
+
+        rows = [{"name": p.name, "kind": p.kind, "base_url": p.base_url, "model": p.model, "has_key": p.has_key,
+                 "builtin": False, "supports_tools": supports_tools(p.kind)} for p in self.store.list_providers()]
+        if builtin:
+            rows.append({**EMBEDDED, "supports_tools": False})
+        return rows
+
+    def _provider(self, name: str) -> dict[str, Any] | None:
+        if name == EMBEDDED["name"]:
+            return dict(EMBEDDED)
+        p = self.store.get_provider(name)
+        return None if p is None else {"name": p.name, "kind": p.kind, "base_url": p.base_url, "model": p.model,
+                                       "has_key": p.has_key, "builtin": False}
 
     def profiles(self) -> dict[str, dict[str, Any]]:
         """The agent profiles Hearth ships, by template name."""
@@ -151,8 +183,8 @@ class Pod:
             role = t.get("role", "")
         if provider is None:
             providers = self.store.list_providers()
-            provider = providers[0].name if len(providers) == 1 else None
-        if provider is not None and self.store.get_provider(provider) is None:
+            provider = providers[0].name if len(providers) == 1 else EMBEDDED["name"] if not providers else None
+        if provider is not None and self._provider(provider) is None:
             known = ", ".join(p.name for p in self.store.list_providers()) or "none yet"
             raise StoreError(f"No provider named {provider!r} (known: {known}). Add it first with `provider add`.")
         inst = self.store.add_agent(self.person.id, name, provider=provider, model=model, system=system or "",
@@ -163,8 +195,13 @@ class Pod:
         """Changes an agent's provider, model, instructions or toolkits; its idle worker rebinds."""
         inst, profile = self.find_agent(name)
         fields: dict[str, Any] = {}
+        if changes.get("fallbacks") is not None:
+            for ref in changes["fallbacks"]:
+                if self._provider(ref.split("/", 1)[0]) is None:
+                    raise StoreError(f"No provider named {ref.split('/', 1)[0]!r} for the fallback chain.")
+            fields["fallbacks"] = list(changes["fallbacks"])
         if changes.get("provider") is not None:
-            if self.store.get_provider(changes["provider"]) is None:
+            if self._provider(changes["provider"]) is None:
                 raise StoreError(f"No provider named {changes['provider']!r}. Add it first with `provider add`.")
             fields["provider"] = changes["provider"]
         if changes.get("model") is not None:
@@ -186,7 +223,8 @@ class Pod:
         else:
             worker = self._status_from_store(inst.id, statuses)
         return {"id": inst.id, "name": inst.name, "template": profile.template, "role": profile.role,
-                "provider": profile.provider, "model": profile.model, "system": profile.system_prompt,
+                "provider": profile.provider, "model": profile.model, "fallbacks": json.loads(profile.fallbacks or "[]"),
+                "system": profile.system_prompt,
                 "toolkits": json.loads(profile.toolkits), "worker": worker}
 
     def _status_from_store(self, instance_id: str, statuses: dict[str, Any] | None) -> dict[str, Any]:
@@ -232,25 +270,81 @@ class Pod:
         return found
 
     # -- worker binding
-    def _routes(self, profile: AgentProfile) -> list[dict[str, Any]]:
-        if not profile.provider:
-            return []
-        prov = self.store.get_provider(profile.provider)
+    def _route(self, ref: str, model: str | None = None) -> dict[str, Any]:
+        """One route: provider (by name, or "provider/model") with its key from the vault."""
+        name, _, ref_model = ref.partition("/")
+        prov = self._provider(name)
         if prov is None:
-            return []
+            raise TurnFailed(f"No provider named {name!r}. Add it in Settings → Providers.")
         key = None
-        if prov.has_key:
+        if prov["has_key"]:
             try:
-                key = self.vault().get(f"provider/{prov.name}")
+                key = self.vault().get(f"provider/{name}")
             except VaultUnavailable as exc:
                 raise TurnFailed(str(exc)) from None
             if not key:
                 raise TurnFailed(
-                    f"The key for provider {prov.name!r} is missing from the keyring. Add it again in Settings → "
-                    f"Providers or with `python -m runtime_host provider add {prov.name} --key-from-stdin`."
+                    f"The key for provider {name!r} is missing from the keyring. Add it again in Settings → "
+                    f"Providers or with `python -m runtime_host provider add {name} --key-from-stdin`."
                 )
-        return [{"provider": prov.name, "kind": prov.kind, "base_url": prov.base_url,
-                 "model": profile.model or prov.model, "key": key}]
+        else:
+            from runtime_host.providers.vendors import VENDORS
+
+            v = VENDORS.get(name)
+            if v is not None and v.needs_key and prov["base_url"].rstrip("/") == v.base_url.rstrip("/"):
+                raise TurnFailed(v.missing_key_message())
+        return {"provider": name, "kind": prov["kind"], "base_url": prov["base_url"],
+                "model": ref_model or model or prov["model"], "key": key}
+
+    def _routes(self, profile: AgentProfile) -> list[dict[str, Any]]:
+        """The agent's fallback chain: its primary model, then each fallback in order.
+        A fallback whose key is missing is left out (the primary's problem is reported)."""
+        if not profile.provider:
+            return []
+        routes = [self._route(profile.provider, profile.model)]
+        for ref in json.loads(profile.fallbacks or "[]"):
+            try:
+                routes.append(self._route(ref))
+            except TurnFailed as exc:
+                log.warning("fallback %s of agent %s left out: %s", ref, profile.name, exc)
+        return routes
+
+    # -- models by role
+    def models(self) -> dict[str, Any]:
+        """Providers, what each can do, and the model chosen for each role."""
+        chosen = self.store.role_models(self.person.id)
+        roles = {}
+        for role, default in ROLES.items():
+            row = chosen.get(role)
+            if row is not None:
+                roles[role] = {"provider": row.provider, "model": row.model, "source": "set"}
+            elif default in ROLES:  # inherits another role
+                roles[role] = {"inherits": default, "source": "default"}
+            else:
+                prov, _, model = default.partition("/")
+                roles[role] = {"provider": prov or None, "model": model or None, "source": "default"}
+        agents = {a["name"]: {"provider": a["provider"], "model": a["model"], "fallbacks": a["fallbacks"]}
+                  for a in self.list_agents()}
+        return {"providers": self.list_providers(), "roles": roles, "agents": agents}
+
+    def set_role_model(self, role: str, ref: str) -> None:
+        if role not in ROLES:
+            raise StoreError(f"Unknown role {role!r}. Roles: {', '.join(ROLES)}.")
+        if role == "chat":
+            raise StoreError("The chat model is set per agent: `agent edit NAME --provider P --model M`.")
+        name, _, model = ref.partition("/")
+        if name != "local" and self._provider(name) is None:
+            raise StoreError(f"No provider named {name!r}. Add it first with `provider add`.")
+        self.store.set_role_model(self.person.id, role, name, model)
+
+    def role_route(self, role: str) -> dict[str, Any] | None:
+        """The route for a background role (following inheritance), or None when none is set."""
+        info = self.models()["roles"][role]
+        while "inherits" in info:
+            info = self.models()["roles"][info["inherits"]]
+        if not info.get("provider") or info["provider"] == "local":
+            return None
+        return self._route(info["provider"], info.get("model"))
 
     def _binding(self, inst: AgentInstance, profile: AgentProfile) -> dict[str, Any]:
         return {
@@ -294,13 +388,16 @@ class Pod:
 
     # -- turns
     async def start_turn(self, agent: str, text: str, *, conversation_id: str | None = None,
-                         new_conversation: bool = False, origin: str = "chat", title: str = "") -> _Run:
+                         new_conversation: bool = False, origin: str = "chat", title: str = "",
+                         model: str | None = None) -> _Run:
         """Writes the message and the turn, then runs it in the background. Await `run.future`.
 
         A message that reaches a conversation whose next turn has not started yet joins that turn
         (bursts merge into one turn); turns in one conversation run one after another.
         """
         inst, profile = self.find_agent(agent)
+        if model is not None and self._provider(model.split("/", 1)[0]) is None:
+            raise StoreError(f"No provider named {model.split('/', 1)[0]!r} for this message's model.")
         if conversation_id:
             conv = self.store.get_conversation(conversation_id)
             if conv is None or conv.instance_id != inst.id:
@@ -320,7 +417,7 @@ class Pod:
         turn = self.store.create_turn(conv.id, inst.id, origin=origin, lease_owner=self.owner, lease_s=LEASE_S)
         self.store.add_message(conv.id, "user", text, turn_id=turn.id)
         fut: asyncio.Future[TurnResult] = asyncio.get_running_loop().create_future()
-        run = _Run(turn.id, conv.id, inst.id, inst.name, fut, origin=origin)
+        run = _Run(turn.id, conv.id, inst.id, inst.name, fut, origin=origin, model=model)
         self._runs[turn.id] = run
         self._ensure_lease_renewal()
         self.emit({"type": "turn.queued", "turn_id": turn.id, "conversation_id": conv.id, "agent": inst.name,
@@ -373,7 +470,15 @@ class Pod:
         if handle.state == WorkerState.READY:
             handle.change_state(WorkerState.BUSY)
         steps = [step_dict(s) for s in self.store.list_steps(run.turn_id)]
-        handle.send({"type": "turn.start", "turn_id": run.turn_id, "messages": self._history(run.conversation_id),
+        extra: dict[str, Any] = {}
+        if run.model:
+            # One message on another model: that route first, then the agent's own chain. Its key
+            # travels with this turn over the pipe, like every credential.
+            chosen = self._route(run.model)
+            chain = [r for r in self._routes(profile)
+                     if (r["provider"], r["model"]) != (chosen["provider"], chosen["model"])]
+            extra["routes"] = [chosen, *chain]
+        handle.send({"type": "turn.start", "turn_id": run.turn_id, "messages": self._history(run.conversation_id), **extra,
                      "steps": steps})
 
     def _finish(self, run: _Run, outcome: dict[str, Any]) -> None:

@@ -64,6 +64,7 @@ class AgentProfile(SQLModel, table=True):
     model: str | None = None
     toolkits: str = '["clock", "math"]'
     template: str | None = None
+    fallbacks: str = "[]"  # JSON list of "provider" or "provider/model", tried in order after the primary
     created_at: float = Field(default_factory=now)
 
 
@@ -130,6 +131,16 @@ class TurnStep(SQLModel, table=True):
     finished_at: float | None = None
 
 
+class RoleModel(SQLModel, table=True):
+    """Which model does one kind of work (extraction, embedding, speech-to-text, ...) for a person."""
+
+    __tablename__ = "role_model"
+    person_id: str = Field(primary_key=True)
+    role: str = Field(primary_key=True)
+    provider: str
+    model: str = ""
+
+
 class WorkerStatus(SQLModel, table=True):
     """The last known state of each agent's worker, so every process (app, CLI) can show it."""
 
@@ -190,6 +201,14 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             """CREATE TABLE worker_status (instance_id TEXT PRIMARY KEY, state TEXT NOT NULL, pid INTEGER, host TEXT,
                 rss INTEGER NOT NULL DEFAULT 0, started_at REAL, restarts INTEGER NOT NULL DEFAULT 0, reason TEXT,
                 updated_at REAL NOT NULL)""",
+        ],
+    ),
+    (
+        "0003_model_roles_fallbacks",
+        [
+            "ALTER TABLE agent_profile ADD COLUMN fallbacks TEXT NOT NULL DEFAULT '[]'",
+            """CREATE TABLE role_model (person_id TEXT NOT NULL, role TEXT NOT NULL, provider TEXT NOT NULL,
+                model TEXT NOT NULL DEFAULT '', PRIMARY KEY (person_id, role))""",
         ],
     ),
 ]
@@ -325,7 +344,7 @@ class Store:
             if profile is None:
                 raise StoreError(f"No agent profile {profile_id}")
             for k, v in fields.items():
-                setattr(profile, k, json.dumps(v) if k == "toolkits" else v)
+                setattr(profile, k, json.dumps(v) if k in ("toolkits", "fallbacks") else v)
             s.add(profile)
             s.commit()
             return profile
@@ -448,6 +467,18 @@ class Store:
                 {"o": owner, "u": now() + lease_s, "id": turn_id, "now": now()},
             )
             return bool(res.rowcount)
+
+    # -- model roles
+    def set_role_model(self, person_id: str, role: str, provider: str, model: str) -> None:
+        with self.session() as s:
+            row = s.get(RoleModel, (person_id, role)) or RoleModel(person_id=person_id, role=role, provider=provider)
+            row.provider, row.model = provider, model
+            s.add(row)
+            s.commit()
+
+    def role_models(self, person_id: str) -> dict[str, RoleModel]:
+        with self.session() as s:
+            return {r.role: r for r in s.exec(select(RoleModel).where(RoleModel.person_id == person_id))}
 
     # -- worker status
     def save_worker_status(self, instance_id: str, **fields: Any) -> None:

@@ -13,7 +13,7 @@ import traceback
 import uuid
 from typing import Any
 
-from runtime_host.providers import Finished, ProviderError, Route, TextDelta, ToolCall, open_provider
+from runtime_host.providers import Finished, ProviderError, Route, TextDelta, ToolCall, open_provider, supports_tools
 from runtime_host.tools import Tool, ToolInputError, call_tool, tools_for
 from runtime_host.worker.channel import Channel, PodGone
 
@@ -32,7 +32,8 @@ class TurnContext:
         self.binding = binding
         self.turn_id: str = msg["turn_id"]
         self.cancel = cancel
-        self.routes = [Route.from_dict(r) for r in binding.get("routes", [])]
+        # A message may choose another model for itself: its routes come with the turn.
+        self.routes = [Route.from_dict(r) for r in msg.get("routes") or binding.get("routes", [])]
         profile = binding.get("profile", {})
         self.system: str = profile.get("system") or ""
         self.tools: dict[str, Tool] = tools_for(profile.get("toolkits", []))
@@ -130,7 +131,7 @@ def _call_model(ctx: TurnContext, messages: list[dict[str, Any]], tools: dict[st
         model = route.model
         try:
             provider = open_provider(route)
-            for ev in provider.stream(messages, specs):
+            for ev in provider.stream(messages, specs if supports_tools(route.kind) else []):
                 if ctx.cancel.is_set():
                     raise ProviderError("cancelled", "The turn was cancelled.")
                 if isinstance(ev, TextDelta):

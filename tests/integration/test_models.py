@@ -1,0 +1,102 @@
+"""Models by role, fallback chains, a model per message, and the embedded offline model."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from runtime_host.pod import Pod, StoreError
+from tests.helpers.fake_model import Error, FakeModelServer, Text
+from tests.integration.test_cli import cli
+
+
+@pytest.fixture
+def second_model():
+    srv = FakeModelServer(lambda req: Text(f"second server, model {req.body.get('model')}")).start()
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+async def test_a_rate_limited_primary_falls_back_and_the_turn_records_who_answered(pod, script, second_model, fake_model) -> None:
+    pod.add_provider("backup", kind="openai-compatible", base_url=second_model.base_url, model="backup-7b")
+    pod.edit_agent("helper", fallbacks=["backup"])
+    script([Error(429, "slow down", headers={"Retry-After": "30"})], repeat_last=True)
+    r = await asyncio.wait_for(pod.chat("helper", "hi"), 30)
+    assert r.ok, r.error
+    assert r.text == "second server, model backup-7b" and r.model == "backup-7b"
+    assert len(fake_model.requests) == 1  # the 429 was not retried on the same model
+    steps = pod.turns(r.conversation_id)[0]["steps"]
+    assert [(s["name"], s["status"]) for s in steps] == [("fake-1", "failed"), ("backup-7b", "finished")]
+    assert steps[0]["result"]["error_kind"] == "rate_limit"
+
+
+async def test_a_500_is_not_hidden_by_the_fallback_when_it_is_the_last(pod, script) -> None:
+    script([Error(500, "down")], repeat_last=True)
+    r = await asyncio.wait_for(pod.chat("helper", "hi"), 30)
+    assert r.status == "failed" and "HTTP 500" in r.error
+
+
+async def test_one_message_can_use_another_model_and_keeps_the_tools(pod, script, second_model, fake_model) -> None:
+    pod.add_provider("other", kind="openai-compatible", base_url=second_model.base_url, model="other-1", key="sk-other-99")
+    r = await asyncio.wait_for(pod.chat("helper", "hi", model="other/special-9"), 30)
+    assert r.ok and r.text == "second server, model special-9"
+    req = second_model.requests[0]
+    assert req.headers["authorization"] == "Bearer sk-other-99"
+    assert any(t["function"]["name"] == "calculate" for t in req.body["tools"])
+    assert not fake_model.requests
+    r2 = await asyncio.wait_for(pod.chat("helper", "and now?"), 30)  # the next message is back on the agent's model
+    assert r2.ok and len(fake_model.requests) == 1
+
+
+async def test_unknown_model_choice_is_refused_clearly(pod) -> None:
+    with pytest.raises(StoreError, match="No provider named 'nope'"):
+        await pod.chat("helper", "hi", model="nope/x")
+
+
+async def test_a_hosted_vendor_without_a_key_names_where_to_add_it(pod) -> None:
+    pod.add_provider("anthropic", kind="anthropic", base_url="https://api.anthropic.com/v1", model="claude-x")
+    pod.edit_agent("helper", provider="anthropic")
+    r = await asyncio.wait_for(pod.chat("helper", "hi"), 30)
+    assert r.status == "failed"
+    assert "No key for Anthropic" in r.error and "Settings → Providers" in r.error
+
+
+def test_models_json_lists_roles_and_what_each_provider_can_do(home, fake_model) -> None:
+    assert cli(home, "provider", "add", "fake", "--base-url", fake_model.base_url, "--model", "fake-1").returncode == 0
+    info = json.loads(cli(home, "models", "--json").stdout)
+    by_name = {p["name"]: p for p in info["providers"]}
+    assert by_name["fake"]["supports_tools"] is True and by_name["embedded"]["supports_tools"] is False
+    assert info["roles"]["extraction"] == {"provider": "embedded", "model": None, "source": "default"}
+    assert info["roles"]["ingest"] == {"inherits": "extraction", "source": "default"}
+    r = cli(home, "models", "set", "ingest", "fake/cheap-1")
+    assert r.returncode == 0, r.stderr
+    info = json.loads(cli(home, "models", "--json").stdout)
+    assert info["roles"]["ingest"] == {"provider": "fake", "model": "cheap-1", "source": "set"}
+    bad = cli(home, "models", "set", "dreaming", "fake")
+    assert bad.returncode == 2 and "Unknown role 'dreaming'" in bad.stderr
+
+
+@pytest.mark.slow
+def test_the_embedded_model_answers_offline_through_the_cli(home) -> None:
+    r = cli(home, "agent", "add", "tiny", "--system", "You are a friendly assistant.")
+    assert r.returncode == 0 and "embedded" in r.stdout, r.stdout + r.stderr
+    r = cli(home, "chat", "tiny", "What is the capital of France? Answer in one sentence.", timeout=180)
+    assert r.returncode == 0, r.stderr
+    assert len(r.stdout.split()) >= 3
+    turns = json.loads(cli(home, "turns", "--json").stdout)
+    assert turns[0]["status"] == "done" and turns[0]["model"] == "smollm2-135m-instruct"
+
+
+async def test_the_embedded_model_gets_no_tools_offered(home) -> None:
+    pod = Pod(home)
+    try:
+        info = pod.add_agent("tiny")
+        assert info["provider"] == "embedded"
+        binding = pod._binding(*pod.find_agent("tiny"))
+        assert binding["routes"][0]["kind"] == "embedded" and binding["routes"][0]["key"] is None
+    finally:
+        await pod.close()
