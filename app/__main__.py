@@ -36,7 +36,11 @@ def main(argv: list[str] | None = None) -> int:
 
     async def run() -> None:
         pod = Pod()
+        if not pod.list_agents():
+            # First run: an assistant on the built-in offline model, so Hearth answers at once.
+            pod.add_agent("Assistant", profile="assistant")
         pod.start_background()
+        await pod.recover()
         window = MainWindow(pod)
         window.closed.connect(closing.set)
         window.show()

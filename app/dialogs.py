@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QListWidget,
     QPlainTextEdit,
+    QPushButton,
     QTabWidget,
     QVBoxLayout,
     QWidget,
@@ -34,6 +35,20 @@ class ProvidersPage(QWidget):
         layout.addWidget(QLabel("Model providers"))
         layout.addWidget(self.list)
         form = QFormLayout()
+        self.preset = QComboBox()
+        self.preset.addItem("Custom (OpenAI-compatible)", None)
+        from runtime_host.providers.vendors import VENDORS
+
+        for v in VENDORS.values():
+            if v.kind != "embedded":
+                self.preset.addItem(v.label, v.name)
+        self.preset.currentIndexChanged.connect(self._on_preset)
+        form.addRow("Preset", self.preset)
+        self.kind = QComboBox()
+        for k in ("openai-compatible", "openai", "anthropic", "gemini"):
+            self.kind.addItem(k, k)
+        self.kind.setAccessibleName("Wire format")
+        form.addRow("Wire format", self.kind)
         self.name = QLineEdit()
         self.name.setPlaceholderText("e.g. openai, local-ollama")
         self.base_url = QLineEdit()
@@ -47,11 +62,53 @@ class ProvidersPage(QWidget):
             w.setAccessibleName(label)
             form.addRow(label, w)
         layout.addLayout(form)
+        self.find_local = QPushButton("Find model servers on this machine")
+        self.find_local.setToolTip("Looks for Ollama, LM Studio and llama.cpp servers on 127.0.0.1")
+        self.find_local.clicked.connect(self._on_find_local)
+        layout.addWidget(self.find_local)
         self.message = QLabel("")
         self.message.setWordWrap(True)
         self.message.setAccessibleName("Provider status")
         layout.addWidget(self.message)
         self.refresh()
+
+    def _on_preset(self, _index: int = 0) -> None:
+        from runtime_host.providers.vendors import VENDORS
+
+        v = VENDORS.get(self.preset.currentData() or "")
+        if v is None:
+            return
+        self.name.setText(v.name)
+        self.base_url.setText(v.base_url)
+        self.model.setText(v.default_model)
+        self.kind.setCurrentIndex(max(0, self.kind.findData(v.kind)))
+        self.message.setText(v.notes or (f"Get a key at {v.key_page}." if v.key_page else ""))
+
+    def _on_find_local(self) -> None:
+        import asyncio
+
+        from runtime_host.providers.vendors import discover_local
+
+        self.find_local.setEnabled(False)
+        self.message.setText("Looking for model servers on this machine…")
+
+        async def probe() -> None:
+            try:
+                found = await asyncio.to_thread(discover_local)
+            finally:
+                self.find_local.setEnabled(True)
+            if not found:
+                self.message.setText("No Ollama, LM Studio or llama.cpp server answered on this machine. "
+                                     "Start one, then try again.")
+                return
+            first = found[0]
+            self.name.setText(first.vendor)
+            self.base_url.setText(first.base_url)
+            self.model.setText(first.models[0] if first.models else "")
+            self.kind.setCurrentIndex(0)
+            self.message.setText("Found: " + "; ".join(f"{f.label} at {f.base_url} ({len(f.models)} models)" for f in found))
+
+        self._probe_task = asyncio.ensure_future(probe())
 
     def refresh(self) -> None:
         self.list.clear()
@@ -60,7 +117,7 @@ class ProvidersPage(QWidget):
 
     def save(self) -> bool:
         try:
-            info = self.pod.add_provider(self.name.text(), kind="openai-compatible", base_url=self.base_url.text().strip(),
+            info = self.pod.add_provider(self.name.text(), kind=self.kind.currentData(), base_url=self.base_url.text().strip(),
                                          model=self.model.text().strip(), key=self.key.text().strip() or None)
         except (StoreError, VaultUnavailable, ValueError) as exc:
             self.message.setText(f"Not saved: {exc}")
@@ -71,6 +128,64 @@ class ProvidersPage(QWidget):
         return True
 
 
+ROLE_LABELS = {
+    "extraction": "Memory: keep or skip (extraction)",
+    "ingest": "Memory: writing wiki pages (ingest)",
+    "import": "Bulk import",
+    "embedding": "Embeddings (search by meaning)",
+    "speech_to_text": "Speech to text",
+    "text_to_speech": "Text to speech",
+    "realtime_audio": "Realtime audio",
+    "image": "Images",
+}
+
+
+class ModelsPage(QWidget):
+    """One model per kind of work. Chat models are chosen per agent; background roles prefer cheap ones."""
+
+    def __init__(self, pod: Any, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.pod = pod
+        layout = QVBoxLayout(self)
+        note = QLabel("Each kind of work has its own model. Chat models are set per agent. Background work "
+                      "(memory) defaults to local models so it costs nothing and needs no network.")
+        note.setWordWrap(True)
+        layout.addWidget(note)
+        form = QFormLayout()
+        self.combos: dict[str, QComboBox] = {}
+        info = pod.models()
+        options = [(f"{p['name']} — {p['model'] or 'default'}", p["name"]) for p in info["providers"]]
+        for role, label in ROLE_LABELS.items():
+            combo = QComboBox()
+            combo.setAccessibleName(label)
+            current = info["roles"][role]
+            if "inherits" in current:
+                combo.addItem(f"Same as {ROLE_LABELS.get(current['inherits'], current['inherits'])}", None)
+            elif current.get("provider"):
+                combo.addItem(f"{current['provider']}/{current.get('model') or ''} ({current['source']})".replace("/ (", " ("),
+                              None)
+            else:
+                combo.addItem("Not set", None)
+            for text_, ref in options:
+                combo.addItem(text_, ref)
+            self.combos[role] = combo
+            form.addRow(label, combo)
+        layout.addLayout(form)
+        self.message = QLabel("")
+        self.message.setWordWrap(True)
+        layout.addWidget(self.message)
+
+    def save(self) -> bool:
+        try:
+            for role, combo in self.combos.items():
+                if combo.currentData() is not None:
+                    self.pod.set_role_model(role, combo.currentData())
+        except StoreError as exc:
+            self.message.setText(f"Not saved: {exc}")
+            return False
+        return True
+
+
 class SettingsDialog(QDialog):
     def __init__(self, pod: Any, parent: QWidget | None = None):
         super().__init__(parent)
@@ -78,6 +193,8 @@ class SettingsDialog(QDialog):
         self.tabs = QTabWidget()
         self.providers = ProvidersPage(pod)
         self.tabs.addTab(self.providers, "Providers")
+        self.models = ModelsPage(pod)
+        self.tabs.addTab(self.models, "Models")
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Close)
         buttons.accepted.connect(self._save)
         buttons.rejected.connect(self.reject)
@@ -87,7 +204,10 @@ class SettingsDialog(QDialog):
         self.resize(560, 460)
 
     def _save(self) -> None:
-        if self.providers.save():
+        saved = self.models.save()
+        if self.providers.name.text().strip():
+            saved = self.providers.save() and saved
+        if saved:
             self.accept()
 
 
@@ -99,11 +219,9 @@ class AddAgentDialog(QDialog):
         form = QFormLayout()
         self.name = QLineEdit()
         self.provider = QComboBox()
-        self.provider.addItem("(none)", None)
         for p in pod.list_providers():
-            self.provider.addItem(p["name"], p["name"])
-        if self.provider.count() > 1:
-            self.provider.setCurrentIndex(1)
+            self.provider.addItem(p["name"] + (" (offline, tiny)" if p["builtin"] else ""), p["name"])
+        self.provider.setCurrentIndex(0)
         self.system = QPlainTextEdit()
         self.system.setPlaceholderText("Role and personality, e.g. 'You are a concise research assistant.'")
         for label, w in (("Name", self.name), ("Provider", self.provider), ("Instructions", self.system)):

@@ -8,6 +8,7 @@ from typing import Any
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeyEvent, QKeySequence
 from PySide6.QtWidgets import (
+    QComboBox,
     QHBoxLayout,
     QLabel,
     QListWidget,
@@ -24,6 +25,8 @@ from PySide6.QtWidgets import (
 from app.bridge import PodBridge
 from app.chat_view import ChatView, RunsList, StepsTree
 from app.dialogs import AddAgentDialog, SettingsDialog
+from app.voice import VoiceButton
+from runtime_host.pod import EMBEDDED, EMBEDDED_NOTE
 from runtime_host.store import StoreError
 
 EMPTY_HINT = (
@@ -33,14 +36,41 @@ EMPTY_HINT = (
 )
 
 
+AUDIO_SUFFIXES = (".wav", ".mp3", ".m4a", ".ogg", ".oga", ".opus", ".flac", ".webm")
+
+
 class Composer(QPlainTextEdit):
-    """Multi-line message input: Enter adds a line, Ctrl+Enter sends.
+    """Multi-line message input: Enter adds a line, Ctrl+Enter sends; audio files dropped on it
+    are transcribed locally into it.
 
     Signals:
     submitted(): Ctrl+Enter was pressed.
+    audio_dropped(str): an audio file was dropped on the composer.
     """
 
     submitted = Signal()
+    audio_dropped = Signal(str)
+
+    def _audio_paths(self, event: Any) -> list[str]:
+        md = event.mimeData()
+        if not md.hasUrls():
+            return []
+        return [u.toLocalFile() for u in md.urls() if u.toLocalFile().lower().endswith(AUDIO_SUFFIXES)]
+
+    def dragEnterEvent(self, event: Any) -> None:  # noqa: N802
+        if self._audio_paths(event):
+            event.acceptProposedAction()
+        else:
+            super().dragEnterEvent(event)
+
+    def dropEvent(self, event: Any) -> None:  # noqa: N802
+        paths = self._audio_paths(event)
+        if not paths:
+            super().dropEvent(event)
+            return
+        event.acceptProposedAction()
+        for path in paths:
+            self.audio_dropped.emit(path)
 
     def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802
         if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and event.modifiers() & Qt.KeyboardModifier.ControlModifier:
@@ -132,9 +162,25 @@ class MainWindow(QMainWindow):
         self.send_button = QPushButton("Send")
         self.send_button.setToolTip("Send (Ctrl+Enter)")
         self.send_button.clicked.connect(self.send)
+        self.model_picker = QComboBox()
+        self.model_picker.setAccessibleName("Model for this message")
+        self.model_picker.setToolTip("Which model answers the next message; the agent keeps its tools and memory")
+        self.model_picker.currentIndexChanged.connect(self._on_model_picked)
+        self.voice = VoiceButton()
+        self.voice.attach_to(self.composer)
+        self.composer.audio_dropped.connect(self.voice.controller.transcribe_file)
+        side_col = QVBoxLayout()
+        side_col.addWidget(self.model_picker)
+        side_col.addWidget(self.voice)
+        side_col.addWidget(self.send_button)
         row.addWidget(self.composer, 1)
-        row.addWidget(self.send_button)
+        row.addLayout(side_col)
         center_layout.addLayout(row)
+        self.model_hint = QLabel("")
+        self.model_hint.setWordWrap(True)
+        self.model_hint.setAccessibleName("Model note")
+        center_layout.addWidget(self.model_hint)
+        self.refresh_model_picker()
 
         outer = QSplitter(Qt.Orientation.Horizontal)
         outer.addWidget(side)
@@ -214,6 +260,7 @@ class MainWindow(QMainWindow):
         if item is None:
             return
         self.agent = item.data(Qt.ItemDataRole.UserRole)
+        self._on_model_picked()
         inst, _profile = self.pod.find_agent(self.agent)
         conv = self.pod.store.latest_conversation(inst.id)
         self.load_conversation(conv.id if conv else None)
@@ -243,10 +290,38 @@ class MainWindow(QMainWindow):
         if self.agent:
             self.load_conversation(None)
 
+    # -- model picker
+    def refresh_model_picker(self) -> None:
+        self.model_picker.blockSignals(True)
+        self.model_picker.clear()
+        self.model_picker.addItem("Agent's model", None)
+        for p in self.pod.list_providers():
+            label = f"{p['name']} — {p['model'] or 'default'}" + ("" if p["supports_tools"] else " (no tools)")
+            self.model_picker.addItem(label, p["name"])
+            self.model_picker.setItemData(self.model_picker.count() - 1, p["supports_tools"], Qt.ItemDataRole.UserRole + 1)
+        self.model_picker.blockSignals(False)
+        self._on_model_picked()
+
+    def _on_model_picked(self, _index: int = 0) -> None:
+        ref = self.model_picker.currentData()
+        tools_ok = self.model_picker.currentData(Qt.ItemDataRole.UserRole + 1)
+        if ref is not None and tools_ok is False:
+            self.model_hint.setText(f"{ref} cannot use tools: for this message the agent answers without them.")
+        elif ref == "embedded" or (ref is None and self._agent_provider() == "embedded"):
+            self.model_hint.setText(f"This agent uses {EMBEDDED_NOTE}")
+        else:
+            self.model_hint.setText("")
+
+    def _agent_provider(self) -> str | None:
+        if not self.agent:
+            return None
+        return next((a["provider"] for a in self.pod.list_agents() if a["name"] == self.agent), None)
+
     # -- dialogs
     def open_settings(self) -> None:
         dlg = SettingsDialog(self.pod, self)
         dlg.exec()
+        self.refresh_model_picker()
 
     def open_new_agent(self) -> None:
         dlg = AddAgentDialog(self.pod, self)
@@ -271,7 +346,8 @@ class MainWindow(QMainWindow):
     async def _send(self, agent: str, text: str) -> None:
         try:
             run = await self.pod.start_turn(agent, text, conversation_id=None if self._new_conversation else self.conversation_id,
-                                            new_conversation=self._new_conversation)
+                                            new_conversation=self._new_conversation,
+                                            model=self.model_picker.currentData())
         except StoreError as exc:
             self.chat.append_message("error", str(exc))
             return
@@ -314,7 +390,10 @@ class MainWindow(QMainWindow):
             self._live_turn = None
             if ev.get("status") == "done":
                 self.chat.stream_end(ev.get("text") or "")
-                self.header.setText(f"{self.agent} — answered by {ev.get('model') or '—'} in {ev.get('iterations')} step(s)")
+                model = ev.get("model") or "—"
+                if model == EMBEDDED["model"]:
+                    model = "the tiny offline model"
+                self.header.setText(f"{self.agent} — answered by {model} in {ev.get('iterations')} step(s)")
             else:
                 self.chat.stream_discard()
                 self.chat.append_message("error", f"The turn failed: {ev.get('error')}")

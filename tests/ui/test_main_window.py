@@ -120,3 +120,28 @@ def test_background_runs_are_listed_with_their_result(qtbot, qloop, ui_pod, scri
     assert w.runs.topLevelItemCount() == 1
     item = w.runs.topLevelItem(0)
     assert [item.text(i) for i in range(5)] == ["helper", "background", "done", "nightly report", "report ready"]
+
+
+def test_the_model_picker_sends_one_message_to_another_model(qtbot, qloop, ui_pod, script, fake_model) -> None:
+    script([Text("from the agent's model")], repeat_last=True)
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    labels = [w.model_picker.itemText(i) for i in range(w.model_picker.count())]
+    assert labels[0] == "Agent's model" and "embedded — smollm2-135m-instruct (no tools)" in labels
+    w.model_picker.setCurrentIndex(labels.index("embedded — smollm2-135m-instruct (no tools)"))
+    assert "cannot use tools" in w.model_hint.text()
+    w.model_picker.setCurrentIndex(labels.index("fake — fake-1"))
+    assert w.model_hint.text() == ""
+    send(qtbot, w, "via the picker")
+    qloop.wait_until(lambda: "answered by" in w.header.text(), what="the answer")
+    assert fake_model.requests[-1].body["model"] == "fake-1"
+
+
+def test_settings_models_page_sets_a_role(qtbot, qloop, ui_pod) -> None:
+    dlg = SettingsDialog(ui_pod)
+    qtbot.addWidget(dlg)
+    combo = dlg.models.combos["extraction"]
+    assert combo.itemText(0).startswith("embedded")
+    combo.setCurrentIndex(combo.findData("fake"))
+    dlg._save()
+    assert ui_pod.models()["roles"]["extraction"] == {"provider": "fake", "model": "", "source": "set"}
