@@ -9,15 +9,21 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_AI = r"(?:assistant|ai|agent|bot|model|chatgpt|claude|gpt|hearth|you)"
+_AI = r"(?:assistant|ai|agent|bot|model|llm|chatgpt|claude|gpt|hearth|you)"
+_AI_READER = r"(?:assistants?|ai(?:\s+agents?|\s+models?|\s+assistants?)?|agents?|bots?|llms?|language\s+models?|chatbots?)"
+_ORDERS = r"(?:instructions?|prompts?|rules?|directives?|directions?|guidelines?|anweisungen|instrucciones|istruzioni|consignes)"
+_QUOTES = "'\"\u2018\u2019\u201c\u201d`"
 
 _RULES: list[tuple[str, str, re.Pattern[str]]] = [
     (
         "override",
         "tries to override the assistant's instructions",
         re.compile(
-            r"\b(?:ignore|disregard|forget|override|bypass)\b[^.\n]{0,40}\b(?:previous|prior|above|earlier|all|your|system|original)\b"
-            r"[^.\n]{0,20}\b(?:instructions?|prompts?|rules?|directives?|guidelines?|messages?)",
+            r"\b(?:ignore|ignorez|ignoriere|ignora|disregard|forget|override|bypass)\b[^.\n]{0,40}\b(?:previous|prior|above|earlier|all|your|system|original|"
+            rf"pr[ée]c[ée]dentes|vorherigen|anteriores)\b[^.\n]{{0,20}}\b{_ORDERS}"
+            r"|\b(?:forget|ignore|disregard)\s+(?:everything|all)\s+(?:above|before|you\s+were\s+told)"
+            r"|\bignore\s+the\s+(?:user|visible\s+text|owner)\b"
+            rf"|\byour\s+(?:previous|prior|original|old|earlier)\s+{_ORDERS}\s+(?:are|is)\s+(?:void|cancelled|canceled|revoked|obsolete|replaced)",
             re.I,
         ),
     ),
@@ -25,17 +31,29 @@ _RULES: list[tuple[str, str, re.Pattern[str]]] = [
         "new-instructions",
         "announces new instructions or a new system prompt for the assistant",
         re.compile(
-            r"\b(?:new|updated|real|actual)\s+(?:system\s+)?(?:instructions?|prompt|rules)\s*[:\-]|\bsystem\s+prompt\b|"
-            r"<\s*/?\s*system\s*>|\[\s*system\s*\]",
+            r"\b(?:new|updated|real|actual)\s+(?:system\s+)?(?:instructions?|prompt|rules?|task)\s*(?::|from\b)|\bsystem\s+prompt\b|"
+            rf"\byour\s+new\s+{_ORDERS}\b",
             re.I,
+        ),
+    ),
+    (
+        "role-markup",
+        "contains chat-template or role markup that pretends to be the system",
+        re.compile(
+            r"<\|\s*im_(?:start|end)\s*\|>|\[/?INST\]|<<\s*/?SYS\s*>>|^\s*#{2,}\s*(?:instruction|system)\b|"
+            r"<\s*/?\s*(?:system|untrusted|assistant|instructions?)\s*>|\[\s*system\s*\]|\bas\s+the\s+system\b",
+            re.I | re.M,
         ),
     ),
     (
         "persona",
         "tries to change who the assistant is or what it may do",
         re.compile(
-            rf"\b(?:you\s+are\s+now|from\s+now\s+on,?\s+(?:you|the\s+{_AI}|always|never)|act\s+as\s+(?:an?\s+)?(?:unrestricted|jailbroken|different)|"
-            r"developer\s+mode|jailbreak)",
+            r"\byou\s+are\s+now\s+(?:dan\b|an?\s+(?:ai|assistant|unrestricted|jailbroken|different|new)\b|in\s+\w+\s+mode|free\s+(?:of|from)|my\b)|"
+            rf"\bfrom\s+now\s+on,?\s+(?:you|the\s+{_AI}|always|never|respond|reply|answer)|"
+            r"\bact\s+as\s+(?:an?\s+|the\s+)?(?:unrestricted|jailbroken|different|administrator|admin|root|system|developer)\b|"
+            r"\bpretend\s+(?:that\s+)?(?:you\s+are|to\s+be)\b|\byou\s+must\s+now\b|developer\s+mode|\bjailbreak|"
+            r"\bthis\s+is\s+your\s+(?:developer|creator|administrator|admin|operator|owner)\b",
             re.I,
         ),
     ),
@@ -52,8 +70,33 @@ _RULES: list[tuple[str, str, re.Pattern[str]]] = [
         "exfiltrate",
         "asks the assistant to send mail, passwords or keys to someone",
         re.compile(
-            r"\b(?:forward|send|email|e-mail|share|reveal|leak|post)\b[^.\n]{0,30}\b(?:all|every|any|the\s+user'?s?)\b[^.\n]{0,30}"
-            r"\b(?:mails?|emails?|messages?|passwords?|keys?|tokens?|credentials?|secrets?|files?|contacts?)\b[^.\n]{0,40}\bto\b",
+            r"\b(?:forward|send|email|e-mail|share|reveal|leak|post|upload|envoyez|schicke)\b[^.\n]{0,30}\b(?:all|every|any|the\s+user'?s?|les)\b[^.\n]{0,30}"
+            r"\b(?:mails?|emails?|messages?|passwords?|mots\s+de\s+passe|keys?|tokens?|credentials?|secrets?|files?|contacts?|notes?|memory|wiki|history)\b[^.\n]{0,40}\b(?:to|à)\b|"
+            r"\b(?:upload|send|post)\s+(?:the\s+)?(?:memory|wiki|conversation|chat\s+history|notes)\b[^.\n]{0,30}\bto\s+https?://|"
+            r"https?://\S*\{\{\s*\w+\s*\}\}|"
+            r"\b(?:reveal|print|output|show|list|repeat|dump)\s+(?:me\s+)?(?:your|the)\s+(?:hidden\s+|secret\s+|system\s+|initial\s+|original\s+)*(?:instructions|prompt|tool\s+list|words\s+above)|"
+            r"\b(?:list|find|collect|output)\s+every\s+(?:api\s+)?(?:key|password|secret|token)s?\b|"
+            r"\b(?:card\s+number|pin|password)s?\b[^.\n]{0,20}\bin\s+your\s+reply\b",
+            re.I,
+        ),
+    ),
+    (
+        "tool-call",
+        "tries to make the assistant call a tool or run something",
+        re.compile(
+            r"\b(?:call|invoke|use|run)\s+(?:the\s+)?[`'\"]?[a-z]+_[a-z_]+[`'\"]?\s+(?:tool|function)\b|"
+            r"\b(?:must|should|will)\s+(?:now\s+)?(?:call|invoke|run)\s+[a-z]+_[a-z_]+\s*\(|"
+            r"\bthen\s+execute\s+(?:it|this|them)\b|\bexecute\s+the\s+following\b",
+            re.I,
+        ),
+    ),
+    (
+        "skip-approval",
+        "tells the assistant to act without the person's approval",
+        re.compile(
+            r"\b(?:disable|skip|bypass|turn\s+off)\s+(?:the\s+)?(?:approval|confirmation)s?\b|"
+            r"\b(?:approve|wire|transfer|pay|send|delete|grant)\b[^.\n]{0,80}\b(?:without\s+(?:asking|approval|confirmation|telling)|no\s+approval\s+needed)\b|"
+            rf"\b(?:(?:any|all|every)\s+)?{_AI_READER}\s+(?:reading|summari[sz]ing|processing|parsing)\s+this\b",
             re.I,
         ),
     ),
@@ -61,17 +104,27 @@ _RULES: list[tuple[str, str, re.Pattern[str]]] = [
         "addressed-order",
         "addresses the assistant directly with an order",
         re.compile(
-            rf"(?:^|[\n.!?]\s*)(?:dear\s+|hey\s+|attention\s*,?\s*)?(?:{_AI})\s*[,:]\s*(?:please\s+)?(?:you\s+must|you\s+will|always|never|do\s+not\s+tell|don't\s+tell|"
-            r"ignore|forward|send|delete|transfer|reveal)\b",
+            rf"\b(?:hey|dear|attention|note\s+to(?:\s+the)?|to\s+the|to\s+any)\s+{_AI_READER}\b[^.\n]{{0,40}}\b(?:must|should|disable|ignore|forward|send|delete|transfer|reveal|approve|grant)\b|"
+            rf"\b{_AI_READER}\s+must\s+(?:\w+\s+){{0,2}}?(?:upload|send|forward|share|reveal|delete|approve|call|ignore)\b|"
+            rf"(?:^|[\n.!?>\-]\s*)(?:{_AI})\s*[,:]\s*(?:please\s+)?(?:you\s+must|you\s+will|always|never|do\s+not\s+tell|don't\s+tell|"
+            r"ignore|forward|send|delete|transfer|reveal|call|approve)\b",
             re.I,
         ),
     ),
     (
         "concealment",
         "tells the assistant to hide something from the person",
-        re.compile(r"\b(?:do\s+not|don't|never)\s+(?:tell|inform|mention\s+(?:this\s+)?to|notify|alert)\s+(?:the\s+user|the\s+owner|anyone|them)\b", re.I),
+        re.compile(r"\b(?:do\s+not|don't|never)\s+(?:tell|inform|mention\s+(?:this\s+)?to|notify|alert)\s+(?:the\s+user|the\s+owner|anyone|them)\b|"
+                   r"\bwithout\s+telling\s+(?:the\s+user|the\s+owner|anyone|them|her|him|\w+)\s*[.!]?$", re.I | re.M),
     ),
 ]
+
+
+def _quoted(text: str, start: int, end: int) -> bool:
+    """True when the match is a quotation (someone talking about such a phrase, not giving it)."""
+    before = text[max(0, start - 2) : start]
+    after = text[end : end + 2]
+    return any(q in before for q in _QUOTES) and any(q in after for q in _QUOTES)
 
 
 @dataclass(frozen=True)
@@ -87,7 +140,7 @@ class Verdict:
 def check_instructions(text: str) -> Verdict:
     """Checks one item's text for attempts to give the assistant orders."""
     for name, reason, pattern in _RULES:
-        m = pattern.search(text)
+        m = next((m for m in pattern.finditer(text) if not _quoted(text, m.start(), m.end())), None)
         if m:
             excerpt = text[max(0, m.start() - 20) : m.end() + 20].replace("\n", " ").strip()
             return Verdict(False, name, f"Quarantined: the item {reason} (\u201c{excerpt}\u201d).", excerpt)

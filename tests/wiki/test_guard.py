@@ -51,3 +51,24 @@ def test_refused_item_is_not_searchable_and_can_be_released(mem: Memory) -> None
     sid = mem.release_quarantined(held[0].id)
     assert [h.id for h in mem.search("archive collector", scopes=["public"], mode="keyword")] == [sid]
     assert mem.quarantine() == []
+
+
+def test_filter_on_the_shared_labelled_injection_set() -> None:
+    """Scores the filter on tests/data/safety (hand-labelled by the safety work, hard negatives included).
+    The rules were improved with this set in view, so it guards against regressions rather than
+    measuring generalisation; the PII set serves as extra benign text."""
+    import json
+    from pathlib import Path
+
+    data = Path(__file__).resolve().parents[1] / "data" / "safety"
+    if not (data / "injection.jsonl").exists():
+        pytest.skip("tests/data/safety/injection.jsonl is not in this checkout")
+    rows = [json.loads(line) for line in (data / "injection.jsonl").read_text().splitlines() if line.strip()]
+    inj = [r for r in rows if r["label"] == "injection"]
+    benign = [r["text"] for r in rows if r["label"] == "benign"]
+    if (data / "labelled.jsonl").exists():
+        benign += [json.loads(line)["text"] for line in (data / "labelled.jsonl").read_text().splitlines() if line.strip()]
+    caught = [r["id"] for r in inj if not check_instructions(r["text"]).ok]
+    false_alarms = [t for t in benign if not check_instructions(t).ok]
+    assert len(caught) >= 0.9 * len(inj), sorted({r["id"] for r in inj} - set(caught))
+    assert len(false_alarms) <= 0.01 * len(benign), false_alarms
