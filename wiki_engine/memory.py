@@ -475,12 +475,10 @@ class Memory:
         )
         self._delete_sources([r[0] for r in rows])
         scopes = {Scope("private", person)}
-        agents_dir = self.root / "sources" / "agent" / person
         for base in ("sources", "wiki", "index"):
             d = self.root / base / "agent" / person
             if d.exists():
                 scopes |= {Scope("agent", person, p.name) for p in d.iterdir() if p.is_dir()}
-        del agents_dir
         for sc in scopes:
             self._drop_scope(sc)
         return len(rows)
