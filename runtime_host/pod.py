@@ -110,6 +110,13 @@ class Pod:
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._lease_task: asyncio.Task[None] | None = None
         self.subscribe(self._persist_worker_state)
+        self._memory: Any = None
+        self._memory_pool: Any = None
+        # Tools the Pod carries out for a worker, by name: handler(person_id, instance_id, args) -> output
+        self.pod_tools: dict[str, Callable[[str, str, dict[str, Any]], Any]] = {
+            "remember": self._tool_remember,
+            "search_memory": self._tool_search_memory,
+        }
 
     # -- events
     def subscribe(self, fn: Callable[[dict[str, Any]], None]) -> Callable[[], None]:
@@ -518,8 +525,90 @@ class Pod:
             if "seq" in msg:
                 with contextlib.suppress(ConnectionError):
                     handle.send({"type": "ack", "seq": msg["seq"]})
+        elif kind == "pod.call":
+            await self._on_pod_call(handle, msg)
         elif kind == "error":
             log.warning("worker %s reported: %s", handle.label, msg.get("error"))
+
+    async def _on_pod_call(self, handle: WorkerHandle, msg: dict[str, Any]) -> None:
+        """A worker asks the Pod to act. The identity is the pipe's (person, agent), never an argument."""
+        person_id, instance_id = handle.key
+        method = str(msg.get("method"))
+        args = msg.get("args") if isinstance(msg.get("args"), dict) else {}
+        if msg.get("turn_id") != handle.active_turn:
+            result = {"ok": False, "error": "this worker has no such turn"}
+        elif method not in self.pod_tools:
+            result = {"ok": False, "error": f"the Pod has no tool {method!r}"}
+        else:
+            try:
+                output = await self.pod_tools[method](person_id, instance_id, args)
+                result = {"ok": True, "output": output}
+            except (PermissionError, ValueError, StoreError) as exc:
+                result = {"ok": False, "error": str(exc)}
+            except Exception as exc:  # a Pod tool bug goes back to the model as a tool error
+                log.exception("pod tool %s failed", method)
+                result = {"ok": False, "error": f"{method} failed inside Hearth: {type(exc).__name__}: {exc}"}
+        with contextlib.suppress(ConnectionError):
+            handle.send({"type": "pod.result", "seq": msg.get("seq"), "result": result})
+
+    # -- memory
+    @property
+    def memory(self) -> Any:
+        """The memory wiki (opened on first use: it loads search indexes and a small embedding model)."""
+        if self._memory is None:
+            import wiki_engine
+
+            self._memory = wiki_engine.open_memory(self.home / "memory")
+        return self._memory
+
+    async def in_memory_thread(self, fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
+        """Runs memory work on one background thread (never on the UI thread, one writer at a time)."""
+        import concurrent.futures
+
+        if self._memory_pool is None:
+            self._memory_pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory")
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._memory_pool, lambda: fn(*args, **kw))
+
+    @staticmethod
+    def memory_scope(person_id: str, instance_id: str, which: str) -> str:
+        return {"agent": f"agent/{person_id}/{instance_id}", "person": f"private/{person_id}",
+                "public": "public"}.get(which) or ""
+
+    async def _tool_remember(self, person_id: str, instance_id: str, args: dict[str, Any]) -> str:
+        fact = str(args.get("fact") or "").strip()
+        if not fact:
+            raise ValueError("remember needs a fact")
+        which = str(args.get("scope") or "person")
+        scope = self.memory_scope(person_id, instance_id, which)
+        if not scope:
+            raise ValueError("scope must be agent, person or public")
+        importance = args.get("importance")
+        import wiki_engine
+
+        try:
+            sid = await self.in_memory_thread(lambda: self.memory.remember(
+                fact, person=person_id, agent=instance_id, scope=scope,
+                importance=float(importance) if importance is not None else None))
+        except wiki_engine.InstructionRefused as exc:
+            self.emit({"type": "memory.quarantined", "person": person_id, "agent": instance_id, "reason": exc.reason})
+            raise ValueError(f"not remembered: {exc.reason} (held for the person to review)") from None
+        self.emit({"type": "memory.remembered", "person": person_id, "agent": instance_id, "scope": scope,
+                   "source_id": sid})
+        return f"remembered in {which} memory (source {sid[:12]}); it will appear in the wiki after the next ingest"
+
+    async def _tool_search_memory(self, person_id: str, instance_id: str, args: dict[str, Any]) -> str:
+        query = str(args.get("query") or "").strip()
+        if not query:
+            raise ValueError("search_memory needs a query")
+        k = max(1, min(int(args.get("k") or 8), 20))
+        import wiki_engine
+
+        viewer = wiki_engine.Viewer(person_id, instance_id)
+        hits = await self.in_memory_thread(lambda: self.memory.search(query, scopes=viewer, k=k))
+        if not hits:
+            return "nothing found in memory"
+        return "\n".join(f"[{h.kind} {h.id[:12]}{' · ' + h.title if h.title else ''}] {h.snippet}" for h in hits)
 
     async def _on_turn_event(self, handle: WorkerHandle, run: _Run, ev: dict[str, Any]) -> None:
         kind = ev.get("type")
@@ -667,4 +756,9 @@ class Pod:
         for run in list(self._runs.values()):
             if not run.future.done():
                 run.future.cancel()
+        if self._memory is not None:
+            await self.in_memory_thread(self._memory.close)
+            self._memory = None
+        if self._memory_pool is not None:
+            self._memory_pool.shutdown(wait=False)
         self.store.close()

@@ -99,6 +99,34 @@ def tool(toolkit: str, name: str | None = None,
     return register
 
 
+def pod_tool(toolkit: str, name: str | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Declares a tool the Pod carries out (memory, mail, tasks...): the worker only knows its schema.
+
+    The decorated function documents the arguments; calling the tool sends a `pod.call` over the
+    pipe, and the Pod acts for the (person, agent) bound to that pipe. No argument can name another
+    person: identity never comes from the model.
+    """
+
+    def register(func: Callable[..., Any]) -> Callable[..., Any]:
+        tool_name = name or func.__name__
+
+        def call_pod(_context: dict[str, Any] | None = None, **arguments: Any) -> Any:
+            pod_call = (_context or {}).get("pod_call")
+            if pod_call is None:
+                raise RuntimeError(f"{tool_name} needs the Pod, and this run has no Pod connection")
+            return pod_call(tool_name, arguments)
+
+        call_pod.__signature__ = inspect.signature(func).replace(  # type: ignore[attr-defined]
+            parameters=[*inspect.signature(func).parameters.values(),
+                        inspect.Parameter("_context", inspect.Parameter.KEYWORD_ONLY, default=None)])
+        call_pod.__doc__ = func.__doc__
+        call_pod.__annotations__ = {**func.__annotations__, "_context": dict[str, Any] | None}
+        tool(toolkit, tool_name)(call_pod)
+        return func
+
+    return register
+
+
 def tools_for(toolkits: list[str]) -> dict[str, Tool]:
     out: dict[str, Tool] = {}
     for tk in toolkits:
@@ -262,6 +290,30 @@ def read_notes(last: int = 50) -> str:
     with open(NOTES_FILE, encoding="utf-8") as f:
         lines = [ln.split(" <!-- step:")[0] for ln in f if ln.strip()]
     return "\n".join(lines[-max(1, min(last, 500)):]) or "(no notes yet)"
+
+
+@pod_tool("memory")
+def remember(fact: str, scope: typing.Literal["agent", "person", "public"] = "person", importance: float = 0.5) -> str:
+    """Proposes a fact for long-term memory. It becomes a source in the memory inbox; the wiki is
+    written from it later (you never write pages directly).
+
+    Args:
+        fact: one self-contained fact, in plain words, with names and dates.
+        scope: agent = only you; person = every agent of your person; public = everyone in this pod.
+        importance: 0 to 1, how much this matters later.
+    """
+    raise NotImplementedError  # documentation only: the Pod carries it out
+
+
+@pod_tool("memory")
+def search_memory(query: str, k: int = 8) -> str:
+    """Searches long-term memory (wiki pages and remembered sources) that you may see.
+
+    Args:
+        query: what you are looking for, in natural words.
+        k: how many results, at most 20.
+    """
+    raise NotImplementedError  # documentation only: the Pod carries it out
 
 
 @tool("delegate")

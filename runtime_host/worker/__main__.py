@@ -50,7 +50,7 @@ class Worker:
 
     def handle(self, msg: dict[str, Any]) -> bool | None:
         kind = msg["type"]
-        if kind == "ack" or kind == "pod.result":
+        if kind in ("ack", "pod.result"):
             self.channel.resolve(int(msg["seq"]), msg.get("result"))
         elif kind == "health.ping":
             self.channel.send({"type": "health.pong", "id": msg.get("id"), "rss": rss_bytes()})

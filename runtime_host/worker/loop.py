@@ -45,6 +45,20 @@ class TurnContext:
     def emit_acked(self, event: dict[str, Any]) -> None:
         self.channel.request({"type": "event", "turn_id": self.turn_id, "event": event})
 
+    def pod_call(self, step_id: str) -> Any:
+        """A function that asks the Pod to carry out a Pod tool for this worker's identity."""
+
+        def call(method: str, arguments: dict[str, Any]) -> Any:
+            reply = self.channel.request({"type": "pod.call", "turn_id": self.turn_id, "step_id": step_id,
+                                          "method": method, "args": arguments}, timeout=300)
+            if not isinstance(reply, dict):
+                raise RuntimeError("the Pod gave no answer")
+            if not reply.get("ok"):
+                raise ToolInputError(reply.get("error") or "the Pod refused")
+            return reply.get("output")
+
+        return call
+
     def start_step(self, kind: str, name: str, *, arguments: Any = None, call_id: str | None = None,
                    parent_id: str | None = None) -> str:
         step_id = uuid.uuid4().hex
@@ -164,7 +178,8 @@ def _run_tool(ctx: TurnContext, call: dict[str, Any], tools: dict[str, Tool], pa
         ctx.finish_step(step_id, "failed", {"output": output})
         return output
     try:
-        output = call_tool(tool, call["arguments"], {"turn_id": ctx.turn_id, "step_id": step_id})
+        output = call_tool(tool, call["arguments"], {"turn_id": ctx.turn_id, "step_id": step_id,
+                                                      "pod_call": ctx.pod_call(step_id)})
     except ToolInputError as exc:
         output = f"error: {exc}"
         ctx.finish_step(step_id, "failed", {"output": output})
