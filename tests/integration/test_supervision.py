@@ -221,7 +221,7 @@ async def test_profiles_and_edits_reach_the_worker(home, fake_model) -> None:
     pod.add_provider("fake", kind="openai-compatible", base_url=fake_model.base_url, model="fake-1")
     try:
         info = pod.add_agent("sched", profile="scheduling")
-        assert set(info["toolkits"]) == {"clock", "math", "notes"} and "time" in info["system"]
+        assert set(info["toolkits"]) == {"memory", "clock", "math", "notes"} and "time" in info["system"]
         assert (await pod.chat("sched", "hi")).ok
         assert "plan their time" in fake_model.requests[-1].messages[0]["content"]
         pod.edit_agent("sched", system="You are terse.", toolkits=["clock"])
