@@ -1,20 +1,52 @@
-"""`python -m app`: the Hearth window, hosting the Pod on the Qt event loop (qasync)."""
+"""`python -m app`: the Hearth window, hosting the Pod on the Qt event loop (qasync).
+
+`--smoke` is a self-test for a build (the PyInstaller bundle above all): offscreen, in a temporary
+data folder, it adds a provider for the model at `--smoke-model-url`, spawns a worker (a frozen one
+in the bundle), sends one message through the window and waits for the streamed answer, then prints
+one line of JSON and exits 0, or non-zero with the reason.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import sys
+import time
+from pathlib import Path
+from typing import Any
+
+SMOKE_PROMPT = "Hello from the Hearth smoke test"
+SMOKE_OFFLINE_PROMPT = "Say hello in one short sentence."
+
+
+def _parser(version: str) -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="hearth", description="Hearth: a private AI pod on your own machine.")
+    ap.add_argument("--version", action="version", version=f"Hearth {version}")
+    ap.add_argument("--quit-after", type=float, default=None, help="quit after N seconds (for smoke checks)")
+    smoke = ap.add_argument_group("self-test (for builds and CI)")
+    smoke.add_argument("--smoke", action="store_true",
+                       help="offscreen, in a temporary data folder: one turn through the window and a worker "
+                            "against --smoke-model-url; prints one line of JSON, exits 0 on success")
+    smoke.add_argument("--smoke-model-url", metavar="URL",
+                       help="base URL of an OpenAI-compatible model server for --smoke (e.g. the test fake model)")
+    smoke.add_argument("--smoke-offline", action="store_true",
+                       help="also answer one message with the built-in offline model (checks the bundled engine)")
+    smoke.add_argument("--smoke-speech", metavar="AUDIO",
+                       help="also transcribe this audio file with the packaged speech model")
+    smoke.add_argument("--smoke-require-keyring", action="store_true",
+                       help="fail unless a secure OS keyring stores and returns the provider key")
+    smoke.add_argument("--smoke-timeout", type=float, default=120.0, metavar="S", help="give up after S seconds")
+    return ap
 
 
 def main(argv: list[str] | None = None) -> int:
     from app import __version__
 
-    ap = argparse.ArgumentParser(prog="hearth", description="Hearth: a private AI pod on your own machine.")
-    ap.add_argument("--version", action="version", version=f"Hearth {__version__}")
-    ap.add_argument("--quit-after", type=float, default=None, help="quit after N seconds (for smoke checks)")
-    args = ap.parse_args(argv)
+    args = _parser(__version__).parse_args(argv)
+    if args.smoke:
+        return _smoke(args)
 
     if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY") and sys.platform.startswith("linux"):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -23,25 +55,35 @@ def main(argv: list[str] | None = None) -> int:
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
+    from app.crash import install_crash_handler
     from app.main_window import MainWindow
+    from runtime_host.logs import setup_logging
+    from runtime_host.paths import data_dir
     from runtime_host.pod import Pod
 
+    home = data_dir()
+    setup_logging(home)
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("Hearth")
     app.setOrganizationName("Hearth")
+    app.setApplicationVersion(__version__)
+    _set_icon(app)
+    windows: list[Any] = []
+    crash = install_crash_handler(home, parent=lambda: windows[0] if windows else None)
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
     app.setQuitOnLastWindowClosed(False)  # the Pod shuts down first; then the loop ends
     closing = asyncio.Event()
 
     async def run() -> None:
-        pod = Pod()
+        pod = Pod(home)
         if not pod.list_agents():
             # First run: an assistant on the built-in offline model, so Hearth answers at once.
             pod.add_agent("Assistant", profile="assistant")
         pod.start_background()
         await pod.recover()
         window = MainWindow(pod)
+        windows.append(window)
         window.closed.connect(closing.set)
         window.show()
         print(f"Hearth {__version__} is running (data in {pod.home}).", flush=True)
@@ -52,9 +94,246 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             await pod.close()
 
-    with loop:
-        loop.run_until_complete(run())
+    try:
+        with loop:
+            loop.run_until_complete(run())
+    finally:
+        crash.uninstall()
     return 0
+
+
+def _set_icon(app: Any) -> None:
+    from PySide6.QtGui import QIcon
+
+    from runtime_host.profiles import resources_dir
+
+    icon = resources_dir() / "icons" / "hearth.png"
+    if icon.is_file():
+        app.setWindowIcon(QIcon(str(icon)))
+
+
+# ----------------------------------------------------------------------------------------- smoke
+
+
+class SmokeFailure(Exception):
+    """The self-test failed; the message says at which step and why."""
+
+
+def _since_start_ms() -> float:
+    """Milliseconds since this process was created (the bundle's start-up and imports included).
+    Linux: the kernel's start time of this process against the same clock; elsewhere psutil's."""
+    try:
+        with open("/proc/self/stat", encoding="ascii") as f:
+            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        now = time.clock_gettime(time.CLOCK_BOOTTIME)
+        return round((now - start_ticks / os.sysconf("SC_CLK_TCK")) * 1000, 1)
+    except (OSError, ValueError, IndexError, AttributeError):
+        import psutil
+
+        return round((time.time() - psutil.Process().create_time()) * 1000, 1)
+
+
+def _smoke(args: argparse.Namespace) -> int:
+    import shutil
+    import tempfile
+
+    result: dict[str, Any] = {"ok": False, "frozen": bool(getattr(sys, "frozen", False))}
+    if not args.smoke_model_url:
+        result["error"] = ("--smoke needs --smoke-model-url URL: the base URL of an OpenAI-compatible model server, "
+                           "e.g. the one `python -m tests.helpers.fake_model` prints.")
+        print(json.dumps(result), flush=True)
+        return 2
+    tmp = Path(tempfile.mkdtemp(prefix="hearth-smoke-"))
+    os.environ["HEARTH_HOME"] = str(tmp / "data")
+    os.environ["XDG_CONFIG_HOME"] = str(tmp / "config")  # window geometry (QSettings) stays in the temp folder
+    os.environ["QT_QPA_PLATFORM"] = "offscreen"
+    os.environ["HEARTH_LOOPBACK_ONLY"] = "1"  # the worker refuses any model address off this machine
+    stage = ["starting"]
+    try:
+        result.update(_smoke_run(args, tmp, stage))
+        result["ok"] = True
+    except SmokeFailure as exc:
+        result["error"] = str(exc)
+    except TimeoutError:
+        result["error"] = f"timed out after {args.smoke_timeout:g} s while {stage[0]}"
+    except Exception as exc:  # noqa: BLE001 - the self-test reports every failure as JSON
+        result["error"] = f"{type(exc).__name__} while {stage[0]}: {exc}"
+    result["stage"] = stage[0]
+    if result["ok"]:
+        shutil.rmtree(tmp, ignore_errors=True)
+    else:
+        result["kept"] = str(tmp)  # logs and the worker log stay for a look
+    print(json.dumps(result, ensure_ascii=False), flush=True)
+    return 0 if result["ok"] else 1
+
+
+def _smoke_run(args: argparse.Namespace, tmp: Path, stage: list[str]) -> dict[str, Any]:
+    import logging
+    import secrets
+
+    import qasync
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QApplication
+
+    from app import __version__
+    from app.crash import install_crash_handler
+    from runtime_host.logs import log_file, setup_logging
+    from runtime_host.paths import data_dir
+
+    out: dict[str, Any] = {"version": __version__}
+    home = data_dir()
+    setup_logging(home)
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setApplicationName("Hearth")
+    app.setQuitOnLastWindowClosed(False)  # as in the app: the loop ends when the pod has closed
+    _set_icon(app)
+    crash = install_crash_handler(home)
+    loop = qasync.QEventLoop(app)
+    asyncio.set_event_loop(loop)
+
+    async def run() -> None:
+        from app.main_window import MainWindow
+        from runtime_host.pod import Pod
+        from runtime_host.supervisor import worker_command
+        from vault import Vault, VaultUnavailable
+
+        stage[0] = "opening the pod"
+        pod = Pod(home)
+        try:
+            key: str | None = None
+            try:
+                out["keyring"] = Vault.check()
+                key = "smoke-" + secrets.token_hex(16)
+            except VaultUnavailable as exc:
+                if args.smoke_require_keyring:
+                    raise SmokeFailure(f"no secure keyring: {exc}") from None
+                out["keyring"] = f"unavailable: {exc}"
+            pod.add_provider("smoke", kind="openai-compatible", base_url=args.smoke_model_url, model="smoke-model",
+                             key=key)
+            if key is not None:
+                stage[0] = "reading the key back from the keyring"
+                if pod.vault().get("provider/smoke") != key:
+                    raise SmokeFailure("the keyring did not return the provider key it stored")
+                logging.getLogger("hearth.smoke").info("provider key for the smoke test is %s", key)
+            pod.add_agent("Smoke", provider="smoke", system="You are Hearth's smoke-test agent.")
+
+            stage[0] = "showing the window"
+            window = MainWindow(pod)
+            window.show()
+            out["window_ms"] = _since_start_ms()
+            item = next((window.agents.item(i) for i in range(window.agents.count())
+                         if window.agents.item(i).data(Qt.ItemDataRole.UserRole) == "Smoke"), None)
+            if item is None:
+                raise SmokeFailure("the window does not list the Smoke agent")
+            window.agents.setCurrentItem(item)
+
+            times: dict[str, float] = {}
+            deltas: list[str] = []
+            finished: list[asyncio.Future[dict[str, Any]]] = []
+
+            def on_event(ev: dict[str, Any]) -> None:
+                kind = ev.get("type")
+                if kind == "worker.state":
+                    times.setdefault(str(ev.get("new")), time.perf_counter())
+                elif kind == "delta" and ev.get("parent_id") is None:
+                    deltas.append(ev["text"])
+                elif kind == "turn.finished" and finished and not finished[-1].done():
+                    finished[-1].set_result(ev)
+
+            window.bridge.event.connect(on_event)
+
+            async def turn(text: str, what: str) -> dict[str, Any]:
+                finished.append(asyncio.get_running_loop().create_future())
+                deltas.clear()
+                window.composer.setPlainText(text)
+                t = time.perf_counter()
+                window.send()  # the same code path as Ctrl+Enter
+                stage[0] = f"waiting for {what}"
+                ev = await finished[-1]
+                if ev.get("status") != "done":
+                    raise SmokeFailure(f"{what} failed: {ev.get('error')}")
+                answer = (ev.get("text") or "").strip()
+                if not answer:
+                    raise SmokeFailure(f"{what} was empty")
+                if not deltas:
+                    raise SmokeFailure(f"{what} arrived without streaming")
+                if answer.splitlines()[0][:40] not in window.chat.toPlainText():
+                    raise SmokeFailure(f"{what} did not appear in the chat view")
+                return {"answer": answer[:200], "deltas": len(deltas), "ms": round((time.perf_counter() - t) * 1000, 1),
+                        "model": ev.get("model")}
+
+            stage[0] = "spawning the worker"
+            first = await turn(SMOKE_PROMPT, "the answer")
+            out.update(answer=first["answer"], deltas=first["deltas"], turn_ms=first["ms"])
+            if "starting" in times and "ready" in times:
+                out["worker_ready_ms"] = round((times["ready"] - times["starting"]) * 1000, 1)
+
+            stage[0] = "checking the worker process"
+            handle = next(iter(pod.supervisor.handles.values()), None)
+            if handle is None or handle.pid is None:
+                raise SmokeFailure("no worker process was started")
+            import psutil
+
+            proc = psutil.Process(handle.pid)
+            cmd = proc.cmdline()
+            out["worker_pid"] = handle.pid
+            out["worker_command"] = cmd
+            frozen = bool(getattr(sys, "frozen", False))
+            out["worker_frozen"] = frozen and os.path.realpath(proc.exe()) == os.path.realpath(sys.executable) \
+                and cmd[1:] == ["--worker"]
+            if frozen and not out["worker_frozen"]:
+                raise SmokeFailure(f"the bundle spawned its worker as {cmd} ({proc.exe()}), not as itself --worker")
+            if pod.supervisor.command != worker_command():
+                raise SmokeFailure(f"unexpected worker command {pod.supervisor.command}")
+
+            if args.smoke_offline:
+                stage[0] = "selecting the offline model"
+                idx = window.model_picker.findData("embedded")
+                if idx < 0:
+                    raise SmokeFailure("the model picker does not offer the built-in offline model")
+                window.model_picker.setCurrentIndex(idx)
+                offline = await turn(SMOKE_OFFLINE_PROMPT, "the offline model's answer")
+                out["offline"] = {"answer": offline["answer"][:120], "ms": offline["ms"], "model": offline["model"]}
+
+            if args.smoke_speech:
+                stage[0] = "transcribing with the packaged speech model"
+                out["speech"] = await asyncio.get_running_loop().run_in_executor(None, _smoke_speech, args.smoke_speech)
+
+            stage[0] = "checking the log"
+            log_text = log_file(home).read_text(encoding="utf-8") if log_file(home).is_file() else ""
+            if key is not None:
+                if key in log_text:
+                    raise SmokeFailure(f"the provider key reached the log file {log_file(home)}")
+                if "[secret hidden]" not in log_text:
+                    raise SmokeFailure("the log file does not show the redacted key line")
+            out["log_redacted"] = key is not None
+            if key is not None:
+                pod.vault().delete("provider/smoke")
+            stage[0] = "closing"
+            window.close()
+        finally:
+            await pod.close()
+        out["total_ms"] = _since_start_ms()
+
+    try:
+        with loop:
+            loop.run_until_complete(asyncio.wait_for(run(), args.smoke_timeout))
+    finally:
+        crash.uninstall()
+    if crash.reports:
+        raise SmokeFailure(f"an unexpected error was reported: {crash.reports[0]}")
+    stage[0] = "done"
+    return out
+
+
+def _smoke_speech(path: str) -> dict[str, Any]:
+    from runtime_host.speech import SpeechEngine
+
+    with SpeechEngine() as engine:
+        t = engine.transcribe(Path(path)).result(timeout=300)
+    if not t.text.strip():
+        raise SmokeFailure(f"the speech model heard nothing in {path}")
+    return {"text": t.text.strip()[:120], "language": t.language, "ms": round(t.elapsed_s * 1000, 1)}
 
 
 if __name__ == "__main__":
