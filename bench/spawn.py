@@ -13,9 +13,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import pct, python_bare_ms_p50
-
 import psutil  # noqa: E402
+from _common import pct, python_bare_ms_p50
 
 from runtime_host.pod import Pod  # noqa: E402
 from runtime_host.supervisor import SupervisorConfig, default_memory_budget_mb  # noqa: E402

@@ -70,6 +70,23 @@ def build_parser() -> argparse.ArgumentParser:
     rt = sub.add_parser("run-turn", help="(internal) host one detached run until it ends")
     rt.add_argument("turn_id")
 
+    me = sub.add_parser("memory", help="the memory wiki: pipelines, search, pages, proposals, forgetting")
+    me_sub = me.add_subparsers(dest="action", required=True)
+    me_sub.add_parser("produce", help="pull new chat into the memory inbox (keep or skip)")
+    me_sub.add_parser("ingest", help="write wiki pages from the inbox")
+    me_sub.add_parser("nightly", help="merge duplicates, re-synthesise, rebuild the index")
+    msr = me_sub.add_parser("search", help="search what you may see")
+    msr.add_argument("query")
+    msr.add_argument("-k", type=int, default=10)
+    msr.add_argument("--mode", choices=["hybrid", "keyword", "meaning"], default="hybrid")
+    mpg = me_sub.add_parser("pages", help="list wiki pages")
+    mpg.add_argument("--json", action="store_true")
+    me_sub.add_parser("verify", help="find sources whose bytes no longer match their checksum")
+    me_sub.add_parser("proposals", help="agent edits waiting for you on verified pages")
+    mfa = me_sub.add_parser("forget-agent", help="delete everything one agent learned")
+    mfa.add_argument("name")
+    me_sub.add_parser("forget-me", help="delete everything remembered about you")
+
     from runtime_host.speech.cli import add_transcribe_parser
 
     add_transcribe_parser(sub)
@@ -138,6 +155,51 @@ async def _run_turn_host(pod: Any, turn_id: str) -> int:
         return EXIT_OK
     print(f"error: {result.error}", file=sys.stderr)
     return EXIT_FAILED
+
+
+async def _memory(pod: Any, args: argparse.Namespace) -> int:
+    from runtime_host.memory_jobs import MemoryModelError
+
+    try:
+        if args.action == "produce":
+            _print_json(await pod.memory_produce())
+        elif args.action == "ingest":
+            _print_json(await pod.memory_ingest())
+        elif args.action == "nightly":
+            _print_json(await pod.memory_nightly())
+        elif args.action == "search":
+            hits = await pod.memory_search(args.query, k=args.k, mode=args.mode)
+            _print_json([{"id": h.id, "kind": h.kind, "scope": pod.scope_label(h.scope), "title": h.title,
+                          "score": round(h.score, 4), "snippet": h.snippet} for h in hits])
+        elif args.action == "pages":
+            rows = []
+            for scope in pod.person_scopes():
+                pages, corrupt = await pod.in_memory_thread(lambda scope=scope: pod.memory.list_pages(scope))
+                rows += [{"scope": pod.scope_label(scope), "title": p.title, "category": p.category,
+                          "verified": p.verified, "updated": p.updated} for p in pages]
+                rows += [{"scope": pod.scope_label(scope), "corrupt": c} for c in corrupt]
+            if args.json:
+                _print_json(rows)
+            else:
+                for r in rows:
+                    print(f"{r['scope']}\t{r.get('title') or r.get('corrupt')}\t{'verified' if r.get('verified') else ''}")
+        elif args.action == "verify":
+            bad = await pod.in_memory_thread(pod.memory.verify)
+            if bad:
+                for t in bad:
+                    print(f"tampered: {t}", file=sys.stderr)
+                return EXIT_FAILED
+            print("Every source matches its checksum.")
+        elif args.action == "proposals":
+            _print_json([vars(p) for p in await pod.in_memory_thread(pod.memory.proposals)])
+        elif args.action == "forget-agent":
+            print(f"Forgot {await pod.memory_forget_agent(args.name)} item(s) learned by {args.name}.")
+        elif args.action == "forget-me":
+            print(f"Forgot {await pod.memory_forget_me()} item(s) about you.")
+    except MemoryModelError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
 
 
 async def _amain(args: argparse.Namespace) -> int:
@@ -210,6 +272,8 @@ async def _amain(args: argparse.Namespace) -> int:
                         f"{r['provider']}/{r['model']}" if r.get("provider") else "not set")
                     print(f"role {role}\t{where}\t({r['source']})")
             return EXIT_OK
+        if args.cmd == "memory":
+            return await _memory(pod, args)
         if args.cmd == "run":
             turn_id = pod.create_background_run(args.agent, args.prompt)
             if args.detach:

@@ -610,6 +610,96 @@ class Pod:
             return "nothing found in memory"
         return "\n".join(f"[{h.kind} {h.id[:12]}{' · ' + h.title if h.title else ''}] {h.snippet}" for h in hits)
 
+    # -- memory pipelines (run by the scheduler's memory timers, or by hand)
+    def _chat_items(self, person_id: str, since: Any) -> list[Any]:
+        """Chat messages of one person's conversations after a watermark, as memory items."""
+        from wiki_engine import Item
+
+        scope = f"private/{person_id}"
+        names = {i.id: i.name for i, _ in self.store.list_agents(person_id)}
+        items = []
+        for inst_id, agent_name in names.items():
+            for conv in self.store.list_conversations(inst_id):
+                for m in self.store.list_messages(conv.id):
+                    if m.role not in ("user", "assistant") or not m.content.strip():
+                        continue
+                    if since is not None and (m.created_at, m.id) <= (since.ts, since.key):
+                        continue
+                    who = "person" if m.role == "user" else agent_name
+                    items.append(Item(text=m.content, scope=scope, ts=m.created_at, kind="chat", key=m.id,
+                                      author=who, owner=person_id, agent=inst_id, subject=conv.title))
+        return items
+
+    def _memory_route(self, role: str) -> dict[str, Any] | None:
+        try:
+            return self.role_route(role)
+        except TurnFailed:
+            return None
+
+    def person_scopes(self) -> list[str]:
+        """What the current person may read: public, their private tree, and each of their agents' notes."""
+        pid = self.person.id
+        return ["public", f"private/{pid}", *(f"agent/{pid}/{i.id}" for i, _ in self.store.list_agents(pid))]
+
+    def scope_label(self, scope: str) -> str:
+        if scope == "public":
+            return "Everyone"
+        if scope.startswith("private/"):
+            return "Me"
+        agent_id = scope.rsplit("/", 1)[-1]
+        found = self.store.get_instance(agent_id)
+        return f"{found[0].name}'s notes" if found else scope
+
+    async def memory_search(self, query: str, k: int = 10, mode: str = "hybrid") -> list[Any]:
+        return await self.in_memory_thread(lambda: self.memory.search(query, scopes=self.person_scopes(), k=k, mode=mode))
+
+    async def memory_forget_agent(self, name: str) -> int:
+        inst, _ = self.find_agent(name)
+        return await self.in_memory_thread(lambda: self.memory.forget_agent(inst.person_id, inst.id))
+
+    async def memory_forget_me(self) -> int:
+        return await self.in_memory_thread(lambda: self.memory.forget_person(self.person.id))
+
+    async def memory_produce(self) -> list[dict[str, Any]]:
+        """Pulls new chat into the memory inbox (keep or skip by the extraction model)."""
+        from runtime_host.memory_jobs import choose
+        from wiki_engine.pipeline import run_producer
+
+        who, decide, _ = choose(self._memory_route("extraction"))
+        reports = []
+        for person in self.store.list_people():
+            scope = f"private/{person.id}"
+            pid = person.id
+            rep = await self.in_memory_thread(lambda scope=scope, pid=pid: run_producer(
+                self.memory, scope=scope, origin="chat", fetch=lambda mark: self._chat_items(pid, mark),
+                decide=decide))
+            reports.append({"scope": scope, "decided_by": who, "pulled": rep.pulled, "kept": len(rep.kept),
+                            "skipped": [{"item": k, "reason": r} for k, r in rep.skipped],
+                            "quarantined": [{"item": k, "reason": r} for k, r in rep.quarantined]})
+        self.emit({"type": "memory.produced", "reports": reports})
+        return reports
+
+    async def memory_ingest(self) -> dict[str, Any]:
+        """Turns the inbox into wiki pages (single writer); verified pages only get proposals."""
+        from runtime_host.memory_jobs import choose
+        from wiki_engine.pipeline import run_ingest
+
+        who, _, synthesize = choose(self._memory_route("ingest"))
+        rep = await self.in_memory_thread(lambda: run_ingest(self.memory, synthesize))
+        out = {"written_by": who, "written": rep.written, "proposed": [t for t, _ in rep.proposed],
+               "rejected": [{"title": t, "why": w} for t, w in rep.rejected], "consumed": len(rep.consumed),
+               "left_in_inbox": len(rep.left_in_inbox)}
+        self.emit({"type": "memory.ingested", **out})
+        return out
+
+    async def memory_nightly(self) -> dict[str, Any]:
+        from wiki_engine.pipeline import run_nightly
+
+        rep = await self.in_memory_thread(lambda: run_nightly(self.memory))
+        out = {k: v for k, v in vars(rep).items()}
+        self.emit({"type": "memory.nightly", **{k: v for k, v in out.items() if isinstance(v, int | list)}})
+        return out
+
     async def _on_turn_event(self, handle: WorkerHandle, run: _Run, ev: dict[str, Any]) -> None:
         kind = ev.get("type")
         base = {"turn_id": run.turn_id, "conversation_id": run.conversation_id, "agent": run.agent}

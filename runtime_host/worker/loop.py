@@ -13,7 +13,15 @@ import traceback
 import uuid
 from typing import Any
 
-from runtime_host.providers import Finished, ProviderError, Route, TextDelta, ToolCall, open_provider, supports_tools
+from runtime_host.providers import (
+    Finished,
+    ProviderError,
+    Route,
+    TextDelta,
+    ToolCall,
+    open_provider,
+    supports_tools,
+)
 from runtime_host.tools import Tool, ToolInputError, call_tool, tools_for
 from runtime_host.worker.channel import Channel, PodGone
 
