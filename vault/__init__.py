@@ -1,22 +1,41 @@
-"""Secrets in the OS keyring, and redaction of those secrets wherever Hearth logs.
+"""Secrets in the OS keyring (or an encrypted file when there is none), and redaction of those secrets
+wherever Hearth logs.
 
 Secrets never go to the database, a log, argv or the environment. Names are namespaced by pod,
-person and purpose, e.g. "<pod>/person/<id>/provider/<name>".
+person, agent and purpose, e.g. "<pod>/person/<id>/provider/<name>": build them with
+`person_namespace`, `agent_namespace` and `provider_key` rather than by hand. `Vault.open` picks the
+OS keyring when a secure one exists, else the person's passphrase-encrypted file under the data dir
+(`vault/filestore.py`); without a passphrase it says so (`VaultLocked`), never falls back to plaintext.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import threading
+from pathlib import Path
+from typing import Literal, Protocol
+
+from vault.filestore import (
+    DEFAULT_SCRYPT_N,
+    EncryptedFileStore,
+    VaultCorrupt,
+    VaultError,
+    VaultLocked,
+    VaultUnavailable,
+    WrongPassphrase,
+)
+
+__all__ = [
+    "SERVICE", "Vault", "VaultError", "VaultUnavailable", "VaultLocked", "WrongPassphrase", "VaultCorrupt",
+    "EncryptedFileStore", "RedactingFilter", "remember_secret", "redact", "person_namespace", "agent_namespace",
+    "provider_key", "vault_file",
+]
 
 SERVICE = "Hearth"
 
 _known: set[str] = set()
 _known_lock = threading.Lock()
-
-
-class VaultUnavailable(Exception):
-    """No secure keyring backend is available on this machine."""
 
 
 _INSECURE_BACKENDS = ("fail.Keyring", "null.Keyring", "PlaintextKeyring")
@@ -66,40 +85,142 @@ class RedactingFilter(logging.Filter):
         return True
 
 
-class Vault:
-    def __init__(self, namespace: str):
-        self.namespace = namespace
+_PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,127}$")
 
-    def _name(self, key: str) -> str:
-        return f"{self.namespace}/{key}"
 
-    def set(self, key: str, secret: str) -> None:
-        if not secret:
-            raise ValueError("An empty secret cannot be stored.")
+def _part(kind: str, value: str) -> str:
+    if not isinstance(value, str) or not _PART.match(value) or ".." in value:
+        raise ValueError(f"{value!r} cannot be a {kind} in a vault name: use 1-128 letters, digits, '_', '.', '@', "
+                         "'+' or '-', starting with a letter or digit (no '/', no '..').")
+    return value
+
+
+def person_namespace(pod_id: str, person_id: str) -> str:
+    """The namespace of one person's secrets: "<pod>/person/<person>"."""
+    return f"{_part('pod id', pod_id)}/person/{_part('person id', person_id)}"
+
+
+def agent_namespace(pod_id: str, person_id: str, agent_id: str) -> str:
+    """The namespace of one agent's own secrets: "<pod>/person/<person>/agent/<agent>"."""
+    return f"{person_namespace(pod_id, person_id)}/agent/{_part('agent id', agent_id)}"
+
+
+def provider_key(provider: str) -> str:
+    """The key of a provider's API key inside a person's (or agent's) namespace: "provider/<name>"."""
+    return f"provider/{_part('provider name', provider)}"
+
+
+def vault_file(data_dir: str | Path, namespace: str) -> Path:
+    """The encrypted file that holds `namespace`: one per person (their agents share it and its passphrase)."""
+    m = re.match(r"^([^/]+)/person/([^/]+)", namespace)
+    stem = f"{m.group(1)}-person-{m.group(2)}" if m else re.sub(r"[^A-Za-z0-9_.-]+", "_", namespace).strip("._")
+    return Path(data_dir) / "vault" / f"{stem or 'default'}.hvault"
+
+
+class _Store(Protocol):
+    def get(self, name: str) -> str | None: ...
+    def set(self, name: str, value: str) -> None: ...
+    def delete(self, name: str) -> None: ...
+
+
+class _KeyringStore:
+    backend_name = "keyring"
+
+    def get(self, name: str) -> str | None:
         _backend()
         import keyring
 
-        keyring.set_password(SERVICE, self._name(key), secret)
-        remember_secret(secret)
+        return keyring.get_password(SERVICE, name)
 
-    def get(self, key: str) -> str | None:
+    def set(self, name: str, value: str) -> None:
         _backend()
         import keyring
 
-        value = keyring.get_password(SERVICE, self._name(key))
-        if value:
-            remember_secret(value)
-        return value
+        keyring.set_password(SERVICE, name, value)
 
-    def delete(self, key: str) -> None:
+    def delete(self, name: str) -> None:
         _backend()
         import keyring
         from keyring.errors import PasswordDeleteError
 
         try:
-            keyring.delete_password(SERVICE, self._name(key))
+            keyring.delete_password(SERVICE, name)
         except PasswordDeleteError:
             pass
+
+
+class Vault:
+    """Secrets of one namespace, in the OS keyring (default) or an `EncryptedFileStore`."""
+
+    def __init__(self, namespace: str, store: _Store | None = None):
+        if not namespace or namespace.startswith("/") or namespace.endswith("/") or "//" in namespace:
+            raise ValueError(f"{namespace!r} is not a vault namespace; build one with person_namespace(...)")
+        self.namespace = namespace
+        self._store: _Store = store if store is not None else _KeyringStore()
+
+    @property
+    def backend(self) -> str:
+        """"keyring" or "encrypted-file"."""
+        return str(getattr(self._store, "backend_name", type(self._store).__name__))
+
+    @classmethod
+    def open(cls, namespace: str, passphrase: str | None = None, data_dir: str | Path | None = None, *,
+             backend: Literal["auto", "keyring", "file"] = "auto", path: str | Path | None = None,
+             scrypt_n: int = DEFAULT_SCRYPT_N) -> Vault:
+        """The vault for `namespace`: the OS keyring when a secure one exists ("auto"), else the encrypted
+        file under `data_dir` unlocked by `passphrase` (created with it on first use).
+
+        Raises VaultUnavailable (no keyring, no data dir), VaultLocked (a file but no passphrase),
+        WrongPassphrase, or VaultCorrupt, each saying what to do.
+        """
+        if backend in ("auto", "keyring"):
+            try:
+                _backend()
+                return cls(namespace)
+            except VaultUnavailable as exc:
+                if backend == "keyring":
+                    raise
+                if data_dir is None and path is None:
+                    raise VaultUnavailable(f"{exc} Or set a passphrase so Hearth keeps keys in an encrypted file "
+                                           "in its data folder.") from None
+        elif backend != "file":
+            raise ValueError(f"backend must be 'auto', 'keyring' or 'file', not {backend!r}")
+        if path is None:
+            if data_dir is None:
+                raise ValueError("the encrypted-file vault needs data_dir (or path)")
+            path = vault_file(data_dir, namespace)
+        if passphrase is None and not Path(path).exists():
+            raise VaultUnavailable(
+                "No secure keyring is available on this machine, so Hearth keeps keys in a file encrypted with a "
+                "passphrase: set one (Settings → Security) to create it."
+            )
+        return cls(namespace, EncryptedFileStore(path, passphrase, scrypt_n=scrypt_n))
+
+    def _name(self, key: str) -> str:
+        if not key or key.startswith("/") or "//" in key or ".." in key.split("/"):
+            raise ValueError(f"{key!r} is not a secret key inside a namespace (e.g. provider_key('openai'))")
+        return f"{self.namespace}/{key}"
+
+    def set(self, key: str, secret: str) -> None:
+        if not secret:
+            raise ValueError("An empty secret cannot be stored.")
+        self._store.set(self._name(key), secret)
+        remember_secret(secret)
+
+    def get(self, key: str) -> str | None:
+        value = self._store.get(self._name(key))
+        if value:
+            remember_secret(value)
+        return value
+
+    def delete(self, key: str) -> None:
+        self._store.delete(self._name(key))
+
+    def change_passphrase(self, new_passphrase: str) -> None:
+        """For the encrypted-file backend: re-encrypts under a new passphrase."""
+        if not isinstance(self._store, EncryptedFileStore):
+            raise VaultError("This vault is in the OS keyring, which has no Hearth passphrase to change.")
+        self._store.change_passphrase(new_passphrase)
 
     @staticmethod
     def check() -> str:
