@@ -26,6 +26,7 @@ from app.bridge import PodBridge
 from app.chat_view import ChatView, RunsList, StepsTree
 from app.dialogs import AddAgentDialog, SettingsDialog
 from app.voice import VoiceButton
+from app.wiki_view import WikiView
 from runtime_host.pod import EMBEDDED, EMBEDDED_NOTE
 from runtime_host.store import StoreError
 
@@ -100,6 +101,9 @@ class MainWindow(QMainWindow):
         self._build()
         self.refresh_agents()
         settings = QSettings("Hearth", "Hearth")
+        last_view = settings.value("window/view")
+        if last_view is not None and str(last_view).isdigit():
+            self.pages.setCurrentIndex(int(last_view))
         geometry = settings.value("window/geometry")
         if geometry is not None:
             self.restoreGeometry(geometry)
@@ -182,9 +186,16 @@ class MainWindow(QMainWindow):
         center_layout.addWidget(self.model_hint)
         self.refresh_model_picker()
 
+        self.wiki = WikiView(self.pod)
+        self.wiki.status.connect(self.statusBar().showMessage)
+        self.pages = QTabWidget()
+        self.pages.setAccessibleName("Views")
+        self.pages.addTab(center, "Chat")
+        self.pages.addTab(self.wiki, "Wiki")
+        self.pages.currentChanged.connect(self._on_page_changed)
         outer = QSplitter(Qt.Orientation.Horizontal)
         outer.addWidget(side)
-        outer.addWidget(center)
+        outer.addWidget(self.pages)
         outer.setSizes([220, 880])
         self.setCentralWidget(outer)
 
@@ -192,6 +203,10 @@ class MainWindow(QMainWindow):
         new_conv_action = QAction("New conversation", self, shortcut=QKeySequence("Ctrl+N"), triggered=self.new_conversation)
         self.addAction(settings_action)
         self.addAction(new_conv_action)
+        self.addAction(QAction("Show chat", self, shortcut=QKeySequence("Ctrl+1"), triggered=self.show_chat))
+        self.addAction(QAction("Show wiki", self, shortcut=QKeySequence("Ctrl+2"), triggered=self.show_wiki))
+        find = QAction("Search memory", self, shortcut=QKeySequence("Ctrl+K"), triggered=self.focus_memory_search)
+        self.addAction(find)
         self.statusBar().showMessage("Ready")
         self._refresh_timer = QTimer(self)
         self._refresh_timer.setInterval(5000)
@@ -289,6 +304,22 @@ class MainWindow(QMainWindow):
     def new_conversation(self) -> None:
         if self.agent:
             self.load_conversation(None)
+
+    def _on_page_changed(self, index: int) -> None:
+        if self.pages.widget(index) is self.wiki:
+            self.wiki.refresh()
+
+    def show_chat(self) -> None:
+        self.pages.setCurrentIndex(0)
+        self.composer.setFocus()
+
+    def show_wiki(self) -> None:
+        self.pages.setCurrentWidget(self.wiki)
+
+    def focus_memory_search(self) -> None:
+        self.pages.setCurrentWidget(self.wiki)
+        self.wiki.search.setFocus()
+        self.wiki.search.selectAll()
 
     # -- model picker
     def refresh_model_picker(self) -> None:
@@ -411,6 +442,8 @@ class MainWindow(QMainWindow):
         self.runs.load(self.pod.runs())
 
     def closeEvent(self, event: Any) -> None:  # noqa: N802
-        QSettings("Hearth", "Hearth").setValue("window/geometry", self.saveGeometry())
+        settings = QSettings("Hearth", "Hearth")
+        settings.setValue("window/geometry", self.saveGeometry())
+        settings.setValue("window/view", self.pages.currentIndex())
         super().closeEvent(event)
         self.closed.emit()

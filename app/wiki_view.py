@@ -1,0 +1,366 @@
+"""The wiki browser, fully offline: pages by scope and category, search with typeahead, rendered pages
+with [[links]] and numbered citations that open the verbatim source, a verification toggle, and the
+proposals agents made to verified pages, side by side, to approve or reject."""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import html
+import re
+from typing import Any
+
+from PySide6.QtCore import QStringListModel, Qt, QUrl, Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QCompleter,
+    QDialog,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QPlainTextEdit,
+    QPushButton,
+    QSplitter,
+    QTabWidget,
+    QTextBrowser,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.markdown import STYLE, render
+
+_LINK = re.compile(r"\[\[([^\]|]+)(?:\|([^\]]+))?\]\]")
+_CITE = re.compile(r"\[(\d+)\](?!\()")
+
+
+def page_html(body: str, citations: dict[int, str], scope: str) -> str:
+    """Markdown body to HTML with [[Title]] as page links and [n] as links to the cited source."""
+
+    def link(m: re.Match[str]) -> str:
+        target, label = m.group(1).strip(), (m.group(2) or m.group(1)).strip()
+        return f"[{label}](hearth-page:{scope}|{target})"
+
+    def cite(m: re.Match[str]) -> str:
+        n = int(m.group(1))
+        sid = citations.get(n)
+        return f"[\\[{n}\\]](hearth-source:{sid})" if sid else f"\\[{n}\\]"
+
+    return render(_CITE.sub(cite, _LINK.sub(link, body)))
+
+
+class SourceDialog(QDialog):
+    """The verbatim source a citation points at (read-only: sources are immutable)."""
+
+    def __init__(self, title: str, text: str, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setWindowTitle(f"Source — {title}")
+        layout = QVBoxLayout(self)
+        self.text = QPlainTextEdit(text)
+        self.text.setReadOnly(True)
+        self.text.setAccessibleName("Source text")
+        layout.addWidget(QLabel("The exact text Hearth stored; it cannot be edited, only deleted by its owner."))
+        layout.addWidget(self.text)
+        self.resize(620, 420)
+
+
+class WikiView(QWidget):
+    """Signals:
+    status(str): something the person should read in the status bar.
+    """
+
+    status = Signal(str)
+
+    def __init__(self, pod: Any, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.pod = pod
+        self.current: tuple[str, str] | None = None  # (scope, slug)
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.search = QLineEdit()
+        self.search.setPlaceholderText("Search memory — Enter for results, typing suggests titles")
+        self.search.setAccessibleName("Search memory")
+        self._suggestions = QStringListModel(self)
+        completer = QCompleter(self._suggestions, self)
+        completer.setCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
+        completer.activated.connect(self._on_suggestion)
+        self.search.setCompleter(completer)
+        self.search.textEdited.connect(self._on_typed)
+        self.search.returnPressed.connect(self._on_search)
+        self.tree = QTreeWidget()
+        self.tree.setHeaderHidden(True)
+        self.tree.setAccessibleName("Wiki pages")
+        self.tree.itemActivated.connect(self._on_tree_item)
+        self.tree.itemClicked.connect(self._on_tree_item)
+        self.results = QListWidget()
+        self.results.setAccessibleName("Search results")
+        self.results.itemActivated.connect(self._on_result)
+        self.results.itemClicked.connect(self._on_result)
+        left = QWidget()
+        ll = QVBoxLayout(left)
+        ll.setContentsMargins(0, 0, 0, 0)
+        ll.addWidget(self.search)
+        ll.addWidget(self.tree, 2)
+        ll.addWidget(self.results, 1)
+
+        self.page = QTextBrowser()
+        self.page.setOpenLinks(False)
+        self.page.setAccessibleName("Wiki page")
+        self.page.document().setDefaultStyleSheet(STYLE.replace("<style>", "").replace("</style>", ""))
+        self.page.anchorClicked.connect(self._on_anchor)
+        self.verified = QCheckBox("Verified by me — agents can only propose changes to this page")
+        self.verified.setAccessibleName("Verified")
+        self.verified.setEnabled(False)
+        self.verified.clicked.connect(self._on_verified)
+        page_box = QWidget()
+        pl = QVBoxLayout(page_box)
+        pl.setContentsMargins(0, 0, 0, 0)
+        pl.addWidget(self.verified)
+        pl.addWidget(self.page)
+
+        self.proposals = QListWidget()
+        self.proposals.setAccessibleName("Proposals")
+        self.proposals.currentItemChanged.connect(self._on_proposal)
+        self.diff_old = QTextBrowser()
+        self.diff_new = QTextBrowser()
+        self.diff_old.setAccessibleName("Current page")
+        self.diff_new.setAccessibleName("Proposed page")
+        self.approve = QPushButton("Approve")
+        self.reject = QPushButton("Reject")
+        self.approve.clicked.connect(self._on_approve)
+        self.reject.clicked.connect(self._on_reject)
+        prop_box = QWidget()
+        prl = QVBoxLayout(prop_box)
+        prl.addWidget(self.proposals, 1)
+        diffs = QHBoxLayout()
+        diffs.addWidget(self.diff_old)
+        diffs.addWidget(self.diff_new)
+        prl.addLayout(diffs, 3)
+        btns = QHBoxLayout()
+        btns.addStretch(1)
+        btns.addWidget(self.reject)
+        btns.addWidget(self.approve)
+        prl.addLayout(btns)
+
+        self.tabs = QTabWidget()
+        self.tabs.addTab(page_box, "Page")
+        self.tabs.addTab(prop_box, "Proposals")
+        split = QSplitter(Qt.Orientation.Horizontal)
+        split.addWidget(left)
+        split.addWidget(self.tabs)
+        split.setSizes([300, 700])
+        layout = QVBoxLayout(self)
+        layout.addWidget(split)
+
+    # -- async plumbing
+    def _run(self, coro: Any) -> asyncio.Task[Any]:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def _mem(self, fn: Any) -> Any:
+        return self.pod.in_memory_thread(fn)
+
+    # -- loading
+    def refresh(self) -> asyncio.Task[Any]:
+        return self._run(self._load())
+
+    async def _load(self) -> None:
+        scopes = self.pod.person_scopes()
+        listing = await self._mem(lambda: [(s, *self.pod.memory.list_pages(s)) for s in scopes])
+        self.tree.clear()
+        for scope, pages, corrupt in listing:
+            if not pages and not corrupt:
+                continue
+            top = QTreeWidgetItem([self.pod.scope_label(scope)])
+            self.tree.addTopLevelItem(top)
+            cats: dict[str, QTreeWidgetItem] = {}
+            for p in sorted(pages, key=lambda p: (p.category, p.title)):
+                cat = cats.get(p.category)
+                if cat is None:
+                    cat = cats[p.category] = QTreeWidgetItem([p.category])
+                    top.addChild(cat)
+                item = QTreeWidgetItem([("✔ " if p.verified else "") + p.title])
+                item.setData(0, Qt.ItemDataRole.UserRole, (scope, p.slug))
+                cat.addChild(item)
+            for name in corrupt:
+                bad = QTreeWidgetItem([f"⚠ {name} (unreadable)"])
+                bad.setToolTip(0, "This page file could not be read; it is skipped until fixed or rebuilt.")
+                top.addChild(bad)
+            top.setExpanded(True)
+            for c in cats.values():
+                c.setExpanded(True)
+        await self._load_proposals()
+
+    async def _load_proposals(self) -> None:
+        props = await self._mem(lambda: self.pod.memory.proposals())
+        mine = set(self.pod.person_scopes())
+        self.proposals.clear()
+        for p in props:
+            if p.scope not in mine:
+                continue
+            item = QListWidgetItem(f"{p.slug} ({self.pod.scope_label(p.scope)}) — by {p.author}")
+            item.setData(Qt.ItemDataRole.UserRole, p)
+            self.proposals.addItem(item)
+        self.tabs.setTabText(1, f"Proposals ({self.proposals.count()})" if self.proposals.count() else "Proposals")
+
+    def open_page(self, scope: str, slug_or_title: str) -> asyncio.Task[Any]:
+        return self._run(self._open(scope, slug_or_title))
+
+    def _viewer(self, scope: str) -> Any:
+        import wiki_engine
+
+        parts = scope.split("/")
+        return wiki_engine.Viewer(self.pod.person.id, parts[2] if parts[0] == "agent" else None)
+
+    async def _open(self, scope: str, slug_or_title: str) -> None:
+        page = await self._mem(lambda: self.pod.memory.view_page(scope, slug_or_title, self._viewer(scope)))
+        if page is None:
+            self.page.setHtml(f"<p>No page <b>{html.escape(slug_or_title)}</b> here yet.</p>")
+            self.verified.setEnabled(False)
+            self.current = None
+            return
+        self.current = (scope, page.slug)
+        meta = f"<p><i>{html.escape(self.pod.scope_label(scope))} · {html.escape(page.category)} · updated {html.escape(page.updated)}</i></p>"
+        sources = "".join(f"<li>[{n}] <a href='hearth-source:{sid}'>{sid[:12]}</a></li>" for n, sid in sorted(page.citations.items()))
+        self.page.setHtml(f"<h2>{html.escape(page.title)}</h2>{meta}{page_html(page.body, page.citations, scope)}"
+                          + (f"<h4>Sources</h4><ul>{sources}</ul>" if sources else ""))
+        self.verified.setEnabled(True)
+        self.verified.setChecked(page.verified)
+        self.tabs.setCurrentIndex(0)
+
+    # -- slots
+    def _on_tree_item(self, item: QTreeWidgetItem, _col: int = 0) -> None:
+        ref = item.data(0, Qt.ItemDataRole.UserRole)
+        if ref:
+            self.open_page(*ref)
+
+    def _on_anchor(self, url: QUrl) -> None:
+        from urllib.parse import unquote
+
+        target = unquote(url.toString())
+        if target.startswith("hearth-page:"):
+            scope, _, title = target.removeprefix("hearth-page:").partition("|")
+            self.open_page(scope, title)
+        elif target.startswith("hearth-source:"):
+            self._run(self._show_source(target.removeprefix("hearth-source:")))
+
+    async def _show_source(self, sid: str) -> None:
+        scopes = set(self.pod.person_scopes())
+        scope = await self._mem(lambda: self.pod.memory.source_scope(sid))
+        if scope not in scopes:
+            self.status.emit("That source is not yours to see.")
+            return
+        rec = await self._mem(lambda: self.pod.memory.get_source(sid))
+        dlg = SourceDialog(rec.title or sid[:12], rec.markdown, self)
+        dlg.show()
+        self.source_dialog = dlg
+
+    def _on_verified(self) -> None:
+        checked = self.verified.isChecked()
+        if self.current is None:
+            return
+        scope, slug = self.current
+
+        async def go() -> None:
+            await self._mem(lambda: self.pod.memory.set_verified(scope, slug, checked))
+            self.status.emit(f"Page {'verified: agents now propose changes instead of writing' if checked else 'no longer verified'}.")
+            await self._load()
+
+        self._run(go())
+
+    def _on_typed(self, text: str) -> None:
+        if len(text.strip()) < 2:
+            return
+
+        async def suggest() -> None:
+            hits = await self._mem(lambda: self.pod.memory.typeahead(text.strip(), scopes=self.pod.person_scopes(), k=8))
+            self._suggestions.setStringList([h.title for h in hits if h.title])
+
+        self._run(suggest())
+
+    def _on_suggestion(self, title: str) -> None:
+        self.search.setText(title)
+        self._on_search()
+
+    def _on_search(self) -> None:
+        query = self.search.text().strip()
+        if not query:
+            return
+
+        async def go() -> None:
+            hits = await self.pod.memory_search(query, k=20)
+            self.results.clear()
+            for h in hits:
+                label = (h.title or h.snippet)[:80]
+                item = QListWidgetItem(f"{'📄' if h.kind == 'page' else '·'} {label} — {self.pod.scope_label(h.scope)}")
+                item.setToolTip(h.snippet)
+                item.setData(Qt.ItemDataRole.UserRole, h)
+                self.results.addItem(item)
+            if not hits:
+                self.results.addItem("Nothing found.")
+
+        self._run(go())
+
+    def _on_result(self, item: QListWidgetItem) -> None:
+        h = item.data(Qt.ItemDataRole.UserRole)
+        if h is None:
+            return
+        if h.kind == "page":
+            self.open_page(h.scope, h.id.split("/")[-1])
+        else:
+            self._run(self._show_source(h.id))
+
+    def _on_proposal(self, item: QListWidgetItem | None, _prev: Any = None) -> None:
+        if item is None:
+            return
+        p = item.data(Qt.ItemDataRole.UserRole)
+
+        async def show() -> None:
+            page = await self._mem(lambda: self.pod.memory.read_page(p.scope, p.slug))
+            old = page.body if page else ""
+            new_body = p.proposed_text
+            self.diff_old.setHtml(_side(old, new_body, "old"))
+            self.diff_new.setHtml(_side(old, new_body, "new"))
+
+        self._run(show())
+
+    def _decide(self, approve: bool) -> None:
+        item = self.proposals.currentItem()
+        if item is None:
+            return
+        p = item.data(Qt.ItemDataRole.UserRole)
+
+        async def go() -> None:
+            if approve:
+                await self._mem(lambda: self.pod.memory.approve_proposal(p.id))
+            else:
+                await self._mem(lambda: self.pod.memory.reject_proposal(p.id))
+            self.status.emit(f"Proposal for {p.slug} {'approved' if approve else 'rejected'}.")
+            self.diff_old.clear()
+            self.diff_new.clear()
+            await self._load()
+
+        self._run(go())
+
+    def _on_approve(self) -> None:
+        self._decide(True)
+
+    def _on_reject(self) -> None:
+        self._decide(False)
+
+
+def _side(old: str, new: str, which: str) -> str:
+    """One side of a side-by-side diff: removed lines red on the old side, added lines green on the new."""
+    a, b = old.splitlines(), new.splitlines()
+    out = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b).get_opcodes():
+        lines = a[i1:i2] if which == "old" else b[j1:j2]
+        color = "" if tag == "equal" else ("#f8d7da" if which == "old" else "#d4edda")
+        for ln in lines:
+            style = f" style='background-color:{color}'" if color else ""
+            out.append(f"<div{style}>{html.escape(ln) or '&nbsp;'}</div>")
+    return "<pre>" + "".join(out) + "</pre>"

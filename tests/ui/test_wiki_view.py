@@ -1,0 +1,93 @@
+"""The wiki browser offline: tree, search, citations to verbatim sources, verification, proposals."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QUrl
+
+from app.main_window import MainWindow
+from wiki_engine import Page
+
+
+def seed(qloop, pod):
+    """A person's fact as a source and a page citing it, written the way ingest writes."""
+    scope = f"private/{pod.person.id}"
+
+    async def go():
+        def work():
+            sid = pod.memory.add_source("Clara's birthday is on 3 June; she loves orchids.", scope=scope)
+            pod.memory.write_page(Page(title="Family", scope=scope, category="family",
+                                       body="- Clara's birthday is on 3 June [1]\n\nSee also: [[Gifts]]",
+                                       citations={1: sid}), author="agent:wiki-writer")
+            pod.memory.write_page(Page(title="Gifts", scope=scope, category="family",
+                                       body="- Orchids for Clara [1]", citations={1: sid}), author="agent:wiki-writer")
+            return sid
+
+        return await pod.in_memory_thread(work)
+
+    return scope, qloop.run(go())
+
+
+def test_tree_page_links_and_citations(qtbot, qloop, ui_pod) -> None:
+    scope, sid = seed(qloop, ui_pod)
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show_wiki()
+    qloop.wait_until(lambda: w.wiki.tree.topLevelItemCount() == 1, what="the page tree")
+    top = w.wiki.tree.topLevelItem(0)
+    assert top.text(0) == "Me" and top.child(0).text(0) == "family"
+    assert sorted(top.child(0).child(i).text(0) for i in range(2)) == ["Family", "Gifts"]
+    qloop.run(w.wiki.open_page(scope, "family"))
+    text = w.wiki.page.toPlainText()
+    assert "Clara's birthday is on 3 June [1]" in text and "[[" not in text
+    html = w.wiki.page.toHtml()
+    assert f"hearth-source:{sid}" in html and "hearth-page:" in html
+    # a [[link]] opens the linked page
+    w.wiki._on_anchor(QUrl(f"hearth-page:{scope}|Gifts"))
+    qloop.wait_until(lambda: "Orchids for Clara" in w.wiki.page.toPlainText(), what="the linked page")
+    # a citation opens the verbatim source, read-only
+    w.wiki._on_anchor(QUrl(f"hearth-source:{sid}"))
+    qloop.wait_until(lambda: hasattr(w.wiki, "source_dialog"), what="the source dialog")
+    assert "she loves orchids" in w.wiki.source_dialog.text.toPlainText()
+    assert w.wiki.source_dialog.text.isReadOnly()
+
+
+def test_verified_page_turns_agent_writes_into_proposals_to_approve(qtbot, qloop, ui_pod) -> None:
+    scope, sid = seed(qloop, ui_pod)
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show_wiki()
+    qloop.run(w.wiki.open_page(scope, "family"))
+    w.wiki.verified.click()
+    qloop.wait_until(lambda: ui_pod.memory.read_page(scope, "family").verified, what="verification")
+
+    def agent_rewrite():
+        return ui_pod.memory.write_page(Page(title="Family", scope=scope, category="family",
+                                             body="- Clara's birthday is on 4 June [1]", citations={1: sid}),
+                                        author="agent:wiki-writer")
+
+    qloop.run(ui_pod.in_memory_thread(agent_rewrite))
+    assert "3 June" in ui_pod.memory.read_page(scope, "family").body  # never overwritten
+    w.wiki.refresh()
+    qloop.wait_until(lambda: w.wiki.proposals.count() == 1, what="the proposal")
+    w.wiki.proposals.setCurrentRow(0)
+    qloop.wait_until(lambda: "4 June" in w.wiki.diff_new.toPlainText(), what="the diff")
+    assert "3 June" in w.wiki.diff_old.toPlainText()
+    w.wiki.approve.click()
+    qloop.wait_until(lambda: w.wiki.proposals.count() == 0, what="the proposal to go")
+    assert "4 June" in ui_pod.memory.read_page(scope, "family").body
+
+
+def test_search_and_typeahead_find_only_this_persons_memory(qtbot, qloop, ui_pod) -> None:
+    seed(qloop, ui_pod)
+    qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.add_source(
+        "Mallory's orchid greenhouse code is 4455.", scope="private/someone-else")))
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.focus_memory_search()
+    w.wiki.search.setText("orchids")
+    w.wiki._on_search()
+    qloop.wait_until(lambda: w.wiki.results.count() > 0, what="results")
+    shown = " ".join(w.wiki.results.item(i).toolTip() + w.wiki.results.item(i).text() for i in range(w.wiki.results.count()))
+    assert "orchids" in shown.lower() and "4455" not in shown and "Mallory" not in shown
+    w.wiki._on_typed("Gif")
+    qloop.wait_until(lambda: "Gifts" in w.wiki._suggestions.stringList(), what="typeahead")
