@@ -224,6 +224,7 @@ class TelegramChannel(Channel):
         self._attempts: dict[int, int] = {}
         self._link_failures: dict[int, list[float]] = {}
         self._flush_backoff = _Backoff(*backoff_s)
+        self._inflight: set[asyncio.Task[str]] = set()
 
     @classmethod
     def from_vault(cls, port: PodPort, store: ChannelStore, vault: Vault, **kw: Any) -> TelegramChannel:
@@ -263,6 +264,8 @@ class TelegramChannel(Channel):
                 except (asyncio.CancelledError, Exception):
                     pass
         self._task = self._flusher = None
+        if self._inflight:  # sends already on the wire finish and are recorded
+            await asyncio.wait(list(self._inflight), timeout=self.http_grace_s + 10)
         await self.api.close()
         self._set_status("stopped")
 
@@ -322,14 +325,18 @@ class TelegramChannel(Channel):
             self._set_status("connected", f"Listening as @{self.bot_username}." if self.bot_username else "Listening.")
             if not updates:
                 continue
-            commit = await self._handle_batch(updates)
-            if commit is not None:
+            try:
+                commit = await self._handle_batch(updates)
                 self.store.commit_offset(CHANNEL, commit)
-            retry_ids = [u["update_id"] for u in updates if u["update_id"] >= (commit or 0)]
+            except Exception as exc:  # e.g. the database is locked: handled updates are skipped when they come again
+                log.exception("telegram: a batch of updates could not be finished")
+                await self._wait_out(backoff, ChannelError(f"Hearth could not record Telegram messages ({exc})."))
+                continue
+            retry_ids = [u["update_id"] for u in updates if u["update_id"] >= commit]
             if retry_ids:  # something in the batch must be tried again: don't hammer
                 await self._wait_out(backoff, TransientError("A message could not be handled yet."))
 
-    async def _handle_batch(self, updates: list[dict[str, Any]]) -> int | None:
+    async def _handle_batch(self, updates: list[dict[str, Any]]) -> int:
         """Handles a batch (chats concurrently, each chat in order). Returns the offset to commit."""
         by_chat: dict[int, list[dict[str, Any]]] = collections.defaultdict(list)
         for u in updates:
@@ -677,6 +684,14 @@ class TelegramChannel(Channel):
                     held.add(item.chat_id)
 
     async def _send_item(self, item: OutboxItem) -> str:
+        """Sends one queued message. Shielded: a stop during the call lets it finish and be recorded, so a
+        message Telegram received is never left marked unsent (and sent again after a restart)."""
+        task = asyncio.ensure_future(self._send_item_now(item))
+        self._inflight.add(task)
+        task.add_done_callback(self._inflight.discard)
+        return await asyncio.shield(task)
+
+    async def _send_item_now(self, item: OutboxItem) -> str:
         body = dict(item.body)
         plain = body.pop("_plain", None)
         try:
@@ -687,7 +702,7 @@ class TelegramChannel(Channel):
                           exc.description)
                 self.store.update_body(item, {"text": plain, **({"reply_markup": body["reply_markup"]}
                                                                  if "reply_markup" in body else {})})
-                return await self._send_item(OutboxItem(item.id, item.channel, item.chat_id, item.part,
+                return await self._send_item_now(OutboxItem(item.id, item.channel, item.chat_id, item.part,
                                                         {"text": plain, **({"reply_markup": body["reply_markup"]}
                                                                            if "reply_markup" in body else {})},
                                                         item.update_id, item.card_id, item.attempts, item.next_try_at))
