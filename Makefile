@@ -40,5 +40,8 @@ lint: venv-test
 bench: venv-test
 	@for b in bench/*.py; do echo "== $$b"; scripts/with-keyring $(PY) $$b || exit 1; done
 
+screenshots: venv-test
+	QT_QPA_PLATFORM=offscreen $(PY) scripts/screenshots.py
+
 clean:
 	rm -rf $(VENV) build dist *.egg-info

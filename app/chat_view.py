@@ -27,6 +27,7 @@ class ChatView(QTextBrowser):
         self._stream_pos: int | None = None
         self._stream_text = ""
         self._dirty = False
+        self.agent_name = "Agent"
         self._timer = QTimer(self)
         self._timer.setInterval(40)
         self._timer.timeout.connect(self._flush)
@@ -37,7 +38,7 @@ class ChatView(QTextBrowser):
         self._stream_text = ""
 
     def _block(self, role: str, body_html: str) -> str:
-        label = ROLE_LABEL.get(role, role)
+        label = self.agent_name if role == "assistant" else ROLE_LABEL.get(role, role)
         cls = ' class="error"' if role == "error" else ""
         return f'<p class="role"><b>{escape(label)}</b></p><div{cls}>{body_html}</div>'
 
@@ -128,6 +129,9 @@ class StepsTree(QTreeWidget):
         self.setHeaderLabels(["Step", "Status", "Duration", "Details"])
         self.setAccessibleName("Tool calls")
         self.setUniformRowHeights(True)
+        self.setColumnWidth(0, 240)
+        self.setColumnWidth(1, 60)
+        self.setColumnWidth(2, 80)
         self._items: dict[str, QTreeWidgetItem] = {}
         self._started: dict[str, float] = {}
 

@@ -275,6 +275,7 @@ class MainWindow(QMainWindow):
         if item is None:
             return
         self.agent = item.data(Qt.ItemDataRole.UserRole)
+        self.chat.agent_name = self.agent or "Agent"
         self._on_model_picked()
         inst, _profile = self.pod.find_agent(self.agent)
         conv = self.pod.store.latest_conversation(inst.id)
