@@ -33,25 +33,6 @@ def open_engine(path: Path) -> Engine:
     return eng
 
 
-@pytest.fixture
-def engine(tmp_path: Path) -> Engine:
-    """The real Store on a SQLite file, with the schedules migration applied the way the Pod will."""
-    from runtime_host import store
-
-    migrations = list(store.MIGRATIONS)
-    if sch.SCHEDULES_MIGRATION[0] not in [n for n, _ in migrations]:
-        migrations.append(sch.SCHEDULES_MIGRATION)
-    mp = pytest.MonkeyPatch()
-    mp.setattr(store, "MIGRATIONS", migrations)
-    try:
-        st = store.Store(tmp_path / "pod.db")
-    finally:
-        mp.undo()
-    assert sch.SCHEDULES_MIGRATION[0] in st.applied_migrations()
-    yield st.engine
-    st.close()
-
-
 def at(zone: ZoneInfo, *args: int, fold: int = 0) -> datetime:
     return datetime(*args, tzinfo=zone, fold=fold)  # type: ignore[misc]
 

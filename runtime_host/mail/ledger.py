@@ -1,0 +1,268 @@
+"""Mail's tables (plain SQL for SQLite and PostgreSQL) and the helpers that read and write them.
+
+`MAIL_MIGRATION` creates: mail_accounts (settings without secrets, rules as JSON, the review gate),
+mail_watermarks (UIDVALIDITY + last UID per mailbox: nothing is fetched twice), mail_messages (what
+was kept of each message, UNIQUE by account/mailbox/UIDVALIDITY/UID), mail_actions (what rules asked
+for, pending until done, so a dropped connection or a restart loses none), outbox_cards (approve-and-send).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+import uuid
+from dataclasses import dataclass
+from email.utils import getaddresses
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.engine import Connection, Engine
+
+from runtime_host.mail.parse import ParsedMail
+from runtime_host.mail.rules import RuleMatch
+
+MAIL_MIGRATION: tuple[str, list[str]] = (
+    "0005_mail",
+    [
+        """CREATE TABLE mail_accounts (id TEXT PRIMARY KEY, person_id TEXT NOT NULL, address TEXT NOT NULL,
+            imap TEXT NOT NULL, smtp TEXT NOT NULL, rules TEXT NOT NULL DEFAULT '[]',
+            review_required BOOLEAN NOT NULL DEFAULT TRUE, paused BOOLEAN NOT NULL DEFAULT FALSE,
+            start_at TEXT NOT NULL DEFAULT 'now', created_at DOUBLE PRECISION NOT NULL)""",
+        """CREATE TABLE mail_watermarks (account_id TEXT NOT NULL, mailbox TEXT NOT NULL, uidvalidity BIGINT NOT NULL,
+            last_uid BIGINT NOT NULL, updated_at DOUBLE PRECISION NOT NULL, PRIMARY KEY (account_id, mailbox))""",
+        """CREATE TABLE mail_messages (id TEXT PRIMARY KEY, account_id TEXT NOT NULL, mailbox TEXT NOT NULL,
+            uidvalidity BIGINT NOT NULL, uid BIGINT NOT NULL, message_id TEXT NOT NULL DEFAULT '',
+            from_addr TEXT NOT NULL, to_addrs TEXT NOT NULL, subject TEXT NOT NULL, sent_date TEXT,
+            size BIGINT NOT NULL, body_text TEXT NOT NULL, headers TEXT NOT NULL, attachments TEXT NOT NULL,
+            notes TEXT NOT NULL, matches TEXT NOT NULL DEFAULT '[]', received_at DOUBLE PRECISION NOT NULL,
+            UNIQUE (account_id, mailbox, uidvalidity, uid))""",
+        "CREATE INDEX ix_mail_messages_msgid ON mail_messages (account_id, message_id)",
+        "CREATE INDEX ix_mail_messages_received ON mail_messages (account_id, received_at)",
+        """CREATE TABLE mail_actions (id TEXT PRIMARY KEY, mail_id TEXT NOT NULL REFERENCES mail_messages(id),
+            account_id TEXT NOT NULL, rule_id TEXT NOT NULL, kind TEXT NOT NULL, params TEXT NOT NULL,
+            why TEXT NOT NULL, state TEXT NOT NULL DEFAULT 'pending', error TEXT, attempts INTEGER NOT NULL DEFAULT 0,
+            created_at DOUBLE PRECISION NOT NULL, done_at DOUBLE PRECISION)""",
+        "CREATE INDEX ix_mail_actions_state ON mail_actions (account_id, state, kind)",
+        """CREATE TABLE outbox_cards (id TEXT PRIMARY KEY, account_id TEXT NOT NULL, mail_id TEXT,
+            from_addr TEXT NOT NULL, to_addrs TEXT NOT NULL, cc_addrs TEXT NOT NULL DEFAULT '',
+            subject TEXT NOT NULL, body TEXT NOT NULL, why TEXT NOT NULL, message_id TEXT NOT NULL UNIQUE,
+            in_reply_to TEXT, refs TEXT, state TEXT NOT NULL, error TEXT, attempts INTEGER NOT NULL DEFAULT 0,
+            created_at DOUBLE PRECISION NOT NULL, approved_at DOUBLE PRECISION, decided_at DOUBLE PRECISION,
+            sent_at DOUBLE PRECISION)""",
+        "CREATE INDEX ix_outbox_cards_state ON outbox_cards (account_id, state)",
+    ],
+)
+
+
+def tx(bind: Engine | Connection) -> Any:
+    """A transaction on an Engine, or the caller's own Connection (the caller commits)."""
+    return bind.begin() if isinstance(bind, Engine) else contextlib.nullcontext(bind)
+
+
+def create_tables(engine: Engine) -> None:
+    """Applies MAIL_MIGRATION directly (tests and benchmarks without the Store)."""
+    with engine.begin() as c:
+        for stmt in MAIL_MIGRATION[1]:
+            c.execute(text(stmt))
+
+
+# ---- accounts ----------------------------------------------------------------------------------
+
+@dataclass
+class AccountRow:
+    id: str
+    person_id: str
+    address: str
+    imap: dict[str, Any]
+    smtp: dict[str, Any]
+    rules: list[Any]
+    review_required: bool
+    paused: bool
+    start_at: str
+    created_at: float
+
+
+def add_account(bind: Engine | Connection, *, person_id: str, address: str, imap: dict[str, Any],
+                smtp: dict[str, Any], rules: list[Any] | None = None, review_required: bool = True,
+                start_at: str = "now") -> AccountRow:
+    """Stores an inbox's settings (never its passwords: those go to the vault under the returned id)."""
+    from runtime_host.mail.rules import parse_rules
+
+    if start_at not in ("now", "all"):
+        raise ValueError("start_at must be 'now' (only mail arriving from now on) or 'all' (the whole mailbox).")
+    parse_rules(rules or [])
+    row = AccountRow(uuid.uuid4().hex, person_id, address, imap, smtp, rules or [], review_required, False,
+                     start_at, time.time())
+    with tx(bind) as c:
+        c.execute(text("INSERT INTO mail_accounts (id, person_id, address, imap, smtp, rules, review_required, paused, "
+                       "start_at, created_at) VALUES (:id, :p, :a, :i, :s, :r, :rr, :pa, :st, :t)"),
+                  {"id": row.id, "p": person_id, "a": address, "i": json.dumps(imap), "s": json.dumps(smtp),
+                   "r": json.dumps(row.rules), "rr": review_required, "pa": False, "st": start_at, "t": row.created_at})
+    return row
+
+
+def _account(m: Any) -> AccountRow:
+    return AccountRow(m["id"], m["person_id"], m["address"], json.loads(m["imap"]), json.loads(m["smtp"]),
+                      json.loads(m["rules"]), bool(m["review_required"]), bool(m["paused"]), m["start_at"],
+                      float(m["created_at"]))
+
+
+def list_accounts(bind: Engine | Connection, person_id: str | None = None) -> list[AccountRow]:
+    q = "SELECT * FROM mail_accounts" + (" WHERE person_id = :p" if person_id else "") + " ORDER BY created_at"
+    with tx(bind) as c:
+        return [_account(r._mapping) for r in c.execute(text(q), {"p": person_id})]
+
+
+def get_account(bind: Engine | Connection, account_id: str) -> AccountRow | None:
+    with tx(bind) as c:
+        r = c.execute(text("SELECT * FROM mail_accounts WHERE id = :id"), {"id": account_id}).first()
+    return _account(r._mapping) if r else None
+
+
+def set_rules(bind: Engine | Connection, account_id: str, rules: list[Any]) -> None:
+    from runtime_host.mail.rules import parse_rules
+
+    parse_rules(rules)
+    with tx(bind) as c:
+        c.execute(text("UPDATE mail_accounts SET rules = :r WHERE id = :id"), {"r": json.dumps(rules), "id": account_id})
+
+
+# ---- watermarks and messages -----------------------------------------------------------------
+
+def get_watermark(bind: Engine | Connection, account_id: str, mailbox: str) -> tuple[int, int] | None:
+    with tx(bind) as c:
+        r = c.execute(text("SELECT uidvalidity, last_uid FROM mail_watermarks WHERE account_id = :a AND mailbox = :m"),
+                      {"a": account_id, "m": mailbox}).first()
+    return (int(r[0]), int(r[1])) if r else None
+
+
+def set_watermark(c: Connection, account_id: str, mailbox: str, uidvalidity: int, last_uid: int) -> None:
+    c.execute(text("INSERT INTO mail_watermarks (account_id, mailbox, uidvalidity, last_uid, updated_at) "
+                   "VALUES (:a, :m, :v, :u, :t) ON CONFLICT (account_id, mailbox) DO UPDATE SET "
+                   "uidvalidity = excluded.uidvalidity, last_uid = excluded.last_uid, updated_at = excluded.updated_at"),
+              {"a": account_id, "m": mailbox, "v": uidvalidity, "u": last_uid, "t": time.time()})
+
+
+def known_message_ids(bind: Engine | Connection, account_id: str, mailbox: str) -> set[str]:
+    with tx(bind) as c:
+        return {r[0] for r in c.execute(text("SELECT message_id FROM mail_messages WHERE account_id = :a AND "
+                                             "mailbox = :m AND message_id != ''"), {"a": account_id, "m": mailbox})}
+
+
+@dataclass
+class StoredMail:
+    id: str
+    account_id: str
+    mailbox: str
+    uidvalidity: int
+    uid: int
+    mail: ParsedMail
+
+
+def record_message(c: Connection, account_id: str, mailbox: str, uidvalidity: int, uid: int, mail: ParsedMail,
+                   matches: list[RuleMatch]) -> StoredMail | None:
+    """Stores a message, its rule matches and their pending actions, and moves the watermark past it.
+
+    One transaction; None (and nothing written) if this UID was already stored."""
+    mail_id = uuid.uuid4().hex
+    now = time.time()
+    res = c.execute(text(
+        "INSERT INTO mail_messages (id, account_id, mailbox, uidvalidity, uid, message_id, from_addr, to_addrs, subject, "
+        "sent_date, size, body_text, headers, attachments, notes, matches, received_at) VALUES (:id, :a, :m, :v, :u, "
+        ":mid, :f, :to, :s, :d, :size, :body, :h, :att, :n, :mt, :t) "
+        "ON CONFLICT (account_id, mailbox, uidvalidity, uid) DO NOTHING"),
+        {"id": mail_id, "a": account_id, "m": mailbox, "v": uidvalidity, "u": uid, "mid": mail.message_id,
+         "f": mail.from_addr, "to": json.dumps(mail.to), "s": mail.subject, "d": mail.date, "size": mail.size,
+         "body": mail.text, "h": json.dumps(mail.headers), "att": json.dumps([a.__dict__ for a in mail.attachments]),
+         "n": json.dumps(mail.notes), "mt": json.dumps([{"rule": m.rule_id, "why": m.explain()} for m in matches]),
+         "t": now})
+    if not res.rowcount:
+        return None
+    for m in matches:
+        for a in m.actions:
+            c.execute(text("INSERT INTO mail_actions (id, mail_id, account_id, rule_id, kind, params, why, state, "
+                           "created_at) VALUES (:id, :mail, :acc, :r, :k, :p, :w, 'pending', :t)"),
+                      {"id": uuid.uuid4().hex, "mail": mail_id, "acc": account_id, "r": m.rule_id, "k": a.kind,
+                       "p": json.dumps(a.params), "w": m.explain(), "t": now})
+    return StoredMail(mail_id, account_id, mailbox, uidvalidity, uid, mail)
+
+
+def _mail_from_row(m: Any) -> ParsedMail:
+    from runtime_host.mail.parse import Attachment
+
+    headers = json.loads(m["headers"])
+    froms = getaddresses([m["from_addr"]])
+    return ParsedMail(message_id=m["message_id"], subject=m["subject"], from_addr=m["from_addr"],
+                      from_email=froms[0][1].lower() if froms else "",
+                      to=json.loads(m["to_addrs"]), cc=[], reply_to=(headers.get("reply-to") or [""])[0],
+                      date=m["sent_date"], headers=headers, text=m["body_text"],
+                      attachments=[Attachment(**a) for a in json.loads(m["attachments"])], size=int(m["size"]),
+                      notes=json.loads(m["notes"]))
+
+
+def get_message(bind: Engine | Connection, mail_id: str) -> StoredMail | None:
+    with tx(bind) as c:
+        r = c.execute(text("SELECT * FROM mail_messages WHERE id = :id"), {"id": mail_id}).first()
+    if r is None:
+        return None
+    m = r._mapping
+    return StoredMail(m["id"], m["account_id"], m["mailbox"], int(m["uidvalidity"]), int(m["uid"]), _mail_from_row(m))
+
+
+def list_messages(bind: Engine | Connection, account_id: str, since: float = 0.0, limit: int = 500) -> list[dict[str, Any]]:
+    """Kept messages (for the memory producer and the app), oldest first, without the body text."""
+    with tx(bind) as c:
+        rows = c.execute(text("SELECT id, uid, message_id, from_addr, subject, sent_date, size, notes, matches, "
+                              "received_at FROM mail_messages WHERE account_id = :a AND received_at > :s "
+                              "ORDER BY received_at, uid LIMIT :l"), {"a": account_id, "s": since, "l": limit}).all()
+    return [{**dict(r._mapping), "notes": json.loads(r._mapping["notes"]), "matches": json.loads(r._mapping["matches"])}
+            for r in rows]
+
+
+# ---- actions -----------------------------------------------------------------------------------
+
+@dataclass
+class ActionRow:
+    id: str
+    mail_id: str
+    account_id: str
+    rule_id: str
+    kind: str
+    params: dict[str, Any]
+    why: str
+    state: str
+    error: str | None
+    attempts: int
+
+
+def pending_actions(bind: Engine | Connection, account_id: str | None = None,
+                    kinds: tuple[str, ...] = ("label", "mark_read", "draft", "hand", "notify")) -> list[ActionRow]:
+    q = "SELECT * FROM mail_actions WHERE state = 'pending'" + (" AND account_id = :a" if account_id else "")
+    with tx(bind) as c:
+        rows = c.execute(text(q + " ORDER BY created_at, id"), {"a": account_id}).all()
+    out = []
+    for r in rows:
+        m = r._mapping
+        if m["kind"] in kinds:
+            out.append(ActionRow(m["id"], m["mail_id"], m["account_id"], m["rule_id"], m["kind"], json.loads(m["params"]),
+                                 m["why"], m["state"], m["error"], int(m["attempts"])))
+    return out
+
+
+def finish_action(bind: Engine | Connection, action_id: str, *, ok: bool, error: str | None = None,
+                  retry: bool = False) -> None:
+    """Marks an action done or failed; with `retry`, a failure leaves it pending for the next pass."""
+    state = "done" if ok else ("pending" if retry else "failed")
+    with tx(bind) as c:
+        c.execute(text("UPDATE mail_actions SET state = :s, error = :e, attempts = attempts + 1, done_at = :t "
+                       "WHERE id = :id"),
+                  {"s": state, "e": error, "t": time.time() if state != "pending" else None, "id": action_id})
+
+
+def list_actions(bind: Engine | Connection, mail_id: str) -> list[ActionRow]:
+    with tx(bind) as c:
+        rows = c.execute(text("SELECT * FROM mail_actions WHERE mail_id = :m ORDER BY created_at, id"),
+                         {"m": mail_id}).all()
+    return [ActionRow(m["id"], m["mail_id"], m["account_id"], m["rule_id"], m["kind"], json.loads(m["params"]),
+                      m["why"], m["state"], m["error"], int(m["attempts"])) for m in (r._mapping for r in rows)]

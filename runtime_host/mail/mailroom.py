@@ -1,0 +1,238 @@
+"""The mailroom: polls one inbox, keeps each new message once, runs the rules, carries out the actions.
+
+`poll()` connects (or reuses the connection), reads every UID past the watermark with BODY.PEEK,
+and for each message, in one transaction: stores it, its rule matches and their actions, and moves
+the watermark. A dropped connection is reconnected and the poll resumes from the watermark, so a
+message is never lost and never kept twice. IMAP actions (label, mark_read) run right after and are
+retried on the next poll if the connection failed; `draft` runs the drafting function (if one is
+given) and writes a pending outbox card; `hand` and `notify` stay pending for the Pod to dispatch.
+Blocking: an asyncio host runs `poll` and `idle` with `asyncio.to_thread`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from runtime_host.mail import ledger
+from runtime_host.mail.imap import ImapSession, ImapSettings, MailConnectionError, MailError
+from runtime_host.mail.outbox import Card, reply_card
+from runtime_host.mail.parse import TEXT_CAP_CHARS, parse_message
+from runtime_host.mail.rules import RuleSet
+
+log = logging.getLogger("hearth.mail")
+
+FETCH_CAP_BYTES = 40 << 20  # read at most this much of one message; the rest is listed as cut off
+
+
+@dataclass
+class Draft:
+    """What a drafting function returns for a `draft` action; `to`/`subject` default to a reply."""
+
+    body: str
+    why: str = ""
+    to: str | None = None
+    subject: str | None = None
+
+
+Drafter = Callable[[ledger.StoredMail, ledger.ActionRow], Draft]
+
+
+@dataclass
+class PollReport:
+    new: list[ledger.StoredMail] = field(default_factory=list)
+    cards: list[Card] = field(default_factory=list)
+    actions_done: int = 0
+    actions_pending: int = 0
+    reconnects: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"new": [{"id": m.id, "uid": m.uid, "subject": m.mail.subject, "from": m.mail.from_addr}
+                        for m in self.new],
+                "cards": [c.id for c in self.cards], "actions_done": self.actions_done,
+                "actions_pending": self.actions_pending, "reconnects": self.reconnects, "notes": self.notes}
+
+
+class Mailroom:
+    """One inbox (account id + IMAP settings + password + rules)."""
+
+    def __init__(self, engine: Engine, *, account_id: str, address: str, imap: ImapSettings, password: str,
+                 rules: RuleSet | list[Any] | str | None = None, drafter: Drafter | None = None,
+                 start_at: str = "now", fetch_cap: int = FETCH_CAP_BYTES, text_cap: int = TEXT_CAP_CHARS,
+                 max_reconnects: int = 3, reconnect_delays: tuple[float, ...] = (0.2, 1.0, 3.0)):
+        self.engine = engine
+        self.account_id = account_id
+        self.address = address
+        self.settings = imap
+        self._password = password
+        self.rules = rules if isinstance(rules, RuleSet) else RuleSet(rules or [])
+        self.drafter = drafter
+        self.start_at = start_at
+        self.fetch_cap = fetch_cap
+        self.text_cap = text_cap
+        self.max_reconnects = max_reconnects
+        self.reconnect_delays = reconnect_delays
+        self._session: ImapSession | None = None
+
+    def close(self) -> None:
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+
+    def _connected(self) -> ImapSession:
+        if self._session is None or not self._session.connected:
+            self._session = ImapSession(self.settings, self._password).connect()
+        return self._session
+
+    # -- polling
+    def poll(self) -> PollReport:
+        """Fetches and handles every new message; reconnects on a dropped connection."""
+        report = PollReport()
+        attempt = 0
+        while True:
+            try:
+                self._poll_once(report)
+                break
+            except MailConnectionError as exc:
+                if self._session is not None:
+                    self._session.close()
+                    self._session = None
+                if attempt >= self.max_reconnects:
+                    raise MailConnectionError(f"{exc} (gave up after {attempt} reconnects; the next poll resumes "
+                                              "where this one stopped)") from exc
+                delay = self.reconnect_delays[min(attempt, len(self.reconnect_delays) - 1)]
+                attempt += 1
+                report.reconnects += 1
+                log.info("mail: connection dropped (%s); reconnecting in %.1f s", exc, delay)
+                time.sleep(delay)
+        self._run_imap_actions(report)
+        self._run_drafts(report)
+        report.actions_pending = len(ledger.pending_actions(self.engine, self.account_id))
+        return report
+
+    def _poll_once(self, report: PollReport) -> None:
+        sess = self._connected()
+        box = self.settings.mailbox
+        uidvalidity, uidnext = sess.select(box)
+        wm = ledger.get_watermark(self.engine, self.account_id, box)
+        dedupe_ids: set[str] | None = None
+        if wm is None:
+            if self.start_at == "now":
+                with self.engine.begin() as c:
+                    ledger.set_watermark(c, self.account_id, box, uidvalidity, max(uidnext - 1, 0))
+                report.notes.append("first poll: only mail arriving from now on will be read")
+                return
+            last_uid = 0
+        elif wm[0] != uidvalidity:
+            report.notes.append(f"the server renumbered {box} (UIDVALIDITY {wm[0]} → {uidvalidity}); "
+                                "messages already kept are recognised by Message-ID")
+            dedupe_ids = ledger.known_message_ids(self.engine, self.account_id, box)
+            last_uid = 0
+        else:
+            last_uid = wm[1]
+        uids = sess.uids_after(last_uid)
+        if not uids:
+            return
+        meta = sess.fetch_meta(uids)
+        ids = sess.fetch_header_ids(uids) if dedupe_ids is not None else {}
+        for uid in uids:
+            if uid not in meta:
+                continue  # expunged in between
+            size, _flags = meta[uid]
+            if dedupe_ids is not None and ids.get(uid) and ids[uid] in dedupe_ids:
+                with self.engine.begin() as c:
+                    ledger.set_watermark(c, self.account_id, box, uidvalidity, uid)
+                continue
+            partial = size > self.fetch_cap
+            try:
+                raw = sess.fetch_body(uid, size, cap=self.fetch_cap)
+            except MailConnectionError:
+                raise
+            except MailError as exc:  # deleted on the server while we read: nothing to keep
+                report.notes.append(f"UID {uid} skipped: {exc}")
+                with self.engine.begin() as c:
+                    ledger.set_watermark(c, self.account_id, box, uidvalidity, uid)
+                continue
+            mail = parse_message(raw, size=size, partial=partial, text_cap=self.text_cap)
+            matches = self.rules.evaluate(mail)
+            with self.engine.begin() as c:
+                stored = ledger.record_message(c, self.account_id, box, uidvalidity, uid, mail, matches)
+                ledger.set_watermark(c, self.account_id, box, uidvalidity, uid)
+            if stored is not None:
+                report.new.append(stored)
+
+    # -- actions
+    def _run_imap_actions(self, report: PollReport) -> None:
+        actions = ledger.pending_actions(self.engine, self.account_id, kinds=("label", "mark_read"))
+        if not actions:
+            return
+        try:
+            sess = self._connected()
+            if sess.selected != self.settings.mailbox:
+                sess.select(self.settings.mailbox)
+        except MailError as exc:
+            report.notes.append(f"rule actions on the server wait for the next poll: {exc}")
+            return
+        for a in actions:
+            stored = ledger.get_message(self.engine, a.mail_id)
+            if stored is None or stored.uidvalidity != sess.uidvalidity:
+                ledger.finish_action(self.engine, a.id, ok=False,
+                                     error="the mailbox was renumbered before this could be done")
+                continue
+            flag = "\\Seen" if a.kind == "mark_read" else str(a.params["keyword"])
+            try:
+                sess.add_flags(stored.uid, [flag])
+            except MailConnectionError as exc:
+                report.notes.append(f"rule actions on the server wait for the next poll: {exc}")
+                return
+            except MailError as exc:
+                ledger.finish_action(self.engine, a.id, ok=False, error=str(exc))
+                continue
+            ledger.finish_action(self.engine, a.id, ok=True)
+            report.actions_done += 1
+
+    def _run_drafts(self, report: PollReport) -> None:
+        if self.drafter is None:
+            return  # drafts wait for the Pod (an agent writes them)
+        for a in ledger.pending_actions(self.engine, self.account_id, kinds=("draft",)):
+            stored = ledger.get_message(self.engine, a.mail_id)
+            if stored is None:
+                ledger.finish_action(self.engine, a.id, ok=False, error="the message is gone")
+                continue
+            try:
+                draft = self.drafter(stored, a)
+                card = draft_to_card(self.engine, stored, a, draft, from_addr=self.address)
+            except Exception as exc:  # noqa: BLE001 - a drafting failure is recorded on the action
+                ledger.finish_action(self.engine, a.id, ok=False, error=f"{type(exc).__name__}: {exc}")
+                continue
+            ledger.finish_action(self.engine, a.id, ok=True)
+            report.cards.append(card)
+            report.actions_done += 1
+
+    def idle(self, timeout_s: float = 55.0) -> bool:
+        """Blocks until the server reports new mail (IDLE) or the timeout passes; True on news."""
+        sess = self._connected()
+        if sess.selected != self.settings.mailbox:
+            sess.select(self.settings.mailbox)
+        return sess.idle(timeout_s)
+
+
+def draft_to_card(engine: Engine, stored: ledger.StoredMail, action: ledger.ActionRow, draft: Draft, *,
+                  from_addr: str) -> Card:
+    """Turns a draft for a kept message into a pending approve-and-send card."""
+    why = draft.why or action.why
+    card = reply_card(engine, stored, from_addr=from_addr, body=draft.body, why=why)
+    if draft.to or draft.subject:
+        from sqlalchemy import text
+
+        with engine.begin() as c:
+            c.execute(text("UPDATE outbox_cards SET to_addrs = :to, subject = :s WHERE id = :id"),
+                      {"to": draft.to or card.to, "s": draft.subject or card.subject, "id": card.id})
+        card.to, card.subject = draft.to or card.to, draft.subject or card.subject
+    return card

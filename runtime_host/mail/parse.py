@@ -1,0 +1,312 @@
+"""Turns raw RFC 5322 bytes into plain, bounded, untrusted text: headers, body text, attachment list.
+
+Robust on purpose: legacy and missing charsets (iso-8859-1 read as windows-1252 as browsers do,
+shift_jis, undeclared 8-bit), malformed MIME (the parser's defects are reported, never raised),
+huge mail (body text capped, attachment contents never kept, only listed), and a message that
+was read only in part. Every cut is said in `notes`. Nothing here interprets the text: it is data
+for rules and, wrapped as untrusted by the Pod, for agents.
+"""
+
+from __future__ import annotations
+
+import email
+import email.policy
+import html
+import re
+from dataclasses import asdict, dataclass, field
+from email.header import Header, decode_header
+from email.message import Message
+from email.utils import getaddresses, parsedate_to_datetime
+from html.parser import HTMLParser
+from typing import Any
+
+TEXT_CAP_CHARS = 200_000  # body text kept per message
+HEADER_CAP_CHARS = 2_000  # per header value
+MAX_HEADERS = 200
+# Labels that lie in practice: mail tagged iso-8859-1 or ascii is usually windows-1252 (WHATWG does the same)
+_CHARSET_ALIASES = {"iso-8859-1": "cp1252", "latin1": "cp1252", "latin-1": "cp1252", "us-ascii": "cp1252",
+                    "ascii": "cp1252", "iso8859-1": "cp1252", "x-sjis": "shift_jis", "sjis": "shift_jis",
+                    "shift-jis": "shift_jis", "ks_c_5601-1987": "cp949", "gb2312": "gb18030", "gbk": "gb18030",
+                    "unknown-8bit": "", "x-unknown": "", "unknown": ""}
+
+
+@dataclass
+class Attachment:
+    filename: str
+    content_type: str
+    size: int  # decoded bytes (estimated from the encoded size when the part was cut off)
+    cut_off: bool = False
+
+
+@dataclass
+class ParsedMail:
+    """One message as Hearth keeps it. `text` is untrusted: wrap it before an agent sees it."""
+
+    message_id: str
+    subject: str
+    from_addr: str  # as written, e.g. 'Ana Díaz <ana@example.org>'
+    from_email: str  # just the address, lower case
+    to: list[str]
+    cc: list[str]
+    reply_to: str
+    date: str | None  # ISO 8601 when the Date header parses
+    headers: dict[str, list[str]]  # lower-case name -> decoded values, in order
+    text: str
+    attachments: list[Attachment] = field(default_factory=list)
+    size: int = 0  # bytes on the server
+    notes: list[str] = field(default_factory=list)  # what was cut or guessed, for people
+    text_truncated: bool = False
+
+    def header(self, name: str) -> str:
+        return " ".join(self.headers.get(name.lower(), []))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def for_agent(self) -> str:
+        """A plain-text rendering of the message (headers, text, attachment list, notes) to wrap as untrusted."""
+        lines = [f"From: {self.from_addr}", f"To: {', '.join(self.to)}"]
+        if self.cc:
+            lines.append(f"Cc: {', '.join(self.cc)}")
+        lines += [f"Subject: {self.subject}", f"Date: {self.date or 'unknown'}", "", self.text]
+        if self.attachments:
+            lines += ["", "Attachments:"] + [
+                f"- {a.filename} ({a.content_type}, {a.size} bytes{', cut off' if a.cut_off else ''})"
+                for a in self.attachments]
+        if self.notes:
+            lines += ["", "Notes:"] + [f"- {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+# ---- charsets -----------------------------------------------------------------------------------
+
+def _codec(label: str | None) -> str | None:
+    if not label:
+        return None
+    lab = label.strip().strip('"').lower()
+    lab = _CHARSET_ALIASES.get(lab, lab)
+    if not lab:
+        return None
+    import codecs
+
+    try:
+        return codecs.lookup(lab).name
+    except LookupError:
+        return None
+
+
+def decode_bytes(data: bytes, declared: str | None, notes: list[str] | None = None, where: str = "text") -> str:
+    """Bytes to text: the declared charset if it works, else UTF-8, else windows-1252; says what it guessed."""
+    codec = _codec(declared)
+    if declared and codec is None and notes is not None and declared.lower() not in _CHARSET_ALIASES:
+        notes.append(f"{where}: unknown charset {declared!r}; read as UTF-8 or windows-1252")
+    if codec:
+        try:
+            return data.decode(codec)
+        except UnicodeDecodeError:
+            if notes is not None:
+                notes.append(f"{where}: not valid {declared}; undecodable bytes replaced")
+            return data.decode(codec, errors="replace")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        if notes is not None:
+            notes.append(f"{where}: charset not declared and not UTF-8; read as windows-1252")
+        return data.decode("cp1252", errors="replace")
+
+
+def _unescape_header_bytes(value: str) -> str:
+    """compat32 keeps raw 8-bit header bytes as surrogates: decode them as UTF-8, else windows-1252."""
+    if not any("\udc80" <= ch <= "\udcff" for ch in value):
+        return value
+    raw = value.encode("ascii", errors="surrogateescape")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("cp1252", errors="replace")
+
+
+def header_text(value: Any) -> str:
+    """A header value as readable text: RFC 2047 encoded words decoded, raw 8-bit bytes guessed."""
+    if value is None:
+        return ""
+    if isinstance(value, Header):  # compat32 hands 8-bit headers over as 'unknown-8bit' Header objects
+        try:
+            s = "".join(decode_bytes(chunk, cs) if isinstance(chunk, bytes) else chunk
+                        for chunk, cs in decode_header(value))
+        except Exception:  # noqa: BLE001
+            s = str(value)
+        return re.sub(r"\s*\r?\n\s*", " ", s).strip()[:HEADER_CAP_CHARS]
+    s = _unescape_header_bytes(str(value))
+    if "=?" in s:
+        try:
+            s = "".join(decode_bytes(chunk, cs) if isinstance(chunk, bytes) else chunk
+                        for chunk, cs in decode_header(s))
+        except Exception:  # noqa: BLE001 - a broken encoded word stays as written
+            pass
+    s = re.sub(r"\s*\r?\n\s*", " ", s).strip()
+    return s[:HEADER_CAP_CHARS]
+
+
+# ---- HTML to text --------------------------------------------------------------------------------
+
+class _TextFromHtml(HTMLParser):
+    _BLOCK = {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "table", "blockquote", "pre", "hr"}
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.out: list[str] = []
+        self._skip = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in ("script", "style", "head", "title"):
+            self._skip += 1
+        elif tag in self._BLOCK:
+            self.out.append("\n")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("script", "style", "head", "title") and self._skip:
+            self._skip -= 1
+        elif tag in self._BLOCK:
+            self.out.append("\n")
+
+    def handle_data(self, data: str) -> None:
+        if not self._skip:
+            self.out.append(data)
+
+
+def html_to_text(markup: str) -> str:
+    p = _TextFromHtml()
+    try:
+        p.feed(markup)
+        p.close()
+    except Exception:  # noqa: BLE001 - broken HTML: fall back to stripping tags
+        return html.unescape(re.sub(r"<[^>]+>", " ", markup))
+    text = "".join(p.out)
+    text = re.sub(r"[ \t\r\f\v]+", " ", text)
+    return re.sub(r"\n\s*\n+", "\n\n", text).strip()
+
+
+# ---- the message -------------------------------------------------------------------------------
+
+def _is_attachment(part: Message) -> bool:
+    disp = (part.get("Content-Disposition") or "").split(";")[0].strip().lower()
+    if disp == "attachment":
+        return True
+    if part.get_filename():
+        return True
+    return part.get_content_maintype() not in ("text", "multipart", "message")
+
+
+def _payload_bytes(part: Message, notes: list[str], where: str) -> bytes:
+    try:
+        data = part.get_payload(decode=True)
+    except Exception as exc:  # noqa: BLE001 - malformed transfer encoding
+        notes.append(f"{where}: could not decode ({exc}); kept as written")
+        raw = part.get_payload()
+        return raw.encode("ascii", "surrogateescape") if isinstance(raw, str) else b""
+    if data is None:
+        raw = part.get_payload()
+        if isinstance(raw, str):
+            return raw.encode("ascii", "surrogateescape")
+        return b""
+    return data
+
+
+def _addresses(values: list[str]) -> list[str]:
+    out = []
+    for name, addr in getaddresses(values):
+        if not addr and not name:
+            continue
+        out.append(f"{name} <{addr}>" if name and addr else (addr or name))
+    return out
+
+
+def parse_message(raw: bytes, *, size: int | None = None, partial: bool = False,
+                  text_cap: int = TEXT_CAP_CHARS) -> ParsedMail:
+    """Parses raw message bytes; never raises on bad input. `partial`: only the first len(raw) of
+    `size` bytes were read (the rest is listed as cut off)."""
+    notes: list[str] = []
+    total = size if size is not None else len(raw)
+    if partial:
+        notes.append(f"message is {total:,} bytes; only the first {len(raw):,} were read, so text and "
+                      "attachments after that point are missing")
+    msg = email.message_from_bytes(raw, policy=email.policy.compat32)
+    headers: dict[str, list[str]] = {}
+    for i, (k, v) in enumerate(msg.items()):
+        if i >= MAX_HEADERS:
+            notes.append(f"only the first {MAX_HEADERS} headers were kept")
+            break
+        headers.setdefault(k.lower(), []).append(header_text(v))
+
+    texts: list[str] = []
+    html_texts: list[str] = []
+    attachments: list[Attachment] = []
+    defects: set[str] = {type(d).__name__ for d in msg.defects}
+    parts = list(msg.walk())
+    for n, part in enumerate(parts):
+        defects.update(type(d).__name__ for d in part.defects)
+        if part.is_multipart():
+            continue
+        ctype = part.get_content_type()
+        is_last = n == len(parts) - 1
+        if _is_attachment(part):
+            fname = header_text(part.get_filename() or "") or "(no name)"
+            enc = (part.get("Content-Transfer-Encoding") or "").strip().lower()
+            payload = part.get_payload()
+            if isinstance(payload, str) and enc == "base64":
+                dsize = len(re.sub(r"\s+", "", payload)) * 3 // 4
+            else:
+                dsize = len(_payload_bytes(part, notes, f"attachment {fname!r}"))
+            attachments.append(Attachment(fname, ctype, dsize, cut_off=partial and is_last))
+            continue
+        if ctype not in ("text/plain", "text/html") and part.get_content_maintype() != "text":
+            continue
+        data = _payload_bytes(part, notes, f"{ctype} part")
+        body = decode_bytes(data, part.get_content_charset(), notes, f"{ctype} part")
+        body = body.replace("\r\n", "\n").replace("\r", "\n").strip("\n").rstrip()
+        (html_texts if ctype == "text/html" else texts).append(body)
+    if defects:
+        notes.append("malformed MIME, read as far as possible: " + ", ".join(sorted(defects)))
+
+    if texts:
+        body_text = "\n\n".join(texts)
+    elif html_texts:
+        body_text = "\n\n".join(html_to_text(h) for h in html_texts)
+        notes.append("no plain-text part; text taken from the HTML part")
+    else:
+        body_text = ""
+    body_text = body_text.replace("\x00", "")
+    truncated = len(body_text) > text_cap
+    if truncated:
+        notes.append(f"body text cut to the first {text_cap:,} of {len(body_text):,} characters")
+        body_text = body_text[:text_cap]
+    if attachments:
+        big = sum(a.size for a in attachments)
+        notes.append(f"{len(attachments)} attachment(s), {big:,} bytes: listed, contents not kept")
+
+    date_iso = None
+    raw_date = msg.get("Date")
+    if raw_date:
+        try:
+            date_iso = parsedate_to_datetime(header_text(raw_date)).isoformat()
+        except (TypeError, ValueError, IndexError):
+            notes.append("Date header could not be read")
+    from_values = headers.get("from", [])
+    froms = getaddresses(from_values)
+    return ParsedMail(
+        message_id=header_text(msg.get("Message-ID")).strip(),
+        subject=headers.get("subject", [""])[0],
+        from_addr=from_values[0] if from_values else "",
+        from_email=(froms[0][1].lower() if froms else ""),
+        to=_addresses(headers.get("to", [])),
+        cc=_addresses(headers.get("cc", [])),
+        reply_to=headers.get("reply-to", [""])[0],
+        date=date_iso,
+        headers=headers,
+        text=body_text,
+        attachments=attachments,
+        size=total,
+        notes=notes,
+        text_truncated=truncated,
+    )

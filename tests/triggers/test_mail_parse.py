@@ -1,0 +1,109 @@
+"""Plain-text extraction from hostile and old-fashioned mail, without a server."""
+
+from __future__ import annotations
+
+import base64
+import os
+
+from runtime_host.mail.parse import html_to_text, parse_message
+
+
+def test_declared_iso_8859_1_is_read_as_windows_1252() -> None:
+    raw = (b"From: =?iso-8859-1?q?Ren=E9_M=FCller?= <rene@example.org>\r\nSubject: =?iso-8859-1?q?Caf=E9?=\r\n"
+           b"Content-Type: text/plain; charset=iso-8859-1\r\nContent-Transfer-Encoding: 8bit\r\n\r\n"
+           b"Prix: 5\x80, \xe9t\xe9 \x93quoted\x94\r\n")
+    m = parse_message(raw)
+    assert m.from_addr == "René Müller <rene@example.org>"
+    assert m.from_email == "rene@example.org"
+    assert m.subject == "Café"
+    assert m.text == "Prix: 5€, été “quoted”"
+
+
+def test_windows_1252_quoted_printable() -> None:
+    raw = (b"Subject: Angebot\r\nContent-Type: text/plain; charset=windows-1252\r\n"
+           b"Content-Transfer-Encoding: quoted-printable\r\n\r\nGr=FC=DFe =96 100 =80\r\n")
+    assert parse_message(raw).text == "Grüße – 100 €"
+
+
+def test_shift_jis_body_and_subject() -> None:
+    subject = "=?shift_jis?b?" + base64.b64encode("会議の件".encode("shift_jis")).decode() + "?="
+    raw = (f"Subject: {subject}\r\nContent-Type: text/plain; charset=Shift_JIS\r\n"
+           "Content-Transfer-Encoding: 8bit\r\n\r\n").encode() + "明日の会議は十時です。".encode("shift_jis")
+    m = parse_message(raw)
+    assert m.subject == "会議の件"
+    assert m.text == "明日の会議は十時です。"
+    assert m.notes == []
+
+
+def test_undeclared_8bit_headers_and_body() -> None:
+    raw = b"From: J\xfcrgen <j@example.org>\r\nSubject: Gr\xfc\xdfe\r\n\r\nSch\xf6ne Gr\xfc\xdfe\r\n"
+    m = parse_message(raw)
+    assert m.subject == "Grüße"
+    assert m.from_addr.startswith("Jürgen")
+    assert m.text == "Schöne Grüße"
+    assert any("charset not declared" in n for n in m.notes)
+    utf = parse_message("Subject: Grüße\r\n\r\nSchöne Grüße\r\n".encode())  # undeclared UTF-8 stays UTF-8
+    assert (utf.subject, utf.text, utf.notes) == ("Grüße", "Schöne Grüße", [])
+
+
+def test_unknown_charset_label() -> None:
+    raw = b"Subject: x\r\nContent-Type: text/plain; charset=x-klingon-9\r\n\r\nhello \xe9\r\n"
+    m = parse_message(raw)
+    assert m.text == "hello é"
+    assert any("unknown charset 'x-klingon-9'" in n for n in m.notes)
+
+
+def test_malformed_mime_is_read_as_far_as_possible() -> None:
+    raw = (b"Subject: broken\r\nMIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=\"XYZ\"\r\n\r\n"
+           b"--XYZ\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nfirst part\r\n"
+           b"--XYZ\r\nContent-Type: application/pdf; name=\"a.pdf\"\r\nContent-Transfer-Encoding: base64\r\n\r\n"
+           b"JVBERi0xLjQK!!!not base64***\r\n")  # no closing boundary, bad base64
+    m = parse_message(raw)
+    assert m.text == "first part"
+    assert [a.filename for a in m.attachments] == ["a.pdf"]
+    assert any("malformed MIME" in n for n in m.notes)
+    # a boundary that never appears, and garbage bytes, still give a result
+    m2 = parse_message(b"Content-Type: multipart/alternative; boundary=nope\r\n\r\n\x00\xff\xfe garbage")
+    assert isinstance(m2.text, str)
+
+
+def test_html_only_mail_becomes_text() -> None:
+    raw = (b"Subject: News\r\nContent-Type: text/html; charset=utf-8\r\n\r\n"
+           b"<html><head><style>p{color:red}</style></head><body><p>Hello&nbsp;<b>world</b></p>"
+           b"<script>alert(1)</script><p>Second &amp; last</p></body></html>")
+    m = parse_message(raw)
+    assert m.text == "Hello\xa0world\n\nSecond & last"
+    assert "no plain-text part" in m.notes[0]
+    assert html_to_text("<div>a</div><div>b</div>") == "a\n\nb"
+
+
+def test_binary_attachment_is_listed_not_kept() -> None:
+    blob = os.urandom(300_000)
+    raw = (b"Subject: photo\r\nMIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=B\r\n\r\n"
+           b"--B\r\nContent-Type: text/plain\r\n\r\nSee attached.\r\n"
+           b"--B\r\nContent-Type: image/png\r\nContent-Disposition: attachment; filename*=utf-8''f%C3%B6to.png\r\n"
+           b"Content-Transfer-Encoding: base64\r\n\r\n" + base64.encodebytes(blob) + b"\r\n--B--\r\n")
+    m = parse_message(raw)
+    assert m.text == "See attached."
+    (att,) = m.attachments
+    assert (att.filename, att.content_type, att.size) == ("föto.png", "image/png", len(blob))
+    assert "contents not kept" in m.notes[-1]
+    assert len(m.to_dict()["text"]) < 100
+
+
+def test_text_cap_and_partial_read_are_said() -> None:
+    raw = b"Subject: long\r\n\r\n" + b"word " * 100_000
+    m = parse_message(raw, text_cap=1000)
+    assert len(m.text) == 1000 and m.text_truncated
+    assert any("cut to the first 1,000 of 499,999 characters" in n for n in m.notes)
+    p = parse_message(raw[:5000], size=len(raw), partial=True)
+    assert any("only the first 5,000 were read" in n for n in p.notes)
+    assert p.size == len(raw)
+
+
+def test_for_agent_rendering() -> None:
+    raw = b"From: a@example.org\r\nTo: b@example.org\r\nSubject: Hi\r\nDate: Mon, 3 Jun 2024 09:00:00 +0200\r\n\r\nBody\r\n"
+    text = parse_message(raw).for_agent()
+    assert text.splitlines()[:4] == ["From: a@example.org", "To: b@example.org", "Subject: Hi",
+                                     "Date: 2024-06-03T09:00:00+02:00"]
+    assert text.endswith("Body")
