@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 from app.bridge import PodBridge
 from app.chat_view import ChatView, RunsList, StepsTree
 from app.dialogs import AddAgentDialog, SettingsDialog
+from app.tray import NotificationBar, Tray, app_icon, notification_for
 from app.voice import VoiceButton
 from app.wiki_view import WikiView
 from runtime_host.pod import EMBEDDED, EMBEDDED_NOTE
@@ -87,7 +88,7 @@ class MainWindow(QMainWindow):
 
     closed = Signal()
 
-    def __init__(self, pod: Any):
+    def __init__(self, pod: Any, *, use_tray: bool = True):
         super().__init__()
         self.pod = pod
         self.bridge = PodBridge(pod, self)
@@ -98,7 +99,14 @@ class MainWindow(QMainWindow):
         self._live_turn: str | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self.setWindowTitle("Hearth")
+        self.setWindowIcon(app_icon())
+        self._quitting = False
         self._build()
+        self.tray = Tray(self.notices, self, force_no_tray=not use_tray)
+        self.tray.set_paused(pod.schedules_paused)
+        self.tray.open_requested.connect(self.bring_to_front)
+        self.tray.quit_requested.connect(self.quit)
+        self.tray.pause_toggled.connect(pod.set_schedules_paused)
         self.refresh_agents()
         settings = QSettings("Hearth", "Hearth")
         last_view = settings.value("window/view")
@@ -197,7 +205,13 @@ class MainWindow(QMainWindow):
         outer.addWidget(side)
         outer.addWidget(self.pages)
         outer.setSizes([220, 880])
-        self.setCentralWidget(outer)
+        self.notices = NotificationBar()
+        root = QWidget()
+        root_layout = QVBoxLayout(root)
+        root_layout.setContentsMargins(0, 0, 0, 0)
+        root_layout.addWidget(self.notices)
+        root_layout.addWidget(outer, 1)
+        self.setCentralWidget(root)
 
         settings_action = QAction("Settings", self, shortcut=QKeySequence("Ctrl+,"), triggered=self.open_settings)
         new_conv_action = QAction("New conversation", self, shortcut=QKeySequence("Ctrl+N"), triggered=self.new_conversation)
@@ -207,6 +221,7 @@ class MainWindow(QMainWindow):
         self.addAction(QAction("Show wiki", self, shortcut=QKeySequence("Ctrl+2"), triggered=self.show_wiki))
         find = QAction("Search memory", self, shortcut=QKeySequence("Ctrl+K"), triggered=self.focus_memory_search)
         self.addAction(find)
+        self.addAction(QAction("Quit Hearth", self, shortcut=QKeySequence("Ctrl+Q"), triggered=self.quit))
         self.statusBar().showMessage("Ready")
         self._refresh_timer = QTimer(self)
         self._refresh_timer.setInterval(5000)
@@ -390,6 +405,9 @@ class MainWindow(QMainWindow):
     # -- pod events
     def _on_pod_event(self, ev: dict[str, Any]) -> None:
         kind = ev.get("type")
+        note = notification_for(ev)
+        if note is not None:
+            self.tray.notify(*note)
         if kind == "worker.state":
             self.refresh_agents_labels()
             if ev.get("new") == "fatal":
@@ -442,7 +460,22 @@ class MainWindow(QMainWindow):
                 item.setToolTip(self._agent_tooltip(a))
         self.runs.load(self.pod.runs())
 
+    def bring_to_front(self) -> None:
+        self.show()
+        self.raise_()
+        self.activateWindow()
+
+    def quit(self) -> None:
+        """Really quit (the tray's Quit): closing the window only hides it while a tray exists."""
+        self._quitting = True
+        self.close()
+
     def closeEvent(self, event: Any) -> None:  # noqa: N802
+        if self.tray.available and not self._quitting:
+            event.ignore()
+            self.hide()
+            self.tray.notify("Hearth is still running", "Schedules and mail go on; open Hearth from the tray icon.")
+            return
         settings = QSettings("Hearth", "Hearth")
         settings.setValue("window/geometry", self.saveGeometry())
         settings.setValue("window/view", self.pages.currentIndex())

@@ -134,6 +134,15 @@ class Pod:
     def vault(self) -> Vault:
         return Vault(f"{self.pod_id}/person/{self.person.id}")
 
+    # -- schedules pause (the tray's switch; the scheduler reads it on every tick)
+    @property
+    def schedules_paused(self) -> bool:
+        return self.store.meta("schedules_paused") == "1"
+
+    def set_schedules_paused(self, paused: bool) -> None:
+        self.store.set_meta("schedules_paused", "1" if paused else "0")
+        self.emit({"type": "schedules.paused", "paused": paused})
+
     # -- providers and agents
     def add_provider(self, name: str, *, kind: str, base_url: str, model: str = "", key: str | None = None) -> dict[str, Any]:
         name = name.strip()

@@ -280,6 +280,13 @@ class Store:
                 s.commit()
             return row.value if row else None
 
+    def set_meta(self, key: str, value: str) -> None:
+        with self.session() as s:
+            row = s.get(PodMeta, key) or PodMeta(key=key, value=value)
+            row.value = value
+            s.add(row)
+            s.commit()
+
     # -- people
     def default_person(self) -> Person:
         with self.session() as s:

@@ -1,0 +1,128 @@
+"""The tray icon, its menu and notifications, with an in-window fallback when there is no tray.
+
+Notifications come from Pod events a person would want to see while the window is closed:
+background, scheduled and mail-triggered runs that finish or fail, and cards waiting for approval.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QIcon
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QMenu, QPushButton, QSystemTrayIcon, QWidget
+
+from runtime_host.profiles import resources_dir
+
+
+def app_icon() -> QIcon:
+    icon = QIcon()
+    folder = resources_dir() / "icons"
+    for name in ("hearth.svg", "hearth.png", "hearth-64.png"):
+        if (folder / name).exists():
+            icon.addFile(str(folder / name))
+    return icon
+
+
+class NotificationBar(QWidget):
+    """In-window notifications, for desktops without a tray (or while the window is open)."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.label = QLabel("")
+        self.label.setWordWrap(True)
+        self.label.setAccessibleName("Notification")
+        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        close = QPushButton("Dismiss")
+        close.clicked.connect(self.hide)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(8, 4, 8, 4)
+        layout.addWidget(self.label, 1)
+        layout.addWidget(close)
+        self.setStyleSheet("background-color: palette(alternate-base); border-radius: 4px;")
+        self.history: list[tuple[str, str]] = []
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.timeout.connect(self.hide)
+        self.hide()
+
+    def show_message(self, title: str, text: str, timeout_ms: int = 15000) -> None:
+        self.history.append((title, text))
+        self.label.setText(f"<b>{title}</b> — {text}")
+        self.show()
+        self._timer.start(timeout_ms)
+
+
+class Tray(QObject):
+    """Signals:
+    open_requested(): the person asked to see the window.
+    quit_requested(): the person chose Quit.
+    pause_toggled(bool): the person paused (True) or resumed (False) all schedules.
+    """
+
+    open_requested = Signal()
+    quit_requested = Signal()
+    pause_toggled = Signal(bool)
+
+    def __init__(self, bar: NotificationBar, parent: QObject | None = None, force_no_tray: bool = False):
+        super().__init__(parent)
+        self.bar = bar
+        self.available = not force_no_tray and QSystemTrayIcon.isSystemTrayAvailable()
+        self.menu = QMenu()
+        self.open_action = QAction("Open Hearth", self.menu)
+        self.open_action.triggered.connect(self._on_open)
+        self.pause_action = QAction("Pause schedules", self.menu)
+        self.pause_action.setCheckable(True)
+        self.pause_action.triggered.connect(self._on_pause)
+        self.quit_action = QAction("Quit Hearth", self.menu)
+        self.quit_action.triggered.connect(self._on_quit)
+        for a in (self.open_action, self.pause_action, self.quit_action):
+            self.menu.addAction(a)
+        self.icon: QSystemTrayIcon | None = None
+        if self.available:
+            self.icon = QSystemTrayIcon(app_icon(), self)
+            self.icon.setToolTip("Hearth")
+            self.icon.setContextMenu(self.menu)
+            self.icon.activated.connect(self._on_activated)
+            self.icon.show()
+
+    def notify(self, title: str, text: str) -> None:
+        if self.icon is not None:
+            self.icon.showMessage(title, text, QSystemTrayIcon.MessageIcon.Information, 10000)
+        self.bar.show_message(title, text)
+
+    def set_paused(self, paused: bool) -> None:
+        self.pause_action.setChecked(paused)
+        self.pause_action.setText("Resume schedules" if paused else "Pause schedules")
+
+    def _on_open(self) -> None:
+        self.open_requested.emit()
+
+    def _on_quit(self) -> None:
+        self.quit_requested.emit()
+
+    def _on_pause(self) -> None:
+        paused = self.pause_action.isChecked()
+        self.set_paused(paused)
+        self.pause_toggled.emit(paused)
+
+    def _on_activated(self, reason: Any) -> None:
+        if reason in (QSystemTrayIcon.ActivationReason.Trigger, QSystemTrayIcon.ActivationReason.DoubleClick):
+            self.open_requested.emit()
+
+
+def notification_for(ev: dict[str, Any]) -> tuple[str, str] | None:
+    """The (title, text) a Pod event deserves as a notification, or None."""
+    kind = ev.get("type")
+    origin = ev.get("origin", "chat")
+    if kind == "turn.finished" and origin != "chat":
+        what = {"schedule": "Scheduled run", "background": "Background run", "mail": "Mail rule",
+                "handoff": "Hand-off"}.get(origin, "Run")
+        if ev.get("status") == "done":
+            return f"{what} by {ev.get('agent')} finished", (ev.get("text") or "")[:200]
+        return f"{what} by {ev.get('agent')} failed", (ev.get("error") or "")[:200]
+    if kind == "card.created":
+        return "Waiting for your approval", (ev.get("summary") or "")[:200]
+    if kind == "worker.state" and ev.get("new") == "fatal":
+        return f"Agent {ev.get('agent')} stopped", (ev.get("reason") or "")[:200]
+    return None

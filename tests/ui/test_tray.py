@@ -1,0 +1,99 @@
+"""Tray and notifications: in-window fallback offscreen, and a real tray under Xvfb with a tray host."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from app.main_window import MainWindow
+from tests.helpers.fake_model import Text
+
+
+def test_without_a_tray_notifications_show_in_the_window_and_closing_quits(qtbot, qloop, ui_pod, script) -> None:
+    script([Text("weekly report done")])
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show()
+    assert not w.tray.available
+    turn_id = ui_pod.create_background_run("helper", "weekly report")
+    run = qloop.run(ui_pod.resume_turn(turn_id))
+    qloop.run(run.future)
+    assert w.notices.isVisible()
+    assert w.notices.history[-1] == ("Background run by helper finished", "weekly report done")
+    closed: list[bool] = []
+    w.closed.connect(lambda: closed.append(True))
+    w.close()
+    assert closed == [True] and not w.isVisible()
+
+
+def test_pausing_schedules_from_the_tray_menu_reaches_the_pod(qtbot, qloop, ui_pod) -> None:
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    assert not ui_pod.schedules_paused
+    w.tray.pause_action.trigger()
+    assert ui_pod.schedules_paused and w.tray.pause_action.text() == "Resume schedules"
+    w.tray.pause_action.trigger()
+    assert not ui_pod.schedules_paused
+
+
+TRAY_PROBE = r"""
+import os, sys, asyncio
+sys.path.insert(0, os.environ["HEARTH_ROOT"])
+import qasync
+from PySide6.QtWidgets import QApplication, QSystemTrayIcon
+app = QApplication([])
+app.setQuitOnLastWindowClosed(False)
+loop = qasync.QEventLoop(app); asyncio.set_event_loop(loop)
+from app.main_window import MainWindow
+from runtime_host.pod import Pod
+async def main():
+    pod = Pod()
+    w = MainWindow(pod)
+    w.show()
+    await asyncio.sleep(0.3)
+    print("tray", w.tray.available, w.tray.icon is not None and w.tray.icon.isVisible())
+    w.close()
+    await asyncio.sleep(0.2)
+    print("hidden-after-close", not w.isVisible())
+    w.tray.open_action.trigger()
+    await asyncio.sleep(0.2)
+    print("shown-from-tray", w.isVisible())
+    w.tray.quit_action.trigger()
+    await asyncio.sleep(0.2)
+    print("quit", not w.isVisible())
+    await pod.close()
+with loop:
+    loop.run_until_complete(main())
+"""
+
+
+@pytest.mark.skipif(not shutil.which("Xvfb") or not shutil.which("trayer"), reason="needs Xvfb and trayer (make test installs them)")
+def test_closing_the_window_keeps_hearth_in_a_real_tray(tmp_path: Path) -> None:
+    display = ":%d" % (90 + os.getpid() % 50)
+    xvfb = subprocess.Popen(["Xvfb", display, "-screen", "0", "1024x768x24", "-nolisten", "tcp"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    tray = None
+    try:
+        env = {**os.environ, "DISPLAY": display, "QT_QPA_PLATFORM": "xcb", "HEARTH_HOME": str(tmp_path / "h"),
+               "HEARTH_ROOT": str(Path(__file__).resolve().parents[2])}
+        time.sleep(0.5)
+        tray = subprocess.Popen(["trayer", "--edge", "top", "--widthtype", "request"], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.8)
+        out = subprocess.run([sys.executable, "-c", TRAY_PROBE], env=env, capture_output=True, text=True, timeout=60)
+        lines = dict(line.split(" ", 1) for line in out.stdout.splitlines() if " " in line)
+        assert lines.get("tray") == "True True", out.stdout + out.stderr
+        assert lines.get("hidden-after-close") == "True"
+        assert lines.get("shown-from-tray") == "True"
+        assert lines.get("quit") == "True"
+    finally:
+        for p in (tray, xvfb):
+            if p is not None:
+                p.terminate()
+                p.wait(5)
