@@ -4,9 +4,8 @@ away, and scheduled runs' results to the chats that accept pushed results."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from runtime_host.channels.base import Channel, ChannelStatus
 from runtime_host.channels.podport import PodChannelPort, RunResult
@@ -43,18 +42,19 @@ class ChannelHub:
     def statuses(self) -> list[ChannelStatus]:
         return [ch.status for ch in self.channels]
 
-    async def _each(self, what: str, calls: list[tuple[Channel, asyncio.Future[object] | object]]) -> None:
-        for ch, aw in calls:
+    async def _each(self, what: str, call: Callable[[Channel], Awaitable[object]]) -> None:
+        """Runs `call` on every channel; one channel failing does not keep the others from it."""
+        for ch in self.channels:
             try:
-                await aw  # type: ignore[misc]
+                await call(ch)
             except Exception:
                 log.exception("channel %s could not %s", ch.name, what)
 
     async def _on_card_opened(self, card: Card) -> None:
-        await self._each("show a card", [(ch, ch.deliver_card(card)) for ch in self.channels])
+        await self._each("show a card", lambda ch: ch.deliver_card(card))
 
     async def _on_card_decided(self, card: Card) -> None:
-        await self._each("update a decided card", [(ch, ch.card_decided(card)) for ch in self.channels])
+        await self._each("update a decided card", lambda ch: ch.card_decided(card))
 
     async def _on_run_finished(self, run: RunResult) -> None:
         if run.status == "done":
@@ -62,5 +62,4 @@ class ChannelHub:
         else:
             text = f"The run did not finish: {run.error or run.status}"
         title = f"Scheduled run · {run.agent}" if run.origin == "schedule" else f"{run.origin.capitalize()} run · {run.agent}"
-        await self._each("push a run result",
-                         [(ch, ch.deliver_answer(run.person_id, text, title=title)) for ch in self.channels])
+        await self._each("push a run result", lambda ch: ch.deliver_answer(run.person_id, text, title=title))

@@ -59,7 +59,8 @@ LINK_FAILURE_WINDOW_S = 600.0
 UPDATE_ATTEMPTS = 5  # an update that keeps failing for network reasons is answered with an apology after this
 
 HELP = ("You are talking to <b>{agent}</b> in your Hearth pod.\n\n"
-        "/agents — list your agents\n/agent NAME — talk to another agent\n/unlink — stop using this chat\n\n"
+        "/agents — list your agents\n/agent NAME — talk to another agent\n"
+        "/push on|off — scheduled results in this chat\n/unlink — stop using this chat\n\n"
         "Send text or a voice note; voice is transcribed on your own computer.")
 
 
@@ -399,7 +400,7 @@ class TelegramChannel(Channel):
             self.store.finish_update(CHANNEL, uid)
             return
         chat = msg.get("chat") or {}
-        chat_id = int(chat.get("id"))
+        chat_id = int(chat.get("id") or 0)
         user = msg.get("from") or {}
         user_id = int(user.get("id") or 0)
         text = msg.get("text")
@@ -511,6 +512,13 @@ class TelegramChannel(Channel):
                 return self._plain(f"No agent named {arg!r}. Your agents: {', '.join(names) or 'none yet'}.")
             self.store.set_link_agent(CHANNEL, link.chat_id, match)
             return [{"text": f"Now talking to <b>{escape(match)}</b>.", "parse_mode": "HTML"}]
+        if cmd == "/push":
+            if arg.lower() not in ("on", "off"):
+                state = "on" if link.push_runs else "off"
+                return self._plain(f"Scheduled results come to this chat: {state}. Change with /push on or /push off.")
+            self.store.set_push_runs(CHANNEL, link.chat_id, arg.lower() == "on")
+            return self._plain("Scheduled results will come to this chat." if arg.lower() == "on"
+                               else "Scheduled results will no longer come to this chat.")
         if cmd == "/unlink":
             self.store.unlink(CHANNEL, link.chat_id)
             log.info("telegram: chat %s unlinked by its owner", link.chat_id)
@@ -720,7 +728,7 @@ class TelegramChannel(Channel):
             log.warning("telegram: answer queued for re-send in %.1f s: %s", delay, exc)
             return "network"
         self._flush_backoff.reset()
-        self.store.mark_sent(item, int(res.get("message_id")) if isinstance(res, dict) else None)
+        self.store.mark_sent(item, int(res.get("message_id") or 0) if isinstance(res, dict) else None)
         return "sent"
 
 

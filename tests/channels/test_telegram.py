@@ -243,8 +243,14 @@ async def test_scheduled_result_pushed(pod: Any, port: PodChannelPort, tg: FakeT
         assert msgs[-1].text == "Scheduled run · helper\n\nThree new mails, none urgent."
         chat_run = await pod.start_turn("helper", "a chat in the app")  # ordinary chats are not pushed
         await chat_run.future
+        tg.send_text(OWNER, "/push off")
+        msgs = await sent(tg, OWNER, 3)
+        assert msgs[-1].text == "Scheduled results will no longer come to this chat."
+        script([Text("quiet")])
+        run = await pod.start_turn("helper", "again", new_conversation=True, origin="schedule")
+        await run.future
         await asyncio.sleep(0.3)
-        assert len(tg.sent_to(OWNER)) == 2
+        assert len(tg.sent_to(OWNER)) == 3
     finally:
         await hub.stop()
 
