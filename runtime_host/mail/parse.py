@@ -254,8 +254,9 @@ def parse_message(raw: bytes, *, size: int | None = None, partial: bool = False,
             fname = header_text(part.get_filename() or "") or "(no name)"
             enc = (part.get("Content-Transfer-Encoding") or "").strip().lower()
             payload = part.get_payload()
-            if isinstance(payload, str) and enc == "base64":
-                dsize = len(re.sub(r"\s+", "", payload)) * 3 // 4
+            if isinstance(payload, str) and enc == "base64":  # size without decoding megabytes
+                chars = len(payload) - sum(payload.count(w) for w in ("\n", "\r", " ", "\t"))
+                dsize = max(0, chars * 3 // 4 - payload.rstrip()[-2:].count("="))
             else:
                 dsize = len(_payload_bytes(part, notes, f"attachment {fname!r}"))
             attachments.append(Attachment(fname, ctype, dsize, cut_off=partial and is_last))

@@ -334,9 +334,13 @@ class DropProxy:
         self._stopping = True
         if self._srv is not None:
             with contextlib.suppress(OSError):
+                self._srv.shutdown(socket.SHUT_RDWR)
+            with contextlib.suppress(OSError):
                 self._srv.close()
         with self._lock:
             for s in self._open:
+                with contextlib.suppress(OSError):
+                    s.shutdown(socket.SHUT_RDWR)  # wakes the pumps blocked in recv
                 with contextlib.suppress(OSError):
                     s.close()
         for t in self._threads:
