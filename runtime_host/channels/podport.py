@@ -146,6 +146,27 @@ class PodChannelPort:
         self._card_decided.append(fn)
         return lambda: self._card_decided.remove(fn) if fn in self._card_decided else None
 
+    # -- cards announced as Pod events (optional bridge)
+    def follow_pod_cards(self) -> Callable[[], None]:
+        """Mirrors Pod events into cards: {"type": "card.created", "card_id", "kind", "summary"|"title", "body"}
+        opens one (once per id), {"type": "card.decided", "card_id", "approved", "decided_by"} decides it
+        (the compare-and-set still lets only the first decision through)."""
+
+        def on_event(ev: dict[str, Any]) -> None:
+            kind = ev.get("type")
+            cid = str(ev.get("card_id") or "")
+            if not cid or kind not in ("card.created", "card.decided"):
+                return
+            if kind == "card.created":
+                if self.store.get_card(cid) is None:
+                    self.open_card(str(ev.get("person_id") or self.pod.person.id), str(ev.get("kind") or "send"),
+                                   str(ev.get("summary") or ev.get("title") or "Approval needed"),
+                                   str(ev.get("body") or ""), card_id=cid)
+            else:
+                self.decide_card(cid, bool(ev.get("approved")), str(ev.get("decided_by") or "app"))
+
+        return self.pod.subscribe(on_event)
+
     # -- runs without a person (schedules) pushed to chats
     def on_run_finished(self, fn: RunListener, origins: tuple[str, ...] = ("schedule",)) -> Callable[[], None]:
         entry = (fn, origins)

@@ -622,20 +622,26 @@ class TelegramChannel(Channel):
             await self._flush()
         return len(links)
 
+    @staticmethod
+    def _status_markup(card: Card) -> dict[str, Any]:
+        label = ("✅ Approved " if card.state == APPROVED else "✖ Rejected ") + _who(card.decided_by)
+        return {"inline_keyboard": [[{"text": label.strip(), "callback_data": f"c:{card.card_id}:s"}]]}
+
     async def card_decided(self, card: Card) -> None:
         if card.pending:
             return
-        label = ("✅ Approved " if card.state == APPROVED else "✖ Rejected ") + _who(card.decided_by)
-        markup = {"inline_keyboard": [[{"text": label.strip(), "callback_data": f"c:{card.card_id}:s"}]]}
         for chat_id, message_id in self.store.card_messages(card.card_id, CHANNEL):
-            try:
-                await self.api.call("editMessageReplyMarkup", {"chat_id": chat_id, "message_id": message_id,
-                                                               "reply_markup": markup})
-            except BotApiError as exc:
-                if "not modified" not in exc.description:
-                    log.warning("telegram: could not update the buttons of card %s: %s", card.card_id, exc)
-            except TransientError as exc:
+            await self._show_decision(card, chat_id, message_id)
+
+    async def _show_decision(self, card: Card, chat_id: int, message_id: int) -> None:
+        try:
+            await self.api.call("editMessageReplyMarkup", {"chat_id": chat_id, "message_id": message_id,
+                                                           "reply_markup": self._status_markup(card)})
+        except BotApiError as exc:
+            if "not modified" not in exc.description:
                 log.warning("telegram: could not update the buttons of card %s: %s", card.card_id, exc)
+        except TransientError as exc:
+            log.warning("telegram: could not update the buttons of card %s: %s", card.card_id, exc)
 
     # -- pushed answers (scheduled runs)
     async def deliver_answer(self, person_id: str, text: str, *, title: str | None = None) -> int:
@@ -702,6 +708,9 @@ class TelegramChannel(Channel):
     async def _send_item_now(self, item: OutboxItem) -> str:
         body = dict(item.body)
         plain = body.pop("_plain", None)
+        card = self.store.get_card(item.card_id) if item.card_id else None
+        if card is not None and not card.pending:  # decided while the card waited in the outbox
+            body["reply_markup"] = self._status_markup(card)
         try:
             res = await self.api.call("sendMessage", {"chat_id": item.chat_id, **body})
         except BotApiError as exc:
@@ -728,7 +737,12 @@ class TelegramChannel(Channel):
             log.warning("telegram: answer queued for re-send in %.1f s: %s", delay, exc)
             return "network"
         self._flush_backoff.reset()
-        self.store.mark_sent(item, int(res.get("message_id") or 0) if isinstance(res, dict) else None)
+        message_id = int(res.get("message_id") or 0) if isinstance(res, dict) else None
+        self.store.mark_sent(item, message_id)
+        if card is not None and card.pending and message_id:
+            now_card = self.store.get_card(card.card_id)
+            if now_card is not None and not now_card.pending:  # decided while this send was on the wire
+                await self._show_decision(now_card, item.chat_id, message_id)
         return "sent"
 
 

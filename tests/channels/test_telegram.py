@@ -342,3 +342,26 @@ def test_html_sent_is_what_telegram_parses() -> None:
     # A guard on the fake itself: Telegram's own error wording for bad HTML.
     with pytest.raises(Exception, match='Unsupported start tag "script" at byte offset 2'):
         parse_html("a <script>")
+
+
+async def test_cards_announced_as_pod_events_reach_the_phone(pod: Any, port: PodChannelPort, tg: FakeTelegram,
+                                                             make_channel: ChannelFactory) -> None:
+    ch = make_channel()
+    hub = ChannelHub(port, [ch])
+    await hub.start()
+    unfollow = port.follow_pod_cards()
+    try:
+        await link_owner(ch, tg, pod.person.id)
+        pod.emit({"type": "card.created", "card_id": "mailcard1", "kind": "send", "summary": "Reply to Ana"})
+        pod.emit({"type": "card.created", "card_id": "mailcard1", "kind": "send", "summary": "Reply to Ana"})
+        shown = (await sent(tg, OWNER, 2))[-1]
+        assert "Reply to Ana" in shown.text
+        pod.emit({"type": "card.decided", "card_id": "mailcard1", "approved": True, "decided_by": "app"})
+        await until(tg, lambda: bool(tg.messages[(OWNER, shown.message_id)].edits), "the buttons updated")
+        assert [b["text"] for b in tg.messages[(OWNER, shown.message_id)].buttons()] == ["✅ Approved in the app"]
+        assert port.decide_card("mailcard1", False, f"telegram:{OWNER}") is False
+        await asyncio.sleep(0.2)
+        assert len(tg.sent_to(OWNER)) == 2  # the card was shown once
+    finally:
+        unfollow()
+        await hub.stop()
