@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import calendar
 import contextlib
+import functools
 import heapq
 import json
 import time
@@ -289,6 +290,7 @@ CATCH_UP_POLICIES = ("once", "skip")
 ON_TIME_GRACE = timedelta(seconds=150)  # a due instant this close to "now" is on time (ticks come every 60 s)
 
 
+@functools.lru_cache(maxsize=512)
 def zone(tz: str) -> ZoneInfo:
     try:
         return ZoneInfo(tz)
@@ -305,7 +307,7 @@ class Schedule:
     catch_up: str = "once"
 
     def __post_init__(self) -> None:
-        Cron.parse(self.cron)
+        _parse_cached(self.cron)
         zone(self.tz)
         if self.catch_up not in CATCH_UP_POLICIES:
             raise CronError(f"Catch-up policy {self.catch_up!r} is not one of: once (run once after a gap), "
@@ -392,8 +394,24 @@ def due_runs(schedule: Schedule, last_checked: datetime, now: datetime, limit: i
     lc, nw = _utc(last_checked), _utc(now)
     if nw <= lc:
         return []
+    tz = zone(schedule.tz)
+    cron = schedule.parsed
+    slack = timedelta(hours=4)
+    off = (lc - slack).astimezone(tz).utcoffset()
+    if nw - lc < timedelta(days=2) and off == (nw + slack).astimezone(tz).utcoffset():
+        # no offset change anywhere near the window: wall time and instants map one to one
+        assert off is not None
+        fast: list[datetime] = []
+        end_wall = nw.replace(tzinfo=None) + off
+        for wall in cron.wall_times(lc.replace(tzinfo=None) + off):
+            if wall > end_wall:
+                break
+            inst = (wall - off).replace(tzinfo=UTC)
+            if inst > lc:
+                fast.append(inst)
+        return fast[-limit:] if limit is not None else fast
     out: list[datetime] = []
-    for inst in _iter_instants(schedule.parsed, zone(schedule.tz), lc):
+    for inst in _iter_instants(cron, tz, lc):
         if inst > nw:
             break
         out.append(inst)
@@ -602,12 +620,14 @@ def plan_tick(engine: Engine, now: datetime, *, owner: str = "") -> tuple[list[C
             continue
         sched = s.schedule
         due = due_runs(sched, last, now_u, limit=MAX_RECORDED_MISSES + 1)
+        if not due:
+            continue  # nothing due: the checkpoint stays (the next window still starts there)
         total = _count_due(sched, last, now_u) if len(due) > MAX_RECORDED_MISSES else len(due)
         with engine.begin() as c:
             # advance the checkpoint first and only forward: a ticker that lost the race sees rowcount 0
             res = c.execute(text("UPDATE schedules SET last_checked = :n WHERE id = :id AND last_checked = :old"),
                             {"n": now_ts, "id": s.id, "old": s.last_checked})
-            if not res.rowcount or not due:
+            if not res.rowcount:
                 continue
             to_run: list[datetime] = []
             rest: list[tuple[datetime, str, str]] = []

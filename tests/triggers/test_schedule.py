@@ -306,6 +306,25 @@ def test_dst_through_the_ledger(engine: Engine) -> None:
     assert [(x.day, x.hour, x.minute) for x in local] == [(30, 2, 30), (31, 3, 30), (1, 2, 30), (2, 2, 30)]
 
 
+@pytest.mark.parametrize("tz", ["Australia/Sydney", "Pacific/Auckland", "America/New_York", "Asia/Tokyo"])
+def test_minute_ticks_match_the_pure_answer_across_dst(tz: str) -> None:
+    """Ticking every minute through both changes of a year gives exactly the instants due_runs lists."""
+    for month in (3, 4, 10, 11):  # southern and northern changes fall in these months
+        zone = ZoneInfo(tz)
+        first_sunday = next(d for d in range(1, 8) if datetime(2024, month, d).weekday() == 6)
+        sundays = [datetime(2024, month, d, tzinfo=zone) for d in range(first_sunday, 29, 7)]
+        for day in sundays:
+            s = Schedule("*/20 1-3 * * *", tz)
+            a, b = day.astimezone(UTC), (day + timedelta(hours=5)).astimezone(UTC)
+            ticked: list[datetime] = []
+            t = a
+            while t < b:
+                ticked += due_runs(s, t, t + timedelta(minutes=1))
+                t += timedelta(minutes=1)
+            assert ticked == due_runs(s, a, b), (tz, day)
+            assert len(ticked) == len(set(ticked))
+
+
 # ---- two tickers on one file ----------------------------------------------------------------------
 
 def _ticker_process(db: str, now_iso: str, barrier, out_q) -> None:  # type: ignore[no-untyped-def]
