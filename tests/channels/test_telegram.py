@@ -365,3 +365,12 @@ async def test_cards_announced_as_pod_events_reach_the_phone(pod: Any, port: Pod
     finally:
         unfollow()
         await hub.stop()
+
+
+async def test_a_leftover_webhook_is_removed_so_polling_works(pod: Any, tg: FakeTelegram,
+                                                             make_channel: ChannelFactory) -> None:
+    tg.webhook_url = "https://old.example.org/hook"  # set by an earlier program: getUpdates answers 409
+    ch = make_channel()
+    await ch.start()
+    await link_owner(ch, tg, pod.person.id)
+    assert tg.count_calls("deleteWebhook") == 1 and tg.webhook_url == ""
