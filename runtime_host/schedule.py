@@ -165,7 +165,8 @@ class Cron:
             raise CronError(f"Expected 5 fields (minute hour day-of-month month day-of-week), got {len(parts)} "
                             f"in {original!r}.")
         sets = [_parse_field(spec, p) for spec, p in zip(_FIELDS, parts)]
-        cron = cls(original.strip(), *sets, raw=tuple(parts))  # type: ignore[arg-type]
+        raw = (parts[0], parts[1], parts[2], parts[3], parts[4])
+        cron = cls(original.strip(), sets[0], sets[1], sets[2], sets[3], sets[4], raw=raw)
         cron._check_possible()
         return cron
 

@@ -169,10 +169,12 @@ class ImapSession:
         conn = self._c()
         box = mailbox or self.settings.mailbox
         _, data = self._call(conn.select, _q(box), readonly)
-        self.exists = int(data[0] or 0) if data and data[0] else 0
+        first = data[0] if data else None
+        self.exists = int(first) if isinstance(first, bytes) and first.isdigit() else 0
         uv = conn.untagged_responses.get("UIDVALIDITY", [b"0"])[-1]
         un = conn.untagged_responses.get("UIDNEXT", [b"0"])[-1]
-        self.uidvalidity, self.uidnext = int(uv), int(un)
+        self.uidvalidity = int(uv) if isinstance(uv, bytes) and uv.isdigit() else 0
+        self.uidnext = int(un) if isinstance(un, bytes) and un.isdigit() else 0
         if not self.uidnext:  # some servers omit UIDNEXT from SELECT
             _, st = self._call(conn.status, _q(box), "(UIDNEXT)")
             m = re.search(rb"UIDNEXT (\d+)", st[0] or b"")
@@ -280,7 +282,7 @@ class ImapSession:
         if "IDLE" not in self.capabilities:
             time.sleep(timeout_s)
             return False
-        tag = conn._new_tag()  # type: ignore[attr-defined]
+        tag: bytes = conn._new_tag()
         news = False
         try:
             conn.send(tag + b" IDLE\r\n")

@@ -210,7 +210,7 @@ def _payload_bytes(part: Message, notes: list[str], where: str) -> bytes:
         if isinstance(raw, str):
             return raw.encode("ascii", "surrogateescape")
         return b""
-    return data
+    return data if isinstance(data, bytes) else b""
 
 
 def _addresses(values: list[str]) -> list[str]:

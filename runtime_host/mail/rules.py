@@ -259,11 +259,10 @@ def _test(c: Condition, view: _View) -> tuple[bool, str]:
                 at = v.find(needle) if c.op == "contains" else 0
                 hit = v[max(0, at - 20): at + len(needle) + 20] if at >= 0 else v[:60]
             break
-    ok = hit is not None
-    if ok == c.negate:
-        return False, ""
+    if hit is None:
+        return c.negate, c.describe() if c.negate else ""
     if c.negate:
-        return True, c.describe()
+        return False, ""
     return True, f"{c.describe()} (found {hit.strip()[:80]!r})"
 
 
@@ -272,9 +271,9 @@ class RuleSet:
 
     def __init__(self, rules: list[Rule] | str | list[Any]):
         if isinstance(rules, list) and all(isinstance(r, Rule) for r in rules):
-            self.rules: list[Rule] = list(rules)  # type: ignore[arg-type]
+            self.rules: list[Rule] = list(rules)
         else:
-            self.rules = parse_rules(rules)  # type: ignore[arg-type]
+            self.rules = parse_rules(rules)
 
     def evaluate(self, mail: ParsedMail) -> list[RuleMatch]:
         view = _View(mail)

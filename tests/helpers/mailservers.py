@@ -194,7 +194,7 @@ namespace inbox {{
         c = self.client(user)
         try:
             typ, data = c.select(f'"{mailbox}"', readonly=True)
-            return int(data[0])
+            return int(data[0] or 0)
         finally:
             c.logout()
 

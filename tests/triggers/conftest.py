@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy.engine import Engine
@@ -11,7 +12,7 @@ from sqlalchemy.engine import Engine
 from tests.helpers.mailservers import Dovecot, SmtpSink
 
 
-def open_store(path: Path):  # type: ignore[no-untyped-def]
+def open_store(path: Path) -> Any:
     """The real Store on a SQLite file, with migrations 0004/0005 applied the way the Pod will apply them."""
     from runtime_host import store
     from runtime_host.mail.ledger import MAIL_MIGRATION

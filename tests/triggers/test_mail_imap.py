@@ -6,6 +6,7 @@ import base64
 import os
 import threading
 import time
+from typing import Any
 
 import pytest
 from sqlalchemy import text
@@ -22,7 +23,7 @@ def settings(port: int, user: str = "alice") -> ImapSettings:
     return ImapSettings(host="127.0.0.1", port=port, username=user, security="none", timeout_s=10)
 
 
-def room(engine: Engine, port: int, *, rules: list | None = None, start_at: str = "all", **kw) -> Mailroom:  # type: ignore[type-arg]
+def room(engine: Engine, port: int, *, rules: list[Any] | None = None, start_at: str = "all", **kw: Any) -> Mailroom:
     return Mailroom(engine, account_id="acc1", address="alice@example.org", imap=settings(port), password="secret",
                     rules=rules or [], start_at=start_at, reconnect_delays=(0.05,), **kw)
 

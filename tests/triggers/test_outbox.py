@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import email
+from typing import Any
 
 import pytest
 from sqlalchemy.engine import Engine
@@ -26,12 +27,12 @@ def imap(d: Dovecot) -> ImapSettings:
     return ImapSettings(host="127.0.0.1", port=d.port, username="alice", security="none", timeout_s=10)
 
 
-def outbox(engine: Engine, sink: SmtpSink, d: Dovecot, **kw) -> Outbox:  # type: ignore[no-untyped-def]
+def outbox(engine: Engine, sink: SmtpSink, d: Dovecot, **kw: Any) -> Outbox:
     return Outbox(engine, smtp=SmtpSettings(host="127.0.0.1", port=sink.port, security="none"),
                   imap=imap(d), imap_password="secret", **kw)
 
 
-def new_card(engine: Engine, **kw) -> str:  # type: ignore[no-untyped-def]
+def new_card(engine: Engine, **kw: Any) -> str:
     fields = {"account_id": "acc1", "from_addr": "Alice <alice@example.org>", "to": "Bob <bob@example.org>",
               "subject": "Re: Lunch", "body": "Tuesday works.", "why": "Rule 'Questions' matched"}
     fields.update(kw)
@@ -53,7 +54,7 @@ def test_approved_card_is_sent_exactly_once(engine: Engine, smtp_sink: SmtpSink,
     assert got.rcpt_tos == ["bob@example.org"] and got.mail_from == "alice@example.org"
     msg = email.message_from_bytes(got.data)
     assert msg["Message-ID"] == card.message_id and msg["Subject"] == "Re: Lunch"
-    assert msg.get_payload().strip() == "Tuesday works. See you at noon."
+    assert str(msg.get_payload()).strip() == "Tuesday works. See you at noon."
     assert dovecot.count("Sent") == 1  # a copy in Sent, for the person and for crash recovery
     with pytest.raises(OutboxError, match="already sent"):
         ob.reject(card_id)

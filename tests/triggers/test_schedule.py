@@ -6,6 +6,7 @@ from __future__ import annotations
 import multiprocessing
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -19,7 +20,7 @@ BERLIN = ZoneInfo("Europe/Berlin")
 NEW_YORK = ZoneInfo("America/New_York")
 
 
-def _pragmas(dbapi_conn, _record) -> None:  # type: ignore[no-untyped-def]
+def _pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA busy_timeout=10000")
@@ -34,7 +35,7 @@ def open_engine(path: Path) -> Engine:
 
 
 def at(zone: ZoneInfo, *args: int, fold: int = 0) -> datetime:
-    return datetime(*args, tzinfo=zone, fold=fold)  # type: ignore[misc]
+    return datetime(*args, tzinfo=zone, fold=fold)  # type: ignore[misc,arg-type]
 
 
 # ---- parsing and words --------------------------------------------------------------------------
@@ -327,7 +328,7 @@ def test_minute_ticks_match_the_pure_answer_across_dst(tz: str) -> None:
 
 # ---- two tickers on one file ----------------------------------------------------------------------
 
-def _ticker_process(db: str, now_iso: str, barrier, out_q) -> None:  # type: ignore[no-untyped-def]
+def _ticker_process(db: str, now_iso: str, barrier: Any, out_q: Any) -> None:
     eng = open_engine(Path(db))
     started: list[str] = []
 
