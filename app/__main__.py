@@ -15,7 +15,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 SMOKE_PROMPT = "Hello from the Hearth smoke test"
 SMOKE_OFFLINE_PROMPT = "Say hello in one short sentence."
@@ -63,10 +63,11 @@ def main(argv: list[str] | None = None) -> int:
 
     home = data_dir()
     setup_logging(home)
-    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app = cast(QApplication, QApplication.instance() or QApplication(sys.argv[:1]))
     app.setApplicationName("Hearth")
     app.setOrganizationName("Hearth")
     app.setApplicationVersion(__version__)
+    app.setDesktopFileName("hearth")  # packaging/hearth.desktop: the desktop matches windows to the entry
     _set_icon(app)
     windows: list[Any] = []
     crash = install_crash_handler(home, parent=lambda: windows[0] if windows else None)
@@ -183,7 +184,7 @@ def _smoke_run(args: argparse.Namespace, tmp: Path, stage: list[str]) -> dict[st
     out: dict[str, Any] = {"version": __version__}
     home = data_dir()
     setup_logging(home)
-    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app = cast(QApplication, QApplication.instance() or QApplication(sys.argv[:1]))
     app.setApplicationName("Hearth")
     app.setQuitOnLastWindowClosed(False)  # as in the app: the loop ends when the pod has closed
     _set_icon(app)
@@ -281,6 +282,13 @@ def _smoke_run(args: argparse.Namespace, tmp: Path, stage: list[str]) -> dict[st
             frozen = bool(getattr(sys, "frozen", False))
             out["worker_frozen"] = frozen and os.path.realpath(proc.exe()) == os.path.realpath(sys.executable) \
                 and cmd[1:] == ["--worker"]
+            try:  # a worker must not load Qt (the bundle's run-time hooks could drag it in)
+                with open(f"/proc/{handle.pid}/maps", encoding="utf-8", errors="replace") as maps:
+                    out["worker_loads_qt"] = "libQt6Core" in maps.read()
+            except OSError:
+                out["worker_loads_qt"] = None  # not Linux
+            if out["worker_loads_qt"]:
+                raise SmokeFailure(f"the worker process {handle.pid} loaded Qt; workers must stay Qt-free")
             if frozen and not out["worker_frozen"]:
                 raise SmokeFailure(f"the bundle spawned its worker as {cmd} ({proc.exe()}), not as itself --worker")
             if pod.supervisor.command != worker_command():

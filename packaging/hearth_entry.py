@@ -43,9 +43,26 @@ def main(argv: list[str] | None = None) -> int:
         from runtime_host.cli import main as cli_main
 
         return cli_main(rest)
+    _prepare_frozen_qt()
     from app.__main__ import main as app_main
 
     return app_main(rest)
+
+
+def _prepare_frozen_qt() -> None:
+    """In the bundle: what PyInstaller's PySide6 run-time hook does after setting Qt's paths (which
+    packaging/rthook_qt.py does for every role), done here for the window's role only, so that
+    workers never load Qt: register a qt.conf relocating Qt's prefix if the bindings carry none."""
+    meipass = getattr(sys, "_MEIPASS", None)
+    if not getattr(sys, "frozen", False) or meipass is None:
+        return
+    import os
+
+    try:
+        from _pyi_rth_utils import qt as qt_rth_utils
+    except ImportError:
+        return
+    qt_rth_utils.create_embedded_qt_conf("PySide6", os.path.join(meipass, "PySide6", "Qt"))
 
 
 if __name__ == "__main__":

@@ -81,6 +81,7 @@ def check_result(result: dict[str, Any], *, offline: bool = False, speech: bool 
     check("frozen", result.get("frozen") is True, "the program that ran is not the PyInstaller bundle")
     check("frozen worker", result.get("worker_frozen") is True,
           f"the worker was spawned as {result.get('worker_command')}, not as the bundle with --worker")
+    check("worker without Qt", result.get("worker_loads_qt") is False, "the frozen worker loaded Qt libraries")
     check("turn", result.get("answer") == f"You said: {PROMPT}" and int(result.get("deltas") or 0) > 1,
           f"expected the echoed prompt, streamed; got {result.get('answer')!r} in {result.get('deltas')} pieces")
     if require_keyring:

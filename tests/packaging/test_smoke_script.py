@@ -9,7 +9,7 @@ from tests.packaging.conftest import load_script
 
 smoke = load_script("smoke")
 
-GOOD = {"ok": True, "frozen": True, "worker_frozen": True, "worker_command": ["/b/hearth", "--worker"],
+GOOD = {"ok": True, "frozen": True, "worker_frozen": True, "worker_command": ["/b/hearth", "--worker"], "worker_loads_qt": False,
         "answer": "You said: Hello from the Hearth smoke test", "deltas": 11,
         "keyring": "keyring.backends.SecretService.Keyring", "log_redacted": True,
         "offline": {"answer": "Hello!"}, "speech": {"text": "Hello, this is a test of the Hearth speech model."}}
@@ -17,7 +17,7 @@ GOOD = {"ok": True, "frozen": True, "worker_frozen": True, "worker_command": ["/
 
 def test_a_good_result_passes_every_check() -> None:
     passed, failed = smoke.check_result(GOOD, offline=True, speech=True, require_keyring=True)
-    assert failed == [] and len(passed) == 7
+    assert failed == [] and len(passed) == 8
 
 
 def test_a_worker_spawned_from_python_fails() -> None:
