@@ -21,7 +21,10 @@ class PodBridge(QObject):
 
     def _on_pod_event(self, ev: dict[str, Any]) -> None:
         # The Pod runs on the Qt thread's asyncio loop (qasync), so emitting here is safe.
-        self.event.emit(ev)
+        try:
+            self.event.emit(ev)
+        except RuntimeError:  # the window (and this bridge's C++ side) is gone: stop listening
+            self._unsubscribe()
 
     def close(self) -> None:
         self._unsubscribe()

@@ -10,6 +10,8 @@ from PySide6.QtGui import QAction, QKeyEvent, QKeySequence
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
+    QInputDialog,
+    QLineEdit,
     QLabel,
     QListWidget,
     QListWidgetItem,
@@ -107,6 +109,7 @@ class MainWindow(QMainWindow):
         self.tray.open_requested.connect(self.bring_to_front)
         self.tray.quit_requested.connect(self.quit)
         self.tray.pause_toggled.connect(pod.set_schedules_paused)
+        self.refresh_people()
         self.refresh_agents()
         settings = QSettings("Hearth", "Hearth")
         last_view = settings.value("window/view")
@@ -122,6 +125,18 @@ class MainWindow(QMainWindow):
     def _build(self) -> None:
         side = QWidget()
         side_layout = QVBoxLayout(side)
+        person_row = QHBoxLayout()
+        self.person_box = QComboBox()
+        self.person_box.setAccessibleName("Person")
+        self.person_box.setToolTip("Who is using Hearth: each person sees only their own agents, chats, memory and keys")
+        self.person_box.activated.connect(self._on_person_chosen)
+        self.add_person_button = QPushButton("+")
+        self.add_person_button.setToolTip("Add a person")
+        self.add_person_button.setFixedWidth(32)
+        self.add_person_button.clicked.connect(self.open_add_person)
+        person_row.addWidget(self.person_box, 1)
+        person_row.addWidget(self.add_person_button)
+        side_layout.addLayout(person_row)
         side_layout.addWidget(QLabel("Agents"))
         self.agents = QListWidget()
         self.agents.setAccessibleName("Agents")
@@ -227,6 +242,70 @@ class MainWindow(QMainWindow):
         self._refresh_timer.setInterval(5000)
         self._refresh_timer.timeout.connect(self.refresh_agents_labels)
         self._refresh_timer.start()
+
+    # -- people
+    def refresh_people(self) -> None:
+        self.person_box.blockSignals(True)
+        self.person_box.clear()
+        for p in self.pod.people():
+            self.person_box.addItem(p["name"] + (" 🔒" if p["has_passphrase"] else ""), p["name"])
+            if p["current"]:
+                self.person_box.setCurrentIndex(self.person_box.count() - 1)
+        self.person_box.blockSignals(False)
+
+    def _on_person_chosen(self, index: int) -> None:
+        name = self.person_box.itemData(index)
+        if name == self.pod.person.name:
+            return
+        entry = next((p for p in self.pod.people() if p["name"] == name), None)
+        passphrase = None
+        if entry and entry["has_passphrase"]:
+            passphrase, ok = QInputDialog.getText(self, "Unlock", f"Passphrase for {name}:", QLineEdit.EchoMode.Password)
+            if not ok:
+                self.refresh_people()
+                return
+        self.switch_person(name, passphrase)
+
+    def switch_person(self, name: str, passphrase: str | None = None) -> bool:
+        try:
+            self.pod.switch_person(name, passphrase)
+        except StoreError as exc:
+            self.statusBar().showMessage(str(exc))
+            self.refresh_people()
+            return False
+        self.agent = None
+        self.conversation_id = None
+        self.chat.set_messages([])
+        self.steps.clear_steps()
+        self.refresh_people()
+        self.refresh_agents()
+        self.refresh_model_picker()
+        self.runs.load(self.pod.runs())
+        if self.pages.currentWidget() is self.wiki:
+            self.wiki.refresh()
+        else:
+            self.wiki.tree.clear()
+            self.wiki.page.clear()
+            self.wiki.results.clear()
+        self.statusBar().showMessage(f"Now using Hearth as {name}.")
+        return True
+
+    def open_add_person(self) -> None:
+        name, ok = QInputDialog.getText(self, "Add a person", "Name:")
+        if not ok or not name.strip():
+            return
+        passphrase, ok = QInputDialog.getText(self, "Add a person",
+                                              f"Passphrase for {name} (8 characters or more; empty for none):",
+                                              QLineEdit.EchoMode.Password)
+        if not ok:
+            return
+        try:
+            self.pod.add_person(name, passphrase or None)
+        except StoreError as exc:
+            self.statusBar().showMessage(str(exc))
+            return
+        self.refresh_people()
+        self.statusBar().showMessage(f"Added {name}. Switch to them from the person list.")
 
     # -- agents
     def refresh_agents(self) -> None:
@@ -405,6 +484,8 @@ class MainWindow(QMainWindow):
     # -- pod events
     def _on_pod_event(self, ev: dict[str, Any]) -> None:
         kind = ev.get("type")
+        if ev.get("person") not in (None, self.pod.person.id) and kind != "person.switched":
+            return  # another person's activity: never shown here, not even as a notification
         note = notification_for(ev)
         if note is not None:
             self.tray.notify(*note)

@@ -13,7 +13,16 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m runtime_host", description="Hearth's pod, headless.")
+    p.add_argument("--person", help="act as this person (default: the first person)")
+    p.add_argument("--passphrase-stdin", action="store_true",
+                   help="read the person's passphrase from the first line of standard input")
     sub = p.add_subparsers(dest="cmd", required=True)
+
+    pe = sub.add_parser("person", help="the people who share this Hearth").add_subparsers(dest="action", required=True)
+    pea = pe.add_parser("add", help="add a person (with --passphrase-stdin to protect them with a passphrase)")
+    pea.add_argument("name")
+    pel = pe.add_parser("list", help="list people")
+    pel.add_argument("--json", action="store_true")
 
     prov = sub.add_parser("provider", help="model providers").add_subparsers(dest="action", required=True)
     pa = prov.add_parser("add", help="add or update a provider")
@@ -207,6 +216,21 @@ async def _amain(args: argparse.Namespace) -> int:
 
     pod = Pod()
     try:
+        passphrase = sys.stdin.readline().rstrip("\n") if args.passphrase_stdin else None
+        if args.cmd == "person" and args.action == "add":
+            info = pod.add_person(args.name, passphrase)
+            print(f"Person {info['name']!r} added" + (" with a passphrase." if passphrase else "."))
+            return EXIT_OK
+        target = args.person or pod.person.name
+        pod.switch_person(target, passphrase)  # raises with a clear message when locked
+        if args.cmd == "person":
+            rows = pod.people()
+            if args.json:
+                _print_json(rows)
+            else:
+                for r in rows:
+                    print(f"{r['name']}{'  (passphrase)' if r['has_passphrase'] else ''}{'  *' if r['current'] else ''}")
+            return EXIT_OK
         if args.cmd == "provider":
             if args.action == "add":
                 key = None

@@ -52,6 +52,28 @@ ROLES: dict[str, str] = {
 }
 
 
+def hash_passphrase(passphrase: str) -> str:
+    import base64
+    import hashlib
+
+    salt = os.urandom(16)
+    digest = hashlib.scrypt(passphrase.encode(), salt=salt, n=2**14, r=8, p=1)
+    return f"scrypt$16384$8$1${base64.b64encode(salt).decode()}${base64.b64encode(digest).decode()}"
+
+
+def check_passphrase(passphrase: str, stored: str) -> bool:
+    import base64
+    import hashlib
+    import hmac
+
+    try:
+        _alg, n, r, p, salt, digest = stored.split("$")
+        got = hashlib.scrypt(passphrase.encode(), salt=base64.b64decode(salt), n=int(n), r=int(r), p=int(p))
+    except (ValueError, TypeError):
+        return False
+    return hmac.compare_digest(got, base64.b64decode(digest))
+
+
 class UnknownAgent(StoreError):
     pass
 
@@ -89,6 +111,7 @@ class _Run:
     merged: int = 1
     origin: str = "chat"
     model: str | None = None  # "provider" or "provider/model" chosen for this message only
+    person_id: str = ""
 
 
 class Pod:
@@ -124,6 +147,13 @@ class Pod:
         return lambda: self._subscribers.remove(fn) if fn in self._subscribers else None
 
     def emit(self, event: dict[str, Any]) -> None:
+        # Every turn event names its person, so a view shows only its own person's activity.
+        if "person" not in event:
+            run = self._runs.get(event.get("turn_id") or "")
+            if run is not None:
+                event["person"] = run.person_id
+            elif event.get("type") == "worker.state" and event.get("key"):
+                event["person"] = event["key"][0]
         for fn in list(self._subscribers):
             try:
                 fn(event)
@@ -133,6 +163,50 @@ class Pod:
     # -- vault
     def vault(self) -> Vault:
         return Vault(f"{self.pod_id}/person/{self.person.id}")
+
+    # -- people
+    def people(self) -> list[dict[str, Any]]:
+        return [{"id": p.id, "name": p.name, "has_passphrase": bool(p.passphrase_hash), "current": p.id == self.person.id}
+                for p in self.store.list_people()]
+
+    def add_person(self, name: str, passphrase: str | None = None) -> dict[str, Any]:
+        name = name.strip()
+        if not name:
+            raise StoreError("A person needs a name.")
+        if passphrase is not None and len(passphrase) < 8:
+            raise StoreError("A passphrase needs at least 8 characters.")
+        p = self.store.add_person(name, hash_passphrase(passphrase) if passphrase else None)
+        return {"id": p.id, "name": p.name, "has_passphrase": passphrase is not None}
+
+    def switch_person(self, name: str, passphrase: str | None = None) -> dict[str, Any]:
+        """Makes `name` the person this Pod acts for; their passphrase unlocks them."""
+        p = self.store.get_person(name)
+        if p is None:
+            known = ", ".join(x.name for x in self.store.list_people())
+            raise StoreError(f"No person named {name!r} (people here: {known}).")
+        if p.passphrase_hash and passphrase is None:
+            raise StoreError(f"{name} is protected by a passphrase: unlock with it (in the CLI: "
+                             f"--person {name!r} --passphrase-stdin).")
+        if p.passphrase_hash and not check_passphrase(passphrase or "", p.passphrase_hash):
+            raise StoreError(f"That passphrase does not unlock {name}. Try again.")
+        self.person = p
+        self.emit({"type": "person.switched", "person": p.name})
+        return {"id": p.id, "name": p.name}
+
+    def set_passphrase(self, passphrase: str, old: str | None = None) -> None:
+        if self.person.passphrase_hash and not check_passphrase(old or "", self.person.passphrase_hash):
+            raise StoreError("The current passphrase is not right; the passphrase was not changed.")
+        if len(passphrase) < 8:
+            raise StoreError("A passphrase needs at least 8 characters.")
+        with self.store.session() as s:
+            from runtime_host.store import Person
+
+            row = s.get(Person, self.person.id)
+            assert row is not None
+            row.passphrase_hash = hash_passphrase(passphrase)
+            s.add(row)
+            s.commit()
+            self.person = row
 
     # -- schedules pause (the tray's switch; the scheduler reads it on every tick)
     @property
@@ -433,7 +507,7 @@ class Pod:
         turn = self.store.create_turn(conv.id, inst.id, origin=origin, lease_owner=self.owner, lease_s=LEASE_S)
         self.store.add_message(conv.id, "user", text, turn_id=turn.id)
         fut: asyncio.Future[TurnResult] = asyncio.get_running_loop().create_future()
-        run = _Run(turn.id, conv.id, inst.id, inst.name, fut, origin=origin, model=model)
+        run = _Run(turn.id, conv.id, inst.id, inst.name, fut, origin=origin, model=model, person_id=inst.person_id)
         self._runs[turn.id] = run
         self._ensure_lease_renewal()
         self.emit({"type": "turn.queued", "turn_id": turn.id, "conversation_id": conv.id, "agent": inst.name,
@@ -516,7 +590,7 @@ class Pod:
         result = TurnResult(run.turn_id, run.conversation_id, status, text, outcome.get("error"),
                             outcome.get("error_kind"), outcome.get("model"))
         self.emit({"type": "turn.finished", "turn_id": run.turn_id, "conversation_id": run.conversation_id,
-                   "agent": run.agent, "origin": run.origin, **{k: v for k, v in outcome.items() if k != "type"}})
+                   "agent": run.agent, "origin": run.origin, "person": run.person_id, **{k: v for k, v in outcome.items() if k != "type"}})
         run.future.set_result(result)
 
     async def _on_worker_message(self, handle: WorkerHandle, msg: dict[str, Any]) -> None:
@@ -814,7 +888,8 @@ class Pod:
             return None
         inst, profile = found
         fut: asyncio.Future[TurnResult] = asyncio.get_running_loop().create_future()
-        run = _Run(t.id, t.conversation_id, inst.id, inst.name, fut, resumes=t.restarts, origin=t.origin)
+        run = _Run(t.id, t.conversation_id, inst.id, inst.name, fut, resumes=t.restarts, origin=t.origin,
+                   person_id=inst.person_id)
         self._runs[t.id] = run
         self._ensure_lease_renewal()
         asyncio.create_task(self._drive(run, inst, profile))

@@ -40,6 +40,7 @@ class Person(SQLModel, table=True):
     __tablename__ = "person"
     id: str = Field(primary_key=True, default_factory=new_id)
     name: str
+    passphrase_hash: str | None = None  # scrypt, "scrypt$n$r$p$salt$hash"; None = no passphrase
     created_at: float = Field(default_factory=now)
 
 
@@ -211,6 +212,13 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
                 model TEXT NOT NULL DEFAULT '', PRIMARY KEY (person_id, role))""",
         ],
     ),
+    (
+        "0007_people",
+        [
+            "ALTER TABLE person ADD COLUMN passphrase_hash TEXT",
+            "CREATE UNIQUE INDEX ix_person_name ON person (name)",
+        ],
+    ),
 ]
 
 
@@ -296,6 +304,19 @@ class Store:
                 s.add(person)
                 s.commit()
             return person
+
+    def add_person(self, name: str, passphrase_hash: str | None) -> Person:
+        with self.session() as s:
+            if s.exec(select(Person).where(Person.name == name)).first():
+                raise StoreError(f"There is already a person named {name!r} on this Hearth.")
+            person = Person(name=name, passphrase_hash=passphrase_hash)
+            s.add(person)
+            s.commit()
+            return person
+
+    def get_person(self, name: str) -> Person | None:
+        with self.session() as s:
+            return s.exec(select(Person).where(Person.name == name)).first()
 
     def list_people(self) -> list[Person]:
         with self.session() as s:

@@ -29,14 +29,23 @@ class QLoop:
         self.loop.run_until_complete(poll())
 
 
-@pytest.fixture
-def qloop(qapp) -> Iterator[QLoop]:
+@pytest.fixture(scope="session")
+def _session_qloop(qapp) -> Iterator[qasync.QEventLoop]:
+    # One loop for the whole session, as in the app. A qasync loop closed mid-session leaves Qt
+    # timers behind (pending call_later handles) whose owner is gone: one firing later crashes Qt.
     loop = qasync.QEventLoop(qapp, already_running=False)
-    asyncio.set_event_loop(loop)
     try:
-        yield QLoop(loop)
+        yield loop
     finally:
         loop.close()
+
+
+@pytest.fixture
+def qloop(_session_qloop) -> Iterator[QLoop]:
+    asyncio.set_event_loop(_session_qloop)
+    try:
+        yield QLoop(_session_qloop)
+    finally:
         asyncio.set_event_loop(None)
 
 

@@ -145,3 +145,27 @@ def test_settings_models_page_sets_a_role(qtbot, qloop, ui_pod) -> None:
     combo.setCurrentIndex(combo.findData("fake"))
     dlg._save()
     assert ui_pod.models()["roles"]["extraction"] == {"provider": "fake", "model": "", "source": "set"}
+
+
+def test_switching_person_hides_the_other_persons_data(qtbot, qloop, ui_pod, script) -> None:
+    script([Text("private answer for me")], repeat_last=True)
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    send(qtbot, w, "my private note")
+    qloop.wait_until(lambda: "answered by" in w.header.text(), what="the answer")
+    me = ui_pod.person.name
+    ui_pod.add_person("Bob")
+    w.refresh_people()
+    assert w.switch_person("Bob")
+    assert w.agents.count() == 0 and "private answer" not in w.chat.toPlainText()
+    assert w.runs.topLevelItemCount() == 0
+    # Me's background run finishing while Bob uses the window raises no notification for Bob
+    ui_pod.switch_person(me)
+    turn_id = ui_pod.create_background_run("helper", "report for me only")
+    ui_pod.switch_person("Bob")
+    run = qloop.run(ui_pod.resume_turn(turn_id))
+    qloop.run(run.future)
+    assert not w.notices.history
+    assert w.switch_person(me)
+    assert w.agents.count() == 1
+    qloop.wait_until(lambda: "private answer for me" in w.chat.toPlainText(), what="my conversation back")
