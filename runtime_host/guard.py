@@ -27,7 +27,7 @@ import re
 import shlex
 import time
 import unicodedata
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -52,7 +52,7 @@ ArgKind = Literal["text", "int", "number", "bool", "enum", "path_read", "path_wr
 MAX_TEXT = 200_000
 MAX_PATH = 4096
 MAX_SHELL = 8192
-MAX_GLOB_MATCHES = 5000
+MAX_GLOB_VISITS = 20000
 MAX_CANDIDATES = 96
 
 AuditFn = Callable[[dict[str, Any]], None]
@@ -150,14 +150,15 @@ SHELL_DENY_ANYWHERE = frozenset({
     "bun", "php", "lua", "tclsh", "wish", "pwsh", "powershell", "cmd", "cmd.exe", "osascript", "nc", "ncat", "netcat",
     "socat", "telnet", "xargs", "parallel", "nsenter", "unshare", "chroot", "mount", "bwrap", "docker", "podman",
     "secret-tool", "keyring", "gnome-keyring-daemon", "gpg", "gpg2", "ssh", "scp", "sftp", "ssh-add", "ssh-agent",
-    "strace", "gdb", "ltrace", "crontab", "at", "systemctl", "launchctl", "sqlite3", "awk", "gawk", "mawk", "nawk",
-    "expect", "script", "screen", "tmux", "vim", "vi", "nvim", "emacs", "ed", "ex", "less", "more", "man", "git",
+    "strace", "gdb", "ltrace", "sqlite3", "awk", "gawk", "mawk", "nawk",
 })
 # Refused in command position only (they also have harmless meanings as words).
 SHELL_DENY_COMMAND = frozenset({"set", "export", "declare", "typeset", "local", "readonly", "compgen", ".", "command",
                                 "builtin", "alias", "trap", "enable", "hash", "type", "ulimit", "umask", "kill", "time",
                                 "coproc", "function", "select", "let", "shopt", "history", "fc", "jobs", "disown",
-                                "wait", "getopts", "read", "mapfile", "readarray", "pushd", "popd", "dirs"})
+                                "wait", "getopts", "read", "mapfile", "readarray", "pushd", "popd", "dirs", "crontab",
+                                "at", "systemctl", "launchctl", "expect", "script", "screen", "tmux", "vim", "vi",
+                                "nvim", "emacs", "ed", "ex", "less", "more", "man", "git", "watch", "nohup", "setsid"})
 # Commands whose path arguments are written (so each must be writable).
 SHELL_WRITERS = frozenset({"cp", "mv", "tee", "touch", "rm", "rmdir", "mkdir", "ln", "dd", "install", "rsync",
                            "truncate", "chmod", "chown", "chgrp", "shred", "unlink", "patch", "split", "csplit",
@@ -187,8 +188,14 @@ _SAFE_ASSIGN = re.compile(r"^(LC_[A-Z]+|LANG|LANGUAGE|TZ|COLUMNS|LINES|NO_COLOR|
 # find/-style options that run other programs.
 _SHELL_EXEC_OPTS = frozenset({"-exec", "-execdir", "-ok", "-okdir", "--exec", "--to-command", "--use-compress-program",
                               "--checkpoint-action", "--info-script", "--new-volume-script", "--rsh-command"})
+# Variables a path or command may expand: folders, never values that could be secrets.
+SAFE_VARS = frozenset({"HOME", "USER", "LOGNAME", "PWD", "TMPDIR", "TMP", "TEMP", "XDG_CONFIG_HOME",
+                       "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR", "USERPROFILE",
+                       "APPDATA", "LOCALAPPDATA", "PROGRAMDATA", "SYSTEMROOT", "WINDIR", "HOMEDRIVE", "HOMEPATH"})
 _VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*)|([0-9@*#?$!-]))")
 _WIN_VAR = re.compile(r"%([A-Za-z_][A-Za-z0-9_()]*)%")
+# Characters some program may take for '/', '\\' or '.': refused in paths and commands.
+_LOOKALIKE_WORDS = ("SOLIDUS", "SLASH", "FULL STOP", "DOT LEADER", "ONE DOT", "REVERSE SOLIDUS", "SET MINUS")
 _PCT = re.compile(r"%[0-9A-Fa-f]{2}")
 _GLOB_MAGIC = re.compile(r"[*?\[]")
 _NAME_CHARS = re.compile(r"[\w.\-+@#,]")
@@ -242,6 +249,7 @@ class Guard:
         self.env = dict(os.environ if env is None else env)
         self.home = os.path.realpath(home if home is not None else self.env.get("HOME") or os.path.expanduser("~"))
         self.env.setdefault("HOME", self.home)
+        self.env["PWD"] = self.scratch  # the worker's (and its shell's) working folder
         forbidden = [os.path.join(self.data_dir, n) for n in ("pod.db", "vault")]
         forbidden += [os.path.join(self.home, n) for n in
                       (".ssh", ".gnupg", ".config", ".local/share/keyrings", ".netrc", ".pgpass", ".aws",
@@ -402,6 +410,10 @@ class Guard:
             if o > 0x7F and unicodedata.category(ch) in ("Cf", "Co", "Cs", "Cn", "Zl", "Zp"):
                 raise _Deny(f"{what}.unicode",
                             f"the {what} contains an invisible or formatting character (U+{o:04X}); refused")
+        for ch in set(s):
+            if ord(ch) > 0x7F and any(w in unicodedata.name(ch, "") for w in _LOOKALIKE_WORDS):
+                raise _Deny(f"{what}.unicode", f"the {what} contains {unicodedata.name(ch)} (U+{ord(ch):04X}), which "
+                                               "looks like a path separator or a dot; write it with ordinary characters")
         if unicodedata.normalize("NFKC", s) != unicodedata.normalize("NFC", s):
             raise _Deny(f"{what}.unicode", f"the {what} uses look-alike compatibility characters (such as a "
                                            "fullwidth slash or a ligature); write it with ordinary characters")
@@ -452,11 +464,20 @@ class Guard:
             out.append(_WIN_VAR.sub(lambda m: self._env_value(m.group(1)), s))
         if s.startswith("~"):
             out.append(self._expand_tilde(s))
+        # Windows drops trailing dots and spaces from each name and reads "name:stream" as the file "name".
+        parts = s.split("/")
+        win = "/".join(p if p in (".", "..") or re.fullmatch(r"[A-Za-z]:", p) else p.split(":", 1)[0].rstrip(" .") or p
+                       for p in parts)
+        if win != s:
+            out.append(win)
         if re.match(r"^[A-Za-z]:[\\/]", s):  # a Windows drive path: judge its rest as absolute
             out.append("/" + s[3:])
         return out
 
     def _env_value(self, name: str) -> str:
+        if name not in SAFE_VARS and name.upper() not in SAFE_VARS:
+            raise _Deny("path.env", f"the variable {name!r} may hold a secret or is unknown to the guard; only "
+                                    "folder variables such as HOME may appear in a path or command")
         if name in self.env:
             return self.env[name]
         raise _Deny("path.env", f"the path uses the variable {name!r}, whose value the guard cannot know; "
@@ -492,6 +513,13 @@ class Guard:
         self._check_forbidden(lexical, cand)
         self._check_forbidden(resolved, cand)
         self._check_inside(resolved, access, cand)
+        if not os.path.lexists(path):
+            # What a case-insensitive filesystem (anywhere on the way) would open instead.
+            twin = _case_twin(path)
+            if twin != path:
+                real_twin = os.path.realpath(twin)
+                self._check_forbidden(real_twin, cand)
+                self._check_inside(real_twin, access, cand)
 
     def _check_forbidden(self, path: str, shown: str) -> None:
         parts = [p for p in path.split(os.sep) if p]
@@ -569,15 +597,56 @@ class Guard:
         resolved_prefix = os.path.realpath(prefix)
         self._check_forbidden(resolved_prefix, prefix)
         self._check_inside(resolved_prefix, access, prefix)
-        count = 0
-        for match in _glob.iglob(path, recursive=True, include_hidden=True):
-            count += 1
-            if count > MAX_GLOB_MATCHES:
-                raise _Deny("glob.too_broad", f"the pattern matches more than {MAX_GLOB_MATCHES} files; narrow it")
+        budget = [MAX_GLOB_VISITS]
+        for match in self._expand(prefix, [p for p in parts[first:] if p], access, budget):
             real = os.path.realpath(match)
             self._check_forbidden(os.path.normpath(match), match)
             self._check_forbidden(real, match)
             self._check_inside(real, access, match)
+
+    def _expand(self, folder: str, comps: list[str], access: Access, budget: list[int]) -> Iterator[str]:
+        """The real matches of a glob below `folder`, as any glob library could produce them (hidden files
+        included, symlinks followed), visiting a bounded number of entries. A folder the walk would enter
+        must itself be allowed, so a wildcard cannot carry the walk out through a symlink."""
+        if not comps:
+            yield folder
+            return
+        comp, rest = comps[0], comps[1:]
+        if not _GLOB_MAGIC.search(comp):
+            yield from self._expand(os.path.join(folder, comp), rest, access, budget)
+            return
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError:
+            return
+        if comp == "**":
+            yield from self._expand(folder, rest, access, budget)
+        for entry in entries:
+            budget[0] -= 1
+            if budget[0] < 0:
+                raise _Deny("glob.too_broad", f"the pattern reaches more than {MAX_GLOB_VISITS} files; narrow it")
+            if comp != "**" and not fnmatch.fnmatchcase(entry.name, comp):
+                continue
+            path = os.path.join(folder, entry.name)
+            descend = (comp == "**") or bool(rest)
+            if not descend:
+                yield path
+                continue
+            try:
+                is_dir = entry.is_dir(follow_symlinks=True)
+            except OSError:
+                is_dir = False
+            if not is_dir:
+                if comp == "**" and not rest:
+                    yield path
+                continue
+            real = os.path.realpath(path)
+            self._check_forbidden(real, path)
+            self._check_inside(real, access, path)
+            if comp == "**":
+                yield from self._expand(path, comps, access, budget)
+            else:
+                yield from self._expand(path, rest, access, budget)
 
     # ---- wiki pages and URLs
     def _check_page(self, page: str) -> None:
@@ -754,6 +823,24 @@ def _active_text(command: str) -> str:
             out.append(ch)
         i += 1
     return "".join(out)
+
+
+def _case_twin(path: str) -> str:
+    """`path` with each component that does not exist replaced by an entry of its folder equal to it
+    ignoring case (what a case-insensitive filesystem would open); components with no such entry stay."""
+    cur = os.sep if path.startswith(os.sep) else ""
+    for part in [p for p in path.split(os.sep) if p]:
+        nxt = os.path.join(cur, part) if cur else part
+        if part not in (".", "..") and not os.path.lexists(nxt):
+            try:
+                folded = part.casefold()
+                match = next((n for n in os.listdir(cur or ".") if n.casefold() == folded), None)
+            except OSError:
+                match = None
+            if match is not None:
+                nxt = os.path.join(cur, match) if cur else match
+        cur = nxt
+    return cur
 
 
 def _brace_expand(word: str, limit: int = 256) -> list[str]:
