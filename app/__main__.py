@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import os
 import sys
 import time
@@ -63,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
 
     home = data_dir()
     setup_logging(home)
+    logging.getLogger("hearth.app").info("Hearth %s starting (%s), data in %s", __version__,
+                                         "bundle" if getattr(sys, "frozen", False) else "source", home)
     app = cast(QApplication, QApplication.instance() or QApplication(sys.argv[:1]))
     app.setApplicationName("Hearth")
     app.setOrganizationName("Hearth")
@@ -169,7 +172,6 @@ def _smoke(args: argparse.Namespace) -> int:
 
 
 def _smoke_run(args: argparse.Namespace, tmp: Path, stage: list[str]) -> dict[str, Any]:
-    import logging
     import secrets
 
     import qasync
