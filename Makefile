@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 SYSPKGS := packaging/debian-packages.txt
 
-.PHONY: run test system venv venv-test bench lint screenshots clean
+.PHONY: run test system venv venv-test bench lint screenshots bundle bundle-smoke clean
 
 system:
 	@scripts/install-system-packages $(SYSPKGS)
@@ -39,6 +39,12 @@ lint: venv-test
 
 bench: venv-test
 	@for b in bench/*.py; do echo "== $$b"; scripts/with-keyring $(PY) $$b || exit 1; done
+
+bundle: venv-test
+	$(PY) -m PyInstaller packaging/hearth.spec --noconfirm --distpath dist --workpath build/pyinstaller --log-level WARN
+
+bundle-smoke: bundle
+	scripts/with-keyring $(PY) packaging/smoke.py --offline --speech --require-keyring
 
 screenshots: venv-test
 	QT_QPA_PLATFORM=offscreen $(PY) scripts/screenshots.py

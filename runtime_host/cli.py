@@ -70,6 +70,23 @@ def build_parser() -> argparse.ArgumentParser:
     ms.add_argument("role")
     ms.add_argument("model", help="provider or provider/model")
 
+    sc = sub.add_parser("schedule", help="scheduled runs of agents").add_subparsers(dest="action", required=True)
+    sca = sc.add_parser("add", help="run AGENT with PROMPT whenever CRON is due")
+    sca.add_argument("agent")
+    sca.add_argument("cron", help="5-field cron (minute hour day month weekday) or @hourly/@daily/@weekly/@monthly")
+    sca.add_argument("prompt")
+    sca.add_argument("--catch-up", default="once", choices=["once", "skip"],
+                     help="after the machine was off: run once on wake (default), or skip")
+    sca.add_argument("--tz", default=None, help="IANA time zone (default: this machine's)")
+    sca.add_argument("--name", default="")
+    scl = sc.add_parser("list", help="schedules with their next runs")
+    scl.add_argument("--json", action="store_true")
+    for verb in ("pause", "resume", "delete"):
+        sv = sc.add_parser(verb, help=f"{verb} one schedule")
+        sv.add_argument("schedule_id")
+    tk = sub.add_parser("tick", help="run what is due now (or at --now) once and exit (for OS schedulers)")
+    tk.add_argument("--now", help="ISO time with offset, e.g. 2026-03-29T01:30:00+00:00")
+
     rn = sub.add_parser("run", help="start a background run, detached from any chat")
     rn.add_argument("agent")
     rn.add_argument("prompt")
@@ -164,6 +181,51 @@ async def _run_turn_host(pod: Any, turn_id: str) -> int:
         return EXIT_OK
     print(f"error: {result.error}", file=sys.stderr)
     return EXIT_FAILED
+
+
+def _schedule(pod: Any, args: argparse.Namespace) -> int:
+    from runtime_host import schedule
+
+    if args.action == "add":
+        tz = args.tz or _local_zone()
+        try:
+            info = pod.add_schedule(args.agent, args.cron, args.prompt, tz=tz, catch_up=args.catch_up, name=args.name)
+        except schedule.CronError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        print(f"Scheduled {info['agent']!r}: {info['description']} ({tz}); next: {', '.join(info['next_runs'][:3])}")
+        print(info["id"])
+        return EXIT_OK
+    if args.action == "list":
+        rows = pod.schedules()
+        if args.json:
+            _print_json(rows)
+        else:
+            for r in rows:
+                print(f"{r['id']}\t{r['agent']}\t{r['description']}\t{'paused' if r['paused'] else ''}\t{r['prompt'][:40]}")
+        return EXIT_OK
+    if args.schedule_id not in {r["id"] for r in pod.schedules()}:
+        print(f"error: no schedule {args.schedule_id!r} of yours; see `schedule list`.", file=sys.stderr)
+        return EXIT_USAGE
+    if args.action == "delete":
+        schedule.delete_schedule(pod.store.engine, args.schedule_id)
+    else:
+        schedule.set_paused(pod.store.engine, args.schedule_id, args.action == "pause")
+    print(f"Schedule {args.schedule_id} {args.action}d.")
+    return EXIT_OK
+
+
+def _local_zone() -> str:
+    import os
+
+    tz = os.environ.get("TZ")
+    if tz:
+        return tz
+    try:
+        link = os.path.realpath("/etc/localtime")
+        return link.split("zoneinfo/", 1)[1] if "zoneinfo/" in link else "UTC"
+    except OSError:
+        return "UTC"
 
 
 async def _memory(pod: Any, args: argparse.Namespace) -> int:
@@ -298,6 +360,26 @@ async def _amain(args: argparse.Namespace) -> int:
             return EXIT_OK
         if args.cmd == "memory":
             return await _memory(pod, args)
+        if args.cmd == "schedule":
+            return _schedule(pod, args)
+        if args.cmd == "tick":
+            from datetime import UTC, datetime
+
+            try:
+                now = datetime.fromisoformat(args.now) if args.now else datetime.now(UTC)
+            except ValueError:
+                print(f"error: --now {args.now!r} is not an ISO time such as 2026-03-29T01:30:00+00:00.", file=sys.stderr)
+                return EXIT_USAGE
+            if now.tzinfo is None:
+                print("error: --now needs a UTC offset (e.g. +00:00) so the instant is unambiguous.", file=sys.stderr)
+                return EXIT_USAGE
+            pod.ensure_memory_timers()
+            out = await pod.tick(now)
+            # wait for the turns it started, so the OS scheduler's run is complete when this exits
+            for run in list(pod._runs.values()):
+                await run.future
+            _print_json(out)
+            return EXIT_OK
         if args.cmd == "run":
             turn_id = pod.create_background_run(args.agent, args.prompt)
             if args.detach:
@@ -310,7 +392,7 @@ async def _amain(args: argparse.Namespace) -> int:
         if args.cmd == "runs":
             rows = pod.runs()
             if args.json:
-                _print_json(rows)
+                _print_json(rows + [{**r, "origin": "schedule", "ledger": True} for r in pod.schedule_ledger()])
             else:
                 for r in rows:
                     print(f"{r['id']}\t{r['agent']}\t{r['origin']}\t{r['status']}\t{r['prompt'][:50]}")

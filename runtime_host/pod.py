@@ -132,7 +132,9 @@ class Pod:
         self._epoch = 0  # bumped when a profile or provider changes: idle workers rebind
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._lease_task: asyncio.Task[None] | None = None
+        self._scheduler_task: asyncio.Task[None] | None = None
         self.subscribe(self._persist_worker_state)
+        self.subscribe(self._record_scheduled_turn)
         self._memory: Any = None
         self._memory_pool: Any = None
         # Tools the Pod carries out for a worker, by name: handler(person_id, instance_id, args) -> output
@@ -211,11 +213,106 @@ class Pod:
     # -- schedules pause (the tray's switch; the scheduler reads it on every tick)
     @property
     def schedules_paused(self) -> bool:
-        return self.store.meta("schedules_paused") == "1"
+        from runtime_host import schedule
+
+        return schedule.is_globally_paused(self.store.engine)
 
     def set_schedules_paused(self, paused: bool) -> None:
-        self.store.set_meta("schedules_paused", "1" if paused else "0")
+        from runtime_host import schedule
+
+        schedule.set_global_pause(self.store.engine, paused)
         self.emit({"type": "schedules.paused", "paused": paused})
+
+    # -- schedules
+    MEMORY_TIMERS = (("memory.producer", "*/5 * * * *"), ("memory.ingest", "*/30 * * * *"),
+                     ("memory.nightly", "0 3 * * *"))
+
+    def add_schedule(self, agent: str, cron: str, prompt: str, *, tz: str = "UTC", catch_up: str = "once",
+                     name: str = "") -> dict[str, Any]:
+        from runtime_host import schedule
+
+        inst, _ = self.find_agent(agent)
+        if catch_up not in schedule.CATCH_UP_POLICIES:
+            raise StoreError(f"--catch-up must be one of {', '.join(schedule.CATCH_UP_POLICIES)}.")
+        row = schedule.create_schedule(self.store.engine, person_id=inst.person_id, instance_id=inst.id, cron=cron,
+                                       prompt=prompt, tz=tz, catch_up=catch_up, name=name)
+        self.emit({"type": "schedule.added", "person": inst.person_id, "schedule_id": row.id})
+        return self._schedule_info(row)
+
+    def _schedule_info(self, row: Any) -> dict[str, Any]:
+        d = row.to_dict()
+        found = self.store.get_instance(row.instance_id) if row.instance_id else None
+        d["agent"] = found[0].name if found else None
+        return d
+
+    def schedules(self) -> list[dict[str, Any]]:
+        from runtime_host import schedule
+
+        return [self._schedule_info(r) for r in schedule.list_schedules(self.store.engine, self.person.id)]
+
+    def ensure_memory_timers(self) -> None:
+        """The memory producer, ingest and nightly pass run on the same scheduler and ledger."""
+        from runtime_host import schedule
+
+        have = {r.kind for r in schedule.list_schedules(self.store.engine, "pod")}
+        for kind, cron in self.MEMORY_TIMERS:
+            if kind not in have:
+                schedule.create_schedule(self.store.engine, person_id="pod", instance_id="", cron=cron, prompt="",
+                                         tz="UTC", catch_up="once", name=kind, kind=kind)
+
+    async def tick(self, now: Any = None) -> dict[str, Any]:
+        """Runs what is due at `now` (default: the current time) exactly once, across every Pod."""
+        from datetime import UTC, datetime
+
+        from runtime_host import schedule
+
+        now = now or datetime.now(UTC)
+        memory_jobs: list[str] = []
+
+        async def start_run(row: Any, due_at: Any) -> str:
+            if row.kind == "agent":
+                found = self.store.get_instance(row.instance_id)
+                if found is None:
+                    raise StoreError("the schedule's agent no longer exists")
+                run = await self.start_turn_for(*found, row.prompt, new_conversation=True, origin="schedule",
+                                                title=f"Scheduled: {row.name or row.prompt[:40]}")
+                return run.turn_id
+            job = {"memory.producer": self.memory_produce, "memory.ingest": self.memory_ingest,
+                   "memory.nightly": self.memory_nightly}.get(row.kind)
+            if job is None:
+                raise StoreError(f"unknown schedule kind {row.kind!r}")
+            await job()
+            job_id = f"{row.kind}:{uuid.uuid4().hex}"
+            memory_jobs.append(job_id)
+            return job_id
+
+        result = await schedule.atick(self.store.engine, now, start_run, owner=self.owner)
+        for job_id in memory_jobs:
+            schedule.record_turn_finished(self.store.engine, job_id, ok=True)
+        out = result.to_dict()
+        self.emit({"type": "schedule.ticked", **{k: v for k, v in out.items() if isinstance(v, int)}})
+        return out
+
+    def _record_scheduled_turn(self, ev: dict[str, Any]) -> None:
+        if ev.get("type") == "turn.finished" and ev.get("origin") == "schedule":
+            from runtime_host import schedule
+
+            schedule.record_turn_finished(self.store.engine, ev["turn_id"], ok=ev.get("status") == "done",
+                                          error=ev.get("error"))
+
+    def schedule_ledger(self, limit: int = 200) -> list[dict[str, Any]]:
+        from runtime_host import schedule
+
+        mine = {r["id"]: r for r in self.schedules()}
+        rows = []
+        for rec in schedule.list_runs(self.store.engine, limit=limit):
+            if rec.schedule_id in mine:
+                d = rec.to_dict()
+                d["agent"] = mine[rec.schedule_id]["agent"]
+                d["cron"] = mine[rec.schedule_id]["cron"]
+                d["prompt"] = mine[rec.schedule_id]["prompt"]
+                rows.append(d)
+        return rows
 
     # -- providers and agents
     def add_provider(self, name: str, *, kind: str, base_url: str, model: str = "", key: str | None = None) -> dict[str, Any]:
@@ -486,6 +583,14 @@ class Pod:
         (bursts merge into one turn); turns in one conversation run one after another.
         """
         inst, profile = self.find_agent(agent)
+        return await self.start_turn_for(inst, profile, text, conversation_id=conversation_id,
+                                         new_conversation=new_conversation, origin=origin, title=title, model=model)
+
+    async def start_turn_for(self, inst: AgentInstance, profile: AgentProfile, text: str, *,
+                             conversation_id: str | None = None, new_conversation: bool = False, origin: str = "chat",
+                             title: str = "", model: str | None = None) -> _Run:
+        """start_turn for a known agent instance (schedules and triggers run for any person)."""
+        agent = inst.name
         if model is not None and self._provider(model.split("/", 1)[0]) is None:
             raise StoreError(f"No provider named {model.split('/', 1)[0]!r} for this message's model.")
         if conversation_id:
@@ -844,7 +949,19 @@ class Pod:
 
     # -- lifecycle
     def start_background(self) -> None:
+        """Supervision ticks, and the scheduler (schedules and memory timers) every 60 seconds."""
         self.supervisor.start_ticker()
+        self.ensure_memory_timers()
+        if self._scheduler_task is None:
+            self._scheduler_task = asyncio.create_task(self._scheduler_loop())
+
+    async def _scheduler_loop(self) -> None:
+        while True:
+            try:
+                await self.tick()
+            except Exception:  # a failed tick is logged and tried again next minute
+                log.exception("scheduler tick failed")
+            await asyncio.sleep(60)
 
     def _ensure_lease_renewal(self) -> None:
         if self._lease_task is None or self._lease_task.done():
@@ -926,6 +1043,8 @@ class Pod:
         self._closed = True
         if self._lease_task:
             self._lease_task.cancel()
+        if self._scheduler_task:
+            self._scheduler_task.cancel()
         await self.supervisor.stop_all()
         for run in list(self._runs.values()):
             if not run.future.done():

@@ -212,14 +212,25 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
                 model TEXT NOT NULL DEFAULT '', PRIMARY KEY (person_id, role))""",
         ],
     ),
-    (
-        "0007_people",
-        [
-            "ALTER TABLE person ADD COLUMN passphrase_hash TEXT",
-            "CREATE UNIQUE INDEX ix_person_name ON person (name)",
-        ],
-    ),
 ]
+
+
+def _feature_migrations() -> list[tuple[str, list[str]]]:
+    """Migrations owned by feature modules (schedules, mail, channels), in the order they were added."""
+    from runtime_host.channels.store import MIGRATION as CHANNELS_MIGRATION
+    from runtime_host.mail.ledger import MAIL_MIGRATION
+    from runtime_host.schedule import SCHEDULES_MIGRATION
+
+    return [SCHEDULES_MIGRATION, MAIL_MIGRATION, CHANNELS_MIGRATION]
+
+
+MIGRATIONS += _feature_migrations()
+MIGRATIONS.append(
+    ("0007_people", [
+        "ALTER TABLE person ADD COLUMN passphrase_hash TEXT",
+        "CREATE UNIQUE INDEX ix_person_name ON person (name)",
+    ])
+)
 
 
 class StoreError(Exception):

@@ -62,7 +62,8 @@ class Dovecot:
         if root:
             mail_uid, mail_gid = 65534, 65534  # nobody: Dovecot refuses uid 0 for mail
             os.chown(d / "home", mail_uid, mail_gid)
-            users = ""
+            # Do not rely on the dovecot/dovenull users the package's install script may or may not have made.
+            users = "default_internal_user = nobody\ndefault_internal_group = nogroup\ndefault_login_user = nobody\n"
         else:
             mail_uid, mail_gid = os.getuid(), os.getgid()
             me = pwd.getpwuid(mail_uid).pw_name

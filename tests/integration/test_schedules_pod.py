@@ -1,0 +1,67 @@
+"""Schedules through the Pod and the CLI, with a given clock: runs once, catches up once, ledger."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+from tests.helpers.fake_model import Text
+from tests.integration.test_cli import cli, setup_agent
+
+
+async def test_a_due_schedule_runs_once_and_is_in_the_ledger(pod, script, fake_model) -> None:
+    script([Text("morning briefing: 3 meetings")], repeat_last=True)
+    info = pod.add_schedule("helper", "0 9 * * *", "Give me my morning briefing", tz="Europe/Berlin")
+    assert info["description"].startswith("every day at 09:00")
+    from runtime_host import schedule
+
+    # created "now": make its last check yesterday so today's 09:00 Berlin is due
+    with pod.store.engine.begin() as c:
+        from sqlalchemy import text
+
+        c.execute(text("UPDATE schedules SET last_checked = :t, created_at = :t"),
+                  {"t": datetime(2026, 12, 1, 12, 0, tzinfo=UTC).timestamp()})
+    now = datetime(2026, 12, 2, 8, 0, 30, tzinfo=UTC)  # 09:00:30 in Berlin
+    out = await pod.tick(now)
+    assert len(out["started"]) == 1
+    run = next(iter(pod._runs.values()))
+    result = await run.future
+    assert result.ok and result.text == "morning briefing: 3 meetings"
+    again = await pod.tick(now)
+    assert again["started"] == []
+    ledger = pod.schedule_ledger()
+    assert [(r["outcome"], r["agent"]) for r in ledger] == [("ran", "helper")]
+    assert schedule.list_runs(pod.store.engine)[0].turn_id == result.turn_id
+
+
+async def test_paused_schedules_do_not_run(pod, script) -> None:
+    pod.add_schedule("helper", "* * * * *", "ping", tz="UTC")
+    pod.set_schedules_paused(True)
+    out = await pod.tick(datetime(2030, 1, 1, 0, 5, tzinfo=UTC))
+    assert out["started"] == [] and pod.schedule_ledger()[0]["outcome"] == "skipped"
+
+
+def test_cli_schedule_add_list_tick(home, fake_model, script) -> None:
+    setup_agent(home, fake_model.base_url)
+    script([Text("done by the tick")], repeat_last=True)
+    bad = cli(home, "schedule", "add", "helper", "61 * * * *", "x")
+    assert bad.returncode == 2 and "minute 61 is out of range 0-59" in bad.stderr
+    ok = cli(home, "schedule", "add", "helper", "*/15 * * * *", "check the inbox", "--tz", "UTC", "--catch-up", "once")
+    assert ok.returncode == 0, ok.stderr
+    listed = json.loads(cli(home, "schedule", "list", "--json").stdout)
+    assert listed[0]["cron"] == "*/15 * * * *" and len(listed[0]["next_runs"]) == 3
+    # three hours later (the machine slept): one catch-up run, not twelve
+    later = datetime.fromtimestamp(listed[0]["created_at"] + 3 * 3600, UTC).isoformat()
+    t = cli(home, "tick", "--now", later)
+    assert t.returncode == 0, t.stderr
+    started = json.loads(t.stdout)["started"]
+    assert [r["schedule_id"] for r in started].count(listed[0]["id"]) == 1
+    # the memory timers run on the same scheduler and ledger
+
+    assert {r["schedule_id"] for r in started} - {listed[0]["id"]}
+    runs = json.loads(cli(home, "runs", "--json").stdout)
+    sched = [r for r in runs if r.get("ledger")]
+    assert [r["outcome"] for r in sched].count("ran") == 1
+    assert all(r["outcome"] in ("ran", "missed") for r in sched)
+    assert [r for r in runs if not r.get("ledger") and r["origin"] == "schedule"][0]["result"] == "done by the tick"
+    assert cli(home, "tick", "--now", "2026-01-01T00:00:00").returncode == 2
