@@ -166,8 +166,8 @@ def _representations(t: Tree, target: Path) -> Iterator[str]:
         yield f"{link}/{sub}"
         yield f"chain1/{target.relative_to(t.data)}" if base == t.data else f"{link}/./{sub}"
     yield "to_root" + s
-    yield "link_wiki/../../../" + os.path.relpath(s, t.data)
-    yield "link_mine/../../../../" + os.path.relpath(s, t.data)
+    yield "link_wiki/../../" + os.path.relpath(s, t.data)  # public -> wiki -> data
+    yield "link_mine/../../../" + os.path.relpath(s, t.data)  # private/p1 -> private -> wiki -> data
     if target == t.data / "pod.db":
         yield "to_db"
     if str(target).startswith(str(t.home)):
@@ -200,7 +200,7 @@ def _encodings(p: str) -> Iterator[tuple[str, str]]:
     yield "fullwidth-solidus", p.replace("/", "\uff0f")
     yield "fullwidth-dot", p.replace(".", "\uff0e")
     yield "division-slash", p.replace("/", "\u2215")
-    yield "zero-width", "\u200b".join(p.split("/"))
+    yield "zero-width", "/\u200b".join(p.split("/"))
     yield "zwj-name", p[:-2] + "\u200d" + p[-2:]
     yield "bidi", "\u202e" + p
     yield "bom", "\ufeff" + p
@@ -360,7 +360,7 @@ def legit_calls(t: Tree) -> list[Call]:
                                            "reason": "chat on Monday"}, "legit"))
     for q in ("bob", "where does bob live", "pod.db is a word here", "$HOME"):
         calls.append(Call("wiki_search", {"query": q}, "legit"))
-    shell = ["ls", "ls -la", "ls -la sub", "cat notes.md", "wc -l notes.md sub/doc.txt", "grep -rn todo .",
+    shell = ["ls", "ls -la", "ls -la sub", "cat notes.md", "wc -l notes.md sub/doc.txt", "grep -rn todo sub reports",
              "head -n 3 notes.md", "tail -n 2 notes.md", "sort notes.md | uniq -c", "echo hello > out.txt",
              "echo more >> out.txt", "mkdir -p drafts/a", "cp notes.md backup.md", "mv backup.md backup2.md",
              "find . -name '*.md'", "find . -type f", "cat ../../../wiki/public/page1.md", "ls link_wiki",
@@ -446,7 +446,7 @@ class Oracle:
         if exists:
             try:
                 st = os.stat(resolved)
-            except OSError:
+            except (OSError, ValueError):
                 return False
             if (st.st_dev, st.st_ino) not in allowed:
                 self._snapshot()
@@ -473,6 +473,7 @@ class Oracle:
                 nxt.add(x.split("\x00", 1)[0])
                 nxt.add(urllib.parse.unquote(x, errors="replace"))
                 nxt.add(urllib.parse.unquote(x, encoding="latin-1"))
+                nxt.add(_lenient_utf8(urllib.parse.unquote_to_bytes(x)))
                 nxt.add(unicodedata.normalize("NFKC", x))
                 nxt.add("".join(c for c in x if unicodedata.category(c) not in ("Cf", "Cc")))
                 nxt.add(x.replace("\\", "/"))
@@ -494,7 +495,7 @@ class Oracle:
             nxt -= out
             out |= nxt
             frontier = nxt
-        return {x for x in out if x}
+        return {x for x in out if x and "\x00" not in x}  # the kernel sees a C string: the truncated reading is in
 
     def _ci_variants(self, path: str) -> set[str]:
         """What a case-insensitive filesystem would open: match each component against real entries."""
@@ -505,7 +506,7 @@ class Oracle:
                 continue
             try:
                 names = os.listdir(cur)
-            except OSError:
+            except (OSError, ValueError):
                 return {path}
             match = [n for n in names if n.casefold() == part.casefold()]
             cur = os.path.join(cur, match[0] if match else part)
@@ -574,11 +575,23 @@ class Oracle:
             if SENTINEL in entry:
                 return True
             prog = argv[0] if argv else ""
+            if os.path.basename(prog) in UNBOUNDED:
+                return True
             for fdpath, write in ((fd0, False), (fd1, True)):
                 if fdpath.startswith("/") and not fdpath.startswith(("/dev/", "pipe:", "/proc/")):
                     if not self.target_ok(fdpath, write):
                         return True
             writes = os.path.basename(prog) in ("cp", "mv", "tee", "touch", "rm", "ln", "tar", "sed", "mkdir")
+            recursive = os.path.basename(prog) in ("tar", "rg") or any(
+                a.startswith("-") and not a.startswith("--") and ("r" in a or "R" in a) for a in argv[1:])
+            if recursive:
+                for arg in argv[1:]:
+                    top = os.path.join(cwd, arg)
+                    if os.path.isdir(top):
+                        for dirpath, _dirs, filenames in os.walk(top, followlinks=True):
+                            for name in filenames:
+                                if not self.target_ok(os.path.join(dirpath, name), False):
+                                    return True
             for arg in argv[1:]:
                 for piece in {arg, arg.split("=", 1)[-1], arg[2:] if arg.startswith("-") else arg}:
                     if piece and not self.target_ok(os.path.join(cwd, piece), writes and piece == arg):
@@ -587,6 +600,28 @@ class Oracle:
                         return True
         return False
 
+
+def _lenient_utf8(data: bytes) -> str:
+    """A careless UTF-8 decoder that accepts overlong forms (C0 AF -> '/', E0 80 AF -> '/')."""
+    out: list[str] = []
+    i = 0
+    while i < len(data):
+        b = data[i]
+        if b >= 0xE0 and i + 2 < len(data):
+            out.append(chr(((b & 0x0F) << 12) | ((data[i + 1] & 0x3F) << 6) | (data[i + 2] & 0x3F)))
+            i += 3
+        elif b >= 0xC0 and i + 1 < len(data):
+            out.append(chr(((b & 0x1F) << 6) | (data[i + 1] & 0x3F)))
+            i += 2
+        else:
+            out.append(chr(b))
+            i += 1
+    return "".join(out)
+
+
+# Programs whose effect the stubs cannot bound (they run code or commands of their own): an allowed
+# call that reaches one of them counts as an escape.
+UNBOUNDED = ("xargs", "env", "printenv", "python3", "bash", "sh", "awk")
 
 STUB_PROGRAMS = ("cat", "head", "tail", "grep", "ls", "wc", "cp", "mv", "sort", "uniq", "find", "tar", "ln", "awk",
                  "sed", "tee", "touch", "rm", "mkdir", "diff", "du", "stat", "cut", "tr", "date", "basename", "test",
@@ -609,10 +644,12 @@ def make_stubs(folder: Path) -> Path:
 # ---- the run --------------------------------------------------------------------------------------------
 
 
-def run(root: Path, hostile_limit: int | None = None) -> dict[str, Any]:
+def run(root: Path, hostile_limit: int | None = None, guard_factory: Any = None) -> dict[str, Any]:
+    """Runs the fuzz in a new tree under `root`. `guard_factory(tree, audit)` swaps the guard (tests use it
+    to prove the oracle catches a guard that lets things through)."""
     t = build_tree(root)
     audit: list[dict[str, Any]] = []
-    guard = make_guard(t, audit.append)
+    guard = (guard_factory or make_guard)(t, audit.append)
     oracle = Oracle(t)
     stubs = make_stubs(root / "stubs")
     log = root / "stub.log"

@@ -47,7 +47,7 @@ def valid_toolkit(name: str) -> bool:
     """True for a built-in toolkit name or `mcp:<server>` with a plain lowercase server name."""
     if name in BUILTIN_TOOLKITS:
         return True
-    return name.startswith(MCP_PREFIX) and bool(_MCP_SERVER.match(name[len(MCP_PREFIX):]))
+    return name.startswith(MCP_PREFIX) and bool(_MCP_SERVER.fullmatch(name[len(MCP_PREFIX):]))
 
 
 def mcp_toolkit(server: str) -> str:
@@ -61,7 +61,7 @@ def mcp_toolkit(server: str) -> str:
 
 
 def _check_action(toolkit: str, action: str) -> None:
-    if not isinstance(action, str) or not _ACTION.match(action):
+    if not isinstance(action, str) or not _ACTION.fullmatch(action):
         raise AllowlistError(
             f"{action!r} in toolkit {toolkit!r} is not an action name (letters, digits, '_', '.', '-'; "
             "no wildcards: list each allowed action by name)."

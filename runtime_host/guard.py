@@ -164,6 +164,8 @@ SHELL_WRITERS = frozenset({"cp", "mv", "tee", "touch", "rm", "rmdir", "mkdir", "
                            "truncate", "chmod", "chown", "chgrp", "shred", "unlink", "patch", "split", "csplit",
                            "tar", "unzip", "gzip", "gunzip", "zip", "bzip2", "xz", "sed", "sort", "curl", "wget",
                            "mktemp", "mkfifo", "mknod", "setfacl", "chattr", "find"})
+# Commands that read whole folder trees whatever their options.
+SHELL_TREE_READERS = frozenset({"rg", "ag", "ack", "tar", "zip", "rsync", "grep-r", "cpio", "7z", "duplicity"})
 _SHELL_OPS = {";", "&&", "||", "|", "&", "(", ")", ";;", "|&", "\n"}
 _REDIRECT_WRITE = {">", ">>", ">|", "&>", "&>>", "<>"}
 _REDIRECT_READ = {"<"}
@@ -771,6 +773,9 @@ class Guard:
                 raise _Deny("shell.cd", "cd without a folder goes to the home folder, outside the agent's folders")
             self.check_path(targets[0], "read", bases=bases)
             bases = bases + [os.path.realpath(os.path.join(b, targets[0])) for b in bases]
+        recursive = cmd in SHELL_TREE_READERS or (cmd in ("grep", "egrep", "fgrep", "cp", "ls", "chmod", "chown") and any(
+            w in ("-r", "-R", "-a", "--recursive", "--dereference-recursive", "--archive") or
+            (re.fullmatch(r"-[A-Za-z]+", w) is not None and ("r" in w or "R" in w)) for w, _ in words[i + 1:]))
         writer = cmd in SHELL_WRITERS or any(w in ("-i", "--in-place", "-delete", "-fprint", "-fprintf", "-fls")
                                              or (cmd == "sed" and w.startswith("-i")) for w, _ in words)
         for n, (word, role) in enumerate(words):
@@ -785,7 +790,27 @@ class Guard:
                 access: Access = "write" if role == "write" or (writer and n > i) else "read"
                 for piece in _shell_pieces(alt):
                     self.check_path(piece, access, bases=bases)
+                    if recursive:
+                        for base in bases:
+                            self._check_tree(os.path.join(base, piece))
         return bases
+
+    def _check_tree(self, folder: str) -> None:
+        """A folder a command reads recursively must hold no protected file and no way out."""
+        if not os.path.isdir(folder):
+            return
+        budget = MAX_GLOB_VISITS
+        for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
+            for name in dirnames + filenames:
+                budget -= 1
+                if budget < 0:
+                    raise _Deny("path.tree", f"{folder!r} holds too many files to read recursively; narrow it")
+                p = os.path.join(dirpath, name)
+                self._check_forbidden(os.path.normpath(p), p)
+                if os.path.islink(p):
+                    real = os.path.realpath(p)
+                    self._check_forbidden(real, p)
+                    self._check_inside(real, "read", p)
 
     def _shell_markers(self, text: str) -> None:
         low = unicodedata.normalize("NFKC", text).casefold()

@@ -89,7 +89,7 @@ _PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,127}$")
 
 
 def _part(kind: str, value: str) -> str:
-    if not isinstance(value, str) or not _PART.match(value) or ".." in value:
+    if not isinstance(value, str) or not _PART.fullmatch(value) or ".." in value:
         raise ValueError(f"{value!r} cannot be a {kind} in a vault name: use 1-128 letters, digits, '_', '.', '@', "
                          "'+' or '-', starting with a letter or digit (no '/', no '..').")
     return value
