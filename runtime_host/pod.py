@@ -136,11 +136,15 @@ class Pod:
         self.subscribe(self._persist_worker_state)
         self.subscribe(self._record_scheduled_turn)
         self._memory: Any = None
+        self._mail: Any = None
         self._memory_pool: Any = None
         # Tools the Pod carries out for a worker, by name: handler(person_id, instance_id, args) -> output
         self.pod_tools: dict[str, Callable[[str, str, dict[str, Any]], Any]] = {
             "remember": self._tool_remember,
             "search_memory": self._tool_search_memory,
+            "list_mail": lambda p, a, args: self.mail.tool_list_mail(p, a, args),
+            "read_mail": lambda p, a, args: self.mail.tool_read_mail(p, a, args),
+            "draft_mail": lambda p, a, args: self.mail.tool_draft_mail(p, a, args),
         }
 
     # -- events
@@ -164,7 +168,18 @@ class Pod:
 
     # -- vault
     def vault(self) -> Vault:
-        return Vault(f"{self.pod_id}/person/{self.person.id}")
+        return self.vault_for(self.person.id)
+
+    def vault_for(self, person_id: str) -> Vault:
+        return Vault(f"{self.pod_id}/person/{person_id}")
+
+    @property
+    def mail(self) -> Any:
+        if self._mail is None:
+            from runtime_host.mailhost import MailHost
+
+            self._mail = MailHost(self)
+        return self._mail
 
     # -- people
     def people(self) -> list[dict[str, Any]]:
@@ -954,6 +969,7 @@ class Pod:
         self.ensure_memory_timers()
         if self._scheduler_task is None:
             self._scheduler_task = asyncio.create_task(self._scheduler_loop())
+        self.mail.start()
 
     async def _scheduler_loop(self) -> None:
         while True:
@@ -1045,6 +1061,8 @@ class Pod:
             self._lease_task.cancel()
         if self._scheduler_task:
             self._scheduler_task.cancel()
+        if self._mail is not None:
+            await self._mail.close()
         await self.supervisor.stop_all()
         for run in list(self._runs.values()):
             if not run.future.done():

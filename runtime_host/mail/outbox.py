@@ -264,7 +264,7 @@ class Outbox:
         try:
             try:
                 smtp.ehlo_or_helo_if_needed()
-                if self._smtp_password:
+                if self._smtp_password and s.username:
                     smtp.login(s.username, self._smtp_password)
                 code, resp = smtp.mail(sender)
                 if code != 250:

@@ -1,0 +1,238 @@
+"""Mail in the Pod: inboxes per person, polling with rules, agents handed mail as untrusted text,
+drafts that become approve-and-send cards, and sending only after a person approves.
+
+Passwords live in the vault under "mail/<account id>/imap" and ".../smtp"; nothing here writes
+one anywhere else. An agent reaches mail only through the mail Pod tools, scoped to the inboxes
+of the person its pipe is bound to.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from runtime_host.mail import ledger
+from runtime_host.mail.imap import ImapSettings, MailError
+from runtime_host.mail.mailroom import Draft, Mailroom, draft_to_card
+from runtime_host.mail.outbox import Outbox, OutboxError, SmtpSettings, create_card, get_card, list_cards
+from runtime_host.safety.untrusted import score_injection, wrap_untrusted
+from runtime_host.store import StoreError
+
+if TYPE_CHECKING:
+    from runtime_host.pod import Pod
+
+log = logging.getLogger("hearth.mail")
+POLL_EVERY_S = 60.0
+
+
+class MailHost:
+    def __init__(self, pod: Pod):
+        self.pod = pod
+        self.engine = pod.store.engine
+        self._rooms: dict[str, Mailroom] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    # -- accounts
+    def add_account(self, person_id: str, address: str, *, imap: dict[str, Any], smtp: dict[str, Any],
+                    password: str, smtp_password: str | None = None, rules: list[Any] | None = None,
+                    review_required: bool = True, start_at: str = "now") -> ledger.AccountRow:
+        ImapSettings(**imap)
+        SmtpSettings(**smtp)
+        row = ledger.add_account(self.engine, person_id=person_id, address=address, imap=imap, smtp=smtp,
+                                 rules=rules, review_required=review_required, start_at=start_at)
+        vault = self.pod.vault_for(person_id)
+        vault.set(f"mail/{row.id}/imap", password)
+        vault.set(f"mail/{row.id}/smtp", smtp_password or password)
+        return row
+
+    def accounts(self, person_id: str) -> list[ledger.AccountRow]:
+        return ledger.list_accounts(self.engine, person_id)
+
+    def _account(self, account_id: str, person_id: str | None = None) -> ledger.AccountRow:
+        acct = ledger.get_account(self.engine, account_id)
+        if acct is None or (person_id is not None and acct.person_id != person_id):
+            raise StoreError(f"No inbox {account_id!r} for this person.")
+        return acct
+
+    def _room(self, acct: ledger.AccountRow) -> Mailroom:
+        room = self._rooms.get(acct.id)
+        if room is None:
+            password = self.pod.vault_for(acct.person_id).get(f"mail/{acct.id}/imap")
+            if not password:
+                raise MailError(f"The password for {acct.address} is missing from the keyring; add the inbox again.")
+            room = self._rooms[acct.id] = Mailroom(self.engine, account_id=acct.id, address=acct.address,
+                                                   imap=ImapSettings(**acct.imap), password=password,
+                                                   rules=acct.rules, start_at=acct.start_at)
+        return room
+
+    def outbox(self, acct: ledger.AccountRow) -> Outbox:
+        vault = self.pod.vault_for(acct.person_id)
+        return Outbox(self.engine, smtp=SmtpSettings(**acct.smtp), smtp_password=vault.get(f"mail/{acct.id}/smtp"),
+                      imap=ImapSettings(**acct.imap), imap_password=vault.get(f"mail/{acct.id}/imap"))
+
+    # -- polling
+    async def poll(self, account_id: str) -> dict[str, Any]:
+        acct = self._account(account_id)
+        lock = self._locks.setdefault(account_id, asyncio.Lock())
+        async with lock:  # never two polls on one inbox at once
+            room = self._room(acct)
+            report = await asyncio.to_thread(room.poll)
+            dispatched = await self.dispatch(acct)
+        out = {**report.to_dict(), "dispatched": dispatched}
+        self.pod.emit({"type": "mail.polled", "person": acct.person_id, "account": acct.address,
+                       **{k: v for k, v in out.items() if isinstance(v, int)}})
+        return out
+
+    async def poll_all(self) -> list[dict[str, Any]]:
+        out = []
+        for acct in ledger.list_accounts(self.engine):
+            if acct.paused:
+                continue
+            try:
+                out.append(await self.poll(acct.id))
+            except MailError as exc:
+                self.pod.emit({"type": "mail.failed", "person": acct.person_id, "account": acct.address, "error": str(exc)})
+                out.append({"account": acct.address, "error": str(exc)})
+        return out
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._loop())
+
+    async def _loop(self) -> None:
+        while True:
+            try:
+                await self.poll_all()
+            except Exception:
+                log.exception("mail poll failed")
+            await asyncio.sleep(POLL_EVERY_S)
+
+    async def close(self) -> None:
+        if self._task:
+            self._task.cancel()
+        for room in self._rooms.values():
+            await asyncio.to_thread(room.close)
+
+    # -- rule actions the Pod carries out
+    def _agent_of(self, acct: ledger.AccountRow, name: str | None) -> Any:
+        agents = self.pod.store.list_agents(acct.person_id)
+        if not agents:
+            raise StoreError(f"{acct.address} has no agent to hand mail to; create one first.")
+        if name:
+            found = next(((i, p) for i, p in agents if i.name == name), None)
+            if found is None:
+                raise StoreError(f"Rule names agent {name!r}, which {acct.address}'s person does not have.")
+            return found
+        return agents[0]
+
+    @staticmethod
+    def untrusted_mail(stored: ledger.StoredMail) -> tuple[str, Any]:
+        text = stored.mail.for_agent()
+        return wrap_untrusted(text, "mail", origin=stored.mail.from_addr).text, score_injection(text)
+
+    async def dispatch(self, acct: ledger.AccountRow) -> int:
+        """Hands, drafts and notifications the rules asked for, for one inbox."""
+        done = 0
+        for action in ledger.pending_actions(self.engine, acct.id, kinds=("hand", "draft", "notify")):
+            stored = ledger.get_message(self.engine, action.mail_id)
+            if stored is None:
+                ledger.finish_action(self.engine, action.id, ok=False, error="the message is gone")
+                continue
+            try:
+                if action.kind == "notify":
+                    self.pod.emit({"type": "mail.notify", "person": acct.person_id, "account": acct.address,
+                                   "subject": stored.mail.subject, "from": stored.mail.from_addr, "why": action.why})
+                elif action.kind == "hand":
+                    await self._hand(acct, stored, action)
+                elif action.kind == "draft":
+                    await self._draft(acct, stored, action)
+                ledger.finish_action(self.engine, action.id, ok=True)
+                done += 1
+            except (StoreError, MailError) as exc:
+                ledger.finish_action(self.engine, action.id, ok=False, error=str(exc))
+        return done
+
+    async def _hand(self, acct: ledger.AccountRow, stored: ledger.StoredMail, action: ledger.ActionRow) -> None:
+        inst, profile = self._agent_of(acct, action.params.get("agent"))
+        wrapped, score = self.untrusted_mail(stored)
+        prompt = action.params.get("prompt") or "A mail arrived for you to handle."
+        flag = f"\n\nWarning: this mail looks like it tries to instruct you ({score.explain()})." if score.level != "ok" else ""
+        await self.pod.start_turn_for(inst, profile, f"{prompt}\n\n{wrapped}{flag}", new_conversation=True, origin="mail",
+                                      title=f"Mail: {stored.mail.subject[:50]}")
+
+    async def _draft(self, acct: ledger.AccountRow, stored: ledger.StoredMail, action: ledger.ActionRow) -> None:
+        inst, profile = self._agent_of(acct, action.params.get("agent"))
+        wrapped, score = self.untrusted_mail(stored)
+        ask = ("Write the body of a reply to this mail, in the person's voice, ready to send. Answer with the "
+               "reply text only.")
+        run = await self.pod.start_turn_for(inst, profile, f"{ask}\n\n{wrapped}", new_conversation=True, origin="mail",
+                                            title=f"Draft: {stored.mail.subject[:50]}")
+        result = await run.future
+        if not result.ok:
+            raise MailError(f"The agent could not draft a reply: {result.error}")
+        why = action.why + (f" — warning: the mail looks like it tries to instruct the assistant ({score.explain()})"
+                            if score.level != "ok" else "")
+        card = draft_to_card(self.engine, stored, action, Draft(body=result.text, why=why), from_addr=acct.address)
+        self._card_created(acct, card)
+
+    def _card_created(self, acct: ledger.AccountRow, card: Any) -> None:
+        self.pod.emit({"type": "card.created", "person": acct.person_id, "card_id": card.id, "kind": "mail",
+                       "summary": f"Send to {card.to}: {card.subject}"})
+
+    # -- cards
+    def cards(self, person_id: str, state: str | None = "pending") -> list[dict[str, Any]]:
+        mine = {a.id: a for a in self.accounts(person_id)}
+        return [{**c.to_dict(), "inbox": mine[c.account_id].address}
+                for c in list_cards(self.engine, state=state) if c.account_id in mine]
+
+    def _card_account(self, card_id: str, person_id: str) -> ledger.AccountRow:
+        card = get_card(self.engine, card_id)
+        if card is None:
+            raise StoreError(f"No card {card_id!r}.")
+        return self._account(card.account_id, person_id)
+
+    async def approve(self, card_id: str, person_id: str, edits: dict[str, str] | None = None) -> dict[str, Any]:
+        acct = self._card_account(card_id, person_id)
+        try:
+            card = await asyncio.to_thread(self.outbox(acct).approve, card_id, edits)
+        except OutboxError as exc:
+            raise StoreError(str(exc)) from None
+        self.pod.emit({"type": "card.decided", "person": person_id, "card_id": card_id, "state": card.state})
+        return card.to_dict()
+
+    async def reject(self, card_id: str, person_id: str, reason: str | None = None) -> dict[str, Any]:
+        acct = self._card_account(card_id, person_id)
+        try:
+            card = await asyncio.to_thread(self.outbox(acct).reject, card_id, reason)
+        except OutboxError as exc:
+            raise StoreError(str(exc)) from None
+        self.pod.emit({"type": "card.decided", "person": person_id, "card_id": card_id, "state": card.state})
+        return card.to_dict()
+
+    # -- the mail toolkit (Pod tools, scoped to the pipe's person)
+    async def tool_list_mail(self, person_id: str, _agent: str, args: dict[str, Any]) -> str:
+        limit = max(1, min(int(args.get("limit") or 20), 100))
+        rows = []
+        for acct in self.accounts(person_id):
+            for m in ledger.list_messages(self.engine, acct.id, limit=limit):
+                rows.append(f"[{m['id']}] {m.get('from_addr', '')} — {m.get('subject', '')}")
+        return "\n".join(rows[-limit:]) or "no mail yet"
+
+    async def tool_read_mail(self, person_id: str, _agent: str, args: dict[str, Any]) -> str:
+        stored = ledger.get_message(self.engine, str(args.get("mail_id") or ""))
+        if stored is None or stored.account_id not in {a.id for a in self.accounts(person_id)}:
+            raise ValueError("no such mail in your inboxes")
+        return self.untrusted_mail(stored)[0]
+
+    async def tool_draft_mail(self, person_id: str, _agent: str, args: dict[str, Any]) -> str:
+        accts = self.accounts(person_id)
+        if not accts:
+            raise ValueError("this person has no inbox to send from")
+        acct = accts[0]
+        card = create_card(self.engine, account_id=acct.id, from_addr=acct.address, to=str(args.get("to") or ""),
+                           subject=str(args.get("subject") or ""), body=str(args.get("body") or ""),
+                           why=str(args.get("why") or "drafted by an agent"))
+        self._card_created(acct, card)
+        return f"draft {card.id} is waiting for the person's approval; nothing was sent"
