@@ -73,7 +73,8 @@ class Allowlist:
     """What one agent may call: toolkit -> the exact actions allowed in it."""
 
     agent: str
-    allowed: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    # toolkit -> actions; any iterable of names is accepted and stored as a frozenset
+    allowed: Mapping[str, Iterable[str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         clean: dict[str, frozenset[str]] = {}
@@ -90,6 +91,10 @@ class Allowlist:
                 _check_action(toolkit, a)
             clean[toolkit] = acts
         object.__setattr__(self, "allowed", clean)
+
+    def actions(self, toolkit: str) -> frozenset[str]:
+        """The actions allowed in `toolkit` (empty when the toolkit is not enabled)."""
+        return frozenset(self.allowed.get(toolkit, ()))
 
     # -- building
     @classmethod
@@ -117,7 +122,7 @@ class Allowlist:
     def allow(self, toolkit: str, actions: Iterable[str]) -> Allowlist:
         """A copy with `actions` of `toolkit` also allowed."""
         merged = dict(self.allowed)
-        merged[toolkit] = frozenset(merged.get(toolkit, frozenset())) | frozenset(actions)
+        merged[toolkit] = self.actions(toolkit) | frozenset(actions)
         return Allowlist(self.agent, merged)
 
     def revoke(self, toolkit: str, actions: Iterable[str] | None = None) -> Allowlist:
@@ -126,19 +131,19 @@ class Allowlist:
         if actions is None:
             merged.pop(toolkit, None)
         elif toolkit in merged:
-            merged[toolkit] = merged[toolkit] - frozenset(actions)
+            merged[toolkit] = self.actions(toolkit) - frozenset(actions)
         return Allowlist(self.agent, merged)
 
     # -- deciding
     def allows(self, toolkit: str, action: str) -> bool:
-        return action in self.allowed.get(toolkit, frozenset())
+        return action in self.actions(toolkit)
 
     def check(self, toolkit: str, action: str) -> Decision:
         if toolkit not in self.allowed:
             return Decision(False, "toolkit.not_allowed",
                             f"The toolkit {toolkit!r} is not enabled for agent {self.agent!r}; a person can enable it "
                             "in the agent's settings.")
-        if action not in self.allowed[toolkit]:
+        if action not in self.actions(toolkit):
             return Decision(False, "action.not_allowed",
                             f"The action {action!r} of toolkit {toolkit!r} is not allowed for agent {self.agent!r} "
                             "(new actions stay off until a person allows them).")
@@ -147,8 +152,8 @@ class Allowlist:
     def offered(self, catalog: Mapping[str, Iterable[str]]) -> dict[str, list[str]]:
         """Toolkit -> sorted actions to show the model: allowed AND present in the catalog right now."""
         out: dict[str, list[str]] = {}
-        for tk, acts in self.allowed.items():
-            present = set(catalog.get(tk, ())) & acts
+        for tk in self.allowed:
+            present = set(catalog.get(tk, ())) & self.actions(tk)
             if present:
                 out[tk] = sorted(present)
         return out
@@ -160,8 +165,8 @@ class Allowlist:
     def pending(self, catalog: Mapping[str, Iterable[str]]) -> dict[str, list[str]]:
         """Actions that exist in an enabled toolkit but are not allowed: what a person may review."""
         out: dict[str, list[str]] = {}
-        for tk, acts in self.allowed.items():
-            new = set(catalog.get(tk, ())) - acts
+        for tk in self.allowed:
+            new = set(catalog.get(tk, ())) - self.actions(tk)
             if new:
                 out[tk] = sorted(new)
         return out

@@ -55,4 +55,4 @@ def test_json_round_trip_and_clear_errors() -> None:
     with pytest.raises(AllowlistError, match="not a usable MCP server name"):
         mcp_toolkit("../evil")
     with pytest.raises(AllowlistError, match="list of action names"):
-        Allowlist("helper", {"notes": "read_notes"})  # type: ignore[dict-item]
+        Allowlist("helper", {"notes": "read_notes"})
