@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.bridge import PodBridge
+from app.cards_view import CardsView
 from app.chat_view import ChatView, RunsList, StepsTree
 from app.dialogs import AddAgentDialog, SettingsDialog
 from app.tray import NotificationBar, Tray, app_icon, notification_for
@@ -111,6 +112,7 @@ class MainWindow(QMainWindow):
         self.tray.pause_toggled.connect(pod.set_schedules_paused)
         self.refresh_people()
         self.refresh_agents()
+        self.cards.refresh()
         settings = QSettings("Hearth", "Hearth")
         last_view = settings.value("window/view")
         if last_view is not None and str(last_view).isdigit():
@@ -215,6 +217,10 @@ class MainWindow(QMainWindow):
         self.pages.setAccessibleName("Views")
         self.pages.addTab(center, "Chat")
         self.pages.addTab(self.wiki, "Wiki")
+        self.cards = CardsView(self.pod)
+        self.pages.addTab(self.cards, "Approvals")
+        self.cards.count_changed.connect(self._on_cards_count)
+        self.cards.status.connect(self.statusBar().showMessage)
         self.pages.currentChanged.connect(self._on_page_changed)
         outer = QSplitter(Qt.Orientation.Horizontal)
         outer.addWidget(side)
@@ -234,6 +240,7 @@ class MainWindow(QMainWindow):
         self.addAction(new_conv_action)
         self.addAction(QAction("Show chat", self, shortcut=QKeySequence("Ctrl+1"), triggered=self.show_chat))
         self.addAction(QAction("Show wiki", self, shortcut=QKeySequence("Ctrl+2"), triggered=self.show_wiki))
+        self.addAction(QAction("Show approvals", self, shortcut=QKeySequence("Ctrl+3"), triggered=self.show_approvals))
         find = QAction("Search memory", self, shortcut=QKeySequence("Ctrl+K"), triggered=self.focus_memory_search)
         self.addAction(find)
         self.addAction(QAction("Quit Hearth", self, shortcut=QKeySequence("Ctrl+Q"), triggered=self.quit))
@@ -281,6 +288,7 @@ class MainWindow(QMainWindow):
         self.refresh_agents()
         self.refresh_model_picker()
         self.runs.load(self.pod.runs())
+        self.cards.refresh()
         if self.pages.currentWidget() is self.wiki:
             self.wiki.refresh()
         else:
@@ -408,6 +416,12 @@ class MainWindow(QMainWindow):
         self.pages.setCurrentIndex(0)
         self.composer.setFocus()
 
+    def show_approvals(self) -> None:
+        self.pages.setCurrentWidget(self.cards)
+
+    def _on_cards_count(self, n: int) -> None:
+        self.pages.setTabText(self.pages.indexOf(self.cards), f"Approvals ({n})" if n else "Approvals")
+
     def show_wiki(self) -> None:
         self.pages.setCurrentWidget(self.wiki)
 
@@ -494,6 +508,8 @@ class MainWindow(QMainWindow):
             if ev.get("new") == "fatal":
                 self.statusBar().showMessage(f"Agent {ev.get('agent')} stopped: {ev.get('reason')}")
             return
+        if kind in ("card.created", "card.decided"):
+            self.cards.refresh()
         if kind in ("turn.queued", "turn.started", "turn.finished") and ev.get("origin", "chat") != "chat":
             self.runs.load(self.pod.runs())
         if ev.get("conversation_id") != self.conversation_id or self.conversation_id is None:

@@ -1,0 +1,149 @@
+"""Approve-and-send cards: what an agent or a rule wants to send, shown in full, editable, and sent
+only when the person approves (or dropped when they reject)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QFormLayout,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QScrollArea,
+    QVBoxLayout,
+    QWidget,
+)
+
+from runtime_host.store import StoreError
+
+
+class CardWidget(QFrame):
+    """Signals:
+    decided(str, str, str): card id, its new state, its subject.
+    """
+
+    decided = Signal(str, str, str)
+
+    def __init__(self, pod: Any, card: dict[str, Any], parent: QWidget | None = None):
+        super().__init__(parent)
+        self.pod = pod
+        self.card = card
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.setAccessibleName(f"Card: {card['subject']}")
+        form = QFormLayout()
+        self.to = QLineEdit(card["to"])
+        self.subject = QLineEdit(card["subject"])
+        self.body = QPlainTextEdit(card["body"])
+        self.body.setMinimumHeight(120)
+        for label, w in (("To", self.to), ("Subject", self.subject), ("Body", self.body)):
+            w.setAccessibleName(label)
+            form.addRow(label, w)
+        why = QLabel(f"<b>Why:</b> {card['why']}<br><i>From {card.get('inbox', card['from_addr'])}</i>")
+        why.setWordWrap(True)
+        self.message = QLabel("")
+        self.message.setWordWrap(True)
+        self.approve = QPushButton("Approve and send")
+        self.reject = QPushButton("Reject")
+        self.approve.clicked.connect(self._on_approve)
+        self.reject.clicked.connect(self._on_reject)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.message, 1)
+        buttons.addWidget(self.reject)
+        buttons.addWidget(self.approve)
+        layout = QVBoxLayout(self)
+        layout.addWidget(why)
+        layout.addLayout(form)
+        layout.addLayout(buttons)
+        self._task: asyncio.Task[Any] | None = None
+
+    def edits(self) -> dict[str, str]:
+        out = {}
+        for key, value in (("to", self.to.text()), ("subject", self.subject.text()), ("body", self.body.toPlainText())):
+            if value != self.card[key]:
+                out[key] = value
+        return out
+
+    def _busy(self, busy: bool) -> None:
+        self.approve.setEnabled(not busy)
+        self.reject.setEnabled(not busy)
+
+    def _on_approve(self) -> None:
+        self._decide(True)
+
+    def _on_reject(self) -> None:
+        self._decide(False)
+
+    def _decide(self, approve: bool) -> None:
+        self._busy(True)
+        self.message.setText("Sending…" if approve else "Rejecting…")
+
+        async def go() -> None:
+            try:
+                if approve:
+                    out = await self.pod.mail.approve(self.card["id"], self.pod.person.id, self.edits() or None)
+                else:
+                    out = await self.pod.mail.reject(self.card["id"], self.pod.person.id)
+            except StoreError as exc:
+                self.message.setText(str(exc))
+                self._busy(False)
+                return
+            if out["state"] == "failed":
+                self.message.setText(out.get("error") or "Not sent.")
+                self._busy(False)
+                return
+            self.message.setText({"sent": "Sent.", "rejected": "Rejected: nothing was sent."}.get(out["state"], out["state"]))
+            self.decided.emit(self.card["id"], out["state"], self.card["subject"])
+
+        self._task = asyncio.ensure_future(go())
+
+
+class CardsView(QWidget):
+    """Signals:
+    count_changed(int): how many cards wait for the person.
+    status(str): the outcome of a decision, for the status bar.
+    """
+
+    count_changed = Signal(int)
+    status = Signal(str)
+
+    def __init__(self, pod: Any, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.pod = pod
+        self.empty = QLabel("Nothing waits for your approval. Mail an agent drafts, and anything that would "
+                            "leave this machine, shows up here first.")
+        self.empty.setWordWrap(True)
+        self.inner = QWidget()
+        self.list = QVBoxLayout(self.inner)
+        self.list.addWidget(self.empty)
+        self.list.addStretch(1)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(self.inner)
+        layout = QVBoxLayout(self)
+        layout.addWidget(scroll)
+        self.widgets: dict[str, CardWidget] = {}
+
+    def refresh(self) -> None:
+        cards = self.pod.mail.cards(self.pod.person.id, state="pending")
+        ids = {c["id"] for c in cards}
+        for cid in list(self.widgets):
+            if cid not in ids:
+                self.widgets.pop(cid).deleteLater()
+        for c in cards:
+            if c["id"] not in self.widgets:
+                w = CardWidget(self.pod, c)
+                w.decided.connect(self._on_decided)
+                self.widgets[c["id"]] = w
+                self.list.insertWidget(self.list.count() - 1, w)
+        self.empty.setVisible(not self.widgets)
+        self.count_changed.emit(len(self.widgets))
+
+    def _on_decided(self, _card_id: str, state: str, subject: str) -> None:
+        self.status.emit(f"“{subject}”: " + {"sent": "sent.", "rejected": "rejected, nothing was sent."}.get(state, state))
+        self.refresh()
