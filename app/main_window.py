@@ -11,8 +11,8 @@ from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
     QInputDialog,
-    QLineEdit,
     QLabel,
+    QLineEdit,
     QListWidget,
     QListWidgetItem,
     QMainWindow,
@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.activity_view import ActivityView
 from app.bridge import PodBridge
 from app.cards_view import CardsView
 from app.chat_view import ChatView, RunsList, StepsTree
@@ -221,6 +222,8 @@ class MainWindow(QMainWindow):
         self.pages.addTab(self.cards, "Approvals")
         self.cards.count_changed.connect(self._on_cards_count)
         self.cards.status.connect(self.statusBar().showMessage)
+        self.activity = ActivityView(self.pod)
+        self.pages.addTab(self.activity, "Activity")
         self.pages.currentChanged.connect(self._on_page_changed)
         outer = QSplitter(Qt.Orientation.Horizontal)
         outer.addWidget(side)
@@ -411,6 +414,8 @@ class MainWindow(QMainWindow):
     def _on_page_changed(self, index: int) -> None:
         if self.pages.widget(index) is self.wiki:
             self.wiki.refresh()
+        elif self.pages.widget(index) is self.activity:
+            self.activity.refresh()
 
     def show_chat(self) -> None:
         self.pages.setCurrentIndex(0)
@@ -510,6 +515,8 @@ class MainWindow(QMainWindow):
             return
         if kind in ("card.created", "card.decided"):
             self.cards.refresh()
+        if kind == "audit" and self.pages.currentWidget() is self.activity:
+            self.activity.refresh()
         if kind in ("turn.queued", "turn.started", "turn.finished") and ev.get("origin", "chat") != "chat":
             self.runs.load(self.pod.runs())
         if ev.get("conversation_id") != self.conversation_id or self.conversation_id is None:

@@ -174,8 +174,17 @@ class MailHost:
             raise MailError(f"The agent could not draft a reply: {result.error}")
         why = action.why + (f" — warning: the mail looks like it tries to instruct the assistant ({score.explain()})"
                             if score.level != "ok" else "")
+        why += self.egress(acct, inst.name, stored.mail.subject, result.text)
         card = draft_to_card(self.engine, stored, action, Draft(body=result.text, why=why), from_addr=acct.address)
         self._card_created(acct, card)
+
+    def egress(self, acct: ledger.AccountRow, agent_name: str, subject: str, body: str) -> str:
+        """The egress gate for outgoing mail: a block refuses the draft; anything found is named on the card."""
+        d = self.pod.gate("egress", f"{subject}\n{body}", person_id=acct.person_id, agent_id=None, agent_name=agent_name,
+                          context={"inbox": acct.address})
+        if d.action.value == "blocked":
+            raise MailError(f"Not drafted: {d.message}")
+        return f" — contains {d.message}" if d.findings else ""
 
     def _card_created(self, acct: ledger.AccountRow, card: Any) -> None:
         self.pod.emit({"type": "card.created", "person": acct.person_id, "card_id": card.id, "kind": "mail",
@@ -231,8 +240,13 @@ class MailHost:
         if not accts:
             raise ValueError("this person has no inbox to send from")
         acct = accts[0]
+        found = self.pod.store.get_instance(_agent)
+        subject, body = str(args.get("subject") or ""), str(args.get("body") or "")
+        try:
+            note = self.egress(acct, found[0].name if found else _agent, subject, body)
+        except MailError as exc:
+            raise ValueError(str(exc)) from None
         card = create_card(self.engine, account_id=acct.id, from_addr=acct.address, to=str(args.get("to") or ""),
-                           subject=str(args.get("subject") or ""), body=str(args.get("body") or ""),
-                           why=str(args.get("why") or "drafted by an agent"))
+                           subject=subject, body=body, why=str(args.get("why") or "drafted by an agent") + note)
         self._card_created(acct, card)
         return f"draft {card.id} is waiting for the person's approval; nothing was sent"

@@ -626,6 +626,12 @@ class Pod:
             return pending
         turn = self.store.create_turn(conv.id, inst.id, origin=origin, lease_owner=self.owner, lease_s=LEASE_S)
         self.store.add_message(conv.id, "user", text, turn_id=turn.id)
+        if origin in ("chat", "telegram"):
+            gated = self.gate("ingress", text, person_id=inst.person_id, agent_id=inst.id, agent_name=inst.name,
+                              context={"conversation": conv.id, "turn": turn.id})
+            if gated.findings:
+                self.emit({"type": "message.flagged", "person": inst.person_id, "conversation_id": conv.id,
+                           "turn_id": turn.id, "message": gated.message})
         fut: asyncio.Future[TurnResult] = asyncio.get_running_loop().create_future()
         run = _Run(turn.id, conv.id, inst.id, inst.name, fut, origin=origin, model=model, person_id=inst.person_id)
         self._runs[turn.id] = run
@@ -754,6 +760,31 @@ class Pod:
         with contextlib.suppress(ConnectionError):
             handle.send({"type": "pod.result", "seq": msg.get("seq"), "result": result})
 
+    # -- audit and the safety gates
+    def audit(self, *, person_id: str | None, agent: str | None, kind: str, action: str, summary: str,
+              phase: str | None = None, rule: str | None = None, detail: dict[str, Any] | None = None) -> None:
+        """Writes one audit event (never a secret value) and tells the views."""
+        self.store.add_audit(person_id=person_id, agent=agent, kind=kind, phase=phase, action=action, rule=rule,
+                             summary=summary, detail=detail or {})
+        self.emit({"type": "audit", "person": person_id, "agent": agent, "kind": kind, "phase": phase,
+                   "action": action, "rule": rule, "summary": summary})
+
+    def audit_log(self, limit: int = 500, kind: str | None = None) -> list[dict[str, Any]]:
+        return self.store.list_audit(self.person.id, limit, kind)
+
+    def gate(self, phase: str, text: str, *, person_id: str, agent_id: str | None, agent_name: str,
+             context: dict[str, Any] | None = None) -> Any:
+        """Applies the agent's safety policy for one phase and audits what it decided (redacted, blocked,
+        asked, or allowed with findings). Returns the safety Decision."""
+        from runtime_host.safety.policy import Policy, decide
+
+        d = decide(phase, text, Policy(agent=agent_name), context=context)
+        if d.findings or d.action.value != "allowed":
+            self.audit(person_id=person_id, agent=agent_name, kind="gate", phase=phase, action=d.action.value,
+                       rule=d.rule, summary=d.message,
+                       detail={k: v for k, v in d.event.items() if k in ("detectors", "kinds", "chars", "context")})
+        return d
+
     # -- memory
     @property
     def memory(self) -> Any:
@@ -789,6 +820,12 @@ class Pod:
         importance = args.get("importance")
         import wiki_engine
 
+        found = self.store.get_instance(instance_id)
+        gated = self.gate("memory_write", fact, person_id=person_id, agent_id=instance_id,
+                          agent_name=found[0].name if found else instance_id)
+        if not gated.proceed:
+            raise ValueError(f"not remembered: {gated.message}")
+        fact = gated.text
         try:
             sid = await self.in_memory_thread(lambda: self.memory.remember(
                 fact, person=person_id, agent=instance_id, scope=scope,

@@ -231,6 +231,13 @@ MIGRATIONS.append(
         "CREATE UNIQUE INDEX ix_person_name ON person (name)",
     ])
 )
+MIGRATIONS.append(
+    ("0009_audit", [
+        """CREATE TABLE audit_log (id TEXT PRIMARY KEY, ts DOUBLE PRECISION NOT NULL, person_id TEXT, agent TEXT,
+            kind TEXT NOT NULL, phase TEXT, action TEXT NOT NULL, rule TEXT, summary TEXT, detail TEXT)""",
+        "CREATE INDEX ix_audit_person_ts ON audit_log (person_id, ts)",
+    ])
+)
 
 
 class StoreError(Exception):
@@ -506,6 +513,23 @@ class Store:
                 {"o": owner, "u": now() + lease_s, "id": turn_id, "now": now()},
             )
             return bool(res.rowcount)
+
+    # -- audit log
+    def add_audit(self, *, person_id: str | None, agent: str | None, kind: str, phase: str | None, action: str,
+                  rule: str | None, summary: str, detail: dict[str, Any]) -> str:
+        aid = new_id()
+        with self.engine.begin() as conn:
+            conn.execute(text("INSERT INTO audit_log (id, ts, person_id, agent, kind, phase, action, rule, summary, detail) "
+                              "VALUES (:id, :ts, :p, :a, :k, :ph, :ac, :r, :s, :d)"),
+                         {"id": aid, "ts": now(), "p": person_id, "a": agent, "k": kind, "ph": phase, "ac": action,
+                          "r": rule, "s": summary, "d": json.dumps(detail, default=str)})
+        return aid
+
+    def list_audit(self, person_id: str, limit: int = 500, kind: str | None = None) -> list[dict[str, Any]]:
+        q = "SELECT * FROM audit_log WHERE person_id = :p" + (" AND kind = :k" if kind else "") + " ORDER BY ts DESC LIMIT :n"
+        with self.engine.connect() as conn:
+            rows = conn.execute(text(q), {"p": person_id, "k": kind, "n": limit}).all()
+        return [{**dict(r._mapping), "detail": json.loads(r._mapping["detail"] or "{}")} for r in rows]
 
     # -- model roles
     def set_role_model(self, person_id: str, role: str, provider: str, model: str) -> None:

@@ -169,3 +169,21 @@ def test_switching_person_hides_the_other_persons_data(qtbot, qloop, ui_pod, scr
     assert w.switch_person(me)
     assert w.agents.count() == 1
     qloop.wait_until(lambda: "private answer for me" in w.chat.toPlainText(), what="my conversation back")
+
+
+def test_activity_lists_gate_decisions_and_exports_them(qtbot, qloop, ui_pod, script, tmp_path) -> None:
+    import json
+
+    script([Text("ok")])
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    send(qtbot, w, "write to ada@example.org about the invoice")
+    qloop.wait_until(lambda: "answered by" in w.header.text(), what="the answer")
+    w.pages.setCurrentWidget(w.activity)
+    assert w.activity.table.rowCount() >= 1
+    row = [w.activity.table.item(0, j).text() for j in range(7)]
+    assert row[1] == "gate" and row[3] == "ingress" and "email" in row[6]
+    out = tmp_path / "activity.jsonl"
+    assert w.activity.export(str(out)) == w.activity.table.rowCount()
+    first = json.loads(out.read_text().splitlines()[0])
+    assert first["phase"] == "ingress" and "ada@example.org" not in out.read_text()

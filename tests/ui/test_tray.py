@@ -75,7 +75,7 @@ with loop:
 
 @pytest.mark.skipif(not shutil.which("Xvfb") or not shutil.which("trayer"), reason="needs Xvfb and trayer (make test installs them)")
 def test_closing_the_window_keeps_hearth_in_a_real_tray(tmp_path: Path) -> None:
-    display = ":%d" % (90 + os.getpid() % 50)
+    display = f":{90 + os.getpid() % 50}"
     xvfb = subprocess.Popen(["Xvfb", display, "-screen", "0", "1024x768x24", "-nolisten", "tcp"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     tray = None
