@@ -21,8 +21,11 @@ class ChatView(QTextBrowser):
 
     def __init__(self, parent: Any = None):
         super().__init__(parent)
-        self.setOpenExternalLinks(True)
+        self.setOpenLinks(False)
+        self.anchorClicked.connect(self._on_anchor)
         self.setAccessibleName("Conversation")
+        self._all: list[tuple[str, str]] = []
+        self._shown = 0
         self.document().setDefaultStyleSheet(STYLE.replace("<style>", "").replace("</style>", ""))
         self._stream_pos: int | None = None
         self._stream_text = ""
@@ -67,12 +70,38 @@ class ChatView(QTextBrowser):
         self._insert(self._block(role, body))
         self._scroll_if(was_bottom)
 
+    PAGE = 150  # messages rendered at once; earlier ones load on demand
+
     def set_messages(self, messages: list[tuple[str, str]]) -> None:
-        """Loads a whole conversation in one document build (fast for thousands of messages)."""
+        """Loads a conversation: the latest messages at once, earlier ones when the person asks."""
         self.clear_messages()
-        parts = [self._block(role, f"<p>{escape(t)}</p>" if role == "error" else render(t)) for role, t in messages]
-        self.setHtml("".join(parts))
+        self._all = list(messages)
+        self._shown = min(len(self._all), self.PAGE)
+        self._render_tail()
+
+    def _render_tail(self) -> None:
+        tail = self._all[len(self._all) - self._shown:]
+        hidden = len(self._all) - self._shown
+        head = (f'<p><a href="hearth-earlier:">Show {min(hidden, self.PAGE * 2)} earlier messages</a> '
+                f"({hidden} not shown)</p>" if hidden else "")
+        parts = [self._block(role, f"<p>{escape(t)}</p>" if role == "error" else render(t)) for role, t in tail]
+        self.setHtml(head + "".join(parts))
         self.verticalScrollBar().setValue(self.verticalScrollBar().maximum())
+
+    def show_earlier(self) -> None:
+        if self._shown >= len(self._all):
+            return
+        self._shown = min(len(self._all), self._shown + self.PAGE * 2)
+        self._render_tail()
+        self.verticalScrollBar().setValue(0)
+
+    def _on_anchor(self, url: Any) -> None:
+        if url.toString().startswith("hearth-earlier:"):
+            self.show_earlier()
+        else:
+            from PySide6.QtGui import QDesktopServices
+
+            QDesktopServices.openUrl(url)
 
     # -- streaming
     def stream_begin(self) -> None:

@@ -187,3 +187,21 @@ def test_activity_lists_gate_decisions_and_exports_them(qtbot, qloop, ui_pod, sc
     assert w.activity.export(str(out)) == w.activity.table.rowCount()
     first = json.loads(out.read_text().splitlines()[0])
     assert first["phase"] == "ingress" and "ada@example.org" not in out.read_text()
+
+
+def test_a_long_conversation_opens_with_its_latest_messages_and_loads_earlier_on_demand(qtbot, qloop, ui_pod) -> None:
+    from runtime_host.store import Message
+
+    inst, _ = ui_pod.find_agent("helper")
+    conv = ui_pod.store.create_conversation(inst.id, "long")
+    with ui_pod.store.session() as s:
+        for i in range(1000):
+            s.add(Message(conversation_id=conv.id, role="user", content=f"message number {i}", created_at=1000.0 + i))
+        s.commit()
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.load_conversation(conv.id)
+    text = w.chat.toPlainText()
+    assert "message number 999" in text and "message number 849" not in text and "850 not shown" in text
+    w.chat.show_earlier()
+    assert "message number 550" in w.chat.toPlainText() and "550 not shown" in w.chat.toPlainText()
