@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import certifi
 import httpx
 
-from runtime_host.partners.approval import PendingSend, Approval, redeem
+from runtime_host.partners.approval import Approval, PendingSend, redeem
 from runtime_host.partners.errors import (
     PartnerAuthRefused,
     PartnerConfigError,
@@ -138,7 +138,7 @@ class PartnerClient:
     async def _call(self, text: str) -> tuple[str, str, int, str]:
         from a2a.client import ClientConfig, ClientFactory, minimal_agent_card
         from a2a.client.errors import A2AClientError
-        from a2a.helpers import get_stream_response_text
+        from a2a.helpers import get_message_text, get_stream_response_text
         from a2a.types.a2a_pb2 import Message, Part, Role, SendMessageRequest, TaskState
         from a2a.utils.constants import TransportProtocol
 
@@ -164,7 +164,7 @@ class PartnerClient:
                     if event.HasField("task"):
                         state = TaskState.Name(event.task.status.state).removeprefix("TASK_STATE_").lower()
                         if event.task.status.HasField("message"):
-                            status_text = get_stream_response_text_status(event.task.status.message)
+                            status_text = get_message_text(event.task.status.message)
                             if status_text:
                                 texts.append(status_text)
                     if chunk:
@@ -173,9 +173,11 @@ class PartnerClient:
                 raise
             except A2AClientError as exc:
                 raise self._a2a_error(exc) from exc
-            except (ValueError, KeyError) as exc:
-                raise PartnerUnavailable(f"Partner {partner.name} sent an answer that is not a valid A2A reply "
-                                         f"({exc}).") from exc
+            except (ValueError, KeyError, TypeError) as exc:
+                err = PartnerUnavailable(f"Partner {partner.name} sent an answer that is not a valid A2A reply "
+                                         f"({type(exc).__name__}).")
+                err.untrusted_detail = wrap_untrusted(str(exc)[:2000], "partner").text
+                raise err from exc
             body = transport.last_body
             size = body.received if body is not None else 0
             ip = str(transport.backend.connected_to[-1]) if transport.backend.connected_to else ""
@@ -196,11 +198,10 @@ class PartnerClient:
             return PartnerUnavailable(f"Partner {name} answered with HTTP {status}; nothing usable came back.")
         if "timed out" in str(exc).lower():
             return PartnerTimeout(f"Partner {name} did not answer in time; the call was cut.")
-        return PartnerUnavailable(f"Partner {name} answered with an error: {exc}")
+        # The error text may carry the partner's words: keep them out of the message, wrapped aside.
+        err = PartnerUnavailable(f"Partner {name} answered with an A2A error ({type(exc).__name__}); its own "
+                                 "words are kept aside as untrusted text.")
+        err.untrusted_detail = wrap_untrusted(str(exc)[:2000], "partner",
+                                              origin=f"{name} <{self.partner.endpoint}>").text
+        return err
 
-
-def get_stream_response_text_status(message: object) -> str:
-    """Text of a task's status message (partners often put their answer there)."""
-    from a2a.helpers import get_message_text
-
-    return get_message_text(message)  # type: ignore[arg-type]

@@ -12,6 +12,8 @@ class PartnerError(Exception):
 
     #: True when Hearth stopped the call before any byte of the message left this machine.
     nothing_sent: bool = False
+    #: Words of the partner's own (an error text it sent), wrapped as untrusted; never part of `str(exc)`.
+    untrusted_detail: str | None = None
 
 
 class PartnerConfigError(PartnerError, ValueError):

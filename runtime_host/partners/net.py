@@ -164,7 +164,7 @@ class AddressPolicy:
                 continue
             why = forbidden_reason(ip)
             if why:
-                where = f"it is {why}" if is_ip_literal(host) else f"it resolves to {ip}, which is {why}"
+                where = f"it is {why}" if is_ip_literal(host) else f"it resolves to {text.strip()}, which is {why}"
                 raise AddressRefused(f"Refused to call {host}: {where}. Partner agents are reached only on the "
                                      "public internet; nothing was sent.")
             ips.append(ip)
@@ -324,7 +324,10 @@ class _CappedBody(httpx.AsyncByteStream):
 
 
 def _size(n: int) -> str:
-    return f"{n / 1048576:g} MiB" if n >= 1048576 else f"{n / 1024:g} KiB" if n >= 1024 else f"{n} bytes"
+    def fmt(x: float) -> str:
+        return f"{x:.1f}".removesuffix(".0")
+
+    return f"{fmt(n / 1048576)} MiB" if n >= 1048576 else f"{fmt(n / 1024)} KiB" if n >= 1024 else f"{n} bytes"
 
 
 class PinnedTransport(httpx.AsyncBaseTransport):
@@ -365,8 +368,15 @@ class PinnedTransport(httpx.AsyncBaseTransport):
         except PartnerError:
             raise
         except httpcore.TimeoutException as exc:
-            what = "connect" if isinstance(exc, httpcore.ConnectTimeout | httpcore.PoolTimeout) else "answer"
-            raise PartnerTimeout(f"{self._host} did not {what} in time; the call was cut.") from exc
+            limits = request.extensions.get("timeout") or {}
+            if isinstance(exc, httpcore.ConnectTimeout | httpcore.PoolTimeout):
+                what, limit = "accept a connection", limits.get("connect")
+            elif isinstance(exc, httpcore.WriteTimeout):
+                what, limit = "take the message", limits.get("write")
+            else:
+                what, limit = "answer", limits.get("read")
+            within = f" within {limit:g} s" if isinstance(limit, int | float) else " in time"
+            raise PartnerTimeout(f"{self._host} did not {what}{within}; the call was cut.") from exc
         except httpcore.NetworkError as exc:
             raise PartnerUnavailable(f"Could not reach {self._host}:{self._port} ({exc or type(exc).__name__}). "
                                      "The partner may be down; try again later.") from exc
