@@ -631,9 +631,11 @@ STUB_PROGRAMS = ("cat", "head", "tail", "grep", "ls", "wc", "cp", "mv", "sort", 
 
 def make_stubs(folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
+    # One record, one write: stubs in a pipeline run at the same time and must not interleave.
     script = ("#!/bin/bash\nfd0=$(/usr/bin/readlink /proc/$$/fd/0); fd1=$(/usr/bin/readlink /proc/$$/fd/1)\n"
-              "{ printf '%s\\x1f%s\\x1f%s' \"$PWD\" \"$fd0\" \"$fd1\"; for a in \"$0\" \"$@\"; do printf '\\x1f%s' \"$a\"; done; "
-              "printf '\\x1e'; } >> \"$STUBLOG\"\n")
+              "rec=$(printf '%s\\x1f%s\\x1f%s' \"$PWD\" \"$fd0\" \"$fd1\"; for a in \"$0\" \"$@\"; do "
+              "printf '\\x1f%s' \"$a\"; done; printf '\\x1e')\n"
+              "printf '%s' \"$rec\" >> \"$STUBLOG\"\n")
     for name in STUB_PROGRAMS:
         p = folder / name
         p.write_text(script)
@@ -678,11 +680,12 @@ def run(root: Path, hostile_limit: int | None = None, guard_factory: Any = None)
         if not d.allowed:
             legit_denied.append(f"{c.tool} {json.dumps(c.args, ensure_ascii=True)[:120]} -> {d.rule}: {d.reason[:120]}")
     elapsed = time.perf_counter() - t0
-    oracle_self_check = sum(1 for c in legit if _escapes(oracle, t, c, stubs, log))
+    oracle_flagged = [f"{c.tool} {json.dumps(c.args, ensure_ascii=True)[:120]}" for c in legit
+                      if _escapes(oracle, t, c, stubs, log)]
     return {
         "payloads": len(hostile), "denied": denied, "escapes": escapes, "legit_calls": len(legit),
         "legit_denied": len(legit_denied), "allowed_but_harmless": harmless_allowed, "rules": dict(rules.most_common()),
-        "escaped": escaped[:50], "legit_denied_list": legit_denied[:50], "oracle_flags_legit": oracle_self_check,
+        "escaped": escaped[:50], "legit_denied_list": legit_denied[:50], "oracle_flags_legit": len(oracle_flagged), "oracle_flagged": oracle_flagged[:20],
         "audit_events": len(audit), "seconds": round(elapsed, 2),
         "checks_per_s": round((len(hostile) + len(legit)) / elapsed) if elapsed else None,
     }

@@ -16,7 +16,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-BUILTIN_TOOLKITS: tuple[str, ...] = ("wiki", "mail", "tasks", "web", "shell", "notes", "clock", "math", "delegate")
+BUILTIN_TOOLKITS: tuple[str, ...] = ("wiki", "memory", "mail", "tasks", "web", "shell", "notes", "clock", "math",
+                                     "delegate")
 MCP_PREFIX = "mcp:"
 _MCP_SERVER = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 _ACTION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")

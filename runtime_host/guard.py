@@ -35,7 +35,8 @@ from urllib.parse import unquote_to_bytes, urlsplit
 
 from runtime_host.allowlist import Allowlist, Decision
 
-__all__ = ["Decision", "Guard", "ToolShape", "DEFAULT_SHAPES", "ArgKind", "Access", "shape_from_schema"]
+__all__ = ["Decision", "Guard", "ToolShape", "DEFAULT_SHAPES", "ArgKind", "Access", "shape_from_schema",
+           "shapes_for_tools"]
 
 Access = Literal["read", "write"]
 # What an argument is, for the guard:
@@ -96,7 +97,26 @@ DEFAULT_SHAPES: dict[str, ToolShape] = {s.name: s for s in [
     _shape("run_shell", "shell", {"command": "shell", "timeout": "int"}, ["command"]),
     _shape("web_fetch", "web", {"url": "url"}, ["url"]),
     _shape("web_search", "web", {"query": "text", "limit": "int"}, ["query"]),
+    _shape("remember", "memory", {"fact": "text", "scope": "enum", "importance": "number"}, ["fact"],
+           enums={"scope": ("agent", "person", "public")}),
+    _shape("search_memory", "memory", {"query": "text", "k": "int"}, ["query"]),
+    _shape("list_mail", "mail", {"limit": "int"}),
+    _shape("read_mail", "mail", {"mail_id": "text"}, ["mail_id"]),
+    _shape("draft_mail", "mail", {"to": "text", "subject": "text", "body": "text", "why": "text"},
+           ["to", "subject", "body", "why"]),
 ]}
+
+
+def shapes_for_tools(tools: Iterable[Any]) -> dict[str, ToolShape]:
+    """Shapes for concrete tools (objects with .name, .toolkit, .parameters, like runtime_host.tools.Tool):
+    the hand-written shape when there is one, else one derived from the schema with `shape_from_schema`
+    (strings are scanned for paths: a new built-in is judged conservatively until it gets its own shape)."""
+    out: dict[str, ToolShape] = {}
+    for t in tools:
+        known = DEFAULT_SHAPES.get(t.name)
+        out[t.name] = known if known is not None and known.toolkit == t.toolkit else \
+            shape_from_schema(t.name, t.toolkit, t.parameters)
+    return out
 
 
 def shape_from_schema(name: str, toolkit: str, schema: Mapping[str, Any], *, action: str | None = None,

@@ -181,3 +181,20 @@ def test_data_dir_under_a_forbidden_tree_still_works(tmp_path: Path) -> None:
     assert g.path_decision(str(scratch / "n.md")).allowed
     assert g.path_decision("../../../../keyrings/x").rule == "path.forbidden"
     assert g.path_decision("../../../pod.db").rule == "path.forbidden"
+
+
+def test_shapes_for_the_registered_tools(tree: Tree) -> None:
+    from runtime_host.guard import shapes_for_tools
+    from runtime_host.tools import TOOLKITS
+
+    tools = [t for tk in TOOLKITS.values() for t in tk.values()]
+    shapes = shapes_for_tools(tools)
+    assert set(shapes) == {t.name for t in tools}
+    al = Allowlist("a1", {t.toolkit: [x.name for x in tools if x.toolkit == t.toolkit] for t in tools})
+    g = Guard.for_binding({"person": "p1", "agent": "a1", "scratch": str(tree.scratch)}, tree.data, al,
+                          shapes=shapes, home=tree.home, env=tree.env)
+    assert g.check("calculate", {"expression": "1+1"}).allowed
+    assert g.check("append_note", {"text": "see ../../etc/passwd in the story"}).allowed  # text is not a path
+    if "remember" in shapes:
+        assert g.check("remember", {"fact": "Bob likes tea", "scope": "person"}).allowed
+        assert g.check("remember", {"fact": "x", "scope": "other-person"}).rule == "args.type"

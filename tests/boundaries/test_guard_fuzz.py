@@ -18,7 +18,7 @@ def test_fuzz_has_no_escapes_and_no_legit_denials(tmp_path: Path) -> None:
     assert r["payloads"] >= 4000 and r["legit_calls"] >= 200
     assert r["escapes"] == 0, r["escaped"]
     assert r["legit_denied"] == 0, r["legit_denied_list"]
-    assert r["oracle_flags_legit"] == 0
+    assert r["oracle_flags_legit"] == 0, r["oracle_flagged"]
     assert r["audit_events"] == r["payloads"] + r["legit_calls"]
 
 
@@ -38,4 +38,4 @@ def test_the_oracle_catches_a_guard_that_lets_things_through(tmp_path: Path) -> 
     # Most hostile calls really reach something; those that do not (a NUL-truncated or undecodable
     # name that no longer names anything outside) are counted as harmless, not as escapes.
     assert r["escapes"] > 0.8 * r["payloads"], r
-    assert r["oracle_flags_legit"] == 0
+    assert r["oracle_flags_legit"] == 0, r["oracle_flagged"]
