@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
     QDialogButtonBox,
     QFormLayout,
+    QHBoxLayout,
     QLabel,
     QLineEdit,
     QListWidget,
@@ -186,6 +188,80 @@ class ModelsPage(QWidget):
         return True
 
 
+class ChannelsPage(QWidget):
+    """Telegram: the bot token (into the keyring), a one-time link code, linked chats, the status."""
+
+    def __init__(self, pod: Any, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.pod = pod
+        layout = QVBoxLayout(self)
+        intro = QLabel("Reach your agents from your phone through a Telegram bot. Hearth polls Telegram, so your "
+                       "computer needs no public address. Create a bot with @BotFather and paste its token here.")
+        intro.setWordWrap(True)
+        layout.addWidget(intro)
+        form = QFormLayout()
+        self.token = QLineEdit()
+        self.token.setEchoMode(QLineEdit.EchoMode.Password)
+        self.token.setAccessibleName("Telegram bot token")
+        self.token.setPlaceholderText("123456:ABC-… (kept in the OS keyring)")
+        form.addRow("Bot token", self.token)
+        layout.addLayout(form)
+        row = QHBoxLayout()
+        self.save_token = QPushButton("Save token and connect")
+        self.save_token.clicked.connect(self._on_save_token)
+        self.link = QPushButton("Link my Telegram")
+        self.link.clicked.connect(self._on_link)
+        row.addWidget(self.save_token)
+        row.addWidget(self.link)
+        layout.addLayout(row)
+        self.links = QListWidget()
+        self.links.setAccessibleName("Linked chats")
+        layout.addWidget(QLabel("Linked chats"))
+        layout.addWidget(self.links)
+        self.message = QLabel("")
+        self.message.setWordWrap(True)
+        self.message.setTextInteractionFlags(self.message.textInteractionFlags() | Qt.TextInteractionFlag.TextSelectableByMouse)
+        layout.addWidget(self.message)
+        self.refresh()
+
+    def refresh(self) -> None:
+        tg = self.pod.channels.telegram
+        self.links.clear()
+        if tg is None:
+            self.message.setText("Telegram is not connected yet.")
+            return
+        for link in tg.links(self.pod.person.id):
+            self.links.addItem(f"chat {link.chat_id} → {link.agent or 'default agent'}")
+        self.message.setText(f"Telegram: {tg.status.state}. {tg.status.detail}")
+
+    def _on_save_token(self) -> None:
+        import asyncio
+
+        from runtime_host.channels.base import ChannelError
+
+        try:
+            self.pod.channels.save_telegram_token(self.token.text().strip())
+        except (ChannelError, ValueError) as exc:
+            self.message.setText(str(exc))
+            return
+        self.token.clear()
+
+        async def connect() -> None:
+            ok = await self.pod.channels.start()
+            self.message.setText("Connecting to Telegram…" if ok else "No token saved.")
+            self.refresh()
+
+        self._task = asyncio.ensure_future(connect())
+
+    def _on_link(self) -> None:
+        tg = self.pod.channels.telegram
+        if tg is None:
+            self.message.setText("Save the bot token first.")
+            return
+        offer = tg.begin_link(self.pod.person.id)
+        self.message.setText(f"{offer.instructions}\n\nCode: {offer.code}" + (f"\n{offer.url}" if offer.url else ""))
+
+
 class SettingsDialog(QDialog):
     def __init__(self, pod: Any, parent: QWidget | None = None):
         super().__init__(parent)
@@ -195,6 +271,8 @@ class SettingsDialog(QDialog):
         self.tabs.addTab(self.providers, "Providers")
         self.models = ModelsPage(pod)
         self.tabs.addTab(self.models, "Models")
+        self.channels = ChannelsPage(pod)
+        self.tabs.addTab(self.channels, "Channels")
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Close)
         buttons.accepted.connect(self._save)
         buttons.rejected.connect(self.reject)

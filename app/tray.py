@@ -115,7 +115,7 @@ def notification_for(ev: dict[str, Any]) -> tuple[str, str] | None:
     """The (title, text) a Pod event deserves as a notification, or None."""
     kind = ev.get("type")
     origin = ev.get("origin", "chat")
-    if kind == "turn.finished" and origin != "chat":
+    if kind == "turn.finished" and origin not in ("chat", "telegram"):
         what = {"schedule": "Scheduled run", "background": "Background run", "mail": "Mail rule",
                 "handoff": "Hand-off"}.get(origin, "Run")
         if ev.get("status") == "done":

@@ -187,8 +187,10 @@ class MailHost:
         return f" — contains {d.message}" if d.findings else ""
 
     def _card_created(self, acct: ledger.AccountRow, card: Any) -> None:
-        self.pod.emit({"type": "card.created", "person": acct.person_id, "card_id": card.id, "kind": "mail",
-                       "summary": f"Send to {card.to}: {card.subject}"})
+        _ = self.pod.channels  # the card arbiter must exist before the card is announced
+        self.pod.emit({"type": "card.created", "person": acct.person_id, "card_id": card.id, "kind": "send",
+                       "summary": f"Send mail to {card.to}: {card.subject}",
+                       "body": f"**Subject:** {card.subject}\n\n{card.body}"})
 
     # -- cards
     def cards(self, person_id: str, state: str | None = "pending") -> list[dict[str, Any]]:
@@ -202,8 +204,19 @@ class MailHost:
             raise StoreError(f"No card {card_id!r}.")
         return self._account(card.account_id, person_id)
 
-    async def approve(self, card_id: str, person_id: str, edits: dict[str, str] | None = None) -> dict[str, Any]:
+    def _claim(self, card_id: str, approve: bool) -> None:
+        from runtime_host.channelhost import AlreadyDecided
+
+        try:
+            self.pod.channels.claim(card_id, approve, "app")
+        except AlreadyDecided as exc:
+            raise StoreError(str(exc)) from None
+
+    async def approve(self, card_id: str, person_id: str, edits: dict[str, str] | None = None, *,
+                      _decided: bool = False) -> dict[str, Any]:
         acct = self._card_account(card_id, person_id)
+        if not _decided:
+            self._claim(card_id, True)
         try:
             card = await asyncio.to_thread(self.outbox(acct).approve, card_id, edits)
         except OutboxError as exc:
@@ -211,8 +224,11 @@ class MailHost:
         self.pod.emit({"type": "card.decided", "person": person_id, "card_id": card_id, "state": card.state})
         return card.to_dict()
 
-    async def reject(self, card_id: str, person_id: str, reason: str | None = None) -> dict[str, Any]:
+    async def reject(self, card_id: str, person_id: str, reason: str | None = None, *,
+                     _decided: bool = False) -> dict[str, Any]:
         acct = self._card_account(card_id, person_id)
+        if not _decided:
+            self._claim(card_id, False)
         try:
             card = await asyncio.to_thread(self.outbox(acct).reject, card_id, reason)
         except OutboxError as exc:

@@ -137,6 +137,7 @@ class Pod:
         self.subscribe(self._record_scheduled_turn)
         self._memory: Any = None
         self._mail: Any = None
+        self._channels: Any = None
         self._memory_pool: Any = None
         # Tools the Pod carries out for a worker, by name: handler(person_id, instance_id, args) -> output
         self.pod_tools: dict[str, Callable[[str, str, dict[str, Any]], Any]] = {
@@ -172,6 +173,15 @@ class Pod:
 
     def vault_for(self, person_id: str) -> Vault:
         return Vault(f"{self.pod_id}/person/{person_id}")
+
+    @property
+    def channels(self) -> Any:
+        """The card arbiter and the phone channels (Telegram)."""
+        if self._channels is None:
+            from runtime_host.channelhost import ChannelsHost
+
+            self._channels = ChannelsHost(self)
+        return self._channels
 
     @property
     def mail(self) -> Any:
@@ -1007,6 +1017,7 @@ class Pod:
         if self._scheduler_task is None:
             self._scheduler_task = asyncio.create_task(self._scheduler_loop())
         self.mail.start()
+        asyncio.create_task(self.channels.start())
 
     async def _scheduler_loop(self) -> None:
         while True:
@@ -1098,6 +1109,8 @@ class Pod:
             self._lease_task.cancel()
         if self._scheduler_task:
             self._scheduler_task.cancel()
+        if self._channels is not None:
+            await self._channels.close()
         if self._mail is not None:
             await self._mail.close()
         await self.supervisor.stop_all()

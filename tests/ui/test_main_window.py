@@ -205,3 +205,28 @@ def test_a_long_conversation_opens_with_its_latest_messages_and_loads_earlier_on
     assert "message number 999" in text and "message number 849" not in text and "850 not shown" in text
     w.chat.show_earlier()
     assert "message number 550" in w.chat.toPlainText() and "550 not shown" in w.chat.toPlainText()
+
+
+def test_settings_channels_page_saves_the_token_and_shows_a_link_code(qtbot, qloop, ui_pod, secure_keyring) -> None:
+    from app.dialogs import SettingsDialog
+    from runtime_host.channelhost import ChannelsHost
+    from tests.helpers.fake_telegram import FakeTelegram
+
+    tg = FakeTelegram().start()
+    try:
+        ui_pod._channels = ChannelsHost(ui_pod, telegram_base_url=tg.base_url, poll_timeout_s=1.0, http_grace_s=1.0)
+        dlg = SettingsDialog(ui_pod)
+        qtbot.addWidget(dlg)
+        page = dlg.channels
+        page._on_link()
+        assert "Save the bot token first" in page.message.text()
+        page.token.setText(tg.token)
+        page._on_save_token()
+        qloop.wait_until(lambda: ui_pod.channels.telegram is not None, what="Telegram to start")
+        assert ui_pod.vault().get("channel/telegram/token") == tg.token
+        page._on_link()
+        assert "Code:" in page.message.text() and "/link" in page.message.text()
+        qloop.run(ui_pod.channels.close())
+        ui_pod._channels = None
+    finally:
+        tg.stop()
