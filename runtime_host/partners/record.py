@@ -83,6 +83,11 @@ def normalise_endpoint(url: str) -> str:
     host = parts.hostname.lower().rstrip(".")
     if not host or any(c.isspace() for c in host):
         raise PartnerConfigError(f"{text!r} has no usable host name.")
+    if not host.isascii():
+        try:
+            host = host.encode("idna").decode("ascii")  # the form DNS, TLS and the pinned transport compare
+        except UnicodeError:
+            raise PartnerConfigError(f"{text!r} has a host name that cannot be written for DNS.") from None
     netloc = f"[{host}]" if ":" in host else host
     if port is not None and port != 443:
         netloc += f":{port}"

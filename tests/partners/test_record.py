@@ -64,6 +64,8 @@ def test_new_partner_pins_endpoint_key_and_certificate(tmp_path: Path) -> None:
     back = Partner.from_row(row, "tok-123")
     assert back == p and back.credential == "tok-123"
     assert vault_key(p.id) == f"partner/{p.id}"
+    assert Partner.new("Bäcker", "https://bäcker.example/a2a", "t").endpoint == "https://xn--bcker-gra.example/a2a"
+    assert Partner.new("v6", "https://[2606:4700::1111]:8443/a2a", "t").endpoint == "https://[2606:4700::1111]:8443/a2a"
 
 
 @pytest.mark.parametrize("endpoint, message", [
