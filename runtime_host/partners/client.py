@@ -34,6 +34,7 @@ from runtime_host.partners.errors import (
 from runtime_host.partners.net import AddressPolicy, PinnedTransport, Resolver, system_resolver
 from runtime_host.partners.record import Partner, key_sha256
 from runtime_host.safety.untrusted import InjectionScore, score_injection, wrap_untrusted
+from vault import remember_secret
 
 
 @dataclass(frozen=True)
@@ -137,12 +138,14 @@ class PartnerClient:
 
     async def _call(self, text: str) -> tuple[str, str, int, str]:
         from a2a.client import ClientConfig, ClientFactory, minimal_agent_card
-        from a2a.client.errors import A2AClientError
         from a2a.helpers import get_message_text, get_stream_response_text
         from a2a.types.a2a_pb2 import Message, Part, Role, SendMessageRequest, TaskState
         from a2a.utils.constants import TransportProtocol
+        from a2a.utils.errors import A2AError
 
         partner, lim = self.partner, self.limits
+        assert partner.credential is not None
+        remember_secret(partner.credential)  # every Hearth log line hides it from now on
         transport = PinnedTransport(partner.endpoint, resolver=self._resolver, policy=self._policy,
                                     ssl_context=_ssl_context(partner), fingerprint=partner.tls_fingerprint or None,
                                     max_reply_bytes=lim.max_reply_bytes, connect_timeout=lim.connect_s)
@@ -171,7 +174,7 @@ class PartnerClient:
                         texts.append(chunk)
             except PartnerError:
                 raise
-            except A2AClientError as exc:
+            except A2AError as exc:
                 raise self._a2a_error(exc) from exc
             except (ValueError, KeyError, TypeError) as exc:
                 err = PartnerUnavailable(f"Partner {partner.name} sent an answer that is not a valid A2A reply "

@@ -4,7 +4,7 @@ by uvicorn over TLS on 127.0.0.1, with a bearer-key check (the SDK does no auth)
 What it answers depends on the text it gets: "echo: X" -> "partner says: X"; "task: X" -> a task with X as an
 artifact; "big N" -> N bytes of text; "slow S" -> waits S seconds first; "inject" -> a prompt injection.
 `/moved` and `/moved-public` redirect, `/drip` trickles bytes for a minute, `/flood` streams 64 MiB
-without a Content-Length. Every request is recorded.
+without a Content-Length, `/rpc-error` answers a JSON-RPC error whose message is an injection. Every request is recorded.
 """
 
 from __future__ import annotations
@@ -132,6 +132,8 @@ class Gatekeeper:
                                     headers={"www-authenticate": "Bearer"})
         elif path == "/drip":
             response = StreamingResponse(self._drip(), media_type="application/json")
+        elif path == "/rpc-error":
+            response = JSONResponse({"jsonrpc": "2.0", "id": "1", "error": {"code": -32000, "message": INJECTION}})
         elif path == "/flood":
             response = StreamingResponse(self._flood(), media_type="application/json")
         else:

@@ -18,6 +18,7 @@ from runtime_host.partners import (
     PartnerClient,
     PartnerConfigError,
     PartnerTimeout,
+    PartnerUnavailable,
     RedirectRefused,
     ReplyTooLarge,
     approve,
@@ -76,6 +77,15 @@ async def test_injection_in_a_reply_is_wrapped_and_flagged(make_partner: MakePar
     rules = {r.rule for r in reply.injection.reasons}
     assert {"override", "exfiltration", "secrecy"} <= rules
     assert reply.text_wrapped.index(BEGIN) < reply.text_wrapped.index("Ignore all previous instructions")
+
+
+async def test_partner_error_text_never_becomes_the_error_message(make_partner: MakePartner,
+                                                                 test_client: MakeClient) -> None:
+    with pytest.raises(PartnerUnavailable, match="A2A error") as info:
+        await _send(test_client(make_partner("/rpc-error")), "echo: hi")
+    assert "Ignore all previous" not in str(info.value)
+    detail = info.value.untrusted_detail or ""
+    assert BEGIN in detail and "source=partner" in detail and "Ignore all previous instructions" in detail
 
 
 async def test_key_the_partner_does_not_accept_is_refused(server: PartnerServer, make_partner: MakePartner,
