@@ -29,6 +29,7 @@ from app.bridge import PodBridge
 from app.cards_view import CardsView
 from app.chat_view import ChatView, RunsList, StepsTree
 from app.dialogs import AddAgentDialog, SettingsDialog
+from app.tasks_view import TasksView
 from app.tray import NotificationBar, Tray, app_icon, notification_for
 from app.voice import VoiceButton
 from app.wiki_view import WikiView
@@ -222,6 +223,10 @@ class MainWindow(QMainWindow):
         self.pages.addTab(self.cards, "Approvals")
         self.cards.count_changed.connect(self._on_cards_count)
         self.cards.status.connect(self.statusBar().showMessage)
+        self.tasks = TasksView(self.pod)
+        self.tasks.status.connect(self.statusBar().showMessage)
+        self.tasks.open_conversation.connect(self.open_conversation)
+        self.pages.addTab(self.tasks, "Tasks")
         self.activity = ActivityView(self.pod)
         self.pages.addTab(self.activity, "Activity")
         self.pages.currentChanged.connect(self._on_page_changed)
@@ -292,6 +297,7 @@ class MainWindow(QMainWindow):
         self.refresh_model_picker()
         self.runs.load(self.pod.runs())
         self.cards.refresh()
+        self.tasks.refresh()
         if self.pages.currentWidget() is self.wiki:
             self.wiki.refresh()
         else:
@@ -416,10 +422,23 @@ class MainWindow(QMainWindow):
             self.wiki.refresh()
         elif self.pages.widget(index) is self.activity:
             self.activity.refresh()
+        elif self.pages.widget(index) is self.tasks:
+            self.tasks.refresh()
 
     def show_chat(self) -> None:
         self.pages.setCurrentIndex(0)
         self.composer.setFocus()
+
+    def open_conversation(self, agent: str, conversation_id: str) -> None:
+        for i in range(self.agents.count()):
+            if self.agents.item(i).data(Qt.ItemDataRole.UserRole) == agent:
+                self.agents.blockSignals(True)
+                self.agents.setCurrentRow(i)
+                self.agents.blockSignals(False)
+        self.agent = agent
+        self.chat.agent_name = agent
+        self.load_conversation(conversation_id)
+        self.show_chat()
 
     def show_approvals(self) -> None:
         self.pages.setCurrentWidget(self.cards)
@@ -515,6 +534,8 @@ class MainWindow(QMainWindow):
             return
         if kind in ("card.created", "card.decided"):
             self.cards.refresh()
+        if kind in ("task.proposed", "task.changed"):
+            self.tasks.refresh()
         if kind == "audit" and self.pages.currentWidget() is self.activity:
             self.activity.refresh()
         if kind in ("turn.queued", "turn.started", "turn.finished") and ev.get("origin", "chat") != "chat":

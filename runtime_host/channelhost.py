@@ -63,9 +63,17 @@ class ChannelsHost:
         """A decision from a channel (the phone): carry it out. The app carries out its own."""
         if (card.decided_by or "").startswith("app"):
             return
-        mail = self.pod.mail
-        coro = (mail.approve(card.card_id, card.person_id, _decided=True) if card.state == "approved"
-                else mail.reject(card.card_id, card.person_id, "rejected on the phone", _decided=True))
+        if card.kind == "handoff":
+            from runtime_host import tasks
+
+            t = tasks.get(self.pod.store.engine, card.card_id)
+            if t is None:
+                return
+            coro = self.pod._carry_out_task(t, card.state == "approved", card.decided_by or "phone")
+        else:
+            mail = self.pod.mail
+            coro = (mail.approve(card.card_id, card.person_id, _decided=True) if card.state == "approved"
+                    else mail.reject(card.card_id, card.person_id, "rejected on the phone", _decided=True))
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._done)

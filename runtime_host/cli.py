@@ -87,6 +87,20 @@ def build_parser() -> argparse.ArgumentParser:
     tk = sub.add_parser("tick", help="run what is due now (or at --now) once and exit (for OS schedulers)")
     tk.add_argument("--now", help="ISO time with offset, e.g. 2026-03-29T01:30:00+00:00")
 
+    ta = sub.add_parser("tasks", help="hand-offs between agents")
+    ta.add_argument("--json", action="store_true")
+    ta.add_argument("--state")
+    td = sub.add_parser("task", help="approve or reject a proposed hand-off").add_subparsers(dest="action", required=True)
+    for verb in ("approve", "reject"):
+        tv = td.add_parser(verb)
+        tv.add_argument("task_id")
+    ca = sub.add_parser("cards", help="mail waiting for your approval")
+    ca.add_argument("--json", action="store_true")
+    cd = sub.add_parser("card", help="approve (send) or reject a mail card").add_subparsers(dest="action", required=True)
+    for verb in ("approve", "reject"):
+        cv = cd.add_parser(verb)
+        cv.add_argument("card_id")
+
     rn = sub.add_parser("run", help="start a background run, detached from any chat")
     rn.add_argument("agent")
     rn.add_argument("prompt")
@@ -360,6 +374,35 @@ async def _amain(args: argparse.Namespace) -> int:
             return EXIT_OK
         if args.cmd == "memory":
             return await _memory(pod, args)
+        if args.cmd == "tasks":
+            rows = pod.list_tasks(args.state)
+            if args.json:
+                _print_json(rows)
+            else:
+                for t in rows:
+                    print(f"{t['id']}\t{t['state']}\t{t['creator']} -> {t['owner']}\t{t['title']}")
+            return EXIT_OK
+        if args.cmd == "task":
+            out = await pod.decide_task(args.task_id, args.action == "approve")
+            print(f"Task {out['id']} is now {out['state']}.")
+            if out["state"] == "active":
+                run = pod._runs.get(out["turn_id"])
+                if run is not None:
+                    await run.future  # the receiving agent works while this command waits
+            return EXIT_OK
+        if args.cmd == "cards":
+            rows = pod.mail.cards(pod.person.id)
+            if args.json:
+                _print_json(rows)
+            else:
+                for c in rows:
+                    print(f"{c['id']}\t{c['to']}\t{c['subject']}\t{c['why']}")
+            return EXIT_OK
+        if args.cmd == "card":
+            fn = pod.mail.approve if args.action == "approve" else pod.mail.reject
+            out = await fn(args.card_id, pod.person.id)
+            print(f"Card {out['id']}: {out['state']}" + (f" ({out['error']})" if out.get("error") else ""))
+            return EXIT_OK if out["state"] in ("sent", "rejected") else EXIT_FAILED
         if args.cmd == "schedule":
             return _schedule(pod, args)
         if args.cmd == "tick":

@@ -224,6 +224,12 @@ def _feature_migrations() -> list[tuple[str, list[str]]]:
     return [SCHEDULES_MIGRATION, MAIL_MIGRATION, CHANNELS_MIGRATION]
 
 
+def _later_feature_migrations() -> list[tuple[str, list[str]]]:
+    from runtime_host.tasks import TASKS_MIGRATION
+
+    return [TASKS_MIGRATION]
+
+
 MIGRATIONS += _feature_migrations()
 MIGRATIONS.append(
     ("0007_people", [
@@ -238,6 +244,7 @@ MIGRATIONS.append(
         "CREATE INDEX ix_audit_person_ts ON audit_log (person_id, ts)",
     ])
 )
+MIGRATIONS += _later_feature_migrations()
 
 
 class StoreError(Exception):

@@ -349,6 +349,31 @@ def draft_mail(to: str, subject: str, body: str, why: str) -> str:
     raise NotImplementedError  # documentation only: the Pod carries it out
 
 
+@pod_tool("tasks")
+def hand_off(agent: str, title: str, description: str, size: typing.Literal["small", "medium", "large"] = "small") -> str:
+    """Proposes a task for another agent of your person (e.g. research, inbox, scheduling). It starts only
+    when the person approves; only the task text moves, not this conversation.
+
+    Args:
+        agent: the receiving agent's name.
+        title: a short title.
+        description: everything the receiving agent needs; it cannot see this conversation.
+        size: small (15 min), medium (1 h) or large (4 h) before it times out.
+    """
+    raise NotImplementedError  # documentation only: the Pod carries it out
+
+
+@pod_tool("tasks")
+def wait_for_task(task_id: str, timeout_s: float = 240) -> str:
+    """Waits for a handed-off task to finish and returns its result. Waiting costs no model calls.
+
+    Args:
+        task_id: the id hand_off returned.
+        timeout_s: how long to wait now, at most 240 seconds.
+    """
+    raise NotImplementedError  # documentation only: the Pod carries it out
+
+
 @tool("delegate")
 def delegate(task: str) -> str:
     """Hands a self-contained part of the work to a sub-agent, which works on it with your tools

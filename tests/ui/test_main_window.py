@@ -230,3 +230,26 @@ def test_settings_channels_page_saves_the_token_and_shows_a_link_code(qtbot, qlo
         ui_pod._channels = None
     finally:
         tg.stop()
+
+
+def test_tasks_board_approves_a_hand_off_and_shows_its_tree(qtbot, qloop, ui_pod, fake_model) -> None:
+    from tests.integration.test_tasks import lead_script
+
+    ui_pod.edit_agent("helper", toolkits=["tasks"])
+    ui_pod.add_agent("researcher", provider="fake", system="You research.", toolkits=["math"])
+    lead_script(fake_model)
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    send(qtbot, w, "please find the answer")
+    qloop.wait_until(lambda: w.tasks.count("proposed") == 1, what="the proposed task on the board")
+    w.pages.setCurrentWidget(w.tasks)
+    w.tasks.columns["proposed"].setCurrentRow(0)
+    assert w.tasks.approve.isEnabled()
+    w.tasks.approve.click()
+    qloop.wait_until(lambda: w.tasks.count("done") == 1, what="the task to finish")
+    w.tasks.columns["done"].setCurrentRow(0)
+    assert "Findings: the answer is 42." in w.tasks.detail.toPlainText()
+    assert w.tasks.tree.topLevelItem(0).text(0).startswith("model:")
+    w.tasks.open_button.click()
+    assert w.pages.currentIndex() == 0 and w.agent == "researcher"
+    assert "Task: Find the answer" in w.chat.toPlainText()
