@@ -429,6 +429,7 @@ class Pod:
             fields["system_prompt"] = changes["system"]
         if changes.get("toolkits") is not None:
             fields["toolkits"] = list(changes["toolkits"])
+            fields["allowlist"] = None  # the person chose these toolkits: allow their actions as they are now
         if fields:
             profile = self.store.update_profile(profile.id, **fields)
             self._epoch += 1
@@ -565,13 +566,28 @@ class Pod:
             return None
         return self._route(info["provider"], info.get("model"))
 
+    def allowlist(self, inst: AgentInstance, profile: AgentProfile) -> Any:
+        """The agent's tool allowlist. Made once from its toolkits as they are then, and stored: an
+        action that appears later (a new built-in, an MCP server's new tool) is not reachable until
+        a person allows it."""
+        from runtime_host.allowlist import Allowlist, catalog_of
+        from runtime_host.tools import TOOLKITS
+
+        if profile.allowlist:
+            return Allowlist.from_json(inst.name, profile.allowlist)
+        al = Allowlist.from_legacy_toolkits(inst.name, json.loads(profile.toolkits), catalog_of(TOOLKITS))
+        self.store.update_profile(profile.id, allowlist=al.to_json())
+        return al
+
     def _binding(self, inst: AgentInstance, profile: AgentProfile) -> dict[str, Any]:
         return {
             "person": inst.person_id,
             "agent": inst.id,
-            "profile": {"name": inst.name, "system": profile.system_prompt, "toolkits": json.loads(profile.toolkits)},
+            "profile": {"name": inst.name, "system": profile.system_prompt, "toolkits": json.loads(profile.toolkits),
+                        "allowlist": self.allowlist(inst, profile).to_json()},
             "routes": self._routes(profile),
             "scratch": str(agent_dir(self.home, inst.person_id, inst.id)),
+            "data_dir": str(self.home / "memory"),
         }
 
     async def _ensure_worker(self, inst: AgentInstance, profile: AgentProfile) -> WorkerHandle:
@@ -689,6 +705,10 @@ class Pod:
                 await self._send_turn(run, inst, profile)
             except (WorkerStartError, TurnFailed, ConnectionError, VaultUnavailable) as exc:
                 self._finish(run, {"status": "failed", "error": str(exc), "error_kind": "worker"})
+            except Exception as exc:  # never leave a turn hanging: record why it could not start
+                log.exception("turn %s could not start", run.turn_id)
+                self._finish(run, {"status": "failed", "error_kind": "internal",
+                                   "error": f"The turn could not start: {exc}. Check the agent's settings."})
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.shield(run.future)
 
@@ -1125,6 +1145,11 @@ class Pod:
         elif kind == "iteration":
             run.iterations = int(ev.get("n") or 0)
             self.emit({**ev, **base})
+        elif kind == "guard.decision":
+            self.audit(person_id=run.person_id, agent=run.agent, kind="guard", phase="tool",
+                       action="allowed" if ev.get("allowed") else "denied", rule=ev.get("rule"),
+                       summary=f"{ev.get('tool')}: {ev.get('reason') or ev.get('rule')}",
+                       detail={"tool": ev.get("tool"), "turn": run.turn_id})
         elif kind == "turn.finished":
             self._finish(run, ev)
         else:
@@ -1155,7 +1180,7 @@ class Pod:
     async def _resume(self, run: _Run, inst: AgentInstance, profile: AgentProfile) -> None:
         try:
             await self._send_turn(run, inst, profile)
-        except (WorkerStartError, TurnFailed, ConnectionError, VaultUnavailable) as exc:
+        except Exception as exc:
             self._finish(run, {"status": "failed", "error_kind": "worker_crash",
                                "error": f"The agent's worker crashed and could not be restarted: {exc}"})
 

@@ -66,6 +66,7 @@ class AgentProfile(SQLModel, table=True):
     toolkits: str = '["clock", "math"]'
     template: str | None = None
     fallbacks: str = "[]"  # JSON list of "provider" or "provider/model", tried in order after the primary
+    allowlist: str | None = None  # JSON {toolkit: [actions]}: what this agent may call, fixed when set
     created_at: float = Field(default_factory=now)
 
 
@@ -245,6 +246,7 @@ MIGRATIONS.append(
     ])
 )
 MIGRATIONS += _later_feature_migrations()
+MIGRATIONS.append(("0011_allowlist", ["ALTER TABLE agent_profile ADD COLUMN allowlist TEXT"]))
 
 
 class StoreError(Exception):

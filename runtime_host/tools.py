@@ -292,6 +292,69 @@ def read_notes(last: int = 50) -> str:
     return "\n".join(lines[-max(1, min(last, 500)):]) or "(no notes yet)"
 
 
+# Files: the agent's own scratch folder (read and write) and the wiki (read). Hearth's guard checks
+# every path before these run; they also refuse anything that is not a plain text file.
+MAX_READ_CHARS = 200_000
+
+
+@tool("files")
+def read_file(path: str, max_chars: int = 20000) -> str:
+    """Reads a text file from your working folder (or the wiki, read-only).
+
+    Args:
+        path: a path relative to your working folder, e.g. notes/plan.md.
+        max_chars: how much to return at most.
+    """
+    import os
+
+    if not os.path.isfile(path):
+        raise ToolInputError(f"no file {path!r} (use list_files to see what is there)")
+    with open(path, "rb") as f:
+        data = f.read(MAX_READ_CHARS * 4)
+    if b"\x00" in data[:8192]:
+        raise ToolInputError(f"{path!r} is a binary file; only text files can be read")
+    text = data.decode("utf-8", "replace")
+    limit = max(1, min(max_chars, MAX_READ_CHARS))
+    return text[:limit] + (f"\n[… {len(text) - limit} more characters]" if len(text) > limit else "")
+
+
+@tool("files")
+def list_files(path: str = ".") -> str:
+    """Lists a folder of your working folder (or of the wiki).
+
+    Args:
+        path: the folder, relative to your working folder.
+    """
+    import os
+
+    if not os.path.isdir(path):
+        raise ToolInputError(f"no folder {path!r}")
+    names = sorted(os.listdir(path))[:500]
+    return "\n".join(n + ("/" if os.path.isdir(os.path.join(path, n)) else "") for n in names) or "(empty)"
+
+
+@tool("files")
+def write_file(path: str, text: str) -> str:
+    """Writes a text file in your working folder (replacing it if it exists).
+
+    Args:
+        path: a path relative to your working folder.
+        text: the whole content.
+    """
+    import os
+
+    if len(text) > MAX_READ_CHARS:
+        raise ToolInputError(f"a file is at most {MAX_READ_CHARS} characters")
+    folder = os.path.dirname(path)
+    if folder:
+        os.makedirs(folder, exist_ok=True)
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+    return f"wrote {len(text)} characters to {path}"
+
+
 @pod_tool("memory")
 def remember(fact: str, scope: typing.Literal["agent", "person", "public"] = "person", importance: float = 0.5) -> str:
     """Proposes a fact for long-term memory. It becomes a source in the memory inbox; the wiki is

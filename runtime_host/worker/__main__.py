@@ -22,6 +22,7 @@ def rss_bytes() -> int:
 
 def _preload() -> None:
     # Warm the imports a turn needs while the worker waits for its first turn.
+    import runtime_host.guard  # noqa: F401
     import runtime_host.providers.openai_compat  # noqa: F401
     import runtime_host.tools  # noqa: F401
     import runtime_host.worker.loop  # noqa: F401

@@ -44,7 +44,10 @@ class TurnContext:
         self.routes = [Route.from_dict(r) for r in msg.get("routes") or binding.get("routes", [])]
         profile = binding.get("profile", {})
         self.system: str = profile.get("system") or ""
-        self.tools: dict[str, Tool] = tools_for(profile.get("toolkits", []))
+        self.guard = _guard_for(binding, channel)
+        # Only what the allowlist allows is even offered to the model (fail closed).
+        self.tools: dict[str, Tool] = {n: t for n, t in tools_for(profile.get("toolkits", [])).items()
+                                       if self.guard is None or self.guard.allowlist.allows(t.toolkit, n)}
         self.max_iterations = int(profile.get("max_iterations") or MAX_ITERATIONS)
 
     def emit(self, event: dict[str, Any]) -> None:
@@ -80,7 +83,31 @@ class TurnContext:
         self.emit_acked({"type": "step.finished", "step_id": step_id, "status": status, "result": result})
 
 
+def _guard_for(binding: dict[str, Any], channel: Channel) -> Any:
+    """The pre-tool-call guard for this worker's binding, made once and kept on the binding."""
+    if "_guard" in binding:
+        return binding["_guard"]
+    profile = binding.get("profile", {})
+    if not profile.get("allowlist") or not binding.get("data_dir"):
+        binding["_guard"] = None
+        return None
+    from runtime_host.allowlist import Allowlist
+    from runtime_host.guard import Guard, shapes_for_tools
+
+    allowlist = Allowlist.from_json(profile.get("name", "agent"), profile["allowlist"])
+    turn_of = binding.setdefault("_turn", {})
+
+    def audit(event: dict[str, Any]) -> None:
+        channel.send({"type": "event", "turn_id": turn_of.get("id"), "event": event})
+
+    tools = tools_for(profile.get("toolkits", []))
+    binding["_guard"] = Guard.for_binding(binding, binding["data_dir"], allowlist, audit=audit,
+                                          shapes=shapes_for_tools(tools.values()))
+    return binding["_guard"]
+
+
 def run_turn(channel: Channel, binding: dict[str, Any], msg: dict[str, Any], cancel: threading.Event) -> None:
+    binding.setdefault("_turn", {})["id"] = msg["turn_id"]
     ctx = TurnContext(channel, binding, msg, cancel)
     try:
         outcome = _loop(ctx, msg)
@@ -185,6 +212,12 @@ def _run_tool(ctx: TurnContext, call: dict[str, Any], tools: dict[str, Tool], pa
         output = f"error: there is no tool named {call['name']!r}. Available: {', '.join(sorted(tools)) or 'none'}."
         ctx.finish_step(step_id, "failed", {"output": output})
         return output
+    if ctx.guard is not None:
+        decision = ctx.guard.check(call["name"], call["arguments"])
+        if not decision.allowed:
+            output = f"error: refused by Hearth's guard ({decision.rule}): {decision.reason}"
+            ctx.finish_step(step_id, "failed", {"output": output, "guard": decision.rule})
+            return output
     try:
         output = call_tool(tool, call["arguments"], {"turn_id": ctx.turn_id, "step_id": step_id,
                                                       "pod_call": ctx.pod_call(step_id)})
