@@ -5,6 +5,12 @@ import pytest
 from runtime_host.tools import TOOLKITS, ToolInputError, call_tool, tool
 
 
+@pytest.fixture(autouse=True)
+def _forget_test_tools():
+    yield
+    TOOLKITS.pop("testkit", None)  # the registry is global: leave it as the product has it
+
+
 def test_schema_is_derived_from_signature_and_docstring() -> None:
     @tool("testkit")
     def greet(name: str, times: int = 1, loud: bool | None = None) -> str:
