@@ -65,13 +65,20 @@ def remember_secret(value: str) -> None:
             _known.add(value)
 
 
+PLACEHOLDER = "[secret hidden]"
+
+
 def redact(text: str) -> str:
+    """Replaces every known secret in `text` in one pass (a placeholder is never rescanned)."""
+    import re
+
     with _known_lock:
-        secrets = sorted(_known, key=len, reverse=True)
-    for s in secrets:
-        if s in text:
-            text = text.replace(s, "[secret hidden]")
-    return text
+        secrets = sorted((s for s in _known if s in text), key=len, reverse=True)
+    if not secrets:
+        return text
+    pattern = re.compile("|".join(re.escape(s) for s in secrets))
+    # Text already redacted once keeps its placeholders as they are.
+    return PLACEHOLDER.join(pattern.sub(PLACEHOLDER, part) for part in text.split(PLACEHOLDER))
 
 
 class RedactingFilter(logging.Filter):
