@@ -115,6 +115,11 @@ class MainWindow(QMainWindow):
         self.refresh_people()
         self.refresh_agents()
         self.cards.refresh()
+        from runtime_host.sandbox import sandbox_status
+
+        ok, why = sandbox_status()
+        if not ok:
+            self.notices.show_message("Sandbox off", why, timeout_ms=30000)
         settings = QSettings("Hearth", "Hearth")
         last_view = settings.value("window/view")
         if last_view is not None and str(last_view).isdigit():
@@ -356,6 +361,9 @@ class MainWindow(QMainWindow):
         if w.get("pid"):
             lines.append(f"PID {w['pid']}, {w.get('rss_mb') or 0:.0f} MB resident, up {w.get('uptime_s') or 0:.0f} s")
         lines.append(f"Restarts: {w.get('restarts', 0)}")
+        if w.get("pid"):
+            lines.append("Sandbox: on (sees only its own folders)" if w.get("sandboxed") else
+                         "Sandbox: off (the guard alone keeps it in its folders)")
         if w.get("reason"):
             lines.append(f"Last reason: {w['reason']}")
         return "\n".join(lines)

@@ -27,3 +27,14 @@ def python_bare_ms_p50(n: int = 20) -> float:
         subprocess.run([sys.executable, "-c", "pass"], check=True)
         out.append((time.perf_counter() - t) * 1000)
     return round(statistics.median(out), 1)
+
+
+def worker_process(pid: int):  # type: ignore[no-untyped-def]
+    """The Python worker behind a spawned pid (in the sandbox the spawned process is bubblewrap)."""
+    import psutil
+
+    proc = psutil.Process(pid)
+    for p in [proc, *proc.children(recursive=True)]:
+        if p.name().startswith("python") or "runtime_host.worker" in " ".join(p.cmdline()[:1]):
+            return p
+    return proc

@@ -12,8 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import psutil  # noqa: E402
-from _common import pct, python_bare_ms_p50
+from _common import pct, python_bare_ms_p50, worker_process
 
 from runtime_host.pod import Pod  # noqa: E402
 from tests.helpers.fake_model import FakeModelServer, Text  # noqa: E402
@@ -47,7 +46,7 @@ async def main() -> dict[str, float]:
             warm.append((time.perf_counter() - t) * 1000)
         await asyncio.sleep(0.5)
         handle = next(iter(pod.supervisor.handles.values()))
-        rss_mb = psutil.Process(handle.pid).memory_info().rss / 1048576
+        rss_mb = worker_process(handle.pid).memory_info().rss / 1048576
     finally:
         await pod.close()
         fake.stop()
@@ -58,6 +57,7 @@ async def main() -> dict[str, float]:
         "turn_warm_ms_p50": pct(warm, 0.5),
         "worker_idle_rss_mb": round(rss_mb, 1),
         "python_bare_ms_p50": python_bare_ms_p50(),
+        "sandboxed": bool(pod.supervisor.handles and next(iter(pod.supervisor.handles.values())).sandboxed),
     }
 
 

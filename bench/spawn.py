@@ -13,8 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import psutil  # noqa: E402
-from _common import pct, python_bare_ms_p50
+from _common import pct, python_bare_ms_p50, worker_process
 
 from runtime_host.pod import Pod  # noqa: E402
 from runtime_host.supervisor import SupervisorConfig, default_memory_budget_mb  # noqa: E402
@@ -52,12 +51,12 @@ async def main() -> dict[str, float]:
         await pod.stop_agent("bench")
         info = await pod.start_agent("bench")
         await asyncio.sleep(1.0)  # let the post-ready preload finish: idle means ready for a turn
-        mem = psutil.Process(info["pid"]).memory_full_info()
+        mem = worker_process(info["pid"]).memory_full_info()
         idle_rss, idle_uss = mem.rss / 1048576, mem.uss / 1048576
         for i in range(200):
             r = await pod.chat("bench", f"turn {i} {'tool' if i % 2 else 'text'}", new_conversation=(i % 20 == 0))
             assert r.ok, r.error
-        rss_after = psutil.Process(info["pid"]).memory_info().rss / 1048576
+        rss_after = worker_process(info["pid"]).memory_info().rss / 1048576
 
         # How many warm workers the default 16 GB budget holds: spawn until it starts evicting.
         evicted: list[str] = []
@@ -82,6 +81,7 @@ async def main() -> dict[str, float]:
         "warm_workers_in_16gb_budget": warm,
         "memory_budget_16gb_mb": round(budget),
         "python_bare_ms_p50": python_bare_ms_p50(),
+        "sandboxed": bool(pod.supervisor.handles and next(iter(pod.supervisor.handles.values())).sandboxed),
     }
 
 

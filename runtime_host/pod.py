@@ -460,7 +460,7 @@ class Pod:
             proc = psutil.Process(row.pid)
             if proc.create_time() > (row.started_at or 0) + 5 or "runtime_host.worker" not in " ".join(proc.cmdline()):
                 return stopped  # the pid was reused
-            rss = proc.memory_info().rss
+            rss = proc.memory_info().rss + sum(c.memory_info().rss for c in proc.children(recursive=True))
         except psutil.Error:
             return stopped
         return {"state": row.state, "pid": row.pid, "rss_mb": round(rss / 1048576, 1),
@@ -588,6 +588,8 @@ class Pod:
             "routes": self._routes(profile),
             "scratch": str(agent_dir(self.home, inst.person_id, inst.id)),
             "data_dir": str(self.home / "memory"),
+            "ro_paths": [str(self.home / "memory" / "wiki" / "public"),
+                         str(self.home / "memory" / "wiki" / "private" / inst.person_id)],
         }
 
     async def _ensure_worker(self, inst: AgentInstance, profile: AgentProfile) -> WorkerHandle:

@@ -56,6 +56,8 @@ def python_ro_paths(packages: Iterable[str] = DEFAULT_PACKAGES) -> list[str]:
     site-packages, and the source folders of `packages` (an editable install maps them elsewhere)."""
     paths = {os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix), os.path.abspath(sys.prefix),
              os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))}
+    if getattr(sys, "frozen", False):  # a bundle: the executable's own folder holds everything it runs
+        paths.add(os.path.dirname(os.path.realpath(sys.executable)))
     for sp in site.getsitepackages() + [site.getusersitepackages()]:
         if os.path.isdir(sp) and (sp.startswith(sys.prefix) or sp.startswith(sys.base_prefix)):
             paths.add(os.path.realpath(sp))

@@ -42,6 +42,18 @@ class SupervisorConfig:
     # Warm workers are kept within this much resident memory; None = sized from the machine.
     memory_budget_mb: float | None = None
     expected_worker_mb: float = 40.0
+    # Run workers in a bubblewrap sandbox: None = when it works here (HEARTH_SANDBOX=off turns it off).
+    sandbox: bool | None = None
+
+
+def sandbox_wanted(config: SupervisorConfig) -> bool:
+    if config.sandbox is not None:
+        return config.sandbox
+    if os.environ.get("HEARTH_SANDBOX", "").lower() in ("off", "0", "no"):
+        return False
+    from runtime_host.sandbox import sandbox_available
+
+    return sandbox_available()
 
 
 def default_memory_budget_mb(total_bytes: int | None = None) -> float:
@@ -88,6 +100,7 @@ class WorkerHandle:
         self.restarts = 0
         self.reason: str | None = None
         self.active_turn: str | None = None
+        self.sandboxed = False
         self.epoch = 0  # the Pod's binding epoch this worker was bound with
         self._ready: asyncio.Future[dict[str, Any]] | None = None
         self._pongs: dict[int, asyncio.Future[dict[str, Any]]] = {}
@@ -115,6 +128,7 @@ class WorkerHandle:
             "uptime_s": round(time.time() - self.started_at, 1) if self.started_at and self.state in LIVE_STATES else None,
             "restarts": self.restarts,
             "reason": self.reason,
+            "sandboxed": self.sandboxed,
         }
 
     # -- spawn
@@ -125,10 +139,20 @@ class WorkerHandle:
         loop = asyncio.get_running_loop()
         self._ready = loop.create_future()
         self._stopping_on_purpose = False
+        cmd, env = list(self.sup.command), worker_env()
+        if sandbox_wanted(self.sup.config):
+            from runtime_host.sandbox import bwrap_command
+
+            # The worker sees its own folder (read-write), its person's wiki (read-only), Python and
+            # Hearth's code (read-only), and nothing else of this machine.
+            env = {**env, "HOME": str(self.scratch)}
+            env.pop("PYTHONPATH", None)
+            cmd = bwrap_command(cmd, rw_paths=[self.scratch], ro_paths=binding.get("ro_paths", []), share_net=True,
+                                env=env, cwd=self.scratch)
         try:
             self.proc = await asyncio.create_subprocess_exec(
-                *self.sup.command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=logfile,
-                env=worker_env(), cwd=str(self.scratch), limit=MAX_LINE_BYTES + 1, start_new_session=True,
+                *cmd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=logfile,
+                env=env, cwd=str(self.scratch), limit=MAX_LINE_BYTES + 1, start_new_session=True,
             )
         except OSError as exc:
             logfile.close()
@@ -139,6 +163,7 @@ class WorkerHandle:
                 logfile.close()
         self.pid = self.proc.pid
         self.started_at = time.time()
+        self.sandboxed = cmd[0] != self.sup.command[0]
         self._reader = asyncio.create_task(self._read_loop(self.proc))
         self.send({**binding, "type": "bind"})
         try:
@@ -348,7 +373,9 @@ class Supervisor:
         for h in self.handles.values():
             if h.pid and h.state in LIVE_STATES:
                 try:
-                    h.rss = psutil.Process(h.pid).memory_info().rss
+                    proc = psutil.Process(h.pid)
+                    # In the sandbox the spawned process is bubblewrap: count the worker under it too.
+                    h.rss = proc.memory_info().rss + sum(c.memory_info().rss for c in proc.children(recursive=True))
                 except psutil.Error:
                     pass
 

@@ -24,6 +24,8 @@ BAD_WORKER = str(Path(__file__).resolve().parent.parent / "helpers" / "bad_worke
 
 def make_pod(home: Path, base_url: str, **config) -> Pod:
     cmd = config.pop("command", None)
+    if cmd is not None:
+        config.setdefault("sandbox", False)  # the misbehaving test workers live outside what a sandbox shows
     pod = Pod(home, supervisor_config=SupervisorConfig(**config), worker_command=cmd)
     pod.add_provider("fake", kind="openai-compatible", base_url=base_url, model="fake-1")
     pod.add_agent("helper", provider="fake")
@@ -109,7 +111,8 @@ async def test_a_worker_that_stops_answering_pings_is_treated_as_crashed(home, f
     pod = make_pod(home, fake_model.base_url, health_timeout_s=0.5)
     try:
         info = await pod.start_agent("helper")
-        os.kill(info["pid"], signal.SIGSTOP)
+        for proc in [psutil.Process(info["pid"]), *psutil.Process(info["pid"]).children(recursive=True)]:
+            proc.send_signal(signal.SIGSTOP)  # the worker (and, when sandboxed, bubblewrap around it)
         await pod.supervisor.tick()
         h = next(iter(pod.supervisor.handles.values()))
         for _ in range(100):
