@@ -103,6 +103,55 @@ class CardWidget(QFrame):
         self._task = asyncio.ensure_future(go())
 
 
+class PartnerCardWidget(QFrame):
+    """A message an agent wants to send to a partner agent of another company: exact text, approve or reject.
+
+    Signals:
+    decided(str, str, str): card id, new state, a title.
+    """
+
+    decided = Signal(str, str, str)
+
+    def __init__(self, pod: Any, card: dict[str, Any], parent: QWidget | None = None):
+        super().__init__(parent)
+        self.pod = pod
+        self.card = card
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        title = QLabel(f"<b>Send to partner {card['partner']}</b> ({card['endpoint']}), {card['size']} characters. "
+                       "The text goes to another company exactly as shown.")
+        title.setWordWrap(True)
+        self.text = QPlainTextEdit(card["text"])
+        self.text.setReadOnly(True)
+        self.text.setAccessibleName("Message to the partner")
+        self.approve = QPushButton("Approve and send")
+        self.reject = QPushButton("Reject")
+        self.approve.clicked.connect(self._on_approve)
+        self.reject.clicked.connect(self._on_reject)
+        self.message = QLabel("")
+        row = QHBoxLayout()
+        row.addWidget(self.message, 1)
+        row.addWidget(self.reject)
+        row.addWidget(self.approve)
+        layout = QVBoxLayout(self)
+        layout.addWidget(title)
+        layout.addWidget(self.text)
+        layout.addLayout(row)
+
+    def _decide(self, approve: bool) -> None:
+        try:
+            self.pod.decide_partner_send(self.card["id"], approve)
+        except StoreError as exc:
+            self.message.setText(str(exc))
+            return
+        self.decided.emit(self.card["id"], "approved" if approve else "rejected", f"to {self.card['partner']}")
+
+    def _on_approve(self) -> None:
+        self._decide(True)
+
+    def _on_reject(self) -> None:
+        self._decide(False)
+
+
 class CardsView(QWidget):
     """Signals:
     count_changed(int): how many cards wait for the person.
@@ -131,19 +180,21 @@ class CardsView(QWidget):
 
     def refresh(self) -> None:
         cards = self.pod.mail.cards(self.pod.person.id, state="pending")
-        ids = {c["id"] for c in cards}
+        partner_cards = self.pod.partner_cards()
+        ids = {c["id"] for c in cards} | {c["id"] for c in partner_cards}
         for cid in list(self.widgets):
             if cid not in ids:
                 self.widgets.pop(cid).deleteLater()
-        for c in cards:
+        for c in cards + partner_cards:
             if c["id"] not in self.widgets:
-                w = CardWidget(self.pod, c)
+                w = CardWidget(self.pod, c) if "subject" in c else PartnerCardWidget(self.pod, c)
                 w.decided.connect(self._on_decided)
-                self.widgets[c["id"]] = w
+                self.widgets[c["id"]] = w  # type: ignore[assignment]
                 self.list.insertWidget(self.list.count() - 1, w)
         self.empty.setVisible(not self.widgets)
         self.count_changed.emit(len(self.widgets))
 
     def _on_decided(self, _card_id: str, state: str, subject: str) -> None:
-        self.status.emit(f"“{subject}”: " + {"sent": "sent.", "rejected": "rejected, nothing was sent."}.get(state, state))
+        self.status.emit(f"“{subject}”: " + {"sent": "sent.", "approved": "approved, sending.",
+                                             "rejected": "rejected, nothing was sent."}.get(state, state))
         self.refresh()

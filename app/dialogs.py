@@ -262,6 +262,59 @@ class ChannelsPage(QWidget):
         self.message.setText(f"{offer.instructions}\n\nCode: {offer.code}" + (f"\n{offer.url}" if offer.url else ""))
 
 
+class PartnersPage(QWidget):
+    """Partner agents of other companies (A2A): address, key and certificate pinned when added."""
+
+    def __init__(self, pod: Any, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.pod = pod
+        layout = QVBoxLayout(self)
+        intro = QLabel("A partner is another company's agent. Its address, key and certificate are fixed when you "
+                       "add it, every message to it needs your approval, and its replies are treated as untrusted.")
+        intro.setWordWrap(True)
+        layout.addWidget(intro)
+        self.list = QListWidget()
+        self.list.setAccessibleName("Partners")
+        layout.addWidget(self.list)
+        form = QFormLayout()
+        self.name = QLineEdit()
+        self.endpoint = QLineEdit()
+        self.endpoint.setPlaceholderText("https://agents.example.com/a2a")
+        self.key = QLineEdit()
+        self.key.setEchoMode(QLineEdit.EchoMode.Password)
+        self.fingerprint = QLineEdit()
+        self.fingerprint.setPlaceholderText("optional: SHA-256 of their TLS certificate")
+        for label, w in (("Name", self.name), ("Address", self.endpoint), ("Key", self.key),
+                         ("Certificate pin", self.fingerprint)):
+            w.setAccessibleName(label)
+            form.addRow(label, w)
+        layout.addLayout(form)
+        self.add = QPushButton("Add partner")
+        self.add.clicked.connect(self.save)
+        layout.addWidget(self.add)
+        self.message = QLabel("")
+        self.message.setWordWrap(True)
+        layout.addWidget(self.message)
+        self.refresh()
+
+    def refresh(self) -> None:
+        self.list.clear()
+        for p in self.pod.list_partners():
+            self.list.addItem(f"{p['name']} — {p['endpoint']}")
+
+    def save(self) -> bool:
+        try:
+            self.pod.add_partner(self.name.text().strip(), self.endpoint.text().strip(), self.key.text().strip(),
+                                 tls_fingerprint=self.fingerprint.text().strip())
+        except (StoreError, VaultUnavailable, ValueError) as exc:
+            self.message.setText(f"Not added: {exc}")
+            return False
+        self.key.clear()
+        self.message.setText("Partner added.")
+        self.refresh()
+        return True
+
+
 class SettingsDialog(QDialog):
     def __init__(self, pod: Any, parent: QWidget | None = None):
         super().__init__(parent)
@@ -273,6 +326,8 @@ class SettingsDialog(QDialog):
         self.tabs.addTab(self.models, "Models")
         self.channels = ChannelsPage(pod)
         self.tabs.addTab(self.channels, "Channels")
+        self.partners = PartnersPage(pod)
+        self.tabs.addTab(self.partners, "Partners")
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Close)
         buttons.accepted.connect(self._save)
         buttons.rejected.connect(self.reject)

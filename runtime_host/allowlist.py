@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-BUILTIN_TOOLKITS: tuple[str, ...] = ("wiki", "memory", "mail", "tasks", "web", "shell", "notes", "files", "clock", "math",
+BUILTIN_TOOLKITS: tuple[str, ...] = ("wiki", "memory", "mail", "tasks", "partners", "web", "shell", "notes", "files", "clock", "math",
                                      "delegate")
 MCP_PREFIX = "mcp:"
 _MCP_SERVER = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")

@@ -63,6 +63,12 @@ class ChannelsHost:
         """A decision from a channel (the phone): carry it out. The app carries out its own."""
         if (card.decided_by or "").startswith("app"):
             return
+        if card.kind == "partner":
+            try:
+                self.pod.decide_partner_send(card.card_id, card.state == "approved", card.decided_by or "phone")
+            except Exception as exc:  # the send timed out meanwhile
+                log.warning("partner card %s: %s", card.card_id, exc)
+            return
         if card.kind == "handoff":
             from runtime_host import tasks
 

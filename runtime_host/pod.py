@@ -148,10 +148,12 @@ class Pod:
             "read_mail": lambda p, a, args: self.mail.tool_read_mail(p, a, args),
             "draft_mail": lambda p, a, args: self.mail.tool_draft_mail(p, a, args),
             "hand_off": self._tool_hand_off,
+            "ask_partner": self._tool_ask_partner,
             "wait_for_task": self._tool_wait_for_task,
         }
         self._task_waiters: dict[str, list[asyncio.Future[Any]]] = {}
         self._pod_call_tasks: set[asyncio.Task[None]] = set()
+        self._partner_sends: dict[str, Any] = {}
         self._handoff_turns: dict[str, str] = {}  # turn id -> task id
 
     # -- events
@@ -801,6 +803,105 @@ class Pod:
                 result = {"ok": False, "error": f"{method} failed inside Hearth: {type(exc).__name__}: {exc}"}
         with contextlib.suppress(ConnectionError):
             handle.send({"type": "pod.result", "seq": msg.get("seq"), "result": result})
+
+    # -- partner agents (A2A), every send approved by a person
+    def add_partner(self, name: str, endpoint: str, key: str, *, tls_fingerprint: str = "", ca_file: str | None = None,
+                    ) -> dict[str, Any]:
+        """Pins a partner as the operator adds it: endpoint, key (vault) and TLS pin, never changed later."""
+        from sqlalchemy import text as sql
+
+        from runtime_host.partners import Partner, PartnerConfigError, vault_key
+
+        try:
+            p = Partner.new(name, endpoint, key, tls_fingerprint=tls_fingerprint, ca_file=ca_file,
+                            added_by=self.person.name)
+        except PartnerConfigError as exc:
+            raise StoreError(str(exc)) from None
+        row = p.to_row()
+        with self.store.engine.begin() as c:
+            c.execute(sql(f"INSERT INTO partners ({', '.join(row)}) VALUES ({', '.join(':' + k for k in row)})"), row)
+        self.vault().set(vault_key(p.id), key)
+        return {k: v for k, v in row.items() if k != "key_sha256"}
+
+    def _partner(self, name: str, person_id: str) -> Any:
+        from sqlalchemy import text as sql
+
+        from runtime_host.partners import Partner, vault_key
+
+        with self.store.engine.connect() as c:
+            row = c.execute(sql("SELECT * FROM partners WHERE name = :n AND disabled_at IS NULL"), {"n": name}).first()
+        if row is None:
+            raise ValueError(f"no partner named {name!r}; a person adds partners in Settings")
+        m = dict(row._mapping)
+        return Partner.from_row(m, credential=self.vault_for(person_id).get(vault_key(m["id"])))
+
+    def list_partners(self) -> list[dict[str, Any]]:
+        from sqlalchemy import text as sql
+
+        with self.store.engine.connect() as c:
+            return [{k: v for k, v in dict(r._mapping).items() if k != "key_sha256"}
+                    for r in c.execute(sql("SELECT * FROM partners WHERE disabled_at IS NULL ORDER BY name"))]
+
+    def partner_client(self, partner: Any) -> Any:
+        """The client for one send. Tests replace this method to reach their own loopback server."""
+        from runtime_host.partners import PartnerClient
+
+        return PartnerClient(partner)
+
+    async def _tool_ask_partner(self, person_id: str, instance_id: str, args: dict[str, Any]) -> str:
+        """Prepares a send to a partner, shows it as a card, and sends only after a person approves."""
+        from runtime_host.partners import PartnerError, approve, prepare_send
+
+        partner = self._partner(str(args.get("partner") or ""), person_id)
+        message = str(args.get("message") or "")
+        d = self.gate("egress", message, person_id=person_id, agent_id=instance_id,
+                      agent_name=(self.store.get_instance(instance_id) or [None])[0].name if self.store.get_instance(instance_id) else instance_id,
+                      context={"partner": partner.name})
+        if d.action.value == "blocked":
+            raise ValueError(f"not sent: {d.message}")
+        pending = prepare_send(partner, message)
+        decided: asyncio.Future[tuple[bool, str]] = asyncio.get_running_loop().create_future()
+        self._partner_sends[pending.id] = (pending, decided, person_id)
+        _ = self.channels
+        self.emit({"type": "card.created", "person": person_id, "card_id": pending.id, "kind": "partner",
+                   "summary": f"Send to partner {partner.name} ({partner.endpoint})" + (f" — contains {d.message}" if d.findings else ""),
+                   "body": message})
+        try:
+            approved, who = await asyncio.wait_for(asyncio.shield(decided), 240)
+        except TimeoutError:
+            return f"the send to {partner.name} is still waiting for the person's approval; nothing was sent"
+        finally:
+            self._partner_sends.pop(pending.id, None)
+        if not approved:
+            return f"the person rejected the send to {partner.name}; nothing was sent"
+        approval = approve(pending, decided_by=who)
+        try:
+            reply = await self.partner_client(partner).send(pending, approval)
+        except PartnerError as exc:
+            raise ValueError(f"{exc}" + ("" if exc.nothing_sent else " (the message may have reached the partner)")) from None
+        self.audit(person_id=person_id, agent=instance_id, kind="partner", action="sent", rule="partner.send",
+                   summary=f"sent {pending.size} characters to {partner.name}; reply scored {reply.injection_score:.2f}",
+                   detail={"raw_size": reply.raw_size, "elapsed_s": reply.elapsed_s})
+        return reply.text_wrapped
+
+    def partner_cards(self) -> list[dict[str, Any]]:
+        return [{"id": pid, "partner": p.partner_name, "endpoint": p.endpoint, "text": p.text, "size": p.size}
+                for pid, (p, _f, person) in self._partner_sends.items() if person == self.person.id]
+
+    def decide_partner_send(self, send_id: str, approve: bool, decided_by: str = "app") -> None:
+        from runtime_host.channelhost import AlreadyDecided
+
+        entry = self._partner_sends.get(send_id)
+        if entry is None or (decided_by == "app" and entry[2] != self.person.id):
+            raise StoreError("No such send waiting for approval (it was decided, or timed out).")
+        if decided_by == "app":
+            try:
+                self.channels.claim(send_id, approve, "app")
+            except AlreadyDecided as exc:
+                raise StoreError(str(exc)) from None
+        if not entry[1].done():
+            entry[1].set_result((approve, decided_by))
+        self.emit({"type": "card.decided", "person": entry[2], "card_id": send_id, "state": "approved" if approve else "rejected"})
 
     # -- the task ledger (hand-offs between agents)
     async def _tool_hand_off(self, person_id: str, instance_id: str, args: dict[str, Any]) -> str:
