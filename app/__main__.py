@@ -278,19 +278,26 @@ def _smoke_run(args: argparse.Namespace, tmp: Path, stage: list[str]) -> dict[st
             import psutil
 
             proc = psutil.Process(handle.pid)
+            out["sandboxed"] = handle.sandboxed
+            if handle.sandboxed:  # the spawned process is bubblewrap; the worker runs under it
+                inner = [c for c in proc.children(recursive=True) if "--worker" in c.cmdline()
+                         or "runtime_host.worker" in " ".join(c.cmdline())]
+                if not inner:
+                    raise SmokeFailure("no worker process runs inside the sandbox")
+                proc = inner[-1]
             cmd = proc.cmdline()
-            out["worker_pid"] = handle.pid
+            out["worker_pid"] = proc.pid
             out["worker_command"] = cmd
             frozen = bool(getattr(sys, "frozen", False))
             out["worker_frozen"] = frozen and os.path.realpath(proc.exe()) == os.path.realpath(sys.executable) \
                 and cmd[1:] == ["--worker"]
             try:  # a worker must not load Qt (the bundle's run-time hooks could drag it in)
-                with open(f"/proc/{handle.pid}/maps", encoding="utf-8", errors="replace") as maps:
+                with open(f"/proc/{proc.pid}/maps", encoding="utf-8", errors="replace") as maps:
                     out["worker_loads_qt"] = "libQt6Core" in maps.read()
             except OSError:
                 out["worker_loads_qt"] = None  # not Linux
             if out["worker_loads_qt"]:
-                raise SmokeFailure(f"the worker process {handle.pid} loaded Qt; workers must stay Qt-free")
+                raise SmokeFailure(f"the worker process {proc.pid} loaded Qt; workers must stay Qt-free")
             if frozen and not out["worker_frozen"]:
                 raise SmokeFailure(f"the bundle spawned its worker as {cmd} ({proc.exe()}), not as itself --worker")
             if pod.supervisor.command != worker_command():

@@ -351,13 +351,19 @@ class AddAgentDialog(QDialog):
         self.setWindowTitle("New agent")
         form = QFormLayout()
         self.name = QLineEdit()
+        self.profile = QComboBox()
+        self.profile.addItem("Your own instructions", None)
+        for key, prof in pod.profiles().items():
+            self.profile.addItem(f"{prof['title']} — {prof['role']}", key)
+        self.profile.currentIndexChanged.connect(self._on_profile)
         self.provider = QComboBox()
         for p in pod.list_providers():
             self.provider.addItem(p["name"] + (" (offline, tiny)" if p["builtin"] else ""), p["name"])
         self.provider.setCurrentIndex(0)
         self.system = QPlainTextEdit()
         self.system.setPlaceholderText("Role and personality, e.g. 'You are a concise research assistant.'")
-        for label, w in (("Name", self.name), ("Provider", self.provider), ("Instructions", self.system)):
+        for label, w in (("Name", self.name), ("Profile", self.profile), ("Provider", self.provider),
+                         ("Instructions", self.system)):
             w.setAccessibleName(label)
             form.addRow(label, w)
         self.message = QLabel("")
@@ -371,10 +377,17 @@ class AddAgentDialog(QDialog):
         layout.addWidget(buttons)
         self.created: dict[str, Any] | None = None
 
+    def _on_profile(self, _index: int = 0) -> None:
+        key = self.profile.currentData()
+        if key:
+            self.system.setPlainText(self.pod.profiles()[key]["system"])
+            if not self.name.text().strip():
+                self.name.setText(self.pod.profiles()[key]["title"].split()[0])
+
     def _save(self) -> None:
         try:
             self.created = self.pod.add_agent(self.name.text(), provider=self.provider.currentData(),
-                                              system=self.system.toPlainText())
+                                              system=self.system.toPlainText(), profile=self.profile.currentData())
         except StoreError as exc:
             self.message.setText(str(exc))
             return

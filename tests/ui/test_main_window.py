@@ -253,3 +253,14 @@ def test_tasks_board_approves_a_hand_off_and_shows_its_tree(qtbot, qloop, ui_pod
     w.tasks.open_button.click()
     assert w.pages.currentIndex() == 0 and w.agent == "researcher"
     assert "Task: Find the answer" in w.chat.toPlainText()
+
+
+def test_new_agent_from_a_shipped_profile(qtbot, qloop, ui_pod) -> None:
+    dlg = AddAgentDialog(ui_pod)
+    qtbot.addWidget(dlg)
+    dlg.profile.setCurrentIndex(dlg.profile.findData("research"))
+    assert "research" in dlg.system.toPlainText().lower()
+    dlg.name.setText("digger")
+    dlg._save()
+    info = next(a for a in ui_pod.list_agents() if a["name"] == "digger")
+    assert info["template"] == "research" and "delegate" in info["toolkits"]
