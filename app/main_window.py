@@ -29,6 +29,7 @@ from app.bridge import PodBridge
 from app.cards_view import CardsView
 from app.chat_view import ChatView, RunsList, StepsTree
 from app.dialogs import AddAgentDialog, SettingsDialog
+from app.schedules_view import SchedulesView
 from app.tasks_view import TasksView
 from app.tray import NotificationBar, Tray, app_icon, notification_for
 from app.voice import VoiceButton
@@ -232,6 +233,8 @@ class MainWindow(QMainWindow):
         self.tasks.status.connect(self.statusBar().showMessage)
         self.tasks.open_conversation.connect(self.open_conversation)
         self.pages.addTab(self.tasks, "Tasks")
+        self.schedules = SchedulesView(self.pod)
+        self.pages.addTab(self.schedules, "Schedules")
         self.activity = ActivityView(self.pod)
         self.pages.addTab(self.activity, "Activity")
         self.pages.currentChanged.connect(self._on_page_changed)
@@ -432,6 +435,8 @@ class MainWindow(QMainWindow):
             self.activity.refresh()
         elif self.pages.widget(index) is self.tasks:
             self.tasks.refresh()
+        elif self.pages.widget(index) is self.schedules:
+            self.schedules.refresh()
 
     def show_chat(self) -> None:
         self.pages.setCurrentIndex(0)

@@ -201,7 +201,7 @@ def _schedule(pod: Any, args: argparse.Namespace) -> int:
     from runtime_host import schedule
 
     if args.action == "add":
-        tz = args.tz or _local_zone()
+        tz = args.tz or schedule.local_zone()
         try:
             info = pod.add_schedule(args.agent, args.cron, args.prompt, tz=tz, catch_up=args.catch_up, name=args.name)
         except schedule.CronError as exc:
@@ -227,19 +227,6 @@ def _schedule(pod: Any, args: argparse.Namespace) -> int:
         schedule.set_paused(pod.store.engine, args.schedule_id, args.action == "pause")
     print(f"Schedule {args.schedule_id} {args.action}d.")
     return EXIT_OK
-
-
-def _local_zone() -> str:
-    import os
-
-    tz = os.environ.get("TZ")
-    if tz:
-        return tz
-    try:
-        link = os.path.realpath("/etc/localtime")
-        return link.split("zoneinfo/", 1)[1] if "zoneinfo/" in link else "UTC"
-    except OSError:
-        return "UTC"
 
 
 async def _memory(pod: Any, args: argparse.Namespace) -> int:

@@ -292,6 +292,20 @@ ON_TIME_GRACE = timedelta(seconds=150)  # a due instant this close to "now" is o
 
 
 @functools.lru_cache(maxsize=512)
+def local_zone() -> str:
+    """This machine's IANA time zone name (TZ, or the /etc/localtime link), UTC when unknown."""
+    import os
+
+    tz = os.environ.get("TZ")
+    if tz:
+        return tz
+    try:
+        link = os.path.realpath("/etc/localtime")
+    except OSError:
+        return "UTC"
+    return link.split("zoneinfo/", 1)[1] if "zoneinfo/" in link else "UTC"
+
+
 def zone(tz: str) -> ZoneInfo:
     try:
         return ZoneInfo(tz)

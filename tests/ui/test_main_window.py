@@ -264,3 +264,22 @@ def test_new_agent_from_a_shipped_profile(qtbot, qloop, ui_pod) -> None:
     dlg._save()
     info = next(a for a in ui_pod.list_agents() if a["name"] == "digger")
     assert info["template"] == "research" and "delegate" in info["toolkits"]
+
+
+def test_schedule_editor_checks_the_cron_line_and_previews_runs(qtbot, qloop, ui_pod) -> None:
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.pages.setCurrentWidget(w.schedules)
+    v = w.schedules
+    v.tz.setText("Europe/Berlin")
+    v.cron.setText("61 8 * * *")
+    assert "minute 61 is out of range 0-59" in v.preview.text() and not v.add.isEnabled()
+    v.cron.setText("0 8 * * 1-5")
+    assert v.preview.text().startswith("Every weekday at 08:00") and "Next:" in v.preview.text()
+    v.prompt.setPlainText("Morning briefing")
+    v.add.click()
+    assert v.table.rowCount() == 1 and v.table.item(0, 0).text() == "helper"
+    assert "weekday" in v.table.item(0, 1).text() and "Europe/Berlin" in v.table.item(0, 1).text()
+    v.table.selectRow(0)
+    v.pause.click()
+    assert v.table.item(0, 4).text() == "paused"
