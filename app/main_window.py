@@ -29,6 +29,7 @@ from app.bridge import PodBridge
 from app.cards_view import CardsView
 from app.chat_view import ChatView, RunsList, StepsTree
 from app.dialogs import AddAgentDialog, SettingsDialog
+from app.mail_view import MailView
 from app.schedules_view import SchedulesView
 from app.tasks_view import TasksView
 from app.tray import NotificationBar, Tray, app_icon, notification_for
@@ -235,6 +236,8 @@ class MainWindow(QMainWindow):
         self.pages.addTab(self.tasks, "Tasks")
         self.schedules = SchedulesView(self.pod)
         self.pages.addTab(self.schedules, "Schedules")
+        self.mail = MailView(self.pod)
+        self.pages.addTab(self.mail, "Mail")
         self.activity = ActivityView(self.pod)
         self.pages.addTab(self.activity, "Activity")
         self.pages.currentChanged.connect(self._on_page_changed)
@@ -437,6 +440,8 @@ class MainWindow(QMainWindow):
             self.tasks.refresh()
         elif self.pages.widget(index) is self.schedules:
             self.schedules.refresh()
+        elif self.pages.widget(index) is self.mail:
+            self.mail.refresh()
 
     def show_chat(self) -> None:
         self.pages.setCurrentIndex(0)

@@ -53,3 +53,47 @@ def test_edit_then_approve_sends_once_and_reject_sends_nothing(qtbot, qloop, ui_
     assert "nothing was sent" in w.statusBar().currentMessage()
     assert len(sink.messages) == 1
     qloop.wait_until(lambda: w.pages.tabText(w.pages.indexOf(w.cards)) == "Approvals", what="the count")
+
+
+def test_mail_page_adds_an_inbox_saves_rules_and_polls_into_a_card(qtbot, qloop, ui_pod, script) -> None:
+    import json
+
+    from tests.helpers.fake_model import Text
+    from tests.helpers.mailservers import make_mail
+
+    script([Text("Yes, Friday works.")], repeat_last=True)
+    d = Dovecot({"alice": "secret"}).start()
+    s = SmtpSink().start()
+    try:
+        w = MainWindow(ui_pod)
+        qtbot.addWidget(w)
+        w.pages.setCurrentWidget(w.mail)
+        v = w.mail
+        v.address.setText("alice@example.org")
+        v.imap_host.setText("127.0.0.1")
+        v.imap_port.setValue(d.port)
+        v.smtp_host.setText("127.0.0.1")
+        v.smtp_port.setValue(s.port)
+        v.security.setCurrentIndex(v.security.findData("none"))
+        v.username.setText("alice")
+        v.password.setText("secret")
+        v.add.click()
+        assert v.accounts.count() == 1
+        qloop.wait_until(lambda: "Inbox added" in v.message.text(), what="the first check")
+        v.rules.setPlainText("[{not json")
+        v.save_rules.click()
+        assert "Rules not saved" in v.message.text()
+        v.rules.setPlainText(json.dumps([{"id": "fri", "name": "Friday", "when": [
+            {"field": "subject", "op": "contains", "value": "Friday"}], "then": [{"action": "draft", "agent": "helper"}]}]))
+        v.save_rules.click()
+        assert v.message.text() == "Rules saved."
+        d.deliver(make_mail("Drinks on Friday?", "Are you in?", sender="Bob <bob@example.org>"))
+        v.message.setText("")
+        v.poll.click()
+        qloop.wait_until(lambda: "handled by rules" in v.message.text(), what="the poll")
+        qloop.wait_until(lambda: len(w.cards.widgets) == 1, what="the card")
+        assert list(w.cards.widgets.values())[0].body.toPlainText() == "Yes, Friday works."
+        assert v.recent.count() == 1 and "Drinks on Friday?" in v.recent.item(0).text()
+    finally:
+        s.stop()
+        d.stop()

@@ -1,0 +1,178 @@
+"""Mail: your inboxes (passwords in the keyring), their rules as editable JSON, polling now, and what
+arrived. Sending is never done here: drafts wait in Approvals."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QPlainTextEdit,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from runtime_host.store import StoreError
+
+RULES_EXAMPLE = json.dumps([{
+    "id": "lunch", "name": "Lunch invitations", "when": [{"field": "subject", "op": "contains", "value": "lunch"}],
+    "then": [{"action": "draft", "agent": "Assistant"}]}], indent=2)
+
+
+class MailView(QWidget):
+    def __init__(self, pod: Any, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.pod = pod
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.accounts = QListWidget()
+        self.accounts.setAccessibleName("Inboxes")
+        self.accounts.currentRowChanged.connect(self._on_account)
+        self.rules = QPlainTextEdit()
+        self.rules.setAccessibleName("Rules")
+        self.save_rules = QPushButton("Save rules")
+        self.save_rules.clicked.connect(self._on_save_rules)
+        self.poll = QPushButton("Check mail now")
+        self.poll.clicked.connect(self._on_poll)
+        self.recent = QListWidget()
+        self.recent.setAccessibleName("Recent mail")
+        top = QHBoxLayout()
+        top.addWidget(self.accounts, 1)
+        right = QVBoxLayout()
+        right.addWidget(QLabel("Rules (deterministic: sender, subject, header, body → label, hand to an agent, "
+                               "draft a reply, notify)"))
+        right.addWidget(self.rules, 2)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.poll)
+        buttons.addStretch(1)
+        buttons.addWidget(self.save_rules)
+        right.addLayout(buttons)
+        right.addWidget(QLabel("Recent mail"))
+        right.addWidget(self.recent, 1)
+        top.addLayout(right, 2)
+
+        form = QFormLayout()
+        self.address = QLineEdit()
+        self.imap_host = QLineEdit()
+        self.imap_port = QSpinBox()
+        self.imap_port.setRange(1, 65535)
+        self.imap_port.setValue(993)
+        self.smtp_host = QLineEdit()
+        self.smtp_port = QSpinBox()
+        self.smtp_port.setRange(1, 65535)
+        self.smtp_port.setValue(465)
+        self.security = QComboBox()
+        for label, value in (("SSL/TLS", "ssl"), ("STARTTLS", "starttls"), ("None (this machine only)", "none")):
+            self.security.addItem(label, value)
+        self.username = QLineEdit()
+        self.password = QLineEdit()
+        self.password.setEchoMode(QLineEdit.EchoMode.Password)
+        self.password.setPlaceholderText("kept in the OS keyring")
+        for label, w in (("Address", self.address), ("IMAP server", self.imap_host), ("IMAP port", self.imap_port),
+                         ("SMTP server", self.smtp_host), ("SMTP port", self.smtp_port), ("Security", self.security),
+                         ("User name", self.username), ("Password", self.password)):
+            w.setAccessibleName(label)
+            form.addRow(label, w)
+        self.add = QPushButton("Add inbox")
+        self.add.clicked.connect(self._on_add)
+        self.message = QLabel("")
+        self.message.setWordWrap(True)
+        layout = QVBoxLayout(self)
+        layout.addLayout(top, 3)
+        layout.addWidget(QLabel("<b>Add an inbox</b> — Hearth reads with BODY.PEEK (your mail stays unread) and "
+                                "never sends without your approval."))
+        layout.addLayout(form)
+        layout.addWidget(self.add)
+        layout.addWidget(self.message)
+        self.rows: list[Any] = []
+
+    def refresh(self) -> None:
+        self.rows = self.pod.mail.accounts(self.pod.person.id)
+        self.accounts.clear()
+        for a in self.rows:
+            self.accounts.addItem(f"{a.address} ({a.imap.get('host')})")
+        if self.rows:
+            self.accounts.setCurrentRow(0)
+        else:
+            self.rules.setPlainText("")
+
+    def _current(self) -> Any:
+        i = self.accounts.currentRow()
+        return self.rows[i] if 0 <= i < len(self.rows) else None
+
+    def _on_account(self, _row: int) -> None:
+        from runtime_host.mail import ledger
+
+        acct = self._current()
+        if acct is None:
+            return
+        self.rules.setPlainText(json.dumps(acct.rules, indent=2) if acct.rules else RULES_EXAMPLE)
+        self.recent.clear()
+        for m in ledger.list_messages(self.pod.store.engine, acct.id, limit=50):
+            self.recent.addItem(f"{m.get('from_addr', '')} — {m.get('subject', '')}")
+
+    def _on_save_rules(self) -> None:
+        from runtime_host.mail import ledger
+        from runtime_host.mail.rules import RuleError
+
+        acct = self._current()
+        if acct is None:
+            return
+        try:
+            rules = json.loads(self.rules.toPlainText() or "[]")
+            ledger.set_rules(self.pod.store.engine, acct.id, rules)
+        except (json.JSONDecodeError, RuleError, ValueError) as exc:
+            self.message.setText(f"Rules not saved: {exc}")
+            return
+        self.pod.mail._rooms.pop(acct.id, None)  # the next poll uses the new rules
+        self.message.setText("Rules saved.")
+        self.refresh()
+
+    def _on_add(self) -> None:
+        sec = self.security.currentData()
+        user = self.username.text().strip() or self.address.text().strip()
+        try:
+            self.pod.mail.add_account(
+                self.pod.person.id, self.address.text().strip(),
+                imap={"host": self.imap_host.text().strip(), "port": self.imap_port.value(), "username": user,
+                      "security": sec},
+                smtp={"host": self.smtp_host.text().strip(), "port": self.smtp_port.value(), "username": user,
+                      "security": sec},
+                password=self.password.text())
+        except (StoreError, ValueError, TypeError) as exc:
+            self.message.setText(f"Not added: {exc}")
+            return
+        self.password.clear()
+        self.refresh()
+        self._on_poll(added=True)  # the first check marks where "new mail" starts
+
+    def _on_poll(self, _checked: bool = False, added: bool = False) -> None:
+        acct = self._current()
+        if acct is None:
+            return
+        self.message.setText("Checking…")
+        prefix = "Inbox added; Hearth checks it every minute. " if added else ""
+
+        async def go() -> None:
+            from runtime_host.mail.imap import MailError
+
+            try:
+                rep = await self.pod.mail.poll(acct.id)
+            except (MailError, StoreError) as exc:
+                self.message.setText(str(exc))
+                return
+            self.message.setText(f"{prefix}{len(rep.get('new', []))} new message(s); "
+                                 f"{rep.get('dispatched', 0)} handled by rules.")
+            self._on_account(self.accounts.currentRow())
+
+        task = asyncio.ensure_future(go())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
