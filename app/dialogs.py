@@ -377,6 +377,20 @@ class AddAgentDialog(QDialog):
         layout.addWidget(buttons)
         self.created: dict[str, Any] | None = None
 
+    @classmethod
+    def for_edit(cls, pod: Any, name: str, parent: QWidget | None = None) -> AddAgentDialog:
+        """The same form, filled in, to change an existing agent."""
+        dlg = cls(pod, parent)
+        dlg.setWindowTitle(f"Edit {name}")
+        info = next(a for a in pod.list_agents() if a["name"] == name)
+        dlg.editing = name
+        dlg.name.setText(name)
+        dlg.name.setEnabled(False)
+        dlg.profile.setEnabled(False)
+        dlg.provider.setCurrentIndex(max(0, dlg.provider.findData(info["provider"])))
+        dlg.system.setPlainText(info["system"])
+        return dlg
+
     def _on_profile(self, _index: int = 0) -> None:
         key = self.profile.currentData()
         if key:
@@ -384,7 +398,18 @@ class AddAgentDialog(QDialog):
             if not self.name.text().strip():
                 self.name.setText(self.pod.profiles()[key]["title"].split()[0])
 
+    editing: str | None = None
+
     def _save(self) -> None:
+        if self.editing:
+            try:
+                self.created = self.pod.edit_agent(self.editing, provider=self.provider.currentData(),
+                                                   system=self.system.toPlainText())
+            except StoreError as exc:
+                self.message.setText(str(exc))
+                return
+            self.accept()
+            return
         try:
             self.created = self.pod.add_agent(self.name.text(), provider=self.provider.currentData(),
                                               system=self.system.toPlainText(), profile=self.profile.currentData())

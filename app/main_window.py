@@ -168,6 +168,9 @@ class MainWindow(QMainWindow):
         self.settings_button = QPushButton("Settings")
         self.settings_button.clicked.connect(self.open_settings)
         side_layout.addWidget(self.new_agent_button)
+        self.edit_agent_button = QPushButton("Edit agent")
+        self.edit_agent_button.clicked.connect(self.open_edit_agent)
+        side_layout.addWidget(self.edit_agent_button)
         side_layout.addWidget(self.settings_button)
 
         center = QWidget()
@@ -263,6 +266,7 @@ class MainWindow(QMainWindow):
         find = QAction("Search memory", self, shortcut=QKeySequence("Ctrl+K"), triggered=self.focus_memory_search)
         self.addAction(find)
         self.addAction(QAction("Quit Hearth", self, shortcut=QKeySequence("Ctrl+Q"), triggered=self.quit))
+        self.addAction(QAction("About Hearth", self, shortcut=QKeySequence("F1"), triggered=self.open_about))
         self.statusBar().showMessage("Ready")
         self._refresh_timer = QTimer(self)
         self._refresh_timer.setInterval(5000)
@@ -504,6 +508,19 @@ class MainWindow(QMainWindow):
         dlg = SettingsDialog(self.pod, self)
         dlg.exec()
         self.refresh_model_picker()
+
+    def open_edit_agent(self) -> None:
+        if not self.agent:
+            return
+        dlg = AddAgentDialog.for_edit(self.pod, self.agent, self)
+        if dlg.exec():
+            self.refresh_agents()
+            self.statusBar().showMessage(f"{self.agent} updated; its worker picks up the change on the next message.")
+
+    def open_about(self) -> None:
+        from app.about import show_about
+
+        show_about(self, self.pod.home)
 
     def open_new_agent(self) -> None:
         dlg = AddAgentDialog(self.pod, self)

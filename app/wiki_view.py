@@ -144,9 +144,26 @@ class WikiView(QWidget):
         btns.addWidget(self.approve)
         prl.addLayout(btns)
 
+        forget_box = QWidget()
+        fl = QVBoxLayout(forget_box)
+        note = QLabel("Forgetting deletes the stored sources and takes them out of search; pages that cited them "
+                      "are marked to be written again. It cannot be undone.")
+        note.setWordWrap(True)
+        fl.addWidget(note)
+        self.forget_agent_name = QLineEdit()
+        self.forget_agent_name.setPlaceholderText("agent name")
+        self.forget_agent = QPushButton("Forget everything this agent learned")
+        self.forget_agent.clicked.connect(self._on_forget_agent)
+        self.forget_me = QPushButton("Forget everything about me")
+        self.forget_me.clicked.connect(self._on_forget_me)
+        fl.addWidget(self.forget_agent_name)
+        fl.addWidget(self.forget_agent)
+        fl.addWidget(self.forget_me)
+        fl.addStretch(1)
         self.tabs = QTabWidget()
         self.tabs.addTab(page_box, "Page")
         self.tabs.addTab(prop_box, "Proposals")
+        self.tabs.addTab(forget_box, "Forget")
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(left)
         split.addWidget(self.tabs)
@@ -345,6 +362,26 @@ class WikiView(QWidget):
             await self._load()
 
         self._run(go())
+
+    def _forget(self, coro: Any, what: str) -> None:
+        async def go() -> None:
+            try:
+                n = await coro
+            except Exception as exc:  # an unknown agent name, say
+                self.status.emit(f"Nothing forgotten: {exc}")
+                return
+            self.status.emit(f"Forgot {n} item(s) {what}.")
+            await self._load()
+
+        self._run(go())
+
+    def _on_forget_agent(self) -> None:
+        name = self.forget_agent_name.text().strip()
+        if name:
+            self._forget(self.pod.memory_forget_agent(name), f"learned by {name}")
+
+    def _on_forget_me(self) -> None:
+        self._forget(self.pod.memory_forget_me(), "about you")
 
     def _on_approve(self) -> None:
         self._decide(True)

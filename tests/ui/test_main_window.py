@@ -283,3 +283,12 @@ def test_schedule_editor_checks_the_cron_line_and_previews_runs(qtbot, qloop, ui
     v.table.selectRow(0)
     v.pause.click()
     assert v.table.item(0, 4).text() == "paused"
+
+
+def test_edit_agent_changes_its_instructions(qtbot, qloop, ui_pod) -> None:
+    dlg = AddAgentDialog.for_edit(ui_pod, "helper")
+    qtbot.addWidget(dlg)
+    assert dlg.system.toPlainText() == "Test agent." and not dlg.name.isEnabled()
+    dlg.system.setPlainText("You are now very terse.")
+    dlg._save()
+    assert next(a for a in ui_pod.list_agents() if a["name"] == "helper")["system"] == "You are now very terse."

@@ -91,3 +91,14 @@ def test_search_and_typeahead_find_only_this_persons_memory(qtbot, qloop, ui_pod
     assert "orchids" in shown.lower() and "4455" not in shown and "Mallory" not in shown
     w.wiki._on_typed("Gif")
     qloop.wait_until(lambda: "Gifts" in w.wiki._suggestions.stringList(), what="typeahead")
+
+
+def test_forget_everything_about_me(qtbot, qloop, ui_pod) -> None:
+    scope, sid = seed(qloop, ui_pod)
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show_wiki()
+    w.wiki.forget_me.click()
+    qloop.wait_until(lambda: "Forgot" in w.statusBar().currentMessage(), what="forgetting")
+    hits = qloop.run(ui_pod.memory_search("orchids"))
+    assert not hits
