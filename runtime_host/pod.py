@@ -31,7 +31,8 @@ from vault import Vault, VaultUnavailable
 log = logging.getLogger("hearth.pod")
 
 MAX_RESUMES_PER_TURN = 3
-LEASE_S = 30.0  # a turn's owner renews its lease every LEASE_S / 3; another host may take it after expiry
+# A turn's owner renews its lease every LEASE_S / 3; another host may take the turn after it expires.
+LEASE_S = float(os.environ.get("HEARTH_LEASE_S") or 30.0)
 TURNS_PER_MINUTE = 20  # per conversation; more wait their turn
 # The embedded offline model is always there: Hearth answers with no key and no network.
 EMBEDDED = {"name": "embedded", "kind": "embedded", "base_url": "", "model": "smollm2-135m-instruct",
@@ -119,7 +120,8 @@ class Pod:
                  worker_command: list[str] | None = None):
         self.home = Path(home) if home else data_dir()
         self.home.mkdir(parents=True, exist_ok=True)
-        self.store = Store(self.home / "pod.db")
+        # SQLite in the data folder by default; PostgreSQL (or another server) by URL for several hosts.
+        self.store = Store(os.environ.get("HEARTH_DATABASE_URL") or self.home / "pod.db")
         self.pod_id = self.store.meta("pod_id", default_factory=lambda: __import__("uuid").uuid4().hex) or ""
         self.person = self.store.default_person()
         self._subscribers: list[Callable[[dict[str, Any]], None]] = []

@@ -165,30 +165,30 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
         "0001_initial",
         [
             "CREATE TABLE pod_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-            "CREATE TABLE person (id TEXT PRIMARY KEY, name TEXT NOT NULL, created_at REAL NOT NULL)",
+            "CREATE TABLE person (id TEXT PRIMARY KEY, name TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL)",
             """CREATE TABLE provider (id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE, kind TEXT NOT NULL,
                 base_url TEXT NOT NULL, model TEXT NOT NULL DEFAULT '', has_key BOOLEAN NOT NULL DEFAULT FALSE,
-                created_at REAL NOT NULL)""",
+                created_at DOUBLE PRECISION NOT NULL)""",
             """CREATE TABLE agent_profile (id TEXT PRIMARY KEY, name TEXT NOT NULL, role TEXT NOT NULL DEFAULT '',
                 system_prompt TEXT NOT NULL DEFAULT '', provider TEXT, model TEXT,
-                toolkits TEXT NOT NULL DEFAULT '[]', created_at REAL NOT NULL)""",
+                toolkits TEXT NOT NULL DEFAULT '[]', created_at DOUBLE PRECISION NOT NULL)""",
             """CREATE TABLE agent_instance (id TEXT PRIMARY KEY, profile_id TEXT NOT NULL REFERENCES agent_profile(id),
-                person_id TEXT NOT NULL REFERENCES person(id), name TEXT NOT NULL, created_at REAL NOT NULL,
+                person_id TEXT NOT NULL REFERENCES person(id), name TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL,
                 UNIQUE (person_id, name))""",
             """CREATE TABLE conversation (id TEXT PRIMARY KEY, instance_id TEXT NOT NULL REFERENCES agent_instance(id),
-                title TEXT NOT NULL DEFAULT '', created_at REAL NOT NULL, updated_at REAL NOT NULL)""",
+                title TEXT NOT NULL DEFAULT '', created_at DOUBLE PRECISION NOT NULL, updated_at DOUBLE PRECISION NOT NULL)""",
             "CREATE INDEX ix_conversation_instance ON conversation (instance_id, updated_at)",
             """CREATE TABLE message (id TEXT PRIMARY KEY, conversation_id TEXT NOT NULL REFERENCES conversation(id),
-                turn_id TEXT, role TEXT NOT NULL, content TEXT NOT NULL, created_at REAL NOT NULL)""",
+                turn_id TEXT, role TEXT NOT NULL, content TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL)""",
             "CREATE INDEX ix_message_conversation ON message (conversation_id, created_at)",
             """CREATE TABLE turn (id TEXT PRIMARY KEY, conversation_id TEXT NOT NULL REFERENCES conversation(id),
                 instance_id TEXT NOT NULL REFERENCES agent_instance(id), status TEXT NOT NULL, error TEXT,
                 error_kind TEXT, model TEXT, iterations INTEGER NOT NULL DEFAULT 0,
-                restarts INTEGER NOT NULL DEFAULT 0, created_at REAL NOT NULL, started_at REAL, finished_at REAL)""",
+                restarts INTEGER NOT NULL DEFAULT 0, created_at DOUBLE PRECISION NOT NULL, started_at DOUBLE PRECISION, finished_at DOUBLE PRECISION)""",
             "CREATE INDEX ix_turn_conversation ON turn (conversation_id, created_at)",
             """CREATE TABLE turn_step (id TEXT PRIMARY KEY, turn_id TEXT NOT NULL REFERENCES turn(id), parent_id TEXT,
                 seq INTEGER NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL, call_id TEXT, arguments TEXT,
-                result TEXT, status TEXT NOT NULL, started_at REAL NOT NULL, finished_at REAL)""",
+                result TEXT, status TEXT NOT NULL, started_at DOUBLE PRECISION NOT NULL, finished_at DOUBLE PRECISION)""",
             "CREATE INDEX ix_step_turn ON turn_step (turn_id, seq)",
         ],
     ),
@@ -197,12 +197,12 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
         [
             "ALTER TABLE turn ADD COLUMN origin TEXT NOT NULL DEFAULT 'chat'",
             "ALTER TABLE turn ADD COLUMN lease_owner TEXT",
-            "ALTER TABLE turn ADD COLUMN lease_until REAL",
+            "ALTER TABLE turn ADD COLUMN lease_until DOUBLE PRECISION",
             "CREATE INDEX ix_turn_status ON turn (status, origin)",
             "ALTER TABLE agent_profile ADD COLUMN template TEXT",
             """CREATE TABLE worker_status (instance_id TEXT PRIMARY KEY, state TEXT NOT NULL, pid INTEGER, host TEXT,
-                rss INTEGER NOT NULL DEFAULT 0, started_at REAL, restarts INTEGER NOT NULL DEFAULT 0, reason TEXT,
-                updated_at REAL NOT NULL)""",
+                rss INTEGER NOT NULL DEFAULT 0, started_at DOUBLE PRECISION, restarts INTEGER NOT NULL DEFAULT 0, reason TEXT,
+                updated_at DOUBLE PRECISION NOT NULL)""",
         ],
     ),
     (
@@ -271,7 +271,8 @@ class Store:
         if "://" not in url:
             url = f"sqlite:///{url}"
         self.url = url
-        self.engine: Engine = create_engine(url, connect_args={"check_same_thread": False} if url.startswith("sqlite") else {})
+        self.engine: Engine = create_engine(url, connect_args={"check_same_thread": False} if url.startswith("sqlite") else {},
+                                            pool_pre_ping=not url.startswith("sqlite"))
         if url.startswith("sqlite"):
             event.listen(self.engine, "connect", _sqlite_pragmas)
         self.migrate()
@@ -284,7 +285,7 @@ class Store:
         applied_now: list[str] = []
         with self.engine.begin() as conn:
             conn.execute(
-                text("CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+                text("CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL)")
             )
             done = {row[0] for row in conn.execute(text("SELECT name FROM schema_migrations"))}
         for name, statements in MIGRATIONS:

@@ -1,0 +1,152 @@
+"""The store and its leases on SQLite and, where PostgreSQL is installed (make test installs it), on a real
+PostgreSQL server started on loopback: the same migrations, the same behaviour."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import pytest
+
+from runtime_host.store import MIGRATIONS, Store
+from tests.helpers.fake_model import Text, ToolCalls
+from tests.helpers.postgres import postgres_bindir, running_postgres
+
+BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.skipif(
+    postgres_bindir() is None, reason="PostgreSQL is not installed (make test installs the `postgresql` package)"))]
+
+
+@pytest.fixture(params=BACKENDS)
+def db_url(request, tmp_path) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'pod.db'}"
+    else:
+        with running_postgres() as url:
+            yield url
+
+
+def test_migrations_and_a_turn_tree_roundtrip(db_url: str) -> None:
+    s = Store(db_url)
+    assert s.applied_migrations() == sorted(name for name, _ in MIGRATIONS)
+    assert Store(db_url).migrate() == []  # nothing applied twice
+    person = s.default_person()
+    inst = s.add_agent(person.id, "ada", provider=None, model=None, system="")
+    conv = s.create_conversation(inst.id)
+    turn = s.create_turn(conv.id, inst.id, origin="background", lease_owner="host-a", lease_s=30)
+    t0 = time.time()
+    s.start_step(turn.id, "m1", kind="model", name="m", parent_id=None, arguments={"a": 1}, call_id=None)
+    s.finish_step("m1", "finished", {"text": "hi"})
+    step = s.list_steps(turn.id)[0]
+    assert step.result == '{"text": "hi"}' and abs(step.started_at - t0) < 5  # times keep their precision
+    assert abs(s.get_turn(turn.id).lease_until - (t0 + 30)) < 5
+    s.close()
+
+
+def test_a_lease_is_taken_only_when_it_expired(db_url: str) -> None:
+    s = Store(db_url)
+    person = s.default_person()
+    inst = s.add_agent(person.id, "ada", provider=None, model=None, system="")
+    conv = s.create_conversation(inst.id)
+    turn = s.create_turn(conv.id, inst.id, lease_owner="host-a", lease_s=30)
+    assert not s.claim_turn(turn.id, "host-b", 30)
+    assert s.claim_turn(turn.id, "host-a", 30)  # the owner renews
+    s.update_turn(turn.id, lease_until=time.time() - 1)
+    assert s.claim_turn(turn.id, "host-b", 30)
+    assert not s.claim_turn(turn.id, "host-a", 30)
+    s.close()
+
+
+def test_a_due_schedule_runs_once_across_two_hosts(db_url: str) -> None:
+    from runtime_host import schedule
+
+    a, b = Store(db_url), Store(db_url)
+    person = a.default_person()
+    inst = a.add_agent(person.id, "ada", provider=None, model=None, system="")
+    schedule.create_schedule(a.engine, person_id=person.id, instance_id=inst.id, cron="*/5 * * * *", prompt="x",
+                             now=datetime(2026, 1, 1, 0, 0, tzinfo=UTC))
+    started: list[str] = []
+    now = datetime(2026, 1, 1, 0, 5, 10, tzinfo=UTC)
+    schedule.tick(a.engine, now, lambda row, due: started.append("a") or "turn-a", owner="a")
+    schedule.tick(b.engine, now, lambda row, due: started.append("b") or "turn-b", owner="b")
+    assert started == ["a"]
+    a.close()
+    b.close()
+
+
+HOST = r"""
+import asyncio, os, sys
+from runtime_host.pod import Pod
+async def main():
+    pod = Pod()
+    pod.start_background()
+    await pod.recover()
+    await asyncio.sleep(3600)
+asyncio.run(main())
+"""
+
+
+@pytest.mark.skipif(postgres_bindir() is None, reason="PostgreSQL is not installed (make test installs it)")
+async def test_two_hosts_on_one_postgres_a_killed_host_s_turn_finishes_elsewhere(tmp_path, fake_model) -> None:
+    """Host A runs a turn (in its own process group) and is SIGKILLed after its tool step; host B takes the
+    turn over when A's lease expires and finishes it. The tool step is not run again."""
+    from runtime_host.pod import Pod
+
+    calls: list[str] = []
+
+    def model(req):
+        calls.append(f"results={len(req.tool_results)}")
+        if not req.tool_results:
+            return ToolCalls([("append_note", {"text": "booked the table"})])
+        return Text("all done", delay_s=0.3, chunk_chars=1)  # slow: host A dies in the middle of this
+
+    fake_model.script = model
+    with running_postgres() as url:
+        env = {**os.environ, "HEARTH_DATABASE_URL": url, "HEARTH_LEASE_S": "3", "HEARTH_SANDBOX": "off"}
+        os.environ["HEARTH_LEASE_S"] = "3"
+        setup = Pod(tmp_path / "b")
+        setup.store = Store(url)
+        person = setup.store.default_person()
+        setup.person = person
+        setup.add_provider("fake", kind="openai-compatible", base_url=fake_model.base_url, model="fake-1")
+        setup.add_agent("helper", provider="fake", toolkits=["notes"])
+        turn_id = setup.create_background_run("helper", "book the table")
+        await setup.close()
+        host_a = subprocess.Popen([sys.executable, "-c", HOST], env={**env, "HEARTH_HOME": str(tmp_path / "a")},
+                                  start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            for _ in range(300):
+                if len(calls) >= 2:
+                    break
+                await asyncio.sleep(0.05)
+            assert len(calls) >= 2, "host A never reached its second model call"
+            os.killpg(host_a.pid, signal.SIGKILL)  # the whole host dies: pod and worker
+        finally:
+            host_a.wait(10)
+        os.environ["HEARTH_DATABASE_URL"] = url
+        try:
+            host_b = Pod(tmp_path / "b")
+            try:
+                resumed: list[str] = []
+                for _ in range(100):  # A's lease runs out within 3 s
+                    resumed = await host_b.recover()
+                    if resumed:
+                        break
+                    await asyncio.sleep(0.2)
+                assert resumed == [turn_id]
+                result = await asyncio.wait_for(host_b._runs[turn_id].future, 60)
+                assert result.ok and result.text == "all done"
+                steps = host_b.turns()[0]["steps"]
+                tools = [s for s in steps if s["kind"] == "tool"]
+                assert len(tools) == 1 and tools[0]["status"] == "finished"  # not repeated
+                assert sum(1 for c in calls if c == "results=0") == 1
+            finally:
+                await host_b.close()
+        finally:
+            os.environ.pop("HEARTH_DATABASE_URL", None)
+            os.environ.pop("HEARTH_LEASE_S", None)
