@@ -248,6 +248,7 @@ MIGRATIONS.append(
 )
 MIGRATIONS += _later_feature_migrations()
 MIGRATIONS.append(("0011_allowlist", ["ALTER TABLE agent_profile ADD COLUMN allowlist TEXT"]))
+MIGRATIONS.sort(key=lambda m: m[0])  # applied in the order of their numbers, wherever they are declared
 
 
 class StoreError(Exception):
