@@ -23,6 +23,8 @@ def build_parser() -> argparse.ArgumentParser:
     pea.add_argument("name")
     pel = pe.add_parser("list", help="list people")
     pel.add_argument("--json", action="store_true")
+    pe.add_parser("set-passphrase", help="protect the current person (and, without a keyring, their keys) with a "
+                                         "passphrase: the old one (if any) and the new one on standard input")
 
     prov = sub.add_parser("provider", help="model providers").add_subparsers(dest="action", required=True)
     pa = prov.add_parser("add", help="add or update a provider")
@@ -285,6 +287,12 @@ async def _amain(args: argparse.Namespace) -> int:
             print(f"Person {info['name']!r} added" + (" with a passphrase." if passphrase else "."))
             return EXIT_OK
         target = args.person or pod.person.name
+        if args.cmd == "person" and args.action == "set-passphrase":
+            pod.switch_person(target, passphrase)
+            new = sys.stdin.readline().rstrip("\n")
+            pod.set_passphrase(new, old=passphrase)
+            print(f"{target} is now protected by a passphrase.")
+            return EXIT_OK
         pod.switch_person(target, passphrase)  # raises with a clear message when locked
         if args.cmd == "person":
             rows = pod.people()

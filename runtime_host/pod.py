@@ -131,6 +131,7 @@ class Pod:
         self._agent_locks: dict[str, asyncio.Lock] = {}
         self._recent_turns: dict[str, collections.deque[float]] = {}
         self._closed = False
+        self._passphrases: dict[str, str] = {}  # in memory only: unlocks the encrypted-file vault
         self._epoch = 0  # bumped when a profile or provider changes: idle workers rebind
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._lease_task: asyncio.Task[None] | None = None
@@ -182,7 +183,9 @@ class Pod:
         return self.vault_for(self.person.id)
 
     def vault_for(self, person_id: str) -> Vault:
-        return Vault(f"{self.pod_id}/person/{person_id}")
+        """The person's secrets: the OS keyring, or where none exists an encrypted file in the data folder
+        unlocked with the person's passphrase (given when they unlocked Hearth)."""
+        return Vault.open(f"{self.pod_id}/person/{person_id}", self._passphrases.get(person_id), self.home)
 
     @property
     def channels(self) -> Any:
@@ -227,6 +230,8 @@ class Pod:
         if p.passphrase_hash and not check_passphrase(passphrase or "", p.passphrase_hash):
             raise StoreError(f"That passphrase does not unlock {name}. Try again.")
         self.person = p
+        if passphrase:
+            self._passphrases[p.id] = passphrase
         self.emit({"type": "person.switched", "person": p.name})
         return {"id": p.id, "name": p.name}
 
@@ -244,6 +249,7 @@ class Pod:
             s.add(row)
             s.commit()
             self.person = row
+        self._passphrases[self.person.id] = passphrase
 
     # -- schedules pause (the tray's switch; the scheduler reads it on every tick)
     @property
