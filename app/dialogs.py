@@ -315,6 +315,47 @@ class PartnersPage(QWidget):
         return True
 
 
+class SecurityPage(QWidget):
+    """The current person's passphrase: it locks them on a shared computer and, where no keyring exists,
+    encrypts their keys on disk. Also says whether agents run in the sandbox."""
+
+    def __init__(self, pod: Any, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.pod = pod
+        from runtime_host.sandbox import sandbox_status
+
+        layout = QVBoxLayout(self)
+        sandbox = QLabel(sandbox_status()[1])
+        sandbox.setWordWrap(True)
+        layout.addWidget(sandbox)
+        form = QFormLayout()
+        self.old = QLineEdit()
+        self.new = QLineEdit()
+        for label, w in (("Current passphrase", self.old), ("New passphrase", self.new)):
+            w.setEchoMode(QLineEdit.EchoMode.Password)
+            w.setAccessibleName(label)
+            form.addRow(label, w)
+        layout.addLayout(form)
+        self.save_button = QPushButton("Set passphrase")
+        self.save_button.clicked.connect(self.save)
+        layout.addWidget(self.save_button)
+        self.message = QLabel("")
+        self.message.setWordWrap(True)
+        layout.addWidget(self.message)
+        layout.addStretch(1)
+
+    def save(self) -> bool:
+        try:
+            self.pod.set_passphrase(self.new.text(), old=self.old.text() or None)
+        except StoreError as exc:
+            self.message.setText(str(exc))
+            return False
+        self.old.clear()
+        self.new.clear()
+        self.message.setText(f"{self.pod.person.name} is now protected by this passphrase.")
+        return True
+
+
 class SettingsDialog(QDialog):
     def __init__(self, pod: Any, parent: QWidget | None = None):
         super().__init__(parent)
@@ -328,6 +369,8 @@ class SettingsDialog(QDialog):
         self.tabs.addTab(self.channels, "Channels")
         self.partners = PartnersPage(pod)
         self.tabs.addTab(self.partners, "Partners")
+        self.security = SecurityPage(pod)
+        self.tabs.addTab(self.security, "Security")
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Close)
         buttons.accepted.connect(self._save)
         buttons.rejected.connect(self.reject)

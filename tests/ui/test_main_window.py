@@ -292,3 +292,14 @@ def test_edit_agent_changes_its_instructions(qtbot, qloop, ui_pod) -> None:
     dlg.system.setPlainText("You are now very terse.")
     dlg._save()
     assert next(a for a in ui_pod.list_agents() if a["name"] == "helper")["system"] == "You are now very terse."
+
+
+def test_security_page_sets_a_passphrase(qtbot, qloop, ui_pod) -> None:
+    dlg = SettingsDialog(ui_pod)
+    qtbot.addWidget(dlg)
+    page = dlg.security
+    page.new.setText("short")
+    assert not page.save() and "8 characters" in page.message.text()
+    page.new.setText("a long enough passphrase")
+    assert page.save()
+    assert [p["has_passphrase"] for p in ui_pod.people()] == [True]
