@@ -133,6 +133,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_transcribe_parser(sub)
 
+    sv = sub.add_parser("serve", help="host the pod headless with an authenticated HTTP contract (v1)")
+    sv.add_argument("--host", default="127.0.0.1")
+    sv.add_argument("--port", type=int, default=8765)
+    sv.add_argument("--new-token", action="store_true", help="make a new access token, print it once, and exit")
+
     tu = sub.add_parser("turns", help="turns with their steps as a tree")
     tu.add_argument("--json", action="store_true")
     tu.add_argument("--conversation")
@@ -369,6 +374,15 @@ async def _amain(args: argparse.Namespace) -> int:
             return EXIT_OK
         if args.cmd == "memory":
             return await _memory(pod, args)
+        if args.cmd == "serve":
+            from runtime_host import serve
+
+            if args.new_token:
+                print(serve.new_token(pod))
+                print("Keep this token: it is shown once. Only its hash is stored.", file=sys.stderr)
+                return EXIT_OK
+            await serve.serve(pod, args.host, args.port)
+            return EXIT_OK
         if args.cmd == "tasks":
             rows = pod.list_tasks(args.state)
             if args.json:
