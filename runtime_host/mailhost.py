@@ -102,12 +102,44 @@ class MailHost:
             self._task = asyncio.create_task(self._loop())
 
     async def _loop(self) -> None:
+        """One watcher per inbox (new inboxes are picked up every minute)."""
+        watchers: dict[str, asyncio.Task[None]] = {}
+        try:
+            while True:
+                for acct in ledger.list_accounts(self.engine):
+                    if not acct.paused and (acct.id not in watchers or watchers[acct.id].done()):
+                        watchers[acct.id] = asyncio.create_task(self._watch(acct.id))
+                await asyncio.sleep(POLL_EVERY_S)
+        finally:
+            for t in watchers.values():
+                t.cancel()
+
+    async def _watch(self, account_id: str) -> None:
+        """Polls an inbox, then waits with IDLE (where the server has it) until mail arrives or a minute
+        passes; on a failure it tells the person and tries again a minute later."""
         while True:
+            acct = self._account(account_id)
             try:
-                await self.poll_all()
-            except Exception:
-                log.exception("mail poll failed")
-            await asyncio.sleep(POLL_EVERY_S)
+                await self.poll(account_id)
+                room = self._room(acct)
+                lock = self._locks.setdefault(account_id, asyncio.Lock())
+                async with lock:
+                    has_idle = await asyncio.to_thread(self._supports_idle, room)
+                    if has_idle:
+                        await asyncio.to_thread(room.idle, POLL_EVERY_S - 5)
+                if not has_idle:
+                    await asyncio.sleep(POLL_EVERY_S)
+            except MailError as exc:
+                self.pod.emit({"type": "mail.failed", "person": acct.person_id, "account": acct.address,
+                               "error": str(exc)})
+                await asyncio.sleep(POLL_EVERY_S)
+
+    @staticmethod
+    def _supports_idle(room: Mailroom) -> bool:
+        try:
+            return "IDLE" in room._connected().capabilities
+        except (AttributeError, MailError):
+            return False
 
     async def close(self) -> None:
         if self._task:

@@ -107,3 +107,25 @@ async def test_another_persons_cards_cannot_be_decided(pod, script, servers) -> 
     with pytest.raises(StoreError, match="No inbox"):
         await pod.mail.approve(card["id"], mallory["id"])
     assert sink.messages == []
+
+
+async def test_the_watcher_wakes_on_idle_and_drafts_without_waiting_a_minute(pod, script, servers) -> None:
+    d, sink = servers
+    script([Text("On my way.")], repeat_last=True)
+    acct = add_inbox(pod, d, sink)
+    cards: list[dict] = []
+    polled = asyncio.Event()
+    pod.subscribe(lambda e: cards.append(e) if e["type"] == "card.created" else None)
+    pod.subscribe(lambda e: polled.set() if e["type"] == "mail.polled" else None)
+    pod.mail.start()
+    await asyncio.wait_for(polled.wait(), 30)  # the first check; the watcher now waits in IDLE
+    await asyncio.sleep(0.5)
+    t = asyncio.get_running_loop().time()
+    d.deliver(make_mail("lunch today?", "Lunch at 1?", sender="Bob <bob@example.org>"))
+    for _ in range(300):
+        if cards:
+            break
+        await asyncio.sleep(0.05)
+    assert cards, "IDLE did not wake the watcher"
+    assert asyncio.get_running_loop().time() - t < 20
+    assert acct
