@@ -25,6 +25,7 @@ SMOKE_OFFLINE_PROMPT = "Say hello in one short sentence."
 def _parser(version: str) -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="hearth", description="Hearth: a private AI pod on your own machine.")
     ap.add_argument("--version", action="version", version=f"Hearth {version}")
+    ap.add_argument("--show", action="store_true", help="open the window even when Hearth would start in the tray")
     ap.add_argument("--quit-after", type=float, default=None, help="quit after N seconds (for smoke checks)")
     smoke = ap.add_argument_group("self-test (for builds and CI)")
     smoke.add_argument("--smoke", action="store_true",
@@ -81,7 +82,8 @@ def main(argv: list[str] | None = None) -> int:
 
     async def run() -> None:
         pod = Pod(home)
-        if not pod.list_agents():
+        first_run = not pod.list_agents() and not pod.store.list_providers()
+        if first_run:
             # First run: an assistant on the built-in offline model, so Hearth answers at once.
             pod.add_agent("Assistant", profile="assistant")
         pod.start_background()
@@ -89,7 +91,14 @@ def main(argv: list[str] | None = None) -> int:
         window = MainWindow(pod)
         windows.append(window)
         window.closed.connect(closing.set)
-        window.show()
+        if first_run or args.show or not window.tray.available or args.quit_after is not None:
+            window.show()
+            if first_run:
+                from app.welcome import show_welcome
+
+                window.welcome = show_welcome(window)
+        else:  # later starts: Hearth lives in the tray; a click on the icon opens the window
+            window.tray.notify("Hearth is running", "Schedules and mail go on; open Hearth from the tray icon.")
         print(f"Hearth {__version__} is running (data in {pod.home}).", flush=True)
         if args.quit_after is not None:
             QTimer.singleShot(int(args.quit_after * 1000), window.close)

@@ -303,3 +303,16 @@ def test_security_page_sets_a_passphrase(qtbot, qloop, ui_pod) -> None:
     page.new.setText("a long enough passphrase")
     assert page.save()
     assert [p["has_passphrase"] for p in ui_pod.people()] == [True]
+
+
+def test_first_run_welcome_explains_offline_and_keys(qtbot, qloop, ui_pod) -> None:
+    from app.welcome import show_welcome
+
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    dlg = show_welcome(w)
+    text = dlg.text.text()
+    assert "offline" in text and "key" in text and "approval" in text
+    assert dlg.add_button.text() == "Add a model provider"
+    dlg.later.click()
+    assert not dlg.isVisible()
