@@ -167,6 +167,11 @@ class MainWindow(QMainWindow):
         self.new_agent_button.clicked.connect(self.open_new_agent)
         self.settings_button = QPushButton("Settings")
         self.settings_button.clicked.connect(self.open_settings)
+        side_layout.addWidget(QLabel("Conversations"))
+        self.conversations = QListWidget()
+        self.conversations.setAccessibleName("Conversations")
+        self.conversations.itemClicked.connect(self._on_conversation_clicked)
+        side_layout.addWidget(self.conversations, 1)
         side_layout.addWidget(self.new_agent_button)
         self.edit_agent_button = QPushButton("Edit agent")
         self.edit_agent_button.clicked.connect(self.open_edit_agent)
@@ -410,6 +415,27 @@ class MainWindow(QMainWindow):
         conv = self.pod.store.latest_conversation(inst.id)
         self.load_conversation(conv.id if conv else None)
 
+    def refresh_conversations(self) -> None:
+        self.conversations.clear()
+        if not self.agent:
+            return
+        try:
+            inst, _ = self.pod.find_agent(self.agent)
+        except StoreError:
+            return
+        import time as _time
+
+        for conv in self.pod.store.list_conversations(inst.id)[:200]:
+            when = _time.strftime("%d %b %H:%M", _time.localtime(conv.updated_at))
+            item = QListWidgetItem(f"{conv.title or 'New conversation'}\n{when}")
+            item.setData(Qt.ItemDataRole.UserRole, conv.id)
+            self.conversations.addItem(item)
+            if conv.id == self.conversation_id:
+                self.conversations.setCurrentItem(item)
+
+    def _on_conversation_clicked(self, item: QListWidgetItem) -> None:
+        self.load_conversation(item.data(Qt.ItemDataRole.UserRole))
+
     def load_conversation(self, conversation_id: str | None) -> None:
         self.conversation_id = conversation_id
         self._new_conversation = conversation_id is None
@@ -418,6 +444,7 @@ class MainWindow(QMainWindow):
             self.chat.set_messages([])
             self.header.setText(f"{self.agent} — new conversation")
             return
+        self.refresh_conversations()
         msgs = [(m.role, m.content) for m in self.pod.store.list_messages(conversation_id)]
         turns = self.pod.turns(conversation_id)
         failed = [t for t in turns if t["status"] == "failed" and t["error"]]
@@ -551,8 +578,11 @@ class MainWindow(QMainWindow):
             self.chat.append_message("error", str(exc))
             return
         if agent == self.agent:
+            new = self.conversation_id != run.conversation_id
             self.conversation_id = run.conversation_id
             self._new_conversation = False
+            if new:
+                self.refresh_conversations()
 
     # -- pod events
     def _on_pod_event(self, ev: dict[str, Any]) -> None:

@@ -316,3 +316,18 @@ def test_first_run_welcome_explains_offline_and_keys(qtbot, qloop, ui_pod) -> No
     assert dlg.add_button.text() == "Add a model provider"
     dlg.later.click()
     assert not dlg.isVisible()
+
+
+def test_the_sidebar_lists_the_agents_conversations(qtbot, qloop, ui_pod, script) -> None:
+    script([Text("first answer"), Text("second answer")])
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    send(qtbot, w, "first topic")
+    qloop.wait_until(lambda: "answered by" in w.header.text(), what="the first answer")
+    w.new_conversation()
+    send(qtbot, w, "second topic")
+    qloop.wait_until(lambda: "second answer" in w.chat.toPlainText(), what="the second answer")
+    titles = [w.conversations.item(i).text().splitlines()[0] for i in range(w.conversations.count())]
+    assert titles == ["second topic", "first topic"]
+    w._on_conversation_clicked(w.conversations.item(1))
+    assert "first answer" in w.chat.toPlainText() and "second answer" not in w.chat.toPlainText()
