@@ -4,12 +4,8 @@ policy's ranges, the transport's pinned origin, and that nothing configurable tu
 from __future__ import annotations
 
 import inspect
-import os
-import shutil
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,6 +27,7 @@ from runtime_host.partners import (
     vault_key,
 )
 from runtime_host.partners.net import AddressPolicy, PinnedTransport, normalise_fingerprint
+from tests.helpers.postgres import postgres_bindir, running_postgres
 
 FORBIDDEN = ["127.0.0.1", "127.255.255.254", "::1", "10.0.0.1", "10.255.255.255", "172.16.0.1", "172.31.255.255",
              "192.168.0.1", "169.254.169.254", "169.254.0.1", "fc00::1", "fd12:3456::1", "fe80::1", "100.64.0.1",
@@ -180,32 +177,12 @@ def test_migration_on_sqlite(tmp_path: Path) -> None:
 
 @pytest.fixture
 def postgres() -> Iterator[str]:
-    """A throwaway PostgreSQL 15 on 127.0.0.1, run as `nobody` (initdb refuses root)."""
+    """A throwaway PostgreSQL on 127.0.0.1 (tests/helpers/postgres.py)."""
     pytest.importorskip("psycopg", reason="the psycopg driver is not installed (pip install -e '.[test]')")
-    pg_config = shutil.which("pg_config")
-    bindir: Path | None = None
-    if pg_config is not None:
-        bindir = Path(subprocess.run([pg_config, "--bindir"], capture_output=True, text=True).stdout.strip())
-    if bindir is None or not (bindir / "initdb").exists() or shutil.which("runuser") is None:
-        pytest.skip("PostgreSQL 15 is not installed here (Debian package `postgresql`)")
-    folder = Path(tempfile.mkdtemp(prefix="hpg", dir="/tmp"))
-    os.chown(folder, 65534, 65534)
-    data = folder / "d"
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    as_nobody = ["runuser", "-u", "nobody", "--"]
-    subprocess.run(as_nobody + [str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "hearth"],
-                   check=True, capture_output=True, timeout=60)
-    subprocess.run(as_nobody + [str(bindir / "pg_ctl"), "-D", str(data), "-w", "-l", str(folder / "log"), "-o",
-                                f"-k {folder} -c listen_addresses=127.0.0.1 -p {port} -c fsync=off", "start"],
-                   check=True, capture_output=True, timeout=60)
-    try:
-        yield f"postgresql+psycopg://hearth@127.0.0.1:{port}/postgres"
-    finally:
-        subprocess.run(as_nobody + [str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
-                       capture_output=True, timeout=60)
-        shutil.rmtree(folder, ignore_errors=True)
+    if postgres_bindir() is None:
+        pytest.skip("PostgreSQL is not installed here (Debian package `postgresql`)")
+    with running_postgres() as url:
+        yield url
 
 
 def test_migration_on_postgres(postgres: str) -> None:
