@@ -862,9 +862,9 @@ class Pod:
 
         partner = self._partner(str(args.get("partner") or ""), person_id)
         message = str(args.get("message") or "")
+        found = self.store.get_instance(instance_id)
         d = self.gate("egress", message, person_id=person_id, agent_id=instance_id,
-                      agent_name=(self.store.get_instance(instance_id) or [None])[0].name if self.store.get_instance(instance_id) else instance_id,
-                      context={"partner": partner.name})
+                      agent_name=found[0].name if found else instance_id, context={"partner": partner.name})
         if d.action.value == "blocked":
             raise ValueError(f"not sent: {d.message}")
         pending = prepare_send(partner, message)
