@@ -243,7 +243,8 @@ class WikiView(QWidget):
         self.current = (scope, page.slug)
         meta = f"<p><i>{html.escape(self.pod.scope_label(scope))} · {html.escape(page.category)} · updated {html.escape(page.updated)}</i></p>"
         sources = "".join(f"<li>[{n}] <a href='hearth-source:{sid}'>{sid[:12]}</a></li>" for n, sid in sorted(page.citations.items()))
-        self.page.setHtml(f"<h2>{html.escape(page.title)}</h2>{meta}{page_html(page.body, page.citations, scope)}"
+        body = self.pod.restore_redactions(page.body)  # the owner's own view: redacted values put back
+        self.page.setHtml(f"<h2>{html.escape(page.title)}</h2>{meta}{page_html(body, page.citations, scope)}"
                           + (f"<h4>Sources</h4><ul>{sources}</ul>" if sources else ""))
         self.verified.setEnabled(True)
         self.verified.setChecked(page.verified)
@@ -272,7 +273,7 @@ class WikiView(QWidget):
             self.status.emit("That source is not yours to see.")
             return
         rec = await self._mem(lambda: self.pod.memory.get_source(sid))
-        dlg = SourceDialog(rec.title or sid[:12], rec.markdown, self)
+        dlg = SourceDialog(rec.title or sid[:12], self.pod.restore_redactions(rec.markdown), self)
         dlg.show()
         self.source_dialog = dlg
 

@@ -51,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     ae.add_argument("--model")
     ae.add_argument("--system")
     ae.add_argument("--toolkits")
+    ae.add_argument("--safety", help='the safety policy as JSON, e.g. \'{"egress": {"email": "block"}, "reversible": true}\'')
     ae.add_argument("--fallbacks", help="comma-separated provider or provider/model, tried in order when the "
                                         "primary is rate-limited or unreachable")
     al = ag.add_parser("list", help="list agents and their workers")
@@ -336,8 +337,13 @@ async def _amain(args: argparse.Namespace) -> int:
                         print(f"{name}\t{p['title']}: {p['role']}")
                 return EXIT_OK
             if args.action == "edit":
+                try:
+                    safety = json.loads(args.safety) if args.safety else None
+                except json.JSONDecodeError as exc:
+                    print(f"error: --safety is not JSON ({exc}).", file=sys.stderr)
+                    return EXIT_USAGE
                 info = pod.edit_agent(args.name, provider=args.provider, model=args.model, system=args.system,
-                                      toolkits=_split(args.toolkits), fallbacks=_split(args.fallbacks))
+                                      toolkits=_split(args.toolkits), fallbacks=_split(args.fallbacks), safety=safety)
                 print(f"Agent {info['name']!r} updated.")
                 return EXIT_OK
             if args.action == "add":

@@ -424,6 +424,14 @@ class Pod:
         """Changes an agent's provider, model, instructions or toolkits; its idle worker rebinds."""
         inst, profile = self.find_agent(name)
         fields: dict[str, Any] = {}
+        if changes.get("safety") is not None:
+            from runtime_host.safety.policy import Policy, PolicyError
+
+            try:
+                Policy.from_dict(name, changes["safety"])
+            except PolicyError as exc:
+                raise StoreError(str(exc)) from None
+            fields["safety"] = json.dumps(changes["safety"])
         if changes.get("fallbacks") is not None:
             for ref in changes["fallbacks"]:
                 if self._provider(ref.split("/", 1)[0]) is None:
@@ -1075,18 +1083,42 @@ class Pod:
     def audit_log(self, limit: int = 500, kind: str | None = None) -> list[dict[str, Any]]:
         return self.store.list_audit(self.person.id, limit, kind)
 
+    def safety_policy(self, agent_id: str | None, agent_name: str) -> Any:
+        """The agent's safety policy: its profile's settings over the defaults."""
+        from runtime_host.safety.policy import Policy
+
+        found = self.store.get_instance(agent_id) if agent_id else None
+        raw = found[1].safety if found else None
+        return Policy.from_dict(agent_name, json.loads(raw) if raw else None)
+
     def gate(self, phase: str, text: str, *, person_id: str, agent_id: str | None, agent_name: str,
              context: dict[str, Any] | None = None) -> Any:
         """Applies the agent's safety policy for one phase and audits what it decided (redacted, blocked,
-        asked, or allowed with findings). Returns the safety Decision."""
-        from runtime_host.safety.policy import Policy, decide
+        asked, or allowed with findings). Returns the safety Decision. Reversible redaction (opt-in per
+        agent) keeps its mapping in the person's vault, never on disk in plain text."""
+        from runtime_host.safety.policy import decide
 
-        d = decide(phase, text, Policy(agent=agent_name), context=context)
+        policy = self.safety_policy(agent_id, agent_name)
+
+        def keep_mapping(mapping_id: str, mapping: dict[str, str]) -> None:
+            self.vault_for(person_id).set(f"redactions/{mapping_id}", json.dumps(mapping))
+
+        d = decide(phase, text, policy, context=context, mapping_store=keep_mapping if policy.reversible else None)
         if d.findings or d.action.value != "allowed":
             self.audit(person_id=person_id, agent=agent_name, kind="gate", phase=phase, action=d.action.value,
                        rule=d.rule, summary=d.message,
                        detail={k: v for k, v in d.event.items() if k in ("detectors", "kinds", "chars", "context")})
         return d
+
+    def restore_redactions(self, text: str) -> str:
+        """The owner's own view of reversibly redacted text (never given to an agent or another person)."""
+        from runtime_host.safety.policy import restore
+
+        def lookup(mapping_id: str) -> dict[str, str] | None:
+            raw = self.vault().get(f"redactions/{mapping_id}")
+            return json.loads(raw) if raw else None
+
+        return restore(text, lookup)
 
     # -- memory
     @property

@@ -67,6 +67,7 @@ class AgentProfile(SQLModel, table=True):
     template: str | None = None
     fallbacks: str = "[]"  # JSON list of "provider" or "provider/model", tried in order after the primary
     allowlist: str | None = None  # JSON {toolkit: [actions]}: what this agent may call, fixed when set
+    safety: str | None = None  # JSON: the agent's safety policy per phase (runtime_host.safety.policy.Policy)
     created_at: float = Field(default_factory=now)
 
 
@@ -248,6 +249,7 @@ MIGRATIONS.append(
 )
 MIGRATIONS += _later_feature_migrations()
 MIGRATIONS.append(("0011_allowlist", ["ALTER TABLE agent_profile ADD COLUMN allowlist TEXT"]))
+MIGRATIONS.append(("0012_safety_policy", ["ALTER TABLE agent_profile ADD COLUMN safety TEXT"]))
 MIGRATIONS.sort(key=lambda m: m[0])  # applied in the order of their numbers, wherever they are declared
 
 
