@@ -331,3 +331,19 @@ def test_the_sidebar_lists_the_agents_conversations(qtbot, qloop, ui_pod, script
     assert titles == ["second topic", "first topic"]
     w._on_conversation_clicked(w.conversations.item(1))
     assert "first answer" in w.chat.toPlainText() and "second answer" not in w.chat.toPlainText()
+
+
+def test_edit_agent_sets_its_safety_policy(qtbot, qloop, ui_pod) -> None:
+    import json
+
+    dlg = AddAgentDialog.for_edit(ui_pod, "helper")
+    qtbot.addWidget(dlg)
+    policy = json.loads(dlg.safety.toPlainText())
+    assert policy["ingress"] == "flag"
+    dlg.safety.setPlainText('{"ingres": "off"}')
+    dlg._save()
+    assert "Unknown safety setting" in dlg.message.text()
+    dlg.safety.setPlainText(json.dumps({**policy, "ingress": "redact"}))
+    dlg._save()
+    inst, _ = ui_pod.find_agent("helper")
+    assert ui_pod.safety_policy(inst.id, "helper").ingress == "redact"
