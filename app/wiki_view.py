@@ -98,10 +98,16 @@ class WikiView(QWidget):
         self.results.setAccessibleName("Search results")
         self.results.itemActivated.connect(self._on_result)
         self.results.itemClicked.connect(self._on_result)
+        self.ask = QPushButton("Ask memory")
+        self.ask.setToolTip("An agent answers the question in the search box from memory, with citations")
+        self.ask.clicked.connect(self._on_ask)
         left = QWidget()
         ll = QVBoxLayout(left)
         ll.setContentsMargins(0, 0, 0, 0)
-        ll.addWidget(self.search)
+        search_row = QHBoxLayout()
+        search_row.addWidget(self.search, 1)
+        search_row.addWidget(self.ask)
+        ll.addLayout(search_row)
         ll.addWidget(self.tree, 2)
         ll.addWidget(self.results, 1)
 
@@ -320,6 +326,25 @@ class WikiView(QWidget):
                 self.results.addItem(item)
             if not hits:
                 self.results.addItem("Nothing found.")
+
+        self._run(go())
+
+    def _on_ask(self) -> None:
+        question = self.search.text().strip()
+        if not question:
+            self.status.emit("Type a question in the search box, then Ask memory.")
+            return
+        self.page.setHtml(f"<p><i>Asking memory: {html.escape(question)}…</i></p>")
+        self.tabs.setCurrentIndex(0)
+
+        async def go() -> None:
+            try:
+                result = await self.pod.ask_memory(question)
+            except Exception as exc:  # no agent yet, say
+                self.page.setHtml(f"<p>{html.escape(str(exc))}</p>")
+                return
+            answer = result.text if result.ok else f"The question could not be answered: {result.error}"
+            self.page.setHtml(f"<h3>{html.escape(question)}</h3>{render(answer)}")
 
         self._run(go())
 

@@ -125,6 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
     mpg = me_sub.add_parser("pages", help="list wiki pages")
     mpg.add_argument("--json", action="store_true")
     me_sub.add_parser("verify", help="find sources whose bytes no longer match their checksum")
+    mas = me_sub.add_parser("ask", help="an agent answers a question from memory, with citations")
+    mas.add_argument("question")
+    mas.add_argument("--agent")
     me_sub.add_parser("proposals", help="agent edits waiting for you on verified pages")
     mfa = me_sub.add_parser("forget-agent", help="delete everything one agent learned")
     mfa.add_argument("name")
@@ -263,6 +266,12 @@ async def _memory(pod: Any, args: argparse.Namespace) -> int:
             else:
                 for r in rows:
                     print(f"{r['scope']}\t{r.get('title') or r.get('corrupt')}\t{'verified' if r.get('verified') else ''}")
+        elif args.action == "ask":
+            result = await pod.ask_memory(args.question, args.agent)
+            if not result.ok:
+                print(f"error: {result.error}", file=sys.stderr)
+                return EXIT_FAILED
+            print(result.text)
         elif args.action == "verify":
             bad = await pod.in_memory_thread(pod.memory.verify)
             if bad:

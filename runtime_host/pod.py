@@ -1251,8 +1251,50 @@ class Pod:
             reports.append({"scope": scope, "decided_by": who, "pulled": rep.pulled, "kept": len(rep.kept),
                             "skipped": [{"item": k, "reason": r} for k, r in rep.skipped],
                             "quarantined": [{"item": k, "reason": r} for k, r in rep.quarantined]})
+        summaries = await self.memory_summarize()
+        for rep in reports:
+            rep["summaries"] = summaries.get(rep["scope"], 0)
         self.emit({"type": "memory.produced", "reports": reports})
         return reports
+
+    async def memory_summarize(self) -> dict[str, int]:
+        """Rolls long conversations up into summaries, searchable like any source (one per 30 new messages)."""
+        from runtime_host.memory_jobs import SUMMARY_EVERY, summarize
+
+        route = self._memory_route("extraction")
+        made: dict[str, int] = {}
+        for person in self.store.list_people():
+            scope = f"private/{person.id}"
+            for inst, _ in self.store.list_agents(person.id):
+                for conv in self.store.list_conversations(inst.id):
+                    msgs = [m for m in self.store.list_messages(conv.id) if m.role in ("user", "assistant")]
+                    upto = len(msgs) - len(msgs) % SUMMARY_EVERY
+                    if upto == 0:
+                        continue
+                    sid = f"summary-{conv.id}-{upto}"
+                    if await self.in_memory_thread(lambda sid=sid: self.memory.source_scope(sid)) is not None:
+                        continue  # this stretch is summarised already
+                    lines = [("person" if m.role == "user" else inst.name, m.content) for m in msgs[:upto]]
+                    text = summarize(route, conv.title or "untitled", lines)
+                    if not text:
+                        continue
+                    await self.in_memory_thread(lambda t=text, s=scope, i=sid, ts=msgs[upto - 1].created_at:
+                                                self.memory.add_source(t, scope=s, source_id=i, ts=ts, importance=0.6))
+                    made[scope] = made.get(scope, 0) + 1
+        return made
+
+    async def ask_memory(self, question: str, agent: str | None = None) -> Any:
+        """The slow path: an agent run answers a question from memory, citing what it used."""
+        agents = self.store.list_agents(self.person.id)
+        if not agents:
+            raise StoreError("There is no agent to ask; create one first.")
+        inst, profile = next(((i, p) for i, p in agents if i.name == agent), agents[0]) if agent else agents[0]
+        prompt = ("Answer this question from memory only. Call search_memory (more than once if useful), then answer "
+                  "briefly and cite every fact with the id in brackets, e.g. [source 1a2b3c]. If memory does not "
+                  f"say, answer that you do not know.\n\nQuestion: {question}")
+        run = await self.start_turn_for(inst, profile, prompt, new_conversation=True, origin="background",
+                                        title=f"Ask memory: {question[:40]}", model=None)
+        return await run.future
 
     async def memory_ingest(self) -> dict[str, Any]:
         """Turns the inbox into wiki pages (single writer); verified pages only get proposals."""

@@ -59,3 +59,33 @@ async def test_malformed_model_output_moves_nothing(pod, script) -> None:
     pod.store.set_role_model(pod.person.id, "extraction", "embedded", "")
     rep = (await pod.memory_produce())[0]
     assert rep["pulled"] == 6  # the failed run pulled nothing for good: everything is still there
+
+
+async def test_long_conversations_are_rolled_up_into_searchable_summaries(pod, script) -> None:
+    from runtime_host.memory_jobs import SUMMARY_EVERY
+
+    script([Text("Noted.")], repeat_last=True)
+    inst = pod.find_agent("helper")[0]
+    conv = pod.store.create_conversation(inst.id, "Holiday planning")
+    for i in range(SUMMARY_EVERY // 2):
+        turn = pod.store.create_turn(conv.id, inst.id)
+        text = "We decided the Lisbon trip is from 3 to 10 May with the kids." if i == 3 else f"ok {i}"
+        pod.store.add_message(conv.id, "user", text, turn_id=turn.id)
+        pod.store.add_message(conv.id, "assistant", "Noted.", turn_id=turn.id)
+    made = await pod.memory_summarize()
+    assert made == {f"private/{inst.person_id}": 1}
+    assert await pod.memory_summarize() == {}  # the same stretch is not summarised twice
+    hits = await pod.memory_search("when is the Lisbon trip", mode="keyword")
+    assert any("3 to 10 May" in h.snippet for h in hits)
+
+
+async def test_ask_memory_answers_with_citations(pod, script) -> None:
+    from tests.helpers.fake_model import ToolCalls
+
+    pod.edit_agent("helper", toolkits=["memory"])
+    inst = pod.find_agent("helper")[0]
+    await pod.in_memory_thread(lambda: pod.memory.add_source("The boiler code is 7731.", scope=f"private/{inst.person_id}"))
+    script([ToolCalls([("search_memory", {"query": "boiler code"})]),
+            lambda req: Text("The code is 7731 " + req.tool_results[-1].split("]")[0] + "]")])
+    result = await asyncio.wait_for(pod.ask_memory("What is the boiler code?"), 60)
+    assert result.ok and "7731" in result.text and "[source" in result.text
