@@ -1309,11 +1309,42 @@ class Pod:
         self.emit({"type": "memory.ingested", **out})
         return out
 
+    async def _reconcile_pages(self) -> list[str]:
+        """Model against model: the ingest model resolves contradicting claims on unverified pages, in favour
+        of the newest source. A page a person verified is never touched (human against model: the human wins).
+        Without a real model for the role, nothing is changed (rules cannot judge a contradiction)."""
+        from runtime_host.memory_jobs import model_reconcile
+        from runtime_host.providers import Route
+
+        route = self._memory_route("ingest")
+        if route is None or route.get("kind") == "embedded":
+            return []
+        reconcile = model_reconcile(Route.from_dict(route))
+        changed: list[str] = []
+        scopes = await self.in_memory_thread(self.memory.scopes_on_disk)
+        for scope in scopes:
+            pages, _corrupt = await self.in_memory_thread(lambda sc=scope: self.memory.list_pages(sc))
+            for page in pages:
+                if page.verified or len(set(page.citations.values())) < 2:
+                    continue
+                sources = [(n, await self.in_memory_thread(lambda sid=sid: self.memory.get_source(sid)))
+                           for n, sid in sorted(page.citations.items())]
+                body, why = await asyncio.to_thread(reconcile, page, sources)
+                if body is None:
+                    continue
+                from dataclasses import replace
+
+                await self.in_memory_thread(lambda p=page, b=body: self.memory.write_page(
+                    replace(p, body=b), author="agent:nightly"))
+                changed.append(f"{scope}/{page.slug}: {why}")
+        return changed
+
     async def memory_nightly(self) -> dict[str, Any]:
         from wiki_engine.pipeline import run_nightly
 
         rep = await self.in_memory_thread(lambda: run_nightly(self.memory))
         out = {k: v for k, v in vars(rep).items()}
+        out["reconciled"] = await self._reconcile_pages()
         self.emit({"type": "memory.nightly", **{k: v for k, v in out.items() if isinstance(v, int | list)}})
         return out
 

@@ -89,3 +89,31 @@ async def test_ask_memory_answers_with_citations(pod, script) -> None:
             lambda req: Text("The code is 7731 " + req.tool_results[-1].split("]")[0] + "]")])
     result = await asyncio.wait_for(pod.ask_memory("What is the boiler code?"), 60)
     assert result.ok and "7731" in result.text and "[source" in result.text
+
+
+async def test_nightly_reconciles_contradictions_but_never_a_verified_page(pod, script, fake_model) -> None:
+    import time as _time
+
+    from wiki_engine import Page
+
+    inst = pod.find_agent("helper")[0]
+    scope = f"private/{inst.person_id}"
+
+    def seed():
+        old = pod.memory.add_source("Clara's birthday is on 3 June.", scope=scope, ts=_time.time() - 86400 * 30)
+        new = pod.memory.add_source("Correction: Clara's birthday is on 4 June.", scope=scope, ts=_time.time())
+        for title, verified in (("Family", False), ("Birthdays", True)):
+            pod.memory.write_page(Page(title=title, scope=scope, category="family",
+                                       body="- Clara's birthday is on 3 June [1]\\n- Clara's birthday is on 4 June [2]",
+                                       citations={1: old, 2: new}), author="agent:wiki-writer")
+            if verified:
+                pod.memory.set_verified(scope, title, True)
+
+    await pod.in_memory_thread(seed)
+    pod.set_role_model("ingest", "fake/reconciler")
+    script([Text(json.dumps({"changed": True, "body": "- Clara's birthday is on 4 June [2]",
+                             "why": "the newer source corrects the date"}))], repeat_last=True)
+    out = await pod.memory_nightly()
+    assert [r.split(":")[0] for r in out["reconciled"]] == [f"{scope}/family"]
+    assert pod.memory.read_page(scope, "family").body.strip() == "- Clara's birthday is on 4 June [2]"
+    assert "3 June" in pod.memory.read_page(scope, "birthdays").body  # the verified page is the person's
