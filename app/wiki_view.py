@@ -53,7 +53,13 @@ def page_html(body: str, citations: dict[int, str], scope: str) -> str:
 
 
 class SourceDialog(QDialog):
-    """The verbatim source a citation points at (read-only: sources are immutable)."""
+    """The verbatim source a citation points at (read-only: sources are immutable; the owner may delete it).
+
+    Signals:
+    delete_requested(): the owner asked to delete this source.
+    """
+
+    delete_requested = Signal()
 
     def __init__(self, title: str, text: str, parent: QWidget | None = None):
         super().__init__(parent)
@@ -64,7 +70,14 @@ class SourceDialog(QDialog):
         self.text.setAccessibleName("Source text")
         layout.addWidget(QLabel("The exact text Hearth stored; it cannot be edited, only deleted by its owner."))
         layout.addWidget(self.text)
+        self.delete = QPushButton("Delete this source")
+        self.delete.clicked.connect(self._on_delete)
+        layout.addWidget(self.delete)
         self.resize(620, 420)
+
+    def _on_delete(self) -> None:
+        self.delete_requested.emit()
+        self.accept()
 
 
 class WikiView(QWidget):
@@ -280,8 +293,22 @@ class WikiView(QWidget):
             return
         rec = await self._mem(lambda: self.pod.memory.get_source(sid))
         dlg = SourceDialog(rec.title or sid[:12], self.pod.restore_redactions(rec.markdown), self)
+        dlg.source_id = sid
+        dlg.delete_requested.connect(self._on_delete_source)
         dlg.show()
         self.source_dialog = dlg
+
+    def _on_delete_source(self) -> None:
+        sid = getattr(self.sender(), "source_id", None)
+        if not sid:
+            return
+
+        async def go() -> None:
+            stale = await self.pod.memory_delete_source(sid)
+            self.status.emit(f"Source deleted; {len(stale)} page(s) will be written again without it.")
+            await self._load()
+
+        self._run(go())
 
     def _on_verified(self) -> None:
         checked = self.verified.isChecked()

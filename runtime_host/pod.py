@@ -1167,6 +1167,9 @@ class Pod:
                 importance=float(importance) if importance is not None else None))
         except wiki_engine.InstructionRefused as exc:
             self.emit({"type": "memory.quarantined", "person": person_id, "agent": instance_id, "reason": exc.reason})
+            self.audit(person_id=person_id, agent=found[0].name if found else instance_id, kind="memory",
+                       phase="memory_write", action="quarantined", rule="memory.instruction_filter",
+                       summary=f"not remembered: {exc.reason}", detail={"quarantine_id": exc.quarantine_id})
             raise ValueError(f"not remembered: {exc.reason} (held for the person to review)") from None
         self.emit({"type": "memory.remembered", "person": person_id, "agent": instance_id, "scope": scope,
                    "source_id": sid})
@@ -1228,6 +1231,13 @@ class Pod:
     async def memory_search(self, query: str, k: int = 10, mode: str = "hybrid") -> list[Any]:
         return await self.in_memory_thread(lambda: self.memory.search(query, scopes=self.person_scopes(), k=k, mode=mode))
 
+    async def memory_delete_source(self, source_id: str) -> list[str]:
+        """The owner deletes one source: gone from the index; pages that cited it are marked for re-synthesis."""
+        scope = await self.in_memory_thread(lambda: self.memory.source_scope(source_id))
+        if scope is None or scope not in self.person_scopes():
+            raise StoreError("No such source of yours.")
+        return await self.in_memory_thread(lambda: self.memory.delete_source(source_id))
+
     async def memory_forget_agent(self, name: str) -> int:
         inst, _ = self.find_agent(name)
         return await self.in_memory_thread(lambda: self.memory.forget_agent(inst.person_id, inst.id))
@@ -1248,6 +1258,10 @@ class Pod:
             rep = await self.in_memory_thread(lambda scope=scope, pid=pid: run_producer(
                 self.memory, scope=scope, origin="chat", fetch=lambda mark: self._chat_items(pid, mark),
                 decide=decide))
+            for key, reason in rep.quarantined:
+                self.audit(person_id=pid, agent=None, kind="memory", phase="memory_write", action="quarantined",
+                           rule="memory.instruction_filter", summary=f"a chat message was held back: {reason}",
+                           detail={"item": key})
             reports.append({"scope": scope, "decided_by": who, "pulled": rep.pulled, "kept": len(rep.kept),
                             "skipped": [{"item": k, "reason": r} for k, r in rep.skipped],
                             "quarantined": [{"item": k, "reason": r} for k, r in rep.quarantined]})

@@ -102,3 +102,16 @@ def test_forget_everything_about_me(qtbot, qloop, ui_pod) -> None:
     qloop.wait_until(lambda: "Forgot" in w.statusBar().currentMessage(), what="forgetting")
     hits = qloop.run(ui_pod.memory_search("orchids"))
     assert not hits
+
+
+def test_deleting_a_cited_source_takes_it_out_of_search(qtbot, qloop, ui_pod) -> None:
+    scope, sid = seed(qloop, ui_pod)
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show_wiki()
+    w.wiki._on_anchor(QUrl(f"hearth-source:{sid}"))
+    qloop.wait_until(lambda: hasattr(w.wiki, "source_dialog"), what="the source dialog")
+    w.wiki.source_dialog.delete.click()
+    qloop.wait_until(lambda: "Source deleted" in w.statusBar().currentMessage(), what="the deletion")
+    assert not [h for h in qloop.run(ui_pod.memory_search("orchids")) if h.id == sid]
+    assert "2 page(s)" in w.statusBar().currentMessage()
