@@ -73,6 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     app.setApplicationVersion(__version__)
     app.setDesktopFileName("hearth")  # packaging/hearth.desktop: the desktop matches windows to the entry
     _set_icon(app)
+    from app.theme import follow_system
+
+    follow_system(app)
     windows: list[Any] = []
     crash = install_crash_handler(home, parent=lambda: windows[0] if windows else None)
     loop = qasync.QEventLoop(app)
@@ -199,6 +202,9 @@ def _smoke_run(args: argparse.Namespace, tmp: Path, stage: list[str]) -> dict[st
     app.setApplicationName("Hearth")
     app.setQuitOnLastWindowClosed(False)  # as in the app: the loop ends when the pod has closed
     _set_icon(app)
+    from app.theme import follow_system
+
+    follow_system(app)
     crash = install_crash_handler(home)
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)

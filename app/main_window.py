@@ -59,27 +59,26 @@ class Composer(QPlainTextEdit):
 
     submitted = Signal()
     audio_dropped = Signal(str)
-
-    def _audio_paths(self, event: Any) -> list[str]:
-        md = event.mimeData()
-        if not md.hasUrls():
-            return []
-        return [u.toLocalFile() for u in md.urls() if u.toLocalFile().lower().endswith(AUDIO_SUFFIXES)]
-
-    def dragEnterEvent(self, event: Any) -> None:  # noqa: N802
-        if self._audio_paths(event):
-            event.acceptProposedAction()
-        else:
-            super().dragEnterEvent(event)
+    file_dropped = Signal(str)
 
     def dropEvent(self, event: Any) -> None:  # noqa: N802
-        paths = self._audio_paths(event)
-        if not paths:
+        md = event.mimeData()
+        files = [u.toLocalFile() for u in md.urls() if u.isLocalFile()] if md.hasUrls() else []
+        if not files:
             super().dropEvent(event)
             return
         event.acceptProposedAction()
-        for path in paths:
-            self.audio_dropped.emit(path)
+        for path in files:
+            if path.lower().endswith(AUDIO_SUFFIXES):
+                self.audio_dropped.emit(path)
+            else:
+                self.file_dropped.emit(path)
+
+    def dragEnterEvent(self, event: Any) -> None:  # noqa: N802
+        if event.mimeData().hasUrls():
+            event.acceptProposedAction()
+        else:
+            super().dragEnterEvent(event)
 
     def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802
         if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and event.modifiers() & Qt.KeyboardModifier.ControlModifier:
@@ -199,6 +198,10 @@ class MainWindow(QMainWindow):
         split.addWidget(self.bottom_tabs)
         split.setSizes([520, 160])
         center_layout.addWidget(split, 1)
+        self.inline_cards = QVBoxLayout()  # approval cards from this conversation's turns, inline
+        center_layout.addLayout(self.inline_cards)
+        self._inline: dict[str, QWidget] = {}
+        self._card_turns: dict[str, str] = {}  # card id -> conversation id
         row = QHBoxLayout()
         self.composer = Composer()
         self.composer.submitted.connect(self.send)
@@ -215,9 +218,14 @@ class MainWindow(QMainWindow):
         self.voice = VoiceButton()
         self.voice.attach_to(self.composer)
         self.composer.audio_dropped.connect(self.voice.controller.transcribe_file)
+        self.composer.file_dropped.connect(self.attach_file)
+        self.attach_button = QPushButton("Attach…")
+        self.attach_button.setToolTip("Attach a text file to the message (audio files are transcribed)")
+        self.attach_button.clicked.connect(self._on_attach_clicked)
         side_col = QVBoxLayout()
         side_col.addWidget(self.model_picker)
         side_col.addWidget(self.voice)
+        side_col.addWidget(self.attach_button)
         side_col.addWidget(self.send_button)
         row.addWidget(self.composer, 1)
         row.addLayout(side_col)
@@ -489,6 +497,58 @@ class MainWindow(QMainWindow):
         self.load_conversation(conversation_id)
         self.show_chat()
 
+    def _refresh_inline_cards(self, ev: dict[str, Any]) -> None:
+        """Cards created during a turn of this conversation show right above the composer, too."""
+        if ev.get("type") == "card.created" and self._live_turn and ev.get("card_id"):
+            self._card_turns[ev["card_id"]] = self.conversation_id or ""
+        for cid in list(self._inline):
+            if cid not in self.cards.widgets:
+                self._inline.pop(cid).deleteLater()
+        for cid, w in self.cards.widgets.items():
+            if cid in self._inline or self._card_turns.get(cid) != self.conversation_id:
+                continue
+            clone = type(w)(self.pod, w.card)
+            clone.decided.connect(self.cards._on_decided)
+            self._inline[cid] = clone
+            self.inline_cards.addWidget(clone)
+
+    MAX_ATTACH_CHARS = 100_000
+
+    def _on_attach_clicked(self) -> None:
+        from PySide6.QtWidgets import QFileDialog
+
+        path, _ = QFileDialog.getOpenFileName(self, "Attach a file")
+        if path:
+            self.attach_file(path)
+
+    def attach_file(self, path: str) -> bool:
+        """Adds a text file to the message being written (audio goes to the transcriber). Binary or huge
+        files are refused with the reason; nothing is sent until the person sends the message."""
+        import os
+
+        name = os.path.basename(path)
+        if path.lower().endswith(AUDIO_SUFFIXES):
+            self.voice.controller.transcribe_file(path)
+            return True
+        try:
+            with open(path, "rb") as f:
+                data = f.read(self.MAX_ATTACH_CHARS * 4 + 1)
+        except OSError as exc:
+            self.statusBar().showMessage(f"Could not read {name}: {exc.strerror or exc}")
+            return False
+        if b"\x00" in data[:8192]:
+            self.statusBar().showMessage(f"{name} is not a text file; only text files and audio can be attached.")
+            return False
+        text = data.decode("utf-8", "replace")
+        if len(text) > self.MAX_ATTACH_CHARS:
+            self.statusBar().showMessage(f"{name} is longer than {self.MAX_ATTACH_CHARS:,} characters; attach a part.")
+            return False
+        block = f"\n\nAttached file {name}:\n```\n{text.rstrip()}\n```\n"
+        self.composer.moveCursor(self.composer.textCursor().MoveOperation.End)
+        self.composer.insertPlainText(block)
+        self.statusBar().showMessage(f"Attached {name}.")
+        return True
+
     def show_approvals(self) -> None:
         self.pages.setCurrentWidget(self.cards)
 
@@ -599,6 +659,7 @@ class MainWindow(QMainWindow):
             return
         if kind in ("card.created", "card.decided"):
             self.cards.refresh()
+            self._refresh_inline_cards(ev)
         if kind in ("task.proposed", "task.changed"):
             self.tasks.refresh()
         if kind == "audit" and self.pages.currentWidget() is self.activity:

@@ -97,3 +97,27 @@ def test_mail_page_adds_an_inbox_saves_rules_and_polls_into_a_card(qtbot, qloop,
     finally:
         s.stop()
         d.stop()
+
+
+def test_a_card_from_this_conversation_shows_inline_and_can_be_approved_there(qtbot, qloop, ui_pod, inbox, script) -> None:
+    from PySide6.QtCore import Qt
+
+    from tests.helpers.fake_model import Text, ToolCalls
+
+    acct, sink = inbox
+    ui_pod.edit_agent("helper", toolkits=["mail"])
+    script([ToolCalls([("draft_mail", {"to": "bob@example.org", "subject": "Tuesday", "body": "Tuesday works.",
+                                        "why": "you asked me to confirm"})]),
+            lambda req: Text("I drafted it; it waits for your approval.")])
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.composer.setPlainText("confirm Tuesday with Bob")
+    qtbot.keyClick(w.composer, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+    qloop.wait_until(lambda: len(w._inline) == 1, what="the inline card")
+    inline = next(iter(w._inline.values()))
+    assert inline.body.toPlainText() == "Tuesday works." and "you asked me to confirm" in inline.findChildren(
+        type(w.header))[0].text()
+    qloop.wait_until(lambda: "answered by" in w.header.text(), what="the answer")
+    inline.approve.click()
+    qloop.wait_until(lambda: not w._inline, what="the card to go")
+    assert len(sink.messages) == 1

@@ -347,3 +347,31 @@ def test_edit_agent_sets_its_safety_policy(qtbot, qloop, ui_pod) -> None:
     dlg._save()
     inst, _ = ui_pod.find_agent("helper")
     assert ui_pod.safety_policy(inst.id, "helper").ingress == "redact"
+
+
+def test_attachments_add_text_files_and_refuse_binary_ones(qtbot, qloop, ui_pod, tmp_path) -> None:
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    notes = tmp_path / "notes.txt"
+    notes.write_text("line one\nline two")
+    blob = tmp_path / "photo.bin"
+    blob.write_bytes(b"\x89PNG\x00\x00binary")
+    w.composer.setPlainText("Please summarise")
+    assert w.attach_file(str(notes))
+    assert "Attached file notes.txt:" in w.composer.toPlainText() and "line two" in w.composer.toPlainText()
+    assert not w.attach_file(str(blob)) and "not a text file" in w.statusBar().currentMessage()
+
+
+def test_the_dark_system_appearance_is_followed(qapp) -> None:
+    from PySide6.QtCore import Qt
+    from PySide6.QtGui import QPalette
+
+    from app.theme import apply_theme
+
+    try:
+        assert apply_theme(qapp, Qt.ColorScheme.Dark) == "dark"
+        assert qapp.palette().color(QPalette.ColorRole.Window).lightness() < 100
+        assert apply_theme(qapp, Qt.ColorScheme.Light) == "light"
+        assert qapp.palette().color(QPalette.ColorRole.Window).lightness() > 150
+    finally:
+        apply_theme(qapp, Qt.ColorScheme.Light)
