@@ -25,6 +25,8 @@ SMOKE_OFFLINE_PROMPT = "Say hello in one short sentence."
 def _parser(version: str) -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="hearth", description="Hearth: a private AI pod on your own machine.")
     ap.add_argument("--version", action="version", version=f"Hearth {version}")
+    ap.add_argument("--remote", metavar="URL", help="use a pod hosted elsewhere (`python -m runtime_host serve`)")
+    ap.add_argument("--token-file", help="with --remote: a file holding the pod host's access token")
     ap.add_argument("--show", action="store_true", help="open the window even when Hearth would start in the tray")
     ap.add_argument("--quit-after", type=float, default=None, help="quit after N seconds (for smoke checks)")
     smoke = ap.add_argument_group("self-test (for builds and CI)")
@@ -83,7 +85,34 @@ def main(argv: list[str] | None = None) -> int:
     app.setQuitOnLastWindowClosed(False)  # the Pod shuts down first; then the loop ends
     closing = asyncio.Event()
 
+    async def run_remote() -> None:
+        from app.remote_window import RemoteWindow
+        from runtime_host.serve import RemotePod
+
+        try:
+            token = open(args.token_file, encoding="utf-8").read().strip() if args.token_file else ""
+        except OSError as exc:
+            print(f"error: cannot read the token file: {exc}", file=sys.stderr)
+            return
+        remote = RemotePod(args.remote, token)
+        window = RemoteWindow(remote, args.remote)
+        windows.append(window)
+        window.show()
+        await window.load()
+        print(f"Hearth {__version__} is running against the pod at {args.remote}.", flush=True)
+        if args.quit_after is not None:
+            await asyncio.sleep(args.quit_after)
+            window.close()
+        else:
+            gone = asyncio.Event()
+            app.lastWindowClosed.connect(gone.set)
+            await gone.wait()
+        await remote.close()
+
     async def run() -> None:
+        if args.remote:
+            await run_remote()
+            return
         pod = Pod(home)
         first_run = not pod.list_agents() and not pod.store.list_providers()
         if first_run:

@@ -106,3 +106,4 @@ def test_a_real_serve_process_answers_a_remote_client(home, fake_model, script) 
     finally:
         proc.terminate()
         proc.wait(10)
+
