@@ -129,3 +129,21 @@ async def test_the_watcher_wakes_on_idle_and_drafts_without_waiting_a_minute(pod
     assert cards, "IDLE did not wake the watcher"
     assert asyncio.get_running_loop().time() - t < 20
     assert acct
+
+
+async def test_mail_serves_the_channel_interface(pod, script, servers) -> None:
+    from runtime_host.channels.base import Channel
+    from runtime_host.channels.mail import MailChannel
+
+    d, sink = servers
+    add_inbox(pod, d, sink)
+    ch = MailChannel(pod.mail)
+    assert isinstance(ch, Channel)
+    await ch.start()
+    assert [link.person_id for link in ch.links(pod.person.id)] == [pod.person.id]
+    assert "Hearth → Mail" in ch.begin_link(pod.person.id).instructions
+    assert await ch.deliver_answer(pod.person.id, "Your weekly summary.", title="Weekly") == 1
+    (card,) = pod.mail.cards(pod.person.id)
+    assert card["to"] == "alice@example.org" and card["subject"] == "Weekly" and sink.messages == []
+    assert ch.unlink(0) and ch.links(pod.person.id) == []
+    await ch.stop()
