@@ -137,6 +137,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_transcribe_parser(sub)
 
+    mc = sub.add_parser("mcp", help="MCP servers whose tools agents may use once you allow them").add_subparsers(
+        dest="action", required=True)
+    mca = mc.add_parser("add", help="add a server: its command after --, or --url for streamable HTTP")
+    mca.add_argument("name")
+    mca.add_argument("--url")
+    mca.add_argument("argv", nargs=argparse.REMAINDER)
+    mcl = mc.add_parser("list", help="servers and the tools they list")
+    mcl.add_argument("--json", action="store_true")
+    mcw = mc.add_parser("allow", help="allow a server's tools (all it lists now, or --tool ...) for one agent")
+    mcw.add_argument("server")
+    mcw.add_argument("agent")
+    mcw.add_argument("--tool", action="append")
+    mcr = mc.add_parser("refresh", help="list a server's tools again (new ones stay unreachable until allowed)")
+    mcr.add_argument("name")
+
     sv = sub.add_parser("serve", help="host the pod headless with an authenticated HTTP contract (v1)")
     sv.add_argument("--host", default="127.0.0.1")
     sv.add_argument("--port", type=int, default=8765)
@@ -389,6 +404,26 @@ async def _amain(args: argparse.Namespace) -> int:
             return EXIT_OK
         if args.cmd == "memory":
             return await _memory(pod, args)
+        if args.cmd == "mcp":
+            if args.action == "add":
+                argv = [a for a in args.argv if a != "--"]
+                info = await pod.mcp.add_server(pod.person.id, args.name, command=argv or None, url=args.url)
+                print(f"MCP server {info['name']!r} added; it lists: {', '.join(info['tools']) or 'no tools'}. "
+                      f"Allow them for an agent with `mcp allow {info['name']} AGENT`.")
+            elif args.action == "list":
+                rows = pod.mcp.servers(pod.person.id)
+                if args.json:
+                    _print_json([{"name": r["name"], "transport": r["transport"],
+                                  "tools": [t["name"] for t in r["tools"]]} for r in rows])
+                else:
+                    for r in rows:
+                        print(f"{r['name']}\t{r['transport']}\t{', '.join(t['name'] for t in r['tools'])}")
+            elif args.action == "allow":
+                allowed = pod.allow_mcp(args.agent, args.server, args.tool)
+                print(f"{args.agent} may now use: {', '.join(allowed) or 'nothing'}")
+            elif args.action == "refresh":
+                print(", ".join(await pod.mcp.refresh(pod.person.id, args.name)))
+            return EXIT_OK
         if args.cmd == "serve":
             from runtime_host import serve
 

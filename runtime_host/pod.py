@@ -141,6 +141,7 @@ class Pod:
         self.subscribe(self._task_events)
         self._memory: Any = None
         self._mail: Any = None
+        self._mcp: Any = None
         self._channels: Any = None
         self._memory_pool: Any = None
         # Tools the Pod carries out for a worker, by name: handler(person_id, instance_id, args) -> output
@@ -151,6 +152,7 @@ class Pod:
             "read_mail": lambda p, a, args: self.mail.tool_read_mail(p, a, args),
             "draft_mail": lambda p, a, args: self.mail.tool_draft_mail(p, a, args),
             "hand_off": self._tool_hand_off,
+            "mcp": lambda p, a, args: self.mcp.call(p, a, args),
             "ask_partner": self._tool_ask_partner,
             "wait_for_task": self._tool_wait_for_task,
         }
@@ -195,6 +197,26 @@ class Pod:
 
             self._channels = ChannelsHost(self)
         return self._channels
+
+    @property
+    def mcp(self) -> Any:
+        if self._mcp is None:
+            from runtime_host.mcphost import McpHost
+
+            self._mcp = McpHost(self)
+        return self._mcp
+
+    def allow_mcp(self, agent: str, server: str, tools: list[str] | None = None) -> list[str]:
+        """A person allows an MCP server's tools (all it lists now, or the named ones) for one agent."""
+        inst, profile = self.find_agent(agent)
+        listed = self.mcp.catalog(inst.person_id).get(f"mcp:{server}")
+        if listed is None:
+            raise StoreError(f"No MCP server named {server!r}. Add it first with `mcp add`.")
+        chosen = listed if tools is None else [t for t in tools if t in listed]
+        allowlist = self.allowlist(inst, profile).allow(f"mcp:{server}", chosen)
+        self.store.update_profile(profile.id, allowlist=allowlist.to_json())
+        self._epoch += 1
+        return sorted(chosen)
 
     @property
     def mail(self) -> Any:
@@ -598,11 +620,13 @@ class Pod:
         return al
 
     def _binding(self, inst: AgentInstance, profile: AgentProfile) -> dict[str, Any]:
+        allowlist = self.allowlist(inst, profile)
         return {
+            "mcp_tools": self.mcp.offered(inst.person_id, allowlist),
             "person": inst.person_id,
             "agent": inst.id,
             "profile": {"name": inst.name, "system": profile.system_prompt, "toolkits": json.loads(profile.toolkits),
-                        "allowlist": self.allowlist(inst, profile).to_json()},
+                        "allowlist": allowlist.to_json()},
             "routes": self._routes(profile),
             "scratch": str(agent_dir(self.home, inst.person_id, inst.id)),
             "data_dir": str(self.home / "memory"),

@@ -48,6 +48,9 @@ class TurnContext:
         # Only what the allowlist allows is even offered to the model (fail closed).
         self.tools: dict[str, Tool] = {n: t for n, t in tools_for(profile.get("toolkits", [])).items()
                                        if self.guard is None or self.guard.allowlist.allows(t.toolkit, n)}
+        # MCP tools the Pod offers (listed by their server and allowed by a person); the Pod calls them.
+        for spec in binding.get("mcp_tools", []):
+            self.tools[spec["name"]] = _mcp_tool(spec)
         self.max_iterations = int(profile.get("max_iterations") or MAX_ITERATIONS)
 
     def emit(self, event: dict[str, Any]) -> None:
@@ -83,6 +86,22 @@ class TurnContext:
         self.emit_acked({"type": "step.finished", "step_id": step_id, "status": status, "result": result})
 
 
+def _mcp_tool(spec: dict[str, Any]) -> Tool:
+    server, tool = spec["server"], spec["tool"]
+
+    def call(_context: dict[str, Any] | None = None, **arguments: Any) -> Any:
+        pod_call = (_context or {}).get("pod_call")
+        if pod_call is None:
+            raise RuntimeError("MCP tools need the Pod, and this run has no Pod connection")
+        return pod_call("mcp", {"server": server, "tool": tool, "arguments": arguments})
+
+    schema = dict(spec.get("parameters") or {"type": "object", "properties": {}})
+    schema.setdefault("properties", {})
+    schema.setdefault("required", [])
+    return Tool(spec["name"], spec["toolkit"], spec.get("description") or f"{tool} from the {server} MCP server",
+                schema, call)
+
+
 def _guard_for(binding: dict[str, Any], channel: Channel) -> Any:
     """The pre-tool-call guard for this worker's binding, made once and kept on the binding."""
     if "_guard" in binding:
@@ -101,9 +120,15 @@ def _guard_for(binding: dict[str, Any], channel: Channel) -> Any:
         channel.send({"type": "event", "turn_id": turn_of.get("id"), "event": event})
 
     tools = tools_for(profile.get("toolkits", []))
-    binding["_guard"] = Guard.for_binding(binding, binding["data_dir"], allowlist, audit=audit,
-                                          shapes=shapes_for_tools(tools.values()))
-    return binding["_guard"]
+    guard = Guard.for_binding(binding, binding["data_dir"], allowlist, audit=audit,
+                              shapes=shapes_for_tools(tools.values()))
+    from runtime_host.guard import shape_from_schema
+
+    for spec in binding.get("mcp_tools", []):  # judged like any tool: its allowlist action is the server's name
+        guard.register(shape_from_schema(spec["name"], spec["toolkit"], spec.get("parameters") or {"properties": {}},
+                                         action=spec["tool"]))
+    binding["_guard"] = guard
+    return guard
 
 
 def run_turn(channel: Channel, binding: dict[str, Any], msg: dict[str, Any], cancel: threading.Event) -> None:
