@@ -315,6 +315,89 @@ class PartnersPage(QWidget):
         return True
 
 
+class McpPage(QWidget):
+    """MCP servers: add one (its command, or its URL), see the tools it lists, allow them for an agent."""
+
+    def __init__(self, pod: Any, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.pod = pod
+        layout = QVBoxLayout(self)
+        intro = QLabel("An MCP server gives agents more tools. Its tools are offered to an agent only after you allow "
+                       "them here; a tool the server adds later stays off until you allow it too. What the tools "
+                       "return is treated as untrusted text.")
+        intro.setWordWrap(True)
+        layout.addWidget(intro)
+        self.list = QListWidget()
+        self.list.setAccessibleName("MCP servers")
+        layout.addWidget(self.list)
+        form = QFormLayout()
+        self.name = QLineEdit()
+        self.command = QLineEdit()
+        self.command.setPlaceholderText("the command that starts it, e.g. npx -y @scope/server  (or an https:// URL)")
+        self.agent = QComboBox()
+        for label, w in (("Name", self.name), ("Command or URL", self.command), ("Allow for agent", self.agent)):
+            w.setAccessibleName(label)
+            form.addRow(label, w)
+        layout.addLayout(form)
+        row = QHBoxLayout()
+        self.add = QPushButton("Add server")
+        self.allow = QPushButton("Allow its tools for the agent")
+        self.add.clicked.connect(self._on_add)
+        self.allow.clicked.connect(self._on_allow)
+        row.addWidget(self.add)
+        row.addWidget(self.allow)
+        layout.addLayout(row)
+        self.message = QLabel("")
+        self.message.setWordWrap(True)
+        layout.addWidget(self.message)
+        self._tasks: set[Any] = set()
+        self.refresh()
+
+    def refresh(self) -> None:
+        self.list.clear()
+        for s in self.pod.mcp.servers(self.pod.person.id):
+            self.list.addItem(f"{s['name']} ({s['transport']}): {', '.join(t['name'] for t in s['tools']) or 'no tools'}")
+        self.agent.clear()
+        for a in self.pod.list_agents():
+            self.agent.addItem(a["name"], a["name"])
+
+    def _on_add(self) -> None:
+        import asyncio
+        import shlex
+
+        name, target = self.name.text().strip(), self.command.text().strip()
+        url = target if target.startswith(("http://", "https://")) else None
+        command = None if url else shlex.split(target)
+
+        async def go() -> None:
+            try:
+                info = await self.pod.mcp.add_server(self.pod.person.id, name, command=command, url=url)
+            except StoreError as exc:
+                self.message.setText(str(exc))
+                return
+            self.message.setText(f"Added {info['name']}: {', '.join(info['tools']) or 'no tools'}.")
+            self.refresh()
+
+        self.message.setText("Starting the server to list its tools…")
+        task = asyncio.ensure_future(go())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _on_allow(self) -> None:
+        item = self.list.currentItem()
+        agent = self.agent.currentData()
+        if item is None or not agent:
+            self.message.setText("Pick a server in the list and an agent first.")
+            return
+        server = item.text().split(" ", 1)[0]
+        try:
+            allowed = self.pod.allow_mcp(agent, server)
+        except StoreError as exc:
+            self.message.setText(str(exc))
+            return
+        self.message.setText(f"{agent} may now use: {', '.join(allowed) or 'nothing'}.")
+
+
 class SecurityPage(QWidget):
     """The current person's passphrase: it locks them on a shared computer and, where no keyring exists,
     encrypts their keys on disk. Also says whether agents run in the sandbox."""
@@ -369,6 +452,8 @@ class SettingsDialog(QDialog):
         self.tabs.addTab(self.channels, "Channels")
         self.partners = PartnersPage(pod)
         self.tabs.addTab(self.partners, "Partners")
+        self.mcp = McpPage(pod)
+        self.tabs.addTab(self.mcp, "MCP servers")
         self.security = SecurityPage(pod)
         self.tabs.addTab(self.security, "Security")
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Close)

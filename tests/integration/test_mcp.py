@@ -47,3 +47,4 @@ async def test_a_server_that_does_not_start_is_refused_clearly(pod) -> None:
         await pod.mcp.add_server(pod.person.id, "broken", command=[sys.executable, "-c", "import sys; sys.exit(3)"])
     with pytest.raises(StoreError, match="lowercase"):
         await pod.mcp.add_server(pod.person.id, "Bad Name", command=SERVER)
+
