@@ -10,12 +10,9 @@ test double, or another host.
 from __future__ import annotations
 
 import abc
-import ipaddress
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
-from urllib.parse import urlsplit
 
 from runtime_host.channels.store import Card, ChannelLink
 
@@ -124,15 +121,9 @@ class Channel(abc.ABC):
 
 def check_channel_address(url: str) -> None:
     """Refuses non-loopback channel servers when HEARTH_LOOPBACK_ONLY=1 (the test switch), like model calls."""
-    if os.environ.get("HEARTH_LOOPBACK_ONLY") != "1":
-        return
-    host = urlsplit(url).hostname or ""
-    if host == "localhost":
-        return
-    try:
-        if ipaddress.ip_address(host).is_loopback:
-            return
-    except ValueError:
-        pass
-    raise ChannelError(f"Refusing to reach {host!r}: HEARTH_LOOPBACK_ONLY=1 allows only loopback channel servers "
-                       "(tests never reach the internet).")
+    from runtime_host.netrules import refused_by_loopback_switch
+
+    host = refused_by_loopback_switch(url)
+    if host is not None:
+        raise ChannelError(f"Refusing to reach {host!r}: HEARTH_LOOPBACK_ONLY=1 allows only loopback channel servers "
+                           "(tests never reach the internet).")

@@ -9,7 +9,6 @@ so the caller can reconnect and resume from its watermark; a refused login is `M
 from __future__ import annotations
 
 import imaplib
-import ipaddress
 import re
 import select
 import socket
@@ -17,6 +16,8 @@ import ssl
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
+
+from runtime_host.netrules import is_loopback
 
 
 class MailError(Exception):
@@ -47,15 +48,6 @@ class ImapSettings:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def check_security(kind: str, host: str, security: str) -> None:

@@ -13,11 +13,8 @@ Imported by the worker only after it is ready (httpx is not cheap to import).
 
 from __future__ import annotations
 
-import ipaddress
-import os
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 
 @dataclass
@@ -77,20 +74,14 @@ class Route:
 
 def check_address_allowed(url: str) -> None:
     """Refuses non-loopback model addresses when HEARTH_LOOPBACK_ONLY is set (tests set it globally)."""
-    if os.environ.get("HEARTH_LOOPBACK_ONLY") != "1":
-        return
-    host = urlsplit(url).hostname or ""
-    if host == "localhost":
-        return
-    try:
-        if ipaddress.ip_address(host).is_loopback:
-            return
-    except ValueError:
-        pass
-    raise ProviderError(
-        "forbidden",
-        f"Refusing to call {host!r}: HEARTH_LOOPBACK_ONLY=1 allows only loopback model servers (tests never reach the internet).",
-    )
+    from runtime_host.netrules import refused_by_loopback_switch
+
+    host = refused_by_loopback_switch(url)
+    if host is not None:
+        raise ProviderError(
+            "forbidden",
+            f"Refusing to call {host!r}: HEARTH_LOOPBACK_ONLY=1 allows only loopback model servers (tests never reach the internet).",
+        )
 
 
 # Whether a wire format can pass tools to its model. The UI says so when a chosen model cannot use
