@@ -38,3 +38,26 @@ def worker_process(pid: int):  # type: ignore[no-untyped-def]
         if p.name().startswith("python") or "runtime_host.worker" in " ".join(p.cmdline()[:1]):
             return p
     return proc
+
+
+def bench_pod(base_url: str, **pod_kw):  # type: ignore[no-untyped-def]
+    """A pod in a fresh temp folder with one agent, "bench", on the fake model at `base_url`."""
+    import tempfile
+
+    from runtime_host.pod import Pod
+
+    pod = Pod(Path(tempfile.mkdtemp(prefix="hearth-bench-")), **pod_kw)
+    pod.add_provider("fake", kind="openai-compatible", base_url=base_url, model="fake-1")
+    pod.add_agent("bench", provider="fake")
+    return pod
+
+
+async def spawn_ready_ms(pod, n: int) -> list[float]:  # type: ignore[no-untyped-def]
+    """Cold spawn to ready, n times (the worker is stopped after each)."""
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        await pod.start_agent("bench")
+        out.append((time.perf_counter() - t) * 1000)
+        await pod.stop_agent("bench")
+    return out

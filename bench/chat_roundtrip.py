@@ -8,29 +8,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-import tempfile
 import time
-from pathlib import Path
 
-from _common import pct, python_bare_ms_p50, worker_process
+from _common import bench_pod, pct, python_bare_ms_p50, spawn_ready_ms, worker_process
 
-from runtime_host.pod import Pod  # noqa: E402
 from tests.helpers.fake_model import FakeModelServer, Text  # noqa: E402
 
 
 async def main() -> dict[str, float]:
     fake = FakeModelServer(lambda req: Text("pong")).start()
-    home = Path(tempfile.mkdtemp(prefix="hearth-bench-"))
-    pod = Pod(home)
-    pod.add_provider("fake", kind="openai-compatible", base_url=fake.base_url, model="fake-1")
-    pod.add_agent("bench", provider="fake")
+    pod = bench_pod(fake.base_url)
     try:
-        spawn = []
-        for _ in range(20):
-            t = time.perf_counter()
-            await pod.start_agent("bench")
-            spawn.append((time.perf_counter() - t) * 1000)
-            await pod.stop_agent("bench")
+        spawn = await spawn_ready_ms(pod, 20)
         cold = []
         for _ in range(10):
             await pod.stop_agent("bench")

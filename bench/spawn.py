@@ -9,13 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import tempfile
 import time
-from pathlib import Path
 
-from _common import pct, python_bare_ms_p50, worker_process
+from _common import bench_pod, pct, python_bare_ms_p50, spawn_ready_ms, worker_process
 
-from runtime_host.pod import Pod  # noqa: E402
 from runtime_host.supervisor import SupervisorConfig, default_memory_budget_mb  # noqa: E402
 from tests.helpers.fake_model import FakeModelServer, Text, ToolCalls  # noqa: E402
 
@@ -29,18 +26,10 @@ def model(req):
 
 async def main() -> dict[str, float]:
     fake = FakeModelServer(model).start()
-    home = Path(tempfile.mkdtemp(prefix="hearth-bench-"))
     budget = default_memory_budget_mb(16 * 1024**3)
-    pod = Pod(home, supervisor_config=SupervisorConfig(memory_budget_mb=budget, health_interval_s=3600))
-    pod.add_provider("fake", kind="openai-compatible", base_url=fake.base_url, model="fake-1")
-    pod.add_agent("bench", provider="fake")
+    pod = bench_pod(fake.base_url, supervisor_config=SupervisorConfig(memory_budget_mb=budget, health_interval_s=3600))
     try:
-        spawn = []
-        for _ in range(30):
-            t = time.perf_counter()
-            await pod.start_agent("bench")
-            spawn.append((time.perf_counter() - t) * 1000)
-            await pod.stop_agent("bench")
+        spawn = await spawn_ready_ms(pod, 30)
         first = []
         for _ in range(15):
             await pod.stop_agent("bench")
