@@ -46,14 +46,20 @@ def lead_script(fake_model):
     return calls
 
 
+async def lead_proposes(pod, message: str):
+    """The lead starts a turn and proposes a hand-off; returns its run and the proposed task row."""
+    proposed = asyncio.Event()
+    pod.subscribe(lambda e: proposed.set() if e["type"] == "task.proposed" else None)
+    run = await pod.start_turn("helper", message)
+    await asyncio.wait_for(proposed.wait(), 30)
+    (t,) = pod.list_tasks()
+    return run, t
+
+
 async def test_proposed_approved_active_done_with_the_result_on_the_row(two_agents, fake_model) -> None:
     pod = two_agents
     calls = lead_script(fake_model)
-    proposed = asyncio.Event()
-    pod.subscribe(lambda e: proposed.set() if e["type"] == "task.proposed" else None)
-    run = await pod.start_turn("helper", "please find the answer")
-    await asyncio.wait_for(proposed.wait(), 30)
-    (t,) = pod.list_tasks()
+    run, t = await lead_proposes(pod, "please find the answer")
     assert t["state"] == "proposed" and t["owner"] == "researcher" and t["creator"] == "helper"
     await asyncio.sleep(1.0)
     lead_calls_while_waiting = calls["lead"]
@@ -75,11 +81,7 @@ async def test_proposed_approved_active_done_with_the_result_on_the_row(two_agen
 async def test_a_rejected_hand_off_never_runs(two_agents, fake_model) -> None:
     pod = two_agents
     calls = lead_script(fake_model)
-    proposed = asyncio.Event()
-    pod.subscribe(lambda e: proposed.set() if e["type"] == "task.proposed" else None)
-    run = await pod.start_turn("helper", "please find the answer")
-    await asyncio.wait_for(proposed.wait(), 30)
-    (t,) = pod.list_tasks()
+    run, t = await lead_proposes(pod, "please find the answer")
     assert (await pod.decide_task(t["id"], False))["state"] == "rejected"
     result = await asyncio.wait_for(run.future, 60)
     assert "task rejected" in result.text and calls["researcher"] == 0
@@ -90,11 +92,7 @@ async def test_a_rejected_hand_off_never_runs(two_agents, fake_model) -> None:
 async def test_a_stuck_task_times_out_with_a_reason(two_agents, fake_model) -> None:
     pod = two_agents
     lead_script(fake_model)
-    proposed = asyncio.Event()
-    pod.subscribe(lambda e: proposed.set() if e["type"] == "task.proposed" else None)
-    run = await pod.start_turn("helper", "please find the answer")
-    await asyncio.wait_for(proposed.wait(), 30)
-    (t,) = pod.list_tasks()
+    run, t = await lead_proposes(pod, "please find the answer")
     with pod.store.engine.begin() as c:
         from sqlalchemy import text
 
@@ -107,11 +105,7 @@ async def test_a_stuck_task_times_out_with_a_reason(two_agents, fake_model) -> N
 async def test_delegation_is_one_level_deep(two_agents, fake_model) -> None:
     pod = two_agents
     lead_script(fake_model)
-    proposed = asyncio.Event()
-    pod.subscribe(lambda e: proposed.set() if e["type"] == "task.proposed" else None)
-    run = await pod.start_turn("helper", "please find the answer again")
-    await asyncio.wait_for(proposed.wait(), 30)
-    (t,) = pod.list_tasks()
+    run, t = await lead_proposes(pod, "please find the answer again")
     await pod.decide_task(t["id"], True)
     result = await asyncio.wait_for(run.future, 60)
     assert "one level deep" in result.text
