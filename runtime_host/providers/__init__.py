@@ -72,6 +72,12 @@ class Route:
         return cls(d["provider"], d["kind"], d.get("base_url") or "", d.get("model") or "", d.get("key"))
 
 
+def truncated(provider: str) -> ProviderError:
+    """The error for a stream that ended before its end marker (every wire format says it the same way)."""
+    return ProviderError("malformed", f"Provider {provider!r} ended its stream before the answer was complete "
+                                      "(truncated). Try again.")
+
+
 def check_address_allowed(url: str) -> None:
     """Refuses non-loopback model addresses when HEARTH_LOOPBACK_ONLY is set (tests set it globally)."""
     from runtime_host.netrules import refused_by_loopback_switch

@@ -16,7 +16,15 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from runtime_host.providers import Finished, ProviderError, ProviderEvent, Route, TextDelta, ToolCall
+from runtime_host.providers import (
+    Finished,
+    ProviderError,
+    ProviderEvent,
+    Route,
+    TextDelta,
+    ToolCall,
+    truncated,
+)
 from runtime_host.providers.http import open_stream, stream_error
 from runtime_host.providers.openai_compat import parse_arguments
 from runtime_host.providers.sse import iter_sse
@@ -184,10 +192,7 @@ class AnthropicStreamParser:
         if self.done:
             return []
         if self._stop is None:
-            raise ProviderError(
-                "malformed",
-                f"Provider {self.provider!r} ended its stream before the answer was complete (truncated). Try again.",
-            )
+            raise truncated(self.provider)
         return self._finish()
 
 

@@ -25,7 +25,15 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
-from runtime_host.providers import Finished, ProviderError, ProviderEvent, Route, TextDelta, ToolCall
+from runtime_host.providers import (
+    Finished,
+    ProviderError,
+    ProviderEvent,
+    Route,
+    TextDelta,
+    ToolCall,
+    truncated,
+)
 from runtime_host.providers.anthropic import is_error_result
 from runtime_host.providers.http import open_stream, stream_error
 from runtime_host.providers.sse import iter_sse
@@ -216,10 +224,7 @@ class GeminiStreamParser:
         if self.done:
             return []
         if self._finish is None:
-            raise ProviderError(
-                "malformed",
-                f"Provider {self.provider!r} ended its stream before the answer was complete (truncated). Try again.",
-            )
+            raise truncated(self.provider)
         self.done = True
         reason = _FINISH.get(self._finish, self._finish.lower())
         if reason == "stop" and self._calls:

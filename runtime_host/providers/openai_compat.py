@@ -11,7 +11,15 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from runtime_host.providers import Finished, ProviderError, ProviderEvent, Route, TextDelta, ToolCall
+from runtime_host.providers import (
+    Finished,
+    ProviderError,
+    ProviderEvent,
+    Route,
+    TextDelta,
+    ToolCall,
+    truncated,
+)
 from runtime_host.providers.http import open_stream, stream_error
 from runtime_host.providers.sse import iter_sse
 
@@ -114,10 +122,7 @@ class OpenAIStreamParser:
         if self.done:
             return []
         if self._finish is None:
-            raise ProviderError(
-                "malformed",
-                f"Provider {self.provider!r} ended its stream before the answer was complete (truncated). Try again.",
-            )
+            raise truncated(self.provider)
         self.done = True
         return self._finish_events()
 
