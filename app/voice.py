@@ -447,10 +447,12 @@ class VoiceButton(QWidget):
 
     # -- push-to-talk and toggle on one button
     def _on_pressed(self) -> None:
-        self._held.start()
         self._started_by_press = self.controller.state == "idle"
         if self._started_by_press:
             self.controller.start()
+        # Timed from when recording is running: opening the microphone can take a while on a busy
+        # machine, and that wait must not turn a short click into push-to-talk.
+        self._held.start()
 
     def _on_released(self) -> None:
         if self._started_by_press:
