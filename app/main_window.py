@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QKeyEvent, QKeySequence
+from PySide6.QtGui import QAction, QKeyEvent, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
@@ -227,6 +227,16 @@ class MainWindow(QMainWindow):
         side_col.addWidget(self.voice)
         side_col.addWidget(self.attach_button)
         side_col.addWidget(self.send_button)
+        self.stop_turn_button = QPushButton("Stop")
+        self.stop_turn_button.setAccessibleName("Stop the answer")
+        self.stop_turn_button.setToolTip("Stop this answer now (Esc); what it wrote so far is kept")
+        self.stop_turn_button.clicked.connect(self.stop_answer)
+        self.stop_turn_button.setEnabled(False)
+        side_col.addWidget(self.stop_turn_button)
+        self.stop_shortcut = QShortcut(QKeySequence(Qt.Key.Key_Escape), self, context=Qt.ShortcutContext.WindowShortcut)
+        self.stop_shortcut.activated.connect(self.stop_answer)
+        self.stop_shortcut.activatedAmbiguously.connect(self.voice.controller.cancel)  # dictating: Esc ends that first
+        self.stop_shortcut.setEnabled(False)
         row.addWidget(self.composer, 1)
         row.addLayout(side_col)
         center_layout.addLayout(row)
@@ -450,19 +460,26 @@ class MainWindow(QMainWindow):
         self.steps.clear_steps()
         if conversation_id is None:
             self.chat.set_messages([])
+            self._set_live_turn(None)
             self.header.setText(f"{self.agent} — new conversation")
             return
         self.refresh_conversations()
-        msgs = [(m.role, m.content) for m in self.pod.store.list_messages(conversation_id)]
         turns = self.pod.turns(conversation_id)
-        failed = [t for t in turns if t["status"] == "failed" and t["error"]]
+        notes = {t["id"]: t["note"] for t in turns if t["note"]}
+        msgs: list[tuple[str, str]] = []
+        stored = self.pod.store.list_messages(conversation_id)
+        for i, m in enumerate(stored):
+            msgs.append((m.role, m.content))
+            last_of_turn = i + 1 == len(stored) or stored[i + 1].turn_id != m.turn_id
+            if last_of_turn and m.turn_id in notes:  # a message with no answer says why
+                msgs.append(("error", notes.pop(m.turn_id)))
         self.chat.set_messages(msgs)
+        self._set_live_turn(next((t["id"] for t in turns if t["status"] in ("pending", "running") and not t["note"]), None))
         if turns:
             last = turns[-1]
             self.steps.load_tree(last["steps"])
-            if last in failed:
-                self.chat.append_message("error", f"The last turn failed: {last['error']}")
-            self.header.setText(f"{self.agent} — last answer by {last['model'] or '—'}")
+            self.header.setText(f"{self.agent} — last answer by {last['model'] or '—'}" if last["status"] == "done"
+                                else f"{self.agent} — {last['status']}")
         else:
             self.header.setText(f"{self.agent}")
 
@@ -615,6 +632,29 @@ class MainWindow(QMainWindow):
             self.agent = dlg.created["name"]
             self.refresh_agents()
 
+    # -- stopping
+    def _set_live_turn(self, turn_id: str | None) -> None:
+        self._live_turn = turn_id
+        self.stop_turn_button.setEnabled(turn_id is not None)
+        self.stop_shortcut.setEnabled(turn_id is not None)
+
+    def stop_answer(self) -> None:
+        """Stops the answer being written in this conversation (the Stop button, Esc)."""
+        turn_id = self._live_turn
+        if turn_id is None:
+            return
+        self.header.setText(f"{self.agent} — stopping…")
+
+        async def run() -> None:
+            try:
+                await self.pod.stop_turn(turn_id, "you")
+            except Exception as exc:  # shown to the person, never a traceback
+                self.statusBar().showMessage(f"Could not stop the answer: {exc}")
+
+        task = asyncio.ensure_future(run())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
     # -- sending
     def send(self) -> None:
         text = self.composer.toPlainText().strip()
@@ -669,7 +709,7 @@ class MainWindow(QMainWindow):
         if ev.get("conversation_id") != self.conversation_id or self.conversation_id is None:
             return
         if kind == "turn.started":
-            self._live_turn = ev["turn_id"]
+            self._set_live_turn(ev["turn_id"])
             self.steps.clear_steps()
             self.chat.stream_begin()
             self.header.setText(f"{self.agent} — working…")
@@ -688,8 +728,12 @@ class MainWindow(QMainWindow):
         elif kind == "turn.resuming":
             self.statusBar().showMessage(f"The agent's worker restarted ({ev.get('reason')}); resuming the turn.")
         elif kind == "turn.finished":
-            self._live_turn = None
-            if ev.get("status") == "done":
+            self._set_live_turn(None)
+            if ev.get("status") == "stopped":
+                self.chat.stream_end()
+                self.chat.append_message("error", f"Stopped: {ev.get('error')}")
+                self.header.setText(f"{self.agent} — stopped")
+            elif ev.get("status") == "done":
                 self.chat.stream_end(ev.get("text") or "")
                 model = ev.get("model") or "—"
                 if model == EMBEDDED["model"]:

@@ -157,6 +157,9 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--port", type=int, default=8765)
     sv.add_argument("--new-token", action="store_true", help="make a new access token, print it once, and exit")
 
+    st = sub.add_parser("stop", help="stop a turn at once (what it wrote so far is kept)")
+    st.add_argument("turn_id", nargs="?", help="the turn (see `turns`); or --agent for all of one agent's turns")
+    st.add_argument("--agent", help="stop every unfinished turn of this agent")
     tu = sub.add_parser("turns", help="turns with their steps as a tree")
     tu.add_argument("--json", action="store_true")
     tu.add_argument("--conversation")
@@ -499,13 +502,27 @@ async def _amain(args: argparse.Namespace) -> int:
                 for r in rows:
                     print(f"{r['id']}\t{r['agent']}\t{r['origin']}\t{r['status']}\t{r['prompt'][:50]}")
             return EXIT_OK
+        if args.cmd == "stop":
+            if bool(args.turn_id) == bool(args.agent):
+                print("error: name one turn (`stop TURN_ID`) or one agent (`stop --agent NAME`).", file=sys.stderr)
+                return EXIT_USAGE
+            outs = ([await pod.stop_turn(args.turn_id, "you (CLI)")] if args.turn_id
+                    else await pod.stops.stop_agent(args.agent, "you (CLI)"))
+            if not outs:
+                print(f"{args.agent} has no unfinished turn.")
+            failed = False
+            for out in outs:
+                failed |= out["status"] in ("pending", "running")
+                print(f"Turn {out['turn_id']}: {out['status']}" + (f" ({out['error']})" if out.get("error") else ""))
+            return EXIT_FAILED if failed else EXIT_OK
         if args.cmd == "turns":
             rows = pod.turns(args.conversation)
             if args.json:
                 _print_json(rows)
             else:
                 for t in rows:
-                    print(f"{t['id']}\t{t['status']}\t{t['model'] or '-'}\t{len(t['steps'])} steps\t{t['error'] or ''}")
+                    print(f"{t['id']}\t{t['status']}\t{t['model'] or '-'}\t{len(t['steps'])} steps\t"
+                          f"{t['note'] or t['error'] or ''}")
             return EXIT_OK
     finally:
         await pod.close()

@@ -17,7 +17,7 @@ import socket
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from runtime_host.profiles import shipped_profiles
 from runtime_host.states import WorkerState
 from runtime_host.store import AgentInstance, AgentProfile, Store, StoreError, now, step_dict, step_tree
 from runtime_host.supervisor import Supervisor, SupervisorConfig, WorkerHandle, WorkerStartError
+from runtime_host.turnstop import REQUESTED, TurnStops, note_for
 from vault import Vault, VaultUnavailable
 
 log = logging.getLogger("hearth.pod")
@@ -113,6 +114,7 @@ class _Run:
     origin: str = "chat"
     model: str | None = None  # "provider" or "provider/model" chosen for this message only
     person_id: str = ""
+    streamed: dict[str, str] = field(default_factory=dict)  # top-level model step id -> text streamed so far
 
 
 class Pod:
@@ -128,6 +130,7 @@ class Pod:
         self.supervisor = Supervisor(self._on_worker_message, self._on_worker_exit, self.emit,
                                      supervisor_config, worker_command)
         self._runs: dict[str, _Run] = {}
+        self.stops = TurnStops(self)
         self._agent_locks: dict[str, asyncio.Lock] = {}
         self._recent_turns: dict[str, collections.deque[float]] = {}
         self._closed = False
@@ -650,6 +653,7 @@ class Pod:
 
     async def stop_agent(self, name: str) -> None:
         inst, _profile = self.find_agent(name)
+        await self.stops.stop_agent(name, "you (Stop on the agent)", waiting_too=False)
         handle = self.supervisor.handles.get((inst.person_id, inst.id))
         if handle is not None:
             await handle.stop()
@@ -657,6 +661,7 @@ class Pod:
     async def restart_agent(self, name: str) -> dict[str, Any]:
         """Stops the agent's worker and starts a fresh one; also clears a fatal state."""
         inst, _profile = self.find_agent(name)
+        await self.stops.stop_agent(name, "you (Restart on the agent)", waiting_too=False)
         handle = self.supervisor.handles.get((inst.person_id, inst.id))
         if handle is not None:
             await handle.stop()
@@ -741,6 +746,8 @@ class Pod:
         lock = self._agent_locks.setdefault(inst.id, asyncio.Lock())
         async with lock:  # one turn at a time per worker; later turns wait their turn
             await self._rate_limit(run)
+            if run.future.done():  # stopped while it waited its turn
+                return
             run.started = True
             self.store.update_turn(run.turn_id, status="running", started_at=now())
             self.emit({"type": "turn.started", "turn_id": run.turn_id, "conversation_id": run.conversation_id,
@@ -761,7 +768,12 @@ class Pod:
                 if m.role in ("user", "assistant")]
 
     async def _send_turn(self, run: _Run, inst: AgentInstance, profile: AgentProfile) -> None:
+        old = self.supervisor.handles.get((inst.person_id, inst.id))
+        if old is not None:
+            await self.stops.wait_drained(old)  # a stopped turn's worker ends it (or is stopped) first
         handle = await self._ensure_worker(inst, profile)
+        if run.future.done():  # stopped while its worker started
+            return
         run.handle = handle
         handle.active_turn = run.turn_id
         if handle.state == WorkerState.READY:
@@ -783,7 +795,7 @@ class Pod:
             return
         status = outcome.get("status", "failed")
         text = outcome.get("text") or ""
-        if status == "done":
+        if status == "done" or (status == "stopped" and text):
             self.store.add_message(run.conversation_id, "assistant", text, turn_id=run.turn_id)
         self.store.update_turn(run.turn_id, status=status, error=outcome.get("error"), error_kind=outcome.get("error_kind"),
                                model=outcome.get("model"), iterations=int(outcome.get("iterations") or run.iterations),
@@ -806,6 +818,11 @@ class Pod:
             turn_id = msg.get("turn_id")
             run = self._runs.get(turn_id) if turn_id else None
             # The pipe is the identity: a worker may only speak for the turn it was given.
+            if (run is None or handle.active_turn != turn_id) and self.stops.worker_spoke(handle, turn_id, msg["event"]):
+                if "seq" in msg:  # the tail of a turn the person stopped: acknowledged, not recorded
+                    with contextlib.suppress(ConnectionError):
+                        handle.send({"type": "ack", "seq": msg["seq"], "result": {"error": "the turn was stopped"}})
+                return
             if run is None or handle.active_turn != turn_id:
                 log.warning("worker %s sent an event for a turn it does not own: %s", handle.label, turn_id)
                 if "seq" in msg:
@@ -1407,6 +1424,8 @@ class Pod:
         elif kind == "turn.finished":
             self._finish(run, ev)
         else:
+            if kind == "delta" and not ev.get("parent_id") and ev.get("step_id"):
+                run.streamed[ev["step_id"]] = run.streamed.get(ev["step_id"], "") + str(ev.get("text") or "")
             self.emit({**ev, **base})
 
     async def _on_worker_exit(self, handle: WorkerHandle, code: int) -> None:
@@ -1438,7 +1457,14 @@ class Pod:
             self._finish(run, {"status": "failed", "error_kind": "worker_crash",
                                "error": f"The agent's worker crashed and could not be restarted: {exc}"})
 
-    # -- reading turns
+    # -- stopping and reading turns
+    async def stop_turn(self, turn_id: str, by: str = "you") -> dict[str, Any]:
+        """Stops a turn at once, keeping what it streamed; see `runtime_host.turnstop`."""
+        return await self.stops.stop(turn_id, by)
+
+    def turn_live(self, t: Any) -> bool:
+        return t.id in self._runs or (bool(t.lease_owner) and (t.lease_until or 0) > now())
+
     def turns(self, conversation_id: str | None = None) -> list[dict[str, Any]]:
         out = []
         for t in self.store.list_turns(conversation_id):
@@ -1446,6 +1472,7 @@ class Pod:
                 "id": t.id, "conversation_id": t.conversation_id, "status": t.status, "error": t.error,
                 "error_kind": t.error_kind, "model": t.model, "iterations": t.iterations, "restarts": t.restarts,
                 "created_at": t.created_at, "started_at": t.started_at, "finished_at": t.finished_at,
+                "note": note_for(t, live=self.turn_live(t)),
                 "steps": step_tree(self.store.list_steps(t.id)),
             })
         return out
@@ -1469,6 +1496,7 @@ class Pod:
             await asyncio.sleep(60)
 
     def _ensure_lease_renewal(self) -> None:
+        self.stops.ensure_watch()
         if self._lease_task is None or self._lease_task.done():
             self._lease_task = asyncio.create_task(self._renew_leases())
 
@@ -1498,6 +1526,9 @@ class Pod:
         """Takes over one unfinished turn (e.g. a detached background run) and drives it to the end."""
         t = self.store.get_turn(turn_id)
         if t is None or t.status not in ("pending", "running"):
+            return None
+        if t.error_kind == REQUESTED and turn_id not in self._runs:  # asked to stop while no one ran it
+            await self.stops.stop(turn_id, (t.error or "").removeprefix("stop requested by ") or "you")
             return None
         if turn_id in self._runs:
             return self._runs[turn_id]
@@ -1550,6 +1581,9 @@ class Pod:
             self._lease_task.cancel()
         if self._scheduler_task:
             self._scheduler_task.cancel()
+        self.stops.close()
+        with contextlib.suppress(Exception):  # the next start resumes these at once, not after the lease
+            self.store.renew_leases(self.owner, list(self._runs), -1.0)
         if self._channels is not None:
             await self._channels.close()
         if self._mail is not None:

@@ -1,7 +1,8 @@
 """`python -m runtime_host serve`: a headless pod host with an authenticated HTTP contract.
 
 Contract v1 (JSON; every answer carries "contract": 1): GET /v1/health (no token), GET /v1/agents,
-POST /v1/chat {agent, message, conversation_id?, new?}, GET /v1/turns?conversation_id=, GET /v1/runs.
+POST /v1/chat {agent, message, conversation_id?, new?}, GET /v1/turns?conversation_id=, GET /v1/runs,
+POST /v1/turns/{id}/cancel (stops a turn at once; answers {turn_id, status, text, error}).
 The contract may only add fields; a breaking change gets a new route (/v2/...). Requests carry
 `Authorization: Bearer <token>`; only the token's scrypt hash is stored (pod_meta "serve_token").
 """
@@ -91,12 +92,16 @@ def make_app(pod: Any) -> Any:
     async def runs(_request: Request) -> JSONResponse:
         return answer({"runs": pod.runs()})
 
+    async def cancel(request: Request) -> JSONResponse:
+        return answer(await pod.stop_turn(request.path_params["turn_id"], "a remote client"))
+
     return Starlette(routes=[
         Route("/v1/health", health),
         Route("/v1/agents", guarded(agents)),
         Route("/v1/chat", guarded(chat), methods=["POST"]),
         Route("/v1/turns", guarded(turns)),
         Route("/v1/runs", guarded(runs)),
+        Route("/v1/turns/{turn_id}/cancel", guarded(cancel), methods=["POST"]),
     ])
 
 
@@ -152,6 +157,10 @@ class RemotePod:
     async def turns(self, conversation_id: str | None = None) -> list[dict[str, Any]]:
         params = {"conversation_id": conversation_id} if conversation_id else {}
         return (await self._get("/v1/turns", **params))["turns"]
+
+    async def cancel(self, turn_id: str) -> dict[str, Any]:
+        data = self._check(await self.http.post(f"{self.base}/v1/turns/{turn_id}/cancel"))
+        return {k: data.get(k) for k in ("turn_id", "status", "text", "error")}
 
     async def close(self) -> None:
         await self.http.aclose()
