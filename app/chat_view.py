@@ -150,7 +150,7 @@ class ChatView(QTextBrowser):
 class StepsTree(QTreeWidget):
     """The turn's steps (model calls, tool calls) as a tree; sub-agent calls nest under their parent."""
 
-    STATUS_ICON = {"started": "⏳", "finished": "✓", "failed": "✗", "interrupted": "⚠"}
+    STATUS_ICON = {"started": "⏳", "finished": "✓", "failed": "✗", "interrupted": "⚠", "stopped": "■"}
 
     def __init__(self, parent: Any = None):
         super().__init__(parent)
@@ -173,7 +173,10 @@ class StepsTree(QTreeWidget):
                  started_at: float | None = None) -> QTreeWidgetItem:
         parent = self._items.get(parent_id) if parent_id else None
         label = f"{'model' if kind == 'model' else 'tool'}: {name}"
-        details = "" if kind == "model" else json.dumps(arguments, ensure_ascii=False)[:300]
+        if kind == "model":  # which provider this model call went to
+            details = f"via {arguments['provider']}" if isinstance(arguments, dict) and arguments.get("provider") else ""
+        else:
+            details = json.dumps(arguments, ensure_ascii=False)[:300]
         item = QTreeWidgetItem([label, self.STATUS_ICON["started"], "", details])
         item.setData(0, Qt.ItemDataRole.UserRole, step_id)
         if parent is not None:
@@ -195,6 +198,8 @@ class StepsTree(QTreeWidget):
         item.setText(2, f"{took * 1000:.0f} ms")
         if isinstance(result, dict):
             out = result.get("output") or result.get("error") or result.get("text") or ""
+            if result.get("moved_to"):  # a fallback: say where the turn went and why
+                out = f"moved to {result['moved_to']} ({result.get('why') or out})"
             if out:
                 item.setText(3, (item.text(3) + " → " if item.text(3) else "") + str(out)[:300])
 

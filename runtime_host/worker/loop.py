@@ -197,7 +197,7 @@ def _call_model(ctx: TurnContext, messages: list[dict[str, Any]], tools: dict[st
         )
     last_error: ProviderError | None = None
     specs = [t.spec() for t in tools.values()]
-    for route in ctx.routes:
+    for i, route in enumerate(ctx.routes):
         step_id = ctx.start_step("model", route.model or route.provider, parent_id=parent_id,
                                  arguments={"provider": route.provider})
         text: list[str] = []
@@ -216,10 +216,23 @@ def _call_model(ctx: TurnContext, messages: list[dict[str, Any]], tools: dict[st
                 elif isinstance(ev, Finished):
                     model = ev.model or model
         except ProviderError as exc:
-            ctx.finish_step(step_id, "failed", {"error": str(exc), "error_kind": exc.kind, "status": exc.status})
+            failed: dict[str, Any] = {"error": str(exc), "error_kind": exc.kind, "status": exc.status}
             last_error = exc
-            if exc.may_fall_back and route is not ctx.routes[-1]:
+            later = ctx.routes[i + 1:]
+            if exc.may_fall_back and later and not text:  # the fallback rule (README): before any answer only
+                failed["moved_to"] = f"{later[0].provider}/{later[0].model}".rstrip("/")
+                failed["why"] = f"{exc.kind}: {exc}"
+                ctx.finish_step(step_id, "failed", failed)
                 continue
+            partial = "".join(text)
+            if partial:
+                failed["text"] = partial
+            ctx.finish_step(step_id, "failed", failed)
+            if exc.may_fall_back and later:
+                raise ProviderError(exc.kind, f"{exc} {route.model or route.provider} had already begun answering, "
+                                    "so the turn was not handed to the next model (two answers would be mixed); "
+                                    "what it wrote is kept in the turn's steps. Send the message again to retry.",
+                                    status=exc.status) from exc
             raise
         result = {"text": "".join(text), "tool_calls": calls, "model": model, "provider": route.provider}
         ctx.finish_step(step_id, "finished", result)

@@ -119,3 +119,36 @@ def test_offline_model_catches_the_turn_when_the_cloud_is_unreachable(pair) -> N
     ctx = StepLog([dead, Route("embedded", "embedded", "", "smollm2-135m-instruct")])
     result = _call_model(ctx, [{"role": "user", "content": "Say hello in one short sentence."}])
     assert result["provider"] == "embedded" and result["text"].strip()
+
+
+# -- the one fallback rule (README): another model takes the turn only if the first failed before it answered
+def test_server_error_moves_the_turn_and_the_step_says_where_and_why(pair) -> None:
+    primary, backup = pair
+    primary.script = Script([Error(500, "Internal error")])
+    backup.script = Script([Text("answered by the backup")])
+    ctx = StepLog([route_for(primary, "claude-a", provider="anthropic"), route_for(backup, "gemini-b", provider="google")])
+    result = _call_model(ctx, MESSAGES)
+    assert result["text"] == "answered by the backup" and result["model"] == "gemini-b"
+    moved = ctx.steps[0]["result"]
+    assert moved["moved_to"] == "google/gemini-b" and moved["why"].startswith("server:") and "500" in moved["why"]
+    assert len(primary.requests) == 1  # an HTTP error answer is never sent again to the same model
+
+
+def test_a_stream_that_stalls_after_it_began_is_not_glued_to_another_model_s_answer(pair, monkeypatch) -> None:
+    import httpx
+
+    from runtime_host.providers import http
+
+    monkeypatch.setattr(http, "_clients", {True: httpx.Client(timeout=httpx.Timeout(5.0, read=0.5))})
+    primary, backup = pair
+    primary.script = Script([Text("The first half of an answer that then stalls", chunk_chars=12, delay_s=3.0)])
+    backup.script = Script([Text("a different answer")])
+    ctx = StepLog([route_for(primary, "claude-a", provider="anthropic"), route_for(backup, "gemini-b", provider="google")])
+    with pytest.raises(ProviderError) as exc:
+        _call_model(ctx, MESSAGES)
+    assert exc.value.kind == "timeout" and "had already begun answering" in str(exc.value)
+    assert backup.requests == []
+    streamed = "".join(e["text"] for e in ctx.events if e["type"] == "delta")
+    assert streamed and "The first half of an answer".startswith(streamed[:20]) and "different" not in streamed
+    assert ctx.steps[0]["status"] == "failed" and ctx.steps[0]["result"]["text"] == streamed
+    assert len(ctx.steps) == 1
