@@ -115,7 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     me = sub.add_parser("memory", help="the memory wiki: pipelines, search, pages, proposals, forgetting")
     me_sub = me.add_subparsers(dest="action", required=True)
-    me_sub.add_parser("produce", help="pull new chat into the memory inbox (keep or skip)")
+    me_sub.add_parser("produce", help="pull new chat and mail into the memory inbox (keep or skip)")
     me_sub.add_parser("ingest", help="write wiki pages from the inbox")
     me_sub.add_parser("nightly", help="merge duplicates, re-synthesise, rebuild the index")
     msr = me_sub.add_parser("search", help="search what you may see")
@@ -125,9 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
     mpg = me_sub.add_parser("pages", help="list wiki pages")
     mpg.add_argument("--json", action="store_true")
     me_sub.add_parser("verify", help="find sources whose bytes no longer match their checksum")
-    mas = me_sub.add_parser("ask", help="an agent answers a question from memory, with citations")
+    mas = me_sub.add_parser("ask", help="the Ask memory model answers a question from memory, with citations")
     mas.add_argument("question")
-    mas.add_argument("--agent")
     me_sub.add_parser("proposals", help="agent edits waiting for you on verified pages")
     mfa = me_sub.add_parser("forget-agent", help="delete everything one agent learned")
     mfa.add_argument("name")
@@ -285,11 +284,13 @@ async def _memory(pod: Any, args: argparse.Namespace) -> int:
                 for r in rows:
                     print(f"{r['scope']}\t{r.get('title') or r.get('corrupt')}\t{'verified' if r.get('verified') else ''}")
         elif args.action == "ask":
-            result = await pod.ask_memory(args.question, args.agent)
+            result = await pod.ask_memory(args.question)
             if not result.ok:
                 print(f"error: {result.error}", file=sys.stderr)
                 return EXIT_FAILED
             print(result.text)
+            for n, ref in sorted(result.citations.items()):
+                print(f"[{n}] {ref}")
         elif args.action == "verify":
             bad = await pod.in_memory_thread(pod.memory.verify)
             if bad:

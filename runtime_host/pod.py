@@ -46,6 +46,7 @@ ROLES: dict[str, str] = {
     "extraction": "embedded",          # memory producer: keep or skip
     "ingest": "extraction",            # memory ingest may pin its own; else the extraction model
     "import": "extraction",            # bulk import likewise
+    "ask_memory": "ingest",            # "Ask memory" answers; else the ingest model
     "embedding": "local/all-MiniLM-L6-v2",
     "speech_to_text": "local/whisper-base",
     "text_to_speech": "",
@@ -1168,7 +1169,10 @@ class Pod:
         if self._memory is None:
             import wiki_engine
 
+            from runtime_host.memory_jobs import redactor
+
             self._memory = wiki_engine.open_memory(self.home / "memory")
+            self._memory.redactor = redactor(self)  # personal data redacted on every path into memory
         return self._memory
 
     async def in_memory_thread(self, fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
@@ -1229,26 +1233,7 @@ class Pod:
             return "nothing found in memory"
         return "\n".join(f"[{h.kind} {h.id[:12]}{' · ' + h.title if h.title else ''}] {h.snippet}" for h in hits)
 
-    # -- memory pipelines (run by the scheduler's memory timers, or by hand)
-    def _chat_items(self, person_id: str, since: Any) -> list[Any]:
-        """Chat messages of one person's conversations after a watermark, as memory items."""
-        from wiki_engine import Item
-
-        scope = f"private/{person_id}"
-        names = {i.id: i.name for i, _ in self.store.list_agents(person_id)}
-        items = []
-        for inst_id, agent_name in names.items():
-            for conv in self.store.list_conversations(inst_id):
-                for m in self.store.list_messages(conv.id):
-                    if m.role not in ("user", "assistant") or not m.content.strip():
-                        continue
-                    if since is not None and (m.created_at, m.id) <= (since.ts, since.key):
-                        continue
-                    who = "person" if m.role == "user" else agent_name
-                    items.append(Item(text=m.content, scope=scope, ts=m.created_at, kind="chat", key=m.id,
-                                      author=who, owner=person_id, agent=inst_id, subject=conv.title))
-        return items
-
+    # -- memory pipelines (run by the scheduler's memory timers, or by hand; see runtime_host/memory_jobs.py)
     def _memory_route(self, role: str) -> dict[str, Any] | None:
         try:
             return self.role_route(role)
@@ -1287,82 +1272,27 @@ class Pod:
         return await self.in_memory_thread(lambda: self.memory.forget_person(self.person.id))
 
     async def memory_produce(self) -> list[dict[str, Any]]:
-        """Pulls new chat into the memory inbox (keep or skip by the extraction model)."""
-        from runtime_host.memory_jobs import choose
-        from wiki_engine.pipeline import run_producer
+        """Pulls new chat and mail into the memory inbox (keep or skip by the extraction model), then summaries."""
+        from runtime_host import memory_jobs
 
-        who, decide, _ = choose(self._memory_route("extraction"))
-        reports = []
-        for person in self.store.list_people():
-            scope = f"private/{person.id}"
-            pid = person.id
-            rep = await self.in_memory_thread(lambda scope=scope, pid=pid: run_producer(
-                self.memory, scope=scope, origin="chat", fetch=lambda mark: self._chat_items(pid, mark),
-                decide=decide))
-            for key, reason in rep.quarantined:
-                self.audit(person_id=pid, agent=None, kind="memory", phase="memory_write", action="quarantined",
-                           rule="memory.instruction_filter", summary=f"a chat message was held back: {reason}",
-                           detail={"item": key})
-            reports.append({"scope": scope, "decided_by": who, "pulled": rep.pulled, "kept": len(rep.kept),
-                            "skipped": [{"item": k, "reason": r} for k, r in rep.skipped],
-                            "quarantined": [{"item": k, "reason": r} for k, r in rep.quarantined]})
-        summaries = await self.memory_summarize()
-        for rep in reports:
-            rep["summaries"] = summaries.get(rep["scope"], 0)
-        self.emit({"type": "memory.produced", "reports": reports})
-        return reports
+        return await memory_jobs.produce(self)
 
     async def memory_summarize(self) -> dict[str, int]:
-        """Rolls long conversations up into summaries, searchable like any source (one per 30 new messages)."""
-        from runtime_host.memory_jobs import SUMMARY_EVERY, summarize
+        from runtime_host import memory_jobs
 
-        route = self._memory_route("extraction")
-        made: dict[str, int] = {}
-        for person in self.store.list_people():
-            scope = f"private/{person.id}"
-            for inst, _ in self.store.list_agents(person.id):
-                for conv in self.store.list_conversations(inst.id):
-                    msgs = [m for m in self.store.list_messages(conv.id) if m.role in ("user", "assistant")]
-                    upto = len(msgs) - len(msgs) % SUMMARY_EVERY
-                    if upto == 0:
-                        continue
-                    sid = f"summary-{conv.id}-{upto}"
-                    if await self.in_memory_thread(lambda sid=sid: self.memory.source_scope(sid)) is not None:
-                        continue  # this stretch is summarised already
-                    lines = [("person" if m.role == "user" else inst.name, m.content) for m in msgs[:upto]]
-                    text = summarize(route, conv.title or "untitled", lines)
-                    if not text:
-                        continue
-                    await self.in_memory_thread(lambda t=text, s=scope, i=sid, ts=msgs[upto - 1].created_at:
-                                                self.memory.add_source(t, scope=s, source_id=i, ts=ts, importance=0.6))
-                    made[scope] = made.get(scope, 0) + 1
-        return made
+        return await memory_jobs.summarize_conversations(self)
 
-    async def ask_memory(self, question: str, agent: str | None = None) -> Any:
-        """The slow path: an agent run answers a question from memory, citing what it used."""
-        agents = self.store.list_agents(self.person.id)
-        if not agents:
-            raise StoreError("There is no agent to ask; create one first.")
-        inst, profile = next(((i, p) for i, p in agents if i.name == agent), agents[0]) if agent else agents[0]
-        prompt = ("Answer this question from memory only. Call search_memory (more than once if useful), then answer "
-                  "briefly and cite every fact with the id in brackets, e.g. [source 1a2b3c]. If memory does not "
-                  f"say, answer that you do not know.\n\nQuestion: {question}")
-        run = await self.start_turn_for(inst, profile, prompt, new_conversation=True, origin="background",
-                                        title=f"Ask memory: {question[:40]}", model=None)
-        return await run.future
+    async def ask_memory(self, question: str) -> Any:
+        """The slow path: the "Ask memory" role's model answers from what search finds, citing it."""
+        from runtime_host import memory_jobs
+
+        return await memory_jobs.ask(self, question)
 
     async def memory_ingest(self) -> dict[str, Any]:
-        """Turns the inbox into wiki pages (single writer); verified pages only get proposals."""
-        from runtime_host.memory_jobs import choose
-        from wiki_engine.pipeline import run_ingest
+        """Turns the inbox into wiki pages (single writer) once an ingest model is chosen."""
+        from runtime_host import memory_jobs
 
-        who, _, synthesize = choose(self._memory_route("ingest"))
-        rep = await self.in_memory_thread(lambda: run_ingest(self.memory, synthesize))
-        out = {"written_by": who, "written": rep.written, "proposed": [t for t, _ in rep.proposed],
-               "rejected": [{"title": t, "why": w} for t, w in rep.rejected], "consumed": len(rep.consumed),
-               "left_in_inbox": len(rep.left_in_inbox)}
-        self.emit({"type": "memory.ingested", **out})
-        return out
+        return await memory_jobs.ingest(self)
 
     async def _reconcile_pages(self) -> list[str]:
         """Model against model: the ingest model resolves contradicting claims on unverified pages, in favour
@@ -1395,13 +1325,9 @@ class Pod:
         return changed
 
     async def memory_nightly(self) -> dict[str, Any]:
-        from wiki_engine.pipeline import run_nightly
+        from runtime_host import memory_jobs
 
-        rep = await self.in_memory_thread(lambda: run_nightly(self.memory))
-        out = {k: v for k, v in vars(rep).items()}
-        out["reconciled"] = await self._reconcile_pages()
-        self.emit({"type": "memory.nightly", **{k: v for k, v in out.items() if isinstance(v, int | list)}})
-        return out
+        return await memory_jobs.nightly(self)
 
     async def _on_turn_event(self, handle: WorkerHandle, run: _Run, ev: dict[str, Any]) -> None:
         kind = ev.get("type")

@@ -172,6 +172,23 @@ class Memory:
         self._unsynced = False
         self.catalog.before_commit.append(self._sync_before_commit)
         self._closed = False
+        # Called as redactor(text, scope) on every text entering memory (sources, quarantine, pages); the Pod
+        # sets it to its personal-data redaction, so no path into memory (producer, mail, imports) skips it.
+        self.redactor: Callable[[str, str], str] | None = None
+
+    def clean_item(self, item: Item) -> Item:
+        """The item as it may be stored: its text, subject and author passed through the redactor."""
+        red = self.redactor
+        if red is None:
+            return item
+        return replace(item, text=red(item.text, item.scope), subject=red(item.subject, item.scope) if item.subject else "",
+                       author=red(item.author, item.scope) if item.author else "")
+
+    def clean_page(self, page: Page) -> Page:
+        red = self.redactor
+        if red is None:
+            return page
+        return replace(page, title=red(page.title, page.scope), body=red(page.body, page.scope))
 
     # ---- indexes ---------------------------------------------------------------------------------
 
@@ -241,6 +258,7 @@ class Memory:
         """
         with self._lock:
             self._check_open()
+            items = [self.clean_item(i) for i in items]
             ids = list(source_ids) if source_ids is not None else [None] * len(items)
             refused: set[int] = set()
             if check:
@@ -436,12 +454,33 @@ class Memory:
                     idx = self.index(sc)
                     idx.remove(sids)
                     idx.commit()
-            # A page built on a deleted source keeps none of it searchable until it is re-synthesised.
+            # Every claim that rested only on a deleted source leaves its page now (the page stays marked
+            # for re-synthesis, so a model can rewrite the prose around the gap).
+            gone = set(ids)
             for scope, slug in stale:
-                idx = self.index(scope)
-                idx.remove([f"page:{scope}/{slug}"])
-                idx.commit()
+                self._drop_claims(Scope.parse(scope), slug, gone)
             return sorted(f"page:{s}/{g}" for s, g in stale)
+
+    def _drop_claims(self, sc: Scope, slug: str, gone: set[str]) -> None:
+        idx = self.index(sc)
+        try:
+            page = self.pages.read(sc, slug)
+        except PageFormatError:
+            page = None
+        if page is None:
+            idx.remove([f"page:{sc}/{slug}"])
+            idx.commit()
+            return
+        page = page.without_sources(gone)
+        if not page.body.strip():
+            self.pages.delete(sc, slug)
+            with self.catalog.tx(immediate=True) as db:
+                db.execute("DELETE FROM stale_pages WHERE scope=? AND slug=?", (str(sc), slug))
+            idx.remove([page.key])
+        else:
+            self.pages.write(page)
+            idx.add([_page_doc(page)])
+        idx.commit()
 
     def _drop_scope(self, sc: Scope) -> None:
         with self._lock:
@@ -548,6 +587,7 @@ class Memory:
         return out
 
     def _write_one(self, page: Page, author: str, touched: set[Scope]) -> PageWrite:
+        page = self.clean_page(page)
         sc = Scope.parse(page.scope)
         self.check_citations(page)
         current = self.pages.read_text(sc, page.slug)
@@ -651,10 +691,9 @@ class Memory:
         """Re-reads a scope's page files into its index (after hand edits); returns the corrupt-file messages."""
         sc = Scope.parse(scope)
         pages, errors = self.pages.scan(sc)
-        stale = {r[0] for r in self.catalog.query("SELECT slug FROM stale_pages WHERE scope=?", (str(sc),))}
         idx = self.index(sc)
         idx.remove([i for i in idx.all_ids() if i.startswith("page:")])
-        idx.add([_page_doc(p) for p in pages if p.slug not in stale])
+        idx.add([_page_doc(p) for p in pages])
         idx.commit()
         return errors
 

@@ -103,6 +103,33 @@ class Page:
         return replace(self, body=body, citations={n: s for n, s in self.citations.items() if n not in hidden})
 
 
+    def without_sources(self, gone: set[str]) -> Page:
+        """This page with every claim that rests only on the ``gone`` sources dropped: a sentence (or list
+        item) whose citations all point at them is removed, one that also cites a kept source loses only
+        the gone numbers. No citation to a gone source is left behind."""
+        dead = {n for n, sid in self.citations.items() if sid in gone}
+        if not dead:
+            return self
+        lines: list[str] = []
+        for line in self.body.split("\n"):
+            if not any(int(n) in dead for n in _CITE_USE.findall(line)):
+                lines.append(line)
+                continue
+            prefix = re.match(r"^\s*(?:[-*+]|\d+[.)])?\s*", line)
+            head = prefix.group(0) if prefix else ""
+            kept: list[str] = []
+            for sentence in re.split(r"(?<=[.!?\]])\s+(?=\S)", line[len(head):]):
+                nums = {int(n) for n in _CITE_USE.findall(sentence)}
+                if nums and nums <= dead:
+                    continue
+                kept.append(_CITE_USE.sub(lambda m: "" if int(m.group(1)) in dead else m.group(0), sentence))
+            rest = " ".join(k.strip() for k in kept if k.strip())
+            if rest:
+                lines.append(head + rest)
+        body = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip("\n")
+        return replace(self, body=body, citations={n: s for n, s in self.citations.items() if n not in dead})
+
+
 def parse_page(text: str, *, where: str = "page") -> Page:
     """Parses page markdown; raises PageFormatError saying what is wrong and how to fix it."""
     if not text.startswith("---\n"):

@@ -8,10 +8,14 @@ and tests can pass deterministic functions.
 - Ingest: under the ``ingest`` lease, ``synthesize(batch) -> [Page]`` turns inbox sources into pages
   with citations. Verified pages get proposals. The inbox is cleared only for what landed.
 - Nightly: re-synthesise pages whose sources were deleted, merge duplicate pages, rebuild indexes.
+
+Without a capable model, ``rules_decide`` keeps or skips items by general rules (empty, small talk, too
+short, advertising) and no pages are written: sources stay searchable and wait in the inbox for a model.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -58,6 +62,34 @@ Fetch = Callable[[Watermark | None], Sequence[Item]]
 Decide = Callable[[Sequence[Item]], Sequence[Decision]]
 
 
+_SMALLTALK = re.compile(
+    r"^(ok(ay)?|k|yes|yeah|yep|no|nope|sure|thanks?( you)?|thx|lol|haha\w*|nice( one)?|cool|good (night|morning)|"
+    r"morning|night|see you( later| soon)?|bye|love you|sounds good)\b[\s,.!?]*((sure|sounds good|love you|yes|thanks)[\s,.!?]*)*$",
+    re.I,
+)
+_PROMO = re.compile(r"\b(unsubscribe|newsletter|% off|sale\b|click (here|to))", re.I)
+
+
+def rules_decide(items: Sequence[Item]) -> list[Decision]:
+    """Keep or skip without a model, by general rules only: skips empty items, small talk, items too short
+    to state a fact (under four words) and advertising; keeps everything else."""
+    out: list[Decision] = []
+    for it in items:
+        text = it.text.strip()
+        words = re.findall(r"\w+", text)
+        if not words:
+            out.append(Decision(False, "empty or emoji only"))
+        elif _SMALLTALK.match(text):
+            out.append(Decision(False, "small talk"))
+        elif len(words) < 4:
+            out.append(Decision(False, "too short to hold a fact"))
+        elif _PROMO.search(text):
+            out.append(Decision(False, "promotional mail"))
+        else:
+            out.append(Decision(True, "states a fact"))
+    return out
+
+
 def get_watermark(memory: Memory, scope: str, origin: str) -> Watermark | None:
     rows = memory.catalog.query("SELECT ts, item_key FROM watermarks WHERE scope=? AND origin=?", (scope, origin))
     return Watermark(rows[0][0], rows[0][1]) if rows else None
@@ -76,7 +108,7 @@ def run_producer(memory: Memory, *, scope: str, origin: str, fetch: Fetch, decid
     for it in items:
         if it.scope != sc:
             raise ValueError(f"fetch returned an item for {it.scope} while producing {sc}; fetch one scope at a time.")
-    items = [i for i in items if mark is None or not mark.covers(i)]
+    items = [memory.clean_item(i) for i in items if mark is None or not mark.covers(i)]
     report.pulled = len(items)
     if not items:
         report.watermark = mark

@@ -14,7 +14,7 @@ async def chat_some(pod, script) -> None:
         assert (await asyncio.wait_for(pod.chat("helper", msg), 30)).ok
 
 
-async def test_produce_and_ingest_with_the_rules_when_no_model_is_chosen(pod, script) -> None:
+async def test_without_a_model_memory_keeps_sources_and_search_but_writes_no_pages(pod, script) -> None:
     await chat_some(pod, script)
     reports = await pod.memory_produce()
     rep = reports[0]
@@ -23,9 +23,13 @@ async def test_produce_and_ingest_with_the_rules_when_no_model_is_chosen(pod, sc
     again = await pod.memory_produce()
     assert again[0]["pulled"] == 0  # the watermark moved: nothing is pulled twice
     out = await pod.memory_ingest()
-    assert out["written"] and out["consumed"] >= 1
+    assert out["written"] == [] and out["written_by"] is None and out["left_in_inbox"] >= 1
+    assert "Pages are written once an ingest model is chosen" in out["message"]
     hits = await pod.memory_search("when is Clara's birthday")
-    assert any("3 June" in h.snippet for h in hits)
+    assert any("3 June" in h.snippet for h in hits)  # search and the stored source work without a model
+    scope = f"private/{pod.person.id}"
+    assert pod.memory.typeahead("sister", scopes=[scope])
+    assert pod.memory.list_pages(scope) == ([], [])
 
 
 async def test_produce_with_a_model_that_answers_json(pod, script, fake_model) -> None:
@@ -79,16 +83,23 @@ async def test_long_conversations_are_rolled_up_into_searchable_summaries(pod, s
     assert any("3 to 10 May" in h.snippet for h in hits)
 
 
-async def test_ask_memory_answers_with_citations(pod, script) -> None:
-    from tests.helpers.fake_model import ToolCalls
-
-    pod.edit_agent("helper", toolkits=["memory"])
+async def test_ask_memory_answers_with_its_role_model_and_cites_sources(pod, script, fake_model) -> None:
     inst = pod.find_agent("helper")[0]
-    await pod.in_memory_thread(lambda: pod.memory.add_source("The boiler code is 7731.", scope=f"private/{inst.person_id}"))
-    script([ToolCalls([("search_memory", {"query": "boiler code"})]),
-            lambda req: Text("The code is 7731 " + req.tool_results[-1].split("]")[0] + "]")])
+    sid = await pod.in_memory_thread(lambda: pod.memory.add_source("The boiler code is 7731.", scope=f"private/{inst.person_id}"))
+    without = await pod.ask_memory("What is the boiler code?")
+    assert not without.ok and "Ask memory needs a capable model" in without.error and without.hits
+    assert fake_model.requests == []  # the tiny embedded model is never asked to answer from memory
+    pod.add_provider("strong", kind="openai-compatible", base_url=fake_model.base_url, model="strong-1")
+    pod.set_role_model("ask_memory", "strong/strong-1")
+    convs_before = len(pod.store.list_conversations(inst.id))
+    script([lambda req: Text("The code is 7731 [1]. Also [9].")])
     result = await asyncio.wait_for(pod.ask_memory("What is the boiler code?"), 60)
-    assert result.ok and "7731" in result.text and "[source" in result.text
+    assert result.ok and result.text == "The code is 7731 [1]. Also ." and result.citations == {1: sid}
+    assert result.answered_by == "strong/strong-1" and fake_model.requests[-1].body["model"] == "strong-1"
+    assert "7731" in fake_model.requests[-1].last_user
+    # Its instructions are not a conversation: nothing new in the agent's chats, nothing the producer could pull.
+    assert len(pod.store.list_conversations(inst.id)) == convs_before
+    assert (await pod.memory_produce())[0]["pulled"] == 0
 
 
 async def test_nightly_reconciles_contradictions_but_never_a_verified_page(pod, script, fake_model) -> None:

@@ -1,4 +1,5 @@
-"""The memory harness produces honest metrics; wiki_engine imports nothing of ours and no Qt; model files are pinned."""
+"""The in-house memory set (a test, not a headline) produces honest metrics; product code holds no rule tuned
+to it; wiki_engine imports nothing of ours and no Qt; model files are pinned."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from wiki_engine.bench import baseline_decide, categorize, load_dataset, run_harness
+from tests.wiki.harness import categorize, load_dataset, run_harness
 from wiki_engine.embed import ModelFileError, verified_file
+from wiki_engine.pipeline import rules_decide
 from wiki_engine.render import Item
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,7 +39,7 @@ def test_harness_runs_the_pipeline_and_appends_to_the_scoreboard(tmp_path: Path)
 
 def test_harness_counts_front_matter_failures(tmp_path: Path) -> None:
     from wiki_engine import open_memory
-    from wiki_engine.bench import wiki_metrics
+    from tests.wiki.harness import wiki_metrics
 
     wiki = tmp_path / "wiki" / "public"
     wiki.mkdir(parents=True)
@@ -51,16 +53,32 @@ def test_harness_counts_front_matter_failures(tmp_path: Path) -> None:
     assert w["pages"] == 1 and w["empty_front_matter_failures"] == 1 and w["claim_citation_coverage"] == 0.0
 
 
-def test_baseline_extractor_and_categories() -> None:
+def test_rules_without_a_model_and_the_test_only_categories() -> None:
     items = [Item(text=t, scope="public", ts=1.0) for t in ("ok thanks", "👍", "Bob is allergic to peanuts", "Huge spring SALE this weekend, click to unsubscribe")]
-    assert [(d.keep, d.reason) for d in baseline_decide(items)] == [
+    assert [(d.keep, d.reason) for d in rules_decide(items)] == [
         (False, "small talk"), (False, "empty or emoji only"), (True, "states a fact"), (False, "promotional mail")]
     assert categorize("Biscuit needs a vet visit") == "pets"
 
 
+def test_product_code_holds_no_words_tuned_to_the_in_house_set() -> None:
+    """The in-house set's names and category words (and substring matching that files "scarred" under car)
+    live in the tests only: no product module may carry them."""
+    data = load_dataset()
+    tuned = {"emma", "leo", "biscuit", "lisbon", "co-op", "okafor", "stopcock"}
+    assert all(w in json.dumps(data).lower() for w in tuned)
+    product = [p for d in ("wiki_engine", "runtime_host", "app", "vault") for p in (ROOT / d).rglob("*.py")]
+    for path in product:
+        text = path.read_text("utf-8").lower()
+        found = sorted(w for w in tuned if f'"{w}"' in text or f"'{w}'" in text)
+        assert not found, f"{path.relative_to(ROOT)} holds words tuned to the in-house set: {found}"
+        assert "def categorize" not in text, path
+    assert not (ROOT / "wiki_engine" / "bench.py").exists()
+    assert not (ROOT / "wiki_engine" / "data" / "memory_dataset.json").exists()
+
+
 def test_wiki_engine_imports_nothing_of_ours_and_no_qt() -> None:
     code = (
-        "import sys, wiki_engine, wiki_engine.pipeline, wiki_engine.bench, wiki_engine.embed;"
+        "import sys, wiki_engine, wiki_engine.pipeline, wiki_engine.embed;"
         "bad = [m for m in sys.modules if m.split('.')[0] in ('runtime_host', 'vault', 'app', 'PySide6', 'PyQt5', 'PyQt6', 'qasync')];"
         "print(bad)"
     )

@@ -255,9 +255,12 @@ def test_forgetting_a_source_purges_it_and_marks_citing_pages(mem: Memory) -> No
     assert mem.search("passport 123456789", scopes=["private/alice"], mode="keyword")
     stale = mem.delete_source(a)
     assert stale == ["page:private/alice/travel"] and mem.stale_pages() == stale
+    page = mem.read_page("private/alice", "travel")
+    assert page is not None and "Passport" not in page.body and page.citations == {2: b}  # its claim left the page
     for mode in ("keyword", "hybrid", "meaning"):
-        ids = {h.id for h in mem.search("passport number expires November", scopes=["private/alice"], k=10, mode=mode)}
-        assert a not in ids and "page:private/alice/travel" not in ids, mode
+        hits = mem.search("passport number expires November", scopes=["private/alice"], k=10, mode=mode)
+        assert a not in {h.id for h in hits}, mode
+        assert not any("assport" in h.snippet for h in hits), mode
     assert mem.typeahead("alice's passp", scopes=["private/alice"]) == []
     assert not list((mem.root / "sources").rglob(f"{a}.md"))
     assert mem.verify() == []
@@ -265,6 +268,28 @@ def test_forgetting_a_source_purges_it_and_marks_citing_pages(mem: Memory) -> No
     rep = run_ingest(mem, lambda batch: [Page("Travel", "private/alice", "travel", "Aisle seats [1].", {1: b})
                                          for _ in batch.stale_pages])
     assert rep.written == ["page:private/alice/travel"] and mem.stale_pages() == []
+
+
+def test_deleting_a_source_drops_its_claims_from_every_page(mem: Memory) -> None:
+    clara = mem.add_source("Clara's birthday is on 3 June.", scope="private/alice")
+    orchid = mem.add_source("Clara loves orchids.", scope="private/alice")
+    mem.write_page(Page("Clara", "private/alice", "family",
+                        "- Birthday: 3 June [1]\n- Loves orchids [2]\n\nShe turns 40 on 3 June [1]. Orchids or tulips [2][1].",
+                        {1: clara, 2: orchid}), author="agent:writer")
+    mem.write_page(Page("Birthdays", "private/alice", "family", "Clara: 3 June [4].", {4: clara}), author="agent:writer")
+    mem.write_page(Page("Gifts", "private/alice", "family", "Orchids for Clara [1]. See [[Clara]].", {1: orchid}),
+                   author="agent:writer")
+    mem.set_verified("private/alice", "Gifts", True)
+    assert sorted(mem.delete_source(clara)) == ["page:private/alice/birthdays", "page:private/alice/clara"]
+    page = mem.read_page("private/alice", "Clara")
+    assert page is not None and page.citations == {2: orchid}
+    assert "June" not in page.body and "Loves orchids [2]" in page.body and "Orchids or tulips [2]." in page.body
+    assert mem.read_page("private/alice", "Birthdays") is None  # nothing of it was left
+    assert clara not in {sid for p in mem.list_pages("private/alice")[0] for sid in p.citations.values()}
+    mem.delete_source(orchid)  # a verified page loses the claim too: forgetting is the person's own act
+    gifts = mem.read_page("private/alice", "Gifts")
+    assert gifts is None or orchid not in gifts.citations.values()
+    assert mem.search("June birthday orchids", scopes=["private/alice"], mode="keyword") == []
 
 
 def test_forget_an_agent_and_forget_a_person(mem: Memory) -> None:
