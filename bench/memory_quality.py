@@ -1,40 +1,143 @@
-"""Memory quality benchmark: runs the memory harness (producer, ingest, snapshot, metrics) over the
-dataset shipped in wiki_engine/data and appends the metrics to a JSON-lines scoreboard.
+"""Memory pipeline quality on data we did not write: LoCoMo's long multi-session chats
+(../shared/memory-eval/locomo-dev.json by default) go through what Hearth does with chat when no model is
+chosen — personal-data redaction, the instruction filter, the keep/skip rules, immutable sources — via the
+public API (``run_producer`` on ``open_memory``), then LoCoMo's own scorer asks its questions through
+``Memory.search``. The figures say whether the pipeline loses the evidence answers depend on.
 
-Prints one JSON object as its last line, including recall_at_5_hybrid and recall_at_5_keyword.
-Usage: python bench/memory_quality.py [--scoreboard bench/results/memory_scoreboard.jsonl] [--embedder static|minilm]
-       [--out bench/results/memory] [--label TEXT] [--also-minilm]
+Prints one JSON object as its last line: ``items``, ``kept``, ``skipped``, ``quarantined``, ``redacted_items``,
+``evidence_kept_rate`` (gold evidence turns the producer kept), and turn-level ``recall_at_5``,
+``recall_at_10``, ``mrr`` of search over what was kept (default mode). Retrieval over every turn, the search
+engine's own figure, is ``bench/memory_locomo.py``. The in-house set we wrote is a test
+(tests/wiki/test_bench_and_layering.py), not a headline.
+Usage: python bench/memory_quality.py [--data PATH] [--limit N] [--embedder static|minilm]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
+import tempfile
+import time
+from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from wiki_engine.bench import run_harness  # noqa: E402
+from runtime_host.memory_jobs import redactor  # noqa: E402
+from wiki_engine import Item, open_memory  # noqa: E402
+from wiki_engine.pipeline import rules_decide, run_producer  # noqa: E402
+
+# ../shared/memory-eval beside the checkout (or beside a worktree's parent folder).
+DEFAULT_DATA = next((p for p in (ROOT.parent / "shared" / "memory-eval" / "locomo-dev.json",
+                                 ROOT.parent.parent / "shared" / "memory-eval" / "locomo-dev.json") if p.is_file()),
+                    ROOT.parent / "shared" / "memory-eval" / "locomo-dev.json")
+SCOPE = "private/reader"
+
+
+def load_scorer(data: Path) -> Any:
+    """LoCoMo's scorer (locomo_retrieval.py), shipped next to the data set."""
+    path = data.parent / "locomo_retrieval.py"
+    if not path.is_file():
+        raise SystemExit(f"LoCoMo's scorer {path} is missing: put locomo_retrieval.py next to the data set.")
+    spec = importlib.util.spec_from_file_location("locomo_retrieval", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _ts(doc: dict[str, Any], n: int) -> float:
+    base = datetime.fromisoformat(doc["ts"]).replace(tzinfo=UTC).timestamp() if doc.get("ts") else 1.6e9
+    return base + n * 1e-3  # turns of one session share its time; keep their order
+
+
+class PipelineMemory:
+    """One conversation's turns through the producer into a fresh memory; search maps hits back to turn ids."""
+
+    def __init__(self, docs: list[dict[str, Any]], folder: Path, embedder: str, counts: dict[str, int]):
+        self.memory = open_memory(folder, embedder=embedder)
+        red = redactor(None)
+        redacted = 0
+
+        def counting(text: str, scope: str) -> str:
+            nonlocal redacted
+            out = red(text, scope)
+            redacted += out != text
+            return out
+
+        self.memory.redactor = counting
+        items = [Item(text=d["text"], scope=SCOPE, ts=_ts(d, n), kind="chat", key=d["id"],
+                      author=d["speaker"]) for n, d in enumerate(docs)]
+        # The rules judge what was said (as in the app, where a chat message carries no "Speaker: " prefix);
+        # the stored text keeps the speaker, as LoCoMo gives it and as bench/memory_locomo.py stores it.
+        rep = run_producer(self.memory, scope=SCOPE, origin="chat", fetch=lambda mark: items,
+                           decide=lambda its: rules_decide([replace(i, text=i.text.split(": ", 1)[-1]) for i in its]))
+        self.to_turn = {r[0]: r[1] for r in self.memory.catalog.query("SELECT id, item_key FROM sources")}
+        self.kept_turns = set(self.to_turn.values())
+        counts["items"] += len(items)
+        counts["kept"] += len(rep.kept)
+        counts["skipped"] += len(rep.skipped)
+        counts["quarantined"] += len(rep.quarantined)
+        counts["redacted_items"] += redacted
+
+    def retrieve(self, question: str, k: int) -> list[str]:
+        hits = self.memory.search(question, scopes=[SCOPE], k=k, kinds=("source",))
+        return [self.to_turn[h.id] for h in hits if h.id in self.to_turn]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--scoreboard", type=Path, default=ROOT / "bench" / "results" / "memory_scoreboard.jsonl")
-    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "memory")
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    ap.add_argument("--limit", type=int, default=None, help="only the first N conversations")
     ap.add_argument("--embedder", default="static", choices=["static", "minilm"])
-    ap.add_argument("--label", default="")
-    ap.add_argument("--also-minilm", action="store_true", help="also run with the MiniLM embedder and report its hybrid recall")
     args = ap.parse_args()
-    metrics = run_harness(args.out, scoreboard=args.scoreboard, embedder=args.embedder, label=args.label)
-    if args.also_minilm and args.embedder != "minilm":
-        other = run_harness(args.out, scoreboard=args.scoreboard, embedder="minilm", label=args.label)
-        metrics["recall_at_5_hybrid_minilm"] = other["recall_at_5_hybrid"]
-        metrics["mrr_at_5_hybrid_minilm"] = other["mrr_at_5_hybrid"]
-    metrics["hybrid_beats_keyword"] = metrics["recall_at_5_hybrid"] > metrics["recall_at_5_keyword"]
-    metrics["scoreboard"] = str(args.scoreboard)
-    print(json.dumps(metrics))
+    if not args.data.is_file():
+        raise SystemExit(f"No LoCoMo data at {args.data}: pass --data PATH/locomo-dev.json.")
+    scorer = load_scorer(args.data)
+    data = json.loads(args.data.read_text("utf-8"))[: args.limit]
+    counts = {"items": 0, "kept": 0, "skipped": 0, "quarantined": 0, "redacted_items": 0}
+    evidence = kept_evidence = 0
+    t0 = time.perf_counter()
+    kept_by_conv: dict[str, set[str]] = {}
+    with tempfile.TemporaryDirectory(prefix="hearth-memq-") as tmp:
+        memories: dict[int, PipelineMemory] = {}
+
+        def retrieve(docs: list[dict[str, Any]], question: str, k: int) -> list[str]:
+            nonlocal evidence, kept_evidence
+            pm = memories.get(id(docs))
+            if pm is None:
+                for old in memories.values():
+                    old.memory.close()
+                memories.clear()
+                pm = memories[id(docs)] = PipelineMemory(docs, Path(tmp) / f"c{len(kept_by_conv)}", args.embedder, counts)
+                kept_by_conv[str(docs[0]["conversation"])] = pm.kept_turns
+            return pm.retrieve(question, k)
+
+        per_q, _stats = scorer.evaluate(data, retrieve, ks=(5, 10))
+        for m in memories.values():
+            m.memory.close()
+    # Evidence the producer kept: every gold turn of every question, against the turns that became sources.
+    for sample in data:
+        valid = {d["id"] for d in scorer.build_docs(sample)}
+        kept = kept_by_conv.get(str(sample.get("sample_id")), set())
+        for qa in sample["qa"]:
+            gold, _ = scorer.normalise_evidence(qa.get("evidence", []), valid)
+            evidence += len(gold)
+            kept_evidence += len(set(gold) & kept)
+    agg = scorer.aggregate(per_q, ks=(5, 10))["all"]
+    out = {
+        "data": args.data.name, "conversations": len(data), "questions": agg["n"], **counts,
+        "evidence_kept_rate": round(kept_evidence / evidence, 4) if evidence else 0.0,
+        "recall_at_5": round(agg["R@5"], 4), "recall_at_10": round(agg["R@10"], 4), "mrr": round(agg["MRR"], 4),
+        "embedder": args.embedder, "seconds": round(time.perf_counter() - t0, 1),
+        "retrieval_over_every_turn": "bench/memory_locomo.py",
+    }
+    print(json.dumps(out))
 
 
 if __name__ == "__main__":
