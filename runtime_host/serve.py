@@ -5,14 +5,28 @@ POST /v1/chat {agent, message, conversation_id?, new?}, GET /v1/turns?conversati
 POST /v1/turns/{id}/cancel (stops a turn at once; answers {turn_id, status, text, error}).
 The contract may only add fields; a breaking change gets a new route (/v2/...). Requests carry
 `Authorization: Bearer <token>`; only the token's scrypt hash is stored (pod_meta "serve_token").
+
+The stored hash is read on every request, so `serve --new-token` revokes the old token in a running host
+at once. The slow scrypt check runs off the event loop (health stays fast), and a client with too many
+failed attempts in a window gets 429 without any check until the window passes.
 """
 
 from __future__ import annotations
 
+import asyncio
+import collections
+import concurrent.futures
+import hashlib
+import logging
 import secrets
+import time
 from typing import Any
 
 CONTRACT = 1
+MAX_FAILURES = 10        # failed token checks per client ...
+FAILURE_WINDOW_S = 60.0  # ... within this many seconds; then 429 until the oldest failure ages out
+
+log = logging.getLogger("hearth.serve")
 
 
 def new_token(pod: Any) -> str:
@@ -24,14 +38,72 @@ def new_token(pod: Any) -> str:
     return token
 
 
-def token_ok(pod: Any, presented: str) -> bool:
-    from runtime_host.pod import check_passphrase
+class TokenGate:
+    """Decides whether a request's bearer token is the current one.
 
-    stored = pod.store.meta("serve_token")
-    return bool(stored) and bool(presented) and check_passphrase(presented, stored)
+    An accepted token is remembered only together with the stored hash it matched, so a new token (a new
+    hash in the store) revokes every remembered acceptance. scrypt runs on a small thread pool, never on the
+    event loop; each client may fail `max_failures` times per `window_s`, then gets 429 with no check."""
+
+    def __init__(self, pod: Any, *, max_failures: int = MAX_FAILURES, window_s: float = FAILURE_WINDOW_S):
+        self.pod = pod
+        self.max_failures = max_failures
+        self.window_s = window_s
+        self._accepted: dict[tuple[str, str], float] = {}  # (sha256 of token, stored hash) -> when
+        self._failures: dict[str, collections.deque[float]] = {}
+        self._checking: collections.Counter[str] = collections.Counter()  # checks in flight, per client
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="serve-token")
+
+    def retry_after(self, client: str) -> float:
+        """Seconds until `client` may try again (0 when it may try now)."""
+        fails = self._failures.get(client)
+        if not fails:
+            return 0.0
+        now_m = time.monotonic()
+        while fails and now_m - fails[0] > self.window_s:
+            fails.popleft()
+        if not fails:
+            self._failures.pop(client, None)
+            return 0.0
+        return self.window_s - (now_m - fails[0]) if len(fails) >= self.max_failures else 0.0
+
+    async def check(self, client: str, token: str) -> str:
+        """"ok", "wrong" or "limited" (too many failures from this client: nothing was checked)."""
+        loop = asyncio.get_running_loop()
+        stored = await loop.run_in_executor(self._pool, self.pod.store.meta, "serve_token") or ""
+        digest = hashlib.sha256(token.encode()).hexdigest()
+        if token and stored and (digest, stored) in self._accepted:
+            return "ok"
+        if self.retry_after(client) > 0 or len(self._failures.get(client, ())) + self._checking[client] >= self.max_failures:
+            return "limited"
+        from runtime_host.pod import check_passphrase
+
+        self._checking[client] += 1
+        try:
+            ok = bool(token) and bool(stored) and await loop.run_in_executor(self._pool, check_passphrase, token, stored)
+        finally:
+            self._checking[client] -= 1
+            if not self._checking[client]:
+                del self._checking[client]
+        if ok:
+            if len(self._accepted) >= 64:
+                self._accepted.clear()
+            self._accepted[(digest, stored)] = time.monotonic()
+            return "ok"
+        fails = self._failures.setdefault(client, collections.deque())
+        fails.append(time.monotonic())
+        if len(fails) == self.max_failures:
+            log.warning("serve: %d failed token checks from %s within %g s; refusing it for a while",
+                        len(fails), client, self.window_s)
+        if len(self._failures) > 10000:  # a flood from many addresses: keep the table bounded
+            self._failures = {c: f for c, f in self._failures.items() if len(f) >= self.max_failures}
+        return "wrong"
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
 
-def make_app(pod: Any) -> Any:
+def make_app(pod: Any, gate: TokenGate | None = None) -> Any:
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import JSONResponse
@@ -39,24 +111,23 @@ def make_app(pod: Any) -> Any:
 
     from runtime_host.store import StoreError
 
-    checked: dict[str, bool] = {}
+    gate = gate or TokenGate(pod)
 
-    def answer(data: dict[str, Any], status: int = 200) -> JSONResponse:
-        return JSONResponse({"contract": CONTRACT, **data}, status_code=status)
-
-    def authorised(request: Request) -> bool:
-        header = request.headers.get("authorization", "")
-        token = header[7:] if header.lower().startswith("bearer ") else ""
-        if token in checked:  # scrypt is slow on purpose: remember recent answers for this process
-            return checked[token]
-        ok = token_ok(pod, token)
-        if len(checked) < 64:
-            checked[token] = ok
-        return ok
+    def answer(data: dict[str, Any], status: int = 200, headers: dict[str, str] | None = None) -> JSONResponse:
+        return JSONResponse({"contract": CONTRACT, **data}, status_code=status, headers=headers)
 
     def guarded(handler: Any) -> Any:
         async def wrapper(request: Request) -> JSONResponse:
-            if not authorised(request):
+            header = request.headers.get("authorization", "")
+            token = header[7:] if header.lower().startswith("bearer ") else ""
+            client = request.client.host if request.client else "unknown"
+            verdict = await gate.check(client, token)
+            if verdict == "limited":
+                wait = max(1, round(gate.retry_after(client)))
+                return answer({"error": f"too many wrong tokens from {client}: try again in {wait} s with the "
+                                        "token `python -m runtime_host serve --new-token` printed"}, 429,
+                              headers={"Retry-After": str(wait)})
+            if verdict != "ok":
                 return answer({"error": "missing or wrong token: create one with `python -m runtime_host serve "
                                         "--new-token` on the host and send it as 'Authorization: Bearer …'"}, 401)
             try:
@@ -110,10 +181,14 @@ async def serve(pod: Any, host: str, port: int) -> None:
 
     pod.start_background()
     await pod.recover()
-    config = uvicorn.Config(make_app(pod), host=host, port=port, log_level="warning", lifespan="off")
+    gate = TokenGate(pod)
+    config = uvicorn.Config(make_app(pod, gate), host=host, port=port, log_level="warning", lifespan="off")
     server = uvicorn.Server(config)
     print(f"Hearth pod host {pod.owner} serving contract v{CONTRACT} on http://{host}:{port}", flush=True)
-    await server.serve()
+    try:
+        await server.serve()
+    finally:
+        gate.close()
 
 
 class RemoteError(Exception):
