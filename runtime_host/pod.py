@@ -625,6 +625,10 @@ class Pod:
 
     def _binding(self, inst: AgentInstance, profile: AgentProfile) -> dict[str, Any]:
         allowlist = self.allowlist(inst, profile)
+        wiki = self.home / "memory" / "wiki"
+        ro_paths = [wiki / "public", wiki / "private" / inst.person_id]
+        for folder in ro_paths:  # the worker (and its sandbox) sees these; it refuses to start without its data folder
+            folder.mkdir(parents=True, exist_ok=True)
         return {
             "mcp_tools": self.mcp.offered(inst.person_id, allowlist),
             "person": inst.person_id,
@@ -634,8 +638,7 @@ class Pod:
             "routes": self._routes(profile),
             "scratch": str(agent_dir(self.home, inst.person_id, inst.id)),
             "data_dir": str(self.home / "memory"),
-            "ro_paths": [str(self.home / "memory" / "wiki" / "public"),
-                         str(self.home / "memory" / "wiki" / "private" / inst.person_id)],
+            "ro_paths": [str(p) for p in ro_paths],
         }
 
     async def _ensure_worker(self, inst: AgentInstance, profile: AgentProfile) -> WorkerHandle:

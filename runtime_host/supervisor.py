@@ -222,6 +222,11 @@ class WorkerHandle:
             if self._ready and not self._ready.done():
                 self._ready.set_result(msg)
             return
+        if kind == "error" and msg.get("fatal") and self._ready and not self._ready.done():
+            # The worker refused its binding: its reason is the start error (it exits next).
+            self._ready.set_exception(WorkerStartError(
+                f"The worker for {self.label} refused to start: {msg.get('error')}"))
+            return
         if kind == "health.pong":
             self.rss = int(msg.get("rss") or self.rss)
             fut = self._pongs.pop(int(msg.get("id") or 0), None)

@@ -28,6 +28,28 @@ def _preload() -> None:
     import runtime_host.worker.loop  # noqa: F401
 
 
+def binding_problem(binding: dict[str, Any]) -> str | None:
+    """Why this worker must not start with `binding` (no guard could be built), or None when it may."""
+    profile = binding.get("profile") if isinstance(binding.get("profile"), dict) else {}
+    raw = profile.get("allowlist")
+    if not raw:
+        return ("the binding has no tool allowlist, and a worker never runs without its guard. Restart the agent; "
+                "if this keeps happening, choose its tools again in Settings → Agents.")
+    try:
+        from runtime_host.allowlist import Allowlist
+
+        Allowlist.from_json(str(profile.get("name") or "agent"), raw)
+    except Exception as exc:  # any unreadable allowlist: refuse, naming why
+        return f"the tool allowlist cannot be read ({exc}). Choose the agent's tools again in Settings → Agents."
+    data_dir = binding.get("data_dir")
+    if not data_dir:
+        return "the binding names no data folder, so the guard cannot tell which files are the person's."
+    if not os.path.isdir(str(data_dir)):
+        return (f"the data folder {data_dir} is missing, so the guard cannot tell which files are the person's. "
+                "Check that Hearth's data folder (HEARTH_HOME) is mounted and readable, then restart the agent.")
+    return None
+
+
 class Worker:
     def __init__(self) -> None:
         # The protocol owns the real stdout; anything else printed goes to stderr (the worker log).
@@ -36,6 +58,7 @@ class Worker:
         self.binding: dict[str, Any] | None = None
         self.turn_thread: threading.Thread | None = None
         self.cancel = threading.Event()
+        self.exit_code = 0
 
     def run(self) -> int:
         self.channel.send({"type": "hello", "pid": os.getpid(), "protocol": PROTOCOL_VERSION})
@@ -46,8 +69,8 @@ class Worker:
                 self.channel.send({"type": "error", "error": f"bad line from the Pod: {exc}"})
                 continue
             if self.handle(msg) is False:
-                return 0
-        return 0  # stdin closed: the Pod is gone
+                return self.exit_code
+        return self.exit_code  # stdin closed: the Pod is gone
 
     def handle(self, msg: dict[str, Any]) -> bool | None:
         kind = msg["type"]
@@ -59,6 +82,12 @@ class Worker:
             if self.binding is not None:
                 self.channel.send({"type": "error", "error": "already bound; a worker serves one (person, agent)"})
                 return None
+            problem = binding_problem(msg)
+            if problem is not None:  # refuse to start rather than run unguarded
+                print(f"hearth worker refused to start: {problem}", file=sys.stderr, flush=True)
+                self.channel.send({"type": "error", "fatal": True, "error": problem})
+                self.exit_code = 3
+                return False
             self.binding = msg
             scratch = msg.get("scratch")
             if scratch:

@@ -107,9 +107,8 @@ def _guard_for(binding: dict[str, Any], channel: Channel) -> Any:
     if "_guard" in binding:
         return binding["_guard"]
     profile = binding.get("profile", {})
-    if not profile.get("allowlist") or not binding.get("data_dir"):
-        binding["_guard"] = None
-        return None
+    if not profile.get("allowlist") or not binding.get("data_dir"):  # the bind check refuses this already
+        raise RuntimeError("this worker has no allowlist or data folder, so it has no guard; it runs no tools")
     from runtime_host.allowlist import Allowlist
     from runtime_host.guard import Guard, shapes_for_tools
 

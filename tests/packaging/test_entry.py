@@ -66,7 +66,9 @@ def test_worker_role_speaks_the_protocol_and_loads_no_qt(tmp_path: Path) -> None
         assert hello["type"] == "hello" and hello["pid"] == proc.pid
         scratch = tmp_path / "scratch"
         proc.stdin.write(encode({"type": "bind", "person": "p", "agent": "a", "scratch": str(scratch),
-                                 "profile": {"name": "t", "system": "", "toolkits": []}, "routes": []}))
+                                 "data_dir": str(tmp_path), "routes": [],
+                                 "profile": {"name": "t", "system": "", "toolkits": [],
+                                             "allowlist": "{}"}}))
         proc.stdin.flush()
         ready = decode(proc.stdout.readline())
         assert ready["type"] == "ready"
