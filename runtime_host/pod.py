@@ -669,9 +669,7 @@ class Pod:
         handle = self.supervisor.handles.get((inst.person_id, inst.id))
         if handle is not None:
             await handle.stop()
-            if handle.state in (WorkerState.FATAL, WorkerState.BACKOFF):
-                handle.crashes.clear()
-                handle.change_state(WorkerState.STOPPED, "restarted by the person")
+            self.supervisor.reset(handle.key, "restarted by the person")  # a fresh start: no crash history
         return await self.start_agent(name)
 
     # -- turns
@@ -779,9 +777,7 @@ class Pod:
         if run.future.done():  # stopped while its worker started
             return
         run.handle = handle
-        handle.active_turn = run.turn_id
-        if handle.state == WorkerState.READY:
-            handle.change_state(WorkerState.BUSY)
+        self.supervisor.begin_turn(handle, run.turn_id)
         steps = [step_dict(s) for s in self.store.list_steps(run.turn_id)]
         extra: dict[str, Any] = {}
         if run.model:
@@ -804,11 +800,8 @@ class Pod:
         self.store.update_turn(run.turn_id, status=status, error=outcome.get("error"), error_kind=outcome.get("error_kind"),
                                model=outcome.get("model"), iterations=int(outcome.get("iterations") or run.iterations),
                                finished_at=now(), restarts=run.resumes)
-        h = run.handle
-        if h is not None and h.active_turn == run.turn_id:
-            h.active_turn = None
-            if h.state == WorkerState.BUSY:
-                h.change_state(WorkerState.READY)
+        if run.handle is not None:
+            self.supervisor.end_turn(run.handle, run.turn_id)
         self._runs.pop(run.turn_id, None)
         result = TurnResult(run.turn_id, run.conversation_id, status, text, outcome.get("error"),
                             outcome.get("error_kind"), outcome.get("model"))
@@ -1360,7 +1353,7 @@ class Pod:
     async def _on_worker_exit(self, handle: WorkerHandle, code: int) -> None:
         turn_id = handle.active_turn
         run = self._runs.get(turn_id) if turn_id else None
-        handle.active_turn = None
+        self.supervisor.end_turn(handle, turn_id)
         if run is None or run.future.done():
             return
         run.resumes += 1

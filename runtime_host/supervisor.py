@@ -1,8 +1,11 @@
 """Spawns, watches and stops worker processes: one per (person, agent), as a state machine.
 
 Every state change goes through `WorkerHandle.change_state`, which emits one `worker.state` event.
-A worker that exits unexpectedly is reported to the Pod (which restarts it and resumes its turn);
-more than `max_restarts` crashes in a rolling hour make it fatal, with the reason kept.
+A worker that exits unexpectedly goes to BACKOFF and is reported to the Pod; the periodic `transition()`
+tick moves a wanted BACKOFF worker to STARTING once its delay (growing with each crash) has passed.
+More than `max_restarts` crashes in a rolling hour make it fatal, with the reason kept; `reset()` clears
+the crash history. Only this module changes a handle's fields: the Pod calls `begin_turn`, `end_turn`
+and `reset`.
 """
 
 from __future__ import annotations
@@ -37,6 +40,9 @@ class SupervisorConfig:
     max_restarts: int = 5
     restart_window_s: float = 3600.0
     health_interval_s: float = 30.0
+    transition_interval_s: float = 0.5
+    backoff_base_s: float = 0.5   # the first restart waits this long; each further crash doubles it
+    backoff_max_s: float = 60.0
     health_timeout_s: float = 10.0
     idle_reap_s: float = 15 * 60.0
     # Warm workers are kept within this much resident memory; None = sized from the machine.
@@ -102,6 +108,9 @@ class WorkerHandle:
         self.active_turn: str | None = None
         self.sandboxed = False
         self.epoch = 0  # the Pod's binding epoch this worker was bound with
+        self.backoff_until = 0.0  # monotonic time before which a BACKOFF worker is not restarted
+        self.binding: dict[str, Any] | None = None  # kept only while a restart is wanted
+        self._restarted: asyncio.Future[None] | None = None
         self._ready: asyncio.Future[dict[str, Any]] | None = None
         self._pongs: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._ping_ids = itertools.count(1)
@@ -120,6 +129,15 @@ class WorkerHandle:
         self.sup.emit({"type": "worker.state", "key": list(self.key), "agent": self.label, "old": old.value,
                        "new": new.value, "reason": reason, "pid": self.pid})
 
+    def backoff_delay(self) -> float:
+        """How long this worker waits in BACKOFF: doubles with each crash in the window, up to a cap."""
+        n = max(1, len(self.crashes))
+        return min(self.sup.config.backoff_base_s * 2 ** (n - 1), self.sup.config.backoff_max_s)
+
+    def _enter_backoff(self, reason: str) -> None:
+        self.backoff_until = time.monotonic() + self.backoff_delay()
+        self.change_state(WorkerState.BACKOFF, reason)
+
     def info(self) -> dict[str, Any]:
         return {
             "state": self.state.value,
@@ -130,6 +148,14 @@ class WorkerHandle:
             "reason": self.reason,
             "sandboxed": self.sandboxed,
         }
+
+    def _settle_restart(self, error: BaseException | None) -> None:
+        fut, self._restarted, self.binding = self._restarted, None, None
+        if fut is not None and not fut.done():
+            if error is None:
+                fut.set_result(None)
+            else:
+                fut.set_exception(error)
 
     # -- spawn
     async def spawn(self, binding: dict[str, Any]) -> None:
@@ -156,7 +182,7 @@ class WorkerHandle:
             )
         except OSError as exc:
             logfile.close()
-            self.change_state(WorkerState.BACKOFF, f"could not start the worker process: {exc}")
+            self._enter_backoff(f"could not start the worker process: {exc}")
             raise WorkerStartError(f"Could not start the worker for {self.label}: {exc}") from exc
         finally:
             if not logfile.closed:
@@ -170,7 +196,7 @@ class WorkerHandle:
             ready = await asyncio.wait_for(asyncio.shield(self._ready), self.sup.config.ready_timeout_s)
         except TimeoutError:
             await self.kill("did not become ready in time")
-            self.change_state(WorkerState.BACKOFF, f"not ready within {self.sup.config.ready_timeout_s:g} s")
+            self._enter_backoff(f"not ready within {self.sup.config.ready_timeout_s:g} s")
             raise WorkerStartError(
                 f"The worker for {self.label} did not become ready within {self.sup.config.ready_timeout_s:g} s. "
                 f"Its log is {self.scratch / 'worker.log'}."
@@ -257,7 +283,7 @@ class WorkerHandle:
             self.crashes.popleft()
         reason = self.reason if self.reason and self.reason.startswith("killed:") else f"exited unexpectedly (code {code})"
         if self.state in (WorkerState.STARTING, WorkerState.READY, WorkerState.BUSY):
-            self.change_state(WorkerState.BACKOFF, reason)
+            self._enter_backoff(reason)
         if len(self.crashes) > self.sup.config.max_restarts:
             self.change_state(
                 WorkerState.FATAL,
@@ -297,6 +323,7 @@ class WorkerHandle:
         if proc is None or proc.returncode is not None or self.state not in LIVE_STATES:
             if self.state in (WorkerState.BACKOFF, WorkerState.FATAL):
                 self.change_state(WorkerState.STOPPED)
+                self._settle_restart(ConnectionError(f"the worker for {self.label} was stopped"))
             return
         self._stopping_on_purpose = True
         if self.state != WorkerState.STOPPING:
@@ -343,6 +370,7 @@ class Supervisor:
         self.budget_mb = self.config.memory_budget_mb or default_memory_budget_mb()
         self._spawn_locks: dict[tuple[str, str], asyncio.Lock] = {}
         self._ticker: asyncio.Task[None] | None = None
+        self._restarts: set[asyncio.Task[None]] = set()
 
     def handle(self, key: tuple[str, str], label: str, scratch: Path) -> WorkerHandle:
         h = self.handles.get(key)
@@ -365,12 +393,75 @@ class Supervisor:
                 raise WorkerStartError(f"The worker for {label} is stopped: {h.reason}")
             if h.state == WorkerState.STOPPING:
                 await h.stop()
-            if h.state == WorkerState.BACKOFF:
-                h.restarts += 1
-            await self._make_room(h)
             h.epoch = epoch
+            if h.state == WorkerState.BACKOFF:
+                # Wanted again: the transition() tick restarts it once its backoff delay has passed.
+                h.binding = binding
+                restarted = h._restarted = h._restarted or asyncio.get_running_loop().create_future()
+                while h.state == WorkerState.BACKOFF:
+                    await asyncio.sleep(max(0.0, h.backoff_until - time.monotonic()))
+                    self.transition()
+                if h.state == WorkerState.FATAL:
+                    raise WorkerStartError(f"The worker for {label} is stopped: {h.reason}")
+                if h.state != WorkerState.STOPPED:  # STOPPED: a person reset it meanwhile; start fresh below
+                    await restarted
+                    return h
+            await self._make_room(h)
             await h.spawn(binding)
             return h
+
+    def transition(self, now: float | None = None) -> list[WorkerHandle]:
+        """One tick of the state machine: each wanted BACKOFF worker whose delay has passed goes to STARTING
+        (and is spawned with the binding it was wanted with). Returns the handles it moved."""
+        now = time.monotonic() if now is None else now
+        moved = []
+        for h in list(self.handles.values()):
+            if h.state != WorkerState.BACKOFF or h.binding is None or now < h.backoff_until:
+                continue
+            h.restarts += 1
+            h.change_state(WorkerState.STARTING, f"restart {h.restarts} after a {h.backoff_delay():g} s backoff")
+            task = asyncio.create_task(self._restart(h, h.binding))
+            self._restarts.add(task)
+            task.add_done_callback(self._restarts.discard)
+            moved.append(h)
+        return moved
+
+    async def _restart(self, h: WorkerHandle, binding: dict[str, Any]) -> None:
+        try:
+            await self._make_room(h)
+            await h.spawn(binding)
+        except Exception as exc:  # the waiter in ensure() gets the reason; the state says BACKOFF again
+            log.warning("worker %s could not be restarted: %s", h.label, exc)
+            h._settle_restart(exc)
+        else:
+            h._settle_restart(None)
+
+    def reset(self, key: tuple[str, str], reason: str = "reset by the person") -> None:
+        """Clears the worker's crash history (a person's Restart): the next crash counts as the first."""
+        h = self.handles.get(key)
+        if h is None:
+            return
+        h.crashes.clear()
+        h.restarts = 0
+        h.backoff_until = 0.0
+        if h.state in (WorkerState.FATAL, WorkerState.BACKOFF):
+            h.change_state(WorkerState.STOPPED, reason)
+            h._settle_restart(WorkerStartError(f"The worker for {h.label} was reset: start it again"))
+
+    def begin_turn(self, h: WorkerHandle, turn_id: str) -> None:
+        """The worker runs `turn_id` now (READY -> BUSY)."""
+        h.active_turn = turn_id
+        h.last_used = time.monotonic()
+        if h.state == WorkerState.READY:
+            h.change_state(WorkerState.BUSY)
+
+    def end_turn(self, h: WorkerHandle, turn_id: str | None) -> None:
+        """`turn_id` is over on this worker (BUSY -> READY); a later turn it runs is left alone."""
+        if turn_id is None or h.active_turn != turn_id:
+            return
+        h.active_turn = None
+        if h.state == WorkerState.BUSY:
+            h.change_state(WorkerState.READY)
 
     def refresh_rss(self) -> None:
         import psutil
@@ -406,10 +497,16 @@ class Supervisor:
             self._ticker = asyncio.create_task(self._tick_loop())
 
     async def _tick_loop(self) -> None:
+        last_health = time.monotonic()
         while True:
-            await asyncio.sleep(self.config.health_interval_s)
-            with contextlib.suppress(Exception):
-                await self.tick()
+            await asyncio.sleep(self.config.transition_interval_s)
+            try:
+                self.transition()
+                if time.monotonic() - last_health >= self.config.health_interval_s:
+                    last_health = time.monotonic()
+                    await self.tick()
+            except Exception:  # a failed pass is logged and the next one runs as usual
+                log.exception("supervision tick failed")
 
     async def tick(self) -> None:
         """One supervision pass: ping live workers, reap idle ones."""
@@ -429,4 +526,10 @@ class Supervisor:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._ticker
             self._ticker = None
-        await asyncio.gather(*(h.stop() for h in self.handles.values()), return_exceptions=True)
+        for task in list(self._restarts):
+            task.cancel()
+        handles = list(self.handles.values())
+        results = await asyncio.gather(*(h.stop() for h in handles), return_exceptions=True)
+        for h, result in zip(handles, results, strict=True):
+            if isinstance(result, Exception):
+                log.warning("worker %s did not stop cleanly: %s", h.label, result)
