@@ -1,15 +1,23 @@
 """One scope's search index: tantivy (bm25 with block-max pruning) for keywords, SQLite FTS5 for
 typeahead on titles, and an in-memory matrix of embeddings for meaning.
 
+A source is indexed with what a reader of a conversation would have in mind: its date in words ("8 May
+2023"), the source said just before it (if within an hour: the same conversation) as lower-weighted
+context, and its speaker when the text starts with "Name: ". Sources close in time form a conversation
+(``GAP_S``), which the ranked path uses to lift the other turns of a conversation that matches well.
+
 Everything lives in ``index/<scope>/``; an index never holds documents of another scope.
 """
 
 from __future__ import annotations
 
+import datetime as _dt
+import re
 import shutil
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,11 +33,34 @@ _STOP = frozenset(
 )
 
 
+# Sources less than this far apart in time belong to one conversation (context and grouping).
+GAP_S = 3600.0
+# Weight of the preceding source's words against a source's own words.
+CONTEXT_BOOST = 0.5
+# Bumped when what is indexed for a document changes: the keyword index is then rebuilt from meta.db.
+SCHEMA = "2"
+_SPEAKER = re.compile(r"^\s*([A-Z][\w'.-]{0,30}(?: [A-Z][\w'.-]{0,30}){0,2}):\s")
+_WORD = re.compile(r"[0-9a-zA-Z\u00C0-\u024F]+")
+
+
+def speaker_of(body: str) -> str:
+    """The speaker of a chat-like source ("Caroline: hi" -> "caroline"), or ""."""
+    m = _SPEAKER.match(body)
+    return m.group(1).lower() if m else ""
+
+
+def date_words(ts: float) -> str:
+    """A source's date as people say it in questions: "Monday 8 May 2023"."""
+    try:
+        d = _dt.datetime.fromtimestamp(ts, _dt.UTC)
+    except (OverflowError, OSError, ValueError):
+        return ""
+    return f"{d:%A} {d.day} {d:%B} {d.year}"
+
+
 def query_terms(text: str) -> list[str]:
     """Lower-case word terms of a query, stop words removed (all of them kept if nothing else is left)."""
-    import re
-
-    words = [w for w in re.findall(r"[0-9a-zA-Z\u00C0-\u024F]+", text.lower()) if w]
+    words = [w for w in _WORD.findall(text.lower()) if w]
     kept = [w for w in words if w not in _STOP]
     return kept or words
 
@@ -64,10 +95,23 @@ class ScopeIndex:
                 prefix='2 3 4', tokenize='unicode61 remove_diacritics 2');
             """
         )
+        cols = {r[1] for r in self.meta.execute("PRAGMA table_info(docs)")}
+        if "ctx" not in cols:  # indexes written before context: the column is filled by the rebuild below
+            self.meta.execute("ALTER TABLE docs ADD COLUMN ctx TEXT NOT NULL DEFAULT ''")
+        self.meta.execute("CREATE INDEX IF NOT EXISTS docs_ts ON docs(ts)")
+        row = self.meta.execute("SELECT value FROM info WHERE key='schema'").fetchone()
+        stale = row is None or row[0] != SCHEMA
+        if stale:
+            shutil.rmtree(folder / "tantivy", ignore_errors=True)
         self._open_tantivy()
         self._writer: tantivy.IndexWriter | None = None
         self._dirty = False
-        self._load_vectors()
+        self._version = 0
+        self._groups: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._pending: list[tuple[str, float, float, np.ndarray | None, bool, str]] = []
+        if stale:
+            self._rebuild_keywords()
+        self._load_vectors(force=stale)
 
     # ---- setup ---------------------------------------------------------------------------------
 
@@ -76,39 +120,106 @@ class ScopeIndex:
         sb.add_text_field("id", stored=True, tokenizer_name="raw", index_option="basic")
         sb.add_text_field("title", stored=False, tokenizer_name="en_stem")
         sb.add_text_field("body", stored=False, tokenizer_name="en_stem")
+        sb.add_text_field("ctx", stored=False, tokenizer_name="en_stem")
         self.schema = sb.build()
         tdir = self.folder / "tantivy"
         tdir.mkdir(exist_ok=True)
         self.index = tantivy.Index(self.schema, path=str(tdir), reuse=True)
         self.searcher = self.index.searcher()
 
-    def _load_vectors(self) -> None:
+    @staticmethod
+    def _keyword_doc(doc_id: str, kind: str, title: str, body: str, ts: float, ctx: str) -> tantivy.Document:
+        if kind == "page":
+            return tantivy.Document(id=doc_id, title=title, body=body, ctx="")
+        # A source's title is usually its own first line: indexing it again would count those words twice.
+        head = title.rstrip("…").strip()
+        own_title = "" if not head or body.lstrip().startswith(head) else title
+        return tantivy.Document(id=doc_id, title=own_title, body=f"{body}\n{date_words(ts)}", ctx=ctx)
+
+    @staticmethod
+    def _meaning_text(kind: str, title: str, body: str, ctx: str) -> str:
+        if kind == "page":
+            return f"{title}\n{body}"
+        return f"{ctx}\n{body}" if ctx else body
+
+    def _rebuild_keywords(self) -> None:
+        """Re-creates the keyword index (and the context of each source) from meta.db."""
+        rows = self.meta.execute("SELECT id, kind, title, body, ts FROM docs ORDER BY ts, rowid").fetchall()
+        w = self._w()
+        prev: tuple[str, float] | None = None
+        updates = []
+        for doc_id, kind, title, body, ts in rows:
+            ctx = ""
+            if kind != "page":
+                if prev is not None and ts - prev[1] <= GAP_S:
+                    ctx = prev[0]
+                prev = (body, ts)
+                updates.append((ctx, doc_id))
+            w.add_document(self._keyword_doc(doc_id, kind, title, body, ts, ctx))
+        self.meta.execute("BEGIN")
+        self.meta.executemany("UPDATE docs SET ctx=? WHERE id=?", updates)
+        self.meta.execute("INSERT OR REPLACE INTO info VALUES ('schema', ?)", (SCHEMA,))
+        self.meta.execute("COMMIT")
+        self._dirty = True
+        self.commit()
+
+    def _load_vectors(self, *, force: bool = False) -> None:
         name = self.embedder.name if self.embedder else ""
         row = self.meta.execute("SELECT value FROM info WHERE key='embedder'").fetchone()
-        if row is not None and row[0] != name and self.embedder is not None:
-            # Vectors of another model are meaningless here: recompute them from the stored text.
-            rows = self.meta.execute("SELECT id, title, body FROM docs").fetchall()
-            self.meta.execute("BEGIN")
-            for start in range(0, len(rows), 512):
-                chunk = rows[start : start + 512]
-                vecs = self.embedder.embed([f"{t}\n{b}" for _, t, b in chunk])
-                self.meta.executemany("UPDATE docs SET vec=? WHERE id=?", [(v.tobytes(), r[0]) for v, r in zip(vecs, chunk, strict=True)])
-            self.meta.execute("COMMIT")
+        if self.embedder is not None and (force or (row is not None and row[0] != name)):
+            # Vectors of another model (or of other text) are meaningless here: recompute them from the stored text.
+            self.reembed(lambda done, total: None)
         self.meta.execute("INSERT OR REPLACE INTO info VALUES ('embedder', ?)", (name,))
+        self._load_arrays()
+
+    def reembed(self, progress: Callable[[int, int], None], stop: Callable[[], bool] = lambda: False) -> bool:
+        """Recomputes every stored vector with this index's embedder, in chunks (search keeps working on the
+        old vectors meanwhile, each chunk swapped in as it is done). Returns False if ``stop`` cut it short."""
+        assert self.embedder is not None
+        ids = [r[0] for r in self.meta.execute("SELECT id FROM docs ORDER BY rowid")]
+        total = len(ids)
+        progress(0, total)
+        for start in range(0, total, 256):
+            if stop():
+                return False
+            chunk = ids[start : start + 256]
+            marks = ",".join("?" * len(chunk))
+            rows = self.meta.execute(f"SELECT id, kind, title, body, ctx FROM docs WHERE id IN ({marks})", chunk).fetchall()
+            vecs = self.embedder.embed([self._meaning_text(k, t, b, c) for _, k, t, b, c in rows])
+            with self._lock:
+                self.meta.execute("BEGIN")
+                self.meta.executemany("UPDATE docs SET vec=? WHERE id=?", [(v.tobytes(), r[0]) for v, r in zip(vecs, rows, strict=True)])
+                self.meta.execute("COMMIT")
+                if hasattr(self, "vecs") and self.vecs.shape[1] == self.embedder.dim:
+                    for v, r in zip(vecs, rows, strict=True):
+                        n = self.row.get(r[0])
+                        if n is not None and n >= 0:
+                            self.vecs[n] = v
+            progress(min(total, start + len(chunk)), total)
+        return True
+
+    def _load_arrays(self) -> None:
         ids: list[str] = []
         ts: list[float] = []
         imp: list[float] = []
         blobs: list[bytes] = []
-        for i, t, im, v in self.meta.execute("SELECT id, ts, importance, vec FROM docs"):
+        kinds: list[bool] = []
+        spk: list[str] = []
+        for i, k, b, t, im, v in self.meta.execute("SELECT id, kind, body, ts, importance, vec FROM docs"):
             ids.append(i)
             ts.append(t)
             imp.append(-1.0 if im is None else im)
             blobs.append(v or b"")
+            kinds.append(k != "page")
+            spk.append(speaker_of(b) if k != "page" else "")
         self.ids = ids
         self.row = {i: n for n, i in enumerate(ids)}
         self.ts = np.asarray(ts, dtype=np.float64)
         self.imp = np.asarray(imp, dtype=np.float32)
         self.alive = np.ones(len(ids), dtype=bool)
+        self.is_source = np.asarray(kinds, dtype=bool)
+        self.speakers: dict[str, int] = {}
+        self.spk = np.asarray([self._speaker_id(x) for x in spk], dtype=np.int32)
         dim = self.embedder.dim if self.embedder else 0
         if dim:
             mat = np.zeros((len(ids), dim), dtype=np.float32)
@@ -118,7 +229,13 @@ class ScopeIndex:
             self.vecs = mat
         else:
             self.vecs = np.zeros((len(ids), 0), dtype=np.float32)
-        self._pending: list[tuple[str, float, float, np.ndarray | None]] = []
+        self._pending = []
+        self._version += 1
+
+    def _speaker_id(self, name: str) -> int:
+        if not name:
+            return -1
+        return self.speakers.setdefault(name, len(self.speakers))
 
     # ---- writing -------------------------------------------------------------------------------
 
@@ -137,12 +254,38 @@ class ScopeIndex:
         assert self._writer is not None
         return self._writer
 
+    def _contexts(self, docs: list[Doc]) -> list[str]:
+        """For each source, the text of the source said just before it (same conversation), else ""."""
+        out = [""] * len(docs)
+        order = sorted((n for n, d in enumerate(docs) if d.kind != "page"), key=lambda n: docs[n].ts)
+        # Documents being replaced must not be their own context (new ones are not in meta.db yet).
+        replaced = [d.id for d in docs if d.id in self.row][:500]
+        marks = ",".join("?" * len(replaced))
+        prev: Doc | None = None
+        for n in order:
+            d = docs[n]
+            best: tuple[str, float] | None = (prev.body, prev.ts) if prev is not None else None
+            row = self.meta.execute(
+                f"SELECT body, ts FROM docs WHERE kind!='page' AND ts<=? AND id NOT IN ({marks}) ORDER BY ts DESC, rowid DESC LIMIT 1",
+                (d.ts, *replaced),
+            ).fetchone()
+            if row is not None and (best is None or row[1] > best[1]):
+                best = (row[0], row[1])
+            if best is not None and d.ts - best[1] <= GAP_S:
+                out[n] = best[0]
+            prev = d
+        return out
+
     def add(self, docs: list[Doc]) -> None:
         """Adds (or replaces) documents. Visible to search after ``commit``."""
         if not docs:
             return
         with self._lock:
-            vecs: np.ndarray | None = self.embedder.embed([f"{d.title}\n{d.body}" for d in docs]) if self.embedder else None
+            ctxs = self._contexts(docs)
+            vecs: np.ndarray | None = (
+                self.embedder.embed([self._meaning_text(d.kind, d.title, d.body, c) for d, c in zip(docs, ctxs, strict=True)])
+                if self.embedder else None
+            )
             w = self._w()
             self.meta.execute("BEGIN")
             try:
@@ -151,14 +294,16 @@ class ScopeIndex:
                 for n, d in enumerate(docs):
                     if d.id in self.row:
                         self._remove_locked(w, d.id)
-                    w.add_document(tantivy.Document(id=d.id, title=d.title, body=d.body))
+                    w.add_document(self._keyword_doc(d.id, d.kind, d.title, d.body, d.ts, ctxs[n]))
                     v = vecs[n] if vecs is not None else None
-                    rows.append((d.id, d.kind, d.title, d.body, d.ts, d.importance, v.tobytes() if v is not None else None))
+                    rows.append((d.id, d.kind, d.title, d.body, d.ts, d.importance, v.tobytes() if v is not None else None, ctxs[n]))
                     if d.title:
                         titles.append((d.title, d.id, d.kind))
-                    self._pending.append((d.id, d.ts, -1.0 if d.importance is None else d.importance, v))
+                    self._pending.append((d.id, d.ts, -1.0 if d.importance is None else d.importance, v, d.kind != "page",
+                                          speaker_of(d.body) if d.kind != "page" else ""))
                     self.row[d.id] = -1  # placeholder until pending rows are merged
-                self.meta.executemany("INSERT OR REPLACE INTO docs VALUES (?,?,?,?,?,?,?)", rows)
+                self.meta.executemany(
+                    "INSERT OR REPLACE INTO docs (id, kind, title, body, ts, importance, vec, ctx) VALUES (?,?,?,?,?,?,?,?)", rows)
                 self.meta.executemany("INSERT INTO titles (title, id, kind) VALUES (?,?,?)", titles)
                 self.meta.execute("COMMIT")
             except BaseException:
@@ -212,12 +357,15 @@ class ScopeIndex:
         self.ts = np.concatenate([self.ts, np.asarray([p[1] for p in self._pending], dtype=np.float64)])
         self.imp = np.concatenate([self.imp, np.asarray([p[2] for p in self._pending], dtype=np.float32)])
         self.alive = np.concatenate([self.alive, np.ones(len(new_ids), dtype=bool)])
+        self.is_source = np.concatenate([self.is_source, np.asarray([p[4] for p in self._pending], dtype=bool)])
+        self.spk = np.concatenate([self.spk, np.asarray([self._speaker_id(p[5]) for p in self._pending], dtype=np.int32)])
         if dim:
             add = np.stack([p[3] if p[3] is not None else np.zeros(dim, np.float32) for p in self._pending])
             self.vecs = np.concatenate([self.vecs, add.astype(np.float32)])
         else:
             self.vecs = np.zeros((len(self.ids), 0), dtype=np.float32)
         self._pending = []
+        self._version += 1
         if self.alive.size and self.alive.sum() < 0.7 * self.alive.size:
             self._compact()
 
@@ -226,7 +374,9 @@ class ScopeIndex:
         self.ids = [self.ids[k] for k in keep]
         self.row = {i: n for n, i in enumerate(self.ids)}
         self.ts, self.imp, self.vecs = self.ts[keep], self.imp[keep], self.vecs[keep]
+        self.is_source, self.spk = self.is_source[keep], self.spk[keep]
         self.alive = np.ones(len(self.ids), dtype=bool)
+        self._version += 1
 
     def clear(self) -> None:
         with self._lock:
@@ -237,8 +387,11 @@ class ScopeIndex:
             self.ts = np.zeros(0, np.float64)
             self.imp = np.zeros(0, np.float32)
             self.alive = np.zeros(0, bool)
+            self.is_source = np.zeros(0, bool)
+            self.spk = np.zeros(0, np.int32)
             self.vecs = np.zeros((0, self.vecs.shape[1]), np.float32)
             self._pending = []
+            self._version += 1
             self._dirty = True
 
     # ---- reading -------------------------------------------------------------------------------
@@ -250,30 +403,63 @@ class ScopeIndex:
         return len(self.row)
 
     def keyword(self, terms: list[str], limit: int) -> list[tuple[str, float]]:
-        """bm25 top ``limit`` (id, score) for any of the terms (OR), title matches weighted up."""
+        """bm25 top ``limit`` (id, score) for any of the terms (OR), title matches weighted up and the
+        preceding source's words (context) weighted down."""
         if not terms:
             return []
         if self._dirty:
             self.commit()
-        q = self.index.parse_query(" ".join(terms), ["title", "body"], field_boosts={"title": 1.5})
+        q = self.index.parse_query(" ".join(terms), ["title", "body", "ctx"],
+                                   field_boosts={"title": 1.5, "ctx": CONTEXT_BOOST})
         searcher = self.searcher
         res = searcher.search(q, limit, count=False)
         return [(searcher.doc(addr)["id"][0], float(score)) for score, addr in res.hits]
 
     def vector(self, qvec: np.ndarray, limit: int) -> list[tuple[str, float]]:
         """Top ``limit`` (id, cosine) by brute-force dot product over this scope's vectors."""
-        if self._dirty:
-            self.commit()
-        if not self.vecs.shape[1] or not self.ids:
+        sims = self.similarities(qvec)
+        if sims is None or not sims.size:
             return []
-        # einsum, not BLAS: OpenBLAS threads make a small matrix-vector product 100x slower on busy cores.
-        sims = np.einsum("ij,j->i", self.vecs, qvec.astype(np.float32))
-        if not self.alive.all():
-            sims = np.where(self.alive, sims, -2.0)
         limit = min(limit, sims.size)
         top = np.argpartition(-sims, limit - 1)[:limit]
         top = top[np.argsort(-sims[top])]
         return [(self.ids[n], float(sims[n])) for n in top if sims[n] > -2.0]
+
+    def similarities(self, qvec: np.ndarray) -> np.ndarray | None:
+        """Cosine of every row against ``qvec`` (-2 for deleted rows), or None without vectors."""
+        if self._dirty:
+            self.commit()
+        if not self.vecs.shape[1] or not self.ids or qvec.shape[0] != self.vecs.shape[1]:
+            return None
+        # einsum, not BLAS: OpenBLAS threads make a small matrix-vector product 100x slower on busy cores.
+        sims = np.einsum("ij,j->i", self.vecs, qvec.astype(np.float32))
+        if not self.alive.all():
+            sims = np.where(self.alive, sims, -2.0)
+        return sims
+
+    def conversation_max(self, scores: np.ndarray) -> np.ndarray:
+        """For each source row, the best score among the sources of its conversation (sources less than
+        ``GAP_S`` apart in time); 0 for pages."""
+        if self._groups is None or self._groups[0] != self._version:
+            rows = np.nonzero(self.is_source)[0]
+            order = rows[np.argsort(self.ts[rows], kind="stable")]
+            if order.size:
+                breaks = np.nonzero(np.diff(self.ts[order]) > GAP_S)[0] + 1
+                starts = np.concatenate([[0], breaks]).astype(np.int64)
+                lengths = np.diff(np.concatenate([starts, [order.size]]))
+            else:
+                starts = lengths = np.zeros(0, np.int64)
+            self._groups = (self._version, order, starts, lengths)
+        _, order, starts, lengths = self._groups
+        out = np.zeros_like(scores)
+        if order.size:
+            best = np.maximum.reduceat(scores[order], starts)
+            out[order] = np.repeat(best, lengths)
+        return out
+
+    def speakers_named(self, words: set[str]) -> set[int]:
+        """Ids of this scope's speakers whose every name word is among ``words``."""
+        return {sid for name, sid in self.speakers.items() if all(w in words for w in _WORD.findall(name))}
 
     def similarity(self, doc_id: str, qvec: np.ndarray) -> float:
         n = self.row.get(doc_id)
@@ -290,9 +476,7 @@ class ScopeIndex:
 
     def typeahead(self, prefix: str, limit: int) -> list[tuple[str, str, str]]:
         """(id, kind, title) whose title has words starting with the typed words (last one as a prefix)."""
-        import re
-
-        words = re.findall(r"[0-9a-zA-Z\u00C0-\u024F]+", prefix.lower())
+        words = _WORD.findall(prefix.lower())
         if not words:
             return []
         expr = " ".join(f'"{w}"' for w in words[:-1]) + (" " if len(words) > 1 else "") + f'"{words[-1]}"*'
