@@ -536,9 +536,11 @@ def main(argv: list[str] | None = None) -> int:
         from runtime_host.speech.cli import run_transcribe
 
         return run_transcribe(args)
+    from runtime_host.logs import setup_console_logging
     from runtime_host.store import StoreError
     from vault import VaultUnavailable
 
+    setup_console_logging()
     try:
         return asyncio.run(_amain(args))
     except (StoreError, VaultUnavailable) as exc:

@@ -21,6 +21,7 @@ BACKUP_COUNT = 5  # ... and at most 5 older ones are kept (hearth.log.1 … hear
 FORMAT = "%(asctime)s %(levelname)-7s %(name)s [%(process)d %(threadName)s] %(message)s"
 
 _MARK = "_hearth_log_handler"
+_CONSOLE_MARK = "_hearth_console_handler"
 
 
 class RedactingFormatter(logging.Formatter):
@@ -63,6 +64,24 @@ def setup_logging(home: Path, *, level: int = logging.INFO, max_bytes: int = MAX
     hearth = logging.getLogger("hearth")
     if hearth.level == logging.NOTSET or hearth.level > level:
         hearth.setLevel(level)
+    return handler
+
+
+def setup_console_logging(level: int = logging.WARNING) -> logging.Handler:
+    """For the headless host (CLI, serve): warnings and errors on stderr, through the same redaction as the
+    log file (without it Python's last-resort handler would print them as they are)."""
+    import sys
+
+    root = logging.getLogger()
+    for h in list(root.handlers):
+        if getattr(h, _CONSOLE_MARK, False):
+            root.removeHandler(h)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(RedactingFormatter("%(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(RedactingFilter())
+    handler.setLevel(level)
+    setattr(handler, _CONSOLE_MARK, True)
+    root.addHandler(handler)
     return handler
 
 

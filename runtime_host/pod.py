@@ -27,7 +27,7 @@ from runtime_host.states import WorkerState
 from runtime_host.store import AgentInstance, AgentProfile, Store, StoreError, now, step_dict, step_tree
 from runtime_host.supervisor import Supervisor, SupervisorConfig, WorkerHandle, WorkerStartError
 from runtime_host.turnstop import REQUESTED, TurnStops, note_for
-from vault import Vault, VaultUnavailable
+from vault import Vault, VaultUnavailable, redact_value
 
 log = logging.getLogger("hearth.pod")
 
@@ -810,6 +810,7 @@ class Pod:
         run.future.set_result(result)
 
     async def _on_worker_message(self, handle: WorkerHandle, msg: dict[str, Any]) -> None:
+        msg = redact_value(msg)  # what a worker says reaches the store, the views and the CLI: never with a key
         kind = msg["type"]
         if kind == "event":
             turn_id = msg.get("turn_id")
@@ -1113,6 +1114,7 @@ class Pod:
     def audit(self, *, person_id: str | None, agent: str | None, kind: str, action: str, summary: str,
               phase: str | None = None, rule: str | None = None, detail: dict[str, Any] | None = None) -> None:
         """Writes one audit event (never a secret value) and tells the views."""
+        summary, detail = redact_value(summary), redact_value(detail or {})
         self.store.add_audit(person_id=person_id, agent=agent, kind=kind, phase=phase, action=action, rule=rule,
                              summary=summary, detail=detail or {})
         self.emit({"type": "audit", "person": person_id, "agent": agent, "kind": kind, "phase": phase,

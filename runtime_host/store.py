@@ -18,6 +18,8 @@ from sqlalchemy import bindparam, event, text
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, create_engine, select
 
+from vault import redact  # every text a turn, step, message or audit row keeps passes the key redactor
+
 
 def new_id() -> str:
     return uuid.uuid4().hex
@@ -452,7 +454,7 @@ class Store:
 
     def add_message(self, conversation_id: str, role: str, content: str, turn_id: str | None = None) -> Message:
         with self.session() as s:
-            msg = Message(conversation_id=conversation_id, role=role, content=content, turn_id=turn_id)
+            msg = Message(conversation_id=conversation_id, role=role, content=redact(content), turn_id=turn_id)
             s.add(msg)
             conv = s.get(Conversation, conversation_id)
             if conv is not None:
@@ -488,7 +490,7 @@ class Store:
             if turn is None:
                 raise StoreError(f"No turn {turn_id}")
             for k, v in fields.items():
-                setattr(turn, k, v)
+                setattr(turn, k, redact(v) if isinstance(v, str) else v)
             s.add(turn)
             s.commit()
             return turn
@@ -537,7 +539,7 @@ class Store:
             conn.execute(text("INSERT INTO audit_log (id, ts, person_id, agent, kind, phase, action, rule, summary, detail) "
                               "VALUES (:id, :ts, :p, :a, :k, :ph, :ac, :r, :s, :d)"),
                          {"id": aid, "ts": now(), "p": person_id, "a": agent, "k": kind, "ph": phase, "ac": action,
-                          "r": rule, "s": summary, "d": json.dumps(detail, default=str)})
+                          "r": rule, "s": redact(summary), "d": redact(json.dumps(detail, default=str))})
         return aid
 
     def list_audit(self, person_id: str, limit: int = 500, kind: str | None = None) -> list[dict[str, Any]]:
@@ -580,7 +582,8 @@ class Store:
                 return existing  # a re-sent start (after an ack was lost) is written once
             seq = s.exec(select(TurnStep).where(TurnStep.turn_id == turn_id)).all()
             step = TurnStep(id=step_id, turn_id=turn_id, parent_id=parent_id, seq=len(seq), kind=kind, name=name,
-                            call_id=call_id, arguments=json.dumps(arguments, default=repr) if arguments is not None else None)
+                            call_id=call_id,
+                            arguments=redact(json.dumps(arguments, default=repr)) if arguments is not None else None)
             s.add(step)
             s.commit()
             return step
@@ -591,7 +594,7 @@ class Store:
             if step is None:
                 return None
             step.status = status
-            step.result = json.dumps(result, default=repr)
+            step.result = redact(json.dumps(result, default=repr))
             step.finished_at = now()
             s.add(step)
             s.commit()

@@ -14,7 +14,7 @@ import logging
 import re
 import threading
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from vault.filestore import (
     DEFAULT_SCRYPT_N,
@@ -28,7 +28,8 @@ from vault.filestore import (
 
 __all__ = [
     "SERVICE", "Vault", "VaultError", "VaultUnavailable", "VaultLocked", "WrongPassphrase", "VaultCorrupt",
-    "EncryptedFileStore", "RedactingFilter", "remember_secret", "redact", "person_namespace", "agent_namespace",
+    "EncryptedFileStore", "RedactingFilter", "remember_secret", "redact", "redact_value", "person_namespace",
+    "agent_namespace",
     "provider_key", "vault_file",
 ]
 
@@ -79,6 +80,17 @@ def redact(text: str) -> str:
     pattern = re.compile("|".join(re.escape(s) for s in secrets))
     # Text already redacted once keeps its placeholders as they are.
     return PLACEHOLDER.join(pattern.sub(PLACEHOLDER, part) for part in text.split(PLACEHOLDER))
+
+
+def redact_value(value: Any) -> Any:
+    """`redact` applied to every string inside a JSON-like value (dicts, lists, tuples); other values as they are."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: redact_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_value(v) for v in value]
+    return value
 
 
 class RedactingFilter(logging.Filter):

@@ -10,6 +10,7 @@ from typing import Any
 
 from runtime_host.protocol import PROTOCOL_VERSION, ProtocolError, decode
 from runtime_host.worker.channel import Channel
+from vault import redact, remember_secret
 
 
 def rss_bytes() -> int:
@@ -26,6 +27,26 @@ def _preload() -> None:
     import runtime_host.providers.openai_compat  # noqa: F401
     import runtime_host.tools  # noqa: F401
     import runtime_host.worker.loop  # noqa: F401
+
+
+class _RedactingStream:
+    """The worker log (stderr) through the vault's redactor: a key never reaches it, even in a traceback."""
+
+    def __init__(self, stream: Any):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._stream.write(redact(text))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def remember_keys(routes: Any) -> None:
+    """Marks every key this worker was given as secret, so the channel and the log hide it."""
+    for route in routes or []:
+        if isinstance(route, dict) and route.get("key"):
+            remember_secret(str(route["key"]))
 
 
 def binding_problem(binding: dict[str, Any]) -> str | None:
@@ -54,6 +75,7 @@ class Worker:
     def __init__(self) -> None:
         # The protocol owns the real stdout; anything else printed goes to stderr (the worker log).
         self.channel = Channel(sys.stdout.buffer)
+        sys.stderr = _RedactingStream(sys.stderr)  # type: ignore[assignment]
         sys.stdout = sys.stderr
         self.binding: dict[str, Any] | None = None
         self.turn_thread: threading.Thread | None = None
@@ -88,6 +110,7 @@ class Worker:
                 self.channel.send({"type": "error", "fatal": True, "error": problem})
                 self.exit_code = 3
                 return False
+            remember_keys(msg.get("routes"))
             self.binding = msg
             scratch = msg.get("scratch")
             if scratch:
@@ -96,6 +119,7 @@ class Worker:
             self.channel.send({"type": "ready", "pid": os.getpid(), "rss": rss_bytes()})
             threading.Thread(target=_preload, name="preload", daemon=True).start()
         elif kind == "turn.start":
+            remember_keys(msg.get("routes"))
             self.start_turn(msg)
         elif kind == "turn.cancel":
             self.cancel.set()

@@ -7,6 +7,7 @@ import threading
 from typing import IO, Any
 
 from runtime_host.protocol import encode
+from vault import redact
 
 ACK_TIMEOUT_S = 60.0
 
@@ -23,7 +24,8 @@ class Channel:
         self._waiting: dict[int, tuple[threading.Event, list[Any]]] = {}
 
     def send(self, msg: dict[str, Any]) -> None:
-        data = encode(msg)
+        # Nothing leaves the worker with a key in it (a provider may echo the key in an error body).
+        data = redact(encode(msg).decode("utf-8")).encode("utf-8")
         with self._lock:
             self._out.write(data)
             self._out.flush()

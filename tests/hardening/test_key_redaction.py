@@ -1,0 +1,66 @@
+"""A provider that echoes the key in its 401 answer ("Incorrect API key provided: sk-...") never gets that key
+stored, logged or printed: the turn's error, its steps, the worker's log, the database and what the CLI
+prints all carry the redactor's placeholder instead."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from pathlib import Path
+
+from tests.helpers.fake_model import Error
+from tests.integration.test_cli import KEY, cli, setup_agent
+
+PLACEHOLDER = "[secret hidden]"
+
+
+def echo_the_key(req) -> Error:
+    presented = req.headers["authorization"].removeprefix("Bearer ")
+    return Error(401, f"Incorrect API key provided: {presented}. You can find your API key in your account.")
+
+
+def _files_with_key(home: Path) -> list[str]:
+    return [str(f) for f in home.rglob("*") if f.is_file() and KEY.encode() in f.read_bytes()]
+
+
+def test_a_key_echoed_in_a_401_is_never_stored_logged_or_printed(home, fake_model, script, secure_keyring) -> None:
+    setup_agent(home, fake_model.base_url)
+    script([echo_the_key], repeat_last=True)
+    r = cli(home, "chat", "helper", "hi")
+    assert r.returncode != 0
+    assert KEY in fake_model.requests[0].headers["authorization"]  # the provider did echo the real key
+    assert KEY not in r.stdout + r.stderr, "the CLI printed the key"
+    assert "refused the key" in r.stderr and PLACEHOLDER in r.stderr
+    turns = cli(home, "turns", "--json")
+    assert turns.returncode == 0 and KEY not in turns.stdout
+    turn = json.loads(turns.stdout)[0]
+    assert PLACEHOLDER in turn["error"] and PLACEHOLDER in json.dumps(turn["steps"])
+    assert _files_with_key(home) == [], "the key reached the disk (database, WAL or a log)"
+
+
+async def test_the_pod_redacts_what_reaches_the_store_events_and_log(home, fake_model, script, secure_keyring,
+                                                                     caplog) -> None:
+    from runtime_host.pod import Pod
+
+    pod = Pod(home)
+    pod.add_provider("fake", kind="openai-compatible", base_url=fake_model.base_url, model="fake-1", key=KEY)
+    pod.add_agent("helper", provider="fake")
+    events: list[dict] = []
+    pod.subscribe(events.append)
+    script([echo_the_key], repeat_last=True)
+    try:
+        with caplog.at_level(logging.DEBUG):
+            result = await asyncio.wait_for(pod.chat("helper", "hi"), 60)
+            # a text with the key reaching the store by any path is cleaned there too
+            pod.store.update_turn(result.turn_id, error=f"copied: {KEY}")
+            pod.audit(person_id=pod.person.id, agent="helper", kind="test", action="noted", summary=f"saw {KEY}",
+                      detail={"body": KEY})
+        assert result.status == "failed" and KEY not in (result.error or "") and PLACEHOLDER in (result.error or "")
+        assert KEY not in json.dumps(events, default=str)
+        assert KEY not in json.dumps(pod.turns(), default=str)
+        assert KEY not in json.dumps(pod.audit_log(), default=str)
+        assert KEY not in caplog.text
+    finally:
+        await pod.close()
+    assert _files_with_key(home) == []
