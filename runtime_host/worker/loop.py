@@ -8,9 +8,11 @@ as interrupted.
 
 from __future__ import annotations
 
+import json
 import threading
 import traceback
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from runtime_host.providers import (
@@ -28,10 +30,38 @@ from runtime_host.worker.channel import Channel, PodGone
 MAX_ITERATIONS = 90
 SUBAGENT_MAX_ITERATIONS = 50
 MAX_CONCURRENT_SUBAGENTS = 3
+# Bounds a hostile (or confused) model cannot pass, whatever it answers:
+MAX_TOOL_CALLS_PER_STEP = 16   # run from one answer; the rest are refused, each with a result
+KEPT_TOOL_CALLS_PER_STEP = 64  # kept in the record; calls past this are dropped (the refusal says how many)
+MODEL_CALL_BUDGET = 100        # model calls of one turn, its sub-agents included
+REFUSED_ARGS_CHARS = 200       # what is kept of a refused call's arguments
 INTERRUPTED = (
     "interrupted: the agent's worker stopped while this tool was running, so its outcome is unknown. "
     "It was not run again. Check whether it took effect before calling it again."
 )
+
+
+class ModelBudget:
+    """Model calls a turn may still make, shared by the turn and its sub-agents (thread-safe)."""
+
+    def __init__(self, limit: int, used: int = 0):
+        self.limit = limit
+        self.used = used
+        self._lock = threading.Lock()
+
+    def take(self) -> bool:
+        with self._lock:
+            if self.used >= self.limit:
+                return False
+            self.used += 1
+            return True
+
+    def exhausted_error(self) -> ProviderError:
+        return ProviderError(
+            "budget",
+            f"This turn used all {self.limit} of its model calls (its sub-agents included) without finishing, so "
+            "Hearth stopped it. Everything it did is kept; ask again with a narrower request.",
+        )
 
 
 class TurnContext:
@@ -52,6 +82,7 @@ class TurnContext:
         for spec in binding.get("mcp_tools", []):
             self.tools[spec["name"]] = _mcp_tool(spec)
         self.max_iterations = int(profile.get("max_iterations") or MAX_ITERATIONS)
+        self.budget = ModelBudget(int(profile.get("max_model_calls") or MODEL_CALL_BUDGET))
 
     def emit(self, event: dict[str, Any]) -> None:
         self.channel.send({"type": "event", "turn_id": self.turn_id, "event": event})
@@ -146,43 +177,101 @@ def run_turn(channel: Channel, binding: dict[str, Any], msg: dict[str, Any], can
         return
 
 
-def _replay(ctx: TurnContext, steps: list[dict[str, Any]], messages: list[dict[str, Any]]) -> int:
-    """Rebuilds the conversation from written top-level steps; returns how many model calls finished.
+def _replay(ctx: TurnContext, steps: list[dict[str, Any]],
+            messages: list[dict[str, Any]]) -> tuple[int, list[dict[str, Any]]]:
+    """Rebuilds the conversation from written steps; returns (model calls finished, calls still to run).
 
-    A tool step that started but never finished is asked to its tool's own record first (a tool
-    with side effects can tell whether that exact call took effect); otherwise it goes back to the
-    model as interrupted. Nothing is executed again.
+    Each finished model call is followed by exactly one result for each of its tool calls, so the
+    next request pairs every call with its result as the providers demand: a finished tool step
+    gives its written output; one that started but never finished is asked to its tool's own record
+    first (a tool with side effects can tell whether that exact call took effect), otherwise it goes
+    back to the model as interrupted; a refused call gives its refusal. Calls of the last model step
+    that never started are returned, to be run now. Nothing that started is executed again.
     """
+    ctx.budget.used = sum(1 for s in steps if s["kind"] == "model")
+    for step in steps:  # a sub-agent's unfinished inner steps: their delegate step carries the result
+        if step.get("parent_id") and step["status"] == "started":
+            ctx.finish_step(step["id"], "interrupted", {"error": "worker stopped"})
+    groups: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]] = []
     done_calls = 0
     for step in steps:
         if step.get("parent_id"):
-            continue  # a sub-agent's inner steps: history only; its delegate step carries the result
+            continue
         if step["kind"] == "model":
             if step["status"] == "finished":
                 res = step.get("result") or {}
-                messages.append(
-                    {"role": "assistant", "content": res.get("text") or "", "tool_calls": res.get("tool_calls") or []}
-                )
+                calls = list(res.get("tool_calls") or [])
+                messages.append({"role": "assistant", "content": res.get("text") or "", "tool_calls": calls})
+                groups.append((calls, []))
                 done_calls += 1
             elif step["status"] == "started":
                 ctx.finish_step(step["id"], "interrupted", {"error": "worker stopped during the model call"})
-        elif step["kind"] == "tool":
-            if step["status"] == "started":
-                tool = ctx.tools.get(step["name"])
-                recovered = tool.recover(step["id"]) if tool and tool.recover else None
-                if recovered is not None:
-                    ctx.finish_step(step["id"], "finished", {"output": recovered, "recovered": True})
-                    content = recovered
-                else:
-                    ctx.finish_step(step["id"], "interrupted", {"error": INTERRUPTED})
-                    content = INTERRUPTED
+        elif step["kind"] == "tool" and groups:
+            groups[-1][1].append(step)
+    # Results go right after their own assistant message: rebuild with each group's results in place.
+    rebuilt: list[dict[str, Any]] = []
+    pending: list[dict[str, Any]] = []
+    gi = 0
+    for m in messages:
+        rebuilt.append(m)
+        if m["role"] != "assistant" or gi >= len(groups) or m.get("tool_calls") is not groups[gi][0]:
+            continue
+        calls, tool_steps = groups[gi]
+        last = gi == len(groups) - 1
+        gi += 1
+        for call in calls:
+            step = next((s for s in tool_steps if s.get("call_id") == call["id"]), None)
+            if step is not None:
+                tool_steps.remove(step)
+                content = _replayed_result(ctx, step)
+            elif call.get("refused"):
+                content = call["refused"]
+            elif last:
+                pending.append(call)
+                continue
             else:
-                res = step.get("result")
-                content = res.get("output", "") if isinstance(res, dict) else str(res)
-            messages.append(
-                {"role": "tool", "tool_call_id": step.get("call_id") or step["id"], "name": step["name"], "content": content}
-            )
-    return done_calls
+                content = INTERRUPTED
+            rebuilt.append({"role": "tool", "tool_call_id": call["id"], "name": call["name"], "content": content})
+    messages[:] = rebuilt
+    return done_calls, pending
+
+
+def _replayed_result(ctx: TurnContext, step: dict[str, Any]) -> str:
+    if step["status"] != "started":
+        res = step.get("result")
+        return str(res.get("output", "")) if isinstance(res, dict) else str(res)
+    tool = ctx.tools.get(step["name"])
+    recovered = tool.recover(step["id"]) if tool and tool.recover else None
+    if recovered is not None:
+        ctx.finish_step(step["id"], "finished", {"output": recovered, "recovered": True})
+        return recovered
+    ctx.finish_step(step["id"], "interrupted", {"error": INTERRUPTED})
+    return INTERRUPTED
+
+
+def _bound_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One answer's tool calls within the bounds: the first ones run; the rest are refused, each with a
+    result and only a short summary of its arguments; past KEPT_TOOL_CALLS_PER_STEP they are dropped."""
+    asked = len(calls)
+    if asked <= MAX_TOOL_CALLS_PER_STEP:
+        return calls
+    refusal = (f"refused: not run. Hearth runs at most {MAX_TOOL_CALLS_PER_STEP} tool calls of one answer and this "
+               f"answer asked for {asked}, so calls {MAX_TOOL_CALLS_PER_STEP + 1} to {asked} were refused"
+               + (f" (the {asked - KEPT_TOOL_CALLS_PER_STEP} past the first {KEPT_TOOL_CALLS_PER_STEP} are not even "
+                  "kept)" if asked > KEPT_TOOL_CALLS_PER_STEP else "")
+               + ". Ask again for what is still needed, a few calls at a time.")
+    out = calls[:MAX_TOOL_CALLS_PER_STEP]
+    for call in calls[MAX_TOOL_CALLS_PER_STEP:KEPT_TOOL_CALLS_PER_STEP]:
+        out.append({"id": call["id"], "name": str(call["name"])[:100],
+                    "arguments": {"summary": _summary(call["arguments"])}, "refused": refusal})
+    return out
+
+
+def _summary(arguments: Any) -> str:
+    text = json.dumps(arguments, ensure_ascii=False, default=repr)
+    if len(text) <= REFUSED_ARGS_CHARS:
+        return text
+    return f"{text[:REFUSED_ARGS_CHARS]}… ({len(text)} characters)"
 
 
 def _call_model(ctx: TurnContext, messages: list[dict[str, Any]], tools: dict[str, Tool],
@@ -197,6 +286,9 @@ def _call_model(ctx: TurnContext, messages: list[dict[str, Any]], tools: dict[st
     last_error: ProviderError | None = None
     specs = [t.spec() for t in tools.values()]
     for i, route in enumerate(ctx.routes):
+        if not ctx.budget.take():
+            raise ctx.budget.exhausted_error()
+        ctx.emit({"type": "model_calls", "n": ctx.budget.used, "max": ctx.budget.limit})
         step_id = ctx.start_step("model", route.model or route.provider, parent_id=parent_id,
                                  arguments={"provider": route.provider})
         text: list[str] = []
@@ -233,7 +325,10 @@ def _call_model(ctx: TurnContext, messages: list[dict[str, Any]], tools: dict[st
                                     "what it wrote is kept in the turn's steps. Send the message again to retry.",
                                     status=exc.status) from exc
             raise
-        result = {"text": "".join(text), "tool_calls": calls, "model": model, "provider": route.provider}
+        result: dict[str, Any] = {"text": "".join(text), "tool_calls": _bound_calls(calls), "model": model,
+                                  "provider": route.provider}
+        if len(calls) > MAX_TOOL_CALLS_PER_STEP:
+            result["refused_calls"] = len(calls) - MAX_TOOL_CALLS_PER_STEP
         ctx.finish_step(step_id, "finished", result)
         return result
     assert last_error is not None
@@ -276,7 +371,7 @@ SUBAGENT_SYSTEM = (
 )
 
 
-def _run_subagent(ctx: TurnContext, call: dict[str, Any], gate: threading.Semaphore) -> str:
+def _run_subagent(ctx: TurnContext, call: dict[str, Any]) -> str:
     """Runs one delegated task as a nested agent loop under the delegate step."""
     step_id = ctx.start_step("tool", "delegate", arguments=call["arguments"], call_id=call["id"])
     task = str(call["arguments"].get("task") or "").strip()
@@ -284,12 +379,15 @@ def _run_subagent(ctx: TurnContext, call: dict[str, Any], gate: threading.Semaph
         output = "error: delegate needs a task"
         ctx.finish_step(step_id, "failed", {"output": output})
         return output
-    with gate:
-        ctx.emit({"type": "subagent.started", "step_id": step_id, "task": task[:200]})
-        sub_tools = {n: t for n, t in ctx.tools.items() if t.toolkit != "delegate"}  # one level deep
-        messages = [{"role": "system", "content": SUBAGENT_SYSTEM}, {"role": "user", "content": task}]
-        outcome = _agent_loop(ctx, messages, sub_tools, SUBAGENT_MAX_ITERATIONS, parent_id=step_id)
-        ctx.emit({"type": "subagent.finished", "step_id": step_id, "status": outcome["status"]})
+    if ctx.cancel.is_set():
+        output = "error: the turn was stopped before this sub-agent started"
+        ctx.finish_step(step_id, "failed", {"output": output})
+        return output
+    ctx.emit({"type": "subagent.started", "step_id": step_id, "task": task[:200]})
+    sub_tools = {n: t for n, t in ctx.tools.items() if t.toolkit != "delegate"}  # one level deep
+    messages = [{"role": "system", "content": SUBAGENT_SYSTEM}, {"role": "user", "content": task}]
+    outcome = _agent_loop(ctx, messages, sub_tools, SUBAGENT_MAX_ITERATIONS, parent_id=step_id)
+    ctx.emit({"type": "subagent.finished", "step_id": step_id, "status": outcome["status"]})
     if outcome["status"] == "done":
         output = outcome.get("text") or "(the sub-agent returned nothing)"
         ctx.finish_step(step_id, "finished", {"output": output})
@@ -301,24 +399,29 @@ def _run_subagent(ctx: TurnContext, call: dict[str, Any], gate: threading.Semaph
 
 def _run_tool_calls(ctx: TurnContext, calls: list[dict[str, Any]], tools: dict[str, Tool],
                     parent_id: str | None) -> list[str]:
-    """Runs one answer's tool calls: ordinary tools in order, delegate calls concurrently (at most 3)."""
+    """Runs one answer's tool calls: ordinary tools in order, delegate calls concurrently on at most
+    MAX_CONCURRENT_SUBAGENTS threads; a refused call gets its refusal. One result per call, in order."""
     outputs: list[str | None] = [None] * len(calls)
-    threads: list[threading.Thread] = []
-    gate = threading.Semaphore(MAX_CONCURRENT_SUBAGENTS)
+    delegated = [i for i, call in enumerate(calls) if not call.get("refused") and call["name"] == "delegate"
+                 and parent_id is None and "delegate" in tools]
+    pool = ThreadPoolExecutor(MAX_CONCURRENT_SUBAGENTS, thread_name_prefix="subagent") if delegated else None
+
+    def work(i: int) -> None:
+        try:
+            outputs[i] = _run_subagent(ctx, calls[i])
+        except PodGone:
+            outputs[i] = "error: the pod went away"
+
+    futures = [pool.submit(work, i) for i in delegated] if pool else []
     for i, call in enumerate(calls):
-        if call["name"] == "delegate" and parent_id is None and "delegate" in tools:
-            def work(i: int = i, call: dict[str, Any] = call) -> None:
-                try:
-                    outputs[i] = _run_subagent(ctx, call, gate)
-                except PodGone:
-                    outputs[i] = "error: the pod went away"
-            t = threading.Thread(target=work, name=f"subagent-{i}", daemon=True)
-            t.start()
-            threads.append(t)
-        else:
+        if call.get("refused"):
+            outputs[i] = call["refused"]
+        elif i not in delegated:
             outputs[i] = _run_tool(ctx, call, tools, parent_id)
-    for t in threads:
-        t.join()
+    for f in futures:
+        f.result()
+    if pool:
+        pool.shutdown()
     return [o if o is not None else "error: no result" for o in outputs]
 
 
@@ -357,5 +460,9 @@ def _loop(ctx: TurnContext, msg: dict[str, Any]) -> dict[str, Any]:
     if ctx.system:
         messages.append({"role": "system", "content": ctx.system})
     messages.extend(msg.get("messages", []))
-    done_calls = _replay(ctx, msg.get("steps", []), messages)
+    done_calls, pending = _replay(ctx, msg.get("steps", []), messages)
+    if pending:  # calls of the last answer that never started: run them now, so each call has its result
+        outputs = _run_tool_calls(ctx, pending, ctx.tools, None)
+        for call, output in zip(pending, outputs, strict=True):
+            messages.append({"role": "tool", "tool_call_id": call["id"], "name": call["name"], "content": output})
     return _agent_loop(ctx, messages, ctx.tools, ctx.max_iterations, None, iteration=done_calls)

@@ -16,6 +16,10 @@ Wire formats, each built from the vendor's published documentation:
   one JSON array; errors {"error": {"code", "message", "status", "details"}} (a wrong key is a 400
   with reason API_KEY_INVALID, as Google answers).
 GET {base_url}/models lists `models` in the wire's own shape (local-server discovery probes this).
+
+Like the real APIs, every wire refuses (HTTP 400, before any model runs) a conversation whose tool
+calls and results do not pair: a call with no result right after it, or a result with no call
+before it. `pairing_errors` keeps the refusals, so a test or benchmark can count them.
 """
 
 from __future__ import annotations
@@ -208,6 +212,7 @@ class FakeModelServer:
         self.models = models or ["fake-model"]
         self.requests: list[Request] = []
         self.signatures: list[str] = []  # gemini: thoughtSignatures handed out, in order
+        self.pairing_errors: list[str] = []  # requests refused because tool calls and results did not pair
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -284,15 +289,19 @@ class FakeModelServer:
                 return self._error_body(Error(400, "anthropic-version: header is required"))[:3]
             if not req.body.get("max_tokens"):
                 return self._error_body(Error(400, "max_tokens: Field required"))[:3]
+        elif not re.search(r"/models/[^/:]+:(generateContent|streamGenerateContent)$", path):
+            return self._error_body(Error(404, f"Method not found: {path}"))[:3]
         else:
-            if not re.search(r"/models/[^/:]+:(generateContent|streamGenerateContent)$", path):
-                return self._error_body(Error(404, f"Method not found: {path}"))[:3]
             if self.key and req.headers.get("x-goog-api-key") != self.key:
                 body = {"error": {"code": 400, "message": "API key not valid. Please pass a valid API key.",
                                   "status": "INVALID_ARGUMENT",
                                   "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo",
                                                "reason": "API_KEY_INVALID", "domain": "googleapis.com"}]}}
                 return 400, json.dumps(body).encode(), "application/json"
+        unpaired = unpaired_tool_calls(req)
+        if unpaired:
+            self.pairing_errors.append(unpaired)
+            return self._error_body(Error(400, unpaired))[:3]
         return None
 
     def _list_models(self, h: BaseHTTPRequestHandler) -> None:
@@ -535,6 +544,74 @@ class FakeModelServer:
             h.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             pass
+
+
+def unpaired_tool_calls(req: Request) -> str | None:
+    """The provider's own 400 message when tool calls and results do not pair, else None."""
+    if req.wire == "anthropic":
+        return _unpaired_anthropic(req.messages)
+    if req.wire == "gemini":
+        return _unpaired_gemini(req.messages)
+    return _unpaired_openai(req.messages)
+
+
+def _unpaired_openai(messages: list[dict[str, Any]]) -> str | None:
+    waiting: list[str] = []
+    for m in messages:
+        if m.get("role") == "tool":
+            if m.get("tool_call_id") not in waiting:
+                return ("Invalid parameter: messages with role 'tool' must be a response to a preceeding message "
+                        f"with 'tool_calls' (tool_call_id {m.get('tool_call_id')!r}).")
+            waiting.remove(m.get("tool_call_id"))
+            continue
+        if waiting:
+            break
+        if m.get("role") == "assistant":
+            waiting = [tc.get("id") for tc in m.get("tool_calls") or []]
+    if waiting:
+        return ("An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+                f"'tool_call_id'. The following tool_call_ids did not have response messages: {', '.join(waiting)}")
+    return None
+
+
+def _unpaired_anthropic(messages: list[dict[str, Any]]) -> str | None:
+    asked: list[str] = []
+    for i, m in enumerate(messages):
+        blocks = m.get("content") if isinstance(m.get("content"), list) else []
+        results = [b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"]
+        if m.get("role") == "user":
+            for j, rid in enumerate(results):
+                if rid not in asked:
+                    return (f"messages.{i}.content.{j}: unexpected `tool_use_id` found in `tool_result` blocks: {rid}. "
+                            "Each `tool_result` block must have a corresponding `tool_use` block in the previous message.")
+        missing = [a for a in asked if a not in results]
+        if missing:
+            return (f"messages.{i - 1}: `tool_use` ids were found without `tool_result` blocks immediately after: "
+                    f"{', '.join(missing)}. Each `tool_use` block must have a corresponding `tool_result` block in the "
+                    "next message.")
+        asked = [b.get("id") for b in blocks if b.get("type") == "tool_use"] if m.get("role") == "assistant" else []
+    if asked:
+        return (f"messages.{len(messages) - 1}: `tool_use` ids were found without `tool_result` blocks immediately "
+                f"after: {', '.join(asked)}. Each `tool_use` block must have a corresponding `tool_result` block in "
+                "the next message.")
+    return None
+
+
+def _unpaired_gemini(contents: list[dict[str, Any]]) -> str | None:
+    calls = 0
+    for c in contents:
+        parts = c.get("parts") or []
+        responses = sum(1 for p in parts if "functionResponse" in p)
+        if responses and not calls:
+            return "Please ensure that function response turn comes immediately after a function call turn."
+        if calls and responses != calls:
+            return ("Please ensure that the number of function response parts is equal to the number of function "
+                    "call parts of the function call turn.")
+        calls = sum(1 for p in parts if "functionCall" in p) if c.get("role") == "model" else 0
+    if calls:
+        return ("Please ensure that the number of function response parts is equal to the number of function call "
+                "parts of the function call turn.")
+    return None
 
 
 def _merge_text(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -23,6 +23,7 @@ class StepLog:
         self.cancel = threading.Event()
         self.steps: list[dict[str, Any]] = []
         self.events: list[dict[str, Any]] = []
+        self.budget = loop.ModelBudget(loop.MODEL_CALL_BUDGET)
 
     def start_step(self, kind: str, name: str, **kw: Any) -> str:
         self.steps.append({"id": str(len(self.steps)), "kind": kind, "name": name, "status": "started", **kw})

@@ -52,7 +52,7 @@ def test_interrupted_note_that_took_effect_is_recovered_not_rerun(tmp_path: Path
     ]
     ctx, out = make_ctx()
     messages: list[dict] = []
-    assert _replay(ctx, steps, messages) == 1
+    assert _replay(ctx, steps, messages) == (1, [])
     assert messages[1] == {"role": "tool", "tool_call_id": "c1", "name": "append_note", "content": "noted: buy milk"}
     assert messages[2]["content"] == INTERRUPTED
     finishes = {m["event"]["step_id"]: m["event"]["status"] for m in out.sent if m["event"]["type"] == "step.finished"}
