@@ -220,8 +220,9 @@ def _replay(ctx: TurnContext, steps: list[dict[str, Any]],
         last = gi == len(groups) - 1
         gi += 1
         for call in calls:
-            step = next((s for s in tool_steps if s.get("call_id") == call["id"]), None)
-            if step is not None:
+            found = [s for s in tool_steps if s.get("call_id") == call["id"]]
+            if found:
+                step = found[0]
                 tool_steps.remove(step)
                 content = _replayed_result(ctx, step)
             elif call.get("refused"):
