@@ -181,6 +181,7 @@ class MainWindow(QMainWindow):
         center_layout = QVBoxLayout(center)
         top = QHBoxLayout()
         self.header = QLabel("")
+        self._progress: dict[str, str] = {}  # the live turn's "step n/90" and "model calls n/100"
         self.header.setAccessibleName("Conversation status")
         top.addWidget(self.header, 1)
         self.new_conversation_button = QPushButton("New conversation")
@@ -712,11 +713,16 @@ class MainWindow(QMainWindow):
             self._set_live_turn(ev["turn_id"])
             self.steps.clear_steps()
             self.chat.stream_begin()
+            self._progress = {}
             self.header.setText(f"{self.agent} — working…")
         elif kind == "delta" and ev.get("parent_id") is None:
             self.chat.stream_append(ev["text"])
-        elif kind == "iteration":
-            self.header.setText(f"{self.agent} — working… step {ev['n']}/{ev['max']}")
+        elif kind in ("iteration", "model_calls"):
+            # The live header: the lead's step count, and the turn's model calls (sub-agents included) of its budget.
+            label = "step" if kind == "iteration" else "model calls"
+            self._progress[kind] = f"{label} {ev['n']}/{ev['max']}"
+            shown = " · ".join(self._progress[k] for k in ("iteration", "model_calls") if k in self._progress)
+            self.header.setText(f"{self.agent} — working… {shown}")
         elif kind == "step.started":
             self.steps.add_step(ev["step_id"], ev.get("parent_id"), ev["kind"], ev["name"], ev.get("arguments"), ev.get("started_at"))
             if ev["kind"] == "model" and self.chat.streaming_text:
