@@ -35,7 +35,7 @@ def make_ctx() -> tuple[TurnContext, AckingOut]:
     out = AckingOut()
     ch = Channel(out)  # type: ignore[arg-type]
     out.channel = ch
-    binding = {"profile": {"toolkits": ["notes", "clock"]}, "routes": []}
+    binding = {"profile": {"toolkits": ["notes", "clock"]}, "routes": [], "_guard": None}  # replay runs no tool
     return TurnContext(ch, binding, {"turn_id": "t1"}, threading.Event()), out
 
 
