@@ -26,16 +26,30 @@ from vault import VaultUnavailable
 
 
 class ProvidersPage(QWidget):
-    """Lists providers and adds an OpenAI-compatible one (base URL, model, key into the OS keyring)."""
+    """Lists providers; pick one to edit it, Remove it (asks first), or Check it: the server lists its
+    models and the key is tested before anything is saved. A dead address is reported at once."""
 
     def __init__(self, pod: Any, parent: QWidget | None = None):
         super().__init__(parent)
         self.pod = pod
+        self._tasks: set[Any] = set()
+        self._checked: tuple[str, str, str] | None = None  # (kind, base URL, key) that last passed a check
         layout = QVBoxLayout(self)
         self.list = QListWidget()
         self.list.setAccessibleName("Providers")
-        layout.addWidget(QLabel("Model providers"))
+        self.list.currentRowChanged.connect(self._on_selected)
+        layout.addWidget(QLabel("Model providers (pick one to edit it)"))
         layout.addWidget(self.list)
+        list_row = QHBoxLayout()
+        self.new_button = QPushButton("New provider")
+        self.new_button.clicked.connect(self.clear_form)
+        self.remove_button = QPushButton("Remove…")
+        self.remove_button.setToolTip("Remove the chosen provider and its key (asks first)")
+        self.remove_button.clicked.connect(self._on_remove)
+        list_row.addWidget(self.new_button)
+        list_row.addStretch(1)
+        list_row.addWidget(self.remove_button)
+        layout.addLayout(list_row)
         form = QFormLayout()
         self.preset = QComboBox()
         self.preset.addItem("Custom (OpenAI-compatible)", None)
@@ -55,8 +69,9 @@ class ProvidersPage(QWidget):
         self.name.setPlaceholderText("e.g. openai, local-ollama")
         self.base_url = QLineEdit()
         self.base_url.setPlaceholderText("https://api.openai.com/v1 or http://127.0.0.1:11434/v1")
-        self.model = QLineEdit()
-        self.model.setPlaceholderText("e.g. gpt-4o-mini, llama3.1")
+        self.model = QComboBox()
+        self.model.setEditable(True)
+        self.model.lineEdit().setPlaceholderText("e.g. gpt-4o-mini, llama3.1 (Check lists the server's models)")
         self.key = QLineEdit()
         self.key.setEchoMode(QLineEdit.EchoMode.Password)
         self.key.setPlaceholderText("stored in the OS keyring, never on disk in plain text")
@@ -64,15 +79,64 @@ class ProvidersPage(QWidget):
             w.setAccessibleName(label)
             form.addRow(label, w)
         layout.addLayout(form)
+        buttons = QHBoxLayout()
         self.find_local = QPushButton("Find model servers on this machine")
         self.find_local.setToolTip("Looks for Ollama, LM Studio and llama.cpp servers on 127.0.0.1")
         self.find_local.clicked.connect(self._on_find_local)
-        layout.addWidget(self.find_local)
+        self.check_button = QPushButton("Check")
+        self.check_button.setToolTip("Ask the server for its models with this key; nothing is saved")
+        self.check_button.clicked.connect(lambda: self.start_check(save=False))
+        self.save_button = QPushButton("Check and save")
+        self.save_button.setToolTip("Check the address and key, then save the provider")
+        self.save_button.clicked.connect(lambda: self.start_check(save=True))
+        buttons.addWidget(self.find_local)
+        buttons.addStretch(1)
+        buttons.addWidget(self.check_button)
+        buttons.addWidget(self.save_button)
+        layout.addLayout(buttons)
         self.message = QLabel("")
         self.message.setWordWrap(True)
         self.message.setAccessibleName("Provider status")
+        self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.message)
+        for w in (self.name, self.base_url, self.key):
+            w.textChanged.connect(self._on_form_changed)
+        self.kind.currentIndexChanged.connect(self._on_form_changed)
         self.refresh()
+
+    # -- the form
+    def _on_form_changed(self, *_args: Any) -> None:
+        if self.save_button.text() != "Check and save":
+            self.save_button.setText("Check and save")
+
+    def clear_form(self) -> None:
+        self.list.blockSignals(True)
+        self.list.clearSelection()
+        self.list.setCurrentRow(-1)
+        self.list.blockSignals(False)
+        self.preset.setCurrentIndex(0)
+        self.name.clear()
+        self.name.setEnabled(True)
+        self.base_url.clear()
+        self.model.clear()
+        self.key.clear()
+        self.key.setPlaceholderText("stored in the OS keyring, never on disk in plain text")
+        self.message.setText("Fill in a new provider, or pick a preset.")
+
+    def _on_selected(self, row: int) -> None:
+        p = self._rows[row] if 0 <= row < len(self._rows) else None
+        if p is None:
+            return
+        self.name.setText(p["name"])
+        self.name.setEnabled(False)  # the name is how agents refer to it
+        self.kind.setCurrentIndex(max(0, self.kind.findData(p["kind"])))
+        self.base_url.setText(p["base_url"])
+        self.model.clear()
+        self.model.setEditText(p["model"] or "")
+        self.key.clear()
+        self.key.setPlaceholderText("a key is saved; type a new one to replace it" if p["has_key"] else
+                                    "stored in the OS keyring, never on disk in plain text")
+        self.message.setText(f"Editing {p['name']}. Change what you need, then Check and save.")
 
     def _on_preset(self, _index: int = 0) -> None:
         from runtime_host.providers.vendors import VENDORS
@@ -81,8 +145,9 @@ class ProvidersPage(QWidget):
         if v is None:
             return
         self.name.setText(v.name)
+        self.name.setEnabled(True)
         self.base_url.setText(v.base_url)
-        self.model.setText(v.default_model)
+        self.model.setEditText(v.default_model)
         self.kind.setCurrentIndex(max(0, self.kind.findData(v.kind)))
         self.message.setText(v.notes or (f"Get a key at {v.key_page}." if v.key_page else ""))
 
@@ -105,29 +170,107 @@ class ProvidersPage(QWidget):
                 return
             first = found[0]
             self.name.setText(first.vendor)
+            self.name.setEnabled(True)
             self.base_url.setText(first.base_url)
-            self.model.setText(first.models[0] if first.models else "")
+            self.model.clear()
+            self.model.addItems(first.models)
+            self.model.setEditText(first.models[0] if first.models else "")
             self.kind.setCurrentIndex(0)
             self.message.setText("Found: " + "; ".join(f"{f.label} at {f.base_url} ({len(f.models)} models)" for f in found))
 
         self._probe_task = asyncio.ensure_future(probe())
 
     def refresh(self) -> None:
+        self.list.blockSignals(True)
         self.list.clear()
-        for p in self.pod.list_providers():
+        self._rows = self.pod.list_providers(builtin=False)
+        for p in self._rows:
             self.list.addItem(f"{p['name']} — {p['base_url']} ({p['model'] or 'default model'}){'  🔑' if p['has_key'] else ''}")
+        self.list.blockSignals(False)
+        self.remove_button.setEnabled(bool(self._rows))
+
+    # -- check, save, remove
+    def start_check(self, save: bool) -> Any:
+        """Checks the form's address and key in the background; with save, saves when the check passes.
+        A failed check keeps the form and offers "Save anyway". Returns the task (tests await it)."""
+        import asyncio
+
+        name, base_url = self.name.text().strip(), self.base_url.text().strip()
+        key = self.key.text().strip() or None
+        kind = self.kind.currentData()
+        if save and self.save_button.text() == "Save anyway":
+            self.save()
+            return None
+        if not base_url:
+            self.message.setText("Type the server's base URL first (or pick a preset).")
+            return None
+        self.check_button.setEnabled(False)
+        self.save_button.setEnabled(False)
+        self.message.setText(f"Asking {base_url} for its models…")
+
+        async def go() -> None:
+            from runtime_host.providers import ProviderError
+
+            try:
+                result = await asyncio.to_thread(self.pod.check_provider, name, kind=kind, base_url=base_url, key=key)
+            except (ProviderError, StoreError, VaultUnavailable) as exc:
+                self.message.setText(f"Check failed: {exc}" + ("\nFix it and check again, or click Save anyway."
+                                                               if save else ""))
+                if save:
+                    self.save_button.setText("Save anyway")
+                return
+            finally:
+                self.check_button.setEnabled(True)
+                self.save_button.setEnabled(True)
+            typed = self.model.currentText().strip()
+            self.model.clear()
+            self.model.addItems(result.models)
+            self.model.setEditText(typed or (result.models[0] if result.models else ""))
+            note = ""
+            if typed and result.models and typed not in result.models:
+                note = f" {typed!r} is not among them: pick one from the Model list."
+            self.message.setText(result.summary(name or base_url) + note)
+            if save and not note:
+                self.save()
+
+        task = asyncio.ensure_future(go())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
 
     def save(self) -> bool:
         try:
             info = self.pod.add_provider(self.name.text(), kind=self.kind.currentData(), base_url=self.base_url.text().strip(),
-                                         model=self.model.text().strip(), key=self.key.text().strip() or None)
+                                         model=self.model.currentText().strip(), key=self.key.text().strip() or None)
         except (StoreError, VaultUnavailable, ValueError) as exc:
             self.message.setText(f"Not saved: {exc}")
             return False
         self.key.clear()
-        self.message.setText(f"Saved provider {info['name']!r}.")
+        self.save_button.setText("Check and save")
         self.refresh()
+        self.message.setText(f"Saved provider {info['name']!r}" + (f" ({info['model']})." if info["model"] else "."))
         return True
+
+    def _on_remove(self) -> None:
+        from app.confirm import confirm
+
+        row = self.list.currentRow()
+        if not 0 <= row < len(self._rows):
+            self.message.setText("Pick a provider in the list first.")
+            return
+        name = self._rows[row]["name"]
+        if not confirm(self, "Remove provider", f"Remove the provider {name!r} and its key?", "Remove",
+                       "Agents that use it must be given another provider first."):
+            self.message.setText("Nothing removed.")
+            return
+        try:
+            self.pod.remove_provider(name)
+        except (StoreError, VaultUnavailable) as exc:
+            self.message.setText(f"Not removed: {exc}")
+            return
+        self.refresh()
+        self.clear_form()
+        self.message.setText(f"Removed {name!r} and its key.")
 
 
 ROLE_LABELS = {

@@ -26,16 +26,29 @@ def build_parser() -> argparse.ArgumentParser:
     pe.add_parser("set-passphrase", help="protect the current person (and, without a keyring, their keys) with a "
                                          "passphrase: the old one (if any) and the new one on standard input")
 
+    from runtime_host.providers.vendors import VENDORS
+
+    vendor_names = ", ".join(n for n, v in VENDORS.items() if v.kind != "embedded")
     prov = sub.add_parser("provider", help="model providers").add_subparsers(dest="action", required=True)
-    pa = prov.add_parser("add", help="add or update a provider")
+    pa = prov.add_parser("add", help=f"add or update a provider; a known vendor ({vendor_names}) needs only its name "
+                                     "and key. The address and key are checked before anything is saved.")
     pa.add_argument("name")
-    pa.add_argument("--kind", default="openai-compatible",
-                    help="wire format: openai-compatible (also Ollama, LM Studio, llama.cpp), openai, anthropic, gemini")
-    pa.add_argument("--base-url", required=True)
-    pa.add_argument("--model", default="")
+    pa.add_argument("--kind", default=None,
+                    help="wire format: openai-compatible (also Ollama, LM Studio, llama.cpp), openai, anthropic, gemini "
+                         "(default: the vendor's, else openai-compatible)")
+    pa.add_argument("--base-url", default=None, help="the API address (default: the vendor's)")
+    pa.add_argument("--model", default=None, help="default model (default: the vendor's)")
     pa.add_argument("--key-from-stdin", action="store_true", help="read the API key from standard input into the OS keyring")
+    pa.add_argument("--no-check", action="store_true", help="save without asking the server for its models first")
     pl = prov.add_parser("list", help="list providers")
     pl.add_argument("--json", action="store_true")
+    pv = prov.add_parser("vendors", help="the vendors Hearth knows by name (for `provider add NAME`)")
+    pv.add_argument("--json", action="store_true")
+    pc = prov.add_parser("check", help="ask a saved provider for its models with its key (nothing is changed)")
+    pc.add_argument("name")
+    pc.add_argument("--json", action="store_true")
+    pr = prov.add_parser("remove", help="remove a provider and its key (refused while an agent uses it)")
+    pr.add_argument("name")
 
     ag = sub.add_parser("agent", help="agents").add_subparsers(dest="action", required=True)
     aa = ag.add_parser("add", help="add an agent")
@@ -225,6 +238,80 @@ async def _run_turn_host(pod: Any, turn_id: str) -> int:
     return EXIT_FAILED
 
 
+def _provider(pod: Any, args: argparse.Namespace) -> int:
+    from runtime_host.providers import ProviderError
+    from runtime_host.providers.vendors import VENDORS
+
+    if args.action == "vendors":
+        rows = [{"name": v.name, "label": v.label, "kind": v.kind, "base_url": v.base_url, "model": v.default_model,
+                 "needs_key": v.needs_key, "key_page": v.key_page} for v in VENDORS.values() if v.kind != "embedded"]
+        if args.json:
+            _print_json(rows)
+        else:
+            for r in rows:
+                print(f"{r['name']}\t{r['label']}\t{r['base_url']}\t{r['model'] or '-'}")
+        return EXIT_OK
+    if args.action == "list":
+        rows = pod.list_providers()
+        if args.json:
+            _print_json(rows)
+        else:
+            for r in rows:
+                print(f"{r['name']}\t{r['kind']}\t{r['base_url']}\t{r['model']}\t{'key' if r['has_key'] else 'no key'}")
+        return EXIT_OK
+    if args.action == "remove":
+        pod.remove_provider(args.name)
+        print(f"Provider {args.name!r} removed, with its key.")
+        return EXIT_OK
+    if args.action == "check":
+        if pod._provider(args.name) is None:
+            print(f"error: no provider named {args.name!r}; see `provider list`.", file=sys.stderr)
+            return EXIT_USAGE
+        try:
+            result = pod.check_provider(args.name)
+        except ProviderError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+        if args.json:
+            _print_json({"name": args.name, "models": result.models, "key_tested": result.key_tested})
+        else:
+            print(result.summary(args.name))
+        return EXIT_OK
+    # add (or update)
+    v = VENDORS.get(args.name)
+    saved = pod._provider(args.name)
+    base_url = args.base_url or (saved["base_url"] if saved else None) or (v.base_url if v else None)
+    if not base_url:
+        known = ", ".join(n for n, x in VENDORS.items() if x.kind != "embedded")
+        print(f"error: {args.name!r} is not a vendor Hearth knows ({known}); give its address with --base-url.",
+              file=sys.stderr)
+        return EXIT_USAGE
+    kind = args.kind or (saved["kind"] if saved else None) or (v.kind if v else "openai-compatible")
+    model = args.model if args.model is not None else (saved["model"] if saved else (v.default_model if v else ""))
+    key = None
+    if args.key_from_stdin:
+        key = sys.stdin.readline().strip()
+        if not key:
+            print("error: --key-from-stdin was given but standard input was empty.", file=sys.stderr)
+            return EXIT_USAGE
+    elif v is not None and v.needs_key and not (saved and saved["has_key"]):
+        print(f"note: {v.label} needs a key; add it with `provider add {args.name} --key-from-stdin`"
+              + (f" (get one at {v.key_page})." if v.key_page else "."), file=sys.stderr)
+    if not args.no_check and (key or not (v and v.needs_key)):
+        try:
+            result = pod.check_provider(args.name, kind=kind, base_url=base_url, key=key)
+        except ProviderError as exc:
+            print(f"error: not saved: {exc} (Use --no-check to save it anyway.)", file=sys.stderr)
+            return EXIT_FAILED
+        print(result.summary(args.name))
+        if model and result.models and model not in result.models:
+            print(f"note: {model!r} is not in that list; pick one of those with --model.", file=sys.stderr)
+    info = pod.add_provider(args.name, kind=kind, base_url=base_url, model=model, key=key)
+    print(f"Provider {info['name']!r} saved ({info['kind']}, {info['base_url']}, model {info['model'] or 'default'})"
+          + ("; key stored in the OS keyring." if key else "."))
+    return EXIT_OK
+
+
 def _schedule(pod: Any, args: argparse.Namespace) -> int:
     from runtime_host import schedule
 
@@ -337,24 +424,7 @@ async def _amain(args: argparse.Namespace) -> int:
                     print(f"{r['name']}{'  (passphrase)' if r['has_passphrase'] else ''}{'  *' if r['current'] else ''}")
             return EXIT_OK
         if args.cmd == "provider":
-            if args.action == "add":
-                key = None
-                if args.key_from_stdin:
-                    key = sys.stdin.readline().strip()
-                    if not key:
-                        print("error: --key-from-stdin was given but standard input was empty.", file=sys.stderr)
-                        return EXIT_USAGE
-                info = pod.add_provider(args.name, kind=args.kind, base_url=args.base_url, model=args.model, key=key)
-                print(f"Provider {info['name']!r} saved ({info['kind']}, {info['base_url']})"
-                      + ("; key stored in the OS keyring." if key else "."))
-                return EXIT_OK
-            rows = pod.list_providers()
-            if args.json:
-                _print_json(rows)
-            else:
-                for r in rows:
-                    print(f"{r['name']}\t{r['kind']}\t{r['base_url']}\t{r['model']}\t{'key' if r['has_key'] else 'no key'}")
-            return EXIT_OK
+            return _provider(pod, args)
         if args.cmd == "agent":
             if args.action == "profiles":
                 profiles = pod.profiles()

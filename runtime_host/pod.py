@@ -411,6 +411,43 @@ class Pod:
             rows.append({**EMBEDDED, "supports_tools": False})
         return rows
 
+    def check_provider(self, name: str, *, kind: str | None = None, base_url: str | None = None,
+                       key: str | None = None) -> Any:
+        """Lists the server's models and tests the key (the saved one when none is given) without saving
+        anything; raises ProviderError saying what failed (nothing answers, key refused, wrong address)."""
+        from runtime_host.providers.check import check_provider
+
+        saved = self._provider(name) if name else None
+        kind = kind or (saved["kind"] if saved else "openai-compatible")
+        base_url = (base_url or (saved["base_url"] if saved else "")).strip()
+        if key is None and saved and saved["has_key"] and saved["base_url"].rstrip("/") == base_url.rstrip("/"):
+            key = self.vault().get(f"provider/{name}")
+        return check_provider(name or "provider", kind, base_url, key)
+
+    def remove_provider(self, name: str) -> None:
+        """Removes a provider and its key; refuses while an agent or a role still uses it."""
+        if name == EMBEDDED["name"]:
+            raise StoreError("The built-in offline model cannot be removed.")
+        if self.store.get_provider(name) is None:
+            raise StoreError(f"No provider named {name!r}.")
+        users = []
+        for person in self.store.list_people():
+            for inst, profile in self.store.list_agents(person.id):
+                refs = [profile.provider or ""] + json.loads(profile.fallbacks or "[]")
+                if any(r.split("/", 1)[0] == name for r in refs):
+                    users.append(inst.name)
+            users += [f"the {role} role" for role, row in self.store.role_models(person.id).items()
+                      if row.provider == name]
+        if users:
+            raise StoreError(f"{name!r} is still used by {', '.join(sorted(set(users)))}: give them another "
+                             "provider first, then remove it.")
+        try:
+            self.vault().delete(f"provider/{name}")
+        except Exception as exc:  # a key that is already gone is fine
+            log.info("no key removed for provider %s: %s", name, exc)
+        self.store.delete_provider(name)
+        self._epoch += 1
+
     def _provider(self, name: str) -> dict[str, Any] | None:
         if name == EMBEDDED["name"]:
             return dict(EMBEDDED)

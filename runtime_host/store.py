@@ -378,6 +378,15 @@ class Store:
         with self.session() as s:
             return list(s.exec(select(Provider).order_by(Provider.name)))
 
+    def delete_provider(self, name: str) -> bool:
+        with self.session() as s:
+            row = s.exec(select(Provider).where(Provider.name == name)).first()
+            if row is None:
+                return False
+            s.delete(row)
+            s.commit()
+            return True
+
     # -- agents
     def add_agent(self, person_id: str, name: str, *, provider: str | None, model: str | None, system: str,
                   role: str = "", toolkits: list[str] | None = None, template: str | None = None) -> AgentInstance:

@@ -307,6 +307,12 @@ class FakeModelServer:
     def _list_models(self, h: BaseHTTPRequestHandler) -> None:
         if not urlsplit(h.path).path.rstrip("/").endswith("/models"):
             return self._send(h, 404, b'{"error": {"message": "not found"}}', "application/json")
+        if self.key:  # like the real servers: listing models needs the key too
+            sent = {"openai": (h.headers.get("authorization") or "").removeprefix("Bearer "),
+                    "anthropic": h.headers.get("x-api-key"), "gemini": h.headers.get("x-goog-api-key")}[self.wire]
+            if sent != self.key:
+                status, body_bytes, ctype = self._error_body(Error(401, "Incorrect API key provided"))[:3]
+                return self._send(h, status, body_bytes, ctype)
         if self.wire == "gemini":
             body: dict[str, Any] = {"models": [{"name": f"models/{m}", "supportedGenerationMethods": ["generateContent"]}
                                                for m in self.models]}

@@ -64,3 +64,27 @@ def ui_pod(home, fake_model, qloop) -> Iterator[Any]:
         yield pod
     finally:
         qloop.run(pod.close())
+
+
+def answer_confirm(choice: str) -> list[str]:
+    """Answers the next confirmation box (app.confirm) by clicking the button whose text is `choice`
+    ("Cancel" or the action's name), as a person would; returns the texts the box showed."""
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication, QMessageBox
+
+    seen: list[str] = []
+
+    def click() -> None:
+        box = QApplication.activeModalWidget()
+        if not isinstance(box, QMessageBox):
+            QTimer.singleShot(10, click)
+            return
+        seen.append(box.text())
+        for b in box.buttons():
+            if b.text().replace("&", "") == choice:
+                b.click()
+                return
+        raise AssertionError(f"no button {choice!r} in {[b.text() for b in box.buttons()]}")
+
+    QTimer.singleShot(0, click)
+    return seen

@@ -69,7 +69,7 @@ def test_settings_adds_a_provider_with_its_key_in_the_keyring(qtbot, qloop, ui_p
     assert not page.save()
     assert "http://" in page.message.text()
     page.base_url.setText("http://127.0.0.1:11434/v1")
-    page.model.setText("llama3.1")
+    page.model.setEditText("llama3.1")
     page.key.setText("sk-ui-secret-777")
     assert page.save()
     assert page.key.text() == ""

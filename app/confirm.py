@@ -1,0 +1,23 @@
+"""One way to ask before something that cannot be undone: a message box whose default is Cancel."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QMessageBox, QWidget
+
+
+def confirm(parent: QWidget | None, title: str, text: str, action: str, detail: str = "") -> bool:
+    """Asks "text" with a button named after the action (e.g. "Delete") and Cancel; True only if the
+    person chose the action. Cancel is the default, so Enter never destroys anything."""
+    box = QMessageBox(parent)
+    box.setIcon(QMessageBox.Icon.Warning)
+    box.setWindowTitle(title)
+    box.setText(text)
+    if detail:
+        box.setInformativeText(detail)
+    go = box.addButton(action, QMessageBox.ButtonRole.DestructiveRole)
+    cancel = box.addButton(QMessageBox.StandardButton.Cancel)
+    box.setDefaultButton(cancel)
+    box.setEscapeButton(cancel)
+    box.setObjectName("confirm")
+    box.exec()
+    return box.clickedButton() is go
