@@ -139,6 +139,8 @@ class Pod:
         self._epoch = 0  # bumped when a profile or provider changes: idle workers rebind
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._lease_task: asyncio.Task[None] | None = None
+        self._takeover_task: asyncio.Task[None] | None = None
+        self._lease_ok_at = time.monotonic()  # when this host last renewed its leases
         self._scheduler_task: asyncio.Task[None] | None = None
         self.subscribe(self._persist_worker_state)
         self.subscribe(self._record_scheduled_turn)
@@ -1445,6 +1447,8 @@ class Pod:
         self.ensure_memory_timers()
         if self._scheduler_task is None:
             self._scheduler_task = asyncio.create_task(self._scheduler_loop())
+        if self._takeover_task is None:
+            self._takeover_task = asyncio.create_task(self._takeover_loop())
         self.mail.start()
         asyncio.create_task(self.channels.start())
 
@@ -1462,10 +1466,76 @@ class Pod:
             self._lease_task = asyncio.create_task(self._renew_leases())
 
     async def _renew_leases(self) -> None:
+        self._lease_ok_at = time.monotonic()
         while self._runs:
             await asyncio.sleep(LEASE_S / 3)
-            with contextlib.suppress(Exception):
-                self.store.renew_leases(self.owner, list(self._runs), LEASE_S)
+            self.renew_leases_once()
+
+    def renew_leases_once(self) -> list[str]:
+        """Renews this host's leases. A turn another host took over, or one whose lease could not be renewed
+        before it runs out, is stopped here (logged, and its caller told) so two hosts never run its tools.
+        Returns the turns stopped."""
+        ids = [tid for tid, r in self._runs.items() if not r.future.done()]
+        if not ids:
+            return []
+        try:
+            held = self.store.renew_leases(self.owner, ids, LEASE_S)
+        except Exception as exc:
+            if time.monotonic() + LEASE_S / 3 < self._lease_ok_at + LEASE_S:  # still ours until the next try
+                log.warning("could not renew the leases of %d turn(s); trying again: %s", len(ids), exc)
+                return []
+            log.error("could not renew the leases of %d turn(s) before they run out: %s", len(ids), exc)
+            lost = {tid: f"its lease could not be renewed ({type(exc).__name__}: {exc})" for tid in ids}
+        else:
+            self._lease_ok_at = time.monotonic()
+            lost = {tid: "another Hearth host took it over after this host's lease ran out"
+                    for tid in ids if tid not in held}
+        for tid, why in lost.items():
+            run = self._runs.get(tid)
+            if run is not None:
+                self._abandon(run, why)
+        return list(lost)
+
+    def _abandon(self, run: _Run, why: str) -> None:
+        """This host stops running a turn it no longer holds, writing nothing of it: its worker is stopped (so
+        no tool of it runs here again) and whoever waits for it is told why. The lease holder finishes it."""
+        if run.future.done():
+            return
+        log.warning("turn %s (agent %s) stopped on this host: %s", run.turn_id, run.agent, why)
+        self._runs.pop(run.turn_id, None)
+        handle = run.handle
+        if handle is not None:
+            self.supervisor.end_turn(handle, run.turn_id)
+            task = asyncio.create_task(handle.stop())
+            self._pod_call_tasks.add(task)
+            task.add_done_callback(self._pod_call_tasks.discard)
+        error = f"This Hearth host stopped running the turn: {why}. The host that holds it now finishes it."
+        self.emit({"type": "turn.abandoned", "turn_id": run.turn_id, "conversation_id": run.conversation_id,
+                   "agent": run.agent, "origin": run.origin, "person": run.person_id, "reason": why})
+        run.future.set_result(TurnResult(run.turn_id, run.conversation_id, "abandoned", "", error, "lease_lost"))
+
+    async def _takeover_loop(self) -> None:
+        """While this host runs, it takes over turns whose owner stopped renewing their lease (that host died)."""
+        while True:
+            await asyncio.sleep(LEASE_S / 3)
+            try:
+                await self.take_over_orphans()
+            except Exception:  # the store is busy or gone: logged, and tried again next time
+                log.exception("looking for turns left by a dead Hearth host failed")
+
+    async def take_over_orphans(self) -> list[str]:
+        """Claims and resumes each unfinished turn whose lease ran out; returns the ids taken over."""
+        taken = []
+        for t in self.store.expired_leases():
+            if t.id in self._runs or t.lease_owner == self.owner:
+                continue
+            run = await self.resume_turn(t.id)
+            if run is not None:
+                log.info("took over turn %s from %s, whose lease ran out", t.id, t.lease_owner)
+                self.emit({"type": "turn.taken_over", "turn_id": t.id, "conversation_id": t.conversation_id,
+                           "from": t.lease_owner, "person": run.person_id})
+                taken.append(t.id)
+        return taken
 
     async def recover(self) -> list[str]:
         """Turns left unfinished by a Hearth process that died are resumed from their written steps.
@@ -1540,11 +1610,16 @@ class Pod:
         self._closed = True
         if self._lease_task:
             self._lease_task.cancel()
+        if self._takeover_task:
+            self._takeover_task.cancel()
         if self._scheduler_task:
             self._scheduler_task.cancel()
         self.stops.close()
-        with contextlib.suppress(Exception):  # the next start resumes these at once, not after the lease
+        try:  # release the leases: another host (or the next start) resumes these at once, not after the lease
             self.store.renew_leases(self.owner, list(self._runs), -1.0)
+        except Exception as exc:
+            log.warning("could not release the leases of %d turn(s); they resume once the leases run out: %s",
+                        len(self._runs), exc)
         if self._channels is not None:
             await self._channels.close()
         if self._mail is not None:

@@ -520,15 +520,30 @@ class Store:
                 q = q.where(Turn.origin.in_(origins))  # type: ignore[attr-defined]
             return list(s.exec(q.order_by(Turn.created_at)))
 
-    def renew_leases(self, owner: str, turn_ids: list[str], lease_s: float) -> None:
+    def renew_leases(self, owner: str, turn_ids: list[str], lease_s: float) -> set[str]:
+        """Extends `owner`'s leases on `turn_ids`; returns the ids it still holds (a turn another host took
+        over after the lease ran out is not among them)."""
         if not turn_ids:
-            return
+            return set()
         with self.engine.begin() as conn:
             conn.execute(
                 text("UPDATE turn SET lease_until = :u WHERE lease_owner = :o AND id IN :ids").bindparams(
                     bindparam("ids", expanding=True)),
                 {"u": now() + lease_s, "o": owner, "ids": turn_ids},
             )
+            held = conn.execute(
+                text("SELECT id FROM turn WHERE lease_owner = :o AND id IN :ids").bindparams(
+                    bindparam("ids", expanding=True)),
+                {"o": owner, "ids": turn_ids},
+            )
+            return {row[0] for row in held}
+
+    def expired_leases(self) -> list[Turn]:
+        """Unfinished turns whose owner stopped renewing its lease (that host died): another host may take them."""
+        with self.session() as s:
+            q = select(Turn).where(Turn.status.in_(("pending", "running")), Turn.lease_owner.is_not(None),  # type: ignore[attr-defined]
+                                   Turn.lease_until < now())  # type: ignore[operator]
+            return list(s.exec(q.order_by(Turn.created_at)))
 
     def claim_turn(self, turn_id: str, owner: str, lease_s: float) -> bool:
         """Takes a turn whose lease is free or expired. True if this owner now holds it."""
