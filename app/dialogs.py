@@ -276,12 +276,7 @@ class ProvidersPage(QWidget):
 ROLE_LABELS = {
     "extraction": "Memory: keep or skip (extraction)",
     "ingest": "Memory: writing wiki pages (ingest)",
-    "import": "Bulk import",
-    "embedding": "Embeddings (search by meaning)",
-    "speech_to_text": "Speech to text",
-    "text_to_speech": "Text to speech",
-    "realtime_audio": "Realtime audio",
-    "image": "Images",
+    "ask_memory": "Ask memory (answers from your wiki)",
 }
 
 
@@ -292,8 +287,9 @@ class ModelsPage(QWidget):
         super().__init__(parent)
         self.pod = pod
         layout = QVBoxLayout(self)
-        note = QLabel("Each kind of work has its own model. Chat models are set per agent. Background work "
-                      "(memory) defaults to local models so it costs nothing and needs no network.")
+        note = QLabel("Each kind of work has its own model. Chat models are set per agent (Edit agent). Memory work "
+                      "defaults to the local model so it costs nothing and needs no network. Search by meaning and "
+                      "speech to text always run on this computer, on fixed local models.")
         note.setWordWrap(True)
         layout.addWidget(note)
         form = QFormLayout()
@@ -314,11 +310,26 @@ class ModelsPage(QWidget):
             for text_, ref in options:
                 combo.addItem(text_, ref)
             self.combos[role] = combo
+            combo.activated.connect(lambda _i, role=role: self._on_chosen(role))
             form.addRow(label, combo)
         layout.addLayout(form)
         self.message = QLabel("")
         self.message.setWordWrap(True)
+        self.message.setAccessibleName("Models status")
         layout.addWidget(self.message)
+        layout.addStretch(1)
+
+    def _on_chosen(self, role: str) -> None:
+        """A choice takes effect at once (the next memory run uses it) and says so."""
+        ref = self.combos[role].currentData()
+        if ref is None:
+            return
+        try:
+            self.pod.set_role_model(role, ref)
+        except StoreError as exc:
+            self.message.setText(f"Not saved: {exc}")
+            return
+        self.message.setText(f"{ROLE_LABELS[role]} now uses {ref}.")
 
     def save(self) -> bool:
         try:

@@ -82,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     mo = sub.add_parser("models", help="providers, what they can do, and the model for each role")
     mo_sub = mo.add_subparsers(dest="action")
     mo.add_argument("--json", action="store_true")
-    ms = mo_sub.add_parser("set", help="choose the model for a role (extraction, ingest, import, embedding, ...)")
+    ms = mo_sub.add_parser("set", help="choose the model for a role (extraction, ingest, ask_memory)")
     ms.add_argument("role")
     ms.add_argument("model", help="provider or provider/model")
 

@@ -42,16 +42,12 @@ EMBEDDED_NOTE = ("the tiny offline model (SmolLM2-135M): it works with no key an
                  "answers and cannot use tools. Add a provider in Settings → Providers for real answers.")
 # Kinds of work, each with its own model. Background roles default to cheap, local models.
 ROLES: dict[str, str] = {
+    # Only roles that something in Hearth uses. Search-by-meaning embeddings and speech to text run on fixed
+    # local models (wiki_engine.embed, runtime_host.speech) and are not choosable here.
     "chat": "each agent's own model (set per agent)",
     "extraction": "embedded",          # memory producer: keep or skip
-    "ingest": "extraction",            # memory ingest may pin its own; else the extraction model
-    "import": "extraction",            # bulk import likewise
+    "ingest": "extraction",            # memory ingest (writing wiki pages) may pin its own; else the extraction model
     "ask_memory": "ingest",            # "Ask memory" answers; else the ingest model
-    "embedding": "local/all-MiniLM-L6-v2",
-    "speech_to_text": "local/whisper-base",
-    "text_to_speech": "",
-    "realtime_audio": "",
-    "image": "",
 }
 
 
