@@ -175,6 +175,10 @@ class MainWindow(QMainWindow):
         self.edit_agent_button = QPushButton("Edit agent")
         self.edit_agent_button.clicked.connect(self.open_edit_agent)
         side_layout.addWidget(self.edit_agent_button)
+        self.delete_agent_button = QPushButton("Delete agent…")
+        self.delete_agent_button.setToolTip("Delete this agent with its conversations and schedules (asks first)")
+        self.delete_agent_button.clicked.connect(self.delete_agent)
+        side_layout.addWidget(self.delete_agent_button)
         side_layout.addWidget(self.settings_button)
 
         center = QWidget()
@@ -621,6 +625,37 @@ class MainWindow(QMainWindow):
         if dlg.exec():
             self.refresh_agents()
             self.statusBar().showMessage(f"{self.agent} updated; its worker picks up the change on the next message.")
+
+    def delete_agent(self) -> None:
+        """Deletes the chosen agent after the person confirms (its memory stays until forgotten)."""
+        from app.confirm import confirm
+
+        name = self.agent
+        if not name:
+            return
+        if not confirm(self, "Delete agent", f"Delete the agent {name}?", "Delete",
+                       "Its conversations, steps and schedules are deleted and its worker stops. What it learned "
+                       "stays in memory until you forget it (Wiki → Forget). This cannot be undone."):
+            self.statusBar().showMessage("Nothing deleted.")
+            return
+
+        async def run() -> None:
+            try:
+                await self.pod.delete_agent(name)
+            except (StoreError, OSError) as exc:
+                self.statusBar().showMessage(f"Could not delete {name}: {exc}")
+                return
+            if self.agent == name:
+                self.agent = None
+                self.conversation_id = None
+            self.refresh_agents()
+            if self.agent is None:
+                self.refresh_conversations()
+            self.statusBar().showMessage(f"Deleted {name}, its conversations and schedules.")
+
+        task = asyncio.ensure_future(run())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     def open_about(self) -> None:
         from app.about import show_about

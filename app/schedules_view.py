@@ -150,8 +150,17 @@ class SchedulesView(QWidget):
     def _on_delete(self) -> None:
         from runtime_host import schedule
 
+        from app.confirm import confirm
+
         r = self._selected()
-        if r:
-            schedule.delete_schedule(self.pod.store.engine, r["id"])
-            self.message.setText("Schedule deleted; its past runs stay in the ledger.")
-            self.refresh()
+        if r is None:
+            self.message.setText("Pick a schedule in the list first.")
+            return
+        what = r.get("name") or r["prompt"][:60]
+        if not confirm(self, "Delete schedule", f"Delete the schedule \u201c{what}\u201d of {r['agent']}?", "Delete",
+                       "It will not run again; its past runs stay in the ledger."):
+            self.message.setText("Nothing deleted.")
+            return
+        schedule.delete_schedule(self.pod.store.engine, r["id"])
+        self.message.setText("Schedule deleted; its past runs stay in the ledger.")
+        self.refresh()

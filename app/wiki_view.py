@@ -76,6 +76,11 @@ class SourceDialog(QDialog):
         self.resize(620, 420)
 
     def _on_delete(self) -> None:
+        from app.confirm import confirm
+
+        if not confirm(self, "Delete source", "Delete this source for good?", "Delete",
+                       "It leaves search, and pages that cite it are written again without it. This cannot be undone."):
+            return
         self.delete_requested.emit()
         self.accept()
 
@@ -429,11 +434,25 @@ class WikiView(QWidget):
         self._run(go())
 
     def _on_forget_agent(self) -> None:
+        from app.confirm import confirm
+
         name = self.forget_agent_name.text().strip()
-        if name:
-            self._forget(self.pod.memory_forget_agent(name), f"learned by {name}")
+        if not name:
+            self.status.emit("Type the agent's name first.")
+            return
+        if not confirm(self, "Forget", f"Forget everything {name} learned?", "Forget",
+                       "Its sources are deleted and taken out of search. This cannot be undone."):
+            self.status.emit("Nothing forgotten.")
+            return
+        self._forget(self.pod.memory_forget_agent(name), f"learned by {name}")
 
     def _on_forget_me(self) -> None:
+        from app.confirm import confirm
+
+        if not confirm(self, "Forget", f"Forget everything remembered about {self.pod.person.name}?", "Forget everything",
+                       "Every source about you is deleted and taken out of search. This cannot be undone."):
+            self.status.emit("Nothing forgotten.")
+            return
         self._forget(self.pod.memory_forget_me(), "about you")
 
     def _on_approve(self) -> None:

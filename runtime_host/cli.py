@@ -67,6 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
     ae.add_argument("--safety", help='the safety policy as JSON, e.g. \'{"egress": {"email": "block"}, "reversible": true}\'')
     ae.add_argument("--fallbacks", help="comma-separated provider or provider/model, tried in order when the "
                                         "primary is rate-limited or unreachable")
+    ad = ag.add_parser("delete", help="delete an agent with its conversations and schedules (needs --yes)")
+    ad.add_argument("name")
+    ad.add_argument("--yes", action="store_true", help="yes, delete it (this cannot be undone)")
     al = ag.add_parser("list", help="list agents and their workers")
     al.add_argument("--json", action="store_true")
     ap = ag.add_parser("profiles", help="the agent profiles Hearth ships")
@@ -433,6 +436,15 @@ async def _amain(args: argparse.Namespace) -> int:
                 else:
                     for name, p in profiles.items():
                         print(f"{name}\t{p['title']}: {p['role']}")
+                return EXIT_OK
+            if args.action == "delete":
+                pod.find_agent(args.name)
+                if not args.yes:
+                    print(f"error: deleting {args.name} removes its conversations and schedules for good; "
+                          "add --yes to do it.", file=sys.stderr)
+                    return EXIT_USAGE
+                await pod.delete_agent(args.name)
+                print(f"Agent {args.name!r} deleted with its conversations and schedules.")
                 return EXIT_OK
             if args.action == "edit":
                 try:

@@ -697,6 +697,23 @@ class Pod:
         if handle is not None:
             await handle.stop()
 
+    async def delete_agent(self, name: str) -> None:
+        """Deletes an agent: stops its turns and worker, removes its schedules, conversations and steps.
+        What it learned stays in memory until forgotten (Wiki → Forget)."""
+        from runtime_host import schedule
+
+        inst, _profile = self.find_agent(name)
+        await self.stop_agent(name)
+        self.supervisor.handles.pop((inst.person_id, inst.id), None)
+        for row in schedule.list_schedules(self.store.engine, inst.person_id):
+            if row.instance_id == inst.id:
+                schedule.delete_schedule(self.store.engine, row.id)
+        self.store.delete_agent(inst.id)
+        self._epoch += 1
+        self.audit(person_id=inst.person_id, agent=name, kind="agent", action="deleted",
+                   summary=f"Agent {name} deleted with its conversations and schedules.")
+        self.emit({"type": "agent.deleted", "person": inst.person_id, "agent": name})
+
     async def restart_agent(self, name: str) -> dict[str, Any]:
         """Stops the agent's worker and starts a fresh one; also clears a fatal state."""
         inst, _profile = self.find_agent(name)

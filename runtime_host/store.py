@@ -421,6 +421,26 @@ class Store:
             s.commit()
             return profile
 
+    def delete_agent(self, instance_id: str) -> None:
+        """Deletes one agent with its conversations, messages, turns and steps (one transaction)."""
+        from sqlalchemy import text as sql
+
+        with self.engine.begin() as c:
+            ids = {"i": instance_id}
+            profile_id = c.execute(sql("SELECT profile_id FROM agent_instance WHERE id = :i"), ids).scalar()
+            c.execute(sql("DELETE FROM turn_step WHERE turn_id IN (SELECT id FROM turn WHERE instance_id = :i "
+                          "OR conversation_id IN (SELECT id FROM conversation WHERE instance_id = :i))"), ids)
+            c.execute(sql("DELETE FROM turn WHERE instance_id = :i "
+                          "OR conversation_id IN (SELECT id FROM conversation WHERE instance_id = :i)"), ids)
+            c.execute(sql("DELETE FROM message WHERE conversation_id IN "
+                          "(SELECT id FROM conversation WHERE instance_id = :i)"), ids)
+            c.execute(sql("DELETE FROM conversation WHERE instance_id = :i"), ids)
+            c.execute(sql("DELETE FROM worker_status WHERE instance_id = :i"), ids)
+            c.execute(sql("DELETE FROM agent_instance WHERE id = :i"), ids)
+            if profile_id and not c.execute(sql("SELECT 1 FROM agent_instance WHERE profile_id = :p"),
+                                            {"p": profile_id}).first():
+                c.execute(sql("DELETE FROM agent_profile WHERE id = :p"), {"p": profile_id})
+
     def get_instance(self, instance_id: str) -> tuple[AgentInstance, AgentProfile] | None:
         with self.session() as s:
             inst = s.get(AgentInstance, instance_id)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import QUrl
 
 from app.main_window import MainWindow
+from tests.ui.conftest import answer_confirm
 from wiki_engine import Page
 
 
@@ -98,7 +99,13 @@ def test_forget_everything_about_me(qtbot, qloop, ui_pod) -> None:
     w = MainWindow(ui_pod)
     qtbot.addWidget(w)
     w.show_wiki()
+    answer_confirm("Cancel")
     w.wiki.forget_me.click()
+    assert w.statusBar().currentMessage() == "Nothing forgotten."
+    assert qloop.run(ui_pod.memory_search("orchids"))  # Cancel kept everything
+    shown = answer_confirm("Forget everything")
+    w.wiki.forget_me.click()
+    assert "Forget everything remembered about" in shown[0]
     qloop.wait_until(lambda: "Forgot" in w.statusBar().currentMessage(), what="forgetting")
     hits = qloop.run(ui_pod.memory_search("orchids"))
     assert not hits
@@ -111,6 +118,10 @@ def test_deleting_a_cited_source_takes_it_out_of_search(qtbot, qloop, ui_pod) ->
     w.show_wiki()
     w.wiki._on_anchor(QUrl(f"hearth-source:{sid}"))
     qloop.wait_until(lambda: hasattr(w.wiki, "source_dialog"), what="the source dialog")
+    answer_confirm("Cancel")
+    w.wiki.source_dialog.delete.click()
+    assert [h for h in qloop.run(ui_pod.memory_search("orchids")) if h.id == sid]  # Cancel kept it
+    answer_confirm("Delete")
     w.wiki.source_dialog.delete.click()
     qloop.wait_until(lambda: "Source deleted" in w.statusBar().currentMessage(), what="the deletion")
     assert not [h for h in qloop.run(ui_pod.memory_search("orchids")) if h.id == sid]
