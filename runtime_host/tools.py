@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import inspect
 import json
+import math
 import operator
 import types
 import typing
@@ -31,6 +32,11 @@ class Tool:
     # For a tool with a side effect: given a step id, returns the output if that call already took
     # effect (found in the tool's own record), else None. Used when a turn resumes after a crash.
     recover: Callable[[str], str | None] | None = None
+    # Every tool call has a time and a memory limit: a local tool runs in a child process with them
+    # (runtime_host/worker/limits.py). A Pod tool only waits for the Pod, which bounds its own work.
+    time_limit_s: float = 30.0
+    memory_mb: int = 256
+    in_process: bool = False
 
     def spec(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "parameters": self.parameters}
@@ -71,9 +77,10 @@ def _parse_doc(doc: str) -> tuple[str, dict[str, str]]:
     return description, params
 
 
-def tool(toolkit: str, name: str | None = None,
-         recover: Callable[[str], str | None] | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Registers a function as a tool in `toolkit`."""
+def tool(toolkit: str, name: str | None = None, recover: Callable[[str], str | None] | None = None, *,
+         time_limit_s: float = 30.0, memory_mb: int = 256,
+         in_process: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Registers a function as a tool in `toolkit`, with its time and memory limits."""
 
     def register(func: Callable[..., Any]) -> Callable[..., Any]:
         hints = typing.get_type_hints(func)
@@ -92,7 +99,8 @@ def tool(toolkit: str, name: str | None = None,
                 prop["default"] = param.default
             props[pname] = prop
         schema = {"type": "object", "properties": props, "required": required, "additionalProperties": False}
-        t = Tool(name or func.__name__, toolkit, description, schema, func, recover)
+        t = Tool(name or func.__name__, toolkit, description, schema, func, recover, time_limit_s, memory_mb,
+                 in_process)
         TOOLKITS.setdefault(toolkit, {})[t.name] = t
         return func
 
@@ -121,7 +129,7 @@ def pod_tool(toolkit: str, name: str | None = None) -> Callable[[Callable[..., A
                         inspect.Parameter("_context", inspect.Parameter.KEYWORD_ONLY, default=None)])
         call_pod.__doc__ = func.__doc__
         call_pod.__annotations__ = {**func.__annotations__, "_context": dict[str, Any] | None}
-        tool(toolkit, tool_name)(call_pod)
+        tool(toolkit, tool_name, in_process=True)(call_pod)
         return func
 
     return register
@@ -205,15 +213,26 @@ def _eval(node: ast.AST) -> float:
         return node.value
     if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
         left, right = _eval(node.left), _eval(node.right)
-        if isinstance(node.op, ast.Pow) and abs(right) > 1000:
-            raise ToolInputError("exponent too large")
-        return _OPS[type(node.op)](left, right)
+        if isinstance(node.op, ast.Pow):
+            if abs(right) > 1000:
+                raise ToolInputError("exponent too large (1000 at most)")
+            if abs(left) > 1 and right > 0 and right * math.log10(abs(left)) > MAX_DIGITS:
+                raise ToolInputError(f"the result would have about {right * math.log10(abs(left)):.3g} digits; "
+                                     f"calculate gives results of up to {MAX_DIGITS} digits")
+        result = _OPS[type(node.op)](left, right)
+        if isinstance(result, int) and result.bit_length() > MAX_DIGITS * 3.33:
+            raise ToolInputError(f"the result would have more than {MAX_DIGITS} digits; calculate gives results "
+                                 f"of up to {MAX_DIGITS} digits")
+        return result
     if isinstance(node, ast.UnaryOp) and type(node.op) in _OPS:
         return _OPS[type(node.op)](_eval(node.operand))
     raise ToolInputError("only numbers and + - * / // % ** and parentheses are allowed")
 
 
-@tool("math")
+MAX_DIGITS = 4000  # Python prints integers of up to 4300 digits
+
+
+@tool("math", time_limit_s=5.0)
 def calculate(expression: str) -> str:
     """Evaluates an arithmetic expression exactly as written.
 
@@ -230,6 +249,8 @@ def calculate(expression: str) -> str:
         return repr(_eval(tree))
     except ZeroDivisionError:
         raise ToolInputError("division by zero") from None
+    except OverflowError:
+        raise ToolInputError("the result is too large for a number") from None
 
 
 # Notes: a markdown file in the agent's own scratch folder. Each appended line carries the id of the

@@ -26,6 +26,7 @@ from runtime_host.providers import (
 )
 from runtime_host.tools import Tool, ToolInputError, call_tool, tools_for
 from runtime_host.worker.channel import Channel, PodGone
+from runtime_host.worker.limits import ToolLimitExceeded, ToolRaised, run_limited
 
 MAX_ITERATIONS = 90
 SUBAGENT_MAX_ITERATIONS = 50
@@ -130,7 +131,7 @@ def _mcp_tool(spec: dict[str, Any]) -> Tool:
     schema.setdefault("properties", {})
     schema.setdefault("required", [])
     return Tool(spec["name"], spec["toolkit"], spec.get("description") or f"{tool} from the {server} MCP server",
-                schema, call)
+                schema, call, in_process=True)
 
 
 def _guard_for(binding: dict[str, Any], channel: Channel) -> Any:
@@ -351,11 +352,23 @@ def _run_tool(ctx: TurnContext, call: dict[str, Any], tools: dict[str, Tool], pa
             output = f"error: refused by Hearth's guard ({decision.rule}): {decision.reason}"
             ctx.finish_step(step_id, "failed", {"output": output, "guard": decision.rule})
             return output
+    context = {"turn_id": ctx.turn_id, "step_id": step_id}
     try:
-        output = call_tool(tool, call["arguments"], {"turn_id": ctx.turn_id, "step_id": step_id,
-                                                      "pod_call": ctx.pod_call(step_id)})
+        if tool.in_process:  # a Pod tool: it only waits for the Pod over the pipe
+            output = call_tool(tool, call["arguments"], {**context, "pod_call": ctx.pod_call(step_id)})
+        else:
+            output = run_limited(call["name"], lambda: call_tool(tool, call["arguments"], context),
+                                 time_s=tool.time_limit_s, memory_mb=tool.memory_mb, input_error=ToolInputError)
     except ToolInputError as exc:
         output = f"error: {exc}"
+        ctx.finish_step(step_id, "failed", {"output": output})
+        return output
+    except ToolLimitExceeded as exc:
+        output = f"error: {exc}"
+        ctx.finish_step(step_id, "failed", {"output": output, "limit": exc.limit})
+        return output
+    except ToolRaised as exc:
+        output = f"error: the tool {call['name']!r} failed: {exc.kind}: {exc}"
         ctx.finish_step(step_id, "failed", {"output": output})
         return output
     except Exception as exc:  # a tool that raises goes back to the model as a result, never kills the turn

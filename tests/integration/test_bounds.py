@@ -110,3 +110,18 @@ async def test_2000_delegates_run_at_most_3_sub_agents_at_once_on_a_few_threads(
     assert len(subs) == MAX_TOOL_CALLS_PER_STEP
     assert peak[0] <= MAX_CONCURRENT_SUBAGENTS
     assert threads and max(threads) < 20, threads
+
+
+async def test_the_calculate_bomb_ends_quickly_with_a_clear_result_to_the_model(agent, fake_model) -> None:
+    pod = agent
+    pod.edit_agent("busy", toolkits=["math"])
+
+    def model(req: Request) -> Any:
+        if not req.tool_results:
+            return ToolCalls([("calculate", {"expression": "((10**999)**999)**999"})])
+        return Text(f"the tool said: {req.tool_results[-1]}")
+
+    fake_model.script = model
+    r = await asyncio.wait_for(pod.chat("busy", "how big is it?"), 30)
+    assert r.ok, r.error
+    assert r.text.startswith("the tool said: error:") and "digits" in r.text
