@@ -18,7 +18,7 @@ from runtime_host.channels.podport import PodChannelPort
 from runtime_host.channels.telegram import DEFAULT_BASE_URL, TelegramChannel, load_bot_token, save_bot_token
 
 if TYPE_CHECKING:
-    from runtime_host.pod import Pod
+    from runtime_host.ports import ChannelPod
 
 log = logging.getLogger("hearth.channels")
 
@@ -28,7 +28,7 @@ class AlreadyDecided(Exception):
 
 
 class ChannelsHost:
-    def __init__(self, pod: Pod, *, telegram_base_url: str = DEFAULT_BASE_URL, **telegram_options: Any):
+    def __init__(self, pod: ChannelPod, *, telegram_base_url: str = DEFAULT_BASE_URL, **telegram_options: Any):
         self.pod = pod
         self.port = PodChannelPort(pod)
         self.port.on_card_decided(self._on_card_decided)

@@ -20,14 +20,14 @@ from runtime_host.safety.untrusted import score_injection, wrap_untrusted
 from runtime_host.store import StoreError
 
 if TYPE_CHECKING:
-    from runtime_host.pod import Pod
+    from runtime_host.ports import MailPod
 
 log = logging.getLogger("hearth.mail")
 POLL_EVERY_S = 60.0
 
 
 class MailHost:
-    def __init__(self, pod: Pod):
+    def __init__(self, pod: MailPod):
         self.pod = pod
         self.engine = pod.store.engine
         self._rooms: dict[str, Mailroom] = {}

@@ -13,14 +13,8 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import text
 
 if TYPE_CHECKING:
-    from runtime_host.pod import Pod
+    from runtime_host.ports import McpPod
 
-MCP_MIGRATION: tuple[str, list[str]] = (
-    "0013_mcp",
-    ["""CREATE TABLE mcp_servers (id TEXT PRIMARY KEY, person_id TEXT NOT NULL, name TEXT NOT NULL,
-        transport TEXT NOT NULL, target TEXT NOT NULL, tools TEXT NOT NULL DEFAULT '[]',
-        listed_at DOUBLE PRECISION, created_at DOUBLE PRECISION NOT NULL, UNIQUE (person_id, name))"""],
-)
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
 CALL_TIMEOUT_S = 60.0
 
@@ -31,13 +25,13 @@ def tool_name(server: str, tool: str) -> str:
 
 
 def _store_error(message: str) -> Exception:
-    from runtime_host.store import StoreError  # imported late: the store imports this module's migration
+    from runtime_host.store import StoreError
 
     return StoreError(message)
 
 
 class McpHost:
-    def __init__(self, pod: Pod):
+    def __init__(self, pod: McpPod):
         self.pod = pod
         self.engine = pod.store.engine
 

@@ -229,7 +229,7 @@ def _feature_migrations() -> list[tuple[str, list[str]]]:
 
 
 def _later_feature_migrations() -> list[tuple[str, list[str]]]:
-    from runtime_host.mcphost import MCP_MIGRATION
+    from runtime_host.mcpschema import MCP_MIGRATION
     from runtime_host.partners.record import MIGRATION as PARTNERS_MIGRATION
     from runtime_host.tasks import TASKS_MIGRATION
 

@@ -18,7 +18,7 @@ from runtime_host.channels.base import ChannelError, TurnLike
 from runtime_host.channels.store import Card, ChannelStore
 
 if TYPE_CHECKING:
-    from runtime_host.pod import Pod
+    from runtime_host.ports import ChannelPod
     from runtime_host.speech import SpeechEngine
 
 log = logging.getLogger("hearth.channels")
@@ -57,7 +57,7 @@ def _call(listener: Callable[[Any], Any], arg: Any, tasks: set[asyncio.Task[Any]
 class PodChannelPort:
     """A `PodPort` for one Pod. `speech` is created lazily (packaged offline model) when not given."""
 
-    def __init__(self, pod: Pod, store: ChannelStore | None = None, speech: SpeechEngine | None = None):
+    def __init__(self, pod: ChannelPod, store: ChannelStore | None = None, speech: SpeechEngine | None = None):
         self.pod = pod
         self.store = store if store is not None else ChannelStore(pod.store.engine)
         self._speech = speech
