@@ -27,7 +27,8 @@ from PySide6.QtWidgets import (
 from app.activity_view import ActivityView
 from app.bridge import PodBridge
 from app.cards_view import CardsView
-from app.chat_view import ChatView, RunsList, StepsTree
+from app.chat_view import ChatView, RunsList, StepsTree, cut_off_marker
+from app.conversation_list import ConversationList
 from app.dialogs import AddAgentDialog, SettingsDialog
 from app.mail_view import MailView
 from app.schedules_view import SchedulesView
@@ -102,6 +103,7 @@ class MainWindow(QMainWindow):
         self.agent: str | None = None
         self.conversation_id: str | None = None
         self._new_conversation = False
+        self._editing: str | None = None  # a message of the person's being edited, to be answered again
         self._live_turn: str | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self.setWindowTitle("Hearth")
@@ -167,9 +169,18 @@ class MainWindow(QMainWindow):
         self.settings_button = QPushButton("Settings")
         self.settings_button.clicked.connect(self.open_settings)
         side_layout.addWidget(QLabel("Conversations"))
-        self.conversations = QListWidget()
-        self.conversations.setAccessibleName("Conversations")
-        self.conversations.itemClicked.connect(self._on_conversation_clicked)
+        self.conversation_search = QLineEdit()
+        self.conversation_search.setPlaceholderText("Search all conversations")
+        self.conversation_search.setAccessibleName("Search conversations")
+        self.conversation_search.setClearButtonEnabled(True)
+        self.conversation_search.returnPressed.connect(self._on_conversation_search)
+        self.conversation_search.textChanged.connect(lambda t: None if t.strip() else self.refresh_conversations())
+        side_layout.addWidget(self.conversation_search)
+        self.conversations = ConversationList()
+        self.conversations.opened.connect(self._on_conversation_opened)
+        self.conversations.rename_requested.connect(self._on_rename_requested)
+        self.conversations.delete_requested.connect(self._on_delete_requested)
+        self.conversations.export_requested.connect(self._on_export_requested)
         side_layout.addWidget(self.conversations, 1)
         side_layout.addWidget(self.new_agent_button)
         self.edit_agent_button = QPushButton("Edit agent")
@@ -194,6 +205,8 @@ class MainWindow(QMainWindow):
         center_layout.addLayout(top)
         split = QSplitter(Qt.Orientation.Vertical)
         self.chat = ChatView()
+        self.chat.action.connect(self._on_message_action)
+        self.chat.copied.connect(lambda what: self.statusBar().showMessage(f"Copied {what}.", 3000))
         self.steps = StepsTree()
         self.runs = RunsList()
         self.bottom_tabs = QTabWidget()
@@ -434,59 +447,202 @@ class MainWindow(QMainWindow):
         self.agent = item.data(Qt.ItemDataRole.UserRole)
         self.chat.agent_name = self.agent or "Agent"
         self._on_model_picked()
-        inst, _profile = self.pod.find_agent(self.agent)
-        conv = self.pod.store.latest_conversation(inst.id)
-        self.load_conversation(conv.id if conv else None)
+        try:
+            last = self.pod.last_chat(self.agent)
+        except StoreError:
+            last = None
+        self.load_conversation(last)
 
     def refresh_conversations(self) -> None:
-        self.conversations.clear()
         if not self.agent:
+            self.conversations.load([], None)
             return
         try:
-            inst, _ = self.pod.find_agent(self.agent)
+            convs = self.pod.list_conversations(self.agent)
         except StoreError:
+            convs = []
+        self.conversations.load(convs, self.conversation_id)
+
+    def _on_conversation_opened(self, conversation_id: str, message_id: str, agent: str) -> None:
+        if agent and agent != self.agent:
+            self.open_conversation(agent, conversation_id)
+        else:
+            self.load_conversation(conversation_id)
+        if message_id:
+            self.chat.scroll_to_message(message_id)
+
+    def _on_conversation_clicked(self, item: Any) -> None:
+        self.conversations.open_item(item)
+
+    def _on_conversation_search(self) -> None:
+        query = self.conversation_search.text().strip()
+        if not query:
+            self.refresh_conversations()
             return
-        import time as _time
+        results = self.pod.search_conversations(query)
+        self.conversations.show_results(query, results)
+        self.statusBar().showMessage(f"{len(results)} message(s) found for “{query}”." if results else
+                                     f"No message holds “{query}”.")
 
-        for conv in self.pod.store.list_conversations(inst.id)[:200]:
-            when = _time.strftime("%d %b %H:%M", _time.localtime(conv.updated_at))
-            item = QListWidgetItem(f"{conv.title or 'New conversation'}\n{when}")
-            item.setData(Qt.ItemDataRole.UserRole, conv.id)
-            self.conversations.addItem(item)
-            if conv.id == self.conversation_id:
-                self.conversations.setCurrentItem(item)
+    def confirm(self, title: str, text: str) -> bool:
+        """Asks before a destructive action (tests answer it by replacing this method)."""
+        from PySide6.QtWidgets import QMessageBox
 
-    def _on_conversation_clicked(self, item: QListWidgetItem) -> None:
-        self.load_conversation(item.data(Qt.ItemDataRole.UserRole))
+        return QMessageBox.question(self, title, text) == QMessageBox.StandardButton.Yes
+
+    def _on_rename_requested(self, conversation_id: str, current: str) -> None:
+        title, ok = QInputDialog.getText(self, "Rename conversation", "Title:", QLineEdit.EchoMode.Normal, current)
+        if ok:
+            self.rename_conversation(conversation_id, title)
+
+    def rename_conversation(self, conversation_id: str, title: str) -> bool:
+        try:
+            self.pod.rename_conversation(conversation_id, title)
+        except StoreError as exc:
+            self.statusBar().showMessage(str(exc))
+            return False
+        self.refresh_conversations()
+        return True
+
+    def _on_delete_requested(self, conversation_id: str, title: str) -> None:
+        self.delete_conversation(conversation_id, title)
+
+    def delete_conversation(self, conversation_id: str, title: str = "this conversation") -> bool:
+        if not self.confirm("Delete conversation", f"Delete “{title}” with all its messages and steps? "
+                            "This cannot be undone (export it first to keep a copy)."):
+            return False
+        try:
+            self.pod.delete_conversation(conversation_id)
+        except StoreError as exc:
+            self.statusBar().showMessage(str(exc))
+            return False
+        if conversation_id == self.conversation_id:
+            self.load_conversation(self.pod.last_chat(self.agent) if self.agent else None)
+        self.refresh_conversations()
+        self.statusBar().showMessage(f"Deleted “{title}”.")
+        return True
+
+    def _on_export_requested(self, conversation_id: str, title: str, fmt: str) -> None:
+        from PySide6.QtWidgets import QFileDialog
+
+        suffix = "json" if fmt == "json" else "md"
+        safe = "".join(c if c.isalnum() or c in " -_" else "_" for c in title).strip() or "conversation"
+        path, _ = QFileDialog.getSaveFileName(self, "Export conversation", f"{safe}.{suffix}",
+                                              "JSON (*.json)" if fmt == "json" else "Markdown (*.md)")
+        if path:
+            self.export_conversation(conversation_id, path, fmt)
+
+    def export_conversation(self, conversation_id: str, path: str, fmt: str = "markdown") -> bool:
+        try:
+            data = self.pod.export_conversation(conversation_id, fmt)
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(data)
+        except (StoreError, OSError) as exc:
+            self.statusBar().showMessage(f"Could not export: {exc}")
+            return False
+        self.statusBar().showMessage(f"Exported to {path}.")
+        return True
 
     def load_conversation(self, conversation_id: str | None) -> None:
         self.conversation_id = conversation_id
         self._new_conversation = conversation_id is None
+        self._editing = None
         self.steps.clear_steps()
         if conversation_id is None:
             self.chat.set_messages([])
             self._set_live_turn(None)
             self.header.setText(f"{self.agent} — new conversation")
+            self.refresh_conversations()
             return
         self.refresh_conversations()
-        turns = self.pod.turns(conversation_id)
-        notes = {t["id"]: t["note"] for t in turns if t["note"]}
-        msgs: list[tuple[str, str]] = []
-        stored = self.pod.store.list_messages(conversation_id)
+        try:
+            data = self.pod.conversation(conversation_id)
+        except StoreError as exc:
+            self.chat.set_messages([("error", str(exc))])
+            return
+        turns = data["turns"]
+        by_turn = {t["id"]: t for t in turns}
+        stored = data["messages"]
+        entries: list[dict[str, Any]] = []
+        placed: set[str] = set()
         for i, m in enumerate(stored):
-            msgs.append((m.role, m.content))
-            last_of_turn = i + 1 == len(stored) or stored[i + 1].turn_id != m.turn_id
-            if last_of_turn and m.turn_id in notes:  # a message with no answer says why
-                msgs.append(("error", notes.pop(m.turn_id)))
-        self.chat.set_messages(msgs)
-        self._set_live_turn(next((t["id"] for t in turns if t["status"] in ("pending", "running") and not t["note"]), None))
-        if turns:
+            t = by_turn.get(m["turn_id"] or "")
+            entry = {"id": m["id"], "role": m["role"], "text": m["content"], "turn_id": m["turn_id"]}
+            if m["role"] == "assistant" and t is not None and t["id"] not in placed:
+                placed.add(t["id"])
+                entry["steps"] = t["steps"]
+                if t["status"] == "stopped":
+                    entry["marker"] = t["note"]
+                    t["note"] = None
+            entries.append(entry)
+            last_of_turn = i + 1 == len(stored) or stored[i + 1]["turn_id"] != m["turn_id"]
+            if last_of_turn and t is not None and t["note"]:  # a message with no answer says why
+                note = {"role": "error", "text": t["note"], "turn_id": t["id"]}
+                if t["id"] not in placed:
+                    placed.add(t["id"])
+                    note["steps"] = t["steps"]
+                entries.append(note)
+        live = next((t for t in turns if t["status"] in ("pending", "running") and not t["note"]), None)
+        if entries:
+            for e in reversed(entries):  # the latest answer's steps open
+                if e.get("steps"):
+                    e["expanded"] = True
+                    break
+        self.chat.set_messages(entries)
+        self._set_live_turn(live["id"] if live else None)
+        if live is not None and live["status"] == "running":
+            self.chat.restore_live(live["id"], self.pod.live_text(live["id"]), live["steps"])
+            self.steps.load_tree(live["steps"])
+            self.header.setText(f"{self.agent} — working…")
+        elif turns:
             last = turns[-1]
             self.steps.load_tree(last["steps"])
             self.header.setText(f"{self.agent} — last answer by {last['model'] or '—'}" if last["status"] == "done"
                                 else f"{self.agent} — {last['status']}")
         else:
             self.header.setText(f"{self.agent}")
+
+    # -- message actions
+    def _on_message_action(self, kind: str, message_id: str) -> None:
+        if not self.conversation_id:
+            return
+        if kind == "branch":
+            try:
+                new_id = self.pod.branch_conversation(self.conversation_id, message_id)
+            except StoreError as exc:
+                self.statusBar().showMessage(str(exc))
+                return
+            self.load_conversation(new_id)
+            self.statusBar().showMessage("Branched: this is a new conversation; the original is unchanged.")
+        elif kind == "edit":
+            text = self.chat.message_text(message_id)
+            if text is None:
+                return
+            self._editing = message_id
+            self.composer.setPlainText(text)
+            self.composer.setFocus()
+            self.statusBar().showMessage("Editing your message: send it to get a new answer from there.")
+        elif kind == "regenerate":
+            self._answer_again(message_id, None)
+
+    def _answer_again(self, message_id: str, text: str | None) -> None:
+        conv = self.conversation_id
+        if conv is None:
+            return
+
+        async def run() -> None:
+            try:
+                started = await self.pod.answer_again(conv, message_id, text)
+            except StoreError as exc:
+                self.statusBar().showMessage(str(exc))
+                return
+            self.load_conversation(started.conversation_id)
+            if started.conversation_id != conv:
+                self.statusBar().showMessage("Answered again in a branch: the original conversation is unchanged.")
+
+        task = asyncio.ensure_future(run())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     def new_conversation(self) -> None:
         if self.agent:
@@ -665,8 +821,22 @@ class MainWindow(QMainWindow):
     def open_new_agent(self) -> None:
         dlg = AddAgentDialog(self.pod, self)
         if dlg.exec() and dlg.created:
-            self.agent = dlg.created["name"]
-            self.refresh_agents()
+            self.agent_created(dlg.created["name"])
+
+    def agent_created(self, name: str) -> None:
+        """A new agent opens ready to chat: selected, its (new) conversation shown, the composer focused."""
+        self.refresh_agents()
+        self.select_agent(name)
+        self.show_chat()
+
+    def select_agent(self, name: str) -> None:
+        for i in range(self.agents.count()):
+            if self.agents.item(i).data(Qt.ItemDataRole.UserRole) == name:
+                if self.agents.currentRow() == i:
+                    self._on_agent_selected(self.agents.item(i))
+                else:
+                    self.agents.setCurrentRow(i)
+                return
 
     # -- stopping
     def _set_live_turn(self, turn_id: str | None) -> None:
@@ -700,6 +870,10 @@ class MainWindow(QMainWindow):
             self.chat.append_message("error", "There is no agent yet: create one with New agent (after adding a provider in Settings).")
             return
         self.composer.clear()
+        if self._editing is not None and self.conversation_id:
+            editing, self._editing = self._editing, None
+            self._answer_again(editing, text)
+            return
         self.chat.append_message("user", text)
         task = asyncio.ensure_future(self._send(self.agent, text))
         self._tasks.add(task)
@@ -747,7 +921,7 @@ class MainWindow(QMainWindow):
         if kind == "turn.started":
             self._set_live_turn(ev["turn_id"])
             self.steps.clear_steps()
-            self.chat.stream_begin()
+            self.chat.stream_begin(ev["turn_id"])
             self._progress = {}
             self.header.setText(f"{self.agent} — working…")
         elif kind == "delta" and ev.get("parent_id") is None:
@@ -760,22 +934,25 @@ class MainWindow(QMainWindow):
             self.header.setText(f"{self.agent} — working… {shown}")
         elif kind == "step.started":
             self.steps.add_step(ev["step_id"], ev.get("parent_id"), ev["kind"], ev["name"], ev.get("arguments"), ev.get("started_at"))
-            if ev["kind"] == "model" and self.chat.streaming_text:
-                # A new model call after tool calls: keep what was said, stream the next part after it.
-                self.chat.stream_end()
-                self.chat.stream_begin()
+            self.chat.step_started(ev["step_id"], ev.get("parent_id"), ev["kind"], ev["name"], ev.get("arguments"),
+                                   ev.get("started_at"))
+            if ev["kind"] == "model" and ev.get("parent_id") is None and self.chat.streaming_text:
+                self.chat.stream_append("\n\n")  # a new model call after tool calls: its text follows
         elif kind == "step.finished":
             self.steps.finish_step(ev["step_id"], ev["status"], ev.get("result"), ev.get("finished_at"))
+            self.chat.step_finished(ev["step_id"], ev["status"], ev.get("result"), ev.get("finished_at"))
         elif kind == "turn.resuming":
             self.statusBar().showMessage(f"The agent's worker restarted ({ev.get('reason')}); resuming the turn.")
         elif kind == "turn.finished":
             self._set_live_turn(None)
+            self.chat.assign_ids(self.pod.turn_messages(ev["turn_id"]))
             if ev.get("status") == "stopped":
-                self.chat.stream_end()
-                self.chat.append_message("error", f"Stopped: {ev.get('error')}")
+                self.chat.stream_end(ev.get("text") or None, message_id=ev.get("message_id"),
+                                     marker=f"Stopped: {ev.get('error')}")
                 self.header.setText(f"{self.agent} — stopped")
             elif ev.get("status") == "done":
-                self.chat.stream_end(ev.get("text") or "")
+                self.chat.stream_end(ev.get("text") or "", message_id=ev.get("message_id"),
+                                     marker=cut_off_marker(self.chat.live_steps()))
                 model = ev.get("model") or "—"
                 if model == EMBEDDED["model"]:
                     model = "the tiny offline model"

@@ -1,27 +1,78 @@
-"""Markdown to the HTML subset QTextBrowser renders. Raw HTML in messages is shown as text, never rendered."""
+"""Markdown to the HTML subset QTextBrowser renders, with syntax-highlighted code blocks. Raw HTML in messages
+is shown as text, never rendered."""
 
 from __future__ import annotations
 
 import html
+from typing import Any
 
 from markdown_it import MarkdownIt
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import get_lexer_by_name
+from pygments.util import ClassNotFound
 
 _md = MarkdownIt("commonmark", {"html": False, "linkify": False, "breaks": True}).enable(["table", "strikethrough"])
+_formatter = HtmlFormatter(nowrap=True, noclasses=True, style="friendly")
 
+# One type scale for messages and wiki pages: body at the window's font size, headings by a fixed ratio,
+# a generous line height, and quiet labels.
 STYLE = """
 <style>
-pre { background-color: rgba(127,127,127,0.12); padding: 6px; font-family: monospace; }
+body { line-height: 145%; }
+p { margin-top: 0px; margin-bottom: 8px; }
+h1 { font-size: 150%; margin-top: 14px; margin-bottom: 8px; }
+h2 { font-size: 130%; margin-top: 12px; margin-bottom: 6px; }
+h3 { font-size: 115%; margin-top: 10px; margin-bottom: 4px; }
+pre { background-color: rgba(127,127,127,0.12); padding: 8px; font-family: monospace; margin-top: 0px; }
 code { font-family: monospace; background-color: rgba(127,127,127,0.12); }
-table { border-collapse: collapse; }
+table { border-collapse: collapse; margin-bottom: 8px; }
 th, td { border: 1px solid rgba(127,127,127,0.5); padding: 3px 6px; }
-.role { font-weight: bold; color: palette(mid); }
+.role { font-weight: bold; margin-top: 18px; margin-bottom: 4px; }
+.actions { font-weight: normal; font-size: 85%; }
+.codebar { font-size: 85%; margin-bottom: 0px; margin-top: 4px; }
+.steps { font-size: 90%; margin-bottom: 2px; margin-top: 0px; }
+.detail { font-size: 85%; }
+.marker { font-size: 90%; font-style: italic; color: #a0522d; }
 .error { color: #c0392b; }
 </style>
 """
 
 
+def _highlight(code: str, lang: str) -> str:
+    try:
+        lexer = get_lexer_by_name(lang) if lang else None
+    except ClassNotFound:
+        lexer = None
+    return highlight(code, lexer, _formatter) if lexer is not None else html.escape(code)
+
+
+def _code_rule(_self: Any, tokens: Any, idx: int, _options: Any, env: Any) -> str:
+    token = tokens[idx]
+    lang = token.info.strip().split()[0] if token.info and token.info.strip() else ""
+    codes = env.setdefault("codes", [])
+    n = len(codes)
+    codes.append(token.content)
+    bar = ""
+    if env.get("copy_href") is not None:
+        label = f" · {html.escape(lang)}" if lang else ""
+        bar = f'<p class="codebar"><a href="{env["copy_href"]}{n}">Copy code</a>{label}</p>'
+    return f"{bar}<pre>{_highlight(token.content.rstrip(chr(10)), lang)}</pre>\n"
+
+
+_md.add_render_rule("fence", _code_rule)
+_md.add_render_rule("code_block", _code_rule)
+
+
+def render_with_code(text: str, copy_href: str | None = None) -> tuple[str, list[str]]:
+    """Renders `text`; returns the HTML and the code blocks' text in order. With `copy_href`, each code block
+    gets a Copy link to `{copy_href}{n}`."""
+    env: dict[str, Any] = {"codes": [], "copy_href": copy_href}
+    return _md.render(text, env), env["codes"]
+
+
 def render(text: str) -> str:
-    return _md.render(text)
+    return render_with_code(text)[0]
 
 
 def escape(text: str) -> str:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runtime_host import conversations
 from runtime_host.paths import agent_dir, data_dir
 from runtime_host.profiles import shipped_profiles
 from runtime_host.states import WorkerState
@@ -847,8 +848,9 @@ class Pod:
             return
         status = outcome.get("status", "failed")
         text = outcome.get("text") or ""
+        message_id = None
         if status == "done" or (status == "stopped" and text):
-            self.store.add_message(run.conversation_id, "assistant", text, turn_id=run.turn_id)
+            message_id = self.store.add_message(run.conversation_id, "assistant", text, turn_id=run.turn_id).id
         self.store.update_turn(run.turn_id, status=status, error=outcome.get("error"), error_kind=outcome.get("error_kind"),
                                model=outcome.get("model"), iterations=int(outcome.get("iterations") or run.iterations),
                                finished_at=now(), restarts=run.resumes)
@@ -858,7 +860,8 @@ class Pod:
         result = TurnResult(run.turn_id, run.conversation_id, status, text, outcome.get("error"),
                             outcome.get("error_kind"), outcome.get("model"))
         self.emit({"type": "turn.finished", "turn_id": run.turn_id, "conversation_id": run.conversation_id,
-                   "agent": run.agent, "origin": run.origin, "person": run.person_id, **{k: v for k, v in outcome.items() if k != "type"}})
+                   "agent": run.agent, "origin": run.origin, "person": run.person_id, "message_id": message_id,
+                   **{k: v for k, v in outcome.items() if k != "type"}})
         run.future.set_result(result)
 
     async def _on_worker_message(self, handle: WorkerHandle, msg: dict[str, Any]) -> None:
@@ -1452,6 +1455,49 @@ class Pod:
                 "steps": step_tree(self.store.list_steps(t.id)),
             })
         return out
+
+    # -- conversations (see runtime_host.conversations)
+    def list_conversations(self, agent: str) -> list[dict[str, Any]]:
+        """The agent's conversations, newest first, with origin and (for scheduled runs) their schedule."""
+        return conversations.list_for(self, agent)
+
+    def last_chat(self, agent: str) -> str | None:
+        """The id of the person's last chat with the agent (scheduled and background runs do not count)."""
+        return conversations.last_chat(self, agent)
+
+    def conversation(self, conversation_id: str) -> dict[str, Any]:
+        """One conversation: its messages in order and its turns with their step trees."""
+        return conversations.read(self, conversation_id)
+
+    def rename_conversation(self, conversation_id: str, title: str) -> dict[str, Any]:
+        return conversations.rename(self, conversation_id, title)
+
+    def delete_conversation(self, conversation_id: str) -> None:
+        conversations.delete(self, conversation_id)
+
+    def export_conversation(self, conversation_id: str, fmt: str = "markdown") -> str:
+        return conversations.export(self, conversation_id, fmt)
+
+    def search_conversations(self, query: str, limit: int = 50) -> list[dict[str, Any]]:
+        """Full-text search over all of the current person's conversations."""
+        return conversations.search(self, query, limit)
+
+    def turn_messages(self, turn_id: str) -> list[dict[str, Any]]:
+        """The messages one turn wrote (the person's, then the answer), with their ids."""
+        return conversations.turn_messages(self, turn_id)
+
+    def live_text(self, turn_id: str) -> str:
+        """What a turn still being written in this process has streamed so far (its top-level answer)."""
+        run = self._runs.get(turn_id)
+        return "".join(run.streamed.values()) if run is not None else ""
+
+    def branch_conversation(self, conversation_id: str, message_id: str) -> str:
+        """A new conversation with the messages up to and including `message_id`; returns its id."""
+        return conversations.branch(self, conversation_id, message_id)
+
+    async def answer_again(self, conversation_id: str, message_id: str, text: str | None = None) -> _Run:
+        """Regenerate an answer, or edit one of the person's messages (`text`) and send it again."""
+        return await conversations.answer_again(self, conversation_id, message_id, text)
 
     # -- lifecycle
     def start_background(self) -> None:

@@ -296,6 +296,7 @@ def _call_model(ctx: TurnContext, messages: list[dict[str, Any]], tools: dict[st
         text: list[str] = []
         calls: list[dict[str, Any]] = []
         model = route.model
+        finish = ""
         try:
             provider = open_provider(route)
             for ev in provider.stream(messages, specs if supports_tools(route.kind) else []):
@@ -308,6 +309,7 @@ def _call_model(ctx: TurnContext, messages: list[dict[str, Any]], tools: dict[st
                     calls.append({"id": ev.id, "name": ev.name, "arguments": ev.arguments})
                 elif isinstance(ev, Finished):
                     model = ev.model or model
+                    finish = ev.finish_reason
         except ProviderError as exc:
             failed: dict[str, Any] = {"error": str(exc), "error_kind": exc.kind, "status": exc.status}
             last_error = exc
@@ -328,7 +330,7 @@ def _call_model(ctx: TurnContext, messages: list[dict[str, Any]], tools: dict[st
                                     status=exc.status) from exc
             raise
         result: dict[str, Any] = {"text": "".join(text), "tool_calls": _bound_calls(calls), "model": model,
-                                  "provider": route.provider}
+                                  "provider": route.provider, "finish_reason": finish}
         if len(calls) > MAX_TOOL_CALLS_PER_STEP:
             result["refused_calls"] = len(calls) - MAX_TOOL_CALLS_PER_STEP
         ctx.finish_step(step_id, "finished", result)

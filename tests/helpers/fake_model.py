@@ -44,6 +44,7 @@ class Text:
     text: str
     chunk_chars: int = 4
     delay_s: float = 0.0  # between chunks
+    finish: str = "stop"  # "length": the answer was cut off at the model's limit (openai wire)
 
 
 @dataclass
@@ -378,7 +379,7 @@ class FakeModelServer:
                     chunk(delta({"content": t[i:i + answer.chunk_chars]}))
                     if answer.delay_s:
                         time.sleep(answer.delay_s)
-                chunk(delta({}, "stop"))
+                chunk(delta({}, answer.finish))
             else:
                 if answer.text:
                     chunk(delta({"content": answer.text}))

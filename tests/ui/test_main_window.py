@@ -327,9 +327,8 @@ def test_the_sidebar_lists_the_agents_conversations(qtbot, qloop, ui_pod, script
     w.new_conversation()
     send(qtbot, w, "second topic")
     qloop.wait_until(lambda: "second answer" in w.chat.toPlainText(), what="the second answer")
-    titles = [w.conversations.item(i).text().splitlines()[0] for i in range(w.conversations.count())]
-    assert titles == ["second topic", "first topic"]
-    w._on_conversation_clicked(w.conversations.item(1))
+    assert w.conversations.rows() == ["second topic", "first topic"]
+    w._on_conversation_clicked(w.conversations.topLevelItem(1))
     assert "first answer" in w.chat.toPlainText() and "second answer" not in w.chat.toPlainText()
 
 
