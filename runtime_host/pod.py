@@ -1433,6 +1433,7 @@ class Pod:
         try:
             await self._send_turn(run, inst, profile)
         except Exception as exc:
+            log.warning("turn %s could not resume after its worker crashed: %s", run.turn_id, exc)
             self._finish(run, {"status": "failed", "error_kind": "worker_crash",
                                "error": f"The agent's worker crashed and could not be restarted: {exc}"})
 
@@ -1568,6 +1569,8 @@ class Pod:
             task = asyncio.create_task(handle.stop())
             self._pod_call_tasks.add(task)
             task.add_done_callback(self._pod_call_tasks.discard)
+            task.add_done_callback(lambda t: t.cancelled() or t.exception() is None or log.error(
+                "the worker of abandoned turn %s did not stop: %s", run.turn_id, t.exception()))
         error = f"This Hearth host stopped running the turn: {why}. The host that holds it now finishes it."
         self.emit({"type": "turn.abandoned", "turn_id": run.turn_id, "conversation_id": run.conversation_id,
                    "agent": run.agent, "origin": run.origin, "person": run.person_id, "reason": why})

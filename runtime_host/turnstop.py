@@ -156,8 +156,11 @@ class TurnStops:
         """Before a new turn goes to a worker: the stopped one has ended (or the worker was stopped)."""
         entry = self.draining.get(handle.key)
         if entry is not None:
-            with contextlib.suppress(Exception):
+            try:
                 await asyncio.wait_for(asyncio.shield(entry[1]), DRAIN_S + 5)
+            except Exception as exc:  # the next turn goes ahead; the worker is stopped by _drain if need be
+                log.warning("worker %s had not ended stopped turn %s before the next one: %s", handle.label,
+                            entry[0], exc or type(exc).__name__)
 
     # -- requests from other processes
     def ensure_watch(self) -> None:

@@ -262,8 +262,10 @@ class TelegramChannel(Channel):
             if task is not None:
                 try:
                     await task
-                except (asyncio.CancelledError, Exception):
+                except asyncio.CancelledError:
                     pass
+                except Exception:  # it ended with an error before the stop: say so (the stop goes on)
+                    log.exception("a Telegram task had failed before it was stopped")
         self._task = self._flusher = None
         if self._inflight:  # sends already on the wire finish and are recorded
             await asyncio.wait(list(self._inflight), timeout=self.http_grace_s + 10)
