@@ -209,6 +209,8 @@ class MainWindow(QMainWindow):
         self.chat.copied.connect(lambda what: self.statusBar().showMessage(f"Copied {what}.", 3000))
         self.steps = StepsTree()
         self.runs = RunsList()
+        self.runs.setToolTip("Double-click a run to open its conversation and answer it there")
+        self.runs.itemDoubleClicked.connect(self._on_run_opened)
         self.bottom_tabs = QTabWidget()
         self.bottom_tabs.addTab(self.steps, "Steps")
         self.bottom_tabs.addTab(self.runs, "Runs")
@@ -279,6 +281,7 @@ class MainWindow(QMainWindow):
         self.tasks.open_conversation.connect(self.open_conversation)
         self.pages.addTab(self.tasks, "Tasks")
         self.schedules = SchedulesView(self.pod)
+        self.schedules.open_conversation.connect(self.open_conversation)
         self.pages.addTab(self.schedules, "Schedules")
         self.mail = MailView(self.pod)
         self.pages.addTab(self.mail, "Mail")
@@ -675,6 +678,15 @@ class MainWindow(QMainWindow):
         self.load_conversation(conversation_id)
         self.show_chat()
 
+    def _on_run_opened(self, item: Any, _column: int = 0) -> None:
+        """A run (background, scheduled, mail) opens its conversation, where the person can answer it."""
+        turn = self.pod.store.get_turn(item.data(0, Qt.ItemDataRole.UserRole))
+        if turn is None:
+            return
+        found = self.pod.store.get_instance(turn.instance_id)
+        if found is not None:
+            self.open_conversation(found[0].name, turn.conversation_id)
+
     def _refresh_inline_cards(self, ev: dict[str, Any]) -> None:
         """Cards created during a turn of this conversation show right above the composer, too."""
         if ev.get("type") == "card.created" and self._live_turn and ev.get("card_id"):
@@ -914,6 +926,7 @@ class MainWindow(QMainWindow):
             self.tasks.refresh()
         if kind == "audit" and self.pages.currentWidget() is self.activity:
             self.activity.refresh()
+        self.schedules.on_pod_event(ev)
         if kind in ("turn.queued", "turn.started", "turn.finished") and ev.get("origin", "chat") != "chat":
             self.runs.load(self.pod.runs())
         if ev.get("conversation_id") != self.conversation_id or self.conversation_id is None:
@@ -971,7 +984,6 @@ class MainWindow(QMainWindow):
             if a:
                 item.setText(self._agent_label(a))
                 item.setToolTip(self._agent_tooltip(a))
-        self.runs.load(self.pod.runs())
 
     def bring_to_front(self) -> None:
         self.show()

@@ -6,10 +6,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QFormLayout,
+    QHeaderView,
     QHBoxLayout,
     QLabel,
     QLineEdit,
@@ -25,16 +26,56 @@ from runtime_host.schedule import local_zone as schedule_local_zone
 from runtime_host.store import StoreError
 
 
+LIVE_EVENTS = ("schedule.added", "schedule.ticked", "schedules.paused", "agent.deleted")
+
+
+def _fit(table: QTableWidget, stretch: int) -> None:
+    """Columns sized to their content, one column taking the rest (long text is elided, full in the tooltip)."""
+    header = table.horizontalHeader()
+    for col in range(table.columnCount()):
+        header.setSectionResizeMode(col, QHeaderView.ResizeMode.Stretch if col == stretch
+                                    else QHeaderView.ResizeMode.ResizeToContents)
+    table.setWordWrap(False)
+    table.setTextElideMode(Qt.TextElideMode.ElideRight)
+    table.verticalHeader().setVisible(False)
+
+
+def _when(iso: str) -> str:
+    try:
+        return datetime.fromisoformat(iso).astimezone().strftime("%a %d %b %H:%M")
+    except ValueError:
+        return iso
+
+
+def _cell(text: str) -> QTableWidgetItem:
+    item = QTableWidgetItem(text)
+    item.setToolTip(text)
+    return item
+
+
 class SchedulesView(QWidget):
+    """Signals:
+    open_conversation(str, str): open (agent, conversation id) in the chat: a scheduled run's thread.
+
+    Updates itself on pod events (a schedule added, a run started or finished), never by polling.
+    """
+
+    open_conversation = Signal(str, str)
+
     def __init__(self, pod: Any, parent: QWidget | None = None):
         super().__init__(parent)
         self.pod = pod
+        self._stale = True
+        self._refresh_soon = QTimer(self)
+        self._refresh_soon.setSingleShot(True)
+        self._refresh_soon.setInterval(50)  # a burst of events becomes one refresh
+        self._refresh_soon.timeout.connect(self.refresh)
         self.table = QTableWidget(0, 5)
         self.table.setHorizontalHeaderLabels(["Agent", "When", "Next run", "Prompt", "State"])
         self.table.setAccessibleName("Schedules")
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
-        self.table.horizontalHeader().setStretchLastSection(True)
+        _fit(self.table, 3)
         row = QHBoxLayout()
         self.pause = QPushButton("Pause / resume")
         self.delete = QPushButton("Delete")
@@ -69,37 +110,77 @@ class SchedulesView(QWidget):
         self.add.clicked.connect(self._on_add)
         self.message = QLabel("")
         self.message.setWordWrap(True)
-        self.ledger = QTableWidget(0, 4)
-        self.ledger.setHorizontalHeaderLabels(["Due", "Agent", "Outcome", "Note"])
+        self.ledger = QTableWidget(0, 5)
+        self.ledger.setHorizontalHeaderLabels(["Due", "Agent", "Schedule", "Outcome", "Note"])
         self.ledger.setAccessibleName("Run ledger")
-        self.ledger.horizontalHeader().setStretchLastSection(True)
+        self.ledger.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.ledger.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
+        self.ledger.setToolTip("Double-click a run to open its conversation and answer it there")
+        self.ledger.cellDoubleClicked.connect(lambda row, _col: self.open_run(row))
+        _fit(self.ledger, 4)
+        self.open_run_button = QPushButton("Open its conversation")
+        self.open_run_button.setToolTip("Read the run's answer and reply to it in the same conversation")
+        self.open_run_button.clicked.connect(lambda: self.open_run(self.ledger.currentRow()))
+        self.ledger_rows: list[dict[str, Any]] = []
         layout = QVBoxLayout(self)
         layout.addWidget(self.table, 2)
         layout.addLayout(row)
         layout.addLayout(form)
         layout.addWidget(self.add, 0, Qt.AlignmentFlag.AlignRight)
         layout.addWidget(self.message)
-        layout.addWidget(QLabel("<b>Run ledger</b>"))
+        ledger_title = QHBoxLayout()
+        ledger_title.addWidget(QLabel("<b>Run ledger</b>"))
+        ledger_title.addStretch(1)
+        ledger_title.addWidget(self.open_run_button)
+        layout.addLayout(ledger_title)
         layout.addWidget(self.ledger, 2)
         self.rows: list[dict[str, Any]] = []
 
+    def on_pod_event(self, ev: dict[str, Any]) -> None:
+        """Refreshes (once per burst) when schedules or scheduled runs change; a hidden page refreshes when shown."""
+        kind = ev.get("type", "")
+        if kind in LIVE_EVENTS or (kind.startswith("turn.") and ev.get("origin") == "schedule"):
+            self._stale = True
+            if self.isVisible():
+                self._refresh_soon.start()
+
     def refresh(self) -> None:
+        self._stale = False
+        chosen = self.agent.currentData()
         self.agent.clear()
         for a in self.pod.list_agents():
             self.agent.addItem(a["name"], a["name"])
+        self.agent.setCurrentIndex(max(0, self.agent.findData(chosen)))
+        selected = self._selected()
         self.rows = self.pod.schedules()
         self.table.setRowCount(len(self.rows))
         for i, r in enumerate(self.rows):
-            nxt = r["next_runs"][0] if r["next_runs"] else ""
-            for j, v in enumerate((r["agent"] or "", f"{r['description']} ({r['tz']})", nxt, r["prompt"],
+            nxt = _when(r["next_runs"][0]) if r["next_runs"] else ""
+            for j, v in enumerate((r["agent"] or "", f"{r['description']} ({r['tz']})", nxt,
+                                   (r.get("name") + ": " if r.get("name") else "") + r["prompt"],
                                    "paused" if r["paused"] else "active")):
-                self.table.setItem(i, j, QTableWidgetItem(str(v)))
-        ledger = self.pod.schedule_ledger(100)
-        self.ledger.setRowCount(len(ledger))
-        for i, r in enumerate(ledger):
-            for j, v in enumerate((r["due_at"], r["agent"] or "", r["outcome"], r.get("error") or "")):
-                self.ledger.setItem(i, j, QTableWidgetItem(str(v)))
+                self.table.setItem(i, j, _cell(str(v)))
+            if selected and r["id"] == selected["id"]:
+                self.table.selectRow(i)
+        self.ledger_rows = self.pod.schedule_ledger(100)
+        self.ledger.setRowCount(len(self.ledger_rows))
+        for i, r in enumerate(self.ledger_rows):
+            note = r.get("error") or ("double-click to open its conversation" if r.get("conversation_id") else "")
+            for j, v in enumerate((_when(r["due_at"]), r["agent"] or "", r.get("name") or r["prompt"][:60],
+                                   r["outcome"], note)):
+                self.ledger.setItem(i, j, _cell(str(v)))
         self._on_cron()
+
+    def open_run(self, row: int) -> None:
+        """Opens the scheduled run's conversation in the chat, where the person can answer it."""
+        r = self.ledger_rows[row] if 0 <= row < len(self.ledger_rows) else None
+        if r is None:
+            self.message.setText("Pick a run in the ledger first.")
+            return
+        if not r.get("conversation_id") or not r.get("agent"):
+            self.message.setText("This run has no conversation (it did not start).")
+            return
+        self.open_conversation.emit(r["agent"], r["conversation_id"])
 
     def _on_cron(self, _text: str = "") -> None:
         from runtime_host import schedule

@@ -378,6 +378,9 @@ class Pod:
                 d["agent"] = mine[rec.schedule_id]["agent"]
                 d["cron"] = mine[rec.schedule_id]["cron"]
                 d["prompt"] = mine[rec.schedule_id]["prompt"]
+                d["name"] = mine[rec.schedule_id].get("name") or ""
+                turn = self.store.get_turn(rec.turn_id) if rec.turn_id else None
+                d["conversation_id"] = turn.conversation_id if turn else None
                 rows.append(d)
         return rows
 

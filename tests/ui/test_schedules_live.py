@@ -1,0 +1,50 @@
+"""Schedules and runs update live from pod events; a run opens its conversation and can be answered there."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from app.main_window import MainWindow
+from tests.helpers.fake_model import Text
+from tests.ui.test_main_window import send
+
+
+def test_a_scheduled_run_appears_live_opens_its_conversation_and_takes_a_reply(qtbot, qloop, ui_pod, script) -> None:
+    def answer(req):
+        last = req.body["messages"][-1]["content"]
+        return Text("Moved the 10:00 one." if "10:00" in str(last) else "Good morning: three meetings today.")
+
+    script([answer], repeat_last=True)
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show()
+    w.pages.setCurrentWidget(w.schedules)
+    ui_pod.add_schedule("helper", "* * * * *", "Morning briefing", name="Briefing")
+    qloop.wait_until(lambda: w.schedules.table.rowCount() == 1, what="the new schedule to show")  # no refresh call
+    qloop.run(ui_pod.tick(datetime.now(UTC) + timedelta(minutes=2)))
+    ledger = w.schedules.ledger
+    qloop.wait_until(lambda: ledger.rowCount() >= 1 and all(ledger.item(i, 3).text() == "ran"
+                                                            for i in range(ledger.rowCount())),
+                     what="the run to show as done")
+    assert w.schedules.ledger.item(0, 2).text() == "Briefing" and w.schedules.ledger.item(0, 1).text() == "helper"
+    # columns fit: the prompt column takes the rest, the others their content
+    header = w.schedules.table.horizontalHeader()
+    assert header.sectionSize(3) > header.sectionSize(0)
+
+    w.schedules.ledger.selectRow(0)
+    w.schedules.open_run_button.click()
+    assert w.pages.currentIndex() == 0  # the chat
+    assert "three meetings today" in w.chat.toPlainText()
+    conversation = w.conversation_id
+    send(qtbot, w, "Move the 10:00 one")
+    qloop.wait_until(lambda: "Moved the 10:00" in w.chat.toPlainText(), what="the reply's answer")
+    assert w.conversation_id == conversation
+    contents = [m.content for m in ui_pod.store.list_messages(conversation)]
+    assert contents[-2:] == ["Move the 10:00 one", "Moved the 10:00 one."] and "Morning briefing" in contents[0]
+    # the Runs tab under the chat opens a run's conversation too
+    w.new_conversation()
+    item = w.runs.topLevelItem(0)
+    assert item is not None and item.text(1) == "schedule"
+    w.runs.itemDoubleClicked.emit(item, 0)
+    assert w.conversation_id in {r["conversation_id"] for r in ui_pod.runs()}
+    assert "three meetings today" in w.chat.toPlainText()
