@@ -881,6 +881,13 @@ class MainWindow(QMainWindow):
         if not self.agent:
             self.chat.append_message("error", "There is no agent yet: create one with New agent (after adding a provider in Settings).")
             return
+        from runtime_host.sizes import message_problem
+
+        problem = message_problem(text)
+        if problem is not None:  # refused here, and the text stays in the composer to shorten
+            self.statusBar().showMessage(problem)
+            self.chat.append_message("error", problem)
+            return
         self.composer.clear()
         if self._editing is not None and self.conversation_id:
             editing, self._editing = self._editing, None

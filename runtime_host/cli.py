@@ -77,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     ch = sub.add_parser("chat", help="send one message to an agent and print the answer as it streams")
     ch.add_argument("agent")
-    ch.add_argument("message")
+    ch.add_argument("message", help="the message; - reads it from standard input")
     ch.add_argument("--conversation", help="conversation id (default: the agent's latest)")
     ch.add_argument("--new", action="store_true", help="start a new conversation")
     ch.add_argument("--model", help="use provider or provider/model for this message only")
@@ -200,7 +200,8 @@ async def _chat(pod: Any, args: argparse.Namespace) -> int:
 
     run_id: list[str | None] = [None]
     pod.subscribe(on_event)
-    run = await pod.start_turn(args.agent, args.message, conversation_id=args.conversation, new_conversation=args.new,
+    message = sys.stdin.read() if args.message == "-" else args.message
+    run = await pod.start_turn(args.agent, message, conversation_id=args.conversation, new_conversation=args.new,
                                model=args.model)
     run_id[0] = run.turn_id
     result = await run.future

@@ -161,7 +161,10 @@ class MailHost:
 
     @staticmethod
     def untrusted_mail(stored: ledger.StoredMail) -> tuple[str, Any]:
-        text = stored.mail.for_agent()
+        from runtime_host.sizes import MAX_MESSAGE_BYTES, clip
+
+        # A huge mail still reaches its agent, cut with a note (a turn carries at most one message's worth).
+        text = clip(stored.mail.for_agent(), MAX_MESSAGE_BYTES // 2, "mail", "the whole mail is kept in the inbox")
         return wrap_untrusted(text, "mail", origin=stored.mail.from_addr).text, score_injection(text)
 
     async def dispatch(self, acct: ledger.AccountRow) -> int:

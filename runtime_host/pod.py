@@ -78,6 +78,10 @@ class UnknownAgent(StoreError):
     pass
 
 
+class MessageTooLarge(StoreError):
+    """A message larger than one turn can carry: refused before anything is written."""
+
+
 class TurnFailed(Exception):
     """Raised by `Pod.chat(..., raise_on_failure=True)` with the turn's recorded reason."""
 
@@ -746,6 +750,11 @@ class Pod:
                              title: str = "", model: str | None = None) -> _Run:
         """start_turn for a known agent instance (schedules and triggers run for any person)."""
         agent = inst.name
+        from runtime_host.sizes import message_problem
+
+        problem = message_problem(text)
+        if problem is not None:
+            raise MessageTooLarge(problem)
         if model is not None and self._provider(model.split("/", 1)[0]) is None:
             raise StoreError(f"No provider named {model.split('/', 1)[0]!r} for this message's model.")
         if conversation_id:
@@ -821,9 +830,16 @@ class Pod:
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.shield(run.future)
 
-    def _history(self, conversation_id: str) -> list[dict[str, Any]]:
-        return [{"role": m.role, "content": m.content} for m in self.store.list_messages(conversation_id)
-                if m.role in ("user", "assistant")]
+    def _history(self, conversation_id: str, turn_id: str | None = None) -> list[dict[str, Any]]:
+        """The conversation as the worker gets it, bounded in size (runtime_host.sizes): however large the
+        conversation grew, a turn always fits on the pipe."""
+        from runtime_host.sizes import bound_history
+
+        msgs = [m for m in self.store.list_messages(conversation_id) if m.role in ("user", "assistant")]
+        current = 0
+        while current < len(msgs) and msgs[-1 - current].turn_id == turn_id and turn_id is not None:
+            current += 1
+        return bound_history([{"role": m.role, "content": m.content} for m in msgs], current=max(1, current))
 
     async def _send_turn(self, run: _Run, inst: AgentInstance, profile: AgentProfile) -> None:
         old = self.supervisor.handles.get((inst.person_id, inst.id))
@@ -834,7 +850,9 @@ class Pod:
             return
         run.handle = handle
         self.supervisor.begin_turn(handle, run.turn_id)
-        steps = [step_dict(s) for s in self.store.list_steps(run.turn_id)]
+        from runtime_host.sizes import bound_steps
+
+        steps = bound_steps([step_dict(s) for s in self.store.list_steps(run.turn_id)])
         extra: dict[str, Any] = {}
         if run.model:
             # One message on another model: that route first, then the agent's own chain. Its key
@@ -843,7 +861,7 @@ class Pod:
             chain = [r for r in self._routes(profile)
                      if (r["provider"], r["model"]) != (chosen["provider"], chosen["model"])]
             extra["routes"] = [chosen, *chain]
-        handle.send({"type": "turn.start", "turn_id": run.turn_id, "messages": self._history(run.conversation_id), **extra,
+        handle.send({"type": "turn.start", "turn_id": run.turn_id, "messages": self._history(run.conversation_id, run.turn_id), **extra,
                      "steps": steps})
 
     def _finish(self, run: _Run, outcome: dict[str, Any]) -> None:
@@ -908,6 +926,10 @@ class Pod:
         else:
             try:
                 output = await self.pod_tools[method](person_id, instance_id, args)
+                if isinstance(output, str):  # a result must fit on the pipe (runtime_host.sizes)
+                    from runtime_host.sizes import MAX_TOOL_RESULT_BYTES, clip
+
+                    output = clip(output, MAX_TOOL_RESULT_BYTES, "tool result", "ask the tool for a smaller part")
                 result = {"ok": True, "output": output}
             except (PermissionError, ValueError, StoreError) as exc:
                 result = {"ok": False, "error": str(exc)}

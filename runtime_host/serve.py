@@ -3,6 +3,7 @@
 Contract v1 (JSON; every answer carries "contract": 1): GET /v1/health (no token), GET /v1/agents,
 POST /v1/chat {agent, message, conversation_id?, new?}, GET /v1/turns?conversation_id=, GET /v1/runs,
 POST /v1/turns/{id}/cancel (stops a turn at once; answers {turn_id, status, text, error}).
+A message larger than one turn can carry is refused with 413 and the reason in "error".
 The contract may only add fields; a breaking change gets a new route (/v2/...). Requests carry
 `Authorization: Bearer <token>`; only the token's scrypt hash is stored (pod_meta "serve_token").
 
@@ -109,6 +110,8 @@ def make_app(pod: Any, gate: TokenGate | None = None) -> Any:
     from starlette.responses import JSONResponse
     from starlette.routing import Route
 
+    from runtime_host.pod import MessageTooLarge
+    from runtime_host.sizes import MAX_MESSAGE_BYTES, human, message_problem
     from runtime_host.store import StoreError
 
     gate = gate or TokenGate(pod)
@@ -132,6 +135,8 @@ def make_app(pod: Any, gate: TokenGate | None = None) -> Any:
                                         "--new-token` on the host and send it as 'Authorization: Bearer …'"}, 401)
             try:
                 return await handler(request)
+            except MessageTooLarge as exc:
+                return answer({"error": str(exc)}, 413)
             except StoreError as exc:
                 return answer({"error": str(exc)}, 404)
             except ValueError as exc:
@@ -146,12 +151,20 @@ def make_app(pod: Any, gate: TokenGate | None = None) -> Any:
                                    "state": a["worker"]["state"]} for a in pod.list_agents()]})
 
     async def chat(request: Request) -> JSONResponse:
+        # A body far past the message limit is refused before it is read (413, with the reason).
+        length = request.headers.get("content-length") or ""
+        if length.isdigit() and int(length) > 2 * MAX_MESSAGE_BYTES + 65536:
+            return answer({"error": f"The request is {human(int(length))}; one message may be at most "
+                                    f"{human(MAX_MESSAGE_BYTES)}. Nothing was sent: shorten it or split it."}, 413)
         try:
             body = await request.json()
         except ValueError:
             raise ValueError("the body must be JSON: {\"agent\": …, \"message\": …}") from None
         if not isinstance(body, dict) or not body.get("agent") or not body.get("message"):
             raise ValueError("agent and message are required")
+        problem = message_problem(str(body["message"]))
+        if problem is not None:
+            raise MessageTooLarge(problem)
         r = await pod.chat(str(body["agent"]), str(body["message"]), conversation_id=body.get("conversation_id"),
                            new_conversation=bool(body.get("new")))
         return answer({"turn_id": r.turn_id, "conversation_id": r.conversation_id, "status": r.status,

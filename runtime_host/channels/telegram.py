@@ -484,7 +484,7 @@ class TelegramChannel(Channel):
         except ChannelError as exc:
             return heard + self._plain(str(exc))
         except Exception as exc:  # e.g. UnknownAgent from the store: its message is written for people
-            if type(exc).__name__ in ("UnknownAgent", "StoreError", "TurnFailed"):
+            if type(exc).__name__ in ("UnknownAgent", "StoreError", "TurnFailed", "MessageTooLarge"):
                 return heard + self._plain(str(exc))
             raise
         if not result.ok:

@@ -24,6 +24,7 @@ from runtime_host.providers import (
     open_provider,
     supports_tools,
 )
+from runtime_host.sizes import MAX_ANSWER_BYTES, MAX_TOOL_RESULT_BYTES, clip
 from runtime_host.tools import Tool, ToolInputError, call_tool, tools_for
 from runtime_host.worker.channel import Channel, PodGone
 from runtime_host.worker.limits import ToolLimitExceeded, ToolRaised, run_limited
@@ -297,12 +298,21 @@ def _call_model(ctx: TurnContext, messages: list[dict[str, Any]], tools: dict[st
         calls: list[dict[str, Any]] = []
         model = route.model
         finish = ""
+        size = 0
         try:
             provider = open_provider(route)
             for ev in provider.stream(messages, specs if supports_tools(route.kind) else []):
                 if ctx.cancel.is_set():
                     raise ProviderError("cancelled", "The turn was cancelled.")
                 if isinstance(ev, TextDelta):
+                    size += len(ev.text)
+                    if size > MAX_ANSWER_BYTES:  # a runaway answer: stop reading, keep what fits (sizes.py)
+                        head = clip("".join(text) + ev.text, MAX_ANSWER_BYTES, "answer",
+                                    "the model wrote more and Hearth stopped reading")
+                        text = [head]
+                        note = head[head.rfind("\n\n[… cut off by Hearth"):]
+                        ctx.emit({"type": "delta", "text": note, "step_id": step_id, "parent_id": parent_id})
+                        break
                     text.append(ev.text)
                     ctx.emit({"type": "delta", "text": ev.text, "step_id": step_id, "parent_id": parent_id})
                 elif isinstance(ev, ToolCall):
@@ -329,8 +339,9 @@ def _call_model(ctx: TurnContext, messages: list[dict[str, Any]], tools: dict[st
                                     "what it wrote is kept in the turn's steps. Send the message again to retry.",
                                     status=exc.status) from exc
             raise
-        result: dict[str, Any] = {"text": "".join(text), "tool_calls": _bound_calls(calls), "model": model,
-                                  "provider": route.provider, "finish_reason": finish}
+        result: dict[str, Any] = {"text": clip("".join(text), MAX_ANSWER_BYTES, "answer"),
+                                  "tool_calls": _bound_calls(calls), "model": model, "provider": route.provider,
+                                  "finish_reason": finish}
         if len(calls) > MAX_TOOL_CALLS_PER_STEP:
             result["refused_calls"] = len(calls) - MAX_TOOL_CALLS_PER_STEP
         ctx.finish_step(step_id, "finished", result)
@@ -377,6 +388,8 @@ def _run_tool(ctx: TurnContext, call: dict[str, Any], tools: dict[str, Tool], pa
         output = f"error: the tool {call['name']!r} failed: {type(exc).__name__}: {exc}"
         ctx.finish_step(step_id, "failed", {"output": output})
         return output
+    if isinstance(output, str):
+        output = clip(output, MAX_TOOL_RESULT_BYTES, "tool result", "ask the tool for a smaller part")
     ctx.finish_step(step_id, "finished", {"output": output})
     return output
 

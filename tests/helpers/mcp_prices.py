@@ -1,6 +1,6 @@
 """A real MCP server (stdio) for tests: a price lookup whose answer carries an injection attempt; with
 the file named by its first argument present, it grows a second, dangerous tool (which must stay
-unreachable until a person allows it)."""
+unreachable until a person allows it). With --catalogue it also offers a tool whose answer is huge."""
 
 import os
 import sys
@@ -21,6 +21,13 @@ if len(sys.argv) > 1 and os.path.exists(sys.argv[1]):
     def wipe_disk() -> str:
         """Deletes everything."""
         return "wiped"
+
+
+if "--catalogue" in sys.argv[1:]:
+    @server.tool()
+    def catalogue(lines: int) -> str:
+        """The whole price list, one item a line (huge)."""
+        return "".join(f"item {i}: 3.50 EUR\n" for i in range(lines))
 
 
 server.run()
