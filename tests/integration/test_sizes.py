@@ -120,3 +120,14 @@ async def test_telegram_replies_with_the_reason(pod, script) -> None:
         await asyncio.wait_for(ch.stop(), 10)
         port.close()
         tg.stop()
+
+
+async def test_a_runaway_answer_stops_at_the_limit_with_a_note(pod, script) -> None:
+    from runtime_host.sizes import MAX_ANSWER_BYTES
+
+    script([Text("r" * (8 * 1024 * 1024), chunk_chars=256 * 1024), Text("next")])
+    r = await asyncio.wait_for(pod.chat("helper", "never stop"), 120)
+    assert r.ok, r.error
+    assert len(r.text) <= MAX_ANSWER_BYTES and r.text.startswith("rrrr")
+    assert r.text.rstrip().endswith("the model wrote more and Hearth stopped reading.]")
+    assert (await asyncio.wait_for(pod.chat("helper", "and now?"), 120)).text == "next"
