@@ -277,6 +277,7 @@ ROLE_LABELS = {
     "extraction": "Memory: keep or skip (extraction)",
     "ingest": "Memory: writing wiki pages (ingest)",
     "ask_memory": "Ask memory (answers from your wiki)",
+    "import": "Watched folders: keep or skip messages of mail exports (import)",
 }
 
 

@@ -85,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     mo = sub.add_parser("models", help="providers, what they can do, and the model for each role")
     mo_sub = mo.add_subparsers(dest="action")
     mo.add_argument("--json", action="store_true")
-    ms = mo_sub.add_parser("set", help="choose the model for a role (extraction, ingest, ask_memory)")
+    ms = mo_sub.add_parser("set", help="choose the model for a role (extraction, ingest, ask_memory, import)")
     ms.add_argument("role")
     ms.add_argument("model", help="provider or provider/model")
 
@@ -147,6 +147,22 @@ def build_parser() -> argparse.ArgumentParser:
     mfa = me_sub.add_parser("forget-agent", help="delete everything one agent learned")
     mfa.add_argument("name")
     me_sub.add_parser("forget-me", help="delete everything remembered about you")
+
+    fo = sub.add_parser("folder", help="watched folders: your notes, documents and mail exports in your memory")
+    fo_sub = fo.add_subparsers(dest="action", required=True)
+    foa = fo_sub.add_parser("add", help="watch a folder and import it now (only you see what it imports)")
+    foa.add_argument("path")
+    foa.add_argument("--no-scan", action="store_true", help="import on the next memory run instead of now")
+    fol = fo_sub.add_parser("list", help="your watched folders with their file counts")
+    fol.add_argument("--json", action="store_true")
+    for_ = fo_sub.add_parser("remove", help="stop watching a folder and delete what it imported")
+    for_.add_argument("folder", help="the folder's path or id")
+    fos = fo_sub.add_parser("status", help="each file of a folder: indexed, skipped or failed, with the reason")
+    fos.add_argument("folder", help="the folder's path or id")
+    fos.add_argument("--only", choices=["indexed", "skipped", "failed"])
+    fos.add_argument("--json", action="store_true")
+    forr = fo_sub.add_parser("rescan", help="read what changed in a folder now (all your folders without one)")
+    forr.add_argument("folder", nargs="?")
 
     from runtime_host.speech.cli import add_transcribe_parser
 
@@ -401,6 +417,54 @@ async def _memory(pod: Any, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+async def _folder(pod: Any, args: argparse.Namespace) -> int:
+    from runtime_host.folders import FolderError
+
+    def progress(ev: dict[str, Any]) -> None:
+        if ev["phase"] == "importing" and ev["total"]:
+            print(f"\r{ev['done']}/{ev['total']} file(s) read", end="", file=sys.stderr, flush=True)
+
+    def report(rep: Any) -> None:
+        if rep.seen:
+            print("", file=sys.stderr)
+        print(f"{rep.path}: {rep.indexed} indexed, {rep.skipped} skipped, {rep.failed} failed, {rep.unchanged} "
+              f"unchanged, {rep.removed} removed ({rep.seconds:.1f} s).{' ' + rep.note if rep.note else ''}")
+
+    try:
+        if args.action == "add":
+            folder = pod.folders.add(args.path)
+            print(f"Watching {folder.path} (id {folder.id}); only you see what it imports.")
+            if not args.no_scan:
+                report(await pod.folders.scan(folder.id, on_progress=progress))
+        elif args.action == "list":
+            rows = [f.to_dict() for f in pod.folders.list_folders()]
+            if args.json:
+                _print_json(rows)
+            elif not rows:
+                print("No watched folders. Add one with `folder add PATH`.")
+            for r in rows if not args.json else []:
+                counts = ", ".join(f"{n} {s}" for s, n in sorted(r["files"].items())) or "not scanned yet"
+                print(f"{r['id']}\t{r['path']}\t{counts}{chr(9) + r['note'] if r['note'] else ''}")
+        elif args.action == "remove":
+            out = await pod.folders.remove(args.folder)
+            print(f"No longer watching {out['path']}; {out['sources_deleted']} imported source(s) deleted.")
+        elif args.action == "status":
+            rows = pod.folders.files(args.folder, args.only)
+            if args.json:
+                _print_json([r.to_dict() for r in rows])
+            else:
+                for r in rows:
+                    print(f"{r.status}\t{r.rel}{chr(9) + r.reason if r.reason else ''}")
+        elif args.action == "rescan":
+            folders = [pod.folders.find(args.folder)] if args.folder else pod.folders.list_folders()
+            for f in folders:
+                report(await pod.folders.scan(f.id, on_progress=progress))
+    except FolderError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    return EXIT_OK
+
+
 async def _amain(args: argparse.Namespace) -> int:
     from runtime_host.pod import Pod
 
@@ -491,6 +555,8 @@ async def _amain(args: argparse.Namespace) -> int:
             return EXIT_OK
         if args.cmd == "memory":
             return await _memory(pod, args)
+        if args.cmd == "folder":
+            return await _folder(pod, args)
         if args.cmd == "mcp":
             if args.action == "add":
                 argv = [a for a in args.argv if a != "--"]

@@ -414,8 +414,10 @@ async def produce(pod: Any) -> list[dict[str, Any]]:
             total["quarantined"] += [{"item": k, "reason": r} for k, r in rep.quarantined]
         reports.append(total)
     summaries = await summarize_conversations(pod)
+    scans = await pod.folders.rescan_all()  # watched folders: only what changed is read again
     for rep in reports:
         rep["summaries"] = summaries.get(rep["scope"], 0)
+        rep["folders"] = [s for s in scans if s.get("scope") == rep["scope"]]
     pod.emit({"type": "memory.produced", "reports": reports})
     return reports
 

@@ -49,6 +49,7 @@ ROLES: dict[str, str] = {
     "extraction": "embedded",          # memory producer: keep or skip
     "ingest": "extraction",            # memory ingest (writing wiki pages) may pin its own; else the extraction model
     "ask_memory": "ingest",            # "Ask memory" answers; else the ingest model
+    "import": "extraction",            # watched folders: keep or skip messages of mail exports; else extraction's
 }
 
 
@@ -1252,6 +1253,16 @@ class Pod:
             self._memory = wiki_engine.open_memory(self.home / "memory")
             self._memory.redactor = redactor(self)  # personal data redacted on every path into memory
         return self._memory
+
+    @property
+    def folders(self) -> Any:
+        """Watched folders: each person's documents imported into their memory (runtime_host/folders.py)."""
+        found = self.__dict__.get("_folders")
+        if found is None:
+            from runtime_host.folders import WatchedFolders
+
+            found = self.__dict__["_folders"] = WatchedFolders(self)
+        return found
 
     async def in_memory_thread(self, fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
         """Runs memory work on one background thread (never on the UI thread, one writer at a time)."""

@@ -12,7 +12,7 @@ def test_models_page_shows_only_roles_that_do_something_and_each_choice_is_used(
     dlg = SettingsDialog(ui_pod)
     qtbot.addWidget(dlg)
     page = dlg.models
-    assert set(page.combos) == {"extraction", "ingest", "ask_memory"}
+    assert set(page.combos) == {"extraction", "ingest", "ask_memory", "import"}
     for role, combo in page.combos.items():
         combo.setCurrentIndex(combo.findData("fake"))
         combo.activated.emit(combo.currentIndex())
