@@ -1,10 +1,9 @@
-"""Mail: your inboxes (passwords in the keyring), their rules as editable JSON, polling now, and what
-arrived. Sending is never done here: drafts wait in Approvals."""
+"""Mail: your inboxes (passwords in the keyring), their rules in a form (JSON one toggle away), polling
+now, removing an inbox, and what arrived. Sending is never done here: drafts wait in Approvals."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 from PySide6.QtWidgets import (
@@ -14,18 +13,14 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QListWidget,
-    QPlainTextEdit,
     QPushButton,
     QSpinBox,
     QVBoxLayout,
     QWidget,
 )
 
+from app.mail_rules import RulesEditor
 from runtime_host.store import StoreError
-
-RULES_EXAMPLE = json.dumps([{
-    "id": "lunch", "name": "Lunch invitations", "when": [{"field": "subject", "op": "contains", "value": "lunch"}],
-    "then": [{"action": "draft", "agent": "Assistant"}]}], indent=2)
 
 
 class MailView(QWidget):
@@ -36,8 +31,11 @@ class MailView(QWidget):
         self.accounts = QListWidget()
         self.accounts.setAccessibleName("Inboxes")
         self.accounts.currentRowChanged.connect(self._on_account)
-        self.rules = QPlainTextEdit()
+        self.rules = RulesEditor()
         self.rules.setAccessibleName("Rules")
+        self.remove = QPushButton("Remove inbox…")
+        self.remove.setToolTip("Stop watching this inbox and forget its password (your mail stays on the server)")
+        self.remove.clicked.connect(self._on_remove)
         self.save_rules = QPushButton("Save rules")
         self.save_rules.clicked.connect(self._on_save_rules)
         self.poll = QPushButton("Check mail now")
@@ -45,11 +43,15 @@ class MailView(QWidget):
         self.recent = QListWidget()
         self.recent.setAccessibleName("Recent mail")
         top = QHBoxLayout()
-        top.addWidget(self.accounts, 1)
+        left = QVBoxLayout()
+        left.addWidget(QLabel("Inboxes"))
+        left.addWidget(self.accounts, 1)
+        left.addWidget(self.remove)
+        top.addLayout(left, 1)
         right = QVBoxLayout()
-        right.addWidget(QLabel("Rules (deterministic: sender, subject, header, body → label, hand to an agent, "
-                               "draft a reply, notify)"))
-        right.addWidget(self.rules, 2)
+        right.addWidget(QLabel("Rules for this inbox (no model involved: sender, subject, header, body → label, hand "
+                               "to an agent, draft a reply, notify)"))
+        right.addWidget(self.rules, 3)
         buttons = QHBoxLayout()
         buttons.addWidget(self.poll)
         buttons.addStretch(1)
@@ -95,14 +97,23 @@ class MailView(QWidget):
         self.rows: list[Any] = []
 
     def refresh(self) -> None:
+        self.rules.agents = [a["name"] for a in self.pod.list_agents()]
+        chosen = self._current()
         self.rows = self.pod.mail.accounts(self.pod.person.id)
+        self.accounts.blockSignals(True)
         self.accounts.clear()
         for a in self.rows:
             self.accounts.addItem(f"{a.address} ({a.imap.get('host')})")
+        self.accounts.blockSignals(False)
+        ids = [a.id for a in self.rows]
+        for w in (self.rules, self.remove, self.poll, self.save_rules):
+            w.setEnabled(bool(self.rows))
         if self.rows:
-            self.accounts.setCurrentRow(0)
+            self.accounts.setCurrentRow(ids.index(chosen.id) if chosen is not None and chosen.id in ids else 0)
+            self._on_account(self.accounts.currentRow())
         else:
-            self.rules.setPlainText("")
+            self.rules.set_rules([])
+            self.recent.clear()
 
     def _current(self) -> Any:
         i = self.accounts.currentRow()
@@ -114,7 +125,7 @@ class MailView(QWidget):
         acct = self._current()
         if acct is None:
             return
-        self.rules.setPlainText(json.dumps(acct.rules, indent=2) if acct.rules else RULES_EXAMPLE)
+        self.rules.set_rules(acct.rules)
         self.recent.clear()
         for m in ledger.list_messages(self.pod.store.engine, acct.id, limit=50):
             self.recent.addItem(f"{m.get('from_addr', '')} — {m.get('subject', '')}")
@@ -125,16 +136,43 @@ class MailView(QWidget):
 
         acct = self._current()
         if acct is None:
+            self.message.setText("Add an inbox first; rules belong to an inbox.")
             return
         try:
-            rules = json.loads(self.rules.toPlainText() or "[]")
+            rules = self.rules.value()
             ledger.set_rules(self.pod.store.engine, acct.id, rules)
-        except (json.JSONDecodeError, RuleError, ValueError) as exc:
+        except (RuleError, ValueError) as exc:
             self.message.setText(f"Rules not saved: {exc}")
             return
         self.pod.mail._rooms.pop(acct.id, None)  # the next poll uses the new rules
-        self.message.setText("Rules saved.")
+        self.message.setText(f"Saved {len(rules)} rule(s) for {acct.address}; they apply to mail from the next check on.")
         self.refresh()
+
+    def _on_remove(self) -> None:
+        from app.confirm import confirm
+
+        acct = self._current()
+        if acct is None:
+            self.message.setText("Pick an inbox first.")
+            return
+        if not confirm(self, "Remove inbox", f"Remove the inbox {acct.address}?", "Remove",
+                       "Hearth stops checking it and forgets its password, rules, the mail it kept and any cards "
+                       "not yet approved. Your mail stays on the server."):
+            self.message.setText("Nothing removed.")
+            return
+
+        async def go() -> None:
+            try:
+                await self.pod.mail.remove_account(acct.id, self.pod.person.id)
+            except StoreError as exc:
+                self.message.setText(f"Not removed: {exc}")
+                return
+            self.refresh()
+            self.message.setText(f"Removed {acct.address}. Your mail stays on the server.")
+
+        task = asyncio.ensure_future(go())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     def _on_add(self) -> None:
         sec = self.security.currentData()
@@ -152,13 +190,16 @@ class MailView(QWidget):
             return
         self.password.clear()
         self.refresh()
+        self.accounts.setCurrentRow(self.accounts.count() - 1)
         self._on_poll(added=True)  # the first check marks where "new mail" starts
 
     def _on_poll(self, _checked: bool = False, added: bool = False) -> None:
         acct = self._current()
         if acct is None:
+            self.message.setText("Add an inbox first.")
             return
-        self.message.setText("Checking…")
+        self.message.setText(f"Checking {acct.address}…")
+        self.poll.setEnabled(False)
         prefix = "Inbox added; Hearth checks it every minute. " if added else ""
 
         async def go() -> None:
@@ -167,8 +208,10 @@ class MailView(QWidget):
             try:
                 rep = await self.pod.mail.poll(acct.id)
             except (MailError, StoreError) as exc:
-                self.message.setText(str(exc))
+                self.message.setText(f"Could not check {acct.address}: {exc}")
                 return
+            finally:
+                self.poll.setEnabled(True)
             self.message.setText(f"{prefix}{len(rep.get('new', []))} new message(s); "
                                  f"{rep.get('dispatched', 0)} handled by rules.")
             self._on_account(self.accounts.currentRow())

@@ -47,6 +47,21 @@ class MailHost:
         vault.set(f"mail/{row.id}/smtp", smtp_password or password)
         return row
 
+    async def remove_account(self, account_id: str, person_id: str) -> None:
+        """Stops watching an inbox and deletes it, its passwords and what Hearth kept of its mail."""
+        acct = self._account(account_id, person_id)
+        room = self._rooms.pop(acct.id, None)
+        if room is not None:
+            await asyncio.to_thread(room.close)
+        ledger.delete_account(self.engine, acct.id)
+        vault = self.pod.vault_for(person_id)
+        for which in ("imap", "smtp"):
+            try:
+                vault.delete(f"mail/{acct.id}/{which}")
+            except Exception as exc:  # already gone: nothing to remove
+                log.info("no %s password removed for %s: %s", which, acct.address, exc)
+        self.pod.emit({"type": "mail.removed", "person": person_id, "account": acct.address})
+
     def accounts(self, person_id: str) -> list[ledger.AccountRow]:
         return ledger.list_accounts(self.engine, person_id)
 
@@ -118,7 +133,10 @@ class MailHost:
         """Polls an inbox, then waits with IDLE (where the server has it) until mail arrives or a minute
         passes; on a failure it tells the person and tries again a minute later."""
         while True:
-            acct = self._account(account_id)
+            try:
+                acct = self._account(account_id)
+            except StoreError:
+                return  # the inbox was removed
             try:
                 await self.poll(account_id)
                 room = self._room(acct)

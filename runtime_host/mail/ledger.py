@@ -120,6 +120,18 @@ def get_account(bind: Engine | Connection, account_id: str) -> AccountRow | None
     return _account(r._mapping) if r else None
 
 
+def delete_account(bind: Engine | Connection, account_id: str) -> bool:
+    """Deletes an inbox with what Hearth kept of it (mail, rule actions, cards, watermarks); the mail
+    itself stays on the server."""
+    ids = {"id": account_id}
+    with tx(bind) as c:
+        c.execute(text("DELETE FROM mail_actions WHERE account_id = :id"), ids)
+        c.execute(text("DELETE FROM mail_messages WHERE account_id = :id"), ids)
+        c.execute(text("DELETE FROM mail_watermarks WHERE account_id = :id"), ids)
+        c.execute(text("DELETE FROM outbox_cards WHERE account_id = :id"), ids)
+        return bool(c.execute(text("DELETE FROM mail_accounts WHERE id = :id"), ids).rowcount)
+
+
 def set_rules(bind: Engine | Connection, account_id: str, rules: list[Any]) -> None:
     from runtime_host.mail.rules import parse_rules
 

@@ -1,0 +1,93 @@
+"""Mail in the window: rules edited in a form (JSON one toggle away), remove an inbox (asks first), and every
+button says what happened."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+from app.main_window import MainWindow
+from runtime_host.mail import ledger
+from tests.ui.conftest import answer_confirm
+
+
+def _dead_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def _inbox(pod):
+    port = _dead_port()
+    return pod.mail.add_account(pod.person.id, "me@example.test",
+                                imap={"host": "127.0.0.1", "port": port, "username": "me", "security": "none"},
+                                smtp={"host": "127.0.0.1", "port": port, "username": "me", "security": "none"},
+                                password="mail-secret-1")
+
+
+def test_rules_are_edited_in_a_form_and_saved_as_the_engine_reads_them(qtbot, qloop, ui_pod, secure_keyring) -> None:
+    acct = _inbox(ui_pod)
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.pages.setCurrentWidget(w.mail)
+    ed = w.mail.rules
+    assert ed.list.count() == 0
+    ed.add_rule.click()
+    ed.name.setText("Invoices")
+    ed.name.textEdited.emit("Invoices")
+    field, test, value = (ed.conditions.cellWidget(0, c) for c in range(3))
+    field.setCurrentIndex(field.findData("from"))
+    value.setText("@billing.example.com")
+    value.textEdited.emit(value.text())
+    ed.add_condition.click()
+    field2, test2, value2 = (ed.conditions.cellWidget(1, c) for c in range(3))
+    test2.setCurrentIndex(test2.findData("not_contains"))
+    value2.setText("newsletter")
+    value2.textEdited.emit(value2.text())
+    kind, agent, detail = (ed.actions.cellWidget(0, c) for c in range(3))
+    kind.setCurrentIndex(kind.findData("hand"))
+    agent.setCurrentIndex(agent.findData("helper"))
+    detail.setText("File this invoice.")
+    detail.textEdited.emit(detail.text())
+    w.mail.save_rules.click()
+    assert "Saved 1 rule(s)" in w.mail.message.text()
+    saved = ledger.get_account(ui_pod.store.engine, acct.id).rules
+    assert saved == [{"id": "rule-1", "name": "Invoices", "match": "all", "enabled": True, "stop": False,
+                      "when": [{"field": "from", "op": "contains", "value": "@billing.example.com"},
+                               {"field": "subject", "op": "contains", "not": True, "value": "newsletter"}],
+                      "then": [{"action": "hand", "agent": "helper", "prompt": "File this invoice."}]}]
+
+    # the JSON stays available, and an edit there comes back into the form
+    ed.json_toggle.setChecked(True)
+    assert json.loads(ed.json.toPlainText()) == saved
+    edited = [{**saved[0], "name": "Bills"}]
+    ed.json.setPlainText(json.dumps(edited))
+    ed.json_toggle.setChecked(False)
+    assert ed.list.item(0).text() == "Bills" and ed.name.text() == "Bills"
+    # a rule the engine refuses is not saved, and the message names the problem
+    ed.conditions.cellWidget(0, 2).setText("")
+    ed.conditions.cellWidget(0, 2).textEdited.emit("")
+    w.mail.save_rules.click()
+    assert "Rules not saved" in w.mail.message.text() and "non-empty" in w.mail.message.text()
+    assert ledger.get_account(ui_pod.store.engine, acct.id).rules == saved
+
+
+def test_check_now_reports_a_dead_server_and_remove_asks_then_forgets_the_inbox(qtbot, qloop, ui_pod,
+                                                                                secure_keyring) -> None:
+    acct = _inbox(ui_pod)
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.pages.setCurrentWidget(w.mail)
+    w.mail.poll.click()
+    qloop.wait_until(lambda: "Could not check me@example.test" in w.mail.message.text(), what="the poll's outcome")
+    assert w.mail.poll.isEnabled()
+    shown = answer_confirm("Cancel")
+    w.mail.remove.click()
+    assert shown == ["Remove the inbox me@example.test?"] and w.mail.message.text() == "Nothing removed."
+    answer_confirm("Remove")
+    w.mail.remove.click()
+    qloop.wait_until(lambda: "Removed me@example.test" in w.mail.message.text(), what="the removal")
+    assert ui_pod.mail.accounts(ui_pod.person.id) == [] and w.mail.accounts.count() == 0
+    assert ui_pod.vault().get(f"mail/{acct.id}/imap") is None
