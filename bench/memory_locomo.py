@@ -100,7 +100,8 @@ def main() -> None:
     if not args.data.is_file():
         raise SystemExit(f"No LoCoMo data at {args.data}: pass --data PATH/locomo-dev.json.")
     scorer = load_scorer(args.data)
-    data = json.loads(args.data.read_text("utf-8"))[: args.limit]
+    full = json.loads(args.data.read_text("utf-8"))
+    data = full[: args.limit]
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="hearth-locomo-") as tmp:
         memories: dict[int, ConversationMemory] = {}
@@ -138,7 +139,7 @@ def main() -> None:
             sample = next(s for s in data if s.get("sample_id") == conv_id)
             mem = open_memory(folder, embedder=args.embedder)
             have = mem.count_sources(SCOPE)
-            fill = filler_texts(data, scorer, conv_id, max(0, args.scale - have))
+            fill = filler_texts(full, scorer, conv_id, max(0, args.scale - have))
             tb = time.perf_counter()
             for start in range(0, len(fill), 5000):
                 chunk = [Item(text=t, scope=SCOPE, ts=ts, kind="note", key=f"filler-{start + n}")

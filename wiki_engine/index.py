@@ -415,6 +415,20 @@ class ScopeIndex:
         res = searcher.search(q, limit, count=False)
         return [(searcher.doc(addr)["id"][0], float(score)) for score, addr in res.hits]
 
+    def keyword_for(self, terms: list[str], ids: list[str]) -> list[tuple[str, float]]:
+        """The bm25 scores ``keyword`` would give, for just these documents (those that match a term)."""
+        if not terms or not ids:
+            return []
+        if self._dirty:
+            self.commit()
+        q = self.index.parse_query(" ".join(terms), ["title", "body", "ctx"],
+                                   field_boosts={"title": 1.5, "ctx": CONTEXT_BOOST})
+        only = tantivy.Query.const_score_query(tantivy.Query.term_set_query(self.schema, "id", ids), 0.0)
+        both = tantivy.Query.boolean_query([(tantivy.Occur.Must, q), (tantivy.Occur.Must, only)])
+        searcher = self.searcher
+        res = searcher.search(both, len(ids), count=False)
+        return [(searcher.doc(addr)["id"][0], float(score)) for score, addr in res.hits]
+
     def vector(self, qvec: np.ndarray, limit: int) -> list[tuple[str, float]]:
         """Top ``limit`` (id, cosine) by brute-force dot product over this scope's vectors."""
         sims = self.similarities(qvec)

@@ -783,7 +783,14 @@ class Memory:
                 # A speaker's name matches half of a two-person chat: it is weighed by who spoke instead.
                 name_words = {w for name, sid in idx.speakers.items() if sid in named for w in name.split()}
                 kterms = [t for t in terms if t not in name_words] or terms
-                for doc_id, bm25 in idx.keyword(kterms, KEYWORD_POOL):
+                got = idx.keyword(kterms, KEYWORD_POOL)
+                if len(got) >= KEYWORD_POOL:
+                    # The pool is full: the documents closest in meaning that missed it get their exact score too,
+                    # so a source that matches both ways is not left without its keywords.
+                    pooled = {doc_id for doc_id, _ in got}
+                    near = np.argpartition(-sims, min(MEANING_POOL, n) - 1)[:MEANING_POOL]
+                    got += idx.keyword_for(kterms, [idx.ids[r] for r in near if idx.ids[r] not in pooled])
+                for doc_id, bm25 in got:
                     row = idx.row.get(doc_id)
                     if row is not None and row >= 0:
                         kw[row] = bm25

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
-from wiki_engine import Memory, Viewer
+from wiki_engine import Item, Memory, Viewer, open_memory
 
 
 def test_ranked_path_finds_a_paraphrase_that_keywords_miss(mem: Memory) -> None:
@@ -37,3 +38,24 @@ def test_keyword_path_and_typeahead_basics(mem: Memory) -> None:
     assert mem.search("   ", scopes=["public"]) == []
     titles = [h.title for h in mem.typeahead("boil", scopes=["public"])]
     assert len(titles) == 2 and all(t.lower().startswith(("boiler", "the boiler")) for t in titles)
+
+
+def test_an_old_fact_said_once_is_found_among_many_recent_ones(tmp_path: Path) -> None:
+    """Recency and importance break ties; they do not bury the one source that answers the question, even
+    when hundreds of recent, important sources share its words (MiniLM: static vectors cannot tell a
+    company from a letter)."""
+    import random
+
+    mem = open_memory(tmp_path / "memory", embedder="minilm")
+    rng = random.Random(5)
+    now = time.time()
+    old = mem.add_source("The car insurance is with Admiral; the policy renews every March.", scope="private/alice",
+                         ts=now - 240 * 86400)
+    recent = [f"{rng.choice(['Sam', 'Priya', 'Leo'])} says the car insurance {rng.choice(['letter came', 'bill is due', 'renewal email arrived', 'quote looks high'])} "
+              f"({rng.randint(5, 300)} pounds)." for _ in range(300)]
+    mem.add_items([Item(text=text, scope="private/alice", ts=now - n * 7200, importance=1.0) for n, text in enumerate(recent)])
+    try:
+        hits = mem.search("which company is the car insurance with", scopes=Viewer("alice"), k=5)
+        assert hits and hits[0].id == old, [h.snippet for h in hits]
+    finally:
+        mem.close()
