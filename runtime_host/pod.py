@@ -36,6 +36,9 @@ MAX_RESUMES_PER_TURN = 3
 # A turn's owner renews its lease every LEASE_S / 3; another host may take the turn after it expires.
 LEASE_S = float(os.environ.get("HEARTH_LEASE_S") or 30.0)
 TURNS_PER_MINUTE = 20  # per conversation; more wait their turn
+# A turn's time limit, resumes included: the worker ends it then; the Pod stops it a minute later if not.
+TURN_TIME_LIMIT_S = float(os.environ.get("HEARTH_TURN_LIMIT_S") or 1800.0)
+TURN_STOP_GRACE_S = 60.0
 # The embedded offline model is always there: Hearth answers with no key and no network.
 EMBEDDED = {"name": "embedded", "kind": "embedded", "base_url": "", "model": "smollm2-135m-instruct",
             "has_key": False, "builtin": True}
@@ -829,7 +832,18 @@ class Pod:
                 self._finish(run, {"status": "failed", "error_kind": "internal",
                                    "error": f"The turn could not start: {exc}. Check the agent's settings."})
             with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.shield(run.future)
+                try:
+                    await asyncio.wait_for(asyncio.shield(run.future), self._time_left(run) + TURN_STOP_GRACE_S)
+                except TimeoutError:  # the worker did not end it at its limit: never leave it hanging
+                    from runtime_host.worker.loop import span
+
+                    await self.stops.stop(run.turn_id, f"Hearth (the turn passed its limit of {span(TURN_TIME_LIMIT_S)})")
+                    await asyncio.shield(run.future)
+
+    def _time_left(self, run: _Run) -> float:
+        t = self.store.get_turn(run.turn_id)
+        started = (t.started_at if t else None) or now()
+        return max(0.0, TURN_TIME_LIMIT_S - (now() - started))
 
     def _history(self, conversation_id: str, turn_id: str | None = None) -> list[dict[str, Any]]:
         """The conversation as the worker gets it, bounded in size (runtime_host.sizes): however large the
@@ -863,7 +877,7 @@ class Pod:
                      if (r["provider"], r["model"]) != (chosen["provider"], chosen["model"])]
             extra["routes"] = [chosen, *chain]
         handle.send({"type": "turn.start", "turn_id": run.turn_id, "messages": self._history(run.conversation_id, run.turn_id), **extra,
-                     "steps": steps})
+                     "steps": steps, "time_limit_s": TURN_TIME_LIMIT_S, "time_left_s": self._time_left(run)})
 
     def _finish(self, run: _Run, outcome: dict[str, Any]) -> None:
         if run.future.done():

@@ -25,7 +25,7 @@ from runtime_host.providers import (
     ToolCall,
     truncated,
 )
-from runtime_host.providers.http import open_stream, stream_error
+from runtime_host.providers.http import bounded_lines, open_stream, stream_error
 from runtime_host.providers.openai_compat import parse_arguments
 from runtime_host.providers.sse import iter_sse
 
@@ -264,7 +264,7 @@ class AnthropicProvider:
             if "text/event-stream" not in resp.headers.get("content-type", ""):
                 yield from events_from_message(r.provider, r.model, resp.read())
                 return
-            for _event, data in iter_sse(resp.iter_lines()):
+            for _event, data in iter_sse(bounded_lines(resp, self.route)):
                 yield from parser.feed(data)
                 if parser.done:
                     return

@@ -35,7 +35,7 @@ from runtime_host.providers import (
     truncated,
 )
 from runtime_host.providers.anthropic import is_error_result
-from runtime_host.providers.http import open_stream, stream_error
+from runtime_host.providers.http import bounded_lines, open_stream, stream_error
 from runtime_host.providers.sse import iter_sse
 
 # Documented by Google for function calls that no Gemini model produced (e.g. from another model).
@@ -295,6 +295,6 @@ class GeminiProvider:
             if "text/event-stream" not in resp.headers.get("content-type", ""):
                 yield from self._from_json(resp.read())
                 return
-            for _event, data in iter_sse(resp.iter_lines()):
+            for _event, data in iter_sse(bounded_lines(resp, self.route)):
                 yield from parser.feed(data)
         yield from parser.close()

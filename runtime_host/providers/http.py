@@ -170,6 +170,28 @@ def stream_error(provider: str, err: Any) -> ProviderError:
     )
 
 
+# One model answer is bounded whatever the model sends: its size on the wire and how long it streams.
+MAX_ANSWER_WIRE_CHARS = 32 * 1024 * 1024
+MAX_ANSWER_S = 600.0
+
+
+def bounded_lines(resp: httpx.Response, route: Route) -> Iterator[str]:
+    """The lines of a streamed answer, ended with a clear error if it passes its size or time bound."""
+    start = time.monotonic()
+    size = 0
+    for line in resp.iter_lines():
+        size += len(line) + 1
+        if size > MAX_ANSWER_WIRE_CHARS:
+            raise ProviderError("too_long", f"Provider {route.provider!r} sent an answer of more than "
+                                f"{MAX_ANSWER_WIRE_CHARS // 1048576} MB without ending it, so Hearth cut it off. "
+                                "Ask for something shorter, or pick another model.")
+        if time.monotonic() - start > MAX_ANSWER_S:
+            raise ProviderError("too_long", f"Provider {route.provider!r} kept streaming one answer for more than "
+                                f"{MAX_ANSWER_S:g} s without ending it, so Hearth cut it off. Try again, or pick "
+                                "another model.")
+        yield line
+
+
 @contextmanager
 def open_stream(route: Route, url: str, headers: dict[str, str], body: dict[str, Any]) -> Iterator[httpx.Response]:
     """POSTs and yields a streaming response with a 2xx status; raises ProviderError otherwise."""

@@ -20,7 +20,7 @@ from runtime_host.providers import (
     ToolCall,
     truncated,
 )
-from runtime_host.providers.http import open_stream, stream_error
+from runtime_host.providers.http import bounded_lines, open_stream, stream_error
 from runtime_host.providers.sse import iter_sse
 
 
@@ -172,7 +172,7 @@ class OpenAICompatProvider:
                 # Some servers ignore stream=true and answer with one JSON body.
                 yield from self._from_json(resp.read())
                 return
-            for _event, data in iter_sse(resp.iter_lines()):
+            for _event, data in iter_sse(bounded_lines(resp, self.route)):
                 yield from parser.feed(data)
                 if parser.done:
                     return

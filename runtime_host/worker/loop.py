@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import traceback
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -37,10 +38,16 @@ MAX_TOOL_CALLS_PER_STEP = 16   # run from one answer; the rest are refused, each
 KEPT_TOOL_CALLS_PER_STEP = 64  # kept in the record; calls past this are dropped (the refusal says how many)
 MODEL_CALL_BUDGET = 100        # model calls of one turn, its sub-agents included
 REFUSED_ARGS_CHARS = 200       # what is kept of a refused call's arguments
+TURN_TIME_LIMIT_S = 1800.0     # a whole turn, resumes included (the Pod sends what is left of it)
 INTERRUPTED = (
     "interrupted: the agent's worker stopped while this tool was running, so its outcome is unknown. "
     "It was not run again. Check whether it took effect before calling it again."
 )
+
+
+def span(seconds: float) -> str:
+    """30 minutes, 90 s: a limit in words."""
+    return f"{seconds / 60:g} minutes" if seconds >= 120 else f"{seconds:g} s"
 
 
 class ModelBudget:
@@ -85,6 +92,16 @@ class TurnContext:
             self.tools[spec["name"]] = _mcp_tool(spec)
         self.max_iterations = int(profile.get("max_iterations") or MAX_ITERATIONS)
         self.budget = ModelBudget(int(profile.get("max_model_calls") or MODEL_CALL_BUDGET))
+        self.time_limit_s = float(msg.get("time_limit_s") or TURN_TIME_LIMIT_S)
+        left = msg.get("time_left_s")
+        self.deadline = time.monotonic() + (self.time_limit_s if left is None else float(left))
+
+    def out_of_time(self) -> bool:
+        return time.monotonic() > self.deadline
+
+    def time_error(self) -> str:
+        return (f"This turn ran for its limit of {span(self.time_limit_s)} without finishing, so Hearth stopped it. "
+                "Everything it did is kept; ask again with a narrower request.")
 
     def emit(self, event: dict[str, Any]) -> None:
         self.channel.send({"type": "event", "turn_id": self.turn_id, "event": event})
@@ -304,6 +321,8 @@ def _call_model(ctx: TurnContext, messages: list[dict[str, Any]], tools: dict[st
             for ev in provider.stream(messages, specs if supports_tools(route.kind) else []):
                 if ctx.cancel.is_set():
                     raise ProviderError("cancelled", "The turn was cancelled.")
+                if ctx.out_of_time():
+                    raise ProviderError("time_limit", ctx.time_error())
                 if isinstance(ev, TextDelta):
                     size += len(ev.text)
                     if size > MAX_ANSWER_BYTES:  # a runaway answer: stop reading, keep what fits (sizes.py)
@@ -331,7 +350,7 @@ def _call_model(ctx: TurnContext, messages: list[dict[str, Any]], tools: dict[st
                 continue
             partial = "".join(text)
             if partial:
-                failed["text"] = partial
+                failed["text"] = clip(partial, MAX_ANSWER_BYTES, "answer")
             ctx.finish_step(step_id, "failed", failed)
             if exc.may_fall_back and later:
                 raise ProviderError(exc.kind, f"{exc} {route.model or route.provider} had already begun answering, "
@@ -445,6 +464,8 @@ def _run_tool_calls(ctx: TurnContext, calls: list[dict[str, Any]], tools: dict[s
     for i, call in enumerate(calls):
         if call.get("refused"):
             outputs[i] = call["refused"]
+        elif i not in delegated and ctx.out_of_time():
+            outputs[i] = f"error: not run: {ctx.time_error()}"
         elif i not in delegated:
             outputs[i] = _run_tool(ctx, call, tools, parent_id)
     for f in futures:
@@ -460,6 +481,8 @@ def _agent_loop(ctx: TurnContext, messages: list[dict[str, Any]], tools: dict[st
     while iteration < max_iterations:
         if ctx.cancel.is_set():
             return {"status": "cancelled", "error": "The turn was cancelled.", "iterations": iteration}
+        if ctx.out_of_time():
+            return {"status": "failed", "error_kind": "time_limit", "error": ctx.time_error(), "iterations": iteration}
         iteration += 1
         if parent_id is None:
             ctx.emit({"type": "iteration", "n": iteration, "max": max_iterations})

@@ -72,7 +72,14 @@ class Hang:
     seconds: float
 
 
-Answer = Text | ToolCalls | Error | Raw | Hang
+@dataclass
+class Endless:
+    """A text answer that never ends: `chunk` again and again until the client hangs up (openai wire)."""
+    chunk: str = "and on "
+    delay_s: float = 0.0
+
+
+Answer = Text | ToolCalls | Error | Raw | Hang | Endless
 
 
 @dataclass
@@ -349,6 +356,8 @@ class FakeModelServer:
             return self._send(h, *self._error_body(answer))
         if isinstance(answer, Raw):
             return self._send(h, 200, answer.body, answer.content_type)
+        if isinstance(answer, Endless):
+            return self._answer_endless(h, req, answer)
         if self.wire == "anthropic":
             return self._answer_anthropic(h, req, answer)
         if self.wire == "gemini":
@@ -393,6 +402,19 @@ class FakeModelServer:
             chunk("[DONE]")
             self._end_stream(h)
         except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def _answer_endless(self, h: BaseHTTPRequestHandler, req: Request, answer: Endless) -> None:
+        self._begin_stream(h)
+        piece = {"id": "chatcmpl-endless", "object": "chat.completion.chunk", "model": req.model or "fake-model",
+                 "choices": [{"index": 0, "delta": {"content": answer.chunk}, "finish_reason": None}]}
+        data = f"data: {json.dumps(piece)}\n\n".encode()
+        try:
+            while self._server is not None:
+                self._chunk(h, data)
+                if answer.delay_s:
+                    time.sleep(answer.delay_s)
+        except (BrokenPipeError, ConnectionResetError, OSError):
             pass
 
     @staticmethod

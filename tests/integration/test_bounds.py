@@ -19,7 +19,7 @@ from runtime_host.worker.loop import (
     MODEL_CALL_BUDGET,
     SUBAGENT_SYSTEM,
 )
-from tests.helpers.fake_model import Request, Text, ToolCalls
+from tests.helpers.fake_model import Endless, Hang, Request, Text, ToolCalls
 
 
 @pytest.fixture
@@ -125,3 +125,39 @@ async def test_the_calculate_bomb_ends_quickly_with_a_clear_result_to_the_model(
     r = await asyncio.wait_for(pod.chat("busy", "how big is it?"), 30)
     assert r.ok, r.error
     assert r.text.startswith("the tool said: error:") and "digits" in r.text
+
+
+async def test_a_model_that_never_stops_streaming_is_cut_off_and_the_conversation_goes_on(agent, fake_model) -> None:
+    fake_model.script = lambda req: Endless("and on " * 3000)
+    r = await asyncio.wait_for(agent.chat("busy", "tell me everything"), 90)
+    assert r.ok, r.error
+    assert "cut off by Hearth" in r.text[-300:]
+    fake_model.script = lambda req: Text("short answer")
+    again = await asyncio.wait_for(agent.chat("busy", "in one line?"), 30)
+    assert again.ok and again.text == "short answer"
+
+
+async def test_a_turn_ends_at_its_time_limit_while_the_model_trickles(agent, fake_model, monkeypatch) -> None:
+    import runtime_host.pod as pod_module
+
+    monkeypatch.setattr(pod_module, "TURN_TIME_LIMIT_S", 2.0)
+    fake_model.script = lambda req: Endless("drip ", delay_s=0.05)
+    t = time.monotonic()
+    r = await asyncio.wait_for(agent.chat("busy", "slowly please"), 30)
+    assert time.monotonic() - t < 10
+    assert r.status == "failed" and r.error_kind == "time_limit"
+    assert "ran for its limit of 2 s without finishing" in r.error
+
+
+async def test_a_worker_stuck_past_the_time_limit_is_stopped_by_the_pod(agent, fake_model, monkeypatch) -> None:
+    import runtime_host.pod as pod_module
+
+    monkeypatch.setattr(pod_module, "TURN_TIME_LIMIT_S", 1.0)
+    monkeypatch.setattr(pod_module, "TURN_STOP_GRACE_S", 1.0)
+    fake_model.script = lambda req: Hang(20)  # no byte at all: the worker waits inside one read
+    r = await asyncio.wait_for(agent.chat("busy", "anyone?"), 15)
+    assert r.status == "stopped" and "passed its limit of 1 s" in (r.error or "")
+    monkeypatch.setattr(pod_module, "TURN_TIME_LIMIT_S", 1800.0)
+    fake_model.script = lambda req: Text("awake")
+    again = await asyncio.wait_for(agent.chat("busy", "now?"), 30)
+    assert again.ok and again.text == "awake"

@@ -25,6 +25,9 @@ class StepLog:
         self.events: list[dict[str, Any]] = []
         self.budget = loop.ModelBudget(loop.MODEL_CALL_BUDGET)
 
+    def out_of_time(self) -> bool:
+        return False
+
     def start_step(self, kind: str, name: str, **kw: Any) -> str:
         self.steps.append({"id": str(len(self.steps)), "kind": kind, "name": name, "status": "started", **kw})
         return self.steps[-1]["id"]
