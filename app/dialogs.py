@@ -672,14 +672,12 @@ class AddAgentDialog(QDialog):
         dlg.profile.setEnabled(False)
         dlg.provider.setCurrentIndex(max(0, dlg.provider.findData(info["provider"])))
         dlg.system.setPlainText(info["system"])
-        import json
+        from app.safety_form import SafetyForm
 
         inst, _profile = pod.find_agent(name)
-        dlg.safety = QPlainTextEdit(json.dumps(pod.safety_policy(inst.id, name).to_dict(), indent=2))
+        dlg.safety = SafetyForm(pod.safety_policy(inst.id, name).to_dict())
         dlg.safety.setAccessibleName("Safety policy")
-        dlg.safety.setToolTip("Per phase: ingress flag|redact|off; egress per detector block|ask|allow; "
-                              "memory_write redact|allow; reversible true keeps originals in your keyring")
-        dlg.layout().insertWidget(1, QLabel("Safety policy (what the gates do for this agent)"))
+        dlg.layout().insertWidget(1, QLabel("<b>Safety</b>: what Hearth's gates do for this agent"))
         dlg.layout().insertWidget(2, dlg.safety)
         return dlg
 
@@ -691,19 +689,14 @@ class AddAgentDialog(QDialog):
                 self.name.setText(self.pod.profiles()[key]["title"].split()[0])
 
     editing: str | None = None
-    safety: QPlainTextEdit | None = None
+    safety: Any = None  # app.safety_form.SafetyForm when editing
 
     def _save(self) -> None:
         if self.editing:
-            import json
-
             try:
-                safety = json.loads(self.safety.toPlainText()) if self.safety is not None else None
+                safety = self.safety.value() if self.safety is not None else None
                 self.created = self.pod.edit_agent(self.editing, provider=self.provider.currentData(),
                                                    system=self.system.toPlainText(), safety=safety)
-            except json.JSONDecodeError as exc:
-                self.message.setText(f"The safety policy is not JSON: {exc}")
-                return
             except StoreError as exc:
                 self.message.setText(str(exc))
                 return

@@ -4,6 +4,7 @@ agent's tool-call tree, and a way to open its conversation."""
 from __future__ import annotations
 
 import asyncio
+import html
 import time
 from typing import Any
 
@@ -25,6 +26,27 @@ from runtime_host.store import StoreError
 
 COLUMNS = (("proposed", "Waiting for you"), ("active", "Working"), ("done", "Done"),
            ("failed", "Failed / timed out / rejected"))
+
+
+def timeline_text(e: dict[str, Any], names: dict[str, str]) -> str:
+    """One timeline event in words, with agents by name and no internal ids."""
+    def who(v: Any) -> str:
+        return names.get(str(v), "an agent that no longer exists")
+
+    kind = e.get("kind", "")
+    if kind == "proposed":
+        return f"proposed by {who(e.get('by'))} for {who(e.get('to'))}"
+    if kind == "handed_off":
+        return f"handed “{e.get('title', '')}” to {who(e.get('to'))}"
+    if kind == "tool":
+        return f"used the tool {e.get('name')}"
+    words = {"active": "approved; the agent started", "rejected": "rejected", "done": "done", "failed": "failed",
+             "timed_out": "timed out"}.get(kind, kind.replace("_", " "))
+    if e.get("decided_by"):
+        words += f" (by {'you' if e['decided_by'] == 'app' else e['decided_by']})"
+    if e.get("error"):
+        words += f": {e['error']}"
+    return words
 
 
 class TasksView(QWidget):
@@ -117,10 +139,9 @@ class TasksView(QWidget):
         if t.get("error"):
             lines.append(f"<p><b>Why:</b> {t['error']}</p>")
         lines.append("<h4>Timeline</h4><ul>")
+        names = {a["id"]: a["name"] for a in self.pod.list_agents()}
         for e in tasks.events(self.pod.store.engine, t["id"]):
-            extra = ", ".join(f"{k}: {v}" for k, v in e.items() if k not in ("ts", "kind"))
-            lines.append(f"<li>{time.strftime('%H:%M:%S', time.localtime(e['ts']))} {e['kind']}"
-                         f"{' — ' + extra if extra else ''}</li>")
+            lines.append(f"<li>{time.strftime('%H:%M:%S', time.localtime(e['ts']))} {html.escape(timeline_text(e, names))}</li>")
         lines.append("</ul>")
         self.detail.setHtml("".join(lines))
         self.tree.clear_steps()

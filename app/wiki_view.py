@@ -243,7 +243,8 @@ class WikiView(QWidget):
         for p in props:
             if p.scope not in mine:
                 continue
-            item = QListWidgetItem(f"{p.slug} ({self.pod.scope_label(p.scope)}) — by {p.author}")
+            author = p.author.removeprefix("agent:").replace("-", " ")
+            item = QListWidgetItem(f"{p.slug.replace('-', ' ').capitalize()} ({self.pod.scope_label(p.scope)}) — by {author}")
             item.setData(Qt.ItemDataRole.UserRole, p)
             self.proposals.addItem(item)
         self.tabs.setTabText(1, f"Proposals ({self.proposals.count()})" if self.proposals.count() else "Proposals")
@@ -257,6 +258,16 @@ class WikiView(QWidget):
         parts = scope.split("/")
         return wiki_engine.Viewer(self.pod.person.id, parts[2] if parts[0] == "agent" else None)
 
+    def _source_titles(self, sids: Any) -> dict[str, str]:
+        """Titles of cited sources (in the memory thread); a source that is gone has none."""
+        out = {}
+        for sid in set(sids):
+            try:
+                out[sid] = self.pod.memory.get_source(sid).title
+            except (KeyError, LookupError, OSError, ValueError):
+                continue
+        return out
+
     async def _open(self, scope: str, slug_or_title: str) -> None:
         page = await self._mem(lambda: self.pod.memory.view_page(scope, slug_or_title, self._viewer(scope)))
         if page is None:
@@ -266,7 +277,9 @@ class WikiView(QWidget):
             return
         self.current = (scope, page.slug)
         meta = f"<p><i>{html.escape(self.pod.scope_label(scope))} · {html.escape(page.category)} · updated {html.escape(page.updated)}</i></p>"
-        sources = "".join(f"<li>[{n}] <a href='hearth-source:{sid}'>{sid[:12]}</a></li>" for n, sid in sorted(page.citations.items()))
+        titles = await self._mem(lambda: self._source_titles(page.citations.values()))
+        sources = "".join(f"<li>[{n}] <a href='hearth-source:{sid}'>{html.escape(titles.get(sid) or f'Source {n}')}</a></li>"
+                          for n, sid in sorted(page.citations.items()))
         body = self.pod.restore_redactions(page.body)  # the owner's own view: redacted values put back
         self.page.setHtml(f"<h2>{html.escape(page.title)}</h2>{meta}{page_html(body, page.citations, scope)}"
                           + (f"<h4>Sources</h4><ul>{sources}</ul>" if sources else ""))
@@ -297,7 +310,7 @@ class WikiView(QWidget):
             self.status.emit("That source is not yours to see.")
             return
         rec = await self._mem(lambda: self.pod.memory.get_source(sid))
-        dlg = SourceDialog(rec.title or sid[:12], self.pod.restore_redactions(rec.markdown), self)
+        dlg = SourceDialog(rec.title or "untitled source", self.pod.restore_redactions(rec.markdown), self)
         dlg.source_id = sid
         dlg.delete_requested.connect(self._on_delete_source)
         dlg.show()

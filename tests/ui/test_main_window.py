@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QComboBox, QLabel
 
 from app.dialogs import AddAgentDialog, SettingsDialog
 from app.main_window import MainWindow
@@ -249,6 +250,11 @@ def test_tasks_board_approves_a_hand_off_and_shows_its_tree(qtbot, qloop, ui_pod
     qloop.wait_until(lambda: w.tasks.count("done") == 1, what="the task to finish")
     w.tasks.columns["done"].setCurrentRow(0)
     assert "Findings: the answer is 42." in w.tasks.detail.toPlainText()
+    # the timeline says who did what by name, never with internal ids
+    timeline = w.tasks.detail.toPlainText()
+    assert "proposed by helper for researcher" in timeline and "approved; the agent started (by you)" in timeline
+    ids = {a["id"] for a in ui_pod.list_agents()} | {t["id"] for t in ui_pod.list_tasks()}
+    assert not [i for i in ids if i in timeline or i[:8] in timeline]
     assert w.tasks.tree.topLevelItem(0).text(0).startswith("model:")
     w.tasks.open_button.click()
     assert w.pages.currentIndex() == 0 and w.agent == "researcher"
@@ -333,19 +339,24 @@ def test_the_sidebar_lists_the_agents_conversations(qtbot, qloop, ui_pod, script
 
 
 def test_edit_agent_sets_its_safety_policy(qtbot, qloop, ui_pod) -> None:
-    import json
-
     dlg = AddAgentDialog.for_edit(ui_pod, "helper")
     qtbot.addWidget(dlg)
-    policy = json.loads(dlg.safety.toPlainText())
-    assert policy["ingress"] == "flag"
-    dlg.safety.setPlainText('{"ingres": "off"}')
-    dlg._save()
-    assert "Unknown safety setting" in dlg.message.text()
-    dlg.safety.setPlainText(json.dumps({**policy, "ingress": "redact"}))
+    form = dlg.safety
+    assert form.ingress.currentData() == "flag" and form.egress["secret"].currentData() == "block"
+    form.ingress.setCurrentIndex(form.ingress.findData("redact"))
+    form.egress["email"].setCurrentIndex(form.egress["email"].findData("block"))
+    form.reversible.setChecked(True)
     dlg._save()
     inst, _ = ui_pod.find_agent("helper")
-    assert ui_pod.safety_policy(inst.id, "helper").ingress == "redact"
+    policy = ui_pod.safety_policy(inst.id, "helper")
+    assert policy.ingress == "redact" and policy.egress["email"] == "block" and policy.reversible
+    # the edit dialog shows names and words, never ids or raw JSON
+    again = AddAgentDialog.for_edit(ui_pod, "helper")
+    qtbot.addWidget(again)
+    assert again.windowTitle() == "Edit helper" and again.safety.ingress.currentText().startswith("Hide")
+    shown = " ".join(w.text() for w in again.findChildren(QLabel)) + " ".join(
+        c.currentText() for c in again.findChildren(QComboBox))
+    assert inst.id not in shown and "{" not in shown
 
 
 def test_attachments_add_text_files_and_refuse_binary_ones(qtbot, qloop, ui_pod, tmp_path) -> None:

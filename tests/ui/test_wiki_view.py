@@ -126,3 +126,18 @@ def test_deleting_a_cited_source_takes_it_out_of_search(qtbot, qloop, ui_pod) ->
     qloop.wait_until(lambda: "Source deleted" in w.statusBar().currentMessage(), what="the deletion")
     assert not [h for h in qloop.run(ui_pod.memory_search("orchids")) if h.id == sid]
     assert "2 page(s)" in w.statusBar().currentMessage()
+
+
+def test_a_page_lists_its_sources_by_title_not_by_id(qtbot, qloop, ui_pod) -> None:
+    scope, sid = seed(qloop, ui_pod)
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show_wiki()
+    qloop.run(w.wiki.open_page(scope, "Family"))
+    text = w.wiki.page.toPlainText()
+    title = ui_pod.memory.get_source(sid).title
+    assert "Sources" in text and f"[1] {title}" in text
+    assert sid[:8] not in text and ui_pod.person.id[:8] not in text
+    w.wiki._on_anchor(QUrl(f"hearth-source:{sid}"))
+    qloop.wait_until(lambda: hasattr(w.wiki, "source_dialog"), what="the source dialog")
+    assert sid[:8] not in w.wiki.source_dialog.windowTitle()
