@@ -10,8 +10,8 @@ from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QFormLayout,
-    QHeaderView,
     QHBoxLayout,
+    QHeaderView,
     QLabel,
     QLineEdit,
     QPlainTextEdit,
@@ -24,7 +24,6 @@ from PySide6.QtWidgets import (
 
 from runtime_host.schedule import local_zone as schedule_local_zone
 from runtime_host.store import StoreError
-
 
 LIVE_EVENTS = ("schedule.added", "schedule.ticked", "schedules.paused", "agent.deleted")
 
@@ -229,9 +228,8 @@ class SchedulesView(QWidget):
             self.refresh()
 
     def _on_delete(self) -> None:
-        from runtime_host import schedule
-
         from app.confirm import confirm
+        from runtime_host import schedule
 
         r = self._selected()
         if r is None:
