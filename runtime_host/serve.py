@@ -68,14 +68,21 @@ class TokenGate:
             return 0.0
         return self.window_s - (now_m - fails[0]) if len(fails) >= self.max_failures else 0.0
 
+    def _limited(self, client: str) -> bool:
+        """Failed checks (and checks still running) from `client` have reached the limit."""
+        return self.retry_after(client) > 0 or \
+            len(self._failures.get(client, ())) + self._checking[client] >= self.max_failures
+
     async def check(self, client: str, token: str) -> str:
         """"ok", "wrong" or "limited" (too many failures from this client: nothing was checked)."""
         loop = asyncio.get_running_loop()
-        stored = await loop.run_in_executor(self._pool, self.pod.store.meta, "serve_token") or ""
         digest = hashlib.sha256(token.encode()).hexdigest()
+        if self._limited(client) and not any(d == digest for d, _ in self._accepted):
+            return "limited"  # a limited client costs nothing more (no database read, no scrypt)
+        stored = await asyncio.to_thread(self.pod.store.meta, "serve_token") or ""
         if token and stored and (digest, stored) in self._accepted:
             return "ok"
-        if self.retry_after(client) > 0 or len(self._failures.get(client, ())) + self._checking[client] >= self.max_failures:
+        if self._limited(client):
             return "limited"
         from runtime_host.pod import check_passphrase
 
