@@ -27,7 +27,9 @@ def _parser(version: str) -> argparse.ArgumentParser:
     ap.add_argument("--version", action="version", version=f"Hearth {version}")
     ap.add_argument("--remote", metavar="URL", help="use a pod hosted elsewhere (`python -m runtime_host serve`)")
     ap.add_argument("--token-file", help="with --remote: a file holding the pod host's access token")
-    ap.add_argument("--show", action="store_true", help="open the window even when Hearth would start in the tray")
+    ap.add_argument("--tray", action="store_true",
+                    help="start with the window hidden in the tray (for starting at login); without a tray it opens")
+    ap.add_argument("--show", action="store_true", help=argparse.SUPPRESS)  # the default now; kept for old scripts
     ap.add_argument("--quit-after", type=float, default=None, help="quit after N seconds (for smoke checks)")
     smoke = ap.add_argument_group("self-test (for builds and CI)")
     smoke.add_argument("--smoke", action="store_true",
@@ -113,6 +115,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.remote:
             await run_remote()
             return
+        from app.single import InstanceServer, ask_running_to_show
+
+        if ask_running_to_show(home):
+            print("Hearth is already running; its window was brought forward.", flush=True)
+            return
+        instance = InstanceServer(home)
+        if not instance.listen():
+            logging.getLogger("hearth.app").warning("could not listen for later launches on %s", instance.name)
         pod = Pod(home)
         first_run = not pod.list_agents() and not pod.store.list_providers()
         if first_run:
@@ -123,13 +133,20 @@ def main(argv: list[str] | None = None) -> int:
         window = MainWindow(pod)
         windows.append(window)
         window.closed.connect(closing.set)
-        if first_run or args.show or not window.tray.available or args.quit_after is not None:
+        def on_show_requested() -> None:
+            window.bring_to_front()
+            print("Another launch asked for the window: brought it forward.", flush=True)
+
+        instance.show_requested.connect(on_show_requested)
+        # A person who starts Hearth (make run, the desktop entry, a double-click) sees the window; only
+        # --tray (starting at login) keeps it in the tray, and only where a tray exists.
+        if first_run or not args.tray or not window.tray.available:
             window.show()
             if first_run:
                 from app.welcome import show_welcome
 
                 window.welcome = show_welcome(window)
-        else:  # later starts: Hearth lives in the tray; a click on the icon opens the window
+        else:
             window.tray.notify("Hearth is running", "Schedules and mail go on; open Hearth from the tray icon.")
         print(f"Hearth {__version__} is running (data in {pod.home}).", flush=True)
         if args.quit_after is not None:

@@ -993,6 +993,8 @@ class MainWindow(QMainWindow):
                 item.setToolTip(self._agent_tooltip(a))
 
     def bring_to_front(self) -> None:
+        if self.isMinimized():
+            self.setWindowState(self.windowState() & ~Qt.WindowState.WindowMinimized)
         self.show()
         self.raise_()
         self.activateWindow()
