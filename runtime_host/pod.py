@@ -145,6 +145,7 @@ class Pod:
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._lease_task: asyncio.Task[None] | None = None
         self._takeover_task: asyncio.Task[None] | None = None
+        self._channels_task: asyncio.Task[bool] | None = None
         self._lease_ok_at = time.monotonic()  # when this host last renewed its leases
         self._scheduler_task: asyncio.Task[None] | None = None
         self.subscribe(self._persist_worker_state)
@@ -1560,7 +1561,16 @@ class Pod:
         if self._takeover_task is None:
             self._takeover_task = asyncio.create_task(self._takeover_loop())
         self.mail.start()
-        asyncio.create_task(self.channels.start())
+        self._channels_task = asyncio.create_task(self.channels.start())
+        self._channels_task.add_done_callback(self._channels_started)
+
+    def _channels_started(self, task: asyncio.Task[bool]) -> None:
+        """A phone channel that could not start is logged and announced, never dropped in silence."""
+        if task.cancelled() or task.exception() is None:
+            return
+        exc = task.exception()
+        log.error("the phone channels (Telegram) did not start: %s", exc)
+        self.emit({"type": "channels.failed", "error": f"The phone channels did not start: {exc}"})
 
     async def _scheduler_loop(self) -> None:
         while True:

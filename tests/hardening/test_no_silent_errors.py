@@ -54,3 +54,24 @@ def test_the_supervision_paths_swallow_nothing() -> None:
                     ast.unparse(a) in ("Exception", "BaseException") for a in node.args):
                 found.append(f"{rel}:{node.lineno} {ast.unparse(node)}")
     assert found == []
+
+
+async def test_a_phone_channel_that_cannot_start_is_logged_and_announced(pod, caplog, monkeypatch) -> None:
+    import runtime_host.channelhost
+    from vault import VaultUnavailable
+
+    def locked(*_a, **_k):
+        raise VaultUnavailable("No secure keyring is available on this machine; set a passphrase.")
+
+    monkeypatch.setattr(runtime_host.channelhost, "load_bot_token", locked)
+    events: list[dict] = []
+    pod.subscribe(events.append)
+    with caplog.at_level(logging.ERROR, logger="hearth"):
+        pod.start_background()
+        for _ in range(100):
+            if any(e["type"] == "channels.failed" for e in events):
+                break
+            await asyncio.sleep(0.02)
+    failed = [e for e in events if e["type"] == "channels.failed"]
+    assert failed and "No secure keyring" in failed[0]["error"]
+    assert "did not start" in caplog.text
