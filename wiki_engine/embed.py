@@ -152,6 +152,14 @@ def _load(kind: str) -> Embedder:
     raise ValueError(f"Unknown embedder {kind!r}: use 'static' or 'minilm'.")
 
 
+KINDS = {"static": StaticEmbedder.name, "minilm": MiniLMEmbedder.name}
+
+
+def kind_of(name: str) -> str | None:
+    """The ``load_embedder`` kind whose vectors carry this stored model name, or None (e.g. a provider's)."""
+    return next((k for k, n in KINDS.items() if n == name), None)
+
+
 def load_embedder(kind: str = "static") -> Embedder:
     """The named embedder, loaded once per process after its files pass the sha256 check."""
     with _load_lock:

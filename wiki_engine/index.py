@@ -198,6 +198,60 @@ class ScopeIndex:
             progress(min(total, start + len(chunk)), total)
         return True
 
+    @staticmethod
+    def stored_embedder(folder: Path) -> str:
+        """The name of the model whose vectors an index folder holds ("" if none or no index yet)."""
+        db = folder / "meta.db"
+        if not db.is_file():
+            return ""
+        con = sqlite3.connect(str(db), timeout=30)
+        try:
+            row = con.execute("SELECT value FROM info WHERE key='embedder'").fetchone()
+        except sqlite3.Error:
+            row = None
+        finally:
+            con.close()
+        return row[0] if row else ""
+
+    def switch_embedder(self, new: Embedder, progress: Callable[[int, int], None],
+                        stop: Callable[[], bool] = lambda: False) -> bool:
+        """Re-embeds every document with ``new`` while search goes on with the current model's vectors;
+        the new vectors (and model) replace the old ones at once when all are done. False if stopped."""
+        ids = [r[0] for r in self.meta.execute("SELECT id FROM docs ORDER BY rowid")]
+        total = len(ids)
+        fresh: dict[str, np.ndarray] = {}
+        progress(0, total)
+        for start in range(0, total, 128):
+            if stop():
+                return False
+            chunk = ids[start : start + 128]
+            with self._lock:
+                marks = ",".join("?" * len(chunk))
+                rows = self.meta.execute(f"SELECT id, kind, title, body, ctx FROM docs WHERE id IN ({marks})", chunk).fetchall()
+            vecs = new.embed([self._meaning_text(k, t, b, c) for _, k, t, b, c in rows])
+            fresh.update({r[0]: v for r, v in zip(rows, vecs, strict=True)})
+            progress(min(total, start + len(chunk)), total)
+        with self._lock:
+            if self._dirty:
+                self.commit()
+            # Documents added while this ran were embedded with the old model: embed them now.
+            rows = self.meta.execute("SELECT id, kind, title, body, ctx FROM docs").fetchall()
+            late = [r for r in rows if r[0] not in fresh]
+            if late:
+                fresh.update(zip([r[0] for r in late], new.embed([self._meaning_text(k, t, b, c) for _, k, t, b, c in late]), strict=True))
+            self.meta.execute("BEGIN")
+            self.meta.executemany("UPDATE docs SET vec=? WHERE id=?", [(fresh[r[0]].tobytes(), r[0]) for r in rows])
+            self.meta.execute("INSERT OR REPLACE INTO info VALUES ('embedder', ?)", (new.name,))
+            self.meta.execute("COMMIT")
+            mat = np.zeros((len(self.ids), new.dim), dtype=np.float32)
+            for n, i in enumerate(self.ids):
+                v = fresh.get(i)
+                if v is not None:
+                    mat[n] = v
+            self.vecs = mat
+            self.embedder = new
+        return True
+
     def _load_arrays(self) -> None:
         ids: list[str] = []
         ts: list[float] = []

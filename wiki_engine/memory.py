@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from .catalog import Catalog
-from .embed import Embedder, load_embedder
+from .embed import Embedder, kind_of, load_embedder
 from .guard import check_instructions
 from .index import Doc, ScopeIndex, query_terms, remove_index_folder
 from .pages import Page, PageFormatError, PageStore, parse_page, slugify, unified_diff
@@ -178,6 +178,10 @@ class Memory:
         self._unsynced = False
         self.catalog.before_commit.append(self._sync_before_commit)
         self._closed = False
+        self._migration: threading.Thread | None = None
+        self._migration_stop = threading.Event()
+        self._progress: dict[str, object] = {"model": self.embedder.name if self.embedder else "", "done": 0, "total": 0,
+                                             "running": False, "error": ""}
         # Called as redactor(text, scope) on every text entering memory (sources, quarantine, pages); the Pod
         # sets it to its personal-data redaction, so no path into memory (producer, mail, imports) skips it.
         self.redactor: Callable[[str, str], str] | None = None
@@ -204,10 +208,106 @@ class Memory:
             self._check_open()
             idx = self._indexes.get(sc)
             if idx is None:
-                idx = ScopeIndex(self.root / "index" / sc.relpath, self.embedder)
+                folder = self.root / "index" / sc.relpath
+                use = self.embedder
+                stored = ScopeIndex.stored_embedder(folder)
+                stale = use is not None and stored not in ("", use.name)
+                if stale and kind_of(stored) is not None:
+                    # Vectors of another local model: search with them until the background pass re-embeds.
+                    use = load_embedder(kind_of(stored) or "")
+                idx = ScopeIndex(folder, use)
                 self._indexes[sc] = idx
                 self._repair(sc, idx)
+                if self.embedder is not None and idx.embedder is not self.embedder:
+                    self._start_migration()
             return idx
+
+    # ---- the embedding model -----------------------------------------------------------------------
+
+    def set_embedder(self, embedder: Embedder | str | None) -> None:
+        """Chooses the model for meaning search (``"static"``, ``"minilm"``, an Embedder, or None for
+        keywords only). Every stored vector is recomputed in the background; search keeps working with
+        the old vectors until each scope's new ones are complete. Progress: ``embedding_status()``."""
+        new = load_embedder(embedder) if isinstance(embedder, str) else embedder
+        with self._lock:
+            self._check_open()
+            self.embedder = new
+            self._progress.update(model=new.name if new else "", error="")
+            if new is not None:
+                self._start_migration()
+
+    def embedding_status(self) -> dict[str, object]:
+        """{"model", "done", "total", "running", "error"}: how far re-embedding with the chosen model is."""
+        with self._lock:
+            return dict(self._progress)
+
+    def wait_for_embedding(self, timeout: float | None = None) -> bool:
+        """Blocks until re-embedding is done (True) or ``timeout`` seconds passed (False)."""
+        t = self._migration
+        if t is not None:
+            t.join(timeout)
+            return not t.is_alive()
+        return True
+
+    def _start_migration(self) -> None:
+        with self._lock:
+            if self._migration is not None and self._migration.is_alive():
+                self._progress["again"] = True
+                return
+            self._progress.update(running=True, again=False)
+            self._migration = threading.Thread(target=self._migrate, name="memory-embedding", daemon=True)
+            self._migration.start()
+
+    def _migrate(self) -> None:
+        try:
+            while True:
+                target = self.embedder
+                if target is None:
+                    break
+                folders = {Scope.parse(s) for s in self.scopes_on_disk()}
+                base = self.root / "index"
+                for kind_dir in ("public", "private", "agent"):
+                    if (base / kind_dir).exists():
+                        for meta in (base / kind_dir).rglob("meta.db"):
+                            try:
+                                folders.add(Scope.parse(str(meta.parent.relative_to(base))))
+                            except ValueError:
+                                continue
+                todo = []
+                for sc in sorted(folders, key=str):
+                    if self._migration_stop.is_set():
+                        return
+                    idx = self.index(sc)
+                    if idx.embedder is None or idx.embedder.name != target.name:
+                        todo.append(idx)
+                total = sum(i.count() for i in todo)
+                done = 0
+                if todo:
+                    with self._lock:
+                        self._progress.update(model=target.name, done=0, total=total)
+                for idx in todo:
+                    base_done = done
+
+                    def report(d: int, _t: int, base_done: int = base_done, total: int = total) -> None:
+                        with self._lock:
+                            self._progress["done"] = min(total, base_done + d)
+
+                    if not idx.switch_embedder(target, report, self._migration_stop.is_set):
+                        return
+                    done = base_done + idx.count()
+                with self._lock:
+                    if todo:
+                        self._progress["done"] = total
+                    if target is self.embedder and not self._progress.get("again"):
+                        break
+                    self._progress["again"] = False
+        except Exception as exc:  # a model that fails mid-way: say so; search keeps the vectors it has
+            with self._lock:
+                self._progress["error"] = (f"Re-embedding memory with {self._progress.get('model')} stopped: {exc}. "
+                                           "Search keeps working with the vectors it has; choose the model again to retry.")
+        finally:
+            with self._lock:
+                self._progress["running"] = False
 
     def _repair(self, sc: Scope, idx: ScopeIndex) -> None:
         """Brings an index in line with the catalog (e.g. after a crash between the two)."""
@@ -760,8 +860,7 @@ class Memory:
                 keep: Callable[[str], bool]) -> list[Hit]:
         """Every document of the given scopes scored at once (vectors are in memory; keywords come from
         bm25's top ``KEYWORD_POOL``), then the best ``k``. See the weights above for what counts."""
-        assert self.embedder is not None
-        qvec = self.embedder.embed([query])[0]
+        qvecs: dict[str, np.ndarray] = {}
         words = set(query_terms(query)) | set(re.findall(r"[0-9a-zA-Z\u00C0-\u024F]+", query.lower()))
         parts: list[tuple[Scope, ScopeIndex, np.ndarray, np.ndarray, set[int]]] = []
         kw_best = 0.0
@@ -769,7 +868,12 @@ class Memory:
             if idx_sc not in self._indexes and not (self.root / "index" / idx_sc.relpath).exists():
                 continue
             idx = self.index(idx_sc)
-            sims = idx.similarities(qvec)
+            sims = None
+            emb = idx.embedder  # while re-embedding, a scope may still hold the previous model's vectors
+            if emb is not None:
+                if emb.name not in qvecs:
+                    qvecs[emb.name] = emb.embed([query])[0]
+                sims = idx.similarities(qvecs[emb.name])
             n = len(idx.ids)
             if n == 0:
                 continue
@@ -821,15 +925,15 @@ class Memory:
             want = min(score.size, 3 * k + 8)
             cand = np.argpartition(-score, want - 1)[:want]
             cand = cand[np.argsort(-score[cand])]
-            got = 0
+            taken = 0
             for n in cand:
                 if not np.isfinite(score[n]):
                     break
                 doc_id = idx.ids[n]
                 if keep(doc_id):
                     found.append((float(score[n]), sc, doc_id))
-                    got += 1
-                    if got >= k:
+                    taken += 1
+                    if taken >= k:
                         break
         found.sort(key=lambda t: -t[0])
         return self._hits(found[:k], terms)
@@ -870,6 +974,9 @@ class Memory:
                 idx.commit()
 
     def close(self) -> None:
+        self._migration_stop.set()
+        if self._migration is not None:
+            self._migration.join()
         with self._lock:
             if self._closed:
                 return
