@@ -67,7 +67,12 @@ def main(argv: list[str] | None = None) -> int:
     from runtime_host.paths import data_dir
     from runtime_host.pod import Pod
 
+    from runtime_host.paths import folder_problem
+
     home = data_dir()
+    problem = folder_problem(home)
+    if problem is not None:  # a read-only data folder: one clear message, not a traceback
+        return _cannot_start(problem, args.quit_after)
     setup_logging(home)
     logging.getLogger("hearth.app").info("Hearth %s starting (%s), data in %s", __version__,
                                          "bundle" if getattr(sys, "frozen", False) else "source", home)
@@ -111,6 +116,10 @@ def main(argv: list[str] | None = None) -> int:
             await gone.wait()
         await remote.close()
 
+    from runtime_host.store import StoreError
+
+    cannot_start: list[str] = []
+
     async def run() -> None:
         if args.remote:
             await run_remote()
@@ -123,7 +132,12 @@ def main(argv: list[str] | None = None) -> int:
         instance = InstanceServer(home)
         if not instance.listen():
             logging.getLogger("hearth.app").warning("could not listen for later launches on %s", instance.name)
-        pod = Pod(home)
+        try:
+            pod = Pod(home)
+        except StoreError as exc:  # e.g. its database is read-only or the disk is full
+            instance.server.close()
+            cannot_start.append(str(exc))
+            return
         first_run = not pod.list_agents() and not pod.store.list_providers()
         if first_run:
             # First run: an assistant on the built-in offline model, so Hearth answers at once.
@@ -161,7 +175,24 @@ def main(argv: list[str] | None = None) -> int:
             loop.run_until_complete(run())
     finally:
         crash.uninstall()
+    if cannot_start:
+        return _cannot_start(cannot_start[0], args.quit_after)
     return 0
+
+
+def _cannot_start(problem: str, quit_after: float | None) -> int:
+    """Says why Hearth cannot start, in a dialog (and on stderr), and returns the exit code."""
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication, QMessageBox
+
+    print(f"error: {problem}", file=sys.stderr, flush=True)
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    box = QMessageBox(QMessageBox.Icon.Critical, "Hearth cannot start", problem)
+    if quit_after is not None:
+        QTimer.singleShot(int(quit_after * 1000), box.accept)
+    box.exec()
+    del app
+    return 1
 
 
 def _set_icon(app: Any) -> None:

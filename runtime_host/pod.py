@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from runtime_host import conversations
-from runtime_host.paths import agent_dir, data_dir
+from runtime_host.paths import agent_dir, data_dir, folder_problem
 from runtime_host.profiles import shipped_profiles
 from runtime_host.states import WorkerState
-from runtime_host.store import AgentInstance, AgentProfile, Store, StoreError, now, step_dict, step_tree
+from runtime_host.store import AgentInstance, AgentProfile, StorageError, Store, StoreError, now, step_dict, step_tree
 from runtime_host.supervisor import Supervisor, SupervisorConfig, WorkerHandle, WorkerStartError
 from runtime_host.turnstop import REQUESTED, TurnStops, note_for
 from vault import Vault, VaultUnavailable, redact_value
@@ -127,7 +127,9 @@ class Pod:
     def __init__(self, home: Path | None = None, *, supervisor_config: SupervisorConfig | None = None,
                  worker_command: list[str] | None = None):
         self.home = Path(home) if home else data_dir()
-        self.home.mkdir(parents=True, exist_ok=True)
+        problem = folder_problem(self.home)  # a read-only folder: one clear message, before anything else
+        if problem is not None:
+            raise StorageError(problem)
         # SQLite in the data folder by default; PostgreSQL (or another server) by URL for several hosts.
         self.store = Store(os.environ.get("HEARTH_DATABASE_URL") or self.home / "pod.db")
         self.pod_id = self.store.meta("pod_id", default_factory=lambda: __import__("uuid").uuid4().hex) or ""
@@ -821,7 +823,11 @@ class Pod:
             if run.future.done():  # stopped while it waited its turn
                 return
             run.started = True
-            self.store.update_turn(run.turn_id, status="running", started_at=now())
+            try:
+                self.store.update_turn(run.turn_id, status="running", started_at=now())
+            except StorageError as exc:
+                self._finish(run, {"status": "failed", "error": str(exc), "error_kind": "storage"})
+                return
             self.emit({"type": "turn.started", "turn_id": run.turn_id, "conversation_id": run.conversation_id,
                        "agent": run.agent, "origin": run.origin})
             try:
@@ -886,11 +892,25 @@ class Pod:
         status = outcome.get("status", "failed")
         text = outcome.get("text") or ""
         message_id = None
-        if status == "done" or (status == "stopped" and text):
-            message_id = self.store.add_message(run.conversation_id, "assistant", text, turn_id=run.turn_id).id
-        self.store.update_turn(run.turn_id, status=status, error=outcome.get("error"), error_kind=outcome.get("error_kind"),
-                               model=outcome.get("model"), iterations=int(outcome.get("iterations") or run.iterations),
-                               finished_at=now(), restarts=run.resumes)
+        try:
+            if status == "done" or (status == "stopped" and text):
+                message_id = self.store.add_message(run.conversation_id, "assistant", text, turn_id=run.turn_id).id
+            self.store.update_turn(run.turn_id, status=status, error=outcome.get("error"),
+                                   error_kind=outcome.get("error_kind"), model=outcome.get("model"),
+                                   iterations=int(outcome.get("iterations") or run.iterations), finished_at=now(),
+                                   restarts=run.resumes)
+        except StorageError as exc:
+            # The turn still ends, with the reason; what was written before stays (its answer streamed to the
+            # person, who can send the message again once the disk has room).
+            log.error("turn %s could not be saved: %s", run.turn_id, exc)
+            with contextlib.suppress(StorageError):  # a smaller write may still fit: record why it ended
+                self.store.update_turn(run.turn_id, status="failed", error=str(exc), error_kind="storage",
+                                       finished_at=now())
+            if outcome.get("error_kind") != "storage":
+                outcome = {**outcome, "status": "failed", "error": str(exc), "error_kind": "storage"}
+                status = "failed"
+                if run.handle is not None:
+                    self._stop_worker_later(run.handle)
         if run.handle is not None:
             self.supervisor.end_turn(run.handle, run.turn_id)
         self._runs.pop(run.turn_id, None)
@@ -900,6 +920,12 @@ class Pod:
                    "agent": run.agent, "origin": run.origin, "person": run.person_id, "message_id": message_id,
                    **{k: v for k, v in outcome.items() if k != "type"}})
         run.future.set_result(result)
+
+    def _stop_worker_later(self, handle: WorkerHandle) -> None:
+        """Stops a worker outside its pipe's reader (which must go on reading until the worker exits)."""
+        task = asyncio.create_task(handle.stop())
+        self._pod_call_tasks.add(task)
+        task.add_done_callback(self._pod_call_tasks.discard)
 
     async def _on_worker_message(self, handle: WorkerHandle, msg: dict[str, Any]) -> None:
         msg = redact_value(msg)  # what a worker says reaches the store, the views and the CLI: never with a key
@@ -918,7 +944,15 @@ class Pod:
                 if "seq" in msg:
                     handle.send({"type": "ack", "seq": msg["seq"], "result": {"error": "not your turn"}})
                 return
-            await self._on_turn_event(handle, run, msg["event"])
+            try:
+                await self._on_turn_event(handle, run, msg["event"])
+            except StorageError as exc:
+                # Never let a write error escape the pipe's reader (it would stop reading and the turn would
+                # hang): end the turn with the reason, and stop its worker (it waits for an ack it won't get).
+                log.error("turn %s: %s", run.turn_id, exc)
+                self._finish(run, {"status": "failed", "error": str(exc), "error_kind": "storage"})
+                self._stop_worker_later(handle)
+                return
             if "seq" in msg:
                 with contextlib.suppress(ConnectionError):
                     handle.send({"type": "ack", "seq": msg["seq"]})

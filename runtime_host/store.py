@@ -260,6 +260,10 @@ class StoreError(Exception):
     """A store operation a person asked for that cannot be done (unknown name, duplicate, ...)."""
 
 
+class StorageError(StoreError):
+    """The database could not be written (a full disk, a lock, a read-only folder); says what to do next."""
+
+
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")
@@ -281,6 +285,17 @@ class Store:
                                             pool_pre_ping=not url.startswith("sqlite"))
         if url.startswith("sqlite"):
             event.listen(self.engine, "connect", _sqlite_pragmas)
+        folder = Path(url.removeprefix("sqlite:///")).parent if url.startswith("sqlite:///") else url.split("@")[-1]
+
+        def storage_error(ctx: Any) -> None:
+            # A full disk, a lock or a read-only folder becomes one clear StorageError wherever it happens.
+            from runtime_host.paths import describe_storage_error
+
+            problem = describe_storage_error(ctx.original_exception, folder)
+            if problem is not None:
+                raise StorageError(problem) from ctx.original_exception
+
+        event.listen(self.engine, "handle_error", storage_error)
         self.migrate()
 
     def close(self) -> None:

@@ -234,7 +234,11 @@ class WorkerHandle:
                         await self.kill("kept writing lines that are not protocol messages")
                         break
                     continue
-                await self._dispatch(msg)
+                try:
+                    await self._dispatch(msg)
+                except Exception:  # never stop reading: a reader that stops leaves the turn hanging silently
+                    log.exception("worker %s: handling its message failed; stopping it", self.label)
+                    await self.kill("Hearth could not handle one of its messages (see the log)")
         finally:
             code = await proc.wait()
             if proc is self.proc:
