@@ -36,9 +36,9 @@ MAX_RESUMES_PER_TURN = 3
 # A turn's owner renews its lease every LEASE_S / 3; another host may take the turn after it expires.
 LEASE_S = float(os.environ.get("HEARTH_LEASE_S") or 30.0)
 TURNS_PER_MINUTE = 20  # per conversation; more wait their turn
-# A turn's time limit, resumes included: the worker ends it then; the Pod stops it a minute later if not.
+# A turn's time limit, resumes included: the worker ends it just before; the Pod stops it at the limit if not.
 TURN_TIME_LIMIT_S = float(os.environ.get("HEARTH_TURN_LIMIT_S") or 1800.0)
-TURN_STOP_GRACE_S = 60.0
+TURN_STOP_GRACE_S = 0.0
 # The embedded offline model is always there: Hearth answers with no key and no network.
 EMBEDDED = {"name": "embedded", "kind": "embedded", "base_url": "", "model": "smollm2-135m-instruct",
             "has_key": False, "builtin": True}

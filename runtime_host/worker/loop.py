@@ -93,8 +93,9 @@ class TurnContext:
         self.max_iterations = int(profile.get("max_iterations") or MAX_ITERATIONS)
         self.budget = ModelBudget(int(profile.get("max_model_calls") or MODEL_CALL_BUDGET))
         self.time_limit_s = float(msg.get("time_limit_s") or TURN_TIME_LIMIT_S)
-        left = msg.get("time_left_s")
-        self.deadline = time.monotonic() + (self.time_limit_s if left is None else float(left))
+        left = self.time_limit_s if msg.get("time_left_s") is None else float(msg["time_left_s"])
+        # End a little before the limit, so the end reaches the Pod in time (which stops the turn at the limit).
+        self.deadline = time.monotonic() + left - min(5.0, self.time_limit_s / 10)
 
     def out_of_time(self) -> bool:
         return time.monotonic() > self.deadline

@@ -141,6 +141,7 @@ async def test_a_turn_ends_at_its_time_limit_while_the_model_trickles(agent, fak
     import runtime_host.pod as pod_module
 
     monkeypatch.setattr(pod_module, "TURN_TIME_LIMIT_S", 2.0)
+    monkeypatch.setattr(pod_module, "TURN_STOP_GRACE_S", 5.0)  # the worker ends it, not the Pod's backstop
     fake_model.script = lambda req: Endless("drip ", delay_s=0.05)
     t = time.monotonic()
     r = await asyncio.wait_for(agent.chat("busy", "slowly please"), 30)
