@@ -87,6 +87,7 @@ class ChatView(QTextBrowser):
         self._open: set[str] = set()  # steps whose details are open
         self._collapsed: set[str] = set()  # turns whose steps are folded
         self._expanded: set[str] = set()  # turns whose steps were unfolded by the person
+        self._cache: dict[tuple[str, str, str], tuple[str, list[str]]] = {}
         self._live: dict[str, Any] | None = None
         self._live_nodes: dict[str, dict[str, Any]] = {}
         self._stream_pos: int | None = None
@@ -184,9 +185,21 @@ class ChatView(QTextBrowser):
             body = f'<p class="error">{escape(e["text"])}</p>'
             e["codes"] = []
         else:
-            body, e["codes"] = render_with_code(e["text"], f"hearth-copy:{key}:")
+            body, e["codes"] = self._markdown(e, key)
         marker = f'<p class="marker">{escape(e["marker"])}</p>' if e.get("marker") else ""
         return f'<p class="role">{anchor}{escape(label)}{actions}</p>{steps}{body}{marker}'
+
+    def _markdown(self, e: dict[str, Any], key: str) -> tuple[str, list[str]]:
+        """A stored message's markdown is rendered once (toggling a tree or reopening re-renders from here)."""
+        if not e.get("id"):
+            return render_with_code(e["text"], f"hearth-copy:{key}:")
+        cache_key = (e["id"], key, e["text"])
+        hit = self._cache.get(cache_key)
+        if hit is None:
+            if len(self._cache) > 20_000:
+                self._cache.clear()
+            hit = self._cache[cache_key] = render_with_code(e["text"], f"hearth-copy:{key}:")
+        return hit
 
     def _head_html(self) -> str:
         hidden = len(self._all) - self._shown
@@ -270,7 +283,7 @@ class ChatView(QTextBrowser):
         """Adds the page before the first shown message at the top, keeping the view where it was."""
         if self._shown >= len(self._all):
             return
-        n = min(len(self._all) - self._shown, self.PAGE * 2)
+        n = min(len(self._all) - self._shown, self.PAGE * 2)  # larger fragments insert slower than linearly
         end = len(self._all) - self._shown
         self._shown += n
         bar = self.verticalScrollBar()

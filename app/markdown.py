@@ -3,6 +3,7 @@ is shown as text, never rendered."""
 
 from __future__ import annotations
 
+import functools
 import html
 from typing import Any
 
@@ -39,11 +40,16 @@ th, td { border: 1px solid rgba(127,127,127,0.5); padding: 3px 6px; }
 """
 
 
-def _highlight(code: str, lang: str) -> str:
+@functools.lru_cache(maxsize=64)
+def _lexer(lang: str) -> Any:
     try:
-        lexer = get_lexer_by_name(lang) if lang else None
+        return get_lexer_by_name(lang) if lang else None
     except ClassNotFound:
-        lexer = None
+        return None
+
+
+def _highlight(code: str, lang: str) -> str:
+    lexer = _lexer(lang.lower())
     return highlight(code, lexer, _formatter) if lexer is not None else html.escape(code)
 
 

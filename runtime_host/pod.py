@@ -1532,13 +1532,15 @@ class Pod:
 
     def turns(self, conversation_id: str | None = None) -> list[dict[str, Any]]:
         out = []
+        batch = self.store.steps_by_turn(conversation_id) if conversation_id else None
         for t in self.store.list_turns(conversation_id):
+            steps = batch.get(t.id, []) if batch is not None else self.store.list_steps(t.id)
             out.append({
                 "id": t.id, "conversation_id": t.conversation_id, "status": t.status, "error": t.error,
                 "error_kind": t.error_kind, "model": t.model, "iterations": t.iterations, "restarts": t.restarts,
                 "created_at": t.created_at, "started_at": t.started_at, "finished_at": t.finished_at,
                 "note": note_for(t, live=self.turn_live(t)),
-                "steps": step_tree(self.store.list_steps(t.id)),
+                "steps": step_tree(steps),
             })
         return out
 

@@ -663,6 +663,15 @@ class Store:
         with self.session() as s:
             return list(s.exec(select(TurnStep).where(TurnStep.turn_id == turn_id).order_by(TurnStep.seq)))
 
+    def steps_by_turn(self, conversation_id: str) -> dict[str, list[TurnStep]]:
+        """Every step of a conversation's turns in one query, by turn (a long conversation opens at once)."""
+        out: dict[str, list[TurnStep]] = {}
+        with self.session() as s:
+            turn_ids = select(Turn.id).where(Turn.conversation_id == conversation_id)
+            for st in s.exec(select(TurnStep).where(TurnStep.turn_id.in_(turn_ids)).order_by(TurnStep.seq)):  # type: ignore[attr-defined]
+                out.setdefault(st.turn_id, []).append(st)
+        return out
+
 
 def step_dict(step: TurnStep) -> dict[str, Any]:
     return {
