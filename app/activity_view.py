@@ -10,6 +10,7 @@ from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
     QHBoxLayout,
+    QHeaderView,
     QLabel,
     QPushButton,
     QTableWidget,
@@ -43,7 +44,12 @@ class ActivityView(QWidget):
         self.table.setHorizontalHeaderLabels(COLUMNS)
         self.table.setAccessibleName("Activity")
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-        self.table.horizontalHeader().setStretchLastSection(True)
+        header = self.table.horizontalHeader()
+        for col in range(len(COLUMNS)):
+            header.setSectionResizeMode(col, QHeaderView.ResizeMode.Stretch if col == len(COLUMNS) - 1
+                                        else QHeaderView.ResizeMode.ResizeToContents)
+        self.table.verticalHeader().setVisible(False)
+        self.table.setWordWrap(False)
         layout = QVBoxLayout(self)
         layout.addLayout(top)
         layout.addWidget(self.table)
@@ -53,10 +59,12 @@ class ActivityView(QWidget):
         self.rows = self.pod.audit_log(kind=self.kind.currentData())
         self.table.setRowCount(len(self.rows))
         for i, r in enumerate(self.rows):
-            values = (time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["ts"])), r["kind"], r["agent"] or "",
+            values = (time.strftime("%d %b %H:%M:%S", time.localtime(r["ts"])), r["kind"], r["agent"] or "",
                       r["phase"] or "", r["action"], r["rule"] or "", r["summary"] or "")
             for j, v in enumerate(values):
-                self.table.setItem(i, j, QTableWidgetItem(str(v)))
+                item = QTableWidgetItem(str(v))
+                item.setToolTip(str(v))
+                self.table.setItem(i, j, item)
         self.count.setText(f"{len(self.rows)} event(s)")
 
     def _on_filter(self, _index: int = 0) -> None:

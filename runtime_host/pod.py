@@ -1481,9 +1481,10 @@ class Pod:
             run.iterations = int(ev.get("n") or 0)
             self.emit({**ev, **base})
         elif kind == "guard.decision":
+            reason = str(ev.get("reason") or ev.get("rule") or "").replace(str(handle.key[1]), run.agent)  # a name, not an id
             self.audit(person_id=run.person_id, agent=run.agent, kind="guard", phase="tool",
                        action="allowed" if ev.get("allowed") else "denied", rule=ev.get("rule"),
-                       summary=f"{ev.get('tool')}: {ev.get('reason') or ev.get('rule')}",
+                       summary=f"{ev.get('tool')}: {reason}",
                        detail={"tool": ev.get("tool"), "turn": run.turn_id})
         elif kind == "turn.finished":
             self._finish(run, ev)

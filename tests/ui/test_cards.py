@@ -80,13 +80,14 @@ def test_mail_page_adds_an_inbox_saves_rules_and_polls_into_a_card(qtbot, qloop,
         v.add.click()
         assert v.accounts.count() == 1
         qloop.wait_until(lambda: "Inbox added" in v.message.text(), what="the first check")
-        v.rules.setPlainText("[{not json")
+        v.rules.json_toggle.setChecked(True)  # the advanced view: rules as JSON
+        v.rules.json.setPlainText("[{not json")
         v.save_rules.click()
         assert "Rules not saved" in v.message.text()
-        v.rules.setPlainText(json.dumps([{"id": "fri", "name": "Friday", "when": [
+        v.rules.json.setPlainText(json.dumps([{"id": "fri", "name": "Friday", "when": [
             {"field": "subject", "op": "contains", "value": "Friday"}], "then": [{"action": "draft", "agent": "helper"}]}]))
         v.save_rules.click()
-        assert v.message.text() == "Rules saved."
+        assert v.message.text().startswith("Saved 1 rule(s) for alice@example.org")
         d.deliver(make_mail("Drinks on Friday?", "Are you in?", sender="Bob <bob@example.org>"))
         v.message.setText("")
         v.poll.click()
