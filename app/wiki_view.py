@@ -31,7 +31,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.folders_view import FoldersView
 from app.markdown import STYLE, render
+from app.memory_status import IngestPanel
 
 _LINK = re.compile(r"\[\[([^\]|]+)(?:\|([^\]]+))?\]\]")
 _CITE = re.compile(r"\[(\d+)\](?!\()")
@@ -188,11 +190,18 @@ class WikiView(QWidget):
         self.tabs.addTab(page_box, "Page")
         self.tabs.addTab(prop_box, "Proposals")
         self.tabs.addTab(forget_box, "Forget")
+        self.folders = FoldersView(pod)
+        self.folders.status.connect(self.status)
+        self.tabs.addTab(self.folders, "Watched folders")
+        self.ingest_panel = IngestPanel(pod)
+        self.ingest_panel.status.connect(self.status)
+        self.ingest_panel.ingested.connect(self.refresh)
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(left)
         split.addWidget(self.tabs)
         split.setSizes([300, 700])
         layout = QVBoxLayout(self)
+        layout.addWidget(self.ingest_panel)
         layout.addWidget(split)
 
     # -- async plumbing
@@ -234,6 +243,11 @@ class WikiView(QWidget):
             top.setExpanded(True)
             for c in cats.values():
                 c.setExpanded(True)
+        self.ingest_panel.refresh()
+        self.folders.refresh()
+        if not any(pages for _, pages, _ in listing) and self.current is None:
+            sources = await self._mem(lambda: sum(self.pod.memory.count_sources(s) for s in scopes))
+            self.page.setHtml(self.ingest_panel.empty_html(sources))
         await self._load_proposals()
 
     async def _load_proposals(self) -> None:

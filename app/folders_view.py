@@ -1,0 +1,242 @@
+"""Watched folders in the window: add or remove a folder, rescan it, follow an import's progress, and read
+each file's status (indexed, skipped or failed, with the reason). The work runs in the pod's background
+threads (runtime_host.folders); this view only shows its progress events."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QProgressBar,
+    QPushButton,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.bridge import PodBridge
+
+SHOWN_FILES = 5000  # rows in the file list; `folder status` on the command line lists every file
+
+
+class FoldersView(QWidget):
+    """Signals:
+    status(str): something the person should read in the status bar.
+    """
+
+    status = Signal(str)
+
+    def __init__(self, pod: Any, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.pod = pod
+        self._tasks: set[asyncio.Task[Any]] = set()
+        intro = QLabel("Folders of notes, documents (text, Markdown, PDF, HTML) and mail exports (.eml, .mbox) "
+                       "that Hearth keeps in your memory. Only you see what they hold; files are never changed. "
+                       "Changes are picked up every few minutes, or now with Rescan.")
+        intro.setWordWrap(True)
+        self.folders = QListWidget()
+        self.folders.setAccessibleName("Watched folders")
+        self.folders.currentItemChanged.connect(self._on_folder)
+        self.add = QPushButton("Add folder…")
+        self.add.clicked.connect(self._on_add)
+        self.rescan = QPushButton("Rescan")
+        self.rescan.clicked.connect(self._on_rescan)
+        self.remove = QPushButton("Remove…")
+        self.remove.setToolTip("Stop watching the folder and delete what it imported from your memory")
+        self.remove.clicked.connect(self._on_remove)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.add)
+        buttons.addWidget(self.rescan)
+        buttons.addWidget(self.remove)
+        buttons.addStretch(1)
+        self.progress = QProgressBar()
+        self.progress.setAccessibleName("Import progress")
+        self.progress.setVisible(False)
+        self.progress_label = QLabel("")
+        self.progress_label.setWordWrap(True)
+        self.only = QComboBox()
+        self.only.setAccessibleName("Show files")
+        for text, value in (("All files", None), ("Indexed", "indexed"), ("Skipped", "skipped"), ("Failed", "failed")):
+            self.only.addItem(text, value)
+        self.only.currentIndexChanged.connect(lambda _i: self._show_files())
+        self.files = QTreeWidget()
+        self.files.setAccessibleName("Files and their status")
+        self.files.setHeaderLabels(["File", "Status", "Reason"])
+        self.files.setRootIsDecorated(False)
+        self.files.setUniformRowHeights(True)
+        self.files.setColumnWidth(0, 280)
+        self.files.setColumnWidth(1, 80)
+        layout = QVBoxLayout(self)
+        layout.addWidget(intro)
+        layout.addWidget(self.folders, 1)
+        layout.addLayout(buttons)
+        layout.addWidget(self.progress)
+        layout.addWidget(self.progress_label)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Files:"))
+        row.addWidget(self.only)
+        row.addStretch(1)
+        layout.addLayout(row)
+        layout.addWidget(self.files, 3)
+        self.bridge = PodBridge(pod, self)
+        self.bridge.event.connect(self._on_pod_event)
+        self._last_list = 0.0
+
+    # -- plumbing
+    def _run(self, coro: Any) -> asyncio.Task[Any]:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def current_id(self) -> str | None:
+        item = self.folders.currentItem()
+        return item.data(Qt.ItemDataRole.UserRole) if item is not None else None
+
+    # -- showing
+    def refresh(self) -> None:
+        keep = self.current_id()
+        self.folders.blockSignals(True)
+        self.folders.clear()
+        for f in self.pod.folders.list_folders():
+            counts = ", ".join(f"{n} {s}" for s, n in sorted(f.counts.items())) or "not read yet"
+            when = time.strftime("%H:%M", time.localtime(f.scanned_at)) if f.scanned_at else "never"
+            text = f"{f.path} — {counts} · last read {when}"
+            if f.note:
+                text += f" · {f.note}"
+            item = QListWidgetItem(text)
+            item.setData(Qt.ItemDataRole.UserRole, f.id)
+            item.setToolTip(f.note or f.path)
+            self.folders.addItem(item)
+            if f.id == keep:
+                self.folders.setCurrentItem(item)
+        self.folders.blockSignals(False)
+        if self.folders.currentItem() is None and self.folders.count():
+            self.folders.setCurrentRow(0)
+        elif not self.folders.count():
+            self.files.clear()
+            self.progress_label.setText("No watched folders yet: Add folder… picks one.")
+        self._show_files()
+        running = [ev for ev in self.pod.folders.running.values() if ev.get("person") == self.pod.person.id]
+        if running:
+            self._show_progress(running[0])
+
+    def _show_files(self) -> None:
+        fid = self.current_id()
+        self.files.clear()
+        if fid is None:
+            return
+        rows = self.pod.folders.files(fid, self.only.currentData(), limit=SHOWN_FILES + 1)
+        items = []
+        for r in rows[:SHOWN_FILES]:
+            item = QTreeWidgetItem([r.rel, r.status, r.reason])
+            item.setToolTip(2, r.reason)
+            items.append(item)
+        self.files.addTopLevelItems(items)
+        if len(rows) > SHOWN_FILES:
+            self.files.addTopLevelItem(QTreeWidgetItem([f"… the first {SHOWN_FILES} files are shown; "
+                                                        "`python -m runtime_host folder status` lists all", "", ""]))
+
+    def _show_progress(self, ev: dict[str, Any]) -> None:
+        phase = ev.get("phase")
+        if phase == "done":
+            self.progress.setVisible(False)
+            self.progress_label.setText(f"{ev['path']}: {ev['indexed']} indexed, {ev['skipped']} skipped, "
+                                        f"{ev['failed']} failed, {ev['removed']} removed.")
+            return
+        self.progress.setVisible(True)
+        total = int(ev.get("total") or 0)
+        self.progress.setRange(0, max(total, 0))
+        self.progress.setValue(int(ev.get("done") or 0))
+        what = "Listing files" if phase == "listing" else f"Reading {ev.get('done', 0)} of {total} file(s)"
+        self.progress_label.setText(f"{what} in {ev['path']}…")
+
+    # -- slots
+    def _on_pod_event(self, ev: dict[str, Any]) -> None:
+        kind = ev.get("type")
+        if kind not in ("folders.progress", "folders.changed") or ev.get("person") != self.pod.person.id:
+            return
+        if kind == "folders.progress":
+            self._show_progress(ev)
+            now = time.monotonic()
+            if ev.get("phase") == "done" or now - self._last_list > 2.0:  # the list, not on every batch
+                self._last_list = now
+                self.refresh()
+        else:
+            self.refresh()
+
+    def _on_folder(self, _item: QListWidgetItem | None, _prev: Any = None) -> None:
+        self._show_files()
+
+    def _on_add(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, "Watch a folder")
+        if path:
+            self.add_folder(path)
+
+    def add_folder(self, path: str) -> asyncio.Task[Any] | None:
+        """Watches ``path`` and starts its import in the background; returns the import's task."""
+        from runtime_host.folders import FolderError
+
+        try:
+            folder = self.pod.folders.add(path)
+        except FolderError as exc:
+            self.progress_label.setText(f"Not added: {exc}")
+            return None
+        self.refresh()
+        for i in range(self.folders.count()):
+            if self.folders.item(i).data(Qt.ItemDataRole.UserRole) == folder.id:
+                self.folders.setCurrentRow(i)
+        return self.scan(folder.id)
+
+    def scan(self, folder_id: str) -> asyncio.Task[Any]:
+        async def go() -> None:
+            try:
+                rep = await self.pod.folders.scan(folder_id)
+            except Exception as exc:  # the folder was removed meanwhile, say
+                self.progress_label.setText(f"The folder could not be read: {exc}")
+                self.progress.setVisible(False)
+                return
+            self.status.emit(f"{rep.path}: {rep.indexed} indexed, {rep.skipped} skipped, {rep.failed} failed.")
+            self.refresh()
+
+        return self._run(go())
+
+    def _on_rescan(self) -> None:
+        fid = self.current_id()
+        if fid is not None:
+            self.scan(fid)
+
+    def _on_remove(self) -> None:
+        from app.confirm import confirm
+
+        fid = self.current_id()
+        if fid is None:
+            return
+        folder = self.pod.folders.find(fid)
+        if not confirm(self, "Remove watched folder", f"Stop watching {folder.path}?", "Remove",
+                       "What it imported is deleted from your memory; the files themselves stay as they are."):
+            return
+        self.remove_folder(fid)
+
+    def remove_folder(self, folder_id: str) -> asyncio.Task[Any]:
+        async def go() -> None:
+            out = await self.pod.folders.remove(folder_id)
+            self.refresh()
+            self.progress_label.setText(f"No longer watching {out['path']}; {out['sources_deleted']} imported "
+                                        "source(s) deleted.")
+
+        return self._run(go())
+
+    def closeEvent(self, event: Any) -> None:  # noqa: N802 (Qt's name)
+        self.bridge.close()
+        super().closeEvent(event)

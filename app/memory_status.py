@@ -1,0 +1,188 @@
+"""The wiki's ingest bar: when the next ingest runs, "Ingest now", and, when no ingest model is chosen, an
+offer of one (a model server found on this machine, or a provider in Settings). Also the empty wiki's text,
+which says why there are no pages yet and what makes them appear."""
+
+from __future__ import annotations
+
+import asyncio
+import html
+from datetime import datetime
+from typing import Any
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
+
+
+def _when(dt: datetime | None) -> str:
+    if dt is None:
+        return "paused (schedules are paused)"
+    local = dt.astimezone()
+    mins = max(0, round((dt - datetime.now(dt.tzinfo)).total_seconds() / 60))
+    return f"at {local:%H:%M}" + (f" (in {mins} min)" if mins < 120 else "")
+
+
+class IngestPanel(QWidget):
+    """Signals:
+    status(str): something the person should read in the status bar.
+    ingested(): an ingest ran from here (the wiki reloads its pages).
+    """
+
+    status = Signal(str)
+    ingested = Signal()
+
+    def __init__(self, pod: Any, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.pod = pod
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._found: Any = None
+        self.next_label = QLabel("")
+        self.next_label.setAccessibleName("Next ingest")
+        self.ingest_now = QPushButton("Ingest now")
+        self.ingest_now.setToolTip("Write wiki pages from what memory has kept since the last ingest")
+        self.ingest_now.clicked.connect(self._on_ingest_now)
+        self.no_model = QLabel("No ingest model chosen: pages are written once one is.")
+        self.no_model.setAccessibleName("No ingest model")
+        self.find_local = QPushButton("Find a model server on this machine")
+        self.find_local.clicked.connect(self._on_find_local)
+        self.use_local = QPushButton("")
+        self.use_local.setVisible(False)
+        self.use_local.clicked.connect(self._on_use_local)
+        self.choose = QPushButton("Choose a provider…")
+        self.choose.setToolTip("Settings → Providers and Models")
+        self.choose.clicked.connect(self._on_choose)
+        row = QHBoxLayout(self)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(self.next_label)
+        row.addWidget(self.ingest_now)
+        row.addStretch(1)
+        for w in (self.no_model, self.find_local, self.use_local, self.choose):
+            row.addWidget(w)
+        self.refresh()
+
+    def _run(self, coro: Any) -> asyncio.Task[Any]:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def has_model(self) -> bool:
+        from runtime_host.memory_jobs import capable
+
+        return capable(self.pod._memory_route("ingest"))
+
+    def next_text(self) -> str:
+        from runtime_host.memory_jobs import next_run
+
+        return f"Next ingest {_when(next_run(self.pod))}"
+
+    def refresh(self) -> None:
+        self.next_label.setText(self.next_text())
+        missing = not self.has_model()
+        for w in (self.no_model, self.find_local, self.choose):
+            w.setVisible(missing)
+        if not missing:
+            self.use_local.setVisible(False)
+
+    def empty_html(self, sources: int) -> str:
+        """What the wiki shows while it has no pages: why, and what to do."""
+        parts = ["<h2>No wiki pages yet</h2>",
+                 "<p>Hearth writes pages from what it keeps of your chats, your mail and your watched folders "
+                 "(the <i>Watched folders</i> tab). Each page's claims cite the sources they come from.</p>"]
+        if sources:
+            parts.append(f"<p>Memory holds <b>{sources}</b> source(s) now; search finds them already.</p>")
+        else:
+            parts.append("<p>Memory holds nothing yet: chat with an agent, add a mail inbox or a watched folder.</p>")
+        if self.has_model():
+            parts.append(f"<p>{html.escape(self.next_text())}; <b>Ingest now</b> writes pages at once.</p>")
+        else:
+            from runtime_host.memory_jobs import NO_INGEST_MODEL
+
+            parts.append(f"<p><b>No ingest model is chosen.</b> {html.escape(NO_INGEST_MODEL)}</p>"
+                         "<p>Use <b>Find a model server on this machine</b> (Ollama, LM Studio, llama.cpp) or "
+                         "<b>Choose a provider…</b> above.</p>")
+        return "".join(parts)
+
+    # -- slots
+    def _on_ingest_now(self) -> None:
+        self.ingest()
+
+    def ingest(self) -> asyncio.Task[Any]:
+        from runtime_host.memory_jobs import MemoryModelError
+
+        async def go() -> None:
+            self.ingest_now.setEnabled(False)
+            self.next_label.setText("Ingesting…")
+            try:
+                out = await self.pod.memory_ingest()
+            except MemoryModelError as exc:
+                self.status.emit(f"Ingest failed: {exc}")
+                return
+            finally:
+                self.ingest_now.setEnabled(True)
+                self.refresh()
+            if out.get("message"):
+                self.status.emit(out["message"])
+            else:
+                self.status.emit(f"Ingest wrote {len(out['written'])} page(s), proposed {len(out['proposed'])} "
+                                 f"change(s) to verified pages; {out['left_in_inbox']} item(s) left in the inbox.")
+            self.ingested.emit()
+
+        return self._run(go())
+
+    def _on_find_local(self) -> None:
+        self.find_server()
+
+    def find_server(self, probe: Any = None) -> asyncio.Task[Any]:
+        """Looks for a model server on this machine and offers its first model for ingest."""
+        from runtime_host.providers.vendors import discover_local
+
+        self.find_local.setEnabled(False)
+        self.no_model.setText("Looking for model servers on this machine…")
+
+        async def go() -> None:
+            try:
+                found = await asyncio.to_thread(probe or discover_local)
+            finally:
+                self.find_local.setEnabled(True)
+            usable = [f for f in found if f.models]
+            if not usable:
+                self.no_model.setText("No Ollama, LM Studio or llama.cpp server with a model answered on this "
+                                      "machine: start one and look again, or choose a provider.")
+                return
+            self._found = usable[0]
+            self.no_model.setText(f"Found {self._found.label} at {self._found.base_url}.")
+            self.use_local.setText(f"Use {self._found.models[0]} for wiki pages")
+            self.use_local.setVisible(True)
+
+        return self._run(go())
+
+    def _on_use_local(self) -> None:
+        found = self._found
+        if found is None:
+            return
+        from runtime_host.store import StoreError
+
+        try:
+            if not any(p["name"] == found.vendor for p in self.pod.list_providers()):
+                self.pod.add_provider(found.vendor, kind="openai-compatible", base_url=found.base_url,
+                                      model=found.models[0])
+            self.pod.set_role_model("ingest", f"{found.vendor}/{found.models[0]}")
+        except StoreError as exc:
+            self.status.emit(f"Not chosen: {exc}")
+            return
+        self.status.emit(f"Wiki pages are now written by {found.models[0]} on {found.label}.")
+        self.refresh()
+        self.ingested.emit()
+
+    def _on_choose(self) -> None:
+        from app.dialogs import SettingsDialog
+
+        dlg = SettingsDialog(self.pod, self)
+        dlg.tabs.setCurrentWidget(dlg.models)
+        dlg.finished.connect(self._on_settings_closed)
+        dlg.show()
+        self.settings_dialog = dlg
+
+    def _on_settings_closed(self, _result: int) -> None:
+        self.refresh()
+        self.ingested.emit()

@@ -1,0 +1,143 @@
+"""The wiki page's watched folders and ingest bar, as a person uses them: real widgets offscreen, a real Pod,
+real files in a temporary folder, and the fake model on loopback where a model writes pages."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from PySide6.QtCore import QTimer
+
+from app.main_window import MainWindow
+from tests.helpers.fake_model import FakeModelServer, Script, Text
+from tests.ui.conftest import answer_confirm
+
+
+def test_watched_folder_imports_in_the_background_with_progress_and_file_status(qtbot, qloop, ui_pod, tmp_path) -> None:
+    docs = tmp_path / "Documents"
+    for i in range(700):  # several batches
+        sub = docs / f"topic-{i % 7}"
+        sub.mkdir(parents=True, exist_ok=True)
+        (sub / f"note-{i:04d}.md").write_text(f"Note {i}: the allotment shed number {i} needs a new padlock.\n")
+    (docs / "blob.txt").write_bytes(b"\x00\x01" + os.urandom(3000))
+    (docs / "photo.jpg").write_bytes(b"\xff\xd8\xff" + os.urandom(100))
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show_wiki()
+    view = w.wiki.folders
+    w.wiki.tabs.setCurrentWidget(view)
+    seen: list[tuple[int, int, bool]] = []
+    ui_pod.subscribe(lambda ev: seen.append((ev["done"], ev["total"], view.progress.isVisibleTo(view)))
+                     if ev.get("type") == "folders.progress" and ev["phase"] == "importing" else None)
+    ticks: list[float] = []
+    timer = QTimer()
+    timer.timeout.connect(lambda: ticks.append(time.monotonic()))
+    timer.start(5)
+    task = view.add_folder(str(docs))
+    assert task is not None
+    qloop.run(task, timeout=120)
+    timer.stop()
+    # progress was shown batch by batch, and the window kept running meanwhile (the work is off its thread)
+    assert [d for d, t, _ in seen][-1] == 702 and len(seen) >= 4 and all(t == 702 for _, t, _ in seen)
+    assert any(shown for *_, shown in seen[1:])
+    # the window's timer kept firing all along: no pause of a second or more while 700 files were imported
+    gaps = [b - a for a, b in zip(ticks, ticks[1:], strict=False)]
+    assert len(ticks) >= 20 and max(gaps) < 1.0, f"the window froze for {max(gaps):.2f} s"
+    assert not view.progress.isVisibleTo(view)
+    assert "700 indexed, 2 skipped, 0 failed" in view.progress_label.text()
+    assert view.folders.count() == 1 and "700 indexed" in view.folders.item(0).text()
+    assert view.files.topLevelItemCount() == 702
+    view.only.setCurrentIndex(view.only.findData("skipped"))
+    rows = {view.files.topLevelItem(i).text(0): view.files.topLevelItem(i).text(2)
+            for i in range(view.files.topLevelItemCount())}
+    assert set(rows) == {"blob.txt", "photo.jpg"}
+    assert "binary" in rows["blob.txt"] and ".jpg" in rows["photo.jpg"]
+    hits = qloop.run(ui_pod.memory_search("allotment shed 123 padlock", k=3))
+    assert hits and "topic-4/note-0123.md" in [h.title for h in hits]
+    # another person sees no folder and none of its files
+    me = ui_pod.person.name
+    ui_pod.add_person("Bob")
+    ui_pod.switch_person("Bob")
+    view.refresh()
+    assert view.folders.count() == 0 and view.files.topLevelItemCount() == 0
+    ui_pod.switch_person(me)
+    view.refresh()
+    # removing asks first, then deletes what the folder imported
+    view.folders.setCurrentRow(0)
+    answer_confirm("Cancel")
+    view.remove.click()
+    assert view.folders.count() == 1
+    answer_confirm("Remove")
+    view.remove.click()
+    qloop.wait_until(lambda: view.folders.count() == 0, what="the folder to go")
+    qloop.wait_until(lambda: "No longer watching" in view.progress_label.text(), what="the removal's outcome")
+    assert "700 imported source(s) deleted" in view.progress_label.text()
+    assert qloop.run(ui_pod.memory_search("allotment padlock", mode="keyword")) == []
+
+
+def test_a_folder_that_cannot_be_watched_says_why(qtbot, qloop, ui_pod) -> None:
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    view = w.wiki.folders
+    assert view.add_folder(str(ui_pod.home)) is None
+    assert "Hearth's own data" in view.progress_label.text()
+    assert view.folders.count() == 0
+
+
+def test_empty_wiki_explains_itself_and_offers_an_ingest_model(qtbot, qloop, ui_pod) -> None:
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show_wiki()
+    panel = w.wiki.ingest_panel
+    qloop.wait_until(lambda: "No wiki pages yet" in w.wiki.page.toPlainText(), what="the empty state")
+    text = w.wiki.page.toPlainText()
+    assert "No ingest model is chosen" in text and "Memory holds nothing yet" in text
+    assert panel.next_label.text().startswith("Next ingest at ")
+    assert panel.no_model.isVisibleTo(w) and panel.find_local.isVisibleTo(w) and panel.choose.isVisibleTo(w)
+    # a model server on this machine is found and chosen for ingest in two clicks
+    from runtime_host.providers.vendors import Vendor, discover_local
+
+    with FakeModelServer(Script([]), wire="openai", models=["llama3.2:1b"]) as local:
+        ollama = Vendor("ollama", "Ollama", "openai", f"http://127.0.0.1:{local.port}/v1", "", needs_key=False,
+                        local=True)
+        qloop.run(panel.find_server(lambda: discover_local(servers=(ollama,))))
+        assert panel.use_local.isVisibleTo(w) and "llama3.2:1b" in panel.use_local.text()
+        panel.use_local.click()
+    route = ui_pod.role_route("ingest")
+    assert (route["provider"], route["model"]) == ("ollama", "llama3.2:1b")
+    assert not panel.no_model.isVisibleTo(w) and not panel.use_local.isVisibleTo(w)
+    # "Choose a provider…" opens Settings on its Models page
+    ui_pod.store.set_role_model(ui_pod.person.id, "ingest", "", "")  # back to none
+    panel.refresh()
+    assert panel.choose.isVisibleTo(w)
+    panel.choose.click()
+    assert panel.settings_dialog.isVisible()
+    assert panel.settings_dialog.tabs.currentWidget() is panel.settings_dialog.models
+    panel.settings_dialog.close()
+
+
+def test_ingest_now_writes_pages_with_the_chosen_model(qtbot, qloop, ui_pod, fake_model) -> None:
+    scope = f"private/{ui_pod.person.id}"
+    qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.add_source(
+        "We fly to Lisbon on 4 May and stay in the Alfama flat.", scope=scope)))
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show_wiki()
+    qloop.wait_until(lambda: "Memory holds 1 source(s)" in w.wiki.page.toPlainText(), what="the empty state")
+    panel = w.wiki.ingest_panel
+    # without an ingest model, Ingest now says what is missing and writes nothing
+    messages: list[str] = []
+    w.wiki.status.connect(messages.append)
+    qloop.run(panel.ingest())
+    assert "ingest model is chosen" in messages[-1] and w.wiki.tree.topLevelItemCount() == 0
+    ui_pod.set_role_model("ingest", "fake/fake-1")
+    panel.refresh()
+    assert not panel.no_model.isVisibleTo(w)
+    fake_model.script = Script([Text(json.dumps([{"title": "Lisbon trip", "scope": scope, "category": "travel",
+                                                  "body": "- We fly to Lisbon on 4 May [1]",
+                                                  "citations": {"1": "S1"}}]))])
+    panel.ingest_now.click()
+    qloop.wait_until(lambda: w.wiki.tree.topLevelItemCount() == 1, what="the written page in the tree")
+    assert "Ingest wrote 1 page(s)" in messages[-1]
+    assert w.wiki.tree.topLevelItem(0).child(0).child(0).text(0) == "Lisbon trip"
