@@ -372,19 +372,24 @@ def _call_model(ctx: TurnContext, messages: list[dict[str, Any]], tools: dict[st
 
 def _run_tool(ctx: TurnContext, call: dict[str, Any], tools: dict[str, Tool], parent_id: str | None,
               step_id: str | None = None) -> str:
-    step_id = step_id or ctx.start_step("tool", call["name"], arguments=call["arguments"], call_id=call["id"],
-                                        parent_id=parent_id)
     tool = tools.get(call["name"])
+    refused: dict[str, Any] | None = None
     if tool is None:
-        output = f"error: there is no tool named {call['name']!r}. Available: {', '.join(sorted(tools)) or 'none'}."
-        ctx.finish_step(step_id, "failed", {"output": output})
-        return output
-    if ctx.guard is not None:
+        refused = {"output": f"error: there is no tool named {str(call['name'])[:100]!r}. "
+                             f"Available: {', '.join(sorted(tools)) or 'none'}."}
+    elif ctx.guard is not None:
         decision = ctx.guard.check(call["name"], call["arguments"])
         if not decision.allowed:
-            output = f"error: refused by Hearth's guard ({decision.rule}): {decision.reason}"
-            ctx.finish_step(step_id, "failed", {"output": output, "guard": decision.rule})
-            return output
+            refused = {"output": f"error: refused by Hearth's guard ({decision.rule}): {decision.reason}",
+                       "guard": decision.rule}
+    # A refused call keeps only a short summary of its arguments in the record.
+    arguments = {"summary": _summary(call["arguments"])} if refused else call["arguments"]
+    step_id = step_id or ctx.start_step("tool", str(call["name"])[:200], arguments=arguments, call_id=call["id"],
+                                        parent_id=parent_id)
+    if refused is not None or tool is None:
+        refused = refused or {"output": "error: no such tool"}
+        ctx.finish_step(step_id, "failed", refused)
+        return str(refused["output"])
     context = {"turn_id": ctx.turn_id, "step_id": step_id}
     try:
         if tool.in_process:  # a Pod tool: it only waits for the Pod over the pipe

@@ -162,3 +162,21 @@ async def test_a_worker_stuck_past_the_time_limit_is_stopped_by_the_pod(agent, f
     fake_model.script = lambda req: Text("awake")
     again = await asyncio.wait_for(agent.chat("busy", "now?"), 30)
     assert again.ok and again.text == "awake"
+
+
+async def test_a_refused_call_keeps_a_short_summary_of_its_200k_arguments(agent, fake_model) -> None:
+    huge = "y" * 200_000
+
+    def model(req: Request) -> Any:
+        if not req.tool_results:
+            return ToolCalls([("no_such_tool", {"blob": huge}), ("read_file", {"path": huge})])
+        return Text("ok")
+
+    fake_model.script = model
+    r = await asyncio.wait_for(agent.chat("busy", "try these"), 30)
+    assert r.ok, r.error
+    results = fake_model.requests[-1].tool_results
+    assert results[0].startswith("error: there is no tool named 'no_such_tool'")
+    tools = [s for s in agent.store.list_steps(r.turn_id) if s.kind == "tool"]
+    assert len(tools) == 2 and all(s.status == "failed" for s in tools)
+    assert all(len(json.dumps(s.arguments)) < 1000 for s in tools)
