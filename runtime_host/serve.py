@@ -3,6 +3,10 @@
 Contract v1 (JSON; every answer carries "contract": 1): GET /v1/health (no token), GET /v1/agents,
 POST /v1/chat {agent, message, conversation_id?, new?}, GET /v1/turns?conversation_id=, GET /v1/runs,
 POST /v1/turns/{id}/cancel (stops a turn at once; answers {turn_id, status, text, error}).
+Conversations: GET /v1/conversations?agent= (newest first, with origin and schedule), GET /v1/conversations/{id}
+(messages and turns with their steps), PATCH /v1/conversations/{id} {title}, DELETE /v1/conversations/{id},
+GET /v1/conversations/{id}/export?format=markdown|json ({text}), GET /v1/search?q= (messages in every
+conversation, each with conversation_id and message_id).
 A message larger than one turn can carry is refused with 413 and the reason in "error".
 The contract may only add fields; a breaking change gets a new route (/v2/...). Requests carry
 `Authorization: Bearer <token>`; only the token's scrypt hash is stored (pod_meta "serve_token").
@@ -186,6 +190,31 @@ def make_app(pod: Any, gate: TokenGate | None = None) -> Any:
     async def cancel(request: Request) -> JSONResponse:
         return answer(await pod.stop_turn(request.path_params["turn_id"], "a remote client"))
 
+    async def conversations(request: Request) -> JSONResponse:
+        agent = request.query_params.get("agent")
+        if not agent:
+            raise ValueError("agent is required: /v1/conversations?agent=NAME")
+        return answer({"conversations": pod.list_conversations(agent)})
+
+    async def conversation(request: Request) -> JSONResponse:
+        cid = request.path_params["conversation_id"]
+        if request.method == "DELETE":
+            pod.delete_conversation(cid)
+            return answer({"deleted": cid})
+        if request.method == "PATCH":
+            body = await request.json()
+            if not isinstance(body, dict) or not isinstance(body.get("title"), str):
+                raise ValueError("the body must be JSON: {\"title\": …}")
+            return answer(pod.rename_conversation(cid, body["title"]))
+        return answer({"conversation": pod.conversation(cid)})
+
+    async def export(request: Request) -> JSONResponse:
+        fmt = request.query_params.get("format", "markdown")
+        return answer({"format": fmt, "text": pod.export_conversation(request.path_params["conversation_id"], fmt)})
+
+    async def search(request: Request) -> JSONResponse:
+        return answer({"results": pod.search_conversations(request.query_params.get("q", ""))})
+
     return Starlette(routes=[
         Route("/v1/health", health),
         Route("/v1/agents", guarded(agents)),
@@ -193,6 +222,10 @@ def make_app(pod: Any, gate: TokenGate | None = None) -> Any:
         Route("/v1/turns", guarded(turns)),
         Route("/v1/runs", guarded(runs)),
         Route("/v1/turns/{turn_id}/cancel", guarded(cancel), methods=["POST"]),
+        Route("/v1/conversations", guarded(conversations)),
+        Route("/v1/conversations/{conversation_id}", guarded(conversation), methods=["GET", "PATCH", "DELETE"]),
+        Route("/v1/conversations/{conversation_id}/export", guarded(export)),
+        Route("/v1/search", guarded(search)),
     ])
 
 

@@ -47,6 +47,29 @@ async def test_server_side_every_route_keeps_its_promised_fields(pod, script) ->
         assert bad.status_code == 404 and "No agent named 'nobody'" in bad.json()["error"]
 
 
+async def test_conversations_over_the_contract_list_read_rename_export_search_and_delete(pod, script) -> None:
+    script([Text("the kettle is in the shed")])
+    token = new_token(pod)
+    auth = {"Authorization": f"Bearer {token}"}
+    transport = httpx.ASGITransport(app=make_app(pod))
+    async with httpx.AsyncClient(transport=transport, base_url="http://pod", headers=auth) as c:
+        cid = (await c.post("/v1/chat", json={"agent": "helper", "message": "where is the kettle?"})).json()["conversation_id"]
+        listed = (await c.get("/v1/conversations", params={"agent": "helper"})).json()["conversations"]
+        assert [(x["id"], x["title"], x["origin"]) for x in listed] == [(cid, "where is the kettle?", "chat")]
+        one = (await c.get(f"/v1/conversations/{cid}")).json()["conversation"]
+        assert [m["content"] for m in one["messages"]] == ["where is the kettle?", "the kettle is in the shed"]
+        assert one["turns"][0]["steps"][0]["kind"] == "model"
+        assert (await c.patch(f"/v1/conversations/{cid}", json={"title": "Kettle"})).json()["title"] == "Kettle"
+        md = (await c.get(f"/v1/conversations/{cid}/export", params={"format": "markdown"})).json()["text"]
+        assert md.startswith("# Kettle") and "in the shed" in md
+        hits = (await c.get("/v1/search", params={"q": "KETTLE shed"})).json()["results"]
+        assert [(h["conversation_id"], h["role"]) for h in hits] == [(cid, "assistant")]
+        assert (await c.delete(f"/v1/conversations/{cid}")).status_code == 200
+        gone = await c.get(f"/v1/conversations/{cid}")
+        assert gone.status_code == 404 and "does not exist" in gone.json()["error"]
+        assert (await c.get("/v1/conversations", params={"agent": "helper"})).json()["conversations"] == []
+
+
 async def test_client_side_tolerates_added_fields_and_refuses_another_contract() -> None:
     from starlette.applications import Starlette
     from starlette.responses import JSONResponse
