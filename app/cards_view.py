@@ -61,6 +61,16 @@ class CardWidget(QFrame):
         layout.addLayout(form)
         layout.addLayout(buttons)
         self._task: asyncio.Task[Any] | None = None
+        self.show_state(card)
+
+    def show_state(self, card: dict[str, Any]) -> None:
+        """An approved card whose send failed stays here with the reason and a Retry (sent at most once)."""
+        self.card = {**self.card, **card}
+        failed = self.card.get("state") == "failed"
+        self.approve.setText("Retry send" if failed else "Approve and send")
+        self.approve.setAccessibleName("Retry send" if failed else "Approve and send")
+        if failed:
+            self.message.setText(self.card.get("error") or "Not sent.")
 
     def edits(self) -> dict[str, str]:
         out = {}
@@ -94,7 +104,7 @@ class CardWidget(QFrame):
                 self._busy(False)
                 return
             if out["state"] == "failed":
-                self.message.setText(out.get("error") or "Not sent.")
+                self.show_state(out)
                 self._busy(False)
                 return
             self.message.setText({"sent": "Sent.", "rejected": "Rejected: nothing was sent."}.get(out["state"], out["state"]))
@@ -179,12 +189,16 @@ class CardsView(QWidget):
         self.widgets: dict[str, CardWidget] = {}
 
     def refresh(self) -> None:
-        cards = self.pod.mail.cards(self.pod.person.id, state="pending")
+        cards = self.pod.mail.cards(self.pod.person.id)  # waiting, and failed sends (with a Retry)
         partner_cards = self.pod.partner_cards()
         ids = {c["id"] for c in cards} | {c["id"] for c in partner_cards}
         for cid in list(self.widgets):
             if cid not in ids:
                 self.widgets.pop(cid).deleteLater()
+        for c in cards:
+            w = self.widgets.get(c["id"])
+            if isinstance(w, CardWidget) and (w.card.get("state"), w.card.get("error")) != (c["state"], c["error"]):
+                w.show_state(c)
         for c in cards + partner_cards:
             if c["id"] not in self.widgets:
                 w = CardWidget(self.pod, c) if "subject" in c else PartnerCardWidget(self.pod, c)

@@ -695,6 +695,8 @@ class MainWindow(QMainWindow):
             if cid not in self.cards.widgets:
                 self._inline.pop(cid).deleteLater()
         for cid, w in self.cards.widgets.items():
+            if cid in self._inline and hasattr(w, "show_state"):
+                self._inline[cid].show_state(w.card)  # type: ignore[attr-defined]  # a failed send: reason, Retry
             if cid in self._inline or self._card_turns.get(cid) != self.conversation_id:
                 continue
             clone = type(w)(self.pod, w.card)

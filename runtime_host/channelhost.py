@@ -46,6 +46,13 @@ class ChannelsHost:
             if self.port.get_card(cid) is None:
                 self.port.open_card(str(ev.get("person") or self.pod.person.id), str(ev.get("kind") or "send"),
                                     str(ev.get("summary") or "Approval needed"), str(ev.get("body") or ""), card_id=cid)
+        elif ev.get("type") == "card.decided" and ev.get("state") == "failed" and self.telegram is not None:
+            # An approved send that failed: the phone shows the reason and a Retry, wherever it was approved.
+            task = asyncio.ensure_future(self.telegram.send_failed(
+                str(ev["card_id"]), str(ev.get("person") or self.pod.person.id),
+                str(ev.get("summary") or "An approved send"), str(ev.get("error") or "Not sent.")))
+            self._tasks.add(task)
+            task.add_done_callback(self._done)
 
     def claim(self, card_id: str, approve: bool, decided_by: str) -> None:
         """Records a decision made in the app; raises AlreadyDecided when the phone was first."""

@@ -113,10 +113,11 @@ def build_parser() -> argparse.ArgumentParser:
     for verb in ("approve", "reject"):
         tv = td.add_parser(verb)
         tv.add_argument("task_id")
-    ca = sub.add_parser("cards", help="mail waiting for your approval")
+    ca = sub.add_parser("cards", help="mail waiting for your approval, and approved mail that failed to send")
     ca.add_argument("--json", action="store_true")
-    cd = sub.add_parser("card", help="approve (send) or reject a mail card").add_subparsers(dest="action", required=True)
-    for verb in ("approve", "reject"):
+    cd = sub.add_parser("card", help="approve (send), reject, or retry a mail card whose send failed").add_subparsers(
+        dest="action", required=True)
+    for verb in ("approve", "reject", "retry"):
         cv = cd.add_parser(verb)
         cv.add_argument("card_id")
 
@@ -608,10 +609,12 @@ async def _amain(args: argparse.Namespace) -> int:
                 _print_json(rows)
             else:
                 for c in rows:
-                    print(f"{c['id']}\t{c['to']}\t{c['subject']}\t{c['why']}")
+                    state = "waiting" if c["state"] == "pending" else (
+                        f"NOT SENT: {c['error']} (retry: `card retry {c['id']}`)")
+                    print(f"{c['id']}\t{c['to']}\t{c['subject']}\t{state}\t{c['why']}")
             return EXIT_OK
         if args.cmd == "card":
-            fn = pod.mail.approve if args.action == "approve" else pod.mail.reject
+            fn = {"approve": pod.mail.approve, "reject": pod.mail.reject, "retry": pod.mail.retry}[args.action]
             out = await fn(args.card_id, pod.person.id)
             print(f"Card {out['id']}: {out['state']}" + (f" ({out['error']})" if out.get("error") else ""))
             return EXIT_OK if out["state"] in ("sent", "rejected") else EXIT_FAILED

@@ -246,10 +246,13 @@ class MailHost:
                        "body": f"**Subject:** {card.subject}\n\n{card.body}"})
 
     # -- cards
-    def cards(self, person_id: str, state: str | None = "pending") -> list[dict[str, Any]]:
+    def cards(self, person_id: str, state: str | tuple[str, ...] | None = ("pending", "failed")) -> list[dict[str, Any]]:
+        """The person's cards in `state` (default: those waiting for them: pending, or failed to send with the
+        reason in `error`, to retry or reject)."""
         mine = {a.id: a for a in self.accounts(person_id)}
+        states = (state,) if isinstance(state, str) else state
         return [{**c.to_dict(), "inbox": mine[c.account_id].address}
-                for c in list_cards(self.engine, state=state) if c.account_id in mine]
+                for c in list_cards(self.engine) if c.account_id in mine and (states is None or c.state in states)]
 
     def _card_account(self, card_id: str, person_id: str) -> ledger.AccountRow:
         card = get_card(self.engine, card_id)
@@ -268,20 +271,37 @@ class MailHost:
     async def approve(self, card_id: str, person_id: str, edits: dict[str, str] | None = None, *,
                       _decided: bool = False) -> dict[str, Any]:
         acct = self._card_account(card_id, person_id)
+        if get_card(self.engine, card_id).state == "failed":  # type: ignore[union-attr]
+            return await self.retry(card_id, person_id, edits)  # approved already: sending again is a retry
         if not _decided:
             self._claim(card_id, True)
+        return await self._send(acct, card_id, person_id, edits)
+
+    async def retry(self, card_id: str, person_id: str, edits: dict[str, str] | None = None) -> dict[str, Any]:
+        """Sends an approved card whose send failed, once more (at most once in all: a copy already in the
+        Sent mailbox, by its Message-ID, counts as sent)."""
+        acct = self._card_account(card_id, person_id)
+        card = get_card(self.engine, card_id)
+        if card is None or card.state != "failed":
+            state = card.state if card else "gone"
+            raise StoreError(f"This card is {state}, not a failed send: there is nothing to retry.")
+        return await self._send(acct, card_id, person_id, edits)
+
+    async def _send(self, acct: ledger.AccountRow, card_id: str, person_id: str,
+                    edits: dict[str, str] | None) -> dict[str, Any]:
         try:
             card = await asyncio.to_thread(self.outbox(acct).approve, card_id, edits)
         except OutboxError as exc:
             raise StoreError(str(exc)) from None
-        self.pod.emit({"type": "card.decided", "person": person_id, "card_id": card_id, "state": card.state})
+        self.pod.emit({"type": "card.decided", "person": person_id, "card_id": card_id, "state": card.state,
+                       "kind": "send", "error": card.error, "summary": f"Send mail to {card.to}: {card.subject}"})
         return card.to_dict()
 
     async def reject(self, card_id: str, person_id: str, reason: str | None = None, *,
                      _decided: bool = False) -> dict[str, Any]:
         acct = self._card_account(card_id, person_id)
-        if not _decided:
-            self._claim(card_id, False)
+        if not _decided and get_card(self.engine, card_id).state != "failed":  # type: ignore[union-attr]
+            self._claim(card_id, False)  # (a failed send was approved already: dropping it decides nothing new)
         try:
             card = await asyncio.to_thread(self.outbox(acct).reject, card_id, reason)
         except OutboxError as exc:

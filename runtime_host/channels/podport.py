@@ -113,6 +113,17 @@ class PodChannelPort:
             _call(fn, card, self._tasks)
         return True
 
+    async def retry_card(self, card_id: str, person_id: str) -> str:
+        """Sends an approved mail card whose send failed once more (at most once in all); says how it went."""
+        from runtime_host.store import StoreError
+
+        self._check_person(person_id)
+        try:
+            out = await self.pod.mail.retry(card_id, person_id)
+        except StoreError as exc:
+            return str(exc)
+        return "Sent." if out["state"] == "sent" else f"Still not sent: {out.get('error') or out['state']}"
+
     async def transcribe(self, data: bytes) -> str:
         from runtime_host.speech import SpeechError
 

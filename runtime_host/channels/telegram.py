@@ -581,11 +581,14 @@ class TelegramChannel(Channel):
             self._log_stranger(chat_id, cq.get("from") or {}, message)
             return "This button is not for you."
         parts = data.split(":")
-        if len(parts) != 3 or parts[0] != "c" or parts[2] not in ("a", "r", "s"):
+        if len(parts) != 3 or parts[0] != "c" or parts[2] not in ("a", "r", "s", "t"):
             return "This button is from an older version of Hearth."
         card = self.store.get_card(parts[1])
         if card is None or card.person_id != link.person_id:
             return "This card no longer exists."
+        if parts[2] == "t":  # Retry an approved send that failed
+            retry = getattr(self.port, "retry_card", None)
+            return await retry(card.card_id, link.person_id) if retry else "Retry this send in the Hearth app."
         if parts[2] == "s" or not card.pending:
             await self.card_decided(card)
             return f"Already {card.state} {_who(card.decided_by)}."
@@ -620,6 +623,17 @@ class TelegramChannel(Channel):
         for lk in links:
             self.store.queue_messages(CHANNEL, lk.chat_id, [{"text": text, "parse_mode": "HTML", "reply_markup": markup}],
                                       card_id=card.card_id)
+        if links:
+            await self._flush()
+        return len(links)
+
+    async def send_failed(self, card_id: str, person_id: str, title: str, error: str) -> int:
+        """Tells the person's chats that an approved send failed, with the reason and a Retry button."""
+        text = f"⚠️ <b>Not sent</b> · {escape(title)}\n\n{escape(error)}"
+        markup = {"inline_keyboard": [[{"text": "🔁 Retry", "callback_data": f"c:{card_id}:t"}]]}
+        links = self.store.links(CHANNEL, person_id)
+        for lk in links:
+            self.store.queue_messages(CHANNEL, lk.chat_id, [{"text": text, "parse_mode": "HTML", "reply_markup": markup}])
         if links:
             await self._flush()
         return len(links)

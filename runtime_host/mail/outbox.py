@@ -211,6 +211,9 @@ class Outbox:
             if time.time() - (card.approved_at or 0) < self.send_timeout_s:
                 raise OutboxBusy("This card is being sent right now.")
             return self._resolve(card)
+        if card.state == "failed" and self._in_sent(card):  # it did go out (the Sent mailbox has its Message-ID)
+            self._mark_sent(card.id)
+            return self._get(card.id)
         to, cc = edits.get("to", card.to), edits.get("cc", card.cc)
         if not _recipients(to, cc):
             raise OutboxError(f"No valid recipient in {to!r}: add an address like name@example.org.")

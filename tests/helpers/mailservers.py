@@ -215,7 +215,8 @@ class Received:
 
 @dataclass
 class SmtpSink:
-    """An aiosmtpd server on 127.0.0.1 that keeps every message it accepts."""
+    """An aiosmtpd server on 127.0.0.1 that keeps every message it accepts. After `stop()`, `start()` serves
+    again on the same port (a mail server that was down and came back)."""
 
     messages: list[Received] = field(default_factory=list)
     port: int = 0
@@ -233,7 +234,7 @@ class SmtpSink:
                     sink.messages.append(Received(envelope.mail_from, list(envelope.rcpt_tos), bytes(envelope.content)))
                 return "250 OK"
 
-        self.port = free_port()
+        self.port = self.port or free_port()
         self._controller = Controller(Handler(), hostname="127.0.0.1", port=self.port)
         self._controller.start()
         return self
