@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
@@ -278,7 +278,11 @@ ROLE_LABELS = {
     "ingest": "Memory: writing wiki pages (ingest)",
     "ask_memory": "Ask memory (answers from your wiki)",
     "import": "Watched folders: keep or skip messages of mail exports (import)",
+    "embedding": "Search by meaning (embeddings)",
 }
+# The embedding role's choices: local models only (memory's vectors stay on this computer).
+EMBEDDING_CHOICES = [("On this computer — static (fast)", "local/static"),
+                     ("On this computer — MiniLM (better at meaning, slower to index)", "local/minilm")]
 
 
 class ModelsPage(QWidget):
@@ -289,8 +293,9 @@ class ModelsPage(QWidget):
         self.pod = pod
         layout = QVBoxLayout(self)
         note = QLabel("Each kind of work has its own model. Chat models are set per agent (Edit agent). Memory work "
-                      "defaults to the local model so it costs nothing and needs no network. Search by meaning and "
-                      "speech to text always run on this computer, on fixed local models.")
+                      "defaults to the local model so it costs nothing and needs no network. Search by meaning runs "
+                      "on this computer: changing its model re-embeds your memory in the background, and search keeps "
+                      "working meanwhile. Speech to text runs on a fixed local model.")
         note.setWordWrap(True)
         layout.addWidget(note)
         form = QFormLayout()
@@ -308,7 +313,7 @@ class ModelsPage(QWidget):
                               None)
             else:
                 combo.addItem("Not set", None)
-            for text_, ref in options:
+            for text_, ref in (EMBEDDING_CHOICES if role == "embedding" else options):
                 combo.addItem(text_, ref)
             self.combos[role] = combo
             combo.activated.connect(lambda _i, role=role: self._on_chosen(role))
@@ -318,7 +323,33 @@ class ModelsPage(QWidget):
         self.message.setWordWrap(True)
         self.message.setAccessibleName("Models status")
         layout.addWidget(self.message)
+        self.embedding_progress = QLabel("")
+        self.embedding_progress.setWordWrap(True)
+        self.embedding_progress.setAccessibleName("Re-embedding progress")
+        layout.addWidget(self.embedding_progress)
         layout.addStretch(1)
+        self._progress_timer = QTimer(self)
+        self._progress_timer.setInterval(400)
+        self._progress_timer.timeout.connect(self.show_embedding_progress)
+        self._progress_timer.start()
+        self.show_embedding_progress()
+
+    def show_embedding_progress(self) -> None:
+        """While memory is re-embedded with a newly chosen model: how far it is (search keeps working)."""
+        st = self.pod.embedding_status()
+        if not st:
+            self.embedding_progress.setText("")
+            return
+        if st.get("error"):
+            self.embedding_progress.setText(str(st["error"]))
+        elif st.get("running"):
+            self.embedding_progress.setText(
+                f"Re-embedding memory for search by meaning: {st['done']} of {st['total']} items done. "
+                "Search keeps working meanwhile.")
+        elif st.get("total"):
+            self.embedding_progress.setText(f"Memory is re-embedded: {st['total']} items, ready for search by meaning.")
+        else:
+            self.embedding_progress.setText("")
 
     def _on_chosen(self, role: str) -> None:
         """A choice takes effect at once (the next memory run uses it) and says so."""

@@ -365,6 +365,27 @@ def _schedule(pod: Any, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+async def _reembed(pod: Any) -> None:
+    """Re-embeds memory with the embedding role's model, printing progress (the window does this in the
+    background; a command waits, as its process ends when it returns)."""
+    mem = await pod.in_memory_thread(lambda: pod.memory)
+    mem.set_embedder(pod.embedding_model())
+    shown = None
+    while True:
+        st = mem.embedding_status()
+        line = f"Re-embedding memory with {st['model']}: {st['done']}/{st['total']}"
+        if line != shown and st["total"]:
+            print(line, flush=True)
+            shown = line
+        if not st["running"]:
+            break
+        await asyncio.sleep(0.5)
+    if st["error"]:
+        print(st["error"], file=sys.stderr)
+    else:
+        print(f"Memory search by meaning now uses {st['model']} ({st['total']} items re-embedded).")
+
+
 async def _memory(pod: Any, args: argparse.Namespace) -> int:
     from runtime_host.memory_jobs import MemoryModelError
 
@@ -541,6 +562,8 @@ async def _amain(args: argparse.Namespace) -> int:
             if args.action == "set":
                 pod.set_role_model(args.role, args.model)
                 print(f"The {args.role} role now uses {args.model}.")
+                if args.role == "embedding":
+                    await _reembed(pod)
                 return EXIT_OK
             info = pod.models()
             if args.json:

@@ -46,14 +46,16 @@ EMBEDDED_NOTE = ("the tiny offline model (SmolLM2-135M): it works with no key an
                  "answers and cannot use tools. Add a provider in Settings → Providers for real answers.")
 # Kinds of work, each with its own model. Background roles default to cheap, local models.
 ROLES: dict[str, str] = {
-    # Only roles that something in Hearth uses. Search-by-meaning embeddings and speech to text run on fixed
-    # local models (wiki_engine.embed, runtime_host.speech) and are not choosable here.
+    # Only roles that something in Hearth uses. Speech to text runs on a fixed local model (runtime_host.speech).
     "chat": "each agent's own model (set per agent)",
     "extraction": "embedded",          # memory producer: keep or skip
     "ingest": "extraction",            # memory ingest (writing wiki pages) may pin its own; else the extraction model
     "ask_memory": "ingest",            # "Ask memory" answers; else the ingest model
     "import": "extraction",            # watched folders: keep or skip messages of mail exports; else extraction's
+    "embedding": "local/static",       # memory search by meaning: local/static or local/minilm (see EMBEDDING_MODELS)
 }
+# Local models for the embedding role (ref "local/<name>") and the wiki_engine embedder each one loads.
+EMBEDDING_MODELS: dict[str, str] = {"static": "static", "minilm": "minilm", "all-MiniLM-L6-v2": "minilm"}
 
 
 def hash_passphrase(passphrase: str) -> str:
@@ -647,9 +649,25 @@ class Pod:
         if role == "chat":
             raise StoreError("The chat model is set per agent: `agent edit NAME --provider P --model M`.")
         name, _, model = ref.partition("/")
+        if role == "embedding" and (name != "local" or model not in EMBEDDING_MODELS):
+            raise StoreError("Search by meaning runs on this computer: choose local/static (fast) or local/minilm "
+                             "(better at meaning, slower to index).")
         if name != "local" and self._provider(name) is None:
             raise StoreError(f"No provider named {name!r}. Add it first with `provider add`.")
         self.store.set_role_model(self.person.id, role, name, model)
+        if role == "embedding" and self._memory is not None:
+            # Re-embeds every source in the background; search keeps working meanwhile.
+            self._memory.set_embedder(self.embedding_model())
+
+    def embedding_model(self) -> str:
+        """The wiki_engine embedder chosen for the embedding role ("static" or "minilm")."""
+        info = self.models()["roles"]["embedding"]
+        return EMBEDDING_MODELS.get(info.get("model") or "", "static")
+
+    def embedding_status(self) -> dict[str, Any] | None:
+        """Progress of re-embedding memory after the embedding model changed ({"model", "done", "total",
+        "running", "error"}), or None while memory is not open (nothing is being re-embedded)."""
+        return None if self._memory is None else self._memory.embedding_status()
 
     def role_route(self, role: str) -> dict[str, Any] | None:
         """The route for a background role (following inheritance), or None when none is set."""
@@ -1299,7 +1317,7 @@ class Pod:
 
             from runtime_host.memory_jobs import redactor
 
-            self._memory = wiki_engine.open_memory(self.home / "memory")
+            self._memory = wiki_engine.open_memory(self.home / "memory", embedder=self.embedding_model())
             self._memory.redactor = redactor(self)  # personal data redacted on every path into memory
         return self._memory
 

@@ -100,3 +100,40 @@ async def test_the_embedded_model_gets_no_tools_offered(home) -> None:
         assert binding["routes"][0]["kind"] == "embedded" and binding["routes"][0]["key"] is None
     finally:
         await pod.close()
+
+
+def test_choosing_the_embedding_model_reembeds_memory_with_progress_on_the_cli(home) -> None:
+    from runtime_host.pod import Pod
+
+    async def seed() -> None:
+        pod = Pod(home)
+        try:
+            assert pod.embedding_model() == "static"
+            mem = pod.memory
+            assert mem.embedder.name == "static-wordllama-l2supercat-256"
+            for n in range(40):
+                mem.add_source(f"Note {n}: the plumber comes on day {n}.", scope=f"private/{pod.person.id}")
+        finally:
+            await pod.close()
+
+    asyncio.run(seed())
+    r = cli(home, "models", "set", "embedding", "local/minilm")
+    assert r.returncode == 0, r.stderr
+    assert "Re-embedding memory with minilm-l6-v2-int8:" in r.stdout and "40/40" in r.stdout, r.stdout
+    assert "now uses minilm-l6-v2-int8 (40 items re-embedded)" in r.stdout
+    info = json.loads(cli(home, "models", "--json").stdout)
+    assert info["roles"]["embedding"] == {"provider": "local", "model": "minilm", "source": "set"}
+    bad = cli(home, "models", "set", "embedding", "local/word2vec")
+    assert bad.returncode == 2 and "local/static" in bad.stderr and "local/minilm" in bad.stderr
+
+    async def check() -> None:
+        pod = Pod(home)
+        try:
+            assert pod.embedding_model() == "minilm"
+            hits = await pod.memory_search("when is the plumber coming", k=3)
+            assert hits and pod.memory.index(f"private/{pod.person.id}").vecs.shape[1] == 384
+            assert pod.embedding_status()["running"] is False  # nothing left to re-embed
+        finally:
+            await pod.close()
+
+    asyncio.run(check())
