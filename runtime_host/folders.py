@@ -21,7 +21,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,8 @@ MBOX_TYPES = {".mbox", ".mbx"}
 PDF_TYPES = {".pdf"}
 READABLE = "text, Markdown, PDF, HTML, .eml and .mbox files"
 MAX_BYTES = int(float(os.environ.get("HEARTH_IMPORT_MAX_MB") or 25) * 1024 * 1024)
+# mail exports are read message by message, so they may be much larger than a document
+MAX_MBOX_BYTES = int(float(os.environ.get("HEARTH_IMPORT_MAX_MBOX_MB") or 2048) * 1024 * 1024)
 CHUNK_CHARS = 4000  # a long document becomes several sources, so search points at the right part
 BATCH_FILES = 250  # files read and stored per step (one memory transaction, one progress event)
 MAIL_DECIDE_GROUP = 20  # mail items per keep-or-skip request to the import model
@@ -210,22 +212,41 @@ def _mail_part(raw: bytes) -> dict[str, Any]:
     return {"text": body, "kind": "mail", "subject": mail.subject, "author": mail.from_addr, "ts": ts}
 
 
-def _mbox_messages(data: bytes) -> list[bytes]:
-    """Messages of an mbox file (split at "From " lines; ">From " escapes left as written)."""
-    msgs: list[bytes] = []
+def _mbox_messages(lines: Iterable[bytes]) -> Iterator[bytes]:
+    """Messages of an mbox file, one at a time (split at "From " lines after a blank line)."""
     cur: list[bytes] = []
     blank = True
-    for line in data.splitlines(keepends=True):
+    for line in lines:
         if line.startswith(b"From ") and blank:
             if b"".join(cur).strip():
-                msgs.append(b"".join(cur))
+                yield b"".join(cur)
             cur = []
             continue
         blank = not line.strip()
         cur.append(line)
     if cur and b"".join(cur).strip():
-        msgs.append(b"".join(cur))
-    return msgs
+        yield b"".join(cur)
+
+
+def _read_mbox(path: Path, r: _Read, known_sha: str) -> None:
+    """An mbox export read line by line (it may be far larger than a document): its sha256 and messages."""
+    digest = hashlib.sha256()
+
+    def lines() -> Iterator[bytes]:
+        with path.open("rb") as fh:
+            for line in fh:
+                digest.update(line)
+                yield line
+
+    msgs = [m for m in (_mail_part(raw) for raw in _mbox_messages(lines())) if m["text"]]
+    r.sha = digest.hexdigest()
+    if known_sha and r.sha == known_sha:
+        r.unchanged = True
+        return
+    if not msgs:
+        raise _Skip("the mail export holds no messages with text")
+    r.parts = [dict(m, text=c) for m in msgs for c in chunks(m["text"])]
+    r.reason = f"{len(msgs)} message(s)"
 
 
 class _Skip(Exception):
@@ -243,6 +264,21 @@ def read_file(path: Path, rel: str, mtime_ns: int, size: int, known_sha: str = "
     kinds = TEXT_TYPES | HTML_TYPES | MAIL_TYPES | MBOX_TYPES | PDF_TYPES
     if ext not in kinds:
         r.status, r.reason = SKIPPED, f"not a kind Hearth reads ({ext or 'no extension'}); it reads {READABLE}"
+        return r
+    if ext in MBOX_TYPES and size <= MAX_MBOX_BYTES:
+        try:
+            _read_mbox(path, r, known_sha)
+        except OSError as exc:
+            r.status, r.reason = FAILED, f"could not be read: {exc.strerror or exc}"
+        except _Skip as exc:
+            r.status, r.reason, r.parts = SKIPPED, str(exc), []
+        except Exception as exc:  # a parser bug must cost one file, never the scan
+            log.exception("import of %s failed", rel)
+            r.status, r.reason, r.parts = FAILED, f"could not be read ({type(exc).__name__}: {str(exc)[:120]})", []
+        return r
+    if ext in MBOX_TYPES:
+        r.status, r.reason = SKIPPED, (f"too large ({size / 1048576:.0f} MB; the limit for mail exports is "
+                                       f"{MAX_MBOX_BYTES / 1048576:.0f} MB, set HEARTH_IMPORT_MAX_MBOX_MB to change it)")
         return r
     if size > MAX_BYTES:
         r.status, r.reason = SKIPPED, (f"too large ({size / 1048576:.0f} MB; the limit is {MAX_BYTES / 1048576:.0f} MB, "
@@ -268,13 +304,6 @@ def read_file(path: Path, rel: str, mtime_ns: int, size: int, known_sha: str = "
             if not part["text"]:
                 raise _Skip("the message has no text")
             r.parts = [dict(part, text=c) for c in chunks(part["text"])]
-        elif ext in MBOX_TYPES:
-            msgs = [_mail_part(m) for m in _mbox_messages(data)]
-            msgs = [m for m in msgs if m["text"]]
-            if not msgs:
-                raise _Skip("the mail export holds no messages with text")
-            r.parts = [dict(m, text=c) for m in msgs for c in chunks(m["text"])]
-            notes.append(f"{len(msgs)} message(s)")
         else:
             if _looks_binary(data):
                 raise _Skip(f"binary content in a {ext} file (not text); the file is left as it is")
@@ -423,6 +452,18 @@ class WatchedFolders:
             args.append(status)
         rows = self.db.q(sql + " ORDER BY rel LIMIT ?", (*args, limit))
         return [FileStatus(r[0], r[1], r[2], r[3], len(json.loads(r[4]))) for r in rows]
+
+    def forget_person(self, person_id: str) -> int:
+        """After "forget everything about me" (which deleted the sources): the person's folders are no longer
+        watched, so nothing is imported again behind their back."""
+        ids = [r[0] for r in self.db.q("SELECT id FROM folders WHERE person_id=?", (person_id,))]
+        for fid in ids:
+            self.db.q("DELETE FROM files WHERE folder_id=?", (fid,))
+            self.db.q("DELETE FROM folders WHERE id=?", (fid,))
+            self.running.pop(fid, None)
+        if ids:
+            self.pod.emit({"type": "folders.changed", "person": person_id, "folder": ""})
+        return len(ids)
 
     def _all_sources(self, folder_id: str) -> list[str]:
         return [s for (raw,) in self.db.q("SELECT sources FROM files WHERE folder_id=?", (folder_id,))

@@ -1425,7 +1425,9 @@ class Pod:
         return await self.in_memory_thread(lambda: self.memory.forget_agent(inst.person_id, inst.id))
 
     async def memory_forget_me(self) -> int:
-        return await self.in_memory_thread(lambda: self.memory.forget_person(self.person.id))
+        n = await self.in_memory_thread(lambda: self.memory.forget_person(self.person.id))
+        self.folders.forget_person(self.person.id)  # watched folders too, or they would import it all again
+        return int(n)
 
     async def memory_produce(self) -> list[dict[str, Any]]:
         """Pulls new chat and mail into the memory inbox (keep or skip by the extraction model), then summaries."""
@@ -1810,4 +1812,6 @@ class Pod:
             self._memory = None
         if self._memory_pool is not None:
             self._memory_pool.shutdown(wait=False)
+        if self.__dict__.get("_folders") is not None:
+            self.__dict__["_folders"].close()
         self.store.close()

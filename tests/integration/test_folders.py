@@ -229,3 +229,46 @@ def test_cli_folder_add_list_status_rescan_remove(home, tmp_path) -> None:
     assert r.returncode == 0 and "2 imported source(s) deleted" in r.stdout
     assert json.loads(cli(home, "memory", "search", "orchids Sunday").stdout) == []
     assert cli(home, "folder", "status", str(docs)).returncode == 2
+
+
+async def test_a_mail_export_larger_than_a_document_is_read_message_by_message(pod, tmp_path, small_limit) -> None:
+    docs = tmp_path / "export"
+    docs.mkdir()
+    msgs = []
+    for i in range(300):
+        body = f"Invoice {i} for the roof repair by Slateworks is due on day {i % 28 + 1}. " * 60
+        msgs.append(f"From x@example.org Tue Mar  3 10:00:00 2026\nFrom: Slateworks <x@example.org>\n"
+                    f"Subject: Invoice {i}\nDate: Tue, 03 Mar 2026 10:00:00 +0000\n\n{body}\n\n")
+    (docs / "all.mbox").write_text("".join(msgs))
+    assert (docs / "all.mbox").stat().st_size > 1024 * 1024  # over the document limit of this test
+    folder = pod.folders.add(docs)
+    rep = await pod.folders.scan(folder.id)
+    (status,) = pod.folders.files(folder.id)
+    assert rep.indexed == 1 and status.status == "indexed" and "300 message(s)" in status.reason
+    assert status.sources >= 300
+    hits = await pod.memory_search("Invoice 217 roof repair Slateworks", k=3)
+    assert any(h.title == "Invoice 217 (all.mbox)" for h in hits)
+
+
+async def test_forget_me_stops_watching_my_folders(pod, tmp_path) -> None:
+    docs = tmp_path / "notes"
+    docs.mkdir()
+    (docs / "a.md").write_text("The spare key is under the blue flowerpot by the door.\n")
+    folder = pod.folders.add(docs)
+    await pod.folders.scan(folder.id)
+    await pod.memory_forget_me()
+    assert pod.folders.list_folders() == []
+    (docs / "a.md").write_text("The spare key is now with the neighbour at number 14.\n")
+    await pod.memory_produce()  # the producer's rescan of watched folders imports nothing of mine again
+    assert await pod.memory_search("spare key", mode="keyword") == []
+
+
+async def test_the_memory_producer_picks_up_watched_folders(pod, tmp_path) -> None:
+    docs = tmp_path / "notes"
+    docs.mkdir()
+    pod.folders.add(docs)
+    (docs / "bins.md").write_text("The green recycling bin goes out every other Tuesday night.\n")
+    reports = await pod.memory_produce()
+    mine = [r for r in reports if r["scope"] == f"private/{pod.person.id}"][0]
+    assert [f["indexed"] for f in mine["folders"]] == [1]
+    assert any("recycling" in h.snippet for h in await pod.memory_search("recycling bin Tuesday"))
