@@ -64,10 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     from app.crash import install_crash_handler
     from app.main_window import MainWindow
     from runtime_host.logs import setup_logging
-    from runtime_host.paths import data_dir
+    from runtime_host.paths import data_dir, folder_problem
     from runtime_host.pod import Pod
-
-    from runtime_host.paths import folder_problem
 
     home = data_dir()
     problem = folder_problem(home)

@@ -196,9 +196,10 @@ class CardsView(QWidget):
             if cid not in ids:
                 self.widgets.pop(cid).deleteLater()
         for c in cards:
-            w = self.widgets.get(c["id"])
-            if isinstance(w, CardWidget) and (w.card.get("state"), w.card.get("error")) != (c["state"], c["error"]):
-                w.show_state(c)
+            shown = self.widgets.get(c["id"])
+            if isinstance(shown, CardWidget) and (shown.card.get("state"), shown.card.get("error")) != (
+                    c["state"], c["error"]):
+                shown.show_state(c)
         for c in cards + partner_cards:
             if c["id"] not in self.widgets:
                 w = CardWidget(self.pod, c) if "subject" in c else PartnerCardWidget(self.pod, c)
