@@ -441,9 +441,13 @@ class ChatView(QTextBrowser):
         if not self._dirty or self._stream_pos is None or self._live is None:
             return
         self._dirty = False
+        started = time.perf_counter()
         was_bottom = self._follow and self._at_bottom()
         self._insert(self._html(self._live, "live", live=True), at=self._stream_pos)
         self._scroll_if(was_bottom)
+        # A long answer costs more to draw: draw it less often, so drawing never takes over the loop.
+        cost_ms = (time.perf_counter() - started) * 1000
+        self._timer.setInterval(int(min(250, max(40, cost_ms * 3))))
 
     def stream_end(self, final_text: str | None = None, *, message_id: str | None = None,
                    marker: str | None = None) -> None:

@@ -72,8 +72,10 @@ def turn_messages(pod: Any, turn_id: str) -> list[dict[str, Any]]:
     if turn is None:
         return []
     own(pod, turn.conversation_id)
-    return [{"id": m.id, "role": m.role, "content": m.content, "turn_id": m.turn_id, "created_at": m.created_at}
-            for m in pod.store.list_messages(turn.conversation_id) if m.turn_id == turn_id]
+    with pod.store.engine.connect() as c:  # by its turn alone: a long conversation is not read for this
+        rows = c.execute(text("SELECT id, role, content, turn_id, created_at FROM message"
+                              " WHERE conversation_id = :c AND turn_id = :t"), {"c": turn.conversation_id, "t": turn_id}).all()
+    return sorted((dict(r._mapping) for r in rows), key=lambda m: (0 if m["role"] == "user" else 1, m["created_at"]))
 
 
 def rename(pod: Any, conversation_id: str, title: str) -> dict[str, Any]:
