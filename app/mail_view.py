@@ -87,12 +87,20 @@ class MailView(QWidget):
         self.add.clicked.connect(self._on_add)
         self.message = QLabel("")
         self.message.setWordWrap(True)
+        self.add_toggle = QPushButton("Add an inbox…")
+        self.add_toggle.setCheckable(True)
+        self.add_toggle.toggled.connect(lambda on: self.add_box.setVisible(on or not self.rows))
+        left.addWidget(self.add_toggle)
+        self.add_box = QWidget()
+        add_layout = QVBoxLayout(self.add_box)
+        add_layout.setContentsMargins(0, 0, 0, 0)
+        add_layout.addWidget(QLabel("<b>Add an inbox</b> — Hearth reads with BODY.PEEK (your mail stays unread) and "
+                                    "never sends without your approval."))
+        add_layout.addLayout(form)
+        add_layout.addWidget(self.add)
         layout = QVBoxLayout(self)
         layout.addLayout(top, 3)
-        layout.addWidget(QLabel("<b>Add an inbox</b> — Hearth reads with BODY.PEEK (your mail stays unread) and "
-                                "never sends without your approval."))
-        layout.addLayout(form)
-        layout.addWidget(self.add)
+        layout.addWidget(self.add_box)
         layout.addWidget(self.message)
         self.rows: list[Any] = []
 
@@ -106,6 +114,7 @@ class MailView(QWidget):
             self.accounts.addItem(f"{a.address} ({a.imap.get('host')})")
         self.accounts.blockSignals(False)
         ids = [a.id for a in self.rows]
+        self.add_box.setVisible(self.add_toggle.isChecked() or not self.rows)  # the form while there is no inbox
         for w in (self.rules, self.remove, self.poll, self.save_rules):
             w.setEnabled(bool(self.rows))
         if self.rows:
@@ -189,6 +198,7 @@ class MailView(QWidget):
             self.message.setText(f"Not added: {exc}")
             return
         self.password.clear()
+        self.add_toggle.setChecked(False)
         self.refresh()
         self.accounts.setCurrentRow(self.accounts.count() - 1)
         self._on_poll(added=True)  # the first check marks where "new mail" starts

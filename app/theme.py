@@ -20,6 +20,9 @@ def dark_palette() -> QPalette:
                         (QPalette.ColorRole.Link, QColor(120, 170, 255)),
                         (QPalette.ColorRole.PlaceholderText, QColor(150, 150, 150))):
         p.setColor(role, color)
+    grey = QColor(128, 128, 134)  # disabled buttons and text must look disabled in the dark too
+    for role in (QPalette.ColorRole.Text, QPalette.ColorRole.ButtonText, QPalette.ColorRole.WindowText):
+        p.setColor(QPalette.ColorGroup.Disabled, role, grey)
     return p
 
 
