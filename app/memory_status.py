@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSizePolicy, QWidget
 
 
 def _when(dt: datetime | None) -> str:
@@ -50,6 +50,7 @@ class IngestPanel(QWidget):
         self.choose = QPushButton("Choose a provider…")
         self.choose.setToolTip("Settings → Providers and Models")
         self.choose.clicked.connect(self._on_choose)
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
         row = QHBoxLayout(self)
         row.setContentsMargins(0, 0, 0, 0)
         row.addWidget(self.next_label)
@@ -97,7 +98,7 @@ class IngestPanel(QWidget):
         else:
             from runtime_host.memory_jobs import NO_INGEST_MODEL
 
-            parts.append(f"<p><b>No ingest model is chosen.</b> {html.escape(NO_INGEST_MODEL)}</p>"
+            parts.append(f"<p><b>{html.escape(NO_INGEST_MODEL)}</b></p>"
                          "<p>Use <b>Find a model server on this machine</b> (Ollama, LM Studio, llama.cpp) or "
                          "<b>Choose a provider…</b> above.</p>")
         return "".join(parts)

@@ -92,7 +92,7 @@ def test_empty_wiki_explains_itself_and_offers_an_ingest_model(qtbot, qloop, ui_
     panel = w.wiki.ingest_panel
     qloop.wait_until(lambda: "No wiki pages yet" in w.wiki.page.toPlainText(), what="the empty state")
     text = w.wiki.page.toPlainText()
-    assert "No ingest model is chosen" in text and "Memory holds nothing yet" in text
+    assert "Pages are written once an ingest model is chosen" in text and "Memory holds nothing yet" in text
     assert panel.next_label.text().startswith("Next ingest at ")
     assert panel.no_model.isVisibleTo(w) and panel.find_local.isVisibleTo(w) and panel.choose.isVisibleTo(w)
     # a model server on this machine is found and chosen for ingest in two clicks
