@@ -251,6 +251,15 @@ class ProvidersPage(QWidget):
         self.message.setText(f"Saved provider {info['name']!r}" + (f" ({info['model']})." if info["model"] else "."))
         return True
 
+    def unsaved(self) -> bool:
+        """Whether the form holds a provider (or a change to one) that is not saved yet."""
+        name = self.name.text().strip()
+        if not name:
+            return False
+        saved = self.pod._provider(name)
+        return (saved is None or bool(self.key.text().strip()) or saved["base_url"] != self.base_url.text().strip().rstrip("/")
+                or (saved["model"] or "") != self.model.currentText().strip() or saved["kind"] != self.kind.currentData())
+
     def _on_remove(self) -> None:
         from app.confirm import confirm
 
@@ -651,11 +660,16 @@ class SettingsDialog(QDialog):
         self.resize(560, 460)
 
     def _save(self) -> None:
-        saved = self.models.save()
-        if self.providers.name.text().strip():
-            saved = self.providers.save() and saved
-        if saved:
-            self.accept()
+        """Saves the roles; a provider typed but not saved is checked first (address, key, models) and the
+        dialog stays open to show the outcome."""
+        if not self.models.save():
+            self.tabs.setCurrentWidget(self.models)
+            return
+        if self.providers.unsaved():
+            self.tabs.setCurrentWidget(self.providers)
+            self.providers.start_check(save=True)
+            return
+        self.accept()
 
 
 class AddAgentDialog(QDialog):

@@ -46,12 +46,11 @@ def model(req):
 
 
 async def seed(pod) -> None:
+    import time
     from datetime import UTC, datetime, timedelta
 
     from runtime_host import tasks
     from runtime_host.mail.outbox import create_card
-    import time
-
     from wiki_engine import Page
     from wiki_engine.render import Item
 

@@ -78,3 +78,19 @@ def test_pick_a_provider_to_edit_it_and_remove_asks_first(qtbot, qloop, ui_pod, 
     answer_confirm("Remove")
     page._on_remove()
     assert "helper" in page.message.text() and "fake" in [p["name"] for p in ui_pod.list_providers()]
+
+
+def test_the_dialogs_save_checks_a_typed_provider_before_saving_it(qtbot, qloop, ui_pod) -> None:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    dlg = SettingsDialog(ui_pod)
+    qtbot.addWidget(dlg)
+    dlg.show()
+    page = dlg.providers
+    page.name.setText("typo")
+    page.base_url.setText(f"http://127.0.0.1:{port}/v1")
+    dlg._save()
+    qloop.wait_until(lambda: "Check failed" in page.message.text(), what="the check")
+    assert dlg.isVisible() and "typo" not in [p["name"] for p in ui_pod.list_providers()]
