@@ -225,6 +225,7 @@ class MainWindow(QMainWindow):
         row = QHBoxLayout()
         self.composer = Composer()
         self.composer.submitted.connect(self.send)
+        self.composer.textChanged.connect(self._on_composer_changed)
         self.composer.setPlaceholderText("Message your agent — Ctrl+Enter to send")
         self.composer.setAccessibleName("Message")
         self.composer.setFixedHeight(90)
@@ -624,9 +625,14 @@ class MainWindow(QMainWindow):
             self._editing = message_id
             self.composer.setPlainText(text)
             self.composer.setFocus()
-            self.statusBar().showMessage("Editing your message: send it to get a new answer from there.")
+            self.statusBar().showMessage("Editing your message: send it to get a new answer from there (empty the box to cancel).")
         elif kind == "regenerate":
             self._answer_again(message_id, None)
+
+    def _on_composer_changed(self) -> None:
+        if self._editing is not None and not self.composer.toPlainText().strip():
+            self._editing = None  # the person emptied the box: no longer editing that message
+            self.statusBar().showMessage("Edit cancelled.", 3000)
 
     def _answer_again(self, message_id: str, text: str | None) -> None:
         conv = self.conversation_id
@@ -890,9 +896,9 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage(problem)
             self.chat.append_message("error", problem)
             return
+        editing, self._editing = self._editing, None
         self.composer.clear()
-        if self._editing is not None and self.conversation_id:
-            editing, self._editing = self._editing, None
+        if editing is not None and self.conversation_id:
             self._answer_again(editing, text)
             return
         self.chat.append_message("user", text)

@@ -14,7 +14,16 @@ from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
 
 _md = MarkdownIt("commonmark", {"html": False, "linkify": False, "breaks": True}).enable(["table", "strikethrough"])
-_formatter = HtmlFormatter(nowrap=True, noclasses=True, style="friendly")
+_formatters = {False: HtmlFormatter(nowrap=True, noclasses=True, style="friendly"),
+               True: HtmlFormatter(nowrap=True, noclasses=True, style="github-dark")}
+
+
+def _dark() -> bool:
+    """Code colours follow the window's light or dark appearance."""
+    from PySide6.QtGui import QGuiApplication, QPalette
+
+    app = QGuiApplication.instance()
+    return app is not None and QGuiApplication.palette().color(QPalette.ColorRole.Base).lightness() < 128
 
 # One type scale for messages and wiki pages: body at the window's font size, headings by a fixed ratio,
 # a generous line height, and quiet labels.
@@ -50,7 +59,7 @@ def _lexer(lang: str) -> Any:
 
 def _highlight(code: str, lang: str) -> str:
     lexer = _lexer(lang.lower())
-    return highlight(code, lexer, _formatter) if lexer is not None else html.escape(code)
+    return highlight(code, lexer, _formatters[_dark()]) if lexer is not None else html.escape(code)
 
 
 def _code_rule(_self: Any, tokens: Any, idx: int, _options: Any, env: Any) -> str:

@@ -97,6 +97,9 @@ def test_copy_regenerate_edit_and_branch(qtbot, qloop, ui_pod, script) -> None:
     first_q = ui_pod.conversation(conv)["messages"][0]["id"]
     click(w, f"hearth-act:edit:{first_q}")
     assert w.composer.toPlainText() == "question one"
+    w.composer.clear()  # emptying the box cancels the edit; Edit again
+    assert w._editing is None
+    click(w, f"hearth-act:edit:{first_q}")
     w.composer.setPlainText("question one, edited")
     w.send()
     qloop.wait_until(lambda: w.conversation_id != conv and "answer to the edit" in w.chat.toPlainText(),
