@@ -62,3 +62,13 @@ def test_check_lists_models_refuses_a_wrong_key_and_remove_waits_for_agents(home
         assert "mine" not in cli(home, "provider", "list").stdout
     finally:
         server.stop()
+
+
+def test_agent_delete_needs_yes(home) -> None:
+    assert cli(home, "agent", "add", "spare", "--provider", "embedded").returncode == 0
+    r = cli(home, "agent", "delete", "spare")
+    assert r.returncode == 2 and "--yes" in r.stderr
+    assert "spare" in cli(home, "agent", "list").stdout
+    r = cli(home, "agent", "delete", "spare", "--yes")
+    assert r.returncode == 0, r.stderr
+    assert "spare" not in cli(home, "agent", "list").stdout
