@@ -451,6 +451,10 @@ class MainWindow(QMainWindow):
         self.agent = item.data(Qt.ItemDataRole.UserRole)
         self.chat.agent_name = self.agent or "Agent"
         self._on_model_picked()
+        self.conversation_search.blockSignals(True)  # choosing an agent leaves a search
+        self.conversation_search.clear()
+        self.conversation_search.blockSignals(False)
+        self.conversations.searching = False
         try:
             last = self.pod.last_chat(self.agent)
         except StoreError:
@@ -458,6 +462,8 @@ class MainWindow(QMainWindow):
         self.load_conversation(last)
 
     def refresh_conversations(self) -> None:
+        if self.conversations.searching and self.conversation_search.text().strip():
+            return  # search results stay while the person goes through them
         if not self.agent:
             self.conversations.load([], None)
             return
@@ -937,6 +943,10 @@ class MainWindow(QMainWindow):
         if kind in ("card.created", "card.decided"):
             self.cards.refresh()
             self._refresh_inline_cards(ev)
+        if kind in ("conversation.changed", "conversation.deleted") and not self.conversations.searching:
+            self.refresh_conversations()
+            if kind == "conversation.deleted" and ev.get("conversation_id") == self.conversation_id:
+                self.load_conversation(self.pod.last_chat(self.agent) if self.agent else None)
         if kind in ("task.proposed", "task.changed"):
             self.tasks.refresh()
         if kind == "audit" and self.pages.currentWidget() is self.activity:

@@ -221,12 +221,15 @@ def test_search_finds_messages_in_every_conversation_and_jumps_to_the_message(qt
     assert "long one · other" in hit.text(0) and "zebra crossing" in hit.text(0)
     w.conversations.open_item(hit)
     assert w.agent == "other" and w.conversation_id == conv.id
+    assert w.conversations.topLevelItemCount() == 1  # the results stay while going through them
     # the message was far above the first page: it is loaded and in view
     bar = w.chat.verticalScrollBar()
     assert "the zebra crossing is here" in w.chat.toPlainText()
     cursor = w.chat.document().find("the zebra crossing")
     top = w.chat.document().documentLayout().blockBoundingRect(cursor.block()).top()
     assert bar.value() <= top <= bar.value() + w.chat.viewport().height()
+    w.conversation_search.clear()
+    assert w.conversations.rows() == ["long one"]
 
 
 def test_scheduled_runs_are_grouped_and_opening_an_agent_opens_the_last_chat(qtbot, qloop, ui_pod, script) -> None:
