@@ -195,7 +195,54 @@ def build_parser() -> argparse.ArgumentParser:
     tu = sub.add_parser("turns", help="turns with their steps as a tree")
     tu.add_argument("--json", action="store_true")
     tu.add_argument("--conversation")
+    co = sub.add_parser("conversations", help="your conversations: list, search, rename, export, delete").add_subparsers(
+        dest="action", required=True)
+    col = co.add_parser("list", help="an agent's conversations, newest first (scheduled runs marked)")
+    col.add_argument("agent")
+    col.add_argument("--json", action="store_true")
+    cos = co.add_parser("search", help="full-text search over all your conversations")
+    cos.add_argument("query")
+    cos.add_argument("--json", action="store_true")
+    cor = co.add_parser("rename", help="give a conversation a title")
+    cor.add_argument("conversation_id")
+    cor.add_argument("title")
+    coe = co.add_parser("export", help="print a conversation as Markdown (or --json)")
+    coe.add_argument("conversation_id")
+    coe.add_argument("--json", action="store_true")
+    cod = co.add_parser("delete", help="delete a conversation with its messages and steps (needs --yes)")
+    cod.add_argument("conversation_id")
+    cod.add_argument("--yes", action="store_true", help="really delete (it cannot be undone)")
     return p
+
+
+def _conversations(pod: Any, args: argparse.Namespace) -> int:
+    if args.action == "list":
+        rows = pod.list_conversations(args.agent)
+        if args.json:
+            _print_json(rows)
+        for c in [] if args.json else rows:
+            kind = f"run of {c['schedule'] or 'a schedule'}" if c["schedule_id"] else c["origin"]
+            print(f"{c['id']}\t{kind}\t{c['messages']} messages\t{c['title']}")
+    elif args.action == "search":
+        hits = pod.search_conversations(args.query)
+        if args.json:
+            _print_json(hits)
+        for h in [] if args.json else hits:
+            print(f"{h['conversation_id']}\t{h['agent']}\t{h['title']}\t{h['snippet']}")
+        if not hits and not args.json:
+            print(f"No message holds {args.query!r}.")
+    elif args.action == "rename":
+        print(f"Renamed to {pod.rename_conversation(args.conversation_id, args.title)['title']!r}.")
+    elif args.action == "export":
+        print(pod.export_conversation(args.conversation_id, "json" if args.json else "markdown"))
+    elif args.action == "delete":
+        if not args.yes:
+            print("Deleting a conversation cannot be undone: add --yes (export it first to keep a copy).",
+                  file=sys.stderr)
+            return EXIT_USAGE
+        pod.delete_conversation(args.conversation_id)
+        print("Deleted.")
+    return EXIT_OK
 
 
 def _print_json(obj: Any) -> None:
@@ -691,6 +738,8 @@ async def _amain(args: argparse.Namespace) -> int:
                 failed |= out["status"] in ("pending", "running")
                 print(f"Turn {out['turn_id']}: {out['status']}" + (f" ({out['error']})" if out.get("error") else ""))
             return EXIT_FAILED if failed else EXIT_OK
+        if args.cmd == "conversations":
+            return _conversations(pod, args)
         if args.cmd == "turns":
             rows = pod.turns(args.conversation)
             if args.json:

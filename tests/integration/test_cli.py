@@ -76,3 +76,26 @@ def test_unknown_agent_exits_non_zero_naming_the_fix(home, fake_model) -> None:
 def test_empty_key_on_stdin_is_refused(home, fake_model) -> None:
     r = cli(home, "provider", "add", "fake", "--base-url", fake_model.base_url, "--key-from-stdin", stdin="\n")
     assert r.returncode == 2 and "standard input was empty" in r.stderr
+
+
+def test_conversations_from_the_cli_list_search_rename_export_and_delete_after_asking(home, fake_model, script,
+                                                                                        secure_keyring) -> None:
+    import json as _json
+
+    setup_agent(home, fake_model.base_url)
+    script([Text("The spare key is under the blue pot.")])
+    assert cli(home, "chat", "helper", "where is the spare key?").returncode == 0
+    listed = _json.loads(cli(home, "conversations", "list", "helper", "--json").stdout)
+    assert [(c["title"], c["origin"], c["messages"]) for c in listed] == [("where is the spare key?", "chat", 2)]
+    cid = listed[0]["id"]
+    hit = cli(home, "conversations", "search", "BLUE pot")
+    assert hit.returncode == 0 and hit.stdout.startswith(cid) and "under the blue pot" in hit.stdout
+    assert "No message holds" in cli(home, "conversations", "search", "purple").stdout
+    assert cli(home, "conversations", "rename", cid, "Spare key").returncode == 0
+    md = cli(home, "conversations", "export", cid).stdout
+    assert md.startswith("# Spare key") and "**You**" in md and "blue pot" in md
+    refused = cli(home, "conversations", "delete", cid)
+    assert refused.returncode == 2 and "--yes" in refused.stderr
+    assert cli(home, "conversations", "delete", cid, "--yes").returncode == 0
+    gone = cli(home, "conversations", "export", cid)
+    assert gone.returncode == 2 and "does not exist" in gone.stderr
