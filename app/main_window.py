@@ -593,11 +593,6 @@ class MainWindow(QMainWindow):
                     note["steps"] = t["steps"]
                 entries.append(note)
         live = next((t for t in turns if t["status"] in ("pending", "running") and not t["note"]), None)
-        if entries:
-            for e in reversed(entries):  # the latest answer's steps open
-                if e.get("steps"):
-                    e["expanded"] = True
-                    break
         self.chat.set_messages(entries)
         self._set_live_turn(live["id"] if live else None)
         if live is not None and live["status"] == "running":

@@ -56,11 +56,15 @@ def test_each_answer_keeps_its_own_tool_tree_with_sub_agents_nested_also_when_re
     fresh = MainWindow(ui_pod)  # as after a restart: history only
     qtbot.addWidget(fresh)
     fresh.open_conversation("lead", w.conversation_id)
+    # in history each answer's tree is folded to one line and opens on demand
     text = fresh.chat.toPlainText()
-    # the latest answer's tree is open: the delegate call with the sub-agent's own calls under it
+    assert "tool delegate" not in text and text.count(" steps · ") == 2
+    click(fresh, f"hearth-steps:{ui_pod.turns(w.conversation_id)[1]['id']}")
+    text = fresh.chat.toPlainText()
+    # the delegate call with the sub-agent's own calls under it
     assert "tool delegate task=compute six times seven ✓" in text
     assert text.index("tool delegate") < text.index("tool calculate expression=6*7") < text.index("Done: part 42")
-    # the earlier answer keeps its own tree, folded to one line; it opens on demand
+    # the earlier answer keeps its own tree, still folded
     assert "please multiply" in text and "tool calculate expression=3*3" not in text
     first_turn = ui_pod.turns(w.conversation_id)[0]["id"]
     click(fresh, f"hearth-steps:{first_turn}")
