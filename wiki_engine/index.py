@@ -505,9 +505,8 @@ class ScopeIndex:
             sims = np.where(self.alive, sims, -2.0)
         return sims
 
-    def conversation_max(self, scores: np.ndarray) -> np.ndarray:
-        """For each source row, the best score among the sources of its conversation (sources less than
-        ``GAP_S`` apart in time); 0 for pages."""
+    def _conversations(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Source rows in time order, where each conversation starts in that order, and its length."""
         if self._groups is None or self._groups[0] != self._version:
             rows = np.nonzero(self.is_source)[0]
             order = rows[np.argsort(self.ts[rows], kind="stable")]
@@ -518,11 +517,30 @@ class ScopeIndex:
             else:
                 starts = lengths = np.zeros(0, np.int64)
             self._groups = (self._version, order, starts, lengths)
-        _, order, starts, lengths = self._groups
+        return self._groups[1], self._groups[2], self._groups[3]
+
+    def conversation_max(self, scores: np.ndarray) -> np.ndarray:
+        """For each source row, the best score among the sources of its conversation (sources less than
+        ``GAP_S`` apart in time); 0 for pages."""
+        order, starts, lengths = self._conversations()
         out = np.zeros_like(scores)
         if order.size:
             best = np.maximum.reduceat(scores[order], starts)
             out[order] = np.repeat(best, lengths)
+        return out
+
+    def neighbour_sum(self, scores: np.ndarray) -> np.ndarray:
+        """For each source row, the scores of the sources just before and after it in its conversation."""
+        order, starts, _ = self._conversations()
+        out = np.zeros_like(scores)
+        if order.size > 1:
+            s = scores[order]
+            same = np.ones(order.size - 1, dtype=bool)
+            same[starts[1:] - 1] = False  # the last of one conversation and the first of the next
+            add = np.zeros_like(s)
+            add[1:] += np.where(same, s[:-1], 0.0)
+            add[:-1] += np.where(same, s[1:], 0.0)
+            out[order] = add
         return out
 
     def speakers_named(self, words: set[str]) -> set[int]:

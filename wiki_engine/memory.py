@@ -112,12 +112,13 @@ class Quarantined:
 
 
 # Ranked-path weights. Keywords (bm25, scaled by the best score) and meaning (cosine, scaled between the
-# best and the MEANING_POOL-th best) carry the ranking; a source also gains a share of the best score in its
-# conversation, a speaker named in the question counts for more, and importance and recency only break
+# best and the MEANING_POOL-th best) carry the ranking; a source also gains a share of the scores of the sources
+# said just before and after it and of the best score in its conversation, a speaker named in the question counts for more, and importance and recency only break
 # near-ties, so an old fact said once still ranks by what it says. Set with cross-validation on LoCoMo's
 # dev conversations (tuned on four, tested on the fifth), nothing tuned to names or ids.
 W_KEYWORDS = 0.63
 W_MEANING = 0.27
+W_NEIGHBOURS = 0.2
 W_CONVERSATION = 0.3
 SPEAKER_BOOST = 0.5
 W_IMPORTANCE = 0.06
@@ -915,9 +916,13 @@ class Memory:
                 sem = np.clip((sims - lo) / (hi - lo), 0.0, None) if hi > lo else np.ones_like(sims, dtype=np.float64)
                 kwn = kw / kw_best if kw_best > 0 else kw
                 score = W_KEYWORDS * kwn + W_MEANING * sem
+                score = score + W_NEIGHBOURS * idx.neighbour_sum(score)
                 score = score + W_CONVERSATION * idx.conversation_max(score)
                 if named:
-                    score = score * np.where(np.isin(idx.spk, list(named)), 1.0 + SPEAKER_BOOST, 1.0)
+                    by_named = np.zeros(idx.spk.shape, dtype=bool)
+                    for sid in named:
+                        by_named |= idx.spk == sid
+                    score = score * np.where(by_named, 1.0 + SPEAKER_BOOST, 1.0)
                 imp = np.where(idx.imp < 0, DEFAULT_IMPORTANCE, idx.imp)
                 age_days = np.maximum(0.0, (now - idx.ts) / 86400.0)
                 score = score + W_IMPORTANCE * imp + W_RECENCY * np.power(0.5, age_days / RECENCY_HALF_LIFE_DAYS)
