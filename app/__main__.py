@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
             instance.server.close()
             cannot_start.append(str(exc))
             return
-        first_run = not pod.list_agents() and not pod.store.list_providers()
+        first_run = not pod.list_agents() and not pod.list_providers(builtin=False)
         if first_run:
             # First run: an assistant on the built-in offline model, so Hearth answers at once.
             pod.add_agent("Assistant", profile="assistant")

@@ -568,6 +568,9 @@ class StepsTree(QTreeWidget):
         return len(self._items)
 
 
+RUN_CONVERSATION = Qt.ItemDataRole.UserRole + 1  # a run item's (agent name, conversation id)
+
+
 class RunsList(QTreeWidget):
     """Background, scheduled and mail-triggered runs with their state (newest first)."""
 
@@ -588,6 +591,7 @@ class RunsList(QTreeWidget):
             item = QTreeWidgetItem([r["agent"], r["origin"], state, r["prompt"][:80], result[:120]])
             item.setToolTip(4, result[:2000])
             item.setData(0, Qt.ItemDataRole.UserRole, r["id"])
+            item.setData(0, RUN_CONVERSATION, (r["agent"], r["conversation_id"]))
             self.addTopLevelItem(item)
             self._ids.append(r["id"])
 

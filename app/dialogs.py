@@ -256,7 +256,7 @@ class ProvidersPage(QWidget):
         name = self.name.text().strip()
         if not name:
             return False
-        saved = self.pod._provider(name)
+        saved = self.pod.provider(name)
         return (saved is None or bool(self.key.text().strip()) or saved["base_url"] != self.base_url.text().strip().rstrip("/")
                 or (saved["model"] or "") != self.model.currentText().strip() or saved["kind"] != self.kind.currentData())
 

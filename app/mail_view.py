@@ -129,18 +129,15 @@ class MailView(QWidget):
         return self.rows[i] if 0 <= i < len(self.rows) else None
 
     def _on_account(self, _row: int) -> None:
-        from runtime_host.mail import ledger
-
         acct = self._current()
         if acct is None:
             return
         self.rules.set_rules(acct.rules)
         self.recent.clear()
-        for m in ledger.list_messages(self.pod.store.engine, acct.id, limit=50):
+        for m in self.pod.mail.messages(acct.id, self.pod.person.id, limit=50):
             self.recent.addItem(f"{m.get('from_addr', '')} — {m.get('subject', '')}")
 
     def _on_save_rules(self) -> None:
-        from runtime_host.mail import ledger
         from runtime_host.mail.rules import RuleError
 
         acct = self._current()
@@ -149,11 +146,10 @@ class MailView(QWidget):
             return
         try:
             rules = self.rules.value()
-            ledger.set_rules(self.pod.store.engine, acct.id, rules)
-        except (RuleError, ValueError) as exc:
+            self.pod.mail.set_rules(acct.id, self.pod.person.id, rules)  # the next check uses them
+        except (RuleError, ValueError, StoreError) as exc:
             self.message.setText(f"Rules not saved: {exc}")
             return
-        self.pod.mail._rooms.pop(acct.id, None)  # the next poll uses the new rules
         self.message.setText(f"Saved {len(rules)} rule(s) for {acct.address}; they apply to mail from the next check on.")
         self.refresh()
 

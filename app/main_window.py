@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 from app.activity_view import ActivityView
 from app.bridge import PodBridge
 from app.cards_view import CardsView
-from app.chat_view import ChatView, RunsList, StepsTree, cut_off_marker
+from app.chat_view import RUN_CONVERSATION, ChatView, RunsList, StepsTree, cut_off_marker
 from app.conversation_list import ConversationList
 from app.dialogs import AddAgentDialog, SettingsDialog
 from app.mail_view import MailView
@@ -687,12 +687,9 @@ class MainWindow(QMainWindow):
 
     def _on_run_opened(self, item: Any, _column: int = 0) -> None:
         """A run (background, scheduled, mail) opens its conversation, where the person can answer it."""
-        turn = self.pod.store.get_turn(item.data(0, Qt.ItemDataRole.UserRole))
-        if turn is None:
-            return
-        found = self.pod.store.get_instance(turn.instance_id)
-        if found is not None:
-            self.open_conversation(found[0].name, turn.conversation_id)
+        where = item.data(0, RUN_CONVERSATION)
+        if where and where[1]:
+            self.open_conversation(*where)
 
     def _refresh_inline_cards(self, ev: dict[str, Any]) -> None:
         """Cards created during a turn of this conversation show right above the composer, too."""

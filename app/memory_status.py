@@ -67,9 +67,7 @@ class IngestPanel(QWidget):
         return task
 
     def has_model(self) -> bool:
-        from runtime_host.memory_jobs import capable
-
-        return capable(self.pod._memory_route("ingest"))
+        return self.pod.has_memory_model("ingest")
 
     def next_text(self) -> str:
         from runtime_host.memory_jobs import next_run

@@ -3,7 +3,7 @@ in plain words with the next runs, pause/resume/delete, and the run ledger."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from PySide6.QtCore import Qt, QTimer, Signal
@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 from runtime_host.schedule import local_zone as schedule_local_zone
 from runtime_host.store import StoreError
 
-LIVE_EVENTS = ("schedule.added", "schedule.ticked", "schedules.paused", "agent.deleted")
+LIVE_EVENTS = ("schedule.added", "schedule.changed", "schedule.ticked", "schedules.paused", "agent.deleted")
 
 
 def _fit(table: QTableWidget, stretch: int) -> None:
@@ -182,32 +182,27 @@ class SchedulesView(QWidget):
         self.open_conversation.emit(r["agent"], r["conversation_id"])
 
     def _on_cron(self, _text: str = "") -> None:
-        from runtime_host import schedule
-
         expr = self.cron.text().strip()
         if not expr:
             self.preview.setText("")
             self.add.setEnabled(False)
             return
         try:
-            sched = schedule.Schedule(expr, self.tz.text().strip() or "UTC", "once")
-            runs = schedule.next_runs(sched, datetime.now(UTC), 3)
-        except (schedule.CronError, ValueError) as exc:
+            preview = self.pod.schedule_preview(expr, self.tz.text().strip() or "UTC", 3)
+        except ValueError as exc:  # CronError: a cron expression or time zone that cannot be used
             self.preview.setText(f"⚠ {exc}")
             self.add.setEnabled(False)
             return
-        local = [r.astimezone(schedule.zone(sched.tz)).strftime("%a %d %b %H:%M") for r in runs]
-        self.preview.setText(f"{schedule.describe(expr).capitalize()}. Next: {', '.join(local)}")
+        local = [r.strftime("%a %d %b %H:%M") for r in preview["next"]]
+        self.preview.setText(f"{preview['description'].capitalize()}. Next: {', '.join(local)}")
         self.add.setEnabled(True)
 
     def _on_add(self) -> None:
-        from runtime_host import schedule
-
         try:
             info = self.pod.add_schedule(self.agent.currentData() or "", self.cron.text().strip(),
                                          self.prompt.toPlainText().strip(), tz=self.tz.text().strip() or "UTC",
                                          catch_up=self.catch_up.currentData())
-        except (schedule.CronError, StoreError) as exc:
+        except (ValueError, StoreError) as exc:  # CronError is a ValueError
             self.message.setText(str(exc))
             return
         self.message.setText(f"Scheduled {info['agent']}: {info['description']}.")
@@ -220,16 +215,16 @@ class SchedulesView(QWidget):
         return self.rows[i] if 0 <= i < len(self.rows) else None
 
     def _on_pause(self) -> None:
-        from runtime_host import schedule
-
         r = self._selected()
         if r:
-            schedule.set_paused(self.pod.store.engine, r["id"], not r["paused"])
+            try:
+                self.pod.pause_schedule(r["id"], not r["paused"])
+            except StoreError as exc:
+                self.message.setText(str(exc))
             self.refresh()
 
     def _on_delete(self) -> None:
         from app.confirm import confirm
-        from runtime_host import schedule
 
         r = self._selected()
         if r is None:
@@ -240,6 +235,10 @@ class SchedulesView(QWidget):
                        "It will not run again; its past runs stay in the ledger."):
             self.message.setText("Nothing deleted.")
             return
-        schedule.delete_schedule(self.pod.store.engine, r["id"])
-        self.message.setText("Schedule deleted; its past runs stay in the ledger.")
+        try:
+            self.pod.delete_schedule(r["id"])
+        except StoreError as exc:
+            self.message.setText(str(exc))
+        else:
+            self.message.setText("Schedule deleted; its past runs stay in the ledger.")
         self.refresh()

@@ -130,8 +130,6 @@ class TasksView(QWidget):
         self._show(self.current)
 
     def _show(self, t: dict[str, Any]) -> None:
-        from runtime_host import tasks
-
         lines = [f"<h3>{t['title']}</h3><p><i>{t['creator']} → {t['owner']} · {t['size']} · {t['state']}</i></p>",
                  f"<p>{t['description']}</p>"]
         if t.get("result"):
@@ -140,7 +138,11 @@ class TasksView(QWidget):
             lines.append(f"<p><b>Why:</b> {t['error']}</p>")
         lines.append("<h4>Timeline</h4><ul>")
         names = {a["id"]: a["name"] for a in self.pod.list_agents()}
-        for e in tasks.events(self.pod.store.engine, t["id"]):
+        try:
+            timeline = self.pod.task_timeline(t["id"])
+        except StoreError:  # deleted meanwhile: no timeline to show
+            timeline = []
+        for e in timeline:
             lines.append(f"<li>{time.strftime('%H:%M:%S', time.localtime(e['ts']))} {html.escape(timeline_text(e, names))}</li>")
         lines.append("</ul>")
         self.detail.setHtml("".join(lines))

@@ -65,6 +65,16 @@ class MailHost:
     def accounts(self, person_id: str) -> list[ledger.AccountRow]:
         return ledger.list_accounts(self.engine, person_id)
 
+    def messages(self, account_id: str, person_id: str, limit: int = 50) -> list[dict[str, Any]]:
+        """The inbox's kept messages, oldest first, without their body text."""
+        return ledger.list_messages(self.engine, self._account(account_id, person_id).id, limit=limit)
+
+    def set_rules(self, account_id: str, person_id: str, rules: list[Any]) -> None:
+        """Replaces the inbox's rules (RuleError when one is wrong); the next check of mail uses them."""
+        acct = self._account(account_id, person_id)
+        ledger.set_rules(self.engine, acct.id, rules)
+        self._rooms.pop(acct.id, None)
+
     def _account(self, account_id: str, person_id: str | None = None) -> ledger.AccountRow:
         acct = ledger.get_account(self.engine, account_id)
         if acct is None or (person_id is not None and acct.person_id != person_id):

@@ -329,6 +329,43 @@ class Pod:
 
         return [self._schedule_info(r) for r in schedule.list_schedules(self.store.engine, self.person.id)]
 
+    def _own_schedule(self, schedule_id: str) -> Any:
+        from runtime_host import schedule
+
+        row = schedule.get_schedule(self.store.engine, schedule_id)
+        if row is None or row.person_id != self.person.id:
+            raise StoreError("That schedule does not exist (it may have been deleted).")
+        return row
+
+    def pause_schedule(self, schedule_id: str, paused: bool) -> dict[str, Any]:
+        """Pauses or resumes one of the person's schedules (due times while paused are skipped)."""
+        from runtime_host import schedule
+
+        row = self._own_schedule(schedule_id)
+        schedule.set_paused(self.store.engine, row.id, paused)
+        self.emit({"type": "schedule.changed", "person": row.person_id, "schedule_id": row.id})
+        return self._schedule_info(self._own_schedule(schedule_id))
+
+    def delete_schedule(self, schedule_id: str) -> None:
+        """Deletes one of the person's schedules; its past runs stay in the ledger."""
+        from runtime_host import schedule
+
+        row = self._own_schedule(schedule_id)
+        schedule.delete_schedule(self.store.engine, row.id)
+        self.emit({"type": "schedule.changed", "person": row.person_id, "schedule_id": row.id})
+
+    @staticmethod
+    def schedule_preview(cron: str, tz: str = "UTC", n: int = 3) -> dict[str, Any]:
+        """A cron expression in plain words and its next `n` times (in `tz`); CronError (a ValueError) says
+        what is wrong with it."""
+        from datetime import UTC, datetime
+
+        from runtime_host import schedule
+
+        sched = schedule.Schedule(cron, tz or "UTC", "once")
+        runs = schedule.next_runs(sched, datetime.now(UTC), n)
+        return {"description": schedule.describe(cron), "next": [r.astimezone(schedule.zone(sched.tz)) for r in runs]}
+
     def ensure_memory_timers(self) -> None:
         """The memory producer, ingest and nightly pass run on the same scheduler and ledger."""
         from runtime_host import schedule
@@ -462,6 +499,10 @@ class Pod:
             log.info("no key removed for provider %s: %s", name, exc)
         self.store.delete_provider(name)
         self._epoch += 1
+
+    def provider(self, name: str) -> dict[str, Any] | None:
+        """The provider by name (or the built-in offline model), None when there is none."""
+        return self._provider(name)
 
     def _provider(self, name: str) -> dict[str, Any] | None:
         if name == EMBEDDED["name"]:
@@ -1174,6 +1215,15 @@ class Pod:
         return [{**t.to_dict(), "owner": names.get(t.owner_instance), "creator": names.get(t.creator_instance)}
                 for t in tasks.list_tasks(self.store.engine, self.person.id, state)]
 
+    def task_timeline(self, task_id: str) -> list[dict[str, Any]]:
+        """What happened to one of the person's tasks, oldest first (ts, kind and its details)."""
+        from runtime_host import tasks
+
+        t = tasks.get(self.store.engine, task_id)
+        if t is None or t.person_id != self.person.id:
+            raise StoreError("That task does not exist (it may have been deleted).")
+        return tasks.events(self.store.engine, task_id)
+
     async def decide_task(self, task_id: str, approve: bool, decided_by: str = "app") -> dict[str, Any]:
         """The person's allow (or not) for a proposed hand-off. On approval the receiving agent starts
         a fresh conversation under its own identity; only the task text and the parent link move."""
@@ -1390,6 +1440,12 @@ class Pod:
         return "\n".join(f"[{h.kind} {h.id[:12]}{' · ' + h.title if h.title else ''}] {h.snippet}" for h in hits)
 
     # -- memory pipelines (run by the scheduler's memory timers, or by hand; see runtime_host/memory_jobs.py)
+    def has_memory_model(self, role: str = "ingest") -> bool:
+        """Whether the model chosen for a memory role (ingest, extraction, ...) can do that job."""
+        from runtime_host.memory_jobs import capable
+
+        return capable(self._memory_route(role))
+
     def _memory_route(self, role: str) -> dict[str, Any] | None:
         try:
             return self.role_route(role)

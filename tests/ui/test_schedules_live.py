@@ -48,3 +48,41 @@ def test_a_scheduled_run_appears_live_opens_its_conversation_and_takes_a_reply(q
     w.runs.itemDoubleClicked.emit(item, 0)
     assert w.conversation_id in {r["conversation_id"] for r in ui_pod.runs()}
     assert "three meetings today" in w.chat.toPlainText()
+
+
+def test_pause_and_delete_go_through_the_pod_for_the_person_shown_only(qtbot, qloop, ui_pod) -> None:
+    import pytest
+
+    from runtime_host.store import StoreError
+    from tests.ui.conftest import answer_confirm
+
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show()
+    w.pages.setCurrentWidget(w.schedules)
+    mine = ui_pod.add_schedule("helper", "0 9 * * *", "Morning briefing", name="Briefing")
+    view = w.schedules
+    qloop.wait_until(lambda: view.table.rowCount() == 1, what="the schedule to show")
+    view.table.selectRow(0)
+    view.pause.click()
+    assert view.table.item(0, 4).text() == "paused" and ui_pod.schedules()[0]["paused"]
+    view.pause.click()
+    assert view.table.item(0, 4).text() == "active" and not ui_pod.schedules()[0]["paused"]
+
+    # Another person's schedule is not theirs to pause or delete, whatever its id.
+    me = ui_pod.person.name
+    ui_pod.add_person("Bob")
+    ui_pod.switch_person("Bob")
+    with pytest.raises(StoreError, match="does not exist"):
+        ui_pod.pause_schedule(mine["id"], True)
+    with pytest.raises(StoreError, match="does not exist"):
+        ui_pod.delete_schedule(mine["id"])
+    ui_pod.switch_person(me)
+    assert len(ui_pod.schedules()) == 1 and not ui_pod.schedules()[0]["paused"]
+
+    view.refresh()
+    view.table.selectRow(0)
+    answer_confirm("Delete")
+    view.delete.click()
+    qloop.wait_until(lambda: view.table.rowCount() == 0, what="the deleted schedule to go")
+    assert ui_pod.schedules() == [] and "deleted" in view.message.text()
