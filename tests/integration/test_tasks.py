@@ -8,7 +8,6 @@ import time
 
 import pytest
 
-from runtime_host import tasks
 from runtime_host.store import StoreError
 from tests.helpers.fake_model import Text, ToolCalls
 
@@ -71,8 +70,14 @@ async def test_proposed_approved_active_done_with_the_result_on_the_row(two_agen
     assert calls["lead"] == lead_calls_while_waiting + 1  # the lead spent no model calls waiting
     done = pod.list_tasks()[0]
     assert done["state"] == "done" and done["result"] == "Findings: the answer is 42."
-    timeline = [e["kind"] for e in tasks.events(pod.store.engine, t["id"])]
+    timeline = [e["kind"] for e in pod.task_timeline(t["id"])]  # what the window's Tasks page shows
     assert timeline == ["proposed", "active", "done"]
+    me = pod.person.name
+    pod.add_person("Bob")
+    pod.switch_person("Bob")
+    with pytest.raises(StoreError, match="does not exist"):
+        pod.task_timeline(t["id"])  # another person's task is not theirs to read
+    pod.switch_person(me)
     # what moved: the task text only; the researcher's conversation is its own
     msgs = pod.store.list_messages(done["conversation_id"])
     assert msgs[0].content.startswith("Task: Find the answer") and "please find the answer" not in msgs[0].content
