@@ -290,6 +290,29 @@ class RemotePod:
         data = self._check(await self.http.post(f"{self.base}/v1/turns/{turn_id}/cancel"))
         return {k: data.get(k) for k in ("turn_id", "status", "text", "error")}
 
+    # The rest of the contract, under the local Pod's names (awaited here), so a window can call either.
+    async def runs(self) -> list[dict[str, Any]]:
+        return (await self._get("/v1/runs"))["runs"]
+
+    async def list_conversations(self, agent: str) -> list[dict[str, Any]]:
+        return (await self._get("/v1/conversations", agent=agent))["conversations"]
+
+    async def conversation(self, conversation_id: str) -> dict[str, Any]:
+        return (await self._get(f"/v1/conversations/{conversation_id}"))["conversation"]
+
+    async def rename_conversation(self, conversation_id: str, title: str) -> dict[str, Any]:
+        data = self._check(await self.http.patch(f"{self.base}/v1/conversations/{conversation_id}", json={"title": title}))
+        return {k: v for k, v in data.items() if k != "contract"}
+
+    async def delete_conversation(self, conversation_id: str) -> None:
+        self._check(await self.http.delete(f"{self.base}/v1/conversations/{conversation_id}"))
+
+    async def export_conversation(self, conversation_id: str, fmt: str = "markdown") -> str:
+        return (await self._get(f"/v1/conversations/{conversation_id}/export", format=fmt))["text"]
+
+    async def search_conversations(self, query: str) -> list[dict[str, Any]]:
+        return (await self._get("/v1/search", q=query))["results"]
+
     async def close(self) -> None:
         await self.http.aclose()
 

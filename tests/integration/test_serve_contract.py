@@ -70,6 +70,31 @@ async def test_conversations_over_the_contract_list_read_rename_export_search_an
         assert (await c.get("/v1/conversations", params={"agent": "helper"})).json()["conversations"] == []
 
 
+async def test_the_remote_client_offers_the_pods_conversation_calls_under_the_same_names(pod, script) -> None:
+    """What the local window calls on the Pod, the remote window can call on RemotePod (awaited) and gets
+    the same answer, wherever the contract has the route."""
+    script([Text("the kettle is in the shed")])
+    client = RemotePod("http://pod", new_token(pod))
+    client.http = httpx.AsyncClient(transport=httpx.ASGITransport(app=make_app(pod)), headers=client.http.headers)
+    try:
+        cid = (await client.chat("helper", "where is the kettle?"))["conversation_id"]
+        assert await client.list_conversations("helper") == pod.list_conversations("helper")
+        assert await client.conversation(cid) == pod.conversation(cid)
+        assert await client.search_conversations("kettle") == pod.search_conversations("kettle")
+        assert (await client.rename_conversation(cid, "Kettle"))["title"] == pod.conversation(cid)["title"] == "Kettle"
+        assert await client.export_conversation(cid) == pod.export_conversation(cid)
+        assert [r["id"] for r in await client.runs()] == [r["id"] for r in pod.runs()]
+        await client.delete_conversation(cid)
+        assert pod.list_conversations("helper") == []
+        with pytest.raises(RemoteError, match="does not exist"):
+            await client.conversation(cid)
+    finally:
+        await client.close()
+    shared = {"runs", "list_conversations", "conversation", "rename_conversation", "delete_conversation",
+              "export_conversation", "search_conversations", "turns", "chat"}
+    assert all(callable(getattr(pod, n, None)) and callable(getattr(RemotePod, n, None)) for n in shared)
+
+
 async def test_client_side_tolerates_added_fields_and_refuses_another_contract() -> None:
     from starlette.applications import Starlette
     from starlette.responses import JSONResponse
