@@ -944,7 +944,10 @@ class MainWindow(QMainWindow):
         if kind == "audit" and self.pages.currentWidget() is self.activity:
             self.activity.refresh()
         self.schedules.on_pod_event(ev)
-        if kind in ("turn.queued", "turn.started", "turn.finished") and ev.get("origin", "chat") != "chat":
+        if kind == "channels.failed":  # e.g. a wrong Telegram token: said, not dropped
+            self.statusBar().showMessage(f"{ev.get('error') or 'The phone channels did not start.'} "
+                                         "Check the channel in Settings → Channels and save it again.")
+        if kind in ("turn.queued", "turn.started", "turn.finished", "turn.abandoned") and ev.get("origin", "chat") != "chat":
             self.runs.load(self.pod.runs())
         if ev.get("conversation_id") != self.conversation_id or self.conversation_id is None:
             return
@@ -973,6 +976,13 @@ class MainWindow(QMainWindow):
             self.chat.step_finished(ev["step_id"], ev["status"], ev.get("result"), ev.get("finished_at"))
         elif kind == "turn.resuming":
             self.statusBar().showMessage(f"The agent's worker restarted ({ev.get('reason')}); resuming the turn.")
+        elif kind == "turn.abandoned":  # another Hearth host took the turn over: it is not running here any more
+            self._set_live_turn(None)
+            why = (f"Stopped on this computer: {ev.get('reason') or 'its lease was lost'}. The Hearth host that "
+                   "holds the turn now finishes it; open the conversation again later to see its answer.")
+            self.chat.stream_end(None, marker=why)
+            self.header.setText(f"{self.agent} — moved to another host")
+            self.statusBar().showMessage(why)
         elif kind == "turn.finished":
             self._set_live_turn(None)
             self.chat.assign_ids(self.pod.turn_messages(ev["turn_id"]))

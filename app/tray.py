@@ -123,6 +123,10 @@ def notification_for(ev: dict[str, Any]) -> tuple[str, str] | None:
         return f"{what} by {ev.get('agent')} failed", (ev.get("error") or "")[:200]
     if kind == "card.created":
         return "Waiting for your approval", (ev.get("summary") or "")[:200]
+    if kind == "channels.failed":
+        return "Phone channels did not start", (ev.get("error") or "")[:200]
+    if kind == "turn.abandoned" and origin not in ("chat", "telegram"):
+        return f"Run by {ev.get('agent')} moved to another host", (ev.get("reason") or "")[:200]
     if kind == "worker.state" and ev.get("new") == "fatal":
         return f"Agent {ev.get('agent')} stopped", (ev.get("reason") or "")[:200]
     return None

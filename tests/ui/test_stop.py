@@ -80,3 +80,31 @@ def test_reopened_conversation_gives_every_unanswered_message_a_status(qtbot, ql
     assert text.index("second") < text.index("Failed: HTTP 500") < text.index("third")
     assert text.index("third") < text.index("No answer (orphaned)")
     assert not w.stop_turn_button.isEnabled()
+
+
+def test_a_turn_taken_over_by_another_host_stops_looking_as_if_it_still_ran(qtbot, qloop, ui_pod, script) -> None:
+    script([Text(SLOW, chunk_chars=4, delay_s=0.1)])
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show()
+    start_slow_answer(qtbot, qloop, w)
+    turn_id = w._live_turn
+    ui_pod.store.update_turn(turn_id, lease_until=0)  # this host's lease ran out; another host claims the turn
+    assert ui_pod.store.claim_turn(turn_id, "other-host:1:x", 30)
+
+    async def renew() -> list[str]:
+        return ui_pod.renew_leases_once()
+
+    assert qloop.run(renew()) == [turn_id]
+    qloop.wait_until(lambda: "working" not in w.header.text(), timeout=5, what="the header to leave 'working'")
+    assert w.header.text().endswith("moved to another host") and not w.stop_turn_button.isEnabled()
+    assert "The Hearth host that holds the turn now finishes it" in w.chat.toPlainText()
+
+
+def test_channels_that_did_not_start_are_said_in_the_window(qtbot, qloop, ui_pod) -> None:
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show()
+    ui_pod.emit({"type": "channels.failed", "error": "The phone channels did not start: Unauthorized"})
+    qloop.wait_until(lambda: "Unauthorized" in w.statusBar().currentMessage(), timeout=5, what="the message")
+    assert "Settings → Channels" in w.statusBar().currentMessage()
