@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
@@ -36,6 +37,7 @@ from app.tasks_view import TasksView
 from app.tray import NotificationBar, Tray, app_icon, notification_for
 from app.voice import VoiceButton
 from app.wiki_view import WikiView
+from runtime_host import events
 from runtime_host.pod import EMBEDDED, EMBEDDED_NOTE
 from runtime_host.store import StoreError
 
@@ -100,6 +102,11 @@ class MainWindow(QMainWindow):
         self.pod = pod
         self.bridge = PodBridge(pod, self)
         self.bridge.event.connect(self._on_pod_event)
+        self._turn_handlers: dict[type[events.Event], Callable[[Any], None]] = {
+            events.TurnStarted: self._on_turn_started, events.Delta: self._on_delta, events.Progress: self._on_progress,
+            events.StepStarted: self._on_step_started, events.StepFinished: self._on_step_finished,
+            events.TurnResuming: self._on_turn_resuming, events.TurnAbandoned: self._on_turn_abandoned,
+            events.TurnFinished: self._on_turn_finished}
         self.agent: str | None = None
         self.conversation_id: str | None = None
         self._new_conversation = False
@@ -211,6 +218,10 @@ class MainWindow(QMainWindow):
         self.runs = RunsList()
         self.runs.setToolTip("Double-click a run to open its conversation and answer it there")
         self.runs.itemDoubleClicked.connect(self._on_run_opened)
+        self._runs_soon = QTimer(self)  # run events come in bursts: the list is read once per burst
+        self._runs_soon.setSingleShot(True)
+        self._runs_soon.setInterval(100)
+        self._runs_soon.timeout.connect(lambda: self.runs.load(self.pod.runs()))
         self.bottom_tabs = QTabWidget()
         self.bottom_tabs.addTab(self.steps, "Steps")
         self.bottom_tabs.addTab(self.runs, "Runs")
@@ -927,81 +938,93 @@ class MainWindow(QMainWindow):
         note = notification_for(ev)
         if note is not None:
             self.tray.notify(*note)
-        if kind == "worker.state":
+        e = events.parse(ev)
+        self.schedules.on_pod_event(ev)
+        if isinstance(e, events.WorkerState):
             self.refresh_agents_labels()
-            if ev.get("new") == "fatal":
-                self.statusBar().showMessage(f"Agent {ev.get('agent')} stopped: {ev.get('reason')}")
+            if e.new == "fatal":
+                self.statusBar().showMessage(f"Agent {e.agent} stopped: {e.reason}")
             return
-        if kind in ("card.created", "card.decided"):
+        if isinstance(e, events.CardChanged):
             self.cards.refresh()
             self._refresh_inline_cards(ev)
-        if kind in ("conversation.changed", "conversation.deleted") and not self.conversations.searching:
+        elif isinstance(e, events.ConversationChanged) and not self.conversations.searching:
             self.refresh_conversations()
-            if kind == "conversation.deleted" and ev.get("conversation_id") == self.conversation_id:
+            if e.type == "conversation.deleted" and e.conversation_id == self.conversation_id:
                 self.load_conversation(self.pod.last_chat(self.agent) if self.agent else None)
-        if kind in ("task.proposed", "task.changed"):
+        elif isinstance(e, events.TaskChanged):
             self.tasks.refresh()
-        if kind == "audit" and self.pages.currentWidget() is self.activity:
+        elif isinstance(e, events.Audit) and self.pages.currentWidget() is self.activity:
             self.activity.refresh()
-        self.schedules.on_pod_event(ev)
-        if kind == "channels.failed":  # e.g. a wrong Telegram token: said, not dropped
-            self.statusBar().showMessage(f"{ev.get('error') or 'The phone channels did not start.'} "
+        elif isinstance(e, events.ChannelsFailed):  # e.g. a wrong Telegram token: said, not dropped
+            self.statusBar().showMessage(f"{e.error or 'The phone channels did not start.'} "
                                          "Check the channel in Settings → Channels and save it again.")
-        if kind in ("turn.queued", "turn.started", "turn.finished", "turn.abandoned") and ev.get("origin", "chat") != "chat":
-            self.runs.load(self.pod.runs())
-        if ev.get("conversation_id") != self.conversation_id or self.conversation_id is None:
-            return
-        if kind == "turn.started":
-            self._set_live_turn(ev["turn_id"])
-            self.steps.clear_steps()
-            self.chat.stream_begin(ev["turn_id"])
-            self._progress = {}
-            self.header.setText(f"{self.agent} — working…")
-        elif kind == "delta" and ev.get("parent_id") is None:
-            self.chat.stream_append(ev["text"])
-        elif kind in ("iteration", "model_calls"):
-            # The live header: the lead's step count, and the turn's model calls (sub-agents included) of its budget.
-            label = "step" if kind == "iteration" else "model calls"
-            self._progress[kind] = f"{label} {ev['n']}/{ev['max']}"
-            shown = " · ".join(self._progress[k] for k in ("iteration", "model_calls") if k in self._progress)
-            self.header.setText(f"{self.agent} — working… {shown}")
-        elif kind == "step.started":
-            self.steps.add_step(ev["step_id"], ev.get("parent_id"), ev["kind"], ev["name"], ev.get("arguments"), ev.get("started_at"))
-            self.chat.step_started(ev["step_id"], ev.get("parent_id"), ev["kind"], ev["name"], ev.get("arguments"),
-                                   ev.get("started_at"))
-            if ev["kind"] == "model" and ev.get("parent_id") is None and self.chat.streaming_text:
-                self.chat.stream_append("\n\n")  # a new model call after tool calls: its text follows
-        elif kind == "step.finished":
-            self.steps.finish_step(ev["step_id"], ev["status"], ev.get("result"), ev.get("finished_at"))
-            self.chat.step_finished(ev["step_id"], ev["status"], ev.get("result"), ev.get("finished_at"))
-        elif kind == "turn.resuming":
-            self.statusBar().showMessage(f"The agent's worker restarted ({ev.get('reason')}); resuming the turn.")
-        elif kind == "turn.abandoned":  # another Hearth host took the turn over: it is not running here any more
-            self._set_live_turn(None)
-            why = (f"Stopped on this computer: {ev.get('reason') or 'its lease was lost'}. The Hearth host that "
-                   "holds the turn now finishes it; open the conversation again later to see its answer.")
-            self.chat.stream_end(None, marker=why)
-            self.header.setText(f"{self.agent} — moved to another host")
-            self.statusBar().showMessage(why)
-        elif kind == "turn.finished":
-            self._set_live_turn(None)
-            self.chat.assign_ids(self.pod.turn_messages(ev["turn_id"]))
-            if ev.get("status") == "stopped":
-                self.chat.stream_end(ev.get("text") or None, message_id=ev.get("message_id"),
-                                     marker=f"Stopped: {ev.get('error')}")
-                self.header.setText(f"{self.agent} — stopped")
-            elif ev.get("status") == "done":
-                self.chat.stream_end(ev.get("text") or "", message_id=ev.get("message_id"),
-                                     marker=cut_off_marker(self.chat.live_steps()))
-                model = ev.get("model") or "—"
-                if model == EMBEDDED["model"]:
-                    model = "the tiny offline model"
-                self.header.setText(f"{self.agent} — answered by {model} in {ev.get('iterations')} step(s)")
-            else:
-                self.chat.stream_discard()
-                self.chat.append_message("error", f"The turn failed: {ev.get('error')}")
-                self.header.setText(f"{self.agent} — failed")
-            self.statusBar().showMessage("Ready")
+        if isinstance(e, (events.TurnQueued, events.TurnStarted, events.TurnFinished, events.TurnAbandoned)) \
+                and e.origin != "chat":
+            self._runs_soon.start()  # one read of the runs per burst of run events, not one per event
+        if e.conversation_id is not None and e.conversation_id == self.conversation_id:
+            handler = self._turn_handlers.get(type(e))
+            if handler is not None:
+                handler(e)
+
+    # -- the shown conversation's live turn, per event kind
+    def _on_turn_started(self, e: events.TurnStarted) -> None:
+        self._set_live_turn(e.turn_id)
+        self.steps.clear_steps()
+        self.chat.stream_begin(e.turn_id)
+        self._progress = {}
+        self.header.setText(f"{self.agent} — working…")
+
+    def _on_delta(self, e: events.Delta) -> None:
+        if e.parent_id is None:
+            self.chat.stream_append(e.text)
+
+    def _on_progress(self, e: events.Progress) -> None:
+        # The live header: the lead's step count, and the turn's model calls (sub-agents included) of its budget.
+        label = "step" if e.type == "iteration" else "model calls"
+        self._progress[e.type] = f"{label} {e.n}/{e.max}"
+        shown = " · ".join(self._progress[k] for k in ("iteration", "model_calls") if k in self._progress)
+        self.header.setText(f"{self.agent} — working… {shown}")
+
+    def _on_step_started(self, e: events.StepStarted) -> None:
+        self.steps.add_step(e.step_id, e.parent_id, e.kind, e.name, e.arguments, e.started_at)
+        self.chat.step_started(e.step_id, e.parent_id, e.kind, e.name, e.arguments, e.started_at)
+        if e.kind == "model" and e.parent_id is None and self.chat.streaming_text:
+            self.chat.stream_append("\n\n")  # a new model call after tool calls: its text follows
+
+    def _on_step_finished(self, e: events.StepFinished) -> None:
+        self.steps.finish_step(e.step_id, e.status, e.result, e.finished_at)
+        self.chat.step_finished(e.step_id, e.status, e.result, e.finished_at)
+
+    def _on_turn_resuming(self, e: events.TurnResuming) -> None:
+        self.statusBar().showMessage(f"The agent's worker restarted ({e.reason}); resuming the turn.")
+
+    def _on_turn_abandoned(self, e: events.TurnAbandoned) -> None:
+        """Another Hearth host took the turn over: it is not running here any more."""
+        self._set_live_turn(None)
+        why = (f"Stopped on this computer: {e.reason or 'its lease was lost'}. The Hearth host that "
+               "holds the turn now finishes it; open the conversation again later to see its answer.")
+        self.chat.stream_end(None, marker=why)
+        self.header.setText(f"{self.agent} — moved to another host")
+        self.statusBar().showMessage(why)
+
+    def _on_turn_finished(self, e: events.TurnFinished) -> None:
+        self._set_live_turn(None)
+        self.chat.assign_ids(self.pod.turn_messages(e.turn_id or ""))
+        if e.status == "stopped":
+            self.chat.stream_end(e.text or None, message_id=e.message_id, marker=f"Stopped: {e.error}")
+            self.header.setText(f"{self.agent} — stopped")
+        elif e.status == "done":
+            self.chat.stream_end(e.text or "", message_id=e.message_id, marker=cut_off_marker(self.chat.live_steps()))
+            model = e.model or "—"
+            if model == EMBEDDED["model"]:
+                model = "the tiny offline model"
+            self.header.setText(f"{self.agent} — answered by {model} in {e.iterations} step(s)")
+        else:
+            self.chat.stream_discard()
+            self.chat.append_message("error", f"The turn failed: {e.error}")
+            self.header.setText(f"{self.agent} — failed")
+        self.statusBar().showMessage("Ready")
 
     def refresh_agents_labels(self) -> None:
         by_name = {a["name"]: a for a in self.pod.list_agents()}
