@@ -222,6 +222,10 @@ class MainWindow(QMainWindow):
         self._runs_soon.setSingleShot(True)
         self._runs_soon.setInterval(100)
         self._runs_soon.timeout.connect(lambda: self.runs.load(self.pod.runs()))
+        self._labels_soon = QTimer(self)
+        self._labels_soon.setSingleShot(True)
+        self._labels_soon.setInterval(100)
+        self._labels_soon.timeout.connect(self.refresh_agents_labels)
         self.bottom_tabs = QTabWidget()
         self.bottom_tabs.addTab(self.steps, "Steps")
         self.bottom_tabs.addTab(self.runs, "Runs")
@@ -941,7 +945,7 @@ class MainWindow(QMainWindow):
         e = events.parse(ev)
         self.schedules.on_pod_event(ev)
         if isinstance(e, events.WorkerState):
-            self.refresh_agents_labels()
+            self._labels_soon.start()  # a worker changes state a few times a turn: the agents are read once
             if e.new == "fatal":
                 self.statusBar().showMessage(f"Agent {e.agent} stopped: {e.reason}")
             return
