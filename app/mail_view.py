@@ -49,8 +49,10 @@ class MailView(QWidget):
         left.addWidget(self.remove)
         top.addLayout(left, 1)
         right = QVBoxLayout()
-        right.addWidget(QLabel("Rules for this inbox (no model involved: sender, subject, header, body → label, hand "
-                               "to an agent, draft a reply, notify)"))
+        rules_note = QLabel("Rules for this inbox (no model involved: sender, subject, header, body → label, hand "
+                            "to an agent, draft a reply, notify)")
+        rules_note.setWordWrap(True)
+        right.addWidget(rules_note)
         right.addWidget(self.rules, 3)
         buttons = QHBoxLayout()
         buttons.addWidget(self.poll)
@@ -94,8 +96,10 @@ class MailView(QWidget):
         self.add_box = QWidget()
         add_layout = QVBoxLayout(self.add_box)
         add_layout.setContentsMargins(0, 0, 0, 0)
-        add_layout.addWidget(QLabel("<b>Add an inbox</b> — Hearth reads with BODY.PEEK (your mail stays unread) and "
-                                    "never sends without your approval."))
+        add_note = QLabel("<b>Add an inbox</b> — Hearth reads with BODY.PEEK (your mail stays unread) and "
+                          "never sends without your approval.")
+        add_note.setWordWrap(True)
+        add_layout.addWidget(add_note)
         add_layout.addLayout(form)
         add_layout.addWidget(self.add)
         layout = QVBoxLayout(self)

@@ -42,7 +42,8 @@ class IngestPanel(QWidget):
         self.ingest_now.clicked.connect(self._on_ingest_now)
         self.no_model = QLabel("No ingest model chosen: pages are written once one is.")
         self.no_model.setAccessibleName("No ingest model")
-        self.find_local = QPushButton("Find a model server on this machine")
+        self.no_model.setWordWrap(True)  # the bar fits a 900 px window
+        self.find_local = QPushButton("Find a local model server")
         self.find_local.clicked.connect(self._on_find_local)
         self.use_local = QPushButton("")
         self.use_local.setVisible(False)
@@ -97,7 +98,7 @@ class IngestPanel(QWidget):
             from runtime_host.memory_jobs import NO_INGEST_MODEL
 
             parts.append(f"<p><b>{html.escape(NO_INGEST_MODEL)}</b></p>"
-                         "<p>Use <b>Find a model server on this machine</b> (Ollama, LM Studio, llama.cpp) or "
+                         "<p>Use <b>Find a local model server</b> (Ollama, LM Studio, llama.cpp) or "
                          "<b>Choose a provider…</b> above.</p>")
         return "".join(parts)
 
