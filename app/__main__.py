@@ -136,13 +136,14 @@ def main(argv: list[str] | None = None) -> int:
             instance.server.close()
             cannot_start.append(str(exc))
             return
-        first_run = not pod.list_agents() and not pod.list_providers(builtin=False)
+        me = pod.first_person()  # the window opens on the person who set Hearth up
+        first_run = not me.list_agents() and not me.list_providers(builtin=False)
         if first_run:
             # First run: an assistant on the built-in offline model, so Hearth answers at once.
-            pod.add_agent("Assistant", profile="assistant")
+            me.add_agent("Assistant", profile="assistant")
         pod.start_background()
         await pod.recover()
-        window = MainWindow(pod)
+        window = MainWindow(me)
         windows.append(window)
         window.closed.connect(closing.set)
         def on_show_requested() -> None:
@@ -301,17 +302,18 @@ def _smoke_run(args: argparse.Namespace, tmp: Path, stage: list[str]) -> dict[st
                 if args.smoke_require_keyring:
                     raise SmokeFailure(f"no secure keyring: {exc}") from None
                 out["keyring"] = f"unavailable: {exc}"
-            pod.add_provider("smoke", kind="openai-compatible", base_url=args.smoke_model_url, model="smoke-model",
+            me = pod.first_person()
+            me.add_provider("smoke", kind="openai-compatible", base_url=args.smoke_model_url, model="smoke-model",
                              key=key)
             if key is not None:
                 stage[0] = "reading the key back from the keyring"
-                if pod.vault().get("provider/smoke") != key:
+                if me.vault().get("provider/smoke") != key:
                     raise SmokeFailure("the keyring did not return the provider key it stored")
                 logging.getLogger("hearth.smoke").info("provider key for the smoke test is %s", key)
-            pod.add_agent("Smoke", provider="smoke", system="You are Hearth's smoke-test agent.")
+            me.add_agent("Smoke", provider="smoke", system="You are Hearth's smoke-test agent.")
 
             stage[0] = "showing the window"
-            window = MainWindow(pod)
+            window = MainWindow(me)
             window.show()
             out["window_ms"] = _since_start_ms()
             item = next((window.agents.item(i) for i in range(window.agents.count())
@@ -415,7 +417,7 @@ def _smoke_run(args: argparse.Namespace, tmp: Path, stage: list[str]) -> dict[st
                     raise SmokeFailure("the log file does not show the redacted key line")
             out["log_redacted"] = key is not None
             if key is not None:
-                pod.vault().delete("provider/smoke")
+                pod.vault_for(pod.store.default_person().id).delete("provider/smoke")
             stage[0] = "closing"
             window.close()
         finally:

@@ -435,7 +435,7 @@ class ChannelsPage(QWidget):
         from runtime_host.channels.base import ChannelError
 
         try:
-            self.pod.channels.save_telegram_token(self.token.text().strip())
+            self.pod.channels.save_telegram_token(self.pod.person_id, self.token.text().strip())
         except (ChannelError, ValueError) as exc:
             self.message.setText(str(exc))
             return

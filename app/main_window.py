@@ -357,14 +357,21 @@ class MainWindow(QMainWindow):
         self.switch_person(name, passphrase)
 
     def switch_person(self, name: str, passphrase: str | None = None) -> bool:
+        """Shows `name` (after their passphrase unlocks them): every view then acts for them only."""
         try:
-            self.pod.switch_person(name, passphrase)
+            me = self.pod.unlock(name, passphrase)
         except StoreError as exc:
             self.statusBar().showMessage(str(exc))
             self.refresh_people()
             return False
+        self.pod = me  # the window keeps which person is shown; the Pod keeps none
+        for view in self.findChildren(QWidget):  # every view (wiki, folders, cards, mail, ...) acts for them now
+            if "pod" in vars(view):
+                view.pod = me
         self.agent = None
         self.conversation_id = None
+        self._set_live_turn(None)
+        self.conversations.load([], None)
         self.chat.set_messages([])
         self.steps.clear_steps()
         self.refresh_people()
@@ -581,9 +588,12 @@ class MainWindow(QMainWindow):
             return
         self.refresh_conversations()
         try:
-            data = self.pod.conversation(conversation_id)
+            data = self.pod.conversation(conversation_id)  # refused (and audited) unless it is this person's
         except StoreError as exc:
+            self.conversation_id = None
+            self._set_live_turn(None)
             self.chat.set_messages([("error", str(exc))])
+            self.statusBar().showMessage(str(exc))
             return
         turns = data["turns"]
         by_turn = {t["id"]: t for t in turns}
@@ -937,7 +947,7 @@ class MainWindow(QMainWindow):
     # -- pod events
     def _on_pod_event(self, ev: dict[str, Any]) -> None:
         kind = ev.get("type")
-        if ev.get("person") not in (None, self.pod.person.id) and kind != "person.switched":
+        if ev.get("person") not in (None, self.pod.person.id):
             return  # another person's activity: never shown here, not even as a notification
         note = notification_for(ev)
         if note is not None:

@@ -46,7 +46,7 @@ def bench_pod(base_url: str, **pod_kw):  # type: ignore[no-untyped-def]
 
     from runtime_host.pod import Pod
 
-    pod = Pod(Path(tempfile.mkdtemp(prefix="hearth-bench-")), **pod_kw)
+    pod = Pod(Path(tempfile.mkdtemp(prefix="hearth-bench-")), **pod_kw).first_person()
     pod.add_provider("fake", kind="openai-compatible", base_url=base_url, model="fake-1")
     pod.add_agent("bench", provider="fake")
     return pod

@@ -39,10 +39,10 @@ async def main() -> dict[str, float]:
     fake = FakeModelServer(lambda req: Text("**pong**: " + req.last_user)).start()
     tg = FakeTelegram().start()
     home = Path(tempfile.mkdtemp(prefix="hearth-bench-"))
-    pod = Pod(home)
+    pod = Pod(home).first_person()
     pod.add_provider("fake", kind="openai-compatible", base_url=fake.base_url, model="fake-1")
     pod.add_agent("bench", provider="fake")
-    port = PodChannelPort(pod)
+    port = PodChannelPort(pod.pod)
     ch = TelegramChannel(port, port.store, tg.token, base_url=tg.base_url, default_agent="bench",
                          poll_timeout_s=25, backoff_s=(0.05, 1.0))
     try:

@@ -54,7 +54,7 @@ async def run(files: int, work: Path) -> dict[str, float | int]:
 
     docs = work / "docs"
     make_folder(docs, files)
-    pod = Pod(work / "home")
+    pod = Pod(work / "home").first_person()
     try:
         folder = pod.folders.add(docs)
         t = time.perf_counter()

@@ -120,7 +120,7 @@ async def main() -> dict[str, int]:
     home = Path(tempfile.mkdtemp(prefix="hearth-resume-"))
     # a generous restart cap and no backoff: this benchmark kills a worker in almost every turn on purpose
     pod = Pod(home, supervisor_config=SupervisorConfig(max_restarts=1000, health_interval_s=3600,
-                                                       backoff_base_s=0.01, backoff_max_s=0.05))
+                                                       backoff_base_s=0.01, backoff_max_s=0.05)).first_person()
     pod.add_provider("fake", kind="openai-compatible", base_url=fake.base_url, model="fake-1")
     pod.add_agent("scribe", provider="fake", toolkits=["notes", "delegate"])
     killer = Killer(pod)

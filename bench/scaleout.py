@@ -53,7 +53,7 @@ async def turns_per_s(url: str, hosts: int, base_url: str) -> float:
     from runtime_host.pod import Pod
 
     os.environ["HEARTH_DATABASE_URL"] = url
-    pods = [Pod(Path(tempfile.mkdtemp(prefix=f"hearth-host{i}-"))) for i in range(hosts)]
+    pods = [Pod(Path(tempfile.mkdtemp(prefix=f"hearth-host{i}-"))).first_person() for i in range(hosts)]
     try:
         names = []
         for i in range(AGENTS):
@@ -122,7 +122,7 @@ async def takeover_ms(url: str, runs: int = 3) -> float:
     fake = FakeModelServer(model).start()
     env = {**os.environ, "HEARTH_DATABASE_URL": url, "HEARTH_LEASE_S": str(LEASE_S), "HEARTH_SANDBOX": "off"}
     os.environ["HEARTH_DATABASE_URL"] = url
-    admin = Pod(Path(tempfile.mkdtemp(prefix="hearth-takeover-")))  # writes rows only; runs no turn
+    admin = Pod(Path(tempfile.mkdtemp(prefix="hearth-takeover-"))).first_person()  # writes rows only; runs no turn
     admin.add_provider("faket", kind="openai-compatible", base_url=fake.base_url, model="fake-1")
     admin.add_agent("taker", provider="faket", toolkits=["notes"])
     host_b = _host(Path(tempfile.mkdtemp(prefix="hearth-host-b-")), env)

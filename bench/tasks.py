@@ -28,7 +28,7 @@ async def run() -> dict[str, float]:
     from runtime_host import tasks
     from runtime_host.pod import Pod
 
-    pod = Pod(Path(tempfile.mkdtemp(prefix="hearth-tasks-")))
+    pod = Pod(Path(tempfile.mkdtemp(prefix="hearth-tasks-"))).first_person()
     lead = pod.add_agent("lead")
     worker = pod.add_agent("worker")
     w = MainWindow(pod, use_tray=False)

@@ -92,7 +92,7 @@ async def in_process(app: QApplication) -> dict[str, float]:
 
     fake = FakeModelServer(model).start()
     home = Path(tempfile.mkdtemp(prefix="hearth-ui-bench-"))
-    pod = Pod(home)
+    pod = Pod(home).first_person()
     pod.add_provider("fake", kind="openai-compatible", base_url=fake.base_url, model="fake-1")
     pod.add_agent("bench", provider="fake")
     try:

@@ -43,13 +43,15 @@ class ChannelsHost:
     def _on_pod_event(self, ev: dict[str, Any]) -> None:
         if ev.get("type") == "card.created" and ev.get("card_id"):
             cid = str(ev["card_id"])
-            if self.port.get_card(cid) is None:
-                self.port.open_card(str(ev.get("person") or self.pod.person.id), str(ev.get("kind") or "send"),
+            if self.port.get_card(cid) is None and ev.get("person"):  # every card names its person
+                self.port.open_card(str(ev["person"]), str(ev.get("kind") or "send"),
                                     str(ev.get("summary") or "Approval needed"), str(ev.get("body") or ""), card_id=cid)
         elif ev.get("type") == "card.decided" and ev.get("state") == "failed" and self.telegram is not None:
             # An approved send that failed: the phone shows the reason and a Retry, wherever it was approved.
+            if not ev.get("person"):  # every card names its person
+                return
             task = asyncio.ensure_future(self.telegram.send_failed(
-                str(ev["card_id"]), str(ev.get("person") or self.pod.person.id),
+                str(ev["card_id"]), str(ev["person"]),
                 str(ev.get("summary") or "An approved send"), str(ev.get("error") or "Not sent.")))
             self._tasks.add(task)
             task.add_done_callback(self._done)
@@ -96,19 +98,21 @@ class ChannelsHost:
         if not task.cancelled() and task.exception() is not None:
             log.warning("a card decided on a channel could not be carried out: %s", task.exception())
 
-    # -- telegram
-    def save_telegram_token(self, token: str) -> None:
-        save_bot_token(self.pod.vault(), token)
+    # -- telegram: one bot per Hearth; its token is in the vault of the person who pasted it
+    def save_telegram_token(self, person_id: str, token: str) -> None:
+        save_bot_token(self.pod.vault_for(person_id), token)
+        self.pod.store.set_meta("telegram_token_person", person_id)
 
     async def start(self) -> bool:
         """Starts Telegram polling when a bot token is in the vault; False when there is none."""
         if self.hub is not None:
             return True
+        keeper = self.pod.store.meta("telegram_token_person") or self.pod.store.default_person().id
         try:
-            token = load_bot_token(self.pod.vault())
+            token = load_bot_token(self.pod.vault_for(keeper))
         except ChannelError:
             return False
-        agents = self.pod.list_agents()
+        agents = self.pod.list_agents(keeper)
         self.telegram = TelegramChannel(self.port, self.port.store, token, base_url=self.telegram_base_url,
                                         default_agent=agents[0]["name"] if agents else None, **self.telegram_options)
         self.hub = ChannelHub(self.port, [self.telegram])

@@ -215,16 +215,16 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _conversations(pod: Any, args: argparse.Namespace) -> int:
+def _conversations(me: Any, args: argparse.Namespace) -> int:
     if args.action == "list":
-        rows = pod.list_conversations(args.agent)
+        rows = me.list_conversations(args.agent)
         if args.json:
             _print_json(rows)
         for c in [] if args.json else rows:
             kind = f"run of {c['schedule'] or 'a schedule'}" if c["schedule_id"] else c["origin"]
             print(f"{c['id']}\t{kind}\t{c['messages']} messages\t{c['title']}")
     elif args.action == "search":
-        hits = pod.search_conversations(args.query)
+        hits = me.search_conversations(args.query)
         if args.json:
             _print_json(hits)
         for h in [] if args.json else hits:
@@ -232,15 +232,15 @@ def _conversations(pod: Any, args: argparse.Namespace) -> int:
         if not hits and not args.json:
             print(f"No message holds {args.query!r}.")
     elif args.action == "rename":
-        print(f"Renamed to {pod.rename_conversation(args.conversation_id, args.title)['title']!r}.")
+        print(f"Renamed to {me.rename_conversation(args.conversation_id, args.title)['title']!r}.")
     elif args.action == "export":
-        print(pod.export_conversation(args.conversation_id, "json" if args.json else "markdown"))
+        print(me.export_conversation(args.conversation_id, "json" if args.json else "markdown"))
     elif args.action == "delete":
         if not args.yes:
             print("Deleting a conversation cannot be undone: add --yes (export it first to keep a copy).",
                   file=sys.stderr)
             return EXIT_USAGE
-        pod.delete_conversation(args.conversation_id)
+        me.delete_conversation(args.conversation_id)
         print("Deleted.")
     return EXIT_OK
 
@@ -249,7 +249,7 @@ def _print_json(obj: Any) -> None:
     print(json.dumps(obj, indent=2, ensure_ascii=False, default=str))
 
 
-async def _chat(pod: Any, args: argparse.Namespace) -> int:
+async def _chat(me: Any, args: argparse.Namespace) -> int:
     streamed: list[str] = []
 
     def on_event(ev: dict[str, Any]) -> None:
@@ -263,9 +263,9 @@ async def _chat(pod: Any, args: argparse.Namespace) -> int:
             print(f"\n[worker restarted: {ev.get('reason')}; resuming the turn]", file=sys.stderr)
 
     run_id: list[str | None] = [None]
-    pod.subscribe(on_event)
+    me.subscribe(on_event)
     message = sys.stdin.read() if args.message == "-" else args.message
-    run = await pod.start_turn(args.agent, message, conversation_id=args.conversation, new_conversation=args.new,
+    run = await me.start_turn(args.agent, message, conversation_id=args.conversation, new_conversation=args.new,
                                model=args.model)
     run_id[0] = run.turn_id
     result = await run.future
@@ -283,18 +283,18 @@ def _split(csv: str | None) -> list[str] | None:
     return None if csv is None else [t.strip() for t in csv.split(",") if t.strip()]
 
 
-def _detach(pod: Any, turn_id: str) -> None:
+def _detach(me: Any, turn_id: str) -> None:
     import subprocess
 
-    logs = pod.home / "logs"
+    logs = me.home / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     with open(logs / f"run-{turn_id}.log", "ab") as log:
         subprocess.Popen([sys.executable, "-m", "runtime_host", "run-turn", turn_id], stdin=subprocess.DEVNULL,
                          stdout=log, stderr=log, start_new_session=True, close_fds=True)
 
 
-async def _run_turn_host(pod: Any, turn_id: str) -> int:
-    run = await pod.resume_turn(turn_id)
+async def _run_turn_host(me: Any, turn_id: str) -> int:
+    run = await me.resume_turn(turn_id)
     if run is None:
         print(f"error: run {turn_id} is not waiting to run (finished, or owned by another live process).", file=sys.stderr)
         return EXIT_FAILED
@@ -306,7 +306,7 @@ async def _run_turn_host(pod: Any, turn_id: str) -> int:
     return EXIT_FAILED
 
 
-def _provider(pod: Any, args: argparse.Namespace) -> int:
+def _provider(me: Any, args: argparse.Namespace) -> int:
     from runtime_host.providers import ProviderError
     from runtime_host.providers.vendors import VENDORS
 
@@ -320,7 +320,7 @@ def _provider(pod: Any, args: argparse.Namespace) -> int:
                 print(f"{r['name']}\t{r['label']}\t{r['base_url']}\t{r['model'] or '-'}")
         return EXIT_OK
     if args.action == "list":
-        rows = pod.list_providers()
+        rows = me.list_providers()
         if args.json:
             _print_json(rows)
         else:
@@ -328,15 +328,15 @@ def _provider(pod: Any, args: argparse.Namespace) -> int:
                 print(f"{r['name']}\t{r['kind']}\t{r['base_url']}\t{r['model']}\t{'key' if r['has_key'] else 'no key'}")
         return EXIT_OK
     if args.action == "remove":
-        pod.remove_provider(args.name)
+        me.remove_provider(args.name)
         print(f"Provider {args.name!r} removed, with its key.")
         return EXIT_OK
     if args.action == "check":
-        if pod._provider(args.name) is None:
+        if me.provider(args.name) is None:
             print(f"error: no provider named {args.name!r}; see `provider list`.", file=sys.stderr)
             return EXIT_USAGE
         try:
-            result = pod.check_provider(args.name)
+            result = me.check_provider(args.name)
         except ProviderError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_FAILED
@@ -347,7 +347,7 @@ def _provider(pod: Any, args: argparse.Namespace) -> int:
         return EXIT_OK
     # add (or update)
     v = VENDORS.get(args.name)
-    saved = pod._provider(args.name)
+    saved = me.provider(args.name)
     base_url = args.base_url or (saved["base_url"] if saved else None) or (v.base_url if v else None)
     if not base_url:
         known = ", ".join(n for n, x in VENDORS.items() if x.kind != "embedded")
@@ -367,26 +367,26 @@ def _provider(pod: Any, args: argparse.Namespace) -> int:
               + (f" (get one at {v.key_page})." if v.key_page else "."), file=sys.stderr)
     if not args.no_check and (key or not (v and v.needs_key)):
         try:
-            result = pod.check_provider(args.name, kind=kind, base_url=base_url, key=key)
+            result = me.check_provider(args.name, kind=kind, base_url=base_url, key=key)
         except ProviderError as exc:
             print(f"error: not saved: {exc} (Use --no-check to save it anyway.)", file=sys.stderr)
             return EXIT_FAILED
         print(result.summary(args.name))
         if model and result.models and model not in result.models:
             print(f"note: {model!r} is not in that list; pick one of those with --model.", file=sys.stderr)
-    info = pod.add_provider(args.name, kind=kind, base_url=base_url, model=model, key=key)
+    info = me.add_provider(args.name, kind=kind, base_url=base_url, model=model, key=key)
     print(f"Provider {info['name']!r} saved ({info['kind']}, {info['base_url']}, model {info['model'] or 'default'})"
           + ("; key stored in the OS keyring." if key else "."))
     return EXIT_OK
 
 
-def _schedule(pod: Any, args: argparse.Namespace) -> int:
+def _schedule(me: Any, args: argparse.Namespace) -> int:
     from runtime_host import schedule
 
     if args.action == "add":
         tz = args.tz or schedule.local_zone()
         try:
-            info = pod.add_schedule(args.agent, args.cron, args.prompt, tz=tz, catch_up=args.catch_up, name=args.name)
+            info = me.add_schedule(args.agent, args.cron, args.prompt, tz=tz, catch_up=args.catch_up, name=args.name)
         except schedule.CronError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_USAGE
@@ -394,29 +394,29 @@ def _schedule(pod: Any, args: argparse.Namespace) -> int:
         print(info["id"])
         return EXIT_OK
     if args.action == "list":
-        rows = pod.schedules()
+        rows = me.schedules()
         if args.json:
             _print_json(rows)
         else:
             for r in rows:
                 print(f"{r['id']}\t{r['agent']}\t{r['description']}\t{'paused' if r['paused'] else ''}\t{r['prompt'][:40]}")
         return EXIT_OK
-    if args.schedule_id not in {r["id"] for r in pod.schedules()}:
+    if args.schedule_id not in {r["id"] for r in me.schedules()}:
         print(f"error: no schedule {args.schedule_id!r} of yours; see `schedule list`.", file=sys.stderr)
         return EXIT_USAGE
     if args.action == "delete":
-        schedule.delete_schedule(pod.store.engine, args.schedule_id)
+        schedule.delete_schedule(me.store.engine, args.schedule_id)
     else:
-        schedule.set_paused(pod.store.engine, args.schedule_id, args.action == "pause")
+        schedule.set_paused(me.store.engine, args.schedule_id, args.action == "pause")
     print(f"Schedule {args.schedule_id} {args.action}d.")
     return EXIT_OK
 
 
-async def _reembed(pod: Any) -> None:
+async def _reembed(me: Any) -> None:
     """Re-embeds memory with the embedding role's model, printing progress (the window does this in the
     background; a command waits, as its process ends when it returns)."""
-    mem = await pod.in_memory_thread(lambda: pod.memory)
-    mem.set_embedder(pod.embedding_model())
+    mem = await me.in_memory_thread(lambda: me.memory)
+    mem.set_embedder(me.embedding_model())
     shown = None
     while True:
         st = mem.embedding_status()
@@ -433,34 +433,34 @@ async def _reembed(pod: Any) -> None:
         print(f"Memory search by meaning now uses {st['model']} ({st['total']} items re-embedded).")
 
 
-async def _memory(pod: Any, args: argparse.Namespace) -> int:
+async def _memory(me: Any, args: argparse.Namespace) -> int:
     from runtime_host.memory_jobs import MemoryModelError
 
     try:
         if args.action == "produce":
-            _print_json(await pod.memory_produce())
+            _print_json(await me.memory_produce())
         elif args.action == "ingest":
-            _print_json(await pod.memory_ingest())
+            _print_json(await me.memory_ingest())
         elif args.action == "nightly":
-            _print_json(await pod.memory_nightly())
+            _print_json(await me.memory_nightly())
         elif args.action == "search":
-            hits = await pod.memory_search(args.query, k=args.k, mode=args.mode)
-            _print_json([{"id": h.id, "kind": h.kind, "scope": pod.scope_label(h.scope), "title": h.title,
+            hits = await me.memory_search(args.query, k=args.k, mode=args.mode)
+            _print_json([{"id": h.id, "kind": h.kind, "scope": me.scope_label(h.scope), "title": h.title,
                           "score": round(h.score, 4), "snippet": h.snippet} for h in hits])
         elif args.action == "pages":
             rows = []
-            for scope in pod.person_scopes():
-                pages, corrupt = await pod.in_memory_thread(lambda scope=scope: pod.memory.list_pages(scope))
-                rows += [{"scope": pod.scope_label(scope), "title": p.title, "category": p.category,
+            for scope in me.person_scopes():
+                pages, corrupt = await me.in_memory_thread(lambda scope=scope: me.memory.list_pages(scope))
+                rows += [{"scope": me.scope_label(scope), "title": p.title, "category": p.category,
                           "verified": p.verified, "updated": p.updated} for p in pages]
-                rows += [{"scope": pod.scope_label(scope), "corrupt": c} for c in corrupt]
+                rows += [{"scope": me.scope_label(scope), "corrupt": c} for c in corrupt]
             if args.json:
                 _print_json(rows)
             else:
                 for r in rows:
                     print(f"{r['scope']}\t{r.get('title') or r.get('corrupt')}\t{'verified' if r.get('verified') else ''}")
         elif args.action == "ask":
-            result = await pod.ask_memory(args.question)
+            result = await me.ask_memory(args.question)
             if not result.ok:
                 print(f"error: {result.error}", file=sys.stderr)
                 return EXIT_FAILED
@@ -468,25 +468,25 @@ async def _memory(pod: Any, args: argparse.Namespace) -> int:
             for n, ref in sorted(result.citations.items()):
                 print(f"[{n}] {ref}")
         elif args.action == "verify":
-            bad = await pod.in_memory_thread(pod.memory.verify)
+            bad = await me.in_memory_thread(me.memory.verify)
             if bad:
                 for t in bad:
                     print(f"tampered: {t}", file=sys.stderr)
                 return EXIT_FAILED
             print("Every source matches its checksum.")
         elif args.action == "proposals":
-            _print_json([vars(p) for p in await pod.in_memory_thread(pod.memory.proposals)])
+            _print_json([vars(p) for p in await me.in_memory_thread(me.memory.proposals)])
         elif args.action == "forget-agent":
-            print(f"Forgot {await pod.memory_forget_agent(args.name)} item(s) learned by {args.name}.")
+            print(f"Forgot {await me.memory_forget_agent(args.name)} item(s) learned by {args.name}.")
         elif args.action == "forget-me":
-            print(f"Forgot {await pod.memory_forget_me()} item(s) about you.")
+            print(f"Forgot {await me.memory_forget_me()} item(s) about you.")
     except MemoryModelError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_FAILED
     return EXIT_OK
 
 
-async def _folder(pod: Any, args: argparse.Namespace) -> int:
+async def _folder(me: Any, args: argparse.Namespace) -> int:
     from runtime_host.folders import FolderError
 
     def progress(ev: dict[str, Any]) -> None:
@@ -501,12 +501,12 @@ async def _folder(pod: Any, args: argparse.Namespace) -> int:
 
     try:
         if args.action == "add":
-            folder = pod.folders.add(args.path)
+            folder = me.folders.add(args.path)
             print(f"Watching {folder.path} (id {folder.id}); only you see what it imports.")
             if not args.no_scan:
-                report(await pod.folders.scan(folder.id, on_progress=progress))
+                report(await me.folders.scan(folder.id, on_progress=progress))
         elif args.action == "list":
-            rows = [f.to_dict() for f in pod.folders.list_folders()]
+            rows = [f.to_dict() for f in me.folders.list_folders()]
             if args.json:
                 _print_json(rows)
             elif not rows:
@@ -515,19 +515,19 @@ async def _folder(pod: Any, args: argparse.Namespace) -> int:
                 counts = ", ".join(f"{n} {s}" for s, n in sorted(r["files"].items())) or "not scanned yet"
                 print(f"{r['id']}\t{r['path']}\t{counts}{chr(9) + r['note'] if r['note'] else ''}")
         elif args.action == "remove":
-            out = await pod.folders.remove(args.folder)
+            out = await me.folders.remove(args.folder)
             print(f"No longer watching {out['path']}; {out['sources_deleted']} imported source(s) deleted.")
         elif args.action == "status":
-            rows = pod.folders.files(args.folder, args.only)
+            rows = me.folders.files(args.folder, args.only)
             if args.json:
                 _print_json([r.to_dict() for r in rows])
             else:
                 for r in rows:
                     print(f"{r.status}\t{r.rel}{chr(9) + r.reason if r.reason else ''}")
         elif args.action == "rescan":
-            folders = [pod.folders.find(args.folder)] if args.folder else pod.folders.list_folders()
+            folders = [me.folders.find(args.folder)] if args.folder else me.folders.list_folders()
             for f in folders:
-                report(await pod.folders.scan(f.id, on_progress=progress))
+                report(await me.folders.scan(f.id, on_progress=progress))
     except FolderError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -544,16 +544,15 @@ async def _amain(args: argparse.Namespace) -> int:
             info = pod.add_person(args.name, passphrase)
             print(f"Person {info['name']!r} added" + (" with a passphrase." if passphrase else "."))
             return EXIT_OK
-        target = args.person or pod.person.name
+        target = args.person or pod.store.default_person().name
+        me = pod.unlock(target, passphrase, by="the CLI")  # raises with a clear message when locked
         if args.cmd == "person" and args.action == "set-passphrase":
-            pod.switch_person(target, passphrase)
             new = sys.stdin.readline().rstrip("\n")
-            pod.set_passphrase(new, old=passphrase)
+            me.set_passphrase(new, old=passphrase)
             print(f"{target} is now protected by a passphrase.")
             return EXIT_OK
-        pod.switch_person(target, passphrase)  # raises with a clear message when locked
         if args.cmd == "person":
-            rows = pod.people()
+            rows = me.people()
             if args.json:
                 _print_json(rows)
             else:
@@ -561,10 +560,10 @@ async def _amain(args: argparse.Namespace) -> int:
                     print(f"{r['name']}{'  (passphrase)' if r['has_passphrase'] else ''}{'  *' if r['current'] else ''}")
             return EXIT_OK
         if args.cmd == "provider":
-            return _provider(pod, args)
+            return _provider(me, args)
         if args.cmd == "agent":
             if args.action == "profiles":
-                profiles = pod.profiles()
+                profiles = me.profiles()
                 if args.json:
                     _print_json(list(profiles.values()))
                 else:
@@ -572,12 +571,12 @@ async def _amain(args: argparse.Namespace) -> int:
                         print(f"{name}\t{p['title']}: {p['role']}")
                 return EXIT_OK
             if args.action == "delete":
-                pod.find_agent(args.name)
+                me.find_agent(args.name)
                 if not args.yes:
                     print(f"error: deleting {args.name} removes its conversations and schedules for good; "
                           "add --yes to do it.", file=sys.stderr)
                     return EXIT_USAGE
-                await pod.delete_agent(args.name)
+                await me.delete_agent(args.name)
                 print(f"Agent {args.name!r} deleted with its conversations and schedules.")
                 return EXIT_OK
             if args.action == "edit":
@@ -586,17 +585,17 @@ async def _amain(args: argparse.Namespace) -> int:
                 except json.JSONDecodeError as exc:
                     print(f"error: --safety is not JSON ({exc}).", file=sys.stderr)
                     return EXIT_USAGE
-                info = pod.edit_agent(args.name, provider=args.provider, model=args.model, system=args.system,
+                info = me.edit_agent(args.name, provider=args.provider, model=args.model, system=args.system,
                                       toolkits=_split(args.toolkits), fallbacks=_split(args.fallbacks), safety=safety)
                 print(f"Agent {info['name']!r} updated.")
                 return EXIT_OK
             if args.action == "add":
-                info = pod.add_agent(args.name, provider=args.provider, model=args.model, system=args.system,
+                info = me.add_agent(args.name, provider=args.provider, model=args.model, system=args.system,
                                      toolkits=_split(args.toolkits), profile=args.profile)
                 print(f"Agent {info['name']!r} added" + (f" (provider {info['provider']})." if info["provider"] else
                       " without a provider: add one with `provider add` and `agent add --provider`."))
                 return EXIT_OK
-            rows = pod.list_agents()
+            rows = me.list_agents()
             if args.json:
                 _print_json(rows)
             else:
@@ -604,15 +603,15 @@ async def _amain(args: argparse.Namespace) -> int:
                     print(f"{r['name']}\t{r['provider'] or '-'}\t{r['worker']['state']}")
             return EXIT_OK
         if args.cmd == "chat":
-            return await _chat(pod, args)
+            return await _chat(me, args)
         if args.cmd == "models":
             if args.action == "set":
-                pod.set_role_model(args.role, args.model)
+                me.set_role_model(args.role, args.model)
                 print(f"The {args.role} role now uses {args.model}.")
                 if args.role == "embedding":
-                    await _reembed(pod)
+                    await _reembed(me)
                 return EXIT_OK
-            info = pod.models()
+            info = me.models()
             if args.json:
                 _print_json(info)
             else:
@@ -625,17 +624,17 @@ async def _amain(args: argparse.Namespace) -> int:
                     print(f"role {role}\t{where}\t({r['source']})")
             return EXIT_OK
         if args.cmd == "memory":
-            return await _memory(pod, args)
+            return await _memory(me, args)
         if args.cmd == "folder":
-            return await _folder(pod, args)
+            return await _folder(me, args)
         if args.cmd == "mcp":
             if args.action == "add":
                 argv = [a for a in args.argv if a != "--"]
-                info = await pod.mcp.add_server(pod.person.id, args.name, command=argv or None, url=args.url)
+                info = await me.mcp.add_server(me.person_id, args.name, command=argv or None, url=args.url)
                 print(f"MCP server {info['name']!r} added; it lists: {', '.join(info['tools']) or 'no tools'}. "
                       f"Allow them for an agent with `mcp allow {info['name']} AGENT`.")
             elif args.action == "list":
-                rows = pod.mcp.servers(pod.person.id)
+                rows = me.mcp.servers(me.person_id)
                 if args.json:
                     _print_json([{"name": r["name"], "transport": r["transport"],
                                   "tools": [t["name"] for t in r["tools"]]} for r in rows])
@@ -643,22 +642,22 @@ async def _amain(args: argparse.Namespace) -> int:
                     for r in rows:
                         print(f"{r['name']}\t{r['transport']}\t{', '.join(t['name'] for t in r['tools'])}")
             elif args.action == "allow":
-                allowed = pod.allow_mcp(args.agent, args.server, args.tool)
+                allowed = me.allow_mcp(args.agent, args.server, args.tool)
                 print(f"{args.agent} may now use: {', '.join(allowed) or 'nothing'}")
             elif args.action == "refresh":
-                print(", ".join(await pod.mcp.refresh(pod.person.id, args.name)))
+                print(", ".join(await me.mcp.refresh(me.person_id, args.name)))
             return EXIT_OK
         if args.cmd == "serve":
             from runtime_host import serve
 
             if args.new_token:
-                print(serve.new_token(pod))
+                print(serve.new_token(me))
                 print("Keep this token: it is shown once. Only its hash is stored.", file=sys.stderr)
                 return EXIT_OK
             await serve.serve(pod, args.host, args.port)
             return EXIT_OK
         if args.cmd == "tasks":
-            rows = pod.list_tasks(args.state)
+            rows = me.list_tasks(args.state)
             if args.json:
                 _print_json(rows)
             else:
@@ -666,15 +665,15 @@ async def _amain(args: argparse.Namespace) -> int:
                     print(f"{t['id']}\t{t['state']}\t{t['creator']} -> {t['owner']}\t{t['title']}")
             return EXIT_OK
         if args.cmd == "task":
-            out = await pod.decide_task(args.task_id, args.action == "approve")
+            out = await me.decide_task(args.task_id, args.action == "approve")
             print(f"Task {out['id']} is now {out['state']}.")
             if out["state"] == "active":
-                run = pod._runs.get(out["turn_id"])
+                run = me._runs.get(out["turn_id"])
                 if run is not None:
                     await run.future  # the receiving agent works while this command waits
             return EXIT_OK
         if args.cmd == "cards":
-            rows = pod.mail.cards(pod.person.id)
+            rows = me.mail.cards(me.person_id)
             if args.json:
                 _print_json(rows)
             else:
@@ -684,12 +683,12 @@ async def _amain(args: argparse.Namespace) -> int:
                     print(f"{c['id']}\t{c['to']}\t{c['subject']}\t{state}\t{c['why']}")
             return EXIT_OK
         if args.cmd == "card":
-            fn = {"approve": pod.mail.approve, "reject": pod.mail.reject, "retry": pod.mail.retry}[args.action]
-            out = await fn(args.card_id, pod.person.id)
+            fn = {"approve": me.mail.approve, "reject": me.mail.reject, "retry": me.mail.retry}[args.action]
+            out = await fn(args.card_id, me.person_id)
             print(f"Card {out['id']}: {out['state']}" + (f" ({out['error']})" if out.get("error") else ""))
             return EXIT_OK if out["state"] in ("sent", "rejected") else EXIT_FAILED
         if args.cmd == "schedule":
-            return _schedule(pod, args)
+            return _schedule(me, args)
         if args.cmd == "tick":
             from datetime import UTC, datetime
 
@@ -701,26 +700,26 @@ async def _amain(args: argparse.Namespace) -> int:
             if now.tzinfo is None:
                 print("error: --now needs a UTC offset (e.g. +00:00) so the instant is unambiguous.", file=sys.stderr)
                 return EXIT_USAGE
-            pod.ensure_memory_timers()
-            out = await pod.tick(now)
+            me.ensure_memory_timers()
+            out = await me.tick(now)
             # wait for the turns it started, so the OS scheduler's run is complete when this exits
-            for run in list(pod._runs.values()):
+            for run in list(me._runs.values()):
                 await run.future
             _print_json(out)
             return EXIT_OK
         if args.cmd == "run":
-            turn_id = pod.create_background_run(args.agent, args.prompt)
+            turn_id = me.create_background_run(args.agent, args.prompt)
             if args.detach:
-                _detach(pod, turn_id)
+                _detach(me, turn_id)
                 print(turn_id)
                 return EXIT_OK
-            return await _run_turn_host(pod, turn_id)
+            return await _run_turn_host(me, turn_id)
         if args.cmd == "run-turn":
-            return await _run_turn_host(pod, args.turn_id)
+            return await _run_turn_host(me, args.turn_id)
         if args.cmd == "runs":
-            rows = pod.runs()
+            rows = me.runs()
             if args.json:
-                _print_json(rows + [{**r, "origin": "schedule", "ledger": True} for r in pod.schedule_ledger()])
+                _print_json(rows + [{**r, "origin": "schedule", "ledger": True} for r in me.schedule_ledger()])
             else:
                 for r in rows:
                     print(f"{r['id']}\t{r['agent']}\t{r['origin']}\t{r['status']}\t{r['prompt'][:50]}")
@@ -729,8 +728,8 @@ async def _amain(args: argparse.Namespace) -> int:
             if bool(args.turn_id) == bool(args.agent):
                 print("error: name one turn (`stop TURN_ID`) or one agent (`stop --agent NAME`).", file=sys.stderr)
                 return EXIT_USAGE
-            outs = ([await pod.stop_turn(args.turn_id, "you (CLI)")] if args.turn_id
-                    else await pod.stops.stop_agent(args.agent, "you (CLI)"))
+            outs = ([await me.stop_turn(args.turn_id, "you (CLI)")] if args.turn_id
+                    else await me.stop_turns(args.agent, "you (CLI)"))
             if not outs:
                 print(f"{args.agent} has no unfinished turn.")
             failed = False
@@ -739,9 +738,9 @@ async def _amain(args: argparse.Namespace) -> int:
                 print(f"Turn {out['turn_id']}: {out['status']}" + (f" ({out['error']})" if out.get("error") else ""))
             return EXIT_FAILED if failed else EXIT_OK
         if args.cmd == "conversations":
-            return _conversations(pod, args)
+            return _conversations(me, args)
         if args.cmd == "turns":
-            rows = pod.turns(args.conversation)
+            rows = me.turns(args.conversation)
             if args.json:
                 _print_json(rows)
             else:

@@ -1,6 +1,7 @@
 """A person's conversations as the window and the CLI meet them: listed (scheduled runs grouped under their
 schedule), read with their turns' steps, renamed, deleted, exported (Markdown, JSON), searched in full text,
-branched, and answered again (regenerate, edit and resend). Qt-free; the Pod delegates here."""
+branched, and answered again (regenerate, edit and resend). Qt-free; each function takes the PersonPod of the
+person asking (`me`)."""
 
 from __future__ import annotations
 
@@ -15,25 +16,29 @@ from runtime_host.store import Conversation, Message, StoreError
 ACTIVE = ("pending", "running")
 
 
-def _instances(pod: Any) -> dict[str, str]:
-    """The current person's agent instances: id -> name."""
-    return {i.id: i.name for i, _ in pod.store.list_agents(pod.person.id)}
+def _instances(me: Any) -> dict[str, str]:
+    """The person's agent instances: id -> name."""
+    return {i.id: i.name for i, _ in me.store.list_agents(me.person_id)}
 
 
-def own(pod: Any, conversation_id: str) -> tuple[Conversation, str]:
-    """The conversation and its agent's name, if it belongs to the current person (else StoreError)."""
-    conv = pod.store.get_conversation(conversation_id)
-    agents = _instances(pod)
-    if conv is None or conv.instance_id not in agents:
-        raise StoreError("That conversation does not exist (it may have been deleted).")
+def own(me: Any, conversation_id: str) -> tuple[Conversation, str]:
+    """The conversation and its agent's name, if it belongs to the person (else StoreError; audited when the
+    conversation is someone else's)."""
+    conv = me.store.get_conversation(conversation_id)
+    agents = _instances(me)
+    what = "That conversation does not exist (it may have been deleted)."
+    if conv is not None and conv.instance_id not in agents:
+        raise me.refuse(me.person_id, what, f"tried to reach conversation {conversation_id} of another person")
+    if conv is None:
+        raise StoreError(what)
     return conv, agents[conv.instance_id]
 
 
-def list_for(pod: Any, agent: str) -> list[dict[str, Any]]:
+def list_for(me: Any, agent: str) -> list[dict[str, Any]]:
     """The agent's conversations, newest first, each with its origin (chat, schedule, background, mail,
     handoff) and, for a scheduled run, its schedule's id and name."""
-    inst, _ = pod.find_agent(agent)
-    with pod.store.engine.connect() as c:
+    inst, _ = me.find_agent(agent)
+    with me.store.engine.connect() as c:
         rows = c.execute(text(
             "SELECT c.id, c.title, c.created_at, c.updated_at,"
             " (SELECT t.origin FROM turn t WHERE t.conversation_id = c.id ORDER BY t.created_at LIMIT 1) AS origin,"
@@ -41,7 +46,7 @@ def list_for(pod: Any, agent: str) -> list[dict[str, Any]]:
             "   WHERE t2.conversation_id = c.id LIMIT 1) AS schedule_id,"
             " (SELECT COUNT(*) FROM message m WHERE m.conversation_id = c.id) AS messages"
             " FROM conversation c WHERE c.instance_id = :i ORDER BY c.updated_at DESC"), {"i": inst.id}).all()
-    names = {s["id"]: (s.get("name") or s.get("prompt") or "")[:60] for s in pod.schedules()} if any(
+    names = {s["id"]: (s.get("name") or s.get("prompt") or "")[:60] for s in me.schedules()} if any(
         r._mapping["schedule_id"] for r in rows) else {}
     out = []
     for r in rows:
@@ -52,48 +57,48 @@ def list_for(pod: Any, agent: str) -> list[dict[str, Any]]:
     return out
 
 
-def last_chat(pod: Any, agent: str) -> str | None:
+def last_chat(me: Any, agent: str) -> str | None:
     """The person's last chat with the agent (not a scheduled or background run), or None."""
-    return next((c["id"] for c in list_for(pod, agent) if c["origin"] in ("chat", "telegram")), None)
+    return next((c["id"] for c in list_for(me, agent) if c["origin"] in ("chat", "telegram")), None)
 
 
-def read(pod: Any, conversation_id: str) -> dict[str, Any]:
+def read(me: Any, conversation_id: str) -> dict[str, Any]:
     """Messages in order, each with its turn; turns with their status, note and step tree."""
-    conv, agent = own(pod, conversation_id)
-    turns = pod.turns(conversation_id)
+    conv, agent = own(me, conversation_id)
+    turns = me.turns(conversation_id)
     msgs = [{"id": m.id, "role": m.role, "content": m.content, "turn_id": m.turn_id, "created_at": m.created_at}
-            for m in pod.store.list_messages(conversation_id)]
+            for m in me.store.list_messages(conversation_id)]
     return {"id": conv.id, "title": conv.title or "New conversation", "agent": agent, "created_at": conv.created_at,
             "updated_at": conv.updated_at, "messages": msgs, "turns": turns}
 
 
-def turn_messages(pod: Any, turn_id: str) -> list[dict[str, Any]]:
-    turn = pod.store.get_turn(turn_id)
+def turn_messages(me: Any, turn_id: str) -> list[dict[str, Any]]:
+    turn = me.store.get_turn(turn_id)
     if turn is None:
         return []
-    own(pod, turn.conversation_id)
-    with pod.store.engine.connect() as c:  # by its turn alone: a long conversation is not read for this
+    own(me, turn.conversation_id)
+    with me.store.engine.connect() as c:  # by its turn alone: a long conversation is not read for this
         rows = c.execute(text("SELECT id, role, content, turn_id, created_at FROM message"
                               " WHERE conversation_id = :c AND turn_id = :t"), {"c": turn.conversation_id, "t": turn_id}).all()
     return sorted((dict(r._mapping) for r in rows), key=lambda m: (0 if m["role"] == "user" else 1, m["created_at"]))
 
 
-def rename(pod: Any, conversation_id: str, title: str) -> dict[str, Any]:
+def rename(me: Any, conversation_id: str, title: str) -> dict[str, Any]:
     title = " ".join(title.split())[:120]
     if not title:
         raise StoreError("A conversation needs a title.")
-    own(pod, conversation_id)
-    with pod.store.session() as s:
+    own(me, conversation_id)
+    with me.store.session() as s:
         conv = s.get(Conversation, conversation_id)
         conv.title = title  # type: ignore[union-attr]
         s.add(conv)
         s.commit()
-    pod.emit({"type": "conversation.changed", "conversation_id": conversation_id, "person": pod.person.id})
+    me.emit({"type": "conversation.changed", "conversation_id": conversation_id, "person": me.person_id})
     return {"id": conversation_id, "title": title}
 
 
-def _live(pod: Any, conversation_id: str) -> bool:
-    return any(t.status in ACTIVE and pod.turn_live(t) for t in pod.store.list_turns(conversation_id))
+def _live(me: Any, conversation_id: str) -> bool:
+    return any(t.status in ACTIVE and me.turn_live(t) for t in me.store.list_turns(conversation_id))
 
 
 def _delete_turns(c: Any, turn_ids: list[str]) -> None:
@@ -104,18 +109,18 @@ def _delete_turns(c: Any, turn_ids: list[str]) -> None:
         c.execute(text("DELETE FROM turn WHERE id = :t"), {"t": tid})
 
 
-def delete(pod: Any, conversation_id: str) -> None:
+def delete(me: Any, conversation_id: str) -> None:
     """Deletes a conversation with its messages, turns and steps. A conversation with an answer being
     written is refused: stop the answer first."""
-    own(pod, conversation_id)
-    if _live(pod, conversation_id):
+    own(me, conversation_id)
+    if _live(me, conversation_id):
         raise StoreError("An answer is being written in this conversation: stop it first, then delete.")
-    with pod.store.engine.begin() as c:
+    with me.store.engine.begin() as c:
         ids = [r[0] for r in c.execute(text("SELECT id FROM turn WHERE conversation_id = :c"), {"c": conversation_id})]
         _delete_turns(c, ids)
         c.execute(text("DELETE FROM message WHERE conversation_id = :c"), {"c": conversation_id})
         c.execute(text("DELETE FROM conversation WHERE id = :c"), {"c": conversation_id})
-    pod.emit({"type": "conversation.deleted", "conversation_id": conversation_id, "person": pod.person.id})
+    me.emit({"type": "conversation.deleted", "conversation_id": conversation_id, "person": me.person_id})
 
 
 def _step_line(node: dict[str, Any]) -> str:
@@ -157,9 +162,9 @@ def to_markdown(data: dict[str, Any]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def export(pod: Any, conversation_id: str, fmt: str = "markdown") -> str:
+def export(me: Any, conversation_id: str, fmt: str = "markdown") -> str:
     """The conversation as Markdown (messages, steps as nested lists) or JSON (everything, steps as trees)."""
-    data = read(pod, conversation_id)
+    data = read(me, conversation_id)
     if fmt == "json":
         return json.dumps({"format": "hearth.conversation/1", **data}, ensure_ascii=False, indent=2)
     if fmt in ("md", "markdown"):
@@ -171,11 +176,11 @@ def _like(word: str) -> str:
     return "%" + word.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
-def search(pod: Any, query: str, limit: int = 50) -> list[dict[str, Any]]:
+def search(me: Any, query: str, limit: int = 50) -> list[dict[str, Any]]:
     """Full-text search over every conversation of the current person: messages holding every word of
     the query, newest first, with a snippet around the first word."""
     words = [w for w in query.split() if w][:8]
-    agents = _instances(pod)
+    agents = _instances(me)
     if not words or not agents:
         return []
     conds = " AND ".join(f"LOWER(m.content) LIKE :w{i} ESCAPE '\\'" for i in range(len(words)))
@@ -183,7 +188,7 @@ def search(pod: Any, query: str, limit: int = 50) -> list[dict[str, Any]]:
     params: dict[str, Any] = {f"w{i}": _like(w) for i, w in enumerate(words)}
     params.update({f"i{i}": a for i, a in enumerate(agents)})
     params["lim"] = limit
-    with pod.store.engine.connect() as c:
+    with me.store.engine.connect() as c:
         rows = c.execute(text(
             "SELECT m.id, m.conversation_id, m.role, m.content, m.created_at, c.title, c.instance_id"
             " FROM message m JOIN conversation c ON c.id = m.conversation_id"
@@ -201,32 +206,32 @@ def search(pod: Any, query: str, limit: int = 50) -> list[dict[str, Any]]:
     return out
 
 
-def branch(pod: Any, conversation_id: str, message_id: str, *, include: bool = True) -> str:
+def branch(me: Any, conversation_id: str, message_id: str, *, include: bool = True) -> str:
     """A new conversation holding this one's messages up to `message_id` (included or not); returns its id."""
-    conv, _agent = own(pod, conversation_id)
-    msgs = pod.store.list_messages(conversation_id)
+    conv, _agent = own(me, conversation_id)
+    msgs = me.store.list_messages(conversation_id)
     idx = next((i for i, m in enumerate(msgs) if m.id == message_id), None)
     if idx is None:
         raise StoreError("That message is not in this conversation any more.")
     keep = msgs[:idx + 1] if include else msgs[:idx]
-    new = pod.store.create_conversation(conv.instance_id, title=f"{conv.title or 'Conversation'} (branch)"[:120])
-    with pod.store.session() as s:
+    new = me.store.create_conversation(conv.instance_id, title=f"{conv.title or 'Conversation'} (branch)"[:120])
+    with me.store.session() as s:
         base = time.time() - len(keep) * 0.001
         for i, m in enumerate(keep):  # copies keep their order; their turns stay with the original
             s.add(Message(conversation_id=new.id, role=m.role, content=m.content, created_at=base + i * 0.001))
         s.commit()
-    pod.emit({"type": "conversation.changed", "conversation_id": new.id, "person": pod.person.id})
+    me.emit({"type": "conversation.changed", "conversation_id": new.id, "person": me.person_id})
     return new.id
 
 
-async def answer_again(pod: Any, conversation_id: str, message_id: str, new_text: str | None = None) -> Any:
+async def answer_again(me: Any, conversation_id: str, message_id: str, new_text: str | None = None) -> Any:
     """Regenerate (an answer, or the person's message it answered) or edit and resend (a person's message
     with `new_text`). The last exchange is replaced in place; an earlier one continues in a branch, so
     nothing later is lost. Returns the started run."""
-    conv, agent = own(pod, conversation_id)
-    if _live(pod, conversation_id):
+    conv, agent = own(me, conversation_id)
+    if _live(me, conversation_id):
         raise StoreError("An answer is being written in this conversation: stop it first.")
-    msgs = pod.store.list_messages(conversation_id)
+    msgs = me.store.list_messages(conversation_id)
     idx = next((i for i, m in enumerate(msgs) if m.id == message_id), None)
     if idx is None:
         raise StoreError("That message is not in this conversation any more.")
@@ -240,12 +245,12 @@ async def answer_again(pod: Any, conversation_id: str, message_id: str, new_text
         raise StoreError("The message is empty.")
     later = [m for m in msgs[idx + 1:] if m.role == "user" and m.turn_id != prompt.turn_id]
     if later:  # not the last exchange: keep it all, continue in a branch
-        target = branch(pod, conversation_id, prompt.id, include=False)
+        target = branch(me, conversation_id, prompt.id, include=False)
     else:
         target = conversation_id
-        with pod.store.engine.begin() as c:
+        with me.store.engine.begin() as c:
             if prompt.turn_id:
                 _delete_turns(c, [prompt.turn_id])
             for m in msgs[idx:]:
                 c.execute(text("DELETE FROM message WHERE id = :m"), {"m": m.id})
-    return await pod.start_turn(agent, text_out, conversation_id=target)
+    return await me.start_turn(agent, text_out, conversation_id=target)

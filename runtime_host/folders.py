@@ -395,22 +395,25 @@ class WatchedFolders:
                                             (r[0],))}
         return Folder(r[0], r[1], r[2], r[3], r[4], r[5], r[6], counts)
 
-    def list_folders(self, person_id: str | None = None) -> list[Folder]:
-        pid = person_id or self.pod.person.id
+    def list_folders(self, person_id: str) -> list[Folder]:
+        pid = person_id
         rows = self.db.q("SELECT id, person_id, path, added_at, scanned_at, state, note FROM folders "
                          "WHERE person_id=? ORDER BY path", (pid,))
         return [self._row(r) for r in rows]
 
-    def find(self, ref: str, person_id: str | None = None) -> Folder:
+    def find(self, ref: str, person_id: str) -> Folder:
         """A folder of this person by id, id prefix or path."""
         mine = self.list_folders(person_id)
         want = str(Path(ref).expanduser().resolve()) if ref else ""
         for f in mine:
             if f.id == ref or f.path == want or (len(ref) >= 4 and f.id.startswith(ref)):
                 return f
+        if self.db.q("SELECT 1 FROM folders WHERE id=? AND person_id<>?", (ref, person_id)):
+            self.pod.audit(person_id=person_id, agent=None, kind="access", action="denied", rule="person.scope",
+                           summary=f"tried to reach watched folder {ref} of another person")
         raise FolderError(f"No watched folder {ref!r} of yours. `folder list` shows them.")
 
-    def add(self, path: str | Path) -> Folder:
+    def add(self, path: str | Path, person_id: str) -> Folder:
         root = Path(path).expanduser()
         if not root.is_dir():
             raise FolderError(f"{root} is not a folder on this machine: pick an existing folder.")
@@ -418,7 +421,7 @@ class WatchedFolders:
         home = Path(self.pod.home).resolve()
         if root == home or home in root.parents or root in home.parents:
             raise FolderError(f"{root} holds Hearth's own data ({home}); pick a folder of your documents instead.")
-        pid = self.pod.person.id
+        pid = person_id
         for f in self.list_folders(pid):
             other = Path(f.path)
             if other == root:
@@ -431,9 +434,9 @@ class WatchedFolders:
         self.pod.emit({"type": "folders.changed", "person": pid, "folder": fid})
         return self.find(fid, pid)
 
-    async def remove(self, ref: str) -> dict[str, Any]:
+    async def remove(self, ref: str, person_id: str) -> dict[str, Any]:
         """Stops watching a folder and deletes what it imported (claims leave the pages that cited it)."""
-        folder = self.find(ref)
+        folder = self.find(ref, person_id)
         async with self._lock(folder.id):
             sids = self._all_sources(folder.id)
             deleted = await self._delete_sources(sids)
@@ -443,8 +446,8 @@ class WatchedFolders:
         self.pod.emit({"type": "folders.changed", "person": folder.person_id, "folder": folder.id})
         return {"path": folder.path, "sources_deleted": deleted}
 
-    def files(self, ref: str, status: str | None = None, limit: int = 100000) -> list[FileStatus]:
-        folder = self.find(ref)
+    def files(self, ref: str, person_id: str, status: str | None = None, limit: int = 100000) -> list[FileStatus]:
+        folder = self.find(ref, person_id)
         sql = "SELECT rel, status, reason, size, sources FROM files WHERE folder_id=?"
         args: list[Any] = [folder.id]
         if status:
@@ -505,7 +508,7 @@ class WatchedFolders:
                 out.append({"folder": fid, "scope": f"private/{pid}", "error": str(exc)})
         return out
 
-    async def scan(self, ref: str, *, person_id: str | None = None,
+    async def scan(self, ref: str, *, person_id: str,
                    on_progress: Callable[[dict[str, Any]], None] | None = None) -> ScanReport:
         """Imports what is new or changed in one folder and removes what was deleted; see the module text."""
         folder = self.find(ref, person_id)
@@ -550,7 +553,7 @@ class WatchedFolders:
         rep.unchanged = len(listing) - len(todo)
         total = len(todo)
         self._progress(folder, "importing", 0, total, rep, on_progress)
-        decide = self._mail_decider()
+        decide = self._mail_decider(folder.person_id)
         scope = f"private/{folder.person_id}"
         for start in range(0, total, BATCH_FILES):
             batch = todo[start:start + BATCH_FILES]
@@ -568,12 +571,12 @@ class WatchedFolders:
     def _read_batch(batch: list[tuple[str, Path, int, int]], known: dict[str, tuple[Any, ...]]) -> list[_Read]:
         return [read_file(p, rel, m, s, known[rel][2] if rel in known else "") for rel, p, m, s in batch]
 
-    def _mail_decider(self) -> Callable[[list[Any]], list[Any]]:
+    def _mail_decider(self, person_id: str) -> Callable[[list[Any]], list[Any]]:
         """Keep or skip for messages of mail exports: the import role's model if a capable one is chosen, else
         the general rules (newsletters and advertising stay out). Documents are kept whole: you chose them."""
         from runtime_host.memory_jobs import choose
 
-        choice = choose(self.pod._memory_route("import"))
+        choice = choose(self.pod._memory_route(person_id, "import"))  # the folder's person's own model
         self.decided_by = choice.who
 
         def decide(items: list[Any]) -> list[Any]:

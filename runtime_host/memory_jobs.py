@@ -328,6 +328,12 @@ def redactor(pod: Any) -> Callable[[str, str], str]:
     return redact
 
 
+def owner(pod: Any) -> str:
+    """The person who set this Hearth up: the wiki's single writer (ingest, nightly) uses their models,
+    since it works across every scope at once. Each person's own items are kept or skipped by their own."""
+    return str(pod.store.default_person().id)
+
+
 def person_names(pod: Any) -> dict[str, str]:
     """Ids to the names people use (people and their agents), for titles and for the model's eyes."""
     out: dict[str, str] = {}
@@ -389,10 +395,10 @@ async def produce(pod: Any) -> list[dict[str, Any]]:
     """Pulls new chat and mail of every person into the memory inbox (keep or skip), then summaries."""
     from wiki_engine.pipeline import run_producer
 
-    choice = choose(pod._memory_route("extraction"))
     reports = []
     for person in pod.store.list_people():
         pid = person.id
+        choice = choose(pod._memory_route(pid, "extraction"))  # each person's items go to their own model
         scope = f"private/{pid}"
         origins: list[tuple[str, Callable[[Any], list[Any]]]] = [("chat", lambda mark, pid=pid: chat_items(pod, pid, mark))]
         for acct in pod.mail.accounts(pid):
@@ -400,7 +406,7 @@ async def produce(pod: Any) -> list[dict[str, Any]]:
         total: dict[str, Any] = {"scope": scope, "decided_by": choice.who, "pulled": 0, "kept": 0, "mail": 0,
                                  "skipped": [], "quarantined": []}
         for origin, fetch in origins:
-            rep = await pod.in_memory_thread(lambda origin=origin, fetch=fetch: run_producer(
+            rep = await pod.in_memory_thread(lambda origin=origin, fetch=fetch, scope=scope, choice=choice: run_producer(
                 pod.memory, scope=scope, origin=origin, fetch=fetch, decide=choice.decide))
             for key, reason in rep.quarantined:
                 pod.audit(person_id=pid, agent=None, kind="memory", phase="memory_write", action="quarantined",
@@ -424,10 +430,10 @@ async def produce(pod: Any) -> list[dict[str, Any]]:
 
 async def summarize_conversations(pod: Any) -> dict[str, int]:
     """Rolls long conversations up into summaries, searchable like any source (one per 30 new messages)."""
-    route = pod._memory_route("extraction")
     made: dict[str, int] = {}
     internal = {t.id for t in pod.store.list_turns(origins=["background", "schedule", "mail", "handoff"])}
     for person in pod.store.list_people():
+        route = pod._memory_route(person.id, "extraction")
         scope = f"private/{person.id}"
         for inst, _ in pod.store.list_agents(person.id):
             for conv in pod.store.list_conversations(inst.id):
@@ -454,7 +460,7 @@ async def ingest(pod: Any) -> dict[str, Any]:
     page is written: the inbox waits, and the answer says so and how to choose one."""
     from wiki_engine.pipeline import run_ingest
 
-    choice = choose(pod._memory_route("ingest"), person_names(pod))
+    choice = choose(pod._memory_route(owner(pod), "ingest"), person_names(pod))
     if choice.synthesize is None:
         waiting = len(await pod.in_memory_thread(lambda: pod.memory.inbox(100000)))
         out = {"written_by": None, "written": [], "proposed": [], "rejected": [], "consumed": 0,
@@ -473,7 +479,7 @@ async def nightly(pod: Any) -> dict[str, Any]:
     rebuilds indexes, then reconciles contradictions."""
     from wiki_engine.pipeline import run_nightly
 
-    choice = choose(pod._memory_route("ingest"), person_names(pod))
+    choice = choose(pod._memory_route(owner(pod), "ingest"), person_names(pod))
     rep = await pod.in_memory_thread(lambda: run_nightly(pod.memory, resynthesize=choice.synthesize))
     out = dict(vars(rep))
     out["reconciled"] = await pod._reconcile_pages()
@@ -516,14 +522,14 @@ class MemoryAnswer:
     answered_by: str = ""
 
 
-async def ask(pod: Any, question: str) -> MemoryAnswer:
+async def ask(pod: Any, person_id: str, question: str) -> MemoryAnswer:
     """Answers from the person's memory with the "Ask memory" role's model: one request, no conversation
     (so its instructions never appear in the window), citations only to what search found for this person."""
     question = question.strip()
     if not question:
         return MemoryAnswer(False, error="Type a question first.")
-    hits = await pod.memory_search(question, k=8)
-    route = pod._memory_route("ask_memory")
+    hits = await pod.memory_search(person_id, question, k=8)
+    route = pod._memory_route(person_id, "ask_memory")
     if not capable(route):
         return MemoryAnswer(False, error=NO_ASK_MODEL, hits=hits)
     if not hits:

@@ -135,7 +135,7 @@ class Pod:
         # SQLite in the data folder by default; PostgreSQL (or another server) by URL for several hosts.
         self.store = Store(os.environ.get("HEARTH_DATABASE_URL") or self.home / "pod.db")
         self.pod_id = self.store.meta("pod_id", default_factory=lambda: __import__("uuid").uuid4().hex) or ""
-        self.person = self.store.default_person()
+        self.store.default_person()  # the first person (the one who set Hearth up) exists from the start
         self._subscribers: list[Callable[[dict[str, Any]], None]] = []
         self.supervisor = Supervisor(self._on_worker_message, self._on_worker_exit, self.emit,
                                      supervisor_config, worker_command)
@@ -197,9 +197,6 @@ class Pod:
                 log.exception("event subscriber failed")
 
     # -- vault
-    def vault(self) -> Vault:
-        return self.vault_for(self.person.id)
-
     def vault_for(self, person_id: str) -> Vault:
         """The person's secrets: the OS keyring, or where none exists an encrypted file in the data folder
         unlocked with the person's passphrase (given when they unlocked Hearth)."""
@@ -222,9 +219,9 @@ class Pod:
             self._mcp = McpHost(self)
         return self._mcp
 
-    def allow_mcp(self, agent: str, server: str, tools: list[str] | None = None) -> list[str]:
+    def allow_mcp(self, person_id: str, agent: str, server: str, tools: list[str] | None = None) -> list[str]:
         """A person allows an MCP server's tools (all it lists now, or the named ones) for one agent."""
-        inst, profile = self.find_agent(agent)
+        inst, profile = self.find_agent(person_id, agent)
         listed = self.mcp.catalog(inst.person_id).get(f"mcp:{server}")
         if listed is None:
             raise StoreError(f"No MCP server named {server!r}. Add it first with `mcp add`.")
@@ -244,8 +241,8 @@ class Pod:
 
     # -- people
     def people(self) -> list[dict[str, Any]]:
-        return [{"id": p.id, "name": p.name, "has_passphrase": bool(p.passphrase_hash), "current": p.id == self.person.id}
-                for p in self.store.list_people()]
+        """Who shares this Hearth: names only (what each may see is theirs)."""
+        return [{"id": p.id, "name": p.name, "has_passphrase": bool(p.passphrase_hash)} for p in self.store.list_people()]
 
     def add_person(self, name: str, passphrase: str | None = None) -> dict[str, Any]:
         name = name.strip()
@@ -256,38 +253,64 @@ class Pod:
         p = self.store.add_person(name, hash_passphrase(passphrase) if passphrase else None)
         return {"id": p.id, "name": p.name, "has_passphrase": passphrase is not None}
 
-    def switch_person(self, name: str, passphrase: str | None = None) -> dict[str, Any]:
-        """Makes `name` the person this Pod acts for; their passphrase unlocks them."""
+    def for_person(self, person: Any) -> Any:
+        """The Pod as one person uses it (a `PersonPod`), for code that already knows who is asking (a
+        person the window unlocked, the owner of a schedule). People are unlocked with `unlock`."""
+        from runtime_host.person import PersonPod
+        from runtime_host.store import Person
+
+        row = person if isinstance(person, Person) else self.store.get_person_by_id(str(person))
+        if row is None:
+            raise StoreError(f"No person {person!r} on this Hearth.")
+        return PersonPod(self, row)
+
+    def first_person(self) -> Any:
+        """The person who set this Hearth up (the window opens on them)."""
+        return self.for_person(self.store.default_person())
+
+    def unlock(self, name: str, passphrase: str | None = None, *, by: str = "the window") -> Any:
+        """Checks `name`'s passphrase and returns the Pod as that person uses it (a `PersonPod`).
+        A refused attempt is audited under that person."""
         p = self.store.get_person(name)
         if p is None:
             known = ", ".join(x.name for x in self.store.list_people())
             raise StoreError(f"No person named {name!r} (people here: {known}).")
         if p.passphrase_hash and passphrase is None:
+            self.audit(person_id=p.id, agent=None, kind="access", action="denied", rule="person.locked",
+                       summary=f"{by} tried to act as {name} without the passphrase")
             raise StoreError(f"{name} is protected by a passphrase: unlock with it (in the CLI: "
                              f"--person {name!r} --passphrase-stdin).")
         if p.passphrase_hash and not check_passphrase(passphrase or "", p.passphrase_hash):
+            self.audit(person_id=p.id, agent=None, kind="access", action="denied", rule="person.passphrase",
+                       summary=f"{by} gave a wrong passphrase for {name}")
             raise StoreError(f"That passphrase does not unlock {name}. Try again.")
-        self.person = p
         if passphrase:
             self._passphrases[p.id] = passphrase
-        self.emit({"type": "person.switched", "person": p.name})
-        return {"id": p.id, "name": p.name}
+        return self.for_person(p)
 
-    def set_passphrase(self, passphrase: str, old: str | None = None) -> None:
-        if self.person.passphrase_hash and not check_passphrase(old or "", self.person.passphrase_hash):
+    def refuse(self, person_id: str, what: str, summary: str) -> StoreError:
+        """Audits an attempt to reach something that is not the person's, and returns the error to raise:
+        the same words whether the thing exists for someone else or not at all."""
+        self.audit(person_id=person_id, agent=None, kind="access", action="denied", rule="person.scope", summary=summary)
+        return StoreError(what)
+
+    def set_passphrase(self, person_id: str, passphrase: str, old: str | None = None) -> None:
+        current = self.store.get_person_by_id(person_id)
+        if current is None:
+            raise StoreError("No such person.")
+        if current.passphrase_hash and not check_passphrase(old or "", current.passphrase_hash):
             raise StoreError("The current passphrase is not right; the passphrase was not changed.")
         if len(passphrase) < 8:
             raise StoreError("A passphrase needs at least 8 characters.")
         with self.store.session() as s:
             from runtime_host.store import Person
 
-            row = s.get(Person, self.person.id)
+            row = s.get(Person, person_id)
             assert row is not None
             row.passphrase_hash = hash_passphrase(passphrase)
             s.add(row)
             s.commit()
-            self.person = row
-        self._passphrases[self.person.id] = passphrase
+        self._passphrases[person_id] = passphrase
 
     # -- schedules pause (the tray's switch; the scheduler reads it on every tick)
     @property
@@ -306,11 +329,11 @@ class Pod:
     MEMORY_TIMERS = (("memory.producer", "*/5 * * * *"), ("memory.ingest", "*/30 * * * *"),
                      ("memory.nightly", "0 3 * * *"))
 
-    def add_schedule(self, agent: str, cron: str, prompt: str, *, tz: str = "UTC", catch_up: str = "once",
+    def add_schedule(self, person_id: str, agent: str, cron: str, prompt: str, *, tz: str = "UTC", catch_up: str = "once",
                      name: str = "") -> dict[str, Any]:
         from runtime_host import schedule
 
-        inst, _ = self.find_agent(agent)
+        inst, _ = self.find_agent(person_id, agent)
         if catch_up not in schedule.CATCH_UP_POLICIES:
             raise StoreError(f"--catch-up must be one of {', '.join(schedule.CATCH_UP_POLICIES)}.")
         row = schedule.create_schedule(self.store.engine, person_id=inst.person_id, instance_id=inst.id, cron=cron,
@@ -324,10 +347,10 @@ class Pod:
         d["agent"] = found[0].name if found else None
         return d
 
-    def schedules(self) -> list[dict[str, Any]]:
+    def schedules(self, person_id: str) -> list[dict[str, Any]]:
         from runtime_host import schedule
 
-        return [self._schedule_info(r) for r in schedule.list_schedules(self.store.engine, self.person.id)]
+        return [self._schedule_info(r) for r in schedule.list_schedules(self.store.engine, person_id)]
 
     def _own_schedule(self, schedule_id: str) -> Any:
         from runtime_host import schedule
@@ -417,10 +440,10 @@ class Pod:
             schedule.record_turn_finished(self.store.engine, ev["turn_id"], ok=ev.get("status") == "done",
                                           error=ev.get("error"))
 
-    def schedule_ledger(self, limit: int = 200) -> list[dict[str, Any]]:
+    def schedule_ledger(self, person_id: str, limit: int = 200) -> list[dict[str, Any]]:
         from runtime_host import schedule
 
-        mine = {r["id"]: r for r in self.schedules()}
+        mine = {r["id"]: r for r in self.schedules(person_id)}
         rows = []
         for rec in schedule.list_runs(self.store.engine, limit=limit):
             if rec.schedule_id in mine:
@@ -435,7 +458,7 @@ class Pod:
         return rows
 
     # -- providers and agents
-    def add_provider(self, name: str, *, kind: str, base_url: str, model: str = "", key: str | None = None) -> dict[str, Any]:
+    def add_provider(self, person_id: str, name: str, *, kind: str, base_url: str, model: str = "", key: str | None = None) -> dict[str, Any]:
         name = name.strip()
         if not name:
             raise StoreError("A provider needs a name.")
@@ -449,65 +472,60 @@ class Pod:
         if not base_url.startswith(("http://", "https://")):
             raise StoreError(f"The base URL must start with http:// or https:// (got {base_url!r}).")
         if key:
-            self.vault().set(f"provider/{name}", key)
-        row = self.store.add_provider(name, kind, base_url.rstrip("/"), model, has_key=bool(key))
+            self.vault_for(person_id).set(f"provider/{name}", key)
+        row = self.store.add_provider(person_id, name, kind, base_url.rstrip("/"), model, has_key=bool(key))
         self._epoch += 1
         return {"name": row.name, "kind": row.kind, "base_url": row.base_url, "model": row.model, "has_key": row.has_key}
 
-    def list_providers(self, *, builtin: bool = True) -> list[dict[str, Any]]:
+    def list_providers(self, person_id: str, *, builtin: bool = True) -> list[dict[str, Any]]:
         from runtime_host.providers import supports_tools
 
         rows = [{"name": p.name, "kind": p.kind, "base_url": p.base_url, "model": p.model, "has_key": p.has_key,
-                 "builtin": False, "supports_tools": supports_tools(p.kind)} for p in self.store.list_providers()]
+                 "builtin": False, "supports_tools": supports_tools(p.kind)} for p in self.store.list_providers(person_id)]
         if builtin:
             rows.append({**EMBEDDED, "supports_tools": False})
         return rows
 
-    def check_provider(self, name: str, *, kind: str | None = None, base_url: str | None = None,
+    def check_provider(self, person_id: str, name: str, *, kind: str | None = None, base_url: str | None = None,
                        key: str | None = None) -> Any:
         """Lists the server's models and tests the key (the saved one when none is given) without saving
         anything; raises ProviderError saying what failed (nothing answers, key refused, wrong address)."""
         from runtime_host.providers.check import check_provider
 
-        saved = self._provider(name) if name else None
+        saved = self._provider(person_id, name) if name else None
         kind = kind or (saved["kind"] if saved else "openai-compatible")
         base_url = (base_url or (saved["base_url"] if saved else "")).strip()
         if key is None and saved and saved["has_key"] and saved["base_url"].rstrip("/") == base_url.rstrip("/"):
-            key = self.vault().get(f"provider/{name}")
+            key = self.vault_for(person_id).get(f"provider/{name}")
         return check_provider(name or "provider", kind, base_url, key)
 
-    def remove_provider(self, name: str) -> None:
+    def remove_provider(self, person_id: str, name: str) -> None:
         """Removes a provider and its key; refuses while an agent or a role still uses it."""
         if name == EMBEDDED["name"]:
             raise StoreError("The built-in offline model cannot be removed.")
-        if self.store.get_provider(name) is None:
+        if self.store.get_provider(person_id, name) is None:
             raise StoreError(f"No provider named {name!r}.")
         users = []
-        for person in self.store.list_people():
-            for inst, profile in self.store.list_agents(person.id):
-                refs = [profile.provider or ""] + json.loads(profile.fallbacks or "[]")
-                if any(r.split("/", 1)[0] == name for r in refs):
-                    users.append(inst.name)
-            users += [f"the {role} role" for role, row in self.store.role_models(person.id).items()
-                      if row.provider == name]
+        for inst, profile in self.store.list_agents(person_id):  # the person's own: providers are per person
+            refs = [profile.provider or ""] + json.loads(profile.fallbacks or "[]")
+            if any(r.split("/", 1)[0] == name for r in refs):
+                users.append(inst.name)
+        users += [f"the {role} role" for role, row in self.store.role_models(person_id).items()
+                  if row.provider == name]
         if users:
             raise StoreError(f"{name!r} is still used by {', '.join(sorted(set(users)))}: give them another "
                              "provider first, then remove it.")
         try:
-            self.vault().delete(f"provider/{name}")
+            self.vault_for(person_id).delete(f"provider/{name}")
         except Exception as exc:  # a key that is already gone is fine
             log.info("no key removed for provider %s: %s", name, exc)
-        self.store.delete_provider(name)
+        self.store.delete_provider(person_id, name)
         self._epoch += 1
 
-    def provider(self, name: str) -> dict[str, Any] | None:
-        """The provider by name (or the built-in offline model), None when there is none."""
-        return self._provider(name)
-
-    def _provider(self, name: str) -> dict[str, Any] | None:
+    def _provider(self, person_id: str, name: str) -> dict[str, Any] | None:
         if name == EMBEDDED["name"]:
             return dict(EMBEDDED)
-        p = self.store.get_provider(name)
+        p = self.store.get_provider(person_id, name)
         return None if p is None else {"name": p.name, "kind": p.kind, "base_url": p.base_url, "model": p.model,
                                        "has_key": p.has_key, "builtin": False}
 
@@ -515,7 +533,7 @@ class Pod:
         """The agent profiles Hearth ships, by template name."""
         return shipped_profiles()
 
-    def add_agent(self, name: str, *, provider: str | None = None, model: str | None = None, system: str | None = None,
+    def add_agent(self, person_id: str, name: str, *, provider: str | None = None, model: str | None = None, system: str | None = None,
                   toolkits: list[str] | None = None, profile: str | None = None) -> dict[str, Any]:
         name = name.strip()
         if not name:
@@ -530,18 +548,18 @@ class Pod:
             toolkits = t["toolkits"] if toolkits is None else toolkits
             role = t.get("role", "")
         if provider is None:
-            providers = self.store.list_providers()
+            providers = self.store.list_providers(person_id)
             provider = providers[0].name if len(providers) == 1 else EMBEDDED["name"] if not providers else None
-        if provider is not None and self._provider(provider) is None:
-            known = ", ".join(p.name for p in self.store.list_providers()) or "none yet"
+        if provider is not None and self._provider(person_id, provider) is None:
+            known = ", ".join(p.name for p in self.store.list_providers(person_id)) or "none yet"
             raise StoreError(f"No provider named {provider!r} (known: {known}). Add it first with `provider add`.")
-        inst = self.store.add_agent(self.person.id, name, provider=provider, model=model, system=system or "",
+        inst = self.store.add_agent(person_id, name, provider=provider, model=model, system=system or "",
                                     toolkits=toolkits, role=role, template=profile)
         return self._agent_info(inst, self.store.get_instance(inst.id)[1])  # type: ignore[index]
 
-    def edit_agent(self, name: str, **changes: Any) -> dict[str, Any]:
+    def edit_agent(self, person_id: str, name: str, **changes: Any) -> dict[str, Any]:
         """Changes an agent's provider, model, instructions or toolkits; its idle worker rebinds."""
-        inst, profile = self.find_agent(name)
+        inst, profile = self.find_agent(person_id, name)
         fields: dict[str, Any] = {}
         if changes.get("safety") is not None:
             from runtime_host.safety.policy import Policy, PolicyError
@@ -553,11 +571,11 @@ class Pod:
             fields["safety"] = json.dumps(changes["safety"])
         if changes.get("fallbacks") is not None:
             for ref in changes["fallbacks"]:
-                if self._provider(ref.split("/", 1)[0]) is None:
+                if self._provider(person_id, ref.split("/", 1)[0]) is None:
                     raise StoreError(f"No provider named {ref.split('/', 1)[0]!r} for the fallback chain.")
             fields["fallbacks"] = list(changes["fallbacks"])
         if changes.get("provider") is not None:
-            if self._provider(changes["provider"]) is None:
+            if self._provider(person_id, changes["provider"]) is None:
                 raise StoreError(f"No provider named {changes['provider']!r}. Add it first with `provider add`.")
             fields["provider"] = changes["provider"]
         if changes.get("model") is not None:
@@ -604,10 +622,10 @@ class Pod:
                 "uptime_s": round(time.time() - row.started_at, 1) if row.started_at else None,
                 "restarts": row.restarts, "reason": row.reason, "owner": "another Hearth process"}
 
-    def list_agents(self) -> list[dict[str, Any]]:
+    def list_agents(self, person_id: str) -> list[dict[str, Any]]:
         self.supervisor.refresh_rss()
         statuses = self.store.worker_statuses()
-        return [self._agent_info(i, p, statuses) for i, p in self.store.list_agents(self.person.id)]
+        return [self._agent_info(i, p, statuses) for i, p in self.store.list_agents(person_id)]
 
     def _persist_worker_state(self, ev: dict[str, Any]) -> None:
         if ev.get("type") != "worker.state":
@@ -618,25 +636,25 @@ class Pod:
         self.store.save_worker_status(h.key[1], state=h.state.value, pid=h.pid, host=socket.gethostname(), rss=h.rss,
                                       started_at=h.started_at, restarts=h.restarts, reason=h.reason)
 
-    def find_agent(self, name: str) -> tuple[AgentInstance, AgentProfile]:
-        found = self.store.get_agent(self.person.id, name)
+    def find_agent(self, person_id: str, name: str) -> tuple[AgentInstance, AgentProfile]:
+        found = self.store.get_agent(person_id, name)
         if found is None:
-            names = [i.name for i, _ in self.store.list_agents(self.person.id)]
+            names = [i.name for i, _ in self.store.list_agents(person_id)]
             known = f"Agents: {', '.join(names)}." if names else "There are no agents yet."
             raise UnknownAgent(f"No agent named {name!r}. {known} Add one with `python -m runtime_host agent add {name}`.")
         return found
 
     # -- worker binding
-    def _route(self, ref: str, model: str | None = None) -> dict[str, Any]:
-        """One route: provider (by name, or "provider/model") with its key from the vault."""
+    def _route(self, person_id: str, ref: str, model: str | None = None) -> dict[str, Any]:
+        """One route of `person_id`: their provider (by name, or "provider/model") with the key from their vault."""
         name, _, ref_model = ref.partition("/")
-        prov = self._provider(name)
+        prov = self._provider(person_id, name)
         if prov is None:
             raise TurnFailed(f"No provider named {name!r}. Add it in Settings → Providers.")
         key = None
         if prov["has_key"]:
             try:
-                key = self.vault().get(f"provider/{name}")
+                key = self.vault_for(person_id).get(f"provider/{name}")
             except VaultUnavailable as exc:
                 raise TurnFailed(str(exc)) from None
             if not key:
@@ -653,23 +671,23 @@ class Pod:
         return {"provider": name, "kind": prov["kind"], "base_url": prov["base_url"],
                 "model": ref_model or model or prov["model"], "key": key}
 
-    def _routes(self, profile: AgentProfile) -> list[dict[str, Any]]:
+    def _routes(self, person_id: str, profile: AgentProfile) -> list[dict[str, Any]]:
         """The agent's fallback chain: its primary model, then each fallback in order.
         A fallback whose key is missing is left out (the primary's problem is reported)."""
         if not profile.provider:
             return []
-        routes = [self._route(profile.provider, profile.model)]
+        routes = [self._route(person_id, profile.provider, profile.model)]
         for ref in json.loads(profile.fallbacks or "[]"):
             try:
-                routes.append(self._route(ref))
+                routes.append(self._route(person_id, ref))
             except TurnFailed as exc:
                 log.warning("fallback %s of agent %s left out: %s", ref, profile.name, exc)
         return routes
 
     # -- models by role
-    def models(self) -> dict[str, Any]:
-        """Providers, what each can do, and the model chosen for each role."""
-        chosen = self.store.role_models(self.person.id)
+    def models(self, person_id: str) -> dict[str, Any]:
+        """The person's providers, what each can do, and the model they chose for each role."""
+        chosen = self.store.role_models(person_id)
         roles = {}
         for role, default in ROLES.items():
             row = chosen.get(role)
@@ -681,10 +699,10 @@ class Pod:
                 prov, _, model = default.partition("/")
                 roles[role] = {"provider": prov or None, "model": model or None, "source": "default"}
         agents = {a["name"]: {"provider": a["provider"], "model": a["model"], "fallbacks": a["fallbacks"]}
-                  for a in self.list_agents()}
-        return {"providers": self.list_providers(), "roles": roles, "agents": agents}
+                  for a in self.list_agents(person_id)}
+        return {"providers": self.list_providers(person_id), "roles": roles, "agents": agents}
 
-    def set_role_model(self, role: str, ref: str) -> None:
+    def set_role_model(self, person_id: str, role: str, ref: str) -> None:
         if role not in ROLES:
             raise StoreError(f"Unknown role {role!r}. Roles: {', '.join(ROLES)}.")
         if role == "chat":
@@ -693,16 +711,17 @@ class Pod:
         if role == "embedding" and (name != "local" or model not in EMBEDDING_MODELS):
             raise StoreError("Search by meaning runs on this computer: choose local/static (fast) or local/minilm "
                              "(better at meaning, slower to index).")
-        if name != "local" and self._provider(name) is None:
+        if name != "local" and self._provider(person_id, name) is None:
             raise StoreError(f"No provider named {name!r}. Add it first with `provider add`.")
-        self.store.set_role_model(self.person.id, role, name, model)
-        if role == "embedding" and self._memory is not None:
+        self.store.set_role_model(person_id, role, name, model)
+        if role == "embedding" and self._memory is not None and person_id == self.store.default_person().id:
             # Re-embeds every source in the background; search keeps working meanwhile.
             self._memory.set_embedder(self.embedding_model())
 
     def embedding_model(self) -> str:
-        """The wiki_engine embedder chosen for the embedding role ("static" or "minilm")."""
-        info = self.models()["roles"]["embedding"]
+        """The wiki_engine embedder chosen for the embedding role ("static" or "minilm"). Memory has one index
+        for everyone, so it follows the first person's choice (the one who set Hearth up)."""
+        info = self.models(self.store.default_person().id)["roles"]["embedding"]
         return EMBEDDING_MODELS.get(info.get("model") or "", "static")
 
     def embedding_status(self) -> dict[str, Any] | None:
@@ -710,14 +729,15 @@ class Pod:
         "running", "error"}), or None while memory is not open (nothing is being re-embedded)."""
         return None if self._memory is None else self._memory.embedding_status()
 
-    def role_route(self, role: str) -> dict[str, Any] | None:
-        """The route for a background role (following inheritance), or None when none is set."""
-        info = self.models()["roles"][role]
+    def role_route(self, person_id: str, role: str) -> dict[str, Any] | None:
+        """The person's route for a background role (following inheritance), or None when none is set."""
+        roles = self.models(person_id)["roles"]
+        info = roles[role]
         while "inherits" in info:
-            info = self.models()["roles"][info["inherits"]]
+            info = roles[info["inherits"]]
         if not info.get("provider") or info["provider"] == "local":
             return None
-        return self._route(info["provider"], info.get("model"))
+        return self._route(person_id, info["provider"], info.get("model"))
 
     def allowlist(self, inst: AgentInstance, profile: AgentProfile) -> Any:
         """The agent's tool allowlist. Made once from its toolkits as they are then, and stored: an
@@ -744,7 +764,7 @@ class Pod:
             "agent": inst.id,
             "profile": {"name": inst.name, "system": profile.system_prompt, "toolkits": json.loads(profile.toolkits),
                         "allowlist": allowlist.to_json()},
-            "routes": self._routes(profile),
+            "routes": self._routes(inst.person_id, profile),
             "scratch": str(agent_dir(self.home, inst.person_id, inst.id)),
             "data_dir": str(self.home / "memory"),
             "ro_paths": [str(p) for p in ro_paths],
@@ -758,26 +778,26 @@ class Pod:
         return await self.supervisor.ensure(key, inst.name, agent_dir(self.home, inst.person_id, inst.id),
                                             self._binding(inst, profile), self._epoch)
 
-    async def start_agent(self, name: str) -> dict[str, Any]:
+    async def start_agent(self, person_id: str, name: str) -> dict[str, Any]:
         """Spawns the agent's worker now (it would otherwise start on first need)."""
-        inst, profile = self.find_agent(name)
+        inst, profile = self.find_agent(person_id, name)
         handle = await self._ensure_worker(inst, profile)
         return handle.info()
 
-    async def stop_agent(self, name: str) -> None:
-        inst, _profile = self.find_agent(name)
-        await self.stops.stop_agent(name, "you (Stop on the agent)", waiting_too=False)
+    async def stop_agent(self, person_id: str, name: str) -> None:
+        inst, _profile = self.find_agent(person_id, name)
+        await self.stops.stop_agent(person_id, name, "you (Stop on the agent)", waiting_too=False)
         handle = self.supervisor.handles.get((inst.person_id, inst.id))
         if handle is not None:
             await handle.stop()
 
-    async def delete_agent(self, name: str) -> None:
+    async def delete_agent(self, person_id: str, name: str) -> None:
         """Deletes an agent: stops its turns and worker, removes its schedules, conversations and steps.
         What it learned stays in memory until forgotten (Wiki → Forget)."""
         from runtime_host import schedule
 
-        inst, _profile = self.find_agent(name)
-        await self.stop_agent(name)
+        inst, _profile = self.find_agent(person_id, name)
+        await self.stop_agent(person_id, name)
         self.supervisor.handles.pop((inst.person_id, inst.id), None)
         for row in schedule.list_schedules(self.store.engine, inst.person_id):
             if row.instance_id == inst.id:
@@ -788,18 +808,18 @@ class Pod:
                    summary=f"Agent {name} deleted with its conversations and schedules.")
         self.emit({"type": "agent.deleted", "person": inst.person_id, "agent": name})
 
-    async def restart_agent(self, name: str) -> dict[str, Any]:
+    async def restart_agent(self, person_id: str, name: str) -> dict[str, Any]:
         """Stops the agent's worker and starts a fresh one; also clears a fatal state."""
-        inst, _profile = self.find_agent(name)
-        await self.stops.stop_agent(name, "you (Restart on the agent)", waiting_too=False)
+        inst, _profile = self.find_agent(person_id, name)
+        await self.stops.stop_agent(person_id, name, "you (Restart on the agent)", waiting_too=False)
         handle = self.supervisor.handles.get((inst.person_id, inst.id))
         if handle is not None:
             await handle.stop()
             self.supervisor.reset(handle.key, "restarted by the person")  # a fresh start: no crash history
-        return await self.start_agent(name)
+        return await self.start_agent(person_id, name)
 
     # -- turns
-    async def start_turn(self, agent: str, text: str, *, conversation_id: str | None = None,
+    async def start_turn(self, person_id: str, agent: str, text: str, *, conversation_id: str | None = None,
                          new_conversation: bool = False, origin: str = "chat", title: str = "",
                          model: str | None = None) -> _Run:
         """Writes the message and the turn, then runs it in the background. Await `run.future`.
@@ -807,7 +827,7 @@ class Pod:
         A message that reaches a conversation whose next turn has not started yet joins that turn
         (bursts merge into one turn); turns in one conversation run one after another.
         """
-        inst, profile = self.find_agent(agent)
+        inst, profile = self.find_agent(person_id, agent)
         return await self.start_turn_for(inst, profile, text, conversation_id=conversation_id,
                                          new_conversation=new_conversation, origin=origin, title=title, model=model)
 
@@ -821,12 +841,16 @@ class Pod:
         problem = message_problem(text)
         if problem is not None:
             raise MessageTooLarge(problem)
-        if model is not None and self._provider(model.split("/", 1)[0]) is None:
+        if model is not None and self._provider(inst.person_id, model.split("/", 1)[0]) is None:
             raise StoreError(f"No provider named {model.split('/', 1)[0]!r} for this message's model.")
         if conversation_id:
             conv = self.store.get_conversation(conversation_id)
             if conv is None or conv.instance_id != inst.id:
-                raise StoreError(f"No conversation {conversation_id!r} with agent {agent!r}.")
+                what = f"No conversation {conversation_id!r} with agent {agent!r}."
+                if conv is not None and self.conversation_owner(conv.id) != inst.person_id:
+                    raise self.refuse(inst.person_id, what, f"a message to {agent} named another person's "
+                                                            f"conversation {conversation_id}")
+                raise StoreError(what)
         else:
             conv = None if new_conversation else self.store.latest_conversation(inst.id)
             if conv is None:
@@ -856,8 +880,8 @@ class Pod:
         asyncio.create_task(self._drive(run, inst, profile))
         return run
 
-    async def chat(self, agent: str, text: str, **kw: Any) -> TurnResult:
-        run = await self.start_turn(agent, text, **kw)
+    async def chat(self, person_id: str, agent: str, text: str, **kw: Any) -> TurnResult:
+        run = await self.start_turn(person_id, agent, text, **kw)
         return await run.future
 
     async def _rate_limit(self, run: _Run) -> None:
@@ -938,8 +962,8 @@ class Pod:
         if run.model:
             # One message on another model: that route first, then the agent's own chain. Its key
             # travels with this turn over the pipe, like every credential.
-            chosen = self._route(run.model)
-            chain = [r for r in self._routes(profile)
+            chosen = self._route(inst.person_id, run.model)
+            chain = [r for r in self._routes(inst.person_id, profile)
                      if (r["provider"], r["model"]) != (chosen["provider"], chosen["model"])]
             extra["routes"] = [chosen, *chain]
         handle.send({"type": "turn.start", "turn_id": run.turn_id, "messages": self._history(run.conversation_id, run.turn_id), **extra,
@@ -1049,7 +1073,7 @@ class Pod:
             handle.send({"type": "pod.result", "seq": msg.get("seq"), "result": result})
 
     # -- partner agents (A2A), every send approved by a person
-    def add_partner(self, name: str, endpoint: str, key: str, *, tls_fingerprint: str = "", ca_file: str | None = None,
+    def add_partner(self, person_id: str, name: str, endpoint: str, key: str, *, tls_fingerprint: str = "", ca_file: str | None = None,
                     ) -> dict[str, Any]:
         """Pins a partner as the operator adds it: endpoint, key (vault) and TLS pin, never changed later."""
         from sqlalchemy import text as sql
@@ -1058,13 +1082,13 @@ class Pod:
 
         try:
             p = Partner.new(name, endpoint, key, tls_fingerprint=tls_fingerprint, ca_file=ca_file,
-                            added_by=self.person.name)
+                            added_by=person.name if (person := self.store.get_person_by_id(person_id)) else "")
         except PartnerConfigError as exc:
             raise StoreError(str(exc)) from None
-        row = p.to_row()
+        row = {**p.to_row(), "person_id": person_id}
         with self.store.engine.begin() as c:
             c.execute(sql(f"INSERT INTO partners ({', '.join(row)}) VALUES ({', '.join(':' + k for k in row)})"), row)
-        self.vault().set(vault_key(p.id), key)
+        self.vault_for(person_id).set(vault_key(p.id), key)
         return {k: v for k, v in row.items() if k != "key_sha256"}
 
     def _partner(self, name: str, person_id: str) -> Any:
@@ -1073,18 +1097,20 @@ class Pod:
         from runtime_host.partners import Partner, vault_key
 
         with self.store.engine.connect() as c:
-            row = c.execute(sql("SELECT * FROM partners WHERE name = :n AND disabled_at IS NULL"), {"n": name}).first()
+            row = c.execute(sql("SELECT * FROM partners WHERE name = :n AND person_id = :p AND disabled_at IS NULL"),
+                            {"n": name, "p": person_id}).first()
         if row is None:
             raise ValueError(f"no partner named {name!r}; a person adds partners in Settings")
-        m = dict(row._mapping)
+        m = {k: v for k, v in dict(row._mapping).items() if k != "person_id"}
         return Partner.from_row(m, credential=self.vault_for(person_id).get(vault_key(m["id"])))
 
-    def list_partners(self) -> list[dict[str, Any]]:
+    def list_partners(self, person_id: str) -> list[dict[str, Any]]:
         from sqlalchemy import text as sql
 
         with self.store.engine.connect() as c:
             return [{k: v for k, v in dict(r._mapping).items() if k != "key_sha256"}
-                    for r in c.execute(sql("SELECT * FROM partners WHERE disabled_at IS NULL ORDER BY name"))]
+                    for r in c.execute(sql("SELECT * FROM partners WHERE person_id = :p AND disabled_at IS NULL "
+                                           "ORDER BY name"), {"p": person_id})]
 
     def partner_client(self, partner: Any) -> Any:
         """The client for one send. Tests replace this method to reach their own loopback server."""
@@ -1128,15 +1154,20 @@ class Pod:
                    detail={"raw_size": reply.raw_size, "elapsed_s": reply.elapsed_s})
         return reply.text_wrapped
 
-    def partner_cards(self) -> list[dict[str, Any]]:
+    def partner_cards(self, person_id: str) -> list[dict[str, Any]]:
         return [{"id": pid, "partner": p.partner_name, "endpoint": p.endpoint, "text": p.text, "size": p.size}
-                for pid, (p, _f, person) in self._partner_sends.items() if person == self.person.id]
+                for pid, (p, _f, person) in self._partner_sends.items() if person == person_id]
 
-    def decide_partner_send(self, send_id: str, approve: bool, decided_by: str = "app") -> None:
+    def decide_partner_send(self, send_id: str, approve: bool, decided_by: str = "app", *,
+                            person_id: str | None = None) -> None:
+        """A person's decision (`person_id` given: only on their own sends) or a channel's (already checked)."""
         from runtime_host.channelhost import AlreadyDecided
 
         entry = self._partner_sends.get(send_id)
-        if entry is None or (decided_by == "app" and entry[2] != self.person.id):
+        if entry is not None and person_id is not None and entry[2] != person_id:
+            raise self.refuse(person_id, "No such send waiting for approval (it was decided, or timed out).",
+                              f"tried to decide partner send {send_id} of another person")
+        if entry is None:
             raise StoreError("No such send waiting for approval (it was decided, or timed out).")
         if decided_by == "app":
             try:
@@ -1208,30 +1239,35 @@ class Pod:
                 fut.set_result(None)
         self.emit({"type": "task.changed", "task_id": task_id})
 
-    def list_tasks(self, state: str | None = None) -> list[dict[str, Any]]:
+    def list_tasks(self, person_id: str, state: str | None = None) -> list[dict[str, Any]]:
         from runtime_host import tasks
 
-        names = {i.id: i.name for i, _ in self.store.list_agents(self.person.id)}
+        names = {i.id: i.name for i, _ in self.store.list_agents(person_id)}
         return [{**t.to_dict(), "owner": names.get(t.owner_instance), "creator": names.get(t.creator_instance)}
-                for t in tasks.list_tasks(self.store.engine, self.person.id, state)]
+                for t in tasks.list_tasks(self.store.engine, person_id, state)]
 
-    def task_timeline(self, task_id: str) -> list[dict[str, Any]]:
+    def task_timeline(self, person_id: str, task_id: str) -> list[dict[str, Any]]:
         """What happened to one of the person's tasks, oldest first (ts, kind and its details)."""
         from runtime_host import tasks
 
         t = tasks.get(self.store.engine, task_id)
-        if t is None or t.person_id != self.person.id:
+        if t is not None and t.person_id != person_id:
+            raise self.refuse(person_id, "That task does not exist (it may have been deleted).",
+                              f"tried to read task {task_id} of another person")
+        if t is None:
             raise StoreError("That task does not exist (it may have been deleted).")
         return tasks.events(self.store.engine, task_id)
 
-    async def decide_task(self, task_id: str, approve: bool, decided_by: str = "app") -> dict[str, Any]:
+    async def decide_task(self, person_id: str, task_id: str, approve: bool, decided_by: str = "app") -> dict[str, Any]:
         """The person's allow (or not) for a proposed hand-off. On approval the receiving agent starts
         a fresh conversation under its own identity; only the task text and the parent link move."""
         from runtime_host import tasks
         from runtime_host.channelhost import AlreadyDecided
 
         t = tasks.get(self.store.engine, task_id)
-        if t is None or t.person_id != self.person.id and decided_by == "app":
+        if t is not None and t.person_id != person_id:
+            raise self.refuse(person_id, f"No task {task_id!r} of yours.", f"tried to decide task {task_id} of another person")
+        if t is None:
             raise StoreError(f"No task {task_id!r} of yours.")
         if decided_by == "app":
             try:
@@ -1318,8 +1354,8 @@ class Pod:
         self.emit({"type": "audit", "person": person_id, "agent": agent, "kind": kind, "phase": phase,
                    "action": action, "rule": rule, "summary": summary})
 
-    def audit_log(self, limit: int = 500, kind: str | None = None) -> list[dict[str, Any]]:
-        return self.store.list_audit(self.person.id, limit, kind)
+    def audit_log(self, person_id: str, limit: int = 500, kind: str | None = None) -> list[dict[str, Any]]:
+        return self.store.list_audit(person_id, limit, kind)
 
     def safety_policy(self, agent_id: str | None, agent_name: str) -> Any:
         """The agent's safety policy: its profile's settings over the defaults."""
@@ -1348,12 +1384,12 @@ class Pod:
                        detail={k: v for k, v in d.event.items() if k in ("detectors", "kinds", "chars", "context")})
         return d
 
-    def restore_redactions(self, text: str) -> str:
+    def restore_redactions(self, person_id: str, text: str) -> str:
         """The owner's own view of reversibly redacted text (never given to an agent or another person)."""
         from runtime_host.safety.policy import restore
 
         def lookup(mapping_id: str) -> dict[str, str] | None:
-            raw = self.vault().get(f"redactions/{mapping_id}")
+            raw = self.vault_for(person_id).get(f"redactions/{mapping_id}")
             return json.loads(raw) if raw else None
 
         return restore(text, lookup)
@@ -1440,21 +1476,20 @@ class Pod:
         return "\n".join(f"[{h.kind} {h.id[:12]}{' · ' + h.title if h.title else ''}] {h.snippet}" for h in hits)
 
     # -- memory pipelines (run by the scheduler's memory timers, or by hand; see runtime_host/memory_jobs.py)
-    def has_memory_model(self, role: str = "ingest") -> bool:
+    def has_memory_model(self, person_id: str, role: str = "ingest") -> bool:
         """Whether the model chosen for a memory role (ingest, extraction, ...) can do that job."""
         from runtime_host.memory_jobs import capable
 
-        return capable(self._memory_route(role))
+        return capable(self._memory_route(person_id, role))
 
-    def _memory_route(self, role: str) -> dict[str, Any] | None:
+    def _memory_route(self, person_id: str, role: str) -> dict[str, Any] | None:
         try:
-            return self.role_route(role)
+            return self.role_route(person_id, role)
         except TurnFailed:
             return None
 
-    def person_scopes(self) -> list[str]:
-        """What the current person may read: public, their private tree, and each of their agents' notes."""
-        pid = self.person.id
+    def person_scopes(self, pid: str) -> list[str]:
+        """What a person may read: public, their private tree, and each of their agents' notes."""
         return ["public", f"private/{pid}", *(f"agent/{pid}/{i.id}" for i, _ in self.store.list_agents(pid))]
 
     def scope_label(self, scope: str) -> str:
@@ -1466,23 +1501,24 @@ class Pod:
         found = self.store.get_instance(agent_id)
         return f"{found[0].name}'s notes" if found else scope
 
-    async def memory_search(self, query: str, k: int = 10, mode: str = "hybrid") -> list[Any]:
-        return await self.in_memory_thread(lambda: self.memory.search(query, scopes=self.person_scopes(), k=k, mode=mode))
+    async def memory_search(self, person_id: str, query: str, k: int = 10, mode: str = "hybrid") -> list[Any]:
+        scopes = self.person_scopes(person_id)
+        return await self.in_memory_thread(lambda: self.memory.search(query, scopes=scopes, k=k, mode=mode))
 
-    async def memory_delete_source(self, source_id: str) -> list[str]:
+    async def memory_delete_source(self, person_id: str, source_id: str) -> list[str]:
         """The owner deletes one source: gone from the index; pages that cited it are marked for re-synthesis."""
         scope = await self.in_memory_thread(lambda: self.memory.source_scope(source_id))
-        if scope is None or scope not in self.person_scopes():
-            raise StoreError("No such source of yours.")
+        if scope is None or scope not in self.person_scopes(person_id):
+            raise self.refuse(person_id, "No such source of yours.", f"tried to delete source {source_id} of another scope")
         return await self.in_memory_thread(lambda: self.memory.delete_source(source_id))
 
-    async def memory_forget_agent(self, name: str) -> int:
-        inst, _ = self.find_agent(name)
+    async def memory_forget_agent(self, person_id: str, name: str) -> int:
+        inst, _ = self.find_agent(person_id, name)
         return await self.in_memory_thread(lambda: self.memory.forget_agent(inst.person_id, inst.id))
 
-    async def memory_forget_me(self) -> int:
-        n = await self.in_memory_thread(lambda: self.memory.forget_person(self.person.id))
-        self.folders.forget_person(self.person.id)  # watched folders too, or they would import it all again
+    async def memory_forget_me(self, person_id: str) -> int:
+        n = await self.in_memory_thread(lambda: self.memory.forget_person(person_id))
+        self.folders.forget_person(person_id)  # watched folders too, or they would import it all again
         return int(n)
 
     async def memory_produce(self) -> list[dict[str, Any]]:
@@ -1496,11 +1532,11 @@ class Pod:
 
         return await memory_jobs.summarize_conversations(self)
 
-    async def ask_memory(self, question: str) -> Any:
-        """The slow path: the "Ask memory" role's model answers from what search finds, citing it."""
+    async def ask_memory(self, person_id: str, question: str) -> Any:
+        """The slow path: the person's "Ask memory" model answers from what search finds for them, citing it."""
         from runtime_host import memory_jobs
 
-        return await memory_jobs.ask(self, question)
+        return await memory_jobs.ask(self, person_id, question)
 
     async def memory_ingest(self) -> dict[str, Any]:
         """Turns the inbox into wiki pages (single writer) once an ingest model is chosen."""
@@ -1515,7 +1551,7 @@ class Pod:
         from runtime_host.memory_jobs import model_reconcile
         from runtime_host.providers import Route
 
-        route = self._memory_route("ingest")
+        route = self._memory_route(self.store.default_person().id, "ingest")
         if route is None or route.get("kind") == "embedded":
             return []
         reconcile = model_reconcile(Route.from_dict(route))
@@ -1600,17 +1636,55 @@ class Pod:
                                "error": f"The agent's worker crashed and could not be restarted: {exc}"})
 
     # -- stopping and reading turns
-    async def stop_turn(self, turn_id: str, by: str = "you") -> dict[str, Any]:
-        """Stops a turn at once, keeping what it streamed; see `runtime_host.turnstop`."""
+    async def stop_turn(self, person_id: str, turn_id: str, by: str = "you") -> dict[str, Any]:
+        """Stops one of the person's turns at once, keeping what it streamed; see `runtime_host.turnstop`."""
+        t = self.store.get_turn(turn_id)
+        if t is not None and self.instance_owner(t.instance_id) != person_id:
+            raise self.refuse(person_id, f"No turn {turn_id!r}. `python -m runtime_host turns` lists them.",
+                              f"{by} tried to stop turn {turn_id} of another person")
         return await self.stops.stop(turn_id, by)
 
     def turn_live(self, t: Any) -> bool:
         return t.id in self._runs or (bool(t.lease_owner) and (t.lease_until or 0) > now())
 
-    def turns(self, conversation_id: str | None = None) -> list[dict[str, Any]]:
+    def instance_owner(self, instance_id: str) -> str | None:
+        """The person an agent instance belongs to (None when it is gone)."""
+        found = self.store.get_instance(instance_id)
+        return found[0].person_id if found else None
+
+    def conversation_owner(self, conversation_id: str) -> str | None:
+        conv = self.store.get_conversation(conversation_id)
+        return self.instance_owner(conv.instance_id) if conv else None
+
+    def _own_conversation(self, person_id: str, conversation_id: str) -> Any:
+        """The person's conversation, or a refusal (audited when it is someone else's)."""
+        conv = self.store.get_conversation(conversation_id)
+        what = f"No conversation {conversation_id!r} of yours."
+        if conv is None:
+            raise StoreError(what)
+        if self.instance_owner(conv.instance_id) != person_id:
+            raise self.refuse(person_id, what, f"tried to open conversation {conversation_id} of another person")
+        return conv
+
+    def latest_conversation(self, person_id: str, agent: str) -> Any:
+        inst, _ = self.find_agent(person_id, agent)
+        return self.store.latest_conversation(inst.id)
+
+    def messages(self, person_id: str, conversation_id: str) -> list[Any]:
+        """One of the person's conversations, message by message (refused for anyone else's)."""
+        self._own_conversation(person_id, conversation_id)
+        return self.store.list_messages(conversation_id)
+
+    def turns(self, person_id: str, conversation_id: str | None = None) -> list[dict[str, Any]]:
+        """The person's turns (of one of their conversations, or all), with their steps as a tree."""
+        if conversation_id:
+            self._own_conversation(person_id, conversation_id)
+        mine = {i.id for i, _ in self.store.list_agents(person_id)}
         out = []
         batch = self.store.steps_by_turn(conversation_id) if conversation_id else None
         for t in self.store.list_turns(conversation_id):
+            if t.instance_id not in mine:
+                continue
             steps = batch.get(t.id, []) if batch is not None else self.store.list_steps(t.id)
             out.append({
                 "id": t.id, "conversation_id": t.conversation_id, "status": t.status, "error": t.error,
@@ -1622,47 +1696,47 @@ class Pod:
         return out
 
     # -- conversations (see runtime_host.conversations)
-    def list_conversations(self, agent: str) -> list[dict[str, Any]]:
+    def list_conversations(self, person_id: str, agent: str) -> list[dict[str, Any]]:
         """The agent's conversations, newest first, with origin and (for scheduled runs) their schedule."""
-        return conversations.list_for(self, agent)
+        return conversations.list_for(self.for_person(person_id), agent)
 
-    def last_chat(self, agent: str) -> str | None:
+    def last_chat(self, person_id: str, agent: str) -> str | None:
         """The id of the person's last chat with the agent (scheduled and background runs do not count)."""
-        return conversations.last_chat(self, agent)
+        return conversations.last_chat(self.for_person(person_id), agent)
 
-    def conversation(self, conversation_id: str) -> dict[str, Any]:
+    def conversation(self, person_id: str, conversation_id: str) -> dict[str, Any]:
         """One conversation: its messages in order and its turns with their step trees."""
-        return conversations.read(self, conversation_id)
+        return conversations.read(self.for_person(person_id), conversation_id)
 
-    def rename_conversation(self, conversation_id: str, title: str) -> dict[str, Any]:
-        return conversations.rename(self, conversation_id, title)
+    def rename_conversation(self, person_id: str, conversation_id: str, title: str) -> dict[str, Any]:
+        return conversations.rename(self.for_person(person_id), conversation_id, title)
 
-    def delete_conversation(self, conversation_id: str) -> None:
-        conversations.delete(self, conversation_id)
+    def delete_conversation(self, person_id: str, conversation_id: str) -> None:
+        conversations.delete(self.for_person(person_id), conversation_id)
 
-    def export_conversation(self, conversation_id: str, fmt: str = "markdown") -> str:
-        return conversations.export(self, conversation_id, fmt)
+    def export_conversation(self, person_id: str, conversation_id: str, fmt: str = "markdown") -> str:
+        return conversations.export(self.for_person(person_id), conversation_id, fmt)
 
-    def search_conversations(self, query: str, limit: int = 50) -> list[dict[str, Any]]:
-        """Full-text search over all of the current person's conversations."""
-        return conversations.search(self, query, limit)
+    def search_conversations(self, person_id: str, query: str, limit: int = 50) -> list[dict[str, Any]]:
+        """Full-text search over all of the person's conversations."""
+        return conversations.search(self.for_person(person_id), query, limit)
 
-    def turn_messages(self, turn_id: str) -> list[dict[str, Any]]:
+    def turn_messages(self, person_id: str, turn_id: str) -> list[dict[str, Any]]:
         """The messages one turn wrote (the person's, then the answer), with their ids."""
-        return conversations.turn_messages(self, turn_id)
+        return conversations.turn_messages(self.for_person(person_id), turn_id)
 
     def live_text(self, turn_id: str) -> str:
         """What a turn still being written in this process has streamed so far (its top-level answer)."""
         run = self._runs.get(turn_id)
         return "".join(run.streamed.values()) if run is not None else ""
 
-    def branch_conversation(self, conversation_id: str, message_id: str) -> str:
+    def branch_conversation(self, person_id: str, conversation_id: str, message_id: str) -> str:
         """A new conversation with the messages up to and including `message_id`; returns its id."""
-        return conversations.branch(self, conversation_id, message_id)
+        return conversations.branch(self.for_person(person_id), conversation_id, message_id)
 
-    async def answer_again(self, conversation_id: str, message_id: str, text: str | None = None) -> _Run:
+    async def answer_again(self, person_id: str, conversation_id: str, message_id: str, text: str | None = None) -> _Run:
         """Regenerate an answer, or edit one of the person's messages (`text`) and send it again."""
-        return await conversations.answer_again(self, conversation_id, message_id, text)
+        return await conversations.answer_again(self.for_person(person_id), conversation_id, message_id, text)
 
     # -- lifecycle
     def start_background(self) -> None:
@@ -1815,16 +1889,17 @@ class Pod:
         return run
 
     # -- background runs
-    def create_background_run(self, agent: str, prompt: str) -> str:
+    def create_background_run(self, person_id: str, agent: str, prompt: str) -> str:
         """Writes a background run (its own conversation, a pending turn, no owner yet) and returns its id."""
-        inst, _profile = self.find_agent(agent)
+        inst, _profile = self.find_agent(person_id, agent)
         conv = self.store.create_conversation(inst.id, title=f"Background: {prompt.strip().splitlines()[0][:50]}")
         turn = self.store.create_turn(conv.id, inst.id, origin="background")
         self.store.add_message(conv.id, "user", prompt, turn_id=turn.id)
         return turn.id
 
-    def runs(self, origins: tuple[str, ...] = ("background", "schedule", "mail", "handoff")) -> list[dict[str, Any]]:
-        agents = {i.id: i.name for i, _ in self.store.list_agents(self.person.id)}
+    def runs(self, person_id: str, origins: tuple[str, ...] = ("background", "schedule", "mail", "handoff"),
+             ) -> list[dict[str, Any]]:
+        agents = {i.id: i.name for i, _ in self.store.list_agents(person_id)}
         out = []
         for t in self.store.list_turns(origins=list(origins)):
             if t.instance_id not in agents:

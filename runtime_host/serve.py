@@ -9,7 +9,10 @@ GET /v1/conversations/{id}/export?format=markdown|json ({text}), GET /v1/search?
 conversation, each with conversation_id and message_id).
 A message larger than one turn can carry is refused with 413 and the reason in "error".
 The contract may only add fields; a breaking change gets a new route (/v2/...). Requests carry
-`Authorization: Bearer <token>`; only the token's scrypt hash is stored (pod_meta "serve_token").
+`Authorization: Bearer <token>`. A token belongs to the person who made it (`--person NAME serve --new-token`)
+and every request acts as that person only: their agents, their conversations, their turns. Only the token's
+scrypt hash is stored (pod_meta "serve_token/<person id>"; a token from before tokens had a person is the
+first person's).
 
 The stored hash is read on every request, so `serve --new-token` revokes the old token in a running host
 at once. The slow scrypt check runs off the event loop (health stays fast), and a client with too many
@@ -34,13 +37,21 @@ FAILURE_WINDOW_S = 60.0  # ... within this many seconds; then 429 until the olde
 log = logging.getLogger("hearth.serve")
 
 
-def new_token(pod: Any) -> str:
-    """Makes a new access token (shown once) and keeps only its hash."""
+def new_token(me: Any) -> str:
+    """Makes a new access token for one person (shown once; it replaces their old one) and keeps only its hash."""
     from runtime_host.pod import hash_passphrase
 
-    token = "hth_" + secrets.token_urlsafe(32)
-    pod.store.set_meta("serve_token", hash_passphrase(token))
+    token = f"hth_{me.person_id}_{secrets.token_urlsafe(32)}"
+    me.store.set_meta(f"serve_token/{me.person_id}", hash_passphrase(token))
     return token
+
+
+def token_person(pod: Any, token: str) -> tuple[str, str]:
+    """(person id, pod_meta key of their token's hash) for a presented token."""
+    parts = token.split("_", 2)
+    if len(parts) == 3 and parts[0] == "hth" and len(parts[1]) == 32 and pod.store.get_person_by_id(parts[1]):
+        return parts[1], f"serve_token/{parts[1]}"
+    return pod.store.default_person().id, "serve_token"  # a token made before tokens had a person
 
 
 class TokenGate:
@@ -83,7 +94,8 @@ class TokenGate:
         digest = hashlib.sha256(token.encode()).hexdigest()
         if self._limited(client) and not any(d == digest for d, _ in self._accepted):
             return "limited"  # a limited client costs nothing more (no database read, no scrypt)
-        stored = await asyncio.to_thread(self.pod.store.meta, "serve_token") or ""
+        _person, key = await asyncio.to_thread(token_person, self.pod, token)
+        stored = await asyncio.to_thread(self.pod.store.meta, key) or ""
         if token and stored and (digest, stored) in self._accepted:
             return "ok"
         if self._limited(client):
@@ -144,8 +156,9 @@ def make_app(pod: Any, gate: TokenGate | None = None) -> Any:
             if verdict != "ok":
                 return answer({"error": "missing or wrong token: create one with `python -m runtime_host serve "
                                         "--new-token` on the host and send it as 'Authorization: Bearer …'"}, 401)
+            me = pod.for_person(token_person(pod, token)[0])
             try:
-                return await handler(request)
+                return await handler(request, me)
             except MessageTooLarge as exc:
                 return answer({"error": str(exc)}, 413)
             except StoreError as exc:
@@ -157,11 +170,11 @@ def make_app(pod: Any, gate: TokenGate | None = None) -> Any:
     async def health(_request: Request) -> JSONResponse:
         return answer({"ok": True, "host": pod.owner})
 
-    async def agents(_request: Request) -> JSONResponse:
+    async def agents(_request: Request, me: Any) -> JSONResponse:
         return answer({"agents": [{"name": a["name"], "provider": a["provider"], "model": a["model"],
-                                   "state": a["worker"]["state"]} for a in pod.list_agents()]})
+                                   "state": a["worker"]["state"]} for a in me.list_agents()]})
 
-    async def chat(request: Request) -> JSONResponse:
+    async def chat(request: Request, me: Any) -> JSONResponse:
         # A body far past the message limit is refused before it is read (413, with the reason).
         length = request.headers.get("content-length") or ""
         if length.isdigit() and int(length) > 2 * MAX_MESSAGE_BYTES + 65536:
@@ -176,44 +189,44 @@ def make_app(pod: Any, gate: TokenGate | None = None) -> Any:
         problem = message_problem(str(body["message"]))
         if problem is not None:
             raise MessageTooLarge(problem)
-        r = await pod.chat(str(body["agent"]), str(body["message"]), conversation_id=body.get("conversation_id"),
+        r = await me.chat(str(body["agent"]), str(body["message"]), conversation_id=body.get("conversation_id"),
                            new_conversation=bool(body.get("new")))
         return answer({"turn_id": r.turn_id, "conversation_id": r.conversation_id, "status": r.status,
                        "text": r.text, "error": r.error, "model": r.model})
 
-    async def turns(request: Request) -> JSONResponse:
-        return answer({"turns": pod.turns(request.query_params.get("conversation_id"))})
+    async def turns(request: Request, me: Any) -> JSONResponse:
+        return answer({"turns": me.turns(request.query_params.get("conversation_id"))})
 
-    async def runs(_request: Request) -> JSONResponse:
-        return answer({"runs": pod.runs()})
+    async def runs(_request: Request, me: Any) -> JSONResponse:
+        return answer({"runs": me.runs()})
 
-    async def cancel(request: Request) -> JSONResponse:
-        return answer(await pod.stop_turn(request.path_params["turn_id"], "a remote client"))
+    async def cancel(request: Request, me: Any) -> JSONResponse:
+        return answer(await me.stop_turn(request.path_params["turn_id"], "a remote client"))
 
-    async def conversations(request: Request) -> JSONResponse:
+    async def conversations(request: Request, me: Any) -> JSONResponse:
         agent = request.query_params.get("agent")
         if not agent:
             raise ValueError("agent is required: /v1/conversations?agent=NAME")
-        return answer({"conversations": pod.list_conversations(agent)})
+        return answer({"conversations": me.list_conversations(agent)})
 
-    async def conversation(request: Request) -> JSONResponse:
+    async def conversation(request: Request, me: Any) -> JSONResponse:
         cid = request.path_params["conversation_id"]
         if request.method == "DELETE":
-            pod.delete_conversation(cid)
+            me.delete_conversation(cid)
             return answer({"deleted": cid})
         if request.method == "PATCH":
             body = await request.json()
             if not isinstance(body, dict) or not isinstance(body.get("title"), str):
                 raise ValueError("the body must be JSON: {\"title\": …}")
-            return answer(pod.rename_conversation(cid, body["title"]))
-        return answer({"conversation": pod.conversation(cid)})
+            return answer(me.rename_conversation(cid, body["title"]))
+        return answer({"conversation": me.conversation(cid)})
 
-    async def export(request: Request) -> JSONResponse:
+    async def export(request: Request, me: Any) -> JSONResponse:
         fmt = request.query_params.get("format", "markdown")
-        return answer({"format": fmt, "text": pod.export_conversation(request.path_params["conversation_id"], fmt)})
+        return answer({"format": fmt, "text": me.export_conversation(request.path_params["conversation_id"], fmt)})
 
-    async def search(request: Request) -> JSONResponse:
-        return answer({"results": pod.search_conversations(request.query_params.get("q", ""))})
+    async def search(request: Request, me: Any) -> JSONResponse:
+        return answer({"results": me.search_conversations(request.query_params.get("q", ""))})
 
     return Starlette(routes=[
         Route("/v1/health", health),

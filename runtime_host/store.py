@@ -47,8 +47,11 @@ class Person(SQLModel, table=True):
 
 
 class Provider(SQLModel, table=True):
+    """One person's model provider: its address here, its key in that person's vault."""
+
     __tablename__ = "provider"
     id: str = Field(primary_key=True, default_factory=new_id)
+    person_id: str
     name: str
     kind: str
     base_url: str
@@ -253,6 +256,21 @@ MIGRATIONS.append(
 MIGRATIONS += _later_feature_migrations()
 MIGRATIONS.append(("0011_allowlist", ["ALTER TABLE agent_profile ADD COLUMN allowlist TEXT"]))
 MIGRATIONS.append(("0012_safety_policy", ["ALTER TABLE agent_profile ADD COLUMN safety TEXT"]))
+# Providers and partners belong to a person: one person's `provider add NAME` never changes another's.
+# Providers that were shared become each person's own (keys stay where they were: in the vault of the
+# person who added them; the others are told to add theirs).
+MIGRATIONS.append(("0013_people_own_providers", [
+    """CREATE TABLE provider_by_person (id TEXT PRIMARY KEY, person_id TEXT NOT NULL, name TEXT NOT NULL,
+        kind TEXT NOT NULL, base_url TEXT NOT NULL, model TEXT NOT NULL DEFAULT '',
+        has_key BOOLEAN NOT NULL DEFAULT FALSE, created_at DOUBLE PRECISION NOT NULL, UNIQUE (person_id, name))""",
+    """INSERT INTO provider_by_person (id, person_id, name, kind, base_url, model, has_key, created_at)
+        SELECT pr.id || '-' || pe.id, pe.id, pr.name, pr.kind, pr.base_url, pr.model, pr.has_key, pr.created_at
+        FROM provider pr CROSS JOIN person pe""",
+    "DROP TABLE provider",
+    "ALTER TABLE provider_by_person RENAME TO provider",
+    "ALTER TABLE partners ADD COLUMN person_id TEXT",
+    "UPDATE partners SET person_id = (SELECT person.id FROM person WHERE person.name = partners.added_by)",
+]))
 MIGRATIONS.sort(key=lambda m: m[0])  # applied in the order of their numbers, wherever they are declared
 
 
@@ -368,16 +386,20 @@ class Store:
         with self.session() as s:
             return s.exec(select(Person).where(Person.name == name)).first()
 
+    def get_person_by_id(self, person_id: str) -> Person | None:
+        with self.session() as s:
+            return s.get(Person, person_id)
+
     def list_people(self) -> list[Person]:
         with self.session() as s:
             return list(s.exec(select(Person).order_by(Person.created_at)))
 
     # -- providers
-    def add_provider(self, name: str, kind: str, base_url: str, model: str, has_key: bool) -> Provider:
+    def add_provider(self, person_id: str, name: str, kind: str, base_url: str, model: str, has_key: bool) -> Provider:
         with self.session() as s:
-            row = s.exec(select(Provider).where(Provider.name == name)).first()
+            row = s.exec(select(Provider).where(Provider.person_id == person_id, Provider.name == name)).first()
             if row is None:
-                row = Provider(name=name, kind=kind, base_url=base_url, model=model, has_key=has_key)
+                row = Provider(person_id=person_id, name=name, kind=kind, base_url=base_url, model=model, has_key=has_key)
             else:
                 row.kind, row.base_url, row.model = kind, base_url, model
                 row.has_key = has_key or row.has_key
@@ -385,17 +407,17 @@ class Store:
             s.commit()
             return row
 
-    def get_provider(self, name: str) -> Provider | None:
+    def get_provider(self, person_id: str, name: str) -> Provider | None:
         with self.session() as s:
-            return s.exec(select(Provider).where(Provider.name == name)).first()
+            return s.exec(select(Provider).where(Provider.person_id == person_id, Provider.name == name)).first()
 
-    def list_providers(self) -> list[Provider]:
+    def list_providers(self, person_id: str) -> list[Provider]:
         with self.session() as s:
-            return list(s.exec(select(Provider).order_by(Provider.name)))
+            return list(s.exec(select(Provider).where(Provider.person_id == person_id).order_by(Provider.name)))
 
-    def delete_provider(self, name: str) -> bool:
+    def delete_provider(self, person_id: str, name: str) -> bool:
         with self.session() as s:
-            row = s.exec(select(Provider).where(Provider.name == name)).first()
+            row = s.exec(select(Provider).where(Provider.person_id == person_id, Provider.name == name)).first()
             if row is None:
                 return False
             s.delete(row)

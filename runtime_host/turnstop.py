@@ -74,9 +74,10 @@ class TurnStops:
                        if m.turn_id == turn_id and m.role == "assistant"), "")
         return {"turn_id": turn_id, "status": t.status, "text": answer, "error": t.error}
 
-    async def stop_agent(self, name: str, by: str = "you", *, waiting_too: bool = True) -> list[dict[str, Any]]:
-        """Stops one agent's unfinished turns: the running one, and (waiting_too) those queued behind it."""
-        inst, _profile = self.pod.find_agent(name)
+    async def stop_agent(self, person_id: str, name: str, by: str = "you", *,
+                         waiting_too: bool = True) -> list[dict[str, Any]]:
+        """Stops one of a person's agents' unfinished turns: the running one, and (waiting_too) those queued."""
+        inst, _profile = self.pod.find_agent(person_id, name)
         runs = [r for r in list(self.pod._runs.values()) if r.instance_id == inst.id and not r.future.done()]
         ids = [r.turn_id for r in runs if waiting_too or r.started]
         if waiting_too:

@@ -60,7 +60,7 @@ def secure_keyring() -> str:
 async def pod(home: Path, fake_model: FakeModelServer) -> AsyncIterator:
     from runtime_host.pod import Pod
 
-    p = Pod(home)
+    p = Pod(home).first_person()  # the Pod as its first person uses it (a PersonPod)
     p.add_provider("fake", kind="openai-compatible", base_url=fake_model.base_url, model="fake-1")
     p.add_agent("helper", provider="fake", system="You are a helpful test agent.")
     try:

@@ -71,7 +71,7 @@ class PodChannelPort:
 
     # -- PodPort
     def _check_person(self, person_id: str) -> None:
-        if person_id != self.pod.person.id:
+        if self.pod.store.get_person_by_id(person_id) is None:
             raise ChannelError("This chat is linked to a person who is not on this pod any more. Link it again "
                                "from Hearth → Settings → Channels.")
 
@@ -80,19 +80,19 @@ class PodChannelPort:
         from runtime_host.store import StoreError
 
         self._check_person(person_id)
-        self.pod.find_agent(agent_name)  # UnknownAgent (a StoreError) names the agents there are
+        self.pod.find_agent(person_id, agent_name)  # UnknownAgent (a StoreError) names the agents there are
         origin = conversation_key.split(":", 1)[0] or "channel"
         lock = self._locks.setdefault((conversation_key, agent_name), asyncio.Lock())
         async with lock:  # one turn at a time per chat: every message gets its own answer
             cid = self.store.conversation_for(conversation_key, agent_name)
             try:
-                run = await self.pod.start_turn(agent_name, text, conversation_id=cid, new_conversation=cid is None,
+                run = await self.pod.start_turn(person_id, agent_name, text, conversation_id=cid, new_conversation=cid is None,
                                                 origin=origin, title=f"{origin.capitalize()} chat")
             except StoreError:
                 if cid is None:
                     raise
                 # The conversation was deleted in the app: start a fresh one for this chat.
-                run = await self.pod.start_turn(agent_name, text, new_conversation=True, origin=origin,
+                run = await self.pod.start_turn(person_id, agent_name, text, new_conversation=True, origin=origin,
                                                 title=f"{origin.capitalize()} chat")
             if run.conversation_id != cid:
                 self.store.set_conversation(conversation_key, agent_name, run.conversation_id)
@@ -100,7 +100,7 @@ class PodChannelPort:
 
     def list_agents(self, person_id: str) -> list[str]:
         self._check_person(person_id)
-        return [a["name"] for a in self.pod.list_agents()]
+        return [a["name"] for a in self.pod.list_agents(person_id)]
 
     def decide_card(self, card_id: str, approve: bool, decided_by: str) -> bool:
         """The one way to decide a card, from the phone or the app. False when it was decided already."""
@@ -169,8 +169,9 @@ class PodChannelPort:
             if not cid or kind not in ("card.created", "card.decided"):
                 return
             if kind == "card.created":
-                if self.store.get_card(cid) is None:
-                    self.open_card(str(ev.get("person_id") or self.pod.person.id), str(ev.get("kind") or "send"),
+                person = ev.get("person_id") or ev.get("person")
+                if self.store.get_card(cid) is None and person:
+                    self.open_card(str(person), str(ev.get("kind") or "send"),
                                    str(ev.get("summary") or ev.get("title") or "Approval needed"),
                                    str(ev.get("body") or ""), card_id=cid)
             else:
@@ -190,7 +191,9 @@ class PodChannelPort:
         if ev.get("type") != "turn.finished":
             return
         origin = str(ev.get("origin") or "")
-        result = RunResult(self.pod.person.id, str(ev.get("agent") or ""), origin, str(ev.get("status") or ""),
+        if not ev.get("person"):
+            return
+        result = RunResult(str(ev["person"]), str(ev.get("agent") or ""), origin, str(ev.get("status") or ""),
                            str(ev.get("text") or ""), ev.get("error"), str(ev.get("turn_id") or ""))
         for fn, origins in list(self._run_listeners):
             if origin in origins:

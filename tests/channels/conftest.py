@@ -29,7 +29,7 @@ def tg() -> Iterator[FakeTelegram]:
 
 @pytest.fixture
 async def port(pod: Any) -> AsyncIterator[PodChannelPort]:
-    p = PodChannelPort(pod)
+    p = PodChannelPort(pod.pod)
     try:
         yield p
     finally:

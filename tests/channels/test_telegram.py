@@ -352,8 +352,8 @@ async def test_cards_announced_as_pod_events_reach_the_phone(pod: Any, port: Pod
     unfollow = port.follow_pod_cards()
     try:
         await link_owner(ch, tg, pod.person.id)
-        pod.emit({"type": "card.created", "card_id": "mailcard1", "kind": "send", "summary": "Reply to Ana"})
-        pod.emit({"type": "card.created", "card_id": "mailcard1", "kind": "send", "summary": "Reply to Ana"})
+        pod.emit({"type": "card.created", "person": pod.person.id, "card_id": "mailcard1", "kind": "send", "summary": "Reply to Ana"})
+        pod.emit({"type": "card.created", "person": pod.person.id, "card_id": "mailcard1", "kind": "send", "summary": "Reply to Ana"})
         shown = (await sent(tg, OWNER, 2))[-1]
         assert "Reply to Ana" in shown.text
         pod.emit({"type": "card.decided", "card_id": "mailcard1", "approved": True, "decided_by": "app"})

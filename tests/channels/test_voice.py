@@ -42,7 +42,7 @@ def voice_note(text: str, folder: Path) -> bytes:
 async def test_voice_note_transcribed_locally(pod: Any, tg: FakeTelegram, make_channel: ChannelFactory,
                                               engine: SpeechEngine, fake_model: FakeModelServer,
                                               tmp_path: Path) -> None:
-    port = PodChannelPort(pod, speech=engine)
+    port = PodChannelPort(pod.pod, speech=engine)
     ch = make_channel(port, max_download_bytes=2 * 1024 * 1024)
     await ch.start()
     await link_owner(ch, tg, pod.person.id)

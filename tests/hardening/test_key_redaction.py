@@ -43,7 +43,7 @@ async def test_the_pod_redacts_what_reaches_the_store_events_and_log(home, fake_
                                                                      caplog) -> None:
     from runtime_host.pod import Pod
 
-    pod = Pod(home)
+    pod = Pod(home).first_person()
     pod.add_provider("fake", kind="openai-compatible", base_url=fake_model.base_url, model="fake-1", key=KEY)
     pod.add_agent("helper", provider="fake")
     events: list[dict] = []

@@ -60,11 +60,11 @@ async def test_a_running_host_takes_over_a_killed_host_s_turn_without_repeating_
     url = f"sqlite:///{tmp_path / 'shared.db'}"
     monkeypatch.setenv("HEARTH_DATABASE_URL", url)
     env = {**os.environ, "HEARTH_LEASE_S": LEASE_S, "HEARTH_SANDBOX": "off"}
-    setup = Pod(tmp_path / "setup")
+    setup = Pod(tmp_path / "setup").first_person()
     setup.add_provider("fake", kind="openai-compatible", base_url=fake_model.base_url, model="fake-1")
     setup.add_agent("helper", provider="fake", toolkits=["notes"])
     await setup.close()
-    watcher = Pod(tmp_path / "watcher")  # reads the shared database only; runs nothing
+    watcher = Pod(tmp_path / "watcher").first_person()  # reads the shared database only; runs nothing
     turn_id = watcher.create_background_run("helper", "book the table")
     hosts = {"a": start_host(tmp_path / "a", env)}  # a picks the turn up as it starts
     try:

@@ -21,7 +21,7 @@ def world(pod):
     tg = FakeTelegram().start()
     d = Dovecot({"alice": "secret"}).start()
     s = SmtpSink().start()
-    pod._channels = ChannelsHost(pod, telegram_base_url=tg.base_url, poll_timeout_s=1.0, http_grace_s=1.0,
+    pod._channels = ChannelsHost(pod.pod, telegram_base_url=tg.base_url, poll_timeout_s=1.0, http_grace_s=1.0,
                                  backoff_s=(0.05, 0.4))
     try:
         yield tg, d, s
@@ -32,7 +32,7 @@ def world(pod):
 
 
 async def setup(pod, tg, d, s):
-    pod.channels.save_telegram_token(tg.token)
+    pod.channels.save_telegram_token(pod.person_id, tg.token)
     assert await pod.channels.start()
     await link_owner(pod.channels.telegram, tg, pod.person.id)
     acct = pod.mail.add_account(

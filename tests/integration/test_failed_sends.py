@@ -75,10 +75,10 @@ async def test_a_retry_never_sends_what_the_sent_mailbox_already_has(pod, script
 async def test_the_phone_shows_a_failed_send_with_a_retry_button(pod, script) -> None:
     script([Text("Friday works!")], repeat_last=True)
     tg, d, s = FakeTelegram().start(), Dovecot({"alice": "secret"}).start(), SmtpSink().start()
-    pod._channels = ChannelsHost(pod, telegram_base_url=tg.base_url, poll_timeout_s=1.0, http_grace_s=1.0,
+    pod._channels = ChannelsHost(pod.pod, telegram_base_url=tg.base_url, poll_timeout_s=1.0, http_grace_s=1.0,
                                  backoff_s=(0.05, 0.4))
     try:
-        pod.channels.save_telegram_token(tg.token)
+        pod.channels.save_telegram_token(pod.person_id, tg.token)
         assert await pod.channels.start()
         await link_owner(pod.channels.telegram, tg, pod.person.id)
         card = await drafted_card(pod, d, s)

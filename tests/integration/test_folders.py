@@ -103,18 +103,17 @@ async def test_folder_import_status_redaction_and_people_apart(pod, tmp_path, sm
     # the files themselves are untouched
     assert (docs / "blob.txt").stat().st_size == 4003 and (docs / "card.txt").read_text().startswith("My card 4111")
     # a second person sees neither the folder nor what it imported, and cannot rescan or remove it
-    me = pod.person.name
     pod.add_person("Bob")
-    pod.switch_person("Bob")
+    bob = pod.pod.unlock("Bob")
     from runtime_host.folders import FolderError
 
-    assert pod.folders.list_folders() == []
-    assert await pod.memory_search("Lisbon flat Alfama") == []
+    assert bob.folders.list_folders() == []
+    assert await bob.memory_search("Lisbon flat Alfama") == []
     with pytest.raises(FolderError):
-        await pod.folders.scan(folder.id)
+        await bob.folders.scan(folder.id)
     with pytest.raises(FolderError):
-        await pod.folders.remove(str(docs))
-    pod.switch_person(me)
+        await bob.folders.remove(str(docs))
+    assert any(folder.id in a["summary"] for a in bob.audit_log(kind="access"))
     assert [f.path for f in pod.folders.list_folders()] == [str(docs.resolve())]
 
 

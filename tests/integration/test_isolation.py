@@ -16,17 +16,17 @@ BOB_SECRET = "bob-private-fact-7731"
 @pytest.fixture
 async def planted(pod, script):
     """Bob exists with an agent, a conversation, memory, notes and a scratch file; Me is active."""
-    me = pod.person.name
     bob = pod.add_person("Bob")
-    pod.switch_person("Bob")
-    pod.add_agent("bobs", provider="fake", toolkits=["notes", "files", "memory"])
+    as_bob = pod.pod.unlock("Bob")
+    fake = next(p for p in pod.list_providers() if p["name"] == "fake")
+    as_bob.add_provider("fake", kind=fake["kind"], base_url=fake["base_url"], model=fake["model"])
+    as_bob.add_agent("bobs", provider="fake", toolkits=["notes", "files", "memory"])
     script([Text(f"ok {BOB_SECRET}")])
-    await pod.chat("bobs", f"remember {BOB_SECRET}")
-    inst = pod.find_agent("bobs")[0]
+    await as_bob.chat("bobs", f"remember {BOB_SECRET}")
+    inst = as_bob.find_agent("bobs")[0]
     await pod.in_memory_thread(lambda: pod.memory.add_source(f"Bob's secret: {BOB_SECRET}", scope=f"private/{bob['id']}"))
     scratch = pod.home / "agents" / bob["id"] / inst.id
     (scratch / "secret.txt").write_text(BOB_SECRET)
-    pod.switch_person(me)
     pod.edit_agent("helper", toolkits=["notes", "files", "memory", "mail", "tasks", "clock"])
     return bob, inst, scratch
 

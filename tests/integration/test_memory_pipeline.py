@@ -17,12 +17,14 @@ STREET = "221B Baker Street"
 PLANTED = f"Pay the plumber with my card {CARD} and send the invoice to {STREET}, London."
 
 
-async def as_alice(pod) -> str:
-    """A second person, Alice, with her own agent: memory must use her name, never her id."""
+async def as_alice(pod):
+    """A second person, Alice, with her own provider and agent: memory must use her name, never her id."""
     pod.add_person("Alice")
-    pod.switch_person("Alice")
-    pod.add_agent("helper", provider="fake", system="You are a helpful test agent.")
-    return pod.person.id
+    alice = pod.pod.unlock("Alice")
+    fake = next(p for p in pod.list_providers() if p["name"] == "fake")
+    alice.add_provider("fake", kind=fake["kind"], base_url=fake["base_url"], model=fake["model"])
+    alice.add_agent("helper", provider="fake", system="You are a helpful test agent.")
+    return alice
 
 
 def writer(req) -> Text:
@@ -47,10 +49,11 @@ async def chat(pod, *msgs: str) -> None:
 
 
 async def test_with_a_model_pages_are_titled_by_names_cite_sources_and_hold_no_filler(pod, script, fake_model) -> None:
-    pid = await as_alice(pod)
+    alice = await as_alice(pod)
+    pid = alice.person_id
     script([Text("Noted.")], repeat_last=True)
-    await chat(pod, "My sister Clara's birthday is on 3 June and she loves orchids.")
-    pod.set_role_model("ingest", "fake/writer-1")
+    await chat(alice, "My sister Clara's birthday is on 3 June and she loves orchids.")
+    pod.set_role_model("ingest", "fake/writer-1")  # the wiki writer works with the first person's model
     assert (await pod.memory_produce())[-1]["kept"] >= 1
     script([writer])
     out = await pod.memory_ingest()

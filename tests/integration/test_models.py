@@ -92,7 +92,7 @@ def test_the_embedded_model_answers_offline_through_the_cli(home) -> None:
 
 
 async def test_the_embedded_model_gets_no_tools_offered(home) -> None:
-    pod = Pod(home)
+    pod = Pod(home).first_person()
     try:
         info = pod.add_agent("tiny")
         assert info["provider"] == "embedded"
@@ -106,7 +106,7 @@ def test_choosing_the_embedding_model_reembeds_memory_with_progress_on_the_cli(h
     from runtime_host.pod import Pod
 
     async def seed() -> None:
-        pod = Pod(home)
+        pod = Pod(home).first_person()
         try:
             assert pod.embedding_model() == "static"
             mem = pod.memory
@@ -127,7 +127,7 @@ def test_choosing_the_embedding_model_reembeds_memory_with_progress_on_the_cli(h
     assert bad.returncode == 2 and "local/static" in bad.stderr and "local/minilm" in bad.stderr
 
     async def check() -> None:
-        pod = Pod(home)
+        pod = Pod(home).first_person()
         try:
             assert pod.embedding_model() == "minilm"
             hits = await pod.memory_search("when is the plumber coming", k=3)

@@ -15,21 +15,20 @@ async def test_switching_person_shows_nothing_of_the_other(pod, script) -> None:
 
     script([Text("secret plans noted")], repeat_last=True)
     r = await pod.chat("helper", "my surprise party plans")
-    me = pod.person.name
+    me = pod.person.id
     pod.add_person("Bob", "bob-passphrase-1")
     with pytest.raises(StoreError, match="protected by a passphrase"):
-        pod.switch_person("Bob")
+        pod.unlock("Bob")
     with pytest.raises(StoreError, match="does not unlock"):
-        pod.switch_person("Bob", "wrong-passphrase")
-    pod.switch_person("Bob", "bob-passphrase-1")
-    assert pod.list_agents() == []
-    assert pod.runs() == []
+        pod.unlock("Bob", "wrong-passphrase")
+    bob = pod.unlock("Bob", "bob-passphrase-1")
+    assert bob.list_agents() == []
+    assert bob.runs() == []
     with pytest.raises(StoreError, match="No agent named 'helper'"):
-        await pod.chat("helper", "show me the plans")
-    assert f"private/{pod.person.id}" in pod.person_scopes() and all(me not in s for s in pod.person_scopes())
-    pod.add_agent("bobs", provider="fake")
-    assert [a["name"] for a in pod.list_agents()] == ["bobs"]
-    pod.switch_person(me)
+        await bob.chat("helper", "show me the plans")
+    assert f"private/{bob.person.id}" in bob.person_scopes() and all(me not in s for s in bob.person_scopes())
+    bob.add_agent("bobs", provider="embedded")
+    assert [a["name"] for a in bob.list_agents()] == ["bobs"]
     assert [a["name"] for a in pod.list_agents()] == ["helper"]
     assert pod.store.list_messages(r.conversation_id)[0].content == "my surprise party plans"
 

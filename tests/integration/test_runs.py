@@ -43,7 +43,7 @@ def test_a_foreground_run_prints_its_result(home, fake_model, script) -> None:
 async def test_agent_list_in_another_process_sees_a_live_worker(home, fake_model) -> None:
     import asyncio
 
-    pod = Pod(home)
+    pod = Pod(home).first_person()
     pod.add_provider("fake", kind="openai-compatible", base_url=fake_model.base_url, model="fake-1")
     pod.add_agent("helper", provider="fake")
     try:
@@ -60,14 +60,14 @@ async def test_agent_list_in_another_process_sees_a_live_worker(home, fake_model
 
 
 async def test_a_turn_left_running_by_a_dead_process_is_resumed_on_start(home, fake_model, script) -> None:
-    pod = Pod(home)
+    pod = Pod(home).first_person()
     pod.add_provider("fake", kind="openai-compatible", base_url=fake_model.base_url, model="fake-1")
     pod.add_agent("helper", provider="fake")
     turn_id = pod.create_background_run("helper", "finish me")
     pod.store.update_turn(turn_id, status="running", lease_owner="gone-host:1:dead", lease_until=time.time() - 1)
     await pod.close()
     script([Text("finished by the next process")])
-    pod2 = Pod(home)
+    pod2 = Pod(home).first_person()
     try:
         assert await pod2.recover() == [turn_id]
         result = await pod2._runs[turn_id].future
@@ -77,7 +77,7 @@ async def test_a_turn_left_running_by_a_dead_process_is_resumed_on_start(home, f
 
 
 async def test_a_turn_whose_owner_is_alive_is_not_taken(home, fake_model) -> None:
-    pod = Pod(home)
+    pod = Pod(home).first_person()
     pod.add_provider("fake", kind="openai-compatible", base_url=fake_model.base_url, model="fake-1")
     pod.add_agent("helper", provider="fake")
     turn_id = pod.create_background_run("helper", "mine")

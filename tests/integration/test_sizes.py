@@ -105,7 +105,7 @@ async def test_telegram_replies_with_the_reason(pod, script) -> None:
 
     script([Text("ok")])
     tg = FakeTelegram().start()
-    port = PodChannelPort(pod)
+    port = PodChannelPort(pod.pod)
     ch = TelegramChannel(port, port.store, tg.token, base_url=tg.base_url, default_agent="helper", poll_timeout_s=1.0,
                          http_grace_s=1.0, backoff_s=(0.05, 0.4))
     try:

@@ -109,10 +109,9 @@ async def test_two_hosts_on_one_postgres_a_killed_host_s_turn_finishes_elsewhere
     with running_postgres() as url:
         env = {**os.environ, "HEARTH_DATABASE_URL": url, "HEARTH_LEASE_S": "3", "HEARTH_SANDBOX": "off"}
         os.environ["HEARTH_LEASE_S"] = "3"
-        setup = Pod(tmp_path / "b")
-        setup.store = Store(url)
-        person = setup.store.default_person()
-        setup.person = person
+        host = Pod(tmp_path / "b")
+        host.store = Store(url)
+        setup = host.first_person()
         setup.add_provider("fake", kind="openai-compatible", base_url=fake_model.base_url, model="fake-1")
         setup.add_agent("helper", provider="fake", toolkits=["notes"])
         turn_id = setup.create_background_run("helper", "book the table")
@@ -130,7 +129,7 @@ async def test_two_hosts_on_one_postgres_a_killed_host_s_turn_finishes_elsewhere
             host_a.wait(10)
         os.environ["HEARTH_DATABASE_URL"] = url
         try:
-            host_b = Pod(tmp_path / "b")
+            host_b = Pod(tmp_path / "b").first_person()
             try:
                 resumed: list[str] = []
                 for _ in range(100):  # A's lease runs out within 3 s

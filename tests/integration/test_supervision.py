@@ -26,7 +26,7 @@ def make_pod(home: Path, base_url: str, **config) -> Pod:
     cmd = config.pop("command", None)
     if cmd is not None:
         config.setdefault("sandbox", False)  # the misbehaving test workers live outside what a sandbox shows
-    pod = Pod(home, supervisor_config=SupervisorConfig(**config), worker_command=cmd)
+    pod = Pod(home, supervisor_config=SupervisorConfig(**config), worker_command=cmd).first_person()
     pod.add_provider("fake", kind="openai-compatible", base_url=base_url, model="fake-1")
     pod.add_agent("helper", provider="fake")
     return pod
@@ -176,7 +176,7 @@ async def test_a_model_that_never_stops_calling_tools_hits_the_90_step_ceiling(p
 
 
 async def test_sub_agents_nest_under_their_delegate_call_and_at_most_three_run_at_once(home, fake_model) -> None:
-    pod = Pod(home)
+    pod = Pod(home).first_person()
     pod.add_provider("fake", kind="openai-compatible", base_url=fake_model.base_url, model="fake-1")
     pod.add_agent("lead", provider="fake", profile="research")
     lock = threading.Lock()
@@ -220,7 +220,7 @@ async def test_sub_agents_nest_under_their_delegate_call_and_at_most_three_run_a
 
 
 async def test_profiles_and_edits_reach_the_worker(home, fake_model) -> None:
-    pod = Pod(home)
+    pod = Pod(home).first_person()
     pod.add_provider("fake", kind="openai-compatible", base_url=fake_model.base_url, model="fake-1")
     try:
         info = pod.add_agent("sched", profile="scheduling")

@@ -53,8 +53,8 @@ def qloop(_session_qloop) -> Iterator[QLoop]:
 def ui_pod(home, fake_model, qloop) -> Iterator[Any]:
     from runtime_host.pod import Pod
 
-    async def make() -> Pod:
-        p = Pod(home)
+    async def make() -> Any:
+        p = Pod(home).first_person()
         p.add_provider("fake", kind="openai-compatible", base_url=fake_model.base_url, model="fake-1")
         p.add_agent("helper", provider="fake", system="Test agent.")
         return p

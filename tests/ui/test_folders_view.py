@@ -56,12 +56,11 @@ def test_watched_folder_imports_in_the_background_with_progress_and_file_status(
     hits = qloop.run(ui_pod.memory_search("allotment shed 123 padlock", k=3))
     assert hits and "topic-4/note-0123.md" in [h.title for h in hits]
     # another person sees no folder and none of its files
-    me = ui_pod.person.name
     ui_pod.add_person("Bob")
-    ui_pod.switch_person("Bob")
+    view.pod = ui_pod.unlock("Bob")  # what the window does when Bob is chosen
     view.refresh()
     assert view.folders.count() == 0 and view.files.topLevelItemCount() == 0
-    ui_pod.switch_person(me)
+    view.pod = ui_pod
     view.refresh()
     # removing asks first, then deletes what the folder imported
     view.folders.setCurrentRow(0)

@@ -162,9 +162,7 @@ def test_switching_person_hides_the_other_persons_data(qtbot, qloop, ui_pod, scr
     assert w.agents.count() == 0 and "private answer" not in w.chat.toPlainText()
     assert w.runs.topLevelItemCount() == 0
     # Me's background run finishing while Bob uses the window raises no notification for Bob
-    ui_pod.switch_person(me)
     turn_id = ui_pod.create_background_run("helper", "report for me only")
-    ui_pod.switch_person("Bob")
     run = qloop.run(ui_pod.resume_turn(turn_id))
     qloop.run(run.future)
     assert not w.notices.history
@@ -216,7 +214,7 @@ def test_settings_channels_page_saves_the_token_and_shows_a_link_code(qtbot, qlo
 
     tg = FakeTelegram().start()
     try:
-        ui_pod._channels = ChannelsHost(ui_pod, telegram_base_url=tg.base_url, poll_timeout_s=1.0, http_grace_s=1.0)
+        ui_pod._channels = ChannelsHost(ui_pod.pod, telegram_base_url=tg.base_url, poll_timeout_s=1.0, http_grace_s=1.0)
         dlg = SettingsDialog(ui_pod)
         qtbot.addWidget(dlg)
         page = dlg.channels

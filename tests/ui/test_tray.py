@@ -53,7 +53,7 @@ loop = qasync.QEventLoop(app); asyncio.set_event_loop(loop)
 from app.main_window import MainWindow
 from runtime_host.pod import Pod
 async def main():
-    pod = Pod()
+    pod = Pod().first_person()
     w = MainWindow(pod)
     w.show()
     await asyncio.sleep(0.3)

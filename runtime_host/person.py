@@ -1,0 +1,266 @@
+"""The Pod as one person uses it: every operation on a person's data, bound to that person for good.
+
+The Pod keeps no "current person": each of its operations that touches a person's data takes the person
+explicitly. A `PersonPod` fixes that argument once (`pod.unlock(name, passphrase)` or `pod.for_person(p)`);
+the window keeps the one it shows and makes a new one when someone else unlocks, the CLI makes one per
+command, `serve` one per authenticated request. What is not about a person (the store, events, the
+supervisor, schedules' ticks, lifecycle) is the Pod's own and is reached through `.pod` (or, for brevity,
+as an attribute of this handle).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from vault import Vault
+
+if TYPE_CHECKING:
+    from runtime_host.pod import Pod, TurnResult, _Run
+    from runtime_host.store import AgentInstance, AgentProfile, Person
+
+
+class PersonFolders:
+    """The watched folders of one person (`runtime_host.folders.Folders` with the person filled in)."""
+
+    def __init__(self, folders: Any, person_id: str):
+        self._folders = folders
+        self._person_id = person_id
+
+    def __getattr__(self, name: str) -> Any:  # pod-wide state such as `running`
+        return getattr(self._folders, name)
+
+    def list_folders(self) -> list[Any]:
+        return self._folders.list_folders(self._person_id)  # type: ignore[no-any-return]
+
+    def find(self, ref: str) -> Any:
+        return self._folders.find(ref, self._person_id)
+
+    def add(self, path: Any) -> Any:
+        return self._folders.add(path, self._person_id)
+
+    async def remove(self, ref: str) -> dict[str, Any]:
+        return await self._folders.remove(ref, self._person_id)  # type: ignore[no-any-return]
+
+    def files(self, ref: str, status: str | None = None, limit: int = 100000) -> list[Any]:
+        return self._folders.files(ref, self._person_id, status, limit)  # type: ignore[no-any-return]
+
+    async def scan(self, ref: str, *, on_progress: Any = None) -> Any:
+        return await self._folders.scan(ref, person_id=self._person_id, on_progress=on_progress)
+
+
+class PersonPod:
+    """One person's view of a Pod. The person never changes: to act for someone else, get their own."""
+
+    __slots__ = ("_person", "pod")
+
+    def __init__(self, pod: Pod, person: Person):
+        object.__setattr__(self, "pod", pod)
+        object.__setattr__(self, "_person", person)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in ("pod", "_person", "person", "person_id"):
+            raise AttributeError(f"this PersonPod is bound to {self._person.name} for good; get another with pod.unlock()")
+        setattr(self.pod, name, value)  # a Pod-wide attribute (tests replace `partner_client`)
+
+    def __getattr__(self, name: str) -> Any:
+        # Pod-wide things (store, subscribe, emit, close, memory, mail, channels, supervisor, tick, ...).
+        return getattr(self.pod, name)
+
+    def __repr__(self) -> str:
+        return f"<PersonPod {self._person.name}>"
+
+    # -- who
+    @property
+    def person(self) -> Person:
+        return self._person
+
+    @property
+    def person_id(self) -> str:
+        return self._person.id
+
+    def vault(self) -> Vault:
+        return self.pod.vault_for(self.person_id)
+
+    @property
+    def folders(self) -> PersonFolders:
+        return PersonFolders(self.pod.folders, self.person_id)
+
+    def people(self) -> list[dict[str, Any]]:
+        return [{**p, "current": p["id"] == self.person_id} for p in self.pod.people()]
+
+    def set_passphrase(self, passphrase: str, old: str | None = None) -> None:
+        self.pod.set_passphrase(self.person_id, passphrase, old)
+
+    # -- providers, models, agents
+    def add_provider(self, name: str, **kw: Any) -> dict[str, Any]:
+        return self.pod.add_provider(self.person_id, name, **kw)
+
+    def list_providers(self, *, builtin: bool = True) -> list[dict[str, Any]]:
+        return self.pod.list_providers(self.person_id, builtin=builtin)
+
+    def provider(self, name: str) -> dict[str, Any] | None:
+        """The person's provider by name (or the built-in offline model), None when they have none."""
+        return self.pod._provider(self.person_id, name)
+
+    def check_provider(self, name: str, **kw: Any) -> Any:
+        return self.pod.check_provider(self.person_id, name, **kw)
+
+    def remove_provider(self, name: str) -> None:
+        self.pod.remove_provider(self.person_id, name)
+
+    def models(self) -> dict[str, Any]:
+        return self.pod.models(self.person_id)
+
+    def set_role_model(self, role: str, ref: str) -> None:
+        self.pod.set_role_model(self.person_id, role, ref)
+
+    def role_route(self, role: str) -> dict[str, Any] | None:
+        return self.pod.role_route(self.person_id, role)
+
+    def _memory_route(self, role: str) -> dict[str, Any] | None:
+        return self.pod._memory_route(self.person_id, role)
+
+    def add_agent(self, name: str, **kw: Any) -> dict[str, Any]:
+        return self.pod.add_agent(self.person_id, name, **kw)
+
+    def edit_agent(self, name: str, **changes: Any) -> dict[str, Any]:
+        return self.pod.edit_agent(self.person_id, name, **changes)
+
+    def list_agents(self) -> list[dict[str, Any]]:
+        return self.pod.list_agents(self.person_id)
+
+    def find_agent(self, name: str) -> tuple[AgentInstance, AgentProfile]:
+        return self.pod.find_agent(self.person_id, name)
+
+    async def start_agent(self, name: str) -> dict[str, Any]:
+        return await self.pod.start_agent(self.person_id, name)
+
+    async def stop_agent(self, name: str) -> None:
+        await self.pod.stop_agent(self.person_id, name)
+
+    async def restart_agent(self, name: str) -> dict[str, Any]:
+        return await self.pod.restart_agent(self.person_id, name)
+
+    async def delete_agent(self, name: str) -> None:
+        await self.pod.delete_agent(self.person_id, name)
+
+    def allow_mcp(self, agent: str, server: str, tools: list[str] | None = None) -> list[str]:
+        return self.pod.allow_mcp(self.person_id, agent, server, tools)
+
+    # -- conversations and turns
+    async def start_turn(self, agent: str, text: str, **kw: Any) -> _Run:
+        return await self.pod.start_turn(self.person_id, agent, text, **kw)
+
+    async def chat(self, agent: str, text: str, **kw: Any) -> TurnResult:
+        return await self.pod.chat(self.person_id, agent, text, **kw)
+
+    def list_conversations(self, agent: str) -> list[dict[str, Any]]:
+        return self.pod.list_conversations(self.person_id, agent)
+
+    def last_chat(self, agent: str) -> str | None:
+        return self.pod.last_chat(self.person_id, agent)
+
+    def conversation(self, conversation_id: str) -> dict[str, Any]:
+        return self.pod.conversation(self.person_id, conversation_id)
+
+    def rename_conversation(self, conversation_id: str, title: str) -> dict[str, Any]:
+        return self.pod.rename_conversation(self.person_id, conversation_id, title)
+
+    def delete_conversation(self, conversation_id: str) -> None:
+        self.pod.delete_conversation(self.person_id, conversation_id)
+
+    def export_conversation(self, conversation_id: str, fmt: str = "markdown") -> str:
+        return self.pod.export_conversation(self.person_id, conversation_id, fmt)
+
+    def search_conversations(self, query: str, limit: int = 50) -> list[dict[str, Any]]:
+        return self.pod.search_conversations(self.person_id, query, limit)
+
+    def turn_messages(self, turn_id: str) -> list[dict[str, Any]]:
+        return self.pod.turn_messages(self.person_id, turn_id)
+
+    def branch_conversation(self, conversation_id: str, message_id: str) -> str:
+        return self.pod.branch_conversation(self.person_id, conversation_id, message_id)
+
+    async def answer_again(self, conversation_id: str, message_id: str, text: str | None = None) -> _Run:
+        return await self.pod.answer_again(self.person_id, conversation_id, message_id, text)
+
+    def latest_conversation(self, agent: str) -> Any:
+        return self.pod.latest_conversation(self.person_id, agent)
+
+    def messages(self, conversation_id: str) -> list[Any]:
+        return self.pod.messages(self.person_id, conversation_id)
+
+    def turns(self, conversation_id: str | None = None) -> list[dict[str, Any]]:
+        return self.pod.turns(self.person_id, conversation_id)
+
+    async def stop_turn(self, turn_id: str, by: str = "you") -> dict[str, Any]:
+        return await self.pod.stop_turn(self.person_id, turn_id, by)
+
+    async def stop_turns(self, agent: str, by: str = "you") -> list[dict[str, Any]]:
+        """Stops every unfinished turn of one of the person's agents."""
+        return await self.pod.stops.stop_agent(self.person_id, agent, by)
+
+    def create_background_run(self, agent: str, prompt: str) -> str:
+        return self.pod.create_background_run(self.person_id, agent, prompt)
+
+    def runs(self, origins: tuple[str, ...] = ("background", "schedule", "mail", "handoff")) -> list[dict[str, Any]]:
+        return self.pod.runs(self.person_id, origins)
+
+    # -- schedules, tasks, partners, audit
+    def add_schedule(self, agent: str, cron: str, prompt: str, **kw: Any) -> dict[str, Any]:
+        return self.pod.add_schedule(self.person_id, agent, cron, prompt, **kw)
+
+    def schedules(self) -> list[dict[str, Any]]:
+        return self.pod.schedules(self.person_id)
+
+    def schedule_ledger(self, limit: int = 200) -> list[dict[str, Any]]:
+        return self.pod.schedule_ledger(self.person_id, limit)
+
+    def list_tasks(self, state: str | None = None) -> list[dict[str, Any]]:
+        return self.pod.list_tasks(self.person_id, state)
+
+    def task_timeline(self, task_id: str) -> list[dict[str, Any]]:
+        return self.pod.task_timeline(self.person_id, task_id)
+
+    def has_memory_model(self, role: str = "ingest") -> bool:
+        return self.pod.has_memory_model(self.person_id, role)
+
+    async def decide_task(self, task_id: str, approve: bool, decided_by: str = "app") -> dict[str, Any]:
+        return await self.pod.decide_task(self.person_id, task_id, approve, decided_by)
+
+    def add_partner(self, name: str, endpoint: str, key: str, **kw: Any) -> dict[str, Any]:
+        return self.pod.add_partner(self.person_id, name, endpoint, key, **kw)
+
+    def list_partners(self) -> list[dict[str, Any]]:
+        return self.pod.list_partners(self.person_id)
+
+    def partner_cards(self) -> list[dict[str, Any]]:
+        return self.pod.partner_cards(self.person_id)
+
+    def decide_partner_send(self, send_id: str, approve: bool, decided_by: str = "app") -> None:
+        self.pod.decide_partner_send(send_id, approve, decided_by, person_id=self.person_id)
+
+    def audit_log(self, limit: int = 500, kind: str | None = None) -> list[dict[str, Any]]:
+        return self.pod.audit_log(self.person_id, limit, kind)
+
+    def restore_redactions(self, text: str) -> str:
+        return self.pod.restore_redactions(self.person_id, text)
+
+    # -- memory
+    def person_scopes(self) -> list[str]:
+        return self.pod.person_scopes(self.person_id)
+
+    async def memory_search(self, query: str, k: int = 10, mode: str = "hybrid") -> list[Any]:
+        return await self.pod.memory_search(self.person_id, query, k, mode)
+
+    async def memory_delete_source(self, source_id: str) -> list[str]:
+        return await self.pod.memory_delete_source(self.person_id, source_id)
+
+    async def memory_forget_agent(self, name: str) -> int:
+        return await self.pod.memory_forget_agent(self.person_id, name)
+
+    async def memory_forget_me(self) -> int:
+        return await self.pod.memory_forget_me(self.person_id)
+
+    async def ask_memory(self, question: str) -> Any:
+        return await self.pod.ask_memory(self.person_id, question)
