@@ -213,6 +213,12 @@ class PersonPod:
     def schedules(self) -> list[dict[str, Any]]:
         return self.pod.schedules(self.person_id)
 
+    def pause_schedule(self, schedule_id: str, paused: bool) -> dict[str, Any]:
+        return self.pod.pause_schedule(self.person_id, schedule_id, paused)
+
+    def delete_schedule(self, schedule_id: str) -> None:
+        self.pod.delete_schedule(self.person_id, schedule_id)
+
     def schedule_ledger(self, limit: int = 200) -> list[dict[str, Any]]:
         return self.pod.schedule_ledger(self.person_id, limit)
 

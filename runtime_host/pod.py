@@ -352,28 +352,31 @@ class Pod:
 
         return [self._schedule_info(r) for r in schedule.list_schedules(self.store.engine, person_id)]
 
-    def _own_schedule(self, schedule_id: str) -> Any:
+    def _own_schedule(self, person_id: str, schedule_id: str) -> Any:
         from runtime_host import schedule
 
         row = schedule.get_schedule(self.store.engine, schedule_id)
-        if row is None or row.person_id != self.person.id:
-            raise StoreError("That schedule does not exist (it may have been deleted).")
+        what = "That schedule does not exist (it may have been deleted)."
+        if row is not None and row.person_id != person_id:
+            raise self.refuse(person_id, what, f"tried to change schedule {schedule_id} of another person")
+        if row is None:
+            raise StoreError(what)
         return row
 
-    def pause_schedule(self, schedule_id: str, paused: bool) -> dict[str, Any]:
+    def pause_schedule(self, person_id: str, schedule_id: str, paused: bool) -> dict[str, Any]:
         """Pauses or resumes one of the person's schedules (due times while paused are skipped)."""
         from runtime_host import schedule
 
-        row = self._own_schedule(schedule_id)
+        row = self._own_schedule(person_id, schedule_id)
         schedule.set_paused(self.store.engine, row.id, paused)
         self.emit({"type": "schedule.changed", "person": row.person_id, "schedule_id": row.id})
-        return self._schedule_info(self._own_schedule(schedule_id))
+        return self._schedule_info(self._own_schedule(person_id, schedule_id))
 
-    def delete_schedule(self, schedule_id: str) -> None:
+    def delete_schedule(self, person_id: str, schedule_id: str) -> None:
         """Deletes one of the person's schedules; its past runs stay in the ledger."""
         from runtime_host import schedule
 
-        row = self._own_schedule(schedule_id)
+        row = self._own_schedule(person_id, schedule_id)
         schedule.delete_schedule(self.store.engine, row.id)
         self.emit({"type": "schedule.changed", "person": row.person_id, "schedule_id": row.id})
 
