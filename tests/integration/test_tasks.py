@@ -72,12 +72,9 @@ async def test_proposed_approved_active_done_with_the_result_on_the_row(two_agen
     assert done["state"] == "done" and done["result"] == "Findings: the answer is 42."
     timeline = [e["kind"] for e in pod.task_timeline(t["id"])]  # what the window's Tasks page shows
     assert timeline == ["proposed", "active", "done"]
-    me = pod.person.name
     pod.add_person("Bob")
-    pod.switch_person("Bob")
     with pytest.raises(StoreError, match="does not exist"):
-        pod.task_timeline(t["id"])  # another person's task is not theirs to read
-    pod.switch_person(me)
+        pod.unlock("Bob").task_timeline(t["id"])  # another person's task is not theirs to read
     # what moved: the task text only; the researcher's conversation is its own
     msgs = pod.store.list_messages(done["conversation_id"])
     assert msgs[0].content.startswith("Task: Find the answer") and "please find the answer" not in msgs[0].content

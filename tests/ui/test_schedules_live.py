@@ -70,14 +70,12 @@ def test_pause_and_delete_go_through_the_pod_for_the_person_shown_only(qtbot, ql
     assert view.table.item(0, 4).text() == "active" and not ui_pod.schedules()[0]["paused"]
 
     # Another person's schedule is not theirs to pause or delete, whatever its id.
-    me = ui_pod.person.name
     ui_pod.add_person("Bob")
-    ui_pod.switch_person("Bob")
+    bob = ui_pod.unlock("Bob")
     with pytest.raises(StoreError, match="does not exist"):
-        ui_pod.pause_schedule(mine["id"], True)
+        bob.pause_schedule(mine["id"], True)
     with pytest.raises(StoreError, match="does not exist"):
-        ui_pod.delete_schedule(mine["id"])
-    ui_pod.switch_person(me)
+        bob.delete_schedule(mine["id"])
     assert len(ui_pod.schedules()) == 1 and not ui_pod.schedules()[0]["paused"]
 
     view.refresh()
