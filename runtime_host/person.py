@@ -51,8 +51,6 @@ class PersonFolders:
 class PersonPod:
     """One person's view of a Pod. The person never changes: to act for someone else, get their own."""
 
-    __slots__ = ("_person", "pod")
-
     def __init__(self, pod: Pod, person: Person):
         object.__setattr__(self, "pod", pod)
         object.__setattr__(self, "_person", person)
@@ -60,7 +58,10 @@ class PersonPod:
     def __setattr__(self, name: str, value: Any) -> None:
         if name in ("pod", "_person", "person", "person_id"):
             raise AttributeError(f"this PersonPod is bound to {self._person.name} for good; get another with pod.unlock()")
-        setattr(self.pod, name, value)  # a Pod-wide attribute (tests replace `partner_client`)
+        if hasattr(type(self), name):
+            object.__setattr__(self, name, value)  # one of this handle's own operations (a test may wrap it)
+        else:
+            setattr(self.pod, name, value)  # a Pod-wide attribute (tests replace `partner_client`)
 
     def __getattr__(self, name: str) -> Any:
         # Pod-wide things (store, subscribe, emit, close, memory, mail, channels, supervisor, tick, ...).
