@@ -18,7 +18,7 @@ import json
 import logging
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -334,6 +334,24 @@ def owner(pod: Any) -> str:
     return str(pod.store.default_person().id)
 
 
+def writer_of(pod: Any, scope: str) -> str:
+    """Whose ingest model writes the pages of ``scope``: a person's private and agent scopes are written by
+    that person's own model (their memory never goes to another person's provider); shared scopes by the
+    owner's."""
+    parts = scope.split("/")
+    if parts[0] in ("private", "agent") and len(parts) > 1:
+        return parts[1]
+    return owner(pod)
+
+
+def _writers(pod: Any) -> dict[str, Choice]:
+    """Each person's ingest choice (the owner's first: shared scopes use it)."""
+    names = person_names(pod)
+    first = owner(pod)
+    ids = [first, *(str(p.id) for p in pod.store.list_people() if str(p.id) != first)]
+    return {pid: choose(pod._memory_route(pid, "ingest"), names) for pid in ids}
+
+
 def person_names(pod: Any) -> dict[str, str]:
     """Ids to the names people use (people and their agents), for titles and for the model's eyes."""
     out: dict[str, str] = {}
@@ -460,16 +478,26 @@ async def ingest(pod: Any) -> dict[str, Any]:
     page is written: the inbox waits, and the answer says so and how to choose one."""
     from wiki_engine.pipeline import run_ingest
 
-    choice = choose(pod._memory_route(owner(pod), "ingest"), person_names(pod))
-    if choice.synthesize is None:
+    writers = {pid: c for pid, c in _writers(pod).items() if c.synthesize is not None}
+    if not writers:
         waiting = len(await pod.in_memory_thread(lambda: pod.memory.inbox(100000)))
         out = {"written_by": None, "written": [], "proposed": [], "rejected": [], "consumed": 0,
                "left_in_inbox": waiting, "message": NO_INGEST_MODEL}
     else:
-        rep = await pod.in_memory_thread(lambda: run_ingest(pod.memory, choice.synthesize))
-        out = {"written_by": choice.who, "written": rep.written, "proposed": [t for t, _ in rep.proposed],
-               "rejected": [{"title": t, "why": w} for t, w in rep.rejected], "consumed": len(rep.consumed),
-               "left_in_inbox": len(rep.left_in_inbox)}
+        out = {"written_by": None, "written": [], "proposed": [], "rejected": [], "consumed": 0}
+        who: list[str] = []
+        for pid, choice in writers.items():  # each person's pages by their own model, one writer at a time
+            rep = await pod.in_memory_thread(
+                lambda c=choice, p=pid: run_ingest(pod.memory, c.synthesize,
+                                                   scopes=lambda sc: writer_of(pod, sc) == p))
+            if rep.consumed or rep.written or rep.proposed or rep.rejected:
+                who.append(choice.who)
+            out["written"] += rep.written
+            out["proposed"] += [t for t, _ in rep.proposed]
+            out["rejected"] += [{"title": t, "why": w} for t, w in rep.rejected]
+            out["consumed"] += len(rep.consumed)
+        out["written_by"] = ", ".join(dict.fromkeys(who)) or None
+        out["left_in_inbox"] = len(await pod.in_memory_thread(lambda: pod.memory.inbox(100000)))
     pod.emit({"type": "memory.ingested", **out})
     return out
 
@@ -479,8 +507,17 @@ async def nightly(pod: Any) -> dict[str, Any]:
     rebuilds indexes, then reconciles contradictions."""
     from wiki_engine.pipeline import run_nightly
 
-    choice = choose(pod._memory_route(owner(pod), "ingest"), person_names(pod))
-    rep = await pod.in_memory_thread(lambda: run_nightly(pod.memory, resynthesize=choice.synthesize))
+    writers = {pid: c for pid, c in _writers(pod).items() if c.synthesize is not None}
+
+    def resynthesize(batch: Any) -> Any:
+        """Each stale page is rewritten by its own writer's model; a page whose writer has none stays stale."""
+        for pid, choice in writers.items():
+            mine = [p for p in batch.stale_pages if writer_of(pod, str(p.scope)) == pid]
+            if mine:
+                yield from (page for page in choice.synthesize(replace(batch, stale_pages=mine))
+                            if writer_of(pod, str(page.scope)) == pid)
+
+    rep = await pod.in_memory_thread(lambda: run_nightly(pod.memory, resynthesize=resynthesize if writers else None))
     out = dict(vars(rep))
     out["reconciled"] = await pod._reconcile_pages()
     pod.emit({"type": "memory.nightly", **{k: v for k, v in out.items() if isinstance(v, int | list)}})

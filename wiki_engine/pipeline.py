@@ -198,20 +198,29 @@ Synthesize = Callable[[IngestBatch], Sequence[Page]]
 
 
 def run_ingest(memory: Memory, synthesize: Synthesize, *, author: str = "agent:wiki-writer",
-               max_sources: int = 200, lease_ttl: float = 1800.0) -> IngestReport:
+               max_sources: int = 200, lease_ttl: float = 1800.0,
+               scopes: Callable[[str], bool] | None = None) -> IngestReport:
     """Turns the inbox into pages under the single-writer ``ingest`` lease.
 
     Raises LeaseBusy if another live process is ingesting. If ``synthesize`` raises, the inbox is left
-    as it was. A draft that fails validation is reported and its sources stay in the inbox.
+    as it was. A draft that fails validation is reported and its sources stay in the inbox. With
+    ``scopes``, only sources and stale pages of the scopes it accepts reach ``synthesize`` (the rest wait
+    for their own writer), and a draft for any other scope is rejected.
     """
     with Lease(memory.catalog, "ingest", ttl=lease_ttl) as lease:
-        ids = memory.inbox(max_sources)
+        ids = memory.inbox(max_sources if scopes is None else 1_000_000)
         sources: list[SourceRecord] = []
         for sid in ids:
-            sources.append(memory.get_source(sid))
+            src = memory.get_source(sid)
+            if scopes is None or scopes(str(src.scope)):
+                sources.append(src)
+            if len(sources) >= max_sources:
+                break
         stale: list[Page] = []
         for key in memory.stale_pages():
             scope, _, slug = key[len("page:") :].rpartition("/")
+            if scopes is not None and not scopes(scope):
+                continue
             try:
                 p = memory.read_page(scope, slug)
             except PageFormatError:
@@ -230,6 +239,10 @@ def run_ingest(memory: Memory, synthesize: Synthesize, *, author: str = "agent:w
         landed_sources: set[str] = set()
         ok = True
         for page in drafts:
+            if scopes is not None and not scopes(str(page.scope)):
+                ok = False
+                report.rejected.append((page.title, f"the writer of this batch may not write in {page.scope}"))
+                continue
             try:
                 res: PageWrite = memory.write_page(page, author=author)
             except (CitationError, PageFormatError, ValueError) as e:

@@ -152,6 +152,27 @@ def test_ingest_turns_the_inbox_into_cited_pages(mem: Memory) -> None:
     assert run_ingest(mem, _writer).written == []  # nothing new: nothing to do
 
 
+def test_an_ingest_for_some_scopes_sees_only_them_and_cannot_write_elsewhere(mem: Memory) -> None:
+    """One person's writer: the other person's sources never reach it, and a page it drafts into their
+    scope is refused; their sources wait in the inbox for their own writer."""
+    run_producer(mem, scope="private/alice", origin="chat", fetch=Feed([_chat(1, "Alice keeps bees on the roof")]),
+                 decide=keep_all)
+    run_producer(mem, scope="private/bob", origin="chat", fetch=Feed([_chat(2, "Bob's bank PIN hint is his cat", "private/bob")]),
+                 decide=keep_all)
+    seen: list[str] = []
+
+    def greedy(batch: IngestBatch) -> list[Page]:
+        seen.extend(s.text for s in batch.sources)
+        src = batch.sources[0]
+        return [Page("Bees", "private/alice", "home", "Bees on the roof [1].", {1: src.id}),
+                Page("Bob", "private/bob", "people", "Bees [1].", {1: src.id})]
+
+    rep = run_ingest(mem, greedy, scopes=lambda sc: sc == "private/alice")
+    assert not any("Bob" in t for t in seen)
+    assert [t for t, _ in rep.rejected] == ["Bob"] and mem.list_pages("private/bob") == ([], [])
+    assert len(mem.inbox()) >= 1 and all(mem.get_source(i).scope == "private/bob" for i in mem.inbox())
+
+
 def test_a_failed_ingest_loses_nothing(mem: Memory) -> None:
     run_producer(mem, scope="public", origin="chat", fetch=Feed([_chat(1, "Bins go out on Tuesday evenings", "public")]), decide=keep_all)
     before = mem.inbox()
