@@ -136,7 +136,14 @@ def main(argv: list[str] | None = None) -> int:
             instance.server.close()
             cannot_start.append(str(exc))
             return
-        me = pod.first_person()  # the window opens on the person who set Hearth up
+        from app.main_window import ask_passphrase, open_first_person
+
+        me = open_first_person(pod, ask_passphrase)  # the person who set Hearth up, unlocked if locked
+        if me is None:
+            instance.server.close()
+            await pod.close()
+            print("Hearth was not unlocked; nothing was shown.", flush=True)
+            return
         first_run = not me.list_agents() and not me.list_providers(builtin=False)
         if first_run:
             # First run: an assistant on the built-in offline model, so Hearth answers at once.
@@ -417,7 +424,7 @@ def _smoke_run(args: argparse.Namespace, tmp: Path, stage: list[str]) -> dict[st
                     raise SmokeFailure("the log file does not show the redacted key line")
             out["log_redacted"] = key is not None
             if key is not None:
-                pod.vault_for(pod.store.default_person().id).delete("provider/smoke")
+                me.vault().delete("provider/smoke")
             stage[0] = "closing"
             window.close()
         finally:

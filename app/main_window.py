@@ -51,6 +51,36 @@ EMPTY_HINT = (
 AUDIO_SUFFIXES = (".wav", ".mp3", ".m4a", ".ogg", ".oga", ".opus", ".flac", ".webm")
 
 
+
+def open_first_person(pod: Any, ask: Callable[[str, str | None], str | None]) -> Any | None:
+    """The person who set this Hearth up, as the window opens on them: when they have a passphrase it is
+    asked first (``ask(name, last_error)`` returns it, or None when the person cancels), so a shared
+    computer never shows their conversations to whoever starts Hearth. A wrong passphrase is audited."""
+    first = pod.first_person()
+    name = first.person.name
+    if not any(p["name"] == name and p["has_passphrase"] for p in pod.people()):
+        return first
+    error: str | None = None
+    for _ in range(5):
+        phrase = ask(name, error)
+        if phrase is None:
+            return None
+        try:
+            return pod.unlock(name, phrase)
+        except StoreError as exc:
+            error = str(exc)
+    return None
+
+
+def ask_passphrase(name: str, error: str | None) -> str | None:
+    """The start-up passphrase prompt of the window (Cancel quits)."""
+    text = f"Hearth is locked. Passphrase for {name}:"
+    if error:
+        text = f"{error}\n\n{text}"
+    phrase, ok = QInputDialog.getText(None, "Unlock Hearth", text, QLineEdit.EchoMode.Password)
+    return phrase if ok else None
+
+
 class Composer(QPlainTextEdit):
     """Multi-line message input: Enter adds a line, Ctrl+Enter sends; audio files dropped on it
     are transcribed locally into it.
@@ -946,7 +976,6 @@ class MainWindow(QMainWindow):
 
     # -- pod events
     def _on_pod_event(self, ev: dict[str, Any]) -> None:
-        kind = ev.get("type")
         if ev.get("person") not in (None, self.pod.person.id):
             return  # another person's activity: never shown here, not even as a notification
         note = notification_for(ev)

@@ -43,3 +43,26 @@ def test_choosing_another_person_hides_everything_of_the_first(qtbot, qloop, ui_
         qloop.run(run.future, timeout=60)
     assert keys_sent(fake_model, "Me's scheduled digest") == {f"Bearer {ME_KEY}"}
     assert w.runs.topLevelItemCount() == 0 and not w.notices.history  # nothing of it shown to Bob
+
+
+def test_a_locked_first_person_is_asked_before_the_window_shows_anything(qtbot, qloop, ui_pod) -> None:
+    """On a shared computer, starting Hearth never shows a locked person's conversations: the start-up
+    asks for the passphrase, audits a wrong one, and a Cancel opens nothing."""
+    from app.main_window import open_first_person
+    from tests.people.conftest import denials
+
+    ui_pod.set_passphrase("first-person-pass")
+    core = ui_pod.pod
+    asked: list[tuple[str, str | None]] = []
+    answers = iter(["not-the-passphrase", "first-person-pass"])
+
+    def ask(name: str, error: str | None) -> str | None:
+        asked.append((name, error))
+        return next(answers)
+
+    me = open_first_person(core, ask)
+    assert me is not None and me.person_id == ui_pod.person_id
+    assert [n for n, _ in asked] == [ui_pod.person.name] * 2 and asked[0][1] is None
+    assert asked[1][1] and "passphrase" in asked[1][1].lower()  # the second prompt says why it asks again
+    assert denials(me), "the wrong passphrase is in the person's Activity"
+    assert open_first_person(core, lambda name, error: None) is None  # Cancel: no window, no person
