@@ -61,6 +61,7 @@ class CardWidget(QFrame):
         layout.addLayout(form)
         layout.addLayout(buttons)
         self._task: asyncio.Task[Any] | None = None
+        self.sending = False  # while it is sent or rejected, the list keeps it (it says how it went)
         self.show_state(card)
 
     def show_state(self, card: dict[str, Any]) -> None:
@@ -80,6 +81,7 @@ class CardWidget(QFrame):
         return out
 
     def _busy(self, busy: bool) -> None:
+        self.sending = busy
         self.approve.setEnabled(not busy)
         self.reject.setEnabled(not busy)
 
@@ -108,6 +110,7 @@ class CardWidget(QFrame):
                 self._busy(False)
                 return
             self.message.setText({"sent": "Sent.", "rejected": "Rejected: nothing was sent."}.get(out["state"], out["state"]))
+            self.sending = False
             self.decided.emit(self.card["id"], out["state"], self.card["subject"])
 
         self._task = asyncio.ensure_future(go())
@@ -193,7 +196,7 @@ class CardsView(QWidget):
         partner_cards = self.pod.partner_cards()
         ids = {c["id"] for c in cards} | {c["id"] for c in partner_cards}
         for cid in list(self.widgets):
-            if cid not in ids:
+            if cid not in ids and not getattr(self.widgets[cid], "sending", False):  # it goes once it says how it went
                 self.widgets.pop(cid).deleteLater()
         for c in cards:
             shown = self.widgets.get(c["id"])

@@ -248,14 +248,14 @@ class MainWindow(QMainWindow):
         self.runs = RunsList()
         self.runs.setToolTip("Double-click a run to open its conversation and answer it there")
         self.runs.itemDoubleClicked.connect(self._on_run_opened)
-        self._runs_soon = QTimer(self)  # run events come in bursts: the list is read once per burst
-        self._runs_soon.setSingleShot(True)
-        self._runs_soon.setInterval(100)
-        self._runs_soon.timeout.connect(lambda: self.runs.load(self.pod.runs()))
-        self._labels_soon = QTimer(self)
-        self._labels_soon.setSingleShot(True)
-        self._labels_soon.setInterval(100)
-        self._labels_soon.timeout.connect(self.refresh_agents_labels)
+        # Pod events come in bursts: each list the window shows is read once per burst, not once per event.
+        self._runs_soon = self._once_per_burst(lambda: self.runs.load(self.pod.runs()))
+        self._labels_soon = self._once_per_burst(self.refresh_agents_labels)
+        self._cards_soon = self._once_per_burst(self._refresh_cards)
+        self._tasks_soon = self._once_per_burst(lambda: self.tasks.refresh())
+        self._conversations_soon = self._once_per_burst(self.refresh_conversations)
+        self._finished_turns: list[str] = []  # the shown conversation's finished turns whose ids are not read yet
+        self._ids_soon = self._once_per_burst(self._assign_finished_ids)
         self.bottom_tabs = QTabWidget()
         self.bottom_tabs.addTab(self.steps, "Steps")
         self.bottom_tabs.addTab(self.runs, "Runs")
@@ -746,10 +746,20 @@ class MainWindow(QMainWindow):
         if where and where[1]:
             self.open_conversation(*where)
 
-    def _refresh_inline_cards(self, ev: dict[str, Any]) -> None:
+    def _once_per_burst(self, fn: Any) -> QTimer:
+        """A timer whose start() calls `fn` once, 100 ms after the last start: a burst of events, one call."""
+        timer = QTimer(self)
+        timer.setSingleShot(True)
+        timer.setInterval(100)
+        timer.timeout.connect(fn)
+        return timer
+
+    def _refresh_cards(self) -> None:
+        self.cards.refresh()
+        self._refresh_inline_cards()
+
+    def _refresh_inline_cards(self) -> None:
         """Cards created during a turn of this conversation show right above the composer, too."""
-        if ev.get("type") == "card.created" and self._live_turn and ev.get("card_id"):
-            self._card_turns[ev["card_id"]] = self.conversation_id or ""
         for cid in list(self._inline):
             if cid not in self.cards.widgets:
                 self._inline.pop(cid).deleteLater()
@@ -989,14 +999,15 @@ class MainWindow(QMainWindow):
                 self.statusBar().showMessage(f"Agent {e.agent} stopped: {e.reason}")
             return
         if isinstance(e, events.CardChanged):
-            self.cards.refresh()
-            self._refresh_inline_cards(ev)
+            if ev.get("type") == "card.created" and self._live_turn and ev.get("card_id"):
+                self._card_turns[ev["card_id"]] = self.conversation_id or ""  # shown above the composer, too
+            self._cards_soon.start()
         elif isinstance(e, events.ConversationChanged) and not self.conversations.searching:
-            self.refresh_conversations()
+            self._conversations_soon.start()
             if e.type == "conversation.deleted" and e.conversation_id == self.conversation_id:
                 self.load_conversation(self.pod.last_chat(self.agent) if self.agent else None)
         elif isinstance(e, events.TaskChanged):
-            self.tasks.refresh()
+            self._tasks_soon.start()
         elif isinstance(e, events.Audit) and self.pages.currentWidget() is self.activity:
             self.activity.refresh()
         elif isinstance(e, events.ChannelsFailed):  # e.g. a wrong Telegram token: said, not dropped
@@ -1053,7 +1064,9 @@ class MainWindow(QMainWindow):
 
     def _on_turn_finished(self, e: events.TurnFinished) -> None:
         self._set_live_turn(None)
-        self.chat.assign_ids(self.pod.turn_messages(e.turn_id or ""))
+        if e.turn_id:
+            self._finished_turns.append(e.turn_id)
+            self._ids_soon.start()  # the turn's stored message ids: read once per burst of finished turns
         if e.status == "stopped":
             self.chat.stream_end(e.text or None, message_id=e.message_id, marker=f"Stopped: {e.error}")
             self.header.setText(f"{self.agent} — stopped")
@@ -1068,6 +1081,22 @@ class MainWindow(QMainWindow):
             self.chat.append_message("error", f"The turn failed: {e.error}")
             self.header.setText(f"{self.agent} — failed")
         self.statusBar().showMessage("Ready")
+
+    def _assign_finished_ids(self) -> None:
+        """Gives the person's messages of the turns just finished their stored ids (Edit and Branch need them):
+        one turn's messages when one turn finished, else the shown conversation's messages, in one read."""
+        turns, self._finished_turns = self._finished_turns, []
+        if not turns or not self.conversation_id:
+            return
+        try:
+            if len(turns) == 1:
+                messages = self.pod.turn_messages(turns[0])
+            else:
+                messages = [{"id": m.id, "role": m.role, "content": m.content, "turn_id": m.turn_id}
+                            for m in self.pod.messages(self.conversation_id) if m.turn_id in turns]
+        except StoreError:
+            return  # the conversation went away meanwhile: nothing left to give ids to
+        self.chat.assign_ids(messages)
 
     def refresh_agents_labels(self) -> None:
         by_name = {a["name"]: a for a in self.pod.list_agents()}

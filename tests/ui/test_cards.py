@@ -38,7 +38,7 @@ def test_edit_then_approve_sends_once_and_reject_sends_nothing(qtbot, qloop, ui_
     w = MainWindow(ui_pod)
     qtbot.addWidget(w)
     first, second = card(ui_pod, acct, "Lunch"), card(ui_pod, acct, "Dinner")
-    assert w.pages.tabText(w.pages.indexOf(w.cards)) == "Approvals (2)"
+    qloop.wait_until(lambda: w.pages.tabText(w.pages.indexOf(w.cards)) == "Approvals (2)", what="the cards")
     assert "Waiting for your approval" in w.notices.history[-1][0]
     cw = w.cards.widgets[first]
     cw.body.setPlainText("Tuesday works. See you at noon!")

@@ -19,6 +19,7 @@ def test_a_failed_send_stays_with_the_reason_and_retry_sends_it_once(qtbot, qloo
         qtbot.addWidget(w)
         cid = card(ui_pod, acct, "Lunch")
         s.stop()
+        qloop.wait_until(lambda: cid in w.cards.widgets, what="the card")
         cw = w.cards.widgets[cid]
         cw.approve.click()
         qloop.wait_until(lambda: "cannot reach the mail server" in cw.message.text(), what="the failed send")
