@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 from vault import Vault
 
 if TYPE_CHECKING:
-    from runtime_host.pod import Pod, TurnResult, _Run
     from runtime_host.store import AgentInstance, AgentProfile, Person
 
 
@@ -51,7 +50,7 @@ class PersonFolders:
 class PersonPod:
     """One person's view of a Pod. The person never changes: to act for someone else, get their own."""
 
-    def __init__(self, pod: Pod, person: Person):
+    def __init__(self, pod: Any, person: Person):
         object.__setattr__(self, "pod", pod)
         object.__setattr__(self, "_person", person)
 
@@ -149,10 +148,10 @@ class PersonPod:
         return self.pod.allow_mcp(self.person_id, agent, server, tools)
 
     # -- conversations and turns
-    async def start_turn(self, agent: str, text: str, **kw: Any) -> _Run:
+    async def start_turn(self, agent: str, text: str, **kw: Any) -> Any:
         return await self.pod.start_turn(self.person_id, agent, text, **kw)
 
-    async def chat(self, agent: str, text: str, **kw: Any) -> TurnResult:
+    async def chat(self, agent: str, text: str, **kw: Any) -> Any:
         return await self.pod.chat(self.person_id, agent, text, **kw)
 
     def list_conversations(self, agent: str) -> list[dict[str, Any]]:
@@ -182,7 +181,7 @@ class PersonPod:
     def branch_conversation(self, conversation_id: str, message_id: str) -> str:
         return self.pod.branch_conversation(self.person_id, conversation_id, message_id)
 
-    async def answer_again(self, conversation_id: str, message_id: str, text: str | None = None) -> _Run:
+    async def answer_again(self, conversation_id: str, message_id: str, text: str | None = None) -> Any:
         return await self.pod.answer_again(self.person_id, conversation_id, message_id, text)
 
     def latest_conversation(self, agent: str) -> Any:

@@ -142,7 +142,7 @@ def main() -> int:
     async def run() -> list[Path]:
         from PySide6.QtCore import QUrl
 
-        pod = Pod()
+        pod = Pod().first_person()  # the window shows the person who set Hearth up
         pod.set_passphrase("demo passphrase for the screenshots")
         pod.add_provider("local", kind="openai-compatible", base_url=fake.base_url, model="demo-model")
         pod.add_agent("Assistant", profile="assistant", provider="local")
