@@ -32,6 +32,7 @@ from typing import Any  # noqa: E402
 from _common import ROOT  # noqa: E402, F401  (sets sys.path and the loopback-only switch)
 
 import runtime_host.pod as pod_module  # noqa: E402
+import runtime_host.turns as turns_module  # noqa: E402
 from runtime_host.supervisor import SupervisorConfig  # noqa: E402
 from runtime_host.worker.loop import MODEL_CALL_BUDGET, SUBAGENT_SYSTEM  # noqa: E402
 from tests.helpers.fake_model import Endless, FakeModelServer, Raw, Request, Text, ToolCalls  # noqa: E402
@@ -101,8 +102,8 @@ async def main() -> dict[str, Any]:
                          supervisor_config=SupervisorConfig(health_interval_s=3600))
     pod.add_provider("fake", kind="openai-compatible", base_url=fake.base_url, model="fake-1")
     pod.add_agent("target", provider="fake", toolkits=["clock", "math", "delegate", "notes"])
-    limit = pod_module.TURN_TIME_LIMIT_S
-    grace = pod_module.TURN_STOP_GRACE_S
+    limit = turns_module.TURN_TIME_LIMIT_S
+    grace = turns_module.TURN_STOP_GRACE_S
     report: dict[str, Any] = {}
     wedged = hung = 0
     max_calls = 0

@@ -668,7 +668,7 @@ async def _amain(args: argparse.Namespace) -> int:
             out = await me.decide_task(args.task_id, args.action == "approve")
             print(f"Task {out['id']} is now {out['state']}.")
             if out["state"] == "active":
-                run = me._runs.get(out["turn_id"])
+                run = me.turn_driver.active.get(out["turn_id"])
                 if run is not None:
                     await run.future  # the receiving agent works while this command waits
             return EXIT_OK
@@ -703,7 +703,7 @@ async def _amain(args: argparse.Namespace) -> int:
             me.ensure_memory_timers()
             out = await me.tick(now)
             # wait for the turns it started, so the OS scheduler's run is complete when this exits
-            for run in list(me._runs.values()):
+            for run in list(me.turn_driver.active.values()):
                 await run.future
             _print_json(out)
             return EXIT_OK

@@ -8,7 +8,6 @@ every subscriber as plain dicts; nothing here knows Qt.
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import json
 import logging
@@ -17,7 +16,6 @@ import socket
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,20 +23,14 @@ from runtime_host import conversations
 from runtime_host.paths import agent_dir, data_dir, folder_problem
 from runtime_host.profiles import shipped_profiles
 from runtime_host.states import WorkerState
-from runtime_host.store import AgentInstance, AgentProfile, StorageError, Store, StoreError, now, step_dict, step_tree
-from runtime_host.supervisor import Supervisor, SupervisorConfig, WorkerHandle, WorkerStartError
-from runtime_host.turnstop import REQUESTED, TurnStops, note_for
+from runtime_host.store import AgentInstance, AgentProfile, StorageError, Store, StoreError, now, step_tree
+from runtime_host.supervisor import Supervisor, SupervisorConfig, WorkerHandle
+from runtime_host.turns import MessageTooLarge, Run, TurnFailed, TurnResult, Turns
+from runtime_host.turnstop import TurnStops, note_for
 from vault import Vault, VaultUnavailable, redact_value
 
 log = logging.getLogger("hearth.pod")
 
-MAX_RESUMES_PER_TURN = 3
-# A turn's owner renews its lease every LEASE_S / 3; another host may take the turn after it expires.
-LEASE_S = float(os.environ.get("HEARTH_LEASE_S") or 30.0)
-TURNS_PER_MINUTE = 20  # per conversation; more wait their turn
-# A turn's time limit, resumes included: the worker ends it just before; the Pod stops it at the limit if not.
-TURN_TIME_LIMIT_S = float(os.environ.get("HEARTH_TURN_LIMIT_S") or 1800.0)
-TURN_STOP_GRACE_S = 0.0
 # The embedded offline model is always there: Hearth answers with no key and no network.
 EMBEDDED = {"name": "embedded", "kind": "embedded", "base_url": "", "model": "smollm2-135m-instruct",
             "has_key": False, "builtin": True}
@@ -84,47 +76,6 @@ class UnknownAgent(StoreError):
     pass
 
 
-class MessageTooLarge(StoreError):
-    """A message larger than one turn can carry: refused before anything is written."""
-
-
-class TurnFailed(Exception):
-    """Raised by `Pod.chat(..., raise_on_failure=True)` with the turn's recorded reason."""
-
-
-@dataclass
-class TurnResult:
-    turn_id: str
-    conversation_id: str
-    status: str
-    text: str = ""
-    error: str | None = None
-    error_kind: str | None = None
-    model: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "done"
-
-
-@dataclass
-class _Run:
-    turn_id: str
-    conversation_id: str
-    instance_id: str
-    agent: str
-    future: asyncio.Future[TurnResult]
-    handle: WorkerHandle | None = None
-    resumes: int = 0
-    iterations: int = 0
-    started: bool = False
-    merged: int = 1
-    origin: str = "chat"
-    model: str | None = None  # "provider" or "provider/model" chosen for this message only
-    person_id: str = ""
-    streamed: dict[str, str] = field(default_factory=dict)  # top-level model step id -> text streamed so far
-
-
 class Pod:
     def __init__(self, home: Path | None = None, *, supervisor_config: SupervisorConfig | None = None,
                  worker_command: list[str] | None = None):
@@ -137,20 +88,15 @@ class Pod:
         self.pod_id = self.store.meta("pod_id", default_factory=lambda: __import__("uuid").uuid4().hex) or ""
         self.store.default_person()  # the first person (the one who set Hearth up) exists from the start
         self._subscribers: list[Callable[[dict[str, Any]], None]] = []
-        self.supervisor = Supervisor(self._on_worker_message, self._on_worker_exit, self.emit,
+        self.turn_driver = Turns(self)  # turn driving, leases, recovery (runtime_host/turns.py)
+        self.supervisor = Supervisor(self.turn_driver.on_worker_message, self.turn_driver.on_worker_exit, self.emit,
                                      supervisor_config, worker_command)
-        self._runs: dict[str, _Run] = {}
         self.stops = TurnStops(self)
-        self._agent_locks: dict[str, asyncio.Lock] = {}
-        self._recent_turns: dict[str, collections.deque[float]] = {}
         self._closed = False
         self._passphrases: dict[str, str] = {}  # in memory only: unlocks the encrypted-file vault
         self._epoch = 0  # bumped when a profile or provider changes: idle workers rebind
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        self._lease_task: asyncio.Task[None] | None = None
-        self._takeover_task: asyncio.Task[None] | None = None
         self._channels_task: asyncio.Task[bool] | None = None
-        self._lease_ok_at = time.monotonic()  # when this host last renewed its leases
         self._scheduler_task: asyncio.Task[None] | None = None
         self.subscribe(self._persist_worker_state)
         self.subscribe(self._record_scheduled_turn)
@@ -161,7 +107,8 @@ class Pod:
         self._channels: Any = None
         self._memory_pool: Any = None
         # Tools the Pod carries out for a worker, by name: handler(person_id, instance_id, args) -> output
-        self.pod_tools: dict[str, Callable[[str, str, dict[str, Any]], Any]] = {
+        self.pod_tools = self.turn_driver.tools
+        self.pod_tools.update({
             "remember": self._tool_remember,
             "search_memory": self._tool_search_memory,
             "list_mail": lambda p, a, args: self.mail.tool_list_mail(p, a, args),
@@ -171,9 +118,8 @@ class Pod:
             "mcp": lambda p, a, args: self.mcp.call(p, a, args),
             "ask_partner": self._tool_ask_partner,
             "wait_for_task": self._tool_wait_for_task,
-        }
+        })
         self._task_waiters: dict[str, list[asyncio.Future[Any]]] = {}
-        self._pod_call_tasks: set[asyncio.Task[None]] = set()
         self._partner_sends: dict[str, Any] = {}
         self._handoff_turns: dict[str, str] = {}  # turn id -> task id
 
@@ -185,7 +131,7 @@ class Pod:
     def emit(self, event: dict[str, Any]) -> None:
         # Every turn event names its person, so a view shows only its own person's activity.
         if "person" not in event:
-            run = self._runs.get(event.get("turn_id") or "")
+            run = self.turn_driver.active.get(event.get("turn_id") or "")
             if run is not None:
                 event["person"] = run.person_id
             elif event.get("type") == "worker.state" and event.get("key"):
@@ -687,6 +633,13 @@ class Pod:
                 log.warning("fallback %s of agent %s left out: %s", ref, profile.name, exc)
         return routes
 
+    def message_routes(self, inst: AgentInstance, profile: AgentProfile, model: str) -> list[dict[str, Any]]:
+        """One message on another model: that route first, then the agent's own chain (keys included)."""
+        chosen = self._route(inst.person_id, model)
+        chain = [r for r in self._routes(inst.person_id, profile)
+                 if (r["provider"], r["model"]) != (chosen["provider"], chosen["model"])]
+        return [chosen, *chain]
+
     # -- models by role
     def models(self, person_id: str) -> dict[str, Any]:
         """The person's providers, what each can do, and the model they chose for each role."""
@@ -773,7 +726,7 @@ class Pod:
             "ro_paths": [str(p) for p in ro_paths],
         }
 
-    async def _ensure_worker(self, inst: AgentInstance, profile: AgentProfile) -> WorkerHandle:
+    async def ensure_worker(self, inst: AgentInstance, profile: AgentProfile) -> WorkerHandle:
         key = (inst.person_id, inst.id)
         h = self.supervisor.handle(key, inst.name, agent_dir(self.home, inst.person_id, inst.id))
         if h.state == WorkerState.BUSY or (h.state == WorkerState.READY and h.epoch == self._epoch):
@@ -784,7 +737,7 @@ class Pod:
     async def start_agent(self, person_id: str, name: str) -> dict[str, Any]:
         """Spawns the agent's worker now (it would otherwise start on first need)."""
         inst, profile = self.find_agent(person_id, name)
-        handle = await self._ensure_worker(inst, profile)
+        handle = await self.ensure_worker(inst, profile)
         return handle.info()
 
     async def stop_agent(self, person_id: str, name: str) -> None:
@@ -824,7 +777,7 @@ class Pod:
     # -- turns
     async def start_turn(self, person_id: str, agent: str, text: str, *, conversation_id: str | None = None,
                          new_conversation: bool = False, origin: str = "chat", title: str = "",
-                         model: str | None = None) -> _Run:
+                         model: str | None = None) -> Run:
         """Writes the message and the turn, then runs it in the background. Await `run.future`.
 
         A message that reaches a conversation whose next turn has not started yet joins that turn
@@ -836,7 +789,7 @@ class Pod:
 
     async def start_turn_for(self, inst: AgentInstance, profile: AgentProfile, text: str, *,
                              conversation_id: str | None = None, new_conversation: bool = False, origin: str = "chat",
-                             title: str = "", model: str | None = None) -> _Run:
+                             title: str = "", model: str | None = None) -> Run:
         """start_turn for a known agent instance (schedules and triggers run for any person)."""
         agent = inst.name
         from runtime_host.sizes import message_problem
@@ -858,222 +811,11 @@ class Pod:
             conv = None if new_conversation else self.store.latest_conversation(inst.id)
             if conv is None:
                 conv = self.store.create_conversation(inst.id, title=title)
-        pending = next((r for r in self._runs.values()
-                        if r.conversation_id == conv.id and not r.started and not r.future.done()), None)
-        if pending is not None:
-            self.store.add_message(conv.id, "user", text, turn_id=pending.turn_id)
-            pending.merged += 1
-            self.emit({"type": "turn.merged", "turn_id": pending.turn_id, "conversation_id": conv.id,
-                       "agent": inst.name, "messages": pending.merged})
-            return pending
-        turn = self.store.create_turn(conv.id, inst.id, origin=origin, lease_owner=self.owner, lease_s=LEASE_S)
-        self.store.add_message(conv.id, "user", text, turn_id=turn.id)
-        if origin in ("chat", "telegram"):
-            gated = self.gate("ingress", text, person_id=inst.person_id, agent_id=inst.id, agent_name=inst.name,
-                              context={"conversation": conv.id, "turn": turn.id})
-            if gated.findings:
-                self.emit({"type": "message.flagged", "person": inst.person_id, "conversation_id": conv.id,
-                           "turn_id": turn.id, "message": gated.message})
-        fut: asyncio.Future[TurnResult] = asyncio.get_running_loop().create_future()
-        run = _Run(turn.id, conv.id, inst.id, inst.name, fut, origin=origin, model=model, person_id=inst.person_id)
-        self._runs[turn.id] = run
-        self._ensure_lease_renewal()
-        self.emit({"type": "turn.queued", "turn_id": turn.id, "conversation_id": conv.id, "agent": inst.name,
-                   "origin": origin})
-        asyncio.create_task(self._drive(run, inst, profile))
-        return run
+        return self.turn_driver.queue(inst, profile, conv, text, origin=origin, model=model)
 
     async def chat(self, person_id: str, agent: str, text: str, **kw: Any) -> TurnResult:
         run = await self.start_turn(person_id, agent, text, **kw)
         return await run.future
-
-    async def _rate_limit(self, run: _Run) -> None:
-        recent = self._recent_turns.setdefault(run.conversation_id, collections.deque())
-        while True:
-            now_m = time.monotonic()
-            while recent and now_m - recent[0] > 60:
-                recent.popleft()
-            if len(recent) < TURNS_PER_MINUTE:
-                recent.append(now_m)
-                return
-            wait = 60 - (now_m - recent[0]) + 0.01
-            self.emit({"type": "turn.delayed", "turn_id": run.turn_id, "conversation_id": run.conversation_id,
-                       "agent": run.agent, "seconds": round(wait, 1),
-                       "reason": f"more than {TURNS_PER_MINUTE} turns a minute in this conversation"})
-            await asyncio.sleep(wait)
-
-    async def _drive(self, run: _Run, inst: AgentInstance, profile: AgentProfile) -> None:
-        lock = self._agent_locks.setdefault(inst.id, asyncio.Lock())
-        async with lock:  # one turn at a time per worker; later turns wait their turn
-            await self._rate_limit(run)
-            if run.future.done():  # stopped while it waited its turn
-                return
-            run.started = True
-            try:
-                self.store.update_turn(run.turn_id, status="running", started_at=now())
-            except StorageError as exc:
-                self._finish(run, {"status": "failed", "error": str(exc), "error_kind": "storage"})
-                return
-            self.emit({"type": "turn.started", "turn_id": run.turn_id, "conversation_id": run.conversation_id,
-                       "agent": run.agent, "origin": run.origin})
-            try:
-                await self._send_turn(run, inst, profile)
-            except (WorkerStartError, TurnFailed, ConnectionError, VaultUnavailable) as exc:
-                self._finish(run, {"status": "failed", "error": str(exc), "error_kind": "worker"})
-            except Exception as exc:  # never leave a turn hanging: record why it could not start
-                log.exception("turn %s could not start", run.turn_id)
-                self._finish(run, {"status": "failed", "error_kind": "internal",
-                                   "error": f"The turn could not start: {exc}. Check the agent's settings."})
-            with contextlib.suppress(asyncio.CancelledError):
-                try:
-                    await asyncio.wait_for(asyncio.shield(run.future), self._time_left(run) + TURN_STOP_GRACE_S)
-                except TimeoutError:  # the worker did not end it at its limit: never leave it hanging
-                    from runtime_host.worker.loop import span
-
-                    await self.stops.stop(run.turn_id, f"Hearth (the turn passed its limit of {span(TURN_TIME_LIMIT_S)})")
-                    await asyncio.shield(run.future)
-
-    def _time_left(self, run: _Run) -> float:
-        t = self.store.get_turn(run.turn_id)
-        started = (t.started_at if t else None) or now()
-        return max(0.0, TURN_TIME_LIMIT_S - (now() - started))
-
-    def _history(self, conversation_id: str, turn_id: str | None = None) -> list[dict[str, Any]]:
-        """The conversation as the worker gets it, bounded in size (runtime_host.sizes): however large the
-        conversation grew, a turn always fits on the pipe."""
-        from runtime_host.sizes import bound_history
-
-        msgs = [m for m in self.store.list_messages(conversation_id) if m.role in ("user", "assistant")]
-        current = 0
-        while current < len(msgs) and msgs[-1 - current].turn_id == turn_id and turn_id is not None:
-            current += 1
-        return bound_history([{"role": m.role, "content": m.content} for m in msgs], current=max(1, current))
-
-    async def _send_turn(self, run: _Run, inst: AgentInstance, profile: AgentProfile) -> None:
-        old = self.supervisor.handles.get((inst.person_id, inst.id))
-        if old is not None:
-            await self.stops.wait_drained(old)  # a stopped turn's worker ends it (or is stopped) first
-        handle = await self._ensure_worker(inst, profile)
-        if run.future.done():  # stopped while its worker started
-            return
-        run.handle = handle
-        self.supervisor.begin_turn(handle, run.turn_id)
-        from runtime_host.sizes import bound_steps
-
-        steps = bound_steps([step_dict(s) for s in self.store.list_steps(run.turn_id)])
-        extra: dict[str, Any] = {}
-        if run.model:
-            # One message on another model: that route first, then the agent's own chain. Its key
-            # travels with this turn over the pipe, like every credential.
-            chosen = self._route(inst.person_id, run.model)
-            chain = [r for r in self._routes(inst.person_id, profile)
-                     if (r["provider"], r["model"]) != (chosen["provider"], chosen["model"])]
-            extra["routes"] = [chosen, *chain]
-        handle.send({"type": "turn.start", "turn_id": run.turn_id, "messages": self._history(run.conversation_id, run.turn_id), **extra,
-                     "steps": steps, "time_limit_s": TURN_TIME_LIMIT_S, "time_left_s": self._time_left(run)})
-
-    def _finish(self, run: _Run, outcome: dict[str, Any]) -> None:
-        if run.future.done():
-            return
-        status = outcome.get("status", "failed")
-        text = outcome.get("text") or ""
-        message_id = None
-        try:
-            if status == "done" or (status == "stopped" and text):
-                message_id = self.store.add_message(run.conversation_id, "assistant", text, turn_id=run.turn_id).id
-            self.store.update_turn(run.turn_id, status=status, error=outcome.get("error"),
-                                   error_kind=outcome.get("error_kind"), model=outcome.get("model"),
-                                   iterations=int(outcome.get("iterations") or run.iterations), finished_at=now(),
-                                   restarts=run.resumes)
-        except StorageError as exc:
-            # The turn still ends, with the reason; what was written before stays (its answer streamed to the
-            # person, who can send the message again once the disk has room).
-            log.error("turn %s could not be saved: %s", run.turn_id, exc)
-            with contextlib.suppress(StorageError):  # a smaller write may still fit: record why it ended
-                self.store.update_turn(run.turn_id, status="failed", error=str(exc), error_kind="storage",
-                                       finished_at=now())
-            if outcome.get("error_kind") != "storage":
-                outcome = {**outcome, "status": "failed", "error": str(exc), "error_kind": "storage"}
-                status = "failed"
-                if run.handle is not None:
-                    self._stop_worker_later(run.handle)
-        if run.handle is not None:
-            self.supervisor.end_turn(run.handle, run.turn_id)
-        self._runs.pop(run.turn_id, None)
-        result = TurnResult(run.turn_id, run.conversation_id, status, text, outcome.get("error"),
-                            outcome.get("error_kind"), outcome.get("model"))
-        self.emit({"type": "turn.finished", "turn_id": run.turn_id, "conversation_id": run.conversation_id,
-                   "agent": run.agent, "origin": run.origin, "person": run.person_id, "message_id": message_id,
-                   **{k: v for k, v in outcome.items() if k != "type"}})
-        run.future.set_result(result)
-
-    def _stop_worker_later(self, handle: WorkerHandle) -> None:
-        """Stops a worker outside its pipe's reader (which must go on reading until the worker exits)."""
-        task = asyncio.create_task(handle.stop())
-        self._pod_call_tasks.add(task)
-        task.add_done_callback(self._pod_call_tasks.discard)
-
-    async def _on_worker_message(self, handle: WorkerHandle, msg: dict[str, Any]) -> None:
-        msg = redact_value(msg)  # what a worker says reaches the store, the views and the CLI: never with a key
-        kind = msg["type"]
-        if kind == "event":
-            turn_id = msg.get("turn_id")
-            run = self._runs.get(turn_id) if turn_id else None
-            # The pipe is the identity: a worker may only speak for the turn it was given.
-            if (run is None or handle.active_turn != turn_id) and self.stops.worker_spoke(handle, turn_id, msg["event"]):
-                if "seq" in msg:  # the tail of a turn the person stopped: acknowledged, not recorded
-                    with contextlib.suppress(ConnectionError):
-                        handle.send({"type": "ack", "seq": msg["seq"], "result": {"error": "the turn was stopped"}})
-                return
-            if run is None or handle.active_turn != turn_id:
-                log.warning("worker %s sent an event for a turn it does not own: %s", handle.label, turn_id)
-                if "seq" in msg:
-                    handle.send({"type": "ack", "seq": msg["seq"], "result": {"error": "not your turn"}})
-                return
-            try:
-                await self._on_turn_event(handle, run, msg["event"])
-            except StorageError as exc:
-                # Never let a write error escape the pipe's reader (it would stop reading and the turn would
-                # hang): end the turn with the reason, and stop its worker (it waits for an ack it won't get).
-                log.error("turn %s: %s", run.turn_id, exc)
-                self._finish(run, {"status": "failed", "error": str(exc), "error_kind": "storage"})
-                self._stop_worker_later(handle)
-                return
-            if "seq" in msg:
-                with contextlib.suppress(ConnectionError):
-                    handle.send({"type": "ack", "seq": msg["seq"]})
-        elif kind == "pod.call":
-            # Run beside the pipe's reader: a Pod tool may wait (wait_for_task) while pings go on.
-            task = asyncio.create_task(self._on_pod_call(handle, msg))
-            self._pod_call_tasks.add(task)
-            task.add_done_callback(self._pod_call_tasks.discard)
-        elif kind == "error":
-            log.warning("worker %s reported: %s", handle.label, msg.get("error"))
-
-    async def _on_pod_call(self, handle: WorkerHandle, msg: dict[str, Any]) -> None:
-        """A worker asks the Pod to act. The identity is the pipe's (person, agent), never an argument."""
-        person_id, instance_id = handle.key
-        method = str(msg.get("method"))
-        args = msg.get("args") if isinstance(msg.get("args"), dict) else {}
-        if msg.get("turn_id") != handle.active_turn:
-            result = {"ok": False, "error": "this worker has no such turn"}
-        elif method not in self.pod_tools:
-            result = {"ok": False, "error": f"the Pod has no tool {method!r}"}
-        else:
-            try:
-                output = await self.pod_tools[method](person_id, instance_id, args)
-                if isinstance(output, str):  # a result must fit on the pipe (runtime_host.sizes)
-                    from runtime_host.sizes import MAX_TOOL_RESULT_BYTES, clip
-
-                    output = clip(output, MAX_TOOL_RESULT_BYTES, "tool result", "ask the tool for a smaller part")
-                result = {"ok": True, "output": output}
-            except (PermissionError, ValueError, StoreError) as exc:
-                result = {"ok": False, "error": str(exc)}
-            except Exception as exc:  # a Pod tool bug goes back to the model as a tool error
-                log.exception("pod tool %s failed", method)
-                result = {"ok": False, "error": f"{method} failed inside Hearth: {type(exc).__name__}: {exc}"}
-        with contextlib.suppress(ConnectionError):
-            handle.send({"type": "pod.result", "seq": msg.get("seq"), "result": result})
 
     # -- partner agents (A2A), every send approved by a person
     def add_partner(self, person_id: str, name: str, endpoint: str, key: str, *, tls_fingerprint: str = "", ca_file: str | None = None,
@@ -1582,62 +1324,6 @@ class Pod:
 
         return await memory_jobs.nightly(self)
 
-    async def _on_turn_event(self, handle: WorkerHandle, run: _Run, ev: dict[str, Any]) -> None:
-        kind = ev.get("type")
-        base = {"turn_id": run.turn_id, "conversation_id": run.conversation_id, "agent": run.agent}
-        if kind == "step.started":
-            self.store.start_step(run.turn_id, ev["step_id"], kind=ev["kind"], name=ev["name"], parent_id=ev.get("parent_id"),
-                                  arguments=ev.get("arguments"), call_id=ev.get("call_id"))
-            self.emit({**ev, **base, "started_at": now()})
-        elif kind == "step.finished":
-            self.store.finish_step(ev["step_id"], ev["status"], ev.get("result"))
-            self.emit({**ev, **base, "finished_at": now()})
-        elif kind == "iteration":
-            run.iterations = int(ev.get("n") or 0)
-            self.emit({**ev, **base})
-        elif kind == "guard.decision":
-            reason = str(ev.get("reason") or ev.get("rule") or "").replace(str(handle.key[1]), run.agent)  # a name, not an id
-            self.audit(person_id=run.person_id, agent=run.agent, kind="guard", phase="tool",
-                       action="allowed" if ev.get("allowed") else "denied", rule=ev.get("rule"),
-                       summary=f"{ev.get('tool')}: {reason}",
-                       detail={"tool": ev.get("tool"), "turn": run.turn_id})
-        elif kind == "turn.finished":
-            self._finish(run, ev)
-        else:
-            if kind == "delta" and not ev.get("parent_id") and ev.get("step_id"):
-                run.streamed[ev["step_id"]] = run.streamed.get(ev["step_id"], "") + str(ev.get("text") or "")
-            self.emit({**ev, **base})
-
-    async def _on_worker_exit(self, handle: WorkerHandle, code: int) -> None:
-        turn_id = handle.active_turn
-        run = self._runs.get(turn_id) if turn_id else None
-        self.supervisor.end_turn(handle, turn_id)
-        if run is None or run.future.done():
-            return
-        run.resumes += 1
-        self.store.update_turn(run.turn_id, restarts=run.resumes)
-        why = handle.reason or f"exit code {code}"
-        self.emit({"type": "turn.resuming", "turn_id": run.turn_id, "conversation_id": run.conversation_id,
-                   "agent": run.agent, "attempt": run.resumes, "reason": why})
-        if run.resumes > MAX_RESUMES_PER_TURN or handle.state == WorkerState.FATAL:
-            self._finish(run, {"status": "failed", "error_kind": "worker_crash", "error":
-                               f"The agent's worker stopped unexpectedly {run.resumes} times during this turn "
-                               f"(last: {why}). What it did so far is kept; send the message again to retry."})
-            return
-        found = self.store.get_instance(run.instance_id)
-        if found is None:
-            self._finish(run, {"status": "failed", "error": "The agent was deleted during the turn."})
-            return
-        asyncio.create_task(self._resume(run, *found))
-
-    async def _resume(self, run: _Run, inst: AgentInstance, profile: AgentProfile) -> None:
-        try:
-            await self._send_turn(run, inst, profile)
-        except Exception as exc:
-            log.warning("turn %s could not resume after its worker crashed: %s", run.turn_id, exc)
-            self._finish(run, {"status": "failed", "error_kind": "worker_crash",
-                               "error": f"The agent's worker crashed and could not be restarted: {exc}"})
-
     # -- stopping and reading turns
     async def stop_turn(self, person_id: str, turn_id: str, by: str = "you") -> dict[str, Any]:
         """Stops one of the person's turns at once, keeping what it streamed; see `runtime_host.turnstop`."""
@@ -1648,7 +1334,7 @@ class Pod:
         return await self.stops.stop(turn_id, by)
 
     def turn_live(self, t: Any) -> bool:
-        return t.id in self._runs or (bool(t.lease_owner) and (t.lease_until or 0) > now())
+        return self.turn_driver.live(t)
 
     def instance_owner(self, instance_id: str) -> str | None:
         """The person an agent instance belongs to (None when it is gone)."""
@@ -1730,14 +1416,13 @@ class Pod:
 
     def live_text(self, turn_id: str) -> str:
         """What a turn still being written in this process has streamed so far (its top-level answer)."""
-        run = self._runs.get(turn_id)
-        return "".join(run.streamed.values()) if run is not None else ""
+        return self.turn_driver.live_text(turn_id)
 
     def branch_conversation(self, person_id: str, conversation_id: str, message_id: str) -> str:
         """A new conversation with the messages up to and including `message_id`; returns its id."""
         return conversations.branch(self.for_person(person_id), conversation_id, message_id)
 
-    async def answer_again(self, person_id: str, conversation_id: str, message_id: str, text: str | None = None) -> _Run:
+    async def answer_again(self, person_id: str, conversation_id: str, message_id: str, text: str | None = None) -> Run:
         """Regenerate an answer, or edit one of the person's messages (`text`) and send it again."""
         return await conversations.answer_again(self.for_person(person_id), conversation_id, message_id, text)
 
@@ -1748,8 +1433,7 @@ class Pod:
         self.ensure_memory_timers()
         if self._scheduler_task is None:
             self._scheduler_task = asyncio.create_task(self._scheduler_loop())
-        if self._takeover_task is None:
-            self._takeover_task = asyncio.create_task(self._takeover_loop())
+        self.turn_driver.start_takeover()
         self.mail.start()
         self._channels_task = asyncio.create_task(self.channels.start())
         self._channels_task.add_done_callback(self._channels_started)
@@ -1770,126 +1454,21 @@ class Pod:
                 log.exception("scheduler tick failed")
             await asyncio.sleep(60)
 
-    def _ensure_lease_renewal(self) -> None:
-        self.stops.ensure_watch()
-        if self._lease_task is None or self._lease_task.done():
-            self._lease_task = asyncio.create_task(self._renew_leases())
-
-    async def _renew_leases(self) -> None:
-        self._lease_ok_at = time.monotonic()
-        while self._runs:
-            await asyncio.sleep(LEASE_S / 3)
-            self.renew_leases_once()
-
     def renew_leases_once(self) -> list[str]:
-        """Renews this host's leases. A turn another host took over, or one whose lease could not be renewed
-        before it runs out, is stopped here (logged, and its caller told) so two hosts never run its tools.
-        Returns the turns stopped."""
-        ids = [tid for tid, r in self._runs.items() if not r.future.done()]
-        if not ids:
-            return []
-        try:
-            held = self.store.renew_leases(self.owner, ids, LEASE_S)
-        except Exception as exc:
-            if time.monotonic() + LEASE_S / 3 < self._lease_ok_at + LEASE_S:  # still ours until the next try
-                log.warning("could not renew the leases of %d turn(s); trying again: %s", len(ids), exc)
-                return []
-            log.error("could not renew the leases of %d turn(s) before they run out: %s", len(ids), exc)
-            lost = {tid: f"its lease could not be renewed ({type(exc).__name__}: {exc})" for tid in ids}
-        else:
-            self._lease_ok_at = time.monotonic()
-            lost = {tid: "another Hearth host took it over after this host's lease ran out"
-                    for tid in ids if tid not in held}
-        for tid, why in lost.items():
-            run = self._runs.get(tid)
-            if run is not None:
-                self._abandon(run, why)
-        return list(lost)
-
-    def _abandon(self, run: _Run, why: str) -> None:
-        """This host stops running a turn it no longer holds, writing nothing of it: its worker is stopped (so
-        no tool of it runs here again) and whoever waits for it is told why. The lease holder finishes it."""
-        if run.future.done():
-            return
-        log.warning("turn %s (agent %s) stopped on this host: %s", run.turn_id, run.agent, why)
-        self._runs.pop(run.turn_id, None)
-        handle = run.handle
-        if handle is not None:
-            self.supervisor.end_turn(handle, run.turn_id)
-            task = asyncio.create_task(handle.stop())
-            self._pod_call_tasks.add(task)
-            task.add_done_callback(self._pod_call_tasks.discard)
-            task.add_done_callback(lambda t: t.cancelled() or t.exception() is None or log.error(
-                "the worker of abandoned turn %s did not stop: %s", run.turn_id, t.exception()))
-        error = f"This Hearth host stopped running the turn: {why}. The host that holds it now finishes it."
-        self.emit({"type": "turn.abandoned", "turn_id": run.turn_id, "conversation_id": run.conversation_id,
-                   "agent": run.agent, "origin": run.origin, "person": run.person_id, "reason": why})
-        run.future.set_result(TurnResult(run.turn_id, run.conversation_id, "abandoned", "", error, "lease_lost"))
-
-    async def _takeover_loop(self) -> None:
-        """While this host runs, it takes over turns whose owner stopped renewing their lease (that host died)."""
-        while True:
-            await asyncio.sleep(LEASE_S / 3)
-            try:
-                await self.take_over_orphans()
-            except Exception:  # the store is busy or gone: logged, and tried again next time
-                log.exception("looking for turns left by a dead Hearth host failed")
+        """Renews this host's leases; returns the turns it stopped because it no longer holds them."""
+        return self.turn_driver.renew_leases_once()
 
     async def take_over_orphans(self) -> list[str]:
         """Claims and resumes each unfinished turn whose lease ran out; returns the ids taken over."""
-        taken = []
-        for t in self.store.expired_leases():
-            if t.id in self._runs or t.lease_owner == self.owner:
-                continue
-            run = await self.resume_turn(t.id)
-            if run is not None:
-                log.info("took over turn %s from %s, whose lease ran out", t.id, t.lease_owner)
-                self.emit({"type": "turn.taken_over", "turn_id": t.id, "conversation_id": t.conversation_id,
-                           "from": t.lease_owner, "person": run.person_id})
-                taken.append(t.id)
-        return taken
+        return await self.turn_driver.take_over_orphans()
 
     async def recover(self) -> list[str]:
-        """Turns left unfinished by a Hearth process that died are resumed from their written steps.
-        A turn whose owner still renews its lease (another live process) is left alone."""
-        resumed = []
-        for t in self.store.list_turns(status="running") + self.store.list_turns(status="pending"):
-            if t.id in self._runs or not self.store.claim_turn(t.id, self.owner, LEASE_S):
-                continue
-            found = self.store.get_instance(t.instance_id)
-            if found is None:
-                continue
-            inst, profile = found
-            run = await self.resume_turn(t.id)
-            if run is not None:
-                resumed.append(t.id)
-        return resumed
+        """Turns left unfinished by a Hearth process that died are resumed from their written steps."""
+        return await self.turn_driver.recover()
 
-    async def resume_turn(self, turn_id: str) -> _Run | None:
+    async def resume_turn(self, turn_id: str) -> Run | None:
         """Takes over one unfinished turn (e.g. a detached background run) and drives it to the end."""
-        t = self.store.get_turn(turn_id)
-        if t is None or t.status not in ("pending", "running"):
-            return None
-        if t.error_kind == REQUESTED and turn_id not in self._runs:  # asked to stop while no one ran it
-            await self.stops.stop(turn_id, (t.error or "").removeprefix("stop requested by ") or "you")
-            return None
-        if turn_id in self._runs:
-            return self._runs[turn_id]
-        if not self.store.claim_turn(turn_id, self.owner, LEASE_S):
-            return None
-        found = self.store.get_instance(t.instance_id)
-        if found is None:
-            self.store.update_turn(turn_id, status="failed", error="The agent of this turn no longer exists.",
-                                   finished_at=now())
-            return None
-        inst, profile = found
-        fut: asyncio.Future[TurnResult] = asyncio.get_running_loop().create_future()
-        run = _Run(t.id, t.conversation_id, inst.id, inst.name, fut, resumes=t.restarts, origin=t.origin,
-                   person_id=inst.person_id)
-        self._runs[t.id] = run
-        self._ensure_lease_renewal()
-        asyncio.create_task(self._drive(run, inst, profile))
-        return run
+        return await self.turn_driver.resume(turn_id)
 
     # -- background runs
     def create_background_run(self, person_id: str, agent: str, prompt: str) -> str:
@@ -1921,26 +1500,16 @@ class Pod:
         if self._closed:
             return
         self._closed = True
-        if self._lease_task:
-            self._lease_task.cancel()
-        if self._takeover_task:
-            self._takeover_task.cancel()
         if self._scheduler_task:
             self._scheduler_task.cancel()
         self.stops.close()
-        try:  # release the leases: another host (or the next start) resumes these at once, not after the lease
-            self.store.renew_leases(self.owner, list(self._runs), -1.0)
-        except Exception as exc:
-            log.warning("could not release the leases of %d turn(s); they resume once the leases run out: %s",
-                        len(self._runs), exc)
+        self.turn_driver.close()  # releases the leases: another host (or the next start) resumes these at once
         if self._channels is not None:
             await self._channels.close()
         if self._mail is not None:
             await self._mail.close()
         await self.supervisor.stop_all()
-        for run in list(self._runs.values()):
-            if not run.future.done():
-                run.future.cancel()
+        self.turn_driver.cancel_waiting()
         if self._memory is not None:
             await self.in_memory_thread(self._memory.close)
             self._memory = None

@@ -57,7 +57,7 @@ class TurnStops:
     async def stop(self, turn_id: str, by: str = "you") -> dict[str, Any]:
         """Stops one turn. Returns {turn_id, status, text, error}; unknown turns raise StoreError."""
         pod = self.pod
-        run = pod._runs.get(turn_id)
+        run = pod.turn_driver.active.get(turn_id)
         if run is not None and not run.future.done():
             self._end_run(run, by)
         else:
@@ -78,7 +78,8 @@ class TurnStops:
                          waiting_too: bool = True) -> list[dict[str, Any]]:
         """Stops one of a person's agents' unfinished turns: the running one, and (waiting_too) those queued."""
         inst, _profile = self.pod.find_agent(person_id, name)
-        runs = [r for r in list(self.pod._runs.values()) if r.instance_id == inst.id and not r.future.done()]
+        runs = [r for r in list(self.pod.turn_driver.active.values())
+                if r.instance_id == inst.id and not r.future.done()]
         ids = [r.turn_id for r in runs if waiting_too or r.started]
         if waiting_too:
             ids += [t.id for s in ACTIVE for t in self.pod.store.list_turns(status=s)
@@ -97,7 +98,7 @@ class TurnStops:
             why = f"Stopped by {by}{_took(started)}.{kept}"
         self._close_open_steps(run.turn_id)
         handle = run.handle
-        pod._finish(run, {"status": "stopped", "text": partial, "error": why, "error_kind": "stopped"})
+        pod.turn_driver.finish(run, {"status": "stopped", "text": partial, "error": why, "error_kind": "stopped"})
         if handle is not None and run.started and handle.proc is not None and handle.proc.returncode is None:
             ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             self.draining[handle.key] = (run.turn_id, ended)
@@ -169,9 +170,9 @@ class TurnStops:
             self._watch = asyncio.create_task(self._watch_requests())
 
     async def _watch_requests(self) -> None:
-        while self.pod._runs:
+        while self.pod.turn_driver.active:
             await asyncio.sleep(POLL_S)
-            for turn_id in list(self.pod._runs):
+            for turn_id in list(self.pod.turn_driver.active):
                 try:
                     t = self.pod.store.get_turn(turn_id)
                 except Exception:  # the store is busy or gone: look again next time

@@ -85,7 +85,7 @@ async def seed(pod) -> None:
     pod.add_schedule("Research", "0 18 * * 5", "Summarise this week's news about heat pumps", tz="Europe/Lisbon",
                      name="Weekly heat-pump news")
     await pod.tick(datetime.now(UTC) + timedelta(days=1))
-    for run in list(pod._runs.values()):
+    for run in list(pod.turn_driver.active.values()):
         await run.future
 
     # a hand-off on the task board

@@ -150,10 +150,10 @@ async def test_a_lease_renewal_that_keeps_failing_stops_the_turn(pod, script, ca
         raise OSError("the database server went away")
 
     monkeypatch.setattr(pod.store, "renew_leases", broken)
-    pod._lease_ok_at = time.monotonic()
+    pod.turn_driver.lease_ok_at = time.monotonic()
     assert pod.renew_leases_once() == []  # the first failure is logged; the lease still holds
     assert "trying again" in caplog.text and not run.future.done()
-    pod._lease_ok_at = time.monotonic() - 1000  # ... and when the lease would run out before the next try
+    pod.turn_driver.lease_ok_at = time.monotonic() - 1000  # ... and when the lease would run out before the next try
     assert pod.renew_leases_once() == [run.turn_id]
     result = await asyncio.wait_for(run.future, 10)
     assert result.status == "abandoned" and "could not be renewed" in (result.error or "")

@@ -138,10 +138,10 @@ async def test_a_model_that_never_stops_streaming_is_cut_off_and_the_conversatio
 
 
 async def test_a_turn_ends_at_its_time_limit_while_the_model_trickles(agent, fake_model, monkeypatch) -> None:
-    import runtime_host.pod as pod_module
+    import runtime_host.turns as turns_module
 
-    monkeypatch.setattr(pod_module, "TURN_TIME_LIMIT_S", 2.0)
-    monkeypatch.setattr(pod_module, "TURN_STOP_GRACE_S", 5.0)  # the worker ends it, not the Pod's backstop
+    monkeypatch.setattr(turns_module, "TURN_TIME_LIMIT_S", 2.0)
+    monkeypatch.setattr(turns_module, "TURN_STOP_GRACE_S", 5.0)  # the worker ends it, not the Pod's backstop
     fake_model.script = lambda req: Endless("drip ", delay_s=0.05)
     t = time.monotonic()
     r = await asyncio.wait_for(agent.chat("busy", "slowly please"), 30)
@@ -151,14 +151,14 @@ async def test_a_turn_ends_at_its_time_limit_while_the_model_trickles(agent, fak
 
 
 async def test_a_worker_stuck_past_the_time_limit_is_stopped_by_the_pod(agent, fake_model, monkeypatch) -> None:
-    import runtime_host.pod as pod_module
+    import runtime_host.turns as turns_module
 
-    monkeypatch.setattr(pod_module, "TURN_TIME_LIMIT_S", 1.0)
-    monkeypatch.setattr(pod_module, "TURN_STOP_GRACE_S", 1.0)
+    monkeypatch.setattr(turns_module, "TURN_TIME_LIMIT_S", 1.0)
+    monkeypatch.setattr(turns_module, "TURN_STOP_GRACE_S", 1.0)
     fake_model.script = lambda req: Hang(20)  # no byte at all: the worker waits inside one read
     r = await asyncio.wait_for(agent.chat("busy", "anyone?"), 15)
     assert r.status == "stopped" and "passed its limit of 1 s" in (r.error or "")
-    monkeypatch.setattr(pod_module, "TURN_TIME_LIMIT_S", 1800.0)
+    monkeypatch.setattr(turns_module, "TURN_TIME_LIMIT_S", 1800.0)
     fake_model.script = lambda req: Text("awake")
     again = await asyncio.wait_for(agent.chat("busy", "now?"), 30)
     assert again.ok and again.text == "awake"

@@ -70,7 +70,7 @@ async def test_a_turn_left_running_by_a_dead_process_is_resumed_on_start(home, f
     pod2 = Pod(home).first_person()
     try:
         assert await pod2.recover() == [turn_id]
-        result = await pod2._runs[turn_id].future
+        result = await pod2.turn_driver.active[turn_id].future
         assert result.ok and result.text == "finished by the next process"
     finally:
         await pod2.close()

@@ -24,7 +24,7 @@ async def test_a_due_schedule_runs_once_and_is_in_the_ledger(pod, script, fake_m
     now = datetime(2026, 12, 2, 8, 0, 30, tzinfo=UTC)  # 09:00:30 in Berlin
     out = await pod.tick(now)
     assert len(out["started"]) == 1
-    run = next(iter(pod._runs.values()))
+    run = next(iter(pod.turn_driver.active.values()))
     result = await run.future
     assert result.ok and result.text == "morning briefing: 3 meetings"
     again = await pod.tick(now)

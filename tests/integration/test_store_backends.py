@@ -138,7 +138,7 @@ async def test_two_hosts_on_one_postgres_a_killed_host_s_turn_finishes_elsewhere
                         break
                     await asyncio.sleep(0.2)
                 assert resumed == [turn_id]
-                result = await asyncio.wait_for(host_b._runs[turn_id].future, 60)
+                result = await asyncio.wait_for(host_b.turn_driver.active[turn_id].future, 60)
                 assert result.ok and result.text == "all done"
                 steps = host_b.turns()[0]["steps"]
                 tools = [s for s in steps if s["kind"] == "tool"]

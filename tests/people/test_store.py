@@ -62,7 +62,7 @@ async def test_a_schedule_runs_with_its_owners_key_whoever_acted_last(two, fake_
     assert [s["prompt"] for s in bob.schedules()] == ["Bob's morning briefing"]
     assert (await asyncio.wait_for(bob.chat("helper", "Bob was here last"), 30)).ok  # Bob acted last
     out = await me.pod.tick(datetime.now(UTC) + timedelta(minutes=1))
-    for run in list(me.pod._runs.values()):
+    for run in list(me.pod.turn_driver.active.values()):
         await asyncio.wait_for(run.future, 30)
     assert {r["schedule_id"] for r in out["started"]} == {mine["id"], his["id"]}
     assert keys_sent(fake_model, "Me's morning briefing") == {f"Bearer {ME_KEY}"}
@@ -91,7 +91,7 @@ async def test_a_hand_off_runs_with_its_owners_key_and_the_other_cannot_decide_i
     assert denials(bob) and task["id"] in denials(bob)[0]["summary"]
     assert (await bob.chat("helper", "Bob acts meanwhile")).ok
     out = await me.decide_task(task["id"], True)
-    await asyncio.wait_for(me.pod._runs[out["turn_id"]].future, 30)
+    await asyncio.wait_for(me.pod.turn_driver.active[out["turn_id"]].future, 30)
     assert keys_sent(fake_model, "Draft the letter") == {f"Bearer {ME_KEY}"}
 
 

@@ -39,7 +39,7 @@ def test_choosing_another_person_hides_everything_of_the_first(qtbot, qloop, ui_
     bob.add_provider("fake", kind="openai-compatible", base_url=fake_model.base_url, model="fake-1", key=BOB_KEY)
     ui_pod.add_schedule("helper", "* * * * *", "Me's scheduled digest", tz="UTC")
     qloop.run(ui_pod.tick(datetime.now(UTC) + timedelta(minutes=1)))
-    for run in list(ui_pod.pod._runs.values()):
+    for run in list(ui_pod.pod.turn_driver.active.values()):
         qloop.run(run.future, timeout=60)
     assert keys_sent(fake_model, "Me's scheduled digest") == {f"Bearer {ME_KEY}"}
     assert w.runs.topLevelItemCount() == 0 and not w.notices.history  # nothing of it shown to Bob
