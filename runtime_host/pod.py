@@ -8,7 +8,6 @@ every subscriber as plain dicts; nothing here knows Qt.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import os
@@ -25,6 +24,7 @@ from runtime_host.profiles import shipped_profiles
 from runtime_host.states import WorkerState
 from runtime_host.store import AgentInstance, AgentProfile, StorageError, Store, StoreError, now, step_tree
 from runtime_host.supervisor import Supervisor, SupervisorConfig, WorkerHandle
+from runtime_host.taskhost import TaskHost
 from runtime_host.turns import MessageTooLarge, Run, TurnFailed, TurnResult, Turns
 from runtime_host.turnstop import TurnStops, note_for
 from vault import Vault, VaultUnavailable, redact_value
@@ -100,7 +100,6 @@ class Pod:
         self._scheduler_task: asyncio.Task[None] | None = None
         self.subscribe(self._persist_worker_state)
         self.subscribe(self._record_scheduled_turn)
-        self.subscribe(self._task_events)
         self._memory: Any = None
         self._mail: Any = None
         self._mcp: Any = None
@@ -114,14 +113,12 @@ class Pod:
             "list_mail": lambda p, a, args: self.mail.tool_list_mail(p, a, args),
             "read_mail": lambda p, a, args: self.mail.tool_read_mail(p, a, args),
             "draft_mail": lambda p, a, args: self.mail.tool_draft_mail(p, a, args),
-            "hand_off": self._tool_hand_off,
             "mcp": lambda p, a, args: self.mcp.call(p, a, args),
             "ask_partner": self._tool_ask_partner,
-            "wait_for_task": self._tool_wait_for_task,
         })
-        self._task_waiters: dict[str, list[asyncio.Future[Any]]] = {}
         self._partner_sends: dict[str, Any] = {}
-        self._handoff_turns: dict[str, str] = {}  # turn id -> task id
+        self.task_host = TaskHost(self)  # hand-offs between agents (runtime_host/taskhost.py)
+        self.task_host.register_tools(self.pod_tools)
 
     # -- events
     def subscribe(self, fn: Callable[[dict[str, Any]], None]) -> Callable[[], None]:
@@ -925,169 +922,24 @@ class Pod:
 
     # -- the task ledger (hand-offs between agents)
     async def _tool_hand_off(self, person_id: str, instance_id: str, args: dict[str, Any]) -> str:
-        from runtime_host import tasks
-
-        handle = self.supervisor.handles.get((person_id, instance_id))
-        turn_id = handle.active_turn if handle else None
-        turn = self.store.get_turn(turn_id) if turn_id else None
-        if turn is not None and turn.origin == "handoff":
-            raise ValueError("delegation is one level deep: an agent working on a hand-off cannot hand off again; "
-                             "do the work, or say what is missing in your answer")
-        name = str(args.get("agent") or "").strip()
-        target = next(((i, p) for i, p in self.store.list_agents(person_id) if i.name == name), None)
-        if target is None:
-            names = ", ".join(i.name for i, _ in self.store.list_agents(person_id) if i.id != instance_id)
-            raise ValueError(f"no agent named {name!r}; you can hand off to: {names or 'nobody'}")
-        if target[0].id == instance_id:
-            raise ValueError("you cannot hand a task to yourself")
-        parent = tasks.find_by_turn(self.store.engine, turn_id) if turn_id else None
-        try:
-            t = tasks.create(self.store.engine, person_id=person_id, title=str(args.get("title") or ""),
-                             description=str(args.get("description") or ""), size=str(args.get("size") or "small"),
-                             owner_instance=target[0].id, creator_instance=instance_id, creator_turn=turn_id,
-                             parent_id=parent.id if parent else None)
-        except tasks.TaskError as exc:
-            raise ValueError(str(exc)) from None
-        creator = self.store.get_instance(instance_id)
-        self.emit({"type": "task.proposed", "person": person_id, "task_id": t.id, "title": t.title, "to": name})
-        _ = self.channels
-        self.emit({"type": "card.created", "person": person_id, "card_id": t.id, "kind": "handoff",
-                   "summary": f"{creator[0].name if creator else 'An agent'} wants to hand “{t.title}” to {name}",
-                   "body": t.description})
-        return (f"task {t.id} proposed to {name}; it starts when the person approves. "
-                f"Call wait_for_task with this id to wait for its result (waiting costs nothing).")
-
-    async def _tool_wait_for_task(self, person_id: str, _instance_id: str, args: dict[str, Any]) -> str:
-        from runtime_host import tasks
-
-        task_id = str(args.get("task_id") or "")
-        t = tasks.get(self.store.engine, task_id)
-        if t is None or t.person_id != person_id:
-            raise ValueError(f"no task {task_id!r}")
-        timeout = max(1.0, min(float(args.get("timeout_s") or 240), 240.0))
-        if t.state in tasks.OPEN_STATES:
-            fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-            self._task_waiters.setdefault(task_id, []).append(fut)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(fut), timeout)  # no model calls while we wait
-            t = tasks.get(self.store.engine, task_id)
-            assert t is not None
-        if t.state == "done":
-            return f"task done. Result:\n{t.result}"
-        if t.state in tasks.OPEN_STATES:
-            return f"task still {t.state}; call wait_for_task again later"
-        return f"task {t.state}: {t.error or 'no reason given'}"
-
-    def _task_settled(self, task_id: str) -> None:
-        for fut in self._task_waiters.pop(task_id, []):
-            if not fut.done():
-                fut.set_result(None)
-        self.emit({"type": "task.changed", "task_id": task_id})
+        return await self.task_host.tool_hand_off(person_id, instance_id, args)
 
     def list_tasks(self, person_id: str, state: str | None = None) -> list[dict[str, Any]]:
-        from runtime_host import tasks
-
-        names = {i.id: i.name for i, _ in self.store.list_agents(person_id)}
-        return [{**t.to_dict(), "owner": names.get(t.owner_instance), "creator": names.get(t.creator_instance)}
-                for t in tasks.list_tasks(self.store.engine, person_id, state)]
+        return self.task_host.list_tasks(person_id, state)
 
     def task_timeline(self, person_id: str, task_id: str) -> list[dict[str, Any]]:
         """What happened to one of the person's tasks, oldest first (ts, kind and its details)."""
-        from runtime_host import tasks
-
-        t = tasks.get(self.store.engine, task_id)
-        if t is not None and t.person_id != person_id:
-            raise self.refuse(person_id, "That task does not exist (it may have been deleted).",
-                              f"tried to read task {task_id} of another person")
-        if t is None:
-            raise StoreError("That task does not exist (it may have been deleted).")
-        return tasks.events(self.store.engine, task_id)
+        return self.task_host.task_timeline(person_id, task_id)
 
     async def decide_task(self, person_id: str, task_id: str, approve: bool, decided_by: str = "app") -> dict[str, Any]:
-        """The person's allow (or not) for a proposed hand-off. On approval the receiving agent starts
-        a fresh conversation under its own identity; only the task text and the parent link move."""
-        from runtime_host import tasks
-        from runtime_host.channelhost import AlreadyDecided
-
-        t = tasks.get(self.store.engine, task_id)
-        if t is not None and t.person_id != person_id:
-            raise self.refuse(person_id, f"No task {task_id!r} of yours.", f"tried to decide task {task_id} of another person")
-        if t is None:
-            raise StoreError(f"No task {task_id!r} of yours.")
-        if decided_by == "app":
-            try:
-                self.channels.claim(task_id, approve, "app")
-            except AlreadyDecided as exc:
-                raise StoreError(str(exc)) from None
-        return await self._carry_out_task(t, approve, decided_by)
+        return await self.task_host.decide_task(person_id, task_id, approve, decided_by)
 
     async def _carry_out_task(self, t: Any, approve: bool, decided_by: str) -> dict[str, Any]:
-        from runtime_host import tasks
-
-        if not approve:
-            if not tasks.transition(self.store.engine, t.id, ("proposed",), "rejected", decided_by=decided_by):
-                raise StoreError(f"The task is {tasks.get(self.store.engine, t.id).state}, not waiting for a decision.")
-            self._task_settled(t.id)
-            return tasks.get(self.store.engine, t.id).to_dict()
-        found = self.store.get_instance(t.owner_instance)
-        if found is None:
-            tasks.transition(self.store.engine, t.id, ("proposed",), "failed", error="the receiving agent is gone")
-            self._task_settled(t.id)
-            raise StoreError("The receiving agent no longer exists.")
-        if not tasks.transition(self.store.engine, t.id, ("proposed",), "active", started_at=now(), decided_by=decided_by):
-            raise StoreError(f"The task is {tasks.get(self.store.engine, t.id).state}, not waiting for a decision.")
-        run = await self.start_turn_for(*found, f"Task: {t.title}\n\n{t.description}", new_conversation=True,
-                                        origin="handoff", title=f"Task: {t.title}")
-        with self.store.engine.begin() as c:
-            from sqlalchemy import text as sql
-
-            c.execute(sql("UPDATE tasks SET conversation_id = :c, turn_id = :t WHERE id = :i"),
-                      {"c": run.conversation_id, "t": run.turn_id, "i": t.id})
-        self._handoff_turns[run.turn_id] = t.id
-        self.emit({"type": "task.changed", "task_id": t.id, "person": t.person_id})
-        return tasks.get(self.store.engine, t.id).to_dict()
-
-    def _task_events(self, ev: dict[str, Any]) -> None:
-        """Streams the receiving agent's run onto its task's timeline, and settles the task at the end."""
-        turn_id = ev.get("turn_id")
-        if not turn_id or ev.get("type") not in ("step.started", "turn.finished"):
-            return
-        from runtime_host import tasks
-
-        task_id = self._handoff_turns.get(turn_id)
-        if task_id is None and ev.get("origin") == "handoff":  # a task resumed by a later process
-            found_task = tasks.find_by_turn(self.store.engine, turn_id)
-            task_id = found_task.id if found_task else None
-        t = tasks.get(self.store.engine, task_id) if task_id else None
-        if t is None:
-            return
-        kind = ev.get("type")
-        if kind == "step.started" and ev.get("kind") == "tool":
-            tasks.add_event(self.store.engine, t.id, "tool", {"name": ev.get("name"), "step_id": ev.get("step_id")})
-        elif kind == "turn.finished":
-            if ev.get("status") == "done":
-                tasks.transition(self.store.engine, t.id, ("active",), "done", result=ev.get("text") or "",
-                                 finished_at=now())
-            else:
-                tasks.transition(self.store.engine, t.id, ("active",), "failed", error=ev.get("error") or "failed",
-                                 finished_at=now())
-            self._handoff_turns.pop(turn_id, None)
-            self._task_settled(t.id)
+        return await self.task_host.carry_out(t, approve, decided_by)
 
     def expire_tasks(self) -> list[str]:
         """Tasks past their deadline time out with a reason (checked on every scheduler tick)."""
-        from runtime_host import tasks
-
-        out = []
-        for p in self.store.list_people():
-            for t in tasks.list_tasks(self.store.engine, p.id):
-                if t.state in tasks.OPEN_STATES and now() - (t.started_at or t.created_at) > t.deadline_s:
-                    why = (f"no decision within {t.deadline_s / 60:.0f} minutes" if t.state == "proposed"
-                           else f"not finished within {t.deadline_s / 60:.0f} minutes")
-                    if tasks.transition(self.store.engine, t.id, (t.state,), "timed_out", error=why, finished_at=now()):
-                        out.append(t.id)
-                        self._task_settled(t.id)
-        return out
+        return self.task_host.expire_tasks()
 
     # -- audit and the safety gates
     def audit(self, *, person_id: str | None, agent: str | None, kind: str, action: str, summary: str,
@@ -1145,7 +997,6 @@ class Pod:
         """The memory wiki (opened on first use: it loads search indexes and a small embedding model)."""
         if self._memory is None:
             import wiki_engine
-
             from runtime_host.memory_jobs import redactor
 
             self._memory = wiki_engine.open_memory(self.home / "memory", embedder=self.embedding_model())
