@@ -18,7 +18,7 @@ def pod_with_partner(pod, make_partner, resolver, server):
     row = pod.add_partner(partner.name, partner.endpoint, server.key, tls_fingerprint=partner.tls_fingerprint)
     assert row["name"] == partner.name and "key" not in str(row).lower().replace("key_", "")
     # TEST ONLY: let this Pod's client reach the test's own loopback server (no setting can do this)
-    pod.partner_client = lambda p: PartnerClient._for_tests(p, resolver=resolver,
+    pod.partner_host.partner_client = lambda p: PartnerClient._for_tests(p, resolver=resolver,
                                                             _unsafe_allow_addresses_for_tests=LOOPBACK)
     pod.edit_agent("helper", toolkits=["partners"])
     return pod, partner
