@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime_host import conversations
+from runtime_host.memoryhost import MemoryHost
 from runtime_host.partnerhost import PartnerHost
 from runtime_host.paths import agent_dir, data_dir, folder_problem
 from runtime_host.profiles import shipped_profiles
@@ -101,16 +102,12 @@ class Pod:
         self._scheduler_task: asyncio.Task[None] | None = None
         self.subscribe(self._persist_worker_state)
         self.subscribe(self._record_scheduled_turn)
-        self._memory: Any = None
         self._mail: Any = None
         self._mcp: Any = None
         self._channels: Any = None
-        self._memory_pool: Any = None
         # Tools the Pod carries out for a worker, by name: handler(person_id, instance_id, args) -> output
         self.pod_tools = self.turn_driver.tools
         self.pod_tools.update({
-            "remember": self._tool_remember,
-            "search_memory": self._tool_search_memory,
             "list_mail": lambda p, a, args: self.mail.tool_list_mail(p, a, args),
             "read_mail": lambda p, a, args: self.mail.tool_read_mail(p, a, args),
             "draft_mail": lambda p, a, args: self.mail.tool_draft_mail(p, a, args),
@@ -120,6 +117,8 @@ class Pod:
         self.task_host.register_tools(self.pod_tools)
         self.partner_host = PartnerHost(self)  # partner agents and their approved sends (runtime_host/partnerhost.py)
         self.partner_host.register_tools(self.pod_tools)
+        self.memory_host = MemoryHost(self)  # memory: the wiki, its thread, tools and jobs (runtime_host/memoryhost.py)
+        self.memory_host.register_tools(self.pod_tools)
 
     # -- events
     def subscribe(self, fn: Callable[[dict[str, Any]], None]) -> Callable[[], None]:
@@ -668,9 +667,9 @@ class Pod:
         if name != "local" and self._provider(person_id, name) is None:
             raise StoreError(f"No provider named {name!r}. Add it first with `provider add`.")
         self.store.set_role_model(person_id, role, name, model)
-        if role == "embedding" and self._memory is not None and person_id == self.store.default_person().id:
+        if role == "embedding" and self.memory_host.is_open and person_id == self.store.default_person().id:
             # Re-embeds every source in the background; search keeps working meanwhile.
-            self._memory.set_embedder(self.embedding_model())
+            self.memory_host.embedding_changed(self.embedding_model())
 
     def embedding_model(self) -> str:
         """The wiki_engine embedder chosen for the embedding role ("static" or "minilm"). Memory has one index
@@ -679,9 +678,7 @@ class Pod:
         return EMBEDDING_MODELS.get(info.get("model") or "", "static")
 
     def embedding_status(self) -> dict[str, Any] | None:
-        """Progress of re-embedding memory after the embedding model changed ({"model", "done", "total",
-        "running", "error"}), or None while memory is not open (nothing is being re-embedded)."""
-        return None if self._memory is None else self._memory.embedding_status()
+        return self.memory_host.embedding_status()
 
     def role_route(self, person_id: str, role: str) -> dict[str, Any] | None:
         """The person's route for a background role (following inheritance), or None when none is set."""
@@ -910,13 +907,7 @@ class Pod:
     @property
     def memory(self) -> Any:
         """The memory wiki (opened on first use: it loads search indexes and a small embedding model)."""
-        if self._memory is None:
-            import wiki_engine
-            from runtime_host.memory_jobs import redactor
-
-            self._memory = wiki_engine.open_memory(self.home / "memory", embedder=self.embedding_model())
-            self._memory.redactor = redactor(self)  # personal data redacted on every path into memory
-        return self._memory
+        return self.memory_host.memory
 
     @property
     def folders(self) -> Any:
@@ -930,165 +921,56 @@ class Pod:
 
     async def in_memory_thread(self, fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
         """Runs memory work on one background thread (never on the UI thread, one writer at a time)."""
-        import concurrent.futures
-
-        if self._memory_pool is None:
-            self._memory_pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory")
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._memory_pool, lambda: fn(*args, **kw))
-
-    @staticmethod
-    def memory_scope(person_id: str, instance_id: str, which: str) -> str:
-        return {"agent": f"agent/{person_id}/{instance_id}", "person": f"private/{person_id}",
-                "public": "public"}.get(which) or ""
-
-    async def _tool_remember(self, person_id: str, instance_id: str, args: dict[str, Any]) -> str:
-        fact = str(args.get("fact") or "").strip()
-        if not fact:
-            raise ValueError("remember needs a fact")
-        which = str(args.get("scope") or "person")
-        scope = self.memory_scope(person_id, instance_id, which)
-        if not scope:
-            raise ValueError("scope must be agent, person or public")
-        importance = args.get("importance")
-        import wiki_engine
-
-        found = self.store.get_instance(instance_id)
-        gated = self.gate("memory_write", fact, person_id=person_id, agent_id=instance_id,
-                          agent_name=found[0].name if found else instance_id)
-        if not gated.proceed:
-            raise ValueError(f"not remembered: {gated.message}")
-        fact = gated.text
-        try:
-            sid = await self.in_memory_thread(lambda: self.memory.remember(
-                fact, person=person_id, agent=instance_id, scope=scope,
-                importance=float(importance) if importance is not None else None))
-        except wiki_engine.InstructionRefused as exc:
-            self.emit({"type": "memory.quarantined", "person": person_id, "agent": instance_id, "reason": exc.reason})
-            self.audit(person_id=person_id, agent=found[0].name if found else instance_id, kind="memory",
-                       phase="memory_write", action="quarantined", rule="memory.instruction_filter",
-                       summary=f"not remembered: {exc.reason}", detail={"quarantine_id": exc.quarantine_id})
-            raise ValueError(f"not remembered: {exc.reason} (held for the person to review)") from None
-        self.emit({"type": "memory.remembered", "person": person_id, "agent": instance_id, "scope": scope,
-                   "source_id": sid})
-        return f"remembered in {which} memory (source {sid[:12]}); it will appear in the wiki after the next ingest"
-
-    async def _tool_search_memory(self, person_id: str, instance_id: str, args: dict[str, Any]) -> str:
-        query = str(args.get("query") or "").strip()
-        if not query:
-            raise ValueError("search_memory needs a query")
-        k = max(1, min(int(args.get("k") or 8), 20))
-        import wiki_engine
-
-        viewer = wiki_engine.Viewer(person_id, instance_id)
-        hits = await self.in_memory_thread(lambda: self.memory.search(query, scopes=viewer, k=k))
-        if not hits:
-            return "nothing found in memory"
-        return "\n".join(f"[{h.kind} {h.id[:12]}{' · ' + h.title if h.title else ''}] {h.snippet}" for h in hits)
+        return await self.memory_host.in_memory_thread(fn, *args, **kw)
 
     # -- memory pipelines (run by the scheduler's memory timers, or by hand; see runtime_host/memory_jobs.py)
     def has_memory_model(self, person_id: str, role: str = "ingest") -> bool:
         """Whether the model chosen for a memory role (ingest, extraction, ...) can do that job."""
-        from runtime_host.memory_jobs import capable
-
-        return capable(self._memory_route(person_id, role))
+        return self.memory_host.has_memory_model(person_id, role)
 
     def _memory_route(self, person_id: str, role: str) -> dict[str, Any] | None:
-        try:
-            return self.role_route(person_id, role)
-        except TurnFailed:
-            return None
+        return self.memory_host.memory_route(person_id, role)
 
     def person_scopes(self, pid: str) -> list[str]:
         """What a person may read: public, their private tree, and each of their agents' notes."""
-        return ["public", f"private/{pid}", *(f"agent/{pid}/{i.id}" for i, _ in self.store.list_agents(pid))]
+        return self.memory_host.person_scopes(pid)
 
     def scope_label(self, scope: str) -> str:
-        if scope == "public":
-            return "Everyone"
-        if scope.startswith("private/"):
-            return "Me"
-        agent_id = scope.rsplit("/", 1)[-1]
-        found = self.store.get_instance(agent_id)
-        return f"{found[0].name}'s notes" if found else scope
+        return self.memory_host.scope_label(scope)
 
     async def memory_search(self, person_id: str, query: str, k: int = 10, mode: str = "hybrid") -> list[Any]:
-        scopes = self.person_scopes(person_id)
-        return await self.in_memory_thread(lambda: self.memory.search(query, scopes=scopes, k=k, mode=mode))
+        return await self.memory_host.memory_search(person_id, query, k, mode)
 
     async def memory_delete_source(self, person_id: str, source_id: str) -> list[str]:
         """The owner deletes one source: gone from the index; pages that cited it are marked for re-synthesis."""
-        scope = await self.in_memory_thread(lambda: self.memory.source_scope(source_id))
-        if scope is None or scope not in self.person_scopes(person_id):
-            raise self.refuse(person_id, "No such source of yours.", f"tried to delete source {source_id} of another scope")
-        return await self.in_memory_thread(lambda: self.memory.delete_source(source_id))
+        return await self.memory_host.memory_delete_source(person_id, source_id)
 
     async def memory_forget_agent(self, person_id: str, name: str) -> int:
-        inst, _ = self.find_agent(person_id, name)
-        return await self.in_memory_thread(lambda: self.memory.forget_agent(inst.person_id, inst.id))
+        return await self.memory_host.memory_forget_agent(person_id, name)
 
     async def memory_forget_me(self, person_id: str) -> int:
-        n = await self.in_memory_thread(lambda: self.memory.forget_person(person_id))
-        self.folders.forget_person(person_id)  # watched folders too, or they would import it all again
-        return int(n)
+        return await self.memory_host.memory_forget_me(person_id)
 
     async def memory_produce(self) -> list[dict[str, Any]]:
         """Pulls new chat and mail into the memory inbox (keep or skip by the extraction model), then summaries."""
-        from runtime_host import memory_jobs
-
-        return await memory_jobs.produce(self)
+        return await self.memory_host.memory_produce()
 
     async def memory_summarize(self) -> dict[str, int]:
-        from runtime_host import memory_jobs
-
-        return await memory_jobs.summarize_conversations(self)
+        return await self.memory_host.memory_summarize()
 
     async def ask_memory(self, person_id: str, question: str) -> Any:
         """The slow path: the person's "Ask memory" model answers from what search finds for them, citing it."""
-        from runtime_host import memory_jobs
-
-        return await memory_jobs.ask(self, person_id, question)
+        return await self.memory_host.ask_memory(person_id, question)
 
     async def memory_ingest(self) -> dict[str, Any]:
         """Turns the inbox into wiki pages (single writer) once an ingest model is chosen."""
-        from runtime_host import memory_jobs
-
-        return await memory_jobs.ingest(self)
+        return await self.memory_host.memory_ingest()
 
     async def _reconcile_pages(self) -> list[str]:
-        """Model against model: the ingest model resolves contradicting claims on unverified pages, in favour
-        of the newest source. A page a person verified is never touched (human against model: the human wins).
-        Without a real model for the role, nothing is changed (rules cannot judge a contradiction)."""
-        from runtime_host.memory_jobs import model_reconcile
-        from runtime_host.providers import Route
-
-        route = self._memory_route(self.store.default_person().id, "ingest")
-        if route is None or route.get("kind") == "embedded":
-            return []
-        reconcile = model_reconcile(Route.from_dict(route))
-        changed: list[str] = []
-        scopes = await self.in_memory_thread(self.memory.scopes_on_disk)
-        for scope in scopes:
-            pages, _corrupt = await self.in_memory_thread(lambda sc=scope: self.memory.list_pages(sc))
-            for page in pages:
-                if page.verified or len(set(page.citations.values())) < 2:
-                    continue
-                sources = [(n, await self.in_memory_thread(lambda sid=sid: self.memory.get_source(sid)))
-                           for n, sid in sorted(page.citations.items())]
-                body, why = await asyncio.to_thread(reconcile, page, sources)
-                if body is None:
-                    continue
-                from dataclasses import replace
-
-                await self.in_memory_thread(lambda p=page, b=body: self.memory.write_page(
-                    replace(p, body=b), author="agent:nightly"))
-                changed.append(f"{scope}/{page.slug}: {why}")
-        return changed
+        return await self.memory_host.reconcile_pages()
 
     async def memory_nightly(self) -> dict[str, Any]:
-        from runtime_host import memory_jobs
-
-        return await memory_jobs.nightly(self)
+        return await self.memory_host.memory_nightly()
 
     # -- stopping and reading turns
     async def stop_turn(self, person_id: str, turn_id: str, by: str = "you") -> dict[str, Any]:
@@ -1276,11 +1158,7 @@ class Pod:
             await self._mail.close()
         await self.supervisor.stop_all()
         self.turn_driver.cancel_waiting()
-        if self._memory is not None:
-            await self.in_memory_thread(self._memory.close)
-            self._memory = None
-        if self._memory_pool is not None:
-            self._memory_pool.shutdown(wait=False)
+        await self.memory_host.close_memory()
         if self.__dict__.get("_folders") is not None:
             self.__dict__["_folders"].close()
         self.store.close()

@@ -1,0 +1,221 @@
+"""The Pod's memory: the memory wiki (wiki_engine), opened on first use and worked on one background thread;
+the `remember` and `search_memory` Pod tools; what a person may read, search, delete and forget; and the
+entry points of the memory jobs (producer, summaries, ingest, nightly, Ask memory) in runtime_host/memory_jobs.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from runtime_host.turns import TurnFailed
+
+
+class MemoryHost:
+    """Memory: the wiki, its thread, tools and jobs. `pod` is the Pod (kept loose: this module never imports it)."""
+
+    def __init__(self, pod: Any):
+        self.pod = pod
+        self._memory: Any = None
+        self._memory_pool: Any = None
+
+    def register_tools(self, tools: dict[str, Any]) -> None:
+        """The Pod tools this part carries out for a worker."""
+        tools["remember"] = self._tool_remember
+        tools["search_memory"] = self._tool_search_memory
+
+    def embedding_changed(self, model: str) -> None:
+        """The embedding role's model changed: open memory re-embeds every source in the background (search
+        keeps working meanwhile); closed memory opens with the new model."""
+        if self._memory is not None:
+            self._memory.set_embedder(model)
+
+    @property
+    def is_open(self) -> bool:
+        """Whether memory was opened (it opens on first use)."""
+        return self._memory is not None
+
+    async def close_memory(self) -> None:
+        if self._memory is not None:
+            await self.in_memory_thread(self._memory.close)
+            self._memory = None
+        if self._memory_pool is not None:
+            self._memory_pool.shutdown(wait=False)
+
+    def embedding_status(self) -> dict[str, Any] | None:
+        """Progress of re-embedding memory after the embedding model changed ({"model", "done", "total",
+        "running", "error"}), or None while memory is not open (nothing is being re-embedded)."""
+        return None if self._memory is None else self._memory.embedding_status()
+
+    @property
+    def memory(self) -> Any:
+        """The memory wiki (opened on first use: it loads search indexes and a small embedding model)."""
+        if self._memory is None:
+            import wiki_engine
+            from runtime_host.memory_jobs import redactor
+
+            self._memory = wiki_engine.open_memory(self.pod.home / "memory", embedder=self.pod.embedding_model())
+            self._memory.redactor = redactor(self.pod)  # personal data redacted on every path into memory
+        return self._memory
+
+    async def in_memory_thread(self, fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
+        """Runs memory work on one background thread (never on the UI thread, one writer at a time)."""
+        import concurrent.futures
+
+        if self._memory_pool is None:
+            self._memory_pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory")
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._memory_pool, lambda: fn(*args, **kw))
+
+    @staticmethod
+    def memory_scope(person_id: str, instance_id: str, which: str) -> str:
+        return {"agent": f"agent/{person_id}/{instance_id}", "person": f"private/{person_id}",
+                "public": "public"}.get(which) or ""
+
+    async def _tool_remember(self, person_id: str, instance_id: str, args: dict[str, Any]) -> str:
+        fact = str(args.get("fact") or "").strip()
+        if not fact:
+            raise ValueError("remember needs a fact")
+        which = str(args.get("scope") or "person")
+        scope = self.memory_scope(person_id, instance_id, which)
+        if not scope:
+            raise ValueError("scope must be agent, person or public")
+        importance = args.get("importance")
+        import wiki_engine
+
+        found = self.pod.store.get_instance(instance_id)
+        gated = self.pod.gate("memory_write", fact, person_id=person_id, agent_id=instance_id,
+                          agent_name=found[0].name if found else instance_id)
+        if not gated.proceed:
+            raise ValueError(f"not remembered: {gated.message}")
+        fact = gated.text
+        try:
+            sid = await self.in_memory_thread(lambda: self.memory.remember(
+                fact, person=person_id, agent=instance_id, scope=scope,
+                importance=float(importance) if importance is not None else None))
+        except wiki_engine.InstructionRefused as exc:
+            self.pod.emit({"type": "memory.quarantined", "person": person_id, "agent": instance_id, "reason": exc.reason})
+            self.pod.audit(person_id=person_id, agent=found[0].name if found else instance_id, kind="memory",
+                       phase="memory_write", action="quarantined", rule="memory.instruction_filter",
+                       summary=f"not remembered: {exc.reason}", detail={"quarantine_id": exc.quarantine_id})
+            raise ValueError(f"not remembered: {exc.reason} (held for the person to review)") from None
+        self.pod.emit({"type": "memory.remembered", "person": person_id, "agent": instance_id, "scope": scope,
+                   "source_id": sid})
+        return f"remembered in {which} memory (source {sid[:12]}); it will appear in the wiki after the next ingest"
+
+    async def _tool_search_memory(self, person_id: str, instance_id: str, args: dict[str, Any]) -> str:
+        query = str(args.get("query") or "").strip()
+        if not query:
+            raise ValueError("search_memory needs a query")
+        k = max(1, min(int(args.get("k") or 8), 20))
+        import wiki_engine
+
+        viewer = wiki_engine.Viewer(person_id, instance_id)
+        hits = await self.in_memory_thread(lambda: self.memory.search(query, scopes=viewer, k=k))
+        if not hits:
+            return "nothing found in memory"
+        return "\n".join(f"[{h.kind} {h.id[:12]}{' · ' + h.title if h.title else ''}] {h.snippet}" for h in hits)
+
+    def has_memory_model(self, person_id: str, role: str = "ingest") -> bool:
+        """Whether the model chosen for a memory role (ingest, extraction, ...) can do that job."""
+        from runtime_host.memory_jobs import capable
+
+        return capable(self.memory_route(person_id, role))
+
+    def memory_route(self, person_id: str, role: str) -> dict[str, Any] | None:
+        try:
+            return self.pod.role_route(person_id, role)
+        except TurnFailed:
+            return None
+
+    def person_scopes(self, pid: str) -> list[str]:
+        """What a person may read: public, their private tree, and each of their agents' notes."""
+        return ["public", f"private/{pid}", *(f"agent/{pid}/{i.id}" for i, _ in self.pod.store.list_agents(pid))]
+
+    def scope_label(self, scope: str) -> str:
+        if scope == "public":
+            return "Everyone"
+        if scope.startswith("private/"):
+            return "Me"
+        agent_id = scope.rsplit("/", 1)[-1]
+        found = self.pod.store.get_instance(agent_id)
+        return f"{found[0].name}'s notes" if found else scope
+
+    async def memory_search(self, person_id: str, query: str, k: int = 10, mode: str = "hybrid") -> list[Any]:
+        scopes = self.person_scopes(person_id)
+        return await self.in_memory_thread(lambda: self.memory.search(query, scopes=scopes, k=k, mode=mode))
+
+    async def memory_delete_source(self, person_id: str, source_id: str) -> list[str]:
+        """The owner deletes one source: gone from the index; pages that cited it are marked for re-synthesis."""
+        scope = await self.in_memory_thread(lambda: self.memory.source_scope(source_id))
+        if scope is None or scope not in self.person_scopes(person_id):
+            raise self.pod.refuse(person_id, "No such source of yours.", f"tried to delete source {source_id} of another scope")
+        return await self.in_memory_thread(lambda: self.memory.delete_source(source_id))
+
+    async def memory_forget_agent(self, person_id: str, name: str) -> int:
+        inst, _ = self.pod.find_agent(person_id, name)
+        return await self.in_memory_thread(lambda: self.memory.forget_agent(inst.person_id, inst.id))
+
+    async def memory_forget_me(self, person_id: str) -> int:
+        n = await self.in_memory_thread(lambda: self.memory.forget_person(person_id))
+        self.pod.folders.forget_person(person_id)  # watched folders too, or they would import it all again
+        return int(n)
+
+    async def memory_produce(self) -> list[dict[str, Any]]:
+        """Pulls new chat and mail into the memory inbox (keep or skip by the extraction model), then summaries."""
+        from runtime_host import memory_jobs
+
+        return await memory_jobs.produce(self.pod)
+
+    async def memory_summarize(self) -> dict[str, int]:
+        from runtime_host import memory_jobs
+
+        return await memory_jobs.summarize_conversations(self.pod)
+
+    async def ask_memory(self, person_id: str, question: str) -> Any:
+        """The slow path: the person's "Ask memory" model answers from what search finds for them, citing it."""
+        from runtime_host import memory_jobs
+
+        return await memory_jobs.ask(self.pod, person_id, question)
+
+    async def memory_ingest(self) -> dict[str, Any]:
+        """Turns the inbox into wiki pages (single writer) once an ingest model is chosen."""
+        from runtime_host import memory_jobs
+
+        return await memory_jobs.ingest(self.pod)
+
+    async def reconcile_pages(self) -> list[str]:
+        """Model against model: the ingest model resolves contradicting claims on unverified pages, in favour
+        of the newest source. A page a person verified is never touched (human against model: the human wins).
+        Without a real model for the role, nothing is changed (rules cannot judge a contradiction)."""
+        from runtime_host.memory_jobs import model_reconcile
+        from runtime_host.providers import Route
+
+        route = self.memory_route(self.pod.store.default_person().id, "ingest")
+        if route is None or route.get("kind") == "embedded":
+            return []
+        reconcile = model_reconcile(Route.from_dict(route))
+        changed: list[str] = []
+        scopes = await self.in_memory_thread(self.memory.scopes_on_disk)
+        for scope in scopes:
+            pages, _corrupt = await self.in_memory_thread(lambda sc=scope: self.memory.list_pages(sc))
+            for page in pages:
+                if page.verified or len(set(page.citations.values())) < 2:
+                    continue
+                sources = [(n, await self.in_memory_thread(lambda sid=sid: self.memory.get_source(sid)))
+                           for n, sid in sorted(page.citations.items())]
+                body, why = await asyncio.to_thread(reconcile, page, sources)
+                if body is None:
+                    continue
+                from dataclasses import replace
+
+                await self.in_memory_thread(lambda p=page, b=body: self.memory.write_page(
+                    replace(p, body=b), author="agent:nightly"))
+                changed.append(f"{scope}/{page.slug}: {why}")
+        return changed
+
+    async def memory_nightly(self) -> dict[str, Any]:
+        from runtime_host import memory_jobs
+
+        return await memory_jobs.nightly(self.pod)
