@@ -27,8 +27,8 @@ async def test_a_worker_that_cannot_come_back_fails_the_turn_with_a_log_line(pod
             break
         await asyncio.sleep(0.02)
     assert h is not None and h.pid
-    real = pod.pod._binding
-    monkeypatch.setattr(pod.pod, "_binding", lambda inst, profile: {**real(inst, profile),
+    real = pod.pod.agent_host._binding
+    monkeypatch.setattr(pod.pod.agent_host, "_binding", lambda inst, profile: {**real(inst, profile),
                                                                 "data_dir": str(tmp_path / "gone")})
     with caplog.at_level(logging.WARNING, logger="hearth"):
         os.kill(h.pid, signal.SIGKILL)

@@ -61,12 +61,12 @@ def test_a_complete_binding_still_starts(tmp_path: Path) -> None:
 
 
 async def test_the_pod_reports_the_refusal_as_the_turn_error(pod, tmp_path: Path, monkeypatch) -> None:
-    real = pod.pod._binding
+    real = pod.pod.agent_host._binding
 
     def without_data_folder(inst, profile):
         return {**real(inst, profile), "data_dir": str(tmp_path / "unmounted")}
 
-    monkeypatch.setattr(pod.pod, "_binding", without_data_folder)
+    monkeypatch.setattr(pod.pod.agent_host, "_binding", without_data_folder)
     r = await asyncio.wait_for(pod.chat("helper", "hi"), 60)
     assert r.status == "failed"
     assert "refused to start" in (r.error or "") and "unmounted is missing" in (r.error or "")
