@@ -22,6 +22,7 @@ from runtime_host.agenthost import EMBEDDED, EMBEDDED_NOTE, AgentHost, UnknownAg
 from runtime_host.memoryhost import MemoryHost
 from runtime_host.partnerhost import PartnerHost
 from runtime_host.paths import data_dir, folder_problem
+from runtime_host.schedulehost import ScheduleHost
 from runtime_host.store import AgentInstance, AgentProfile, StorageError, Store, StoreError, now, step_tree
 from runtime_host.supervisor import Supervisor, SupervisorConfig, WorkerHandle
 from runtime_host.taskhost import TaskHost
@@ -78,8 +79,6 @@ class Pod:
         self._passphrases: dict[str, str] = {}  # in memory only: unlocks the encrypted-file vault
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._channels_task: asyncio.Task[bool] | None = None
-        self._scheduler_task: asyncio.Task[None] | None = None
-        self.subscribe(self._record_scheduled_turn)
         self._mail: Any = None
         self._mcp: Any = None
         self._channels: Any = None
@@ -98,6 +97,7 @@ class Pod:
         self.memory_host = MemoryHost(self)  # memory: the wiki, its thread, tools and jobs (runtime_host/memoryhost.py)
         self.memory_host.register_tools(self.pod_tools)
         self.agent_host = AgentHost(self)  # agents, providers and routes (runtime_host/agenthost.py)
+        self.schedule_host = ScheduleHost(self)  # schedules and the memory timers (runtime_host/schedulehost.py)
 
     # -- events
     def subscribe(self, fn: Callable[[dict[str, Any]], None]) -> Callable[[], None]:
@@ -229,70 +229,26 @@ class Pod:
     # -- schedules pause (the tray's switch; the scheduler reads it on every tick)
     @property
     def schedules_paused(self) -> bool:
-        from runtime_host import schedule
-
-        return schedule.is_globally_paused(self.store.engine)
+        return self.schedule_host.schedules_paused
 
     def set_schedules_paused(self, paused: bool) -> None:
-        from runtime_host import schedule
-
-        schedule.set_global_pause(self.store.engine, paused)
-        self.emit({"type": "schedules.paused", "paused": paused})
+        return self.schedule_host.set_schedules_paused(paused)
 
     # -- schedules
-    MEMORY_TIMERS = (("memory.producer", "*/5 * * * *"), ("memory.ingest", "*/30 * * * *"),
-                     ("memory.nightly", "0 3 * * *"))
-
     def add_schedule(self, person_id: str, agent: str, cron: str, prompt: str, *, tz: str = "UTC", catch_up: str = "once",
                      name: str = "") -> dict[str, Any]:
-        from runtime_host import schedule
-
-        inst, _ = self.find_agent(person_id, agent)
-        if catch_up not in schedule.CATCH_UP_POLICIES:
-            raise StoreError(f"--catch-up must be one of {', '.join(schedule.CATCH_UP_POLICIES)}.")
-        row = schedule.create_schedule(self.store.engine, person_id=inst.person_id, instance_id=inst.id, cron=cron,
-                                       prompt=prompt, tz=tz, catch_up=catch_up, name=name)
-        self.emit({"type": "schedule.added", "person": inst.person_id, "schedule_id": row.id})
-        return self._schedule_info(row)
-
-    def _schedule_info(self, row: Any) -> dict[str, Any]:
-        d = row.to_dict()
-        found = self.store.get_instance(row.instance_id) if row.instance_id else None
-        d["agent"] = found[0].name if found else None
-        return d
+        return self.schedule_host.add_schedule(person_id, agent, cron, prompt, tz=tz, catch_up=catch_up, name=name)
 
     def schedules(self, person_id: str) -> list[dict[str, Any]]:
-        from runtime_host import schedule
-
-        return [self._schedule_info(r) for r in schedule.list_schedules(self.store.engine, person_id)]
-
-    def _own_schedule(self, person_id: str, schedule_id: str) -> Any:
-        from runtime_host import schedule
-
-        row = schedule.get_schedule(self.store.engine, schedule_id)
-        what = "That schedule does not exist (it may have been deleted)."
-        if row is not None and row.person_id != person_id:
-            raise self.refuse(person_id, what, f"tried to change schedule {schedule_id} of another person")
-        if row is None:
-            raise StoreError(what)
-        return row
+        return self.schedule_host.schedules(person_id)
 
     def pause_schedule(self, person_id: str, schedule_id: str, paused: bool) -> dict[str, Any]:
         """Pauses or resumes one of the person's schedules (due times while paused are skipped)."""
-        from runtime_host import schedule
-
-        row = self._own_schedule(person_id, schedule_id)
-        schedule.set_paused(self.store.engine, row.id, paused)
-        self.emit({"type": "schedule.changed", "person": row.person_id, "schedule_id": row.id})
-        return self._schedule_info(self._own_schedule(person_id, schedule_id))
+        return self.schedule_host.pause_schedule(person_id, schedule_id, paused)
 
     def delete_schedule(self, person_id: str, schedule_id: str) -> None:
         """Deletes one of the person's schedules; its past runs stay in the ledger."""
-        from runtime_host import schedule
-
-        row = self._own_schedule(person_id, schedule_id)
-        schedule.delete_schedule(self.store.engine, row.id)
-        self.emit({"type": "schedule.changed", "person": row.person_id, "schedule_id": row.id})
+        return self.schedule_host.delete_schedule(person_id, schedule_id)
 
     @staticmethod
     def schedule_preview(cron: str, tz: str = "UTC", n: int = 3) -> dict[str, Any]:
@@ -308,71 +264,14 @@ class Pod:
 
     def ensure_memory_timers(self) -> None:
         """The memory producer, ingest and nightly pass run on the same scheduler and ledger."""
-        from runtime_host import schedule
-
-        have = {r.kind for r in schedule.list_schedules(self.store.engine, "pod")}
-        for kind, cron in self.MEMORY_TIMERS:
-            if kind not in have:
-                schedule.create_schedule(self.store.engine, person_id="pod", instance_id="", cron=cron, prompt="",
-                                         tz="UTC", catch_up="once", name=kind, kind=kind)
+        return self.schedule_host.ensure_memory_timers()
 
     async def tick(self, now: Any = None) -> dict[str, Any]:
         """Runs what is due at `now` (default: the current time) exactly once, across every Pod."""
-        from datetime import UTC, datetime
-
-        from runtime_host import schedule
-
-        now = now or datetime.now(UTC)
-        memory_jobs: list[str] = []
-
-        async def start_run(row: Any, due_at: Any) -> str:
-            if row.kind == "agent":
-                found = self.store.get_instance(row.instance_id)
-                if found is None:
-                    raise StoreError("the schedule's agent no longer exists")
-                run = await self.start_turn_for(*found, row.prompt, new_conversation=True, origin="schedule",
-                                                title=f"Scheduled: {row.name or row.prompt[:40]}")
-                return run.turn_id
-            job = {"memory.producer": self.memory_produce, "memory.ingest": self.memory_ingest,
-                   "memory.nightly": self.memory_nightly}.get(row.kind)
-            if job is None:
-                raise StoreError(f"unknown schedule kind {row.kind!r}")
-            await job()
-            job_id = f"{row.kind}:{uuid.uuid4().hex}"
-            memory_jobs.append(job_id)
-            return job_id
-
-        self.expire_tasks()
-        result = await schedule.atick(self.store.engine, now, start_run, owner=self.owner)
-        for job_id in memory_jobs:
-            schedule.record_turn_finished(self.store.engine, job_id, ok=True)
-        out = result.to_dict()
-        self.emit({"type": "schedule.ticked", **{k: v for k, v in out.items() if isinstance(v, int)}})
-        return out
-
-    def _record_scheduled_turn(self, ev: dict[str, Any]) -> None:
-        if ev.get("type") == "turn.finished" and ev.get("origin") == "schedule":
-            from runtime_host import schedule
-
-            schedule.record_turn_finished(self.store.engine, ev["turn_id"], ok=ev.get("status") == "done",
-                                          error=ev.get("error"))
+        return await self.schedule_host.tick(now)
 
     def schedule_ledger(self, person_id: str, limit: int = 200) -> list[dict[str, Any]]:
-        from runtime_host import schedule
-
-        mine = {r["id"]: r for r in self.schedules(person_id)}
-        rows = []
-        for rec in schedule.list_runs(self.store.engine, limit=limit):
-            if rec.schedule_id in mine:
-                d = rec.to_dict()
-                d["agent"] = mine[rec.schedule_id]["agent"]
-                d["cron"] = mine[rec.schedule_id]["cron"]
-                d["prompt"] = mine[rec.schedule_id]["prompt"]
-                d["name"] = mine[rec.schedule_id].get("name") or ""
-                turn = self.store.get_turn(rec.turn_id) if rec.turn_id else None
-                d["conversation_id"] = turn.conversation_id if turn else None
-                rows.append(d)
-        return rows
+        return self.schedule_host.schedule_ledger(person_id, limit)
 
     # -- providers and agents
     def add_provider(self, person_id: str, name: str, *, kind: str, base_url: str, model: str = "", key: str | None = None) -> dict[str, Any]:
@@ -768,8 +667,7 @@ class Pod:
         """Supervision ticks, and the scheduler (schedules and memory timers) every 60 seconds."""
         self.supervisor.start_ticker()
         self.ensure_memory_timers()
-        if self._scheduler_task is None:
-            self._scheduler_task = asyncio.create_task(self._scheduler_loop())
+        self.schedule_host.start_ticking()
         self.turn_driver.start_takeover()
         self.mail.start()
         self._channels_task = asyncio.create_task(self.channels.start())
@@ -782,14 +680,6 @@ class Pod:
         exc = task.exception()
         log.error("the phone channels (Telegram) did not start: %s", exc)
         self.emit({"type": "channels.failed", "error": f"The phone channels did not start: {exc}"})
-
-    async def _scheduler_loop(self) -> None:
-        while True:
-            try:
-                await self.tick()
-            except Exception:  # a failed tick is logged and tried again next minute
-                log.exception("scheduler tick failed")
-            await asyncio.sleep(60)
 
     def renew_leases_once(self) -> list[str]:
         """Renews this host's leases; returns the turns it stopped because it no longer holds them."""
@@ -837,8 +727,7 @@ class Pod:
         if self._closed:
             return
         self._closed = True
-        if self._scheduler_task:
-            self._scheduler_task.cancel()
+        self.schedule_host.stop_ticking()
         self.stops.close()
         self.turn_driver.close()  # releases the leases: another host (or the next start) resumes these at once
         if self._channels is not None:

@@ -1,0 +1,175 @@
+"""Schedules: a person's scheduled agent runs and the Pod's memory timers, on one scheduler and one ledger
+(runtime_host/schedule.py holds the timing and the exactly-once ledger). It ticks every minute while the Pod runs,
+starts what is due, records how scheduled turns ended, and honours the tray's pause switch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from typing import Any
+
+from runtime_host.store import StoreError
+
+log = logging.getLogger("hearth.pod")
+
+
+class ScheduleHost:
+    """Schedules and the memory timers. `pod` is the Pod (kept loose: this module never imports it)."""
+
+    MEMORY_TIMERS = (("memory.producer", "*/5 * * * *"), ("memory.ingest", "*/30 * * * *"),
+                     ("memory.nightly", "0 3 * * *"))
+
+    def __init__(self, pod: Any):
+        self.pod = pod
+        self._scheduler_task: asyncio.Task[None] | None = None
+        pod.subscribe(self._record_scheduled_turn)
+
+    @property
+    def schedules_paused(self) -> bool:
+        from runtime_host import schedule
+
+        return schedule.is_globally_paused(self.pod.store.engine)
+
+    def set_schedules_paused(self, paused: bool) -> None:
+        from runtime_host import schedule
+
+        schedule.set_global_pause(self.pod.store.engine, paused)
+        self.pod.emit({"type": "schedules.paused", "paused": paused})
+
+    def add_schedule(self, person_id: str, agent: str, cron: str, prompt: str, *, tz: str = "UTC", catch_up: str = "once",
+                     name: str = "") -> dict[str, Any]:
+        from runtime_host import schedule
+
+        inst, _ = self.pod.find_agent(person_id, agent)
+        if catch_up not in schedule.CATCH_UP_POLICIES:
+            raise StoreError(f"--catch-up must be one of {', '.join(schedule.CATCH_UP_POLICIES)}.")
+        row = schedule.create_schedule(self.pod.store.engine, person_id=inst.person_id, instance_id=inst.id, cron=cron,
+                                       prompt=prompt, tz=tz, catch_up=catch_up, name=name)
+        self.pod.emit({"type": "schedule.added", "person": inst.person_id, "schedule_id": row.id})
+        return self._schedule_info(row)
+
+    def _schedule_info(self, row: Any) -> dict[str, Any]:
+        d = row.to_dict()
+        found = self.pod.store.get_instance(row.instance_id) if row.instance_id else None
+        d["agent"] = found[0].name if found else None
+        return d
+
+    def schedules(self, person_id: str) -> list[dict[str, Any]]:
+        from runtime_host import schedule
+
+        return [self._schedule_info(r) for r in schedule.list_schedules(self.pod.store.engine, person_id)]
+
+    def _own_schedule(self, person_id: str, schedule_id: str) -> Any:
+        from runtime_host import schedule
+
+        row = schedule.get_schedule(self.pod.store.engine, schedule_id)
+        what = "That schedule does not exist (it may have been deleted)."
+        if row is not None and row.person_id != person_id:
+            raise self.pod.refuse(person_id, what, f"tried to change schedule {schedule_id} of another person")
+        if row is None:
+            raise StoreError(what)
+        return row
+
+    def pause_schedule(self, person_id: str, schedule_id: str, paused: bool) -> dict[str, Any]:
+        """Pauses or resumes one of the person's schedules (due times while paused are skipped)."""
+        from runtime_host import schedule
+
+        row = self._own_schedule(person_id, schedule_id)
+        schedule.set_paused(self.pod.store.engine, row.id, paused)
+        self.pod.emit({"type": "schedule.changed", "person": row.person_id, "schedule_id": row.id})
+        return self._schedule_info(self._own_schedule(person_id, schedule_id))
+
+    def delete_schedule(self, person_id: str, schedule_id: str) -> None:
+        """Deletes one of the person's schedules; its past runs stay in the ledger."""
+        from runtime_host import schedule
+
+        row = self._own_schedule(person_id, schedule_id)
+        schedule.delete_schedule(self.pod.store.engine, row.id)
+        self.pod.emit({"type": "schedule.changed", "person": row.person_id, "schedule_id": row.id})
+
+    def ensure_memory_timers(self) -> None:
+        """The memory producer, ingest and nightly pass run on the same scheduler and ledger."""
+        from runtime_host import schedule
+
+        have = {r.kind for r in schedule.list_schedules(self.pod.store.engine, "pod")}
+        for kind, cron in self.MEMORY_TIMERS:
+            if kind not in have:
+                schedule.create_schedule(self.pod.store.engine, person_id="pod", instance_id="", cron=cron, prompt="",
+                                         tz="UTC", catch_up="once", name=kind, kind=kind)
+
+    async def tick(self, now: Any = None) -> dict[str, Any]:
+        """Runs what is due at `now` (default: the current time) exactly once, across every Pod."""
+        from datetime import UTC, datetime
+
+        from runtime_host import schedule
+
+        now = now or datetime.now(UTC)
+        memory_jobs: list[str] = []
+
+        async def start_run(row: Any, due_at: Any) -> str:
+            if row.kind == "agent":
+                found = self.pod.store.get_instance(row.instance_id)
+                if found is None:
+                    raise StoreError("the schedule's agent no longer exists")
+                run = await self.pod.start_turn_for(*found, row.prompt, new_conversation=True, origin="schedule",
+                                                title=f"Scheduled: {row.name or row.prompt[:40]}")
+                return run.turn_id
+            job = {"memory.producer": self.pod.memory_produce, "memory.ingest": self.pod.memory_ingest,
+                   "memory.nightly": self.pod.memory_nightly}.get(row.kind)
+            if job is None:
+                raise StoreError(f"unknown schedule kind {row.kind!r}")
+            await job()
+            job_id = f"{row.kind}:{uuid.uuid4().hex}"
+            memory_jobs.append(job_id)
+            return job_id
+
+        self.pod.expire_tasks()
+        result = await schedule.atick(self.pod.store.engine, now, start_run, owner=self.pod.owner)
+        for job_id in memory_jobs:
+            schedule.record_turn_finished(self.pod.store.engine, job_id, ok=True)
+        out = result.to_dict()
+        self.pod.emit({"type": "schedule.ticked", **{k: v for k, v in out.items() if isinstance(v, int)}})
+        return out
+
+    def _record_scheduled_turn(self, ev: dict[str, Any]) -> None:
+        if ev.get("type") == "turn.finished" and ev.get("origin") == "schedule":
+            from runtime_host import schedule
+
+            schedule.record_turn_finished(self.pod.store.engine, ev["turn_id"], ok=ev.get("status") == "done",
+                                          error=ev.get("error"))
+
+    def schedule_ledger(self, person_id: str, limit: int = 200) -> list[dict[str, Any]]:
+        from runtime_host import schedule
+
+        mine = {r["id"]: r for r in self.schedules(person_id)}
+        rows = []
+        for rec in schedule.list_runs(self.pod.store.engine, limit=limit):
+            if rec.schedule_id in mine:
+                d = rec.to_dict()
+                d["agent"] = mine[rec.schedule_id]["agent"]
+                d["cron"] = mine[rec.schedule_id]["cron"]
+                d["prompt"] = mine[rec.schedule_id]["prompt"]
+                d["name"] = mine[rec.schedule_id].get("name") or ""
+                turn = self.pod.store.get_turn(rec.turn_id) if rec.turn_id else None
+                d["conversation_id"] = turn.conversation_id if turn else None
+                rows.append(d)
+        return rows
+
+    def start_ticking(self) -> None:
+        """The scheduler ticks every 60 seconds while this Pod runs."""
+        if self._scheduler_task is None:
+            self._scheduler_task = asyncio.create_task(self._scheduler_loop())
+
+    def stop_ticking(self) -> None:
+        if self._scheduler_task:
+            self._scheduler_task.cancel()
+
+    async def _scheduler_loop(self) -> None:
+        while True:
+            try:
+                await self.tick()
+            except Exception:  # a failed tick is logged and tried again next minute
+                log.exception("scheduler tick failed")
+            await asyncio.sleep(60)
