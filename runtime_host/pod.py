@@ -3,6 +3,11 @@
 A plain asyncio object: the Qt app hosts it, `python -m runtime_host` hosts it headless. Events
 (turn.started, delta, iteration, step.started, step.finished, turn.finished, worker.state) go to
 every subscriber as plain dicts; nothing here knows Qt.
+
+The Pod composes parts with one job each, and delegates to them; each part registers its own Pod tools and
+never reaches into another's private state: turn driving and leases (runtime_host/turns.py), agents,
+providers and routes (agenthost.py), memory (memoryhost.py), schedules (schedulehost.py), hand-offs between
+agents (taskhost.py) and partner agents (partnerhost.py). Mail, channels and MCP are hosts of their own.
 """
 
 from __future__ import annotations
