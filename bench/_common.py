@@ -2,17 +2,37 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 os.environ["HEARTH_LOOPBACK_ONLY"] = "1"
+
+
+# LoCoMo, data we did not write: ../shared/memory-eval beside the checkout (or beside a worktree's parent).
+LOCOMO_DEV = next((p for p in (ROOT.parent / "shared" / "memory-eval" / "locomo-dev.json",
+                               ROOT.parent.parent / "shared" / "memory-eval" / "locomo-dev.json") if p.is_file()),
+                  ROOT.parent / "shared" / "memory-eval" / "locomo-dev.json")
+
+
+def load_locomo_scorer(data: Path) -> Any:
+    """LoCoMo's scorer (locomo_retrieval.py), shipped next to the data set."""
+    path = data.parent / "locomo_retrieval.py"
+    if not path.is_file():
+        raise SystemExit(f"LoCoMo's scorer {path} is missing: put locomo_retrieval.py next to the data set.")
+    spec = importlib.util.spec_from_file_location("locomo_retrieval", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def pct(values: list[float], q: float) -> float:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import importlib.util
 import json
 import random
 import re
@@ -30,24 +29,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench._common import pct  # noqa: E402
+from bench._common import LOCOMO_DEV, load_locomo_scorer, pct  # noqa: E402
 from wiki_engine import Item, open_memory  # noqa: E402
 
-DEFAULT_DATA = next((p for p in (ROOT.parent / "shared" / "memory-eval" / "locomo-dev.json",
-                                 ROOT.parent.parent / "shared" / "memory-eval" / "locomo-dev.json") if p.is_file()),
-                    ROOT.parent / "shared" / "memory-eval" / "locomo-dev.json")
+DEFAULT_DATA = LOCOMO_DEV
 SCOPE = "private/reader"
 
 
-def load_scorer(data: Path) -> Any:
-    path = data.parent / "locomo_retrieval.py"
-    if not path.is_file():
-        raise SystemExit(f"LoCoMo's scorer {path} is missing: put locomo_retrieval.py next to the data set.")
-    spec = importlib.util.spec_from_file_location("locomo_retrieval", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def turn_ts(doc: dict[str, Any], n: int) -> float:
@@ -99,7 +87,7 @@ def main() -> None:
     args = ap.parse_args()
     if not args.data.is_file():
         raise SystemExit(f"No LoCoMo data at {args.data}: pass --data PATH/locomo-dev.json.")
-    scorer = load_scorer(args.data)
+    scorer = load_locomo_scorer(args.data)
     full = json.loads(args.data.read_text("utf-8"))
     data = full[: args.limit]
     t0 = time.perf_counter()

@@ -15,7 +15,6 @@ Usage: python bench/memory_quality.py [--data PATH] [--limit N] [--embedder stat
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 import tempfile
@@ -28,27 +27,15 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench._common import LOCOMO_DEV, load_locomo_scorer  # noqa: E402
 from runtime_host.memory_jobs import redactor  # noqa: E402
 from wiki_engine import Item, open_memory  # noqa: E402
 from wiki_engine.pipeline import rules_decide, run_producer  # noqa: E402
 
-# ../shared/memory-eval beside the checkout (or beside a worktree's parent folder).
-DEFAULT_DATA = next((p for p in (ROOT.parent / "shared" / "memory-eval" / "locomo-dev.json",
-                                 ROOT.parent.parent / "shared" / "memory-eval" / "locomo-dev.json") if p.is_file()),
-                    ROOT.parent / "shared" / "memory-eval" / "locomo-dev.json")
+DEFAULT_DATA = LOCOMO_DEV
 SCOPE = "private/reader"
 
 
-def load_scorer(data: Path) -> Any:
-    """LoCoMo's scorer (locomo_retrieval.py), shipped next to the data set."""
-    path = data.parent / "locomo_retrieval.py"
-    if not path.is_file():
-        raise SystemExit(f"LoCoMo's scorer {path} is missing: put locomo_retrieval.py next to the data set.")
-    spec = importlib.util.spec_from_file_location("locomo_retrieval", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _ts(doc: dict[str, Any], n: int) -> float:
@@ -98,7 +85,7 @@ def main() -> None:
     args = ap.parse_args()
     if not args.data.is_file():
         raise SystemExit(f"No LoCoMo data at {args.data}: pass --data PATH/locomo-dev.json.")
-    scorer = load_scorer(args.data)
+    scorer = load_locomo_scorer(args.data)
     data = json.loads(args.data.read_text("utf-8"))[: args.limit]
     counts = {"items": 0, "kept": 0, "skipped": 0, "quarantined": 0, "redacted_items": 0}
     evidence = kept_evidence = 0
