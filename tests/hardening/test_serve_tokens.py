@@ -4,11 +4,7 @@ and checked off the event loop, so /v1/health keeps answering while a flood of b
 from __future__ import annotations
 
 import asyncio
-import os
 import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +12,7 @@ import httpx
 import pytest
 
 from runtime_host.serve import MAX_FAILURES
+from tests.helpers.serve import running_serve
 from tests.integration.test_cli import cli, setup_agent
 
 
@@ -29,25 +26,8 @@ def _free_port() -> int:
 def served(home: Path, fake_model) -> Iterator[str]:
     setup_agent(home, fake_model.base_url)
     cli(home, "serve", "--new-token")  # a token must exist before the host starts
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "runtime_host", "serve", "--port", str(port)],
-                            env={**os.environ, "HEARTH_HOME": str(home)}, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}/v1/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert proc.poll() is None and time.monotonic() < deadline, "serve did not come up"
-            time.sleep(0.1)
+    with running_serve(home) as base:
         yield base
-    finally:
-        proc.terminate()
-        proc.wait(15)
 
 
 def _agents(base: str, token: str) -> int:

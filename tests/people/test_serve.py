@@ -4,17 +4,12 @@ turns, conversations and stops are refused to the other (404) and audited."""
 from __future__ import annotations
 
 import asyncio
-import os
-import socket
-import subprocess
-import sys
-import time
 
-import httpx
 import pytest
 
 from runtime_host.serve import RemoteError, RemotePod
 from tests.helpers.fake_model import Text
+from tests.helpers.serve import running_serve
 from tests.integration.test_cli import cli
 from tests.people.conftest import BOB_KEY, BOB_PASS, ME_KEY, keys_sent
 from tests.people.test_cli import as_bob, audited_denials
@@ -32,24 +27,11 @@ def test_each_token_acts_as_its_person(home, fake_model, script, secure_keyring)
     my_token = cli(home, "serve", "--new-token").stdout.strip()
     bobs_token = as_bob(home, "serve", "--new-token").stdout.strip()
     assert my_token.startswith("hth_") and bobs_token.startswith("hth_") and my_token != bobs_token
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "runtime_host", "serve", "--port", str(port)],
-                            env={**os.environ, "HEARTH_HOME": str(home)}, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/v1/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.1)
+    with running_serve(home) as base:
 
         async def talk() -> None:
-            me = RemotePod(f"http://127.0.0.1:{port}", my_token)
-            bob = RemotePod(f"http://127.0.0.1:{port}", bobs_token)
+            me = RemotePod(base, my_token)
+            bob = RemotePod(base, bobs_token)
             try:
                 assert [a["name"] for a in await me.agents()] == ["helper"]
                 assert [a["name"] for a in await bob.agents()] == ["bobs-helper"]
@@ -70,9 +52,6 @@ def test_each_token_acts_as_its_person(home, fake_model, script, secure_keyring)
                 await bob.close()
 
         asyncio.run(talk())
-    finally:
-        proc.terminate()
-        proc.wait(10)
     assert keys_sent(fake_model, "Me's private question") == {f"Bearer {ME_KEY}"}
     assert keys_sent(fake_model, "Bob's own question") == {f"Bearer {BOB_KEY}"}
     assert len(audited_denials(home, "Bob")) >= 2
