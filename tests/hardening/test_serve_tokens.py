@@ -4,7 +4,6 @@ and checked off the event loop, so /v1/health keeps answering while a flood of b
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,12 +13,6 @@ import pytest
 from runtime_host.serve import MAX_FAILURES
 from tests.helpers.serve import running_serve
 from tests.integration.test_cli import cli, setup_agent
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture
