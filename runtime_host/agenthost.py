@@ -11,6 +11,7 @@ import socket
 import time
 from typing import Any
 
+from runtime_host import memory_jobs
 from runtime_host.paths import agent_dir
 from runtime_host.profiles import shipped_profiles
 from runtime_host.states import WorkerState
@@ -326,14 +327,14 @@ class AgentHost:
         if name != "local" and self._provider(person_id, name) is None:
             raise StoreError(f"No provider named {name!r}. Add it first with `provider add`.")
         self.pod.store.set_role_model(person_id, role, name, model)
-        if role == "embedding" and self.pod.memory_host.is_open and person_id == self.pod.store.default_person().id:
+        if role == "embedding" and self.pod.memory_host.is_open and person_id == memory_jobs.owner(self.pod):
             # Re-embeds every source in the background; search keeps working meanwhile.
             self.pod.memory_host.embedding_changed(self.embedding_model())
 
     def embedding_model(self) -> str:
         """The wiki_engine embedder chosen for the embedding role ("static" or "minilm"). Memory has one index
         for everyone, so it follows the first person's choice (the one who set Hearth up)."""
-        info = self.models(self.pod.store.default_person().id)["roles"]["embedding"]
+        info = self.models(memory_jobs.owner(self.pod))["roles"]["embedding"]
         return EMBEDDING_MODELS.get(info.get("model") or "", "static")
 
     def role_route(self, person_id: str, role: str) -> dict[str, Any] | None:

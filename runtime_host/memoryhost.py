@@ -189,16 +189,17 @@ class MemoryHost:
         """Model against model: the ingest model resolves contradicting claims on unverified pages, in favour
         of the newest source. A page a person verified is never touched (human against model: the human wins).
         Without a real model for the role, nothing is changed (rules cannot judge a contradiction)."""
-        from runtime_host.memory_jobs import model_reconcile
+        from runtime_host.memory_jobs import model_reconcile, writer_of
         from runtime_host.providers import Route
 
-        route = self.memory_route(self.pod.store.default_person().id, "ingest")
-        if route is None or route.get("kind") == "embedded":
-            return []
-        reconcile = model_reconcile(Route.from_dict(route))
         changed: list[str] = []
         scopes = await self.in_memory_thread(self.memory.scopes_on_disk)
         for scope in scopes:
+            # each person's pages go only to their own ingest model, never to another person's provider
+            route = self.memory_route(writer_of(self.pod, str(scope)), "ingest")
+            if route is None or route.get("kind") == "embedded":
+                continue
+            reconcile = model_reconcile(Route.from_dict(route))
             pages, _corrupt = await self.in_memory_thread(lambda sc=scope: self.memory.list_pages(sc))
             for page in pages:
                 if page.verified or len(set(page.citations.values())) < 2:

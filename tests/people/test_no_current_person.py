@@ -15,7 +15,7 @@ FIRST_PERSON_OK = {
     "pod.py": "creates the first person; first_person() is what the window opens on",
     "cli.py": "the default for --person",
     "serve.py": "a token made before tokens named their person",
-    "memory_jobs.py": "the wiki's single writer uses the first person's ingest model",
+    "memory_jobs.py": "owner(): shared scopes (public) and the one embedding index follow the first person's models",
     "channelhost.py": "a Telegram token saved before tokens named their keeper",
 }
 
