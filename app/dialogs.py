@@ -289,9 +289,16 @@ ROLE_LABELS = {
     "import": "Watched folders: keep or skip messages of mail exports (import)",
     "embedding": "Search by meaning (embeddings)",
 }
-# The embedding role's choices: local models only (memory's vectors stay on this computer).
-EMBEDDING_CHOICES = [("On this computer — static (fast)", "local/static"),
-                     ("On this computer — MiniLM (better at meaning, slower to index)", "local/minilm")]
+# The embedding role's local choices; each of the person's providers with an embeddings API follows them.
+LOCAL_EMBEDDING_LABELS = {"static": "On this computer — static (fast)",
+                          "minilm": "On this computer — MiniLM (better at meaning, slower to index)"}
+
+
+def embedding_label(choice: dict[str, Any]) -> str:
+    """How an embedding choice reads: where the vectors are made, and for a provider what it will be sent."""
+    if choice["local"]:
+        return LOCAL_EMBEDDING_LABELS.get(choice["model"], choice["ref"])
+    return f"{choice['provider']} — {choice['model']} (the text of your own notes is sent to {choice['provider']})"
 
 
 class ModelsPage(QWidget):
@@ -303,14 +310,17 @@ class ModelsPage(QWidget):
         layout = QVBoxLayout(self)
         note = QLabel("Each kind of work has its own model. Chat models are set per agent (Edit agent). Memory work "
                       "defaults to the local model so it costs nothing and needs no network. Search by meaning runs "
-                      "on this computer: changing its model re-embeds your memory in the background, and search keeps "
-                      "working meanwhile. Speech to text runs on a fixed local model.")
+                      "on this computer unless you choose a provider's embeddings: then only your own notes go to "
+                      "it (shared and other people's memory stay on the local model). Changing it re-embeds your "
+                      "memory in the background, and search keeps working meanwhile. Speech to text runs on a fixed "
+                      "local model.")
         note.setWordWrap(True)
         layout.addWidget(note)
         form = QFormLayout()
         self.combos: dict[str, QComboBox] = {}
         info = pod.models()
         options = [(f"{p['name']} — {p['model'] or 'default'}", p["name"]) for p in info["providers"]]
+        embedding_options = [(embedding_label(c), c["ref"]) for c in pod.embedding_choices()]
         for role, label in ROLE_LABELS.items():
             combo = QComboBox()
             combo.setAccessibleName(label)
@@ -322,7 +332,7 @@ class ModelsPage(QWidget):
                               None)
             else:
                 combo.addItem("Not set", None)
-            for text_, ref in (EMBEDDING_CHOICES if role == "embedding" else options):
+            for text_, ref in (embedding_options if role == "embedding" else options):
                 combo.addItem(text_, ref)
             self.combos[role] = combo
             combo.activated.connect(lambda _i, role=role: self._on_chosen(role))

@@ -36,7 +36,7 @@ ROLES: dict[str, str] = {
     "ingest": "extraction",            # memory ingest (writing wiki pages) may pin its own; else the extraction model
     "ask_memory": "ingest",            # "Ask memory" answers; else the ingest model
     "import": "extraction",            # watched folders: keep or skip messages of mail exports; else extraction's
-    "embedding": "local/static",       # memory search by meaning: local/static or local/minilm (see EMBEDDING_MODELS)
+    "embedding": "local/static",       # memory search by meaning: local/static, local/minilm, or PROVIDER/MODEL
 }
 # Local models for the embedding role (ref "local/<name>") and the wiki_engine embedder each one loads.
 EMBEDDING_MODELS: dict[str, str] = {"static": "static", "minilm": "minilm", "all-MiniLM-L6-v2": "minilm"}
@@ -83,6 +83,9 @@ class AgentHost:
             self.pod.vault_for(person_id).set(f"provider/{name}", key)
         row = self.pod.store.add_provider(person_id, name, kind, base_url.rstrip("/"), model, has_key=bool(key))
         self._epoch += 1
+        if (self.pod.memory_host.is_open and person_id == memory_jobs.owner(self.pod)
+                and self.embedding_model().partition("/")[0] == name):
+            self.pod.memory_host.embedding_changed()  # memory's embeddings use this provider: its new key or address
         return {"name": row.name, "kind": row.kind, "base_url": row.base_url, "model": row.model, "has_key": row.has_key}
 
     def list_providers(self, person_id: str, *, builtin: bool = True) -> list[dict[str, Any]]:
@@ -321,20 +324,54 @@ class AgentHost:
         if role == "chat":
             raise StoreError("The chat model is set per agent: `agent edit NAME --provider P --model M`.")
         name, _, model = ref.partition("/")
-        if role == "embedding" and (name != "local" or model not in EMBEDDING_MODELS):
-            raise StoreError("Search by meaning runs on this computer: choose local/static (fast) or local/minilm "
-                             "(better at meaning, slower to index).")
-        if name != "local" and self._provider(person_id, name) is None:
+        if role == "embedding":
+            model = self._embedding_ref(person_id, name, model)
+        elif name != "local" and self._provider(person_id, name) is None:
             raise StoreError(f"No provider named {name!r}. Add it first with `provider add`.")
         self.pod.store.set_role_model(person_id, role, name, model)
         if role == "embedding" and self.pod.memory_host.is_open and person_id == memory_jobs.owner(self.pod):
             # Re-embeds every source in the background; search keeps working meanwhile.
-            self.pod.memory_host.embedding_changed(self.embedding_model())
+            self.pod.memory_host.embedding_changed()
+
+    def _embedding_ref(self, person_id: str, name: str, model: str) -> str:
+        """The embedding model of a choice (a local one, or a provider's with an embeddings API), else StoreError."""
+        from runtime_host.providers.embeddings import EMBEDDING_KINDS, embedding_model_of
+
+        choices = "local/static (fast), local/minilm (better at meaning, slower to index) or PROVIDER/MODEL"
+        if name == "local":
+            if model not in EMBEDDING_MODELS:
+                raise StoreError(f"No local embedding model {model!r}: choose {choices}.")
+            return model
+        prov = self._provider(person_id, name)
+        if prov is None:
+            raise StoreError(f"No provider named {name!r}. Add it first with `provider add`, or choose {choices}.")
+        if prov["kind"] not in EMBEDDING_KINDS:
+            raise StoreError(f"{name!r} ({prov['kind']}) has no embeddings API: choose {choices} with an "
+                             "OpenAI-compatible or Gemini provider.")
+        model = model or embedding_model_of(prov) or ""
+        if not model:
+            raise StoreError(f"Say which embedding model of {name!r} to use: `models set embedding {name}/MODEL`.")
+        return model
+
+    def embedding_choices(self, person_id: str) -> list[dict[str, Any]]:
+        """What the embedding role may be: the local models, then each of the person's providers that has an
+        embeddings API, with the model it would use ({"ref", "provider", "model", "local"})."""
+        from runtime_host.providers.embeddings import embedding_model_of
+
+        out = [{"ref": f"local/{m}", "provider": "local", "model": m, "local": True} for m in ("static", "minilm")]
+        for p in self.list_providers(person_id, builtin=False):
+            model = embedding_model_of(p)
+            if model:
+                out.append({"ref": f"{p['name']}/{model}", "provider": p["name"], "model": model, "local": False})
+        return out
 
     def embedding_model(self) -> str:
-        """The wiki_engine embedder chosen for the embedding role ("static" or "minilm"). Memory has one index
-        for everyone, so it follows the first person's choice (the one who set Hearth up)."""
+        """The embedding role's model: "static" or "minilm" (on this computer), or "PROVIDER/MODEL". Memory has
+        one index per scope for everyone, so it follows the first person's choice (the one who set Hearth up);
+        a provider's model embeds only that person's scopes (see MemoryHost.embedder_choice)."""
         info = self.models(memory_jobs.owner(self.pod))["roles"]["embedding"]
+        if info.get("provider") and info["provider"] != "local":
+            return f"{info['provider']}/{info.get('model') or ''}"
         return EMBEDDING_MODELS.get(info.get("model") or "", "static")
 
     def role_route(self, person_id: str, role: str) -> dict[str, Any] | None:

@@ -85,9 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
     mo = sub.add_parser("models", help="providers, what they can do, and the model for each role")
     mo_sub = mo.add_subparsers(dest="action")
     mo.add_argument("--json", action="store_true")
-    ms = mo_sub.add_parser("set", help="choose the model for a role (extraction, ingest, ask_memory, import)")
+    ms = mo_sub.add_parser("set", help="choose the model for a role (extraction, ingest, ask_memory, import, embedding)")
     ms.add_argument("role")
-    ms.add_argument("model", help="provider or provider/model")
+    ms.add_argument("model", help="provider or provider/model; for embedding: local/static, local/minilm or provider/model")
 
     sc = sub.add_parser("schedule", help="scheduled runs of agents").add_subparsers(dest="action", required=True)
     sca = sc.add_parser("add", help="run AGENT with PROMPT whenever CRON is due")
@@ -416,7 +416,7 @@ async def _reembed(me: Any) -> None:
     """Re-embeds memory with the embedding role's model, printing progress (the window does this in the
     background; a command waits, as its process ends when it returns)."""
     mem = await me.in_memory_thread(lambda: me.memory)
-    mem.set_embedder(me.embedding_model())
+    me.memory_host.embedding_changed()
     shown = None
     while True:
         st = mem.embedding_status()
@@ -424,10 +424,10 @@ async def _reembed(me: Any) -> None:
         if line != shown and st["total"]:
             print(line, flush=True)
             shown = line
-        if not st["running"]:
+        if not st["running"] or st["error"]:
             break
         await asyncio.sleep(0.5)
-    if st["error"]:
+    if st["error"]:  # the choice is saved: memory tries again whenever Hearth runs
         print(st["error"], file=sys.stderr)
     else:
         print(f"Memory search by meaning now uses {st['model']} ({st['total']} items re-embedded).")

@@ -25,11 +25,31 @@ class MemoryHost:
         tools["remember"] = self._tool_remember
         tools["search_memory"] = self._tool_search_memory
 
-    def embedding_changed(self, model: str) -> None:
+    def embedding_changed(self) -> None:
         """The embedding role's model changed: open memory re-embeds every source in the background (search
         keeps working meanwhile); closed memory opens with the new model."""
         if self._memory is not None:
-            self._memory.set_embedder(model)
+            embedder, only_for = self.embedder_choice()
+            self._memory.set_embedder(embedder, only_for=only_for)
+
+    def embedder_choice(self) -> tuple[Any, str | None]:
+        """The embedding role's model as memory takes it, and whose scopes it may see. A local model embeds
+        every scope. A provider's embeds only the scopes of the person who chose it (their private and agent
+        notes): text of public memory and of other people never goes to a provider reached with their key."""
+        from runtime_host import memory_jobs
+        from runtime_host.providers import Route
+        from runtime_host.providers.embeddings import ProviderEmbedder
+
+        choice = self.pod.embedding_model()
+        if "/" not in choice:
+            return choice, None
+        owner = memory_jobs.owner(self.pod)
+        provider, _, model = choice.partition("/")
+        try:
+            route = self.pod.role_route(owner, "embedding")
+        except TurnFailed as exc:  # the key is missing from the keyring: say so where progress shows
+            return ProviderEmbedder.unavailable(provider, model, str(exc)), owner
+        return ProviderEmbedder.for_route(Route.from_dict(route)), owner
 
     @property
     def is_open(self) -> bool:
@@ -55,7 +75,8 @@ class MemoryHost:
             import wiki_engine
             from runtime_host.memory_jobs import redactor
 
-            self._memory = wiki_engine.open_memory(self.pod.home / "memory", embedder=self.pod.embedding_model())
+            embedder, only_for = self.embedder_choice()
+            self._memory = wiki_engine.open_memory(self.pod.home / "memory", embedder=embedder, only_for=only_for)
             self._memory.redactor = redactor(self.pod)  # personal data redacted on every path into memory
         return self._memory
 

@@ -117,6 +117,9 @@ class PersonPod:
     def role_route(self, role: str) -> dict[str, Any] | None:
         return self.pod.role_route(self.person_id, role)
 
+    def embedding_choices(self) -> list[dict[str, Any]]:
+        return self.pod.embedding_choices(self.person_id)
+
     def _memory_route(self, role: str) -> dict[str, Any] | None:
         return self.pod._memory_route(self.person_id, role)
 

@@ -331,6 +331,9 @@ class Pod:
     def embedding_model(self) -> str:
         return self.agent_host.embedding_model()
 
+    def embedding_choices(self, person_id: str) -> list[dict[str, Any]]:
+        return self.agent_host.embedding_choices(person_id)
+
     def embedding_status(self) -> dict[str, Any] | None:
         return self.memory_host.embedding_status()
 

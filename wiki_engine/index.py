@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import tantivy
 
-from .embed import Embedder
+from .embed import Embedder, checked_vectors, is_remote
 
 _STOP = frozenset(
     """a an and are as at be been but by can could did do does for from had has have how i if in into is it its
@@ -167,8 +167,12 @@ class ScopeIndex:
         name = self.embedder.name if self.embedder else ""
         row = self.meta.execute("SELECT value FROM info WHERE key='embedder'").fetchone()
         if self.embedder is not None and (force or (row is not None and row[0] != name)):
-            # Vectors of another model (or of other text) are meaningless here: recompute them from the stored text.
-            self.reembed(lambda done, total: None)
+            # Vectors of another model (or of other text) are meaningless here: recompute them from the stored text
+            # (a remote model's are queued instead: opening an index never waits on the network).
+            if is_remote(self.embedder):
+                self.meta.execute("UPDATE docs SET vec=NULL")
+            else:
+                self.reembed(lambda done, total: None)
         self.meta.execute("INSERT OR REPLACE INTO info VALUES ('embedder', ?)", (name,))
         self._load_arrays()
 
@@ -214,36 +218,45 @@ class ScopeIndex:
         return row[0] if row else ""
 
     def switch_embedder(self, new: Embedder, progress: Callable[[int, int], None],
-                        stop: Callable[[], bool] = lambda: False) -> bool:
+                        stop: Callable[[], bool] = lambda: False, fresh: dict[str, np.ndarray] | None = None) -> bool:
         """Re-embeds every document with ``new`` while search goes on with the current model's vectors;
-        the new vectors (and model) replace the old ones at once when all are done. False if stopped."""
+        the new vectors (and model) replace the old ones at once when all are done. False if stopped.
+        ``fresh`` keeps the vectors computed so far, so a retry after a failed request goes on from there."""
+        remote = is_remote(new)
+        batch = 64 if remote else 128
         ids = [r[0] for r in self.meta.execute("SELECT id FROM docs ORDER BY rowid")]
         total = len(ids)
-        fresh: dict[str, np.ndarray] = {}
-        progress(0, total)
-        for start in range(0, total, 128):
+        fresh = {} if fresh is None else fresh
+        todo = [i for i in ids if i not in fresh]
+        progress(total - len(todo), total)
+        for start in range(0, len(todo), batch):
             if stop():
                 return False
-            chunk = ids[start : start + 128]
+            chunk = todo[start : start + batch]
             with self._lock:
                 marks = ",".join("?" * len(chunk))
                 rows = self.meta.execute(f"SELECT id, kind, title, body, ctx FROM docs WHERE id IN ({marks})", chunk).fetchall()
             vecs = new.embed([self._meaning_text(k, t, b, c) for _, k, t, b, c in rows])
+            if remote:
+                vecs = checked_vectors(new.name, vecs, len(rows), next((v.shape[0] for v in fresh.values()), 0))
             fresh.update({r[0]: v for r, v in zip(rows, vecs, strict=True)})
-            progress(min(total, start + len(chunk)), total)
+            progress(total - len(todo) + min(len(todo), start + len(chunk)), total)
         with self._lock:
             if self._dirty:
                 self.commit()
-            # Documents added while this ran were embedded with the old model: embed them now.
+            # Documents added while this ran were embedded with the old model: embed them now (a remote model's
+            # are queued for the background instead).
             rows = self.meta.execute("SELECT id, kind, title, body, ctx FROM docs").fetchall()
             late = [r for r in rows if r[0] not in fresh]
-            if late:
+            if late and not remote:
                 fresh.update(zip([r[0] for r in late], new.embed([self._meaning_text(k, t, b, c) for _, k, t, b, c in late]), strict=True))
             self.meta.execute("BEGIN")
-            self.meta.executemany("UPDATE docs SET vec=? WHERE id=?", [(fresh[r[0]].tobytes(), r[0]) for r in rows])
+            self.meta.executemany("UPDATE docs SET vec=? WHERE id=?",
+                                  [(fresh[r[0]].tobytes() if r[0] in fresh else None, r[0]) for r in rows])
             self.meta.execute("INSERT OR REPLACE INTO info VALUES ('embedder', ?)", (new.name,))
             self.meta.execute("COMMIT")
-            mat = np.zeros((len(self.ids), new.dim), dtype=np.float32)
+            dim = new.dim or next((v.shape[0] for v in fresh.values()), 0)
+            mat = np.zeros((len(self.ids), dim), dtype=np.float32)
             for n, i in enumerate(self.ids):
                 v = fresh.get(i)
                 if v is not None:
@@ -251,6 +264,40 @@ class ScopeIndex:
             self.vecs = mat
             self.embedder = new
         return True
+
+    # ---- vectors queued for a remote model -----------------------------------------------------------
+
+    def queued_count(self) -> int:
+        """How many documents wait for their vector (a remote model's, filled in the background)."""
+        with self._lock:
+            return int(self.meta.execute("SELECT COUNT(*) FROM docs WHERE vec IS NULL").fetchone()[0])
+
+    def queued(self, limit: int) -> list[tuple[str, str]]:
+        """Up to ``limit`` (id, text to embed) of documents without a vector, oldest first."""
+        with self._lock:
+            rows = self.meta.execute("SELECT id, kind, title, body, ctx FROM docs WHERE vec IS NULL ORDER BY rowid LIMIT ?",
+                                     (limit,)).fetchall()
+        return [(r[0], self._meaning_text(r[1], r[2], r[3], r[4])) for r in rows]
+
+    def fill(self, ids: list[str], vecs: object) -> None:
+        """Stores the vectors of queued documents (checked first: a bad answer changes nothing)."""
+        assert self.embedder is not None
+        with self._lock:
+            if self._dirty:
+                self.commit()
+            have = self.vecs.shape[1] if self.vecs.shape[1] and self.meta.execute(
+                "SELECT 1 FROM docs WHERE vec IS NOT NULL LIMIT 1").fetchone() else 0
+            arr = checked_vectors(self.embedder.name, vecs, len(ids), have)
+            self.meta.execute("BEGIN")
+            self.meta.executemany("UPDATE docs SET vec=? WHERE id=? AND vec IS NULL",
+                                  [(v.tobytes(), i) for v, i in zip(arr, ids, strict=True)])
+            self.meta.execute("COMMIT")
+            if self.vecs.shape[1] != arr.shape[1]:
+                self.vecs = np.zeros((len(self.ids), arr.shape[1]), dtype=np.float32)
+            for v, i in zip(arr, ids, strict=True):
+                n = self.row.get(i)
+                if n is not None and n >= 0:
+                    self.vecs[n] = v
 
     def _load_arrays(self) -> None:
         ids: list[str] = []
@@ -275,6 +322,8 @@ class ScopeIndex:
         self.speakers: dict[str, int] = {}
         self.spk = np.asarray([self._speaker_id(x) for x in spk], dtype=np.int32)
         dim = self.embedder.dim if self.embedder else 0
+        if self.embedder is not None and not dim:  # a remote model says its size in its first answer
+            dim = next((len(v) // 4 for v in blobs if v), 0)
         if dim:
             mat = np.zeros((len(ids), dim), dtype=np.float32)
             for n, v in enumerate(blobs):
@@ -336,9 +385,9 @@ class ScopeIndex:
             return
         with self._lock:
             ctxs = self._contexts(docs)
-            vecs: np.ndarray | None = (
+            vecs: np.ndarray | None = (  # a remote model's vectors are queued: storing never waits on the network
                 self.embedder.embed([self._meaning_text(d.kind, d.title, d.body, c) for d, c in zip(docs, ctxs, strict=True)])
-                if self.embedder else None
+                if self.embedder and not is_remote(self.embedder) else None
             )
             w = self._w()
             self.meta.execute("BEGIN")

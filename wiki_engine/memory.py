@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from .catalog import Catalog
-from .embed import Embedder, kind_of, load_embedder
+from .embed import Embedder, checked_vectors, is_remote, kind_of, load_embedder
 from .guard import check_instructions
 from .index import Doc, ScopeIndex, query_terms, remove_index_folder
 from .pages import Page, PageFormatError, PageStore, parse_page, slugify, unified_diff
@@ -164,16 +164,27 @@ def _is_person(author: str) -> bool:
     return author.startswith("person:")
 
 
+# A remote embedding model (a provider's): texts per request, how long a search waits for its question's
+# vector before ranking by keywords alone, and the wait before trying again after a failure (doubling).
+EMBED_BATCH = 64
+QUERY_EMBED_TIMEOUT_S = 3.0
+EMBED_RETRY_S = 0.5
+EMBED_RETRY_MAX_S = 120.0
+# The model of the scopes a remote model does not apply to (see ``set_embedder(only_for=...)``).
+LOCAL_EMBEDDER = "static"
+
+
 class Memory:
     """Hearth's memory for one pod. Thread-safe; one writer process at a time for ingest (see pipeline)."""
 
-    def __init__(self, root: Path, *, embedder: Embedder | str | None = "static"):
+    def __init__(self, root: Path, *, embedder: Embedder | str | None = "static", only_for: str | None = None):
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.catalog = Catalog(self.root / "memory.db")
         self.sources = SourceStore(self.root / "sources")
         self.pages = PageStore(self.root / "wiki")
         self.embedder: Embedder | None = load_embedder(embedder) if isinstance(embedder, str) else embedder
+        self.only_for = only_for
         self._indexes: dict[Scope, ScopeIndex] = {}
         self._lock = threading.RLock()
         self._unsynced = False
@@ -181,8 +192,11 @@ class Memory:
         self._closed = False
         self._migration: threading.Thread | None = None
         self._migration_stop = threading.Event()
+        self._kick = threading.Event()  # wakes the background thread from its wait before a retry
         self._progress: dict[str, object] = {"model": self.embedder.name if self.embedder else "", "done": 0, "total": 0,
                                              "running": False, "error": ""}
+        if is_remote(self.embedder):
+            self._start_migration()  # vectors still queued when memory was last closed are filled again
         # Called as redactor(text, scope) on every text entering memory (sources, quarantine, pages); the Pod
         # sets it to its personal-data redaction, so no path into memory (producer, mail, imports) skips it.
         self.redactor: Callable[[str, str], str] | None = None
@@ -210,7 +224,7 @@ class Memory:
             idx = self._indexes.get(sc)
             if idx is None:
                 folder = self.root / "index" / sc.relpath
-                use = self.embedder
+                use = target = self.embedder_for(sc)
                 stored = ScopeIndex.stored_embedder(folder)
                 stale = use is not None and stored not in ("", use.name)
                 if stale and kind_of(stored) is not None:
@@ -219,23 +233,35 @@ class Memory:
                 idx = ScopeIndex(folder, use)
                 self._indexes[sc] = idx
                 self._repair(sc, idx)
-                if self.embedder is not None and idx.embedder is not self.embedder:
-                    self._start_migration()
+                if target is not None and (idx.embedder is not target or (is_remote(target) and idx.queued_count())):
+                    self._start_migration()  # re-embed, or fill the vectors still queued when memory was closed
             return idx
+
+    def embedder_for(self, scope: Scope | str) -> Embedder | None:
+        """The model for a scope's vectors: the chosen one, except that a model chosen ``only_for`` a person
+        (a provider reached with their key) never sees another scope: those keep the local model."""
+        if self.embedder is None or self.only_for is None:
+            return self.embedder
+        sc = Scope.parse(scope)
+        return self.embedder if sc.kind != "public" and sc.person == self.only_for else load_embedder(LOCAL_EMBEDDER)
 
     # ---- the embedding model -----------------------------------------------------------------------
 
-    def set_embedder(self, embedder: Embedder | str | None) -> None:
+    def set_embedder(self, embedder: Embedder | str | None, *, only_for: str | None = None) -> None:
         """Chooses the model for meaning search (``"static"``, ``"minilm"``, an Embedder, or None for
         keywords only). Every stored vector is recomputed in the background; search keeps working with
-        the old vectors until each scope's new ones are complete. Progress: ``embedding_status()``."""
+        the old vectors until each scope's new ones are complete. Progress: ``embedding_status()``.
+
+        ``only_for`` (a person id) limits the model to that person's private and agent scopes; every other
+        scope keeps the local model. A remote model's vectors are queued and filled in the background,
+        retried after failures; meanwhile new sources are found by keywords."""
         new = load_embedder(embedder) if isinstance(embedder, str) else embedder
         with self._lock:
             self._check_open()
-            self.embedder = new
+            self.embedder, self.only_for = new, only_for
             self._progress.update(model=new.name if new else "", error="")
             if new is not None:
-                self._start_migration()
+                self._start_migration(kick=True)
 
     def embedding_status(self) -> dict[str, object]:
         """{"model", "done", "total", "running", "error"}: how far re-embedding with the chosen model is."""
@@ -250,65 +276,125 @@ class Memory:
             return not t.is_alive()
         return True
 
-    def _start_migration(self) -> None:
+    def _start_migration(self, kick: bool = False) -> None:
+        """Starts the background thread (or has it look again). ``kick`` also ends a wait before a retry: a
+        person chose a model; new sources alone do not, so a provider that is down is not hammered."""
         with self._lock:
             if self._migration is not None and self._migration.is_alive():
                 self._progress["again"] = True
+                if kick:
+                    self._kick.set()
                 return
             self._progress.update(running=True, again=False)
             self._migration = threading.Thread(target=self._migrate, name="memory-embedding", daemon=True)
             self._migration.start()
 
     def _migrate(self) -> None:
+        """The background thread: re-embeds scopes whose model changed and fills queued vectors, trying again
+        after a failure (waits doubling up to EMBED_RETRY_MAX_S) until all is done or memory closes."""
+        fresh: dict[Path, dict[str, np.ndarray]] = {}  # vectors already computed, kept across retries
+        failures = 0
         try:
-            while True:
-                target = self.embedder
-                if target is None:
-                    break
-                folders = {Scope.parse(s) for s in self.scopes_on_disk()}
-                base = self.root / "index"
-                for kind_dir in ("public", "private", "agent"):
-                    if (base / kind_dir).exists():
-                        for meta in (base / kind_dir).rglob("meta.db"):
-                            try:
-                                folders.add(Scope.parse(str(meta.parent.relative_to(base))))
-                            except ValueError:
-                                continue
-                todo = []
-                for sc in sorted(folders, key=str):
-                    if self._migration_stop.is_set():
+            while not self._migration_stop.is_set():
+                self._kick.clear()
+                try:
+                    if not self._embed_pass(fresh):
                         return
-                    idx = self.index(sc)
-                    if idx.embedder is None or idx.embedder.name != target.name:
-                        todo.append(idx)
-                total = sum(i.count() for i in todo)
-                done = 0
-                if todo:
+                except Exception as exc:  # a model that fails mid-way: say so; search keeps the vectors it has
+                    failures += 1
+                    wait = min(EMBED_RETRY_MAX_S, EMBED_RETRY_S * 2 ** (failures - 1))
                     with self._lock:
-                        self._progress.update(model=target.name, done=0, total=total)
-                for idx in todo:
-                    base_done = done
-
-                    def report(d: int, _t: int, base_done: int = base_done, total: int = total) -> None:
-                        with self._lock:
-                            self._progress["done"] = min(total, base_done + d)
-
-                    if not idx.switch_embedder(target, report, self._migration_stop.is_set):
-                        return
-                    done = base_done + idx.count()
+                        self._progress["error"] = (
+                            f"Memory could not get search vectors from {self._progress.get('model')}: {exc} Search "
+                            f"keeps working meanwhile (new items are found by their words); Hearth tries again in "
+                            f"{wait:g} s, or choose the model again in Settings → Models to retry now.")
+                    self._kick.wait(wait)
+                    continue
+                failures = 0
                 with self._lock:
-                    if todo:
-                        self._progress["done"] = total
-                    if target is self.embedder and not self._progress.get("again"):
+                    self._progress["error"] = ""
+                    if self.embedder is not None and not self._progress.get("again"):
                         break
                     self._progress["again"] = False
-        except Exception as exc:  # a model that fails mid-way: say so; search keeps the vectors it has
-            with self._lock:
-                self._progress["error"] = (f"Re-embedding memory with {self._progress.get('model')} stopped: {exc}. "
-                                           "Search keeps working with the vectors it has; choose the model again to retry.")
         finally:
             with self._lock:
                 self._progress["running"] = False
+
+    def _embed_pass(self, fresh: dict[Path, dict[str, np.ndarray]]) -> bool:
+        """One pass over every scope: switch the ones on another model, then fill queued vectors. False if
+        memory is closing (or the model was unset)."""
+        target = self.embedder
+        if target is None:
+            return False
+        folders = {Scope.parse(s) for s in self.scopes_on_disk()}
+        base = self.root / "index"
+        for kind_dir in ("public", "private", "agent"):
+            if (base / kind_dir).exists():
+                for meta in (base / kind_dir).rglob("meta.db"):
+                    try:
+                        folders.add(Scope.parse(str(meta.parent.relative_to(base))))
+                    except ValueError:
+                        continue
+        todo: list[tuple[ScopeIndex, Embedder]] = []
+        fills: list[tuple[ScopeIndex, int]] = []
+        for sc in sorted(folders, key=str):
+            if self._migration_stop.is_set():
+                return False
+            idx, want = self.index(sc), self.embedder_for(sc)
+            if want is None:
+                continue
+            if idx.embedder is None or idx.embedder.name != want.name:
+                todo.append((idx, want))
+                continue
+            idx.embedder = want  # the same model, perhaps reached with a new key
+            if is_remote(want) and (queued := idx.queued_count()):
+                fills.append((idx, queued))
+        total = sum(i.count() for i, _ in todo) + sum(n for _, n in fills)
+        done = 0
+        if total:
+            with self._lock:
+                self._progress.update(model=target.name, done=0, total=total)
+        for idx, want in todo:
+            base_done = done
+
+            def report(d: int, _t: int, base_done: int = base_done, total: int = total) -> None:
+                with self._lock:
+                    self._progress["done"] = min(total, base_done + d)
+
+            if not idx.switch_embedder(want, report, self._migration_stop.is_set, fresh.setdefault(idx.folder, {})):
+                return False
+            fresh.pop(idx.folder, None)
+            done = base_done + idx.count()
+            if is_remote(want) and idx.queued_count():  # added while it ran: queued for this model
+                fills.append((idx, 0))
+        for idx, _ in fills:
+            assert idx.embedder is not None
+            while not self._migration_stop.is_set():
+                rows = idx.queued(EMBED_BATCH)
+                if not rows:
+                    break
+                idx.fill([i for i, _ in rows], idx.embedder.embed([t for _, t in rows]))
+                done += len(rows)
+                total = max(total, done)
+                with self._lock:
+                    self._progress.update(done=done, total=total)
+        with self._lock:
+            if total:
+                self._progress["done"] = total
+        return not self._migration_stop.is_set()
+
+    def _query_vector(self, emb: Embedder, query: str) -> np.ndarray | None:
+        """The question's vector, or None: a remote model that fails, is known to be failing, or takes longer
+        than QUERY_EMBED_TIMEOUT_S leaves search to rank by keywords (it never raises for that)."""
+        if not is_remote(emb):
+            return emb.embed([query])[0]
+        if self._progress.get("error"):
+            return None
+        try:
+            got = emb.embed([query], timeout=QUERY_EMBED_TIMEOUT_S)  # type: ignore[call-arg]
+            return checked_vectors(emb.name, got, 1)[0]
+        except Exception:  # noqa: BLE001 - any failure of the model: keywords still answer
+            return None
 
     def _repair(self, sc: Scope, idx: ScopeIndex) -> None:
         """Brings an index in line with the catalog (e.g. after a crash between the two)."""
@@ -395,7 +481,13 @@ class Memory:
                 idx = self.index(sc)
                 idx.add(ds)
                 idx.commit()
+                self._added(idx)
             return out
+
+    def _added(self, idx: ScopeIndex) -> None:
+        """Documents were added to ``idx``: a remote model's vectors for them are filled in the background."""
+        if is_remote(idx.embedder):
+            self._start_migration()
 
     def remember(self, text: str, *, person: str, agent: str, scope: str, importance: float | None = None,
                  ts: float | None = None) -> str:
@@ -737,6 +829,7 @@ class Memory:
         idx.add([_page_doc(page)])
         if commit:
             idx.commit()
+        self._added(idx)
 
     def set_verified(self, scope: str, title_or_slug: str, verified: bool = True) -> Page:
         """A person marks a page verified (or not); agents then can only propose changes to it."""
@@ -802,6 +895,7 @@ class Memory:
         idx.remove([i for i in idx.all_ids() if i.startswith("page:")])
         idx.add([_page_doc(p) for p in pages])
         idx.commit()
+        self._added(idx)
         return errors
 
     def rebuild_index(self, scope: str) -> list[str]:
@@ -861,7 +955,7 @@ class Memory:
                 keep: Callable[[str], bool]) -> list[Hit]:
         """Every document of the given scopes scored at once (vectors are in memory; keywords come from
         bm25's top ``KEYWORD_POOL``), then the best ``k``. See the weights above for what counts."""
-        qvecs: dict[str, np.ndarray] = {}
+        qvecs: dict[str, np.ndarray | None] = {}
         words = set(query_terms(query)) | set(re.findall(r"[0-9a-zA-Z\u00C0-\u024F]+", query.lower()))
         parts: list[tuple[Scope, ScopeIndex, np.ndarray, np.ndarray, set[int]]] = []
         kw_best = 0.0
@@ -873,8 +967,9 @@ class Memory:
             emb = idx.embedder  # while re-embedding, a scope may still hold the previous model's vectors
             if emb is not None:
                 if emb.name not in qvecs:
-                    qvecs[emb.name] = emb.embed([query])[0]
-                sims = idx.similarities(qvecs[emb.name])
+                    qvecs[emb.name] = self._query_vector(emb, query)
+                q = qvecs[emb.name]
+                sims = idx.similarities(q) if q is not None else None
             n = len(idx.ids)
             if n == 0:
                 continue
@@ -903,6 +998,8 @@ class Memory:
             parts.append((idx_sc, idx, sims, kw, named))
         if not parts:
             return []
+        if mode == "meaning" and qvecs and all(v is None for v in qvecs.values()):
+            return self._keyword(terms, scs, k, keep)  # the question has no vector: keywords rank instead
         # Meaning is scaled between the best similarity and the MEANING_POOL-th best over all scopes.
         all_sims = np.concatenate([p[2] for p in parts])
         top = np.partition(all_sims, max(0, all_sims.size - MEANING_POOL))[max(0, all_sims.size - MEANING_POOL):]
@@ -980,6 +1077,7 @@ class Memory:
 
     def close(self) -> None:
         self._migration_stop.set()
+        self._kick.set()
         if self._migration is not None:
             self._migration.join()
         with self._lock:
@@ -998,10 +1096,11 @@ class Memory:
         self.close()
 
 
-def open_memory(path: str | Path, *, embedder: Embedder | str | None = "static") -> Memory:
+def open_memory(path: str | Path, *, embedder: Embedder | str | None = "static", only_for: str | None = None) -> Memory:
     """Opens (creating if needed) the memory stored in folder ``path``.
 
     ``embedder`` is ``"static"`` (fast WordLlama vectors, the default), ``"minilm"`` (MiniLM ONNX, better
-    meaning, slower to index), an Embedder object, or None for keyword-only search.
+    meaning, slower to index), an Embedder object, or None for keyword-only search; ``only_for`` limits it
+    to one person's scopes (see ``Memory.set_embedder``).
     """
-    return Memory(Path(path), embedder=embedder)
+    return Memory(Path(path), embedder=embedder, only_for=only_for)

@@ -193,15 +193,18 @@ def bounded_lines(resp: httpx.Response, route: Route) -> Iterator[str]:
 
 
 @contextmanager
-def open_stream(route: Route, url: str, headers: dict[str, str], body: dict[str, Any]) -> Iterator[httpx.Response]:
-    """POSTs and yields a streaming response with a 2xx status; raises ProviderError otherwise."""
+def open_stream(route: Route, url: str, headers: dict[str, str], body: dict[str, Any],
+                timeout: float | None = None) -> Iterator[httpx.Response]:
+    """POSTs and yields a streaming response with a 2xx status; raises ProviderError otherwise.
+    ``timeout`` (seconds) bounds each phase of this one request instead of the client's TIMEOUT."""
     check_address_allowed(url)
     payload = json.dumps(body).encode()
     attempt = 0
     while True:
         attempt += 1
         try:
-            req = client().build_request("POST", url, headers=headers, content=payload)
+            req = client().build_request("POST", url, headers=headers, content=payload,
+                                         timeout=httpx.Timeout(timeout) if timeout else httpx.USE_CLIENT_DEFAULT)
             resp = client().send(req, stream=True)
             break
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:

@@ -28,6 +28,7 @@ class Vendor:
     needs_key: bool = True
     local: bool = False
     notes: str = ""
+    embedding_model: str = ""  # for memory's search by meaning; "" when the vendor has no embeddings API
 
     @property
     def supports_tools(self) -> bool:
@@ -49,11 +50,11 @@ VENDORS: dict[str, Vendor] = {
     v.name: v
     for v in [
         Vendor("openai", "OpenAI", "openai", "https://api.openai.com/v1", "gpt-5-mini",
-               "https://platform.openai.com/api-keys"),
+               "https://platform.openai.com/api-keys", embedding_model="text-embedding-3-small"),
         Vendor("anthropic", "Anthropic", "anthropic", "https://api.anthropic.com/v1", "claude-sonnet-4-5",
                "https://console.anthropic.com/settings/keys"),
         Vendor("google", "Google Gemini", "gemini", "https://generativelanguage.googleapis.com/v1beta", "gemini-2.5-flash",
-               "https://aistudio.google.com/apikey"),
+               "https://aistudio.google.com/apikey", embedding_model="gemini-embedding-001"),
         Vendor("xai", "xAI Grok", "openai", "https://api.x.ai/v1", "grok-4",
                "https://console.x.ai"),
         Vendor("deepseek", "DeepSeek", "openai", "https://api.deepseek.com/v1", "deepseek-chat",
@@ -65,11 +66,11 @@ VENDORS: dict[str, Vendor] = {
         Vendor("groq", "Groq", "openai", "https://api.groq.com/openai/v1", "llama-3.3-70b-versatile",
                "https://console.groq.com/keys"),
         Vendor("qwen", "Qwen (Alibaba DashScope)", "openai", "https://dashscope-intl.aliyuncs.com/compatible-mode/v1",
-               "qwen-plus", "https://modelstudio.console.alibabacloud.com/?tab=playground#/api-key",
+               "qwen-plus", "https://modelstudio.console.alibabacloud.com/?tab=playground#/api-key", embedding_model="text-embedding-v4",
                notes="OpenAI-compatible mode; mainland-China accounts use https://dashscope.aliyuncs.com/compatible-mode/v1"),
         # Local OpenAI-compatible servers: no key, found by address (see discover_local).
         Vendor("ollama", "Ollama (this computer)", "openai", "http://127.0.0.1:11434/v1", "llama3.2",
-               needs_key=False, local=True, notes="`ollama pull MODEL` first"),
+               needs_key=False, local=True, notes="`ollama pull MODEL` first", embedding_model="nomic-embed-text"),
         Vendor("lmstudio", "LM Studio (this computer)", "openai", "http://127.0.0.1:1234/v1", "",
                needs_key=False, local=True, notes="start the server in LM Studio's Developer tab"),
         Vendor("llamacpp", "llama.cpp server (this computer)", "openai", "http://127.0.0.1:8080/v1", "",

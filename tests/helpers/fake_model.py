@@ -17,6 +17,13 @@ Wire formats, each built from the vendor's published documentation:
   with reason API_KEY_INVALID, as Google answers).
 GET {base_url}/models lists `models` in the wire's own shape (local-server discovery probes this).
 
+Embeddings: POST /v1/embeddings (openai: {"model", "input": [...]} -> {"object": "list", "data":
+[{"object": "embedding", "embedding": [...], "index": i}], "model", "usage"}) and POST
+/v1beta/models/{model}:batchEmbedContents (gemini: {"requests": [{"model", "content": {"parts": [{"text"}]}}]}
+-> {"embeddings": [{"values": [...]}]}). Vectors are a normalised hashed bag of words (with a few words
+sharing a concept, see CONCEPTS), so search by meaning works in tests. `embedded` records every input
+embedded (`embed_requests` the requests); `embed_fault` makes the endpoint fail: an Error, a Hang, or "wrong-dims", "nan", "wrong-count".
+
 Like the real APIs, every wire refuses (HTTP 400, before any model runs) a conversation whose tool
 calls and results do not pair: a call with no result right after it, or a result with no call
 before it. `pairing_errors` keeps the refusals, so a test or benchmark can count them.
@@ -192,6 +199,25 @@ _GOOGLE_STATUS = {
 }
 
 
+EMBED_DIM = 64
+# Words the fake embedding model treats as one concept, so a question can find a note by meaning alone.
+CONCEPTS = {"dentist": "tooth", "dental": "tooth", "teeth": "tooth", "tooth": "tooth", "doctor": "tooth",
+            "plumber": "pipe", "leak": "pipe", "pipes": "pipe", "pipe": "pipe", "sink": "pipe"}
+
+
+def fake_vector(text: str, dim: int = EMBED_DIM) -> list[float]:
+    """The fake embedding of a text: each word (or its concept) hashed to a dimension, then normalised."""
+    import hashlib
+    import math
+
+    vec = [0.0] * dim
+    for word in re.findall(r"[a-z0-9]+", text.lower()):
+        key = CONCEPTS.get(word, word)
+        vec[int(hashlib.sha256(key.encode()).hexdigest()[:8], 16) % dim] += 1.0
+    norm = math.sqrt(sum(v * v for v in vec)) or 1.0
+    return [v / norm for v in vec]
+
+
 class _QuietServer(ThreadingHTTPServer):
     """A client that hangs up (a test that stopped reading a broken stream) is not an error here."""
 
@@ -221,6 +247,10 @@ class FakeModelServer:
         self.requests: list[Request] = []
         self.signatures: list[str] = []  # gemini: thoughtSignatures handed out, in order
         self.pairing_errors: list[str] = []  # requests refused because tool calls and results did not pair
+        self.embedded: list[str] = []  # every text the embeddings endpoint received, in order
+        self.embed_requests: list[Request] = []  # the embedding requests answered (headers show the key sent)
+        self.embed_fault: Error | Hang | str | None = None  # see the module docstring
+        self.embed_delay_s = 0.0  # each embedding answer waits this long (to watch progress)
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -254,6 +284,8 @@ class FakeModelServer:
                 except json.JSONDecodeError:
                     body = {}
                 req = Request(self.path, {k.lower(): v for k, v in self.headers.items()}, body, fake.wire)
+                if re.search(r"(/embeddings|:batchEmbedContents)$", urlsplit(self.path).path):
+                    return fake._embeddings(self, req)
                 refusal = fake._refuse(req)
                 if refusal is not None:
                     return fake._send(self, *refusal)
@@ -329,6 +361,42 @@ class FakeModelServer:
         else:
             body = {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "fake"} for m in self.models]}
         self._send(h, 200, json.dumps(body).encode(), "application/json")
+
+    # -- embeddings
+    def _embeddings(self, h: BaseHTTPRequestHandler, req: Request) -> None:
+        gemini = self.wire == "gemini"
+        sent = req.headers.get("x-goog-api-key") if gemini else (req.headers.get("authorization") or "").removeprefix("Bearer ")
+        if self.key and sent != self.key:
+            return self._send(h, *self._error_body(Error(401, "Incorrect API key provided")))
+        if gemini:
+            texts = ["".join(p.get("text", "") for p in (r.get("content") or {}).get("parts", []))
+                     for r in req.body.get("requests") or []]
+        else:
+            raw = req.body.get("input")
+            texts = [raw] if isinstance(raw, str) else list(raw or [])
+        if not texts or not all(isinstance(t, str) for t in texts):
+            return self._send(h, *self._error_body(Error(400, "'input' must be a string or a list of strings")))
+        fault = self.embed_fault
+        if isinstance(fault, Error | Hang):
+            return self._answer(h, req, fault)
+        if self.embed_delay_s:
+            time.sleep(self.embed_delay_s)
+        self.embedded.extend(texts)
+        self.embed_requests.append(req)
+        vecs = [fake_vector(t) for t in texts]
+        if fault == "wrong-dims":
+            vecs = [v[: 8 + n % 2] for n, v in enumerate(vecs)]
+        elif fault == "nan":
+            vecs = [[float("nan")] * len(v) for v in vecs]
+        elif fault == "wrong-count":
+            vecs = vecs[:-1]
+        if gemini:
+            body: dict[str, Any] = {"embeddings": [{"values": v} for v in vecs]}
+        else:
+            tokens = sum(len(t.split()) for t in texts)
+            body = {"object": "list", "data": [{"object": "embedding", "embedding": v, "index": i} for i, v in enumerate(vecs)],
+                    "model": req.body.get("model") or "fake-embed", "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
+        self._send(h, 200, json.dumps(body, allow_nan=True).encode(), "application/json")
 
     # -- answers
     def _error_body(self, e: Error) -> tuple[int, bytes, str, dict[str, str]]:

@@ -1,0 +1,197 @@
+"""A provider's embeddings for memory's search by meaning (issue 19), with the real provider code and the fake
+model's /v1/embeddings on 127.0.0.1: storing a source never waits on the network, its vector is queued and
+filled in the background (also after a restart, and again after the provider failed), search answers by
+keywords while the provider is down or slow, and an answer that would corrupt the index is refused."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from runtime_host.providers import Route
+from runtime_host.providers.embeddings import ProviderEmbedder
+from tests.helpers.fake_model import Error, FakeModelServer, Hang
+from wiki_engine import Item, open_memory
+from wiki_engine.embed import load_embedder
+from wiki_engine.index import ScopeIndex
+
+KEY = "sk-embed-0a1b2c3d4e5f6g7h"
+DENTIST = "Appointment with the dentist on Friday at nine."
+
+
+def provider(fake: FakeModelServer, key: str | None = KEY) -> ProviderEmbedder:
+    return ProviderEmbedder.for_route(Route("fake", "openai-compatible", fake.base_url, "fake-embed", key))
+
+
+def wait_until(cond: Callable[[], object], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def idle(mem: object) -> bool:
+    st = mem.embedding_status()  # type: ignore[attr-defined]
+    return not st["running"] and not st["error"]
+
+
+def stored_vectors(root: Path, scope: str) -> list[bytes | None]:
+    con = sqlite3.connect(str(root / "index" / scope / "meta.db"))
+    try:
+        return [r[0] for r in con.execute("SELECT vec FROM docs ORDER BY rowid")]
+    finally:
+        con.close()
+
+
+def test_a_source_stored_while_the_provider_is_down_is_found_by_words_at_once_and_by_meaning_once_it_is_back(
+        tmp_path: Path, fake_model: FakeModelServer) -> None:
+    fake_model.embed_fault = Error(500, "overloaded")
+    mem = open_memory(tmp_path / "memory", embedder=provider(fake_model))
+    try:
+        started = time.monotonic()
+        sid = mem.add_source(DENTIST, scope="private/me")
+        mem.add_source("Bought bread and milk at the market.", scope="private/me")
+        assert time.monotonic() - started < 2  # storing did not wait on the provider
+        assert [h.id for h in mem.search("dentist", scopes=["private/me"], k=1)] == [sid]
+        wait_until(lambda: mem.embedding_status()["error"])
+        st = mem.embedding_status()
+        assert "HTTP 500" in st["error"] and "tries again" in st["error"] and st["running"], st
+        assert st["done"] < st["total"] == 2
+        # Nothing shares a word with "tooth": without vectors, search by meaning cannot find the dentist yet.
+        assert sid not in [h.id for h in mem.search("tooth", scopes=["private/me"], k=2, mode="meaning")]
+        fake_model.embed_fault = None
+        wait_until(lambda: idle(mem))
+        assert mem.embedding_status()["done"] == mem.embedding_status()["total"]
+        assert mem.search("tooth", scopes=["private/me"], k=1, mode="meaning")[0].id == sid
+        assert DENTIST in fake_model.embedded
+        assert all(r.headers["authorization"] == f"Bearer {KEY}" for r in fake_model.embed_requests)
+    finally:
+        mem.close()
+
+
+def test_vectors_still_queued_when_memory_closed_are_filled_after_it_opens_again(
+        tmp_path: Path, fake_model: FakeModelServer) -> None:
+    fake_model.embed_fault = Error(503, "maintenance")
+    mem = open_memory(tmp_path / "memory", embedder=provider(fake_model))
+    sid = mem.add_source(DENTIST, scope="private/me")
+    mem.add_items([Item(text=f"Shopping list {n}: bread and {n} apples.", scope="agent/me/helper", ts=1.7e9 + n)
+                   for n in range(100)])
+    wait_until(lambda: mem.embedding_status()["error"])
+    mem.close()
+    assert stored_vectors(tmp_path / "memory", "private/me") == [None]
+
+    fake_model.embed_fault = None
+    mem = open_memory(tmp_path / "memory", embedder=provider(fake_model))  # a new process would build a new one
+    try:
+        wait_until(lambda: idle(mem) and mem.embedding_status()["done"] == 101)
+        assert all(v is not None for v in stored_vectors(tmp_path / "memory", "agent/me/helper"))
+        assert mem.search("tooth", scopes=["private/me"], k=1, mode="meaning")[0].id == sid
+        sizes = {len(r.body["input"]) for r in fake_model.embed_requests}
+        assert max(sizes) <= 64  # batches, not one request per text nor one huge one
+    finally:
+        mem.close()
+
+
+@pytest.mark.parametrize("fault", [Error(500, "boom"), Hang(8)], ids=["error", "hang"])
+def test_a_question_the_provider_cannot_embed_is_answered_by_keywords(
+        tmp_path: Path, fake_model: FakeModelServer, fault: Error | Hang) -> None:
+    mem = open_memory(tmp_path / "memory", embedder=provider(fake_model))
+    try:
+        sid = mem.add_source(DENTIST, scope="private/me")
+        mem.add_source("The plumber fixed the kitchen sink.", scope="private/me")
+        wait_until(lambda: idle(mem))
+        fake_model.embed_fault = fault
+        for mode in ("hybrid", "meaning"):
+            started = time.monotonic()
+            hits = mem.search("dentist appointment", scopes=["private/me"], k=2, mode=mode)
+            assert time.monotonic() - started < 6  # ~3 s at most for the question's vector, then keywords
+            assert hits[0].id == sid
+    finally:
+        mem.close()
+
+
+def test_static_to_a_provider_and_back_reembeds_with_progress(tmp_path: Path, fake_model: FakeModelServer) -> None:
+    root = tmp_path / "memory"
+    mem = open_memory(root, embedder="static")
+    try:
+        sid = mem.add_source(DENTIST, scope="private/me")
+        mem.add_items([Item(text=f"Note {n}: the bus leaves at {n} past.", scope="private/me", ts=1.7e9 + n)
+                       for n in range(150)])
+        static = load_embedder("static")
+        fake_model.embed_delay_s = 0.3
+        emb = provider(fake_model)
+        mem.set_embedder(emb, only_for="me")
+        seen = set()
+        while mem.embedding_status()["running"]:
+            st = mem.embedding_status()
+            seen.add((st["done"], st["total"]))
+            # Meanwhile search answers on the static vectors.
+            assert mem.search("dentist", scopes=["private/me"], k=1)[0].id == sid
+            time.sleep(0.05)
+        st = mem.embedding_status()
+        assert st == {**st, "model": emb.name, "done": 151, "total": 151, "error": ""}
+        assert any(0 < d < t for d, t in seen), seen  # progress was visible on the way
+        assert ScopeIndex.stored_embedder(root / "index" / "private" / "me") == emb.name == "provider:fake/fake-embed"
+        assert mem.index("private/me").vecs.shape[1] == 64  # the size came from the first answer
+        assert mem.search("tooth", scopes=["private/me"], k=1, mode="meaning")[0].id == sid
+        fake_model.embed_delay_s = 0.0
+
+        asked = len(fake_model.embedded)
+        mem.set_embedder("static")
+        assert mem.wait_for_embedding(60)
+        assert mem.embedding_status()["done"] == 151 and not mem.embedding_status()["error"]
+        assert ScopeIndex.stored_embedder(root / "index" / "private" / "me") == static.name
+        assert mem.index("private/me").vecs.shape[1] == 256
+        assert len(fake_model.embedded) == asked  # the provider is not asked anything any more
+        assert mem.search("dentist", scopes=["private/me"], k=1)[0].id == sid
+    finally:
+        mem.close()
+
+
+@pytest.mark.parametrize("fault", ["wrong-dims", "nan", "wrong-count"])
+def test_a_hostile_provider_never_corrupts_the_index(tmp_path: Path, fake_model: FakeModelServer, fault: str) -> None:
+    root = tmp_path / "memory"
+    mem = open_memory(root, embedder=provider(fake_model))
+    try:
+        first = mem.add_source("The plumber fixed the kitchen sink.", scope="private/me")
+        wait_until(lambda: idle(mem))
+        fake_model.embed_fault = fault
+        sid = mem.add_source(DENTIST, scope="private/me")
+        mem.add_source("Bought bread and milk at the market.", scope="private/me")
+        wait_until(lambda: mem.embedding_status()["error"])
+        err = mem.embedding_status()["error"]
+        assert "embedding model" in err and "Settings → Models" in err, err
+        vecs = stored_vectors(root, "private/me")
+        assert vecs[0] is not None and vecs[1:] == [None, None]  # nothing of the bad answer was stored
+        good = np.frombuffer(vecs[0], dtype=np.float32)
+        assert good.shape == (64,) and np.isfinite(good).all()
+        assert np.isfinite(mem.index("private/me").vecs).all()
+        assert [h.id for h in mem.search("dentist", scopes=["private/me"], k=1)] == [sid]
+        assert mem.search("sink leak", scopes=["private/me"], k=1, mode="meaning")[0].id == first
+    finally:
+        mem.close()
+
+
+def test_a_refused_key_is_reported_with_what_to_do_and_without_the_key(tmp_path: Path, fake_model: FakeModelServer) -> None:
+    from vault import remember_secret
+
+    old = "sk-old-revoked-9z8y7x6w"
+    remember_secret(old)
+    fake_model.key = KEY
+    mem = open_memory(tmp_path / "memory", embedder=provider(fake_model, key=old))
+    try:
+        sid = mem.add_source(DENTIST, scope="private/me")
+        wait_until(lambda: mem.embedding_status()["error"])
+        err = mem.embedding_status()["error"]
+        assert "refused the key" in err and "Settings → Providers" in err and old not in err, err
+        assert mem.search("dentist", scopes=["private/me"], k=1)[0].id == sid
+        mem.set_embedder(provider(fake_model))  # the new key: the same model, retried at once
+        wait_until(lambda: idle(mem), 10)
+        assert mem.search("tooth", scopes=["private/me"], k=1, mode="meaning")[0].id == sid
+    finally:
+        mem.close()
