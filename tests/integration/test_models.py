@@ -137,3 +137,38 @@ def test_choosing_the_embedding_model_reembeds_memory_with_progress_on_the_cli(h
             await pod.close()
 
     asyncio.run(check())
+
+
+def test_choosing_a_providers_embeddings_on_the_cli_reembeds_with_progress(home, fake_model, secure_keyring) -> None:
+    from tests.integration.test_cli import KEY, setup_agent
+
+    setup_agent(home, fake_model.base_url)
+
+    async def seed() -> None:
+        pod = Pod(home).first_person()
+        try:
+            for n in range(40):
+                pod.memory.add_source(f"Note {n}: the plumber comes on day {n}.", scope=f"private/{pod.person.id}")
+        finally:
+            await pod.close()
+
+    asyncio.run(seed())
+    r = cli(home, "models", "set", "embedding", "fake/fake-embed")
+    assert r.returncode == 0, r.stderr
+    assert "Re-embedding memory with provider:fake/fake-embed:" in r.stdout and "40/40" in r.stdout, r.stdout
+    assert "now uses provider:fake/fake-embed (40 items re-embedded)" in r.stdout
+    assert len(fake_model.embedded) == 40 and KEY not in r.stdout + r.stderr
+    assert {q.headers["authorization"] for q in fake_model.embed_requests} == {f"Bearer {KEY}"}
+    info = json.loads(cli(home, "models", "--json").stdout)
+    assert info["roles"]["embedding"] == {"provider": "fake", "model": "fake-embed", "source": "set"}
+
+    # A provider down: the choice is kept, the CLI says what happened and that Hearth tries again.
+    fake_model.embed_fault = Error(500, "down")
+    r = cli(home, "models", "set", "embedding", "fake/fake-embed-2")
+    assert r.returncode == 0 and "HTTP 500" in r.stderr and "tries again" in r.stderr, r.stderr
+
+    # A provider without an embeddings API is refused with what to choose instead.
+    r = cli(home, "provider", "add", "claude", "--kind", "anthropic", "--base-url", fake_model.base_url, "--no-check")
+    assert r.returncode == 0, r.stderr
+    bad = cli(home, "models", "set", "embedding", "claude/claude-x")
+    assert bad.returncode == 2 and "no embeddings API" in bad.stderr and "local/static" in bad.stderr, bad.stderr

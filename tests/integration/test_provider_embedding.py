@@ -195,3 +195,20 @@ def test_a_refused_key_is_reported_with_what_to_do_and_without_the_key(tmp_path:
         assert mem.search("tooth", scopes=["private/me"], k=1, mode="meaning")[0].id == sid
     finally:
         mem.close()
+
+
+def test_gemini_embeddings_speak_batch_embed_contents_and_anthropic_says_it_has_none() -> None:
+    from runtime_host.providers import ProviderError
+    from tests.helpers.fake_model import fake_vector
+
+    with FakeModelServer(wire="gemini", key=KEY) as srv:
+        emb = ProviderEmbedder.for_route(Route("google", "gemini", srv.base_url, "gemini-embedding-001", KEY))
+        got = emb.embed([DENTIST, "tooth"])
+        assert got.shape == (2, 64) and emb.dim == 64 and emb.name == "provider:google/gemini-embedding-001"
+        assert np.allclose(got[0], fake_vector(DENTIST), atol=1e-6)
+        req = srv.embed_requests[0]
+        assert req.path.endswith("/models/gemini-embedding-001:batchEmbedContents") and req.headers["x-goog-api-key"] == KEY
+        assert KEY not in req.path
+    none = ProviderEmbedder.for_route(Route("claude", "anthropic", "http://127.0.0.1:9/v1", "claude-x", KEY))
+    with pytest.raises(ProviderError, match="no embeddings API"):
+        none.embed(["hello"])

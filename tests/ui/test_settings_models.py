@@ -43,3 +43,38 @@ def test_choosing_minilm_for_search_reembeds_memory_with_visible_progress(qtbot,
     assert ui_pod.memory.index(scope).vecs.shape[1] == 384
     hits = qloop.run(ui_pod.memory_search("when do I see the tooth doctor", k=1))
     assert hits[0].id == target
+
+
+def test_a_providers_embeddings_can_be_chosen_for_search_and_memory_is_reembedded(qtbot, qloop, ui_pod, fake_model) -> None:
+    from tests.helpers.fake_model import Error
+    from wiki_engine import Item
+
+    scope = f"private/{ui_pod.person.id}"
+    dentist = "Appointment with the dentist on Friday at nine."
+    target = ui_pod.memory.add_source(dentist, scope=scope)
+    ui_pod.memory.add_items([Item(text=f"Shopping list {n}: bread and {n} apples.", scope=scope, ts=1.7e9 + n)
+                             for n in range(100)])
+    ui_pod.add_provider("claude", kind="anthropic", base_url=fake_model.base_url, model="claude-x")
+    dlg = SettingsDialog(ui_pod)
+    qtbot.addWidget(dlg)
+    page = dlg.models
+    combo = page.combos["embedding"]
+    refs = [combo.itemData(i) for i in range(combo.count())]
+    assert refs[1:] == ["local/static", "local/minilm", "fake/fake-1"]  # no embeddings API at Anthropic
+    i = combo.findData("fake/fake-1")
+    assert "fake — fake-1" in combo.itemText(i) and "sent to fake" in combo.itemText(i)
+    combo.setCurrentIndex(i)
+    combo.activated.emit(i)
+    assert "now uses fake/fake-1" in page.message.text()
+    qtbot.waitUntil(lambda: "Memory is re-embedded: 101 items" in page.embedding_progress.text(), timeout=60_000)
+    assert ui_pod.models()["roles"]["embedding"] == {"provider": "fake", "model": "fake-1", "source": "set"}
+    assert dentist in fake_model.embedded
+    hits = qloop.run(ui_pod.memory_search("tooth", k=1, mode="meaning"))
+    assert hits[0].id == target  # found by meaning alone, on the provider's vectors
+
+    # The provider goes down: a new note is stored and found at once, and the page says what happened.
+    fake_model.embed_fault = Error(500, "down")
+    later = ui_pod.memory.add_source("The plumber comes on Tuesday.", scope=scope)
+    qtbot.waitUntil(lambda: "HTTP 500" in page.embedding_progress.text(), timeout=30_000)
+    assert "tries again" in page.embedding_progress.text()
+    assert qloop.run(ui_pod.memory_search("plumber", k=1))[0].id == later

@@ -1,0 +1,67 @@
+"""Memory's embedding role follows the first person; when they choose a provider's embeddings, that provider
+(reached with their key) embeds only their own private and agent notes. Bob's notes, his agent's notes, the
+shared public memory and Bob's questions never reach it: those scopes keep the local model."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from tests.helpers.fake_model import FakeModelServer
+from tests.people.conftest import BOB_KEY, ME_KEY
+from wiki_engine.embed import load_embedder
+
+
+async def settled(me: Any) -> None:
+    deadline = time.monotonic() + 30
+    while True:
+        st = me.embedding_status()
+        if st is not None and not st["running"]:
+            assert not st["error"], st["error"]
+            return
+        assert time.monotonic() < deadline, st
+        await asyncio.sleep(0.05)
+
+
+async def test_a_providers_embeddings_never_see_another_persons_or_shared_memory(two: Any, fake_model: FakeModelServer) -> None:
+    me, bob = two
+    mem = me.memory
+    bob_helper = bob.list_agents()[0]["id"]
+    bobs = ["Bob's safe code is 4711, behind the dentist poster.", "Note for Bob: his dentist is Dr. Zanzibar."]
+    public = "Everyone: the office dentist visit is on Monday."
+    mine = "Appointment with the dentist on Friday at nine."
+    mem.add_source(bobs[0], scope=f"private/{bob.person.id}")
+    mem.add_source(bobs[1], scope=f"agent/{bob.person.id}/{bob_helper}")
+    mem.add_source(public, scope="public")
+    mine_id = mem.add_source(mine, scope=f"private/{me.person.id}")
+
+    me.set_role_model("embedding", "fake/fake-embed")
+    await settled(me)
+    later = "Bob's spare key is under the third flowerpot."
+    mem.add_source(later, scope=f"private/{bob.person.id}")
+    mem.add_source("Me again: the dentist moved to Saturday.", scope=f"private/{me.person.id}")
+    await settled(me)
+
+    # Bob's memory still works by words and by (local) meaning; his question goes nowhere.
+    hits = await bob.memory_search("Where is the safe code hidden behind the poster?", k=3)
+    assert bobs[0] in [h.snippet for h in hits]
+    assert mem.index(f"private/{bob.person.id}").embedder.name == load_embedder("static").name
+    assert mem.index("public").embedder.name == load_embedder("static").name
+    # Mine are on the provider's vectors: a question with no shared word finds my note.
+    hits = await me.memory_search("tooth", k=3, mode="meaning")
+    assert mine_id in [h.id for h in hits]
+
+    sent = " ".join(fake_model.embedded)
+    assert mine in fake_model.embedded and "tooth" in fake_model.embedded
+    for text in [*bobs, later, public, "safe code"]:
+        assert text not in sent, f"{text!r} was sent to the first person's provider"
+    assert {r.headers["authorization"] for r in fake_model.embed_requests} == {f"Bearer {ME_KEY}"}
+
+    # Bob choosing a model for himself does not change the shared index, nor send anything with his key.
+    asked = len(fake_model.embed_requests)
+    bob.set_role_model("embedding", "fake/bob-embed")
+    mem.add_source("Bob: the boiler service is in June.", scope=f"private/{bob.person.id}")
+    await settled(me)
+    assert all(r.headers["authorization"] != f"Bearer {BOB_KEY}" for r in fake_model.embed_requests[asked:])
+    assert all(r.body["model"] == "fake-embed" for r in fake_model.embed_requests)
