@@ -230,6 +230,8 @@ class Memory:
                 if stale and kind_of(stored) is not None:
                     # Vectors of another local model: search with them until the background pass re-embeds.
                     use = load_embedder(kind_of(stored) or "")
+                elif stale and not is_remote(use):
+                    use = None  # a provider's vectors, unusable without it: keywords until the background pass re-embeds
                 idx = ScopeIndex(folder, use)
                 self._indexes[sc] = idx
                 self._repair(sc, idx)
@@ -1079,7 +1081,8 @@ class Memory:
         self._migration_stop.set()
         self._kick.set()
         if self._migration is not None:
-            self._migration.join()
+            # A provider's request in flight is not waited for: what it answers after this is not stored.
+            self._migration.join(timeout=5.0)
         with self._lock:
             if self._closed:
                 return

@@ -15,7 +15,7 @@ import pytest
 
 from runtime_host.providers import Route
 from runtime_host.providers.embeddings import ProviderEmbedder
-from tests.helpers.fake_model import Error, FakeModelServer, Hang
+from tests.helpers.fake_model import Error, FakeModelServer, Hang, fake_vector
 from wiki_engine import Item, open_memory
 from wiki_engine.embed import load_embedder
 from wiki_engine.index import ScopeIndex
@@ -96,6 +96,20 @@ def test_vectors_still_queued_when_memory_closed_are_filled_after_it_opens_again
     finally:
         mem.close()
 
+    # Opened on the local model instead: it opens at once (keywords) and re-embeds behind, asking the provider nothing.
+    asked = len(fake_model.embed_requests)
+    started = time.monotonic()
+    mem = open_memory(tmp_path / "memory", embedder="static")
+    try:
+        assert mem.search("dentist", scopes=["private/me"], k=1)[0].id == sid
+        assert time.monotonic() - started < 5
+        assert mem.wait_for_embedding(60) and not mem.embedding_status()["error"]
+        assert ScopeIndex.stored_embedder(tmp_path / "memory" / "index" / "private" / "me") == load_embedder("static").name
+        assert mem.index("agent/me/helper").vecs.shape == (100, 256)
+        assert len(fake_model.embed_requests) == asked
+    finally:
+        mem.close()
+
 
 @pytest.mark.parametrize("fault", [Error(500, "boom"), Hang(8)], ids=["error", "hang"])
 def test_a_question_the_provider_cannot_embed_is_answered_by_keywords(
@@ -170,7 +184,10 @@ def test_a_hostile_provider_never_corrupts_the_index(tmp_path: Path, fake_model:
         assert vecs[0] is not None and vecs[1:] == [None, None]  # nothing of the bad answer was stored
         good = np.frombuffer(vecs[0], dtype=np.float32)
         assert good.shape == (64,) and np.isfinite(good).all()
-        assert np.isfinite(mem.index("private/me").vecs).all()
+        idx = mem.index("private/me")
+        assert np.isfinite(idx.vecs).all()
+        sims = idx.similarities(np.asarray(fake_vector(DENTIST), dtype=np.float32))
+        assert sims is not None and sims[idx.row[sid]] == 0.0  # a queued document counts as unrelated, not noise
         assert [h.id for h in mem.search("dentist", scopes=["private/me"], k=1)] == [sid]
         assert mem.search("sink leak", scopes=["private/me"], k=1, mode="meaning")[0].id == first
     finally:
@@ -199,7 +216,6 @@ def test_a_refused_key_is_reported_with_what_to_do_and_without_the_key(tmp_path:
 
 def test_gemini_embeddings_speak_batch_embed_contents_and_anthropic_says_it_has_none() -> None:
     from runtime_host.providers import ProviderError
-    from tests.helpers.fake_model import fake_vector
 
     with FakeModelServer(wire="gemini", key=KEY) as srv:
         emb = ProviderEmbedder.for_route(Route("google", "gemini", srv.base_url, "gemini-embedding-001", KEY))
