@@ -49,6 +49,15 @@ def speaker_of(body: str) -> str:
     return m.group(1).lower() if m else ""
 
 
+_TRAILING_ASIDE = re.compile(r"(\s*\[[^\]]*\]\s*)+$")
+
+
+def asks(body: str) -> bool:
+    """Whether a chat-like source ends by asking something (its last sentence is a question): the source
+    said next is then likely the answer, which holds the facts the question's words point to."""
+    return _TRAILING_ASIDE.sub("", body).rstrip().endswith("?")
+
+
 def date_words(ts: float) -> str:
     """A source's date as people say it in questions: "Monday 8 May 2023"."""
     try:
@@ -108,7 +117,7 @@ class ScopeIndex:
         self._dirty = False
         self._version = 0
         self._groups: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None = None
-        self._pending: list[tuple[str, float, float, np.ndarray | None, bool, str]] = []
+        self._pending: list[tuple[str, float, float, np.ndarray | None, bool, str, bool]] = []
         if stale:
             self._rebuild_keywords()
         self._load_vectors(force=stale)
@@ -306,6 +315,7 @@ class ScopeIndex:
         blobs: list[bytes] = []
         kinds: list[bool] = []
         spk: list[str] = []
+        ask: list[bool] = []
         for i, k, b, t, im, v in self.meta.execute("SELECT id, kind, body, ts, importance, vec FROM docs"):
             ids.append(i)
             ts.append(t)
@@ -313,12 +323,14 @@ class ScopeIndex:
             blobs.append(v or b"")
             kinds.append(k != "page")
             spk.append(speaker_of(b) if k != "page" else "")
+            ask.append(k != "page" and asks(b))
         self.ids = ids
         self.row = {i: n for n, i in enumerate(ids)}
         self.ts = np.asarray(ts, dtype=np.float64)
         self.imp = np.asarray(imp, dtype=np.float32)
         self.alive = np.ones(len(ids), dtype=bool)
         self.is_source = np.asarray(kinds, dtype=bool)
+        self.asks = np.asarray(ask, dtype=bool)
         self.speakers: dict[str, int] = {}
         self.spk = np.asarray([self._speaker_id(x) for x in spk], dtype=np.int32)
         dim = self.embedder.dim if self.embedder else 0
@@ -403,7 +415,7 @@ class ScopeIndex:
                     if d.title:
                         titles.append((d.title, d.id, d.kind))
                     self._pending.append((d.id, d.ts, -1.0 if d.importance is None else d.importance, v, d.kind != "page",
-                                          speaker_of(d.body) if d.kind != "page" else ""))
+                                          speaker_of(d.body) if d.kind != "page" else "", d.kind != "page" and asks(d.body)))
                     self.row[d.id] = -1  # placeholder until pending rows are merged
                 self.meta.executemany(
                     "INSERT OR REPLACE INTO docs (id, kind, title, body, ts, importance, vec, ctx) VALUES (?,?,?,?,?,?,?,?)", rows)
@@ -462,6 +474,7 @@ class ScopeIndex:
         self.alive = np.concatenate([self.alive, np.ones(len(new_ids), dtype=bool)])
         self.is_source = np.concatenate([self.is_source, np.asarray([p[4] for p in self._pending], dtype=bool)])
         self.spk = np.concatenate([self.spk, np.asarray([self._speaker_id(p[5]) for p in self._pending], dtype=np.int32)])
+        self.asks = np.concatenate([self.asks, np.asarray([p[6] for p in self._pending], dtype=bool)])
         if dim:
             add = np.stack([p[3] if p[3] is not None else np.zeros(dim, np.float32) for p in self._pending])
             self.vecs = np.concatenate([self.vecs, add.astype(np.float32)])
@@ -477,7 +490,7 @@ class ScopeIndex:
         self.ids = [self.ids[k] for k in keep]
         self.row = {i: n for n, i in enumerate(self.ids)}
         self.ts, self.imp, self.vecs = self.ts[keep], self.imp[keep], self.vecs[keep]
-        self.is_source, self.spk = self.is_source[keep], self.spk[keep]
+        self.is_source, self.spk, self.asks = self.is_source[keep], self.spk[keep], self.asks[keep]
         self.alive = np.ones(len(self.ids), dtype=bool)
         self._version += 1
 
@@ -492,6 +505,7 @@ class ScopeIndex:
             self.alive = np.zeros(0, bool)
             self.is_source = np.zeros(0, bool)
             self.spk = np.zeros(0, np.int32)
+            self.asks = np.zeros(0, bool)
             self.vecs = np.zeros((0, self.vecs.shape[1]), np.float32)
             self._pending = []
             self._version += 1
@@ -578,19 +592,22 @@ class ScopeIndex:
             out[order] = np.repeat(best, lengths)
         return out
 
-    def neighbour_sum(self, scores: np.ndarray) -> np.ndarray:
-        """For each source row, the scores of the sources just before and after it in its conversation."""
+    def neighbours(self, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For each source row: the score of the source said just before it in its conversation, the score of
+        the one said just after, and whether the one before ended by asking something (0 / False if none)."""
         order, starts, _ = self._conversations()
-        out = np.zeros_like(scores)
+        before, after = np.zeros_like(scores), np.zeros_like(scores)
+        asked = np.zeros(scores.shape, dtype=bool)
         if order.size > 1:
             s = scores[order]
             same = np.ones(order.size - 1, dtype=bool)
             same[starts[1:] - 1] = False  # the last of one conversation and the first of the next
-            add = np.zeros_like(s)
-            add[1:] += np.where(same, s[:-1], 0.0)
-            add[:-1] += np.where(same, s[1:], 0.0)
-            out[order] = add
-        return out
+            b, a, q = np.zeros_like(s), np.zeros_like(s), np.zeros(s.shape, dtype=bool)
+            b[1:] = np.where(same, s[:-1], 0.0)
+            a[:-1] = np.where(same, s[1:], 0.0)
+            q[1:] = self.asks[order[:-1]] & same
+            before[order], after[order], asked[order] = b, a, q
+        return before, after, asked
 
     def speakers_named(self, words: set[str]) -> set[int]:
         """Ids of this scope's speakers whose every name word is among ``words``."""

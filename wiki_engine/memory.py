@@ -113,13 +113,16 @@ class Quarantined:
 
 # Ranked-path weights. Keywords (bm25, scaled by the best score) and meaning (cosine, scaled between the
 # best and the MEANING_POOL-th best) carry the ranking; a source also gains a share of the scores of the sources
-# said just before and after it and of the best score in its conversation, a speaker named in the question counts for more, and importance and recency only break
-# near-ties, so an old fact said once still ranks by what it says. Set with cross-validation on LoCoMo's
+# said just before and after it and of the best score in its conversation, a turn that asks a question gives way
+# to the turn that answers it (which gains a further share of the question's score), a speaker named in the
+# question counts for more, and importance and recency only break near-ties, so an old fact said once still ranks by what it says. Set with cross-validation on LoCoMo's
 # dev conversations (tuned on four, tested on the fifth), nothing tuned to names or ids.
 W_KEYWORDS = 0.63
 W_MEANING = 0.27
 W_NEIGHBOURS = 0.2
 W_CONVERSATION = 0.3
+W_ANSWER = 0.3
+ASK_DISCOUNT = 0.45
 SPEAKER_BOOST = 0.5
 W_IMPORTANCE = 0.06
 W_RECENCY = 0.04
@@ -1015,7 +1018,11 @@ class Memory:
                 sem = np.clip((sims - lo) / (hi - lo), 0.0, None) if hi > lo else np.ones_like(sims, dtype=np.float64)
                 kwn = kw / kw_best if kw_best > 0 else kw
                 score = W_KEYWORDS * kwn + W_MEANING * sem
-                score = score + W_NEIGHBOURS * idx.neighbour_sum(score)
+                before, after, asked = idx.neighbours(score)
+                # The facts of a chat are in its answers: a turn that ends by asking counts for less, and the turn
+                # that answers it gains a share of the question's score on top of its neighbours' share.
+                score = (score + W_NEIGHBOURS * (before + after) + W_ANSWER * np.where(asked, before, 0.0)) \
+                    * np.where(idx.asks, 1.0 - ASK_DISCOUNT, 1.0)
                 score = score + W_CONVERSATION * idx.conversation_max(score)
                 if named:
                     by_named = np.zeros(idx.spk.shape, dtype=bool)

@@ -59,3 +59,22 @@ def test_an_old_fact_said_once_is_found_among_many_recent_ones(tmp_path: Path) -
         assert hits and hits[0].id == old, [h.snippet for h in hits]
     finally:
         mem.close()
+
+
+def _chat(mem: Memory, scope: str, start: float, lines: list[str]) -> list[str]:
+    """A chat stored one turn per source, a minute apart (one conversation)."""
+    return [mem.add_source(line, scope=scope, ts=start + 60 * n) for n, line in enumerate(lines)]
+
+
+def test_the_answer_to_a_question_comes_before_the_question(mem: Memory) -> None:
+    """In a chat the facts are in the reply: the turn that asked shares the query's words, the turn that
+    answered holds what the person wants to find."""
+    day = 86400.0
+    t0 = time.time() - 90 * day
+    _chat(mem, "private/alice", t0, ["Ben: Welcome back! How was the trip to the coast, what did you end up doing there?"])
+    answer = mem.add_source("Alice: Mostly kayaking around the cliffs, and one rainy afternoon in the lighthouse museum.",
+                            scope="private/alice", ts=t0 + 60)
+    _chat(mem, "private/alice", t0 + 30 * day, ["Ben: Are you planning another trip to the coast this year?",
+                                               "Alice: Maybe in the autumn, if work allows."])
+    hits = mem.search("What did I end up doing on the trip to the coast?", scopes=Viewer("alice"), k=3)
+    assert hits and hits[0].id == answer, [h.snippet for h in hits]
