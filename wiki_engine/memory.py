@@ -308,7 +308,12 @@ class Memory:
                 except Exception as exc:  # a model that fails mid-way: say so; search keeps the vectors it has
                     failures += 1
                     wait = min(EMBED_RETRY_MAX_S, EMBED_RETRY_S * 2 ** (failures - 1))
+                    # Sources stored since the pass began wait too: the count a person sees includes them.
+                    queued = sum(idx.queued_count() for idx in list(self._indexes.values())
+                                 if idx.embedder is not None and is_remote(idx.embedder))
                     with self._lock:
+                        done = int(self._progress.get("done") or 0)
+                        self._progress["total"] = max(int(self._progress.get("total") or 0), done + queued)
                         self._progress["error"] = (
                             f"Memory could not get search vectors from {self._progress.get('model')}: {exc} Search "
                             f"keeps working meanwhile (new items are found by their words); Hearth tries again in "

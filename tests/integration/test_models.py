@@ -102,21 +102,23 @@ async def test_the_embedded_model_gets_no_tools_offered(home) -> None:
         await pod.close()
 
 
-def test_choosing_the_embedding_model_reembeds_memory_with_progress_on_the_cli(home) -> None:
-    from runtime_host.pod import Pod
-
+def seed_plumber_notes(home) -> None:
+    """40 notes in the first person's memory, embedded by the default (static) model."""
     async def seed() -> None:
         pod = Pod(home).first_person()
         try:
             assert pod.embedding_model() == "static"
-            mem = pod.memory
-            assert mem.embedder.name == "static-wordllama-l2supercat-256"
+            assert pod.memory.embedder.name == "static-wordllama-l2supercat-256"
             for n in range(40):
-                mem.add_source(f"Note {n}: the plumber comes on day {n}.", scope=f"private/{pod.person.id}")
+                pod.memory.add_source(f"Note {n}: the plumber comes on day {n}.", scope=f"private/{pod.person.id}")
         finally:
             await pod.close()
 
     asyncio.run(seed())
+
+
+def test_choosing_the_embedding_model_reembeds_memory_with_progress_on_the_cli(home) -> None:
+    seed_plumber_notes(home)
     r = cli(home, "models", "set", "embedding", "local/minilm")
     assert r.returncode == 0, r.stderr
     assert "Re-embedding memory with minilm-l6-v2-int8:" in r.stdout and "40/40" in r.stdout, r.stdout
@@ -143,16 +145,7 @@ def test_choosing_a_providers_embeddings_on_the_cli_reembeds_with_progress(home,
     from tests.integration.test_cli import KEY, setup_agent
 
     setup_agent(home, fake_model.base_url)
-
-    async def seed() -> None:
-        pod = Pod(home).first_person()
-        try:
-            for n in range(40):
-                pod.memory.add_source(f"Note {n}: the plumber comes on day {n}.", scope=f"private/{pod.person.id}")
-        finally:
-            await pod.close()
-
-    asyncio.run(seed())
+    seed_plumber_notes(home)
     r = cli(home, "models", "set", "embedding", "fake/fake-embed")
     assert r.returncode == 0, r.stderr
     assert "Re-embedding memory with provider:fake/fake-embed:" in r.stdout and "40/40" in r.stdout, r.stdout

@@ -58,7 +58,8 @@ def test_a_source_stored_while_the_provider_is_down_is_found_by_words_at_once_an
         mem.add_source("Bought bread and milk at the market.", scope="private/me")
         assert time.monotonic() - started < 2  # storing did not wait on the provider
         assert [h.id for h in mem.search("dentist", scopes=["private/me"], k=1)] == [sid]
-        wait_until(lambda: mem.embedding_status()["error"])
+        # Both wait, whichever the background pass had counted when the provider first failed.
+        wait_until(lambda: mem.embedding_status()["error"] and mem.embedding_status()["total"] == 2)
         st = mem.embedding_status()
         assert "HTTP 500" in st["error"] and "tries again" in st["error"] and st["running"], st
         assert st["done"] < st["total"] == 2
