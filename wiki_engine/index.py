@@ -58,6 +58,27 @@ def asks(body: str) -> bool:
     return _TRAILING_ASIDE.sub("", body).rstrip().endswith("?")
 
 
+# A text that says when something happened: relative days ("yesterday", "last week", "two years ago"), weekdays,
+# months and years. General English, nothing from any data set.
+_SAYS_WHEN = re.compile(
+    r"\b(yesterday|today|tonight|tomorrow|recently|ago)\b"
+    r"|\b(last|next|this|past|few|couple of) (days?|weeks?|weekend|months?|years?|night|morning|evening|summer|winter"
+    r"|spring|fall|autumn|monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b"
+    r"|\b(mondays?|tuesdays?|wednesdays?|thursdays?|fridays?|saturdays?|sundays?|january|february|march|april|june"
+    r"|july|august|september|october|november|december)\b|\bmay \d|\d may\b|\b(19|20)\d\d\b", re.I)
+_ASKS_WHEN = re.compile(r"^\W*when\b|\b(what|which) (year|month|day|date|time)\b|\bhow long ago\b", re.I)
+
+
+def says_when(body: str) -> bool:
+    """Whether a text says when something happened (a day, a month, a year, "last week", "yesterday")."""
+    return _SAYS_WHEN.search(body) is not None
+
+
+def asks_when(question: str) -> bool:
+    """Whether a question asks when something happened ("When did …", "What year …", "How long ago …")."""
+    return _ASKS_WHEN.search(question) is not None
+
+
 def date_words(ts: float) -> str:
     """A source's date as people say it in questions: "Monday 8 May 2023"."""
     try:
@@ -316,6 +337,7 @@ class ScopeIndex:
         kinds: list[bool] = []
         spk: list[str] = []
         ask: list[bool] = []
+        when: list[bool] = []
         for i, k, b, t, im, v in self.meta.execute("SELECT id, kind, body, ts, importance, vec FROM docs"):
             ids.append(i)
             ts.append(t)
@@ -324,6 +346,7 @@ class ScopeIndex:
             kinds.append(k != "page")
             spk.append(speaker_of(b) if k != "page" else "")
             ask.append(k != "page" and asks(b))
+            when.append(says_when(b))
         self.ids = ids
         self.row = {i: n for n, i in enumerate(ids)}
         self.ts = np.asarray(ts, dtype=np.float64)
@@ -331,6 +354,7 @@ class ScopeIndex:
         self.alive = np.ones(len(ids), dtype=bool)
         self.is_source = np.asarray(kinds, dtype=bool)
         self.asks = np.asarray(ask, dtype=bool)
+        self.says_when = np.asarray(when, dtype=bool)
         self.speakers: dict[str, int] = {}
         self.spk = np.asarray([self._speaker_id(x) for x in spk], dtype=np.int32)
         dim = self.embedder.dim if self.embedder else 0
@@ -415,7 +439,8 @@ class ScopeIndex:
                     if d.title:
                         titles.append((d.title, d.id, d.kind))
                     self._pending.append((d.id, d.ts, -1.0 if d.importance is None else d.importance, v, d.kind != "page",
-                                          speaker_of(d.body) if d.kind != "page" else "", d.kind != "page" and asks(d.body)))
+                                          speaker_of(d.body) if d.kind != "page" else "", d.kind != "page" and asks(d.body),
+                                          says_when(d.body)))
                     self.row[d.id] = -1  # placeholder until pending rows are merged
                 self.meta.executemany(
                     "INSERT OR REPLACE INTO docs (id, kind, title, body, ts, importance, vec, ctx) VALUES (?,?,?,?,?,?,?,?)", rows)
@@ -475,6 +500,7 @@ class ScopeIndex:
         self.is_source = np.concatenate([self.is_source, np.asarray([p[4] for p in self._pending], dtype=bool)])
         self.spk = np.concatenate([self.spk, np.asarray([self._speaker_id(p[5]) for p in self._pending], dtype=np.int32)])
         self.asks = np.concatenate([self.asks, np.asarray([p[6] for p in self._pending], dtype=bool)])
+        self.says_when = np.concatenate([self.says_when, np.asarray([p[7] for p in self._pending], dtype=bool)])
         if dim:
             add = np.stack([p[3] if p[3] is not None else np.zeros(dim, np.float32) for p in self._pending])
             self.vecs = np.concatenate([self.vecs, add.astype(np.float32)])
@@ -491,6 +517,7 @@ class ScopeIndex:
         self.row = {i: n for n, i in enumerate(self.ids)}
         self.ts, self.imp, self.vecs = self.ts[keep], self.imp[keep], self.vecs[keep]
         self.is_source, self.spk, self.asks = self.is_source[keep], self.spk[keep], self.asks[keep]
+        self.says_when = self.says_when[keep]
         self.alive = np.ones(len(self.ids), dtype=bool)
         self._version += 1
 
@@ -506,6 +533,7 @@ class ScopeIndex:
             self.is_source = np.zeros(0, bool)
             self.spk = np.zeros(0, np.int32)
             self.asks = np.zeros(0, bool)
+            self.says_when = np.zeros(0, bool)
             self.vecs = np.zeros((0, self.vecs.shape[1]), np.float32)
             self._pending = []
             self._version += 1

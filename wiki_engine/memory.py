@@ -24,7 +24,7 @@ import numpy as np
 from .catalog import Catalog
 from .embed import Embedder, checked_vectors, is_remote, kind_of, load_embedder
 from .guard import check_instructions
-from .index import Doc, ScopeIndex, query_terms, remove_index_folder
+from .index import Doc, ScopeIndex, asks_when, query_terms, remove_index_folder
 from .pages import Page, PageFormatError, PageStore, parse_page, slugify, unified_diff
 from .render import Item, iso_utc, parse_source, render_item
 from .scopes import Scope, Viewer, parse_scopes
@@ -115,8 +115,8 @@ class Quarantined:
 # best and the MEANING_POOL-th best) carry the ranking; a source also gains a share of the scores of the sources
 # said just before and after it and of the best score in its conversation, a turn that asks a question gives way
 # to the turn that answers it (which gains a further share of the question's score), a speaker named in the
-# question counts for more, and importance and recency only break near-ties, so an old fact said once still ranks
-# by what it says. Set by coordinate descent on LoCoMo's dev conversations and checked by leave-one-conversation-out
+# question counts for more, a question that asks when favours sources that say when, and importance and recency
+# only break near-ties, so an old fact said once still ranks by what it says. Set by coordinate descent on LoCoMo's dev conversations and checked by leave-one-conversation-out
 # (each conversation scored with the weights best on the other four); nothing is tuned to names or ids.
 W_KEYWORDS = 0.75
 W_MEANING = 0.27
@@ -125,6 +125,7 @@ W_CONVERSATION = 0.45
 W_ANSWER = 0.3
 ASK_DISCOUNT = 0.45
 SPEAKER_BOOST = 0.25
+WHEN_BOOST = 0.5
 W_IMPORTANCE = 0.06
 W_RECENCY = 0.04
 KEYWORD_POOL = 200
@@ -1016,6 +1017,7 @@ class Memory:
         top = np.partition(all_sims, max(0, all_sims.size - MEANING_POOL))[max(0, all_sims.size - MEANING_POOL):]
         lo, hi = float(top.min()), float(all_sims.max())
         now = time.time()
+        when_asked = asks_when(query)
         found: list[tuple[float, Scope, str]] = []
         for sc, idx, sims, kw, named in parts:
             if mode == "meaning":
@@ -1035,6 +1037,8 @@ class Memory:
                     for sid in named:
                         by_named |= idx.spk == sid
                     score = score * np.where(by_named, 1.0 + SPEAKER_BOOST, 1.0)
+                if when_asked:
+                    score = score * np.where(idx.says_when, 1.0 + WHEN_BOOST, 1.0)
                 imp = np.where(idx.imp < 0, DEFAULT_IMPORTANCE, idx.imp)
                 age_days = np.maximum(0.0, (now - idx.ts) / 86400.0)
                 score = score + W_IMPORTANCE * imp + W_RECENCY * np.power(0.5, age_days / RECENCY_HALF_LIFE_DAYS)

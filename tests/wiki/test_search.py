@@ -78,3 +78,31 @@ def test_the_answer_to_a_question_comes_before_the_question(mem: Memory) -> None
                                                "Alice: Maybe in the autumn, if work allows."])
     hits = mem.search("What did I end up doing on the trip to the coast?", scopes=Viewer("alice"), k=3)
     assert hits and hits[0].id == answer, [h.snippet for h in hits]
+
+
+def test_a_question_that_asks_when_finds_the_turn_that_says_when(mem: Memory) -> None:
+    """"When did …" is answered by the turn with a day in it ("on Tuesday 3 March"), not by another turn that
+    says the same without one; a question that does not ask when is not pulled towards dated turns."""
+    t0 = time.time() - 60 * 86400
+    turns = _chat(mem, "private/alice", t0, [
+        "Alice: I signed up for a pottery class, it starts soon!",
+        "Ben: That sounds fun. Is it hard?",
+        "Alice: The pottery class is messy but the teacher, Ines, is lovely.",
+        "Ben: Good for you.",
+        "Alice: I signed up for the pottery class on Tuesday 3 March, after seeing a flyer at the library.",
+    ])
+    hits = mem.search("When did I sign up for the pottery class?", scopes=Viewer("alice"), k=3)
+    assert hits and hits[0].id == turns[4], [h.snippet for h in hits]
+    hits = mem.search("Who teaches my pottery class?", scopes=Viewer("alice"), k=3)
+    assert hits and hits[0].id == turns[2], [h.snippet for h in hits]
+
+
+def test_what_counts_as_asking_when_and_saying_when() -> None:
+    from wiki_engine.index import asks_when, says_when
+
+    assert asks_when("When did Mel start the pottery class?") and asks_when("In what year was the house built?")
+    assert asks_when("How long ago did we move?")
+    assert not asks_when("What did she do when she got home?") and not asks_when("Who teaches the class?")
+    assert says_when("We moved two years ago.") and says_when("The party was on 3 May.")
+    assert says_when("It opened last weekend") and says_when("Back in 2019 we lived in Leeds.")
+    assert not says_when("I may go to the party.") and not says_when("This is the best class.")
