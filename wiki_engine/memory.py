@@ -311,8 +311,11 @@ class Memory:
                     failures += 1
                     wait = min(EMBED_RETRY_MAX_S, EMBED_RETRY_S * 2 ** (failures - 1))
                     # Sources stored since the pass began wait too: the count a person sees includes them.
-                    queued = sum(idx.queued_count() for idx in list(self._indexes.values())
-                                 if idx.embedder is not None and is_remote(idx.embedder))
+                    try:
+                        queued = sum(idx.queued_count() for idx in list(self._indexes.values())
+                                     if idx.embedder is not None and is_remote(idx.embedder))
+                    except Exception:  # noqa: BLE001 - an index closing meanwhile: the next pass counts again
+                        queued = 0
                     with self._lock:
                         done = int(self._progress.get("done") or 0)
                         self._progress["total"] = max(int(self._progress.get("total") or 0), done + queued)
