@@ -116,8 +116,9 @@ class Quarantined:
 # said just before and after it and of the best score in its conversation, a turn that asks a question gives way
 # to the turn that answers it (which gains a further share of the question's score), a speaker named in the
 # question counts for more, a question that asks when favours sources that say when, and importance and recency
-# only break near-ties, so an old fact said once still ranks by what it says. Set by coordinate descent on LoCoMo's dev conversations and checked by leave-one-conversation-out
-# (each conversation scored with the weights best on the other four); nothing is tuned to names or ids.
+# only break near-ties, so an old fact said once still ranks by what it says. Set by coordinate descent on LoCoMo's
+# dev conversations and checked by leave-one-conversation-out (each conversation scored with the weights best on
+# the other four); nothing is tuned to names or ids.
 W_KEYWORDS = 0.75
 W_MEANING = 0.27
 W_NEIGHBOURS = 0.3

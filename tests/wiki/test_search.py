@@ -91,8 +91,13 @@ def test_a_question_that_asks_when_finds_the_turn_that_says_when(mem: Memory) ->
         "Ben: Good for you.",
         "Alice: I signed up for the pottery class on Tuesday 3 March, after seeing a flyer at the library.",
     ])
+    # Bob's dated note matches every word of the question: it stays his, and he finds it by asking when.
+    bobs = mem.add_source("Bob: I signed up for the pottery class on Friday 6 March.", scope="private/bob", ts=t0)
     hits = mem.search("When did I sign up for the pottery class?", scopes=Viewer("alice"), k=3)
     assert hits and hits[0].id == turns[4], [h.snippet for h in hits]
+    assert bobs not in {h.id for h in mem.search("When did I sign up for the pottery class?", scopes=Viewer("alice"),
+                                                 k=10)}
+    assert mem.search("When did I sign up for the pottery class?", scopes=Viewer("bob"), k=1)[0].id == bobs
     hits = mem.search("Who teaches my pottery class?", scopes=Viewer("alice"), k=3)
     assert hits and hits[0].id == turns[2], [h.snippet for h in hits]
 
