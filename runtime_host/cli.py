@@ -475,7 +475,7 @@ async def _memory(me: Any, args: argparse.Namespace) -> int:
                 return EXIT_FAILED
             print("Every source matches its checksum.")
         elif args.action == "proposals":
-            _print_json([vars(p) for p in await me.in_memory_thread(me.memory.proposals)])
+            _print_json([{**vars(p), "scope": me.scope_label(p.scope)} for p in await me.memory_proposals()])
         elif args.action == "forget-agent":
             print(f"Forgot {await me.memory_forget_agent(args.name)} item(s) learned by {args.name}.")
         elif args.action == "forget-me":

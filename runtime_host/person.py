@@ -262,6 +262,11 @@ class PersonPod:
     async def memory_search(self, query: str, k: int = 10, mode: str = "hybrid") -> list[Any]:
         return await self.pod.memory_search(self.person_id, query, k, mode)
 
+    async def memory_proposals(self) -> list[Any]:
+        """Open agent edits of this person's verified pages; other people's proposals are theirs alone."""
+        mine = set(self.person_scopes())
+        return [p for p in await self.pod.in_memory_thread(self.pod.memory.proposals) if p.scope in mine]
+
     async def memory_delete_source(self, source_id: str) -> list[str]:
         return await self.pod.memory_delete_source(self.person_id, source_id)
 

@@ -75,3 +75,36 @@ def test_two_people_through_the_cli(home, backend, fake_model, script, secure_ke
     assert keys_sent(fake_model, "Me's briefing") == {f"Bearer {ME_KEY}"}
     assert keys_sent(fake_model, "Bob's briefing") == {f"Bearer {BOB_KEY}"}
     assert all("Me's briefing" not in r["prompt"] for r in json.loads(as_bob(home, "runs", "--json").stdout))
+
+
+def test_memory_proposals_are_listed_only_to_their_person(home, secure_keyring) -> None:
+    """An agent's edit of Bob's verified page waits for Bob: Me's `memory proposals` shows nothing of it."""
+    import asyncio
+
+    from runtime_host.pod import Pod
+    from wiki_engine import Page
+
+    async def bobs_proposal() -> None:
+        pod = Pod(home)
+        try:
+            pod.first_person()
+            pod.add_person("Bob", BOB_PASS)
+            bob = pod.unlock("Bob", BOB_PASS)
+            scope = f"private/{bob.person_id}"
+            src = pod.memory.add_source("Bob's biopsy result comes back on Friday.", scope=scope)
+            pod.memory.write_page(Page("Health", scope, "health", "- Biopsy result due [1]", {1: src}),
+                                  author="person:bob")
+            pod.memory.set_verified(scope, "Health")
+            assert pod.memory.write_page(Page("Health", scope, "health", "- Biopsy result due Friday [1]", {1: src}),
+                                         author="agent:wiki-writer").status == "proposed"
+        finally:
+            await asyncio.wait_for(pod.close(), 20)
+
+    asyncio.run(bobs_proposal())
+    mine = cli(home, "memory", "proposals")
+    assert mine.returncode == 0, mine.stderr
+    assert json.loads(mine.stdout) == []
+    his = as_bob(home, "memory", "proposals")
+    assert his.returncode == 0, his.stderr
+    [p] = json.loads(his.stdout)
+    assert p["scope"] == "Me" and "Biopsy result due Friday" in p["proposed_text"]
