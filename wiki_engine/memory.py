@@ -780,7 +780,8 @@ class Memory:
     def write_page(self, page: Page, *, author: str) -> PageWrite:
         """Writes a page. ``author`` is ``person:<name>`` or ``agent:<name>``.
 
-        An agent's write to a verified page becomes a proposal (with a unified diff); persons write directly.
+        An agent's write to a verified page, or to a page file that no longer parses (a hand edit with a typo
+        in its front matter), becomes a proposal with a unified diff; persons write directly.
         """
         return self.write_pages([page], author=author)[0]
 
@@ -807,14 +808,15 @@ class Memory:
         self.check_citations(page)
         current = self.pages.read_text(sc, page.slug)
         cur_page: Page | None = None
+        unreadable = False
         if current is not None:
             try:
                 cur_page = parse_page(current, where=str(self.pages.path_for(sc, page.slug)))
             except PageFormatError:
-                cur_page = None
+                unreadable = True  # a hand edit gone wrong, say: it is the person's to mend, never overwritten
         new = replace(page, updated=iso_utc(time.time()))
-        if cur_page is not None and cur_page.verified and not _is_person(author):
-            new = replace(new, verified=True)
+        if not _is_person(author) and (unreadable or (cur_page is not None and cur_page.verified)):
+            new = replace(new, verified=cur_page is not None)
             text = new.to_markdown()
             diff = unified_diff(current or "", text, f"{sc}/{page.slug}.md")
             with self.catalog.tx(immediate=True) as db:

@@ -67,6 +67,26 @@ def test_verified_page_gets_a_proposal_never_an_overwrite(mem: Memory) -> None:
         mem.approve_proposal(res2.proposal_id)
 
 
+def test_a_page_file_that_no_longer_parses_is_never_overwritten_by_an_agent(mem: Memory) -> None:
+    s1 = mem.add_source("Clara's birthday is on 12 June.", scope="private/alice")
+    mem.write_page(_page(mem, "private/alice", "Clara", "Birthday 12 June [1].", {1: s1}), author="agent:writer")
+    path = mem.root / "wiki" / "private" / "alice" / "clara.md"
+    # The person corrects the date by hand and mistypes the front matter on the way.
+    hand = path.read_text().replace("12 June [1]", "13 June (I checked her passport) [1]").replace("verified: false", "verified yes")
+    path.write_text(hand)
+    with pytest.raises(PageFormatError):
+        mem.read_page("private/alice", "clara")
+    res = mem.write_page(_page(mem, "private/alice", "Clara", "Birthday 12 June [1].", {1: s1}), author="agent:writer")
+    assert res.status == "proposed" and "passport" in res.diff
+    assert path.read_text() == hand  # the correction is still there, for the person to mend
+    [prop] = mem.proposals()
+    assert prop.slug == "clara"
+    # The person writes directly, over the broken file: that is their own choice.
+    assert mem.write_page(_page(mem, "private/alice", "Clara", "Birthday 13 June [1].", {1: s1}), author="person:alice").status == "written"
+    page = mem.read_page("private/alice", "clara")
+    assert page is not None and "13 June" in page.body
+
+
 def test_stale_proposal_cannot_overwrite_a_later_human_edit(mem: Memory) -> None:
     s1 = mem.add_source("Wifi is Hearthnet.", scope="public")
     mem.write_page(_page(mem, "public", "Wifi", "Network Hearthnet [1].", {1: s1}), author="person:alice")
