@@ -106,7 +106,8 @@ class Page:
     def without_sources(self, gone: set[str]) -> Page:
         """This page with every claim that rests only on the ``gone`` sources dropped: a sentence (or list
         item) whose citations all point at them is removed, one that also cites a kept source loses only
-        the gone numbers. No citation to a gone source is left behind."""
+        the gone numbers. Uncited sentences just before a citation rest on it (a paragraph is often cited
+        once, at its end) and go with it. No citation to a gone source is left behind."""
         dead = {n for n, sid in self.citations.items() if sid in gone}
         if not dead:
             return self
@@ -118,11 +119,17 @@ class Page:
             prefix = re.match(r"^\s*(?:[-*+]|\d+[.)])?\s*", line)
             head = prefix.group(0) if prefix else ""
             kept: list[str] = []
+            resting: list[str] = []  # uncited sentences waiting for the citation they rest on
             for sentence in re.split(r"(?<=[.!?\]])\s+(?=\S)", line[len(head):]):
                 nums = {int(n) for n in _CITE_USE.findall(sentence)}
-                if nums and nums <= dead:
+                if not nums:
+                    resting.append(sentence)
                     continue
-                kept.append(_CITE_USE.sub(lambda m: "" if int(m.group(1)) in dead else m.group(0), sentence))
+                if not nums <= dead:
+                    kept += resting
+                    kept.append(_CITE_USE.sub(lambda m: "" if int(m.group(1)) in dead else m.group(0), sentence))
+                resting = []
+            kept += resting
             rest = " ".join(k.strip() for k in kept if k.strip())
             if rest:
                 lines.append(head + rest)

@@ -313,6 +313,22 @@ def test_deleting_a_source_drops_its_claims_from_every_page(mem: Memory) -> None
     assert mem.search("June birthday orchids", scopes=["private/alice"], mode="keyword") == []
 
 
+def test_a_paragraph_cited_once_at_its_end_goes_with_its_source(mem: Memory) -> None:
+    moved = mem.add_source("Clara moved to Leeds in May; her new flat is on Kirkstall Road.", scope="private/alice")
+    orchid = mem.add_source("Clara loves orchids.", scope="private/alice")
+    mem.write_page(Page("Clara", "private/alice", "family",
+                        "Clara moved to Leeds in May. Her flat is on Kirkstall Road [1]. She loves orchids [2]. "
+                        "Ask before buying.\n\nClara grew up in York. She still visits [2][1].",
+                        {1: moved, 2: orchid}), author="agent:writer")
+    mem.delete_source(moved)
+    page = mem.read_page("private/alice", "Clara")
+    assert page is not None and page.citations == {2: orchid}
+    assert "Leeds" not in page.body and "Kirkstall" not in page.body
+    # what rests on a kept source stays, and so does a sentence after the last citation
+    assert "She loves orchids [2]. Ask before buying." in page.body
+    assert "Clara grew up in York. She still visits [2]." in page.body
+
+
 def test_forget_an_agent_and_forget_a_person(mem: Memory) -> None:
     keep = mem.add_source("The household wifi is Hearthnet.", scope="public")
     mem.add_source("Coach note: Bob rides 60 km on Sundays.", scope="agent/bob/coach")
