@@ -664,6 +664,12 @@ class Memory:
                         "INSERT OR REPLACE INTO stale_pages VALUES (?,?,?,?)",
                         (scope, slug, "a cited source was deleted", time.time()),
                     )
+                # An agent's proposal that cites a deleted source would bring the claim back if approved: it
+                # is withdrawn, and the next ingest proposes again from what is left.
+                gone_now = [sid for scs in by_scope.values() for sid in scs]
+                for pid, text in db.execute("SELECT id, proposed_text FROM proposals WHERE status='open'").fetchall():
+                    if any(sid in text for sid in gone_now):
+                        db.execute("UPDATE proposals SET status='withdrawn', decided_at=? WHERE id=?", (time.time(), pid))
             for sc, sids in by_scope.items():
                 if (self.root / "index" / sc.relpath).exists():
                     idx = self.index(sc)

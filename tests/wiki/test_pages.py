@@ -87,6 +87,23 @@ def test_a_page_file_that_no_longer_parses_is_never_overwritten_by_an_agent(mem:
     assert page is not None and "13 June" in page.body
 
 
+def test_deleting_a_source_withdraws_the_proposals_that_cite_it(mem: Memory) -> None:
+    football = mem.add_source("Leo likes football.", scope="private/alice")
+    piano = mem.add_source("Leo has piano lessons with Mrs Varga on Wednesdays.", scope="private/alice")
+    mem.write_page(_page(mem, "private/alice", "Leo", "- Likes football [1]", {1: football}), author="person:alice")
+    mem.set_verified("private/alice", "Leo")
+    piano_prop = mem.write_page(_page(mem, "private/alice", "Leo", "- Likes football [1]\n- Piano on Wednesdays [2]",
+                                      {1: football, 2: piano}), author="agent:writer")
+    other = mem.write_page(_page(mem, "private/alice", "Leo", "- Loves football [1]", {1: football}), author="agent:writer")
+    mem.delete_source(piano)
+    assert [p.id for p in mem.proposals()] == [other.proposal_id]  # the one that never cited it stays
+    assert [p.id for p in mem.proposals("withdrawn")] == [piano_prop.proposal_id]
+    with pytest.raises(KeyError):
+        mem.approve_proposal(piano_prop.proposal_id)
+    page = mem.read_page("private/alice", "Leo")
+    assert page is not None and "Piano" not in page.body and page.verified
+
+
 def test_stale_proposal_cannot_overwrite_a_later_human_edit(mem: Memory) -> None:
     s1 = mem.add_source("Wifi is Hearthnet.", scope="public")
     mem.write_page(_page(mem, "public", "Wifi", "Network Hearthnet [1].", {1: s1}), author="person:alice")
