@@ -273,6 +273,7 @@ class NightlyReport:
     resynthesized: list[str] = field(default_factory=list)
     corrupt: list[str] = field(default_factory=list)
     reindexed_scopes: list[str] = field(default_factory=list)
+    rejected: list[tuple[str, str]] = field(default_factory=list)  # (page title, why): the page stays as it was
 
 
 def _norm_title(title: str) -> str:
@@ -304,7 +305,11 @@ def run_nightly(memory: Memory, *, merge: Callable[[Page, Page], Page] | None = 
                     merged = merge(keep, other) if merge else _append_merge(keep, other)
                     merged = Page(keep.title, keep.scope, merged.category, merged.body, merged.citations,
                                   verified=keep.verified, extra=merged.extra)
-                    res = memory.write_page(merged, author=author)
+                    try:
+                        res = memory.write_page(merged, author=author)
+                    except (CitationError, PageFormatError, ValueError) as e:
+                        report.rejected.append((keep.title, str(e)))
+                        continue
                     if res.status == "written" and not other.verified:
                         memory.delete_page(scope, other.slug)
                         report.merged.append((keep.key, other.key))
@@ -318,8 +323,22 @@ def run_nightly(memory: Memory, *, merge: Callable[[Page, Page], Page] | None = 
                 if found is not None:
                     stale.append(found)
             if stale:
-                for page in resynthesize(IngestBatch([], stale, {})):
-                    memory.write_page(page, author=author)
+                # One bad draft (a citation to a source deleted meanwhile, say) or a failing model leaves its
+                # pages stale for the next night; the other pages and the index rebuild still happen.
+                drafts = iter(resynthesize(IngestBatch([], stale, {})))
+                while True:
+                    try:
+                        page = next(drafts)
+                    except StopIteration:
+                        break
+                    except Exception as e:  # the model's failure, whatever its kind: said in the report
+                        report.rejected.append(("re-synthesis", f"the wiki writer failed: {e}"))
+                        break
+                    try:
+                        memory.write_page(page, author=author)
+                    except (CitationError, PageFormatError, ValueError) as e:
+                        report.rejected.append((page.title, str(e)))
+                        continue
                     report.resynthesized.append(page.key)
         for scope in sorted(set(memory.scopes_on_disk()) | _page_scopes(memory)):
             report.corrupt += [e for e in memory.rebuild_index(scope) if e not in report.corrupt]

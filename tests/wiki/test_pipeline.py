@@ -329,6 +329,34 @@ def test_a_paragraph_cited_once_at_its_end_goes_with_its_source(mem: Memory) -> 
     assert "Clara grew up in York. She still visits [2]." in page.body
 
 
+def test_nightly_goes_on_past_a_bad_draft_and_a_failing_writer(mem: Memory) -> None:
+    keep = mem.add_source("Dentist is Dr Okafor.", scope="private/alice")
+    for title in ("Dentist", "Vet"):
+        gone = mem.add_source(f"{title} appointment in March.", scope="private/alice")
+        mem.write_page(Page(title, "private/alice", "health", "Dr Okafor [1]. March visit [2].", {1: keep, 2: gone}),
+                       author="agent:writer")
+        mem.delete_source(gone)
+    assert mem.stale_pages() == ["page:private/alice/dentist", "page:private/alice/vet"]
+
+    def writer(batch):  # the first draft cites a source deleted meanwhile, the second is good
+        yield Page("Dentist", "private/alice", "health", "Seen in March [1].", {1: "f" * 64})
+        yield Page("Vet", "private/alice", "health", "Dr Okafor's practice [1].", {1: keep})
+
+    rep = run_nightly(mem, resynthesize=writer)
+    assert rep.resynthesized == ["page:private/alice/vet"]
+    assert [t for t, _ in rep.rejected] == ["Dentist"] and "f" * 12 in rep.rejected[0][1]
+    assert mem.stale_pages() == ["page:private/alice/dentist"]  # tried again next night
+    assert "private/alice" in rep.reindexed_scopes
+
+    def failing(batch):
+        raise TimeoutError("the model did not answer in 120 s")
+        yield
+
+    rep = run_nightly(mem, resynthesize=failing)
+    assert rep.rejected == [("re-synthesis", "the wiki writer failed: the model did not answer in 120 s")]
+    assert mem.stale_pages() == ["page:private/alice/dentist"] and "private/alice" in rep.reindexed_scopes
+
+
 def test_forget_an_agent_and_forget_a_person(mem: Memory) -> None:
     keep = mem.add_source("The household wifi is Hearthnet.", scope="public")
     mem.add_source("Coach note: Bob rides 60 km on Sundays.", scope="agent/bob/coach")
