@@ -232,8 +232,13 @@ class MemoryHost:
                     continue
                 from dataclasses import replace
 
-                await self.in_memory_thread(lambda p=page, b=body: self.memory.write_page(
-                    replace(p, body=b), author="agent:nightly"))
+                from wiki_engine import CitationError, PageFormatError
+
+                try:
+                    await self.in_memory_thread(lambda p=page, b=body: self.memory.write_page(
+                        replace(p, body=b), author="agent:nightly"))
+                except (CitationError, PageFormatError, ValueError):
+                    continue  # a source was deleted or the page edited while the model thought: left as it is
                 changed.append(f"{scope}/{page.slug}: {why}")
         return changed
 

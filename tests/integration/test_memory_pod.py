@@ -128,3 +128,36 @@ async def test_nightly_reconciles_contradictions_but_never_a_verified_page(pod, 
     assert [r.split(":")[0] for r in out["reconciled"]] == [f"{scope}/family"]
     assert pod.memory.read_page(scope, "family").body.strip() == "- Clara's birthday is on 4 June [2]"
     assert "3 June" in pod.memory.read_page(scope, "birthdays").body  # the verified page is the person's
+
+
+async def test_nightly_goes_on_when_a_source_is_deleted_while_the_model_reconciles(pod, fake_model) -> None:
+    """The person forgets a source while the reconciler is thinking about the page that cites it: the
+    reconciled page would cite a deleted source, so it is left as the deletion made it, and nightly finishes."""
+    import time as _time
+
+    from wiki_engine import Page
+
+    inst = pod.find_agent("helper")[0]
+    scope = f"private/{inst.person_id}"
+
+    def seed() -> tuple[str, str]:
+        old = pod.memory.add_source("Clara's birthday is on 3 June.", scope=scope, ts=_time.time() - 86400 * 30)
+        new = pod.memory.add_source("Correction: Clara's birthday is on 4 June.", scope=scope, ts=_time.time())
+        pod.memory.write_page(Page(title="Family", scope=scope, category="family",
+                                   body="- Clara's birthday is on 3 June [1]\n- Clara's birthday is on 4 June [2]",
+                                   citations={1: old, 2: new}), author="agent:wiki-writer")
+        return old, new
+
+    old, new = await pod.in_memory_thread(seed)
+    pod.set_role_model("ingest", "fake/reconciler")
+
+    def reconciler(req):  # the model answers after the person deleted the newer source
+        pod.memory.delete_source(new)
+        return Text(json.dumps({"changed": True, "body": "- Clara's birthday is on 4 June [2]",
+                                "why": "the newer source corrects the date"}))
+
+    fake_model.script = reconciler
+    out = await pod.memory_nightly()
+    assert out["reconciled"] == []
+    page = pod.memory.read_page(scope, "family")
+    assert page is not None and list(page.citations.values()) == [old] and "4 June" not in page.body
