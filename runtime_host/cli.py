@@ -465,8 +465,11 @@ async def _memory(me: Any, args: argparse.Namespace) -> int:
                 print(f"error: {result.error}", file=sys.stderr)
                 return EXIT_FAILED
             print(result.text)
+            found = {h.id: h for h in result.hits}
             for n, ref in sorted(result.citations.items()):
-                print(f"[{n}] {ref}")
+                h = found[ref]  # a citation is always one of the hits the model was shown
+                what = "page" if h.kind == "page" else "note"
+                print(f"[{n}] {h.title or h.snippet} ({what}, {me.scope_label(h.scope)})")
         elif args.action == "verify":
             bad = await me.in_memory_thread(me.memory.verify)
             if bad:

@@ -230,6 +230,22 @@ def test_cli_folder_add_list_status_rescan_remove(home, tmp_path) -> None:
     assert cli(home, "folder", "status", str(docs)).returncode == 2
 
 
+def test_cli_memory_ask_names_what_it_cites(home, tmp_path, fake_model, script, secure_keyring) -> None:
+    from tests.helpers.fake_model import Text
+    from tests.integration.test_cli import setup_agent
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "boiler.txt").write_text("The boiler code is 7731; the engineer is Priya from Heatwise.\n")
+    setup_agent(home, fake_model.base_url)
+    assert cli(home, "folder", "add", str(docs)).returncode == 0
+    assert cli(home, "models", "set", "ask_memory", "fake/fake-1").returncode == 0
+    script([Text("The code is 7731 [1].")])
+    r = cli(home, "memory", "ask", "What is the boiler code?")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["The code is 7731 [1].", "[1] boiler.txt (note, Me)"]
+
+
 async def test_a_mail_export_larger_than_a_document_is_read_message_by_message(pod, tmp_path, small_limit) -> None:
     docs = tmp_path / "export"
     docs.mkdir()
