@@ -9,6 +9,7 @@ first use so that importing this module costs next to nothing.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
@@ -190,7 +191,12 @@ def detect_phones(text: str) -> list[Finding]:
 
 @cache
 def _card_re() -> re.Pattern[str]:
-    return re.compile(r"(?<![\w.\-])\d{4}(?:(?P<s>[ .\-]?)\d{2,7})(?:(?P=s)\d{1,7}){1,4}(?![\w]|[.\-]\d)")
+    # Groups joined by one separator throughout (none, dots, spaces or dashes), or by spaces and dashes mixed
+    # ("4111 1111-1111 1111"); dots never mix.
+    return re.compile(
+        r"(?<![\w.\-])(?:\d{4}(?P<s>[ .\-]?)\d{2,7}(?:(?P=s)\d{1,7}){1,4}|\d{4}[ \-]\d{2,7}(?:[ \-]\d{1,7}){1,4})"
+        r"(?![\w]|[.\-]\d)"
+    )
 
 
 def _card_brand(d: str) -> str | None:
@@ -226,7 +232,8 @@ def detect_cards(text: str) -> list[Finding]:
     out: list[Finding] = []
     for m in _card_re().finditer(text):
         value = m.group(0)
-        groups = re.split(r"[ .\-]", value)
+        spans = [g.span() for g in re.finditer(r"\d+", value)]
+        groups = [value[a:b] for a, b in spans]
         if "." in value and not all(len(g) == 4 for g in groups):
             continue  # dots only in 4-4-4-4 form; anything else is a version or an amount
         # The longest run of whole groups, from the start, that is a valid card.
@@ -239,7 +246,7 @@ def detect_cards(text: str) -> list[Finding]:
             brand = _card_brand(digits)
             if brand and ck.luhn_valid(digits):
                 start = m.start()
-                end = start + len((m.group("s") or "").join(groups[:k]))
+                end = start + spans[k - 1][1]
                 conf = 0.95
                 if _CARD_NEG.search(text[max(0, start - 40):start]):
                     conf = 0.35  # "Order no. 4000 ..." : shaped like a card, named as something else
@@ -404,7 +411,9 @@ _CONT_SUFFIX = (
 @cache
 def _address_res() -> dict[str, re.Pattern[str]]:
     word = r"[A-Z][\w'.\-]*"
-    city = r"[A-ZÀ-Ý][\w'\-]*(?: [A-ZÀ-Ý][\w'\-]*){0,2}"
+    # City words are letters only, so that "London NW1 6XE" leaves the whole postcode to the postcode part.
+    city_word = r"[A-ZÀ-Ý](?:[^\W\d_]|['\-])*\b(?!\d)"
+    city = rf"{city_word}(?: {city_word}){{0,2}}"
     us_tail = r"(?:,? [A-Z]{2} \d{5}(?:-\d{4})?)"
     uk_post = r"(?: [A-Z]{1,2}\d[A-Z\d]? ?\d[A-Z]{2})"
     ca_tail = r"(?:,? [A-Z]{2} [A-Z]\d[A-Z] ?\d[A-Z]\d)"
@@ -527,6 +536,11 @@ DETECTORS: dict[str, Callable[[str], list[Finding]]] = {
 }
 
 
+def _unfolded(f: Finding, folded: _Folded, text: str) -> Finding:
+    start, end = folded.start(f.start), folded.end(f.end)
+    return Finding(f.detector, start, end, text[start:end], f.confidence, f.kind)
+
+
 class UnknownDetector(ValueError):
     """A detector name that Hearth does not have."""
 
@@ -542,6 +556,101 @@ def _dedupe_same_detector(findings: list[Finding]) -> list[Finding]:
     return kept
 
 
+# ------------------------------------------------------------------------------------------- folding
+# People write numbers in many ways: split over lines, with non-breaking or thin spaces, with full-width or
+# Arabic-Indic digits, with typographic dashes. The detectors run on a folded copy that writes all of these the
+# ASCII way; each finding is then mapped back to the span of the original text it came from.
+
+_ZERO_WIDTH = "\u200b\u200c\u200d\u2060\ufeff"
+_DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d"
+_LATIN1_SPACES = "\t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0"
+
+
+def _is_latin1(text: str) -> bool:
+    try:
+        text.encode("latin-1")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+@cache
+def _fold_table() -> dict[int, int]:
+    """One character for one, beyond ASCII: whitespace to ' ', decimal digits to ASCII, dashes to '-', full-width
+    ASCII forms to ASCII."""
+    beyond = "".join(map(chr, range(0x80, 0x20000)))  # no digit or space lies above
+    table = {ord(c): ord(str(int(c))) for c in re.findall(r"\d", beyond)}
+    table.update({ord(c): 0x20 for c in re.findall(r"\s", beyond)})
+    table.update({c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)})
+    table.update({ord(c): 0x2D for c in _DASHES})
+    return table
+
+
+def _char_class(codes: Iterable[int]) -> str:
+    """A regex character class of the code points, as ranges (a class of hundreds of single characters is slow)."""
+    ranges: list[list[int]] = []
+    for c in sorted(codes):
+        if ranges and c == ranges[-1][1] + 1:
+            ranges[-1][1] = c
+        else:
+            ranges.append([c, c])
+    return "[" + "".join(re.escape(chr(a)) + ("-" + re.escape(chr(b)) if b > a else "") for a, b in ranges) + "]"
+
+
+@cache
+def _fold_res() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """(runs of characters beyond Latin-1 folded one for one, runs of spaces, runs of spaces and zero-width
+    characters)."""
+    zw = _ZERO_WIDTH
+    return re.compile(_char_class(_fold_table()) + "+"), re.compile(" {2,}"), re.compile(f"[ {zw}]{{2,}}|[{zw}]")
+
+
+@dataclass(frozen=True, slots=True)
+class _Folded:
+    """A folded text and where its offsets lie in the original: from folded[f_pos[i]] on, the two run in step
+    from original[o_pos[i]] until the next break."""
+
+    text: str
+    f_pos: list[int]
+    o_pos: list[int]
+
+    def start(self, f: int) -> int:
+        i = bisect_right(self.f_pos, f) - 1
+        return self.o_pos[i] + f - self.f_pos[i]
+
+    def end(self, f: int) -> int:
+        i = max(0, bisect_left(self.f_pos, f) - 1)
+        return self.o_pos[i] + f - self.f_pos[i]
+
+
+def _fold(text: str) -> _Folded | None:
+    """The text as the detectors read it, or None when it is already written that way."""
+    beyond, spaces, spaces_zw = _fold_res()
+    one_for_one, rx = text, spaces
+    for c in _LATIN1_SPACES:  # str.replace is far faster than a regex or str.translate over a long text
+        if c in one_for_one:
+            one_for_one = one_for_one.replace(c, " ")
+    if not _is_latin1(one_for_one):
+        table = _fold_table()
+        one_for_one = beyond.sub(lambda m: m.group().translate(table), one_for_one)
+        if any(z in one_for_one for z in _ZERO_WIDTH):
+            rx = spaces_zw
+    f_pos, o_pos, last, shift = [0], [0], 0, 0
+    parts: list[str] = []
+    for m in rx.finditer(one_for_one):
+        s, e = m.span()
+        folded = " " if " " in m.group() else ""  # a run of zero-width characters alone goes
+        parts += (one_for_one[last:s], folded)
+        shift += e - s - len(folded)
+        f_pos.append(e - shift)
+        o_pos.append(e)
+        last = e
+    if not parts:
+        return None if one_for_one == text else _Folded(one_for_one, f_pos, o_pos)
+    parts.append(one_for_one[last:])
+    return _Folded("".join(parts), f_pos, o_pos)
+
+
 def detect(
     text: str,
     detectors: Iterable[str] | None = None,
@@ -551,7 +660,8 @@ def detect(
     """Runs the named detectors (all by default) and returns non-overlapping findings in text order.
 
     Where findings of different detectors overlap, the one earlier in DETECTOR_NAMES wins; findings below
-    `min_confidence` are dropped before that, so a weak guess never hides a strong one.
+    `min_confidence` are dropped before that, so a weak guess never hides a strong one. The detectors read the
+    text folded (see `_fold`); offsets and `Finding.text` are those of the text as given.
     """
     names = list(DETECTOR_NAMES) if detectors is None else list(detectors)
     unknown = [n for n in names if n not in DETECTORS]
@@ -561,9 +671,12 @@ def detect(
         )
     if not text:
         return []
+    folded = _fold(text)
     found: list[Finding] = []
     for name in names:
-        found.extend(f for f in DETECTORS[name](text) if f.confidence >= min_confidence)
+        found.extend(f for f in DETECTORS[name](folded.text if folded else text) if f.confidence >= min_confidence)
+    if folded is not None:
+        found = [_unfolded(f, folded, text) for f in found]
     found.sort(key=lambda f: (_PRIORITY[f.detector], -f.confidence, f.start))
     kept: list[Finding] = []
     for f in found:

@@ -73,6 +73,46 @@ def test_card_named_as_order_number_is_below_threshold() -> None:
     assert weak and weak[0].confidence < 0.5
 
 
+@pytest.mark.parametrize("written", [
+    "4111 1111\n1111 1111",  # split across two lines
+    "4111\u00a01111\u00a01111\u00a01111",  # non-breaking spaces, pasted from a web page
+    "4111\u2009\u20091111\t1111  1111",  # thin spaces, a tab, several spaces
+    "４１１１ １１１１ １１１１ １１１１",  # full-width digits
+    "٤١١١ ١١١١ ١١١١ ١١١١",  # Arabic-Indic digits
+    "4111\u200b 1111 1111\ufeff 1111",  # zero-width characters
+    "4111\u20131111\u20131111\u20131111",  # en dashes
+    "4111 1111-1111 1111",  # mixed separators
+])
+def test_a_card_is_found_however_it_is_written_and_its_span_is_the_original(written: str) -> None:
+    text = f"Pay with {written}, thanks."
+    card = _one(text, "card")
+    assert (card.start, card.end, card.kind, card.confidence) == (9, 9 + len(written), "visa", 0.95)
+    assert card.text == written == text[card.start:card.end]
+
+
+def test_folding_keeps_the_false_positive_guards_and_other_offsets() -> None:
+    assert not [f for f in detect("Order no.\n4111 1111-1111 1111 confirmed") if f.detector == "card"]
+    assert not [f for f in detect("v4111.1111.1111 1111 and 4111.1111-1111 1111") if f.detector == "card"]
+    text = "Note\n\n\u200bmail\u00a0a.b\uff20c.org  or call +44\u00a020\u00a07946\u00a00958."
+    email, phone = _one(text, "email"), _one(text, "phone")
+    assert email.text == "a.b\uff20c.org" and text[email.start:email.end] == email.text
+    assert phone.text == "+44\u00a020\u00a07946\u00a00958" and text[phone.start:phone.end] == phone.text
+
+
+def test_a_long_text_that_needs_no_folding_is_not_copied_into_a_map() -> None:
+    from runtime_host.safety.detectors import _fold
+
+    assert _fold("plain words and 4111 1111 1111 1111 " * 1000) is None
+    folded = _fold("a\n\nb\u200bc")
+    assert folded is not None and folded.text == "a bc"
+
+
+def test_a_uk_address_keeps_its_whole_postcode() -> None:
+    text = "Send it to 221 Baker Street, London NW1 6XE please."
+    assert _one(text, "address").text == "221 Baker Street, London NW1 6XE"
+    assert _one("221B Baker\nStreet, London", "address").text == "221B Baker\nStreet, London"
+
+
 def test_iban_checks_mod97_and_country_length() -> None:
     assert ck.iban_valid("GB82WEST12345698765432")
     assert not ck.iban_valid("GB82WEST12345698765433")  # mod 97
