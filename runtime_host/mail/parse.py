@@ -175,15 +175,17 @@ class _TextFromHtml(HTMLParser):
             self.out.append(data)
 
 
+_SPACES = re.compile(r"[ \t\r\f\v\xa0]+")  # &nbsp; too: mail clients write it between groups of digits
+
+
 def html_to_text(markup: str) -> str:
     p = _TextFromHtml()
     try:
         p.feed(markup)
         p.close()
     except Exception:  # noqa: BLE001 - broken HTML: fall back to stripping tags
-        return html.unescape(re.sub(r"<[^>]+>", " ", markup))
-    text = "".join(p.out)
-    text = re.sub(r"[ \t\r\f\v]+", " ", text)
+        return _SPACES.sub(" ", html.unescape(re.sub(r"<[^>]+>", " ", markup)))
+    text = _SPACES.sub(" ", "".join(p.out))
     return re.sub(r"\n\s*\n+", "\n\n", text).strip()
 
 

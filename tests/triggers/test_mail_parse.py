@@ -72,9 +72,10 @@ def test_html_only_mail_becomes_text() -> None:
            b"<html><head><style>p{color:red}</style></head><body><p>Hello&nbsp;<b>world</b></p>"
            b"<script>alert(1)</script><p>Second &amp; last</p></body></html>")
     m = parse_message(raw)
-    assert m.text == "Hello\xa0world\n\nSecond & last"
+    assert m.text == "Hello world\n\nSecond & last"
     assert "no plain-text part" in m.notes[0]
     assert html_to_text("<div>a</div><div>b</div>") == "a\n\nb"
+    assert html_to_text("<p>Card 4111&nbsp;1111&nbsp;&nbsp;1111\u00a01111</p>") == "Card 4111 1111 1111 1111"
 
 
 def test_binary_attachment_is_listed_not_kept() -> None:
