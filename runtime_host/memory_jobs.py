@@ -409,6 +409,18 @@ def mail_items(pod: Any, account: Any, since: Any) -> list[Any]:
     return out
 
 
+def redacted_reasons(decide: Callable[[Sequence[Any]], list[Any]], memory: Any, scope: str) -> Callable[[Sequence[Any]], list[Any]]:
+    """``decide`` with each reason passed through memory's redactor before memory keeps it (table skips): a model
+    may quote the item it skipped."""
+
+    def decide_redacted(items: Sequence[Any]) -> list[Any]:
+        red = memory.redactor
+        decisions = list(decide(items))
+        return decisions if red is None else [replace(d, reason=red(d.reason, scope)) for d in decisions]
+
+    return decide_redacted
+
+
 async def produce(pod: Any) -> list[dict[str, Any]]:
     """Pulls new chat and mail of every person into the memory inbox (keep or skip), then summaries."""
     from wiki_engine.pipeline import run_producer
@@ -424,8 +436,9 @@ async def produce(pod: Any) -> list[dict[str, Any]]:
         total: dict[str, Any] = {"scope": scope, "decided_by": choice.who, "pulled": 0, "kept": 0, "mail": 0,
                                  "skipped": [], "quarantined": []}
         for origin, fetch in origins:
-            rep = await pod.in_memory_thread(lambda origin=origin, fetch=fetch, scope=scope, choice=choice: run_producer(
-                pod.memory, scope=scope, origin=origin, fetch=fetch, decide=choice.decide))
+            decide = redacted_reasons(choice.decide, pod.memory, scope)
+            rep = await pod.in_memory_thread(lambda origin=origin, fetch=fetch, scope=scope, decide=decide: run_producer(
+                pod.memory, scope=scope, origin=origin, fetch=fetch, decide=decide))
             for key, reason in rep.quarantined:
                 pod.audit(person_id=pid, agent=None, kind="memory", phase="memory_write", action="quarantined",
                           rule="memory.instruction_filter",
@@ -598,6 +611,6 @@ async def ask(pod: Any, person_id: str, question: str) -> MemoryAnswer:
 __all__ = [
     "ASK_SYSTEM", "Choice", "MemoryAnswer", "MemoryModelError", "NO_ASK_MODEL", "NO_INGEST_MODEL", "SUMMARY_EVERY",
     "ask", "capable", "chat_items", "choose", "ingest", "mail_items", "model_decide", "model_reconcile",
-    "model_synthesize", "nightly", "person_names", "produce", "redactor", "summarize", "summarize_conversations",
-    "tidy_body", "next_run",
+    "model_synthesize", "nightly", "person_names", "produce", "redacted_reasons", "redactor", "summarize",
+    "summarize_conversations", "tidy_body", "next_run",
 ]

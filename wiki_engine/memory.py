@@ -216,10 +216,14 @@ class Memory:
                        author=red(item.author, item.scope) if item.author else "")
 
     def clean_page(self, page: Page) -> Page:
+        """The page as it may be stored: title, category, body and every string in ``extra`` passed through the
+        redactor (a model chooses them all)."""
         red = self.redactor
         if red is None:
             return page
-        return replace(page, title=red(page.title, page.scope), body=red(page.body, page.scope))
+        sc = page.scope
+        return replace(page, title=red(page.title, sc), category=red(page.category, sc), body=red(page.body, sc),
+                       extra={k: red(v, sc) if isinstance(v, str) else v for k, v in page.extra.items()})
 
     # ---- indexes ---------------------------------------------------------------------------------
 

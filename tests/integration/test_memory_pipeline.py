@@ -217,6 +217,45 @@ async def test_a_card_in_an_html_only_mail_is_redacted(pod, script) -> None:
     assert "4111\u00a01111" not in stored and CARD not in stored
 
 
+async def test_a_hostile_wiki_writer_cannot_store_a_card_in_a_page_category_or_field(pod, script) -> None:
+    """The model chooses a page's category (40 characters fit a card number); it is written into the page file
+    and indexed with the page. Front-matter fields beyond the required ones are stored as given too."""
+    from wiki_engine import Page
+
+    inst = pod.find_agent("helper")[0]
+    scope = f"private/{inst.person_id}"
+    src = await pod.in_memory_thread(lambda: pod.memory.add_source("The plumber fixed the boiler on Monday.", scope=scope))
+    pod.set_role_model("ingest", "fake/writer-1")
+    script([Text(json.dumps([{"title": "Plumbing", "scope": scope, "category": CARD,
+                              "body": "- The boiler was fixed on Monday [1]", "citations": {"1": "S1"}}]))])
+    out = await pod.memory_ingest()
+    assert out["written"] == [f"page:{scope}/plumbing"]
+    await pod.in_memory_thread(lambda: pod.memory.write_page(Page(
+        "Home", scope, "home", "- The boiler was fixed on Monday [1]", {1: src}, extra={"address": STREET}),
+        author="person:me"))
+    _assert_nowhere(pod, scope)
+    for h in pod.memory.search("boiler plumbing", scopes=[scope], k=10, mode="keyword"):
+        assert "4111" not in h.snippet
+
+
+async def test_an_extraction_models_skip_reason_is_redacted_in_memory(pod, script) -> None:
+    """A skip's reason comes from the extraction model and is kept in memory's catalog (table skips); a model
+    that quotes what it skipped must not write the card or the address there."""
+    script([Text("Noted.")], repeat_last=True)
+    await chat(pod, "Remind me that the plumber comes on Friday morning at nine.")
+    pod.set_role_model("extraction", "fake/extractor-1")
+
+    def decide(req):
+        n = len(req.last_user.splitlines())
+        return Text(json.dumps([{"n": i + 1, "keep": False, "reason": f"only a card number, {CARD}, and {STREET}"}
+                                for i in range(n)]))
+
+    script([decide])
+    rep = (await pod.memory_produce())[0]
+    assert rep["decided_by"] == "fake/extractor-1" and rep["skipped"]
+    _assert_nowhere(pod, f"private/{pod.person.id}")
+
+
 async def _two_facts_on_a_page(pod, script) -> tuple[str, str, str]:
     inst = pod.find_agent("helper")[0]
     scope = f"private/{inst.person_id}"
