@@ -379,6 +379,13 @@ class FolderDB:
             self._db.close()
 
 
+def _key_prefix(folder_id: str, rel: str) -> str:
+    """The start of the memory keys of one file's items. A file's name may be personal ("Lease for 221B Baker
+    Street.txt") and keys are stored unredacted (source headers, catalog), so the key holds a hash of the path;
+    the name itself reaches memory only as the redacted title, and folders.db keeps it for the person's own view."""
+    return f"file:{folder_id}:{hashlib.sha256(f'{folder_id}/{rel}'.encode()).hexdigest()[:24]}:"
+
+
 class WatchedFolders:
     """Watched folders as the Pod runs them. Each person sees and changes only their own folders; their
     imports land in their private memory (``private/<person>``)."""
@@ -604,7 +611,7 @@ class WatchedFolders:
                 if part.get("kind") == "mail" and part.get("subject"):
                     subject = f"{part['subject']} ({r.rel})"
                 items.append(Item(text=part["text"], scope=scope, ts=part.get("ts") or r.mtime_ns / 1e9,
-                                  kind=part.get("kind", "note"), key=f"file:{folder.id}:{r.rel}:{r.sha[:16]}#{k}",
+                                  kind=part.get("kind", "note"), key=f"{_key_prefix(folder.id, r.rel)}{r.sha[:16]}#{k}",
                                   author=part.get("author") or "", subject=subject, owner=folder.person_id))
                 owner.append((n, k))
         # mail messages in exports: keep or skip (the import role's model, or the rules)
@@ -662,7 +669,7 @@ class WatchedFolders:
             if status == INDEXED:
                 notes = [reason] if reason else []
                 if refused.get(n):
-                    why = next((v for k, v in reasons.items() if k.startswith(f"file:{folder.id}:{r.rel}:")), "")
+                    why = next((v for k, v in reasons.items() if k.startswith(_key_prefix(folder.id, r.rel))), "")
                     why = why.removeprefix("Quarantined:").strip()
                     notes.append(f"{refused[n]} part(s) held in quarantine: {why}".rstrip(": ") + " (see Activity)")
                     self.pod.audit(person_id=folder.person_id, agent=None, kind="memory", phase="memory_write",

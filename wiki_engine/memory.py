@@ -208,12 +208,16 @@ class Memory:
         self.redactor: Callable[[str, str], str] | None = None
 
     def clean_item(self, item: Item) -> Item:
-        """The item as it may be stored: its text, subject and author passed through the redactor."""
+        """The item as it may be stored: its text, subject, author, participants and meta values passed through
+        the redactor. Its key is stored as given: whoever builds keys keeps personal data out of them."""
         red = self.redactor
         if red is None:
             return item
-        return replace(item, text=red(item.text, item.scope), subject=red(item.subject, item.scope) if item.subject else "",
-                       author=red(item.author, item.scope) if item.author else "")
+        sc = item.scope
+        return replace(item, text=red(item.text, sc), subject=red(item.subject, sc) if item.subject else "",
+                       author=red(item.author, sc) if item.author else "",
+                       participants=tuple(red(p, sc) for p in item.participants),
+                       meta={k: red(v, sc) if isinstance(v, str) else v for k, v in item.meta.items()})
 
     def clean_page(self, page: Page) -> Page:
         """The page as it may be stored: title, category, body and every string in ``extra`` passed through the

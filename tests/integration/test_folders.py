@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.test_cli import cli
+from tests.integration.test_memory_pipeline import _stored_text
 from wiki_engine import Page
 
 
@@ -159,6 +160,28 @@ async def test_rescan_reads_only_changes_and_deleted_files_leave_pages(pod, tmp_
     out = await pod.folders.remove(folder.id)
     assert out["sources_deleted"] == 2
     assert await pod.memory_search("orchids Sunday", mode="keyword") == []
+
+
+async def test_a_file_name_with_personal_data_reaches_memory_redacted(pod, tmp_path) -> None:
+    """A file's name is its source's title and was part of its key, which source headers and the catalog keep
+    unredacted. The person's own view of the folder still shows the real name, and re-scans and deletion work."""
+    docs = tmp_path / "Documents"
+    docs.mkdir()
+    name = "Lease for 221B Baker Street, London, card 4111 1111 1111 1111.txt"
+    (docs / name).write_text("The lease runs for two years from 1 September; the deposit is held by the agency.\n")
+    folder = pod.folders.add(docs)
+    assert (await pod.folders.scan(folder.id)).indexed == 1
+    stored = _stored_text(pod.home)
+    assert "Baker Street" not in stored and "4111" not in stored
+    assert [f.rel for f in pod.folders.files(folder.id)] == [name]
+    assert any("deposit" in h.snippet for h in await pod.memory_search("lease deposit agency", mode="keyword"))
+    assert (await pod.folders.scan(folder.id)).unchanged == 1
+    (docs / name).write_text("The lease was extended by a year; the deposit stays with the agency.\n")
+    changed = await pod.folders.scan(folder.id)
+    assert (changed.indexed, changed.sources_added, changed.sources_deleted) == (1, 1, 1)
+    (docs / name).unlink()
+    assert (await pod.folders.scan(folder.id)).removed == 1
+    assert await pod.memory_search("lease deposit agency", mode="keyword") == []
 
 
 async def test_import_role_model_decides_mail_exports(pod, tmp_path, script, fake_model) -> None:
