@@ -566,6 +566,12 @@ _DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d"
 _LATIN1_SPACES = "\t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0"
 
 
+# Detectors whose numbers end where a space and a digit do not follow ("020 7946 0018 3" is not a phone number):
+# a line break read as a space would hide the number before a line that starts with a digit, so they also read
+# the text as written.
+_AS_WRITTEN_TOO = frozenset({"phone", "national_id"})
+
+
 def _is_latin1(text: str) -> bool:
     try:
         text.encode("latin-1")
@@ -672,14 +678,17 @@ def detect(
     if not text:
         return []
     folded = _fold(text)
-    found: list[Finding] = []
+    found: list[tuple[Finding, bool]] = []  # (finding, read in the folded text)
     for name in names:
-        found.extend(f for f in DETECTORS[name](folded.text if folded else text) if f.confidence >= min_confidence)
-    if folded is not None:
-        found = [_unfolded(f, folded, text) for f in found]
-    found.sort(key=lambda f: (_PRIORITY[f.detector], -f.confidence, f.start))
+        if folded is None or name in _AS_WRITTEN_TOO:
+            found += [(f, False) for f in DETECTORS[name](text) if f.confidence >= min_confidence]
+        if folded is not None:
+            found += [(_unfolded(f, folded, text), True) for f in DETECTORS[name](folded.text)
+                      if f.confidence >= min_confidence]
+    # Where the text as written and its folded copy both hold a finding, the one as written is kept.
+    found.sort(key=lambda fw: (_PRIORITY[fw[0].detector], -fw[0].confidence, fw[1], fw[0].start))
     kept: list[Finding] = []
-    for f in found:
+    for f, _ in found:
         if all(f.end <= k.start or f.start >= k.end for k in kept):
             kept.append(f)
     kept.sort(key=lambda f: (f.start, f.end))

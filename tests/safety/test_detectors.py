@@ -99,6 +99,16 @@ def test_folding_keeps_the_false_positive_guards_and_other_offsets() -> None:
     assert phone.text == "+44\u00a020\u00a07946\u00a00958" and text[phone.start:phone.end] == phone.text
 
 
+@pytest.mark.parametrize(("text", "detector", "value"), [
+    ("Call me on 020 7946 0018\n3 kids at home", "phone", "020 7946 0018"),
+    ("Call me on +44 20 7946 0018\n2 bags", "phone", "+44 20 7946 0018"),
+    ("My SIN is 046 454 286\n4 more forms to go", "national_id", "046 454 286"),
+])
+def test_a_number_before_a_line_that_starts_with_a_digit_is_still_found_whole(text: str, detector: str,
+                                                                              value: str) -> None:
+    assert _one(text, detector).text == value
+
+
 def test_a_long_text_that_needs_no_folding_is_not_copied_into_a_map() -> None:
     from runtime_host.safety.detectors import _fold
 
