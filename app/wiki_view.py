@@ -9,6 +9,7 @@ import difflib
 import html
 import re
 from typing import Any
+from urllib.parse import quote, unquote
 
 from PySide6.QtCore import QStringListModel, Qt, QUrl, Signal
 from PySide6.QtWidgets import (
@@ -39,12 +40,18 @@ _LINK = re.compile(r"\[\[([^\]|]+)(?:\|([^\]]+))?\]\]")
 _CITE = re.compile(r"\[(\d+)\](?!\()")
 
 
+def page_href(scope: str, title_or_slug: str) -> str:
+    """The link to a page: `hearth-page:<scope>|<title>`, percent-encoded (titles have spaces; a markdown
+    link target may not). `WikiView._on_anchor` decodes it."""
+    return "hearth-page:" + quote(f"{scope}|{title_or_slug}", safe="/")
+
+
 def page_html(body: str, citations: dict[int, str], scope: str) -> str:
     """Markdown body to HTML with [[Title]] as page links and [n] as links to the cited source."""
 
     def link(m: re.Match[str]) -> str:
         target, label = m.group(1).strip(), (m.group(2) or m.group(1)).strip()
-        return f"[{label}](hearth-page:{scope}|{target})"
+        return f"[{label}]({page_href(scope, target)})"
 
     def cite(m: re.Match[str]) -> str:
         n = int(m.group(1))
@@ -308,8 +315,6 @@ class WikiView(QWidget):
             self.open_page(*ref)
 
     def _on_anchor(self, url: QUrl) -> None:
-        from urllib.parse import unquote
-
         target = unquote(url.toString())
         if target.startswith("hearth-page:"):
             scope, _, title = target.removeprefix("hearth-page:").partition("|")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from PySide6.QtCore import QUrl
 
 from app.main_window import MainWindow
@@ -141,3 +143,28 @@ def test_a_page_lists_its_sources_by_title_not_by_id(qtbot, qloop, ui_pod) -> No
     w.wiki._on_anchor(QUrl(f"hearth-source:{sid}"))
     qloop.wait_until(lambda: hasattr(w.wiki, "source_dialog"), what="the source dialog")
     assert sid[:8] not in w.wiki.source_dialog.windowTitle()
+
+
+def test_a_link_to_a_title_with_spaces_is_a_link_without_ids(qtbot, qloop, ui_pod) -> None:
+    scope = f"private/{ui_pod.person.id}"
+
+    def work():
+        sid = ui_pod.memory.add_source("Clara Smith is my sister; her birthday is on 3 June.", scope=scope)
+        ui_pod.memory.write_page(Page(title="Family", scope=scope, category="family",
+                                      body="- My sister is [[Clara Smith]] [1]", citations={1: sid}),
+                                 author="agent:wiki-writer")
+        ui_pod.memory.write_page(Page(title="Clara Smith", scope=scope, category="people",
+                                      body="- Birthday on 3 June [1]", citations={1: sid}), author="agent:wiki-writer")
+
+    qloop.run(ui_pod.in_memory_thread(work))
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show_wiki()
+    qloop.run(w.wiki.open_page(scope, "Family"))
+    text = w.wiki.page.toPlainText()
+    assert "My sister is Clara Smith [1]" in text
+    assert "hearth-page" not in text and ui_pod.person.id not in text
+    hrefs = re.findall(r'href="(hearth-page:[^"]+)"', w.wiki.page.toHtml())
+    assert len(hrefs) == 1
+    w.wiki._on_anchor(QUrl(hrefs[0]))
+    qloop.wait_until(lambda: "Birthday on 3 June" in w.wiki.page.toPlainText(), what="the linked page")
