@@ -410,12 +410,9 @@ class MainWindow(QMainWindow):
         self.runs.load(self.pod.runs())
         self.cards.refresh()
         self.tasks.refresh()
+        self.wiki.reset()  # nothing of the previous person stays on the Wiki page, shown or not
         if self.pages.currentWidget() is self.wiki:
             self.wiki.refresh()
-        else:
-            self.wiki.tree.clear()
-            self.wiki.page.clear()
-            self.wiki.results.clear()
         self.statusBar().showMessage(f"Now using Hearth as {name}.")
         return True
 

@@ -106,6 +106,7 @@ class WikiView(QWidget):
         self.pod = pod
         self.current: tuple[str, str] | None = None  # (scope, slug)
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._reads: set[asyncio.Task[Any]] = set()
         self.search = QLineEdit()
         self.search.setPlaceholderText("Search memory — Enter for results, typing suggests titles")
         self.search.setAccessibleName("Search memory")
@@ -213,17 +214,51 @@ class WikiView(QWidget):
 
     # -- async plumbing
     def _run(self, coro: Any) -> asyncio.Task[Any]:
+        """Runs a change (verify, delete, approve, ...): it finishes even if the person is switched meanwhile."""
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
+
+    def _show(self, coro: Any) -> asyncio.Task[Any]:
+        """Runs a read that fills the view; `reset` cancels it, so nothing of one person lands in another's view."""
+        task = self._run(coro)
+        self._reads.add(task)
+        task.add_done_callback(self._reads.discard)
+        return task
+
+    def reset(self) -> None:
+        """Forgets everything shown for the previous person: page, Verified box, search, suggestions, answers,
+        proposals and the tree; reads still running for them are cancelled."""
+        for task in list(self._reads):
+            task.cancel()
+        self.current = None
+        self.page.clear()
+        self.verified.setChecked(False)
+        self.verified.setEnabled(False)
+        self.search.clear()
+        self._suggestions.setStringList([])
+        self.search.completer().popup().hide()
+        self.results.clear()
+        self.tree.clear()
+        self.proposals.clear()
+        self.tabs.setTabText(1, "Proposals")
+        self.diff_old.clear()
+        self.diff_new.clear()
+        self.forget_agent_name.clear()
+        dialog = self.__dict__.pop("source_dialog", None)
+        if dialog is not None:
+            dialog.close()
+
+    def _mine(self, scope: str) -> bool:
+        return scope in self.pod.person_scopes()
 
     def _mem(self, fn: Any) -> Any:
         return self.pod.in_memory_thread(fn)
 
     # -- loading
     def refresh(self) -> asyncio.Task[Any]:
-        return self._run(self._load())
+        return self._show(self._load())
 
     async def _load(self) -> None:
         scopes = self.pod.person_scopes()
@@ -271,7 +306,7 @@ class WikiView(QWidget):
         self.tabs.setTabText(1, f"Proposals ({self.proposals.count()})" if self.proposals.count() else "Proposals")
 
     def open_page(self, scope: str, slug_or_title: str) -> asyncio.Task[Any]:
-        return self._run(self._open(scope, slug_or_title))
+        return self._show(self._open(scope, slug_or_title))
 
     def _viewer(self, scope: str) -> Any:
         import wiki_engine
@@ -320,7 +355,7 @@ class WikiView(QWidget):
             scope, _, title = target.removeprefix("hearth-page:").partition("|")
             self.open_page(scope, title)
         elif target.startswith("hearth-source:"):
-            self._run(self._show_source(target.removeprefix("hearth-source:")))
+            self._show(self._show_source(target.removeprefix("hearth-source:")))
 
     async def _show_source(self, sid: str) -> None:
         scopes = set(self.pod.person_scopes())
@@ -352,6 +387,12 @@ class WikiView(QWidget):
         if self.current is None:
             return
         scope, slug = self.current
+        if not self._mine(scope):
+            self.verified.setChecked(not checked)
+            self.verified.setEnabled(False)
+            self.status.emit(f"Not changed: this page is not in {self.pod.person.name}'s memory. "
+                             "Open one of your own pages from the list to verify it.")
+            return
 
         async def go() -> None:
             await self._mem(lambda: self.pod.memory.set_verified(scope, slug, checked))
@@ -368,7 +409,7 @@ class WikiView(QWidget):
             hits = await self._mem(lambda: self.pod.memory.typeahead(text.strip(), scopes=self.pod.person_scopes(), k=8))
             self._suggestions.setStringList([h.title for h in hits if h.title])
 
-        self._run(suggest())
+        self._show(suggest())
 
     def _on_suggestion(self, title: str) -> None:
         self.search.setText(title)
@@ -391,7 +432,7 @@ class WikiView(QWidget):
             if not hits:
                 self.results.addItem("Nothing found.")
 
-        self._run(go())
+        self._show(go())
 
     def _on_ask(self) -> None:
         question = self.search.text().strip()
@@ -410,7 +451,7 @@ class WikiView(QWidget):
             answer = result.text if result.ok else f"The question could not be answered: {result.error}"
             self.page.setHtml(f"<h3>{html.escape(question)}</h3>{render(answer)}")
 
-        self._run(go())
+        self._show(go())
 
     def _on_result(self, item: QListWidgetItem) -> None:
         h = item.data(Qt.ItemDataRole.UserRole)
@@ -419,7 +460,7 @@ class WikiView(QWidget):
         if h.kind == "page":
             self.open_page(h.scope, h.id.split("/")[-1])
         else:
-            self._run(self._show_source(h.id))
+            self._show(self._show_source(h.id))
 
     def _on_proposal(self, item: QListWidgetItem | None, _prev: Any = None) -> None:
         if item is None:
@@ -433,7 +474,7 @@ class WikiView(QWidget):
             self.diff_old.setHtml(_side(old, new_body, "old"))
             self.diff_new.setHtml(_side(old, new_body, "new"))
 
-        self._run(show())
+        self._show(show())
 
     def _decide(self, approve: bool) -> None:
         item = self.proposals.currentItem()

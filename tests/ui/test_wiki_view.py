@@ -7,6 +7,7 @@ import re
 from PySide6.QtCore import QUrl
 
 from app.main_window import MainWindow
+from tests.helpers.fake_model import Text
 from tests.ui.conftest import answer_confirm
 from wiki_engine import Page
 
@@ -168,3 +169,76 @@ def test_a_link_to_a_title_with_spaces_is_a_link_without_ids(qtbot, qloop, ui_po
     assert len(hrefs) == 1
     w.wiki._on_anchor(QUrl(hrefs[0]))
     qloop.wait_until(lambda: "Birthday on 3 June" in w.wiki.page.toPlainText(), what="the linked page")
+
+
+def show_everything_of_me(qloop, w, scope) -> None:
+    """Me's page, search results, typeahead suggestions, then an Ask memory answer, on the Wiki page."""
+    qloop.run(w.wiki.open_page(scope, "Family"))
+    w.wiki.search.setText("orchids")
+    w.wiki._on_search()
+    qloop.wait_until(lambda: w.wiki.results.count() > 0 and "Nothing" not in w.wiki.results.item(0).text(),
+                     what="Me's results")
+    w.wiki._on_typed("Gif")
+    qloop.wait_until(lambda: "Gifts" in w.wiki._suggestions.stringList(), what="Me's typeahead")
+
+
+def what_bob_sees_of_me(w) -> list[str]:
+    seen = []
+    if "Clara" in w.wiki.page.toPlainText() or "orchids" in w.wiki.search.text():
+        seen.append("Me's page, answer or question")
+    if w.wiki.verified.isEnabled() or w.wiki.current is not None:
+        seen.append("the Verified box of Me's page, enabled")
+    shown = " ".join(w.wiki.results.item(i).text() + w.wiki.results.item(i).toolTip()
+                     for i in range(w.wiki.results.count()))
+    if "orchids" in shown.lower():
+        seen.append("Me's search results")
+    completer = w.wiki.search.completer()
+    completer.setCompletionPrefix("G")
+    if completer.completionCount():
+        seen.append("Me's page titles as typeahead suggestions")
+    return seen
+
+
+def test_switching_person_on_the_wiki_shows_nothing_of_the_first(qtbot, qloop, ui_pod, script) -> None:
+    scope, _ = seed(qloop, ui_pod)
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show_wiki()
+    show_everything_of_me(qloop, w, scope)
+    ui_pod.add_person("Bob")
+    w.refresh_people()
+    assert w.switch_person("Bob")
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the wiki to reload for Bob")
+    assert what_bob_sees_of_me(w) == []
+    assert w.wiki.tree.topLevelItemCount() == 0
+    # Me's Ask memory answer goes too, and so does what Me left on the Wiki page while on another page
+    assert w.switch_person(ui_pod.person.name)
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the wiki to reload for Me")
+    ui_pod.set_role_model("ask_memory", "fake/fake-1")
+    script([Text("Clara's birthday is on 3 June [1].")])
+    w.wiki.search.setText("When is Clara's birthday?")
+    w.wiki.ask.click()
+    qloop.wait_until(lambda: "3 June" in w.wiki.page.toPlainText(), what="the answer")
+    show_everything_of_me(qloop, w, scope)
+    w.show_chat()
+    assert w.switch_person("Bob")
+    assert what_bob_sees_of_me(w) == []
+    w.show_wiki()
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the wiki to load for Bob")
+    assert what_bob_sees_of_me(w) == [] and w.wiki.tree.topLevelItemCount() == 0
+
+
+def test_verifying_is_refused_for_a_page_outside_the_persons_memory(qtbot, qloop, ui_pod) -> None:
+    scope, _ = seed(qloop, ui_pod)
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show_wiki()
+    qloop.run(w.wiki.open_page(scope, "Family"))
+    ui_pod.add_person("Bob")
+    bob = ui_pod.pod.for_person(ui_pod.store.get_person("Bob"))
+    w.wiki.pod = bob  # a view that still holds Me's page while it acts for Bob
+    w.wiki.verified.click()
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the click to be handled")
+    assert "not in Bob's memory" in w.statusBar().currentMessage()
+    assert not ui_pod.memory.read_page(scope, "family").verified
+    assert not w.wiki.verified.isChecked() and not w.wiki.verified.isEnabled()
