@@ -46,6 +46,27 @@ def page_href(scope: str, title_or_slug: str) -> str:
     return "hearth-page:" + quote(f"{scope}|{title_or_slug}", safe="/")
 
 
+_UNREADABLE = re.compile(r"^(?P<path>.+?\.md)(?:, (?P<line>line \d+))?: (?P<reason>.+)$", re.DOTALL)
+
+
+def unreadable_label(message: str, scope_names: dict[str, str]) -> tuple[str, str]:
+    """A skipped page file's line in the tree, by file name and reason ("⚠ holiday-plans (unreadable: the
+    front matter is not closed)"; a scope in the reason by its name), and its tooltip: the whole message,
+    with the file's full path and the fix."""
+    m = _UNREADABLE.match(message)
+    if m is None:
+        return "⚠ a page file (unreadable)", message
+    name = m["path"].replace("\\", "/").rsplit("/", 1)[-1].removesuffix(".md")
+    reason = m["reason"].split(". ", 1)[0].rstrip(".")
+    for scope, label in sorted(scope_names.items(), key=lambda kv: -len(kv[0])):
+        reason = reason.replace(scope, label)
+    if len(reason) > 80:
+        reason = reason[:79] + "…"
+    if m["line"]:
+        reason = f"{m['line']}: {reason}"
+    return f"⚠ {name} (unreadable: {reason})", message
+
+
 def page_html(body: str, citations: dict[int, str], scope: str) -> str:
     """Markdown body to HTML with [[Title]] as page links and [n] as links to the cited source."""
 
@@ -278,9 +299,10 @@ class WikiView(QWidget):
                 item = QTreeWidgetItem([("✔ " if p.verified else "") + p.title])
                 item.setData(0, Qt.ItemDataRole.UserRole, (scope, p.slug))
                 cat.addChild(item)
-            for name in corrupt:
-                bad = QTreeWidgetItem([f"⚠ {name} (unreadable)"])
-                bad.setToolTip(0, "This page file could not be read; it is skipped until fixed or rebuilt.")
+            for message in corrupt:
+                label, detail = unreadable_label(message, {s: self.pod.scope_label(s) for s in scopes})
+                bad = QTreeWidgetItem([label])
+                bad.setToolTip(0, f"{detail}\nThis page file could not be read; it is skipped until fixed or rebuilt.")
                 top.addChild(bad)
             top.setExpanded(True)
             for c in cats.values():

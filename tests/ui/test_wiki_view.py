@@ -242,3 +242,18 @@ def test_verifying_is_refused_for_a_page_outside_the_persons_memory(qtbot, qloop
     assert "not in Bob's memory" in w.statusBar().currentMessage()
     assert not ui_pod.memory.read_page(scope, "family").verified
     assert not w.wiki.verified.isChecked() and not w.wiki.verified.isEnabled()
+
+
+def test_an_unreadable_page_is_named_by_file_and_reason_without_ids_or_paths(qtbot, qloop, ui_pod, home) -> None:
+    scope, _ = seed(qloop, ui_pod)
+    bad = home / "memory" / "wiki" / scope / "holiday-plans.md"
+    bad.write_text("---\ntitle: Holiday plans\nscope: " + scope + "\ncatego", "utf-8")  # cut off mid-write
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show_wiki()
+    qloop.wait_until(lambda: w.wiki.tree.topLevelItemCount() == 1, what="the page tree")
+    top = w.wiki.tree.topLevelItem(0)
+    shown = {top.child(i).text(0): top.child(i).toolTip(0) for i in range(top.childCount())}
+    assert "family" in shown  # the rest of the wiki still shows
+    assert "⚠ holiday-plans (unreadable: the front matter is not closed)" in shown, list(shown)
+    assert str(bad) in shown["⚠ holiday-plans (unreadable: the front matter is not closed)"]  # the path, to fix it
