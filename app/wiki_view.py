@@ -74,12 +74,44 @@ def page_html(body: str, citations: dict[int, str], scope: str) -> str:
         target, label = m.group(1).strip(), (m.group(2) or m.group(1)).strip()
         return f"[{label}]({page_href(scope, target)})"
 
+    return render(_cite_links(_LINK.sub(link, body), {n: f"hearth-source:{sid}" for n, sid in citations.items()}))
+
+
+def _cite_links(markdown: str, hrefs: dict[int, str]) -> str:
+    """Each [n] in markdown as a link to hrefs[n]; a number with no target stays plain text."""
+
     def cite(m: re.Match[str]) -> str:
         n = int(m.group(1))
-        sid = citations.get(n)
-        return f"[\\[{n}\\]](hearth-source:{sid})" if sid else f"\\[{n}\\]"
+        href = hrefs.get(n)
+        return f"[\\[{n}\\]]({href})" if href else f"\\[{n}\\]"
 
-    return render(_CITE.sub(cite, _LINK.sub(link, body)))
+    return _CITE.sub(cite, markdown)
+
+
+def answer_html(question: str, result: Any, scope_label: Any) -> str:
+    """Ask memory's answer: its [n] as links to the page or source each cites (opened in the view like a
+    page's citations), and a Sources list under it by title, never by id."""
+    if not result.ok:
+        return (f"<h3>{html.escape(question)}</h3>"
+                f"<p>The question could not be answered: {html.escape(result.error)}</p>")
+    hits = {h.id: h for h in result.hits}
+    hrefs: dict[int, str] = {}
+    items = []
+    for n, ref in sorted(result.citations.items()):
+        h = hits.get(ref)
+        if ref.startswith("page:"):
+            scope, _, slug = ref.removeprefix("page:").rpartition("/")
+            hrefs[n] = page_href(scope, slug)
+            title = (h.title if h else "") or slug.replace("-", " ").capitalize()
+            where = f" — page in {scope_label(scope)}"
+        else:
+            hrefs[n] = f"hearth-source:{ref}"
+            title = (h.title if h else "") or f"Source {n}"
+            where = f" — {scope_label(h.scope)}" if h and h.scope else ""
+        items.append(f"<li>[{n}] <a href='{html.escape(hrefs[n], quote=True)}'>{html.escape(title)}</a>"
+                     f"{html.escape(where)}</li>")
+    sources = f"<h4>Sources</h4><ul>{''.join(items)}</ul>" if items else ""
+    return f"<h3>{html.escape(question)}</h3>{render(_cite_links(result.text, hrefs))}{sources}"
 
 
 class SourceDialog(QDialog):
@@ -462,6 +494,8 @@ class WikiView(QWidget):
             self.status.emit("Type a question in the search box, then Ask memory.")
             return
         self.page.setHtml(f"<p><i>Asking memory: {html.escape(question)}…</i></p>")
+        self.current = None  # the view shows an answer now, not a page to verify
+        self.verified.setEnabled(False)
         self.tabs.setCurrentIndex(0)
 
         async def go() -> None:
@@ -470,8 +504,7 @@ class WikiView(QWidget):
             except Exception as exc:  # no agent yet, say
                 self.page.setHtml(f"<p>{html.escape(str(exc))}</p>")
                 return
-            answer = result.text if result.ok else f"The question could not be answered: {result.error}"
-            self.page.setHtml(f"<h3>{html.escape(question)}</h3>{render(answer)}")
+            self.page.setHtml(answer_html(question, result, self.pod.scope_label))
 
         self._show(go())
 

@@ -257,3 +257,29 @@ def test_an_unreadable_page_is_named_by_file_and_reason_without_ids_or_paths(qtb
     assert "family" in shown  # the rest of the wiki still shows
     assert "⚠ holiday-plans (unreadable: the front matter is not closed)" in shown, list(shown)
     assert str(bad) in shown["⚠ holiday-plans (unreadable: the front matter is not closed)"]  # the path, to fix it
+
+
+def test_ask_memory_links_its_citations_and_lists_them_by_title(qtbot, qloop, ui_pod, script) -> None:
+    scope, sid = seed(qloop, ui_pod)
+    ui_pod.set_role_model("ask_memory", "fake/fake-1")
+    script([Text("Clara's birthday is on 3 June [1]; she loves orchids [2].")])
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show_wiki()
+    w.wiki.search.setText("When is Clara's birthday and what does she love?")
+    w.wiki.ask.click()
+    qloop.wait_until(lambda: "3 June" in w.wiki.page.toPlainText(), what="the answer")
+    text = w.wiki.page.toPlainText()
+    assert "Sources" in text and sid[:8] not in text and ui_pod.person.id[:8] not in text
+    assert "hearth-" not in text
+    answer_html = w.wiki.page.toHtml()
+    hrefs = re.findall(r'href="(hearth-(?:page|source):[^"]+)"', answer_html)
+    assert len(set(hrefs)) == 2 and {h.split(":")[0] for h in hrefs} == {"hearth-page", "hearth-source"}, hrefs
+    source = next(h for h in hrefs if h.startswith("hearth-source:"))
+    w.wiki._on_anchor(QUrl(source))
+    qloop.wait_until(lambda: hasattr(w.wiki, "source_dialog"), what="the cited source")
+    assert "she loves orchids" in w.wiki.source_dialog.text.toPlainText()
+    page = next(h for h in hrefs if h.startswith("hearth-page:"))
+    w.wiki._on_anchor(QUrl(page))
+    qloop.wait_until(lambda: w.wiki.current is not None, what="the cited page")
+    assert w.wiki.current == (scope, "family") and w.wiki.verified.isEnabled()
