@@ -1,10 +1,12 @@
 """The wiki browser, fully offline: pages by scope and category, search with typeahead, rendered pages
-with [[links]] and numbered citations that open the verbatim source, a verification toggle, and the
-proposals agents made to verified pages, side by side, to approve or reject."""
+with [[links]] and numbered citations that open the verbatim source, a verification toggle, Edit (the person
+corrects a page's text; it is saved as theirs and verified), Ask memory's answers with linked citations, and
+the proposals agents made to verified pages, side by side, to approve or reject."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import difflib
 import html
 import re
@@ -24,6 +26,7 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QPushButton,
     QSplitter,
+    QStackedWidget,
     QTabWidget,
     QTextBrowser,
     QTreeWidget,
@@ -201,11 +204,42 @@ class WikiView(QWidget):
         self.verified.setAccessibleName("Verified")
         self.verified.setEnabled(False)
         self.verified.clicked.connect(self._on_verified)
+        self.edit = QPushButton("Edit")
+        self.edit.setToolTip("Correct this page's text yourself; agents can then only propose changes to it")
+        self.edit.setEnabled(False)
+        self.edit.clicked.connect(self._on_edit)
+        self.editor = QPlainTextEdit()
+        self.editor.setAccessibleName("Page text")
+        self.save_edit = QPushButton("Save")
+        self.save_edit.clicked.connect(self._on_save_edit)
+        self.cancel_edit = QPushButton("Cancel")
+        self.cancel_edit.clicked.connect(self._on_cancel_edit)
+        edit_note = QLabel("Correct the text below. A number like [1] points at a source listed under the page: keep it "
+                           "on the line it supports. Saving marks the page verified, so the next ingest proposes "
+                           "its changes instead of rewriting your correction.")
+        edit_note.setWordWrap(True)
+        edit_box = QWidget()
+        el = QVBoxLayout(edit_box)
+        el.setContentsMargins(0, 0, 0, 0)
+        el.addWidget(edit_note)
+        el.addWidget(self.editor)
+        edit_btns = QHBoxLayout()
+        edit_btns.addStretch(1)
+        edit_btns.addWidget(self.cancel_edit)
+        edit_btns.addWidget(self.save_edit)
+        el.addLayout(edit_btns)
+        self.page_stack = QStackedWidget()
+        self.page_stack.addWidget(self.page)
+        self.page_stack.addWidget(edit_box)
+        self._editing: tuple[str, str] | None = None  # (scope, slug) of the page in the editor
         page_box = QWidget()
         pl = QVBoxLayout(page_box)
         pl.setContentsMargins(0, 0, 0, 0)
-        pl.addWidget(self.verified)
-        pl.addWidget(self.page)
+        page_row = QHBoxLayout()
+        page_row.addWidget(self.verified, 1)
+        page_row.addWidget(self.edit)
+        pl.addLayout(page_row)
+        pl.addWidget(self.page_stack)
 
         self.proposals = QListWidget()
         self.proposals.setAccessibleName("Proposals")
@@ -286,9 +320,10 @@ class WikiView(QWidget):
         for task in list(self._reads):
             task.cancel()
         self.current = None
+        self._close_editor()
         self.page.clear()
         self.verified.setChecked(False)
-        self.verified.setEnabled(False)
+        self._page_actions(False)
         self.search.clear()
         self._suggestions.setStringList([])
         self.search.completer().popup().hide()
@@ -305,6 +340,16 @@ class WikiView(QWidget):
 
     def _mine(self, scope: str) -> bool:
         return scope in self.pod.person_scopes()
+
+    def _not_mine(self, what: str) -> None:
+        self._page_actions(False)
+        self.status.emit(f"{what}: this page is not in {self.pod.person.name}'s memory. "
+                         "Open one of your own pages from the list first.")
+
+    def _page_actions(self, enabled: bool) -> None:
+        """Verified and Edit act on the page shown; with no page of the person's shown, they are off."""
+        self.verified.setEnabled(enabled)
+        self.edit.setEnabled(enabled)
 
     def _mem(self, fn: Any) -> Any:
         return self.pod.in_memory_thread(fn)
@@ -380,9 +425,10 @@ class WikiView(QWidget):
 
     async def _open(self, scope: str, slug_or_title: str) -> None:
         page = await self._mem(lambda: self.pod.memory.view_page(scope, slug_or_title, self._viewer(scope)))
+        self._close_editor()
         if page is None:
             self.page.setHtml(f"<p>No page <b>{html.escape(slug_or_title)}</b> here yet.</p>")
-            self.verified.setEnabled(False)
+            self._page_actions(False)
             self.current = None
             return
         self.current = (scope, page.slug)
@@ -393,7 +439,7 @@ class WikiView(QWidget):
         body = self.pod.restore_redactions(page.body)  # the owner's own view: redacted values put back
         self.page.setHtml(f"<h2>{html.escape(page.title)}</h2>{meta}{page_html(body, page.citations, scope)}"
                           + (f"<h4>Sources</h4><ul>{sources}</ul>" if sources else ""))
-        self.verified.setEnabled(True)
+        self._page_actions(True)
         self.verified.setChecked(page.verified)
         self.tabs.setCurrentIndex(0)
 
@@ -443,15 +489,94 @@ class WikiView(QWidget):
         scope, slug = self.current
         if not self._mine(scope):
             self.verified.setChecked(not checked)
-            self.verified.setEnabled(False)
-            self.status.emit(f"Not changed: this page is not in {self.pod.person.name}'s memory. "
-                             "Open one of your own pages from the list to verify it.")
+            self._not_mine("Not changed")
             return
 
         async def go() -> None:
             await self._mem(lambda: self.pod.memory.set_verified(scope, slug, checked))
             self.status.emit(f"Page {'verified: agents now propose changes instead of writing' if checked else 'no longer verified'}.")
             await self._load()
+
+        self._run(go())
+
+    # -- correcting a page by hand
+    def _on_edit(self) -> None:
+        if self.current is None:
+            return
+        scope, slug = self.current
+        if not self._mine(scope):
+            self._not_mine("Not opened for editing")
+            return
+
+        async def go() -> None:
+            page = await self._mem(lambda: self.pod.memory.read_page(scope, slug))
+            if page is None:
+                self.status.emit("This page is gone (deleted or rebuilt meanwhile); choose it again from the list.")
+                return
+            self.editor.setPlainText(self.pod.restore_redactions(page.body))  # the owner's own values
+            self._editing = (scope, slug)
+            self.page_stack.setCurrentIndex(1)
+            self.edit.setEnabled(False)
+            self.editor.setFocus()
+
+        self._show(go())
+
+    def _close_editor(self) -> None:
+        self._editing = None
+        self.editor.clear()
+        self.page_stack.setCurrentIndex(0)
+
+    def _on_cancel_edit(self) -> None:
+        self._close_editor()
+        self.edit.setEnabled(self.current is not None)
+        self.status.emit("Nothing changed.")
+
+    def _on_save_edit(self) -> None:
+        if self._editing is None:
+            return
+        scope, slug = self._editing
+        if not self._mine(scope):
+            self._close_editor()
+            self._not_mine("Not saved")
+            return
+        body = self.editor.toPlainText().strip()
+        if not body:
+            self.status.emit("Not saved: the page would be empty. Type its text, or Cancel.")
+            return
+        author = f"person:{self.pod.person.id}"
+
+        def write() -> Any:
+            page = self.pod.memory.read_page(scope, slug)
+            if page is None:
+                return None
+            fixed = dataclasses.replace(page, body=body, verified=True)
+            unknown = [n for n in fixed.cited_numbers() if n not in fixed.citations]
+            if unknown:
+                return unknown
+            return self.pod.memory.write_page(fixed, author=author)
+
+        async def go() -> None:
+            try:
+                done = await self._mem(write)
+            except (OSError, ValueError) as exc:  # the disk, or a citation memory refuses
+                self.status.emit(f"Not saved: {exc} Your text is still in the editor: fix it and Save again, or Cancel.")
+                return
+            if done is None:
+                self.status.emit("Not saved: this page is gone (deleted or rebuilt meanwhile). "
+                                 "Copy your text, then open the page again from the list.")
+                return
+            if isinstance(done, list):
+                numbers = ", ".join(f"[{n}]" for n in done)
+                self.status.emit(f"Not saved: {numbers} points at no source of this page. Use a number listed "
+                                 "under Sources, or take it out.")
+                return
+            self.status.emit("Correction saved. The page is now verified: the next ingest proposes changes to it "
+                             "(under Proposals) instead of rewriting your text.")
+            if self._editing != (scope, slug):
+                return  # the person moved on (another page, another person) while it saved
+            self._close_editor()
+            await self._load()
+            await self._open(scope, slug)
 
         self._run(go())
 
@@ -494,8 +619,9 @@ class WikiView(QWidget):
             self.status.emit("Type a question in the search box, then Ask memory.")
             return
         self.page.setHtml(f"<p><i>Asking memory: {html.escape(question)}…</i></p>")
-        self.current = None  # the view shows an answer now, not a page to verify
-        self.verified.setEnabled(False)
+        self.current = None  # the view shows an answer now, not a page to verify or edit
+        self._close_editor()
+        self._page_actions(False)
         self.tabs.setCurrentIndex(0)
 
         async def go() -> None:

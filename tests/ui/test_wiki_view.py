@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 from PySide6.QtCore import QUrl
@@ -283,3 +284,63 @@ def test_ask_memory_links_its_citations_and_lists_them_by_title(qtbot, qloop, ui
     w.wiki._on_anchor(QUrl(page))
     qloop.wait_until(lambda: w.wiki.current is not None, what="the cited page")
     assert w.wiki.current == (scope, "family") and w.wiki.verified.isEnabled()
+
+
+def test_a_person_corrects_a_page_and_the_next_ingest_keeps_the_correction(qtbot, qloop, ui_pod, script) -> None:
+    scope, sid = seed(qloop, ui_pod)
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show_wiki()
+    qloop.run(w.wiki.open_page(scope, "Family"))
+    assert w.wiki.edit.isEnabled()
+    w.wiki.edit.click()
+    qloop.wait_until(lambda: w.wiki.editor.isVisibleTo(w), what="the editor")
+    assert "Clara's birthday is on 3 June [1]" in w.wiki.editor.toPlainText()
+    # Cancel changes nothing
+    w.wiki.cancel_edit.click()
+    assert w.wiki.page.isVisibleTo(w) and "3 June" in ui_pod.memory.read_page(scope, "family").body
+    w.wiki.edit.click()
+    qloop.wait_until(lambda: w.wiki.editor.isVisibleTo(w), what="the editor")
+    # a number that points at no source is refused, and the text stays to fix
+    w.wiki.editor.setPlainText(w.wiki.editor.toPlainText().replace("3 June [1]", "13 June [4]"))
+    w.wiki.save_edit.click()
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the refusal")
+    assert "[4] points at no source" in w.statusBar().currentMessage() and w.wiki.editor.isVisibleTo(w)
+    w.wiki.editor.setPlainText(w.wiki.editor.toPlainText().replace("13 June [4]", "13 June (I checked her passport) [1]"))
+    w.wiki.save_edit.click()
+    qloop.wait_until(lambda: "13 June" in w.wiki.page.toPlainText() and w.wiki.page.isVisibleTo(w), what="the saved page")
+    assert "next ingest proposes changes" in w.statusBar().currentMessage()
+    saved = ui_pod.memory.read_page(scope, "family")
+    assert saved.verified and saved.citations == {1: sid} and w.wiki.verified.isChecked()
+    # an ingest whose model rewrites the page leaves the correction and proposes its version instead
+    qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.add_source("Clara's birthday is on 3 June.", scope=scope)))
+    ui_pod.set_role_model("ingest", "fake/fake-1")
+    script([Text(json.dumps([{"title": "Family", "scope": scope, "category": "family",
+                              "body": "- Clara's birthday is on 3 June [1]", "citations": {"1": "S1"}}]))])
+    qloop.run(w.wiki.ingest_panel.ingest())
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the wiki to reload")
+    assert "proposed 1" in w.statusBar().currentMessage()
+    assert "13 June (I checked her passport) [1]" in ui_pod.memory.read_page(scope, "family").body
+    assert w.wiki.proposals.count() == 1
+
+
+def test_editing_is_refused_for_a_page_outside_the_persons_memory(qtbot, qloop, ui_pod) -> None:
+    scope, _ = seed(qloop, ui_pod)
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show_wiki()
+    qloop.run(w.wiki.open_page(scope, "Family"))
+    w.wiki.edit.click()
+    qloop.wait_until(lambda: w.wiki.editor.isVisibleTo(w), what="the editor")
+    w.wiki.editor.setPlainText("- Clara's birthday is on 30 June [1]")
+    ui_pod.add_person("Bob")
+    w.wiki.pod = ui_pod.pod.for_person(ui_pod.store.get_person("Bob"))  # a view that still holds Me's page
+    w.wiki.save_edit.click()
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the click to be handled")
+    assert "Not saved: this page is not in Bob's memory" in w.statusBar().currentMessage()
+    assert "3 June" in ui_pod.memory.read_page(scope, "family").body
+    assert not w.wiki.edit.isEnabled() and not w.wiki.editor.isVisibleTo(w)
+    w.wiki.edit.setEnabled(True)  # Edit, too, refuses Me's page while acting for Bob
+    w.wiki.edit.click()
+    assert "Not opened for editing: this page is not in Bob's memory" in w.statusBar().currentMessage()
+    assert not w.wiki.editor.isVisibleTo(w)
