@@ -1,14 +1,19 @@
-"""The wiki browser offline: tree, search, citations to verbatim sources, verification, proposals."""
+"""The wiki browser offline: tree, search, citations to verbatim sources, verification, editing, proposals,
+Ask memory, and ingest from the window against hostile or slow models."""
 
 from __future__ import annotations
 
 import json
 import re
+import socket
+import threading
+import time
 
+import pytest
 from PySide6.QtCore import QUrl
 
 from app.main_window import MainWindow
-from tests.helpers.fake_model import Text
+from tests.helpers.fake_model import Endless, Error, FakeModelServer, Hang, Script, Text
 from tests.ui.conftest import answer_confirm
 from wiki_engine import Page
 
@@ -30,6 +35,22 @@ def seed(qloop, pod):
         return await pod.in_memory_thread(work)
 
     return scope, qloop.run(go())
+
+
+def window_on_family(qtbot, qloop, pod):
+    """The seeded wiki in a window, the Family page open; returns the window, the scope and the source id."""
+    scope, sid = seed(qloop, pod)
+    w = MainWindow(pod)
+    qtbot.addWidget(w)
+    w.show_wiki()
+    qloop.run(w.wiki.open_page(scope, "Family"))
+    return w, scope, sid
+
+
+def act_for_bob(w, pod) -> None:
+    """The Wiki view acts for Bob while it still holds Me's page (what a stale view would do)."""
+    pod.add_person("Bob")
+    w.wiki.pod = pod.pod.for_person(pod.store.get_person("Bob"))
 
 
 def test_tree_page_links_and_citations(qtbot, qloop, ui_pod) -> None:
@@ -230,14 +251,8 @@ def test_switching_person_on_the_wiki_shows_nothing_of_the_first(qtbot, qloop, u
 
 
 def test_verifying_is_refused_for_a_page_outside_the_persons_memory(qtbot, qloop, ui_pod) -> None:
-    scope, _ = seed(qloop, ui_pod)
-    w = MainWindow(ui_pod)
-    qtbot.addWidget(w)
-    w.show_wiki()
-    qloop.run(w.wiki.open_page(scope, "Family"))
-    ui_pod.add_person("Bob")
-    bob = ui_pod.pod.for_person(ui_pod.store.get_person("Bob"))
-    w.wiki.pod = bob  # a view that still holds Me's page while it acts for Bob
+    w, scope, _ = window_on_family(qtbot, qloop, ui_pod)
+    act_for_bob(w, ui_pod)
     w.wiki.verified.click()
     qloop.wait_until(lambda: not w.wiki._tasks, what="the click to be handled")
     assert "not in Bob's memory" in w.statusBar().currentMessage()
@@ -287,11 +302,7 @@ def test_ask_memory_links_its_citations_and_lists_them_by_title(qtbot, qloop, ui
 
 
 def test_a_person_corrects_a_page_and_the_next_ingest_keeps_the_correction(qtbot, qloop, ui_pod, script) -> None:
-    scope, sid = seed(qloop, ui_pod)
-    w = MainWindow(ui_pod)
-    qtbot.addWidget(w)
-    w.show_wiki()
-    qloop.run(w.wiki.open_page(scope, "Family"))
+    w, scope, sid = window_on_family(qtbot, qloop, ui_pod)
     assert w.wiki.edit.isEnabled()
     w.wiki.edit.click()
     qloop.wait_until(lambda: w.wiki.editor.isVisibleTo(w), what="the editor")
@@ -325,16 +336,11 @@ def test_a_person_corrects_a_page_and_the_next_ingest_keeps_the_correction(qtbot
 
 
 def test_editing_is_refused_for_a_page_outside_the_persons_memory(qtbot, qloop, ui_pod) -> None:
-    scope, _ = seed(qloop, ui_pod)
-    w = MainWindow(ui_pod)
-    qtbot.addWidget(w)
-    w.show_wiki()
-    qloop.run(w.wiki.open_page(scope, "Family"))
+    w, scope, _ = window_on_family(qtbot, qloop, ui_pod)
     w.wiki.edit.click()
     qloop.wait_until(lambda: w.wiki.editor.isVisibleTo(w), what="the editor")
     w.wiki.editor.setPlainText("- Clara's birthday is on 30 June [1]")
-    ui_pod.add_person("Bob")
-    w.wiki.pod = ui_pod.pod.for_person(ui_pod.store.get_person("Bob"))  # a view that still holds Me's page
+    act_for_bob(w, ui_pod)
     w.wiki.save_edit.click()
     qloop.wait_until(lambda: not w.wiki._tasks, what="the click to be handled")
     assert "Not saved: this page is not in Bob's memory" in w.statusBar().currentMessage()
@@ -344,3 +350,171 @@ def test_editing_is_refused_for_a_page_outside_the_persons_memory(qtbot, qloop, 
     w.wiki.edit.click()
     assert "Not opened for editing: this page is not in Bob's memory" in w.statusBar().currentMessage()
     assert not w.wiki.editor.isVisibleTo(w)
+
+
+def with_inbox(qloop, pod) -> str:
+    """One kept item waiting for ingest, and the fake model as the ingest model."""
+    scope = f"private/{pod.person.id}"
+    qloop.run(pod.in_memory_thread(lambda: pod.memory.add_source(
+        "We fly to Lisbon on 4 May and stay in the Alfama flat.", scope=scope)))
+    pod.set_role_model("ingest", "fake/fake-1")
+    return scope
+
+
+def test_hostile_ingest_answers_fail_clearly_and_keep_the_inbox(qtbot, qloop, ui_pod, script) -> None:
+    with_inbox(qloop, ui_pod)
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show_wiki()
+    messages: list[str] = []
+    w.wiki.status.connect(messages.append)
+    for answer, said in ((Text("Sure! [{\"title\": \"Lisbon\", "), "did not answer with JSON"),
+                         (Error(500, "boom"), "Ingest failed"),
+                         (Text(json.dumps([{"title": "x", "scope": "private/../../etc", "category": "c",
+                                            "body": "- a [1]", "citations": {"1": "S1"}}])), "none of the scopes")):
+        script([answer])
+        qloop.run(w.wiki.ingest_panel.ingest())
+        assert "Ingest failed" in messages[-1] and said in messages[-1], messages[-1]
+        assert len(ui_pod.memory.inbox()) == 1
+        assert w.wiki.ingest_panel.ingest_now.isEnabled() and w.wiki.ingest_panel.next_label.text().startswith("Next ingest")
+
+
+def test_hostile_titles_and_bodies_stay_inside_the_wiki_and_render_inert(qtbot, qloop, ui_pod, script, home) -> None:
+    scope = with_inbox(qloop, ui_pod)
+    body = ("- Lisbon on 4 May [1] <script>alert(1)</script> <img src='file:///etc/passwd'>\n"
+            "- [click](javascript:alert(1)) [file](file:///etc/passwd) ![i](file:///etc/hostname) [1]\n"
+            "- <a href='file:///etc/passwd'>raw</a> [1]")
+    script([Text(json.dumps([{"title": "../../../../etc/passwd", "scope": scope, "category": "../../x",
+                              "body": body, "citations": {"1": "S1"}}]))])
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show_wiki()
+    qloop.run(w.wiki.ingest_panel.ingest())
+    wiki = (home / "memory" / "wiki").resolve()
+    written = list(wiki.rglob("*.md"))
+    assert len(written) == 1 and all(p.resolve().is_relative_to(wiki) for p in written), written
+    qloop.run(w.wiki.open_page(scope, "../../../../etc/passwd"))
+    html = w.wiki.page.toHtml()
+    assert "Lisbon on 4 May" in w.wiki.page.toPlainText() and "<script>" in w.wiki.page.toPlainText()  # as text
+    assert "href=\"javascript:" not in html and "href=\"file:" not in html and "<img" not in html
+    before = w.wiki.page.toPlainText()
+    for url in ("javascript:alert(1)", "file:///etc/passwd", "http://example.com/"):
+        w.wiki._on_anchor(QUrl(url))
+    assert w.wiki.page.toPlainText() == before and not hasattr(w.wiki, "source_dialog")
+
+
+def test_no_ingest_model_keeps_search_citations_typeahead_and_says_so(qtbot, qloop, ui_pod) -> None:
+    scope, sid = seed(qloop, ui_pod)
+    assert not ui_pod.has_memory_model("ingest")
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show_wiki()
+    assert w.wiki.ingest_panel.no_model.isVisibleTo(w) and w.wiki.ingest_panel.find_local.isVisibleTo(w)
+    w.wiki._on_typed("Gif")
+    qloop.wait_until(lambda: "Gifts" in w.wiki._suggestions.stringList(), what="typeahead")
+    assert any(h.id == sid for h in qloop.run(ui_pod.memory_search("orchids")))
+    w.wiki.search.setText("When is Clara's birthday?")
+    w.wiki.ask.click()
+    qloop.wait_until(lambda: "Ask memory needs a capable model" in w.wiki.page.toPlainText(), what="ask refusal")
+
+
+# -- breaks found in review whose fix is outside the window (wiki_engine, the memory thread, providers):
+# kept here so they are not lost; strict, so each fails the run the day it is fixed and its mark must go.
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="wiki_engine.Memory._write_one replaces a page file it cannot parse "
+                                       "(wiki_engine/memory.py, being changed on another branch)")
+def test_ingest_never_overwrites_a_page_file_it_cannot_read(qtbot, qloop, ui_pod, script, home) -> None:
+    """A person fixes a verified page by hand and slips in the front matter: ingest must keep their file."""
+    scope, sid = seed(qloop, ui_pod)
+    qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.set_verified(scope, "family", True)))
+    path = home / "memory" / "wiki" / scope / "family.md"
+    path.write_text(path.read_text("utf-8").replace("verified: true", "verified: yes").replace(
+        "3 June", "13 June (I checked her passport)"), "utf-8")
+    qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.add_source("Clara's birthday is on 3 June.", scope=scope)))
+    ui_pod.set_role_model("ingest", "fake/fake-1")
+    script([Text(json.dumps([{"title": "Family", "scope": scope, "category": "family",
+                              "body": "- Clara's birthday is on 3 June [1]", "citations": {"1": "S1"}}]))])
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show_wiki()
+    qloop.run(w.wiki.ingest_panel.ingest())
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the wiki to reload")
+    kept = [p for p in (home / "memory" / "wiki").rglob("*") if p.is_file()
+            and "13 June (I checked her passport)" in p.read_text("utf-8", "replace")]
+    assert kept, "the person's hand-corrected page file was overwritten by the ingest model's page"
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="ingest holds the one memory thread through its model call, so search and "
+                                       "typeahead wait behind it (runtime_host/memory_jobs.py, wiki_engine pipeline)")
+def test_typeahead_answers_while_ingest_waits_on_a_slow_model(qtbot, qloop, ui_pod, fake_model) -> None:
+    """A slow (or hung, up to the 120 s read timeout) ingest model must not freeze typeahead."""
+    scope, _ = seed(qloop, ui_pod)
+    qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.add_source("We fly to Lisbon on 4 May.", scope=scope)))
+    ui_pod.set_role_model("ingest", "fake/fake-1")
+    fake_model.script = Script([Hang(8)])
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show_wiki()
+    qloop.wait_until(lambda: w.wiki.tree.topLevelItemCount() == 1, what="the page tree")
+    task = w.wiki.ingest_panel.ingest()
+    qloop.wait_until(lambda: len(fake_model.requests) == 1, what="the ingest request")
+    assert w.wiki.ingest_panel.next_label.text() == "Ingesting…" and not w.wiki.ingest_panel.ingest_now.isEnabled()
+    w.wiki._on_typed("Gif")
+    try:
+        qloop.wait_until(lambda: "Gifts" in w.wiki._suggestions.stringList(), timeout=2, what="typeahead during ingest")
+    finally:
+        qloop.run(task, timeout=30)
+
+
+class _StoppableEndless(FakeModelServer):
+    """The fake model, but an endless answer ends (the connection is cut) when the test is done with it."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.done = threading.Event()
+
+    def _answer_endless(self, h, req, answer):
+        self._begin_stream(h)
+        piece = {"id": "chatcmpl-endless", "object": "chat.completion.chunk", "model": "m",
+                 "choices": [{"index": 0, "delta": {"content": answer.chunk}, "finish_reason": None}]}
+        data = f"data: {json.dumps(piece)}\n\n".encode()
+        try:
+            while not self.done.is_set():
+                self._chunk(h, data)
+                time.sleep(answer.delay_s)
+        except OSError:
+            pass
+        h.close_connection = True
+        try:
+            h.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="a streamed answer has no size bound yet (runtime_host/providers, being "
+                                       "changed on another branch)")
+def test_an_ingest_model_that_never_stops_answering_is_cut_off(qtbot, qloop, ui_pod) -> None:
+    """A hostile ingest model streams without end: Hearth cuts it off at its answer bound and says so."""
+    scope = f"private/{ui_pod.person.id}"
+    qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.add_source("We fly to Lisbon on 4 May.", scope=scope)))
+    hostile = _StoppableEndless(Script([Endless(chunk="x" * 60000, delay_s=0.01)], repeat_last=True)).start()
+    try:
+        ui_pod.add_provider("hostile", kind="openai-compatible", base_url=hostile.base_url, model="h-1")
+        ui_pod.set_role_model("ingest", "hostile/h-1")
+        w = MainWindow(ui_pod)
+        qtbot.addWidget(w)
+        w.show_wiki()
+        messages: list[str] = []
+        w.wiki.status.connect(messages.append)
+        task = w.wiki.ingest_panel.ingest()
+        try:
+            qloop.wait_until(lambda: task.done(), timeout=25, what="ingest to be cut off")
+        finally:
+            hostile.done.set()
+            if not task.done():
+                qloop.run(task, timeout=30)
+        qloop.wait_until(lambda: not w.wiki._tasks, what="the wiki to settle")
+        assert messages and "Ingest failed" in messages[-1] and "cut it off" in messages[-1], messages
+    finally:
+        hostile.done.set()
+        hostile.stop()
