@@ -25,7 +25,7 @@ from runtime_host.providers import (
     ToolCall,
     truncated,
 )
-from runtime_host.providers.http import bounded_lines, open_stream, stream_error
+from runtime_host.providers.http import bounded_body, bounded_lines, open_stream, stream_error
 from runtime_host.providers.openai_compat import parse_arguments
 from runtime_host.providers.sse import iter_sse
 
@@ -253,7 +253,7 @@ class AnthropicProvider:
         """One call without streaming: the whole message arrives as one JSON body."""
         url, headers, body = self._request(messages, tools, stream=False)
         with open_stream(self.route, url, headers, body) as resp:
-            raw = resp.read()
+            raw = bounded_body(resp, self.route)
         yield from events_from_message(self.route.provider, self.route.model, raw)
 
     def stream(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Iterator[ProviderEvent]:
@@ -262,7 +262,7 @@ class AnthropicProvider:
         parser = AnthropicStreamParser(r.provider, r.model)
         with open_stream(r, url, headers, body) as resp:
             if "text/event-stream" not in resp.headers.get("content-type", ""):
-                yield from events_from_message(r.provider, r.model, resp.read())
+                yield from events_from_message(r.provider, r.model, bounded_body(resp, r))
                 return
             for _event, data in iter_sse(bounded_lines(resp, self.route)):
                 yield from parser.feed(data)

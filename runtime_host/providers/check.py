@@ -7,6 +7,7 @@ refused connection is reported at once (no retry: a check is not a turn); errors
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,6 +15,7 @@ from runtime_host.providers import ProviderError, Route, check_address_allowed
 
 CONNECT_S = 3.0
 READ_S = 10.0
+BODY_S = 30.0  # the whole model list (a cloud vendor's can be a few hundred KB)
 
 
 @dataclass
@@ -58,15 +60,18 @@ def check_provider(name: str, kind: str, base_url: str, key: str | None = None) 
     """Lists the server's models with the key; raises ProviderError (unreachable, auth, ...) with advice."""
     import httpx
 
-    from runtime_host.providers.http import _short, error_from_response
+    from runtime_host.providers.http import ERROR_BODY_BYTES, _short, bounded_body, error_from_response
 
     if not base_url.startswith(("http://", "https://")):
         raise ProviderError("bad_request", f"The base URL must start with http:// or https:// (got {base_url!r}).")
     url, headers = _request(kind, base_url, key)
     check_address_allowed(url)
     timeout = httpx.Timeout(connect=CONNECT_S, read=READ_S, write=READ_S, pool=CONNECT_S)
+    route = Route(name, kind, base_url, "", key)
     try:
-        resp = httpx.get(url, headers=headers, timeout=timeout, follow_redirects=False)
+        with httpx.stream("GET", url, headers=headers, timeout=timeout, follow_redirects=False) as resp:
+            body = bounded_body(resp, route, max_s=BODY_S,
+                                head=ERROR_BODY_BYTES if resp.status_code >= 400 else None)
     except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
         raise ProviderError("unreachable", f"Nothing answers at {base_url} ({_short(exc)}). Is the server running "
                                            "and the address right?") from None
@@ -74,15 +79,14 @@ def check_provider(name: str, kind: str, base_url: str, key: str | None = None) 
         raise ProviderError("timeout", f"{base_url} accepted the connection but did not answer in {READ_S:g} s.") from None
     except httpx.HTTPError as exc:
         raise ProviderError("unreachable", f"Could not reach {base_url} ({_short(exc)}).") from None
-    route = Route(name, kind, base_url, "", key)
     if resp.status_code >= 400:
-        err = error_from_response(route, resp, resp.content)
+        err = error_from_response(route, resp, body)
         if err.kind == "not_found":
             err = ProviderError("not_found", f"{base_url} answered but has no model list there (HTTP 404): check that "
                                              "the base URL ends where the API starts (often …/v1).", status=404)
         raise err
     try:
-        models = _model_ids(kind, resp.json())
+        models = _model_ids(kind, json.loads(body))
     except ValueError:
         raise ProviderError("malformed", f"{base_url} answered, but not like a {kind} model server (no model list). "
                                          "Check the address and the wire format.") from None

@@ -73,12 +73,12 @@ class ProviderEmbedder:
             raise ProviderError("auth", self.problem)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        from runtime_host.providers.http import open_stream
+        from runtime_host.providers.http import bounded_body, open_stream
 
         try:
             url, headers, body = self._request(texts)
             with open_stream(self.route, url, headers, body, timeout=timeout or TIMEOUT_S) as resp:
-                raw = resp.read()
+                raw = bounded_body(resp, self.route)
             vectors = self._vectors(raw)
         except ProviderError as exc:
             msg = (f"Provider {self.route.provider!r} had a server error (HTTP {exc.status})." if exc.kind == "server"

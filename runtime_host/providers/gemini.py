@@ -35,7 +35,7 @@ from runtime_host.providers import (
     truncated,
 )
 from runtime_host.providers.anthropic import is_error_result
-from runtime_host.providers.http import bounded_lines, open_stream, stream_error
+from runtime_host.providers.http import bounded_body, bounded_lines, open_stream, stream_error
 from runtime_host.providers.sse import iter_sse
 
 # Documented by Google for function calls that no Gemini model produced (e.g. from another model).
@@ -264,7 +264,7 @@ class GeminiProvider:
         r = self.route
         url, headers, body = self._request(messages, tools, stream=False)
         with open_stream(r, url, headers, body) as resp:
-            raw = resp.read()
+            raw = bounded_body(resp, r)
         yield from self._from_json(raw)
 
     def _from_json(self, raw: bytes) -> Iterator[ProviderEvent]:
@@ -293,7 +293,7 @@ class GeminiProvider:
         parser = GeminiStreamParser(r.provider, r.model)
         with open_stream(r, url, headers, body) as resp:
             if "text/event-stream" not in resp.headers.get("content-type", ""):
-                yield from self._from_json(resp.read())
+                yield from self._from_json(bounded_body(resp, r))
                 return
             for _event, data in iter_sse(bounded_lines(resp, self.route)):
                 yield from parser.feed(data)

@@ -173,6 +173,20 @@ def stream_error(provider: str, err: Any) -> ProviderError:
 # One model answer is bounded whatever the model sends: its size on the wire and how long it streams.
 MAX_ANSWER_WIRE_CHARS = 32 * 1024 * 1024
 MAX_ANSWER_S = 600.0
+# Of an error answer only the start is read: it names the error (error_from_response looks at 4000 chars).
+ERROR_BODY_BYTES = 64 * 1024
+
+
+def _check_bounds(route: Route, size: int, start: float, max_bytes: int, max_s: float) -> None:
+    """Raises the "cut it off" error once one answer passed its size or its time bound."""
+    if size > max_bytes:
+        raise ProviderError("too_long", f"Provider {route.provider!r} sent an answer of more than "
+                            f"{max_bytes / 1048576:g} MB without ending it, so Hearth cut it off. "
+                            "Ask for something shorter, or pick another model.")
+    if time.monotonic() - start > max_s:
+        raise ProviderError("too_long", f"Provider {route.provider!r} kept sending one answer for more than "
+                            f"{max_s:g} s without ending it, so Hearth cut it off. Try again, or pick "
+                            "another model.")
 
 
 def bounded_lines(resp: httpx.Response, route: Route) -> Iterator[str]:
@@ -181,15 +195,27 @@ def bounded_lines(resp: httpx.Response, route: Route) -> Iterator[str]:
     size = 0
     for line in resp.iter_lines():
         size += len(line) + 1
-        if size > MAX_ANSWER_WIRE_CHARS:
-            raise ProviderError("too_long", f"Provider {route.provider!r} sent an answer of more than "
-                                f"{MAX_ANSWER_WIRE_CHARS // 1048576} MB without ending it, so Hearth cut it off. "
-                                "Ask for something shorter, or pick another model.")
-        if time.monotonic() - start > MAX_ANSWER_S:
-            raise ProviderError("too_long", f"Provider {route.provider!r} kept streaming one answer for more than "
-                                f"{MAX_ANSWER_S:g} s without ending it, so Hearth cut it off. Try again, or pick "
-                                "another model.")
+        _check_bounds(route, size, start, MAX_ANSWER_WIRE_CHARS, MAX_ANSWER_S)
         yield line
+
+
+def bounded_body(resp: httpx.Response, route: Route, *, max_bytes: int | None = None,
+                 max_s: float | None = None, head: int | None = None) -> bytes:
+    """The whole body of a one-piece answer (a non-streaming call, a model list), under the same bounds as a
+    stream: past ``max_bytes`` (default 32 MB) or ``max_s`` (default 600 s) it ends with a clear error.
+    With ``head``, only the first ``head`` bytes are wanted: reading stops there without an error."""
+    limit = MAX_ANSWER_WIRE_CHARS if max_bytes is None else max_bytes
+    seconds = MAX_ANSWER_S if max_s is None else max_s
+    start = time.monotonic()
+    parts: list[bytes] = []
+    size = 0
+    for chunk in resp.iter_bytes():
+        parts.append(chunk)
+        size += len(chunk)
+        if head is not None and size >= head:
+            return b"".join(parts)[:head]
+        _check_bounds(route, size, start, limit, seconds)
+    return b"".join(parts)
 
 
 @contextmanager
@@ -222,8 +248,7 @@ def open_stream(route: Route, url: str, headers: dict[str, str], body: dict[str,
             ) from None
     try:
         if resp.status_code >= 400:
-            body_bytes = resp.read()
-            raise error_from_response(route, resp, body_bytes)
+            raise error_from_response(route, resp, bounded_body(resp, route, head=ERROR_BODY_BYTES))
         yield resp
     except httpx.TimeoutException:
         raise ProviderError(

@@ -20,7 +20,7 @@ from runtime_host.providers import (
     ToolCall,
     truncated,
 )
-from runtime_host.providers.http import bounded_lines, open_stream, stream_error
+from runtime_host.providers.http import bounded_body, bounded_lines, open_stream, stream_error
 from runtime_host.providers.sse import iter_sse
 
 
@@ -159,7 +159,7 @@ class OpenAICompatProvider:
         r = self.route
         url, headers, body = self._request(messages, tools, stream=False)
         with open_stream(r, url, headers, body) as resp:
-            raw = resp.read()
+            raw = bounded_body(resp, r)
         yield from self._from_json(raw)
 
     def stream(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Iterator[ProviderEvent]:
@@ -170,7 +170,7 @@ class OpenAICompatProvider:
             ctype = resp.headers.get("content-type", "")
             if "text/event-stream" not in ctype:
                 # Some servers ignore stream=true and answer with one JSON body.
-                yield from self._from_json(resp.read())
+                yield from self._from_json(bounded_body(resp, r))
                 return
             for _event, data in iter_sse(bounded_lines(resp, self.route)):
                 yield from parser.feed(data)

@@ -106,6 +106,10 @@ class LocalServer:
         return Route(self.vendor, "openai", self.base_url, model or (self.models[0] if self.models else ""), None)
 
 
+PROBE_BYTES = 4 * 1024 * 1024
+PROBE_S = 2.0
+
+
 def _with_host(base_url: str, host: str) -> str:
     scheme, _, rest = base_url.partition("://")
     hostport, slash, path = rest.partition("/")
@@ -116,17 +120,25 @@ def _with_host(base_url: str, host: str) -> str:
 
 
 def _probe(v: Vendor, host: str, timeout: float) -> LocalServer | None:
+    import json
+
     import httpx
+
+    from runtime_host.providers import ProviderError
+    from runtime_host.providers.http import bounded_body
 
     base = _with_host(v.base_url, host)
     try:
-        resp = httpx.get(base.rstrip("/") + "/models", timeout=timeout, follow_redirects=False)
-    except (httpx.HTTPError, OSError):
-        return None
-    if resp.status_code != 200:
+        with httpx.stream("GET", base.rstrip("/") + "/models", timeout=timeout, follow_redirects=False) as resp:
+            if resp.status_code != 200:
+                return None
+            # something else on the port may answer without end: a model list is small and quick
+            raw = bounded_body(resp, Route(v.name, "openai", base, "", None), max_bytes=PROBE_BYTES,
+                               max_s=PROBE_S)
+    except (httpx.HTTPError, OSError, ProviderError):
         return None
     try:
-        data: Any = resp.json()
+        data: Any = json.loads(raw)
     except ValueError:
         return None
     if not isinstance(data, dict) or not isinstance(data.get("data"), list):
