@@ -423,7 +423,7 @@ def redacted_reasons(decide: Callable[[Sequence[Any]], list[Any]], memory: Any, 
 
 async def produce(pod: Any) -> list[dict[str, Any]]:
     """Pulls new chat and mail of every person into the memory inbox (keep or skip), then summaries."""
-    from wiki_engine.pipeline import run_producer
+    from wiki_engine.pipeline import producer_steps
 
     reports = []
     for person in pod.store.list_people():
@@ -437,8 +437,8 @@ async def produce(pod: Any) -> list[dict[str, Any]]:
                                  "skipped": [], "quarantined": []}
         for origin, fetch in origins:
             decide = redacted_reasons(choice.decide, pod.memory, scope)
-            rep = await pod.in_memory_thread(lambda origin=origin, fetch=fetch, scope=scope, decide=decide: run_producer(
-                pod.memory, scope=scope, origin=origin, fetch=fetch, decide=decide))
+            rep = await pod.memory_host.run_steps(lambda origin=origin, fetch=fetch, scope=scope: producer_steps(
+                pod.memory, scope=scope, origin=origin, fetch=fetch), decide)
             for key, reason in rep.quarantined:
                 pod.audit(person_id=pid, agent=None, kind="memory", phase="memory_write", action="quarantined",
                           rule="memory.instruction_filter",
@@ -489,7 +489,7 @@ async def summarize_conversations(pod: Any) -> dict[str, int]:
 async def ingest(pod: Any) -> dict[str, Any]:
     """Turns the inbox into wiki pages with the ingest model (single writer). Without a capable model no
     page is written: the inbox waits, and the answer says so and how to choose one."""
-    from wiki_engine.pipeline import run_ingest
+    from wiki_engine.pipeline import ingest_steps
 
     writers = {pid: c for pid, c in _writers(pod).items() if c.synthesize is not None}
     if not writers:
@@ -500,9 +500,8 @@ async def ingest(pod: Any) -> dict[str, Any]:
         out = {"written_by": None, "written": [], "proposed": [], "rejected": [], "consumed": 0}
         who: list[str] = []
         for pid, choice in writers.items():  # each person's pages by their own model, one writer at a time
-            rep = await pod.in_memory_thread(
-                lambda c=choice, p=pid: run_ingest(pod.memory, c.synthesize,
-                                                   scopes=lambda sc: writer_of(pod, sc) == p))
+            rep = await pod.memory_host.run_steps(
+                lambda p=pid: ingest_steps(pod.memory, scopes=lambda sc: writer_of(pod, sc) == p), choice.synthesize)
             if rep.consumed or rep.written or rep.proposed or rep.rejected:
                 who.append(choice.who)
             out["written"] += rep.written
@@ -518,7 +517,7 @@ async def ingest(pod: Any) -> dict[str, Any]:
 async def nightly(pod: Any) -> dict[str, Any]:
     """Merges duplicates, re-synthesises pages whose sources were deleted (with the ingest model, if any),
     rebuilds indexes, then reconciles contradictions."""
-    from wiki_engine.pipeline import run_nightly
+    from wiki_engine.pipeline import failure_told, nightly_steps
 
     writers = {pid: c for pid, c in _writers(pod).items() if c.synthesize is not None}
 
@@ -530,7 +529,8 @@ async def nightly(pod: Any) -> dict[str, Any]:
                 yield from (page for page in choice.synthesize(replace(batch, stale_pages=mine))
                             if writer_of(pod, str(page.scope)) == pid)
 
-    rep = await pod.in_memory_thread(lambda: run_nightly(pod.memory, resynthesize=resynthesize if writers else None))
+    rep = await pod.memory_host.run_steps(lambda: nightly_steps(pod.memory, resynthesize=bool(writers)),
+                                          failure_told(resynthesize))
     out = dict(vars(rep))
     out["reconciled"] = await pod._reconcile_pages()
     pod.emit({"type": "memory.nightly", **{k: v for k, v in out.items() if isinstance(v, int | list)}})

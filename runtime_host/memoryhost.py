@@ -19,6 +19,7 @@ class MemoryHost:
         self.pod = pod
         self._memory: Any = None
         self._memory_pool: Any = None
+        self._job_locks: dict[str, asyncio.Lock] = {}
 
     def register_tools(self, tools: dict[str, Any]) -> None:
         """The Pod tools this part carries out for a worker."""
@@ -88,6 +89,34 @@ class MemoryHost:
             self._memory_pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory")
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._memory_pool, lambda: fn(*args, **kw))
+
+    async def run_steps(self, make_steps: Callable[[], Any], think: Callable[[Any], Any]) -> Any:
+        """Runs a memory pipeline's steps (``wiki_engine.pipeline``) with its memory work on memory's thread and
+        its model part (``think``) on another, so search, typeahead and pages answer while a model thinks."""
+
+        def step(steps: Any, answer: Any) -> tuple[bool, Any]:
+            try:
+                return False, (next(steps) if answer is None else steps.send(answer))
+            except StopIteration as done:  # a future cannot carry StopIteration: hand back the result instead
+                return True, done.value
+
+        steps = await self.in_memory_thread(make_steps)  # opening memory (on first use) is memory work too
+        done, value = await self.in_memory_thread(step, steps, None)
+        while not done:
+            try:
+                answer = list(await asyncio.to_thread(think, value))
+            except BaseException:
+                await self.in_memory_thread(steps.close)  # the lease is released, nothing written
+                raise
+            done, value = await self.in_memory_thread(step, steps, answer)
+        return value
+
+    def job_lock(self, name: str) -> asyncio.Lock:
+        """One run of a memory job at a time in this Pod (``ingest`` also guards nightly: one writer of pages)."""
+        lock = self._job_locks.get(name)
+        if lock is None:
+            lock = self._job_locks[name] = asyncio.Lock()
+        return lock
 
     @staticmethod
     def memory_scope(person_id: str, instance_id: str, which: str) -> str:
@@ -187,7 +216,8 @@ class MemoryHost:
         """Pulls new chat and mail into the memory inbox (keep or skip by the extraction model), then summaries."""
         from runtime_host import memory_jobs
 
-        return await memory_jobs.produce(self.pod)
+        async with self.job_lock("produce"):
+            return await memory_jobs.produce(self.pod)
 
     async def memory_summarize(self) -> dict[str, int]:
         from runtime_host import memory_jobs
@@ -204,7 +234,8 @@ class MemoryHost:
         """Turns the inbox into wiki pages (single writer) once an ingest model is chosen."""
         from runtime_host import memory_jobs
 
-        return await memory_jobs.ingest(self.pod)
+        async with self.job_lock("ingest"):
+            return await memory_jobs.ingest(self.pod)
 
     async def reconcile_pages(self) -> list[str]:
         """Model against model: the ingest model resolves contradicting claims on unverified pages, in favour
@@ -245,4 +276,5 @@ class MemoryHost:
     async def memory_nightly(self) -> dict[str, Any]:
         from runtime_host import memory_jobs
 
-        return await memory_jobs.nightly(self.pod)
+        async with self.job_lock("ingest"):
+            return await memory_jobs.nightly(self.pod)

@@ -11,14 +11,19 @@ and tests can pass deterministic functions.
 
 Without a capable model, ``rules_decide`` keeps or skips items by general rules (empty, small talk, too
 short, advertising) and no pages are written: sources stay searchable and wait in the inbox for a model.
+
+Each pipeline is also a generator of steps (``producer_steps``, ``ingest_steps``, ``nightly_steps``): it
+yields what the model must see and is sent the model's answer, so a host can do the memory work on one
+thread and let the model think on another (``drive`` runs the steps in one go, as the ``run_*`` do).
 """
 
 from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from .guard import check_instructions
 from .lease import Lease, LeaseBusy
@@ -95,12 +100,38 @@ def get_watermark(memory: Memory, scope: str, origin: str) -> Watermark | None:
     return Watermark(rows[0][0], rows[0][1]) if rows else None
 
 
+_Ask = TypeVar("_Ask")
+_Done = TypeVar("_Done")
+
+
+def drive(steps: Generator[_Ask, Any, _Done], think: Callable[[_Ask], Sequence[Any]]) -> _Done:
+    """Runs a pipeline's steps in one go: ``think`` (the model's part) answers each thing the steps yield.
+    If ``think`` fails, the steps are closed (their lease released, nothing written) and the error raised."""
+    try:
+        ask = next(steps)
+        while True:
+            try:
+                answer = list(think(ask))
+            except BaseException:
+                steps.close()
+                raise
+            ask = steps.send(answer)
+    except StopIteration as done:
+        return done.value
+
+
 def run_producer(memory: Memory, *, scope: str, origin: str, fetch: Fetch, decide: Decide) -> ProducerReport:
     """Pulls new items of one origin (chat, mail, notes) for one scope since its watermark.
 
     If anything fails (fetch, the model, a disk write), the watermark does not move, so the next run
     pulls the same items again; storing is idempotent, so nothing is stored twice and nothing is missed.
     """
+    return drive(producer_steps(memory, scope=scope, origin=origin, fetch=fetch), decide)
+
+
+def producer_steps(memory: Memory, *, scope: str, origin: str,
+                   fetch: Fetch) -> Generator[list[Item], Sequence[Decision], ProducerReport]:
+    """``run_producer`` as steps: yields the items to keep or skip, is sent one Decision per item."""
     sc = str(Scope.parse(scope))
     report = ProducerReport(sc, origin)
     mark = get_watermark(memory, sc, origin)
@@ -121,7 +152,7 @@ def run_producer(memory: Memory, *, scope: str, origin: str, fetch: Fetch, decid
             clean.append(it)
         else:
             held.append((it, v.rule, v.reason))
-    decisions = list(decide(clean)) if clean else []
+    decisions = list((yield clean)) if clean else []
     if len(decisions) != len(clean):
         raise ValueError(
             f"The extraction model answered {len(decisions)} decisions for {len(clean)} items; nothing was stored. "
@@ -207,6 +238,16 @@ def run_ingest(memory: Memory, synthesize: Synthesize, *, author: str = "agent:w
     ``scopes``, only sources and stale pages of the scopes it accepts reach ``synthesize`` (the rest wait
     for their own writer), and a draft for any other scope is rejected.
     """
+    return drive(ingest_steps(memory, author=author, max_sources=max_sources, lease_ttl=lease_ttl, scopes=scopes),
+                 synthesize)
+
+
+def ingest_steps(memory: Memory, *, author: str = "agent:wiki-writer", max_sources: int = 200,
+                 lease_ttl: float = 1800.0, scopes: Callable[[str], bool] | None = None,
+                 ) -> Generator[IngestBatch, Sequence[Page], IngestReport]:
+    """``run_ingest`` as steps: holds the lease, yields the batch, is sent the drafts, writes them. Memory may
+    change while the model writes the drafts: each draft is checked as it is written (one citing a source
+    deleted meanwhile is rejected, and the sources it drew on wait in the inbox)."""
     with Lease(memory.catalog, "ingest", ttl=lease_ttl) as lease:
         ids = memory.inbox(max_sources if scopes is None else 1_000_000)
         sources: list[SourceRecord] = []
@@ -233,7 +274,7 @@ def run_ingest(memory: Memory, synthesize: Synthesize, *, author: str = "agent:w
         batch = IngestBatch(sources, stale, existing)
         if not sources and not stale:
             return IngestReport()
-        drafts = list(synthesize(batch))
+        drafts = list((yield batch))
         lease.renew()
         report = IngestReport()
         landed_sources: set[str] = set()
@@ -288,6 +329,27 @@ def run_nightly(memory: Memory, *, merge: Callable[[Page, Page], Page] | None = 
     text is appended to the earlier one. A merge that touches a verified page keeps the person's page
     and files the other as a proposal (model against human resolves to the human).
     """
+    steps = nightly_steps(memory, merge=merge, resynthesize=resynthesize is not None, author=author)
+    return drive(steps, failure_told(resynthesize or (lambda batch: [])))
+
+
+def failure_told(resynthesize: Synthesize) -> Callable[[IngestBatch], list[Page | Exception]]:
+    """The nightly writer, its failure handed to the steps as an answer: nightly says so in its report and goes
+    on (the pages stay stale for the next night) instead of ending before the indexes are rebuilt."""
+
+    def told(batch: IngestBatch) -> list[Page | Exception]:
+        try:
+            return list(resynthesize(batch))
+        except Exception as e:  # whatever the model's failure, the report says it
+            return [e]
+
+    return told
+
+
+def nightly_steps(memory: Memory, *, merge: Callable[[Page, Page], Page] | None = None, resynthesize: bool = False,
+                  author: str = "agent:wiki-writer") -> Generator[IngestBatch, Sequence[Page | Exception], NightlyReport]:
+    """``run_nightly`` as steps: with ``resynthesize``, yields the stale pages (if any) and is sent their
+    rewrites."""
     report = NightlyReport()
     with Lease(memory.catalog, "ingest", ttl=3600.0):
         for scope in sorted(set(memory.scopes_on_disk()) | _page_scopes(memory)):
@@ -315,7 +377,7 @@ def run_nightly(memory: Memory, *, merge: Callable[[Page, Page], Page] | None = 
                         report.merged.append((keep.key, other.key))
                     reread = memory.read_page(scope, keep.slug)
                     keep = reread if reread is not None else keep
-        if resynthesize is not None:
+        if resynthesize:
             stale: list[Page] = []
             for key in memory.stale_pages():
                 sc, _, slug = key[len("page:") :].rpartition("/")
@@ -323,17 +385,12 @@ def run_nightly(memory: Memory, *, merge: Callable[[Page, Page], Page] | None = 
                 if found is not None:
                     stale.append(found)
             if stale:
-                # One bad draft (a citation to a source deleted meanwhile, say) or a failing model leaves its
-                # pages stale for the next night; the other pages and the index rebuild still happen.
-                drafts = iter(resynthesize(IngestBatch([], stale, {})))
-                while True:
-                    try:
-                        page = next(drafts)
-                    except StopIteration:
-                        break
-                    except Exception as e:  # the model's failure, whatever its kind: said in the report
-                        report.rejected.append(("re-synthesis", f"the wiki writer failed: {e}"))
-                        break
+                # One bad draft (a citation to a source deleted while the model wrote, say) or a failing model
+                # leaves its pages stale for the next night; the other pages and the index rebuild still happen.
+                for page in (yield IngestBatch([], stale, {})):
+                    if isinstance(page, Exception):
+                        report.rejected.append(("re-synthesis", f"the wiki writer failed: {page}"))
+                        continue
                     try:
                         memory.write_page(page, author=author)
                     except (CitationError, PageFormatError, ValueError) as e:
@@ -372,5 +429,6 @@ def _append_merge(a: Page, b: Page) -> Page:
 
 __all__ = [
     "Decision", "IngestBatch", "IngestReport", "LeaseBusy", "NightlyReport", "ProducerReport", "Watermark",
-    "get_watermark", "run_ingest", "run_nightly", "run_producer",
+    "drive", "failure_told", "get_watermark", "ingest_steps", "nightly_steps", "producer_steps", "run_ingest", "run_nightly",
+    "run_producer",
 ]

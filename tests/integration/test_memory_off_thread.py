@@ -1,0 +1,141 @@
+"""A memory job's model thinks off memory's thread: while the ingest or extraction model (the fake model on
+127.0.0.1, holding its answer) thinks, search answers and sources can be deleted; the draft is checked again
+when it is written, so a source deleted meanwhile never comes back as a citation."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from tests.helpers.fake_model import Request, Text
+
+
+class HeldAnswer:
+    """A fake-model answer held until the test releases it (or ``hold_s`` passes). ``asked`` is set when the
+    request arrives, ``answered`` just before the answer leaves."""
+
+    def __init__(self, answer: Callable[[Request], Text], hold_s: float = 15.0):
+        self.answer = answer
+        self.hold_s = hold_s
+        self.asked = threading.Event()
+        self.release = threading.Event()
+        self.answered = threading.Event()
+
+    def __call__(self, req: Request) -> Text:
+        self.asked.set()
+        self.release.wait(self.hold_s)
+        self.answered.set()
+        return self.answer(req)
+
+
+def pages_for(scope: str, wanted: dict[str, str]) -> Callable[[Request], Text]:
+    """The wiki writer's answer: one page per (title -> a word of the source it cites), numbered as asked."""
+
+    def answer(req: Request) -> Text:
+        numbered = dict(re.findall(r"^- (S\d+) \(scope [^)]*\): (.*)$", req.last_user, re.M))
+        pages = []
+        for title, word in wanted.items():
+            sn = next(n for n, text in numbered.items() if word in text)
+            pages.append({"title": title, "scope": scope, "category": "notes",
+                          "body": f"- {numbered[sn]} [1]", "citations": {"1": sn}})
+        return Text(json.dumps(pages))
+
+    return answer
+
+
+async def _seed(pod: Any, *texts: str) -> tuple[str, list[str]]:
+    scope = f"private/{pod.person.id}"
+    ids = await pod.in_memory_thread(lambda: [pod.memory.add_source(t, scope=scope) for t in texts])
+    return scope, ids
+
+
+async def _asked(held: HeldAnswer) -> None:
+    assert await asyncio.to_thread(held.asked.wait, 20), "the model was never asked"
+
+
+TRIP, BIRTHDAY = "We fly to Lisbon on 4 May.", "Clara's birthday is on 3 June."
+
+
+async def _ingest_held(pod: Any, fake_model: Any) -> tuple[str, list[str], HeldAnswer, asyncio.Task]:
+    """Two sources in the inbox, and an ingest whose model (pages Trips and Family) holds its answer."""
+    scope, ids = await _seed(pod, TRIP, BIRTHDAY)
+    held = HeldAnswer(pages_for(scope, {"Trips": "Lisbon", "Family": "Clara"}))
+    fake_model.script = held
+    pod.set_role_model("ingest", "fake/fake-1")
+    ingest = asyncio.create_task(pod.memory_ingest())
+    await _asked(held)
+    return scope, ids, held, ingest
+
+
+async def test_search_answers_while_ingest_waits_on_a_slow_model(pod, fake_model) -> None:
+    scope, _, held, ingest = await _ingest_held(pod, fake_model)
+    try:
+        hits = await pod.memory_search("Lisbon")
+        typed = await pod.in_memory_thread(lambda: pod.memory.typeahead("Lis", scopes=[scope]))
+        assert not held.answered.is_set(), "search waited for the ingest model to answer"
+        assert any("Lisbon" in h.snippet for h in hits) and typed
+    finally:
+        held.release.set()
+        out = await asyncio.wait_for(ingest, 30)
+    assert len(out["written"]) == 2 and out["left_in_inbox"] == 0, out
+
+
+async def test_a_source_deleted_while_the_model_writes_is_not_cited(pod, fake_model) -> None:
+    scope, (trip, birthday), held, ingest = await _ingest_held(pod, fake_model)
+    try:
+        await pod.memory_delete_source(trip)  # the person deletes it while the model is still writing
+        assert not held.answered.is_set(), "deleting waited for the ingest model to answer"
+    finally:
+        held.release.set()
+        out = await asyncio.wait_for(ingest, 30)
+    assert [r["title"] for r in out["rejected"]] == ["Trips"], out
+    assert "not a stored source" in out["rejected"][0]["why"]
+    pages, _ = await pod.in_memory_thread(lambda: pod.memory.list_pages(scope))
+    assert [p.title for p in pages] == ["Family"]
+    assert all(trip not in p.citations.values() for p in pages)
+    assert birthday in pages[0].citations.values()
+    assert await pod.in_memory_thread(lambda: pod.memory.inbox(100)) == []  # the gone source left the inbox too
+
+
+async def test_one_ingest_at_a_time_the_second_waits_for_the_first(pod, fake_model) -> None:
+    scope, _ = await _seed(pod, TRIP)
+    held = HeldAnswer(pages_for(scope, {"Trips": "Lisbon"}))
+    fake_model.script = held
+    pod.set_role_model("ingest", "fake/fake-1")
+    first = asyncio.create_task(pod.memory_ingest())
+    await _asked(held)
+    second = asyncio.create_task(pod.memory_ingest())  # the timer fires while "Ingest now" still runs
+    await asyncio.sleep(0.2)
+    assert not second.done()
+    held.release.set()
+    one, two = await asyncio.wait_for(asyncio.gather(first, second), 30)
+    assert len(one["written"]) == 1 and two["written"] == [] and two["consumed"] == 0
+    assert len(fake_model.requests) == 1  # the second found the inbox empty: no second model call
+
+
+async def test_search_answers_while_the_extraction_model_thinks(pod, fake_model, script) -> None:
+    script([Text("Noted.")], repeat_last=True)
+    assert (await asyncio.wait_for(pod.chat("helper", "My sister Clara's birthday is on 3 June."), 30)).ok
+    await _seed(pod, TRIP)
+
+    def keep_all(req: Request) -> Text:
+        return Text(json.dumps([{"n": i + 1, "keep": True, "reason": "fact"}
+                                for i, _ in enumerate(req.last_user.splitlines())]))
+
+    held = HeldAnswer(keep_all)
+    fake_model.script = held
+    pod.set_role_model("extraction", "fake/fake-1")
+    produce = asyncio.create_task(pod.memory_produce())
+    try:
+        await _asked(held)
+        hits = await pod.memory_search("Lisbon")
+        assert not held.answered.is_set(), "search waited for the extraction model to answer"
+        assert any("Lisbon" in h.snippet for h in hits)
+    finally:
+        held.release.set()
+        reports = await asyncio.wait_for(produce, 30)
+    assert reports[0]["kept"] == 2, reports

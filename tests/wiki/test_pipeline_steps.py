@@ -1,0 +1,58 @@
+"""The pipelines as steps (what a host uses to let the model think off memory's thread): memory may change
+between the batch and the answer, and a failed model part releases the lease."""
+
+from __future__ import annotations
+
+import pytest
+
+from wiki_engine import Memory, Page
+from wiki_engine.lease import Lease
+from wiki_engine.pipeline import drive, ingest_steps, nightly_steps
+
+
+def test_a_source_deleted_between_the_batch_and_the_drafts_is_not_cited(mem: Memory) -> None:
+    a = mem.add_source("We fly to Lisbon on 4 May.", scope="private/alice")
+    b = mem.add_source("Clara's birthday is on 3 June.", scope="private/alice")
+    steps = ingest_steps(mem)
+    batch = next(steps)
+    assert {s.id for s in batch.sources} == {a, b}
+    mem.delete_source(a)  # while the model was writing
+    with pytest.raises(StopIteration) as done:
+        steps.send([Page("Trips", "private/alice", "travel", "- Lisbon on 4 May [1]", {1: a}),
+                    Page("Family", "private/alice", "family", "- Clara: 3 June [1]", {1: b})])
+    report = done.value.value
+    assert report.written == ["page:private/alice/family"]
+    assert [t for t, _ in report.rejected] == ["Trips"] and "not a stored source" in report.rejected[0][1]
+    assert mem.read_page("private/alice", "trips") is None and mem.inbox() == []
+
+
+def test_a_stale_page_rewritten_from_a_source_deleted_meanwhile_stays_stale(mem: Memory) -> None:
+    a = mem.add_source("Alice's passport expires in November.", scope="private/alice")
+    b = mem.add_source("Alice prefers aisle seats on flights.", scope="private/alice")
+    c = mem.add_source("Alice flies from Gatwick.", scope="private/alice")
+    mem.write_page(Page("Travel", "private/alice", "travel", "Passport: November [1]. Aisle seats [2]. Gatwick [3].",
+                        {1: a, 2: b, 3: c}), author="agent:writer")
+    mem.delete_source(a)
+    steps = nightly_steps(mem, resynthesize=True)
+    batch = next(steps)
+    assert [p.title for p in batch.stale_pages] == ["Travel"]
+    mem.delete_source(b)  # while the model was rewriting the page
+    with pytest.raises(StopIteration) as done:
+        steps.send([Page("Travel", "private/alice", "travel", "Aisle seats [1]. Gatwick [2].", {1: b, 2: c})])
+    assert done.value.value.resynthesized == []
+    page = mem.read_page("private/alice", "travel")
+    assert page is not None and page.citations == {3: c}  # the rewrite did not bring b back
+    assert mem.stale_pages() == ["page:private/alice/travel"]  # the next nightly tries again
+
+
+def test_a_failing_model_part_releases_the_lease(mem: Memory) -> None:
+    mem.add_source("We fly to Lisbon on 4 May.", scope="private/alice")
+
+    def broken(batch: object) -> list[Page]:
+        raise RuntimeError("the model went away")
+
+    with pytest.raises(RuntimeError, match="went away"):
+        drive(ingest_steps(mem), broken)
+    with Lease(mem.catalog, "ingest"):  # free again
+        pass
+    assert len(mem.inbox()) == 1
