@@ -1,11 +1,13 @@
 """Watched folders: a person's folder of notes, documents and mail exports, imported into their own private
 memory as sources, with one status per file (indexed, skipped or failed, each with its reason).
 
-A scan compares each file's size and modification time with the last scan and reads only what changed;
-a changed file whose bytes hash the same is left alone, one whose bytes changed replaces its sources, and a
-deleted file's sources are deleted (its claims leave the pages that cited them). Every text passes the
-memory's personal-data redaction on the way in; text that tries to give orders is quarantined. Work runs off
-the event loop's thread in batches, and each batch emits a ``folders.progress`` event.
+A scan compares each file's size and modification time with the last scan and reads what changed, and again
+what failed or was skipped for a reason that can change; an indexed file whose bytes hash the same is left
+alone, one whose bytes changed replaces its sources, and a deleted file's sources are deleted (its claims leave
+the pages that cited them). A read error never deletes imports, and a folder gone during a scan stops it.
+Every whole text passes the memory's personal-data redaction before it is cut into parts; text that tries to
+give orders is quarantined. Work runs off the event loop's thread in batches of at most 250 files and 500
+parts (a mail export spans many), and each batch emits a ``folders.progress`` event.
 
 The state lives in ``folders.db`` beside ``memory/`` (per host, like the memory it describes).
 """
@@ -24,7 +26,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 log = logging.getLogger("hearth.folders")
 
@@ -39,7 +41,8 @@ MAX_BYTES = int(float(os.environ.get("HEARTH_IMPORT_MAX_MB") or 25) * 1024 * 102
 # mail exports are read message by message, so they may be much larger than a document
 MAX_MBOX_BYTES = int(float(os.environ.get("HEARTH_IMPORT_MAX_MBOX_MB") or 2048) * 1024 * 1024)
 CHUNK_CHARS = 4000  # a long document becomes several sources, so search points at the right part
-BATCH_FILES = 250  # files read and stored per step (one memory transaction, one progress event)
+BATCH_FILES = 250  # files read and stored per step at most (one memory transaction, one progress event)
+BATCH_ITEMS = 500  # parts stored per step at most: a mail export or a long text goes to memory in several steps
 MAIL_DECIDE_GROUP = 20  # mail items per keep-or-skip request to the import model
 
 INDEXED, SKIPPED, FAILED = "indexed", "skipped", "failed"
@@ -52,7 +55,8 @@ CREATE TABLE IF NOT EXISTS folders (
 CREATE TABLE IF NOT EXISTS files (
   folder_id TEXT NOT NULL, rel TEXT NOT NULL, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
   sha TEXT NOT NULL DEFAULT '', status TEXT NOT NULL, reason TEXT NOT NULL DEFAULT '',
-  sources TEXT NOT NULL DEFAULT '[]', at REAL NOT NULL, PRIMARY KEY (folder_id, rel));
+  sources TEXT NOT NULL DEFAULT '[]', at REAL NOT NULL, again INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (folder_id, rel));
 """
 
 
@@ -110,7 +114,8 @@ class ScanReport:
 
 @dataclass
 class _Read:
-    """One file after reading: what to store (texts with their kind, subject, author), or why not."""
+    """One file after reading: its whole texts to store (with their kind, subject, author; an mbox's are read
+    one message at a time while they are stored), or why not. What storing it gave is gathered here too."""
 
     rel: str
     mtime_ns: int
@@ -118,16 +123,65 @@ class _Read:
     sha: str = ""
     status: str = INDEXED
     reason: str = ""
-    parts: list[dict[str, Any]] = field(default_factory=list)
+    parts: Iterable[dict[str, Any]] = ()
     unchanged: bool = False
+    again: bool = False  # skipped for a reason that can change (too large, a missing reader): read again next scan
+    unreadable: bool = False  # an OSError while reading: what the file imported before is kept
+    notes: list[str] = field(default_factory=list)  # said in the status reason when the file is indexed
+    sids: list[str] = field(default_factory=list)  # sources stored for it in this scan
+    refused: int = 0  # parts held in quarantine
+    dropped: list[str] = field(default_factory=list)  # why mail messages were skipped
+
+    def fail(self, reason: str) -> None:
+        self.status, self.reason, self.parts = FAILED, reason, ()
+
+    def skip(self, reason: str, *, again: bool = False) -> None:
+        self.status, self.reason, self.parts, self.again = SKIPPED, reason, (), again
+
+
+class _Known(NamedTuple):
+    """A file's row from the last scan."""
+
+    mtime_ns: int
+    size: int
+    sha: str
+    status: str
+    reason: str
+    sources: list[str]
+    again: int
+
+
+@dataclass
+class _Batch:
+    """One step of a scan: parts to store (file, part number, whether the file has several, the part) and the
+    files whose every part has been handed out (their rows are written with this step)."""
+
+    pieces: list[tuple[_Read, int, bool, dict[str, Any]]] = field(default_factory=list)
+    finished: list[_Read] = field(default_factory=list)
+    root_gone: bool = False
+
+
+def _cleaned(memory: Any, part: dict[str, Any], scope: str) -> dict[str, Any]:
+    """A whole text as memory stores it (``Memory.clean_item``: personal data redacted), before it is cut into
+    parts: a card number across a cut would otherwise reach memory in two unrecognised halves."""
+    from wiki_engine import Item
+
+    it = memory.clean_item(Item(text=part["text"], scope=scope, ts=0.0, subject=part.get("subject") or "",
+                                author=part.get("author") or ""))
+    return dict(part, text=it.text, subject=it.subject, author=it.author)
 
 
 # ---- reading files (no memory, no Qt: plain functions, run on a worker thread) -------------------
 
+_BOMS = ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"),  # before UTF-16: ff fe starts both
+         (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))
+
+
 def _decode_text(data: bytes) -> tuple[str, str]:
     """Text of a file's bytes and a note on how it was read ("" for plain UTF-8)."""
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return data.decode("utf-16"), "read as UTF-16"
+    for bom, codec in _BOMS:
+        if data.startswith(bom):
+            return data.decode(codec, errors="replace"), f"read as {codec.upper()}"
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     try:
@@ -142,7 +196,7 @@ def _decode_text(data: bytes) -> tuple[str, str]:
 
 def _looks_binary(data: bytes) -> bool:
     head = data[:8192]
-    if not head or head.startswith((b"\xff\xfe", b"\xfe\xff")):
+    if not head or head.startswith(tuple(bom for bom, _ in _BOMS)):
         return False
     if b"\x00" in head:
         return True
@@ -151,31 +205,36 @@ def _looks_binary(data: bytes) -> bool:
 
 
 def chunks(text: str, size: int = CHUNK_CHARS) -> list[str]:
-    """A long text cut at paragraph (else line, else word) boundaries into pieces of about ``size``."""
-    text = text.strip()
-    if len(text) <= size:
-        return [text] if text else []
+    """A long text cut at paragraph (else line, else word) boundaries into pieces of about ``size``; one pass
+    over the text (a 25 MB file is not copied once per piece)."""
+    end = len(text.rstrip())
+    pos = len(text) - len(text.lstrip())
     out: list[str] = []
-    while len(text) > size:
+    while end - pos > size:
         cut = -1
         for sep in ("\n\n", "\n", " "):
-            cut = text.rfind(sep, size // 2, size)
-            if cut > 0:
+            cut = text.rfind(sep, pos + size // 2, pos + size)
+            if cut >= 0:
                 break
-        if cut <= 0:
-            cut = size
-        out.append(text[:cut].strip())
-        text = text[cut:].strip()
-    if text:
-        out.append(text)
-    return [c for c in out if c]
+        if cut < 0:
+            cut = pos + size
+        piece = text[pos:cut].strip()
+        if piece:
+            out.append(piece)
+        pos = cut
+        while pos < end and text[pos].isspace():
+            pos += 1
+    if pos < end:
+        out.append(text[pos:end])
+    return out
 
 
 def _pdf_text(data: bytes) -> tuple[str, str]:
     try:
         import pypdf
     except ImportError:
-        raise _Skip("PDF text needs the pypdf package, which is missing: run `make run` to install it") from None
+        raise _Skip("PDF text needs the pypdf package, which is missing: run `make run` to install it",
+                    True) from None  # True: read again once it is there
     import io
 
     try:
@@ -197,9 +256,11 @@ def _pdf_text(data: bytes) -> tuple[str, str]:
 
 
 def _mail_part(raw: bytes) -> dict[str, Any]:
-    from runtime_host.mail.parse import parse_message
+    """One message as a whole text to store. Its text is cut only beyond the document limit (a mail export's
+    message may be a book); then ``cut`` says so, for the file's status."""
+    from runtime_host.mail.parse import TEXT_CAP_CHARS, parse_message
 
-    mail = parse_message(raw)
+    mail = parse_message(raw, text_cap=max(TEXT_CAP_CHARS, MAX_BYTES))
     ts = None
     if mail.date:
         from datetime import datetime
@@ -209,7 +270,8 @@ def _mail_part(raw: bytes) -> dict[str, Any]:
         except ValueError:
             ts = None
     body = mail.text.strip()
-    return {"text": body, "kind": "mail", "subject": mail.subject, "author": mail.from_addr, "ts": ts}
+    return {"text": body, "kind": "mail", "subject": mail.subject, "author": mail.from_addr, "ts": ts,
+            "cut": mail.text_truncated}
 
 
 def _mbox_messages(lines: Iterable[bytes]) -> Iterator[bytes]:
@@ -228,25 +290,31 @@ def _mbox_messages(lines: Iterable[bytes]) -> Iterator[bytes]:
         yield b"".join(cur)
 
 
-def _read_mbox(path: Path, r: _Read, known_sha: str) -> None:
-    """An mbox export read line by line (it may be far larger than a document): its sha256 and messages."""
+def _file_sha(path: Path) -> str:
     digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while block := fh.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
 
-    def lines() -> Iterator[bytes]:
-        with path.open("rb") as fh:
-            for line in fh:
-                digest.update(line)
-                yield line
 
-    msgs = [m for m in (_mail_part(raw) for raw in _mbox_messages(lines())) if m["text"]]
-    r.sha = digest.hexdigest()
-    if known_sha and r.sha == known_sha:
-        r.unchanged = True
-        return
-    if not msgs:
+def _mbox_parts(path: Path, r: _Read) -> Iterator[dict[str, Any]]:
+    """The messages of an mbox export, read line by line while they are stored (it may be far larger than a
+    document, so it is never held whole); at the end, the count (or the skip) goes to ``r``."""
+    count = cut = 0
+    with path.open("rb") as fh:
+        for raw in _mbox_messages(fh):
+            m = _mail_part(raw)
+            if m["text"]:
+                count += 1
+                cut += bool(m["cut"])
+                yield m
+    if not count:
         raise _Skip("the mail export holds no messages with text")
-    r.parts = [dict(m, text=c) for m in msgs for c in chunks(m["text"])]
-    r.reason = f"{len(msgs)} message(s)"
+    r.notes.append(f"{count} message(s)")
+    if cut:
+        r.notes.append(f"{cut} long message(s) cut to their first {MAX_BYTES // 1048576} MB of text "
+                       "(set HEARTH_IMPORT_MAX_MB to keep more)")
 
 
 class _Skip(Exception):
@@ -258,81 +326,98 @@ class _Fail(Exception):
 
 
 def read_file(path: Path, rel: str, mtime_ns: int, size: int, known_sha: str = "") -> _Read:
-    """Reads one file into the parts to store, or a skip or failure with its reason. Never raises."""
+    """Reads one file into the whole texts to store, or a skip or failure with its reason. Never raises (an
+    mbox's messages are read later, from ``parts``). ``known_sha``: the bytes last indexed; the same bytes
+    again leave the file alone (``unchanged``)."""
     r = _Read(rel, mtime_ns, size)
     ext = path.suffix.lower()
     kinds = TEXT_TYPES | HTML_TYPES | MAIL_TYPES | MBOX_TYPES | PDF_TYPES
     if ext not in kinds:
-        r.status, r.reason = SKIPPED, f"not a kind Hearth reads ({ext or 'no extension'}); it reads {READABLE}"
+        r.skip(f"not a kind Hearth reads ({ext or 'no extension'}); it reads {READABLE}")
         return r
-    if ext in MBOX_TYPES and size <= MAX_MBOX_BYTES:
-        try:
-            _read_mbox(path, r, known_sha)
-        except OSError as exc:
-            r.status, r.reason = FAILED, f"could not be read: {exc.strerror or exc}"
-        except _Skip as exc:
-            r.status, r.reason, r.parts = SKIPPED, str(exc), []
-        except Exception as exc:  # a parser bug must cost one file, never the scan
-            log.exception("import of %s failed", rel)
-            r.status, r.reason, r.parts = FAILED, f"could not be read ({type(exc).__name__}: {str(exc)[:120]})", []
-        return r
-    if ext in MBOX_TYPES:
-        r.status, r.reason = SKIPPED, (f"too large ({size / 1048576:.0f} MB; the limit for mail exports is "
-                                       f"{MAX_MBOX_BYTES / 1048576:.0f} MB, set HEARTH_IMPORT_MAX_MBOX_MB to change it)")
-        return r
-    if size > MAX_BYTES:
-        r.status, r.reason = SKIPPED, (f"too large ({size / 1048576:.0f} MB; the limit is {MAX_BYTES / 1048576:.0f} MB, "
-                                       "set HEARTH_IMPORT_MAX_MB to change it)")
+    limit, env = (MAX_MBOX_BYTES, "HEARTH_IMPORT_MAX_MBOX_MB") if ext in MBOX_TYPES else (MAX_BYTES, "HEARTH_IMPORT_MAX_MB")
+    if size > limit:
+        what = "the limit for mail exports" if ext in MBOX_TYPES else "the limit"
+        r.skip(f"too large ({size / 1048576:.0f} MB; {what} is {limit / 1048576:.0f} MB, set {env} to change it)",
+               again=True)
         return r
     try:
-        data = path.read_bytes()
+        if ext in MBOX_TYPES:
+            r.sha = _file_sha(path)
+            data = b""
+        else:
+            data = path.read_bytes()
+            r.sha = hashlib.sha256(data).hexdigest()
     except OSError as exc:
-        r.status, r.reason = FAILED, f"could not be read: {exc.strerror or exc}"
+        r.fail(f"could not be read: {exc.strerror or exc}")
+        r.unreadable = True
         return r
-    r.sha = hashlib.sha256(data).hexdigest()
     if known_sha and r.sha == known_sha:
         r.unchanged = True
         return r
     try:
-        notes: list[str] = []
-        if ext in PDF_TYPES:
+        if ext in MBOX_TYPES:
+            r.parts = _mbox_parts(path, r)
+        elif ext in PDF_TYPES:
             text, note = _pdf_text(data)
-            notes.append(note)
-            r.parts = [{"text": c, "kind": "note"} for c in chunks(text)]
+            r.notes.append(note)
+            r.parts = [{"text": text, "kind": "note"}]
         elif ext in MAIL_TYPES:
             part = _mail_part(data)
             if not part["text"]:
                 raise _Skip("the message has no text")
-            r.parts = [dict(part, text=c) for c in chunks(part["text"])]
+            if part["cut"]:
+                r.notes.append(f"the message was cut to its first {MAX_BYTES // 1048576} MB of text "
+                               "(set HEARTH_IMPORT_MAX_MB to keep more)")
+            r.parts = [part]
         else:
+            binary = f"binary content in a {ext} file (not text); the file is left as it is"
             if _looks_binary(data):
-                raise _Skip(f"binary content in a {ext} file (not text); the file is left as it is")
+                raise _Skip(binary)
             text, note = _decode_text(data)
+            if "\x00" in text:  # NULs that survived decoding: not text in any encoding we read
+                raise _Skip(binary)
             if note:
-                notes.append(note)
+                r.notes.append(note)
             if ext in HTML_TYPES:
                 from runtime_host.mail.parse import html_to_text
 
                 text = html_to_text(text)
             if not text.strip():
                 raise _Skip("the file is empty")
-            r.parts = [{"text": c, "kind": "note"} for c in chunks(text)]
-        r.reason = "; ".join(n for n in notes if n)
+            r.parts = [{"text": text, "kind": "note"}]
     except _Skip as exc:
-        r.status, r.reason, r.parts = SKIPPED, str(exc), []
+        r.skip(str(exc), again=bool(exc.args[1:]))
     except _Fail as exc:
-        r.status, r.reason, r.parts = FAILED, str(exc), []
+        r.fail(str(exc))
     except Exception as exc:  # a parser bug must cost one file, never the scan
         log.exception("import of %s failed", rel)
-        r.status, r.reason, r.parts = FAILED, f"could not be read ({type(exc).__name__}: {str(exc)[:120]})", []
+        r.fail(f"could not be read ({type(exc).__name__}: {str(exc)[:120]})")
     return r
 
 
-def walk(root: Path) -> list[tuple[str, Path, int, int]]:
-    """Files under ``root`` as (relative path, path, mtime_ns, size); hidden files and folders and links are
-    left out (a link could lead out of the folder, or round in a loop)."""
+def _safe_name(rel: str) -> str:
+    """A relative path as it can be stored and shown: a name that is not UTF-8 (an old drive, a zip made on
+    Windows) keeps its odd bytes as \\xNN escapes."""
+    try:
+        rel.encode("utf-8")
+        return rel
+    except UnicodeEncodeError:
+        return os.fsencode(rel).decode("utf-8", errors="backslashreplace")
+
+
+def walk(root: Path) -> tuple[list[tuple[str, Path, int, int]], list[str]]:
+    """Files under ``root`` as (relative path, path, mtime_ns, size), and the folders that could not be listed
+    (what was imported from them is not taken for deleted); hidden files and folders and links are left out (a
+    link could lead out of the folder, or round in a loop)."""
     out: list[tuple[str, Path, int, int]] = []
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+    unlisted: list[str] = []
+
+    def unlistable(exc: OSError) -> None:
+        if exc.filename is not None:
+            unlisted.append(_safe_name(Path(exc.filename).relative_to(root).as_posix()))
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=unlistable, followlinks=False):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for name in sorted(filenames):
             if name.startswith("."):
@@ -344,8 +429,8 @@ def walk(root: Path) -> list[tuple[str, Path, int, int]]:
                 continue
             if not p.is_file() or p.is_symlink():
                 continue
-            out.append((p.relative_to(root).as_posix(), p, st.st_mtime_ns, st.st_size))
-    return out
+            out.append((_safe_name(p.relative_to(root).as_posix()), p, st.st_mtime_ns, st.st_size))
+    return out, unlisted
 
 
 # ---- the folder registry ---------------------------------------------------------------------------
@@ -358,6 +443,10 @@ class FolderDB:
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.executescript(_SCHEMA)
+        if "again" not in {r[1] for r in self._db.execute("PRAGMA table_info(files)")}:
+            # a folders.db of an earlier Hearth: every file it did not index is read once more
+            self._db.execute("ALTER TABLE files ADD COLUMN again INTEGER NOT NULL DEFAULT 0")
+            self._db.execute("UPDATE files SET again=1 WHERE status<>'indexed'")
         self._lock = threading.Lock()
 
     def q(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
@@ -446,6 +535,7 @@ class WatchedFolders:
         folder = self.find(ref, person_id)
         async with self._lock(folder.id):
             sids = self._all_sources(folder.id)
+            sids += await self._unrecorded(folder, set(sids))  # an import killed between its two commits
             deleted = await self._delete_sources(sids)
             self.db.q("DELETE FROM files WHERE folder_id=?", (folder.id,))
             self.db.q("DELETE FROM folders WHERE id=?", (folder.id,))
@@ -535,38 +625,62 @@ class WatchedFolders:
         if on_progress is not None:
             on_progress(ev)
 
+    def _missing(self, folder: Folder, rep: ScanReport, on_progress: Callable[[dict[str, Any]], None] | None,
+                 t0: float, *, during: bool = False) -> ScanReport:
+        when = "went away during the scan" if during else "is not there"
+        rep.note = (f"The folder {when} (an unplugged drive, or moved?). What it imported is kept until it is back "
+                    "(the next scan then finishes the import) or you remove the folder.")
+        rep.seconds = round(time.perf_counter() - t0, 3)
+        self.db.q("UPDATE folders SET state='missing', note=?, scanned_at=? WHERE id=?", (rep.note, time.time(), folder.id))
+        self._progress(folder, "done", 0, 0, rep, on_progress)
+        return rep
+
     async def _scan(self, folder: Folder, on_progress: Callable[[dict[str, Any]], None] | None) -> ScanReport:
         t0 = time.perf_counter()
         rep = ScanReport(folder.id, folder.path)
         root = Path(folder.path)
         self._progress(folder, "listing", 0, 0, rep, on_progress)
-        if not root.is_dir():
-            rep.note = ("The folder is not there (an unplugged drive, or moved?). What it imported is kept until "
-                        "it is back or you remove the folder.")
-            self.db.q("UPDATE folders SET state='missing', note=?, scanned_at=? WHERE id=?", (rep.note, time.time(), folder.id))
-            self._progress(folder, "done", 0, 0, rep, on_progress)
-            return rep
-        listing = await asyncio.to_thread(walk, root)
+        listing, unlisted = await asyncio.to_thread(walk, root) if root.is_dir() else ([], [])
+        if not root.is_dir():  # not there, or gone while it was listed (then the listing is not the folder)
+            return self._missing(folder, rep, on_progress, t0)
         rep.seen = len(listing)
-        known = {r[0]: (r[1], r[2], r[3], r[4], json.loads(r[5])) for r in self.db.q(
-            "SELECT rel, mtime_ns, size, sha, status, sources FROM files WHERE folder_id=?", (folder.id,))}
+        known = {r[0]: _Known(*r[1:6], json.loads(r[6]), r[7]) for r in self.db.q(
+            "SELECT rel, mtime_ns, size, sha, status, reason, sources, again FROM files WHERE folder_id=?", (folder.id,))}
         present = {rel for rel, *_ in listing}
-        gone = sorted(set(known) - present)
+        hidden = tuple(d + "/" for d in unlisted)  # folders that could not be listed: their files are not gone
+        gone = sorted(rel for rel in set(known) - present if "." not in unlisted and not rel.startswith(hidden))
         if gone:
-            rep.sources_deleted += await self._delete_sources([s for rel in gone for s in known[rel][4]])
+            rep.sources_deleted += await self._delete_sources([s for rel in gone for s in known[rel].sources])
             self.db.many("DELETE FROM files WHERE folder_id=? AND rel=?", [(folder.id, rel) for rel in gone])
             rep.removed = len(gone)
-        todo = [f for f in listing if f[0] not in known or known[f[0]][0] != f[2] or known[f[0]][1] != f[3]]
+        # read: what is new or changed, and what failed or was skipped for a reason that can change
+        todo = [f for f in listing if f[0] not in known or known[f[0]].again
+                or (known[f[0]].mtime_ns, known[f[0]].size) != (f[2], f[3])]
         rep.unchanged = len(listing) - len(todo)
         total = len(todo)
+        # an import that did not finish (killed between memory's commit and ours, or its drive went away) may
+        # have left sources that folders.db does not know: they are looked for once this scan is complete
+        unfinished = folder.state != "watching"
         self._progress(folder, "importing", 0, total, rep, on_progress)
         decide = self._mail_decider(folder.person_id)
         scope = f"private/{folder.person_id}"
-        for start in range(0, total, BATCH_FILES):
-            batch = todo[start:start + BATCH_FILES]
-            reads = await asyncio.to_thread(self._read_batch, batch, known)
-            await self._store(folder, scope, reads, known, decide, rep)
-            self._progress(folder, "importing", min(total, start + len(batch)), total, rep, on_progress)
+        if todo:
+            self.db.q("UPDATE folders SET state='importing' WHERE id=?", (folder.id,))
+            memory = await self.pod.in_memory_thread(lambda: self.pod.memory)  # opened off the event loop
+            batches = self._batches(root, todo, known, lambda part: _cleaned(memory, part, scope))
+            done = 0
+            try:
+                while (batch := await asyncio.to_thread(next, batches, None)) is not None:
+                    await self._store(folder, scope, batch, known, decide, rep)
+                    done += len(batch.finished)
+                    self._progress(folder, "importing", done, total, rep, on_progress)
+                    if batch.root_gone:
+                        return self._missing(folder, rep, on_progress, t0, during=True)
+            finally:
+                batches.close()
+        if todo or unfinished:
+            stray = await self._unrecorded(folder, set(self._all_sources(folder.id)))
+            rep.sources_deleted += await self._delete_sources(stray)
         rep.seconds = round(time.perf_counter() - t0, 3)
         failed = self.db.q("SELECT COUNT(*) FROM files WHERE folder_id=? AND status='failed'", (folder.id,))[0][0]
         note = f"{failed} file(s) could not be read; see their reasons." if failed else ""
@@ -575,8 +689,49 @@ class WatchedFolders:
         return rep
 
     @staticmethod
-    def _read_batch(batch: list[tuple[str, Path, int, int]], known: dict[str, tuple[Any, ...]]) -> list[_Read]:
-        return [read_file(p, rel, m, s, known[rel][2] if rel in known else "") for rel, p, m, s in batch]
+    def _batches(root: Path, todo: list[tuple[str, Path, int, int]], known: dict[str, _Known],
+                 clean: Callable[[dict[str, Any]], dict[str, Any]]) -> Iterator[_Batch]:
+        """Reads the files to import (on a worker thread, one step per ``next``) and hands them out in steps of
+        at most BATCH_FILES files and BATCH_ITEMS parts, so a mail export or a long text never sits in memory
+        whole: its parts may span several steps. Each whole text is redacted before it is cut into parts."""
+        batch = _Batch()
+        for rel, path, mtime_ns, size in todo:
+            prev = known.get(rel)
+            r = read_file(path, rel, mtime_ns, size, prev.sha if prev and prev.status == INDEXED else "")
+            if r.status == INDEXED and rel != path.relative_to(root).as_posix():
+                r.notes.append("the name is not UTF-8, so it is shown with \\x escapes; rename the file to see it")
+            many = not isinstance(r.parts, list)  # a mail export: parts however many messages it holds
+            k = 0
+            try:
+                for whole in r.parts:
+                    whole = clean(whole)
+                    texts = chunks(whole["text"])
+                    for text in texts:
+                        batch.pieces.append((r, k, many or len(texts) > 1, dict(whole, text=text)))
+                        k += 1
+                        if len(batch.pieces) >= BATCH_ITEMS:
+                            yield batch
+                            batch = _Batch()
+                    if r.status != INDEXED:
+                        break  # storing a step failed it (the import model, the disk): no use reading on
+            except OSError as exc:
+                r.fail(f"could not be read: {exc.strerror or exc}")
+                r.unreadable = True
+            except _Skip as exc:
+                r.skip(str(exc))
+            except Exception as exc:  # a parser bug must cost one file, never the scan
+                log.exception("import of %s failed", rel)
+                r.fail(f"could not be read ({type(exc).__name__}: {str(exc)[:120]})")
+            if r.unreadable and not root.is_dir():
+                batch.root_gone = True  # the drive went away: this file keeps its old row, the scan stops
+                yield batch
+                return
+            batch.finished.append(r)
+            if len(batch.finished) >= BATCH_FILES:
+                yield batch
+                batch = _Batch()
+        if batch.pieces or batch.finished:
+            yield batch
 
     def _mail_decider(self, person_id: str) -> Callable[[list[Any]], list[Any]]:
         """Keep or skip for messages of mail exports: the import role's model if a capable one is chosen, else
@@ -594,29 +749,25 @@ class WatchedFolders:
 
         return decide
 
-    async def _store(self, folder: Folder, scope: str, reads: list[_Read],
-                     known: dict[str, tuple[Any, ...]], decide: Callable[[list[Any]], list[Any]],
-                     rep: ScanReport) -> None:
+    async def _store(self, folder: Folder, scope: str, batch: _Batch, known: dict[str, _Known],
+                     decide: Callable[[list[Any]], list[Any]], rep: ScanReport) -> None:
         from wiki_engine import Item
 
         now = time.time()
         items: list[Any] = []
-        owner: list[tuple[int, int]] = []  # (read index, part index) of each item
-        for n, r in enumerate(reads):
-            if r.status != INDEXED or r.unchanged:
-                continue
-            many = len(r.parts) > 1
-            for k, part in enumerate(r.parts):
-                subject = part.get("subject") or (f"{r.rel} (part {k + 1})" if many else r.rel)
-                if part.get("kind") == "mail" and part.get("subject"):
-                    subject = f"{part['subject']} ({r.rel})"
-                items.append(Item(text=part["text"], scope=scope, ts=part.get("ts") or r.mtime_ns / 1e9,
-                                  kind=part.get("kind", "note"), key=f"{_key_prefix(folder.id, r.rel)}{r.sha[:16]}#{k}",
-                                  author=part.get("author") or "", subject=subject, owner=folder.person_id))
-                owner.append((n, k))
+        owner: list[_Read] = []  # the file of each item
+        for r, k, many, part in batch.pieces:
+            if r.status != INDEXED:
+                continue  # failed in an earlier step
+            subject = part.get("subject") or (f"{r.rel} (part {k + 1})" if many else r.rel)
+            if part.get("kind") == "mail" and part.get("subject"):
+                subject = f"{part['subject']} ({r.rel})"
+            items.append(Item(text=part["text"], scope=scope, ts=part.get("ts") or r.mtime_ns / 1e9,
+                              kind=part.get("kind", "note"), key=f"{_key_prefix(folder.id, r.rel)}{r.sha[:16]}#{k}",
+                              author=part.get("author") or "", subject=subject, owner=folder.person_id))
+            owner.append(r)
         # mail messages in exports: keep or skip (the import role's model, or the rules)
         mail_at = [i for i, it in enumerate(items) if it.kind == "mail"]
-        dropped: dict[int, list[str]] = {}
         skip_items: set[int] = set()
         if mail_at:
             try:
@@ -624,80 +775,130 @@ class WatchedFolders:
             except Exception as exc:
                 verdicts = None
                 for i in mail_at:
-                    r = reads[owner[i][0]]
-                    r.status, r.reason = FAILED, f"the import model failed ({exc}); the next scan tries again"
+                    owner[i].fail(f"the import model failed ({exc}); the next scan tries again")
             if verdicts is not None:
                 for i, v in zip(mail_at, verdicts, strict=True):
                     if not v.keep:
-                        dropped.setdefault(owner[i][0], []).append(v.reason)
+                        owner[i].dropped.append(v.reason)
                         skip_items.add(i)
-        keep = [i for i in range(len(items)) if reads[owner[i][0]].status == INDEXED and i not in skip_items]
-        ids: list[str] = []
-        error = ""
-        if keep:
-            try:
-                ids = await self.pod.in_memory_thread(
-                    lambda: self.pod.memory.add_items([items[i] for i in keep], skip_refused=True))
-            except Exception as exc:  # a disk or index failure: these files are retried on the next scan
-                log.exception("storing imported files failed")
-                error = f"could not be stored ({type(exc).__name__}: {str(exc)[:120]}); the next scan tries again"
-        got: dict[int, list[str]] = {}
-        refused: dict[int, int] = {}
-        for i, sid in zip(keep, ids, strict=False):
-            n = owner[i][0]
+        keep = [i for i in range(len(items)) if owner[i].status == INDEXED and i not in skip_items]
+        ids = await self._add(scope, [items[i] for i in keep], [owner[i] for i in keep])
+        for i, sid in zip(keep, ids, strict=True):
             if sid:
-                got.setdefault(n, []).append(sid)
-            else:
-                refused[n] = refused.get(n, 0) + 1
+                owner[i].sids.append(sid)
+            elif sid == "":
+                owner[i].refused += 1
         reasons: dict[str, str] = {}
-        if refused:
+        if any(r.refused for r in batch.finished):
             held = await self.pod.in_memory_thread(lambda: self.pod.memory.quarantine())
             reasons = {q.item_key: q.reason for q in held}
         rows = []
         old_to_delete: list[str] = []
-        for n, r in enumerate(reads):
+        for r in batch.finished:
             prev = known.get(r.rel)
-            if r.unchanged:
-                rows.append((folder.id, r.rel, r.mtime_ns, r.size, r.sha, prev[3] if prev else INDEXED,
-                             self._reason_of(folder.id, r.rel), json.dumps(prev[4] if prev else []), now))
+            if r.unchanged and prev is not None:
+                rows.append((folder.id, r.rel, r.mtime_ns, r.size, r.sha, prev.status, prev.reason,
+                             json.dumps(prev.sources), now, 0))
                 rep.unchanged += 1
                 continue
-            sids = got.get(n, [])
-            status, reason = r.status, r.reason
-            if status == INDEXED and error:
-                status, reason = FAILED, error
+            sids, status, reason = list(r.sids), r.status, r.reason
             if status == INDEXED:
-                notes = [reason] if reason else []
-                if refused.get(n):
+                notes = list(r.notes)
+                if r.refused:
                     why = next((v for k, v in reasons.items() if k.startswith(_key_prefix(folder.id, r.rel))), "")
                     why = why.removeprefix("Quarantined:").strip()
-                    notes.append(f"{refused[n]} part(s) held in quarantine: {why}".rstrip(": ") + " (see Activity)")
+                    notes.append(f"{r.refused} part(s) held in quarantine: {why}".rstrip(": ") + " (see Activity)")
                     self.pod.audit(person_id=folder.person_id, agent=None, kind="memory", phase="memory_write",
                                    action="quarantined", rule="memory.instruction_filter",
                                    summary=f"an imported file was held back: {r.rel}: {why}", detail={"file": r.rel})
-                if dropped.get(n):
-                    notes.append(f"{len(dropped[n])} message(s) skipped ({dropped[n][0]})")
+                if r.dropped:
+                    notes.append(f"{len(r.dropped)} message(s) skipped ({r.dropped[0]})")
                 if not sids:
                     status = SKIPPED
-                reason = "; ".join(notes)
-            if prev is not None:
-                old_to_delete += [s for s in prev[4] if s not in sids]
-            rows.append((folder.id, r.rel, r.mtime_ns, r.size, r.sha, status, reason, json.dumps(sids), now))
-            rep.sources_added += len([s for s in sids if not prev or s not in prev[4]])
+                reason = "; ".join(n for n in notes if n)
+            if status == FAILED:
+                # a failure never deletes what the file imported before: it stays until the file is read again
+                kept = [s for s in prev.sources if s not in sids] if prev else []
+                sids += kept
+                if r.unreadable:
+                    reason += "; what it imported before is kept, and" if kept else ";"
+                    reason += " the next scan tries again"
+            elif prev is not None:
+                old_to_delete += [s for s in prev.sources if s not in sids]
+            rows.append((folder.id, r.rel, r.mtime_ns, r.size, r.sha, status, reason, json.dumps(sids), now,
+                         int(status == FAILED or r.again)))
+            rep.sources_added += len([s for s in r.sids if not prev or s not in prev.sources])
             if status == INDEXED:
                 rep.indexed += 1
             elif status == SKIPPED:
                 rep.skipped += 1
             else:
                 rep.failed += 1
-        if old_to_delete:
+        if rows:
+            self.db.many("INSERT OR REPLACE INTO files (folder_id, rel, mtime_ns, size, sha, status, reason, sources, at, "
+                         "again) VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
+        if old_to_delete:  # after the rows that no longer name them (a kill in between leaves strays, swept later)
             rep.sources_deleted += await self._delete_sources(old_to_delete)
-        self.db.many("INSERT OR REPLACE INTO files (folder_id, rel, mtime_ns, size, sha, status, reason, sources, at) "
-                     "VALUES (?,?,?,?,?,?,?,?,?)", rows)
 
-    def _reason_of(self, folder_id: str, rel: str) -> str:
-        rows = self.db.q("SELECT reason FROM files WHERE folder_id=? AND rel=?", (folder_id, rel))
-        return rows[0][0] if rows else ""
+    async def _add(self, scope: str, items: list[Any], owners: list[_Read]) -> list[str | None]:
+        """Stores the items; their ids ("" for one held in quarantine). One transaction for all; if that fails,
+        one per file, so a file that cannot be stored (failed with its reason, None for its items) costs only
+        itself."""
+        import wiki_engine
+
+        if not items:
+            return []
+        memory = self.pod.memory
+
+        def one_file(its: list[Any]) -> list[str]:
+            try:
+                return list(memory.add_items(its, skip_refused=True))
+            except wiki_engine.SourceConflict:
+                # Stored before under the same keys with other text: an import killed before folders.db recorded
+                # it, and the file touched since (the same bytes, another date). The old sources are this
+                # folder's own, for the same bytes: they are replaced.
+                keys = [memory.clean_item(it).item_key() for it in its]
+                marks = ",".join("?" * len(keys))
+                for (sid,) in memory.catalog.query(
+                        f"SELECT id FROM sources WHERE scope=? AND item_key IN ({marks})", (scope, *keys)):
+                    memory.delete_source(sid)
+                return list(memory.add_items(its, skip_refused=True))
+
+        def work() -> list[str | None]:
+            try:
+                return list(memory.add_items(items, skip_refused=True))
+            except Exception:
+                log.info("storing a batch of imported files failed; storing them one file at a time")
+            out: list[str | None] = [None] * len(items)
+            files: dict[int, list[int]] = {}
+            for i, r in enumerate(owners):
+                files.setdefault(id(r), []).append(i)
+            for at in files.values():
+                r = owners[at[0]]
+                try:
+                    got = one_file([items[i] for i in at])
+                except Exception as exc:  # a disk or index failure: this file is retried on the next scan
+                    log.exception("storing imported file %s failed", r.rel)
+                    r.fail(f"could not be stored ({type(exc).__name__}: {str(exc)[:120]}); the next scan tries again")
+                    continue
+                for i, sid in zip(at, got, strict=True):
+                    out[i] = sid
+            return out
+
+        return list(await self.pod.in_memory_thread(work))
+
+    async def _unrecorded(self, folder: Folder, recorded: set[str]) -> list[str]:
+        """Sources in memory from this folder that folders.db does not name (an import killed between the two
+        commits, for a file since deleted or changed): found by the start every key of the folder's items has."""
+        start = f"file:{folder.id}:"  # how _key_prefix starts every key of the folder's items
+
+        def work() -> list[str]:
+            rows = self.pod.memory.catalog.query(
+                "SELECT id FROM sources WHERE scope=? AND item_key >= ? AND item_key < ?",
+                (f"private/{folder.person_id}", start, start[:-1] + ";"))
+            return [r[0] for r in rows]
+
+        return [s for s in await self.pod.in_memory_thread(work) if s not in recorded]
 
     def close(self) -> None:
         self.db.close()

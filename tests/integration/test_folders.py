@@ -1,14 +1,21 @@
 """Watched folders with real files in a temporary folder, a real Pod, real memory and the real CLI: per-file
-status, redaction on the way in, incremental re-scans, deleted files leaving pages, and people kept apart."""
+status, redaction on the way in, incremental re-scans, deleted files leaving pages, and people kept apart; and
+what goes wrong on a real drive: unreadable files, odd names, a drive unplugged during a scan, an import killed
+between memory's commit and folders.db's, and mail exports far larger than memory should hold."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.fake_model import Error, Text
 from tests.integration.test_cli import cli
 from tests.integration.test_memory_pipeline import _stored_text
 from wiki_engine import Page
@@ -185,8 +192,6 @@ async def test_a_file_name_with_personal_data_reaches_memory_redacted(pod, tmp_p
 
 
 async def test_import_role_model_decides_mail_exports(pod, tmp_path, script, fake_model) -> None:
-    from tests.helpers.fake_model import Text
-
     pod.set_role_model("import", "fake/fake-1")
     docs = tmp_path / "mail"
     docs.mkdir()
@@ -310,3 +315,336 @@ async def test_the_memory_producer_picks_up_watched_folders(pod, tmp_path) -> No
     mine = [r for r in reports if r["scope"] == f"private/{pod.person.id}"][0]
     assert [f["indexed"] for f in mine["folders"]] == [1]
     assert any("recycling" in h.snippet for h in await pod.memory_search("recycling bin Tuesday"))
+
+
+def sources_of(pod, folder_id: str, rel: str) -> list[str]:
+    """The source ids the folder's status row gives for one file."""
+    rows = pod.folders.db.q("SELECT sources FROM files WHERE folder_id=? AND rel=?", (folder_id, rel))
+    return json.loads(rows[0][0]) if rows else []
+
+
+async def test_a_file_the_import_model_failed_on_is_tried_again_on_the_next_scan(pod, tmp_path, script) -> None:
+    # The status says "the next scan tries again"; the model is back, the file has not changed: it must be read.
+    pod.set_role_model("import", "fake/fake-1")
+    docs = tmp_path / "mail"
+    docs.mkdir()
+    (docs / "old.mbox").write_bytes(
+        b"From ana@example.org Tue Mar  3 10:00:00 2026\nFrom: Ana <ana@example.org>\nSubject: Piano lessons\n"
+        b"Date: Tue, 03 Mar 2026 10:00:00 +0000\n\nLeo starts piano lessons with Mrs Varga every Wednesday at 5pm.\n")
+    script([Error(500, "the model server is down")])
+    folder = pod.folders.add(docs)
+    await pod.folders.scan(folder.id)
+    (first,) = pod.folders.files(folder.id)
+    assert first.status == "failed" and "the next scan tries again" in first.reason
+    script([Text(json.dumps([{"n": 1, "keep": True, "reason": "a plan"}]))], repeat_last=True)
+    await pod.folders.scan(folder.id)
+    (again,) = pod.folders.files(folder.id)
+    assert again.status == "indexed", again
+
+
+async def test_a_file_that_could_not_be_read_is_read_once_it_can_be(pod, tmp_path, monkeypatch) -> None:
+    # `chmod 000 notes.md`, a scan, then `chmod 644 notes.md` (chmod changes neither size nor mtime). The review
+    # runs as root, where chmod 000 does not stop reading, so the refusal is made where the file is read.
+    docs = tmp_path / "notes"
+    docs.mkdir()
+    (docs / "notes.md").write_text("The orchids need water every Sunday morning.\n")
+    real = Path.read_bytes
+
+    def locked(self: Path) -> bytes:
+        if self.name == "notes.md":
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", locked)
+    folder = pod.folders.add(docs)
+    await pod.folders.scan(folder.id)
+    (first,) = pod.folders.files(folder.id)
+    assert first.status == "failed" and "Permission denied" in first.reason
+    monkeypatch.setattr(Path, "read_bytes", real)  # the person fixed the permissions
+    await pod.folders.scan(folder.id)
+    (again,) = pod.folders.files(folder.id)
+    assert again.status == "indexed", again
+    assert any("orchids" in h.snippet for h in await pod.memory_search("orchids Sunday"))
+
+
+async def test_raising_the_size_limit_imports_a_file_skipped_as_too_large(pod, tmp_path, monkeypatch) -> None:
+    # The reason says "set HEARTH_IMPORT_MAX_MB to change it"; after that, the file must be imported.
+    import runtime_host.folders as folders
+
+    docs = tmp_path / "notes"
+    docs.mkdir()
+    (docs / "diary.txt").write_text("The boiler service is due every October with Heatwise. " * 40_000)  # 2.2 MB
+    monkeypatch.setattr(folders, "MAX_BYTES", 1024 * 1024)
+    folder = pod.folders.add(docs)
+    await pod.folders.scan(folder.id)
+    (first,) = pod.folders.files(folder.id)
+    assert first.status == "skipped" and "HEARTH_IMPORT_MAX_MB" in first.reason
+    monkeypatch.setattr(folders, "MAX_BYTES", 10 * 1024 * 1024)  # the person raised the limit and restarted
+    await pod.folders.scan(folder.id)
+    (again,) = pod.folders.files(folder.id)
+    assert again.status == "indexed", again
+
+
+async def test_a_file_name_that_is_not_utf8_costs_that_file_never_the_folder(pod, tmp_path) -> None:
+    # Old drives and zip files made on Windows hold names in Latin-1: b"caf\xe9.txt" is a valid Linux file name.
+    docs = tmp_path / "usb"
+    docs.mkdir()
+    (docs / "good.md").write_text("The spare key is under the blue flowerpot by the door.\n")
+    with open(os.path.join(os.fsencode(docs), b"caf\xe9.txt"), "wb") as fh:
+        fh.write(b"The bakery on Elm Road sells rye bread on Saturdays.\n")
+    folder = pod.folders.add(docs)
+    await pod.folders.scan(folder.id)  # must not raise
+    status = {f.rel: f for f in pod.folders.files(folder.id)}
+    assert status["good.md"].status == "indexed", status
+    odd = status["caf\\xe9.txt"]  # its name kept with the odd byte escaped, the file read as any other
+    assert odd.status == "indexed" and "not UTF-8" in odd.reason, odd
+    assert any("flowerpot" in h.snippet for h in await pod.memory_search("spare key flowerpot"))
+    assert any("rye bread" in h.snippet for h in await pod.memory_search("bakery rye bread"))
+    again = await pod.folders.scan(folder.id)  # the same name on the next scan: the same file, unchanged
+    assert (again.unchanged, again.indexed, again.removed) == (2, 0, 0)
+
+
+async def test_a_card_number_on_the_cut_between_two_parts_is_still_redacted(pod, tmp_path) -> None:
+    # A long document is stored in parts of about 4000 characters; one long paragraph is cut at a space. A card
+    # number (which has spaces) lying across that cut must not reach memory in two halves.
+    card = "4111 1111 1111 1111"
+    head = ("We paid the deposit for the Lisbon flat. " * 200)[:3985] + " "  # the card starts a word
+    text = head + card + " pays the rent of the Lisbon flat every month. " + "The lease runs for a year. " * 100
+    assert "\n" not in text
+    docs = tmp_path / "bank"
+    docs.mkdir()
+    (docs / "statement.txt").write_text(text)
+    folder = pod.folders.add(docs)
+    await pod.folders.scan(folder.id)
+    (st,) = pod.folders.files(folder.id)
+    assert st.status == "indexed" and st.sources >= 2
+    stored = "\n".join(pod.memory.get_source(sid).markdown for sid in sources_of(pod, folder.id, "statement.txt"))
+    assert "4111 1111" not in stored, re.findall(r".{0,20}4111 1111.{0,20}", stored)
+
+
+async def test_utf32_text_is_not_stored_as_utf16_noise(pod, tmp_path) -> None:
+    docs = tmp_path / "notes"
+    docs.mkdir()
+    (docs / "pets.txt").write_bytes("The goldfish is named Bubbles.".encode("utf-32"))  # BOM ff fe 00 00
+    folder = pod.folders.add(docs)
+    await pod.folders.scan(folder.id)
+    (st,) = pod.folders.files(folder.id)
+    stored = "".join(pod.memory.get_source(sid).markdown for sid in sources_of(pod, folder.id, "pets.txt"))
+    assert "\x00" not in stored, (st.status, st.reason, stored[-80:])
+    assert st.status == "indexed" and "UTF-32" in st.reason and "goldfish is named Bubbles" in stored
+
+
+async def test_nuls_left_after_decoding_mean_a_binary_file(pod, tmp_path) -> None:
+    # A UTF-16 byte order mark in front of binary data: decoded, it is still full of NULs.
+    docs = tmp_path / "notes"
+    docs.mkdir()
+    (docs / "data.txt").write_bytes("rows\x00\x00\x00\x07 of \x00 packed counters".encode("utf-16"))
+    folder = pod.folders.add(docs)
+    await pod.folders.scan(folder.id)
+    (st,) = pod.folders.files(folder.id)
+    assert (st.status, st.sources) == ("skipped", 0) and "binary" in st.reason, st
+
+
+KILLED_AFTER_MEMORY_STORED = """
+import asyncio, os, signal, sys
+from runtime_host import folders
+from runtime_host.pod import Pod
+
+real = folders.FolderDB.many
+
+
+def many(self, sql, rows):
+    if sql.startswith("INSERT OR REPLACE INTO files"):
+        os.kill(os.getpid(), signal.SIGKILL)  # kill -9: memory committed the batch, folders.db has not yet
+    return real(self, sql, rows)
+
+
+folders.FolderDB.many = many
+
+
+async def main():
+    me = Pod(sys.argv[1]).first_person()
+    folder = me.folders.add(sys.argv[2])
+    await me.folders.scan(folder.id)
+
+asyncio.run(main())
+"""
+
+
+def import_killed_midway(home: Path, docs: Path) -> None:
+    """`folder add` in its own process, killed with SIGKILL between the two commits of its first batch."""
+    r = subprocess.run([sys.executable, "-c", KILLED_AFTER_MEMORY_STORED, str(home), str(docs)],
+                       env={**os.environ, "HEARTH_HOME": str(home)}, capture_output=True, text=True, timeout=120)
+    assert r.returncode == -signal.SIGKILL, r.stderr[-2000:]
+
+
+@pytest.mark.parametrize("then", ["rescan", "remove"])
+async def test_a_file_deleted_after_an_import_was_killed_leaves_memory(home, tmp_path, then) -> None:
+    # Memory committed the batch, folders.db never heard of it: the next scan (or removing the folder) must
+    # still find those sources.
+    from runtime_host.pod import Pod
+
+    docs = tmp_path / "notes"
+    docs.mkdir()
+    (docs / "keep.md").write_text("The spare key is under the blue flowerpot by the door.\n")
+    (docs / "safe.md").write_text("The safe combination is written behind the painting in the hall.\n")
+    import_killed_midway(home, docs)
+    (docs / "safe.md").unlink()  # before Hearth starts again, the person deletes a file
+    pod = Pod(home).first_person()
+    try:
+        (folder,) = pod.folders.list_folders()
+        if then == "rescan":
+            await pod.folders.scan(folder.id)
+            assert [f.rel for f in pod.folders.files(folder.id)] == ["keep.md"]
+        else:
+            assert (await pod.folders.remove(folder.id))["sources_deleted"] == 2
+            assert await pod.memory_search("spare key flowerpot", mode="keyword") == []
+        assert [h.title for h in await pod.memory_search("safe combination painting", mode="keyword")] == []
+    finally:
+        await pod.close()
+
+
+async def test_a_file_touched_after_an_import_was_killed_does_not_fail_the_others(home, tmp_path) -> None:
+    from runtime_host.pod import Pod
+
+    docs = tmp_path / "notes"
+    docs.mkdir()
+    (docs / "keep.md").write_text("The spare key is under the blue flowerpot by the door.\n")
+    (docs / "bins.md").write_text("The green recycling bin goes out every other Tuesday night.\n")
+    import_killed_midway(home, docs)
+    os.utime(docs / "bins.md", (1_700_000_000, 1_700_000_000))  # e.g. a sync client: same bytes, new time
+    pod = Pod(home).first_person()
+    try:
+        (folder,) = pod.folders.list_folders()
+        await pod.folders.scan(folder.id)
+        status = {f.rel: (f.status, f.reason) for f in pod.folders.files(folder.id)}
+        assert status == {"bins.md": ("indexed", ""), "keep.md": ("indexed", "")}, status
+    finally:
+        await pod.close()
+
+
+def changed_notes(docs: Path, n: int, word: str) -> None:
+    for i in range(n):
+        (docs / f"pond-{i}.md").write_text(f"Note {i}: the heron visits pond {i} at {word}.\n")
+
+
+async def test_a_drive_unplugged_during_a_scan_keeps_what_it_imported(pod, tmp_path) -> None:
+    # "A folder that is not there (an unplugged drive) keeps its imports": also when it goes during a scan.
+    docs = tmp_path / "usb"
+    docs.mkdir()
+    changed_notes(docs, 5, "dawn")
+    folder = pod.folders.add(docs)
+    await pod.folders.scan(folder.id)
+    changed_notes(docs, 5, "dusk")  # edited on another machine; the drive is plugged in, a scan starts
+
+    def unplug(ev: dict) -> None:
+        if ev["phase"] == "importing" and ev["done"] == 0 and docs.exists():
+            docs.rename(tmp_path / "unplugged")  # after the listing, before the files are read
+
+    rep = await pod.folders.scan(folder.id, on_progress=unplug)
+    assert [h.title for h in await pod.memory_search("heron pond", mode="keyword", k=10)], \
+        [(f.rel, f.status, f.reason) for f in pod.folders.files(folder.id)]
+    assert "went away during the scan" in rep.note and pod.folders.list_folders()[0].state == "missing"
+    assert {(f.status, f.sources) for f in pod.folders.files(folder.id)} == {("indexed", 1)}  # rows as they were
+
+
+async def test_a_read_error_keeps_what_the_file_imported_before(pod, tmp_path, monkeypatch) -> None:
+    docs = tmp_path / "notes"
+    docs.mkdir()
+    (docs / "notes.md").write_text("The orchids need water every Sunday morning.\n")
+    folder = pod.folders.add(docs)
+    await pod.folders.scan(folder.id)
+    (docs / "notes.md").write_text("The orchids need water every Sunday and Wednesday morning.\n")
+    real = Path.read_bytes
+
+    def failing(self: Path) -> bytes:
+        if self.name == "notes.md":
+            raise OSError(5, "Input/output error", str(self))  # a failing disk
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", failing)
+    await pod.folders.scan(folder.id)
+    (st,) = pod.folders.files(folder.id)
+    assert st.status == "failed" and st.sources == 1, st
+    assert "Input/output error" in st.reason and "imported before is kept" in st.reason, st.reason
+    assert any("orchids" in h.snippet for h in await pod.memory_search("orchids Sunday"))
+    monkeypatch.setattr(Path, "read_bytes", real)
+    rep = await pod.folders.scan(folder.id)
+    (st,) = pod.folders.files(folder.id)
+    assert (st.status, st.sources, rep.sources_added, rep.sources_deleted) == ("indexed", 1, 1, 1), (st, rep)
+    assert any("Wednesday" in h.snippet for h in await pod.memory_search("orchids Wednesday"))
+
+
+async def test_an_import_cut_short_by_an_unplugged_drive_finishes_when_it_is_back(pod, tmp_path) -> None:
+    docs = tmp_path / "usb"
+    docs.mkdir()
+    changed_notes(docs, 5, "dawn")
+    folder = pod.folders.add(docs)
+
+    def unplug(ev: dict) -> None:
+        if ev["phase"] == "importing" and ev["done"] == 0 and docs.exists():
+            docs.rename(tmp_path / "unplugged")
+
+    await pod.folders.scan(folder.id, on_progress=unplug)
+    (tmp_path / "unplugged").rename(docs)  # plugged in again
+    await pod.folders.scan(folder.id)
+    status = {f.rel: (f.status, f.reason) for f in pod.folders.files(folder.id)}
+    assert {s for s, _ in status.values()} == {"indexed"}, status
+
+
+async def test_a_long_mail_is_kept_whole_or_its_status_says_it_was_cut(pod, tmp_path) -> None:
+    docs = tmp_path / "mail"
+    docs.mkdir()
+    body = b"The heron visits the pond at dawn. " * 10_000 + b"The boat key hangs in the shed by the zebra mug.\r\n"
+    (docs / "letter.eml").write_bytes(b"From: Ana <ana@example.org>\r\nSubject: Long letter\r\n"
+                                      b"Date: Tue, 03 Mar 2026 10:00:00 +0000\r\n\r\n" + body)  # 350,000 characters
+    folder = pod.folders.add(docs)
+    await pod.folders.scan(folder.id)
+    (st,) = pod.folders.files(folder.id)
+    found = [h.title for h in await pod.memory_search("boat key shed zebra mug", mode="keyword")]
+    assert found or "cut" in st.reason, (st.status, st.reason, st.sources)
+    assert st.status == "indexed" and found == ["Long letter (letter.eml)"]  # kept whole: it is below 25 MB
+
+
+MBOX_PEAK = """
+import asyncio, os, sys
+from runtime_host.pod import Pod
+
+
+def rss(field):
+    for line in open("/proc/self/status"):
+        if line.startswith(field):
+            return int(line.split()[1]) // 1024
+
+
+async def main():
+    me = Pod(sys.argv[1]).first_person()
+    folder = me.folders.add(sys.argv[2])
+    me.memory  # opened before measuring
+    before = rss("VmRSS")
+    await me.folders.scan(folder.id)
+    print(before, rss("VmHWM"), [(f.status, f.reason) for f in me.folders.files(folder.id)])
+    await me.close()
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.slow
+def test_a_mail_export_is_imported_in_bounded_memory(home, tmp_path) -> None:
+    # Mail exports are "read message by message, up to 2 GB": memory must not grow with the export's size.
+    docs = tmp_path / "export"
+    docs.mkdir()
+    line = "The heron visits the pond at dawn and the kingfisher waits by the reeds until noon.\n"
+    with open(docs / "all.mbox", "w") as fh:
+        for i in range(2_000):
+            fh.write(f"From a@example.org Tue Mar  3 10:00:00 2026\nFrom: A <a@example.org>\nSubject: Diary {i}\n"
+                     f"Date: Tue, 03 Mar 2026 10:00:00 +0000\n\n{line * 60}\n")
+    size_mb = (docs / "all.mbox").stat().st_size / 1048576  # about 10 MB
+    r = subprocess.run([sys.executable, "-c", MBOX_PEAK, str(home), str(docs)], capture_output=True, text=True,
+                       env={**os.environ, "HEARTH_HOME": str(home)}, timeout=110)
+    assert r.returncode == 0, r.stderr[-2000:]
+    before, peak, status = r.stdout.strip().split(" ", 2)
+    assert "indexed" in status
+    grew = int(peak) - int(before)
+    assert grew < 25 * size_mb, f"importing a {size_mb:.0f} MB mail export took {grew} MB more memory"
