@@ -5,7 +5,7 @@ imports one mail export of about --mbox-mb MB and measures how much its memory g
 
 Prints one JSON object as its last line: files, files_per_s, import_s, rescan_unchanged_s,
 rescan_unchanged_files_per_s, rescan_changed_s, sources, indexed, and mbox_mb, mbox_messages, mbox_s,
-mbox_sources, mbox_peak_rss_mb (peak resident memory above the process's size once memory was open).
+mbox_sources, mbox_rss_added_mb (peak resident memory above the process's size once memory was open).
 Usage: python bench/import.py [--files 10000] [--mbox-mb 10] [--keep DIR]
 """
 
@@ -125,7 +125,7 @@ async def run_mbox(mb: float, work: Path) -> dict[str, float | int]:
         assert rep.indexed == 1, pod.folders.files(folder.id)
         return {"mbox_mb": round((docs / "all.mbox").stat().st_size / 1048576, 1), "mbox_messages": messages,
                 "mbox_s": round(seconds, 2), "mbox_sources": rep.sources_added,
-                "mbox_peak_rss_mb": rss_mb("VmHWM") - before}
+                "mbox_rss_added_mb": rss_mb("VmHWM") - before}
     finally:
         await pod.close()
 
