@@ -1,11 +1,12 @@
-"""Watched-folder import benchmark: generates a folder of real text and Markdown files (deterministic
-sentences, nested folders), then imports it through a real Pod's watched folders (read, redact, store,
-index), then re-scans it unchanged, then re-scans after 1% of the files changed. Then, in a fresh process,
-imports one mail export of about --mbox-mb MB and measures how much its memory grew at its peak.
+"""Watched-folder import benchmark: generates a folder of real text and Markdown files (deterministic sentences,
+nested folders), then imports it through a real Pod's watched folders (read, redact, store, index), then
+re-scans it unchanged, then re-scans after 1% of the files changed, then removes the folder (every source it
+imported deleted). Then, in a fresh process, imports one mail export of about --mbox-mb MB and measures how
+much its memory grew at its peak.
 
 Prints one JSON object as its last line: files, files_per_s, import_s, rescan_unchanged_s,
-rescan_unchanged_files_per_s, rescan_changed_s, sources, indexed, and mbox_mb, mbox_messages, mbox_s,
-mbox_sources, mbox_rss_added_mb (peak resident memory above the process's size once memory was open).
+rescan_unchanged_files_per_s, rescan_changed_s, sources, indexed, remove_s, and mbox_mb, mbox_messages,
+mbox_s, mbox_sources, mbox_rss_added_mb (peak resident memory above the process's size once memory was open).
 Usage: python bench/import.py [--files 10000] [--mbox-mb 10] [--keep DIR]
 """
 
@@ -77,7 +78,11 @@ async def run(files: int, work: Path) -> dict[str, float | int]:
         hits = await pod.memory_search("boiler Lisbon Monday", k=5)
         assert hits, "nothing imported is found"
         sources = pod.memory.count_sources(f"private/{pod.person.id}")
-        return {"files": files, "files_per_s": round(files / import_s, 1), "import_s": round(import_s, 2),
+        t = time.perf_counter()
+        removed = await pod.folders.remove(folder.id)
+        remove_s = time.perf_counter() - t
+        assert removed["sources_deleted"] == sources and not await pod.memory_search("boiler Lisbon Monday", k=5)
+        return {"remove_s": round(remove_s, 2), "files": files, "files_per_s": round(files / import_s, 1), "import_s": round(import_s, 2),
                 "rescan_unchanged_s": round(rescan_s, 3),
                 "rescan_unchanged_files_per_s": round(files / rescan_s, 1),
                 "rescan_changed_files": third.indexed, "rescan_changed_s": round(changed_s, 3),

@@ -42,6 +42,7 @@ MAX_BYTES = int(float(os.environ.get("HEARTH_IMPORT_MAX_MB") or 25) * 1024 * 102
 MAX_MBOX_BYTES = int(float(os.environ.get("HEARTH_IMPORT_MAX_MBOX_MB") or 2048) * 1024 * 1024)
 CHUNK_CHARS = 4000  # a long document becomes several sources, so search points at the right part
 BATCH_FILES = 250  # files read and stored per step at most (one memory transaction, one progress event)
+DELETE_BATCH = 500  # sources deleted per step when a folder is removed or files go
 BATCH_ITEMS = 500  # parts stored per step at most: a mail export or a long text goes to memory in several steps
 MAIL_DECIDE_GROUP = 20  # mail items per keep-or-skip request to the import model
 
@@ -578,19 +579,16 @@ class WatchedFolders:
     async def _delete_sources(self, sids: list[str]) -> int:
         if not sids:
             return 0
-        import wiki_engine
+        def work(batch: list[str]) -> int:
+            mem = self.pod.memory
+            there = [sid for sid in batch if mem.source_scope(sid) is not None]
+            mem.delete_sources(there)  # the one delete path: claims leave pages, pages marked
+            return len(there)
 
-        def work() -> int:
-            n = 0
-            for sid in sids:
-                try:
-                    self.pod.memory.delete_source(sid)  # the one delete path: claims leave pages, pages marked
-                    n += 1
-                except wiki_engine.UnknownSource:
-                    pass
-            return n
-
-        return int(await self.pod.in_memory_thread(work))
+        n = 0
+        for i in range(0, len(sids), DELETE_BATCH):  # memory's thread is free between batches: search answers
+            n += int(await self.pod.in_memory_thread(work, sids[i:i + DELETE_BATCH]))
+        return n
 
     # -- scanning
     async def rescan_all(self) -> list[dict[str, Any]]:
