@@ -570,6 +570,18 @@ _LATIN1_SPACES = "\t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0"
 # a line break read as a space would hide the number before a line that starts with a digit, so they also read
 # the text as written.
 _AS_WRITTEN_TOO = frozenset({"phone", "national_id"})
+_GAP = "\\s\u200b\u200c\u200d\u2060\ufeff"
+
+
+@cache
+def _digits_apart_re() -> re.Pattern[str]:
+    """Two digits with a gap between them that folding turns into one space (a line break, several spaces)."""
+    return re.compile(f"\\d(?:[^\\S ]|[\u200b\u200c\u200d\u2060\ufeff]| (?=[{_GAP}]))[{_GAP}]*\\d")
+
+
+def _digits_apart(text: str) -> bool:
+    """Whether folding may have joined a number to the digits after it: only then is the text read as written."""
+    return _digits_apart_re().search(text) is not None
 
 
 def _is_latin1(text: str) -> bool:
@@ -680,7 +692,7 @@ def detect(
     folded = _fold(text)
     found: list[tuple[Finding, bool]] = []  # (finding, read in the folded text)
     for name in names:
-        if folded is None or name in _AS_WRITTEN_TOO:
+        if folded is None or (name in _AS_WRITTEN_TOO and _digits_apart(text)):
             found += [(f, False) for f in DETECTORS[name](text) if f.confidence >= min_confidence]
         if folded is not None:
             found += [(_unfolded(f, folded, text), True) for f in DETECTORS[name](folded.text)
