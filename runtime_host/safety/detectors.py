@@ -230,7 +230,9 @@ _CARD_NEG = re.compile(
 
 def detect_cards(text: str) -> list[Finding]:
     out: list[Finding] = []
-    for m in _card_re().finditer(text):
+    rx, pos = _card_re(), 0
+    while (m := rx.search(text, pos)) is not None:
+        pos = m.end()
         value = m.group(0)
         spans = [g.span() for g in re.finditer(r"\d+", value)]
         groups = [value[a:b] for a, b in spans]
@@ -251,6 +253,7 @@ def detect_cards(text: str) -> list[Finding]:
                 if _CARD_NEG.search(text[max(0, start - 40):start]):
                     conf = 0.35  # "Order no. 4000 ..." : shaped like a card, named as something else
                 out.append(Finding("card", start, end, text[start:end], conf, brand))
+                pos = end  # the groups after a card may start the next one ("4111 1111 1111 1111 5555 5555 ...")
                 break
     return out
 
@@ -563,25 +566,13 @@ def _dedupe_same_detector(findings: list[Finding]) -> list[Finding]:
 
 _ZERO_WIDTH = "\u200b\u200c\u200d\u2060\ufeff"
 _DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d"
-_LATIN1_SPACES = "\t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0"
-
-
-# Detectors whose numbers end where a space and a digit do not follow ("020 7946 0018 3" is not a phone number):
-# a line break read as a space would hide the number before a line that starts with a digit, so they also read
-# the text as written.
-_AS_WRITTEN_TOO = frozenset({"phone", "national_id"})
-_GAP = "\\s\u200b\u200c\u200d\u2060\ufeff"
-
-
-@cache
-def _digits_apart_re() -> re.Pattern[str]:
-    """Two digits with a gap between them that folding turns into one space (a line break, several spaces)."""
-    return re.compile(f"\\d(?:[^\\S ]|[\u200b\u200c\u200d\u2060\ufeff]| (?=[{_GAP}]))[{_GAP}]*\\d")
-
-
-def _digits_apart(text: str) -> bool:
-    """Whether folding may have joined a number to the digits after it: only then is the text read as written."""
-    return _digits_apart_re().search(text) is not None
+_INLINE_SPACES = "\t\x1f\xa0"
+_LATIN1_LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85"
+_LINE_BREAKS = _LATIN1_LINE_BREAKS + "\u2028\u2029"
+# Values people split over two lines ("4111 1111" then "1111 1111", a street then its town): these detectors also
+# read the text with its line breaks folded into spaces. The others would glue the number ending one line to the
+# one starting the next, so every detector first reads the text with its line breaks kept.
+_ACROSS_LINES = frozenset({"card", "iban", "address"})
 
 
 def _is_latin1(text: str) -> bool:
@@ -641,15 +632,18 @@ class _Folded:
         return self.o_pos[i] + f - self.f_pos[i]
 
 
-def _fold(text: str) -> _Folded | None:
-    """The text as the detectors read it, or None when it is already written that way."""
+def _fold(text: str, *, lines: bool = False) -> _Folded | None:
+    """The text as the detectors read it, or None when it is already written that way. With ``lines``, line
+    breaks stay as they are; without, they are read as spaces too."""
     beyond, spaces, spaces_zw = _fold_res()
     one_for_one, rx = text, spaces
-    for c in _LATIN1_SPACES:  # str.replace is far faster than a regex or str.translate over a long text
-        if c in one_for_one:
+    for c in _INLINE_SPACES if lines else _INLINE_SPACES + _LATIN1_LINE_BREAKS:
+        if c in one_for_one:  # str.replace is far faster than a regex or str.translate over a long text
             one_for_one = one_for_one.replace(c, " ")
     if not _is_latin1(one_for_one):
         table = _fold_table()
+        if lines:
+            table = {**table, 0x2028: 0x2028, 0x2029: 0x2029}
         one_for_one = beyond.sub(lambda m: m.group().translate(table), one_for_one)
         if any(z in one_for_one for z in _ZERO_WIDTH):
             rx = spaces_zw
@@ -689,15 +683,15 @@ def detect(
         )
     if not text:
         return []
-    folded = _fold(text)
-    found: list[tuple[Finding, bool]] = []  # (finding, read in the folded text)
-    for name in names:
-        if folded is None or (name in _AS_WRITTEN_TOO and _digits_apart(text)):
-            found += [(f, False) for f in DETECTORS[name](text) if f.confidence >= min_confidence]
-        if folded is not None:
-            found += [(_unfolded(f, folded, text), True) for f in DETECTORS[name](folded.text)
-                      if f.confidence >= min_confidence]
-    # Where the text as written and its folded copy both hold a finding, the one as written is kept.
+    found: list[tuple[Finding, bool]] = []  # (finding, read with line breaks as spaces)
+    readings = [(_fold(text, lines=True), False)]
+    if any(b in text for b in _LINE_BREAKS) and _ACROSS_LINES.intersection(names):
+        readings.append((_fold(text), True))
+    for folded, joined in readings:
+        for name in names if not joined else _ACROSS_LINES.intersection(names):
+            found += [(_unfolded(f, folded, text) if folded else f, joined)
+                      for f in DETECTORS[name](folded.text if folded else text) if f.confidence >= min_confidence]
+    # Where both readings hold a finding, the one that kept the line breaks wins.
     found.sort(key=lambda fw: (_PRIORITY[fw[0].detector], -fw[0].confidence, fw[1], fw[0].start))
     kept: list[Finding] = []
     for f, _ in found:

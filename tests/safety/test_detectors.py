@@ -109,6 +109,18 @@ def test_a_number_before_a_line_that_starts_with_a_digit_is_still_found_whole(te
     assert _one(text, detector).text == value
 
 
+@pytest.mark.parametrize(("text", "values"), [
+    ("Cards:\n4111 1111 1111 1111\n5555 5555 5555 4444\n", ["4111 1111 1111 1111", "5555 5555 5555 4444"]),
+    ("4111 1111 1111 1111 5555 5555 5555 4444", ["4111 1111 1111 1111", "5555 5555 5555 4444"]),
+    ("Tel: +44 20 7946 0958\n4111 1111 1111 1111\n", ["+44 20 7946 0958", "4111 1111 1111 1111"]),
+    ("IBAN DE89 3704 0044 0532 0130 00\n4111 1111 1111 1111\n", ["DE89 3704 0044 0532 0130 00", "4111 1111 1111 1111"]),
+    ("Call +44 20 7946 0958\n(415) 555-0132\n", ["+44 20 7946 0958", "(415) 555-0132"]),
+])
+def test_numbers_on_consecutive_lines_are_each_found_whole(text: str, values: list[str]) -> None:
+    """Reading line breaks as spaces (for a card split over two lines) must not glue one line's number to the next."""
+    assert [f.text for f in detect(text)] == values
+
+
 def test_a_long_text_that_needs_no_folding_is_not_copied_into_a_map() -> None:
     from runtime_host.safety.detectors import _fold
 
