@@ -679,9 +679,13 @@ class Memory:
                     )
                 # An agent's proposal that cites a deleted source would bring the claim back if approved: it
                 # is withdrawn, and the next ingest proposes again from what is left.
-                gone_now = [sid for scs in by_scope.values() for sid in scs]
+                gone_now = {sid for scs in by_scope.values() for sid in scs}
                 for pid, text in db.execute("SELECT id, proposed_text FROM proposals WHERE status='open'").fetchall():
-                    if any(sid in text for sid in gone_now):
+                    try:
+                        cited = set(parse_page(text, where=f"proposal #{pid}").citations.values())
+                    except PageFormatError:
+                        continue  # approving it fails with the reason anyway
+                    if cited & gone_now:
                         db.execute("UPDATE proposals SET status='withdrawn', decided_at=? WHERE id=?", (time.time(), pid))
             for sc, sids in by_scope.items():
                 if (self.root / "index" / sc.relpath).exists():

@@ -107,34 +107,55 @@ class Page:
         """This page with every claim that rests only on the ``gone`` sources dropped: a sentence (or list
         item) whose citations all point at them is removed, one that also cites a kept source loses only
         the gone numbers. Uncited sentences just before a citation rest on it (a paragraph is often cited
-        once, at its end) and go with it. No citation to a gone source is left behind."""
+        once, at its end, and may be wrapped over several lines) and go with it. No citation to a gone source
+        is left behind."""
         dead = {n for n, sid in self.citations.items() if sid in gone}
         if not dead:
             return self
         lines: list[str] = []
+        paragraph: list[str] = []  # the lines of one paragraph, read as one text
+
+        def flush() -> None:
+            lines.extend(_drop_cited(paragraph, dead))
+            paragraph.clear()
+
         for line in self.body.split("\n"):
-            if not any(int(n) in dead for n in _CITE_USE.findall(line)):
-                lines.append(line)
+            if line.strip() and not _BLOCK_START.match(line):
+                paragraph.append(line)
                 continue
-            prefix = re.match(r"^\s*(?:[-*+]|\d+[.)])?\s*", line)
-            head = prefix.group(0) if prefix else ""
-            kept: list[str] = []
-            resting: list[str] = []  # uncited sentences waiting for the citation they rest on
-            for sentence in re.split(r"(?<=[.!?\]])\s+(?=\S)", line[len(head):]):
-                nums = {int(n) for n in _CITE_USE.findall(sentence)}
-                if not nums:
-                    resting.append(sentence)
-                    continue
-                if not nums <= dead:
-                    kept += resting
-                    kept.append(_CITE_USE.sub(lambda m: "" if int(m.group(1)) in dead else m.group(0), sentence))
-                resting = []
-            kept += resting
-            rest = " ".join(k.strip() for k in kept if k.strip())
-            if rest:
-                lines.append(head + rest)
+            flush()
+            lines.extend(_drop_cited([line], dead) if line.strip() else [line])
+        flush()
         body = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip("\n")
         return replace(self, body=body, citations={n: s for n, s in self.citations.items() if n not in dead})
+
+
+# A line that starts a block of its own: a list item, a heading, a quote or a table row.
+_BLOCK_START = re.compile(r"^\s*(?:[-*+]\s|\d+[.)]\s|#|>|\|)")
+
+
+def _drop_cited(block: list[str], dead: set[int]) -> list[str]:
+    """One paragraph or list item (its lines) without the sentences that rest only on ``dead`` citations;
+    untouched when it cites none of them."""
+    if not block or not any(int(n) in dead for line in block for n in _CITE_USE.findall(line)):
+        return block
+    prefix = re.match(r"^\s*(?:[-*+]|\d+[.)])?\s*", block[0])
+    head = prefix.group(0) if prefix else ""
+    text = " ".join(line.strip() for line in [block[0][len(head):], *block[1:]])
+    kept: list[str] = []
+    resting: list[str] = []  # uncited sentences waiting for the citation they rest on
+    for sentence in re.split(r"(?<=[.!?\]])\s+(?=\S)", text):
+        nums = {int(n) for n in _CITE_USE.findall(sentence)}
+        if not nums:
+            resting.append(sentence)
+            continue
+        if not nums <= dead:
+            kept += resting
+            kept.append(_CITE_USE.sub(lambda m: "" if int(m.group(1)) in dead else m.group(0), sentence))
+        resting = []
+    kept += resting
+    rest = " ".join(k.strip() for k in kept if k.strip())
+    return [head + rest] if rest else []
 
 
 def parse_page(text: str, *, where: str = "page") -> Page:

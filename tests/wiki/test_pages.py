@@ -104,6 +104,18 @@ def test_deleting_a_source_withdraws_the_proposals_that_cite_it(mem: Memory) -> 
     assert page is not None and "Piano" not in page.body and page.verified
 
 
+def test_deleting_a_source_never_withdraws_a_proposal_whose_citations_only_look_alike(mem: Memory) -> None:
+    # conversation summaries are stored as summary-<conversation>-<messages>: -30 is the start of -300
+    early = mem.add_source("Leo started piano lessons.", scope="private/alice", source_id="summary-c0ffee-30")
+    late = mem.add_source("Leo plays football on Saturdays.", scope="private/alice", source_id="summary-c0ffee-300")
+    mem.write_page(_page(mem, "private/alice", "Leo", "- Piano [1]", {1: early}), author="person:alice")
+    mem.set_verified("private/alice", "Leo")
+    prop = mem.write_page(_page(mem, "private/alice", "Leo", "- Football on Saturdays [1]", {1: late}),
+                          author="agent:writer")
+    mem.delete_source(early)
+    assert [p.id for p in mem.proposals()] == [prop.proposal_id]
+
+
 def test_stale_proposal_cannot_overwrite_a_later_human_edit(mem: Memory) -> None:
     s1 = mem.add_source("Wifi is Hearthnet.", scope="public")
     mem.write_page(_page(mem, "public", "Wifi", "Network Hearthnet [1].", {1: s1}), author="person:alice")

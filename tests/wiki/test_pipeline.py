@@ -329,6 +329,17 @@ def test_a_paragraph_cited_once_at_its_end_goes_with_its_source(mem: Memory) -> 
     assert "Clara grew up in York. She still visits [2]." in page.body
 
 
+def test_a_paragraph_wrapped_over_lines_goes_with_the_source_it_rests_on(mem: Memory) -> None:
+    keep = mem.add_source("Alice's sister is Clara.", scope="private/alice")
+    gone = mem.add_source("Alice moved to Lyon in 2021 and works at the museum.", scope="private/alice")
+    mem.write_page(Page("Alice", "private/alice", "family", "Alice's sister is Clara [1].\n\nAlice moved to Lyon in 2021.\n"
+                        "She works at the museum [2].\n- Visits Clara\n- in May [1]", {1: keep, 2: gone}),
+                   author="agent:writer")
+    mem.delete_source(gone)
+    page = mem.read_page("private/alice", "Alice")
+    assert page is not None and page.body == "Alice's sister is Clara [1].\n\n- Visits Clara\n- in May [1]"
+
+
 def test_nightly_goes_on_past_a_bad_draft_and_a_failing_writer(mem: Memory) -> None:
     keep = mem.add_source("Dentist is Dr Okafor.", scope="private/alice")
     for title in ("Dentist", "Vet"):
