@@ -232,6 +232,7 @@ class WikiView(QWidget):
         self.page_stack.addWidget(self.page)
         self.page_stack.addWidget(edit_box)
         self._editing: tuple[str, str] | None = None  # (scope, slug) of the page in the editor
+        self._edit_base: tuple[str, dict[int, str]] = ("", {})  # its body and citations when the editor opened
         page_box = QWidget()
         pl = QVBoxLayout(page_box)
         pl.setContentsMargins(0, 0, 0, 0)
@@ -515,6 +516,7 @@ class WikiView(QWidget):
                 return
             self.editor.setPlainText(self.pod.restore_redactions(page.body))  # the owner's own values
             self._editing = (scope, slug)
+            self._edit_base = (page.body, dict(page.citations))  # what the person's [n] refer to
             self.page_stack.setCurrentIndex(1)
             self.edit.setEnabled(False)
             self.editor.setFocus()
@@ -544,11 +546,14 @@ class WikiView(QWidget):
             self.status.emit("Not saved: the page would be empty. Type its text, or Cancel.")
             return
         author = f"person:{self.pod.person.id}"
+        base = self._edit_base
 
         def write() -> Any:
             page = self.pod.memory.read_page(scope, slug)
             if page is None:
                 return None
+            if (page.body, page.citations) != base:
+                return "changed"  # an ingest rewrote it meanwhile: the person's [n] may now name other sources
             fixed = dataclasses.replace(page, body=body, verified=True)
             unknown = [n for n in fixed.cited_numbers() if n not in fixed.citations]
             if unknown:
@@ -564,6 +569,10 @@ class WikiView(QWidget):
             if done is None:
                 self.status.emit("Not saved: this page is gone (deleted or rebuilt meanwhile). "
                                  "Copy your text, then open the page again from the list.")
+                return
+            if done == "changed":
+                self.status.emit("Not saved: this page changed while you were editing it (an ingest wrote it). Your "
+                                 "text is still in the editor: copy it, Cancel, and Edit the page again.")
                 return
             if isinstance(done, list):
                 numbers = ", ".join(f"[{n}]" for n in done)

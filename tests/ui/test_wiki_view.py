@@ -334,6 +334,27 @@ def test_a_person_corrects_a_page_and_the_next_ingest_keeps_the_correction(qtbot
     assert w.wiki.proposals.count() == 1
 
 
+def test_an_edit_is_not_saved_over_a_page_that_ingest_rewrote_meanwhile(qtbot, qloop, ui_pod) -> None:
+    w, scope, sid = window_on_family(qtbot, qloop, ui_pod)
+    w.wiki.edit.click()
+    qloop.wait_until(lambda: w.wiki.editor.isVisibleTo(w), what="the editor")
+
+    def rewrite() -> None:  # ingest renumbers the page: a new source is [1], Clara's birthday [2]
+        tom = ui_pod.memory.add_source("Tom's birthday is on 9 May.", scope=scope)
+        ui_pod.memory.write_page(Page(title="Family", scope=scope, category="family",
+                                      body="- Tom's birthday is on 9 May [1]\n- Clara's birthday is on 3 June [2]",
+                                      citations={1: tom, 2: sid}), author="agent:wiki-writer")
+
+    qloop.run(ui_pod.in_memory_thread(rewrite))
+    w.wiki.editor.setPlainText(w.wiki.editor.toPlainText().replace("3 June [1]", "13 June [1]"))  # [1]: Clara's
+    w.wiki.save_edit.click()
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the refusal")
+    assert "this page changed while you were editing it" in w.statusBar().currentMessage()
+    assert "13 June [1]" in w.wiki.editor.toPlainText() and w.wiki.editor.isVisibleTo(w)  # nothing typed is lost
+    saved = ui_pod.memory.read_page(scope, "family")
+    assert "Tom's birthday" in saved.body and "13 June" not in saved.body and not saved.verified
+
+
 def test_editing_is_refused_for_a_page_outside_the_persons_memory(qtbot, qloop, ui_pod) -> None:
     w, scope, _ = window_on_family(qtbot, qloop, ui_pod)
     w.wiki.edit.click()
