@@ -403,12 +403,15 @@ def read_file(path: Path, rel: str, mtime_ns: int, size: int, known_sha: str = "
 
 def _safe_name(rel: str) -> str:
     """A relative path as it can be stored and shown: a name that is not UTF-8 (an old drive, a zip made on
-    Windows) keeps its odd bytes as \\xNN escapes."""
-    try:
-        rel.encode("utf-8")
-        return rel
-    except UnicodeEncodeError:
-        return os.fsencode(rel).decode("utf-8", errors="backslashreplace")
+    Windows) keeps its odd bytes as \\xNN escapes, and a backslash of the name itself is written twice, so two
+    files never get the same name (b"caf\\xe9" and a file really named "caf\\xe9")."""
+    if "\\" not in rel:
+        try:
+            rel.encode("utf-8")
+            return rel
+        except UnicodeEncodeError:
+            pass
+    return os.fsencode(rel).replace(b"\\", b"\\\\").decode("utf-8", errors="backslashreplace")
 
 
 def walk(root: Path) -> tuple[list[tuple[str, Path, int, int]], list[str]]:

@@ -402,6 +402,13 @@ async def test_a_file_name_that_is_not_utf8_costs_that_file_never_the_folder(pod
     assert any("rye bread" in h.snippet for h in await pod.memory_search("bakery rye bread"))
     again = await pod.folders.scan(folder.id)  # the same name on the next scan: the same file, unchanged
     assert (again.unchanged, again.indexed, again.removed) == (2, 0, 0)
+    # A file really named with a backslash and "xe9" is another file, never taken for the Latin-1 one
+    (docs / "caf\\xe9.txt").write_text("The dentist is Dr Okafor on Mill Lane.\n")
+    await pod.folders.scan(folder.id)
+    settled = await pod.folders.scan(folder.id)
+    assert (settled.unchanged, settled.indexed, settled.sources_deleted) == (3, 0, 0), settled
+    assert sorted(f.rel for f in pod.folders.files(folder.id)) == ["caf\\\\xe9.txt", "caf\\xe9.txt", "good.md"]
+    assert any("rye bread" in h.snippet for h in await pod.memory_search("bakery rye bread"))
 
 
 async def test_a_card_number_on_the_cut_between_two_parts_is_still_redacted(pod, tmp_path) -> None:
