@@ -52,7 +52,7 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS folders (
   id TEXT PRIMARY KEY, person_id TEXT NOT NULL, path TEXT NOT NULL, added_at REAL NOT NULL,
   scanned_at REAL, state TEXT NOT NULL DEFAULT 'new', note TEXT NOT NULL DEFAULT '',
-  UNIQUE (person_id, path));
+  mount INTEGER NOT NULL DEFAULT 0, UNIQUE (person_id, path));
 CREATE TABLE IF NOT EXISTS files (
   folder_id TEXT NOT NULL, rel TEXT NOT NULL, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
   sha TEXT NOT NULL DEFAULT '', status TEXT NOT NULL, reason TEXT NOT NULL DEFAULT '',
@@ -401,6 +401,11 @@ def read_file(path: Path, rel: str, mtime_ns: int, size: int, known_sha: str = "
     return r
 
 
+def _is_mount_point(path: Path) -> bool:
+    """Whether a drive is mounted right at ``path`` (its own file system, not its parent's)."""
+    return os.path.ismount(path)
+
+
 def _safe_name(rel: str) -> str:
     """A relative path as it can be stored and shown: a name that is not UTF-8 (an old drive, a zip made on
     Windows) keeps its odd bytes as \\xNN escapes, and a backslash of the name itself is written twice, so two
@@ -455,6 +460,8 @@ class FolderDB:
             # a folders.db of an earlier Hearth: every file it did not index is read once more
             self._db.execute("ALTER TABLE files ADD COLUMN again INTEGER NOT NULL DEFAULT 0")
             self._db.execute("UPDATE files SET again=1 WHERE status<>'indexed'")
+        if "mount" not in {r[1] for r in self._db.execute("PRAGMA table_info(folders)")}:
+            self._db.execute("ALTER TABLE folders ADD COLUMN mount INTEGER NOT NULL DEFAULT 0")
         self._lock = threading.Lock()
 
     def q(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
@@ -631,10 +638,14 @@ class WatchedFolders:
             on_progress(ev)
 
     def _missing(self, folder: Folder, rep: ScanReport, on_progress: Callable[[dict[str, Any]], None] | None,
-                 t0: float, *, during: bool = False) -> ScanReport:
-        when = "went away during the scan" if during else "is not there"
-        rep.note = (f"The folder {when} (an unplugged drive, or moved?). What it imported is kept until it is back "
-                    "(the next scan then finishes the import) or you remove the folder.")
+                 t0: float, *, during: bool = False, unmounted: bool = False) -> ScanReport:
+        if unmounted:
+            rep.note = ("The drive this folder is on is not mounted (unplugged?): only its empty mount point is "
+                        "there. What it imported is kept until the drive is back, or you remove the folder.")
+        else:
+            when = "went away during the scan" if during else "is not there"
+            rep.note = (f"The folder {when} (an unplugged drive, or moved?). What it imported is kept until it is "
+                        "back (the next scan then finishes the import) or you remove the folder.")
         rep.seconds = round(time.perf_counter() - t0, 3)
         self.db.q("UPDATE folders SET state='missing', note=?, scanned_at=? WHERE id=?", (rep.note, time.time(), folder.id))
         self._progress(folder, "done", 0, 0, rep, on_progress)
@@ -648,6 +659,11 @@ class WatchedFolders:
         listing, unlisted = await asyncio.to_thread(walk, root) if root.is_dir() else ([], [])
         if not root.is_dir():  # not there, or gone while it was listed (then the listing is not the folder)
             return self._missing(folder, rep, on_progress, t0)
+        mounted = _is_mount_point(root)
+        if not mounted and self.db.q("SELECT mount FROM folders WHERE id=?", (folder.id,))[0][0]:
+            # A drive mounted from /etc/fstab leaves its mount point behind, empty, when it is unplugged: that is
+            # not every file deleted.
+            return self._missing(folder, rep, on_progress, t0, unmounted=True)
         rep.seen = len(listing)
         known = {r[0]: _Known(*r[1:6], json.loads(r[6]), r[7]) for r in self.db.q(
             "SELECT rel, mtime_ns, size, sha, status, reason, sources, again FROM files WHERE folder_id=?", (folder.id,))}
@@ -689,7 +705,8 @@ class WatchedFolders:
         rep.seconds = round(time.perf_counter() - t0, 3)
         failed = self.db.q("SELECT COUNT(*) FROM files WHERE folder_id=? AND status='failed'", (folder.id,))[0][0]
         note = f"{failed} file(s) could not be read; see their reasons." if failed else ""
-        self.db.q("UPDATE folders SET state='watching', note=?, scanned_at=? WHERE id=?", (note, time.time(), folder.id))
+        self.db.q("UPDATE folders SET state='watching', note=?, scanned_at=?, mount=? WHERE id=?",
+                  (note, time.time(), int(mounted), folder.id))
         self._progress(folder, "done", total, total, rep, on_progress)
         return rep
 

@@ -221,6 +221,37 @@ async def test_missing_folder_keeps_its_imports(pod, tmp_path) -> None:
     assert pod.folders.list_folders()[0].state == "missing"
 
 
+async def test_an_unplugged_drive_whose_mount_point_stays_keeps_its_imports(pod, tmp_path, monkeypatch) -> None:
+    # A drive mounted from /etc/fstab leaves its mount point behind, empty, when it is unplugged. Mounting needs
+    # privileges tests do not have, so whether the folder is a mount point is the one thing told, not looked up.
+    import runtime_host.folders as folders
+
+    docs = tmp_path / "media" / "usb"
+    docs.mkdir(parents=True)
+    (docs / "a.md").write_text("The spare key is under the blue flowerpot by the door.\n")
+    (docs / "b.md").write_text("Bins go out on Tuesday nights.\n")
+    drive = {"mounted": True}
+    monkeypatch.setattr(folders, "_is_mount_point", lambda path: drive["mounted"] and path == docs)
+    folder = pod.folders.add(docs)
+    await pod.folders.scan(folder.id)
+    held = tmp_path / "drive"
+    docs.rename(held)
+    docs.mkdir()  # unplugged: the bare mount point
+    drive["mounted"] = False
+    rep = await pod.folders.scan(folder.id)
+    assert "not mounted" in rep.note and (rep.removed, rep.sources_deleted) == (0, 0)
+    assert any("flowerpot" in h.snippet for h in await pod.memory_search("spare key flowerpot"))
+    assert pod.folders.list_folders()[0].state == "missing"
+    docs.rmdir()
+    held.rename(docs)  # plugged in again: the same files, nothing imported twice
+    drive["mounted"] = True
+    back = await pod.folders.scan(folder.id)
+    assert (back.unchanged, back.indexed, back.removed) == (2, 0, 0), back
+    (docs / "b.md").unlink()  # a file deleted on purpose leaves memory as before
+    assert (await pod.folders.scan(folder.id)).removed == 1
+    assert not [h for h in await pod.memory_search("bins Tuesday nights") if "Bins" in h.snippet]
+
+
 def test_folder_refuses_hearths_own_data_and_overlaps(home, tmp_path) -> None:
     docs = tmp_path / "docs"
     (docs / "inner").mkdir(parents=True)
