@@ -393,12 +393,9 @@ class WikiView(QWidget):
         await self._load_proposals()
 
     async def _load_proposals(self) -> None:
-        props = await self._mem(lambda: self.pod.memory.proposals())
-        mine = set(self.pod.person_scopes())
+        props = await self.pod.memory_proposals()  # the person's own, as on the CLI
         self.proposals.clear()
         for p in props:
-            if p.scope not in mine:
-                continue
             author = p.author.removeprefix("agent:").replace("-", " ")
             item = QListWidgetItem(f"{p.slug.replace('-', ' ').capitalize()} ({self.pod.scope_label(p.scope)}) — by {author}")
             item.setData(Qt.ItemDataRole.UserRole, p)

@@ -220,6 +220,27 @@ def what_bob_sees_of_me(w) -> list[str]:
     return seen
 
 
+def test_a_proposal_waits_only_for_the_person_whose_page_it_is(qtbot, qloop, ui_pod) -> None:
+    scope, sid = seed(qloop, ui_pod)
+
+    def propose() -> None:
+        ui_pod.memory.set_verified(scope, "family")
+        ui_pod.memory.write_page(Page(title="Family", scope=scope, category="family",
+                                      body="- Clara's birthday is on 4 June [1]", citations={1: sid}),
+                                 author="agent:wiki-writer")
+
+    qloop.run(ui_pod.in_memory_thread(propose))
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show_wiki()
+    qloop.wait_until(lambda: w.wiki.proposals.count() == 1, what="Me's proposal")
+    ui_pod.add_person("Bob")
+    w.refresh_people()
+    assert w.switch_person("Bob")
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the wiki to load for Bob")
+    assert w.wiki.proposals.count() == 0 and w.wiki.tabs.tabText(1) == "Proposals"
+
+
 def test_switching_person_on_the_wiki_shows_nothing_of_the_first(qtbot, qloop, ui_pod, script) -> None:
     scope, _ = seed(qloop, ui_pod)
     w = MainWindow(ui_pod)
