@@ -52,6 +52,9 @@ def test_each_answer_keeps_its_own_tool_tree_with_sub_agents_nested_also_when_re
     qloop.wait_until(lambda: answered(w), what="the first answer")
     send(qtbot, w, "now split the work")
     qloop.wait_until(lambda: "Done: part 42" in w.chat.toPlainText(), what="the second answer")
+    # the answer shows while it streams: history is read once both turns are stored as finished
+    qloop.wait_until(lambda: all(t["status"] not in ("pending", "running") for t in ui_pod.turns(w.conversation_id)),
+                     what="both turns to be stored")
 
     fresh = MainWindow(ui_pod)  # as after a restart: history only
     qtbot.addWidget(fresh)
