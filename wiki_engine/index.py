@@ -104,6 +104,23 @@ def date_words(ts: float) -> str:
     return f"{d:%A} {d.day} {d:%B} {d.year}"
 
 
+# The keyword fields' own analysis (tantivy's en_stem: split on non-alphanumerics, lower-case, English stemmer),
+# so that word stems counted here are the terms the keyword index holds.
+_STEMMER = tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple()).filter(tantivy.Filter.remove_long(40)).filter(
+    tantivy.Filter.lowercase()).filter(tantivy.Filter.stemmer("english")).build()
+
+
+def stems(text: str) -> list[str]:
+    """The word stems of ``text`` as the keyword index sees them ("Dancing makes" -> ["danc", "make"])."""
+    return _STEMMER.analyze(text)
+
+
+def own_words(body: str) -> str:
+    """A chat-like source's words without its speaker's name ("Caroline: hi" -> "hi")."""
+    m = _SPEAKER.match(body)
+    return body[m.end():] if m else body
+
+
 def query_terms(text: str) -> list[str]:
     """Lower-case word terms of a query, stop words removed (all of them kept if nothing else is left)."""
     words = [w for w in _WORD.findall(text.lower()) if w]
@@ -154,6 +171,7 @@ class ScopeIndex:
         self._dirty = False
         self._version = 0
         self._groups: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._adjacent: tuple[int, np.ndarray, np.ndarray] | None = None
         self._pending: list[tuple[str, float, float, np.ndarray | None, bool, str, bool]] = []
         if stale:
             self._rebuild_keywords()
@@ -652,6 +670,40 @@ class ScopeIndex:
             q[1:] = self.asks[order[:-1]] & same
             before[order], after[order], asked[order] = b, a, q
         return before, after, asked
+
+    def adjacent(self) -> tuple[np.ndarray, np.ndarray]:
+        """For each row, the row of the source said just before it and just after it in its conversation
+        (-1 if none, and for pages)."""
+        if self._adjacent is None or self._adjacent[0] != self._version:
+            order, starts, _ = self._conversations()
+            prev = np.full(len(self.ids), -1, dtype=np.int64)
+            nxt = np.full(len(self.ids), -1, dtype=np.int64)
+            if order.size > 1:
+                same = np.ones(order.size - 1, dtype=bool)
+                same[starts[1:] - 1] = False
+                prev[order[1:]] = np.where(same, order[:-1], -1)
+                nxt[order[:-1]] = np.where(same, order[1:], -1)
+            self._adjacent = (self._version, prev, nxt)
+        return self._adjacent[1], self._adjacent[2]
+
+    def bodies(self, rows: list[int]) -> dict[int, str]:
+        """The stored text of these rows (row -> body)."""
+        want = {self.ids[r]: r for r in rows if 0 <= r < len(self.ids)}
+        out: dict[int, str] = {}
+        keys = list(want)
+        for at in range(0, len(keys), 500):
+            part = keys[at:at + 500]
+            marks = ",".join("?" * len(part))
+            for doc_id, body in self.meta.execute(f"SELECT id, body FROM docs WHERE id IN ({marks})", part):
+                out[want[doc_id]] = body
+        return out
+
+    def doc_freqs(self, terms: list[str]) -> tuple[int, dict[str, int]]:
+        """(number of documents, documents whose text holds each stem) in the keyword index."""
+        if self._dirty:
+            self.commit()
+        searcher = self.searcher
+        return searcher.num_docs, {t: searcher.doc_freq("body", t) for t in terms}
 
     def speakers_named(self, words: set[str]) -> set[int]:
         """Ids of this scope's speakers whose every name word is among ``words``."""

@@ -21,12 +21,14 @@ from pathlib import Path
 
 import numpy as np
 
+from . import rerank
 from .catalog import Catalog
 from .embed import Embedder, checked_vectors, is_remote, kind_of, load_embedder
 from .guard import check_instructions
 from .index import Doc, ScopeIndex, asks_when, query_terms, remove_index_folder
 from .pages import Page, PageFormatError, PageStore, parse_page, slugify, unified_diff
 from .render import Item, iso_utc, parse_source, render_item
+from .rerank import PartScores
 from .scopes import Scope, Viewer, parse_scopes
 from .sources import SourceStore, Tampered
 
@@ -992,10 +994,22 @@ class Memory:
         found.sort(key=lambda t: -t[0])
         return self._hits([(s, sc, i) for s, sc, i in found[:k]], terms)
 
+    def ranking_features(self, query: str, *, scopes: Sequence[str | Scope] | str | Viewer,
+                         ) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """The ids of ranked search's first ``rerank.POOL`` candidates in its first step's order, their
+        ``rerank.FEATURES`` and ``rerank.answers`` (what ``bench/train_ranker.py`` learns the last step from)."""
+        out: list[tuple[list[str], np.ndarray, np.ndarray]] = []
+        terms = query_terms(query)
+        if terms and self.embedder is not None:
+            self._ranked(query, terms, parse_scopes(scopes), rerank.POOL, "hybrid", lambda _: True, explain=out)
+        return out[0] if out else ([], np.zeros((0, len(rerank.FEATURES))), np.zeros(0, dtype=np.int64))
+
     def _ranked(self, query: str, terms: list[str], scs: list[Scope], k: int, mode: str,
-                keep: Callable[[str], bool]) -> list[Hit]:
+                keep: Callable[[str], bool], *, explain: list[tuple[list[str], np.ndarray, np.ndarray]] | None = None,
+                ) -> list[Hit]:
         """Every document of the given scopes scored at once (vectors are in memory; keywords come from
-        bm25's top ``KEYWORD_POOL``), then the best ``k``. See the weights above for what counts."""
+        bm25's top ``KEYWORD_POOL``), then the best ``rerank.POOL`` re-ordered by the learned last step, and
+        the best ``k`` returned. See the weights above and ``rerank`` for what counts."""
         qvecs: dict[str, np.ndarray | None] = {}
         words = set(query_terms(query)) | set(re.findall(r"[0-9a-zA-Z\u00C0-\u024F]+", query.lower()))
         parts: list[tuple[Scope, ScopeIndex, np.ndarray, np.ndarray, set[int]]] = []
@@ -1047,33 +1061,42 @@ class Memory:
         lo, hi = float(top.min()), float(all_sims.max())
         now = time.time()
         when_asked = asks_when(query)
-        found: list[tuple[float, Scope, str]] = []
+        scored: list[tuple[Scope, ScopeIndex, np.ndarray, PartScores | None]] = []
         for sc, idx, sims, kw, named in parts:
+            part = None
             if mode == "meaning":
                 score = sims.astype(np.float64)
             else:
                 sem = np.clip((sims - lo) / (hi - lo), 0.0, None) if hi > lo else np.ones_like(sims, dtype=np.float64)
                 kwn = kw / kw_best if kw_best > 0 else kw
-                score = W_KEYWORDS * kwn + W_MEANING * sem
-                before, after, asked = idx.neighbours(score)
+                lin = W_KEYWORDS * kwn + W_MEANING * sem
+                before, after, asked = idx.neighbours(lin)
                 # The facts of a chat are in its answers: a turn that ends by asking counts for less, and the turn
                 # that answers it gains a share of the question's score on top of its neighbours' share.
-                score = (score + W_NEIGHBOURS * (before + after) + W_ANSWER * np.where(asked, before, 0.0)) \
+                score = (lin + W_NEIGHBOURS * (before + after) + W_ANSWER * np.where(asked, before, 0.0)) \
                     * np.where(idx.asks, 1.0 - ASK_DISCOUNT, 1.0)
-                score = score + W_CONVERSATION * idx.conversation_max(score)
+                conv = idx.conversation_max(score)
+                score = score + W_CONVERSATION * conv
+                by_named = np.zeros(idx.spk.shape, dtype=bool)
+                for sid in named:
+                    by_named |= idx.spk == sid
                 if named:
-                    by_named = np.zeros(idx.spk.shape, dtype=bool)
-                    for sid in named:
-                        by_named |= idx.spk == sid
                     score = score * np.where(by_named, 1.0 + SPEAKER_BOOST, 1.0)
+                when = idx.says_when & when_asked
                 if when_asked:
                     score = score * np.where(idx.says_when, 1.0 + WHEN_BOOST, 1.0)
                 imp = np.where(idx.imp < 0, DEFAULT_IMPORTANCE, idx.imp)
                 age_days = np.maximum(0.0, (now - idx.ts) / 86400.0)
-                score = score + W_IMPORTANCE * imp + W_RECENCY * np.power(0.5, age_days / RECENCY_HALF_LIFE_DAYS)
-            score = np.where(idx.alive, score, -np.inf)
-            want = min(score.size, 3 * k + 8)
-            cand = np.argpartition(-score, want - 1)[:want]
+                prior = W_IMPORTANCE * imp + W_RECENCY * np.power(0.5, age_days / RECENCY_HALF_LIFE_DAYS)
+                score = score + prior
+                part = PartScores(idx, score, kwn, sem, sims.astype(np.float64), before, after, asked, conv, by_named,
+                                  when, prior)
+            scored.append((sc, idx, np.where(idx.alive, score, -np.inf), part))
+        want = max(k, rerank.POOL) if mode == "hybrid" else k
+        found: list[tuple[float, Scope, str, PartScores | None, int]] = []
+        for sc, idx, score, part in scored:
+            take = min(score.size, 3 * want + 8)
+            cand = np.argpartition(-score, take - 1)[:take]
             cand = cand[np.argsort(-score[cand])]
             taken = 0
             for n in cand:
@@ -1081,12 +1104,48 @@ class Memory:
                     break
                 doc_id = idx.ids[n]
                 if keep(doc_id):
-                    found.append((float(score[n]), sc, doc_id))
+                    found.append((float(score[n]), sc, doc_id, part, int(n)))
                     taken += 1
-                    if taken >= k:
+                    if taken >= want:
                         break
         found.sort(key=lambda t: -t[0])
-        return self._hits(found[:k], terms)
+        best = [(s, sc, i) for s, sc, i, _, _ in found]
+        # The learned step was trained on full pools: with fewer documents than that its scaled features (a share
+        # of the best, a place between the best and the 100th best) mean something else, and the first step's
+        # order stands.
+        model = self._ranker_for(scored) if mode == "hybrid" and sum(len(i.ids) for _, i, _, _ in scored) > rerank.POOL \
+            else None
+        if (model is not None or explain is not None) and found and mode == "hybrid":
+            pool = [t for t in found[:rerank.POOL] if t[3] is not None]
+            cands = [(part, n) for _, _, _, part, n in pool if part is not None]
+            qstems = rerank.question_stems(terms)
+            feats = rerank.features(cands, qstems, rerank.idf_weights([p for _, _, _, p in scored if p], qstems))
+            answer = rerank.answers(cands)
+            if explain is not None:
+                explain.append(([i for _, _, i, _, _ in pool], feats, answer))
+                return []
+            assert model is not None
+            learned = model.score(feats)
+            # Importance and recency weigh as much against the spread of the learned scores as they do against
+            # the first step's: they break near-ties only.
+            first = np.array([s for s, _, _, _, _ in pool])
+            prior = np.array([part.prior[n] for part, n in cands])
+            learned = learned + prior * (learned.std() / first.std() if first.std() > 1e-9 else 1.0)
+            learned = 1.0 / (1.0 + np.exp(-np.clip(learned, -30.0, 30.0)))
+            order = rerank.answers_first(list(np.argsort(-learned, kind="stable")), answer)
+            top = sorted(learned, reverse=True)  # scores stay in the order shown
+            best = [(float(top[n]), pool[j][1], pool[j][2]) for n, j in enumerate(order)]
+            # Candidates past the pool keep the first step's order, below the last of the pool.
+            rest = found[rerank.POOL:]
+            if rest:
+                floor = min(s for s, _, _ in best) * 0.99
+                best += [(floor * s / rest[0][0] if rest[0][0] > 0 else 0.0, sc, i) for s, sc, i, _, _ in rest]
+        return self._hits(best[:k], terms)
+
+    def _ranker_for(self, scored: list[tuple[Scope, ScopeIndex, np.ndarray, PartScores | None]]) -> rerank.Ranker | None:
+        """The learned last step for the searched scopes' embedding model, if they share one that has it."""
+        kinds = {kind_of(idx.embedder.name) if idx.embedder is not None else None for _, idx, _, _ in scored}
+        return rerank.ranker_for(kinds.pop()) if len(kinds) == 1 else None
 
     def _hits(self, found: list[tuple[float, Scope, str]], terms: list[str]) -> list[Hit]:
         by_scope: dict[Scope, list[str]] = {}

@@ -111,3 +111,87 @@ def test_what_counts_as_asking_when_and_saying_when() -> None:
     assert says_when("We moved two years ago.") and says_when("The party was on 3 May.")
     assert says_when("It opened last weekend") and says_when("Back in 2019 we lived in Leeds.")
     assert not says_when("I may go to the party.") and not says_when("This is the best class.")
+
+
+def _small_talk(n: int) -> list[str]:
+    """``n`` different turns of Alice and Ben's small talk, none of them a question."""
+    things = ["bike", "garden", "kettle", "novel", "train", "bakery", "choir", "printer", "balcony", "lake"]
+    verbs = ["was fixed", "looked lovely", "broke again", "got cheaper", "was busy", "smelled of rain", "felt new"]
+    days = ["on Monday", "last week", "yesterday", "this morning", "at the weekend"]
+    return [f"{('Alice', 'Ben')[i % 2]}: The {things[i % 10]} {verbs[i % 7]} {days[i % 5]}." for i in range(n)]
+
+
+def _answer_among_small_talk(mem: Memory) -> tuple[str, str, str]:
+    """A long chat of Alice's with one question and its answer in it, and Bob's note on the same subject."""
+    t0 = time.time() - 40 * 86400
+    lines = _small_talk(70)
+    lines[30:30] = ["Ben: How did the interview at the aquarium go, what did they ask you?",
+                    "Alice: They wanted to know how I would calm a nervous sea otter, and I think I did well."]
+    ids = _chat(mem, "private/alice", t0, lines)
+    bobs = mem.add_source("Bob: At my aquarium interview they asked how I would calm a nervous sea otter, a very "
+                          "long and detailed question about otters, tanks, keepers, feeding times and visitors.",
+                          scope="private/bob", ts=t0)
+    return ids[30], ids[31], bobs
+
+
+def test_ranked_search_puts_the_answer_above_the_question_in_a_long_chat(mem: Memory) -> None:
+    question, answer, bobs = _answer_among_small_talk(mem)
+    hits = mem.search("What did they ask me at the aquarium interview?", scopes=Viewer("alice"), k=3)
+    got = [h.id for h in hits]
+    assert got[:2] == [answer, question], [h.snippet for h in hits]
+    assert bobs not in got and all(h.scope == "private/alice" for h in hits)
+    assert hits[0].score >= hits[1].score >= hits[2].score
+
+
+def test_the_learned_step_orders_the_best_candidates(mem: Memory, monkeypatch, tmp_path: Path) -> None:
+    """The last step really re-orders what search returns (here with weights that only value length), never
+    reaches outside the searched scopes, and without valid weights the first step's order stands."""
+    import numpy as np
+
+    from wiki_engine import rerank
+
+    question, answer, bobs = _answer_among_small_talk(mem)
+    q = "What did they ask me at the aquarium interview?"
+    only_length = np.array([1.0 if f == "length" else 0.0 for f in rerank.FEATURES])
+    monkeypatch.setattr(rerank, "_models", lambda: {"static": rerank.Ranker(np.zeros(len(rerank.FEATURES)),
+                                                                          np.ones(len(rerank.FEATURES)), only_length)})
+    hits = mem.search(q, scopes=Viewer("alice"), k=5)
+    ids, feats, answers = mem.ranking_features(q, scopes=Viewer("alice"))
+    assert len(ids) == rerank.POOL and bobs not in ids
+    by_length = rerank.answers_first(list(np.argsort(-feats[:, rerank.FEATURES.index("length")], kind="stable")), answers)
+    length = dict(zip(ids, feats[:, rerank.FEATURES.index("length")], strict=True))
+    assert [h.id for h in hits][:2] == [ids[n] for n in by_length[:2]] == [answer, question]  # the two longest
+    assert [length[h.id] for h in hits[2:]] == sorted((length[h.id] for h in hits[2:]), reverse=True)
+    assert ids[:5] != [h.id for h in hits]  # not the first step's order
+    monkeypatch.undo()
+    broken = tmp_path / "ranker.json"
+    broken.write_text('{"features": ["something else"], "models": {}}', encoding="utf-8")
+    monkeypatch.setattr(rerank, "RANKER_FILE", broken)
+    rerank._models.cache_clear()
+    try:
+        assert rerank.ranker_for("static") is None
+        hits = mem.search(q, scopes=Viewer("alice"), k=3)
+        assert [h.id for h in hits][:2] == [answer, question]  # the first step's order
+    finally:
+        monkeypatch.undo()
+        rerank._models.cache_clear()
+
+
+def test_the_shipped_weights_fit_the_features() -> None:
+    """bench/train_ranker.py --write must be run again whenever the features change."""
+    from wiki_engine import rerank
+
+    rerank._models.cache_clear()
+    assert rerank.ranker_for("static") is not None and rerank.ranker_for("minilm") is not None
+    assert rerank.ranker_for(None) is None and rerank.ranker_for("some-provider-model") is None
+
+
+def test_an_answer_moves_just_above_the_turn_that_asked() -> None:
+    import numpy as np
+
+    from wiki_engine.rerank import answers_first
+
+    # 0 asks and 2 answers it; 2 asks too and 3 answers that: each answer goes just above its question.
+    assert answers_first([0, 1, 2, 3], np.array([2, -1, 3, -1])) == [3, 2, 0, 1]
+    assert answers_first([1, 0], np.array([1, -1])) == [1, 0]  # already above: nothing moves
+    assert answers_first([0, 1], np.array([-1, -1])) == [0, 1]
