@@ -492,6 +492,7 @@ class ScopeIndex:
         n = self.row.pop(doc_id, None)
         if n is not None and n >= 0:
             self.alive[n] = False
+            self._version += 1  # a deleted source is nobody's neighbour any more
         elif n == -1:
             self._pending = [p for p in self._pending if p[0] != doc_id]
 
@@ -633,7 +634,7 @@ class ScopeIndex:
     def _conversations(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Source rows in time order, where each conversation starts in that order, and its length."""
         if self._groups is None or self._groups[0] != self._version:
-            rows = np.nonzero(self.is_source)[0]
+            rows = np.nonzero(self.is_source & self.alive)[0]
             order = rows[np.argsort(self.ts[rows], kind="stable")]
             if order.size:
                 breaks = np.nonzero(np.diff(self.ts[order]) > GAP_S)[0] + 1
@@ -699,9 +700,8 @@ class ScopeIndex:
         return out
 
     def doc_freqs(self, terms: list[str]) -> tuple[int, dict[str, int]]:
-        """(number of documents, documents whose text holds each stem) in the keyword index."""
-        if self._dirty:
-            self.commit()
+        """(number of documents, documents whose text holds each stem) in the keyword index as the search that
+        asks saw it (no commit here: that could renumber the rows it holds)."""
         searcher = self.searcher
         return searcher.num_docs, {t: searcher.doc_freq("body", t) for t in terms}
 

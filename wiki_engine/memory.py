@@ -1126,6 +1126,8 @@ class Memory:
                 return []
             assert model is not None
             learned = model.score(feats)
+            if not np.isfinite(learned).all():
+                return self._hits(best[:k], terms)  # a feature the weights cannot read: the first step's order
             # Importance and recency weigh as much against the spread of the learned scores as they do against
             # the first step's: they break near-ties only.
             first = np.array([s for s, _, _, _, _ in pool])

@@ -65,17 +65,25 @@ class Ranker:
 
 @lru_cache(maxsize=1)
 def _models() -> dict[str, Ranker]:
+    """The weights in ``RANKER_FILE`` that fit ``FEATURES``; a file that is missing, unreadable or of another
+    shape gives none (the first step's order stands), and a model with a missing or non-finite value is left
+    out."""
     try:
         raw = json.loads(RANKER_FILE.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    if tuple(raw.get("features", ())) != FEATURES:
-        return {}  # weights for another set of features: keep the first step's order
+    if not isinstance(raw, dict) or tuple(raw.get("features", ())) != FEATURES:
+        return {}
+    models = raw.get("models")
     out = {}
-    for kind, m in raw.get("models", {}).items():
-        mean, scale, w = (np.asarray(m[key], dtype=np.float64) for key in ("mean", "scale", "weights"))
-        if mean.shape == scale.shape == w.shape == (len(FEATURES),) and np.all(scale > 0):
-            out[kind] = Ranker(mean, scale, w)
+    for kind, m in (models.items() if isinstance(models, dict) else ()):
+        try:
+            mean, scale, w = (np.asarray(m[key], dtype=np.float64) for key in ("mean", "scale", "weights"))
+        except (KeyError, TypeError, ValueError):
+            continue
+        if (mean.shape == scale.shape == w.shape == (len(FEATURES),) and np.all(scale > 0)
+                and all(np.isfinite(a).all() for a in (mean, scale, w))):
+            out[str(kind)] = Ranker(mean, scale, w)
     return out
 
 

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import math
 import time
 from pathlib import Path
+
+import numpy as np
+from pytest import approx
 
 from wiki_engine import Item, Memory, Viewer, open_memory
 
@@ -146,7 +151,6 @@ def test_ranked_search_puts_the_answer_above_the_question_in_a_long_chat(mem: Me
 def test_the_learned_step_orders_the_best_candidates(mem: Memory, monkeypatch, tmp_path: Path) -> None:
     """The last step really re-orders what search returns (here with weights that only value length), never
     reaches outside the searched scopes, and without valid weights the first step's order stands."""
-    import numpy as np
 
     from wiki_engine import rerank
 
@@ -164,17 +168,55 @@ def test_the_learned_step_orders_the_best_candidates(mem: Memory, monkeypatch, t
     assert [length[h.id] for h in hits[2:]] == sorted((length[h.id] for h in hits[2:]), reverse=True)
     assert ids[:5] != [h.id for h in hits]  # not the first step's order
     monkeypatch.undo()
-    broken = tmp_path / "ranker.json"
-    broken.write_text('{"features": ["something else"], "models": {}}', encoding="utf-8")
-    monkeypatch.setattr(rerank, "RANKER_FILE", broken)
-    rerank._models.cache_clear()
+    good = {"mean": [0.0] * len(rerank.FEATURES), "scale": [1.0] * len(rerank.FEATURES),
+            "weights": list(only_length)}
+    features = list(rerank.FEATURES)
+    broken = [{"features": ["something else"], "models": {"static": good}}, [features],
+              {"features": features, "models": [good]},
+              {"features": features, "models": {"static": {"mean": good["mean"], "weights": good["weights"]}}},
+              {"features": features, "models": {"static": {**good, "mean": ["x"] * len(features)}}},
+              {"features": features, "models": {"static": {**good, "weights": [float("nan")] * len(features)}}},
+              {"features": features, "models": {"static": {**good, "scale": [float("inf")] * len(features)}}}]
+    file = tmp_path / "ranker.json"
+    monkeypatch.setattr(rerank, "RANKER_FILE", file)
     try:
-        assert rerank.ranker_for("static") is None
-        hits = mem.search(q, scopes=Viewer("alice"), k=3)
-        assert [h.id for h in hits][:2] == [answer, question]  # the first step's order
+        for raw in [*broken, "{not json"]:
+            file.write_text(raw if isinstance(raw, str) else json.dumps(raw), encoding="utf-8")
+            rerank._models.cache_clear()
+            assert rerank.ranker_for("static") is None, raw
+            hits = mem.search(q, scopes=Viewer("alice"), k=3)
+            assert [h.id for h in hits] == ids[:3], raw  # the first step's order, with scores a person can read
+            assert all(math.isfinite(h.score) for h in hits)
     finally:
         monkeypatch.undo()
         rerank._models.cache_clear()
+
+
+def test_a_deleted_turn_is_nobodys_neighbour(mem: Memory) -> None:
+    """Once the turn said after an answer is deleted, the turn after that is the answer's neighbour (a deleted
+    turn used to stay one, with a meaning score below anything real, and pulled the answer down)."""
+    from wiki_engine import rerank
+
+    t0 = time.time() - 40 * 86400
+    lines = _small_talk(70)
+    lines[30:30] = ["Ben: How did the interview at the aquarium go, what did they ask you?",
+                    "Alice: They wanted to know how I would calm a nervous sea otter, and I think I did well.",
+                    "Ben: Wow, well done you!",
+                    "Ben: A sea otter at the aquarium interview, what a thing to be asked."]
+    ids = _chat(mem, "private/alice", t0, lines)
+    mem.delete_source(ids[32])
+    q = "What did they ask me at the aquarium interview?"
+    order, feats, answers = mem.ranking_features(q, scopes=Viewer("alice"))
+    row = {i: feats[n] for n, i in enumerate(order)}
+    col = {f: n for n, f in enumerate(rerank.FEATURES)}
+    assert ids[32] not in order and {ids[30], ids[31], ids[33]} <= set(order)
+    assert row[ids[31]][col["cosine_after"]] == approx(row[ids[33]][col["cosine"]])
+    assert row[ids[33]][col["cosine_before"]] == approx(row[ids[31]][col["cosine"]])
+    assert row[ids[31]][col["coverage_after"]] == approx(row[ids[33]][col["coverage_idf"]])
+    cosines = feats[:, [col[f] for f in ("cosine", "cosine_before", "cosine_after", "asks_cosine_after")]]
+    assert cosines.min() >= -1.0 - 1e-6
+    hits = [h.id for h in mem.search(q, scopes=Viewer("alice"), k=3)]
+    assert set(hits) == {ids[30], ids[31], ids[33]} and hits.index(ids[31]) < hits.index(ids[30])
 
 
 def test_the_shipped_weights_fit_the_features() -> None:
@@ -187,7 +229,6 @@ def test_the_shipped_weights_fit_the_features() -> None:
 
 
 def test_an_answer_moves_just_above_the_turn_that_asked() -> None:
-    import numpy as np
 
     from wiki_engine.rerank import answers_first
 
