@@ -658,19 +658,10 @@ class ScopeIndex:
     def neighbours(self, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """For each source row: the score of the source said just before it in its conversation, the score of
         the one said just after, and whether the one before ended by asking something (0 / False if none)."""
-        order, starts, _ = self._conversations()
-        before, after = np.zeros_like(scores), np.zeros_like(scores)
-        asked = np.zeros(scores.shape, dtype=bool)
-        if order.size > 1:
-            s = scores[order]
-            same = np.ones(order.size - 1, dtype=bool)
-            same[starts[1:] - 1] = False  # the last of one conversation and the first of the next
-            b, a, q = np.zeros_like(s), np.zeros_like(s), np.zeros(s.shape, dtype=bool)
-            b[1:] = np.where(same, s[:-1], 0.0)
-            a[:-1] = np.where(same, s[1:], 0.0)
-            q[1:] = self.asks[order[:-1]] & same
-            before[order], after[order], asked[order] = b, a, q
-        return before, after, asked
+        prev, nxt = self.adjacent()
+        before = np.where(prev >= 0, scores[prev], 0.0)  # -1 reads the last row; the mask drops it
+        after = np.where(nxt >= 0, scores[nxt], 0.0)
+        return before, after, (prev >= 0) & self.asks[prev]
 
     def adjacent(self) -> tuple[np.ndarray, np.ndarray]:
         """For each row, the row of the source said just before it and just after it in its conversation

@@ -1116,8 +1116,8 @@ class Memory:
         model = self._ranker_for(scored) if mode == "hybrid" and sum(len(i.ids) for _, i, _, _ in scored) > rerank.POOL \
             else None
         if (model is not None or explain is not None) and found and mode == "hybrid":
-            pool = [t for t in found[:rerank.POOL] if t[3] is not None]
-            cands = [(part, n) for _, _, _, part, n in pool if part is not None]
+            pool = found[:rerank.POOL]
+            cands = [(part, n) for _, _, _, part, n in pool if part is not None]  # every part is set in hybrid
             qstems = rerank.question_stems(terms)
             feats = rerank.features(cands, qstems, rerank.idf_weights([p for _, _, _, p in scored if p], qstems))
             answer = rerank.answers(cands)
