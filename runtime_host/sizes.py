@@ -24,7 +24,7 @@ OLD_STEP_BYTES = 16 * 1024         # each step result once the steps would pass 
 
 def json_size(value: Any) -> int:
     """Bytes `value` takes on the pipe (JSON, UTF-8, as protocol.encode writes it)."""
-    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=repr).encode("utf-8"))
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=repr).encode("utf-8", "surrogatepass"))
 
 
 def human(n: int) -> str:

@@ -150,6 +150,16 @@ def _snippet(body: str, terms: list[str], width: int = 180) -> str:
     return ("…" if start > 0 else "") + out + ("…" if start + width < len(flat) else "")
 
 
+def valid_text(text: str) -> str:
+    """``text`` with lone surrogates (what JSON's "\\ud800" escapes or surrogateescape-decoded bytes leave in a str)
+    replaced by U+FFFD: such a string cannot be written as UTF-8, hashed or stored, and would fail the whole batch."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")  # a pair becomes its character
+
+
 def _first_line(text: str, width: int = 80) -> str:
     line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
     return line if len(line) <= width else line[: width - 1].rsplit(" ", 1)[0] + "…"
@@ -210,26 +220,33 @@ class Memory:
         self.redactor: Callable[[str, str], str] | None = None
 
     def clean_item(self, item: Item) -> Item:
-        """The item as it may be stored: its text, subject, author, participants and meta values passed through
-        the redactor. Its key is stored as given: whoever builds keys keeps personal data out of them."""
+        """The item as it may be stored: its text, subject, author, participants, key and meta values made valid
+        UTF-8 (``valid_text``), then all but the key passed through the redactor. The key is not redacted:
+        whoever builds keys keeps personal data out of them."""
         red = self.redactor
-        if red is None:
-            return item
         sc = item.scope
-        return replace(item, text=red(item.text, sc), subject=red(item.subject, sc) if item.subject else "",
-                       author=red(item.author, sc) if item.author else "",
-                       participants=tuple(red(p, sc) for p in item.participants),
-                       meta={k: red(v, sc) if isinstance(v, str) else v for k, v in item.meta.items()})
+
+        def clean(text: str) -> str:
+            text = valid_text(text)
+            return red(text, sc) if red is not None and text else text
+
+        return replace(item, text=clean(item.text), subject=clean(item.subject), author=clean(item.author),
+                       participants=tuple(clean(p) for p in item.participants), key=valid_text(item.key),
+                       meta={k: clean(v) if isinstance(v, str) else v for k, v in item.meta.items()})
 
     def clean_page(self, page: Page) -> Page:
-        """The page as it may be stored: title, category, body and every string in ``extra`` passed through the
-        redactor (a model chooses them all)."""
+        """The page as it may be stored: title, category, body and every string in ``extra`` made valid UTF-8
+        and passed through the redactor, citations made valid UTF-8 (a model chooses them all)."""
         red = self.redactor
-        if red is None:
-            return page
         sc = page.scope
-        return replace(page, title=red(page.title, sc), category=red(page.category, sc), body=red(page.body, sc),
-                       extra={k: red(v, sc) if isinstance(v, str) else v for k, v in page.extra.items()})
+
+        def clean(text: str) -> str:
+            text = valid_text(text)
+            return red(text, sc) if red is not None and text else text
+
+        return replace(page, title=clean(page.title), category=clean(page.category), body=clean(page.body),
+                       citations={n: valid_text(sid) for n, sid in page.citations.items()},
+                       extra={k: clean(v) if isinstance(v, str) else v for k, v in page.extra.items()})
 
     # ---- indexes ---------------------------------------------------------------------------------
 
@@ -478,7 +495,7 @@ class Memory:
         with self._lock:
             self._check_open()
             items = [self.clean_item(i) for i in items]
-            ids = list(source_ids) if source_ids is not None else [None] * len(items)
+            ids = [valid_text(i) if i else None for i in source_ids] if source_ids is not None else [None] * len(items)
             refused: set[int] = set()
             if check:
                 for n, item in enumerate(items):
@@ -965,6 +982,7 @@ class Memory:
         if mode not in ("hybrid", "keyword", "meaning"):
             raise ValueError("mode must be 'hybrid', 'keyword' or 'meaning'.")
         scs = parse_scopes(scopes)
+        query = valid_text(query)
         terms = query_terms(query)
         if not terms or k <= 0:
             return []
@@ -999,6 +1017,7 @@ class Memory:
         """The ids of ranked search's first ``rerank.POOL`` candidates in its first step's order, their
         ``rerank.FEATURES`` and ``rerank.answers`` (what ``bench/train_ranker.py`` learns the last step from)."""
         out: list[tuple[list[str], np.ndarray, np.ndarray]] = []
+        query = valid_text(query)
         terms = query_terms(query)
         if terms and self.embedder is not None:
             self._ranked(query, terms, parse_scopes(scopes), rerank.POOL, "hybrid", lambda _: True, explain=out)
@@ -1169,6 +1188,7 @@ class Memory:
     def typeahead(self, prefix: str, *, scopes: Sequence[str | Scope] | str | Viewer, k: int = 8) -> list[Hit]:
         """Titles (pages first) in the given scopes whose words start with what was typed."""
         out: list[Hit] = []
+        prefix = valid_text(prefix)
         for sc in parse_scopes(scopes):
             if sc not in self._indexes and not (self.root / "index" / sc.relpath).exists():
                 continue

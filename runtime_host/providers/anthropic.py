@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from runtime_host.protocol import loads_text
 from runtime_host.providers import (
     Finished,
     ProviderError,
@@ -119,7 +120,7 @@ class AnthropicStreamParser:
 
     def feed(self, data: str) -> list[ProviderEvent]:
         try:
-            ev = json.loads(data)
+            ev = loads_text(data)
         except json.JSONDecodeError:
             raise ProviderError(
                 "malformed",
@@ -199,7 +200,7 @@ class AnthropicStreamParser:
 def events_from_message(provider: str, model: str, raw: bytes) -> Iterator[ProviderEvent]:
     """A non-streamed Messages answer ({"type": "message", "content": [...]}) as internal events."""
     try:
-        obj = json.loads(raw)
+        obj = loads_text(raw)
         blocks = obj["content"]
         if obj.get("type") == "error":
             raise KeyError("error")

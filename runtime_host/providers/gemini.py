@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
+from runtime_host.protocol import loads_text
 from runtime_host.providers import (
     Finished,
     ProviderError,
@@ -168,7 +169,7 @@ class GeminiStreamParser:
 
     def feed(self, data: str) -> list[ProviderEvent]:
         try:
-            obj = json.loads(data)
+            obj = loads_text(data)
         except json.JSONDecodeError:
             raise ProviderError(
                 "malformed",
@@ -270,7 +271,7 @@ class GeminiProvider:
     def _from_json(self, raw: bytes) -> Iterator[ProviderEvent]:
         parser = GeminiStreamParser(self.route.provider, self.route.model)
         try:
-            obj = json.loads(raw)
+            obj = loads_text(raw)
         except json.JSONDecodeError:
             obj = None
         if isinstance(obj, list):  # a stream requested without alt=sse comes back as a JSON array

@@ -11,6 +11,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from runtime_host.protocol import loads_text
 from runtime_host.providers import (
     Finished,
     ProviderError,
@@ -76,7 +77,7 @@ class OpenAIStreamParser:
             self.done = True
             return self._finish_events()
         try:
-            chunk = json.loads(data)
+            chunk = loads_text(data)
         except json.JSONDecodeError:
             raise ProviderError(
                 "malformed",
@@ -130,7 +131,7 @@ class OpenAIStreamParser:
 def parse_arguments(provider: str, call: dict[str, Any]) -> dict[str, Any]:
     raw = call["arguments"] or "{}"
     try:
-        args = json.loads(raw)
+        args = loads_text(raw)
     except json.JSONDecodeError:
         # Returned to the model as a tool error by the loop, not a crash.
         return {"__invalid_json__": raw}
@@ -180,7 +181,7 @@ class OpenAICompatProvider:
 
     def _from_json(self, raw: bytes) -> Iterator[ProviderEvent]:
         try:
-            obj = json.loads(raw)
+            obj = loads_text(raw)
             msg = obj["choices"][0]["message"]
         except (json.JSONDecodeError, KeyError, IndexError, TypeError):
             raise ProviderError(

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime_host.protocol import decode, encode
+from runtime_host.protocol import ProtocolError, decode, encode
 
 
 def bind_worker(binding: dict) -> tuple[list[dict], int, str]:
@@ -70,3 +70,14 @@ async def test_the_pod_reports_the_refusal_as_the_turn_error(pod, tmp_path: Path
     r = await asyncio.wait_for(pod.chat("helper", "hi"), 60)
     assert r.status == "failed"
     assert "refused to start" in (r.error or "") and "unmounted is missing" in (r.error or "")
+
+
+def test_a_lone_surrogate_on_the_pipe_arrives_as_a_replacement_character() -> None:
+    """Either end may hold half a character ("\\ud800" escaped in a model's JSON, or a worker that escapes one on
+    purpose): the line still goes and comes as text every store can hold, with U+FFFD in its place."""
+    sent = encode({"type": "event", "text": "red \udcff boat \U0001f600"})
+    assert decode(sent) == {"type": "event", "text": "red \ufffd boat \U0001f600"}
+    hostile = b'{"type": "event", "text\\udcff": ["a\\ud800b", {"k": "\\ud83d\\ude00 \\\\ud800"}]}\n'
+    assert decode(hostile) == {"type": "event", "text\ufffd": ["a\ufffdb", {"k": "\U0001f600 \\ud800"}]}
+    with pytest.raises(ProtocolError, match="not a JSON message"):
+        decode(b'{"type": "event", "text": "\\ud800"} trailing\n')

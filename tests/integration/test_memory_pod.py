@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from tests.helpers.fake_model import Text
+from tests.helpers.fake_model import Text, ToolCalls
 
 
 async def chat_some(pod, script) -> None:
@@ -161,3 +161,19 @@ async def test_nightly_goes_on_when_a_source_is_deleted_while_the_model_reconcil
     assert out["reconciled"] == []
     page = pod.memory.read_page(scope, "family")
     assert page is not None and list(page.citations.values()) == [old] and "4 June" not in page.body
+
+
+async def test_a_model_writing_lone_surrogates_still_finishes_the_turn_and_remembers(pod, script, fake_model) -> None:
+    """JSON lets a model escape half a character ("\\ud800"); a str holding one cannot be written as UTF-8. The turn
+    used to fail as an "Internal error in the agent loop" and lose the answer: now it finishes, the reply and the
+    remembered fact keep U+FFFD in its place, and both are stored and found."""
+    pod.edit_agent("helper", toolkits=["memory"])
+    script([ToolCalls([("remember", {"fact": "The locker code \ud800 is on the blue card.", "scope": "person"})]),
+            Text("Saved \udcff for you.")])
+    res = await asyncio.wait_for(pod.chat("helper", "Please remember where my locker code is."), 30)
+    assert res.ok, res.error
+    assert res.text == "Saved \ufffd for you."
+    assert pod.conversation(res.conversation_id)["messages"][-1]["content"] == "Saved \ufffd for you."
+    assert "error" not in fake_model.requests[-1].tool_results[0]
+    hits = await pod.memory_search("locker code blue card")
+    assert any("locker code \ufffd is on the blue card" in h.snippet for h in hits)

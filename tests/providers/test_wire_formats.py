@@ -31,6 +31,17 @@ def test_streamed_answer_arrives_in_pieces(run, server: FakeModelServer) -> None
     assert server.requests[0].streaming
 
 
+@pytest.mark.parametrize("streaming", [True, False])
+def test_lone_surrogate_escapes_arrive_as_replacement_characters(run, streaming: bool) -> None:
+    """JSON lets a model write "\\ud800" alone; such a str cannot be written as UTF-8 anywhere after (the pipe, the
+    store, a hash). Every wire hands it on as U+FFFD, in text and in tool arguments, and keeps a valid pair."""
+    events = run([Text("Red \udcff boat \U0001f600.", chunk_chars=3)], streaming=streaming)
+    assert text_of(events) == "Red \ufffd boat \U0001f600."
+    events = run([ToolCalls([("get_weather", {"city": "Os\ud800lo", "unit\udcff": "C"})])], tools=[WEATHER],
+                 streaming=streaming)
+    assert [c.arguments for c in calls_of(events)] == [{"city": "Os\ufffdlo", "unit\ufffd": "C"}]
+
+
 def test_tool_call_is_assembled_with_its_arguments(run, server: FakeModelServer) -> None:
     events = run([ToolCalls([("get_weather", {"city": "Oslo", "unit": "C"})])], tools=[WEATHER])
     calls = calls_of(events)

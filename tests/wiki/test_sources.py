@@ -59,3 +59,36 @@ def test_bad_scope_and_importance_are_refused_with_a_clear_message(mem: Memory) 
         mem.add_source("x y z w", scope="private/../bob")
     with pytest.raises(ValueError, match="between 0 and 1"):
         mem.add_source("x y z w", scope="public", importance=3)
+
+
+@pytest.mark.parametrize("embedder", ["static", "minilm"])
+def test_text_with_lone_surrogates_is_stored_found_and_cited_instead_of_failing(tmp_path, embedder: str) -> None:
+    """A model's JSON may hold "\\ud800" escapes and a mail decoder's surrogateescape leaves bytes as lone
+    surrogates: such a str cannot be written as UTF-8. Memory stores it with U+FFFD in their place; nothing is lost
+    and no path (add, remember, key, search, typeahead, page, citation) raises an encoding error."""
+    from wiki_engine import CitationError, Page, open_memory
+
+    with open_memory(tmp_path / "m", embedder=embedder) as mem:
+        sid = mem.add_source("The boat is red \udcff and moored at pier 4.", scope="private/alice", source_id="k\ud800",
+                             ts=1.0)
+        rid = mem.remember("Alice's locker code is \ud83d on the blue card.", person="alice", agent="helper",
+                           scope="private/alice")
+        mem.add_source("Bob's garage is full of paint tins.", scope="private/alice", ts=2.0)
+        assert mem.get_source(sid).text == "The boat is red \ufffd and moored at pier 4."
+        assert "\ufffd on the blue card" in mem.get_source(rid).text
+        assert mem.add_source("The boat is red \udcff and moored at pier 4.", scope="private/alice", source_id="k\ud800",
+                              ts=1.0) == sid  # the same item again is the same source
+        for mode in ("hybrid", "keyword", "meaning"):
+            hits = mem.search("boat \ud800 moored", scopes=["private/alice"], k=3, mode=mode)
+            assert hits and hits[0].id == sid, mode
+        assert [h.id for h in mem.search("locker \udcff code", scopes=["private/alice"], k=1)] == [rid]
+        assert sid in [h.id for h in mem.typeahead("boa\ud800", scopes=["private/alice"])]
+        res = mem.write_page(Page(title="Boat \ud800", scope="private/alice", category="things\udcff",
+                                  body="Red, at pier 4 \udcff [1].", citations={1: sid}), author="agent:writer")
+        assert res.status == "written"
+        page = mem.read_page("private/alice", "Boat \ufffd")
+        assert page is not None and page.body == "Red, at pier 4 \ufffd [1]." and page.citations == {1: sid}
+        with pytest.raises(CitationError):  # a made-up id with a surrogate is refused like any unknown id
+            mem.write_page(Page(title="Ghost", scope="private/alice", category="x", body="Boo [1].",
+                                citations={1: "nope\ud800"}), author="agent:writer")
+        assert mem.verify() == []
