@@ -464,6 +464,7 @@ class ScopeIndex:
             try:
                 rows = []
                 titles = []
+                self._drop_titles([d.id for d in docs if d.id in self.row])
                 for n, d in enumerate(docs):
                     if d.id in self.row:
                         self._remove_locked(w, d.id)
@@ -485,10 +486,16 @@ class ScopeIndex:
                 raise
             self._dirty = True
 
+    def _drop_titles(self, ids: list[str]) -> None:
+        """Title rows of ``ids`` (the titles table holds ids unindexed: each statement reads it all, so in batches)."""
+        for at in range(0, len(ids), 500):
+            chunk = ids[at : at + 500]
+            self.meta.execute(f"DELETE FROM titles WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+
     def _remove_locked(self, w: tantivy.IndexWriter, doc_id: str) -> None:
+        """Removes one document but its title row (``_drop_titles``, done once for a batch)."""
         w.delete_documents_by_term("id", doc_id)
         self.meta.execute("DELETE FROM docs WHERE id=?", (doc_id,))
-        self.meta.execute("DELETE FROM titles WHERE id=?", (doc_id,))
         n = self.row.pop(doc_id, None)
         if n is not None and n >= 0:
             self.alive[n] = False
@@ -497,16 +504,43 @@ class ScopeIndex:
             self._pending = [p for p in self._pending if p[0] != doc_id]
 
     def remove(self, ids: list[str]) -> None:
+        """Removes documents. A source said just after a removed one held its words as context (keywords and
+        meaning): it is indexed again with the context it has now, so no trace of the removed text stays."""
         with self._lock:
             present = [i for i in ids if i in self.row]
             if not present:
                 return
             w = self._w()
+            gone: list[tuple[str, float, int]] = []
             self.meta.execute("BEGIN")
+            self._drop_titles(present)
             for i in present:
+                row = self.meta.execute("SELECT body, ts, rowid FROM docs WHERE id=? AND kind!='page'", (i,)).fetchone()
+                if row is not None and row[0]:
+                    gone.append(row)
                 self._remove_locked(w, i)
             self.meta.execute("COMMIT")
             self._dirty = True
+            # The turn that held a removed one's words is the first source left after it in (time, insertion)
+            # order; when many were removed at once, one pass over every context finds them all.
+            found: dict[str, Doc] = {}
+            if len(gone) > 64:
+                bodies = {b for b, _, _ in gone}
+                ids_left = [i for i, ctx in self.meta.execute("SELECT id, ctx FROM docs WHERE kind!='page'") if ctx in bodies]
+                for at in range(0, len(ids_left), 500):
+                    chunk = ids_left[at : at + 500]
+                    for doc in self.meta.execute("SELECT id, kind, title, body, ts, importance FROM docs WHERE id IN "
+                                                 f"({','.join('?' * len(chunk))})", chunk):
+                        found[doc[0]] = Doc(*doc)
+            for body, ts, rowid in gone if len(gone) <= 64 else ():
+                for *doc, ctx in self.meta.execute(
+                        "SELECT id, kind, title, body, ts, importance, ctx FROM docs WHERE (ts, rowid) > (?, ?) AND "
+                        "kind!='page' ORDER BY ts, rowid LIMIT 2", (ts, rowid)):
+                    if ctx == body:
+                        found[doc[0]] = Doc(*doc)
+            followers = list(found.values())
+            if followers:
+                self.add(followers)
 
     def commit(self) -> None:
         """Makes added and removed documents visible to search and releases the index writer."""

@@ -219,6 +219,41 @@ def test_a_deleted_turn_is_nobodys_neighbour(mem: Memory) -> None:
     assert set(hits) == {ids[30], ids[31], ids[33]} and hits.index(ids[31]) < hits.index(ids[30])
 
 
+def test_a_deleted_turns_words_leave_the_turn_said_after_it(tmp_path) -> None:
+    """The turn said after another is indexed with its words as context (keywords and meaning). Once that turn is
+    deleted, its words must find nothing: the next turn is indexed again with the context it has now, and its
+    vector is the one a memory that never held the deleted turn gives it (the deleted words used to keep finding
+    it until the whole index was rebuilt)."""
+    from wiki_engine import open_memory
+
+    t0 = time.time() - 40 * 86400
+    lines = _small_talk(40)
+    lines[20:20] = ["Alice: The code for the garden shed padlock is zebra 4471.", "Ben: Got it, thanks."]
+    with open_memory(tmp_path / "a") as mem:
+        ids = _chat(mem, "private/alice", t0, lines)
+        assert ids[21] in [h.id for h in mem.search("zebra 4471", scopes=Viewer("alice"), mode="keyword")]
+        mem.delete_source(ids[20])
+        for mode in ("keyword", "hybrid"):
+            assert [h.id for h in mem.search("zebra 4471 padlock", scopes=Viewer("alice"), mode=mode)
+                    if h.id == ids[21]] == [], mode
+        idx = mem.index("private/alice")
+        got = idx.vecs[idx.row[ids[21]]].copy()
+        mem.delete_source(ids[21])  # the turn indexed again is deleted in its turn: the one after it loses its words
+        assert mem.search("thanks", scopes=Viewer("alice"), mode="keyword") == []
+        # Many deleted at once (a removed folder, a forgotten chat) take the other way to the same end.
+        more = _small_talk(100)
+        more[69] = "Alice: The wifi password is heron 8812."
+        later = _chat(mem, "private/alice", t0 + 86400, more)
+        mem.delete_sources(later[:70])
+        assert mem.search("heron 8812", scopes=Viewer("alice"), mode="keyword") == []
+        assert later[70] in [h.id for h in mem.search(more[70], scopes=Viewer("alice"), mode="keyword", k=3)]
+    with open_memory(tmp_path / "b") as fresh:
+        kept = lines[:20] + lines[21:]
+        ref = _chat(fresh, "private/alice", t0, kept[:20] + [kept[20]])
+        ref_idx = fresh.index("private/alice")
+        assert got == approx(ref_idx.vecs[ref_idx.row[ref[20]]], abs=1e-5)
+
+
 def test_the_shipped_weights_fit_the_features() -> None:
     """bench/train_ranker.py --write must be run again whenever the features change."""
     from wiki_engine import rerank
