@@ -69,6 +69,7 @@ class Catalog:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA busy_timeout=30000")
+        self.db.execute("PRAGMA secure_delete=ON")  # a deleted row's text is overwritten, not left in a free page
         self._migrate()
 
     def _migrate(self) -> None:
@@ -104,6 +105,12 @@ class Catalog:
     def query(self, sql: str, args: tuple[object, ...] = ()) -> list[sqlite3.Row]:
         with self._lock:
             return list(self.db.execute(sql, args))
+
+    def purge(self) -> None:
+        """After a deletion: the write-ahead log, which still holds the deleted rows' earlier pages, is written
+        back and cut to nothing (if a reader holds it, that waits for the next purge or close)."""
+        with self._lock:
+            self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def close(self) -> None:
         with self._lock:

@@ -149,6 +149,7 @@ class ScopeIndex:
         self.meta = sqlite3.connect(str(folder / "meta.db"), isolation_level=None, check_same_thread=False, timeout=30)
         self.meta.execute("PRAGMA journal_mode=WAL")
         self.meta.execute("PRAGMA synchronous=NORMAL")
+        self.meta.execute("PRAGMA secure_delete=ON")  # a removed document's text is overwritten, not left behind
         self.meta.executescript(
             """
             CREATE TABLE IF NOT EXISTS docs (id TEXT PRIMARY KEY, kind TEXT NOT NULL, title TEXT NOT NULL,
@@ -169,6 +170,7 @@ class ScopeIndex:
         self._open_tantivy()
         self._writer: tantivy.IndexWriter | None = None
         self._dirty = False
+        self._purge = False  # documents were removed since the last commit
         self._version = 0
         self._groups: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None = None
         self._adjacent: tuple[int, np.ndarray, np.ndarray] | None = None
@@ -520,7 +522,7 @@ class ScopeIndex:
                     gone.append(row)
                 self._remove_locked(w, i)
             self.meta.execute("COMMIT")
-            self._dirty = True
+            self._dirty = self._purge = True
             # The turn that held a removed one's words is the first source left after it in (time, insertion)
             # order; when many were removed at once, one pass over every context finds them all.
             found: dict[str, Doc] = {}
@@ -553,6 +555,12 @@ class ScopeIndex:
                 self.searcher = self.index.searcher()
             self._merge_pending()
             self._dirty = False
+            if self._purge:
+                # Removed text leaves every place it was kept: the title index's segments (rewritten as one, ~0.3 s at
+                # 100,000 titles) and the write-ahead log's earlier pages.
+                self.meta.execute("INSERT INTO titles(titles) VALUES('optimize')")
+                self.meta.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                self._purge = False
 
     def _merge_pending(self) -> None:
         if not self._pending:

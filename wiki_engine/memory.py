@@ -711,6 +711,8 @@ class Memory:
                     idx = self.index(sc)
                     idx.remove(sids)
                     idx.commit()
+            if by_scope:
+                self.catalog.purge()
             # Every claim that rested only on a deleted source leaves its page now (the page stays marked
             # for re-synthesis, so a model can rewrite the prose around the gap).
             gone = set(ids)
@@ -751,6 +753,7 @@ class Memory:
                     db.execute(f"DELETE FROM {table} WHERE scope=?", (str(sc),))
                 db.execute("DELETE FROM quarantine WHERE scope=?", (str(sc),))
                 db.execute("DELETE FROM skips WHERE scope=?", (str(sc),))
+            self.catalog.purge()
 
     def forget_agent(self, person: str, agent: str) -> int:
         """Deletes everything one agent learned: its own scope, and sources it added elsewhere."""

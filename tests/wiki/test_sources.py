@@ -8,7 +8,7 @@ import stat
 
 import pytest
 
-from wiki_engine import Item, Memory, render_item
+from wiki_engine import Item, Memory, Viewer, render_item
 
 
 def test_rendering_is_deterministic_and_names_the_file(mem: Memory) -> None:
@@ -92,3 +92,33 @@ def test_text_with_lone_surrogates_is_stored_found_and_cited_instead_of_failing(
             mem.write_page(Page(title="Ghost", scope="private/alice", category="x", body="Boo [1].",
                                 citations={1: "nope\ud800"}), author="agent:writer")
         assert mem.verify() == []
+
+
+def _files_holding(root, secret: bytes) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and secret in p.read_bytes().lower())
+
+
+def test_a_deleted_or_forgotten_text_is_in_no_file_of_memory(tmp_path) -> None:
+    """Deleting a source, or forgetting a person, leaves their words in no file under memory's folder: not in a
+    database's free pages, not in its write-ahead log, not in the title index (they used to stay in all three until
+    the space happened to be reused). Another person's memory is untouched."""
+    from wiki_engine import open_memory
+
+    root = tmp_path / "m"
+    with open_memory(root) as mem:
+        for i in range(40):
+            mem.add_source(f"Alice: The garden bench number {i} needs paint.", scope="private/alice", ts=1e9 + 60 * i)
+        sid = mem.add_source("Alice: My bank PIN is quokka7731, keep it safe.", scope="private/alice", ts=1e9 + 2400)
+        mem.add_source("Alice: And the bench by the gate is fine.", scope="private/alice", ts=1e9 + 2460)
+        mem.add_source("Alice: My locker code is wombat5521.", scope="private/alice", ts=1e9 + 9e5)
+        mem.add_source("Bob: My bike lock code is numbat9043.", scope="private/bob", ts=1e9)
+        mem.flush()
+        assert _files_holding(root, b"quokka7731") and _files_holding(root, b"wombat5521")
+        mem.delete_source(sid)
+        assert _files_holding(root, b"quokka7731") == []
+        assert mem.search("bank PIN", scopes=Viewer("alice"), mode="keyword") == []
+        mem.forget_person("alice")
+        assert _files_holding(root, b"wombat5521") == []
+        assert mem.search("bike lock code", scopes=Viewer("bob"), k=1)
+    assert _files_holding(root, b"quokka7731") == [] and _files_holding(root, b"wombat5521") == []
+    assert _files_holding(root, b"numbat9043")
