@@ -711,13 +711,15 @@ class Memory:
                     idx = self.index(sc)
                     idx.remove(sids)
                     idx.commit()
-            if by_scope:
-                self.catalog.purge()
             # Every claim that rested only on a deleted source leaves its page now (the page stays marked
             # for re-synthesis, so a model can rewrite the prose around the gap).
             gone = set(ids)
             for scope, slug in stale:
                 self._drop_claims(Scope.parse(scope), slug, gone)
+            for sc in {Scope.parse(scope) for scope, _ in stale}:
+                self.index(sc).purge()  # the page's earlier text, with the dropped claims, leaves the index's log
+            if by_scope:
+                self.catalog.purge()
             return sorted(f"page:{s}/{g}" for s, g in stale)
 
     def _drop_claims(self, sc: Scope, slug: str, gone: set[str]) -> None:

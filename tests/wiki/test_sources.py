@@ -100,8 +100,8 @@ def _files_holding(root, secret: bytes) -> list[str]:
 
 def test_a_deleted_or_forgotten_text_is_in_no_file_of_memory(tmp_path) -> None:
     """Deleting a source, or forgetting a person, leaves their words in no file under memory's folder: not in a
-    database's free pages, not in its write-ahead log, not in the title index (they used to stay in all three until
-    the space happened to be reused). Another person's memory is untouched."""
+    database's free pages, not in its write-ahead log, not in the title index, not in the earlier text of a page
+    that cited it (they used to stay until the space happened to be reused). Another person's memory is untouched."""
     from wiki_engine import open_memory
 
     root = tmp_path / "m"
@@ -109,14 +109,21 @@ def test_a_deleted_or_forgotten_text_is_in_no_file_of_memory(tmp_path) -> None:
         for i in range(40):
             mem.add_source(f"Alice: The garden bench number {i} needs paint.", scope="private/alice", ts=1e9 + 60 * i)
         sid = mem.add_source("Alice: My bank PIN is quokka7731, keep it safe.", scope="private/alice", ts=1e9 + 2400)
-        mem.add_source("Alice: And the bench by the gate is fine.", scope="private/alice", ts=1e9 + 2460)
+        gate = mem.add_source("Alice: And the bench by the gate is fine.", scope="private/alice", ts=1e9 + 2460)
         mem.add_source("Alice: My locker code is wombat5521.", scope="private/alice", ts=1e9 + 9e5)
         mem.add_source("Bob: My bike lock code is numbat9043.", scope="private/bob", ts=1e9)
+        from wiki_engine import Page
+
+        mem.write_page(Page(title="Bank", scope="private/alice", category="money",
+                            body="Alice's PIN is quokka7731 [1].\n\nThe bench by the gate is fine [2].",
+                            citations={1: sid, 2: gate}), author="agent:writer")
         mem.flush()
         assert _files_holding(root, b"quokka7731") and _files_holding(root, b"wombat5521")
         mem.delete_source(sid)
         assert _files_holding(root, b"quokka7731") == []
-        assert mem.search("bank PIN", scopes=Viewer("alice"), mode="keyword") == []
+        page = mem.read_page("private/alice", "Bank")
+        assert page is not None and "gate is fine" in page.body  # the claim left the page, the rest stayed
+        assert mem.search("quokka7731 PIN", scopes=Viewer("alice"), mode="keyword") == []
         mem.forget_person("alice")
         assert _files_holding(root, b"wombat5521") == []
         assert mem.search("bike lock code", scopes=Viewer("bob"), k=1)
