@@ -466,16 +466,19 @@ async def summarize_conversations(pod: Any) -> dict[str, int]:
     for person in pod.store.list_people():
         route = pod._memory_route(person.id, "extraction")
         scope = f"private/{person.id}"
+        # What the person forgot is never summarised again: only messages after that count.
+        since = await pod.in_memory_thread(lambda s=scope: pod.memory.forgotten_at(s))
         for inst, _ in pod.store.list_agents(person.id):
             for conv in pod.store.list_conversations(inst.id):
                 msgs = [m for m in pod.store.list_messages(conv.id)
-                        if m.role in ("user", "assistant") and m.turn_id not in internal]
+                        if m.role in ("user", "assistant") and m.turn_id not in internal and m.created_at > since]
                 upto = len(msgs) - len(msgs) % SUMMARY_EVERY
                 if upto == 0:
                     continue
-                sid = f"summary-{conv.id}-{upto}"
-                if await pod.in_memory_thread(lambda sid=sid: pod.memory.source_scope(sid)) is not None:
-                    continue  # this stretch is summarised already
+                sid = f"summary-{conv.id}-{upto}" + (f"-after-{since:.0f}" if since else "")
+                if await pod.in_memory_thread(lambda sid=sid: pod.memory.source_scope(sid) is not None
+                                              or pod.memory.was_deleted(sid)):
+                    continue  # this stretch is summarised already, or its summary was deleted by the person
                 lines = [(person.name if m.role == "user" else inst.name, m.content) for m in msgs[:upto]]
                 text = await asyncio.to_thread(summarize, route, conv.title or "untitled", lines, person.name)
                 if not text:

@@ -54,6 +54,13 @@ MIGRATIONS: list[tuple[str, str]] = [
                              pid_started REAL NOT NULL, host TEXT NOT NULL, expires_at REAL NOT NULL);
         """,
     ),
+    (
+        "0002_forgotten",
+        """
+        CREATE TABLE forgotten (scope TEXT PRIMARY KEY, at REAL NOT NULL);
+        CREATE TABLE deleted_ids (id TEXT PRIMARY KEY, at REAL NOT NULL);
+        """,
+    ),
 ]
 
 

@@ -40,7 +40,7 @@ CONTEXT_BOOST = 0.5
 # Bumped when what is indexed for a document changes: the keyword index is then rebuilt from meta.db.
 SCHEMA = "2"
 _SPEAKER = re.compile(r"^\s*([A-Z][\w'.-]{0,30}(?: [A-Z][\w'.-]{0,30}){0,2}):\s")
-_WORD = re.compile(r"[0-9a-zA-Z\u00C0-\u024F]+")
+_WORD = re.compile(r"[^\W_]+")  # letters and digits of every script (Cyrillic, Greek, Arabic, CJK...)
 
 
 def speaker_of(body: str) -> str:
@@ -119,6 +119,11 @@ def own_words(body: str) -> str:
     """A chat-like source's words without its speaker's name ("Caroline: hi" -> "hi")."""
     m = _SPEAKER.match(body)
     return body[m.end():] if m else body
+
+
+def words(text: str) -> list[str]:
+    """The lower-case words of ``text``, in any script."""
+    return _WORD.findall(text.lower())
 
 
 def query_terms(text: str) -> list[str]:

@@ -25,7 +25,7 @@ from . import rerank
 from .catalog import Catalog
 from .embed import Embedder, checked_vectors, is_remote, kind_of, load_embedder
 from .guard import check_instructions
-from .index import Doc, ScopeIndex, asks_when, query_terms, remove_index_folder
+from .index import Doc, ScopeIndex, asks_when, query_terms, remove_index_folder, words
 from .pages import Page, PageFormatError, PageStore, parse_page, slugify, unified_diff
 from .render import Item, iso_utc, parse_source, render_item
 from .rerank import PartScores
@@ -690,6 +690,7 @@ class Memory:
                     for r in db.execute("SELECT scope, slug FROM citations WHERE source_id=?", (sid,)).fetchall():
                         stale.add((r[0], r[1]))
                     db.execute("DELETE FROM citations WHERE source_id=?", (sid,))
+                    db.execute("INSERT OR REPLACE INTO deleted_ids VALUES (?,?)", (sid, time.time()))
                     by_scope.setdefault(sc, []).append(sid)
                 for scope, slug in stale:
                     db.execute(
@@ -751,11 +752,22 @@ class Memory:
             for base in ("sources", "wiki", "index"):
                 shutil.rmtree(self.root / base / sc.relpath, ignore_errors=True)
             with self.catalog.tx(immediate=True) as db:
-                for table in ("inbox", "watermarks", "citations", "stale_pages", "proposals"):
+                # The watermarks stay: what was forgotten is never pulled again from chats or mail.
+                for table in ("inbox", "citations", "stale_pages", "proposals"):
                     db.execute(f"DELETE FROM {table} WHERE scope=?", (str(sc),))
+                db.execute("INSERT OR REPLACE INTO forgotten VALUES (?,?)", (str(sc), time.time()))
                 db.execute("DELETE FROM quarantine WHERE scope=?", (str(sc),))
                 db.execute("DELETE FROM skips WHERE scope=?", (str(sc),))
             self.catalog.purge()
+
+    def was_deleted(self, source_id: str) -> bool:
+        """Whether a source of this id was deleted (a job that makes sources by id must not make it again)."""
+        return bool(self.catalog.query("SELECT 1 FROM deleted_ids WHERE id=?", (source_id,)))
+
+    def forgotten_at(self, scope: str) -> float:
+        """When the scope was last forgotten (0.0 if never): what was said before then stays forgotten."""
+        rows = self.catalog.query("SELECT at FROM forgotten WHERE scope=?", (str(Scope.parse(scope)),))
+        return float(rows[0][0]) if rows else 0.0
 
     def forget_agent(self, person: str, agent: str) -> int:
         """Deletes everything one agent learned: its own scope, and sources it added elsewhere."""
@@ -1035,7 +1047,7 @@ class Memory:
         bm25's top ``KEYWORD_POOL``), then the best ``rerank.POOL`` re-ordered by the learned last step, and
         the best ``k`` returned. See the weights above and ``rerank`` for what counts."""
         qvecs: dict[str, np.ndarray | None] = {}
-        words = set(query_terms(query)) | set(re.findall(r"[0-9a-zA-Z\u00C0-\u024F]+", query.lower()))
+        said = set(query_terms(query)) | set(words(query))
         parts: list[tuple[Scope, ScopeIndex, np.ndarray, np.ndarray, set[int]]] = []
         kw_best = 0.0
         for idx_sc in scs:
@@ -1054,7 +1066,7 @@ class Memory:
                 continue
             if sims is None:
                 sims = np.zeros(n, dtype=np.float32)
-            named = idx.speakers_named(words)
+            named = idx.speakers_named(said)
             if len(named) >= len(idx.speakers):
                 named = set()  # every speaker is named: that says nothing about who said it
             kw = np.zeros(n, dtype=np.float64)

@@ -44,8 +44,19 @@ class PageFormatError(ValueError):
     """A page file could not be read as a page; the message names the file and what to fix."""
 
 
+_OTHER_SCRIPT = re.compile(r"[^\W\d_a-z\u00C0-\u024F]")  # a letter of a script other than Latin
+
+
 def slugify(title: str) -> str:
-    s = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
+    """The page's file name: ASCII for a Latin title (as it always was), the title's own letters for one in another
+    script (a Cyrillic, Greek, Arabic or CJK title used to become "page", and such pages overwrote each other)."""
+    low = title.lower()
+    if _OTHER_SCRIPT.search(low):
+        s = re.sub(r"[\W_]+", "-", low).strip("-")[:80]
+        while len(s.encode("utf-8")) > 200:  # a file name holds 255 bytes
+            s = s[:-1]
+        return s.strip("-") or "page"
+    s = re.sub(r"[^a-z0-9]+", "-", low).strip("-")
     return s[:80] or "page"
 
 

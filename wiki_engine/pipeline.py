@@ -96,8 +96,14 @@ def rules_decide(items: Sequence[Item]) -> list[Decision]:
 
 
 def get_watermark(memory: Memory, scope: str, origin: str) -> Watermark | None:
+    """How far ``origin`` was pulled into ``scope``; never before the scope was last forgotten (what was said
+    before then stays forgotten, even if it was never pulled)."""
     rows = memory.catalog.query("SELECT ts, item_key FROM watermarks WHERE scope=? AND origin=?", (scope, origin))
-    return Watermark(rows[0][0], rows[0][1]) if rows else None
+    mark = Watermark(rows[0][0], rows[0][1]) if rows else None
+    gone = memory.forgotten_at(scope)
+    if gone and (mark is None or mark.ts < gone):
+        return Watermark(gone, "\U0010ffff")
+    return mark
 
 
 _Ask = TypeVar("_Ask")

@@ -177,3 +177,40 @@ async def test_a_model_writing_lone_surrogates_still_finishes_the_turn_and_remem
     assert "error" not in fake_model.requests[-1].tool_results[0]
     hits = await pod.memory_search("locker code blue card")
     assert any("locker code \ufffd is on the blue card" in h.snippet for h in hits)
+
+
+def _say(pod, conv, inst, text: str) -> None:
+    turn = pod.store.create_turn(conv.id, inst.id)
+    pod.store.add_message(conv.id, "user", text, turn_id=turn.id)
+    pod.store.add_message(conv.id, "assistant", "Noted.", turn_id=turn.id)
+
+
+async def test_what_was_forgotten_or_deleted_is_not_pulled_or_summarised_again(pod) -> None:
+    """"Forget everything about me" and deleting a summary hold: the next producer run (every 5 minutes) used to pull
+    the same chats again, and the summariser to write the deleted summary again, from pod.db's messages. A chat
+    said after forgetting is remembered as usual."""
+    from runtime_host.memory_jobs import SUMMARY_EVERY
+
+    inst = pod.find_agent("helper")[0]
+    conv = pod.store.create_conversation(inst.id, "Health")
+    for i in range(SUMMARY_EVERY // 2):
+        _say(pod, conv, inst, "I was diagnosed with type 2 diabetes by Dr Haas." if i == 3 else f"Item {i} of the list.")
+    rep = (await pod.memory_produce())[0]
+    assert rep["kept"] >= 1 and rep["summaries"] == 1
+    found = await pod.memory_search("diabetes Haas", mode="keyword")
+    summary = next(h.id for h in found if h.id.startswith("summary-"))
+    await pod.memory_delete_source(summary)
+    assert (await pod.memory_produce())[0]["summaries"] == 0  # the person deleted it: not written again
+    assert sum((await pod.memory_summarize()).values()) == 0
+    assert not [h for h in await pod.memory_search("diabetes Haas", mode="keyword") if h.id == summary]
+
+    assert await pod.memory_forget_me() >= 1
+    for _ in range(2):  # the producer's timer, twice
+        await pod.memory_produce()
+        await pod.memory_summarize()
+        assert await pod.memory_search("diabetes Haas", mode="keyword") == []
+    other = pod.store.create_conversation(inst.id, "Later")
+    _say(pod, other, inst, "My new bike is a green Brompton.")
+    assert (await pod.memory_produce())[0]["kept"] == 1
+    assert await pod.memory_search("green Brompton bike", mode="keyword")
+    assert await pod.memory_search("diabetes Haas", mode="keyword") == []

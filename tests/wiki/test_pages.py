@@ -156,3 +156,17 @@ def test_citations_are_shown_only_to_viewers_who_may_see_the_source(mem: Memory)
     assert as_alice.citations == {1: pub} and "[2]" not in as_alice.body
     assert as_bob.citations == {1: pub, 2: bob} and "[2]" in as_bob.body
     assert mem.view_page("private/bob", "anything", Viewer("alice")) is None
+
+
+def test_pages_titled_in_other_scripts_keep_apart(mem: Memory) -> None:
+    """Two pages titled "Мама" and "Папа" used to share the file name "page", the second overwriting the first;
+    Latin titles keep the file names they always had."""
+    a = mem.add_source("Мама работает в Мадриде.", scope="private/alice")
+    b = mem.add_source("Папа работает в Берлине.", scope="private/alice")
+    for title, body, sid in (("Мама", "Мама работает в Мадриде [1].", a), ("Папа", "Папа работает в Берлине [1].", b),
+                             ("東京の旅行", "旅行 [1].", a), ("Café Notes", "Notes [1].", b)):
+        assert mem.write_page(_page(mem, "private/alice", title, body, {1: sid}), author="agent:writer").status == "written"
+    pages, bad = mem.list_pages("private/alice")
+    assert bad == [] and sorted(p.title for p in pages) == sorted(["Мама", "Папа", "東京の旅行", "Café Notes"])
+    assert mem.read_page("private/alice", "Мама").body == "Мама работает в Мадриде [1]."
+    assert (mem.root / "wiki" / "private" / "alice" / "caf-notes.md").exists()

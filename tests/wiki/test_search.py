@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 from pytest import approx
 
 from wiki_engine import Item, Memory, Viewer, open_memory
@@ -271,3 +272,22 @@ def test_an_answer_moves_just_above_the_turn_that_asked() -> None:
     assert answers_first([0, 1, 2, 3], np.array([2, -1, 3, -1])) == [3, 2, 0, 1]
     assert answers_first([1, 0], np.array([1, -1])) == [1, 0]  # already above: nothing moves
     assert answers_first([0, 1], np.array([-1, -1])) == [0, 1]
+
+
+@pytest.mark.parametrize("lang,note,query,prefix", [
+    ("ru", "Бабушка печёт пирог с вишней каждое воскресенье.", "пирог с вишней", "бабу"),
+    ("el", "Η γιαγιά μου φτιάχνει πίτα με σπανάκι κάθε Κυριακή.", "πίτα με σπανάκι", "γιαγ"),
+    ("ar", "جدتي تخبز كعكة البرتقال كل يوم جمعة.", "كعكة البرتقال", "جدت"),
+])
+def test_memory_in_other_scripts_is_found(mem: Memory, lang: str, note: str, query: str, prefix: str) -> None:
+    """A note in Cyrillic, Greek or Arabic is found by its words in every mode and by typeahead (the query's words
+    were read as Latin letters only, so such a search found nothing and Ask memory said memory did not say)."""
+    sid = mem.add_source(note, scope="private/alice", ts=1.0)
+    for other in _small_talk(40):
+        mem.add_source(other, scope="private/alice", ts=2.0)
+    for mode in ("keyword", "hybrid", "meaning"):
+        hits = mem.search(query, scopes=Viewer("alice"), k=3, mode=mode)
+        assert hits and hits[0].id == sid, (lang, mode)
+    assert mem.search(query, scopes=Viewer("bob"), k=3) == []  # still Alice's alone
+    mem.add_source(note.split()[0] + " " + note.split()[1], scope="public", ts=3.0)
+    assert any(h.scope == "public" for h in mem.typeahead(prefix, scopes=Viewer("alice")))
