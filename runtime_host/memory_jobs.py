@@ -578,6 +578,8 @@ class MemoryAnswer:
 async def ask(pod: Any, person_id: str, question: str) -> MemoryAnswer:
     """Answers from the person's memory with the "Ask memory" role's model: one request, no conversation
     (so its instructions never appear in the window), citations only to what search found for this person."""
+    from wiki_engine import PageFormatError
+
     question = question.strip()
     if not question:
         return MemoryAnswer(False, error="Type a question first.")
@@ -591,7 +593,10 @@ async def ask(pod: Any, person_id: str, question: str) -> MemoryAnswer:
     def excerpt(h: Any) -> str:
         if h.kind == "page":
             scope, _, slug = h.id[len("page:"):].rpartition("/")
-            page = pod.memory.read_page(scope, slug)
+            try:
+                page = pod.memory.read_page(scope, slug)
+            except PageFormatError:  # a hand edit that no longer parses: its indexed text still answers
+                page = None
             return page.body[:1500] if page else h.snippet
         return pod.memory.get_source(h.id).text[:1500]
 

@@ -387,7 +387,10 @@ def nightly_steps(memory: Memory, *, merge: Callable[[Page, Page], Page] | None 
             stale: list[Page] = []
             for key in memory.stale_pages():
                 sc, _, slug = key[len("page:") :].rpartition("/")
-                found = memory.read_page(sc, slug)
+                try:
+                    found = memory.read_page(sc, slug)
+                except PageFormatError:
+                    continue  # listed in report.corrupt above; stays stale until the person mends the file
                 if found is not None:
                     stale.append(found)
             if stale:

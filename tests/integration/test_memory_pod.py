@@ -214,3 +214,39 @@ async def test_what_was_forgotten_or_deleted_is_not_pulled_or_summarised_again(p
     assert (await pod.memory_produce())[0]["kept"] == 1
     assert await pod.memory_search("green Brompton bike", mode="keyword")
     assert await pod.memory_search("diabetes Haas", mode="keyword") == []
+
+
+async def test_a_page_file_broken_by_hand_costs_that_page_never_nightly_or_ask_memory(pod, script, fake_model) -> None:
+    """A hand edit with a typo in a page's front matter, on a page marked stale (its source was deleted), used to
+    make every nightly run raise (no index rebuild, no reconciliation for anyone) and Ask memory raise whenever
+    search found that page. Now nightly lists the file as unreadable and does the rest; Ask memory answers."""
+    from wiki_engine import Page
+
+    scope = f"private/{pod.person.id}"
+
+    def seed() -> tuple[str, str]:
+        a = pod.memory.add_source("The dentist is Dr Ruiz on Main Street.", scope=scope)
+        b = pod.memory.add_source("The gym by the errands shop closes at 10pm on weekdays.", scope=scope)
+        pod.memory.write_page(Page(title="Errands", scope=scope, category="life",
+                                   body="The dentist is Dr Ruiz [1]. The gym closes at 10pm [2].", citations={1: a, 2: b}),
+                              author="agent:writer")
+        pod.memory.write_page(Page(title="Gym", scope=scope, category="life", body="The gym closes at 10pm [1].",
+                                   citations={1: b}), author="agent:writer")
+        return a, b
+
+    a, b = await pod.in_memory_thread(seed)
+    for slug in ("errands", "gym"):
+        path = pod.home / "memory" / "wiki" / scope / f"{slug}.md"
+        path.write_text(path.read_text().replace("verified: false", "verified: no"))
+    await pod.memory_delete_source(a)
+    pod.add_provider("strong", kind="openai-compatible", base_url=fake_model.base_url, model="strong-1")
+    pod.set_role_model("ingest", "strong/strong-1")
+    pod.set_role_model("ask_memory", "strong/strong-1")
+    script([lambda req: Text("The gym closes at 10pm [1].")])
+    result = await asyncio.wait_for(pod.ask_memory("When does the gym by the errands shop close?"), 60)
+    assert result.ok, result.error
+    assert f"page:{scope}/gym" in [h.id for h in result.hits]
+    script([Text("[]")], repeat_last=True)
+    for _night in range(2):
+        out = await asyncio.wait_for(pod.memory_nightly(), 60)
+        assert any("errands.md" in c for c in out["corrupt"]) and scope in out["reindexed_scopes"]
