@@ -426,6 +426,7 @@ async def produce(pod: Any) -> list[dict[str, Any]]:
     from wiki_engine.pipeline import producer_steps
 
     reports = []
+    failed: list[MemoryModelError] = []
     for person in pod.store.list_people():
         pid = person.id
         choice = choose(pod._memory_route(pid, "extraction"))  # each person's items go to their own model
@@ -437,8 +438,13 @@ async def produce(pod: Any) -> list[dict[str, Any]]:
                                  "skipped": [], "quarantined": []}
         for origin, fetch in origins:
             decide = redacted_reasons(choice.decide, pod.memory, scope)
-            rep = await pod.memory_host.run_steps(lambda origin=origin, fetch=fetch, scope=scope: producer_steps(
-                pod.memory, scope=scope, origin=origin, fetch=fetch), decide)
+            try:
+                rep = await pod.memory_host.run_steps(lambda origin=origin, fetch=fetch, scope=scope: producer_steps(
+                    pod.memory, scope=scope, origin=origin, fetch=fetch), decide)
+            except MemoryModelError as exc:  # this person's model: the others' items and folders still go in
+                total["error"] = str(exc)
+                failed.append(exc)
+                break
             for key, reason in rep.quarantined:
                 pod.audit(person_id=pid, agent=None, kind="memory", phase="memory_write", action="quarantined",
                           rule="memory.instruction_filter",
@@ -456,6 +462,8 @@ async def produce(pod: Any) -> list[dict[str, Any]]:
         rep["summaries"] = summaries.get(rep["scope"], 0)
         rep["folders"] = [s for s in scans if s.get("scope") == rep["scope"]]
     pod.emit({"type": "memory.produced", "reports": reports})
+    if failed:  # the run says it failed (for that person, whose items stay to be pulled again), once the rest is done
+        raise failed[0]
     return reports
 
 
@@ -502,9 +510,14 @@ async def ingest(pod: Any) -> dict[str, Any]:
     else:
         out = {"written_by": None, "written": [], "proposed": [], "rejected": [], "consumed": 0}
         who: list[str] = []
+        failed: list[MemoryModelError] = []
         for pid, choice in writers.items():  # each person's pages by their own model, one writer at a time
-            rep = await pod.memory_host.run_steps(
-                lambda p=pid: ingest_steps(pod.memory, scopes=lambda sc: writer_of(pod, sc) == p), choice.synthesize)
+            try:
+                rep = await pod.memory_host.run_steps(
+                    lambda p=pid: ingest_steps(pod.memory, scopes=lambda sc: writer_of(pod, sc) == p), choice.synthesize)
+            except MemoryModelError as exc:  # that person's inbox stays for the next run; the others' is written
+                failed.append(exc)
+                continue
             if rep.consumed or rep.written or rep.proposed or rep.rejected:
                 who.append(choice.who)
             out["written"] += rep.written
@@ -513,6 +526,9 @@ async def ingest(pod: Any) -> dict[str, Any]:
             out["consumed"] += len(rep.consumed)
         out["written_by"] = ", ".join(dict.fromkeys(who)) or None
         out["left_in_inbox"] = len(await pod.in_memory_thread(lambda: pod.memory.inbox(100000)))
+        if failed:
+            pod.emit({"type": "memory.ingested", **out})
+            raise failed[0]
     pod.emit({"type": "memory.ingested", **out})
     return out
 

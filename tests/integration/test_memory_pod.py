@@ -5,6 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pytest
+
+from runtime_host.memory_jobs import MemoryModelError
 from tests.helpers.fake_model import Text, ToolCalls
 
 
@@ -250,3 +253,50 @@ async def test_a_page_file_broken_by_hand_costs_that_page_never_nightly_or_ask_m
     for _night in range(2):
         out = await asyncio.wait_for(pod.memory_nightly(), 60)
         assert any("errands.md" in c for c in out["corrupt"]) and scope in out["reindexed_scopes"]
+
+
+async def test_one_persons_broken_memory_model_never_stops_anothers_memory(pod, fake_model, tmp_path) -> None:
+    """Alice's extraction and ingest models answer prose instead of JSON. Bob's chat and watched folder still reach
+    his memory and his ingest model still writes his page (the run used to end at Alice's model for everyone);
+    the run still says it failed, and Alice's items wait for her next run."""
+    bob = pod.add_person("Bob")
+    as_bob = pod.pod.unlock("Bob")
+    fake = next(p for p in pod.list_providers() if p["name"] == "fake")
+    as_bob.add_provider("fake", kind=fake["kind"], base_url=fake["base_url"], model=fake["model"])
+    as_bob.add_agent("bobs", provider="fake")
+    bob_scope = f"private/{bob['id']}"
+    docs = tmp_path / "bobdocs"
+    docs.mkdir()
+    (docs / "note.txt").write_text("Bob's allotment is plot 42 at Rosebank gardens.\n")
+    as_bob.folders.add(docs)
+    for who, agent, text in ((as_bob, "bobs", "My daughter Ines starts school on 9 September at Hillside."),
+                             (pod, "helper", "My bike is a red Gazelle bought in 2019.")):
+        inst = who.find_agent(agent)[0]
+        conv = pod.store.create_conversation(inst.id, "Notes")
+        turn = pod.store.create_turn(conv.id, inst.id)
+        pod.store.add_message(conv.id, "user", text, turn_id=turn.id)
+    pod.set_role_model("extraction", "fake/alice-model")
+    pod.set_role_model("ingest", "fake/alice-model")
+    as_bob.set_role_model("ingest", "fake/bob-model")
+
+    def model(req):
+        if req.model == "alice-model":
+            return Text("Sure! I think you should keep the first one.")
+        return Text(json.dumps([{"title": "School", "scope": bob_scope, "category": "family",
+                                 "body": "Ines starts school on 9 September [1].", "citations": {"1": "S1"}}]))
+
+    fake_model.script = model
+    with pytest.raises(MemoryModelError, match="did not answer with JSON"):
+        await asyncio.wait_for(as_bob.memory_produce(), 60)
+    assert await as_bob.memory_search("when does Ines start school", mode="keyword")
+    assert await as_bob.memory_search("allotment plot Rosebank", mode="keyword")
+    alice = await pod.in_memory_thread(lambda: pod.memory.add_source("Alice's bike is a red Gazelle from 2019.",
+                                                                       scope=f"private/{pod.person.id}"))
+    with pytest.raises(MemoryModelError, match="did not answer with JSON"):
+        await asyncio.wait_for(as_bob.memory_ingest(), 60)
+    pages, _ = await pod.in_memory_thread(lambda: pod.memory.list_pages(bob_scope))
+    assert [p.title for p in pages] == ["School"]
+    assert alice in await pod.in_memory_thread(lambda: pod.memory.inbox(100))  # waits for her model's next run
+    pod.store.set_role_model(pod.person.id, "extraction", "embedded", "")
+    rep = next(r for r in await pod.memory_produce() if r["scope"] == f"private/{pod.person.id}")
+    assert rep["pulled"] == 1  # Alice's chat was left to pull again, not lost
