@@ -471,7 +471,7 @@ async def _memory(me: Any, args: argparse.Namespace) -> int:
                 what = "page" if h.kind == "page" else "note"
                 print(f"[{n}] {h.title or h.snippet} ({what}, {me.scope_label(h.scope)})")
         elif args.action == "verify":
-            bad = await me.in_memory_thread(me.memory.verify)
+            bad = await me.memory_verify()
             if bad:
                 for t in bad:
                     print(f"tampered: {t}", file=sys.stderr)

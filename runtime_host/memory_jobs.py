@@ -522,7 +522,7 @@ async def ingest(pod: Any) -> dict[str, Any]:
                 who.append(choice.who)
             out["written"] += rep.written
             out["proposed"] += [t for t, _ in rep.proposed]
-            out["rejected"] += [{"title": t, "why": w} for t, w in rep.rejected]
+            out["rejected"] += [{"title": t, "why": w, "person": pid} for t, w in rep.rejected]
             out["consumed"] += len(rep.consumed)
         out["written_by"] = ", ".join(dict.fromkeys(who)) or None
         out["left_in_inbox"] = len(await pod.in_memory_thread(lambda: pod.memory.inbox(100000)))

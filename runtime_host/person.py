@@ -267,6 +267,44 @@ class PersonPod:
         mine = set(self.person_scopes())
         return [p for p in await self.pod.in_memory_thread(self.pod.memory.proposals) if p.scope in mine]
 
+    async def memory_produce(self) -> list[dict[str, Any]]:
+        """Runs the producer for everyone (as its timer does); the report shown is this person's alone (another's
+        holds their quarantined text and folder paths)."""
+        mine = f"private/{self.person_id}"
+        return [r for r in await self.pod.memory_produce() if r["scope"] == mine]
+
+    def _seen(self, key: str, mine: set[str]) -> bool:
+        """Whether a page key (``page:<scope>/<slug>``) or a scope is one this person may see."""
+        scope = key.removeprefix("page:").rpartition("/")[0] if key.startswith("page:") else key
+        return scope in mine
+
+    async def memory_ingest(self) -> dict[str, Any]:
+        """Runs ingest for everyone; the report names only pages this person may see."""
+        out = await self.pod.memory_ingest()
+        mine = set(self.person_scopes())
+        return {**out, "written": [k for k in out["written"] if self._seen(k, mine)],
+                "proposed": [k for k in out["proposed"] if self._seen(k, mine)],
+                "rejected": [{"title": r["title"], "why": r["why"]} for r in out["rejected"]
+                             if r.get("person") == self.person_id]}
+
+    async def memory_nightly(self) -> dict[str, Any]:
+        """Runs the nightly pass for everyone; the report names only this person's pages, files and scopes."""
+        out = await self.pod.memory_nightly()
+        mine = set(self.person_scopes())
+        titles = {p.title for sc in mine for p in (await self.pod.in_memory_thread(
+            lambda sc=sc: self.pod.memory.list_pages(sc)))[0]}
+        return {**out, "merged": [m for m in out["merged"] if self._seen(m[0], mine)],
+                "resynthesized": [k for k in out["resynthesized"] if self._seen(k, mine)],
+                "reconciled": [c for c in out["reconciled"] if c.partition(": ")[0].rpartition("/")[0] in mine],
+                "reindexed_scopes": [sc for sc in out["reindexed_scopes"] if sc in mine],
+                "corrupt": [c for c in out["corrupt"] if any(f"/{sc}/" in c for sc in mine)],
+                "rejected": [r for r in out["rejected"] if r[0] in titles or r[0] == "re-synthesis"]}
+
+    async def memory_verify(self) -> list[Any]:
+        """Sources of this person's scopes whose bytes no longer match their checksum."""
+        mine = set(self.person_scopes())
+        return [t for t in await self.pod.in_memory_thread(self.pod.memory.verify) if t.scope in mine]
+
     async def memory_delete_source(self, source_id: str) -> list[str]:
         return await self.pod.memory_delete_source(self.person_id, source_id)
 
