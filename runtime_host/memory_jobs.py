@@ -116,7 +116,7 @@ _FILLER = re.compile(
     r"below (is|are)|i hope|hope this|let me know|feel free|as an ai|happy to help)\b[^\[\n]*$", re.I)
 _CITE = re.compile(r"\[(\d+)\](?![(:])")
 _LINK = re.compile(r"\[\[[^\]]+\]\]")
-_HEXID = re.compile(r"\b[0-9a-f]{12,}\b")
+_HEXID = re.compile(r"\b[0-9a-fA-F]{12,}\b")
 
 
 def tidy_body(body: str) -> tuple[str, int]:
@@ -199,7 +199,7 @@ def model_synthesize(route: Route, names: dict[str, str] | None = None) -> Any:
                                        "given; the inbox is unchanged.")
             title = " ".join(named(str(d["title"])).split())[:120]
             body, _ = tidy_body(named(str(d.get("body") or "")))
-            if _HEXID.search(title):
+            if _HEXID.search(title) or title.upper() in {str(label).upper() for label in numbered}:
                 raise MemoryModelError(f"The wiki-writer titled a page with an id ({title!r}); the inbox is unchanged. "
                                        "Pick a stronger model for “Memory: writing wiki pages”.")
             if _echoes(body, (SYNTH_SYSTEM, DECIDE_SYSTEM, SUMMARY_SYSTEM, ASK_SYSTEM)):
@@ -299,9 +299,11 @@ def model_reconcile(route: Route) -> Any:
             raise MemoryModelError("The reconciliation model's JSON has no 'changed'; the page is unchanged.")
         if not data["changed"]:
             return None, str(data.get("why") or "")
-        body = str(data.get("body") or "")
+        body, _ = tidy_body(str(data.get("body") or ""))  # as a written page: no chat filler, no uncited claim
         if not body.strip():
             raise MemoryModelError("The reconciliation model returned an empty page; the page is unchanged.")
+        if _echoes(body, (SYNTH_SYSTEM, RECONCILE_SYSTEM, DECIDE_SYSTEM, SUMMARY_SYSTEM, ASK_SYSTEM)):
+            raise MemoryModelError("The reconciliation model repeated its instructions; the page is unchanged.")
         return body, str(data.get("why") or "contradiction resolved")
 
     return reconcile

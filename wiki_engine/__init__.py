@@ -9,6 +9,7 @@ from .memory import (
     Hit,
     InstructionRefused,
     Memory,
+    PageRefused,
     PageWrite,
     Proposal,
     SourceConflict,
@@ -22,7 +23,7 @@ from .scopes import Scope, ScopeError, Viewer
 from .sources import Tampered
 
 __all__ = [
-    "CitationError", "Hit", "InstructionRefused", "Item", "Memory", "Page", "PageFormatError", "PageWrite",
+    "CitationError", "Hit", "InstructionRefused", "Item", "Memory", "Page", "PageFormatError", "PageRefused", "PageWrite",
     "Proposal", "Scope", "ScopeError", "SourceConflict", "SourceRecord", "Tampered", "UnknownSource", "Verdict", "Viewer",
     "check_instructions", "open_memory", "parse_page", "render_item", "slugify",
 ]

@@ -33,6 +33,10 @@ from .scopes import Scope, Viewer, parse_scopes
 from .sources import SourceStore, Tampered
 
 
+class PageRefused(ValueError):
+    """A model's page tried to give the assistant orders; it was not written."""
+
+
 class InstructionRefused(ValueError):
     """An item tried to give the assistant orders; it was quarantined instead of stored."""
 
@@ -865,6 +869,10 @@ class Memory:
         page = self.clean_page(page)
         sc = Scope.parse(page.scope)
         self.check_citations(page)
+        if not _is_person(author):  # memory is data: a model's page that gives the assistant orders is not written
+            verdict = check_instructions(f"{page.title}\n{page.body}")
+            if not verdict.ok:
+                raise PageRefused(f"{verdict.reason} The page “{page.title}” was not written; its sources stay.")
         current = self.pages.read_text(sc, page.slug)
         cur_page: Page | None = None
         unreadable = False

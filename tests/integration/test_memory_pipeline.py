@@ -53,7 +53,7 @@ async def test_with_a_model_pages_are_titled_by_names_cite_sources_and_hold_no_f
     pid = alice.person_id
     script([Text("Noted.")], repeat_last=True)
     await chat(alice, "My sister Clara's birthday is on 3 June and she loves orchids.")
-    assert (await pod.memory_produce())[-1]["kept"] >= 1
+    assert (await alice.memory_produce())[-1]["kept"] >= 1  # each person's report is their own
     # The first person's writer never sees Alice's memory: her items wait for a model of her own.
     pod.set_role_model("ingest", "fake/writer-1")
     seen = len(fake_model.requests)
@@ -63,7 +63,7 @@ async def test_with_a_model_pages_are_titled_by_names_cite_sources_and_hold_no_f
     assert not any("Clara" in json.dumps(r.body) for r in fake_model.requests[seen:])
     alice.set_role_model("ingest", "fake/writer-1")  # her own provider "fake", with her own key
     script([writer])
-    out = await pod.memory_ingest()
+    out = await alice.memory_ingest()
     assert out["written_by"] == "fake/writer-1" and out["written"] == [f"page:private/{pid}/alice-family"]
     page = pod.memory.read_page(f"private/{pid}", "Alice family")
     assert page is not None and pid not in page.title and pid not in page.body
