@@ -513,11 +513,14 @@ async def ingest(pod: Any) -> dict[str, Any]:
         out = {"written_by": None, "written": [], "proposed": [], "rejected": [], "consumed": 0}
         who: list[str] = []
         failed: list[MemoryModelError] = []
-        for pid, choice in writers.items():  # each person's pages by their own model, one writer at a time
+        pending = await pod.in_memory_thread(pod.memory.pending_scopes)
+        # Each person's pages by their own model, one scope at a time: a model writing shared pages is never shown
+        # its owner's private sources (it could copy them into a page everyone reads), nor one agent's notes another's.
+        for pid, choice, scope in [(p, c, sc) for p, c in writers.items() for sc in pending if writer_of(pod, sc) == p]:
             try:
                 rep = await pod.memory_host.run_steps(
-                    lambda p=pid: ingest_steps(pod.memory, scopes=lambda sc: writer_of(pod, sc) == p), choice.synthesize)
-            except MemoryModelError as exc:  # that person's inbox stays for the next run; the others' is written
+                    lambda sc=scope: ingest_steps(pod.memory, scopes=lambda s: s == sc), choice.synthesize)
+            except MemoryModelError as exc:  # that scope's inbox stays for the next run; the others' is written
                 failed.append(exc)
                 continue
             if rep.consumed or rep.written or rep.proposed or rep.rejected:

@@ -968,6 +968,11 @@ class Memory:
             if cur.rowcount != 1:
                 raise KeyError(f"No open proposal #{proposal_id}.")
 
+    def pending_scopes(self) -> list[str]:
+        """Scopes with sources waiting in the inbox or pages waiting for re-synthesis (what ingest has to do)."""
+        return [r[0] for r in self.catalog.query(
+            "SELECT scope FROM inbox UNION SELECT scope FROM stale_pages ORDER BY 1")]
+
     def stale_pages(self) -> list[str]:
         """Keys of pages that cite deleted sources and wait for re-synthesis."""
         return [f"page:{r[0]}/{r[1]}" for r in self.catalog.query("SELECT scope, slug FROM stale_pages ORDER BY scope, slug")]

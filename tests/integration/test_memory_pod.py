@@ -390,3 +390,34 @@ async def test_a_models_page_that_gives_orders_or_echoes_its_prompt_is_not_writt
                                                      "body": "- Clara's birthday is on 4 June [2]\n" + RECONCILE_SYSTEM + SYNTH_SYSTEM}))
     await asyncio.wait_for(pod.memory_nightly(), 60)
     assert (await pod.in_memory_thread(lambda: pod.memory.read_page(scope, "family"))).body == page.body
+
+
+async def test_the_model_writing_shared_pages_is_never_shown_private_sources(pod, fake_model) -> None:
+    """The owner's ingest model writes both their private pages and the household's public ones. It used to get
+    both kinds of source in one batch, so it could copy a private fact into a public page Bob reads (a citation is
+    checked by scope, never by its text). Now each batch holds one scope's sources."""
+    import re
+
+    alice_scope = f"private/{pod.person.id}"
+
+    def seed() -> None:
+        pod.memory.add_source("My HIV test came back positive on 2 March.", scope=alice_scope)
+        pod.memory.add_source("The bins go out on Tuesday evenings.", scope="public")
+
+    await pod.in_memory_thread(seed)
+    pod.set_role_model("ingest", "fake/writer")
+    prompts: list[str] = []
+
+    def writer(req) -> Text:
+        prompts.append(req.last_user)
+        scope = re.search(r"^- (public|private/\w+): ", req.last_user, re.M).group(1)
+        label, text = re.findall(r"^- (S\d+) \(scope [^)]*\): (.*)$", req.last_user, re.M)[0]
+        return Text(json.dumps([{"title": "Bins" if scope == "public" else "Health", "scope": scope,
+                                 "category": "home", "body": f"{text} [1].", "citations": {"1": label}}]))
+
+    fake_model.script = writer
+    out = await asyncio.wait_for(pod.memory_ingest(), 60)
+    assert sorted(out["written"]) == sorted([f"page:{alice_scope}/health", "page:public/bins"])
+    assert len(prompts) == 2 and not any("HIV" in p and "bins" in p for p in prompts)
+    pod.add_person("Bob")
+    assert not [h for h in await pod.pod.unlock("Bob").memory_search("HIV test positive", k=5) if "HIV" in h.snippet]
