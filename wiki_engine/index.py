@@ -76,14 +76,14 @@ _ASKS_WHEN = re.compile(r"^\W*when\b|\b(what|which) (year|month|day|date|time)\b
 
 def says_when(body: str) -> bool:
     """Whether a text says when something happened (a day, a month, a year, "last week", "yesterday")."""
-    words = _WORD.findall(body.lower())
-    if not _WHEN_WORDS.isdisjoint(words):
+    said = words(body)
+    if not _WHEN_WORDS.isdisjoint(said):
         return True
-    for n, w in enumerate(words):
-        nxt = words[n + 1] if n + 1 < len(words) else ""
+    for n, w in enumerate(said):
+        nxt = said[n + 1] if n + 1 < len(said) else ""
         if w in _WHEN_LEADS and nxt in _WHEN_UNITS:
             return True
-        if w == "may" and (nxt.isdigit() or (n and words[n - 1].isdigit())):
+        if w == "may" and (nxt.isdigit() or (n and said[n - 1].isdigit())):
             return True
         if len(w) == 4 and w.isdigit() and w[:2] in ("19", "20"):
             return True
@@ -128,9 +128,9 @@ def words(text: str) -> list[str]:
 
 def query_terms(text: str) -> list[str]:
     """Lower-case word terms of a query, stop words removed (all of them kept if nothing else is left)."""
-    words = [w for w in _WORD.findall(text.lower()) if w]
-    kept = [w for w in words if w not in _STOP]
-    return kept or words
+    found = words(text)
+    kept = [w for w in found if w not in _STOP]
+    return kept or found
 
 
 @dataclass(frozen=True)
@@ -747,9 +747,9 @@ class ScopeIndex:
         searcher = self.searcher
         return searcher.num_docs, {t: searcher.doc_freq("body", t) for t in terms}
 
-    def speakers_named(self, words: set[str]) -> set[int]:
-        """Ids of this scope's speakers whose every name word is among ``words``."""
-        return {sid for name, sid in self.speakers.items() if all(w in words for w in _WORD.findall(name))}
+    def speakers_named(self, said: set[str]) -> set[int]:
+        """Ids of this scope's speakers whose every name word is among ``said``."""
+        return {sid for name, sid in self.speakers.items() if all(w in said for w in words(name))}
 
     def similarity(self, doc_id: str, qvec: np.ndarray) -> float:
         n = self.row.get(doc_id)
@@ -766,10 +766,10 @@ class ScopeIndex:
 
     def typeahead(self, prefix: str, limit: int) -> list[tuple[str, str, str]]:
         """(id, kind, title) whose title has words starting with the typed words (last one as a prefix)."""
-        words = _WORD.findall(prefix.lower())
-        if not words:
+        typed = words(prefix)
+        if not typed:
             return []
-        expr = " ".join(f'"{w}"' for w in words[:-1]) + (" " if len(words) > 1 else "") + f'"{words[-1]}"*'
+        expr = " ".join(f'"{w}"' for w in typed[:-1]) + (" " if len(typed) > 1 else "") + f'"{typed[-1]}"*'
         with self._lock:
             rows = self.meta.execute(
                 "SELECT id, kind, title FROM titles WHERE titles MATCH ? LIMIT ?", (expr, limit)
