@@ -266,6 +266,35 @@ class WikiView(QWidget):
         btns.addWidget(self.approve)
         prl.addLayout(btns)
 
+        self.held = QListWidget()
+        self.held.setAccessibleName("Held back notes")
+        self.held.currentItemChanged.connect(self._on_held)
+        held_note = QLabel("These notes were not remembered because they read like orders to the assistant "
+                           "(\u201cignore your instructions\u201d, \u201cfrom now on always\u2026\u201d). Keep one if "
+                           "it is only something you wanted remembered; discard the rest.")
+        held_note.setWordWrap(True)
+        self.held_text = QTextBrowser()
+        self.held_text.setAccessibleName("Held back note")
+        self.held_why = QLabel()
+        self.held_why.setWordWrap(True)
+        self.keep_held = QPushButton("Keep it")
+        self.keep_held.setToolTip("Store this note in memory after all; it reaches your pages at the next ingest.")
+        self.discard_held = QPushButton("Discard")
+        self.keep_held.clicked.connect(lambda: self._decide_held(True))
+        self.discard_held.clicked.connect(lambda: self._decide_held(False))
+        held_box = QWidget()
+        hl = QVBoxLayout(held_box)
+        hl.addWidget(held_note)
+        hl.addWidget(self.held, 1)
+        hl.addWidget(self.held_why)
+        hl.addWidget(self.held_text, 2)
+        held_btns = QHBoxLayout()
+        held_btns.addStretch(1)
+        held_btns.addWidget(self.discard_held)
+        held_btns.addWidget(self.keep_held)
+        hl.addLayout(held_btns)
+        self._show_held(None)
+
         forget_box = QWidget()
         fl = QVBoxLayout(forget_box)
         note = QLabel("Forgetting deletes the stored sources and takes them out of search; pages that cited them "
@@ -285,6 +314,7 @@ class WikiView(QWidget):
         self.tabs = QTabWidget()
         self.tabs.addTab(page_box, "Page")
         self.tabs.addTab(prop_box, "Proposals")
+        self.tabs.addTab(held_box, "Held back")
         self.tabs.addTab(forget_box, "Forget")
         self.folders = FoldersView(pod)
         self.folders.status.connect(self.status)
@@ -332,6 +362,9 @@ class WikiView(QWidget):
         self.tree.clear()
         self.proposals.clear()
         self.tabs.setTabText(1, "Proposals")
+        self.held.clear()
+        self._show_held(None)
+        self.tabs.setTabText(2, "Held back")
         self.diff_old.clear()
         self.diff_new.clear()
         self.forget_agent_name.clear()
@@ -391,6 +424,51 @@ class WikiView(QWidget):
             sources = await self._mem(lambda: sum(self.pod.memory.count_sources(s) for s in scopes))
             self.page.setHtml(self.ingest_panel.empty_html(sources))
         await self._load_proposals()
+        await self._load_held()
+
+    async def _load_held(self) -> None:
+        held = await self.pod.memory_held()  # the person's own and their agents', as on the CLI
+        self.held.clear()
+        self._show_held(None)
+        for q in held:
+            who = (self.pod.agent_label(q.agent) or "a deleted agent") if q.agent else "you"
+            first = " ".join(q.text.split())
+            item = QListWidgetItem(f"{first[:80]}{'…' if len(first) > 80 else ''} — from {who}, for "
+                                   f"{self.pod.scope_label(q.scope)}")
+            item.setData(Qt.ItemDataRole.UserRole, q)
+            self.held.addItem(item)
+        self.tabs.setTabText(2, f"Held back ({self.held.count()})" if self.held.count() else "Held back")
+
+    def _show_held(self, q: Any) -> None:
+        """Shows one held note as plain text (never as HTML: it is text that tried to give orders)."""
+        self.held_text.setPlainText(q.text if q else "")
+        self.held_why.setText(q.reason if q else "")
+        self.keep_held.setEnabled(q is not None)
+        self.discard_held.setEnabled(q is not None)
+
+    def _on_held(self, item: QListWidgetItem | None, _prev: Any = None) -> None:
+        self._show_held(item.data(Qt.ItemDataRole.UserRole) if item is not None else None)
+
+    def _decide_held(self, keep: bool) -> None:
+        item = self.held.currentItem()
+        if item is None:
+            return
+        q = item.data(Qt.ItemDataRole.UserRole)
+
+        async def go() -> None:
+            try:
+                if keep:
+                    await self.pod.memory_release(q.id)
+                else:
+                    await self.pod.memory_discard(q.id)
+            except Exception as exc:  # released meanwhile from the CLI, or forgotten
+                self.status.emit(f"Nothing changed: {exc}")
+            else:
+                self.status.emit("Kept the note; it reaches your pages at the next ingest." if keep
+                                 else "Discarded the note.")
+            await self._load_held()
+
+        self._run(go())
 
     async def _load_proposals(self) -> None:
         props = await self.pod.memory_proposals()  # the person's own, as on the CLI

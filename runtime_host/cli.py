@@ -145,6 +145,11 @@ def build_parser() -> argparse.ArgumentParser:
     mas = me_sub.add_parser("ask", help="the Ask memory model answers a question from memory, with citations")
     mas.add_argument("question")
     me_sub.add_parser("proposals", help="agent edits waiting for you on verified pages")
+    me_sub.add_parser("held", help="notes held back because they read as orders to the assistant")
+    mrl = me_sub.add_parser("release", help="keep a held note after all (it is stored and reaches pages at the next ingest)")
+    mrl.add_argument("id", type=int)
+    mdc = me_sub.add_parser("discard", help="throw a held note away")
+    mdc.add_argument("id", type=int)
     mfa = me_sub.add_parser("forget-agent", help="delete everything one agent learned")
     mfa.add_argument("name")
     me_sub.add_parser("forget-me", help="delete everything remembered about you")
@@ -479,6 +484,20 @@ async def _memory(me: Any, args: argparse.Namespace) -> int:
             print("Every source matches its checksum.")
         elif args.action == "proposals":
             _print_json([{**vars(p), "scope": me.scope_label(p.scope)} for p in await me.memory_proposals()])
+        elif args.action == "held":
+            held = await me.memory_held()
+            for q in held:
+                who = me.agent_label(q.agent) if q.agent else "you"
+                text = " ".join(q.text.split())
+                print(f"#{q.id}\t{me.scope_label(q.scope)}\tfrom {who}\t{q.reason}\n\t{text[:300]}{'…' if len(text) > 300 else ''}")
+            if not held:
+                print("Nothing is held back.")
+        elif args.action == "release":
+            sid = await me.memory_release(args.id)
+            print(f"Kept held note #{args.id} as source {sid[:12]}; it reaches your pages at the next ingest.")
+        elif args.action == "discard":
+            await me.memory_discard(args.id)
+            print(f"Discarded held note #{args.id}.")
         elif args.action == "forget-agent":
             print(f"Forgot {await me.memory_forget_agent(args.name)} item(s) learned by {args.name}.")
         elif args.action == "forget-me":

@@ -188,9 +188,13 @@ class MemoryHost:
             return "Everyone"
         if scope.startswith("private/"):
             return "Me"
-        agent_id = scope.rsplit("/", 1)[-1]
-        found = self.pod.store.get_instance(agent_id)
-        return f"{found[0].name}'s notes" if found else scope
+        name = self.agent_label(scope.rsplit("/", 1)[-1])
+        return f"{name}'s notes" if name else scope
+
+    def agent_label(self, instance_id: str) -> str:
+        """An agent's name, or "" for an agent that no longer exists."""
+        found = self.pod.store.get_instance(instance_id)
+        return found[0].name if found else ""
 
     async def memory_search(self, person_id: str, query: str, k: int = 10, mode: str = "hybrid") -> list[Any]:
         scopes = self.person_scopes(person_id)
@@ -202,6 +206,35 @@ class MemoryHost:
         if scope is None or scope not in self.person_scopes(person_id):
             raise self.pod.refuse(person_id, "No such source of yours.", f"tried to delete source {source_id} of another scope")
         return await self.in_memory_thread(lambda: self.memory.delete_source(source_id))
+
+    async def memory_held(self, person_id: str) -> list[Any]:
+        """Items held back from this person's memory (theirs and their agents', in any scope) because they read
+        as orders to the assistant. Another person's are never listed: they hold that person's words."""
+        return await self.in_memory_thread(lambda: self.memory.quarantine(owner=person_id))
+
+    async def _own_held(self, person_id: str, qid: int) -> Any:
+        q = await self.in_memory_thread(lambda: self.memory.held_item(qid))
+        if q is None or q.owner != person_id:
+            raise self.pod.refuse(person_id, f"No held item #{qid} of yours: it was released, discarded or never "
+                                  "held. `memory held` lists yours.", f"tried to review held item {qid} of another person")
+        return q
+
+    async def memory_release(self, person_id: str, qid: int) -> str:
+        """The person judged a held item harmless: it is stored as a source (and reaches pages at the next ingest)."""
+        q = await self._own_held(person_id, qid)
+        sid = await self.in_memory_thread(lambda: self.memory.release_quarantined(qid))
+        self.pod.audit(person_id=person_id, agent=None, kind="memory", phase="memory_write", action="released",
+                       rule="memory.instruction_filter", summary=f"held item #{qid} kept by the person",
+                       detail={"quarantine_id": qid, "scope": q.scope, "source_id": sid})
+        return str(sid)
+
+    async def memory_discard(self, person_id: str, qid: int) -> None:
+        """The person threw a held item away: its text leaves memory's files."""
+        q = await self._own_held(person_id, qid)
+        await self.in_memory_thread(lambda: self.memory.discard_quarantined(qid))
+        self.pod.audit(person_id=person_id, agent=None, kind="memory", phase="memory_write", action="discarded",
+                       rule="memory.instruction_filter", summary=f"held item #{qid} discarded by the person",
+                       detail={"quarantine_id": qid, "scope": q.scope})
 
     async def memory_forget_agent(self, person_id: str, name: str) -> int:
         inst, _ = self.pod.find_agent(person_id, name)

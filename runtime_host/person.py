@@ -308,6 +308,15 @@ class PersonPod:
     async def memory_delete_source(self, source_id: str) -> list[str]:
         return await self.pod.memory_delete_source(self.person_id, source_id)
 
+    async def memory_held(self) -> list[Any]:
+        return await self.pod.memory_held(self.person_id)
+
+    async def memory_release(self, qid: int) -> str:
+        return await self.pod.memory_release(self.person_id, qid)
+
+    async def memory_discard(self, qid: int) -> None:
+        await self.pod.memory_discard(self.person_id, qid)
+
     async def memory_forget_agent(self, name: str) -> int:
         return await self.pod.memory_forget_agent(self.person_id, name)
 

@@ -534,6 +534,9 @@ class Pod:
     def scope_label(self, scope: str) -> str:
         return self.memory_host.scope_label(scope)
 
+    def agent_label(self, instance_id: str) -> str:
+        return self.memory_host.agent_label(instance_id)
+
     async def memory_search(self, person_id: str, query: str, k: int = 10, mode: str = "hybrid") -> list[Any]:
         return await self.memory_host.memory_search(person_id, query, k, mode)
 
@@ -546,6 +549,15 @@ class Pod:
 
     async def memory_forget_me(self, person_id: str) -> int:
         return await self.memory_host.memory_forget_me(person_id)
+
+    async def memory_held(self, person_id: str) -> list[Any]:
+        return await self.memory_host.memory_held(person_id)
+
+    async def memory_release(self, person_id: str, qid: int) -> str:
+        return await self.memory_host.memory_release(person_id, qid)
+
+    async def memory_discard(self, person_id: str, qid: int) -> None:
+        await self.memory_host.memory_discard(person_id, qid)
 
     async def memory_produce(self) -> list[dict[str, Any]]:
         """Pulls new chat and mail into the memory inbox (keep or skip by the extraction model), then summaries."""

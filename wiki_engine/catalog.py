@@ -61,6 +61,20 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE TABLE deleted_ids (id TEXT PRIMARY KEY, at REAL NOT NULL);
         """,
     ),
+    (
+        "0003_quarantine_owner",
+        # Whose a held item is: forgetting a person or an agent deletes what it held in any scope, and only its
+        # owner reviews it. Rows from before take their owner (and agent) from their scope.
+        """
+        ALTER TABLE quarantine ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+        ALTER TABLE quarantine ADD COLUMN agent TEXT NOT NULL DEFAULT '';
+        UPDATE quarantine SET owner = substr(scope, 9) WHERE scope LIKE 'private/%';
+        UPDATE quarantine SET owner = substr(scope, 7, instr(substr(scope, 7), '/') - 1),
+                              agent = substr(substr(scope, 7), instr(substr(scope, 7), '/') + 1)
+            WHERE scope LIKE 'agent/%/%';
+        CREATE INDEX quarantine_owner ON quarantine(owner, status)
+        """,
+    ),
 ]
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import re
 import shutil
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -115,6 +116,10 @@ class Quarantined:
     reason: str
     text: str
     status: str
+    owner: str = ""
+    agent: str = ""
+    ts: float = 0.0
+    at: float = 0.0
 
 
 # Ranked-path weights. Keywords (bm25, scaled by the best score) and meaning (cosine, scaled between the
@@ -180,6 +185,23 @@ def _parse_iso(text: str) -> float:
         return dt.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC).timestamp()
     except ValueError:
         return 0.0
+
+
+def hold(db: sqlite3.Connection, item: Item, rule: str, reason: str) -> int:
+    """Holds an item that tried to give orders (in the caller's transaction), with whose it is: the item's owner
+    (else the scope's person) and agent, so its owner alone reviews it and forgetting them deletes it. An item
+    already held is not held twice. Returns the held row's id."""
+    row = db.execute("SELECT id FROM quarantine WHERE scope=? AND item_key=? AND status='held'",
+                     (item.scope, item.item_key())).fetchone()
+    if row is not None:
+        return int(row[0])
+    sc = Scope.parse(item.scope)
+    cur = db.execute(
+        "INSERT INTO quarantine (scope, item_key, kind, ts, rule, reason, text, at, owner, agent) VALUES (?,?,?,?,?,?,?,?,?,?)",
+        (item.scope, item.item_key(), item.kind, item.ts, rule, reason, item.text, time.time(),
+         item.owner or sc.person or "", item.agent or sc.agent or ""),
+    )
+    return int(cur.lastrowid or 0)
 
 
 def _is_person(author: str) -> bool:
@@ -566,8 +588,6 @@ class Memory:
 
         Files reach the disk before the catalog names them: each is flushed here, or, for a large batch
         written by ``_prewrite``, all at once by the transaction's commit hook (``_sync_before_commit``)."""
-        import sqlite3
-
         assert isinstance(db, sqlite3.Connection)
         sc = Scope.parse(item.scope)
         if item.importance is not None and not 0.0 <= item.importance <= 1.0:
@@ -607,36 +627,40 @@ class Memory:
 
     def _quarantine(self, item: Item, rule: str, reason: str) -> int:
         with self.catalog.tx(immediate=True) as db:
-            row = db.execute(
-                "SELECT id FROM quarantine WHERE scope=? AND item_key=? AND status='held'", (item.scope, item.item_key())
-            ).fetchone()
-            if row is not None:
-                return int(row[0])
-            cur = db.execute(
-                "INSERT INTO quarantine (scope, item_key, kind, ts, rule, reason, text, at) VALUES (?,?,?,?,?,?,?,?)",
-                (item.scope, item.item_key(), item.kind, item.ts, rule, reason, item.text, time.time()),
-            )
-            return int(cur.lastrowid or 0)
+            return hold(db, item, rule, reason)
 
-    def quarantine(self, status: str = "held") -> list[Quarantined]:
-        rows = self.catalog.query("SELECT * FROM quarantine WHERE status=? ORDER BY id", (status,))
-        return [Quarantined(r["id"], r["scope"], r["item_key"], r["kind"], r["rule"], r["reason"], r["text"], r["status"]) for r in rows]
+    def quarantine(self, status: str = "held", *, owner: str | None = None) -> list[Quarantined]:
+        """Items held back because they tried to give orders; ``owner`` keeps one person's (their agents' too)."""
+        sql, args = "SELECT * FROM quarantine WHERE status=?", [status]
+        if owner is not None:
+            sql, args = sql + " AND owner=?", [*args, owner]
+        rows = self.catalog.query(sql + " ORDER BY id", tuple(args))
+        return [Quarantined(r["id"], r["scope"], r["item_key"], r["kind"], r["rule"], r["reason"], r["text"],
+                            r["status"], r["owner"], r["agent"], r["ts"], r["at"]) for r in rows]
+
+    def held_item(self, qid: int) -> Quarantined | None:
+        found = [q for q in self.quarantine() if q.id == qid]
+        return found[0] if found else None
 
     def release_quarantined(self, qid: int) -> str:
-        """A person judged a quarantined item harmless: store it as a source after all."""
-        rows = self.catalog.query("SELECT * FROM quarantine WHERE id=?", (qid,))
-        if not rows or rows[0]["status"] != "held":
-            raise KeyError(f"No held quarantine item #{qid}.")
-        r = rows[0]
-        item = Item(text=r["text"], scope=r["scope"], ts=r["ts"], kind=r["kind"], key=r["item_key"])
-        sid = self.add_items([item], check=False)[0]
-        with self.catalog.tx() as db:
-            db.execute("UPDATE quarantine SET status='released' WHERE id=?", (qid,))
-        return sid
+        """A person judged a quarantined item harmless: store it as a source after all (it goes to the inbox, so
+        the next ingest may write it into pages)."""
+        with self._lock:
+            q = self.held_item(qid)
+            if q is None:
+                raise KeyError(f"No held quarantine item #{qid}: it was released, discarded or forgotten already.")
+            item = Item(text=q.text, scope=q.scope, ts=q.ts, kind=q.kind, key=q.item_key, owner=q.owner, agent=q.agent)
+            sid = self.add_items([item], check=False)[0]
+            with self.catalog.tx() as db:
+                db.execute("UPDATE quarantine SET status='released', text='' WHERE id=?", (qid,))
+            self.catalog.purge()
+            return sid
 
     def discard_quarantined(self, qid: int) -> None:
+        """Drops a held item; its text leaves the catalog's files."""
         with self.catalog.tx() as db:
             db.execute("UPDATE quarantine SET status='discarded', text='' WHERE id=?", (qid,))
+        self.catalog.purge()
 
     def get_source(self, source_id: str) -> SourceRecord:
         rows = self.catalog.query("SELECT * FROM sources WHERE id=?", (source_id,))
@@ -780,6 +804,8 @@ class Memory:
         ids = [r[0] for r in self.catalog.query(
             "SELECT id FROM sources WHERE scope=? OR (owner=? AND agent=?)", (str(sc), person, agent))]
         self._delete_sources(ids)
+        with self.catalog.tx(immediate=True) as db:  # what it tried to store anywhere and was held back
+            db.execute("DELETE FROM quarantine WHERE owner=? AND agent=?", (person, agent))
         self._drop_scope(sc)
         return len(ids)
 
@@ -791,6 +817,8 @@ class Memory:
             (person, f"private/{person}", f"agent/{person}/%"),
         )
         self._delete_sources([r[0] for r in rows])
+        with self.catalog.tx(immediate=True) as db:  # held-back items of theirs, in shared and public scopes too
+            db.execute("DELETE FROM quarantine WHERE owner=?", (person,))
         scopes = {Scope("private", person)}
         for base in ("sources", "wiki", "index"):
             d = self.root / base / "agent" / person

@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from .guard import check_instructions
 from .lease import Lease, LeaseBusy
-from .memory import CitationError, Memory, PageWrite, SourceConflict, SourceRecord
+from .memory import CitationError, Memory, PageWrite, SourceConflict, SourceRecord, hold
 from .pages import Page, PageFormatError, slugify
 from .render import Item
 from .scopes import Scope
@@ -188,14 +188,7 @@ def producer_steps(memory: Memory, *, scope: str, origin: str,
                 db.execute("INSERT INTO skips (scope, item_key, reason, at) VALUES (?,?,?,?)", (sc, it.item_key(), reason, now))
                 report.skipped.append((it.item_key(), reason))
         for it, rule, reason in held:
-            exists = db.execute(
-                "SELECT 1 FROM quarantine WHERE scope=? AND item_key=?", (it.scope, it.item_key())
-            ).fetchone()
-            if not exists:
-                db.execute(
-                    "INSERT INTO quarantine (scope, item_key, kind, ts, rule, reason, text, at) VALUES (?,?,?,?,?,?,?,?)",
-                    (it.scope, it.item_key(), it.kind, it.ts, rule, reason, it.text, now),
-                )
+            hold(db, it, rule, reason)
             report.quarantined.append((it.item_key(), reason))
         db.execute(
             "INSERT OR REPLACE INTO watermarks (scope, origin, ts, item_key) VALUES (?,?,?,?)",
