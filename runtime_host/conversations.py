@@ -120,6 +120,7 @@ def delete(me: Any, conversation_id: str) -> None:
         _delete_turns(c, ids)
         c.execute(text("DELETE FROM message WHERE conversation_id = :c"), {"c": conversation_id})
         c.execute(text("DELETE FROM conversation WHERE id = :c"), {"c": conversation_id})
+    me.store.purge()
     me.emit({"type": "conversation.deleted", "conversation_id": conversation_id, "person": me.person_id})
 
 
@@ -253,4 +254,5 @@ async def answer_again(me: Any, conversation_id: str, message_id: str, new_text:
                 _delete_turns(c, [prompt.turn_id])
             for m in msgs[idx:]:
                 c.execute(text("DELETE FROM message WHERE id = :m"), {"m": m.id})
+        me.store.purge()  # an edited message's earlier text (a pasted password, say) leaves the files too
     return await me.start_turn(agent, text_out, conversation_id=target)

@@ -220,3 +220,26 @@ async def test_a_refused_memory_is_in_the_activity_log(pod, script) -> None:
     await asyncio.wait_for(pod.chat("helper", "remember this"), 60)
     entry = [e for e in pod.audit_log() if e["kind"] == "memory"][0]
     assert entry["action"] == "quarantined" and "not remembered" in entry["summary"]
+
+
+def _files_holding(root, word: bytes) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and word in p.read_bytes())
+
+
+async def test_a_deleted_conversation_or_agent_leaves_its_words_in_no_file(pod, script) -> None:
+    """Deleting a conversation (or an agent with its conversations) used to leave the messages, the answers and
+    the tool results in pod.db's free pages and write-ahead log, readable by anyone who opens the file. Now their
+    words are in no file of Hearth's folder; another conversation is untouched."""
+    script([ToolCalls([("calculate", {"expression": "4471*2"})]), Text("The marmoset answer is okapi 8942."),
+            Text("Tapir noted.")])
+    first = await asyncio.wait_for(pod.chat("helper", "My marmoset shelter code times two?"), 30)
+    kept = await asyncio.wait_for(pod.chat("helper", "Remember the tapir.", new_conversation=True), 30)
+    assert first.ok and kept.ok and first.conversation_id != kept.conversation_id
+    for word in (b"marmoset", b"okapi", b"8942"):
+        assert _files_holding(pod.home, word), word
+    pod.delete_conversation(first.conversation_id)
+    for word in (b"marmoset", b"okapi", b"8942"):
+        assert _files_holding(pod.home, word) == [], word
+    assert _files_holding(pod.home, b"tapir")
+    await pod.delete_agent("helper")
+    assert _files_holding(pod.home, b"tapir") == []
