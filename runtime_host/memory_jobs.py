@@ -511,6 +511,7 @@ async def ingest(pod: Any) -> dict[str, Any]:
                "left_in_inbox": waiting, "message": NO_INGEST_MODEL}
     else:
         out = {"written_by": None, "written": [], "proposed": [], "rejected": [], "consumed": 0}
+        by_person: dict[str, dict[str, Any]] = {}  # each person's own figures (PersonPod reports those alone)
         who: list[str] = []
         failed: list[MemoryModelError] = []
         pending = await pod.in_memory_thread(pod.memory.pending_scopes)
@@ -523,19 +524,30 @@ async def ingest(pod: Any) -> dict[str, Any]:
             except MemoryModelError as exc:  # that scope's inbox stays for the next run; the others' is written
                 failed.append(exc)
                 continue
+            mine = by_person.setdefault(pid, {"consumed": 0, "written_by": None})
             if rep.consumed or rep.written or rep.proposed or rep.rejected:
                 who.append(choice.who)
+                mine["written_by"] = choice.who
             out["written"] += rep.written
             out["proposed"] += [t for t, _ in rep.proposed]
             out["rejected"] += [{"title": t, "why": w, "person": pid} for t, w in rep.rejected]
             out["consumed"] += len(rep.consumed)
+            mine["consumed"] += len(rep.consumed)
         out["written_by"] = ", ".join(dict.fromkeys(who)) or None
         out["left_in_inbox"] = len(await pod.in_memory_thread(lambda: pod.memory.inbox(100000)))
+        out["by_person"] = by_person
         if failed:
-            pod.emit({"type": "memory.ingested", **out})
+            _announce_ingest(pod, by_person)
             raise failed[0]
-    pod.emit({"type": "memory.ingested", **out})
+    _announce_ingest(pod, out.get("by_person", {}))
     return out
+
+
+def _announce_ingest(pod: Any, by_person: dict[str, dict[str, Any]]) -> None:
+    """One event per person whose pages were written, with their figures alone (another's model and counts are
+    not theirs to see)."""
+    for pid, figures in by_person.items():
+        pod.emit({"type": "memory.ingested", "person": pid, **figures})
 
 
 async def nightly(pod: Any) -> dict[str, Any]:

@@ -279,10 +279,14 @@ class PersonPod:
         return scope in mine
 
     async def memory_ingest(self) -> dict[str, Any]:
-        """Runs ingest for everyone; the report names only pages this person may see."""
+        """Runs ingest for everyone; the report names only pages this person may see, and counts, and names the
+        model of, only their own (another's model and how much they wrote are theirs)."""
         out = await self.pod.memory_ingest()
         mine = set(self.person_scopes())
-        return {**out, "written": [k for k in out["written"] if self._seen(k, mine)],
+        own = out.pop("by_person", {}).get(self.person_id, {})
+        waiting = await self.pod.in_memory_thread(lambda: self.pod.memory.inbox_count(mine))
+        return {**out, "consumed": own.get("consumed", 0), "written_by": own.get("written_by"), "left_in_inbox": waiting,
+                "written": [k for k in out["written"] if self._seen(k, mine)],
                 "proposed": [k for k in out["proposed"] if self._seen(k, mine)],
                 "rejected": [{"title": r["title"], "why": r["why"]} for r in out["rejected"]
                              if r.get("person") == self.person_id]}

@@ -688,6 +688,12 @@ class Memory:
     def inbox(self, limit: int = 1000) -> list[str]:
         return [r[0] for r in self.catalog.query("SELECT source_id FROM inbox ORDER BY added_at, source_id LIMIT ?", (limit,))]
 
+    def inbox_count(self, scopes: Iterable[str]) -> int:
+        """How many sources of these scopes wait for ingest."""
+        wanted = [str(Scope.parse(s)) for s in scopes]
+        marks = ",".join("?" * len(wanted))
+        return int(self.catalog.query(f"SELECT COUNT(*) FROM inbox WHERE scope IN ({marks})", tuple(wanted))[0][0]) if wanted else 0
+
     # ---- forgetting ------------------------------------------------------------------------------
 
     def delete_source(self, source_id: str) -> list[str]:

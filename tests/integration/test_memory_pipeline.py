@@ -59,7 +59,8 @@ async def test_with_a_model_pages_are_titled_by_names_cite_sources_and_hold_no_f
     seen = len(fake_model.requests)
     script([writer])
     out = await pod.memory_ingest()
-    assert out["written"] == [] and out["left_in_inbox"] >= 1
+    assert out["written"] == [] and out["left_in_inbox"] == 0  # the first person's report counts their own inbox
+    assert pod.memory.inbox_count([f"private/{pid}"]) >= 1
     assert not any("Clara" in json.dumps(r.body) for r in fake_model.requests[seen:])
     alice.set_role_model("ingest", "fake/writer-1")  # her own provider "fake", with her own key
     script([writer])

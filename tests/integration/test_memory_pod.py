@@ -337,10 +337,15 @@ async def test_memory_job_reports_show_a_person_only_their_own(pod, fake_model, 
     pod.set_role_model("ingest", "fake/alice-model")
     fake_model.script = lambda req: Text("[]")
 
+    events: list[dict] = []
+    pod.subscribe(lambda ev: events.append(ev) if ev["type"] == "memory.ingested" else None)
     for report in (await as_bob.memory_produce(), await as_bob.memory_ingest(), await as_bob.memory_nightly()):
         shown = json.dumps(report, default=str)
-        for secret in ("Okoro", "okoro", "diary", alice_scope, pod.person.id):
+        for secret in ("Okoro", "okoro", "diary", alice_scope, pod.person.id, "alice-model"):
             assert secret not in shown, (secret, shown)
+    assert [(e["person"], e["consumed"]) for e in events] == [(pod.person.id, 2)]  # hers, to her alone
+    bob_ingest = await as_bob.memory_ingest()
+    assert (bob_ingest["consumed"], bob_ingest["written_by"], bob_ingest["left_in_inbox"]) == (0, None, 1)
     assert [r["scope"] for r in await as_bob.memory_produce()] == [bob_scope]
     assert await as_bob.memory_verify() == []
     assert [t.scope for t in await pod.memory_verify()] == [alice_scope]  # Alice is told of her own
