@@ -41,6 +41,12 @@ CONTEXT_BOOST = 0.5
 SCHEMA = "2"
 _SPEAKER = re.compile(r"^\s*([A-Z][\w'.-]{0,30}(?: [A-Z][\w'.-]{0,30}){0,2}):\s")
 _WORD = re.compile(r"[^\W_]+")  # letters and digits of every script (Cyrillic, Greek, Arabic, CJK...)
+# Chinese and Japanese are written without spaces between words (and Korean words take their endings in the word):
+# a run of those scripts is read as its overlapping pairs of characters ("東京都" -> "東京 京都"), the usual way to
+# index them without a dictionary. A query is read the same way, so its pairs meet the text's.
+_CJK_RUN = re.compile("[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\uff66-\uff9f]+")
+# Bumped when cjk_spaced changes: only the keyword and title indexes are then rebuilt (vectors are kept).
+WORDS = "cjk-pairs-1"
 
 
 def speaker_of(body: str) -> str:
@@ -112,7 +118,7 @@ _STEMMER = tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple()).filter(tantiv
 
 def stems(text: str) -> list[str]:
     """The word stems of ``text`` as the keyword index sees them ("Dancing makes" -> ["danc", "make"])."""
-    return _STEMMER.analyze(text)
+    return _STEMMER.analyze(cjk_spaced(text))
 
 
 def own_words(body: str) -> str:
@@ -121,9 +127,19 @@ def own_words(body: str) -> str:
     return body[m.end():] if m else body
 
 
+def cjk_spaced(text: str) -> str:
+    """``text`` with each run of Chinese, Japanese or Korean letters written as its pairs (see _CJK_RUN)."""
+
+    def pairs(m: re.Match[str]) -> str:
+        run = m.group()
+        return f" {' '.join(run[i:i + 2] for i in range(len(run) - 1)) if len(run) > 1 else run} "
+
+    return _CJK_RUN.sub(pairs, text)
+
+
 def words(text: str) -> list[str]:
-    """The lower-case words of ``text``, in any script."""
-    return _WORD.findall(text.lower())
+    """The lower-case words of ``text``, in any script (Chinese, Japanese and Korean as pairs of letters)."""
+    return _WORD.findall(cjk_spaced(text).lower())
 
 
 def query_terms(text: str) -> list[str]:
@@ -170,7 +186,8 @@ class ScopeIndex:
         self.meta.execute("CREATE INDEX IF NOT EXISTS docs_ts ON docs(ts)")
         row = self.meta.execute("SELECT value FROM info WHERE key='schema'").fetchone()
         stale = row is None or row[0] != SCHEMA
-        if stale:
+        stale_words = not stale and self._words_changed()
+        if stale or stale_words:
             shutil.rmtree(folder / "tantivy", ignore_errors=True)
         self._open_tantivy()
         self._writer: tantivy.IndexWriter | None = None
@@ -180,11 +197,23 @@ class ScopeIndex:
         self._groups: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None = None
         self._adjacent: tuple[int, np.ndarray, np.ndarray] | None = None
         self._pending: list[tuple[str, float, float, np.ndarray | None, bool, str, bool]] = []
-        if stale:
+        if stale or stale_words:
             self._rebuild_keywords()
         self._load_vectors(force=stale)
 
     # ---- setup ---------------------------------------------------------------------------------
+
+    def _words_changed(self) -> bool:
+        """Whether this index was built with another reading of words and holds text it reads differently
+        (Chinese, Japanese or Korean letters); an index without any just takes the new mark."""
+        row = self.meta.execute("SELECT value FROM info WHERE key='words'").fetchone()
+        if row is not None and row[0] == WORDS:
+            return False
+        for (text,) in self.meta.execute("SELECT title || char(10) || body FROM docs"):
+            if _CJK_RUN.search(text):
+                return True
+        self.meta.execute("INSERT OR REPLACE INTO info VALUES ('words', ?)", (WORDS,))
+        return False
 
     def _open_tantivy(self) -> None:
         sb = tantivy.SchemaBuilder()
@@ -201,11 +230,12 @@ class ScopeIndex:
     @staticmethod
     def _keyword_doc(doc_id: str, kind: str, title: str, body: str, ts: float, ctx: str) -> tantivy.Document:
         if kind == "page":
-            return tantivy.Document(id=doc_id, title=title, body=body, ctx="")
+            return tantivy.Document(id=doc_id, title=cjk_spaced(title), body=cjk_spaced(body), ctx="")
         # A source's title is usually its own first line: indexing it again would count those words twice.
         head = title.rstrip("…").strip()
         own_title = "" if not head or body.lstrip().startswith(head) else title
-        return tantivy.Document(id=doc_id, title=own_title, body=f"{body}\n{date_words(ts)}", ctx=ctx)
+        return tantivy.Document(id=doc_id, title=cjk_spaced(own_title), body=f"{cjk_spaced(body)}\n{date_words(ts)}",
+                                ctx=cjk_spaced(ctx))
 
     @staticmethod
     def _meaning_text(kind: str, title: str, body: str, ctx: str) -> str:
@@ -229,7 +259,11 @@ class ScopeIndex:
             w.add_document(self._keyword_doc(doc_id, kind, title, body, ts, ctx))
         self.meta.execute("BEGIN")
         self.meta.executemany("UPDATE docs SET ctx=? WHERE id=?", updates)
+        self.meta.execute("DELETE FROM titles")
+        self.meta.executemany("INSERT INTO titles (title, id, kind) VALUES (?,?,?)",
+                              [(cjk_spaced(title), doc_id, kind) for doc_id, kind, title, _b, _t in rows if title])
         self.meta.execute("INSERT OR REPLACE INTO info VALUES ('schema', ?)", (SCHEMA,))
+        self.meta.execute("INSERT OR REPLACE INTO info VALUES ('words', ?)", (WORDS,))
         self.meta.execute("COMMIT")
         self._dirty = True
         self.commit()
@@ -479,7 +513,7 @@ class ScopeIndex:
                     v = vecs[n] if vecs is not None else None
                     rows.append((d.id, d.kind, d.title, d.body, d.ts, d.importance, v.tobytes() if v is not None else None, ctxs[n]))
                     if d.title:
-                        titles.append((d.title, d.id, d.kind))
+                        titles.append((cjk_spaced(d.title), d.id, d.kind))
                     self._pending.append((d.id, d.ts, -1.0 if d.importance is None else d.importance, v, d.kind != "page",
                                           speaker_of(d.body) if d.kind != "page" else "", d.kind != "page" and asks(d.body),
                                           says_when(d.body)))
@@ -771,8 +805,9 @@ class ScopeIndex:
             return []
         expr = " ".join(f'"{w}"' for w in typed[:-1]) + (" " if len(typed) > 1 else "") + f'"{typed[-1]}"*'
         with self._lock:
-            rows = self.meta.execute(
-                "SELECT id, kind, title FROM titles WHERE titles MATCH ? LIMIT ?", (expr, limit)
+            rows = self.meta.execute(  # the title as written (the titles table holds it as it is searched)
+                "SELECT t.id, t.kind, d.title FROM titles t JOIN docs d ON d.id = t.id WHERE titles MATCH ? LIMIT ?",
+                (expr, limit),
             ).fetchall()
         return [(r[0], r[1], r[2]) for r in rows]
 

@@ -291,3 +291,49 @@ def test_memory_in_other_scripts_is_found(mem: Memory, lang: str, note: str, que
     assert mem.search(query, scopes=Viewer("bob"), k=3) == []  # still Alice's alone
     mem.add_source(note.split()[0] + " " + note.split()[1], scope="public", ts=3.0)
     assert any(h.scope == "public" for h in mem.typeahead(prefix, scopes=Viewer("alice")))
+
+
+@pytest.mark.parametrize("lang,note,queries,prefix", [
+    ("zh", "我奶奶每个星期天都做樱桃馅饼。", ["樱桃馅饼", "奶奶做的馅饼"], "我奶"),
+    ("ja", "祖母は毎週日曜日にチェリーパイを焼きます。", ["チェリーパイ", "日曜日に焼く"], "祖母"),
+    ("ko", "할머니는 매주 일요일에 체리 파이를 구워요.", ["체리 파이", "일요일 파이"], "할머"),
+])
+def test_chinese_japanese_and_korean_notes_are_found_by_their_words(mem: Memory, lang: str, note: str,
+                                                                    queries: list[str], prefix: str) -> None:
+    """Chinese and Japanese are written without spaces: a whole sentence used to be one "word", so searching for
+    part of it found nothing. Text and query are now read as pairs of letters; typeahead shows the title as written."""
+    sid = mem.add_source(note, scope="private/alice", ts=1.0)
+    for other in _small_talk(40):
+        mem.add_source(other, scope="private/alice", ts=2.0)
+    mem.add_source("我们明天去公园散步。 公園を散歩します。 공원에서 산책해요.", scope="private/alice", ts=3.0)
+    for query in queries:
+        for mode in ("keyword", "hybrid"):
+            hits = mem.search(query, scopes=Viewer("alice"), k=3, mode=mode)
+            assert hits and hits[0].id == sid, (lang, query, mode)
+    assert mem.search(queries[0], scopes=Viewer("bob"), k=3) == []
+    found = mem.typeahead(prefix, scopes=Viewer("alice"))
+    assert [h.title for h in found if h.id == sid] == [mem.get_source(sid).title]
+
+
+def test_an_index_built_before_cjk_pairs_is_read_again_once(tmp_path) -> None:
+    """An index written when Chinese was one long word finds it by part after it is opened again (its keyword
+    and title indexes are rebuilt once; an index with no such text is left as it was)."""
+    from wiki_engine import open_memory
+
+    with open_memory(tmp_path / "m") as mem:
+        sid = mem.add_source("我奶奶每个星期天都做樱桃馅饼。", scope="private/alice", ts=1.0)
+        other = mem.add_source("Grandma bakes a cherry pie every Sunday.", scope="private/bob", ts=1.0)
+    import sqlite3
+
+    for db_path in (tmp_path / "m" / "index").rglob("meta.db"):  # as the earlier version left it
+        db = sqlite3.connect(db_path)
+        db.execute("DELETE FROM info WHERE key='words'")
+        rows = db.execute("SELECT title, id, kind FROM titles").fetchall()
+        db.execute("DELETE FROM titles")
+        db.executemany("INSERT INTO titles VALUES (?,?,?)", [(t.replace(" ", ""), i, k) for t, i, k in rows])
+        db.commit()
+        db.close()
+    with open_memory(tmp_path / "m") as mem:
+        assert [h.id for h in mem.search("樱桃馅饼", scopes=Viewer("alice"), mode="keyword")] == [sid]
+        assert [h.id for h in mem.typeahead("樱桃", scopes=Viewer("alice"))] == [sid]
+        assert [h.id for h in mem.search("cherry pie", scopes=Viewer("bob"), mode="keyword")] == [other]
