@@ -120,6 +120,21 @@ _RULES: list[tuple[str, str, re.Pattern[str]]] = [
 ]
 
 
+# What may stand just before "always/secretly ... send": nothing (a new sentence or clause), a word that leads into an
+# order ("please", "and", "you should", "remember to"), or the assistant named. Anything else is a subject doing it
+# ("Mum always sends the rent to ..."): a household habit described, not an order given.
+_ORDER_LEAD = re.compile(
+    r"(?:^|[.!?:;\n\"'(\[\-\u2013\u2014\u201c\u2018]|\b(?:please|pls|and|also|then|so|just|now|to|should|must|will|shall|"
+    rf"need|needs|have|has|can|could|would|kindly|from\s+now\s+on|{_AI}))[\s,]*$",
+    re.I,
+)
+
+
+def _habit(text: str, start: int) -> bool:
+    """True when a standing-order phrase follows a subject of its own (a habit told, not an order given)."""
+    return _ORDER_LEAD.search(text[max(0, start - 60):start]) is None
+
+
 def _quoted(text: str, start: int, end: int) -> bool:
     """True when the match is a quotation (someone talking about such a phrase, not giving it)."""
     before = text[max(0, start - 2) : start]
@@ -140,7 +155,8 @@ class Verdict:
 def check_instructions(text: str) -> Verdict:
     """Checks one item's text for attempts to give the assistant orders."""
     for name, reason, pattern in _RULES:
-        m = next((m for m in pattern.finditer(text) if not _quoted(text, m.start(), m.end())), None)
+        m = next((m for m in pattern.finditer(text) if not _quoted(text, m.start(), m.end())
+                  and not (name == "standing-order" and _habit(text, m.start()))), None)
         if m:
             excerpt = text[max(0, m.start() - 20) : m.end() + 20].replace("\n", " ").strip()
             return Verdict(False, name, f"Quarantined: the item {reason} (\u201c{excerpt}\u201d).", excerpt)
