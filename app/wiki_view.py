@@ -442,7 +442,7 @@ class WikiView(QWidget):
     def _show_held(self, q: Any) -> None:
         """Shows one held note as plain text (never as HTML: it is text that tried to give orders)."""
         self.held_text.setPlainText(q.text if q else "")
-        self.held_why.setText(q.reason if q else "")
+        self.held_why.setText(f"Held because it {q.reason.removeprefix('Quarantined: the item ')}" if q else "")
         self.keep_held.setEnabled(q is not None)
         self.discard_held.setEnabled(q is not None)
 
