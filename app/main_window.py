@@ -863,15 +863,16 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage(f"{self.agent} updated; its worker picks up the change on the next message.")
 
     def delete_agent(self) -> None:
-        """Deletes the chosen agent after the person confirms (its memory stays until forgotten)."""
+        """Deletes the chosen agent after the person confirms (what it put in the person's memory stays)."""
         from app.confirm import confirm
 
         name = self.agent
         if not name:
             return
         if not confirm(self, "Delete agent", f"Delete the agent {name}?", "Delete",
-                       "Its conversations, steps and schedules are deleted and its worker stops. What it learned "
-                       "stays in memory until you forget it (Wiki → Forget). This cannot be undone."):
+                       "Its conversations, steps, schedules and own notes are deleted and its worker stops. What "
+                       "it put in your memory stays: to delete that too, forget the agent first (Wiki → Forget). "
+                       "This cannot be undone."):
             self.statusBar().showMessage("Nothing deleted.")
             return
 

@@ -277,6 +277,7 @@ class WikiView(QWidget):
         self.held_text.setAccessibleName("Held back note")
         self.held_why = QLabel()
         self.held_why.setWordWrap(True)
+        self.held_why.setTextFormat(Qt.TextFormat.PlainText)  # the reason quotes the held text
         self.keep_held = QPushButton("Keep it")
         self.keep_held.setToolTip("Store this note in memory after all; it reaches your pages at the next ingest.")
         self.discard_held = QPushButton("Discard")

@@ -437,8 +437,9 @@ class AgentHost:
             await handle.stop()
 
     async def delete_agent(self, person_id: str, name: str) -> None:
-        """Deletes an agent: stops its turns and worker, removes its schedules, conversations and steps.
-        What it learned stays in memory until forgotten (Wiki → Forget)."""
+        """Deletes an agent: stops its turns and worker, removes its schedules, conversations and steps, and its
+        own notes in memory (no one could see them any more) with what it had held back. What it put in the
+        person's memory or everyone's stays, theirs to keep or delete there."""
         from runtime_host import schedule
 
         inst, _profile = self.find_agent(person_id, name)
@@ -448,6 +449,7 @@ class AgentHost:
             if row.instance_id == inst.id:
                 schedule.delete_schedule(self.pod.store.engine, row.id)
         self.pod.store.delete_agent(inst.id)
+        await self.pod.in_memory_thread(lambda: self.pod.memory.forget_agent(inst.person_id, inst.id, elsewhere=False))
         self._epoch += 1
         self.pod.audit(person_id=inst.person_id, agent=name, kind="agent", action="deleted",
                    summary=f"Agent {name} deleted with its conversations and schedules.")

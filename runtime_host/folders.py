@@ -550,8 +550,9 @@ class WatchedFolders:
         folder = self.find(ref, person_id)
         async with self._lock(folder.id):
             sids = self._all_sources(folder.id)
-            sids += await self._unrecorded(folder, set(sids))  # an import killed between its two commits
+            sids += await self._unrecorded(folder, set(sids), kept_parts=False)  # killed imports, kept parts
             deleted = await self._delete_sources(sids)
+            await self._drop_held(folder)
             self.db.q("DELETE FROM files WHERE folder_id=?", (folder.id,))
             self.db.q("DELETE FROM folders WHERE id=?", (folder.id,))
         self.running.pop(folder.id, None)
@@ -671,7 +672,11 @@ class WatchedFolders:
         hidden = tuple(d + "/" for d in unlisted)  # folders that could not be listed: their files are not gone
         gone = sorted(rel for rel in set(known) - present if "." not in unlisted and not rel.startswith(hidden))
         if gone:
-            rep.sources_deleted += await self._delete_sources([s for rel in gone for s in known[rel].sources])
+            sids = [s for rel in gone for s in known[rel].sources]
+            # and the parts the person kept from quarantine: folders.db does not name them
+            sids += await self._unrecorded(folder, set(sids), rels=gone, kept_parts=False)
+            rep.sources_deleted += await self._delete_sources(sids)
+            await self._drop_held(folder, gone)
             self.db.many("DELETE FROM files WHERE folder_id=? AND rel=?", [(folder.id, rel) for rel in gone])
             rep.removed = len(gone)
         # read: what is new or changed, and what failed or was skipped for a reason that can change
@@ -909,18 +914,35 @@ class WatchedFolders:
 
         return list(await self.pod.in_memory_thread(work))
 
-    async def _unrecorded(self, folder: Folder, recorded: set[str]) -> list[str]:
-        """Sources in memory from this folder that folders.db does not name (an import killed between the two
-        commits, for a file since deleted or changed): found by the start every key of the folder's items has."""
-        start = f"file:{folder.id}:"  # how _key_prefix starts every key of the folder's items
+    async def _unrecorded(self, folder: Folder, recorded: set[str], *, rels: list[str] | None = None,
+                          kept_parts: bool = True) -> list[str]:
+        """Sources in memory from this folder (or from its files ``rels``) that folders.db does not name (an import
+        killed between the two commits, for a file since deleted or changed): found by the start every key of the
+        folder's items has. A part the person kept from quarantine (Wiki → Held back) is not named by folders.db
+        either: with ``kept_parts`` it is left while its file still holds it (same file, same content)."""
+        start = f"file:{folder.id}:"
+        only = {_key_prefix(folder.id, r) for r in rels} if rels is not None else None
+        scope = f"private/{folder.person_id}"
+        current = {_key_prefix(folder.id, r) + (sha or "")[:16]
+                   for r, sha in self.db.q("SELECT rel, sha FROM files WHERE folder_id=?", (folder.id,))} if kept_parts else set()
 
         def work() -> list[str]:
-            rows = self.pod.memory.catalog.query(
-                "SELECT id FROM sources WHERE scope=? AND item_key >= ? AND item_key < ?",
-                (f"private/{folder.person_id}", start, start[:-1] + ";"))
-            return [r[0] for r in rows]
+            mem = self.pod.memory
+            rows = mem.catalog.query("SELECT id, item_key FROM sources WHERE scope=? AND item_key >= ? AND item_key < ?",
+                                     (scope, start, start[:-1] + chr(ord(start[-1]) + 1)))
+            kept = {r[0] for r in mem.catalog.query(
+                "SELECT item_key FROM quarantine WHERE scope=? AND status='released' AND item_key >= ? AND item_key < ?",
+                (scope, start, start[:-1] + chr(ord(start[-1]) + 1)))} if current else set()
+            return [sid for sid, key in rows if not (key in kept and key.partition("#")[0] in current)
+                    and (only is None or key[:len(start) + 25] in only)]
 
         return [s for s in await self.pod.in_memory_thread(work) if s not in recorded]
+
+    async def _drop_held(self, folder: Folder, rels: list[str] | None = None) -> None:
+        """What the files (all the folder's without ``rels``) had held back goes with them: they are gone."""
+        scope = f"private/{folder.person_id}"
+        starts = [_key_prefix(folder.id, r) for r in rels] if rels is not None else [f"file:{folder.id}:"]
+        await self.pod.in_memory_thread(lambda: self.pod.memory.drop_held(scope, starts))
 
     def close(self) -> None:
         self.db.close()

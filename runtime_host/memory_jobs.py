@@ -34,7 +34,20 @@ NO_ASK_MODEL = ("Ask memory needs a capable model: choose one for “Ask memory�
 
 
 class MemoryModelError(Exception):
-    """The model's answer for a memory job could not be used; nothing was changed."""
+    """The model's answer for a memory job could not be used; nothing was changed.
+
+    A job that runs for everyone raises it once the others are done, with ``failures`` (person id -> what failed
+    for them) and ``report`` (the run's report): each person is told only of their own model's failure."""
+
+    report: Any = None
+    failures: dict[str, str] | None = None
+
+
+def _failed_run(failed: list[tuple[str, MemoryModelError]], report: Any) -> MemoryModelError:
+    err = failed[0][1]
+    err.report = report
+    err.failures = {pid: str(exc) for pid, exc in failed}
+    return err
 
 
 def capable(route: dict[str, Any] | None) -> bool:
@@ -428,7 +441,7 @@ async def produce(pod: Any) -> list[dict[str, Any]]:
     from wiki_engine.pipeline import producer_steps
 
     reports = []
-    failed: list[MemoryModelError] = []
+    failed: list[tuple[str, MemoryModelError]] = []
     for person in pod.store.list_people():
         pid = person.id
         choice = choose(pod._memory_route(pid, "extraction"))  # each person's items go to their own model
@@ -445,7 +458,7 @@ async def produce(pod: Any) -> list[dict[str, Any]]:
                     pod.memory, scope=scope, origin=origin, fetch=fetch), decide)
             except MemoryModelError as exc:  # this person's model: the others' items and folders still go in
                 total["error"] = str(exc)
-                failed.append(exc)
+                failed.append((pid, exc))
                 break
             for key, reason in rep.quarantined:
                 pod.audit(person_id=pid, agent=None, kind="memory", phase="memory_write", action="quarantined",
@@ -463,14 +476,17 @@ async def produce(pod: Any) -> list[dict[str, Any]]:
     for rep in reports:
         rep["summaries"] = summaries.get(rep["scope"], 0)
         rep["folders"] = [s for s in scans if s.get("scope") == rep["scope"]]
-    pod.emit({"type": "memory.produced", "reports": reports})
+    for rep in reports:  # each person's report to them alone (it quotes held text and names their folders)
+        pod.emit({"type": "memory.produced", "person": rep["scope"].removeprefix("private/"), "report": rep})
     if failed:  # the run says it failed (for that person, whose items stay to be pulled again), once the rest is done
-        raise failed[0]
+        raise _failed_run(failed, reports)
     return reports
 
 
 async def summarize_conversations(pod: Any) -> dict[str, int]:
     """Rolls long conversations up into summaries, searchable like any source (one per 30 new messages)."""
+    from wiki_engine import Item
+
     made: dict[str, int] = {}
     internal = {t.id for t in pod.store.list_turns(origins=["background", "schedule", "mail", "handoff"])}
     for person in pod.store.list_people():
@@ -486,15 +502,23 @@ async def summarize_conversations(pod: Any) -> dict[str, int]:
                 if upto == 0:
                     continue
                 sid = f"summary-{conv.id}-{upto}" + (f"-after-{since:.0f}" if since else "")
-                if await pod.in_memory_thread(lambda sid=sid: pod.memory.source_scope(sid) is not None
-                                              or pod.memory.was_deleted(sid)):
-                    continue  # this stretch is summarised already, or its summary was deleted by the person
+                if await pod.in_memory_thread(lambda sid=sid, s=scope: pod.memory.source_scope(sid) is not None
+                                              or pod.memory.was_deleted(sid) or pod.memory.held_status(s, sid)):
+                    continue  # summarised already; its summary deleted by the person; or held back for their review
                 lines = [(person.name if m.role == "user" else inst.name, m.content) for m in msgs[:upto]]
                 text = await asyncio.to_thread(summarize, route, conv.title or "untitled", lines, person.name)
                 if not text:
                     continue
-                await pod.in_memory_thread(lambda t=text, s=scope, i=sid, ts=msgs[upto - 1].created_at:
-                                           pod.memory.add_source(t, scope=s, source_id=i, ts=ts, importance=0.6))
+                item = Item(text=text, scope=scope, ts=msgs[upto - 1].created_at, key=sid, importance=0.6)
+                # A summary that reads like orders (the person quoted some) is held for them like any note; the
+                # run goes on for everyone else.
+                got = await pod.in_memory_thread(lambda it=item, i=sid: pod.memory.add_items(
+                    [it], source_ids=[i], skip_refused=True)[0])
+                if not got:
+                    pod.audit(person_id=person.id, agent=None, kind="memory", phase="memory_write", action="quarantined",
+                              rule="memory.instruction_filter", summary="a conversation summary was held back for "
+                              "you to review (Wiki → Held back)", detail={"item": sid})
+                    continue
                 made[scope] = made.get(scope, 0) + 1
     return made
 
@@ -513,7 +537,7 @@ async def ingest(pod: Any) -> dict[str, Any]:
         out = {"written_by": None, "written": [], "proposed": [], "rejected": [], "consumed": 0}
         by_person: dict[str, dict[str, Any]] = {}  # each person's own figures (PersonPod reports those alone)
         who: list[str] = []
-        failed: list[MemoryModelError] = []
+        failed: list[tuple[str, MemoryModelError]] = []
         pending = await pod.in_memory_thread(pod.memory.pending_scopes)
         # Each person's pages by their own model, one scope at a time: a model writing shared pages is never shown
         # its owner's private sources (it could copy them into a page everyone reads), nor one agent's notes another's.
@@ -522,7 +546,7 @@ async def ingest(pod: Any) -> dict[str, Any]:
                 rep = await pod.memory_host.run_steps(
                     lambda sc=scope: ingest_steps(pod.memory, scopes=lambda s: s == sc), choice.synthesize)
             except MemoryModelError as exc:  # that scope's inbox stays for the next run; the others' is written
-                failed.append(exc)
+                failed.append((pid, exc))
                 continue
             mine = by_person.setdefault(pid, {"consumed": 0, "written_by": None})
             if rep.consumed or rep.written or rep.proposed or rep.rejected:
@@ -538,7 +562,7 @@ async def ingest(pod: Any) -> dict[str, Any]:
         out["by_person"] = by_person
         if failed:
             _announce_ingest(pod, by_person)
-            raise failed[0]
+            raise _failed_run(failed, out)
     _announce_ingest(pod, out.get("by_person", {}))
     return out
 
@@ -569,7 +593,9 @@ async def nightly(pod: Any) -> dict[str, Any]:
                                           failure_told(resynthesize))
     out = dict(vars(rep))
     out["reconciled"] = await pod._reconcile_pages()
-    pod.emit({"type": "memory.nightly", **{k: v for k, v in out.items() if isinstance(v, int | list)}})
+    # counts only: the lists name pages and files of every person, and every subscriber hears this event
+    pod.emit({"type": "memory.nightly", **{k: len(v) if isinstance(v, list) else v for k, v in out.items()
+                                           if isinstance(v, int | list)}})
     return out
 
 

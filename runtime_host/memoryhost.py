@@ -215,8 +215,10 @@ class MemoryHost:
     async def _own_held(self, person_id: str, qid: int) -> Any:
         q = await self.in_memory_thread(lambda: self.memory.held_item(qid))
         if q is None or q.owner != person_id:
-            raise self.pod.refuse(person_id, f"No held item #{qid} of yours: it was released, discarded or never "
-                                  "held. `memory held` lists yours.", f"tried to review held item {qid} of another person")
+            summary = (f"tried to review held item {qid} of another person" if q is not None
+                       else f"asked to review held item {qid}, which is not held (kept, discarded or never held)")
+            raise self.pod.refuse(person_id, f"No held item #{qid} of yours: it was kept, discarded or never "
+                                  "held. `memory held` lists yours.", summary)
         return q
 
     async def memory_release(self, person_id: str, qid: int) -> str:

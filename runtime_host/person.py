@@ -267,11 +267,25 @@ class PersonPod:
         mine = set(self.person_scopes())
         return [p for p in await self.pod.in_memory_thread(self.pod.memory.proposals) if p.scope in mine]
 
+    async def _for_me(self, job: Any) -> Any:
+        """Runs a memory job for everyone; raises only this person's own model's failure (another's error quotes
+        their model's answer, and is theirs to fix), else gives the run's report."""
+        from runtime_host.memory_jobs import MemoryModelError
+
+        try:
+            return await job()
+        except MemoryModelError as exc:
+            if exc.failures is None or exc.report is None:
+                raise
+            if self.person_id in exc.failures:
+                raise MemoryModelError(exc.failures[self.person_id]) from None
+            return exc.report
+
     async def memory_produce(self) -> list[dict[str, Any]]:
         """Runs the producer for everyone (as its timer does); the report shown is this person's alone (another's
         holds their quarantined text and folder paths)."""
         mine = f"private/{self.person_id}"
-        return [r for r in await self.pod.memory_produce() if r["scope"] == mine]
+        return [r for r in await self._for_me(self.pod.memory_produce) if r["scope"] == mine]
 
     def _seen(self, key: str, mine: set[str]) -> bool:
         """Whether a page key (``page:<scope>/<slug>``) or a scope is one this person may see."""
@@ -281,7 +295,7 @@ class PersonPod:
     async def memory_ingest(self) -> dict[str, Any]:
         """Runs ingest for everyone; the report names only pages this person may see, and counts, and names the
         model of, only their own (another's model and how much they wrote are theirs)."""
-        out = await self.pod.memory_ingest()
+        out = dict(await self._for_me(self.pod.memory_ingest))
         mine = set(self.person_scopes())
         own = out.pop("by_person", {}).get(self.person_id, {})
         waiting = await self.pod.in_memory_thread(lambda: self.pod.memory.inbox_count(mine))

@@ -64,7 +64,8 @@ MIGRATIONS: list[tuple[str, str]] = [
     (
         "0003_quarantine_owner",
         # Whose a held item is: forgetting a person or an agent deletes what it held in any scope, and only its
-        # owner reviews it. Rows from before take their owner (and agent) from their scope.
+        # owner reviews it. Rows from before take their owner (and agent) from their scope; a shared one, whose
+        # owner cannot be known (no one could review it, and forget-me could not find it), is discarded.
         """
         ALTER TABLE quarantine ADD COLUMN owner TEXT NOT NULL DEFAULT '';
         ALTER TABLE quarantine ADD COLUMN agent TEXT NOT NULL DEFAULT '';
@@ -72,7 +73,9 @@ MIGRATIONS: list[tuple[str, str]] = [
         UPDATE quarantine SET owner = substr(scope, 7, instr(substr(scope, 7), '/') - 1),
                               agent = substr(substr(scope, 7), instr(substr(scope, 7), '/') + 1)
             WHERE scope LIKE 'agent/%/%';
-        CREATE INDEX quarantine_owner ON quarantine(owner, status)
+        UPDATE quarantine SET status = 'discarded', text = '', reason = '' WHERE owner = '';
+        CREATE INDEX quarantine_owner ON quarantine(owner, status);
+        CREATE INDEX quarantine_key ON quarantine(scope, item_key)
         """,
     ),
 ]

@@ -7,6 +7,7 @@ quarantined item if it was a false alarm.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 _AI = r"(?:assistant|ai|agent|bot|model|llm|chatgpt|claude|gpt|hearth|you)"
@@ -120,19 +121,25 @@ _RULES: list[tuple[str, str, re.Pattern[str]]] = [
 ]
 
 
-# What may stand just before "always/secretly ... send": nothing (a new sentence or clause), a word that leads into an
-# order ("please", "and", "you should", "remember to"), or the assistant named. Anything else is a subject doing it
-# ("Mum always sends the rent to ..."): a household habit described, not an order given.
-_ORDER_LEAD = re.compile(
-    r"(?:^|[.!?:;\n\"'(\[\-\u2013\u2014\u201c\u2018]|\b(?:please|pls|and|also|then|so|just|now|to|should|must|will|shall|"
-    rf"need|needs|have|has|can|could|would|kindly|from\s+now\s+on|{_AI}))[\s,]*$",
+# A standing order ("always send ... to") told as a household's habit has a subject of its own just before it, at
+# the start of its sentence: "We always pay the cleaner with cash", "The kids always share their sweets with ...",
+# "Mum and I always send ...". Anything else before it (nothing, a bullet, "NB", "From now on", "In future") leaves
+# it an order; so does a subject that is the assistant ("The agents always send ...").
+_CLAUSE = r"(?:^|[.!?;:\n]\s*)"
+_HABIT_SUBJECT = re.compile(
+    r"\b(?:i|we|they)\s*$"
+    rf"|{_CLAUSE}(?:the|my|our|their|his|her)\s+(?:[^\W\d_]+\s+){{0,2}}[^\W\d_]+\s*$",
     re.I,
 )
+_NAMED_SUBJECTS = re.compile(rf"{_CLAUSE}[A-Z][^\W\d_]+\s+and\s+(?:I|[A-Z][^\W\d_]+)\s*$")  # "Mum and I", "Jo and Sam"
+_ASSISTANT_WORD = re.compile(rf"\b{_AI_READER}\b", re.I)
 
 
 def _habit(text: str, start: int) -> bool:
     """True when a standing-order phrase follows a subject of its own (a habit told, not an order given)."""
-    return _ORDER_LEAD.search(text[max(0, start - 60):start]) is None
+    before = text[max(0, start - 60):start]
+    m = _HABIT_SUBJECT.search(before) or _NAMED_SUBJECTS.search(before)
+    return m is not None and not _ASSISTANT_WORD.search(m.group())
 
 
 def _quoted(text: str, start: int, end: int) -> bool:
@@ -152,8 +159,42 @@ class Verdict:
     excerpt: str = ""
 
 
+# Letters of Cyrillic and Greek that look like Latin ones: a word that mixes them with Latin letters ("Іgnore" with a
+# Cyrillic І) is read with its Latin look-alikes. Words wholly in those scripts are left as they are.
+_LOOKALIKE = str.maketrans(
+    "\u0430\u0435\u043e\u0440\u0441\u0443\u0445\u0456\u0458\u0455\u0501\u04bb\u04cf"
+    "\u0410\u0412\u0415\u041a\u041c\u041d\u041e\u0420\u0421\u0422\u0425\u0406\u0408\u0405"
+    "\u03bf\u03b1\u03bd\u03b9\u0391\u0392\u0395\u0397\u0399\u039a\u039c\u039d\u039f\u03a1\u03a4\u03a7\u03a5\u0396",
+    "aeopcyxijsdhl" "ABEKMHOPCTXIJS" "oaviABEHIKMNOPTXYZ",
+)
+_NON_LATIN_WORD = re.compile(r"\w*[\u0370-\u03ff\u0400-\u04ff\u0500-\u052f]\w*")
+_LATIN = re.compile("[a-zA-Z]")
+_INVISIBLE = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\ufff9-\ufffb]")
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_LONE_CR = re.compile("\r(?!\n)")
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]")
+
+
+def without_controls(text: str) -> str:
+    """``text`` without terminal escape sequences and control characters (tabs and line breaks stay; a form feed,
+    vertical tab or lone carriage return becomes a line break): stored text a terminal shows as it was written."""
+    text = _CONTROL.sub(lambda m: "\n" if m.group() in "\x0b\x0c" else "", _ESCAPES.sub("", text))
+    return _LONE_CR.sub("\n", text) if "\r" in text else text  # a carriage return alone rewrites a terminal's line
+
+
+def as_read(text: str) -> str:
+    """The text as a person reads it: compatibility forms folded (full-width letters), terminal escape sequences,
+    invisible format characters (zero-width spaces, soft hyphens, direction marks) and other control characters
+    removed, and look-alike letters inside a Latin word made Latin. What the filter checks, so such tricks do not
+    hide an order from it."""
+    text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", _ESCAPES.sub("", text)))
+    text = _CONTROL.sub(" ", text)
+    return _NON_LATIN_WORD.sub(lambda m: m.group().translate(_LOOKALIKE) if _LATIN.search(m.group()) else m.group(), text)
+
+
 def check_instructions(text: str) -> Verdict:
-    """Checks one item's text for attempts to give the assistant orders."""
+    """Checks one item's text for attempts to give the assistant orders (as a person would read it: ``as_read``)."""
+    text = as_read(text)
     for name, reason, pattern in _RULES:
         m = next((m for m in pattern.finditer(text) if not _quoted(text, m.start(), m.end())
                   and not (name == "standing-order" and _habit(text, m.start()))), None)

@@ -25,7 +25,7 @@ import numpy as np
 from . import rerank
 from .catalog import Catalog
 from .embed import Embedder, checked_vectors, is_remote, kind_of, load_embedder
-from .guard import check_instructions
+from .guard import check_instructions, without_controls
 from .index import Doc, ScopeIndex, asks_when, query_terms, remove_index_folder, words
 from .pages import Page, PageFormatError, PageStore, parse_page, slugify, unified_diff
 from .render import Item, iso_utc, parse_source, render_item
@@ -247,13 +247,15 @@ class Memory:
 
     def clean_item(self, item: Item) -> Item:
         """The item as it may be stored: its text, subject, author, participants, key and meta values made valid
-        UTF-8 (``valid_text``), then all but the key passed through the redactor. The key is not redacted:
+        UTF-8 (``valid_text``), all but the key without control characters or terminal escapes
+        (``without_controls``: a note shown in a terminal cannot rewrite what is on screen) and passed through the
+        redactor. The key is not redacted:
         whoever builds keys keeps personal data out of them."""
         red = self.redactor
         sc = item.scope
 
         def clean(text: str) -> str:
-            text = valid_text(text)
+            text = without_controls(valid_text(text))
             return red(text, sc) if red is not None and text else text
 
         return replace(item, text=clean(item.text), subject=clean(item.subject), author=clean(item.author),
@@ -267,7 +269,7 @@ class Memory:
         sc = page.scope
 
         def clean(text: str) -> str:
-            text = valid_text(text)
+            text = without_controls(valid_text(text))
             return red(text, sc) if red is not None and text else text
 
         return replace(page, title=clean(page.title), category=clean(page.category), body=clean(page.body),
@@ -518,19 +520,26 @@ class Memory:
         An item that gives the assistant orders is quarantined; then InstructionRefused is raised and
         nothing of the batch is stored, or with ``skip_refused`` its id comes back as "" and the rest is stored.
         """
+        self._check_open()
+        items = [self.clean_item(i) for i in items]
+        ids = [valid_text(i) if i else None for i in source_ids] if source_ids is not None else [None] * len(items)
+        # The filter reads the text before memory is locked: a long document takes seconds, and search goes on.
+        verdicts = [check_instructions(f"{item.subject}\n{item.text}") for item in items] if check else []
         with self._lock:
             self._check_open()
-            items = [self.clean_item(i) for i in items]
-            ids = [valid_text(i) if i else None for i in source_ids] if source_ids is not None else [None] * len(items)
             refused: set[int] = set()
-            if check:
-                for n, item in enumerate(items):
-                    verdict = check_instructions(f"{item.subject}\n{item.text}")
-                    if not verdict.ok:
-                        qid = self._quarantine(item, verdict.rule, verdict.reason)
-                        if not skip_refused:
-                            raise InstructionRefused(verdict.reason, qid)
-                        refused.add(n)
+            judged = self._judged(items) if check else {}
+            for n, verdict in enumerate(verdicts):
+                said = judged.get((items[n].scope, items[n].item_key()))
+                if verdict.ok or said == "released":  # the person read this very item and kept it
+                    continue
+                if said == "discarded" and skip_refused:  # read again from its origin: it stays thrown away
+                    refused.add(n)
+                    continue
+                qid = self._quarantine(items[n], verdict.rule, verdict.reason)
+                if not skip_refused:
+                    raise InstructionRefused(verdict.reason, qid)
+                refused.add(n)
             out: list[str] = []
             docs: dict[Scope, list[Doc]] = {}
             for sc in {Scope.parse(i.scope) for i in items}:
@@ -638,6 +647,38 @@ class Memory:
         return [Quarantined(r["id"], r["scope"], r["item_key"], r["kind"], r["rule"], r["reason"], r["text"],
                             r["status"], r["owner"], r["agent"], r["ts"], r["at"]) for r in rows]
 
+    def _judged(self, items: Sequence[Item]) -> dict[tuple[str, str], str]:
+        """(scope, key) -> "released" or "discarded" for items a person has already judged."""
+        keys = {(i.scope, i.item_key()) for i in items}
+        out: dict[tuple[str, str], str] = {}
+        for scope in {sc for sc, _ in keys}:
+            wanted = [k for sc, k in keys if sc == scope]
+            for part in range(0, len(wanted), 500):
+                chunk = wanted[part:part + 500]
+                for key, status in self.catalog.query(
+                        f"SELECT item_key, status FROM quarantine WHERE scope=? AND status IN ('released','discarded') "
+                        f"AND item_key IN ({','.join('?' * len(chunk))}) ORDER BY id", (scope, *chunk)):
+                    out[(scope, key)] = status  # the latest judgement wins
+        return out
+
+    def held_status(self, scope: str, key: str) -> str | None:
+        """"held", "released" or "discarded" for an item with this key, or None if it was never held."""
+        rows = self.catalog.query("SELECT status FROM quarantine WHERE scope=? AND item_key=? ORDER BY id DESC LIMIT 1",
+                                  (str(Scope.parse(scope)), key))
+        return str(rows[0][0]) if rows else None
+
+    def drop_held(self, scope: str, key_starts: Sequence[str]) -> int:
+        """Deletes every held (or judged) item of ``scope`` whose key starts with one of ``key_starts``: its origin
+        is gone (a watched file deleted, its folder removed). Returns how many."""
+        n = 0
+        with self.catalog.tx(immediate=True) as db:
+            for start in key_starts:
+                n += db.execute("DELETE FROM quarantine WHERE scope=? AND item_key >= ? AND item_key < ?",
+                                (str(Scope.parse(scope)), start, start[:-1] + chr(ord(start[-1]) + 1))).rowcount
+        if n:
+            self.catalog.purge()
+        return int(n)
+
     def held_item(self, qid: int) -> Quarantined | None:
         found = [q for q in self.quarantine() if q.id == qid]
         return found[0] if found else None
@@ -652,14 +693,14 @@ class Memory:
             item = Item(text=q.text, scope=q.scope, ts=q.ts, kind=q.kind, key=q.item_key, owner=q.owner, agent=q.agent)
             sid = self.add_items([item], check=False)[0]
             with self.catalog.tx() as db:
-                db.execute("UPDATE quarantine SET status='released', text='' WHERE id=?", (qid,))
+                db.execute("UPDATE quarantine SET status='released', text='', reason='' WHERE id=?", (qid,))
             self.catalog.purge()
             return sid
 
     def discard_quarantined(self, qid: int) -> None:
         """Drops a held item; its text leaves the catalog's files."""
         with self.catalog.tx() as db:
-            db.execute("UPDATE quarantine SET status='discarded', text='' WHERE id=?", (qid,))
+            db.execute("UPDATE quarantine SET status='discarded', text='', reason='' WHERE id=?", (qid,))  # reason quotes it
         self.catalog.purge()
 
     def get_source(self, source_id: str) -> SourceRecord:
@@ -803,12 +844,13 @@ class Memory:
         rows = self.catalog.query("SELECT at FROM forgotten WHERE scope=?", (str(Scope.parse(scope)),))
         return float(rows[0][0]) if rows else 0.0
 
-    def forget_agent(self, person: str, agent: str) -> int:
-        """Deletes everything one agent learned: its own scope, and sources it added elsewhere."""
+    def forget_agent(self, person: str, agent: str, *, elsewhere: bool = True) -> int:
+        """Deletes everything one agent learned: its own scope, what it tried to store and was held back, and
+        (``elsewhere``) the sources it added to other scopes."""
         sc = Scope("agent", person, agent)
         Scope.parse(str(sc))
         ids = [r[0] for r in self.catalog.query(
-            "SELECT id FROM sources WHERE scope=? OR (owner=? AND agent=?)", (str(sc), person, agent))]
+            "SELECT id FROM sources WHERE scope=? OR (? AND owner=? AND agent=?)", (str(sc), elsewhere, person, agent))]
         self._delete_sources(ids)
         with self.catalog.tx(immediate=True) as db:  # what it tried to store anywhere and was held back
             db.execute("DELETE FROM quarantine WHERE owner=? AND agent=?", (person, agent))

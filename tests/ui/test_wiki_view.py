@@ -578,6 +578,9 @@ def test_held_back_notes_are_shown_as_text_and_kept_or_discarded_by_their_person
     w.wiki.held.setCurrentRow(0)
     assert w.wiki.held_text.toPlainText() == texts[0]
     assert w.wiki.held_why.text().startswith("Held because it tries to override the assistant's instructions")
+    from PySide6.QtCore import Qt
+
+    assert w.wiki.held_why.textFormat() == Qt.TextFormat.PlainText  # the reason quotes the note: never markup
     w.wiki.keep_held.click()
     qloop.wait_until(lambda: w.wiki.held.count() == 1, what="the kept note to leave the list")
     w.wiki.held.setCurrentRow(0)
