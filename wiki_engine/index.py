@@ -17,6 +17,7 @@ import shutil
 import sqlite3
 import threading
 import time
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,8 +46,9 @@ _WORD = re.compile(r"[^\W_]+")  # letters and digits of every script (Cyrillic, 
 # a run of those scripts is read as its overlapping pairs of characters ("東京都" -> "東京 京都"), the usual way to
 # index them without a dictionary. A query is read the same way, so its pairs meet the text's.
 _CJK_RUN = re.compile("[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\uff66-\uff9f]+")
+_WIDE = re.compile("[\uff01-\uff5e\uff61-\uffef]")  # full-width Latin letters and digits, half-width kana
 # Bumped when cjk_spaced changes: only the keyword and title indexes are then rebuilt (vectors are kept).
-WORDS = "cjk-pairs-1"
+WORDS = "cjk-pairs-2"
 
 
 def speaker_of(body: str) -> str:
@@ -127,12 +129,17 @@ def own_words(body: str) -> str:
     return body[m.end():] if m else body
 
 
-def cjk_spaced(text: str) -> str:
-    """``text`` with each run of Chinese, Japanese or Korean letters written as its pairs (see _CJK_RUN)."""
+def cjk_spaced(text: str, *, letters: bool = False) -> str:
+    """``text`` with each run of Chinese, Japanese or Korean letters written as its pairs (see _CJK_RUN), and
+    full-width forms folded ("３時" reads "3時"). With ``letters`` (the text indexed) each letter is written
+    alone too, so a question of one letter ("猫") finds it; a question's longer runs stay pairs, which rank."""
+    if _WIDE.search(text):
+        text = _WIDE.sub(lambda m: unicodedata.normalize("NFKC", m.group()), text)
 
     def pairs(m: re.Match[str]) -> str:
         run = m.group()
-        return f" {' '.join(run[i:i + 2] for i in range(len(run) - 1)) if len(run) > 1 else run} "
+        out = " ".join(run[i:i + 2] for i in range(len(run) - 1)) if len(run) > 1 else run
+        return f" {out} {' '.join(run)} " if letters and len(run) > 1 else f" {out} "
 
     return _CJK_RUN.sub(pairs, text)
 
@@ -210,7 +217,7 @@ class ScopeIndex:
         if row is not None and row[0] == WORDS:
             return False
         for (text,) in self.meta.execute("SELECT title || char(10) || body FROM docs"):
-            if _CJK_RUN.search(text):
+            if _CJK_RUN.search(text) or _WIDE.search(text):
                 return True
         self.meta.execute("INSERT OR REPLACE INTO info VALUES ('words', ?)", (WORDS,))
         return False
@@ -230,12 +237,13 @@ class ScopeIndex:
     @staticmethod
     def _keyword_doc(doc_id: str, kind: str, title: str, body: str, ts: float, ctx: str) -> tantivy.Document:
         if kind == "page":
-            return tantivy.Document(id=doc_id, title=cjk_spaced(title), body=cjk_spaced(body), ctx="")
+            return tantivy.Document(id=doc_id, title=cjk_spaced(title, letters=True), body=cjk_spaced(body, letters=True),
+                                    ctx="")
         # A source's title is usually its own first line: indexing it again would count those words twice.
         head = title.rstrip("…").strip()
         own_title = "" if not head or body.lstrip().startswith(head) else title
-        return tantivy.Document(id=doc_id, title=cjk_spaced(own_title), body=f"{cjk_spaced(body)}\n{date_words(ts)}",
-                                ctx=cjk_spaced(ctx))
+        return tantivy.Document(id=doc_id, title=cjk_spaced(own_title, letters=True),
+                                body=f"{cjk_spaced(body, letters=True)}\n{date_words(ts)}", ctx=cjk_spaced(ctx, letters=True))
 
     @staticmethod
     def _meaning_text(kind: str, title: str, body: str, ctx: str) -> str:

@@ -311,8 +311,16 @@ def test_chinese_japanese_and_korean_notes_are_found_by_their_words(mem: Memory,
             hits = mem.search(query, scopes=Viewer("alice"), k=3, mode=mode)
             assert hits and hits[0].id == sid, (lang, query, mode)
     assert mem.search(queries[0], scopes=Viewer("bob"), k=3) == []
+    one = next(c for c in queries[0] if c.strip())  # a question of one letter finds it too
+    assert sid in [h.id for h in mem.search(one, scopes=Viewer("alice"), k=5, mode="keyword")], (lang, one)
     found = mem.typeahead(prefix, scopes=Viewer("alice"))
     assert [h.title for h in found if h.id == sid] == [mem.get_source(sid).title]
+
+
+def test_full_width_letters_and_digits_find_their_usual_forms(mem: Memory) -> None:
+    sid = mem.add_source("会議は３時にＡＢＣ社で。", scope="private/alice", ts=1.0)
+    for query in ("3時", "ABC社", "ＡＢＣ"):
+        assert [h.id for h in mem.search(query, scopes=Viewer("alice"), mode="keyword")] == [sid], query
 
 
 def test_an_index_built_before_cjk_pairs_is_read_again_once(tmp_path) -> None:
