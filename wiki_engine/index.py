@@ -813,11 +813,13 @@ class ScopeIndex:
             return []
         expr = " ".join(f'"{w}"' for w in typed[:-1]) + (" " if len(typed) > 1 else "") + f'"{typed[-1]}"*'
         with self._lock:
-            rows = self.meta.execute(  # the title as written (the titles table holds it as it is searched)
-                "SELECT t.id, t.kind, d.title FROM titles t JOIN docs d ON d.id = t.id WHERE titles MATCH ? LIMIT ?",
-                (expr, limit),
-            ).fetchall()
-        return [(r[0], r[1], r[2]) for r in rows]
+            rows = self.meta.execute("SELECT id, kind, title FROM titles WHERE titles MATCH ? LIMIT ?",
+                                     (expr, limit)).fetchall()
+            # a title with Chinese, Japanese or Korean letters is held as it is searched (pairs): shown as written
+            spaced = [r[0] for r in rows if _CJK_RUN.search(r[2])]
+            written = dict(self.meta.execute(f"SELECT id, title FROM docs WHERE id IN ({','.join('?' * len(spaced))})",
+                                             spaced).fetchall()) if spaced else {}
+        return [(r[0], r[1], written.get(r[0], r[2])) for r in rows]
 
     def docs(self, ids: list[str]) -> dict[str, tuple[str, str, str, float, float | None]]:
         """id -> (kind, title, body, ts, importance) for the given ids."""

@@ -1244,7 +1244,7 @@ class Memory:
             pool = found[:rerank.POOL]
             cands = [(part, n) for _, _, _, part, n in pool if part is not None]  # every part is set in hybrid
             qstems = rerank.question_stems(terms)
-            feats = rerank.features(cands, qstems, rerank.idf_weights([p for _, _, _, p in scored if p], qstems))
+            feats = rerank.features(cands, qstems, rerank.idf_weights([p for _, _, _, p in scored if p], qstems), terms, query)
             answer = rerank.answers(cands)
             if explain is not None:
                 explain.append(([i for _, _, i, _, _ in pool], feats, answer))

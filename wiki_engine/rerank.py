@@ -3,7 +3,8 @@
 The first step (``Memory._ranked``) scores every document with hand-set weights. This step describes each of
 its best ``POOL`` candidates by ``FEATURES`` (that first score and its parts, how much of the question's
 rarer words the source and the sources said around it hold, how close in meaning those neighbours are, its
-length) and orders them by a weighted sum of the standardised features. The weights are learned per local
+length, how well its words match the question's by their static word vectors (MaxSim), whether it holds the kind
+of answer the question asks for: a name, a number, a place) and orders them by a weighted sum of the standardised features. The weights are learned per local
 embedding model (``data/ranker.json``, written by ``bench/train_ranker.py`` from LoCoMo's dev conversations,
 pairwise logistic loss; nothing in them names a person, an id or a word). A model without weights (a
 provider's embeddings) keeps the first step's order.
@@ -13,13 +14,14 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
-from .index import ScopeIndex, own_words, stems
+from .index import _STOP, ScopeIndex, own_words, stems, words
 
 DATA = Path(__file__).resolve().parent / "data"
 RANKER_FILE = DATA / "ranker.json"
@@ -48,7 +50,27 @@ FEATURES = (
     "cosine_before",  # cosine of the source said just before
     "cosine_after",  # cosine of the source said just after
     "asks_cosine_after",  # cosine of the source said just after, when this one asks
+    "soft",  # soft match of the question's words to the source's (see soft_matches), idf-weighted mean
+    "soft_window",  # ... to the words of the source and the sources said just before and after it
+    "answer_type",  # the question asks who / how many (much, long...) / where and the source holds such an answer
 )
+
+# What a question asks for, and what a source that answers it holds (plain English patterns, no names).
+_ASKS_WHO = re.compile(r"\b(who|whom|whose)\b", re.I)
+_ASKS_NUMBER = re.compile(r"\bhow (many|much|long|old|often|far)\b|\bwhat (number|amount|age)\b", re.I)
+_ASKS_WHERE = re.compile(r"\bwhere\b", re.I)
+_NAME_INSIDE = re.compile(r"[a-z,;]\s+(?!I\b)[A-Z][a-z]+")  # a capitalised word inside a sentence
+_NUMBER = re.compile(r"\d|\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|hundred|"
+                     r"thousand|dozen|couple|several|once|twice|half)\b", re.I)
+_PLACE = re.compile(r"\b(in|at|to|from|near|visit|visited|visiting)\s+(the\s+)?[A-Z][a-z]+")
+
+# Soft matching's caches, each emptied when full: a word's unit vector (half precision, 512 bytes) and its stem,
+# and a source text's words (at most about 30 MB in all).
+_WORD_ROW: dict[str, int] = {}
+_WORD_MAT = np.zeros((0, 0), dtype=np.float16)  # made when the first word is (_WORD_CACHE_MAX rows)
+_WORD_STEM: dict[str, str] = {}
+_WORD_CACHE_MAX = 50_000
+_BODY_CACHE_MAX = 20_000
 
 
 @dataclass(frozen=True)
@@ -152,28 +174,138 @@ def idf_weights(parts: list[PartScores], qstems: list[str]) -> dict[str, float]:
     return {t: math.log(1.0 + (total - df[t] + 0.5) / (df[t] + 0.5)) for t in qstems}
 
 
-def features(cands: list[tuple[PartScores, int]], qstems: list[str], idf: dict[str, float]) -> np.ndarray:
-    """The ``FEATURES`` of each candidate (part, row), given in the first step's order."""
+def word_stem(w: str) -> str:
+    got = _WORD_STEM.get(w)
+    if got is None:
+        if len(_WORD_STEM) >= _WORD_CACHE_MAX:
+            _WORD_STEM.clear()
+        st = stems(w)
+        got = _WORD_STEM[w] = st[0] if st else w
+    return got
+
+
+def word_vectors(ws: list[str]) -> np.ndarray | None:
+    """Unit vectors of lower-case words: the mean of their WordLlama token vectors (the static embedder's,
+    whatever model embeds the scope), cached per word as a row of one half-precision matrix; None if WordLlama
+    cannot be loaded."""
+    global _WORD_MAT
+    miss = [w for w in dict.fromkeys(ws) if w not in _WORD_ROW]
+    if miss:
+        from .embed import ModelFileError, load_embedder
+
+        try:
+            e = load_embedder("static")
+        except (ModelFileError, OSError, ImportError, ValueError):
+            return None
+        if len(_WORD_ROW) + len(miss) > _WORD_CACHE_MAX:
+            _WORD_ROW.clear()
+            miss = list(dict.fromkeys(ws))  # the words cached before are gone too
+        vocab, dim = e.matrix.shape
+        if _WORD_MAT.shape[1] != dim:
+            _WORD_MAT = np.zeros((_WORD_CACHE_MAX, dim), dtype=np.float16)
+        # each word's token vectors summed in one pass (the mean's direction is the sum's), then made unit length
+        ids = [[i for i in enc.ids if i < vocab] for enc in e.tokenizer.encode_batch(miss, add_special_tokens=False)]
+        starts = np.cumsum([0] + [max(1, len(x)) for x in ids[:-1]])
+        sums = np.add.reduceat(e.matrix[np.concatenate([x or [0] for x in ids])], starts, axis=0)
+        sums[[n for n, x in enumerate(ids) if not x]] = 0.0  # a word of no known token has no direction
+        norms = np.linalg.norm(sums, axis=1, keepdims=True)
+        first = len(_WORD_ROW)
+        _WORD_MAT[first:first + len(miss)] = sums / np.where(norms > 0, norms, 1.0)
+        for n, w in enumerate(miss):
+            _WORD_ROW[w] = first + n
+    return _WORD_MAT[[_WORD_ROW[w] for w in ws]].astype(np.float32) if ws else None
+
+
+_BODY_WORDS: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {}
+
+
+def body_words(body: str) -> tuple[frozenset[str], tuple[str, ...]]:
+    """The stems of a source's own words and those words (stop words left out), cached per text."""
+    got = _BODY_WORDS.get(body)
+    if got is None:
+        ws = tuple(dict.fromkeys(w for w in words(own_words(body)) if w not in _STOP))
+        if len(_BODY_WORDS) >= _BODY_CACHE_MAX:
+            _BODY_WORDS.clear()
+        got = _BODY_WORDS[body] = (frozenset(word_stem(w) for w in ws), ws)
+    return got
+
+
+def soft_matches(qvecs: np.ndarray, qst: list[str], bodies: dict[tuple[int, int], str]) -> dict[tuple[int, int], np.ndarray]:
+    """For each body, each question word's (``qvecs`` its unit vector, ``qst`` its stem) best cosine to a word of
+    the body (stop words left out; 1.0 where the same stem is there), in [0, 1]: ColBERT's MaxSim on static word
+    vectors, one product for the words of all the bodies. Empty if the vectors cannot be had."""
+    held = {at: body_words(body) for at, body in bodies.items()}
+    vocab = list(dict.fromkeys(w for _, ws in held.values() for w in ws))
+    vecs = word_vectors(vocab)
+    if vecs is None:
+        return {}  # WordLlama cannot be loaded: no soft match anywhere
+    sims = np.clip(qvecs @ vecs.T, 0.0, 1.0)
+    col = {w: i for i, w in enumerate(vocab)}
+    out = {}
+    for at, (st_held, ws) in held.items():
+        best = sims[:, [col[w] for w in ws]].max(axis=1) if ws else np.zeros(len(qst))
+        for i, st in enumerate(qst):
+            if st in st_held:
+                best[i] = 1.0
+        out[at] = best
+    return out
+
+
+def answer_kinds(query: str) -> list[re.Pattern[str]]:
+    """What would answer the question: a name if it asks who, a number if how many / much / long..., a place if
+    where (the patterns a source holding such an answer matches)."""
+    return [held for asks, held in ((_ASKS_WHO, _NAME_INSIDE), (_ASKS_NUMBER, _NUMBER), (_ASKS_WHERE, _PLACE))
+            if asks.search(query)]
+
+
+def answer_type(kinds: list[re.Pattern[str]], text: str) -> float:
+    """1 if ``text`` holds one of the kinds of answer the question asks for (``answer_kinds``)."""
+    return float(any(k.search(text) for k in kinds))
+
+
+def features(cands: list[tuple[PartScores, int]], qstems: list[str], idf: dict[str, float],
+             terms: list[str] | None = None, query: str = "") -> np.ndarray:
+    """The ``FEATURES`` of each candidate (part, row), given in the first step's order; ``terms`` (the
+    question's words) and ``query`` (as asked) serve soft matching and the answer type."""
     out = np.zeros((len(cands), len(FEATURES)), dtype=np.float64)
     if not cands:
         return out
     best = max(p.score[r] for p, r in cands) or 1.0
     total_idf = sum(idf.values()) or 1.0
-    words: dict[tuple[int, int], set[str]] = {}
+    held_words: dict[tuple[int, int], set[str]] = {}
     lengths: dict[tuple[int, int], int] = {}
     by_part: dict[int, tuple[PartScores, set[int]]] = {}
     for p, r in cands:
         prev, nxt = p.idx.adjacent()
         rows = by_part.setdefault(id(p), (p, set()))[1]
         rows.update(x for x in (r, int(prev[r]), int(nxt[r])) if x >= 0)
+    # One question word per stem the idf weighs, for soft matching.
+    qword: dict[str, str] = {}
+    for t in terms or ():
+        st = word_stem(t)
+        if st in idf and st not in qword:
+            qword[st] = t
+    qst = [st for st in qstems if st in qword]
+    qw = np.array([idf[st] for st in qst], dtype=np.float64)
+    qvecs = word_vectors([qword[st] for st in qst]) if qst else None
+    kinds: dict[tuple[int, int], float] = {}
+    wanted = answer_kinds(query)
+    texts: dict[tuple[int, int], str] = {}
     for key, (p, rows) in by_part.items():
         for r, body in p.idx.bodies(sorted(rows)).items():
             toks = stems(own_words(body))
-            words[(key, r)] = set(toks)
+            held_words[(key, r)] = set(toks)
             lengths[(key, r)] = len(toks)
+            kinds[(key, r)] = answer_type(wanted, own_words(body)) if wanted else 0.0
+            texts[(key, r)] = body
+    soft = soft_matches(qvecs, qst, texts) if qvecs is not None else {}
+    no_match = np.zeros(len(qst))
+
+    def soft_at(key: int, r: int) -> np.ndarray:
+        return soft.get((key, r), no_match) if r >= 0 else no_match
 
     def held(key: int, r: int) -> set[str]:
-        return words.get((key, r), set()) if r >= 0 else set()
+        return held_words.get((key, r), set()) if r >= 0 else set()
 
     def share(found: set[str]) -> float:
         return sum(idf[t] for t in qstems if t in found) / total_idf
@@ -185,11 +317,14 @@ def features(cands: list[tuple[PartScores, int]], qstems: list[str], idf: dict[s
         b, a = int(prev[r]), int(nxt[r])
         own, wb, wa = held(key, r), held(key, b), held(key, a)
         cos_after = float(p.cosine[a]) if a >= 0 else 0.0
+        so = soft_at(key, r)
+        sw = np.maximum(so, np.maximum(soft_at(key, b), soft_at(key, a)))
         out[n] = (
             p.score[r] / best, 1.0 / (1 + n), p.keywords[r], p.meaning[r], p.cosine[r], p.before[r], p.after[r],
             p.before[r] if p.asked[r] else 0.0, float(p.idx.asks[r]), p.conversation[r], float(p.by_named[r]),
             float(p.when[r]), sum(1 for t in qstems if t in own) / nq, share(own), share(wb), share(wa),
             share(own | wb | wa), math.log1p(lengths.get((key, r), 0)),
             float(p.cosine[b]) if b >= 0 else 0.0, cos_after, cos_after if p.idx.asks[r] else 0.0,
+            float(so @ qw) / total_idf, float(sw @ qw) / total_idf, kinds.get((key, r), 0.0),
         )
     return out

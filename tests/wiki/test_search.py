@@ -345,3 +345,21 @@ def test_an_index_built_before_cjk_pairs_is_read_again_once(tmp_path) -> None:
         assert [h.id for h in mem.search("樱桃馅饼", scopes=Viewer("alice"), mode="keyword")] == [sid]
         assert [h.id for h in mem.typeahead("樱桃", scopes=Viewer("alice"))] == [sid]
         assert [h.id for h in mem.search("cherry pie", scopes=Viewer("bob"), mode="keyword")] == [other]
+
+
+def test_soft_match_counts_related_words_and_answer_kinds() -> None:
+    """The learned last step's new evidence: a question word is matched by the same stem fully, by a related word
+    more than by an unrelated one; and a source is told apart by the kind of answer the question asks for."""
+    from wiki_engine import rerank
+
+    qst = [rerank.word_stem("instrument")]
+    qvec = rerank.word_vectors(["instrument"])
+    got = rerank.soft_matches(qvec, qst, {(0, 0): "Melanie: I play the violin and the clarinet.",
+                                          (0, 1): "Melanie: We had pancakes at the beach.",
+                                          (0, 2): "Melanie: My instruments are in the attic."})
+    assert got[(0, 2)][0] == 1.0 and got[(0, 0)][0] > got[(0, 1)][0]
+    who, many, where = (rerank.answer_kinds(q) for q in ("Who came?", "How many kids?", "Where did she go?"))
+    assert rerank.answer_type(who, "then Melanie came over") == 1.0 and rerank.answer_type(who, "it rained") == 0.0
+    assert rerank.answer_type(many, "we have three kids") == 1.0 and rerank.answer_type(many, "we have kids") == 0.0
+    assert rerank.answer_type(where, "we went to Lisbon") == 1.0 and rerank.answer_type(where, "we went") == 0.0
+    assert rerank.answer_kinds("What did she eat?") == []
