@@ -11,7 +11,7 @@ from pathlib import Path
 from PySide6.QtGui import QImage
 
 ROOT = Path(__file__).resolve().parents[2]
-VIEWS = {"chat", "wiki", "approvals", "tasks", "schedules", "mail", "activity", "settings", "settings-models",
+VIEWS = {"chat", "wiki", "wiki-held", "approvals", "tasks", "schedules", "mail", "activity", "settings", "settings-models",
          "edit-agent", "welcome", "dark"}
 
 
