@@ -352,7 +352,7 @@ def test_a_person_corrects_a_page_and_the_next_ingest_keeps_the_correction(qtbot
     qloop.wait_until(lambda: not w.wiki._tasks, what="the wiki to reload")
     assert "proposed 1" in w.statusBar().currentMessage()
     assert "13 June (I checked her passport) [1]" in ui_pod.memory.read_page(scope, "family").body
-    assert w.wiki.proposals.count() == 1
+    qloop.wait_until(lambda: w.wiki.proposals.count() == 1, what="the proposal listed")
 
 
 def test_an_edit_is_not_saved_over_a_page_that_ingest_rewrote_meanwhile(qtbot, qloop, ui_pod) -> None:
