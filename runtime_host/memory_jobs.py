@@ -577,17 +577,24 @@ def _announce_ingest(pod: Any, by_person: dict[str, dict[str, Any]]) -> None:
 async def nightly(pod: Any) -> dict[str, Any]:
     """Merges duplicates, re-synthesises pages whose sources were deleted (with the ingest model, if any),
     rebuilds indexes, then reconciles contradictions."""
-    from wiki_engine.pipeline import failure_told, nightly_steps
+    from wiki_engine.pipeline import WriterFailed, failure_told, nightly_steps
 
     writers = {pid: c for pid, c in _writers(pod).items() if c.synthesize is not None}
 
     def resynthesize(batch: Any) -> Any:
-        """Each stale page is rewritten by its own writer's model; a page whose writer has none stays stale."""
+        """Each stale page is rewritten by its own writer's model; a page whose writer has none stays stale. One
+        writer's failure leaves its own pages stale and is reported against their scopes; the others go on."""
         for pid, choice in writers.items():
             mine = [p for p in batch.stale_pages if writer_of(pod, str(p.scope)) == pid]
-            if mine:
-                yield from (page for page in choice.synthesize(replace(batch, stale_pages=mine))
-                            if writer_of(pod, str(page.scope)) == pid)
+            if not mine:
+                continue
+            try:
+                pages = [page for page in choice.synthesize(replace(batch, stale_pages=mine))
+                         if writer_of(pod, str(page.scope)) == pid]
+            except Exception as e:  # whatever the model's failure, its person's report says it
+                yield WriterFailed(str(e), sorted({str(p.scope) for p in mine}))
+                continue
+            yield from pages
 
     rep = await pod.memory_host.run_steps(lambda: nightly_steps(pod.memory, resynthesize=bool(writers)),
                                           failure_told(resynthesize))

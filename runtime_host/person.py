@@ -309,14 +309,12 @@ class PersonPod:
         """Runs the nightly pass for everyone; the report names only this person's pages, files and scopes."""
         out = await self.pod.memory_nightly()
         mine = set(self.person_scopes())
-        titles = {p.title for sc in mine for p in (await self.pod.in_memory_thread(
-            lambda sc=sc: self.pod.memory.list_pages(sc)))[0]}
         return {**out, "merged": [m for m in out["merged"] if self._seen(m[0], mine)],
                 "resynthesized": [k for k in out["resynthesized"] if self._seen(k, mine)],
                 "reconciled": [c for c in out["reconciled"] if c.partition(": ")[0].rpartition("/")[0] in mine],
                 "reindexed_scopes": [sc for sc in out["reindexed_scopes"] if sc in mine],
                 "corrupt": [c for c in out["corrupt"] if any(f"/{sc}/" in c for sc in mine)],
-                "rejected": [r for r in out["rejected"] if r[0] in titles or r[0] == "re-synthesis"]}
+                "rejected": [{"title": t, "why": why} for t, why, sc in out["rejected"] if sc in mine]}
 
     async def memory_verify(self) -> list[Any]:
         """Sources of this person's scopes whose bytes no longer match their checksum."""

@@ -313,7 +313,18 @@ class NightlyReport:
     resynthesized: list[str] = field(default_factory=list)
     corrupt: list[str] = field(default_factory=list)
     reindexed_scopes: list[str] = field(default_factory=list)
-    rejected: list[tuple[str, str]] = field(default_factory=list)  # (page title, why): the page stays as it was
+    # (page title, why, scope): the page stays as it was. The scope says whose it is: two people's pages may share
+    # a title, and a report shown to one person must not tell them why another's page was turned down.
+    rejected: list[tuple[str, str, str]] = field(default_factory=list)
+
+
+class WriterFailed(Exception):
+    """A wiki writer's failure for the stale pages of ``scopes`` (one person's writer, when each has their own):
+    nightly reports it against those scopes and goes on with the other writers' pages."""
+
+    def __init__(self, message: str, scopes: Sequence[str]):
+        super().__init__(message)
+        self.scopes = tuple(scopes)
 
 
 def _norm_title(title: str) -> str:
@@ -369,7 +380,7 @@ def nightly_steps(memory: Memory, *, merge: Callable[[Page, Page], Page] | None 
                     try:
                         res = memory.write_page(merged, author=author)
                     except (CitationError, PageFormatError, ValueError) as e:
-                        report.rejected.append((keep.title, str(e)))
+                        report.rejected.append((keep.title, str(e), scope))
                         continue
                     if res.status == "written" and not other.verified:
                         memory.delete_page(scope, other.slug)
@@ -391,12 +402,13 @@ def nightly_steps(memory: Memory, *, merge: Callable[[Page, Page], Page] | None 
                 # leaves its pages stale for the next night; the other pages and the index rebuild still happen.
                 for page in (yield IngestBatch([], stale, {})):
                     if isinstance(page, Exception):
-                        report.rejected.append(("re-synthesis", f"the wiki writer failed: {page}"))
+                        failed = page.scopes if isinstance(page, WriterFailed) else sorted({str(p.scope) for p in stale})
+                        report.rejected += [("re-synthesis", f"the wiki writer failed: {page}", sc) for sc in failed]
                         continue
                     try:
                         memory.write_page(page, author=author)
                     except (CitationError, PageFormatError, ValueError) as e:
-                        report.rejected.append((page.title, str(e)))
+                        report.rejected.append((page.title, str(e), str(page.scope)))
                         continue
                     report.resynthesized.append(page.key)
         for scope in sorted(set(memory.scopes_on_disk()) | _page_scopes(memory)):
@@ -431,6 +443,6 @@ def _append_merge(a: Page, b: Page) -> Page:
 
 __all__ = [
     "Decision", "IngestBatch", "IngestReport", "LeaseBusy", "NightlyReport", "ProducerReport", "Watermark",
-    "drive", "failure_told", "get_watermark", "ingest_steps", "nightly_steps", "producer_steps", "run_ingest", "run_nightly",
+    "WriterFailed", "drive", "failure_told", "get_watermark", "ingest_steps", "nightly_steps", "producer_steps", "run_ingest", "run_nightly",
     "run_producer",
 ]

@@ -358,6 +358,55 @@ async def test_memory_job_reports_show_a_person_only_their_own(pod, fake_model, 
     assert "diary" in mine  # her report still tells her about her folder
 
 
+async def test_nightly_tells_each_person_only_their_own_rejections_and_one_writers_failure_spares_the_others(
+        pod, fake_model) -> None:
+    """Alice and Bob each have a page titled "Dentist" made stale by a deleted source. Nightly's report of turned-down
+    pages used to be filtered by title, so Bob was told why Alice's page was refused (her citation, her model's
+    words); and one person's failing writer failed the re-synthesis of everyone's pages."""
+    from wiki_engine import Page
+
+    bob = pod.add_person("Bob")
+    as_bob = pod.pod.unlock("Bob")
+    fake = next(p for p in pod.list_providers() if p["name"] == "fake")
+    as_bob.add_provider("fake", kind=fake["kind"], base_url=fake["base_url"], model=fake["model"])
+    alice_scope, bob_scope = f"private/{pod.person.id}", f"private/{bob['id']}"
+    pod.set_role_model("ingest", "fake/alice-model")
+    as_bob.set_role_model("ingest", "fake/bob-model")
+
+    def stale_dentist(scope: str, who: str) -> None:
+        keep = pod.memory.add_source(f"The dentist is {who}.", scope=scope)
+        gone = pod.memory.add_source("The check-up is in March.", scope=scope)
+        pod.memory.write_page(Page("Dentist", scope, "health", f"{who} [1]. March check-up [2].", {1: keep, 2: gone}),
+                              author="agent:wiki-writer")
+        pod.memory.delete_source(gone)
+
+    await pod.in_memory_thread(lambda: stale_dentist(alice_scope, "Dr Okafor"))
+    await pod.in_memory_thread(lambda: stale_dentist(bob_scope, "Dr Lindqvist"))
+    alice_says = {"answer": Text(json.dumps([{"title": "Dentist", "scope": alice_scope, "category": "health",
+                                              "body": "Dr Okafor, root canal on the 9th [1].", "citations": {"1": "f" * 64}}]))}
+
+    def answer(req):
+        if req.body["model"] == "alice-model":
+            return alice_says["answer"]
+        return Text(json.dumps([{"title": "Dentist", "scope": bob_scope, "category": "health",
+                                 "body": "Dr Lindqvist [1].", "citations": {"1": "Pdentist-1"}}]))
+
+    fake_model.script = answer
+    bobs = await asyncio.wait_for(as_bob.memory_nightly(), 60)
+    assert bobs["rejected"] == [] and bobs["resynthesized"] == [f"page:{bob_scope}/dentist"]
+    assert "f" * 12 not in json.dumps(bobs, default=str)
+    assert (await pod.in_memory_thread(lambda: pod.memory.stale_pages())) == [f"page:{alice_scope}/dentist"]
+    alices = await asyncio.wait_for(pod.memory_nightly(), 60)
+    assert [r["title"] for r in alices["rejected"]] == ["Dentist"] and "f" * 12 in alices["rejected"][0]["why"]
+
+    await pod.in_memory_thread(lambda: stale_dentist(bob_scope, "Dr Lindqvist"))  # Bob's page is stale again
+    alice_says["answer"] = Text("Sure! I rewrote the dentist page for you.")  # her model stops answering in JSON
+    bobs = await asyncio.wait_for(as_bob.memory_nightly(), 60)
+    assert bobs["rejected"] == [] and f"page:{bob_scope}/dentist" in bobs["resynthesized"]
+    alices = await asyncio.wait_for(pod.memory_nightly(), 60)
+    assert [r["title"] for r in alices["rejected"]] == ["re-synthesis"] and "JSON" in alices["rejected"][0]["why"]
+
+
 async def test_a_models_page_that_gives_orders_or_echoes_its_prompt_is_not_written(pod, fake_model) -> None:
     """Memory is data, not instructions, for pages too: an ingest page that tells the assistant to forward mail is
     rejected (it used to be stored and found by search); a reconciled page keeps no uncited claim, chat filler or

@@ -355,7 +355,7 @@ def test_nightly_goes_on_past_a_bad_draft_and_a_failing_writer(mem: Memory) -> N
 
     rep = run_nightly(mem, resynthesize=writer)
     assert rep.resynthesized == ["page:private/alice/vet"]
-    assert [t for t, _ in rep.rejected] == ["Dentist"] and "f" * 12 in rep.rejected[0][1]
+    assert [(t, sc) for t, _, sc in rep.rejected] == [("Dentist", "private/alice")] and "f" * 12 in rep.rejected[0][1]
     assert mem.stale_pages() == ["page:private/alice/dentist"]  # tried again next night
     assert "private/alice" in rep.reindexed_scopes
 
@@ -364,7 +364,7 @@ def test_nightly_goes_on_past_a_bad_draft_and_a_failing_writer(mem: Memory) -> N
         yield
 
     rep = run_nightly(mem, resynthesize=failing)
-    assert rep.rejected == [("re-synthesis", "the wiki writer failed: the model did not answer in 120 s")]
+    assert rep.rejected == [("re-synthesis", "the wiki writer failed: the model did not answer in 120 s", "private/alice")]
     assert mem.stale_pages() == ["page:private/alice/dentist"] and "private/alice" in rep.reindexed_scopes
 
 
