@@ -19,6 +19,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import sqlite3
 import threading
 import time
@@ -483,6 +484,16 @@ class FolderDB:
             self._db.close()
 
 
+def _held_note(n: int, why: str) -> str:
+    return f"{n} part(s) held back: {why}".rstrip(": ") + f" ({HELD_WHERE})"
+
+
+HELD_WHERE = "review them in Wiki → Held back"
+# a file status's note on its held parts, as written now and by earlier Hearths
+_HELD_NOTE = re.compile(r"\d+ part\(s\) held (?:in quarantine|back)\b.*?\((?:see Activity|" + re.escape(HELD_WHERE) + r")\)")
+_KEPT_NOTE = re.compile(r"\d+ part\(s\) you kept from Held back")
+
+
 def _key_prefix(folder_id: str, rel: str) -> str:
     """The start of the memory keys of one file's items. A file's name may be personal ("Lease for 221B Baker
     Street.txt") and keys are stored unredacted (source headers, catalog), so the key holds a hash of the path;
@@ -568,6 +579,38 @@ class WatchedFolders:
             args.append(status)
         rows = self.db.q(sql + " ORDER BY rel LIMIT ?", (*args, limit))
         return [FileStatus(r[0], r[1], r[2], r[3], len(json.loads(r[4]))) for r in rows]
+
+    async def held_decided(self, item_key: str) -> None:
+        """After Keep it or Discard on a held part of a watched file: the file's status says how many of its parts
+        are still held and how many the person kept (it went on saying "held" until the file was read again), and
+        a file whose only parts were held, once one is kept, counts as indexed."""
+        if not item_key.startswith("file:"):
+            return
+        folder_id = item_key.split(":")[1]
+        prefix = item_key[: len(_key_prefix(folder_id, ""))]
+        row = next(((rel, st, why) for rel, st, why in self.db.q(
+            "SELECT rel, status, reason FROM files WHERE folder_id=?", (folder_id,))
+            if _key_prefix(folder_id, rel) == prefix), None)
+        if row is None:
+            return
+        rel, status, reason = row
+
+        def count(state: str) -> tuple[int, str]:
+            found = [q for q in self.pod.memory.quarantine(state) if q.item_key.startswith(prefix)]
+            return len(found), (found[0].reason.removeprefix("Quarantined:").strip() if found else "")
+
+        (held, why), (kept, _) = await self.pod.in_memory_thread(lambda: (count("held"), count("released")))
+        notes = [n for n in reason.split("; ") if n and not _KEPT_NOTE.fullmatch(n)]
+        rest = [n for n in _HELD_NOTE.sub("", "; ".join(notes)).split("; ") if n]
+        notes = rest + ([_held_note(held, why)] if held else []) + ([f"{kept} part(s) you kept from Held back"] if kept else [])
+        if status == SKIPPED and kept:
+            status = INDEXED
+        if status == SKIPPED and not notes:
+            notes = ["what it held was discarded from Held back"]
+        self.db.q("UPDATE files SET status=?, reason=? WHERE folder_id=? AND rel=?", (status, "; ".join(notes), folder_id, rel))
+        person = self.db.q("SELECT person_id FROM folders WHERE id=?", (folder_id,))
+        if person:
+            self.pod.emit({"type": "folders.changed", "person": person[0][0], "folder": folder_id})
 
     def forget_person(self, person_id: str) -> int:
         """After "forget everything about me" (which deleted the sources): the person's folders are no longer
@@ -834,7 +877,7 @@ class WatchedFolders:
                 if r.refused:
                     why = next((v for k, v in reasons.items() if k.startswith(_key_prefix(folder.id, r.rel))), "")
                     why = why.removeprefix("Quarantined:").strip()
-                    notes.append(f"{r.refused} part(s) held in quarantine: {why}".rstrip(": ") + " (see Activity)")
+                    notes.append(_held_note(r.refused, why))
                     self.pod.audit(person_id=folder.person_id, agent=None, kind="memory", phase="memory_write",
                                    action="quarantined", rule="memory.instruction_filter",
                                    summary=f"an imported file was held back: {r.rel}: {why}", detail={"file": r.rel})

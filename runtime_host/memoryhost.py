@@ -225,6 +225,7 @@ class MemoryHost:
         """The person judged a held item harmless: it is stored as a source (and reaches pages at the next ingest)."""
         q = await self._own_held(person_id, qid)
         sid = await self.in_memory_thread(lambda: self.memory.release_quarantined(qid))
+        await self.pod.folders.held_decided(q.item_key)
         self.pod.audit(person_id=person_id, agent=None, kind="memory", phase="memory_write", action="released",
                        rule="memory.instruction_filter", summary=f"held item #{qid} kept by the person",
                        detail={"quarantine_id": qid, "scope": q.scope, "source_id": sid})
@@ -234,6 +235,7 @@ class MemoryHost:
         """The person threw a held item away: its text leaves memory's files."""
         q = await self._own_held(person_id, qid)
         await self.in_memory_thread(lambda: self.memory.discard_quarantined(qid))
+        await self.pod.folders.held_decided(q.item_key)
         self.pod.audit(person_id=person_id, agent=None, kind="memory", phase="memory_write", action="discarded",
                        rule="memory.instruction_filter", summary=f"held item #{qid} discarded by the person",
                        detail={"quarantine_id": qid, "scope": q.scope})
