@@ -8,16 +8,22 @@ from PySide6.QtWidgets import QMessageBox, QWidget
 def confirm(parent: QWidget | None, title: str, text: str, action: str, detail: str = "") -> bool:
     """Asks "text" with a button named after the action (e.g. "Delete") and Cancel; True only if the
     person chose the action. Cancel is the default, so Enter never destroys anything."""
+    return choose(parent, title, text, [action], detail) == action
+
+
+def choose(parent: QWidget | None, title: str, text: str, actions: list[str], detail: str = "") -> str | None:
+    """``confirm`` with more than one way to go on (e.g. "Delete and forget", "Delete"): the action the person
+    chose, or None for Cancel (the default)."""
     box = QMessageBox(parent)
     box.setIcon(QMessageBox.Icon.Warning)
     box.setWindowTitle(title)
     box.setText(text)
     if detail:
         box.setInformativeText(detail)
-    go = box.addButton(action, QMessageBox.ButtonRole.DestructiveRole)
+    buttons = {box.addButton(a, QMessageBox.ButtonRole.DestructiveRole): a for a in actions}
     cancel = box.addButton(QMessageBox.StandardButton.Cancel)
     box.setDefaultButton(cancel)
     box.setEscapeButton(cancel)
     box.setObjectName("confirm")
     box.exec()
-    return box.clickedButton() is go
+    return buttons.get(box.clickedButton())

@@ -549,6 +549,12 @@ class MainWindow(QMainWindow):
 
         return confirm(self, title, text, action)
 
+    def choose(self, title: str, text: str, actions: list[str], detail: str = "") -> str | None:
+        """Asks before a destructive action that can go more than one way (app.confirm.choose)."""
+        from app.confirm import choose
+
+        return choose(self, title, text, actions, detail)
+
     def _on_rename_requested(self, conversation_id: str, current: str) -> None:
         title, ok = QInputDialog.getText(self, "Rename conversation", "Title:", QLineEdit.EchoMode.Normal, current)
         if ok:
@@ -566,20 +572,43 @@ class MainWindow(QMainWindow):
     def _on_delete_requested(self, conversation_id: str, title: str) -> None:
         self.delete_conversation(conversation_id, title)
 
+    FORGET, KEEP = "Delete and forget", "Delete"
+
     def delete_conversation(self, conversation_id: str, title: str = "this conversation") -> bool:
-        if not self.confirm("Delete conversation", f"Delete “{title}” with all its messages and steps? "
-                            "This cannot be undone (export it first to keep a copy)."):
+        """Asks, then deletes; "Delete and forget" also deletes what memory learned from it (that runs in the
+        background; the list and the status bar follow when it is done)."""
+        choice = self.choose("Delete conversation", f"Delete “{title}” with all its messages and steps? "
+                             "This cannot be undone (export it first to keep a copy).", [self.FORGET, self.KEEP],
+                             "Delete keeps what memory learned from it; Delete and forget deletes that too, and the "
+                             "wiki's pages that cite it are rewritten.")
+        if choice is None:
             return False
+        if choice == self.FORGET:
+            async def run() -> None:
+                try:
+                    n = await self.pod.delete_conversation_and_forget(conversation_id)
+                except StoreError as exc:
+                    self.statusBar().showMessage(str(exc))
+                    return
+                self._deleted(conversation_id, f"Deleted “{title}” and forgot {n} memory source(s) learned from it.")
+
+            task = asyncio.ensure_future(run())
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+            return True
         try:
             self.pod.delete_conversation(conversation_id)
         except StoreError as exc:
             self.statusBar().showMessage(str(exc))
             return False
+        self._deleted(conversation_id, f"Deleted “{title}”.")
+        return True
+
+    def _deleted(self, conversation_id: str, message: str) -> None:
         if conversation_id == self.conversation_id:
             self.load_conversation(self.pod.last_chat(self.agent) if self.agent else None)
         self.refresh_conversations()
-        self.statusBar().showMessage(f"Deleted “{title}”.")
-        return True
+        self.statusBar().showMessage(message)
 
     def _on_export_requested(self, conversation_id: str, title: str, fmt: str) -> None:
         from PySide6.QtWidgets import QFileDialog

@@ -217,10 +217,12 @@ def build_parser() -> argparse.ArgumentParser:
     cod = co.add_parser("delete", help="delete a conversation with its messages and steps (needs --yes)")
     cod.add_argument("conversation_id")
     cod.add_argument("--yes", action="store_true", help="really delete (it cannot be undone)")
+    cod.add_argument("--forget", action="store_true",
+                     help="also delete what memory learned from it (pages citing it are rewritten)")
     return p
 
 
-def _conversations(me: Any, args: argparse.Namespace) -> int:
+async def _conversations(me: Any, args: argparse.Namespace) -> int:
     if args.action == "list":
         rows = me.list_conversations(args.agent)
         if args.json:
@@ -245,8 +247,12 @@ def _conversations(me: Any, args: argparse.Namespace) -> int:
             print("Deleting a conversation cannot be undone: add --yes (export it first to keep a copy).",
                   file=sys.stderr)
             return EXIT_USAGE
-        me.delete_conversation(args.conversation_id)
-        print("Deleted.")
+        if args.forget:
+            n = await me.delete_conversation_and_forget(args.conversation_id)
+            print(f"Deleted, and forgot {n} memory source(s) learned from it.")
+        else:
+            me.delete_conversation(args.conversation_id)
+            print("Deleted. What memory learned from it stays (add --forget to delete that too).")
     return EXIT_OK
 
 
@@ -760,7 +766,7 @@ async def _amain(args: argparse.Namespace) -> int:
                 print(f"Turn {out['turn_id']}: {out['status']}" + (f" ({out['error']})" if out.get("error") else ""))
             return EXIT_FAILED if failed else EXIT_OK
         if args.cmd == "conversations":
-            return _conversations(me, args)
+            return await _conversations(me, args)
         if args.cmd == "turns":
             rows = me.turns(args.conversation)
             if args.json:

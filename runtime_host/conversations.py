@@ -109,12 +109,17 @@ def _delete_turns(c: Any, turn_ids: list[str]) -> None:
         c.execute(text("DELETE FROM turn WHERE id = :t"), {"t": tid})
 
 
-def delete(me: Any, conversation_id: str) -> None:
-    """Deletes a conversation with its messages, turns and steps. A conversation with an answer being
-    written is refused: stop the answer first."""
+def deletable(me: Any, conversation_id: str) -> None:
+    """Raises StoreError unless the conversation is the person's and no answer is being written in it."""
     own(me, conversation_id)
     if _live(me, conversation_id):
         raise StoreError("An answer is being written in this conversation: stop it first, then delete.")
+
+
+def delete(me: Any, conversation_id: str) -> None:
+    """Deletes a conversation with its messages, turns and steps. A conversation with an answer being
+    written is refused: stop the answer first."""
+    deletable(me, conversation_id)
     with me.store.engine.begin() as c:
         ids = [r[0] for r in c.execute(text("SELECT id FROM turn WHERE conversation_id = :c"), {"c": conversation_id})]
         _delete_turns(c, ids)

@@ -244,6 +244,24 @@ class MemoryHost:
         inst, _ = self.pod.find_agent(person_id, name)
         return await self.in_memory_thread(lambda: self.memory.forget_agent(inst.person_id, inst.id))
 
+    async def delete_conversation_and_forget(self, person_id: str, conversation_id: str) -> int:
+        """Deletes a conversation and what memory learned from it: the sources the producer made of its messages
+        and of its summaries (pages citing them are re-synthesised), what of them was held back, and why any was
+        skipped. Memory is forgotten first, so a failure leaves the conversation there to try again. Returns how
+        many sources were deleted."""
+        from runtime_host import conversations
+
+        me = self.pod.for_person(person_id)
+        conversations.deletable(me, conversation_id)
+        keys = [m.id for m in self.pod.store.list_messages(conversation_id)]
+        n = await self.in_memory_thread(lambda: self.memory.forget_origins(
+            f"private/{person_id}", keys, [f"summary-{conversation_id}-"]))
+        conversations.delete(me, conversation_id)
+        self.pod.audit(person_id=person_id, agent=None, kind="memory", phase="memory_write", action="forgot",
+                       rule="person.delete_conversation", summary=f"a deleted conversation's {n} memory source(s) forgotten",
+                       detail={"conversation_id": conversation_id, "sources": n})
+        return int(n)
+
     async def memory_forget_me(self, person_id: str) -> int:
         n = await self.in_memory_thread(lambda: self.memory.forget_person(person_id))
         self.pod.folders.forget_person(person_id)  # watched folders too, or they would import it all again

@@ -172,6 +172,9 @@ class PersonPod:
     def delete_conversation(self, conversation_id: str) -> None:
         self.pod.delete_conversation(self.person_id, conversation_id)
 
+    async def delete_conversation_and_forget(self, conversation_id: str) -> int:
+        return await self.pod.delete_conversation_and_forget(self.person_id, conversation_id)
+
     def export_conversation(self, conversation_id: str, fmt: str = "markdown") -> str:
         return self.pod.export_conversation(self.person_id, conversation_id, fmt)
 

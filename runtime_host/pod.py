@@ -659,6 +659,10 @@ class Pod:
     def delete_conversation(self, person_id: str, conversation_id: str) -> None:
         conversations.delete(self.for_person(person_id), conversation_id)
 
+    async def delete_conversation_and_forget(self, person_id: str, conversation_id: str) -> int:
+        """Deletes a conversation and what memory learned from it; returns how many memory sources went."""
+        return await self.memory_host.delete_conversation_and_forget(person_id, conversation_id)
+
     def export_conversation(self, person_id: str, conversation_id: str, fmt: str = "markdown") -> str:
         return conversations.export(self.for_person(person_id), conversation_id, fmt)
 

@@ -857,6 +857,25 @@ class Memory:
         self._drop_scope(sc)
         return len(ids)
 
+    def forget_origins(self, scope: str, keys: Sequence[str] = (), key_starts: Sequence[str] = ()) -> int:
+        """Deletes all memory kept of some origins in ``scope`` (the messages of a deleted conversation and its
+        summaries, say): their sources (pages that cite them are re-synthesised), what of them was held back, and
+        the extraction model's reasons for skipping them (which may quote them). ``keys`` are exact item keys,
+        ``key_starts`` their beginnings. Returns how many sources were deleted."""
+        sc = str(Scope.parse(scope))
+        where = [("item_key=?", (k,)) for k in keys]
+        where += [("item_key >= ? AND item_key < ?", (st, st[:-1] + chr(ord(st[-1]) + 1))) for st in key_starts if st]
+        ids: list[str] = []
+        for cond, args in where:
+            ids += [r[0] for r in self.catalog.query(f"SELECT id FROM sources WHERE scope=? AND {cond}", (sc, *args))]
+        self._delete_sources(ids)
+        with self.catalog.tx(immediate=True) as db:
+            for cond, args in where:
+                db.execute(f"DELETE FROM quarantine WHERE scope=? AND {cond}", (sc, *args))
+                db.execute(f"DELETE FROM skips WHERE scope=? AND {cond}", (sc, *args))
+        self.catalog.purge()
+        return len(ids)
+
     def forget_person(self, person: str) -> int:
         """Deletes everything about a person: their private tree, their agents' notes, sources they own."""
         Scope.parse(f"private/{person}")

@@ -101,6 +101,24 @@ def test_conversations_from_the_cli_list_search_rename_export_and_delete_after_a
     assert gone.returncode == 2 and "does not exist" in gone.stderr
 
 
+def test_deleting_a_conversation_with_forget_takes_what_memory_learned(home, fake_model, script) -> None:
+    """`conversations delete ID --yes` says memory keeps what it learned; with --forget that goes too."""
+    import json as _json
+
+    setup_agent(home, fake_model.base_url)
+    script([Text("Noted.")], repeat_last=True)
+    for msg in ("The garage door code is 5812.", "The bike lock code is 3090."):
+        assert cli(home, "chat", "helper", msg, "--new").returncode == 0
+    assert cli(home, "memory", "produce").returncode == 0
+    ids = {c["title"]: c["id"] for c in _json.loads(cli(home, "conversations", "list", "helper", "--json").stdout)}
+    kept = cli(home, "conversations", "delete", ids["The bike lock code is 3090."], "--yes")
+    assert kept.returncode == 0 and "What memory learned from it stays" in kept.stdout
+    assert "3090" in cli(home, "memory", "search", "bike lock code").stdout
+    gone = cli(home, "conversations", "delete", ids["The garage door code is 5812."], "--yes", "--forget")
+    assert gone.returncode == 0 and "forgot 1 memory source(s)" in gone.stdout, gone.stdout + gone.stderr
+    assert "5812" not in cli(home, "memory", "search", "garage door code").stdout
+
+
 def test_memory_held_release_and_discard(home, fake_model, script) -> None:
     """A note held back because it reads as orders is listed with its reason, kept or discarded by number; a number
     that is not held says so and exits non-zero."""

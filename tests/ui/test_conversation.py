@@ -6,6 +6,7 @@ real widgets offscreen; the model is the loopback fake."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 
 from PySide6.QtCore import QUrl
@@ -13,6 +14,7 @@ from PySide6.QtGui import QGuiApplication
 
 from app.main_window import MainWindow
 from tests.helpers.fake_model import Text, ToolCalls
+from tests.ui.conftest import answer_confirm
 from tests.ui.test_main_window import send
 
 SLOW = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma " * 4
@@ -195,12 +197,12 @@ def test_rename_delete_with_confirmation_and_export(qtbot, qloop, ui_pod, script
     data = json.loads(js.read_text())
     assert [m["content"] for m in data["messages"]] == ["how do I install?", "Use `pip`."]
     assert data["turns"][0]["steps"][0]["kind"] == "model"
-    asked: list[str] = []
-    w.confirm = lambda title, text: asked.append(text) or False  # the person says no
+    asked = answer_confirm("Cancel")  # the person says no
     assert not w.delete_conversation(conv, "Installing")
     assert asked and "cannot be undone" in asked[0] and w.conversations.rows() == ["Installing"]
-    w.confirm = lambda title, text: True
+    answer_confirm("Delete")
     assert w.delete_conversation(conv, "Installing")
+    assert w.statusBar().currentMessage() == "Deleted “Installing”."
     assert w.conversations.rows() == [] and ui_pod.list_conversations("helper") == []
     assert "how do I install" not in w.chat.toPlainText()
 
@@ -318,3 +320,26 @@ def test_emoji_and_the_tree_symbols_have_a_font(qapp) -> None:
     families = QFontDatabase.families()
     for ch in "😀🎉👍✓✗⚠■▸▾…→":
         assert any(QFontMetrics(QFont(f)).inFontUcs4(ord(ch)) for f in families), f"no installed font draws {ch!r}"
+
+
+def test_delete_and_forget_takes_what_memory_learned_from_the_conversation(qtbot, qloop, ui_pod, script) -> None:
+    """Deleting a conversation used to keep what memory had learned from it, with no way to drop that but finding
+    each source in the wiki; "Delete and forget" deletes the conversation and its memory sources. Another
+    conversation's memory, and plain "Delete", keep theirs."""
+    script([Text("Noted.")], repeat_last=True)
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    send(qtbot, w, "My locker combination at the gym is 4471 and the locker is number 88.")
+    qloop.wait_until(lambda: answered(w), what="the answer")
+    secret = w.conversation_id
+    assert qloop.run(ui_pod.chat("helper", "Our allotment is plot 42 behind the church.", new_conversation=True)).ok
+    qloop.run(ui_pod.memory_produce())
+    found = lambda q: [h.snippet for h in qloop.run(ui_pod.memory_search(q, k=5, mode="keyword"))]  # noqa: E731
+    assert any("4471" in s for s in found("locker combination gym"))
+    answer_confirm("Delete and forget")
+    assert w.delete_conversation(secret, "Locker")
+    qloop.wait_until(lambda: "forgot" in w.statusBar().currentMessage(), what="the deletion")
+    assert re.search(r"forgot [1-9]\d* memory source", w.statusBar().currentMessage())
+    assert not any("4471" in s for s in found("locker combination gym"))
+    assert any("plot 42" in s for s in found("allotment plot"))
+    assert [c["id"] for c in ui_pod.list_conversations("helper")] != [secret] and len(ui_pod.list_conversations("helper")) == 1
