@@ -70,12 +70,12 @@ def _json_from(answer: str, what: str) -> Any:
     raw = (m.group(1) if m else answer).strip()
     try:
         return json.loads(raw)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # RecursionError: nesting deeper than the parser goes
         start = min((i for i in (raw.find("["), raw.find("{")) if i >= 0), default=-1)
         if start >= 0:
             try:
                 return json.loads(raw[start:])
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 pass
     raise MemoryModelError(f"The {what} model did not answer with JSON (it began {answer[:80]!r}). Nothing was "
                            "stored; the next run asks again. Pick a stronger model for this role in Settings → Models.")

@@ -626,3 +626,12 @@ async def test_deleting_a_conversation_can_take_what_memory_learned_from_it_and_
     assert any(e["action"] == "forgot" for e in pod.audit_log(kind="memory"))
     for f in (pod.home / "memory").rglob("*"):
         assert not f.is_file() or b"study opens" not in f.read_bytes(), f
+
+
+def test_json_nested_deeper_than_the_parser_goes_is_a_models_bad_answer_not_a_crash() -> None:
+    """A hostile model's "[[[[...]]]]" made json raise RecursionError, which escaped every per-person failure
+    handler and failed the memory run for everyone; now it is the usual "did not answer with JSON"."""
+    from runtime_host.memory_jobs import _json_from
+
+    with pytest.raises(MemoryModelError, match="did not answer with JSON"):
+        _json_from("[" * 50000 + "]" * 50000, "extraction")
