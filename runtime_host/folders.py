@@ -131,7 +131,7 @@ class _Read:
     unreadable: bool = False  # an OSError while reading: what the file imported before is kept
     notes: list[str] = field(default_factory=list)  # said in the status reason when the file is indexed
     sids: list[str] = field(default_factory=list)  # sources stored for it in this scan
-    refused: int = 0  # parts held in quarantine
+    refused: list[str] = field(default_factory=list)  # the keys of parts not stored: held back, or discarded before
     dropped: list[str] = field(default_factory=list)  # why mail messages were skipped
 
     def fail(self, reason: str) -> None:
@@ -857,7 +857,7 @@ class WatchedFolders:
             if sid:
                 owner[i].sids.append(sid)
             elif sid == "":
-                owner[i].refused += 1
+                owner[i].refused.append(items[i].item_key())
         reasons: dict[str, str] = {}
         if any(r.refused for r in batch.finished):
             held = await self.pod.in_memory_thread(lambda: self.pod.memory.quarantine())
@@ -874,10 +874,12 @@ class WatchedFolders:
             sids, status, reason = list(r.sids), r.status, r.reason
             if status == INDEXED:
                 notes = list(r.notes)
-                if r.refused:
-                    why = next((v for k, v in reasons.items() if k.startswith(_key_prefix(folder.id, r.rel))), "")
-                    why = why.removeprefix("Quarantined:").strip()
-                    notes.append(_held_note(r.refused, why))
+                held_now = [k for k in r.refused if k in reasons]  # the others the person discarded before
+                if r.refused and not held_now and not sids:
+                    notes.append("what it held was discarded from Held back")
+                if held_now:
+                    why = reasons[held_now[0]].removeprefix("Quarantined:").strip()
+                    notes.append(_held_note(len(held_now), why))
                     self.pod.audit(person_id=folder.person_id, agent=None, kind="memory", phase="memory_write",
                                    action="quarantined", rule="memory.instruction_filter",
                                    summary=f"an imported file was held back: {r.rel}: {why}", detail={"file": r.rel})

@@ -745,3 +745,8 @@ async def test_a_watched_files_status_follows_keep_it_and_discard(pod, tmp_path)
     await pod.folders.scan(folder.id)  # nothing changed on disk: the statuses stay as the person left them
     assert status() == {"shed.md": ("indexed", "1 part(s) you kept from Held back"),
                         "bins.md": ("skipped", "what it held was discarded from Held back")}
+    later = time.time_ns() + 5_000_000_000
+    os.utime(docs / "bins.md", ns=(later, later))  # saved again unchanged: read again, its part stays discarded
+    await pod.folders.scan(folder.id)
+    assert status()["bins.md"] == ("skipped", "what it held was discarded from Held back")
+    assert await pod.memory_held() == []
