@@ -489,6 +489,7 @@ def _held_note(n: int, why: str) -> str:
 
 
 HELD_WHERE = "review them in Wiki → Held back"
+ALL_DISCARDED = "what it held was discarded from Held back"  # a file whose every part the person discarded
 # a file status's note on its held parts, as written now and by earlier Hearths
 _HELD_NOTE = re.compile(r"\d+ part\(s\) held (?:in quarantine|back)\b.*?\((?:see Activity|" + re.escape(HELD_WHERE) + r")\)")
 _KEPT_NOTE = re.compile(r"\d+ part\(s\) you kept from Held back")
@@ -606,7 +607,7 @@ class WatchedFolders:
         if status == SKIPPED and kept:
             status = INDEXED
         if status == SKIPPED and not notes:
-            notes = ["what it held was discarded from Held back"]
+            notes = [ALL_DISCARDED]
         self.db.q("UPDATE files SET status=?, reason=? WHERE folder_id=? AND rel=?", (status, "; ".join(notes), folder_id, rel))
         person = self.db.q("SELECT person_id FROM folders WHERE id=?", (folder_id,))
         if person:
@@ -876,7 +877,7 @@ class WatchedFolders:
                 notes = list(r.notes)
                 held_now = [k for k in r.refused if k in reasons]  # the others the person discarded before
                 if r.refused and not held_now and not sids:
-                    notes.append("what it held was discarded from Held back")
+                    notes.append(ALL_DISCARDED)
                 if held_now:
                     why = reasons[held_now[0]].removeprefix("Quarantined:").strip()
                     notes.append(_held_note(len(held_now), why))
