@@ -582,19 +582,20 @@ async def nightly(pod: Any) -> dict[str, Any]:
     writers = {pid: c for pid, c in _writers(pod).items() if c.synthesize is not None}
 
     def resynthesize(batch: Any) -> Any:
-        """Each stale page is rewritten by its own writer's model; a page whose writer has none stays stale. One
-        writer's failure leaves its own pages stale and is reported against their scopes; the others go on."""
+        """Each stale page is rewritten by its own writer's model, one scope at a time (as ingest does: a model
+        rewriting a shared page is never shown its owner's private pages, which it could copy into it); a page
+        whose writer has none stays stale. One writer's failure leaves that scope's pages stale and is reported
+        against it; the others go on."""
         for pid, choice in writers.items():
-            mine = [p for p in batch.stale_pages if writer_of(pod, str(p.scope)) == pid]
-            if not mine:
-                continue
-            try:
-                pages = [page for page in choice.synthesize(replace(batch, stale_pages=mine))
-                         if writer_of(pod, str(page.scope)) == pid]
-            except Exception as e:  # whatever the model's failure, its person's report says it
-                yield WriterFailed(str(e), sorted({str(p.scope) for p in mine}))
-                continue
-            yield from pages
+            for scope in sorted({str(p.scope) for p in batch.stale_pages if writer_of(pod, str(p.scope)) == pid}):
+                mine = [p for p in batch.stale_pages if str(p.scope) == scope]
+                try:
+                    pages = [page for page in choice.synthesize(replace(batch, stale_pages=mine))
+                             if str(page.scope) == scope]
+                except Exception as e:  # whatever the model's failure, its person's report says it
+                    yield WriterFailed(str(e), [scope])
+                    continue
+                yield from pages
 
     rep = await pod.memory_host.run_steps(lambda: nightly_steps(pod.memory, resynthesize=bool(writers)),
                                           failure_told(resynthesize))

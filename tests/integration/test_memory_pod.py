@@ -407,6 +407,49 @@ async def test_nightly_tells_each_person_only_their_own_rejections_and_one_write
     assert [r["title"] for r in alices["rejected"]] == ["re-synthesis"] and "JSON" in alices["rejected"][0]["why"]
 
 
+async def test_nightly_rewrites_a_private_and_a_public_stale_page_in_separate_requests(pod, fake_model) -> None:
+    """The owner's writer rewrites both her private pages and the public ones. Nightly used to send all of a writer's
+    stale pages in one request, so the model rewriting the public page read her private page and could copy its
+    claims into a page everyone in the household reads (ingest already went one scope at a time)."""
+    from wiki_engine import Page
+
+    pod.add_person("Bob")
+    private = f"private/{pod.person.id}"
+    pod.set_role_model("ingest", "fake/writer")
+
+    def stale(scope: str, title: str, fact: str) -> None:
+        keep = pod.memory.add_source(fact, scope=scope)
+        gone = pod.memory.add_source(f"{title} was updated on Monday.", scope=scope)
+        pod.memory.write_page(Page(title, scope, "notes", f"{fact} [1]. Updated Monday [2].", {1: keep, 2: gone}),
+                              author="agent:wiki-writer")
+        pod.memory.delete_source(gone)
+
+    await pod.in_memory_thread(lambda: stale(private, "Clinic", "Alice sees Dr Haverkamp about her HIV treatment."))
+    await pod.in_memory_thread(lambda: stale("public", "Recycling", "The recycling goes out on Thursdays."))
+    prompts: list[str] = []
+
+    def answer(req):
+        prompt = json.dumps(req.body["messages"])
+        prompts.append(prompt)
+        # A hostile writer puts everything it was shown into every page it may write.
+        leak = "HIV treatment with Dr Haverkamp" if "Haverkamp" in prompt else "nothing private"
+        pages = []
+        for scope, title, label in ((private, "Clinic", "Pclinic-1"), ("public", "Recycling", "Precycling-1")):
+            if f"in {scope}" in prompt:
+                pages.append({"title": title, "scope": scope, "category": "notes",
+                              "body": f"Thursday recycling; {leak} [1].", "citations": {"1": label}})
+        return Text(json.dumps(pages))
+
+    fake_model.script = answer
+    out = await asyncio.wait_for(pod.memory_nightly(), 60)
+    assert sorted(out["resynthesized"]) == [f"page:{private}/clinic", "page:public/recycling"], out
+    assert len(prompts) == 2 and not [p for p in prompts if "Haverkamp" in p and "recycling" in p.lower()]
+    public = await pod.in_memory_thread(lambda: pod.memory.read_page("public", "recycling"))
+    assert "Haverkamp" not in public.body and "HIV" not in public.body
+    as_bob = pod.pod.unlock("Bob")
+    assert not [h for h in await as_bob.memory_search("Haverkamp HIV treatment", k=10) if "Haverkamp" in h.snippet]
+
+
 async def test_a_models_page_that_gives_orders_or_echoes_its_prompt_is_not_written(pod, fake_model) -> None:
     """Memory is data, not instructions, for pages too: an ingest page that tells the assistant to forward mail is
     rejected (it used to be stored and found by search); a reconciled page keeps no uncited claim, chat filler or
