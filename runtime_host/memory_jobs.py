@@ -471,7 +471,15 @@ async def produce(pod: Any) -> list[dict[str, Any]]:
             total["skipped"] += [{"item": k, "reason": r} for k, r in rep.skipped]
             total["quarantined"] += [{"item": k, "reason": r} for k, r in rep.quarantined]
         reports.append(total)
-    summaries = await summarize_conversations(pod)
+    try:
+        summaries = await summarize_conversations(pod)
+    except MemoryModelError as exc:  # those people's summaries wait; everyone's folders are still read
+        summaries = exc.report
+        for pid, why in (exc.failures or {}).items():
+            failed.append((pid, MemoryModelError(why)))
+            for rep in reports:
+                if rep["scope"] == f"private/{pid}":
+                    rep.setdefault("error", why)
     scans = await pod.folders.rescan_all()  # watched folders: only what changed is read again
     for rep in reports:
         rep["summaries"] = summaries.get(rep["scope"], 0)
@@ -484,43 +492,56 @@ async def produce(pod: Any) -> list[dict[str, Any]]:
 
 
 async def summarize_conversations(pod: Any) -> dict[str, int]:
-    """Rolls long conversations up into summaries, searchable like any source (one per 30 new messages)."""
-    from wiki_engine import Item
-
+    """Rolls long conversations up into summaries, searchable like any source (one per 30 new messages). Each
+    person's own model writes theirs: one person's failing model leaves their conversations for the next run and
+    is raised (MemoryModelError with ``failures``) once everyone else's summaries are written."""
     made: dict[str, int] = {}
+    failed: list[tuple[str, MemoryModelError]] = []
     internal = {t.id for t in pod.store.list_turns(origins=["background", "schedule", "mail", "handoff"])}
     for person in pod.store.list_people():
-        route = pod._memory_route(person.id, "extraction")
-        scope = f"private/{person.id}"
-        # What the person forgot is never summarised again: only messages after that count.
-        since = await pod.in_memory_thread(lambda s=scope: pod.memory.forgotten_at(s))
-        for inst, _ in pod.store.list_agents(person.id):
-            for conv in pod.store.list_conversations(inst.id):
-                msgs = [m for m in pod.store.list_messages(conv.id)
-                        if m.role in ("user", "assistant") and m.turn_id not in internal and m.created_at > since]
-                upto = len(msgs) - len(msgs) % SUMMARY_EVERY
-                if upto == 0:
-                    continue
-                sid = f"summary-{conv.id}-{upto}" + (f"-after-{since:.0f}" if since else "")
-                if await pod.in_memory_thread(lambda sid=sid, s=scope: pod.memory.source_scope(sid) is not None
-                                              or pod.memory.was_deleted(sid) or pod.memory.held_status(s, sid)):
-                    continue  # summarised already; its summary deleted by the person; or held back for their review
-                lines = [(person.name if m.role == "user" else inst.name, m.content) for m in msgs[:upto]]
-                text = await asyncio.to_thread(summarize, route, conv.title or "untitled", lines, person.name)
-                if not text:
-                    continue
-                item = Item(text=text, scope=scope, ts=msgs[upto - 1].created_at, key=sid, importance=0.6)
-                # A summary that reads like orders (the person quoted some) is held for them like any note; the
-                # run goes on for everyone else.
-                got = await pod.in_memory_thread(lambda it=item, i=sid: pod.memory.add_items(
-                    [it], source_ids=[i], skip_refused=True)[0])
-                if not got:
-                    pod.audit(person_id=person.id, agent=None, kind="memory", phase="memory_write", action="quarantined",
-                              rule="memory.instruction_filter", summary="a conversation summary was held back for "
-                              "you to review (Wiki → Held back)", detail={"item": sid})
-                    continue
-                made[scope] = made.get(scope, 0) + 1
+        try:
+            await _summarize_for(pod, person, internal, made)
+        except MemoryModelError as exc:
+            failed.append((person.id, exc))
+    if failed:
+        raise _failed_run(failed, made)
     return made
+
+
+async def _summarize_for(pod: Any, person: Any, internal: set[str], made: dict[str, int]) -> None:
+    """One person's conversation summaries (counted in ``made`` by scope as each lands)."""
+    from wiki_engine import Item
+
+    route = pod._memory_route(person.id, "extraction")
+    scope = f"private/{person.id}"
+    # What the person forgot is never summarised again: only messages after that count.
+    since = await pod.in_memory_thread(lambda s=scope: pod.memory.forgotten_at(s))
+    for inst, _ in pod.store.list_agents(person.id):
+        for conv in pod.store.list_conversations(inst.id):
+            msgs = [m for m in pod.store.list_messages(conv.id)
+                    if m.role in ("user", "assistant") and m.turn_id not in internal and m.created_at > since]
+            upto = len(msgs) - len(msgs) % SUMMARY_EVERY
+            if upto == 0:
+                continue
+            sid = f"summary-{conv.id}-{upto}" + (f"-after-{since:.0f}" if since else "")
+            if await pod.in_memory_thread(lambda sid=sid, s=scope: pod.memory.source_scope(sid) is not None
+                                          or pod.memory.was_deleted(sid) or pod.memory.held_status(s, sid)):
+                continue  # summarised already; its summary deleted by the person; or held back for their review
+            lines = [(person.name if m.role == "user" else inst.name, m.content) for m in msgs[:upto]]
+            text = await asyncio.to_thread(summarize, route, conv.title or "untitled", lines, person.name)
+            if not text:
+                continue
+            item = Item(text=text, scope=scope, ts=msgs[upto - 1].created_at, key=sid, importance=0.6)
+            # A summary that reads like orders (the person quoted some) is held for them like any note; the
+            # run goes on for everyone else.
+            got = await pod.in_memory_thread(lambda it=item, i=sid: pod.memory.add_items(
+                [it], source_ids=[i], skip_refused=True)[0])
+            if not got:
+                pod.audit(person_id=person.id, agent=None, kind="memory", phase="memory_write", action="quarantined",
+                          rule="memory.instruction_filter", summary="a conversation summary was held back for "
+                          "you to review (Wiki → Held back)", detail={"item": sid})
+                continue
+            made[scope] = made.get(scope, 0) + 1
 
 
 async def ingest(pod: Any) -> dict[str, Any]:

@@ -284,6 +284,12 @@ class PersonPod:
                 raise MemoryModelError(exc.failures[self.person_id]) from None
             return exc.report
 
+    async def memory_summarize(self) -> dict[str, int]:
+        """Rolls everyone's long conversations up into summaries; tells this person their own count, or their own
+        model's failure."""
+        mine = f"private/{self.person_id}"
+        return {s: n for s, n in (await self._for_me(self.pod.memory_summarize)).items() if s == mine}
+
     async def memory_produce(self) -> list[dict[str, Any]]:
         """Runs the producer for everyone (as its timer does); the report shown is this person's alone (another's
         holds their quarantined text and folder paths)."""

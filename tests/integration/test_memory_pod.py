@@ -450,6 +450,52 @@ async def test_nightly_rewrites_a_private_and_a_public_stale_page_in_separate_re
     assert not [h for h in await as_bob.memory_search("Haverkamp HIV treatment", k=10) if "Haverkamp" in h.snippet]
 
 
+async def test_one_persons_failing_summary_model_spares_anothers_summaries_and_folders(pod, fake_model, tmp_path) -> None:
+    """Bob's extraction model answers HTTP 500. Alice's long conversation is still summarised and her watched folder
+    still read; the run fails for Bob alone. The summariser used to raise at Bob's model for everyone: Alice's
+    producer run failed with Bob's error and her folders were not read."""
+    from runtime_host.memory_jobs import SUMMARY_EVERY, SUMMARY_SYSTEM
+    from tests.helpers.fake_model import Error
+
+    pod.add_person("Bob")
+    as_bob = pod.pod.unlock("Bob")
+    fake = next(p for p in pod.list_providers() if p["name"] == "fake")
+    as_bob.add_provider("fake", kind=fake["kind"], base_url=fake["base_url"], model=fake["model"])
+    as_bob.add_agent("bobs", provider="fake")
+    pod.set_role_model("extraction", "fake/alice-model")
+    as_bob.set_role_model("extraction", "fake/bob-model")
+    for who, agent, fact in ((as_bob, "bobs", "My locker code at the gym is behind the blue door."),
+                             (pod, "helper", "The Lisbon trip is from 3 to 10 May with the kids.")):
+        inst = who.find_agent(agent)[0]
+        conv = pod.store.create_conversation(inst.id, "Plans")
+        for i in range(SUMMARY_EVERY // 2):
+            _say(pod, conv, inst, fact if i == 3 else f"Item {i} of the list.")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "boat.txt").write_text("The sailing boat is moored at pier 7 in Harlingen.\n")
+    pod.folders.add(docs)
+
+    def model(req):
+        if req.body["model"] == "bob-model":
+            return Error(500, "bob-model overloaded: tenant bob-4411")
+        if req.body["messages"][0]["content"] == SUMMARY_SYSTEM:
+            return Text("- Alice and the helper planned the Lisbon trip: 3 to 10 May with the kids.")
+        return Text(json.dumps([{"n": n, "keep": n == 1, "reason": "a plan"} for n in range(1, 60)]))
+
+    fake_model.script = model
+    reports = await asyncio.wait_for(pod.memory_produce(), 120)
+    assert "error" not in reports[0] and reports[0]["summaries"] == 1, reports
+    assert "bob-4411" not in json.dumps(reports, default=str)
+    assert [f["indexed"] for f in reports[0]["folders"]] == [1]
+    assert any(h.id.startswith("summary-") for h in await pod.memory_search("Lisbon trip May", mode="keyword"))
+    assert await pod.memory_search("sailing boat pier Harlingen", mode="keyword")
+    with pytest.raises(MemoryModelError, match="bob-4411"):
+        await asyncio.wait_for(as_bob.memory_produce(), 120)
+    with pytest.raises(MemoryModelError, match="bob-4411"):
+        await asyncio.wait_for(as_bob.memory_summarize(), 120)
+    assert await pod.memory_summarize() == {}  # Alice's stretch is summarised already; Bob's failure is not hers
+
+
 async def test_a_models_page_that_gives_orders_or_echoes_its_prompt_is_not_written(pod, fake_model) -> None:
     """Memory is data, not instructions, for pages too: an ingest page that tells the assistant to forward mail is
     rejected (it used to be stored and found by search); a reconciled page keeps no uncited claim, chat filler or
