@@ -174,6 +174,19 @@ def _first_line(text: str, width: int = 80) -> str:
     return line if len(line) <= width else line[: width - 1].rsplit(" ", 1)[0] + "…"
 
 
+def _cited_in(texts: Sequence[str], ids: set[str], where: str) -> bool:
+    """Whether any of the page texts (a proposal's) cites one of ``ids``; a text that no longer parses is
+    searched for the ids themselves."""
+    for text in texts:
+        try:
+            if set(parse_page(text, where=where).citations.values()) & ids:
+                return True
+        except PageFormatError:
+            if any(i in text for i in ids):
+                return True
+    return False
+
+
 def _page_doc(page: Page) -> Doc:
     return Doc(page.key, "page", page.title, f"{page.category}\n{page.body}", _parse_iso(page.updated), None)
 
@@ -773,15 +786,17 @@ class Memory:
                         (scope, slug, "a cited source was deleted", time.time()),
                     )
                 # An agent's proposal that cites a deleted source would bring the claim back if approved: it
-                # is withdrawn, and the next ingest proposes again from what is left.
+                # is withdrawn, and the next ingest proposes again from what is left. Its texts (and those of
+                # proposals decided earlier that cite it) are emptied: they hold the deleted source's words.
                 gone_now = {sid for scs in by_scope.values() for sid in scs}
-                for pid, text in db.execute("SELECT id, proposed_text FROM proposals WHERE status='open'").fetchall():
-                    try:
-                        cited = set(parse_page(text, where=f"proposal #{pid}").citations.values())
-                    except PageFormatError:
-                        continue  # approving it fails with the reason anyway
-                    if cited & gone_now:
-                        db.execute("UPDATE proposals SET status='withdrawn', decided_at=? WHERE id=?", (time.time(), pid))
+                rows = db.execute("SELECT id, status, base_text, proposed_text FROM proposals "
+                                  "WHERE proposed_text != '' OR base_text != ''").fetchall()
+                for pid, status, *texts in rows:
+                    if not _cited_in(texts, gone_now, f"proposal #{pid}"):
+                        continue
+                    db.execute("UPDATE proposals SET status=?, decided_at=COALESCE(decided_at, ?), base_text='', "
+                               "proposed_text='', diff='' WHERE id=?",
+                               ("withdrawn" if status == "open" else status, time.time(), pid))
             for sc, sids in by_scope.items():
                 if (self.root / "index" / sc.relpath).exists():
                     idx = self.index(sc)

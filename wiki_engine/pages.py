@@ -115,11 +115,12 @@ class Page:
 
 
     def without_sources(self, gone: set[str]) -> Page:
-        """This page with every claim that rests only on the ``gone`` sources dropped: a sentence (or list
-        item) whose citations all point at them is removed, one that also cites a kept source loses only
-        the gone numbers. Uncited sentences just before a citation rest on it (a paragraph is often cited
-        once, at its end, and may be wrapped over several lines) and go with it. No citation to a gone source
-        is left behind."""
+        """This page without every claim that rests on the ``gone`` sources: a sentence (or list item) that
+        cites one of them is removed, even if it also cites a kept source (which of its words came from the
+        gone one cannot be told apart, and left citing only the kept source it would put the gone source's
+        words in that one's mouth; the page stays marked for re-synthesis from what is left). Uncited sentences
+        just before a citation rest on it (a paragraph is often cited once, at its end, and may be wrapped over
+        several lines) and go with it. No citation to a gone source, and none of its words, is left behind."""
         dead = {n for n, sid in self.citations.items() if sid in gone}
         if not dead:
             return self
@@ -146,8 +147,8 @@ _BLOCK_START = re.compile(r"^\s*(?:[-*+]\s|\d+[.)]\s|#|>|\|)")
 
 
 def _drop_cited(block: list[str], dead: set[int]) -> list[str]:
-    """One paragraph or list item (its lines) without the sentences that rest only on ``dead`` citations;
-    untouched when it cites none of them."""
+    """One paragraph or list item (its lines) without the sentences that rest on ``dead`` citations; untouched
+    when it cites none of them."""
     if not block or not any(int(n) in dead for line in block for n in _CITE_USE.findall(line)):
         return block
     prefix = re.match(r"^\s*(?:[-*+]|\d+[.)])?\s*", block[0])
@@ -160,9 +161,9 @@ def _drop_cited(block: list[str], dead: set[int]) -> list[str]:
         if not nums:
             resting.append(sentence)
             continue
-        if not nums <= dead:
+        if not nums & dead:
             kept += resting
-            kept.append(_CITE_USE.sub(lambda m: "" if int(m.group(1)) in dead else m.group(0), sentence))
+            kept.append(sentence)
         resting = []
     kept += resting
     rest = " ".join(k.strip() for k in kept if k.strip())

@@ -496,6 +496,34 @@ async def test_one_persons_failing_summary_model_spares_anothers_summaries_and_f
     assert await pod.memory_summarize() == {}  # Alice's stretch is summarised already; Bob's failure is not hers
 
 
+async def test_forget_me_takes_a_persons_words_off_a_shared_page_even_where_a_sentence_also_cites_another(pod) -> None:
+    """Bob told the household's memory something, and the public page's sentence cites his note and Alice's. "Forget
+    everything about me" used to keep that sentence (citing Alice's note alone), so Bob's words stayed on the page
+    everyone reads and in its search index, now credited to Alice."""
+    import time as _time
+
+    from wiki_engine import Item, Page
+
+    bob = pod.add_person("Bob")
+    as_bob = pod.pod.unlock("Bob")
+
+    def seed() -> None:
+        hers, his = pod.memory.add_items([
+            Item(text="The shed key hangs by the back door.", scope="public", ts=_time.time(), owner=pod.person.id),
+            Item(text="Bob keeps his spare cash in the red toolbox.", scope="public", ts=_time.time(), owner=bob["id"])])
+        pod.memory.write_page(Page("Shed", "public", "home", "The shed key hangs by the back door [1]. "
+                                   "Bob's spare cash is in the red toolbox, next to the key [2][1].\n\n- Bins: Thursday [1]",
+                                   {1: hers, 2: his}), author="agent:wiki-writer")
+
+    await pod.in_memory_thread(seed)
+    assert await as_bob.memory_forget_me() >= 1
+    page = await pod.in_memory_thread(lambda: pod.memory.read_page("public", "shed"))
+    assert page is not None and "The shed key hangs by the back door [1]." in page.body
+    assert "toolbox" not in page.body and "cash" not in page.body
+    for who in (pod, as_bob):
+        assert not [h for h in await who.memory_search("spare cash red toolbox", k=10) if "toolbox" in h.snippet]
+
+
 async def test_a_models_page_that_gives_orders_or_echoes_its_prompt_is_not_written(pod, fake_model) -> None:
     """Memory is data, not instructions, for pages too: an ingest page that tells the assistant to forward mail is
     rejected (it used to be stored and found by search); a reconciled page keeps no uncited claim, chat filler or

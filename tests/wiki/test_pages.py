@@ -104,16 +104,45 @@ def test_deleting_a_source_withdraws_the_proposals_that_cite_it(mem: Memory) -> 
     assert page is not None and "Piano" not in page.body and page.verified
 
 
+def test_deleting_a_source_leaves_none_of_its_words_in_proposals_open_or_decided(mem: Memory) -> None:
+    """Proposals keep the page text they proposed and the text they were made against. A withdrawn or decided one
+    used to keep both in memory.db after the source they quoted was deleted, so "delete" left its words on disk."""
+    import sqlite3
+
+    football = mem.add_source("Leo likes football.", scope="private/alice")
+    piano = mem.add_source("Leo has piano lessons with Mrs Varga on Wednesdays.", scope="private/alice")
+    mem.write_page(_page(mem, "private/alice", "Leo", "- Likes football [1]", {1: football}), author="person:alice")
+    mem.set_verified("private/alice", "Leo")
+    rejected = mem.write_page(_page(mem, "private/alice", "Leo", "- Likes football [1]\n- Mrs Varga on Wednesdays [2]",
+                                    {1: football, 2: piano}), author="agent:writer")
+    mem.reject_proposal(rejected.proposal_id)
+    approved = mem.write_page(_page(mem, "private/alice", "Leo", "- Likes football [1]\n- Piano with Mrs Varga [2]",
+                                    {1: football, 2: piano}), author="agent:writer")
+    mem.approve_proposal(approved.proposal_id)
+    later = mem.write_page(_page(mem, "private/alice", "Leo", "- Loves football [1]", {1: football}), author="agent:writer")
+    mem.delete_source(piano)
+    with sqlite3.connect(mem.root / "memory.db") as db:
+        texts = db.execute("SELECT base_text || proposed_text || diff FROM proposals").fetchall()
+    assert texts and not [t for (t,) in texts if "Varga" in t]
+    # made against the page that cited it: withdrawn (that page is gone, so it could not be approved anyway)
+    assert mem.proposals() == [] and [p.id for p in mem.proposals("withdrawn")] == [later.proposal_id]
+    assert [p.id for p in mem.proposals("rejected")] == [rejected.proposal_id]  # its decision is still on record
+    page = mem.read_page("private/alice", "Leo")
+    assert page is not None and page.body == "- Likes football [1]" and page.verified
+
+
 def test_deleting_a_source_never_withdraws_a_proposal_whose_citations_only_look_alike(mem: Memory) -> None:
     # conversation summaries are stored as summary-<conversation>-<messages>: -30 is the start of -300
     early = mem.add_source("Leo started piano lessons.", scope="private/alice", source_id="summary-c0ffee-30")
     late = mem.add_source("Leo plays football on Saturdays.", scope="private/alice", source_id="summary-c0ffee-300")
-    mem.write_page(_page(mem, "private/alice", "Leo", "- Piano [1]", {1: early}), author="person:alice")
+    mem.write_page(_page(mem, "private/alice", "Piano", "- Leo started [1]", {1: early}), author="person:alice")
+    mem.write_page(_page(mem, "private/alice", "Leo", "- Football [1]", {1: late}), author="person:alice")
     mem.set_verified("private/alice", "Leo")
     prop = mem.write_page(_page(mem, "private/alice", "Leo", "- Football on Saturdays [1]", {1: late}),
                           author="agent:writer")
     mem.delete_source(early)
     assert [p.id for p in mem.proposals()] == [prop.proposal_id]
+    assert "Saturdays" in mem.approve_proposal(prop.proposal_id).body
 
 
 def test_stale_proposal_cannot_overwrite_a_later_human_edit(mem: Memory) -> None:

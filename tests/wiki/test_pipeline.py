@@ -304,7 +304,9 @@ def test_deleting_a_source_drops_its_claims_from_every_page(mem: Memory) -> None
     assert sorted(mem.delete_source(clara)) == ["page:private/alice/birthdays", "page:private/alice/clara"]
     page = mem.read_page("private/alice", "Clara")
     assert page is not None and page.citations == {2: orchid}
-    assert "June" not in page.body and "Loves orchids [2]" in page.body and "Orchids or tulips [2]." in page.body
+    assert "June" not in page.body and "Loves orchids [2]" in page.body
+    # a sentence that also rested on the deleted source goes too (left citing [2] alone, [1]'s words would stay)
+    assert "tulips" not in page.body
     assert mem.read_page("private/alice", "Birthdays") is None  # nothing of it was left
     assert clara not in {sid for p in mem.list_pages("private/alice")[0] for sid in p.citations.values()}
     mem.delete_source(orchid)  # a verified page loses the claim too: forgetting is the person's own act
@@ -326,7 +328,8 @@ def test_a_paragraph_cited_once_at_its_end_goes_with_its_source(mem: Memory) -> 
     assert "Leeds" not in page.body and "Kirkstall" not in page.body
     # what rests on a kept source stays, and so does a sentence after the last citation
     assert "She loves orchids [2]. Ask before buying." in page.body
-    assert "Clara grew up in York. She still visits [2]." in page.body
+    # a paragraph cited by the deleted source and a kept one goes: which words were the deleted one's cannot be told
+    assert "York" not in page.body and "visits" not in page.body
 
 
 def test_a_paragraph_wrapped_over_lines_goes_with_the_source_it_rests_on(mem: Memory) -> None:
