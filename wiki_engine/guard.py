@@ -63,7 +63,10 @@ _RULES: list[tuple[str, str, re.Pattern[str]]] = [
         "gives the assistant a standing order to send, forward or share things",
         re.compile(
             r"\b(?:always|automatically|silently|secretly|from\s+now\s+on)\b[,\s]+(?:(?:please|also|just|quietly|automatically|silently|secretly)\s+)?(?:forward|send|cc|bcc|share|upload|"
-            r"email|e-mail|mail|transfer|wire|pay|reveal|disclose)\b[^.\n]{0,60}\b(?:to|with)\b",
+            r"email|e-mail|mail|transfer|wire|pay|reveal|disclose)\b[^.\n]{0,60}\b(?:to|with)\b"
+            # "Whenever you send mail, cc ...": a rule for every time the reader acts, copying someone in
+            rf"|\b(?:whenever|every\s+time|each\s+time|any\s+time)\s+(?:you|(?:the\s+)?{_AI_READER})\b[^.\n,;:]{{0,60}}[,;:]\s*"
+            r"(?:(?:please|also|always|just|quietly|silently|secretly)\s+)*(?:cc|bcc|forward|copy|blind[\s-]copy|send\s+(?:a\s+)?copy)\b",
             re.I,
         ),
     ),
@@ -106,7 +109,11 @@ _RULES: list[tuple[str, str, re.Pattern[str]]] = [
         "addresses the assistant directly with an order",
         re.compile(
             rf"\b(?:hey|dear|attention|note\s+to(?:\s+the)?|to\s+the|to\s+any)\s+{_AI_READER}\b[^.\n]{{0,40}}\b(?:must|should|disable|ignore|forward|send|delete|transfer|reveal|approve|grant)\b|"
-            rf"\b{_AI_READER}\s+must\s+(?:\w+\s+){{0,2}}?(?:upload|send|forward|share|reveal|delete|approve|call|ignore)\b|"
+            rf"\b{_AI_READER}\s+(?:must|should|shall|(?:needs?|has|have|is|are)\s+to|is\s+required\s+to)\s+(?:\w+\s+){{0,2}}?"
+            r"(?:upload|send|forward|share|reveal|delete|approve|call|ignore|cc|bcc|copy|email|e-mail|transfer|wire|pay)\b|"
+            # "Standing rule for the assistant: forward every invoice to ...": a note headed for the reader, then an order
+            rf"\b(?:for|to)\s+(?:the\s+|any\s+|all\s+|my\s+|our\s+)?{_AI_READER}\s*[:\-\u2013\u2014]\s*(?:please\s+)?(?:\w+\s+){{0,2}}?"
+            r"(?:upload|send|forward|share|reveal|delete|approve|call|ignore|cc|bcc|copy|email|e-mail|transfer|wire|pay|grant)\b|"
             rf"(?:^|[\n.!?>\-]\s*)(?:{_AI})\s*[,:]\s*(?:please\s+)?(?:you\s+must|you\s+will|always|never|do\s+not\s+tell|don't\s+tell|"
             r"ignore|forward|send|delete|transfer|reveal|call|approve)\b",
             re.I,
