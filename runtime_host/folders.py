@@ -21,6 +21,7 @@ import logging
 import os
 import re
 import sqlite3
+import stat
 import threading
 import time
 import uuid
@@ -28,6 +29,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
+
+from runtime_host.paths import env_number
 
 log = logging.getLogger("hearth.folders")
 
@@ -38,9 +41,9 @@ MAIL_TYPES = {".eml"}
 MBOX_TYPES = {".mbox", ".mbx"}
 PDF_TYPES = {".pdf"}
 READABLE = "text, Markdown, PDF, HTML, .eml and .mbox files"
-MAX_BYTES = int(float(os.environ.get("HEARTH_IMPORT_MAX_MB") or 25) * 1024 * 1024)
+MAX_BYTES = int(env_number("HEARTH_IMPORT_MAX_MB", 25, "megabytes") * 1024 * 1024)
 # mail exports are read message by message, so they may be much larger than a document
-MAX_MBOX_BYTES = int(float(os.environ.get("HEARTH_IMPORT_MAX_MBOX_MB") or 2048) * 1024 * 1024)
+MAX_MBOX_BYTES = int(env_number("HEARTH_IMPORT_MAX_MBOX_MB", 2048, "megabytes") * 1024 * 1024)
 CHUNK_CHARS = 4000  # a long document becomes several sources, so search points at the right part
 BATCH_FILES = 250  # files read and stored per step at most (one memory transaction, one progress event)
 DELETE_BATCH = 500  # sources deleted per step when a folder is removed or files go
@@ -338,6 +341,9 @@ def read_file(path: Path, rel: str, mtime_ns: int, size: int, known_sha: str = "
     r = _Read(rel, mtime_ns, size)
     ext = path.suffix.lower()
     kinds = TEXT_TYPES | HTML_TYPES | MAIL_TYPES | MBOX_TYPES | PDF_TYPES
+    if _passed_over(path) or path.is_dir():
+        r.skip(_passed_over_reason(path))
+        return r
     if ext not in kinds:
         r.skip(f"not a kind Hearth reads ({ext or 'no extension'}); it reads {READABLE}")
         return r
@@ -422,8 +428,9 @@ def _safe_name(rel: str) -> str:
 
 def walk(root: Path) -> tuple[list[tuple[str, Path, int, int]], list[str]]:
     """Files under ``root`` as (relative path, path, mtime_ns, size), and the folders that could not be listed
-    (what was imported from them is not taken for deleted); hidden files and folders and links are left out (a
-    link could lead out of the folder, or round in a loop)."""
+    (what was imported from them is not taken for deleted). Hidden files and folders and links are listed but
+    not entered (a link could lead out of the folder, or round in a loop): reading them gives the reason they
+    are skipped, so the person sees why they are not in memory."""
     out: list[tuple[str, Path, int, int]] = []
     unlisted: list[str] = []
 
@@ -431,20 +438,33 @@ def walk(root: Path) -> tuple[list[tuple[str, Path, int, int]], list[str]]:
         if exc.filename is not None:
             unlisted.append(_safe_name(Path(exc.filename).relative_to(root).as_posix()))
 
-    for dirpath, dirnames, filenames in os.walk(root, onerror=unlistable, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for name in sorted(filenames):
-            if name.startswith("."):
-                continue
-            p = Path(dirpath) / name
-            try:
-                st = p.lstat()
-            except OSError:
-                continue
-            if not p.is_file() or p.is_symlink():
-                continue
+    def entry(p: Path) -> None:
+        try:
+            st = p.lstat()
+        except OSError:
+            return  # gone since it was listed
+        if stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode) or stat.S_ISDIR(st.st_mode):
             out.append((_safe_name(p.relative_to(root).as_posix()), p, st.st_mtime_ns, st.st_size))
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=unlistable, followlinks=False):
+        passed = sorted(d for d in dirnames if _passed_over(Path(dirpath) / d))
+        dirnames[:] = sorted(d for d in dirnames if d not in passed)
+        for name in sorted([*filenames, *passed]):
+            entry(Path(dirpath) / name)
     return out, unlisted
+
+
+def _passed_over(path: Path) -> bool:
+    """A hidden file or folder, or a link: listed with its reason, never read or entered."""
+    return path.name.startswith(".") or path.is_symlink()
+
+
+def _passed_over_reason(path: Path) -> str:
+    if path.is_symlink():
+        return ("a link: Hearth does not follow links (one could lead out of the folder); watch the folder it "
+                "points to instead")
+    what = "folder" if path.is_dir() else "file"
+    return f"a hidden {what} (its name starts with a dot): Hearth leaves hidden files and folders out"
 
 
 # ---- the folder registry ---------------------------------------------------------------------------
@@ -482,6 +502,18 @@ class FolderDB:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def _unlisted_note(unlisted: Sequence[str]) -> str:
+    """What the folder note says of folders that could not be opened (no permission, a broken disk)."""
+    if not unlisted:
+        return ""
+    if "." in unlisted:
+        return ("The folder itself could not be opened (no permission to read it?): nothing in it was read, and what "
+                "it imported before is kept. Give your user read access to it, then scan again.")
+    names = ", ".join(unlisted[:3]) + (f" and {len(unlisted) - 3} more" if len(unlisted) > 3 else "")
+    return (f"{len(unlisted)} folder(s) inside could not be opened ({names}; no permission to read them?): their "
+            "files were not read, and what they imported before is kept. Give your user read access, then scan again.")
 
 
 def _held_note(n: int, why: str) -> str:
@@ -537,6 +569,8 @@ class WatchedFolders:
         raise FolderError(f"No watched folder {ref!r} of yours. `folder list` shows them.")
 
     def add(self, path: str | Path, person_id: str) -> Folder:
+        if not str(path).strip():
+            raise FolderError("No folder given: pass the path of a folder of your documents, e.g. ~/Documents.")
         root = Path(path).expanduser()
         if not root.is_dir():
             raise FolderError(f"{root} is not a folder on this machine: pick an existing folder.")
@@ -753,7 +787,9 @@ class WatchedFolders:
             rep.sources_deleted += await self._delete_sources(stray)
         rep.seconds = round(time.perf_counter() - t0, 3)
         failed = self.db.q("SELECT COUNT(*) FROM files WHERE folder_id=? AND status='failed'", (folder.id,))[0][0]
-        note = f"{failed} file(s) could not be read; see their reasons." if failed else ""
+        note = " ".join(n for n in (f"{failed} file(s) could not be read; see their reasons." if failed else "",
+                                    _unlisted_note(unlisted)) if n)
+        rep.note = note
         self.db.q("UPDATE folders SET state='watching', note=?, scanned_at=?, mount=? WHERE id=?",
                   (note, time.time(), int(mounted), folder.id))
         self._progress(folder, "done", total, total, rep, on_progress)
@@ -865,6 +901,7 @@ class WatchedFolders:
             reasons = {q.item_key: q.reason for q in held}
         rows = []
         old_to_delete: list[str] = []
+        old_held: list[str] = []
         for r in batch.finished:
             prev = known.get(r.rel)
             if r.unchanged and prev is not None:
@@ -898,6 +935,8 @@ class WatchedFolders:
                     reason += " the next scan tries again"
             elif prev is not None:
                 old_to_delete += [s for s in prev.sources if s not in sids]
+                if prev.sha and prev.sha != r.sha:  # what the old text had held back is no longer in the file
+                    old_held.append(_key_prefix(folder.id, r.rel) + prev.sha[:16])
             rows.append((folder.id, r.rel, r.mtime_ns, r.size, r.sha, status, reason, json.dumps(sids), now,
                          int(status == FAILED or r.again)))
             rep.sources_added += len([s for s in r.sids if not prev or s not in prev.sources])
@@ -912,6 +951,8 @@ class WatchedFolders:
                          "again) VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
         if old_to_delete:  # after the rows that no longer name them (a kill in between leaves strays, swept later)
             rep.sources_deleted += await self._delete_sources(old_to_delete)
+        if old_held:
+            await self.pod.in_memory_thread(lambda: self.pod.memory.drop_held(scope, old_held))
 
     async def _add(self, scope: str, items: list[Any], owners: list[_Read]) -> list[str | None]:
         """Stores the items; their ids ("" for one held in quarantine). One transaction for all; if that fails,

@@ -1,9 +1,29 @@
-"""Where Hearth keeps its data: the platformdirs user data folder, or HEARTH_HOME when set."""
+"""Where Hearth keeps its data (the platformdirs user data folder, or HEARTH_HOME when set), and the limits a
+person may set in the environment."""
 
 from __future__ import annotations
 
+import logging
+import math
 import os
 from pathlib import Path
+
+
+def env_number(name: str, default: float, unit: str) -> float:
+    """The positive number in environment variable ``name``, else ``default``. A value that is not one (a typo,
+    "25MB", 0) never stops Hearth from starting: the default is used and the log says what to write instead."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        logging.getLogger("hearth").warning("%s=%r is not a positive number of %s; using %s. Set it to a number "
+                                            "such as %s, or unset it.", name, raw, unit, f"{default:g}", f"{default:g}")
+        return default
+    return value
 
 
 def data_dir() -> Path:

@@ -14,12 +14,12 @@ import asyncio
 import collections
 import contextlib
 import logging
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from runtime_host.paths import env_number
 from runtime_host.ports import TurnsPod
 from runtime_host.states import WorkerState
 from runtime_host.store import AgentInstance, AgentProfile, StorageError, StoreError, now, step_dict
@@ -31,10 +31,10 @@ log = logging.getLogger("hearth.pod")
 
 MAX_RESUMES_PER_TURN = 3
 # A turn's owner renews its lease every LEASE_S / 3; another host may take the turn after it expires.
-LEASE_S = float(os.environ.get("HEARTH_LEASE_S") or 30.0)
+LEASE_S = env_number("HEARTH_LEASE_S", 30.0, "seconds")
 TURNS_PER_MINUTE = 20  # per conversation; more wait their turn
 # A turn's time limit, resumes included: the worker ends it just before; the Pod stops it at the limit if not.
-TURN_TIME_LIMIT_S = float(os.environ.get("HEARTH_TURN_LIMIT_S") or 1800.0)
+TURN_TIME_LIMIT_S = env_number("HEARTH_TURN_LIMIT_S", 1800.0, "seconds")
 TURN_STOP_GRACE_S = 0.0
 
 # What a Pod tool is: handler(person_id, instance_id, args) -> output (awaitable). The identity is the pipe's.
