@@ -11,6 +11,17 @@ from typing import Any
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
+def _at_least_one(text: str) -> int:
+    """An argument that counts something: a whole number of 1 or more, else argparse's usage error."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of 1 or more")
+    return n
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m runtime_host", description="Hearth's pod, headless.")
     p.add_argument("--person", help="act as this person (default: the first person)")
@@ -137,7 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     me_sub.add_parser("nightly", help="merge duplicates, re-synthesise, rebuild the index")
     msr = me_sub.add_parser("search", help="search what you may see")
     msr.add_argument("query")
-    msr.add_argument("-k", type=int, default=10)
+    msr.add_argument("-k", type=_at_least_one, default=10, help="how many results (1 or more; default 10)")
     msr.add_argument("--mode", choices=["hybrid", "keyword", "meaning"], default="hybrid")
     mpg = me_sub.add_parser("pages", help="list wiki pages")
     mpg.add_argument("--json", action="store_true")
@@ -470,6 +481,12 @@ async def _memory(me: Any, args: argparse.Namespace) -> int:
             else:
                 for r in rows:
                     print(f"{r['scope']}\t{r.get('title') or r.get('corrupt')}\t{'verified' if r.get('verified') else ''}")
+                if not rows:
+                    from runtime_host.memory_jobs import NO_INGEST_MODEL
+
+                    print("No wiki pages yet. " + ("They are written from your memory at the next ingest; "
+                                                   "`memory ingest` writes them now." if me.has_memory_model("ingest")
+                                                   else NO_INGEST_MODEL))
         elif args.action == "ask":
             result = await me.ask_memory(args.question)
             if not result.ok:

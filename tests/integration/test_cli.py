@@ -119,6 +119,22 @@ def test_deleting_a_conversation_with_forget_takes_what_memory_learned(home, fak
     assert "5812" not in cli(home, "memory", "search", "garage door code").stdout
 
 
+def test_memory_pages_says_why_there_are_none_and_search_refuses_a_count_below_one(home, fake_model) -> None:
+    """`memory pages` printed nothing at all before the first page (was it broken?); `memory search -k 0` and -k -5
+    printed [] as if memory held nothing."""
+    setup_agent(home, fake_model.base_url)
+    r = cli(home, "memory", "pages")
+    assert r.returncode == 0 and r.stdout.startswith("No wiki pages yet.") and "ingest model is chosen" in r.stdout
+    assert json.loads(cli(home, "memory", "pages", "--json").stdout) == []
+    assert cli(home, "models", "set", "ingest", "fake/fake-1").returncode == 0
+    r = cli(home, "memory", "pages")
+    assert r.returncode == 0 and "at the next ingest" in r.stdout and "`memory ingest`" in r.stdout
+    for k in ("0", "-5", "ten"):
+        r = cli(home, "memory", "search", "spare key", "-k", k)
+        assert r.returncode == 2 and "not a whole number of 1 or more" in r.stderr and r.stdout == "", (k, r.stderr)
+    assert cli(home, "memory", "search", "spare key", "-k", "3").returncode == 0
+
+
 def test_memory_held_release_and_discard(home, fake_model, script) -> None:
     """A note held back because it reads as orders is listed with its reason, kept or discarded by number; a number
     that is not held says so and exits non-zero."""
