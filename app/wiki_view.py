@@ -13,7 +13,7 @@ import re
 from typing import Any
 from urllib.parse import quote, unquote
 
-from PySide6.QtCore import QStringListModel, Qt, QUrl, Signal
+from PySide6.QtCore import QStringListModel, Qt, QTimer, QUrl, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QCompleter,
@@ -35,9 +35,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.bridge import PodBridge
 from app.folders_view import FoldersView
 from app.markdown import STYLE, render
 from app.memory_status import IngestPanel
+
+# Events after which what the Wiki page shows (pages, Held back, the empty state) may have changed.
+MEMORY_CHANGED = ("memory.produced", "memory.ingested", "memory.quarantined", "memory.remembered", "folders.changed")
 
 _LINK = re.compile(r"\[\[([^\]|]+)(?:\|([^\]]+))?\]\]")
 _CITE = re.compile(r"\[(\d+)\](?!\()")
@@ -323,6 +327,15 @@ class WikiView(QWidget):
         self.ingest_panel = IngestPanel(pod)
         self.ingest_panel.status.connect(self.status)
         self.ingest_panel.ingested.connect(self.refresh)
+        # What memory gained or held back meanwhile (a folder import, the producer's timer, an agent's note) is
+        # shown without a click: one reload per burst of such events, only while the page is on screen (showing
+        # it reloads anyway).
+        self._memory_soon = QTimer(self)
+        self._memory_soon.setSingleShot(True)
+        self._memory_soon.setInterval(300)
+        self._memory_soon.timeout.connect(self._memory_changed)
+        self.bridge = PodBridge(pod, self)
+        self.bridge.event.connect(self._on_pod_event)
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(left)
         split.addWidget(self.tabs)
@@ -385,6 +398,17 @@ class WikiView(QWidget):
         """Verified and Edit act on the page shown; with no page of the person's shown, they are off."""
         self.verified.setEnabled(enabled)
         self.edit.setEnabled(enabled)
+
+    def _on_pod_event(self, ev: dict[str, Any]) -> None:
+        if ev.get("person") != self.pod.person.id:  # another person's memory: nothing of it is shown here
+            return
+        kind = ev.get("type")
+        if kind in MEMORY_CHANGED or (kind == "folders.progress" and ev.get("phase") == "done"):
+            self._memory_soon.start()
+
+    def _memory_changed(self) -> None:
+        if self.isVisible():
+            self.refresh()
 
     def _mem(self, fn: Any) -> Any:
         return self.pod.in_memory_thread(fn)
