@@ -843,9 +843,10 @@ class WatchedFolders:
     def _mail_decider(self, person_id: str) -> Callable[[list[Any]], list[Any]]:
         """Keep or skip for messages of mail exports: the import role's model if a capable one is chosen, else
         the general rules (newsletters and advertising stay out). Documents are kept whole: you chose them."""
-        from runtime_host.memory_jobs import choose
+        from runtime_host.memory_jobs import choose, redactor
 
-        choice = choose(self.pod._memory_route(person_id, "import"))  # the folder's person's own model
+        # the folder's person's own model; a skip reason (shown in the file's status) may quote the message
+        choice = choose(self.pod._memory_route(person_id, "import"), redact=redactor(self.pod))
         self.decided_by = choice.who
 
         def decide(items: list[Any]) -> list[Any]:

@@ -89,7 +89,9 @@ DECIDE_SYSTEM = (
 )
 
 
-def model_decide(route: Route) -> Any:
+def model_decide(route: Route, redact: Callable[[str, str], str] | None = None) -> Any:
+    """Keep or skip by the model. ``redact`` (text, scope) is applied to each reason before it is cut to length: a
+    model may quote the item it skipped, and a card number cut in half is no longer found by the redactor."""
     from wiki_engine.pipeline import Decision
 
     def decide(items: Sequence[Any]) -> list[Any]:
@@ -104,7 +106,10 @@ def model_decide(route: Route) -> Any:
         by_n: dict[int, Any] = {}
         for d in data:
             if isinstance(d, dict) and isinstance(d.get("n"), int) and isinstance(d.get("keep"), bool):
-                by_n[d["n"]] = Decision(d["keep"], str(d.get("reason") or "")[:200])
+                reason = str(d.get("reason") or "")
+                if redact is not None and 1 <= d["n"] <= len(items):
+                    reason = redact(reason, str(items[d["n"] - 1].scope))
+                by_n[d["n"]] = Decision(d["keep"], reason[:200])
         missing = [n for n in range(1, len(items) + 1) if n not in by_n]
         if missing:
             raise MemoryModelError(f"The extraction model gave no decision for item(s) {missing[:10]}; nothing was stored.")
@@ -160,9 +165,12 @@ def _echoes(text: str, prompts: Sequence[str]) -> bool:
     return False
 
 
-def model_synthesize(route: Route, names: dict[str, str] | None = None) -> Any:
+def model_synthesize(route: Route, names: dict[str, str] | None = None,
+                     redact: Callable[[str, str], str] | None = None) -> Any:
     """The wiki writer. ``names`` maps ids (person, agent) to the names people use: the model sees
-    scopes labelled with them, and an id that still reaches a title or body is replaced by its name."""
+    scopes labelled with them, and an id that still reaches a title or body is replaced by its name. ``redact``
+    (text, scope) is applied to a title and category before they are cut to length (memory redacts the whole page
+    again as it stores it, but a card number cut in half is no longer found)."""
     from wiki_engine.pages import Page
 
     names = dict(names or {})
@@ -210,7 +218,10 @@ def model_synthesize(route: Route, names: dict[str, str] | None = None) -> Any:
             if scope not in scopes:
                 raise MemoryModelError(f"The wiki-writer put a page in {scope!r}, which is none of the scopes it was "
                                        "given; the inbox is unchanged.")
-            title = " ".join(named(str(d["title"])).split())[:120]
+            def fit(text: str, limit: int, scope: str = scope) -> str:
+                return (redact(text, scope) if redact is not None else text)[:limit]
+
+            title = fit(" ".join(named(str(d["title"])).split()), 120)
             body, _ = tidy_body(named(str(d.get("body") or "")))
             if _HEXID.search(title) or title.upper() in {str(label).upper() for label in numbered}:
                 raise MemoryModelError(f"The wiki-writer titled a page with an id ({title!r}); the inbox is unchanged. "
@@ -219,7 +230,7 @@ def model_synthesize(route: Route, names: dict[str, str] | None = None) -> Any:
                 raise MemoryModelError("The wiki-writer repeated its instructions instead of writing a page; the inbox "
                                        "is unchanged.")
             used = {int(n) for n in _CITE.findall(body)}
-            pages.append(Page(title=title, scope=scope, category=str(d.get("category") or "notes")[:40],
+            pages.append(Page(title=title, scope=scope, category=fit(str(d.get("category") or "notes"), 40),
                               body=body, citations={n: v for n, v in cites.items() if n in used}))
         return pages
 
@@ -244,15 +255,17 @@ class Choice:
     synthesize: Any | None
 
 
-def choose(route: dict[str, Any] | None, names: dict[str, str] | None = None) -> Choice:
-    """The keep/skip and page-writing functions for a role route: a capable model, or the rules and no writer."""
+def choose(route: dict[str, Any] | None, names: dict[str, str] | None = None,
+           redact: Callable[[str, str], str] | None = None) -> Choice:
+    """The keep/skip and page-writing functions for a role route: a capable model, or the rules and no writer.
+    ``redact`` is memory's redactor (``redactor(pod)``) for what the model writes that memory keeps."""
     from wiki_engine.pipeline import rules_decide
 
     if not capable(route):
         return Choice("rules", rules_decide, None)
     assert route is not None
     r = Route.from_dict(route)
-    return Choice(f"{r.provider}/{r.model}", model_decide(r), model_synthesize(r, names))
+    return Choice(f"{r.provider}/{r.model}", model_decide(r, redact), model_synthesize(r, names, redact))
 
 
 SUMMARY_EVERY = 30  # messages: a conversation gets a new summary each time it grows by this many
@@ -364,7 +377,8 @@ def _writers(pod: Any) -> dict[str, Choice]:
     names = person_names(pod)
     first = owner(pod)
     ids = [first, *(str(p.id) for p in pod.store.list_people() if str(p.id) != first)]
-    return {pid: choose(pod._memory_route(pid, "ingest"), names) for pid in ids}
+    red = redactor(pod)
+    return {pid: choose(pod._memory_route(pid, "ingest"), names, red) for pid in ids}
 
 
 def person_names(pod: Any) -> dict[str, str]:
@@ -424,18 +438,6 @@ def mail_items(pod: Any, account: Any, since: Any) -> list[Any]:
     return out
 
 
-def redacted_reasons(decide: Callable[[Sequence[Any]], list[Any]], memory: Any, scope: str) -> Callable[[Sequence[Any]], list[Any]]:
-    """``decide`` with each reason passed through memory's redactor before memory keeps it (table skips): a model
-    may quote the item it skipped."""
-
-    def decide_redacted(items: Sequence[Any]) -> list[Any]:
-        red = memory.redactor
-        decisions = list(decide(items))
-        return decisions if red is None else [replace(d, reason=red(d.reason, scope)) for d in decisions]
-
-    return decide_redacted
-
-
 async def produce(pod: Any) -> list[dict[str, Any]]:
     """Pulls new chat and mail of every person into the memory inbox (keep or skip), then summaries."""
     from wiki_engine.pipeline import producer_steps
@@ -444,7 +446,7 @@ async def produce(pod: Any) -> list[dict[str, Any]]:
     failed: list[tuple[str, MemoryModelError]] = []
     for person in pod.store.list_people():
         pid = person.id
-        choice = choose(pod._memory_route(pid, "extraction"))  # each person's items go to their own model
+        choice = choose(pod._memory_route(pid, "extraction"), redact=redactor(pod))  # each person's own model
         scope = f"private/{pid}"
         origins: list[tuple[str, Callable[[Any], list[Any]]]] = [("chat", lambda mark, pid=pid: chat_items(pod, pid, mark))]
         for acct in pod.mail.accounts(pid):
@@ -452,10 +454,9 @@ async def produce(pod: Any) -> list[dict[str, Any]]:
         total: dict[str, Any] = {"scope": scope, "decided_by": choice.who, "pulled": 0, "kept": 0, "mail": 0,
                                  "skipped": [], "quarantined": []}
         for origin, fetch in origins:
-            decide = redacted_reasons(choice.decide, pod.memory, scope)
             try:
                 rep = await pod.memory_host.run_steps(lambda origin=origin, fetch=fetch, scope=scope: producer_steps(
-                    pod.memory, scope=scope, origin=origin, fetch=fetch), decide)
+                    pod.memory, scope=scope, origin=origin, fetch=fetch), choice.decide)
             except MemoryModelError as exc:  # this person's model: the others' items and folders still go in
                 total["error"] = str(exc)
                 failed.append((pid, exc))
@@ -707,6 +708,6 @@ async def ask(pod: Any, person_id: str, question: str) -> MemoryAnswer:
 __all__ = [
     "ASK_SYSTEM", "Choice", "MemoryAnswer", "MemoryModelError", "NO_ASK_MODEL", "NO_INGEST_MODEL", "SUMMARY_EVERY",
     "ask", "capable", "chat_items", "choose", "ingest", "mail_items", "model_decide", "model_reconcile",
-    "model_synthesize", "nightly", "person_names", "produce", "redacted_reasons", "redactor", "summarize",
+    "model_synthesize", "nightly", "person_names", "produce", "redactor", "summarize",
     "summarize_conversations", "tidy_body", "next_run",
 ]

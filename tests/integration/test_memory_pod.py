@@ -524,6 +524,36 @@ async def test_forget_me_takes_a_persons_words_off_a_shared_page_even_where_a_se
         assert not [h for h in await who.memory_search("spare cash red toolbox", k=10) if "toolbox" in h.snippet]
 
 
+async def test_a_card_a_model_writes_where_its_text_is_cut_to_length_is_still_redacted(pod, fake_model) -> None:
+    """A skip reason (200 characters), a page title (120) and category (40) were cut to length before memory redacted
+    them: a card number on the cut was no longer a card, so 14 of its 16 digits were stored in clear."""
+    from tests.integration.test_memory_pipeline import _stored_text
+
+    card = "4111 1111 1111 1111"
+    scope = f"private/{pod.person.id}"
+    inst = pod.find_agent("helper")[0]
+    _say(pod, pod.store.create_conversation(inst.id, "Plumber"), inst, "The plumber comes on Friday at nine.")
+    pod.set_role_model("extraction", "fake/extractor")
+    pod.set_role_model("ingest", "fake/writer")
+
+    def answer(req):
+        if req.body["model"] == "extractor":
+            n = len([ln for ln in req.last_user.splitlines() if ln[:1].isdigit()])
+            return Text(json.dumps([{"n": i + 1, "keep": i > 0, "reason": "x" * 182 + " " + card}
+                                    for i in range(max(n, 1))]))
+        return Text(json.dumps([{"title": "Payments " + "y" * 98 + " card " + card, "scope": scope,
+                                 "category": "household payments card " + card,
+                                 "body": "- The boiler was fixed on Monday [1]", "citations": {"1": "S1"}}]))
+
+    fake_model.script = answer
+    rep = (await asyncio.wait_for(pod.memory_produce(), 60))[0]
+    assert rep["skipped"] and "[CARD" in rep["skipped"][0]["reason"]
+    await pod.in_memory_thread(lambda: pod.memory.add_source("The plumber fixed the boiler on Monday.", scope=scope))
+    out = await asyncio.wait_for(pod.memory_ingest(), 60)
+    assert len(out["written"]) == 1, out
+    assert "4111 1111 1111" not in _stored_text(pod.home) and "411111111111" not in _stored_text(pod.home)
+
+
 async def test_a_models_page_that_gives_orders_or_echoes_its_prompt_is_not_written(pod, fake_model) -> None:
     """Memory is data, not instructions, for pages too: an ingest page that tells the assistant to forward mail is
     rejected (it used to be stored and found by search); a reconciled page keeps no uncited claim, chat filler or
