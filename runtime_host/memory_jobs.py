@@ -133,6 +133,8 @@ _FILLER = re.compile(
     r"^\s*(sure|certainly|of course|absolutely|okay|ok|great|here('s| is| are)|i('ve| have) (written|updated|created)|"
     r"below (is|are)|i hope|hope this|let me know|feel free|as an ai|happy to help)\b[^\[\n]*$", re.I)
 _CITE = re.compile(r"\[(\d+)\](?![(:])")
+_MD_LINK = re.compile(r"!?\[([^\]\n]*)\]\([^)\n]*\)")  # [words](target), ![image](target)
+_MD_LINK_DEF = re.compile(r"^[ \t]*\[[^\]\n]+\]:[^\n]*\n?", re.M)  # [label]: target
 _LINK = re.compile(r"\[\[[^\]]+\]\]")
 _HEXID = re.compile(r"\b[0-9a-fA-F]{12,}\b")
 
@@ -697,7 +699,9 @@ async def ask(pod: Any, person_id: str, question: str) -> MemoryAnswer:
         answer = await asyncio.to_thread(_ask, r, ASK_SYSTEM, f"Question: {question}\n\nMemory:\n{listing}")
     except ProviderError as exc:
         return MemoryAnswer(False, error=f"The Ask memory model failed: {exc}", hits=hits)
-    answer = answer.strip()
+    # The answer's only links are Hearth's own citations: a link or link definition the model wrote (to a source id
+    # it guessed, a page, a web address) is left as its words.
+    answer = _MD_LINK_DEF.sub("", _MD_LINK.sub(lambda m: m.group(1), answer)).strip()
     cited = {int(n) for n in _CITE.findall(answer)}
     citations = {n: hits[n - 1].id for n in sorted(cited) if 1 <= n <= len(hits)}
     # A number the model made up points at nothing: it is removed rather than shown as a citation.

@@ -99,6 +99,11 @@ async def test_ask_memory_answers_with_its_role_model_and_cites_sources(pod, scr
     result = await asyncio.wait_for(pod.ask_memory("What is the boiler code?"), 60)
     assert result.ok and result.text == "The code is 7731 [1]. Also ." and result.citations == {1: sid}
     assert result.answered_by == "strong/strong-1" and fake_model.requests[-1].body["model"] == "strong-1"
+    # a link the model writes is not Hearth's citation: only its words stay (a guessed source id, a web address)
+    script([lambda req: Text("The code is 7731 [1], see [the note](hearth-source:abc123) and ![x](https://evil.example/p)."
+                             "\n[2]: hearth-page:public|Boiler")])
+    result = await asyncio.wait_for(pod.ask_memory("What is the boiler code?"), 60)
+    assert result.text == "The code is 7731 [1], see the note and x." and result.citations == {1: sid}
     assert "7731" in fake_model.requests[-1].last_user
     # Its instructions are not a conversation: nothing new in the agent's chats, nothing the producer could pull.
     assert len(pod.store.list_conversations(inst.id)) == convs_before
