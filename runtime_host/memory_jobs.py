@@ -624,7 +624,8 @@ async def nightly(pod: Any) -> dict[str, Any]:
     rep = await pod.memory_host.run_steps(lambda: nightly_steps(pod.memory, resynthesize=bool(writers)),
                                           failure_told(resynthesize))
     out = dict(vars(rep))
-    out["reconciled"] = await pod._reconcile_pages()
+    out["reconciled"], unreconciled = await pod._reconcile_pages()
+    out["rejected"] += unreconciled  # a page whose owner's model failed to reconcile it, told to that person alone
     # counts only: the lists name pages and files of every person, and every subscriber hears this event
     pod.emit({"type": "memory.nightly", **{k: len(v) if isinstance(v, list) else v for k, v in out.items()
                                            if isinstance(v, int | list)}})

@@ -292,14 +292,22 @@ class MemoryHost:
         async with self.job_lock("ingest"):
             return await memory_jobs.ingest(self.pod)
 
-    async def reconcile_pages(self) -> list[str]:
+    async def reconcile_pages(self) -> tuple[list[str], list[tuple[str, str, str]]]:
         """Model against model: the ingest model resolves contradicting claims on unverified pages, in favour
         of the newest source. A page a person verified is never touched (human against model: the human wins).
-        Without a real model for the role, nothing is changed (rules cannot judge a contradiction)."""
-        from runtime_host.memory_jobs import model_reconcile, writer_of
+        Without a real model for the role, nothing is changed (rules cannot judge a contradiction).
+
+        Gives the pages changed (``scope/slug: why``) and those left as they were because their owner's model
+        failed (page title, why, scope), as nightly's ``rejected``: one person's failing model is told to them
+        alone (its error quotes their model's answer) and the other pages go on."""
+        from dataclasses import replace
+
+        from runtime_host.memory_jobs import MemoryModelError, model_reconcile, writer_of
         from runtime_host.providers import Route
+        from wiki_engine import CitationError, PageFormatError
 
         changed: list[str] = []
+        failed: list[tuple[str, str, str]] = []
         scopes = await self.in_memory_thread(self.memory.scopes_on_disk)
         for scope in scopes:
             # each person's pages go only to their own ingest model, never to another person's provider
@@ -313,20 +321,20 @@ class MemoryHost:
                     continue
                 sources = [(n, await self.in_memory_thread(lambda sid=sid: self.memory.get_source(sid)))
                            for n, sid in sorted(page.citations.items())]
-                body, why = await asyncio.to_thread(reconcile, page, sources)
+                try:
+                    body, why = await asyncio.to_thread(reconcile, page, sources)
+                except MemoryModelError as exc:  # this page stays as it is until the next night
+                    failed.append((page.title, str(exc), str(scope)))
+                    continue
                 if body is None:
                     continue
-                from dataclasses import replace
-
-                from wiki_engine import CitationError, PageFormatError
-
                 try:
                     await self.in_memory_thread(lambda p=page, b=body: self.memory.write_page(
                         replace(p, body=b), author="agent:nightly"))
                 except (CitationError, PageFormatError, ValueError):
                     continue  # a source was deleted or the page edited while the model thought: left as it is
                 changed.append(f"{scope}/{page.slug}: {why}")
-        return changed
+        return changed, failed
 
     async def memory_nightly(self) -> dict[str, Any]:
         from runtime_host import memory_jobs

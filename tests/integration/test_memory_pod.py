@@ -787,3 +787,49 @@ def test_json_nested_deeper_than_the_parser_goes_is_a_models_bad_answer_not_a_cr
 
     with pytest.raises(MemoryModelError, match="did not answer with JSON"):
         _json_from("[" * 50000 + "]" * 50000, "extraction")
+
+
+async def test_one_persons_failing_reconcile_model_spares_anothers_nightly(pod, fake_model) -> None:
+    """Bob's reconciliation model answers prose that quotes his page. Alice's nightly used to fail with Bob's error
+    (80 characters of his model's answer, his page's words), and the scopes after his were not reconciled that
+    night. Now each page's reconciliation failure is reported to the page's owner, and the others go on."""
+    import time as _time
+
+    from wiki_engine import Page
+
+    bob = pod.add_person("Bob")
+    as_bob = pod.pod.unlock("Bob")
+    fake = next(p for p in pod.list_providers() if p["name"] == "fake")
+    as_bob.add_provider("fake", kind=fake["kind"], base_url=fake["base_url"], model=fake["model"])
+    alice_scope, bob_scope = f"private/{pod.person.id}", f"private/{bob['id']}"
+    pod.set_role_model("ingest", "fake/alice-model")
+    as_bob.set_role_model("ingest", "fake/bob-model")
+
+    def contradicting(scope: str, who: str) -> None:
+        old = pod.memory.add_source(f"{who}'s appointment is on 3 June.", scope=scope, ts=_time.time() - 86400 * 30)
+        new = pod.memory.add_source(f"Correction: {who}'s appointment is on 4 June.", scope=scope, ts=_time.time())
+        pod.memory.write_page(Page(title="Appointments", scope=scope, category="health",
+                                   body=f"- {who}'s appointment is on 3 June [1]\n- {who}'s appointment is on 4 June [2]",
+                                   citations={1: old, 2: new}), author="agent:wiki-writer")
+
+    await pod.in_memory_thread(lambda: contradicting(alice_scope, "Alice"))
+    await pod.in_memory_thread(lambda: contradicting(bob_scope, "Bob"))
+
+    def answer(req):
+        if req.body["model"] == "bob-model":
+            return Text("Sure! Bob's psychiatrist appointment moved to 4 June, I would keep that one.")
+        return Text(json.dumps({"changed": True, "body": "- Alice's appointment is on 4 June [2]",
+                                "why": "the newer source corrects the date"}))
+
+    fake_model.script = answer
+    alices = await asyncio.wait_for(pod.memory_nightly(), 60)
+    assert [r.split(":")[0] for r in alices["reconciled"]] == [f"{alice_scope}/appointments"]
+    assert "psychiatrist" not in json.dumps(alices, default=str) and alices["rejected"] == []
+    page = await pod.in_memory_thread(lambda: pod.memory.read_page(alice_scope, "appointments"))
+    assert page.body.strip() == "- Alice's appointment is on 4 June [2]"
+
+    bobs = await asyncio.wait_for(as_bob.memory_nightly(), 60)
+    assert bobs["reconciled"] == []
+    assert [r["title"] for r in bobs["rejected"]] == ["Appointments"] and "JSON" in bobs["rejected"][0]["why"]
+    page = await pod.in_memory_thread(lambda: pod.memory.read_page(bob_scope, "appointments"))
+    assert "3 June" in page.body and "4 June" in page.body  # left as it was for the next night
