@@ -279,12 +279,16 @@ SUMMARY_SYSTEM = (
 )
 
 
-def summarize(route: dict[str, Any] | None, title: str, lines: list[tuple[str, str]], person: str = "person") -> str:
+def summarize(route: dict[str, Any] | None, title: str, lines: list[tuple[str, str]], person: str = "person",
+              redact: Callable[[str], str] | None = None) -> str:
     """A conversation's summary: by the role's model, or (no capable model) the person's own statements
-    that the rules keep, one per line. ``lines`` are (speaker, text); ``person`` is the person's speaker name."""
+    that the rules keep, one per line. ``lines`` are (speaker, text); ``person`` is the person's speaker name.
+    ``redact`` (memory's redactor) is applied to each line before it is cut to length: a card number cut in half
+    is no longer found by the redactor, and the summary (or a model repeating its transcript) would keep its digits."""
+    clean = redact or (lambda text: text)
     if capable(route):
         assert route is not None
-        transcript = "\n".join(f"{who}: {text[:1500]}" for who, text in lines)
+        transcript = "\n".join(f"{who}: {clean(text)[:1500]}" for who, text in lines)
         try:
             text = _ask(Route.from_dict(route), SUMMARY_SYSTEM, f"Conversation “{title}”:\n{transcript}")
         except ProviderError as exc:
@@ -298,7 +302,7 @@ def summarize(route: dict[str, Any] | None, title: str, lines: list[tuple[str, s
     said = [t for who, t in lines if who == person]
     keep = [t for t, d in zip(said, rules_decide([Item(text=t, scope="public", ts=0) for t in said]), strict=True)
             if d.keep]
-    bullets = "\n".join(f"- {' '.join(t.split())[:300]}" for t in keep[-12:])
+    bullets = "\n".join(f"- {' '.join(clean(t).split())[:300]}" for t in keep[-12:])
     return f"Summary of the conversation “{title}” ({person}'s statements):\n{bullets}" if bullets else ""
 
 
@@ -517,6 +521,11 @@ async def _summarize_for(pod: Any, person: Any, internal: set[str], made: dict[s
 
     route = pod._memory_route(person.id, "extraction")
     scope = f"private/{person.id}"
+    redact = redactor(pod)
+
+    def clean(text: str) -> str:
+        return redact(text, scope)
+
     # What the person forgot is never summarised again: only messages after that count.
     since = await pod.in_memory_thread(lambda s=scope: pod.memory.forgotten_at(s))
     for inst, _ in pod.store.list_agents(person.id):
@@ -531,7 +540,8 @@ async def _summarize_for(pod: Any, person: Any, internal: set[str], made: dict[s
                                           or pod.memory.was_deleted(sid) or pod.memory.held_status(s, sid)):
                 continue  # summarised already; its summary deleted by the person; or held back for their review
             lines = [(person.name if m.role == "user" else inst.name, m.content) for m in msgs[:upto]]
-            text = await asyncio.to_thread(summarize, route, conv.title or "untitled", lines, person.name)
+            text = await asyncio.to_thread(summarize, route, conv.title or "untitled", lines, person.name,
+                                           clean)
             if not text:
                 continue
             item = Item(text=text, scope=scope, ts=msgs[upto - 1].created_at, key=sid, importance=0.6)

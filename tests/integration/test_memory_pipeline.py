@@ -301,3 +301,45 @@ async def test_deleting_a_source_removes_its_claims_from_every_page(pod, script,
         assert a not in p.citations.values() and "June" not in p.body
     assert pod.memory.stale_pages() == []
     assert not [h for h in await pod.memory_search("birthday 3 June", mode="keyword") if "June" in h.snippet]
+
+
+@pytest.mark.parametrize("summarizer", ["rules", "echoing model"])
+async def test_a_card_on_the_cut_of_a_summarised_statement_is_still_redacted(pod, script, summarizer) -> None:
+    """A conversation summary keeps the person's statements cut to length (300 characters without a model, 1,500 of
+    each line shown to a model). The cut used to come before redaction: a card number across it was no longer a
+    card to the redactor, and 14 of its digits were stored in the summary."""
+    from runtime_host.memory_jobs import SUMMARY_EVERY
+
+    inst = pod.find_agent("helper")[0]
+    scope = f"private/{inst.person_id}"
+    cut = 300 if summarizer == "rules" else 1500
+    head = "I promised to pay the plumber for the boiler repair on Friday morning"
+    tail = " with my card "
+    lead = (head + " and soon" * 300)[:cut - 17 - len(tail)]
+    lead = lead.rstrip() + "." * (cut - 17 - len(tail) - len(lead.rstrip()))
+    statement = f"{lead}{tail}{CARD} please."  # the cut falls inside the card's last group: 14 digits before it
+    at = statement.index(CARD)
+    assert at < cut < at + len(CARD), (at, cut)
+    conv = pod.store.create_conversation(inst.id, "Boiler")
+    for i in range(SUMMARY_EVERY // 2):
+        turn = pod.store.create_turn(conv.id, inst.id)
+        pod.store.add_message(conv.id, "user", statement if i == 3 else f"ok {i}", turn_id=turn.id)
+        pod.store.add_message(conv.id, "assistant", "Noted.", turn_id=turn.id)
+    if summarizer == "echoing model":
+        pod.set_role_model("extraction", "fake/echo")
+
+        def answer(req):
+            if "numbered item" in json.dumps(req.body["messages"]):  # deciding: keep everything
+                n = len(req.last_user.splitlines())
+                return Text(json.dumps([{"n": i + 1, "keep": True, "reason": "a fact"} for i in range(n)]))
+            return Text(req.last_user)  # summarising: repeats the transcript it was shown
+
+        script([answer], repeat_last=True)
+    reports = await pod.memory_produce()
+    assert reports[0]["summaries"] == 1, reports
+    stored = _stored_text(pod.home)
+    digits = CARD.replace(" ", "")
+    assert "4111 1111 1111" not in stored and digits[:12] not in stored
+    summary = [h for h in pod.memory.search("plumber boiler summary", scopes=[scope], k=20, mode="keyword")
+               if h.id.startswith("summary-")]
+    assert summary and "4111" not in summary[0].snippet
