@@ -66,8 +66,8 @@ class MailHost:
         return ledger.list_accounts(self.engine, person_id)
 
     def messages(self, account_id: str, person_id: str, limit: int = 50) -> list[dict[str, Any]]:
-        """The inbox's kept messages, oldest first, without their body text."""
-        return ledger.list_messages(self.engine, self._account(account_id, person_id).id, limit=limit)
+        """The inbox's latest kept messages, newest first, without their body text."""
+        return ledger.list_messages(self.engine, self._account(account_id, person_id).id, limit=limit, newest=True)
 
     def set_rules(self, account_id: str, person_id: str, rules: list[Any]) -> None:
         """Replaces the inbox's rules (RuleError when one is wrong); the next check of mail uses them."""
@@ -322,11 +322,10 @@ class MailHost:
     # -- the mail toolkit (Pod tools, scoped to the pipe's person)
     async def tool_list_mail(self, person_id: str, _agent: str, args: dict[str, Any]) -> str:
         limit = max(1, min(int(args.get("limit") or 20), 100))
-        rows = []
-        for acct in self.accounts(person_id):
-            for m in ledger.list_messages(self.engine, acct.id, limit=limit):
-                rows.append(f"[{m['id']}] {m.get('from_addr', '')} — {m.get('subject', '')}")
-        return "\n".join(rows[-limit:]) or "no mail yet"
+        latest = [m for acct in self.accounts(person_id)
+                  for m in ledger.list_messages(self.engine, acct.id, limit=limit, newest=True)]
+        latest = sorted(latest, key=lambda m: (m["received_at"], m["id"]), reverse=True)[:limit]
+        return "\n".join(f"[{m['id']}] {m.get('from_addr', '')} — {m.get('subject', '')}" for m in latest) or "no mail yet"
 
     async def tool_read_mail(self, person_id: str, _agent: str, args: dict[str, Any]) -> str:
         stored = ledger.get_message(self.engine, str(args.get("mail_id") or ""))

@@ -429,11 +429,9 @@ def mail_items(pod: Any, account: Any, since: Any) -> list[Any]:
     from runtime_host.mail import ledger
     from wiki_engine import Item
 
-    after = since.ts - 1.0 if since is not None else 0.0
     out = []
-    for row in ledger.list_messages(pod.store.engine, account.id, since=after, limit=500):
-        if since is not None and (float(row["received_at"]), row["id"]) <= (since.ts, since.key):
-            continue
+    # up to 500 a run, strictly past the watermark in its own order (received, id): the next run goes on from there
+    for row in ledger.list_messages(pod.store.engine, account.id, (since.ts, since.key) if since else None, 500):
         stored = ledger.get_message(pod.store.engine, row["id"])
         if stored is None:
             continue

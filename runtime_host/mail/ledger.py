@@ -222,12 +222,19 @@ def get_message(bind: Engine | Connection, mail_id: str) -> StoredMail | None:
     return StoredMail(m["id"], m["account_id"], m["mailbox"], int(m["uidvalidity"]), int(m["uid"]), _mail_from_row(m))
 
 
-def list_messages(bind: Engine | Connection, account_id: str, since: float = 0.0, limit: int = 500) -> list[dict[str, Any]]:
-    """Kept messages (for the memory producer and the app), oldest first, without the body text."""
+def list_messages(bind: Engine | Connection, account_id: str, after: tuple[float, str] | None = None,
+                  limit: int = 500, newest: bool = False) -> list[dict[str, Any]]:
+    """Kept messages without their body text, oldest first by (received_at, id); with ``newest``, the latest
+    ``limit`` of them, newest first (what an inbox shows as recent). ``after`` (received_at, id) gives the ones
+    strictly after it in that order: pages that never skip or repeat a message (the memory producer reads them so),
+    however many were stored in one instant."""
+    ts, key = after if after is not None else (float("-inf"), "")
+    order = "received_at DESC, id DESC" if newest else "received_at, id"
     with tx(bind) as c:
         rows = c.execute(text("SELECT id, uid, message_id, from_addr, subject, sent_date, size, notes, matches, "
-                              "received_at FROM mail_messages WHERE account_id = :a AND received_at > :s "
-                              "ORDER BY received_at, uid LIMIT :l"), {"a": account_id, "s": since, "l": limit}).all()
+                              "received_at FROM mail_messages WHERE account_id = :a AND (received_at > :s OR "
+                              f"(received_at = :s AND id > :k)) ORDER BY {order} LIMIT :l"),
+                         {"a": account_id, "s": ts, "k": key, "l": limit}).all()
     return [{**dict(r._mapping), "notes": json.loads(r._mapping["notes"]), "matches": json.loads(r._mapping["matches"])}
             for r in rows]
 

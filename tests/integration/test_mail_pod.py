@@ -147,3 +147,19 @@ async def test_mail_serves_the_channel_interface(pod, script, servers) -> None:
     assert card["to"] == "alice@example.org" and card["subject"] == "Weekly" and sink.messages == []
     assert ch.unlink(0) and ch.links(pod.person.id) == []
     await ch.stop()
+
+
+async def test_the_latest_mail_is_what_the_inbox_and_list_mail_show(pod, servers) -> None:
+    """An inbox with more mail than the view shows: the Mail page's recent list and an agent's list_mail tool
+    ("lists the latest mail") used to give the oldest ones; Bob's agents see none of Alice's."""
+    d, s = servers
+    acct = add_inbox(pod, d, s)
+    for i in range(25):
+        d.deliver(make_mail(f"Newsletter {i:02d}", "This week's news.", sender="News <news@example.org>"))
+    await asyncio.wait_for(pod.mail.poll(acct), 60)
+    shown = [m["subject"] for m in pod.mail.messages(acct, pod.person.id, limit=20)]
+    assert shown == [f"Newsletter {i:02d}" for i in range(24, 4, -1)]
+    listed = await pod.mail.tool_list_mail(pod.person.id, "helper", {"limit": 3})
+    assert [line.rpartition("— ")[2] for line in listed.splitlines()] == ["Newsletter 24", "Newsletter 23", "Newsletter 22"]
+    bob = pod.add_person("Bob")
+    assert await pod.mail.tool_list_mail(bob["id"], "helper", {"limit": 3}) == "no mail yet"

@@ -343,3 +343,51 @@ async def test_a_card_on_the_cut_of_a_summarised_statement_is_still_redacted(pod
     summary = [h for h in pod.memory.search("plumber boiler summary", scopes=[scope], k=20, mode="keyword")
                if h.id.startswith("summary-")]
     assert summary and "4111" not in summary[0].snippet
+
+
+async def test_mail_stored_faster_than_a_run_pulls_all_reaches_memory_in_the_next_runs(pod, script, monkeypatch) -> None:
+    """A first fetch of a big inbox stores hundreds of mails a second, some in the same instant. The producer used
+    to read 500 mails from one second before its watermark: once 500 were stored within a second of it, every run
+    pulled nothing again, and mails tied at one instant were skipped. Each run pulls up to 500 past the last one
+    now, in the order the watermark counts them; Bob's mail stays his."""
+    from types import SimpleNamespace
+
+    from runtime_host.mail import ledger
+    from tests.helpers.mailservers import Dovecot, SmtpSink, make_mail
+
+    bob = pod.add_person("Bob")
+    now = [1_900_000_000.0, 0]
+
+    def fast_clock() -> float:  # a millisecond per few mails: 520 mails in well under a second, some tied
+        now[1] += 1
+        return now[0] + (now[1] // 8) * 0.001
+
+    monkeypatch.setattr(ledger, "time", SimpleNamespace(time=fast_clock))  # the mail ledger's clock alone
+    d = Dovecot({"alice": "secret", "bob": "secret"}).start()
+    s = SmtpSink().start()
+    try:
+        for person, user, n in ((pod.person.id, "alice", 520), (bob["id"], "bob", 3)):
+            acct = pod.mail.add_account(
+                person, f"{user}@example.org",
+                imap={"host": "127.0.0.1", "port": d.port, "username": user, "security": "none", "timeout_s": 30},
+                smtp={"host": "127.0.0.1", "port": s.port, "security": "none"}, password="secret", rules=[],
+                start_at="all")
+            for i in range(n):
+                d.deliver(make_mail(f"Delivery {user} {i}", f"Parcel number {i} for {user} arrives on Tuesday.",
+                                    sender="Shop <shop@example.org>"), user=user)
+            while (await asyncio.wait_for(pod.mail.poll(acct.id), 120)).get("stored"):
+                pass
+    finally:
+        s.stop()
+        d.stop()
+    monkeypatch.undo()
+    stored = ledger.list_messages(pod.store.engine, pod.mail.accounts(pod.person.id)[0].id, limit=1000)
+    assert len(stored) == 520 and len({m["received_at"] for m in stored}) < 520  # some stored in the same instant
+    mail = []
+    for _ in range(3):
+        mail.append(sum(r["mail"] for r in await pod.memory_produce()))  # Alice's report: her mail alone
+    assert mail == [500, 20, 0], mail
+    alice, bobs = f"private/{pod.person.id}", f"private/{bob['id']}"
+    stored = await pod.in_memory_thread(lambda: pod.memory.catalog.query(
+        "SELECT scope, count(*) FROM sources WHERE kind = 'mail' GROUP BY scope"))
+    assert dict(stored) == {alice: 520, bobs: 3}

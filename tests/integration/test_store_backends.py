@@ -149,3 +149,30 @@ async def test_two_hosts_on_one_postgres_a_killed_host_s_turn_finishes_elsewhere
         finally:
             os.environ.pop("HEARTH_DATABASE_URL", None)
             os.environ.pop("HEARTH_LEASE_S", None)
+
+
+def test_kept_mail_pages_in_one_order_however_many_arrive_in_one_instant(db_url: str, monkeypatch) -> None:
+    """The memory producer reads an inbox's kept mail 500 at a time past its last one. Pages by (received_at, id) give
+    every message exactly once, in order, when many were stored in the same instant, on either database."""
+    from types import SimpleNamespace
+
+    from runtime_host.mail import ledger
+    from runtime_host.mail.parse import parse_message
+    from tests.helpers.mailservers import make_mail
+
+    s = Store(db_url)
+    acct = ledger.add_account(s.engine, person_id=s.default_person().id, address="a@example.org",
+                              imap={"host": "127.0.0.1"}, smtp={"host": "127.0.0.1"}, start_at="all")
+    ticks = iter(1_900_000_000.0 + (n // 7) * 0.001 for n in range(10_000))
+    monkeypatch.setattr(ledger, "time", SimpleNamespace(time=lambda: next(ticks)))  # seven mails per instant
+    with s.engine.begin() as c:
+        for uid in range(1, 61):
+            ledger.record_message(c, acct.id, "INBOX", 1, uid, parse_message(make_mail(f"n {uid}")), [])
+    seen: list[dict] = []
+    after = None
+    while page := ledger.list_messages(s.engine, acct.id, after, limit=8):
+        seen += page
+        after = (page[-1]["received_at"], page[-1]["id"])
+    assert len(seen) == 60 and len({m["id"] for m in seen}) == 60
+    assert [(m["received_at"], m["id"]) for m in seen] == sorted((m["received_at"], m["id"]) for m in seen)
+    s.close()
