@@ -118,7 +118,14 @@ def answer_html(question: str, result: Any, scope_label: Any) -> str:
         items.append(f"<li>[{n}] <a href='{html.escape(hrefs[n], quote=True)}'>{html.escape(title)}</a>"
                      f"{html.escape(where)}</li>")
     sources = f"<h4>Sources</h4><ul>{''.join(items)}</ul>" if items else ""
-    return f"<h3>{html.escape(question)}</h3>{render(_cite_links(result.text, hrefs))}{sources}"
+    return f"<h3>{html.escape(question)}</h3>{render(_cite_links(_as_words(result.text), hrefs))}{sources}"
+
+
+def _as_words(markdown: str) -> str:
+    """The model's brackets as text: besides its [n] citations, an answer makes no link (an autolink, a reference
+    link, a link definition in a quote or list), so the only links shown are Hearth's."""
+    parts = re.split(r"(\[\d+\](?!\())", markdown)
+    return "".join(p if i % 2 else re.sub(r"([\[\]<])", r"\\\1", p) for i, p in enumerate(parts))
 
 
 class SourceDialog(QDialog):

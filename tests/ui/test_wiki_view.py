@@ -321,6 +321,24 @@ def test_ask_memory_links_its_citations_and_lists_them_by_title(qtbot, qloop, ui
     assert w.wiki.current == (scope, "family") and w.wiki.verified.isEnabled()
 
 
+def test_an_answers_own_links_are_shown_as_text(qtbot, qloop, ui_pod, script) -> None:
+    """A model's autolink, reference link or link definition in a quote rendered as a link in the answer; the only
+    links an answer shows are Hearth's citations."""
+    seed(qloop, ui_pod)
+    ui_pod.set_role_model("ask_memory", "fake/fake-1")
+    script([Text("Clara's birthday is on 3 June [1], see <https://evil.example/x> or [the page][7] "
+                 "and <mail@evil.example>.\n\n> [7]: https://evil.example/y")])
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show_wiki()
+    w.wiki.search.setText("When is Clara's birthday?")
+    w.wiki.ask.click()
+    qloop.wait_until(lambda: "3 June" in w.wiki.page.toPlainText(), what="the answer")
+    hrefs = re.findall(r'href="([^"]+)"', w.wiki.page.toHtml())
+    assert hrefs and all(h.startswith("hearth-source:") for h in hrefs), hrefs
+    assert "<https://evil.example/x>" in w.wiki.page.toPlainText()  # the words stay, as text
+
+
 def test_a_person_corrects_a_page_and_the_next_ingest_keeps_the_correction(qtbot, qloop, ui_pod, script) -> None:
     w, scope, sid = window_on_family(qtbot, qloop, ui_pod)
     assert w.wiki.edit.isEnabled()
