@@ -325,6 +325,15 @@ class ModelsPage(QWidget):
             combo = QComboBox()
             combo.setAccessibleName(label)
             current = info["roles"][role]
+            if "shared_by" in current:  # search by meaning is one index for everyone: the first person chooses
+                local = LOCAL_EMBEDDING_LABELS.get(current.get("model") or "", "a provider's embeddings")
+                combo.addItem(f"{local}, chosen by {current['shared_by']} for everyone", None)
+                combo.setEnabled(False)
+                combo.setToolTip(f"Search by meaning is shared by everyone on this Hearth, so {current['shared_by']}, "
+                                 "who set Hearth up, chooses its model.")
+                self.combos[role] = combo
+                form.addRow(label, combo)
+                continue
             if "inherits" in current:
                 combo.addItem(f"Same as {ROLE_LABELS.get(current['inherits'], current['inherits'])}", None)
             elif current.get("provider"):

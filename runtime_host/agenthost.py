@@ -314,6 +314,13 @@ class AgentHost:
             else:
                 prov, _, model = default.partition("/")
                 roles[role] = {"provider": prov or None, "model": model or None, "source": "default"}
+        owner = self.pod.store.default_person()
+        if person_id != owner.id:
+            # Search by meaning is one index for everyone: its model is the first person's choice, shown as theirs
+            # (which local model, never which of their providers).
+            model = self.embedding_model()
+            roles["embedding"] = {"source": "shared", "shared_by": owner.name,
+                                  "model": model if model in EMBEDDING_MODELS.values() else None}
         agents = {a["name"]: {"provider": a["provider"], "model": a["model"], "fallbacks": a["fallbacks"]}
                   for a in self.list_agents(person_id)}
         return {"providers": self.list_providers(person_id), "roles": roles, "agents": agents}
@@ -325,11 +332,16 @@ class AgentHost:
             raise StoreError("The chat model is set per agent: `agent edit NAME --provider P --model M`.")
         name, _, model = ref.partition("/")
         if role == "embedding":
+            owner = self.pod.store.default_person()
+            if person_id != owner.id:
+                raise StoreError(f"Search by meaning is shared by everyone on this Hearth, so its model is chosen by "
+                                 f"{owner.name}, who set Hearth up (Settings → Models as {owner.name}). Nothing was "
+                                 "changed.")
             model = self._embedding_ref(person_id, name, model)
         elif name != "local" and self._provider(person_id, name) is None:
             raise StoreError(f"No provider named {name!r}. Add it first with `provider add`.")
         self.pod.store.set_role_model(person_id, role, name, model)
-        if role == "embedding" and self.pod.memory_host.is_open and person_id == memory_jobs.owner(self.pod):
+        if role == "embedding" and self.pod.memory_host.is_open:
             # Re-embeds every source in the background; search keeps working meanwhile.
             self.pod.memory_host.embedding_changed()
 

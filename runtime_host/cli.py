@@ -665,7 +665,9 @@ async def _amain(args: argparse.Namespace) -> int:
                     print(f"provider {p['name']}\t{p['kind']}\t{p['model'] or '-'}\t{tools}")
                 for role, r in info["roles"].items():
                     where = f"same as {r['inherits']}" if "inherits" in r else (
-                        f"{r['provider']}/{r['model']}" if r.get("provider") else "not set")
+                        f"{r['provider']}/{r['model']}" if r.get("provider") else
+                        f"chosen by {r['shared_by']} for everyone ({r['model'] or 'a provider'})" if "shared_by" in r
+                        else "not set")
                     print(f"role {role}\t{where}\t({r['source']})")
             return EXIT_OK
         if args.cmd == "memory":

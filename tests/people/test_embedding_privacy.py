@@ -8,6 +8,9 @@ import asyncio
 import time
 from typing import Any
 
+import pytest
+
+from runtime_host.store import StoreError
 from tests.helpers.fake_model import FakeModelServer
 from tests.people.conftest import BOB_KEY, ME_KEY
 from wiki_engine.embed import load_embedder
@@ -58,9 +61,12 @@ async def test_a_providers_embeddings_never_see_another_persons_or_shared_memory
         assert text not in sent, f"{text!r} was sent to the first person's provider"
     assert {r.headers["authorization"] for r in fake_model.embed_requests} == {f"Bearer {ME_KEY}"}
 
-    # Bob choosing a model for himself does not change the shared index, nor send anything with his key.
+    # Bob cannot choose the shared index's model (it would silently do nothing): he is told who chooses it; and
+    # nothing is sent with his key.
     asked = len(fake_model.embed_requests)
-    bob.set_role_model("embedding", "fake/bob-embed")
+    with pytest.raises(StoreError, match="chosen by Me, who set Hearth up"):
+        bob.set_role_model("embedding", "fake/bob-embed")
+    assert bob.models()["roles"]["embedding"] == {"source": "shared", "shared_by": "Me", "model": None}
     mem.add_source("Bob: the boiler service is in June.", scope=f"private/{bob.person.id}")
     await settled(me)
     assert all(r.headers["authorization"] != f"Bearer {BOB_KEY}" for r in fake_model.embed_requests[asked:])

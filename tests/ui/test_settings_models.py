@@ -78,3 +78,20 @@ def test_a_providers_embeddings_can_be_chosen_for_search_and_memory_is_reembedde
     qtbot.waitUntil(lambda: "HTTP 500" in page.embedding_progress.text(), timeout=30_000)
     assert "tries again" in page.embedding_progress.text()
     assert qloop.run(ui_pod.memory_search("plumber", k=1))[0].id == later
+
+
+def test_a_second_person_sees_who_chooses_search_by_meaning_and_cannot_change_it(qtbot, qloop, ui_pod) -> None:
+    """Search by meaning is one index for everyone. Bob could pick MiniLM in Settings → Models: it was saved and
+    shown as his, and nothing changed. Now his page says whose choice it is, and the choice is not offered."""
+    ui_pod.set_role_model("embedding", "local/minilm")
+    ui_pod.add_person("Bob")
+    bob = ui_pod.pod.for_person(ui_pod.store.get_person("Bob"))
+    dlg = SettingsDialog(bob)
+    qtbot.addWidget(dlg)
+    combo = dlg.models.combos["embedding"]
+    assert not combo.isEnabled() and combo.count() == 1
+    assert combo.currentText() == "On this computer — MiniLM (better at meaning, slower to index), chosen by Me for everyone"
+    assert dlg.models.save()  # saving Bob's other choices is not stopped by it
+    with pytest.raises(StoreError, match="chosen by Me"):
+        bob.set_role_model("embedding", "local/static")
+    assert ui_pod.embedding_model() == "minilm"
