@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import time
 import uuid
 from dataclasses import dataclass
@@ -178,7 +179,13 @@ def record_message(c: Connection, account_id: str, mailbox: str, uidvalidity: in
 
     One transaction; None (and nothing written) if this UID was already stored."""
     mail_id = uuid.uuid4().hex
+    # Always after the inbox's last kept message: the memory producer reads mail in this order past where it
+    # stopped, so neither a clock set back (a sync after sleep) nor two mails in one tick of the clock may put new
+    # mail behind it, unread for good.
+    last = c.execute(text("SELECT MAX(received_at) FROM mail_messages WHERE account_id = :a"), {"a": account_id}).scalar()
     now = time.time()
+    if last is not None and now <= float(last):
+        now = math.nextafter(float(last), math.inf)
     res = c.execute(text(
         "INSERT INTO mail_messages (id, account_id, mailbox, uidvalidity, uid, message_id, from_addr, to_addrs, subject, "
         "sent_date, size, body_text, headers, attachments, notes, matches, received_at) VALUES (:id, :a, :m, :v, :u, "
