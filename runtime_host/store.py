@@ -7,6 +7,7 @@ classes below map onto the tables they create. Ids are text (uuid4 hex), times a
 from __future__ import annotations
 
 import json
+import math
 import time
 import uuid
 from collections.abc import Iterator
@@ -14,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import bindparam, event, text
+from sqlalchemy import bindparam, event, func, text
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, create_engine, select
 
@@ -271,6 +272,8 @@ MIGRATIONS.append(("0013_people_own_providers", [
     "ALTER TABLE partners ADD COLUMN person_id TEXT",
     "UPDATE partners SET person_id = (SELECT person.id FROM person WHERE person.name = partners.added_by)",
 ]))
+# Messages are stamped after the newest one (Store.add_message), which this index finds at once.
+MIGRATIONS.append(("0014_message_order", ["CREATE INDEX ix_message_created ON message (created_at)"]))
 MIGRATIONS.sort(key=lambda m: m[0])  # applied in the order of their numbers, wherever they are declared
 
 
@@ -530,7 +533,15 @@ class Store:
 
     def add_message(self, conversation_id: str, role: str, content: str, turn_id: str | None = None) -> Message:
         with self.session() as s:
-            msg = Message(conversation_id=conversation_id, role=role, content=redact(content), turn_id=turn_id)
+            # Stamped after every message kept before it: the memory producer reads chat past where it stopped, so
+            # a clock set back (a sync after sleep, a second host whose clock runs behind) must not put new
+            # messages behind that point, never to be remembered.
+            last = s.exec(select(func.max(Message.created_at))).one()
+            at = now()
+            if last is not None and at <= last:
+                at = math.nextafter(last, math.inf)
+            msg = Message(conversation_id=conversation_id, role=role, content=redact(content), turn_id=turn_id,
+                          created_at=at)
             s.add(msg)
             conv = s.get(Conversation, conversation_id)
             if conv is not None:

@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -421,5 +423,23 @@ async def test_mail_kept_after_the_clock_was_set_back_still_reaches_memory(pod, 
         s.stop()
         d.stop()
     assert (await pod.memory_produce())[0]["mail"] == 1
+    hits = await pod.memory_search("when is the dentist check-up", mode="keyword")
+    assert any("Monday" in h.snippet for h in hits)
+
+
+async def test_chat_said_after_the_clock_was_set_back_still_reaches_memory(pod, script, monkeypatch) -> None:
+    """The clock is set back between two producer runs (a time sync after sleep, or a second host sharing the
+    database whose clock runs behind). The producer reads chat past where it stopped, so messages stamped before
+    that point never reached memory; messages are stamped in the order they are kept instead."""
+    import runtime_host.store as store_module
+
+    script([Text("Noted.")], repeat_last=True)
+    await chat(pod, "The plumber comes on Thursday at eight.")
+    assert (await pod.memory_produce())[0]["kept"] >= 1
+    behind = time.time() - 3600
+    monkeypatch.setattr(store_module, "time", SimpleNamespace(time=lambda: behind))  # the store's clock, an hour back
+    await chat(pod, "The dentist moved my check-up to Monday morning.")
+    monkeypatch.undo()
+    assert (await pod.memory_produce())[0]["kept"] >= 1
     hits = await pod.memory_search("when is the dentist check-up", mode="keyword")
     assert any("Monday" in h.snippet for h in hits)
