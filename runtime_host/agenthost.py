@@ -314,12 +314,13 @@ class AgentHost:
             else:
                 prov, _, model = default.partition("/")
                 roles[role] = {"provider": prov or None, "model": model or None, "source": "default"}
-        owner = self.pod.store.default_person()
-        if person_id != owner.id:
+        owner_id = memory_jobs.owner(self.pod)
+        if person_id != owner_id:
+            owner = self.pod.store.get_person_by_id(owner_id)
             # Search by meaning is one index for everyone: its model is the first person's choice, shown as theirs
             # (which local model, never which of their providers).
             model = self.embedding_model()
-            roles["embedding"] = {"source": "shared", "shared_by": owner.name,
+            roles["embedding"] = {"source": "shared", "shared_by": owner.name if owner else "the first person",
                                   "model": model if model in EMBEDDING_MODELS.values() else None}
         agents = {a["name"]: {"provider": a["provider"], "model": a["model"], "fallbacks": a["fallbacks"]}
                   for a in self.list_agents(person_id)}
@@ -332,11 +333,12 @@ class AgentHost:
             raise StoreError("The chat model is set per agent: `agent edit NAME --provider P --model M`.")
         name, _, model = ref.partition("/")
         if role == "embedding":
-            owner = self.pod.store.default_person()
-            if person_id != owner.id:
+            owner_id = memory_jobs.owner(self.pod)
+            if person_id != owner_id:
+                owner = self.pod.store.get_person_by_id(owner_id)
+                who = owner.name if owner else "the first person"
                 raise StoreError(f"Search by meaning is shared by everyone on this Hearth, so its model is chosen by "
-                                 f"{owner.name}, who set Hearth up (Settings → Models as {owner.name}). Nothing was "
-                                 "changed.")
+                                 f"{who}, who set Hearth up (Settings → Models as {who}). Nothing was changed.")
             model = self._embedding_ref(person_id, name, model)
         elif name != "local" and self._provider(person_id, name) is None:
             raise StoreError(f"No provider named {name!r}. Add it first with `provider add`.")
