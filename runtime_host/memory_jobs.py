@@ -545,8 +545,10 @@ async def _summarize_for(pod: Any, person: Any, internal: set[str], made: dict[s
             item = Item(text=text, scope=scope, ts=msgs[upto - 1].created_at, key=sid, importance=0.6)
             # A summary that reads like orders (the person quoted some) is held for them like any note; the
             # run goes on for everyone else.
-            got = await pod.in_memory_thread(lambda it=item, i=sid: pod.memory.add_items(
-                [it], source_ids=[i], skip_refused=True)[0])
+            got = await pod.in_memory_thread(lambda it=item, i=sid: None if pod.memory.is_forgotten(it) else
+                                             pod.memory.add_items([it], source_ids=[i], skip_refused=True)[0])
+            if got is None:  # the person forgot it (or deleted the conversation) while the model wrote
+                continue
             if not got:
                 pod.audit(person_id=person.id, agent=None, kind="memory", phase="memory_write", action="quarantined",
                           rule="memory.instruction_filter", summary="a conversation summary was held back for "

@@ -78,6 +78,15 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX quarantine_key ON quarantine(scope, item_key)
         """,
     ),
+    (
+        "0004_forgotten_keys",
+        # The origins a person asked to forget (a deleted conversation's messages and summaries), as ranges of
+        # item keys: a run that read them before the forget, and stores after it, stores nothing of them.
+        """
+        CREATE TABLE forgotten_keys (scope TEXT NOT NULL, key_start TEXT NOT NULL, key_end TEXT NOT NULL,
+                                     at REAL NOT NULL, PRIMARY KEY (scope, key_start, key_end))
+        """,
+    ),
 ]
 
 

@@ -217,6 +217,17 @@ def hold(db: sqlite3.Connection, item: Item, rule: str, reason: str) -> int:
     return int(cur.lastrowid or 0)
 
 
+def forgotten(db: sqlite3.Connection, item: Item) -> bool:
+    """Whether an item read from its origin is one its person asked to forget since (in the caller's transaction):
+    said before the scope was forgotten, or of an origin forgotten by name (a deleted conversation's messages)."""
+    sc, key = str(Scope.parse(item.scope)), item.item_key()
+    row = db.execute("SELECT at FROM forgotten WHERE scope=?", (sc,)).fetchone()
+    if row is not None and item.ts <= row[0]:
+        return True
+    return db.execute("SELECT 1 FROM forgotten_keys WHERE scope=? AND key_start <= ? AND ? < key_end LIMIT 1",
+                      (sc, key, key)).fetchone() is not None
+
+
 def _is_person(author: str) -> bool:
     return author.startswith("person:")
 
@@ -854,6 +865,11 @@ class Memory:
         """Whether a source of this id was deleted (a job that makes sources by id must not make it again)."""
         return bool(self.catalog.query("SELECT 1 FROM deleted_ids WHERE id=?", (source_id,)))
 
+    def is_forgotten(self, item: Item) -> bool:
+        """Whether ``item`` (read from its origin before a forget, stored after) is something the person forgot."""
+        with self.catalog.tx() as db:
+            return forgotten(db, item)
+
     def forgotten_at(self, scope: str) -> float:
         """When the scope was last forgotten (0.0 if never): what was said before then stays forgotten."""
         rows = self.catalog.query("SELECT at FROM forgotten WHERE scope=?", (str(Scope.parse(scope)),))
@@ -878,16 +894,18 @@ class Memory:
         the extraction model's reasons for skipping them (which may quote them). ``keys`` are exact item keys,
         ``key_starts`` their beginnings. Returns how many sources were deleted."""
         sc = str(Scope.parse(scope))
-        where = [("item_key=?", (k,)) for k in keys]
-        where += [("item_key >= ? AND item_key < ?", (st, st[:-1] + chr(ord(st[-1]) + 1))) for st in key_starts if st]
+        ranges = [(k, k + "\x00") for k in keys] + [(st, st[:-1] + chr(ord(st[-1]) + 1)) for st in key_starts if st]
         ids: list[str] = []
-        for cond, args in where:
-            ids += [r[0] for r in self.catalog.query(f"SELECT id FROM sources WHERE scope=? AND {cond}", (sc, *args))]
+        for lo, hi in ranges:
+            ids += [r[0] for r in self.catalog.query(
+                "SELECT id FROM sources WHERE scope=? AND item_key >= ? AND item_key < ?", (sc, lo, hi))]
         self._delete_sources(ids)
         with self.catalog.tx(immediate=True) as db:
-            for cond, args in where:
-                db.execute(f"DELETE FROM quarantine WHERE scope=? AND {cond}", (sc, *args))
-                db.execute(f"DELETE FROM skips WHERE scope=? AND {cond}", (sc, *args))
+            for lo, hi in ranges:
+                # Kept as forgotten, so a run that read them before now stores nothing of them after.
+                db.execute("INSERT OR REPLACE INTO forgotten_keys VALUES (?,?,?,?)", (sc, lo, hi, time.time()))
+                for table in ("quarantine", "skips"):
+                    db.execute(f"DELETE FROM {table} WHERE scope=? AND item_key >= ? AND item_key < ?", (sc, lo, hi))
         self.catalog.purge()
         return len(ids)
 

@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from .guard import check_instructions
 from .lease import Lease, LeaseBusy
-from .memory import CitationError, Memory, PageWrite, SourceConflict, SourceRecord, hold
+from .memory import CitationError, Memory, PageWrite, SourceConflict, SourceRecord, forgotten, hold
 from .pages import Page, PageFormatError, slugify
 from .render import Item
 from .scopes import Scope
@@ -172,6 +172,8 @@ def producer_steps(memory: Memory, *, scope: str, origin: str,
         memory.index(s)  # open (and repair) first, so new items are indexed once
     with memory._lock, memory.catalog.tx(immediate=True) as db:
         for it, d in zip(clean, decisions, strict=True):
+            if forgotten(db, it):  # the person forgot it while the model decided: nothing of it is kept
+                continue
             if d.keep:
                 try:
                     sid, doc = memory._register(db, it, None, to_inbox=True)
@@ -188,6 +190,8 @@ def producer_steps(memory: Memory, *, scope: str, origin: str,
                 db.execute("INSERT INTO skips (scope, item_key, reason, at) VALUES (?,?,?,?)", (sc, it.item_key(), reason, now))
                 report.skipped.append((it.item_key(), reason))
         for it, rule, reason in held:
+            if forgotten(db, it):
+                continue
             hold(db, it, rule, reason)
             report.quarantined.append((it.item_key(), reason))
         db.execute(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 
 import pytest
 
@@ -191,6 +192,55 @@ def _say(pod, conv, inst, text: str) -> None:
     turn = pod.store.create_turn(conv.id, inst.id)
     pod.store.add_message(conv.id, "user", text, turn_id=turn.id)
     pod.store.add_message(conv.id, "assistant", "Noted.", turn_id=turn.id)
+
+
+@pytest.mark.parametrize("forget, while_", [("forget me", "extraction"), ("forget me", "summary"),
+                                             ("delete and forget", "extraction")])
+async def test_what_bob_forgets_while_his_model_thinks_stays_forgotten(pod, fake_model, forget, while_) -> None:
+    """The 5-minute producer run reads Bob's chat, then waits on his own (slow) model; meanwhile he presses
+    "Forget everything about me" or deletes and forgets the conversation. What the run read before stayed
+    stored when the model answered (as a source, or a conversation summary), and his search found it again."""
+    from runtime_host.memory_jobs import SUMMARY_EVERY
+
+    pod.add_person("Bob")
+    as_bob = pod.pod.unlock("Bob")
+    fake = next(p for p in pod.list_providers() if p["name"] == "fake")
+    as_bob.add_provider("fake", kind=fake["kind"], base_url=fake["base_url"], model=fake["model"])
+    as_bob.add_agent("bobs", provider="fake")
+    as_bob.set_role_model("extraction", "fake/bob-x")
+    inst = as_bob.find_agent("bobs")[0]
+    conv = pod.store.create_conversation(inst.id, "Health")
+    for i in range(SUMMARY_EVERY // 2):
+        _say(pod, conv, inst, "I was diagnosed with type 2 diabetes by Dr Haas." if i == 3 else f"Item {i} of the list.")
+    asked, go = threading.Event(), threading.Event()
+
+    def model(req):
+        summary = "Summarise this conversation" in req.system
+        if req.model == "bob-x" and summary == (while_ == "summary"):
+            asked.set()
+            go.wait(30)  # Bob's model takes its time
+        if summary:
+            return Text("- Bob was diagnosed with type 2 diabetes by Dr Haas.")
+        n = len([ln for ln in req.last_user.splitlines() if ln.strip()])
+        return Text(json.dumps([{"n": i + 1, "keep": while_ == "extraction", "reason": "fact"} for i in range(n)]))
+
+    fake_model.script = model
+    run = asyncio.create_task(pod.memory_produce())
+    assert await asyncio.to_thread(asked.wait, 30)
+    if forget == "forget me":
+        await as_bob.memory_forget_me()
+    else:
+        await as_bob.delete_conversation_and_forget(conv.id)
+    go.set()
+    await asyncio.wait_for(run, 60)
+    assert await as_bob.memory_search("diabetes Haas", mode="keyword") == []
+    assert await as_bob.memory_search("Item list", mode="keyword") == []
+    # What Bob says after is remembered as usual.
+    later = pod.store.create_conversation(inst.id, "Later")
+    _say(pod, later, inst, "My new bike is a green Brompton.")
+    await pod.memory_produce()
+    if while_ == "extraction":
+        assert await as_bob.memory_search("green Brompton bike", mode="keyword")
 
 
 async def test_what_was_forgotten_or_deleted_is_not_pulled_or_summarised_again(pod) -> None:
