@@ -141,12 +141,21 @@ _HEXID = re.compile(r"\b[0-9a-fA-F]{12,}\b")
 
 def tidy_body(body: str) -> tuple[str, int]:
     """A model's page body with chat filler lines and uncited claims removed; (body, lines dropped).
-    Headings, blank lines and lines that only link to other pages stay."""
+    Blank lines and headings over what is kept stay; an uncited line with [[links]] keeps its links alone (they
+    point to other pages; its words would be a claim with no source: "See [[Clara]]." and "[[Ines]] is ill."
+    both keep just their link)."""
+    from wiki_engine.pages import says_anything, without_empty_sections
+
     out: list[str] = []
     dropped = 0
     for line in body.replace("\r\n", "\n").split("\n"):
         s = line.strip()
-        if not s or s.startswith("#") or (_LINK.search(s) and not _CITE.search(s) and len(_LINK.sub("", s).split()) <= 4):
+        if _LINK.search(s) and not _CITE.search(s) and not s.startswith("#"):
+            if says_anything(s):
+                mark = re.match(r"\s*(?:[-*+]|\d+[.)])\s+", line)
+                line = (mark.group(0) if mark else "") + ", ".join(_LINK.findall(s))
+            out.append(line)
+        elif not s or s.startswith("#"):
             out.append(line)
         elif _FILLER.match(s) and not _CITE.search(s):
             dropped += 1
@@ -154,7 +163,7 @@ def tidy_body(body: str) -> tuple[str, int]:
             out.append(line)
         else:
             dropped += 1  # a claim with no source: memory keeps only what it can cite
-    return re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip(), dropped
+    return without_empty_sections("\n".join(out)).strip(), dropped
 
 
 def _echoes(text: str, prompts: Sequence[str]) -> bool:
@@ -224,11 +233,12 @@ def model_synthesize(route: Route, names: dict[str, str] | None = None,
                 return (redact(text, scope) if redact is not None else text)[:limit]
 
             title = fit(" ".join(named(str(d["title"])).split()), 120)
-            body, _ = tidy_body(named(str(d.get("body") or "")))
+            raw = named(str(d.get("body") or ""))
+            body, _ = tidy_body(raw)
             if _HEXID.search(title) or title.upper() in {str(label).upper() for label in numbered}:
                 raise MemoryModelError(f"The wiki-writer titled a page with an id ({title!r}); the inbox is unchanged. "
                                        "Pick a stronger model for “Memory: writing wiki pages”.")
-            if _echoes(body, (SYNTH_SYSTEM, DECIDE_SYSTEM, SUMMARY_SYSTEM, ASK_SYSTEM)):
+            if _echoes(raw, (SYNTH_SYSTEM, DECIDE_SYSTEM, SUMMARY_SYSTEM, ASK_SYSTEM)):
                 raise MemoryModelError("The wiki-writer repeated its instructions instead of writing a page; the inbox "
                                        "is unchanged.")
             used = {int(n) for n in _CITE.findall(body)}
@@ -331,11 +341,12 @@ def model_reconcile(route: Route) -> Any:
             raise MemoryModelError("The reconciliation model's JSON has no 'changed'; the page is unchanged.")
         if not data["changed"]:
             return None, str(data.get("why") or "")
-        body, _ = tidy_body(str(data.get("body") or ""))  # as a written page: no chat filler, no uncited claim
+        raw = str(data.get("body") or "")
+        if _echoes(raw, (SYNTH_SYSTEM, RECONCILE_SYSTEM, DECIDE_SYSTEM, SUMMARY_SYSTEM, ASK_SYSTEM)):
+            raise MemoryModelError("The reconciliation model repeated its instructions; the page is unchanged.")
+        body, _ = tidy_body(raw)  # as a written page: no chat filler, no uncited claim
         if not body.strip():
             raise MemoryModelError("The reconciliation model returned an empty page; the page is unchanged.")
-        if _echoes(body, (SYNTH_SYSTEM, RECONCILE_SYSTEM, DECIDE_SYSTEM, SUMMARY_SYSTEM, ASK_SYSTEM)):
-            raise MemoryModelError("The reconciliation model repeated its instructions; the page is unchanged.")
         return body, str(data.get("why") or "contradiction resolved")
 
     return reconcile

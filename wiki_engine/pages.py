@@ -138,8 +138,40 @@ class Page:
             flush()
             lines.extend(_drop_cited([line], dead) if line.strip() else [line])
         flush()
-        body = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip("\n")
+        body = without_empty_sections(re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip("\n"))
         return replace(self, body=body, citations={n: s for n, s in self.citations.items() if n not in dead})
+
+
+_HEADING = re.compile(r"^ {0,3}(#{1,6})\s")
+_LIST_MARK = re.compile(r"^\s*(?:[-*+>|]|\d+[.)])\s*")
+
+
+def says_anything(line: str) -> bool:
+    """Whether a line states something: a word or number of its own, besides [[links]], [n] citations and its
+    list marker. A line of links alone points to other pages and claims nothing."""
+    return bool(re.search(r"\w", _CITE_USE.sub("", _LINK.sub("", _LIST_MARK.sub("", line, count=1)))))
+
+
+def without_empty_sections(body: str) -> str:
+    """``body`` without headings over nothing: a heading whose section (up to the next heading of its level or
+    above) holds no line that says anything. A heading alone states what no sentence under it backs (a forgotten
+    claim's heading, or a model's uncited one)."""
+    lines = body.split("\n")
+    keep = [True] * len(lines)
+    for i, line in enumerate(lines):
+        m = _HEADING.match(line)
+        if m is None:
+            continue
+        level = len(m.group(1))
+        keep[i] = False
+        for later in lines[i + 1:]:
+            h = _HEADING.match(later)
+            if h is not None and len(h.group(1)) <= level:
+                break
+            if h is None and says_anything(later):
+                keep[i] = True
+                break
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(ln for ln, k in zip(lines, keep, strict=True) if k)).strip("\n")
 
 
 # A line that starts a block of its own: a list item, a heading, a quote or a table row.

@@ -71,7 +71,7 @@ async def test_with_a_model_pages_are_titled_by_names_cite_sources_and_hold_no_f
     page = pod.memory.read_page(f"private/{pid}", "Alice family")
     assert page is not None and pid not in page.title and pid not in page.body
     lines = [ln for ln in page.body.splitlines() if ln.strip()]
-    assert lines[0].startswith("- ") and "3 June" in lines[0] and lines[-1] == "See [[Clara]]."
+    assert lines[0].startswith("- ") and "3 June" in lines[0] and lines[-1] == "[[Clara]]"
     for ln in lines[:-1]:
         assert re.search(r"\[\d+\]", ln), ln  # every claim cites a source
     assert not re.search(r"Sure!|I hope this helps|tulips", page.body)  # no filler, no uncited claim

@@ -579,6 +579,63 @@ async def test_forget_me_takes_a_persons_words_off_a_shared_page_even_where_a_se
         assert not [h for h in await who.memory_search("spare cash red toolbox", k=10) if "toolbox" in h.snippet]
 
 
+async def test_forget_me_takes_a_heading_over_the_persons_words_off_a_shared_page(pod, fake_model) -> None:
+    """The owner's wiki writer put a heading over Bob's cited sentence on the household page (as models write
+    markdown). "Forget everything about me" took the sentence and left the heading naming his diagnosis, in the
+    page file, in the shared index and in Alice's search; a page with another section keeps that section."""
+    bob = pod.add_person("Bob")
+    as_bob = pod.pod.unlock("Bob")
+    as_bob.add_agent("bobs", provider="embedded")
+    inst = as_bob.find_agent("bobs")[0]
+    await pod.in_memory_thread(lambda: pod.memory.remember(
+        "Bob was diagnosed with type 2 diabetes by Dr Haas in March.", person=bob["id"], agent=inst.id, scope="public"))
+    await pod.in_memory_thread(lambda: pod.memory.remember(
+        "The bins go out on Thursday night.", person=pod.person.id, agent=pod.find_agent("helper")[0].id,
+        scope="public"))
+    pod.set_role_model("ingest", "fake/alice-w")
+    fake_model.script = lambda req: Text(json.dumps([
+        {"title": "Household health", "scope": "public", "category": "health",
+         "body": "## Bob's type 2 diabetes\n\nBob was diagnosed by Dr Haas in March [1].", "citations": {"1": "S1"}},
+        {"title": "Household chores", "scope": "public", "category": "home",
+         "body": "## Bins\n\nThe bins go out on Thursday night [1].\n\n### Bob's diabetes\n\nDr Haas, March [2].",
+         "citations": {"1": "S2", "2": "S1"}}]))
+    out = await asyncio.wait_for(pod.memory_ingest(), 60)
+    assert sorted(out["written"]) == ["page:public/household-chores", "page:public/household-health"], out
+
+    assert await as_bob.memory_forget_me() >= 1
+    wiki = pod.home / "memory" / "wiki" / "public"
+    assert not (wiki / "household-health.md").exists()  # nothing of it was left to say
+    chores = (wiki / "household-chores.md").read_text()
+    assert "## Bins" in chores and "Thursday night" in chores
+    assert "diabetes" not in chores and "Haas" not in chores
+    assert [h.snippet for h in await pod.memory_search("diabetes", k=10, mode="keyword")
+            if "diabetes" in h.snippet] == []
+
+
+async def test_a_wiki_writers_uncited_claim_beside_a_link_or_under_a_heading_is_not_written(pod, fake_model) -> None:
+    """An uncited line keeps its links alone: "[[Ines]] is HIV positive." was kept whole because it held a link and
+    at most four other words, so Bob's wiki stated an invented health claim citing nothing; a heading over nothing
+    cited stated one too."""
+    bob = pod.add_person("Bob")
+    as_bob = pod.pod.unlock("Bob")
+    fake = next(p for p in pod.list_providers() if p["name"] == "fake")
+    as_bob.add_provider("fake", kind=fake["kind"], base_url=fake["base_url"], model=fake["model"])
+    scope = f"private/{bob['id']}"
+    await pod.in_memory_thread(lambda: pod.memory.add_source("My daughter Ines starts school on 9 September.",
+                                                             scope=scope))
+    as_bob.set_role_model("ingest", "fake/bob-w")
+    fake_model.script = lambda req: Text(json.dumps([{
+        "title": "Ines", "scope": scope, "category": "family",
+        "body": "Ines starts school on 9 September [1].\n[[Ines]] is HIV positive.\n\n## Ines has asthma\n\n"
+                "- [[School]], [[Family]]", "citations": {"1": "S1"}}]))
+    out = await asyncio.wait_for(as_bob.memory_ingest(), 60)
+    assert out["written"] == [f"page:{scope}/ines"], out
+    page = await pod.in_memory_thread(lambda: pod.memory.read_page(scope, "ines"))
+    assert "HIV" not in page.body and "asthma" not in page.body
+    assert "Ines starts school on 9 September [1]." in page.body
+    assert "- [[School]], [[Family]]" in page.body and "[[Ines]]" in page.body  # links claim nothing and stay
+
+
 async def test_a_card_a_model_writes_where_its_text_is_cut_to_length_is_still_redacted(pod, fake_model) -> None:
     """A skip reason (200 characters), a page title (120) and category (40) were cut to length before memory redacted
     them: a card number on the cut was no longer a card, so 14 of its 16 digits were stored in clear."""
