@@ -998,7 +998,8 @@ class Memory:
         sc = Scope.parse(page.scope)
         self.check_citations(page)
         if not _is_person(author):  # memory is data: a model's page that gives the assistant orders is not written
-            verdict = check_instructions(f"{page.title}\n{page.body}")
+            # Every part of the page that reaches its file and the index: title, category, extra fields, body.
+            verdict = check_instructions("\n".join([page.title, page.category, *page.extra.values(), page.body]))
             if not verdict.ok:
                 raise PageRefused(f"{verdict.reason} The page “{page.title}” was not written; its sources stay.")
         current = self.pages.read_text(sc, page.slug)
