@@ -315,7 +315,10 @@ class PersonPod:
                              if r.get("person") == self.person_id]}
 
     async def memory_nightly(self) -> dict[str, Any]:
-        """Runs the nightly pass for everyone; the report names only this person's pages, files and scopes."""
+        """Runs the nightly pass for everyone; the report names only this person's pages, files and scopes, and
+        tells them only what their own model did not write (a shared page's rewrite is its writer's to fix)."""
+        from runtime_host.memory_jobs import writer_of
+
         out = await self.pod.memory_nightly()
         mine = set(self.person_scopes())
         return {**out, "merged": [m for m in out["merged"] if self._seen(m[0], mine)],
@@ -323,7 +326,8 @@ class PersonPod:
                 "reconciled": [c for c in out["reconciled"] if c.partition(": ")[0].rpartition("/")[0] in mine],
                 "reindexed_scopes": [sc for sc in out["reindexed_scopes"] if sc in mine],
                 "corrupt": [c for c in out["corrupt"] if any(f"/{sc}/" in c for sc in mine)],
-                "rejected": [{"title": t, "why": why} for t, why, sc in out["rejected"] if sc in mine]}
+                "rejected": [{"title": t, "why": why} for t, why, sc in out["rejected"]
+                             if sc in mine and writer_of(self.pod, sc) == self.person_id]}
 
     async def memory_verify(self) -> list[Any]:
         """Sources of this person's scopes whose bytes no longer match their checksum."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 
 import pytest
 
@@ -460,6 +461,20 @@ async def test_nightly_tells_each_person_only_their_own_rejections_and_one_write
     assert bobs["rejected"] == [] and f"page:{bob_scope}/dentist" in bobs["resynthesized"]
     alices = await asyncio.wait_for(pod.memory_nightly(), 60)
     assert [r["title"] for r in alices["rejected"]] == ["re-synthesis"] and "JSON" in alices["rejected"][0]["why"]
+
+    # A shared page is Alice's model's to write: when it fails on one, Bob (who reads the page) is not told.
+    def public_pages() -> None:
+        stale_dentist("public", "Dr Haas")
+        old = pod.memory.add_source("The bins go out on Monday.", scope="public", ts=time.time() - 86400 * 30)
+        new = pod.memory.add_source("Correction: the bins go out on Tuesday.", scope="public", ts=time.time())
+        pod.memory.write_page(Page("Bins", "public", "home", "- Bins on Monday [1]\n- Bins on Tuesday [2]",
+                                   {1: old, 2: new}), author="agent:wiki-writer")
+
+    await pod.in_memory_thread(public_pages)
+    bobs = await asyncio.wait_for(as_bob.memory_nightly(), 60)
+    assert bobs["rejected"] == [] and "Sure!" not in json.dumps(bobs, default=str)
+    alices = await asyncio.wait_for(pod.memory_nightly(), 60)
+    assert alices["rejected"] and all("JSON" in r["why"] for r in alices["rejected"])
 
 
 async def test_nightly_rewrites_a_private_and_a_public_stale_page_in_separate_requests(pod, fake_model) -> None:
