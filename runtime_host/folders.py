@@ -168,12 +168,9 @@ class _Batch:
 
 def _cleaned(memory: Any, part: dict[str, Any], scope: str) -> dict[str, Any]:
     """A whole text as memory stores it (``Memory.clean_item``: personal data redacted), before it is cut into
-    parts: a card number across a cut would otherwise reach memory in two unrecognised halves. A text short enough
-    to stay whole is left to ``Memory.add_items``, which redacts it as it does everything."""
+    parts (a card number across a cut would otherwise reach memory in two unrecognised halves) and before the
+    import model is asked whether to keep it (which may be a hosted provider's): short texts too."""
     from wiki_engine import Item
-
-    if len(part["text"]) <= CHUNK_CHARS:
-        return part
 
     it = memory.clean_item(Item(text=part["text"], scope=scope, ts=0.0, subject=part.get("subject") or "",
                                 author=part.get("author") or ""))

@@ -209,6 +209,26 @@ async def test_import_role_model_decides_mail_exports(pod, tmp_path, script, fak
     assert not any("piano" in h.snippet.lower() for h in await pod.memory_search("piano lessons Leo"))
 
 
+async def test_the_import_model_is_shown_a_short_mail_with_personal_data_redacted(pod, tmp_path, script,
+                                                                                   fake_model) -> None:
+    """The keep-or-skip model (maybe a hosted one) is shown chat and mail redacted; a mail export's message under
+    4,000 characters reached the import model with its card number and street address as written."""
+    card = "4111 1111 1111 1111"
+    pod.set_role_model("import", "fake/fake-1")
+    docs = tmp_path / "mail"
+    docs.mkdir()
+    (docs / "old.mbox").write_bytes(
+        b"From ana@example.org Tue Mar  3 10:00:00 2026\nFrom: Ana <ana@example.org>\nSubject: Plumber\n"
+        b"Date: Tue, 03 Mar 2026 10:00:00 +0000\n\nPay the plumber with my card " + card.encode()
+        + b" and send the invoice to 12 Baker Street, London.\n")
+    script([Text(json.dumps([{"n": 1, "keep": True, "reason": "a plan"}]))])
+    folder = pod.folders.add(docs)
+    await pod.folders.scan(folder.id)
+    asked = json.dumps([r.body for r in fake_model.requests])
+    assert "plumber" in asked and card not in asked and "Baker Street" not in asked
+    assert [h.snippet for h in await pod.memory_search("plumber invoice", mode="keyword") if card in h.snippet] == []
+
+
 async def test_missing_folder_keeps_its_imports(pod, tmp_path) -> None:
     docs = tmp_path / "usb"
     docs.mkdir()
