@@ -99,6 +99,16 @@ class FoldersView(QWidget):
         task.add_done_callback(self._tasks.discard)
         return task
 
+    def reset(self) -> None:
+        """Forgets what was shown for the previous person: their folders, files, and import line or progress bar
+        (an import of theirs still running goes on; its progress and its end are theirs to see)."""
+        self.folders.blockSignals(True)  # no "current folder" of theirs is looked up for the new person
+        self.folders.clear()
+        self.folders.blockSignals(False)
+        self.files.clear()
+        self.progress.setVisible(False)
+        self.progress_label.setText("")
+
     def current_id(self) -> str | None:
         item = self.folders.currentItem()
         return item.data(Qt.ItemDataRole.UserRole) if item is not None else None
@@ -199,12 +209,18 @@ class FoldersView(QWidget):
         return self.scan(folder.id)
 
     def scan(self, folder_id: str) -> asyncio.Task[Any]:
+        who = self.pod.person.id
+
         async def go() -> None:
             try:
                 rep = await self.pod.folders.scan(folder_id)
             except Exception as exc:  # the folder was removed meanwhile, say
+                if self.pod.person.id != who:  # the person was switched meanwhile: it is not the new one's
+                    return
                 self.progress_label.setText(f"The folder could not be read: {exc}")
                 self.progress.setVisible(False)
+                return
+            if self.pod.person.id != who:
                 return
             self.status.emit(f"{rep.path}: {rep.indexed} indexed, {rep.skipped} skipped, {rep.failed} failed.")
             self.refresh()
@@ -229,8 +245,12 @@ class FoldersView(QWidget):
         self.remove_folder(fid)
 
     def remove_folder(self, folder_id: str) -> asyncio.Task[Any]:
+        who = self.pod.person.id
+
         async def go() -> None:
             out = await self.pod.folders.remove(folder_id)
+            if self.pod.person.id != who:
+                return
             self.refresh()
             self.progress_label.setText(f"No longer watching {out['path']}; {out['sources_deleted']} imported "
                                         "source(s) deleted.")

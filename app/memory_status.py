@@ -9,7 +9,7 @@ import html
 from datetime import datetime
 from typing import Any
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QTimer, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSizePolicy, QWidget
 
 
@@ -59,6 +59,12 @@ class IngestPanel(QWidget):
         row.addStretch(1)
         for w in (self.no_model, self.find_local, self.use_local, self.choose):
             row.addWidget(w)
+        # "Next ingest at 14:30 (in 12 min)" moves on by itself: a timed ingest with nothing to write sends no
+        # event that would reload the wiki, and the minutes count down.
+        self.clock = QTimer(self)
+        self.clock.setInterval(20_000)
+        self.clock.timeout.connect(self._on_clock)
+        self.clock.start()
         self.refresh()
 
     def _run(self, coro: Any) -> asyncio.Task[Any]:
@@ -103,6 +109,10 @@ class IngestPanel(QWidget):
         return "".join(parts)
 
     # -- slots
+    def _on_clock(self) -> None:
+        if self.isVisible() and self.ingest_now.isEnabled():  # not over "Ingesting…"
+            self.next_label.setText(self.next_text())
+
     def _on_ingest_now(self) -> None:
         self.ingest()
 

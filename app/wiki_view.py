@@ -172,6 +172,7 @@ class WikiView(QWidget):
         super().__init__(parent)
         self.pod = pod
         self.current: tuple[str, str] | None = None  # (scope, slug)
+        self._empty_text: str | None = None  # the "no pages yet" text, as shown, while it is shown
         self._tasks: set[asyncio.Task[Any]] = set()
         self._reads: set[asyncio.Task[Any]] = set()
         self.search = QLineEdit()
@@ -389,6 +390,7 @@ class WikiView(QWidget):
         self.diff_old.clear()
         self.diff_new.clear()
         self.forget_agent_name.clear()
+        self.folders.reset()
         dialog = self.__dict__.pop("source_dialog", None)
         if dialog is not None:
             dialog.close()
@@ -452,9 +454,17 @@ class WikiView(QWidget):
                 c.setExpanded(True)
         self.ingest_panel.refresh()
         self.folders.refresh()
-        if not any(pages for _, pages, _ in listing) and self.current is None:
-            sources = await self._mem(lambda: sum(self.pod.memory.count_sources(s) for s in scopes))
-            self.page.setHtml(self.ingest_panel.empty_html(sources))
+        # The empty state takes a blank page area (or updates itself), never an answer, a source or a page the
+        # person is reading; once pages exist it gives way to a pointer to them.
+        showing_empty = self._empty_text is not None and self.page.toPlainText() == self._empty_text
+        if self.current is None and (showing_empty or not self.page.toPlainText().strip()):
+            if any(pages for _, pages, _ in listing):
+                self.page.setHtml("<p>Open a page from the list, or search your memory above.</p>")
+                self._empty_text = None
+            else:
+                sources = await self._mem(lambda: sum(self.pod.memory.count_sources(s) for s in scopes))
+                self.page.setHtml(self.ingest_panel.empty_html(sources))
+                self._empty_text = self.page.toPlainText()
         await self._load_proposals()
         await self._load_held()
 

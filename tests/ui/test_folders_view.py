@@ -140,3 +140,40 @@ def test_ingest_now_writes_pages_with_the_chosen_model(qtbot, qloop, ui_pod, fak
     qloop.wait_until(lambda: w.wiki.tree.topLevelItemCount() == 1, what="the written page in the tree")
     assert "Ingest wrote 1 page(s)" in messages[-1]
     assert w.wiki.tree.topLevelItem(0).child(0).child(0).text(0) == "Lisbon trip"
+
+
+def test_switching_person_takes_the_previous_persons_import_line_and_progress_off_the_tab(qtbot, qloop, ui_pod,
+                                                                                          tmp_path) -> None:
+    """The Watched folders tab kept Alice's import line (her folder's path and counts) after a switch to Bob, and an
+    import of hers still running left its progress bar ("Reading n of m file(s) in <her path>…") on his screen for
+    good: its end is her event, which his view rightly ignores."""
+    bob_docs = tmp_path / "BobNotes"
+    bob_docs.mkdir()
+    (bob_docs / "b.md").write_text("Bob's bike is in the shed.\n")
+    ui_pod.add_person("Bob")
+    ui_pod.unlock("Bob").folders.add(bob_docs)
+    small, big = tmp_path / "AliceTaxReturns", tmp_path / "AliceReceipts"
+    small.mkdir()
+    (small / "t.md").write_text("The tax return is filed with Mr Berg every April.\n")
+    for i in range(600):  # several batches of 250
+        (big / f"y{i % 3}").mkdir(parents=True, exist_ok=True)
+        (big / f"y{i % 3}" / f"n{i:04d}.md").write_text(f"Receipt {i} for the tax return.\n")
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show_wiki()
+    view = w.wiki.folders
+    w.wiki.tabs.setCurrentWidget(view)
+    qloop.run(view.add_folder(str(small)))
+    assert "AliceTaxReturns: 1 indexed" in view.progress_label.text()
+    task = view.add_folder(str(big))
+    qloop.wait_until(lambda: view.progress.isVisibleTo(view), what="the import's progress bar")
+    said: list[str] = []
+    w.statusBar().messageChanged.connect(said.append)
+    w.refresh_people()
+    assert w.switch_person("Bob")
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the wiki to reload for Bob")
+    assert view.folders.count() == 1 and "BobNotes" in view.folders.item(0).text()  # his own list
+    qloop.run(task, timeout=120)  # her import ends while Bob is shown
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the wiki to settle")
+    assert not view.progress.isVisibleTo(view)
+    assert "Alice" not in view.progress_label.text() and not any("Alice" in s for s in said), said

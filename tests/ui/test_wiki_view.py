@@ -3,6 +3,7 @@ Ask memory, and ingest from the window against hostile or slow models."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import socket
@@ -644,3 +645,84 @@ def test_held_back_and_the_empty_state_follow_an_import_without_a_click(qtbot, q
     qloop.wait_until(lambda: w.wiki.held.count() == 1, what="the imported part to be held back")
     assert "forward all mail" in w.wiki.held.item(0).text() and w.wiki.tabs.tabText(2) == "Held back (1)"
     qloop.wait_until(lambda: "Memory holds 1 source(s)" in w.wiki.page.toPlainText(), what="the empty state")
+
+
+def test_an_ask_memory_answer_stays_when_memory_changes_while_it_is_read(qtbot, qloop, ui_pod, script,
+                                                                         tmp_path) -> None:
+    """Before the first page is written, any memory event (a folder scan, the producer's run, an agent's note) reloads
+    the Wiki page, and the reload put "No wiki pages yet" over an Ask memory answer the person was reading."""
+    docs = tmp_path / "Docs"
+    docs.mkdir()
+    (docs / "boiler.txt").write_text("The boiler code is 7731; the engineer is Priya from Heatwise.\n")
+    folder = ui_pod.folders.add(docs)
+    qloop.run(ui_pod.folders.scan(folder.id))
+    ui_pod.set_role_model("ask_memory", "fake/fake-1")
+    script([Text("The boiler code is 7731 [1].")])
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show()
+    w.show_wiki()
+    qloop.wait_until(lambda: "No wiki pages yet" in w.wiki.page.toPlainText(), what="the empty state")
+    w.wiki.search.setText("What is the boiler code?")
+    w.wiki.ask.click()
+    qloop.wait_until(lambda: "7731 [1]" in w.wiki.page.toPlainText(), what="the answer")
+    (docs / "bins.txt").write_text("Bins go out on Tuesday nights.\n")
+    qloop.run(ui_pod.folders.scan(folder.id))
+    qloop.run(asyncio.sleep(1.0))  # the view reloads 300 ms after such an event
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the reload")
+    shown = w.wiki.page.toPlainText()
+    assert "7731 [1]" in shown and "boiler.txt" in shown and "No wiki pages yet" not in shown
+
+
+def test_the_empty_state_gives_way_once_ingest_wrote_the_first_page(qtbot, qloop, ui_pod, fake_model) -> None:
+    """"No wiki pages yet ... Ingest now writes pages at once" stayed after Ingest now wrote the first page: the tree
+    listed the page beside a text saying there were none."""
+    scope = f"private/{ui_pod.person.id}"
+    qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.add_source(
+        "We fly to Lisbon on 4 May and stay in the Alfama flat.", scope=scope)))
+    ui_pod.set_role_model("ingest", "fake/fake-1")
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show()
+    w.show_wiki()
+    qloop.wait_until(lambda: "No wiki pages yet" in w.wiki.page.toPlainText(), what="the empty state")
+    fake_model.script = Script([Text(json.dumps([{"title": "Lisbon trip", "scope": scope, "category": "travel",
+                                                  "body": "- We fly to Lisbon on 4 May [1]", "citations": {"1": "S1"}}]))])
+    w.wiki.ingest_panel.ingest_now.click()
+    qloop.wait_until(lambda: w.wiki.tree.topLevelItemCount() == 1, what="the written page in the tree")
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the wiki to settle")
+    shown = w.wiki.page.toPlainText()
+    assert "No wiki pages yet" not in shown and "Open a page from the list" in shown
+
+
+def test_the_next_ingest_time_moves_on_by_itself_once_that_ingest_is_past(qtbot, qloop, ui_pod, monkeypatch) -> None:
+    """"Next ingest at HH:MM (in n min)" was worked out once, when the Wiki page loaded: a timed ingest with nothing to
+    write sends no event that reloads the page, so half an hour later it still named the run that had happened."""
+    import datetime as real_dt
+
+    import app.memory_status
+    import runtime_host.memory_jobs
+    from runtime_host.memory_jobs import next_run
+
+    shift = {"by": real_dt.timedelta(0)}
+
+    class Later(real_dt.datetime):
+        @classmethod
+        def now(cls, tz=None):  # the machine's clock, moved on
+            return real_dt.datetime.now(tz) + shift["by"]
+
+    monkeypatch.setattr(runtime_host.memory_jobs, "datetime", Later)
+    monkeypatch.setattr(app.memory_status, "datetime", Later)
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show()
+    w.show_wiki()
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the wiki to load")
+    panel = w.wiki.ingest_panel
+    first = panel.next_label.text()
+    assert first.startswith("Next ingest at ")
+    due = next_run(ui_pod)
+    shift["by"] = (due - real_dt.datetime.now(due.tzinfo)) + real_dt.timedelta(minutes=1)  # that ingest is past
+    assert panel.clock.isActive() and panel.clock.interval() <= 60_000  # the bar re-reads it at least every minute
+    panel.clock.timeout.emit()
+    assert panel.next_label.text() == panel.next_text() != first
