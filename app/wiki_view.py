@@ -173,6 +173,7 @@ class WikiView(QWidget):
         self.pod = pod
         self.current: tuple[str, str] | None = None  # (scope, slug)
         self._empty_text: str | None = None  # the "no pages yet" text, as shown, while it is shown
+        self._shown_page: Any = None  # the page shown, as it was read
         self._tasks: set[asyncio.Task[Any]] = set()
         self._reads: set[asyncio.Task[Any]] = set()
         self.search = QLineEdit()
@@ -409,9 +410,14 @@ class WikiView(QWidget):
         self.edit.setEnabled(enabled)
 
     def _on_pod_event(self, ev: dict[str, Any]) -> None:
-        if ev.get("person") != self.pod.person.id:  # another person's memory: nothing of it is shown here
-            return
         kind = ev.get("type")
+        # Another person's memory: nothing of it is shown here. Nightly's event (counts only) is everyone's: it
+        # rewrites and reconciles pages of every scope.
+        if kind != "memory.nightly" and ev.get("person") != self.pod.person.id:
+            return
+        if kind == "memory.nightly":
+            self._memory_soon.start()
+            return
         if kind in MEMORY_CHANGED or (kind == "folders.progress" and ev.get("phase") == "done"):
             self._memory_soon.start()
 
@@ -465,8 +471,23 @@ class WikiView(QWidget):
                 sources = await self._mem(lambda: sum(self.pod.memory.count_sources(s) for s in scopes))
                 self.page.setHtml(self.ingest_panel.empty_html(sources))
                 self._empty_text = self.page.toPlainText()
+        await self._reopen_if_rewritten()
         await self._load_proposals()
         await self._load_held()
+
+    async def _reopen_if_rewritten(self) -> None:
+        """The page being read, shown anew if ingest or nightly rewrote (or deleted) it meanwhile, at the same
+        place; never under the person's own edit."""
+        if self.current is None or self._editing is not None:
+            return
+        scope, slug = self.current
+        page = await self._mem(lambda: self.pod.memory.view_page(scope, slug, self._viewer(scope)))
+        if page is not None and page == self._shown_page:
+            return
+        at, tab = self.page.verticalScrollBar().value(), self.tabs.currentIndex()
+        await self._open(scope, slug)
+        self.page.verticalScrollBar().setValue(at)
+        self.tabs.setCurrentIndex(tab)
 
     async def _load_held(self) -> None:
         held = await self.pod.memory_held()  # the person's own and their agents', as on the CLI
@@ -550,6 +571,7 @@ class WikiView(QWidget):
             self.current = None
             return
         self.current = (scope, page.slug)
+        self._shown_page = page
         meta = f"<p><i>{html.escape(self.pod.scope_label(scope))} · {html.escape(page.category)} · updated {html.escape(page.updated)}</i></p>"
         titles = await self._mem(lambda: self._source_titles(page.citations.values()))
         sources = "".join(f"<li>[{n}] <a href='hearth-source:{sid}'>{html.escape(titles.get(sid) or f'Source {n}')}</a></li>"

@@ -726,3 +726,40 @@ def test_the_next_ingest_time_moves_on_by_itself_once_that_ingest_is_past(qtbot,
     assert panel.clock.isActive() and panel.clock.interval() <= 60_000  # the bar re-reads it at least every minute
     panel.clock.timeout.emit()
     assert panel.next_label.text() == panel.next_text() != first
+
+
+def test_the_page_being_read_is_shown_anew_when_ingest_or_nightly_rewrites_it(qtbot, qloop, ui_pod, fake_model) -> None:
+    """A page open on the Wiki page stayed as it was when ingest rewrote it, and nightly's event (it names no
+    person) reloaded nothing at all, so a reconciled or deleted page was still shown as before."""
+    scope = f"private/{ui_pod.person.id}"
+
+    def seed() -> None:
+        old = ui_pod.memory.add_source("The dentist is Dr Okafor.", scope=scope, ts=time.time() - 86400 * 30)
+        new = ui_pod.memory.add_source("Correction: the dentist is now Dr Lindqvist.", scope=scope, ts=time.time())
+        ui_pod.memory.write_page(Page("Dentist", scope, "health", "- The dentist is Dr Okafor [1]\n"
+                                      "- The dentist is Dr Lindqvist [2]", {1: old, 2: new}), author="agent:writer")
+        ui_pod.memory.add_source("The check-up is on 9 March at Lindqvist's.", scope=scope)
+
+    qloop.run(ui_pod.in_memory_thread(seed))
+    ui_pod.set_role_model("ingest", "fake/fake-1")
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show()
+    w.show_wiki()
+    qloop.wait_until(lambda: w.wiki.tree.topLevelItemCount() == 1, what="the page in the tree")
+    qloop.run(w.wiki.open_page(scope, "dentist"))
+    assert "The dentist is Dr Okafor [1]" in w.wiki.page.toPlainText()
+    fake_model.script = lambda req: Text(json.dumps({"changed": True, "why": "newest wins",
+                                                     "body": "- The dentist is Dr Lindqvist [2]"}))
+    qloop.run(ui_pod.memory_nightly())
+    qloop.wait_until(lambda: "The dentist is Dr Okafor [1]" not in w.wiki.page.toPlainText(), what="the reconciled page")
+    assert "Dr Lindqvist" in w.wiki.page.toPlainText()
+
+    def writer(req):
+        label = next(re.findall(r"\b(S\d+)\b", ln)[0] for ln in req.last_user.splitlines() if "check-up" in ln)
+        return Text(json.dumps([{"title": "Dentist", "scope": scope, "category": "health",
+                                 "body": "- Check-up on 9 March [1]", "citations": {"1": label}}]))
+
+    fake_model.script = writer
+    qloop.run(ui_pod.memory_ingest())
+    qloop.wait_until(lambda: "9 March" in w.wiki.page.toPlainText(), what="the page as ingest rewrote it")
