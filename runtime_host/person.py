@@ -10,6 +10,7 @@ as an attribute of this handle).
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 from vault import Vault
@@ -296,6 +297,13 @@ class PersonPod:
         mine = f"private/{self.person_id}"
         return [r for r in await self._for_me(self.pod.memory_produce) if r["scope"] == mine]
 
+    def _page_file_scope(self, message: str) -> str | None:
+        """The scope of the page file a message about it names (it starts with the file's path), or None."""
+        wiki = f"{self.pod.memory.root / 'wiki'}{os.sep}"
+        if not message.startswith(wiki):
+            return None
+        return message[len(wiki):].partition(":")[0].rpartition(os.sep)[0].replace(os.sep, "/")
+
     def _seen(self, key: str, mine: set[str]) -> bool:
         """Whether a page key (``page:<scope>/<slug>``) or a scope is one this person may see."""
         scope = key.removeprefix("page:").rpartition("/")[0] if key.startswith("page:") else key
@@ -325,7 +333,7 @@ class PersonPod:
                 "resynthesized": [k for k in out["resynthesized"] if self._seen(k, mine)],
                 "reconciled": [c for c in out["reconciled"] if c.partition(": ")[0].rpartition("/")[0] in mine],
                 "reindexed_scopes": [sc for sc in out["reindexed_scopes"] if sc in mine],
-                "corrupt": [c for c in out["corrupt"] if any(f"/{sc}/" in c for sc in mine)],
+                "corrupt": [c for c in out["corrupt"] if self._page_file_scope(c) in mine],
                 "rejected": [{"title": t, "why": why} for t, why, sc in out["rejected"]
                              if sc in mine and writer_of(self.pod, sc) == self.person_id]}
 

@@ -962,3 +962,32 @@ async def test_one_persons_failing_reconcile_model_spares_anothers_nightly(pod, 
     assert [r["title"] for r in bobs["rejected"]] == ["Appointments"] and "JSON" in bobs["rejected"][0]["why"]
     page = await pod.in_memory_thread(lambda: pod.memory.read_page(bob_scope, "appointments"))
     assert "3 June" in page.body and "4 June" in page.body  # left as it was for the next night
+
+
+async def test_a_broken_page_file_is_named_to_its_person_alone_wherever_hearth_lives(tmp_path, fake_model,
+                                                                                  monkeypatch) -> None:
+    """Nightly's report names a page file it could not read; a person was shown another's when the path of the
+    Hearth folder itself held the name of one of their scopes (a home under /srv/public, say)."""
+    from runtime_host.pod import Pod
+    from wiki_engine import Page
+
+    home = tmp_path / "srv" / "public" / "hearth"
+    home.mkdir(parents=True)
+    monkeypatch.setenv("HEARTH_HOME", str(home))
+    me = Pod(home).first_person()
+    try:
+        me.add_person("Bob")
+        as_bob = me.pod.unlock("Bob")
+        mine = f"private/{me.person.id}"
+
+        def seed() -> None:
+            sid = me.memory.add_source("Alice sees Ms Okoro about custody on Friday.", scope=mine)
+            me.memory.write_page(Page("Okoro custody", mine, "legal", "Okoro [1].", {1: sid}), author="agent:writer")
+
+        await me.in_memory_thread(seed)
+        path = home / "memory" / "wiki" / mine / "okoro-custody.md"
+        path.write_text(path.read_text().replace("verified: false", "verified: no"))
+        assert (await asyncio.wait_for(as_bob.memory_nightly(), 60))["corrupt"] == []
+        assert ["okoro-custody.md" in c for c in (await asyncio.wait_for(me.memory_nightly(), 60))["corrupt"]] == [True]
+    finally:
+        await asyncio.wait_for(me.close(), 20)
