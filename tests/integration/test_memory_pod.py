@@ -13,6 +13,15 @@ from runtime_host.memory_jobs import MemoryModelError
 from tests.helpers.fake_model import Text, ToolCalls
 
 
+def bob_with_his_own_provider(pod) -> tuple[dict, object]:
+    """A second person, Bob, unlocked, with a provider of his own (the same fake model server, his own key)."""
+    bob = pod.add_person("Bob")
+    as_bob = pod.pod.unlock("Bob")
+    fake = next(p for p in pod.list_providers() if p["name"] == "fake")
+    as_bob.add_provider("fake", kind=fake["kind"], base_url=fake["base_url"], model=fake["model"])
+    return bob, as_bob
+
+
 async def chat_some(pod, script) -> None:
     script([Text("Noted.")], repeat_last=True)
     for msg in ["My sister Clara's birthday is on 3 June and she loves orchids.", "hi", "thanks!"]:
@@ -203,10 +212,7 @@ async def test_what_bob_forgets_while_his_model_thinks_stays_forgotten(pod, fake
     stored when the model answered (as a source, or a conversation summary), and his search found it again."""
     from runtime_host.memory_jobs import SUMMARY_EVERY
 
-    pod.add_person("Bob")
-    as_bob = pod.pod.unlock("Bob")
-    fake = next(p for p in pod.list_providers() if p["name"] == "fake")
-    as_bob.add_provider("fake", kind=fake["kind"], base_url=fake["base_url"], model=fake["model"])
+    _, as_bob = bob_with_his_own_provider(pod)
     as_bob.add_agent("bobs", provider="fake")
     as_bob.set_role_model("extraction", "fake/bob-x")
     inst = as_bob.find_agent("bobs")[0]
@@ -316,10 +322,7 @@ async def test_one_persons_broken_memory_model_never_stops_anothers_memory(pod, 
     his memory and his ingest model still writes his page (the run used to end at Alice's model for everyone);
     the run says it failed to Alice alone (Bob used to get her error, quoting her model), and her items wait for
     her next run."""
-    bob = pod.add_person("Bob")
-    as_bob = pod.pod.unlock("Bob")
-    fake = next(p for p in pod.list_providers() if p["name"] == "fake")
-    as_bob.add_provider("fake", kind=fake["kind"], base_url=fake["base_url"], model=fake["model"])
+    bob, as_bob = bob_with_his_own_provider(pod)
     as_bob.add_agent("bobs", provider="fake")
     bob_scope = f"private/{bob['id']}"
     docs = tmp_path / "bobdocs"
@@ -368,10 +371,7 @@ async def test_memory_job_reports_show_a_person_only_their_own(pod, fake_model, 
     quarantined chat text, her watched folder's path, her page titles and files, and her tampered source's path."""
     from wiki_engine import Page
 
-    bob = pod.add_person("Bob")
-    as_bob = pod.pod.unlock("Bob")
-    fake = next(p for p in pod.list_providers() if p["name"] == "fake")
-    as_bob.add_provider("fake", kind=fake["kind"], base_url=fake["base_url"], model=fake["model"])
+    bob, as_bob = bob_with_his_own_provider(pod)
     alice_scope, bob_scope = f"private/{pod.person.id}", f"private/{bob['id']}"
     diary = tmp_path / "Alice private diary"
     diary.mkdir()
@@ -421,10 +421,7 @@ async def test_nightly_tells_each_person_only_their_own_rejections_and_one_write
     words); and one person's failing writer failed the re-synthesis of everyone's pages."""
     from wiki_engine import Page
 
-    bob = pod.add_person("Bob")
-    as_bob = pod.pod.unlock("Bob")
-    fake = next(p for p in pod.list_providers() if p["name"] == "fake")
-    as_bob.add_provider("fake", kind=fake["kind"], base_url=fake["base_url"], model=fake["model"])
+    bob, as_bob = bob_with_his_own_provider(pod)
     alice_scope, bob_scope = f"private/{pod.person.id}", f"private/{bob['id']}"
     pod.set_role_model("ingest", "fake/alice-model")
     as_bob.set_role_model("ingest", "fake/bob-model")
@@ -527,10 +524,7 @@ async def test_one_persons_failing_summary_model_spares_anothers_summaries_and_f
     from runtime_host.memory_jobs import SUMMARY_EVERY, SUMMARY_SYSTEM
     from tests.helpers.fake_model import Error
 
-    pod.add_person("Bob")
-    as_bob = pod.pod.unlock("Bob")
-    fake = next(p for p in pod.list_providers() if p["name"] == "fake")
-    as_bob.add_provider("fake", kind=fake["kind"], base_url=fake["base_url"], model=fake["model"])
+    _, as_bob = bob_with_his_own_provider(pod)
     as_bob.add_agent("bobs", provider="fake")
     pod.set_role_model("extraction", "fake/alice-model")
     as_bob.set_role_model("extraction", "fake/bob-model")
@@ -631,10 +625,7 @@ async def test_a_wiki_writers_uncited_claim_beside_a_link_or_under_a_heading_is_
     """An uncited line keeps its links alone: "[[Ines]] is HIV positive." was kept whole because it held a link and
     at most four other words, so Bob's wiki stated an invented health claim citing nothing; a heading over nothing
     cited stated one too."""
-    bob = pod.add_person("Bob")
-    as_bob = pod.pod.unlock("Bob")
-    fake = next(p for p in pod.list_providers() if p["name"] == "fake")
-    as_bob.add_provider("fake", kind=fake["kind"], base_url=fake["base_url"], model=fake["model"])
+    bob, as_bob = bob_with_his_own_provider(pod)
     scope = f"private/{bob['id']}"
     await pod.in_memory_thread(lambda: pod.memory.add_source("My daughter Ines starts school on 9 September.",
                                                              scope=scope))
@@ -866,10 +857,7 @@ async def test_deleting_a_conversation_can_take_what_memory_learned_from_it_and_
     from wiki_engine import Item, Page
 
     script([Text("Noted.")], repeat_last=True)
-    pod.add_person("Bob")
-    as_bob = pod.pod.unlock("Bob")
-    fake = next(p for p in pod.list_providers() if p["name"] == "fake")
-    as_bob.add_provider("fake", kind=fake["kind"], base_url=fake["base_url"], model=fake["model"])
+    _, as_bob = bob_with_his_own_provider(pod)
     as_bob.add_agent("buddy", provider="fake")
     scope = f"private/{pod.person.id}"
     assert (await asyncio.wait_for(pod.chat("helper", "The safe in the study opens with 1-9-7-3."), 30)).ok
@@ -926,10 +914,7 @@ async def test_one_persons_failing_reconcile_model_spares_anothers_nightly(pod, 
 
     from wiki_engine import Page
 
-    bob = pod.add_person("Bob")
-    as_bob = pod.pod.unlock("Bob")
-    fake = next(p for p in pod.list_providers() if p["name"] == "fake")
-    as_bob.add_provider("fake", kind=fake["kind"], base_url=fake["base_url"], model=fake["model"])
+    bob, as_bob = bob_with_his_own_provider(pod)
     alice_scope, bob_scope = f"private/{pod.person.id}", f"private/{bob['id']}"
     pod.set_role_model("ingest", "fake/alice-model")
     as_bob.set_role_model("ingest", "fake/bob-model")
