@@ -887,7 +887,9 @@ class WatchedFolders:
                         owner[i].dropped.append(v.reason)
                         skip_items.add(i)
         keep = [i for i in range(len(items)) if owner[i].status == INDEXED and i not in skip_items]
-        ids = await self._add(scope, [items[i] for i in keep], [owner[i] for i in keep])
+        ids = await self._add(folder.id, scope, [items[i] for i in keep], [owner[i] for i in keep])
+        if not self._watched(folder.id):  # forgotten (or removed) while this batch was read: nothing of it is kept
+            return
         for i, sid in zip(keep, ids, strict=True):
             if sid:
                 owner[i].sids.append(sid)
@@ -952,10 +954,14 @@ class WatchedFolders:
         if old_held:
             await self.pod.in_memory_thread(lambda: self.pod.memory.drop_held(scope, old_held))
 
-    async def _add(self, scope: str, items: list[Any], owners: list[_Read]) -> list[str | None]:
+    def _watched(self, folder_id: str) -> bool:
+        return bool(self.db.q("SELECT 1 FROM folders WHERE id=?", (folder_id,)))
+
+    async def _add(self, folder_id: str, scope: str, items: list[Any], owners: list[_Read]) -> list[str | None]:
         """Stores the items; their ids ("" for one held in quarantine). One transaction for all; if that fails,
         one per file, so a file that cannot be stored (failed with its reason, None for its items) costs only
-        itself."""
+        itself. Nothing is stored once the folder is no longer watched (its person forgot everything about them
+        while the batch was read: memory's thread checks as it stores, after that forget's deletions)."""
         import wiki_engine
 
         if not items:
@@ -977,6 +983,8 @@ class WatchedFolders:
                 return list(memory.add_items(its, skip_refused=True))
 
         def work() -> list[str | None]:
+            if not self._watched(folder_id):
+                return [None] * len(items)
             try:
                 return list(memory.add_items(items, skip_refused=True))
             except Exception:

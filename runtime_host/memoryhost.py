@@ -263,9 +263,9 @@ class MemoryHost:
         return int(n)
 
     async def memory_forget_me(self, person_id: str) -> int:
-        n = await self.in_memory_thread(lambda: self.memory.forget_person(person_id))
-        self.pod.folders.forget_person(person_id)  # watched folders too, or they would import it all again
-        return int(n)
+        # Watched folders first, or they would import it all again (an import running now stores nothing more).
+        self.pod.folders.forget_person(person_id)
+        return int(await self.in_memory_thread(lambda: self.memory.forget_person(person_id)))
 
     async def memory_produce(self) -> list[dict[str, Any]]:
         """Pulls new chat and mail into the memory inbox (keep or skip by the extraction model), then summaries."""

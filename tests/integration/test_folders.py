@@ -5,12 +5,14 @@ between memory's commit and folders.db's, and mail exports far larger than memor
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -852,3 +854,38 @@ async def test_a_watched_files_status_follows_keep_it_and_discard(pod, tmp_path)
     await pod.folders.scan(folder.id)
     assert status()["bins.md"] == ("skipped", "what it held was discarded from Held back")
     assert await pod.memory_held() == []
+
+
+async def test_forget_me_during_a_folder_import_keeps_nothing_it_had_read(pod, tmp_path, script, fake_model) -> None:
+    """An import still running when the person pressed "Forget everything about me" (its import model deciding on a
+    mail export) stored what it had read once the model answered: the forgotten mail was back in memory."""
+    pod.set_role_model("import", "fake/fake-1")
+    docs = tmp_path / "mail"
+    docs.mkdir()
+    (docs / "old.mbox").write_bytes(
+        b"From ana@example.org Tue Mar  3 10:00:00 2026\nFrom: Ana <ana@example.org>\nSubject: Plumber\n"
+        b"Date: Tue, 03 Mar 2026 10:00:00 +0000\n\nThe plumber Jorge fixes the boiler on Friday morning at nine.\n")
+    asked, go = threading.Event(), threading.Event()
+
+    def decide(req):
+        asked.set()
+        go.wait(30)
+        return Text(json.dumps([{"n": 1, "keep": True, "reason": "a plan"}]))
+
+    script([decide])
+    folder = pod.folders.add(docs)
+    scan = asyncio.create_task(pod.folders.scan(folder.id))
+    assert await asyncio.to_thread(asked.wait, 30)
+    await pod.memory_forget_me()
+    go.set()
+    await asyncio.wait_for(scan, 60)
+    assert pod.memory.count_sources(f"private/{pod.person.id}") == 0
+    assert await pod.memory_search("plumber boiler Friday", mode="keyword") == []
+    assert pod.folders.list_folders() == []
+    # A folder added afterwards, with files older than the forget, is imported as usual.
+    later = tmp_path / "later"
+    later.mkdir()
+    (later / "bins.md").write_text("The bins go out on Tuesday nights.\n")
+    os.utime(later / "bins.md", (1_600_000_000, 1_600_000_000))
+    await pod.folders.scan(pod.folders.add(later).id)
+    assert await pod.memory_search("bins Tuesday nights", mode="keyword")
