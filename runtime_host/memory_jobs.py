@@ -141,21 +141,19 @@ _HEXID = re.compile(r"\b[0-9a-fA-F]{12,}\b")
 
 def tidy_body(body: str) -> tuple[str, int]:
     """A model's page body with chat filler lines and uncited claims removed; (body, lines dropped).
-    Blank lines and headings over what is kept stay; an uncited line with [[links]] keeps its links alone (they
-    point to other pages; its words would be a claim with no source: "See [[Clara]]." and "[[Ines]] is ill."
-    both keep just their link)."""
-    from wiki_engine.pages import says_anything, without_empty_sections
+    Blank lines and headings over what is kept stay; an uncited line or heading with [[links]] keeps its links
+    alone, by title (they point to other pages; its words, or a link's label, would be a claim with no source:
+    "See [[Clara]]." and "[[Ines|Ines is ill]]" both keep just their link)."""
+    from wiki_engine.pages import is_heading, links_in, without_empty_sections
 
     out: list[str] = []
     dropped = 0
     for line in body.replace("\r\n", "\n").split("\n"):
         s = line.strip()
-        if _LINK.search(s) and not _CITE.search(s) and not s.startswith("#"):
-            if says_anything(s):
-                mark = re.match(r"\s*(?:[-*+]|\d+[.)])\s+", line)
-                line = (mark.group(0) if mark else "") + ", ".join(_LINK.findall(s))
-            out.append(line)
-        elif not s or s.startswith("#"):
+        if _LINK.search(s) and not _CITE.search(s):
+            mark = re.match(r"\s*(?:#{1,6}|[-*+]|\d+[.)])\s+", line)
+            out.append((mark.group(0) if mark else "") + ", ".join(f"[[{t}]]" for t in links_in(s)))
+        elif not s or is_heading(line):
             out.append(line)
         elif _FILLER.match(s) and not _CITE.search(s):
             dropped += 1

@@ -27,7 +27,7 @@ from .catalog import Catalog
 from .embed import Embedder, checked_vectors, is_remote, kind_of, load_embedder
 from .guard import check_instructions, without_controls
 from .index import Doc, ScopeIndex, asks_when, query_terms, remove_index_folder, words
-from .pages import Page, PageFormatError, PageStore, parse_page, says_anything, slugify, unified_diff
+from .pages import Page, PageFormatError, PageStore, holds_something, parse_page, slugify, unified_diff
 from .render import Item, iso_utc, parse_source, render_item
 from .rerank import PartScores
 from .scopes import Scope, Viewer, parse_scopes
@@ -835,7 +835,7 @@ class Memory:
             idx.commit()
             return
         page = page.without_sources(gone)
-        if not any(says_anything(line) for line in page.body.split("\n")):  # nothing but links was left
+        if not any(holds_something(line) for line in page.body.split("\n")):  # nothing but bare links was left
             self.pages.delete(sc, slug)
             with self.catalog.tx(immediate=True) as db:
                 db.execute("DELETE FROM stale_pages WHERE scope=? AND slug=?", (str(sc), slug))

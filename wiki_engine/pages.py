@@ -84,7 +84,7 @@ class Page:
 
     @property
     def links(self) -> list[str]:
-        return [m.strip() for m in _LINK.findall(self.body)]
+        return links_in(self.body)
 
     def cited_numbers(self) -> list[int]:
         return sorted({int(n) for n in _CITE_USE.findall(self.body)})
@@ -142,8 +142,19 @@ class Page:
         return replace(self, body=body, citations={n: s for n, s in self.citations.items() if n not in dead})
 
 
-_HEADING = re.compile(r"^ {0,3}(#{1,6})\s")
+_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:\s|$)")
+_FENCE = re.compile(r"^ {0,3}(?:```|~~~)")
 _LIST_MARK = re.compile(r"^\s*(?:[-*+>|]|\d+[.)])\s*")
+
+
+def links_in(text: str) -> list[str]:
+    """The titles ``text`` links to ([[Title]], [[Title|label]], [[Title#part]] all name Title)."""
+    return [m.strip() for m in _LINK.findall(text)]
+
+
+def is_heading(line: str) -> bool:
+    """A markdown heading ("## Title"; "#Title", with no space, is a paragraph)."""
+    return _HEADING.match(line) is not None
 
 
 def says_anything(line: str) -> bool:
@@ -152,23 +163,41 @@ def says_anything(line: str) -> bool:
     return bool(re.search(r"\w", _CITE_USE.sub("", _LINK.sub("", _LIST_MARK.sub("", line, count=1)))))
 
 
-def without_empty_sections(body: str) -> str:
-    """``body`` without headings over nothing: a heading whose section (up to the next heading of its level or
-    above) holds no line that says anything. A heading alone states what no sentence under it backs (a forgotten
-    claim's heading, or a model's uncited one)."""
-    lines = body.split("\n")
-    keep = [True] * len(lines)
-    for i, line in enumerate(lines):
-        m = _HEADING.match(line)
-        if m is None:
+def holds_something(line: str) -> bool:
+    """Whether a line is content: it cites a source, or states something of its own."""
+    return bool(_CITE_USE.search(line)) or says_anything(line)
+
+
+def _heading_levels(lines: list[str]) -> list[int | None]:
+    """Each line's heading level, or None (not a heading, or inside a code fence, where "#" is a comment)."""
+    out: list[int | None] = []
+    fenced = False
+    for line in lines:
+        if _FENCE.match(line):
+            fenced = not fenced
+            out.append(None)
             continue
-        level = len(m.group(1))
+        m = None if fenced else _HEADING.match(line)
+        out.append(len(m.group(1)) if m else None)
+    return out
+
+
+def without_empty_sections(body: str) -> str:
+    """``body`` without headings over nothing: a heading that cites no source itself and whose section (up to the
+    next heading of its level or above) holds no line of content (one that cites, or says something). A heading
+    alone states what no sentence under it backs (a forgotten claim's heading, or a model's uncited one)."""
+    lines = body.split("\n")
+    levels = _heading_levels(lines)
+    keep = [True] * len(lines)
+    for i, level in enumerate(levels):
+        if level is None or _CITE_USE.search(lines[i]):
+            continue
         keep[i] = False
-        for later in lines[i + 1:]:
-            h = _HEADING.match(later)
-            if h is not None and len(h.group(1)) <= level:
+        for j in range(i + 1, len(lines)):
+            under = levels[j]
+            if under is not None and under <= level:
                 break
-            if h is None and says_anything(later):
+            if under is None and holds_something(lines[j]):
                 keep[i] = True
                 break
     return re.sub(r"\n{3,}", "\n\n", "\n".join(ln for ln, k in zip(lines, keep, strict=True) if k)).strip("\n")

@@ -443,3 +443,17 @@ async def test_chat_said_after_the_clock_was_set_back_still_reaches_memory(pod, 
     assert (await pod.memory_produce())[0]["kept"] >= 1
     hits = await pod.memory_search("when is the dentist check-up", mode="keyword")
     assert any("Monday" in h.snippet for h in hits)
+
+
+@pytest.mark.parametrize("written, kept", [
+    ("#Ines is HIV positive.", ""),  # no space after '#': a paragraph, not a heading
+    ("## [[Ines]] is HIV positive", ""),  # a heading over nothing, its words uncited
+    ("[[Ines|Ines is HIV positive]] lives nearby.", "[[Ines]]"),  # a link's label is words too
+    ("- [[Ana|my daughter]], [[Rui]]", "- [[Ana]], [[Rui]]"),
+    ("## Children\n- [[Ana]] [2]", "## Children\n- [[Ana]] [2]"),  # a heading over cited links is kept
+])
+def test_a_writers_uncited_words_never_reach_a_page(written: str, kept: str) -> None:
+    from runtime_host.memory_jobs import tidy_body
+
+    body, _ = tidy_body(f"She lives in Porto [1].\n\n{written}")
+    assert body == "She lives in Porto [1]." + (f"\n\n{kept}" if kept else "")

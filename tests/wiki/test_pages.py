@@ -199,3 +199,23 @@ def test_pages_titled_in_other_scripts_keep_apart(mem: Memory) -> None:
     assert bad == [] and sorted(p.title for p in pages) == sorted(["Мама", "Папа", "東京の旅行", "Café Notes"])
     assert mem.read_page("private/alice", "Мама").body == "Мама работает в Мадриде [1]."
     assert (mem.root / "wiki" / "private" / "alice" / "caf-notes.md").exists()
+
+
+def test_deleting_a_source_leaves_every_other_cited_line_its_heading_and_code(mem: Memory) -> None:
+    """Deleting one source used to take too much: a heading over cited links, a heading that cites its own source,
+    a "# comment" inside a code block (taken for a heading over nothing), and a page whose other lines are cited
+    links (deleted whole as "saying nothing")."""
+    a, b, c = (mem.add_source(t, scope="public") for t in
+               ("Ana is my daughter.", "Bob was diagnosed with diabetes.", "Rui is my son; penicillin allergy."))
+    mem.write_page(Page("Family", "public", "people", "## Children\n- [[Ana]] [1]\n- [[Rui]] [3]\n\n"
+                        "### Allergic to penicillin [3]\n\n## Bob\nBob was diagnosed with diabetes [2].",
+                        {1: a, 2: b, 3: c}), author="agent:writer")
+    mem.write_page(Page("Router", "public", "howto", "Reboot it like this [1]:\n\n```\nssh admin@router\n"
+                        "# then wait two minutes\n```\n\n## Bob's notes\nBob's code is 4411 [2].", {1: a, 2: b}),
+                   author="agent:writer")
+    mem.delete_source(b)
+    family = mem.read_page("public", "Family")
+    assert family is not None
+    assert family.body == "## Children\n- [[Ana]] [1]\n- [[Rui]] [3]\n\n### Allergic to penicillin [3]"
+    router = mem.read_page("public", "Router")
+    assert router is not None and "# then wait two minutes" in router.body and "Bob" not in router.body
