@@ -172,8 +172,9 @@ class WikiView(QWidget):
         super().__init__(parent)
         self.pod = pod
         self.current: tuple[str, str] | None = None  # (scope, slug)
-        self._empty_text: str | None = None  # the "no pages yet" text, as shown, while it is shown
+        self._placeholder: str | None = None  # the empty state or the pointer to the pages, as last shown
         self._shown_page: Any = None  # the page shown, as it was read
+        self._opening: object = None  # the latest page asked for (see _open)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._reads: set[asyncio.Task[Any]] = set()
         self.search = QLineEdit()
@@ -336,6 +337,7 @@ class WikiView(QWidget):
         self.ingest_panel = IngestPanel(pod)
         self.ingest_panel.status.connect(self.status)
         self.ingest_panel.ingested.connect(self.refresh)
+        self.ingest_panel.clock.timeout.connect(self._on_clock)  # the empty state names the next ingest too
         # What memory gained or held back meanwhile (a folder import, the producer's timer, an agent's note) is
         # shown without a click: one reload per burst of such events, only while the page is on screen (showing
         # it reloads anyway).
@@ -421,6 +423,10 @@ class WikiView(QWidget):
         if kind in MEMORY_CHANGED or (kind == "folders.progress" and ev.get("phase") == "done"):
             self._memory_soon.start()
 
+    def _on_clock(self) -> None:
+        if self.isVisible() and self._placeholder is not None and self.page.toPlainText() == self._placeholder:
+            self.refresh()
+
     def _memory_changed(self) -> None:
         if self.isVisible():
             self.refresh()
@@ -460,29 +466,30 @@ class WikiView(QWidget):
                 c.setExpanded(True)
         self.ingest_panel.refresh()
         self.folders.refresh()
-        # The empty state takes a blank page area (or updates itself), never an answer, a source or a page the
-        # person is reading; once pages exist it gives way to a pointer to them.
-        showing_empty = self._empty_text is not None and self.page.toPlainText() == self._empty_text
-        if self.current is None and (showing_empty or not self.page.toPlainText().strip()):
-            if any(pages for _, pages, _ in listing):
-                self.page.setHtml("<p>Open a page from the list, or search your memory above.</p>")
-                self._empty_text = None
-            else:
-                sources = await self._mem(lambda: sum(self.pod.memory.count_sources(s) for s in scopes))
-                self.page.setHtml(self.ingest_panel.empty_html(sources))
-                self._empty_text = self.page.toPlainText()
+        # The empty state, or once pages exist a pointer to them, takes a blank page area (or replaces the other),
+        # never an answer, a source or a page the person is reading.
+        has_pages = any(pages for _, pages, _ in listing)
+        sources = 0 if has_pages else await self._mem(lambda: sum(self.pod.memory.count_sources(s) for s in scopes))
+        shown = self.page.toPlainText()
+        if self.current is None and (not shown.strip() or shown == self._placeholder):
+            self.page.setHtml("<p>Open a page from the list, or search your memory above.</p>" if has_pages
+                              else self.ingest_panel.empty_html(sources))
+            self._placeholder = self.page.toPlainText()
         await self._reopen_if_rewritten()
         await self._load_proposals()
         await self._load_held()
 
     async def _reopen_if_rewritten(self) -> None:
         """The page being read, shown anew if ingest or nightly rewrote (or deleted) it meanwhile, at the same
-        place; never under the person's own edit."""
+        place; never under the person's own edit, nor over a page they opened while this read."""
         if self.current is None or self._editing is not None:
             return
-        scope, slug = self.current
+        (scope, slug), shown, opening = self.current, self._shown_page, self._opening
         page = await self._mem(lambda: self.pod.memory.view_page(scope, slug, self._viewer(scope)))
-        if page is not None and page == self._shown_page:
+        if (self.current, self._shown_page, self._opening) != ((scope, slug), shown, opening) \
+                or self._editing is not None:
+            return
+        if page is not None and page == shown:
             return
         at, tab = self.page.verticalScrollBar().value(), self.tabs.currentIndex()
         await self._open(scope, slug)
@@ -563,7 +570,10 @@ class WikiView(QWidget):
         return out
 
     async def _open(self, scope: str, slug_or_title: str) -> None:
+        ticket = self._opening = object()  # the page opened last is the one shown, whichever read ends first
         page = await self._mem(lambda: self.pod.memory.view_page(scope, slug_or_title, self._viewer(scope)))
+        if ticket is not self._opening:
+            return
         self._close_editor()
         if page is None:
             self.page.setHtml(f"<p>No page <b>{html.escape(slug_or_title)}</b> here yet.</p>")
@@ -574,6 +584,8 @@ class WikiView(QWidget):
         self._shown_page = page
         meta = f"<p><i>{html.escape(self.pod.scope_label(scope))} · {html.escape(page.category)} · updated {html.escape(page.updated)}</i></p>"
         titles = await self._mem(lambda: self._source_titles(page.citations.values()))
+        if ticket is not self._opening:
+            return
         sources = "".join(f"<li>[{n}] <a href='hearth-source:{sid}'>{html.escape(titles.get(sid) or f'Source {n}')}</a></li>"
                           for n, sid in sorted(page.citations.items()))
         body = self.pod.restore_redactions(page.body)  # the owner's own view: redacted values put back

@@ -763,3 +763,72 @@ def test_the_page_being_read_is_shown_anew_when_ingest_or_nightly_rewrites_it(qt
     fake_model.script = writer
     qloop.run(ui_pod.memory_ingest())
     qloop.wait_until(lambda: "9 March" in w.wiki.page.toPlainText(), what="the page as ingest rewrote it")
+
+
+def test_a_page_clicked_while_memory_reloads_is_the_page_shown(qtbot, qloop, ui_pod) -> None:
+    """A page the person opened while the view reloaded (after any memory event: a folder scan's end, the producer,
+    an agent's note) was replaced by the page shown before, as if it had been rewritten."""
+    scope, _ = seed(qloop, ui_pod)
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show()
+    w.show_wiki()
+    qloop.wait_until(lambda: w.wiki.tree.topLevelItemCount() == 1, what="the pages in the tree")
+    qloop.run(w.wiki.open_page(scope, "family"))
+    assert "Clara's birthday" in w.wiki.page.toPlainText()
+    w.wiki.refresh()  # a memory event's reload, and at once the person clicks another page
+    w.wiki.open_page(scope, "gifts")
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the view to settle")
+    assert w.wiki.current == (scope, "gifts")
+    assert "Orchids for Clara" in w.wiki.page.toPlainText()
+
+
+def test_the_empty_state_comes_back_when_every_page_is_forgotten(qtbot, qloop, ui_pod) -> None:
+    """Once pages exist the empty state gives way to "Open a page from the list"; after forget-me (no page, no
+    source left) that pointer stays over an empty list, and the empty state (what to do) never comes back."""
+    scope, _ = seed(qloop, ui_pod)
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show()
+    w.show_wiki()
+    qloop.wait_until(lambda: "Open a page from the list" in w.wiki.page.toPlainText(), what="the pointer")
+    qloop.run(ui_pod.memory_forget_me())
+    w.wiki.refresh()
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the view to settle")
+    assert w.wiki.tree.topLevelItemCount() == 0 or not any(
+        w.wiki.tree.topLevelItem(i).childCount() for i in range(w.wiki.tree.topLevelItemCount()))
+    assert "Open a page from the list" not in w.wiki.page.toPlainText()
+    assert "No wiki pages yet" in w.wiki.page.toPlainText()
+
+
+def test_the_empty_states_next_ingest_moves_on_with_the_bar(qtbot, qloop, ui_pod, monkeypatch) -> None:
+    """The empty state repeats "Next ingest at HH:MM (in n min)"; the bar's clock re-read its own label only, so
+    the page area went on naming an ingest that had happened, beside a bar naming the next."""
+    import datetime as real_dt
+
+    import app.memory_status
+    import runtime_host.memory_jobs
+    from runtime_host.memory_jobs import next_run
+
+    shift = {"by": real_dt.timedelta(0)}
+
+    class Later(real_dt.datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return real_dt.datetime.now(tz) + shift["by"]
+
+    monkeypatch.setattr(runtime_host.memory_jobs, "datetime", Later)
+    monkeypatch.setattr(app.memory_status, "datetime", Later)
+    ui_pod.set_role_model("ingest", "fake/fake-1")
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show()
+    w.show_wiki()
+    qloop.wait_until(lambda: "No wiki pages yet" in w.wiki.page.toPlainText(), what="the empty state")
+    panel = w.wiki.ingest_panel
+    due = next_run(ui_pod)
+    shift["by"] = (due - real_dt.datetime.now(due.tzinfo)) + real_dt.timedelta(minutes=1)
+    panel.clock.timeout.emit()
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the view to settle")
+    bar = panel.next_label.text()
+    assert bar in w.wiki.page.toPlainText(), (bar, w.wiki.page.toPlainText())
