@@ -763,7 +763,7 @@ class WatchedFolders:
         # have left sources that folders.db does not know: they are looked for once this scan is complete
         unfinished = folder.state != "watching"
         self._progress(folder, "importing", 0, total, rep, on_progress)
-        decide = self._mail_decider(folder.person_id)
+        decide = self._mail_decider(folder)
         scope = f"private/{folder.person_id}"
         if todo:
             self.db.q("UPDATE folders SET state='importing' WHERE id=?", (folder.id,))
@@ -773,6 +773,10 @@ class WatchedFolders:
             try:
                 while (batch := await asyncio.to_thread(next, batches, None)) is not None:
                     await self._store(folder, scope, batch, known, decide, rep)
+                    if not self._watched(folder.id):  # forgotten or removed meanwhile: the import stops here
+                        self.running.pop(folder.id, None)
+                        rep.note = "No longer watched: the import stopped and kept nothing more."
+                        return rep
                     done += len(batch.finished)
                     self._progress(folder, "importing", done, total, rep, on_progress)
                     if batch.root_gone:
@@ -837,18 +841,22 @@ class WatchedFolders:
         if batch.pieces or batch.finished:
             yield batch
 
-    def _mail_decider(self, person_id: str) -> Callable[[list[Any]], list[Any]]:
+    def _mail_decider(self, folder: Folder) -> Callable[[list[Any]], list[Any]]:
         """Keep or skip for messages of mail exports: the import role's model if a capable one is chosen, else
-        the general rules (newsletters and advertising stay out). Documents are kept whole: you chose them."""
+        the general rules (newsletters and advertising stay out). Documents are kept whole: you chose them. Once
+        the folder is no longer watched (its person forgot everything about them), no more of it goes to a model."""
         from runtime_host.memory_jobs import choose, redactor
+        from wiki_engine.pipeline import Decision
 
         # the folder's person's own model; a skip reason (shown in the file's status) may quote the message
-        choice = choose(self.pod._memory_route(person_id, "import"), redact=redactor(self.pod))
+        choice = choose(self.pod._memory_route(folder.person_id, "import"), redact=redactor(self.pod))
         self.decided_by = choice.who
 
         def decide(items: list[Any]) -> list[Any]:
             out: list[Any] = []
             for i in range(0, len(items), MAIL_DECIDE_GROUP):
+                if not self._watched(folder.id):
+                    return out + [Decision(False, "no longer watched")] * (len(items) - len(out))
                 out += choice.decide(items[i:i + MAIL_DECIDE_GROUP])
             return out
 
@@ -946,6 +954,8 @@ class WatchedFolders:
                 rep.skipped += 1
             else:
                 rep.failed += 1
+        if not self._watched(folder.id):  # forgotten while held-back reasons were read: nothing of it is recorded
+            return
         if rows:
             self.db.many("INSERT OR REPLACE INTO files (folder_id, rel, mtime_ns, size, sha, status, reason, sources, at, "
                          "again) VALUES (?,?,?,?,?,?,?,?,?,?)", rows)

@@ -889,3 +889,36 @@ async def test_forget_me_during_a_folder_import_keeps_nothing_it_had_read(pod, t
     os.utime(later / "bins.md", (1_600_000_000, 1_600_000_000))
     await pod.folders.scan(pod.folders.add(later).id)
     assert await pod.memory_search("bins Tuesday nights", mode="keyword")
+
+
+async def test_forget_me_stops_a_running_import_sending_mail_to_the_import_model(pod, tmp_path, fake_model) -> None:
+    """After "Forget everything about me" the running import went on asking the import model about the rest of the
+    person's mail export (three requests for 45 messages where the first was already under way), and the folder
+    stayed listed as importing."""
+    pod.set_role_model("import", "fake/fake-1")
+    docs = tmp_path / "mail"
+    docs.mkdir()
+    (docs / "old.mbox").write_bytes(b"".join(
+        f"From ana@example.org Tue Mar  3 10:{i:02d}:00 2026\nFrom: Ana <ana@example.org>\nSubject: Plan {i}\n"
+        f"Date: Tue, 03 Mar 2026 10:{i:02d}:00 +0000\n\nPrivate plan number {i}: the plumber comes on day {i}.\n\n"
+        .encode() for i in range(45)))  # three keep-or-skip requests of at most 20
+    asked, go = threading.Event(), threading.Event()
+    seen: list[str] = []
+
+    def decide(req):
+        seen.append(req.last_user)
+        asked.set()
+        go.wait(30)
+        return Text(json.dumps([{"n": n, "keep": True, "reason": "a plan"} for n in range(1, 21)]))
+
+    fake_model.script = decide
+    folder = pod.folders.add(docs)
+    scan = asyncio.create_task(pod.folders.scan(folder.id))
+    assert await asyncio.to_thread(asked.wait, 30)
+    await pod.memory_forget_me()
+    go.set()
+    rep = await asyncio.wait_for(scan, 60)
+    assert len(seen) == 1 and "no longer watched" in rep.note.lower()
+    assert pod.memory.count_sources(f"private/{pod.person.id}") == 0
+    assert pod.folders.running == {} and pod.folders.list_folders() == []
+    assert pod.folders.db.q("SELECT COUNT(*) FROM files")[0][0] == 0  # no file name of the forgotten folder is kept
