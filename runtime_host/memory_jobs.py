@@ -141,26 +141,40 @@ _HEXID = re.compile(r"\b[0-9a-fA-F]{12,}\b")
 
 def tidy_body(body: str) -> tuple[str, int]:
     """A model's page body with chat filler lines and uncited claims removed; (body, lines dropped).
-    Blank lines and headings over what is kept stay; an uncited line or heading with [[links]] keeps its links
-    alone, by title (they point to other pages; its words, or a link's label, would be a claim with no source:
-    "See [[Clara]]." and "[[Ines|Ines is ill]]" both keep just their link)."""
-    from wiki_engine.pages import is_heading, links_in, without_empty_sections
+    A paragraph that cites a source is kept whole (its wrapped lines rest on the citation at its end). Blank lines
+    and headings over what is kept stay; an uncited line or heading with [[links]] keeps its links alone, by title
+    (they point to other pages; its words, or a link's label, would be a claim with no source: "See [[Clara]]."
+    and "[[Ines|Ines is ill]]" both keep just their link)."""
+    from wiki_engine.pages import is_heading, links_in, paragraphs, without_empty_sections
 
     out: list[str] = []
     dropped = 0
-    for line in body.replace("\r\n", "\n").split("\n"):
-        s = line.strip()
-        if _LINK.search(s) and not _CITE.search(s):
-            mark = re.match(r"\s*(?:#{1,6}|[-*+]|\d+[.)])\s+", line)
-            out.append((mark.group(0) if mark else "") + ", ".join(f"[[{t}]]" for t in links_in(s)))
-        elif not s or is_heading(line):
-            out.append(line)
-        elif _FILLER.match(s) and not _CITE.search(s):
-            dropped += 1
-        elif _CITE.search(s):
-            out.append(line)
-        else:
-            dropped += 1  # a claim with no source: memory keeps only what it can cite
+    for block in paragraphs(body.replace("\r\n", "\n").split("\n")):
+        if any(_CITE.search(line) for line in block):
+            kept = [line for line in block if _CITE.search(line) or not _FILLER.match(line.strip())]
+            dropped += len(block) - len(kept)  # "Sure! Here is the page:" on the line before a cited one
+            text = "\n".join(kept)
+            last = list(_CITE.finditer(text))[-1]
+            cut = last.end() + len(re.match(r"[.!?;:,)\]\"'”’]*", text[last.end():]).group(0))
+            if text[cut:].strip():  # said after the paragraph's last citation: a claim resting on nothing
+                dropped += 1
+                titles = links_in(text[cut:])
+                text = text[:cut] + ("\n" + ", ".join(f"[[{t}]]" for t in titles) if titles else "")
+            out += text.split("\n")
+            continue
+        for line in block:
+            s = line.strip()
+            if _LINK.search(s):
+                titles = links_in(s)
+                mark = re.match(r"\s*(?:#{1,6}|[-*+]|\d+[.)])\s+", line)
+                if titles:
+                    out.append((mark.group(0) if mark else "") + ", ".join(f"[[{t}]]" for t in titles))
+                else:  # links within the page alone ([[#part]]): nothing to point to
+                    dropped += 1
+            elif not s or is_heading(line):
+                out.append(line)
+            else:
+                dropped += 1  # chat filler, or a claim with no source: memory keeps only what it can cite
     return without_empty_sections("\n".join(out)).strip(), dropped
 
 
@@ -240,6 +254,9 @@ def model_synthesize(route: Route, names: dict[str, str] | None = None,
                 raise MemoryModelError("The wiki-writer repeated its instructions instead of writing a page; the inbox "
                                        "is unchanged.")
             used = {int(n) for n in _CITE.findall(body)}
+            if not used:
+                raise MemoryModelError(f"The wiki-writer wrote the page {title!r} citing no source (memory keeps "
+                                       "only what it can cite); the inbox is unchanged.")
             pages.append(Page(title=title, scope=scope, category=fit(str(d.get("category") or "notes"), 40),
                               body=body, citations={n: v for n, v in cites.items() if n in used}))
         return pages
@@ -343,8 +360,9 @@ def model_reconcile(route: Route) -> Any:
         if _echoes(raw, (SYNTH_SYSTEM, RECONCILE_SYSTEM, DECIDE_SYSTEM, SUMMARY_SYSTEM, ASK_SYSTEM)):
             raise MemoryModelError("The reconciliation model repeated its instructions; the page is unchanged.")
         body, _ = tidy_body(raw)  # as a written page: no chat filler, no uncited claim
-        if not body.strip():
-            raise MemoryModelError("The reconciliation model returned an empty page; the page is unchanged.")
+        if not _CITE.search(body):
+            raise MemoryModelError("The reconciliation model returned a page that cites no source; the page is "
+                                   "unchanged.")
         return body, str(data.get("why") or "contradiction resolved")
 
     return reconcile

@@ -157,6 +157,19 @@ def is_heading(line: str) -> bool:
     return _HEADING.match(line) is not None
 
 
+def paragraphs(lines: list[str]) -> list[list[str]]:
+    """``lines`` as markdown blocks: a paragraph's wrapped lines together; a blank line, a heading, a list item, a
+    quote or a table row starts a block of its own."""
+    out: list[list[str]] = []
+    for line in lines:
+        if out and line.strip() and out[-1][-1].strip() and not _BLOCK_START.match(line) \
+                and not is_heading(out[-1][-1]):
+            out[-1].append(line)
+        else:
+            out.append([line])
+    return out
+
+
 def says_anything(line: str) -> bool:
     """Whether a line states something: a word or number of its own, besides [[links]], [n] citations and its
     list marker. A line of links alone points to other pages and claims nothing."""

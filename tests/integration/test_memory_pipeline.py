@@ -457,3 +457,26 @@ def test_a_writers_uncited_words_never_reach_a_page(written: str, kept: str) -> 
 
     body, _ = tidy_body(f"She lives in Porto [1].\n\n{written}")
     assert body == "She lives in Porto [1]." + (f"\n\n{kept}" if kept else "")
+
+
+@pytest.mark.parametrize("written, kept", [
+    ("## See [[#Work]] below\n- Ines bakes bread at dawn [2].\n- see also [[#Family]]",
+     "- Ines bakes bread at dawn [2]."),  # links within the page alone leave no empty heading or bullet
+    ("[[Ines]] opened a bakery in\nPorto in 2019 [2].", "[[Ines]] opened a bakery in\nPorto in 2019 [2]."),
+    ("Sure! Here is the page:\nIness bakery opened in 2019 [2].", "Iness bakery opened in 2019 [2]."),
+])
+def test_a_cited_paragraph_is_kept_whole_and_bare_anchors_leave_nothing(written: str, kept: str) -> None:
+    from runtime_host.memory_jobs import tidy_body
+
+    assert tidy_body(f"She lives in Porto [1].\n\n{written}")[0] == f"She lives in Porto [1].\n\n{kept}"
+
+
+@pytest.mark.parametrize("written, kept", [
+    ("Ines starts school on 9 September [2].\n[[Ines]] is HIV positive.", "Ines starts school on 9 September [2].\n[[Ines]]"),
+    ("Ines starts school [2]. She is HIV positive.", "Ines starts school [2]."),
+    ("Ines starts school [2]; she likes it [3].", "Ines starts school [2]; she likes it [3]."),
+])
+def test_what_a_paragraph_says_after_its_last_citation_is_not_kept(written: str, kept: str) -> None:
+    from runtime_host.memory_jobs import tidy_body
+
+    assert tidy_body(f"She lives in Porto [1].\n\n{written}")[0] == f"She lives in Porto [1].\n\n{kept}"

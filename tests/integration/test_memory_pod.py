@@ -976,3 +976,33 @@ async def test_a_broken_page_file_is_named_to_its_person_alone_wherever_hearth_l
         assert ["okoro-custody.md" in c for c in (await asyncio.wait_for(me.memory_nightly(), 60))["corrupt"]] == [True]
     finally:
         await asyncio.wait_for(me.close(), 20)
+
+
+async def test_a_model_page_of_bare_links_neither_replaces_a_cited_page_nor_is_written(pod, fake_model) -> None:
+    """A reconcile answer with no citation replaced a cited page with "[[Dr Lindqvist]]" (its Sources list kept);
+    an ingest page of bare links was written citing nothing. Memory keeps only what it can cite."""
+    from wiki_engine import Page
+
+    scope = f"private/{pod.person.id}"
+
+    def seed() -> None:
+        old = pod.memory.add_source("The dentist is Dr Okafor.", scope=scope, ts=time.time() - 86400 * 30)
+        new = pod.memory.add_source("Correction: the dentist is now Dr Lindqvist.", scope=scope, ts=time.time())
+        pod.memory.write_page(Page("Dentist", scope, "health", "- The dentist is Dr Okafor [1]\n"
+                                   "- The dentist is Dr Lindqvist [2]", {1: old, 2: new}), author="agent:writer")
+
+    await pod.in_memory_thread(seed)
+    pod.set_role_model("ingest", "fake/fake-1")
+    fake_model.script = lambda req: Text(json.dumps({"changed": True, "why": "newest wins",
+                                                     "body": "The dentist is now [[Dr Lindqvist]]."}))
+    out = await asyncio.wait_for(pod.memory_nightly(), 60)
+    assert [r["title"] for r in out["rejected"]] == ["Dentist"] and "cites no source" in out["rejected"][0]["why"]
+    assert (await pod.in_memory_thread(lambda: pod.memory.read_page(scope, "dentist"))).cited_numbers() == [1, 2]
+
+    await pod.in_memory_thread(lambda: pod.memory.add_source("Ines is ill; Clara brings soup on Monday.", scope=scope))
+    fake_model.script = lambda req: Text(json.dumps([{"title": "Ines", "scope": scope, "category": "family",
+                                                      "body": "See [[Clara]].\n[[Ines|Ines is ill]] this week.",
+                                                      "citations": {"1": "S1"}}]))
+    with pytest.raises(MemoryModelError, match="citing no source"):
+        await asyncio.wait_for(pod.memory_ingest(), 60)
+    assert await pod.in_memory_thread(lambda: pod.memory.read_page(scope, "ines")) is None
