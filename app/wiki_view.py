@@ -424,8 +424,20 @@ class WikiView(QWidget):
             self._memory_soon.start()
 
     def _on_clock(self) -> None:
-        if self.isVisible() and self._placeholder is not None and self.page.toPlainText() == self._placeholder:
-            self.refresh()
+        """The empty state names the next ingest: it moves on with the bar (nothing else is reloaded, so a held
+        note or a proposal being read stays selected)."""
+        if not self.isVisible() or self._placeholder is None or self.page.toPlainText() != self._placeholder \
+                or self.tree.topLevelItemCount():
+            return
+        scopes = self.pod.person_scopes()
+
+        async def again() -> None:
+            sources = await self._mem(lambda: sum(self.pod.memory.count_sources(s) for s in scopes))
+            if self.current is None and self.page.toPlainText() == self._placeholder:
+                self.page.setHtml(self.ingest_panel.empty_html(sources))
+                self._placeholder = self.page.toPlainText()
+
+        self._show(again())
 
     def _memory_changed(self) -> None:
         if self.isVisible():
@@ -551,7 +563,8 @@ class WikiView(QWidget):
         self.tabs.setTabText(1, f"Proposals ({self.proposals.count()})" if self.proposals.count() else "Proposals")
 
     def open_page(self, scope: str, slug_or_title: str) -> asyncio.Task[Any]:
-        return self._show(self._open(scope, slug_or_title))
+        ticket = self._opening = object()  # taken now: whatever is shown after this click (an answer) wins over it
+        return self._show(self._open(scope, slug_or_title, ticket))
 
     def _viewer(self, scope: str) -> Any:
         import wiki_engine
@@ -569,8 +582,9 @@ class WikiView(QWidget):
                 continue
         return out
 
-    async def _open(self, scope: str, slug_or_title: str) -> None:
-        ticket = self._opening = object()  # the page opened last is the one shown, whichever read ends first
+    async def _open(self, scope: str, slug_or_title: str, ticket: object = None) -> None:
+        if ticket is None:  # the page opened last is the one shown, whichever read ends first
+            ticket = self._opening = object()
         page = await self._mem(lambda: self.pod.memory.view_page(scope, slug_or_title, self._viewer(scope)))
         if ticket is not self._opening:
             return
@@ -780,6 +794,7 @@ class WikiView(QWidget):
             return
         self.page.setHtml(f"<p><i>Asking memory: {html.escape(question)}…</i></p>")
         self.current = None  # the view shows an answer now, not a page to verify or edit
+        self._opening = object()  # a page whose read is still under way is not shown over the answer
         self._close_editor()
         self._page_actions(False)
         self.tabs.setCurrentIndex(0)
