@@ -794,7 +794,9 @@ class WikiView(QWidget):
             return
         self.page.setHtml(f"<p><i>Asking memory: {html.escape(question)}…</i></p>")
         self.current = None  # the view shows an answer now, not a page to verify or edit
-        self._opening = object()  # a page whose read is still under way is not shown over the answer
+        # What is shown last is what was asked for last: a page whose read is under way is not shown over the
+        # answer, and a page clicked while the answer comes is not replaced by it.
+        ticket = self._opening = object()
         self._close_editor()
         self._page_actions(False)
         self.tabs.setCurrentIndex(0)
@@ -803,9 +805,11 @@ class WikiView(QWidget):
             try:
                 result = await self.pod.ask_memory(question)
             except Exception as exc:  # no agent yet, say
-                self.page.setHtml(f"<p>{html.escape(str(exc))}</p>")
+                if ticket is self._opening:
+                    self.page.setHtml(f"<p>{html.escape(str(exc))}</p>")
                 return
-            self.page.setHtml(answer_html(question, result, self.pod.scope_label))
+            if ticket is self._opening:
+                self.page.setHtml(answer_html(question, result, self.pod.scope_label))
 
         self._show(go())
 

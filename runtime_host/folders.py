@@ -540,6 +540,7 @@ class WatchedFolders:
         self.db = FolderDB(Path(pod.home) / "folders.db")
         self._locks: dict[str, asyncio.Lock] = {}
         self.running: dict[str, dict[str, Any]] = {}  # folder id -> last progress event
+        self._removing: set[str] = set()  # folders being removed: their imports stop
 
     # -- registry
     def _row(self, r: tuple[Any, ...]) -> Folder:
@@ -591,13 +592,20 @@ class WatchedFolders:
     async def remove(self, ref: str, person_id: str) -> dict[str, Any]:
         """Stops watching a folder and deletes what it imported (claims leave the pages that cited it)."""
         folder = self.find(ref, person_id)
-        async with self._lock(folder.id):
-            sids = self._all_sources(folder.id)
-            sids += await self._unrecorded(folder, set(sids), kept_parts=False)  # killed imports, kept parts
-            deleted = await self._delete_sources(sids)
-            await self._drop_held(folder)
-            self.db.q("DELETE FROM files WHERE folder_id=?", (folder.id,))
-            self.db.q("DELETE FROM folders WHERE id=?", (folder.id,))
+        self._removing.add(folder.id)  # an import running now stops at its next step, and nothing more goes to a model
+        try:
+            async with self._lock(folder.id):
+                return await self._remove(folder)
+        finally:
+            self._removing.discard(folder.id)
+
+    async def _remove(self, folder: Folder) -> dict[str, Any]:
+        sids = self._all_sources(folder.id)
+        sids += await self._unrecorded(folder, set(sids), kept_parts=False)  # killed imports, kept parts
+        deleted = await self._delete_sources(sids)
+        await self._drop_held(folder)
+        self.db.q("DELETE FROM files WHERE folder_id=?", (folder.id,))
+        self.db.q("DELETE FROM folders WHERE id=?", (folder.id,))
         self.running.pop(folder.id, None)
         self.pod.emit({"type": "folders.changed", "person": folder.person_id, "folder": folder.id})
         return {"path": folder.path, "sources_deleted": deleted}
@@ -774,8 +782,8 @@ class WatchedFolders:
                 while (batch := await asyncio.to_thread(next, batches, None)) is not None:
                     await self._store(folder, scope, batch, known, decide, rep)
                     if not self._watched(folder.id):  # forgotten or removed meanwhile: the import stops here
-                        self.running.pop(folder.id, None)
                         rep.note = "No longer watched: the import stopped and kept nothing more."
+                        self._progress(folder, "done", done, total, rep, on_progress)
                         return rep
                     done += len(batch.finished)
                     self._progress(folder, "importing", done, total, rep, on_progress)
@@ -965,7 +973,8 @@ class WatchedFolders:
             await self.pod.in_memory_thread(lambda: self.pod.memory.drop_held(scope, old_held))
 
     def _watched(self, folder_id: str) -> bool:
-        return bool(self.db.q("SELECT 1 FROM folders WHERE id=?", (folder_id,)))
+        """Whether the folder is still watched: not forgotten, and not being removed (an import of it stops)."""
+        return folder_id not in self._removing and bool(self.db.q("SELECT 1 FROM folders WHERE id=?", (folder_id,)))
 
     async def _add(self, folder_id: str, scope: str, items: list[Any], owners: list[_Read]) -> list[str | None]:
         """Stores the items; their ids ("" for one held in quarantine). One transaction for all; if that fails,

@@ -133,6 +133,7 @@ _FILLER = re.compile(
     r"^\s*(sure|certainly|of course|absolutely|okay|ok|great|here('s| is| are)|i('ve| have) (written|updated|created)|"
     r"below (is|are)|i hope|hope this|let me know|feel free|as an ai|happy to help)\b[^\[\n]*$", re.I)
 _CITE = re.compile(r"\[(\d+)\](?![(:])")
+_SENTENCE_END = re.compile(r"[.!?][*_`\"'”’)\]]*\s+(?=\S)")  # a sentence's end, and the space before the next
 _MD_LINK = re.compile(r"!?\[([^\]\n]*)\]\([^)\n]*\)")  # [words](target), ![image](target)
 _MD_LINK_DEF = re.compile(r"^[ \t]*\[[^\]\n]+\]:[^\n]*\n?", re.M)  # [label]: target
 _LINK = re.compile(r"\[\[[^\]]+\]\]")
@@ -155,8 +156,12 @@ def tidy_body(body: str) -> tuple[str, int]:
             dropped += len(block) - len(kept)  # "Sure! Here is the page:" on the line before a cited one
             text = "\n".join(kept)
             last = list(_CITE.finditer(text))[-1]
-            cut = last.end() + len(re.match(r"[.!?;:,)\]\"'”’]*", text[last.end():]).group(0))
-            if text[cut:].strip():  # said after the paragraph's last citation: a claim resting on nothing
+            # The sentence holding the last citation is kept whole (a citation may sit mid-sentence); the sentences
+            # after it rest on nothing. A table row is kept whole.
+            after = None if text.lstrip().startswith("|") else \
+                next((m for m in _SENTENCE_END.finditer(text) if m.start() >= last.end()), None)
+            cut = after.start() + len(after.group(0).rstrip()) if after else len(text)
+            if text[cut:].strip():  # said after the paragraph's last cited sentence: a claim resting on nothing
                 dropped += 1
                 titles = links_in(text[cut:])
                 text = text[:cut] + ("\n" + ", ".join(f"[[{t}]]" for t in titles) if titles else "")
@@ -253,10 +258,7 @@ def model_synthesize(route: Route, names: dict[str, str] | None = None,
             if _echoes(raw, (SYNTH_SYSTEM, DECIDE_SYSTEM, SUMMARY_SYSTEM, ASK_SYSTEM)):
                 raise MemoryModelError("The wiki-writer repeated its instructions instead of writing a page; the inbox "
                                        "is unchanged.")
-            used = {int(n) for n in _CITE.findall(body)}
-            if not used:
-                raise MemoryModelError(f"The wiki-writer wrote the page {title!r} citing no source (memory keeps "
-                                       "only what it can cite); the inbox is unchanged.")
+            used = {int(n) for n in _CITE.findall(body)}  # a page citing nothing is refused as memory writes it
             pages.append(Page(title=title, scope=scope, category=fit(str(d.get("category") or "notes"), 40),
                               body=body, citations={n: v for n, v in cites.items() if n in used}))
         return pages

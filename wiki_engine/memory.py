@@ -997,6 +997,9 @@ class Memory:
         page = self.clean_page(page)
         sc = Scope.parse(page.scope)
         self.check_citations(page)
+        if not _is_person(author) and not page.cited_numbers():
+            raise PageRefused(f"The page “{page.title}” cites no source (memory keeps only what it can cite); it was "
+                              "not written.")
         if not _is_person(author):  # memory is data: a model's page that gives the assistant orders is not written
             # Every part of the page that reaches its file and the index: title, category, extra fields, body.
             verdict = check_instructions("\n".join([page.title, page.category, *page.extra.values(), page.body]))

@@ -913,12 +913,46 @@ async def test_forget_me_stops_a_running_import_sending_mail_to_the_import_model
 
     fake_model.script = decide
     folder = pod.folders.add(docs)
-    scan = asyncio.create_task(pod.folders.scan(folder.id))
+    phases: list[str] = []
+    scan = asyncio.create_task(pod.folders.scan(folder.id, on_progress=lambda ev: phases.append(ev["phase"])))
     assert await asyncio.to_thread(asked.wait, 30)
     await pod.memory_forget_me()
     go.set()
     rep = await asyncio.wait_for(scan, 60)
     assert len(seen) == 1 and "no longer watched" in rep.note.lower()
+    assert phases[-1] == "done"  # the progress bar goes
     assert pod.memory.count_sources(f"private/{pod.person.id}") == 0
     assert pod.folders.running == {} and pod.folders.list_folders() == []
     assert pod.folders.db.q("SELECT COUNT(*) FROM files")[0][0] == 0  # no file name of the forgotten folder is kept
+
+
+async def test_removing_a_folder_stops_its_running_import(pod, tmp_path, fake_model) -> None:
+    """Remove waited for the whole import to finish (both take the folder's lock): every message of the removed
+    folder's mail export still went to the import model first."""
+    pod.set_role_model("import", "fake/fake-1")
+    docs = tmp_path / "mail"
+    docs.mkdir()
+    (docs / "old.mbox").write_bytes(b"".join(
+        f"From ana@example.org Tue Mar  3 10:{i:02d}:00 2026\nFrom: Ana <ana@example.org>\nSubject: Plan {i}\n"
+        f"Date: Tue, 03 Mar 2026 10:{i:02d}:00 +0000\n\nPrivate plan number {i}: the plumber comes on day {i}.\n\n"
+        .encode() for i in range(45)))
+    asked, go = threading.Event(), threading.Event()
+    seen: list[str] = []
+
+    def decide(req):
+        seen.append(req.last_user)
+        asked.set()
+        go.wait(30)
+        return Text(json.dumps([{"n": n, "keep": True, "reason": "a plan"} for n in range(1, 21)]))
+
+    fake_model.script = decide
+    folder = pod.folders.add(docs)
+    scan = asyncio.create_task(pod.folders.scan(folder.id))
+    assert await asyncio.to_thread(asked.wait, 30)
+    remove = asyncio.create_task(pod.folders.remove(folder.id))
+    await asyncio.sleep(0.2)
+    go.set()
+    await asyncio.wait_for(asyncio.gather(scan, remove), 60)
+    assert len(seen) == 1
+    assert pod.memory.count_sources(f"private/{pod.person.id}") == 0 and pod.folders.list_folders() == []
+    assert pod.folders.running == {}

@@ -480,3 +480,20 @@ def test_what_a_paragraph_says_after_its_last_citation_is_not_kept(written: str,
     from runtime_host.memory_jobs import tidy_body
 
     assert tidy_body(f"She lives in Porto [1].\n\n{written}")[0] == f"She lives in Porto [1].\n\n{kept}"
+
+
+@pytest.mark.parametrize("written", [
+    "- **Birthday: 3 June [1]**",
+    "*Ines lives in Porto [1].*",
+    "| Ines | bakes bread | [1] |",
+    "| Ines [1] | bakes bread |",
+    "Ines lives in Porto `[1]`",
+    "Ines moved to Porto [1] in 2019.",
+    "Ines moved to Porto in 2019 [1], where she opened a bakery.",
+])
+def test_a_cited_sentence_is_kept_whole_with_its_markup(written: str) -> None:
+    """What follows a paragraph's last citation was cut at the character: closing markup, a table row's other
+    cells and the rest of a sentence cited mid-way were lost."""
+    from runtime_host.memory_jobs import tidy_body
+
+    assert tidy_body(written)[0] == written

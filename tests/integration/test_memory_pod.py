@@ -980,7 +980,8 @@ async def test_a_broken_page_file_is_named_to_its_person_alone_wherever_hearth_l
 
 async def test_a_model_page_of_bare_links_neither_replaces_a_cited_page_nor_is_written(pod, fake_model) -> None:
     """A reconcile answer with no citation replaced a cited page with "[[Dr Lindqvist]]" (its Sources list kept);
-    an ingest page of bare links was written citing nothing. Memory keeps only what it can cite."""
+    an ingest page of bare links was written citing nothing. Memory keeps only what it can cite; such a page is
+    refused alone, never the other pages of the same answer."""
     from wiki_engine import Page
 
     scope = f"private/{pod.person.id}"
@@ -999,10 +1000,14 @@ async def test_a_model_page_of_bare_links_neither_replaces_a_cited_page_nor_is_w
     assert [r["title"] for r in out["rejected"]] == ["Dentist"] and "cites no source" in out["rejected"][0]["why"]
     assert (await pod.in_memory_thread(lambda: pod.memory.read_page(scope, "dentist"))).cited_numbers() == [1, 2]
 
-    await pod.in_memory_thread(lambda: pod.memory.add_source("Ines is ill; Clara brings soup on Monday.", scope=scope))
-    fake_model.script = lambda req: Text(json.dumps([{"title": "Ines", "scope": scope, "category": "family",
-                                                      "body": "See [[Clara]].\n[[Ines|Ines is ill]] this week.",
-                                                      "citations": {"1": "S1"}}]))
-    with pytest.raises(MemoryModelError, match="citing no source"):
-        await asyncio.wait_for(pod.memory_ingest(), 60)
-    assert await pod.in_memory_thread(lambda: pod.memory.read_page(scope, "ines")) is None
+    # An ingest page of bare links is refused alone: the cited page of the same answer is written.
+    await pod.in_memory_thread(lambda: pod.memory.add_source("Ines opened a bakery in Porto in 2019.", scope=scope))
+    fake_model.script = lambda req: Text(json.dumps([
+        {"title": "Family", "scope": scope, "category": "family",
+         "body": "See [[Clara]].\n[[Ines|Ines is ill]] this week.", "citations": {"1": "S1"}},
+        {"title": "Ines", "scope": scope, "category": "family", "body": "Ines opened a bakery in Porto in 2019 [1].",
+         "citations": {"1": "S1"}}]))
+    out = await asyncio.wait_for(pod.memory_ingest(), 60)
+    assert out["written"] == [f"page:{scope}/ines"]
+    assert [r["title"] for r in out["rejected"]] == ["Family"] and "cites no source" in out["rejected"][0]["why"]
+    assert await pod.in_memory_thread(lambda: pod.memory.read_page(scope, "family")) is None

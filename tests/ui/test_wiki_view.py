@@ -906,3 +906,26 @@ def test_a_rewrite_of_a_page_read_ending_after_ask_does_not_replace_the_answer(q
     w.wiki.refresh()
     qloop.wait_until(lambda: not w.wiki._tasks, what="the view to settle")
     assert "3 June [1]" in w.wiki.page.toPlainText()
+
+
+def test_a_page_clicked_while_an_answer_is_coming_is_not_replaced_by_it(qtbot, qloop, ui_pod, script) -> None:
+    """A page clicked while an Ask memory answer was coming was replaced by the late answer, with Edit and Verified
+    left on the hidden page."""
+    scope, _ = seed(qloop, ui_pod)
+    ui_pod.set_role_model("ask_memory", "fake/fake-1")
+    script([Text("Clara's birthday is on 3 June [1].")], repeat_last=True)
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show()
+    w.show_wiki()
+    qloop.wait_until(lambda: w.wiki.tree.topLevelItemCount() == 1, what="the pages in the tree")
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the view to settle")
+    w.wiki.search.setText("When is Clara's birthday?")
+    w.wiki.ask.click()
+    w.wiki.open_page(scope, "gifts")  # the person clicks a page while the answer is on its way
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the view to settle")
+    shown = w.wiki.page.toPlainText()
+    if "Asking memory" in shown or "3 June [1]" in shown and "Orchids" not in shown:
+        assert w.wiki.current is None and not w.wiki.edit.isEnabled(), \
+            f"the answer is shown but Edit/Verified act on the hidden page {w.wiki.current}"
+    assert "Orchids for Clara" in shown, "the page clicked last was replaced by the earlier question's answer"
