@@ -133,6 +133,8 @@ _FILLER = re.compile(
     r"^\s*(sure|certainly|of course|absolutely|okay|ok|great|here('s| is| are)|i('ve| have) (written|updated|created)|"
     r"below (is|are)|i hope|hope this|let me know|feel free|as an ai|happy to help)\b[^\[\n]*$", re.I)
 _CITE = re.compile(r"\[(\d+)\](?![(:])")
+_CITE_LIST = re.compile(r"\[(\d+(?:\s*,\s*\d+)+)\](?![(:])")
+_FOOTNOTE = re.compile(r"\[\^(\d+)\](?![(:])")
 _SENTENCE_END = re.compile(r"[.!?][*_`\"'”’)\]]*\s+(?=\S)")  # a sentence's end, and the space before the next
 _MD_LINK = re.compile(r"!?\[([^\]\n]*)\]\([^)\n]*\)")  # [words](target), ![image](target)
 _MD_LINK_DEF = re.compile(r"^[ \t]*\[[^\]\n]+\]:[^\n]*\n?", re.M)  # [label]: target
@@ -148,6 +150,9 @@ def tidy_body(body: str) -> tuple[str, int]:
     and "[[Ines|Ines is ill]]" both keep just their link)."""
     from wiki_engine.pages import is_heading, links_in, paragraphs, without_empty_sections
 
+    # Citations as models also write them: "[1, 2]" is [1][2], a footnote mark "[^1]" is [1].
+    body = _CITE_LIST.sub(lambda m: "".join(f"[{n.strip()}]" for n in m.group(1).split(",")), body)
+    body = _FOOTNOTE.sub(r"[\1]", body)
     out: list[str] = []
     dropped = 0
     for block in paragraphs(body.replace("\r\n", "\n").split("\n")):

@@ -497,3 +497,14 @@ def test_a_cited_sentence_is_kept_whole_with_its_markup(written: str) -> None:
     from runtime_host.memory_jobs import tidy_body
 
     assert tidy_body(written)[0] == written
+
+
+@pytest.mark.parametrize("written, kept", [
+    ("Ines moved to Porto in 2019 [1, 2].", "Ines moved to Porto in 2019 [1][2]."),
+    ("Ines moved to Porto in 2019 [^2].", "Ines moved to Porto in 2019 [2]."),
+])
+def test_citations_written_as_a_list_or_a_footnote_count_as_citations(written: str, kept: str) -> None:
+    """A model citing "[1, 2]" or "[^1]" had its cited claims dropped as uncited."""
+    from runtime_host.memory_jobs import tidy_body
+
+    assert tidy_body(written)[0] == kept
