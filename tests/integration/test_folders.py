@@ -891,17 +891,18 @@ async def test_forget_me_during_a_folder_import_keeps_nothing_it_had_read(pod, t
     assert await pod.memory_search("bins Tuesday nights", mode="keyword")
 
 
-async def test_forget_me_stops_a_running_import_sending_mail_to_the_import_model(pod, tmp_path, fake_model) -> None:
-    """After "Forget everything about me" the running import went on asking the import model about the rest of the
-    person's mail export (three requests for 45 messages where the first was already under way), and the folder
-    stayed listed as importing."""
-    pod.set_role_model("import", "fake/fake-1")
-    docs = tmp_path / "mail"
+def _mail_export(docs: Path, n: int) -> Path:
+    """A folder holding one mail export of ``n`` short messages."""
     docs.mkdir()
     (docs / "old.mbox").write_bytes(b"".join(
         f"From ana@example.org Tue Mar  3 10:{i:02d}:00 2026\nFrom: Ana <ana@example.org>\nSubject: Plan {i}\n"
         f"Date: Tue, 03 Mar 2026 10:{i:02d}:00 +0000\n\nPrivate plan number {i}: the plumber comes on day {i}.\n\n"
-        .encode() for i in range(45)))  # three keep-or-skip requests of at most 20
+        .encode() for i in range(n)))
+    return docs
+
+
+def _slow_import_model(fake_model) -> tuple[threading.Event, threading.Event, list[str]]:
+    """An import model that keeps everything, and waits for ``go`` once asked: (asked, go, what it was sent)."""
     asked, go = threading.Event(), threading.Event()
     seen: list[str] = []
 
@@ -912,6 +913,16 @@ async def test_forget_me_stops_a_running_import_sending_mail_to_the_import_model
         return Text(json.dumps([{"n": n, "keep": True, "reason": "a plan"} for n in range(1, 21)]))
 
     fake_model.script = decide
+    return asked, go, seen
+
+
+async def test_forget_me_stops_a_running_import_sending_mail_to_the_import_model(pod, tmp_path, fake_model) -> None:
+    """After "Forget everything about me" the running import went on asking the import model about the rest of the
+    person's mail export (three requests for 45 messages where the first was already under way), and the folder
+    stayed listed as importing."""
+    pod.set_role_model("import", "fake/fake-1")
+    docs = _mail_export(tmp_path / "mail", 45)  # three keep-or-skip requests of at most 20
+    asked, go, seen = _slow_import_model(fake_model)
     folder = pod.folders.add(docs)
     phases: list[str] = []
     scan = asyncio.create_task(pod.folders.scan(folder.id, on_progress=lambda ev: phases.append(ev["phase"])))
@@ -930,22 +941,8 @@ async def test_removing_a_folder_stops_its_running_import(pod, tmp_path, fake_mo
     """Remove waited for the whole import to finish (both take the folder's lock): every message of the removed
     folder's mail export still went to the import model first."""
     pod.set_role_model("import", "fake/fake-1")
-    docs = tmp_path / "mail"
-    docs.mkdir()
-    (docs / "old.mbox").write_bytes(b"".join(
-        f"From ana@example.org Tue Mar  3 10:{i:02d}:00 2026\nFrom: Ana <ana@example.org>\nSubject: Plan {i}\n"
-        f"Date: Tue, 03 Mar 2026 10:{i:02d}:00 +0000\n\nPrivate plan number {i}: the plumber comes on day {i}.\n\n"
-        .encode() for i in range(45)))
-    asked, go = threading.Event(), threading.Event()
-    seen: list[str] = []
-
-    def decide(req):
-        seen.append(req.last_user)
-        asked.set()
-        go.wait(30)
-        return Text(json.dumps([{"n": n, "keep": True, "reason": "a plan"} for n in range(1, 21)]))
-
-    fake_model.script = decide
+    docs = _mail_export(tmp_path / "mail", 45)  # three keep-or-skip requests of at most 20
+    asked, go, seen = _slow_import_model(fake_model)
     folder = pod.folders.add(docs)
     scan = asyncio.create_task(pod.folders.scan(folder.id))
     assert await asyncio.to_thread(asked.wait, 30)

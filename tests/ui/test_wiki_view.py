@@ -863,10 +863,8 @@ def test_the_clock_does_not_clear_the_held_note_being_read(qtbot, qloop, ui_pod)
     assert "spare key" in w.wiki.held_text.toPlainText()
 
 
-def test_a_page_read_ending_after_ask_memory_does_not_take_over_the_answer(qtbot, qloop, ui_pod, script) -> None:
-    """A page clicked just before Ask memory, whose read ended after, took over the answer (and Edit and Verified
-    acted on a page hidden behind it); a rewrite of that page later replaced the answer being read."""
-    scope, sid = seed(qloop, ui_pod)
+def _wiki_that_answers(qtbot, qloop, ui_pod, script) -> MainWindow:
+    """The window on the Wiki page, its pages listed, with a model for Ask memory that answers from them."""
     ui_pod.set_role_model("ask_memory", "fake/fake-1")
     script([Text("Clara's birthday is on 3 June [1].")], repeat_last=True)
     w = MainWindow(ui_pod)
@@ -875,6 +873,14 @@ def test_a_page_read_ending_after_ask_memory_does_not_take_over_the_answer(qtbot
     w.show_wiki()
     qloop.wait_until(lambda: w.wiki.tree.topLevelItemCount() == 1, what="the pages in the tree")
     qloop.wait_until(lambda: not w.wiki._tasks, what="the view to settle")
+    return w
+
+
+def test_a_page_read_ending_after_ask_memory_does_not_take_over_the_answer(qtbot, qloop, ui_pod, script) -> None:
+    """A page clicked just before Ask memory, whose read ended after, took over the answer (and Edit and Verified
+    acted on a page hidden behind it); a rewrite of that page later replaced the answer being read."""
+    scope, sid = seed(qloop, ui_pod)
+    w = _wiki_that_answers(qtbot, qloop, ui_pod, script)
     w.wiki.open_page(scope, "gifts")  # clicked in the tree, and at once the person asks
     w.wiki.search.setText("When is Clara's birthday?")
     w.wiki.ask.click()
@@ -882,25 +888,7 @@ def test_a_page_read_ending_after_ask_memory_does_not_take_over_the_answer(qtbot
     assert "3 June [1]" in w.wiki.page.toPlainText()
     assert w.wiki.current is None and not w.wiki.edit.isEnabled(), \
         f"an answer is shown but Edit/Verified act on {w.wiki.current}"
-
-
-def test_a_rewrite_of_a_page_read_ending_after_ask_does_not_replace_the_answer(qtbot, qloop, ui_pod, script) -> None:
-    """(see above) The page being rewritten later must not replace the answer either."""
-    scope, sid = seed(qloop, ui_pod)
-    ui_pod.set_role_model("ask_memory", "fake/fake-1")
-    script([Text("Clara's birthday is on 3 June [1].")], repeat_last=True)
-    w = MainWindow(ui_pod)
-    qtbot.addWidget(w)
-    w.show()
-    w.show_wiki()
-    qloop.wait_until(lambda: w.wiki.tree.topLevelItemCount() == 1, what="the pages in the tree")
-    qloop.wait_until(lambda: not w.wiki._tasks, what="the view to settle")
-    w.wiki.open_page(scope, "gifts")
-    w.wiki.search.setText("When is Clara's birthday?")
-    w.wiki.ask.click()
-    qloop.wait_until(lambda: not w.wiki._tasks, what="the view to settle")
-    assert "3 June [1]" in w.wiki.page.toPlainText()
-    # a rewrite of that page (ingest, nightly) then replaces the answer being read
+    # a later rewrite of that page (ingest, nightly) does not replace the answer being read either
     qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.write_page(
         Page("Gifts", scope, "family", "- Orchids and tulips for Clara [1]", {1: sid}), author="agent:wiki-writer")))
     w.wiki.refresh()
@@ -912,14 +900,7 @@ def test_a_page_clicked_while_an_answer_is_coming_is_not_replaced_by_it(qtbot, q
     """A page clicked while an Ask memory answer was coming was replaced by the late answer, with Edit and Verified
     left on the hidden page."""
     scope, _ = seed(qloop, ui_pod)
-    ui_pod.set_role_model("ask_memory", "fake/fake-1")
-    script([Text("Clara's birthday is on 3 June [1].")], repeat_last=True)
-    w = MainWindow(ui_pod)
-    qtbot.addWidget(w)
-    w.show()
-    w.show_wiki()
-    qloop.wait_until(lambda: w.wiki.tree.topLevelItemCount() == 1, what="the pages in the tree")
-    qloop.wait_until(lambda: not w.wiki._tasks, what="the view to settle")
+    w = _wiki_that_answers(qtbot, qloop, ui_pod, script)
     w.wiki.search.setText("When is Clara's birthday?")
     w.wiki.ask.click()
     w.wiki.open_page(scope, "gifts")  # the person clicks a page while the answer is on its way
