@@ -144,7 +144,8 @@ _HEXID = re.compile(r"\b[0-9a-fA-F]{12,}\b")
 
 def tidy_body(body: str) -> tuple[str, int]:
     """A model's page body with chat filler lines and uncited claims removed; (body, lines dropped).
-    A paragraph that cites a source is kept whole (its wrapped lines rest on the citation at its end). Blank lines
+    A paragraph that cites a source is kept up to the end of the sentence holding its last citation (its wrapped
+    lines rest on that citation; what it says after rests on nothing and keeps only its links). Blank lines
     and headings over what is kept stay; an uncited line or heading with [[links]] keeps its links alone, by title
     (they point to other pages; its words, or a link's label, would be a claim with no source: "See [[Clara]]."
     and "[[Ines|Ines is ill]]" both keep just their link)."""
