@@ -3,7 +3,6 @@ in plain words with the next runs, pause/resume/delete, and the run ledger."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from PySide6.QtCore import Qt, QTimer, Signal
@@ -22,6 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.when import local_time
 from runtime_host.schedule import local_zone as schedule_local_zone
 from runtime_host.store import StoreError
 
@@ -37,13 +37,6 @@ def _fit(table: QTableWidget, stretch: int) -> None:
     table.setWordWrap(False)
     table.setTextElideMode(Qt.TextElideMode.ElideRight)
     table.verticalHeader().setVisible(False)
-
-
-def _when(iso: str) -> str:
-    try:
-        return datetime.fromisoformat(iso).astimezone().strftime("%a %d %b %H:%M")
-    except ValueError:
-        return iso
 
 
 def _cell(text: str) -> QTableWidgetItem:
@@ -154,7 +147,7 @@ class SchedulesView(QWidget):
         self.rows = self.pod.schedules()
         self.table.setRowCount(len(self.rows))
         for i, r in enumerate(self.rows):
-            nxt = _when(r["next_runs"][0]) if r["next_runs"] else ""
+            nxt = local_time(r["next_runs"][0]) if r["next_runs"] else ""
             for j, v in enumerate((r["agent"] or "", f"{r['description']} ({r['tz']})", nxt,
                                    (r.get("name") + ": " if r.get("name") else "") + r["prompt"],
                                    "paused" if r["paused"] else "active")):
@@ -165,7 +158,7 @@ class SchedulesView(QWidget):
         self.ledger.setRowCount(len(self.ledger_rows))
         for i, r in enumerate(self.ledger_rows):
             note = r.get("error") or ("double-click to open its conversation" if r.get("conversation_id") else "")
-            for j, v in enumerate((_when(r["due_at"]), r["agent"] or "", r.get("name") or r["prompt"][:60],
+            for j, v in enumerate((local_time(r["due_at"]), r["agent"] or "", r.get("name") or r["prompt"][:60],
                                    r["outcome"], note)):
                 self.ledger.setItem(i, j, _cell(str(v)))
         self._on_cron()

@@ -39,6 +39,7 @@ from app.bridge import PodBridge
 from app.folders_view import FoldersView
 from app.markdown import STYLE, render
 from app.memory_status import IngestPanel
+from app.when import local_time
 
 # Events after which what the Wiki page shows (pages, Held back, the empty state) may have changed.
 MEMORY_CHANGED = ("memory.produced", "memory.ingested", "memory.quarantined", "memory.remembered", "folders.changed")
@@ -596,7 +597,7 @@ class WikiView(QWidget):
             return
         self.current = (scope, page.slug)
         self._shown_page = page
-        meta = f"<p><i>{html.escape(self.pod.scope_label(scope))} · {html.escape(page.category)} · updated {html.escape(page.updated)}</i></p>"
+        meta = f"<p><i>{html.escape(self.pod.scope_label(scope))} · {html.escape(page.category)} · updated {html.escape(local_time(page.updated, '%d %b %Y %H:%M'))}</i></p>"
         titles = await self._mem(lambda: self._source_titles(page.citations.values()))
         if ticket is not self._opening:
             return

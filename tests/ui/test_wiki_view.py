@@ -9,6 +9,7 @@ import re
 import socket
 import threading
 import time
+from datetime import datetime, timedelta
 
 from PySide6.QtCore import QUrl
 
@@ -164,6 +165,23 @@ def test_a_page_lists_its_sources_by_title_not_by_id(qtbot, qloop, ui_pod) -> No
     w.wiki._on_anchor(QUrl(f"hearth-source:{sid}"))
     qloop.wait_until(lambda: hasattr(w.wiki, "source_dialog"), what="the source dialog")
     assert sid[:8] not in w.wiki.source_dialog.windowTitle()
+
+
+def test_a_page_says_when_it_was_updated_in_the_persons_own_time(qtbot, qloop, ui_pod, monkeypatch) -> None:
+    """The page's line under its title said "updated 2026-12-05T19:07:31Z": a raw UTC stamp, hours off for
+    anyone not in UTC. It is the person's local date and time."""
+    monkeypatch.setenv("TZ", "Asia/Kolkata")  # UTC+05:30 all year: the local time differs by a half hour too
+    time.tzset()
+    try:
+        w, scope, _ = window_on_family(qtbot, qloop, ui_pod)
+        page = qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.read_page(scope, "family")))
+        stamp = datetime.fromisoformat(page.updated)
+        meta = w.wiki.page.toPlainText().splitlines()[1]
+        assert page.updated not in meta and "T" not in meta.split("updated ")[1]
+        assert meta.endswith(f"updated {(stamp + timedelta(hours=5, minutes=30)):%d %b %Y %H:%M}")
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
 
 
 def test_a_link_to_a_title_with_spaces_is_a_link_without_ids(qtbot, qloop, ui_pod) -> None:
