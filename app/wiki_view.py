@@ -515,7 +515,7 @@ class WikiView(QWidget):
         self._show_held(None)
         for q in held:
             who = (self.pod.agent_label(q.agent) or "a deleted agent") if q.agent else "you"
-            first = " ".join(q.text.split())
+            first = " ".join(self.pod.restore_redactions(q.text).split())  # the owner's own values put back
             item = QListWidgetItem(f"{first[:80]}{'…' if len(first) > 80 else ''} — from {who}, for "
                                    f"{self.pod.scope_label(q.scope)}")
             item.setData(Qt.ItemDataRole.UserRole, q)
@@ -524,8 +524,9 @@ class WikiView(QWidget):
 
     def _show_held(self, q: Any) -> None:
         """Shows one held note as plain text (never as HTML: it is text that tried to give orders)."""
-        self.held_text.setPlainText(q.text if q else "")
-        self.held_why.setText(f"Held because it {q.reason.removeprefix('Quarantined: the item ')}" if q else "")
+        restore = self.pod.restore_redactions  # the person's own held notes: their redacted values put back
+        self.held_text.setPlainText(restore(q.text) if q else "")
+        self.held_why.setText(f"Held because it {restore(q.reason.removeprefix('Quarantined: the item '))}" if q else "")
         self.keep_held.setEnabled(q is not None)
         self.discard_held.setEnabled(q is not None)
 
@@ -830,8 +831,9 @@ class WikiView(QWidget):
 
         async def show() -> None:
             page = await self._mem(lambda: self.pod.memory.read_page(p.scope, p.slug))
-            old = page.body if page else ""
-            new_body = p.proposed_text
+            restore = self.pod.restore_redactions  # the person's own proposals: their redacted values put back
+            old = restore(page.body) if page else ""
+            new_body = restore(_proposed_body(p.proposed_text))
             self.diff_old.setHtml(_side(old, new_body, "old"))
             self.diff_new.setHtml(_side(old, new_body, "new"))
 
@@ -894,6 +896,17 @@ class WikiView(QWidget):
 
     def _on_reject(self) -> None:
         self._decide(False)
+
+
+def _proposed_body(text: str) -> str:
+    """A proposal is kept as the whole page file; its diff is read against the page's text, so it shows the
+    proposed text alone (its front matter and source ids are not the person's to read as changes)."""
+    import wiki_engine
+
+    try:
+        return wiki_engine.parse_page(text, where="the proposal").body
+    except wiki_engine.PageFormatError:
+        return text
 
 
 def _side(old: str, new: str, which: str) -> str:
