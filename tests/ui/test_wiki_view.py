@@ -638,6 +638,19 @@ def test_the_person_reads_their_own_redacted_values_in_held_back_and_proposals(q
     w.wiki.proposals.setCurrentRow(0)
     qloop.wait_until(lambda: "orchids" in w.wiki.diff_new.toPlainText(), what="the diff")
     assert f"paid with {card}" in w.wiki.diff_new.toPlainText() and "#" not in w.wiki.diff_new.toPlainText()
+    # a shared page holding Me's placeholder: Me reads the card, Bob only ever the placeholder
+    qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.write_page(
+        Page(title="Bills", scope="public", category="home", citations={1: ui_pod.memory.add_source(
+            "The bills are paid by card.", scope="public")}, body=f"- Bills are paid with {placeholder} [1]"),
+        author="agent:wiki-writer")))
+    qloop.run(w.wiki.open_page("public", "bills"))
+    assert f"paid with {card}" in w.wiki.page.toPlainText()
+    ui_pod.add_person("Bob")
+    w.refresh_people()
+    assert w.switch_person("Bob")
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the wiki to load for Bob")
+    qloop.run(w.wiki.open_page("public", "bills"))
+    assert placeholder in w.wiki.page.toPlainText() and "4111" not in w.wiki.page.toPlainText()
 
 
 def test_held_back_and_the_empty_state_follow_an_import_without_a_click(qtbot, qloop, ui_pod, tmp_path) -> None:
