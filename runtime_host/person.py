@@ -121,6 +121,17 @@ class PersonPod:
     def embedding_choices(self) -> list[dict[str, Any]]:
         return self.pod.embedding_choices(self.person_id)
 
+    def embedding_status(self) -> dict[str, Any] | None:
+        """How far re-embedding is. The model is the first person's choice: a provider of theirs is used for
+        their own notes alone, so anyone else is shown nothing of it (not its name, nor its errors)."""
+        from runtime_host.memory_jobs import owner
+        from wiki_engine.embed import kind_of
+
+        st = self.pod.embedding_status()
+        if st is None or self.person_id == owner(self.pod) or kind_of(str(st.get("model") or "")) is not None:
+            return st
+        return None
+
     def _memory_route(self, role: str) -> dict[str, Any] | None:
         return self.pod._memory_route(self.person_id, role)
 

@@ -331,10 +331,13 @@ class ScopeIndex:
         return row[0] if row else ""
 
     def switch_embedder(self, new: Embedder, progress: Callable[[int, int], None],
-                        stop: Callable[[], bool] = lambda: False, fresh: dict[str, np.ndarray] | None = None) -> bool:
+                        stop: Callable[[], bool] = lambda: False,
+                        fresh: dict[str, tuple[int, np.ndarray]] | None = None) -> bool:
         """Re-embeds every document with ``new`` while search goes on with the current model's vectors;
         the new vectors (and model) replace the old ones at once when all are done. False if stopped.
-        ``fresh`` keeps the vectors computed so far, so a retry after a failed request goes on from there."""
+        ``fresh`` keeps the vectors computed so far with ``new`` (each with the hash of the text it was made
+        from), so a retry after a failed request goes on from there; a document whose text changed meanwhile
+        (a page rewritten, the source after a deleted one re-indexed without it) is embedded again."""
         remote = is_remote(new)
         batch = 64 if remote else 128
         ids = [r[0] for r in self.meta.execute("SELECT id FROM docs ORDER BY rowid")]
@@ -349,31 +352,34 @@ class ScopeIndex:
             with self._lock:
                 marks = ",".join("?" * len(chunk))
                 rows = self.meta.execute(f"SELECT id, kind, title, body, ctx FROM docs WHERE id IN ({marks})", chunk).fetchall()
-            vecs = new.embed([self._meaning_text(k, t, b, c) for _, k, t, b, c in rows])
+            texts = [self._meaning_text(k, t, b, c) for _, k, t, b, c in rows]
+            vecs = new.embed(texts)
             if remote:
-                vecs = checked_vectors(new.name, vecs, len(rows), next((v.shape[0] for v in fresh.values()), 0))
-            fresh.update({r[0]: v for r, v in zip(rows, vecs, strict=True)})
+                vecs = checked_vectors(new.name, vecs, len(rows), next((v.shape[0] for _, v in fresh.values()), 0))
+            fresh.update({r[0]: (hash(t), v) for r, t, v in zip(rows, texts, vecs, strict=True)})
             progress(total - len(todo) + min(len(todo), start + len(chunk)), total)
         with self._lock:
             if self._dirty:
                 self.commit()
-            # Documents added while this ran were embedded with the old model: embed them now (a remote model's
-            # are queued for the background instead).
+            # Documents added, or whose text changed, while this ran: embed them now (a remote model's are
+            # queued for the background instead).
             rows = self.meta.execute("SELECT id, kind, title, body, ctx FROM docs").fetchall()
-            late = [r for r in rows if r[0] not in fresh]
+            texts = {r[0]: self._meaning_text(r[1], r[2], r[3], r[4]) for r in rows}
+            vec_of = {i: v for i, (h, v) in fresh.items() if i in texts and h == hash(texts[i])}
+            late = [i for i in texts if i not in vec_of]
             if late and not remote:
-                fresh.update(zip([r[0] for r in late], new.embed([self._meaning_text(k, t, b, c) for _, k, t, b, c in late]), strict=True))
-            self.meta.execute("BEGIN")
-            self.meta.executemany("UPDATE docs SET vec=? WHERE id=?",
-                                  [(fresh[r[0]].tobytes() if r[0] in fresh else None, r[0]) for r in rows])
-            self.meta.execute("INSERT OR REPLACE INTO info VALUES ('embedder', ?)", (new.name,))
-            self.meta.execute("COMMIT")
-            dim = new.dim or next((v.shape[0] for v in fresh.values()), 0)
-            mat = np.zeros((len(self.ids), dim), dtype=np.float32)
+                vec_of.update(zip(late, new.embed([texts[i] for i in late]), strict=True))
+            dim = new.dim or next((v.shape[0] for v in vec_of.values()), 0)
+            mat = np.zeros((len(self.ids), dim), dtype=np.float32)  # built first: a bad vector changes nothing
             for n, i in enumerate(self.ids):
-                v = fresh.get(i)
+                v = vec_of.get(i)
                 if v is not None:
                     mat[n] = v
+            self.meta.execute("BEGIN")
+            self.meta.executemany("UPDATE docs SET vec=? WHERE id=?",
+                                  [(vec_of[i].tobytes() if i in vec_of else None, i) for i in texts])
+            self.meta.execute("INSERT OR REPLACE INTO info VALUES ('embedder', ?)", (new.name,))
+            self.meta.execute("COMMIT")
             self.vecs = mat
             self.embedder = new
         return True

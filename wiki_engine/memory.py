@@ -379,7 +379,8 @@ class Memory:
     def _migrate(self) -> None:
         """The background thread: re-embeds scopes whose model changed and fills queued vectors, trying again
         after a failure (waits doubling up to EMBED_RETRY_MAX_S) until all is done or memory closes."""
-        fresh: dict[Path, dict[str, np.ndarray]] = {}  # vectors already computed, kept across retries
+        # Vectors already computed, per index folder and model, kept across retries (never another model's).
+        fresh: dict[tuple[Path, str], dict[str, tuple[int, np.ndarray]]] = {}
         failures = 0
         try:
             while not self._migration_stop.is_set():
@@ -415,12 +416,17 @@ class Memory:
             with self._lock:
                 self._progress["running"] = False
 
-    def _embed_pass(self, fresh: dict[Path, dict[str, np.ndarray]]) -> bool:
+    def _embed_pass(self, fresh: dict[tuple[Path, str], dict[str, tuple[int, np.ndarray]]]) -> bool:
         """One pass over every scope: switch the ones on another model, then fill queued vectors. False if
-        memory is closing (or the model was unset)."""
+        memory is closing (or the model was unset). A model chosen meanwhile ends the pass at once (True: the
+        thread looks again), so nothing more is sent to a model the person no longer wants."""
         target = self.embedder
         if target is None:
             return False
+
+        def stop() -> bool:
+            return self._migration_stop.is_set() or self.embedder is not target
+
         folders = {Scope.parse(s) for s in self.scopes_on_disk()}
         base = self.root / "index"
         for kind_dir in ("public", "private", "agent"):
@@ -456,15 +462,15 @@ class Memory:
                 with self._lock:
                     self._progress["done"] = min(total, base_done + d)
 
-            if not idx.switch_embedder(want, report, self._migration_stop.is_set, fresh.setdefault(idx.folder, {})):
-                return False
-            fresh.pop(idx.folder, None)
+            if not idx.switch_embedder(want, report, stop, fresh.setdefault((idx.folder, want.name), {})):
+                return not self._migration_stop.is_set()
+            fresh.pop((idx.folder, want.name), None)
             done = base_done + idx.count()
             if is_remote(want) and idx.queued_count():  # added while it ran: queued for this model
                 fills.append((idx, 0))
         for idx, _ in fills:
             assert idx.embedder is not None
-            while not self._migration_stop.is_set():
+            while not stop():
                 rows = idx.queued(EMBED_BATCH)
                 if not rows:
                     break

@@ -16,7 +16,7 @@ import pytest
 from runtime_host.providers import Route
 from runtime_host.providers.embeddings import ProviderEmbedder
 from tests.helpers.fake_model import Error, FakeModelServer, Hang, fake_vector
-from wiki_engine import Item, open_memory
+from wiki_engine import Item, Page, open_memory
 from wiki_engine.embed import load_embedder
 from wiki_engine.index import ScopeIndex
 
@@ -229,3 +229,125 @@ def test_gemini_embeddings_speak_batch_embed_contents_and_anthropic_says_it_has_
     none = ProviderEmbedder.for_route(Route("claude", "anthropic", "http://127.0.0.1:9/v1", "claude-x", KEY))
     with pytest.raises(ProviderError, match="no embeddings API"):
         none.embed(["hello"])
+
+
+def named(fake: FakeModelServer, model: str) -> ProviderEmbedder:
+    return ProviderEmbedder.for_route(Route("fake", "openai-compatible", fake.base_url, model, KEY))
+
+
+def fail_after(fake: FakeModelServer, n_ok: int) -> None:
+    """The provider answers ``n_ok`` requests, then HTTP 500 to every one after."""
+    orig, calls = fake._embeddings, [0]
+
+    def wrapped(h, req):  # type: ignore[no-untyped-def]
+        calls[0] += 1
+        if calls[0] > n_ok:
+            fake.embed_fault = Error(500, "overloaded")
+        return orig(h, req)
+
+    fake._embeddings = wrapped  # type: ignore[method-assign]
+
+
+def bus_notes(mem: object, n: int, scope: str = "private/me") -> None:
+    mem.add_items([Item(text=f"Note {i}: the bus leaves at {i} past.", scope=scope, ts=1e6 + i * 1e4)  # type: ignore[attr-defined]
+                   for i in range(n)])
+
+
+def test_vectors_a_failing_provider_answered_are_never_taken_for_the_next_models(
+        tmp_path: Path, fake_model: FakeModelServer) -> None:
+    """A provider answered the first 64 notes, then failed; the person chose MiniLM instead: the provider's 64
+    vectors (kept for a retry) were taken as MiniLM's, the pass failed for ever on their size and meta.db was
+    labelled MiniLM over mixed sizes. Choosing another provider model instead sent it 36 notes of 100."""
+    root = tmp_path / "memory"
+    mem = open_memory(root, embedder="static")
+    try:
+        bus_notes(mem, 100)
+        fail_after(fake_model, 1)
+        mem.set_embedder(named(fake_model, "embed-a"), only_for="me")
+        wait_until(lambda: mem.embedding_status()["error"])
+        mem.set_embedder("minilm")  # on this computer: cannot fail
+        assert mem.wait_for_embedding(60) and not mem.embedding_status()["error"], mem.embedding_status()
+        assert mem.index("private/me").vecs.shape == (100, 384)
+        assert {len(v or b"") for v in stored_vectors(root, "private/me")} == {384 * 4}
+
+        fake_model.embed_fault = None
+        fake_model._embeddings = FakeModelServer._embeddings.__get__(fake_model)  # type: ignore[method-assign]
+        fail_after(fake_model, 1)
+        mem.set_embedder(named(fake_model, "embed-a"), only_for="me")
+        wait_until(lambda: mem.embedding_status()["error"])
+        fake_model.embed_fault = None
+        fake_model._embeddings = FakeModelServer._embeddings.__get__(fake_model)  # type: ignore[method-assign]
+        before = len(fake_model.embed_requests)
+        mem.set_embedder(named(fake_model, "embed-b"), only_for="me")
+        wait_until(lambda: idle(mem))
+        assert ScopeIndex.stored_embedder(root / "index" / "private" / "me") == "provider:fake/embed-b"
+        assert sum(len(r.body["input"]) for r in fake_model.embed_requests[before:] if r.body["model"] == "embed-b") == 100
+    finally:
+        mem.close()
+
+
+def mismatched(root: Path, scope: str) -> list[str]:
+    """Ids whose stored vector is not the provider's vector of the text the index now holds for them."""
+    con = sqlite3.connect(str(root / "index" / scope / "meta.db"))
+    try:
+        rows = con.execute("SELECT id, kind, title, body, ctx, vec FROM docs").fetchall()
+    finally:
+        con.close()
+    bad = []
+    for i, k, t, b, c, v in rows:
+        want = np.asarray(fake_vector(ScopeIndex._meaning_text(k, t, b, c)), dtype=np.float32)
+        got = np.frombuffer(v, dtype=np.float32) if v else None
+        if got is None or got.shape != want.shape or not np.allclose(got, want / np.linalg.norm(want), atol=1e-5):
+            bad.append(i)
+    return bad
+
+
+def test_text_that_changes_while_memory_is_reembedded_gets_the_vector_of_its_new_text(
+        tmp_path: Path, fake_model: FakeModelServer) -> None:
+    """A page rewritten, and the turn said after a deleted one (indexed again without its words), while the
+    pass ran: both kept vectors of their old text, so the page was not found by its new meaning and the reply
+    still ranked first for the deleted dentist note's meaning."""
+    root = tmp_path / "memory"
+    mem = open_memory(root, embedder="static")
+    try:
+        dentist = mem.add_items([Item(text="Alice: " + DENTIST, scope="private/me", ts=1000.0)])[0]
+        mem.add_items([Item(text="Bob: Sure, see you then.", scope="private/me", ts=1010.0)])
+        sid = mem.add_source("Called someone about the house.", scope="private/me")
+        mem.write_page(Page("House", "private/me", "home", "The plumber fixed the leak under the sink [1].", {1: sid}),
+                       author="agent:ingest")
+        bus_notes(mem, 150)
+        fake_model.embed_delay_s = 0.5
+        mem.set_embedder(provider(fake_model), only_for="me")
+        wait_until(lambda: len(fake_model.embed_requests) >= 1)  # the first batch (the turns, the page) is embedded
+        mem.delete_source(dentist)
+        mem.write_page(Page("House", "private/me", "home", "Booked the dentist for a tooth check [1].", {1: sid}),
+                       author="agent:ingest")
+        wait_until(lambda: idle(mem))
+        assert mem.index("private/me").embedder.name == "provider:fake/fake-embed"
+        assert mismatched(root, "private/me") == []
+        hits = mem.search("Booked the dentist for a tooth check", scopes=["private/me"], k=3, mode="meaning")
+        assert "page:private/me/house" in [h.id for h in hits], hits
+    finally:
+        mem.close()
+
+
+def test_choosing_the_local_model_again_stops_sending_notes_to_the_provider(
+        tmp_path: Path, fake_model: FakeModelServer) -> None:
+    """A provider's embeddings chosen by mistake and the local model chosen again a moment later: the pass went
+    on sending all 640 private notes to the provider (then re-embedded them locally)."""
+    root = tmp_path / "memory"
+    mem = open_memory(root, embedder="static")
+    try:
+        mem.add_items([Item(text=f"Private note {n}: my account number ends in {n}.", scope="private/me", ts=1e6 + n)
+                       for n in range(640)])
+        fake_model.embed_delay_s = 0.3
+        mem.set_embedder(provider(fake_model), only_for="me")
+        wait_until(lambda: fake_model.embed_requests)
+        mem.set_embedder("static")
+        assert mem.embedding_status()["model"] == load_embedder("static").name
+        assert mem.wait_for_embedding(60)
+        assert ScopeIndex.stored_embedder(root / "index" / "private" / "me") == load_embedder("static").name
+        assert len(fake_model.embedded) <= 2 * 64, "notes went on to the provider after the local model was chosen"
+        assert mem.search("account number ends in 7", scopes=["private/me"], k=1, mode="meaning")
+    finally:
+        mem.close()

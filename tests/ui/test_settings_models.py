@@ -95,3 +95,26 @@ def test_a_second_person_sees_who_chooses_search_by_meaning_and_cannot_change_it
     with pytest.raises(StoreError, match="chosen by Me"):
         bob.set_role_model("embedding", "local/static")
     assert ui_pod.embedding_model() == "minilm"
+
+
+def test_a_second_person_is_shown_nothing_of_the_first_persons_provider_for_search(qtbot, qloop, ui_pod,
+                                                                                   fake_model) -> None:
+    """The first person's provider for search by meaning fails: Bob's Settings → Models named her provider and
+    model and told him to choose the model again, which he may not do. Her provider serves her notes alone."""
+    from tests.helpers.fake_model import Error
+
+    ui_pod.add_provider("alices-openai-work", kind="openai-compatible", base_url=fake_model.base_url,
+                        model="text-embedding-secret")
+    ui_pod.memory.add_source("Appointment with the dentist on Friday at nine.", scope=f"private/{ui_pod.person.id}")
+    fake_model.embed_fault = Error(500, "down")
+    ui_pod.set_role_model("embedding", "alices-openai-work/text-embedding-secret")
+    qloop.wait_until(lambda: (ui_pod.embedding_status() or {}).get("error"), 30, "the provider's failure")
+    mine = SettingsDialog(ui_pod)
+    qtbot.addWidget(mine)
+    assert "alices-openai-work" in mine.models.embedding_progress.text()  # her own: what failed and what to do
+    ui_pod.add_person("Bob")
+    bob = ui_pod.pod.for_person(ui_pod.store.get_person("Bob"))
+    dlg = SettingsDialog(bob)
+    qtbot.addWidget(dlg)
+    assert dlg.models.embedding_progress.text() == "" and bob.embedding_status() is None
+    assert "alices-openai-work" not in dlg.models.combos["embedding"].currentText()
