@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import html
+import logging
 from datetime import datetime
 from typing import Any
 
 from PySide6.QtCore import QTimer, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSizePolicy, QWidget
+
+log = logging.getLogger("hearth.app")
 
 
 def _when(dt: datetime | None) -> str:
@@ -126,6 +129,11 @@ class IngestPanel(QWidget):
                 out = await self.pod.memory_ingest()
             except MemoryModelError as exc:
                 self.status.emit(f"Ingest failed: {exc}")
+                return
+            except Exception as exc:  # noqa: BLE001 - a disk, database or lease failure: said, never silent
+                log.exception("ingest from the Wiki page failed")
+                self.status.emit(f"Ingest stopped: {exc} Nothing waiting in the inbox is lost; try again, or "
+                                 "see Hearth's log.")
                 return
             finally:
                 self.ingest_now.setEnabled(True)

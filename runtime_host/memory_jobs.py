@@ -29,6 +29,9 @@ log = logging.getLogger("hearth.memory")
 NO_INGEST_MODEL = ("Pages are written once an ingest model is chosen. Until then Hearth keeps every source, "
                    "finds it in search and cites it; choose a model for “Memory: writing wiki pages” in "
                    "Settings → Models (a model server on this machine, or a provider).")
+WIKI_BUSY = ("Another Hearth process is writing the wiki right now (a `memory ingest` or `memory nightly` run, or a "
+             "second window); this run was skipped and nothing is lost: what waits in the inbox is written by that "
+             "run or the next one. Try again in a minute.")
 NO_ASK_MODEL = ("Ask memory needs a capable model: choose one for “Ask memory” in Settings → Models (a model "
                 "server on this machine, or a provider). Meanwhile, search finds what memory holds.")
 
@@ -595,7 +598,7 @@ async def _summarize_for(pod: Any, person: Any, internal: set[str], made: dict[s
 async def ingest(pod: Any) -> dict[str, Any]:
     """Turns the inbox into wiki pages with the ingest model (single writer). Without a capable model no
     page is written: the inbox waits, and the answer says so and how to choose one."""
-    from wiki_engine.pipeline import ingest_steps
+    from wiki_engine.pipeline import LeaseBusy, ingest_steps
 
     writers = {pid: c for pid, c in _writers(pod).items() if c.synthesize is not None}
     if not writers:
@@ -617,6 +620,9 @@ async def ingest(pod: Any) -> dict[str, Any]:
             except MemoryModelError as exc:  # that scope's inbox stays for the next run; the others' is written
                 failed.append((pid, exc))
                 continue
+            except LeaseBusy:  # the single writer's lease is another process's: it writes these pages
+                out["message"] = WIKI_BUSY
+                break
             mine = by_person.setdefault(pid, {"consumed": 0, "written_by": None})
             if rep.consumed or rep.written or rep.proposed or rep.rejected:
                 who.append(choice.who)
@@ -646,7 +652,7 @@ def _announce_ingest(pod: Any, by_person: dict[str, dict[str, Any]]) -> None:
 async def nightly(pod: Any) -> dict[str, Any]:
     """Merges duplicates, re-synthesises pages whose sources were deleted (with the ingest model, if any),
     rebuilds indexes, then reconciles contradictions."""
-    from wiki_engine.pipeline import WriterFailed, failure_told, nightly_steps
+    from wiki_engine.pipeline import LeaseBusy, NightlyReport, WriterFailed, failure_told, nightly_steps
 
     writers = {pid: c for pid, c in _writers(pod).items() if c.synthesize is not None}
 
@@ -666,8 +672,11 @@ async def nightly(pod: Any) -> dict[str, Any]:
                     continue
                 yield from pages
 
-    rep = await pod.memory_host.run_steps(lambda: nightly_steps(pod.memory, resynthesize=bool(writers)),
-                                          failure_told(resynthesize))
+    try:
+        rep = await pod.memory_host.run_steps(lambda: nightly_steps(pod.memory, resynthesize=bool(writers)),
+                                              failure_told(resynthesize))
+    except LeaseBusy:
+        return {**vars(NightlyReport()), "reconciled": [], "message": WIKI_BUSY}
     out = dict(vars(rep))
     out["reconciled"], unreconciled = await pod._reconcile_pages()
     out["rejected"] += unreconciled  # a page whose owner's model failed to reconcile it, told to that person alone

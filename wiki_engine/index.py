@@ -194,6 +194,10 @@ class ScopeIndex:
         row = self.meta.execute("SELECT value FROM info WHERE key='schema'").fetchone()
         stale = row is None or row[0] != SCHEMA
         stale_words = not stale and self._words_changed()
+        # Documents stored or removed in meta.db whose keyword index was not committed (the process died in
+        # between): the keyword index is rebuilt from meta.db, so none is missing and no removed text stays.
+        torn = self.meta.execute("SELECT 1 FROM info WHERE key='keywords_pending'").fetchone() is not None
+        stale_words = stale_words or torn
         if stale or stale_words:
             shutil.rmtree(folder / "tantivy", ignore_errors=True)
         self._open_tantivy()
@@ -535,6 +539,7 @@ class ScopeIndex:
                 self.meta.executemany(
                     "INSERT OR REPLACE INTO docs (id, kind, title, body, ts, importance, vec, ctx) VALUES (?,?,?,?,?,?,?,?)", rows)
                 self.meta.executemany("INSERT INTO titles (title, id, kind) VALUES (?,?,?)", titles)
+                self._mark_keywords_pending()
                 self.meta.execute("COMMIT")
             except BaseException:
                 self.meta.execute("ROLLBACK")
@@ -574,6 +579,7 @@ class ScopeIndex:
                 if row is not None and row[0]:
                     gone.append(row)
                 self._remove_locked(w, i)
+            self._mark_keywords_pending()
             self.meta.execute("COMMIT")
             self._dirty = self._purge = True
             # The turn that held a removed one's words is the first source left after it in (time, insertion)
@@ -597,6 +603,10 @@ class ScopeIndex:
             if followers:
                 self.add(followers)
 
+    def _mark_keywords_pending(self) -> None:
+        """Inside meta.db's transaction: the keyword index lags behind until ``commit`` (see ``__init__``)."""
+        self.meta.execute("INSERT OR REPLACE INTO info VALUES ('keywords_pending', '1')")
+
     def commit(self) -> None:
         """Makes added and removed documents visible to search and releases the index writer."""
         with self._lock:
@@ -606,6 +616,7 @@ class ScopeIndex:
                 self._writer = None
                 self.index.reload()
                 self.searcher = self.index.searcher()
+                self.meta.execute("DELETE FROM info WHERE key='keywords_pending'")
             self._merge_pending()
             self._dirty = False
             if self._purge:
@@ -659,7 +670,8 @@ class ScopeIndex:
         with self._lock:
             w = self._w()
             w.delete_all_documents()
-            self.meta.executescript("DELETE FROM docs; DELETE FROM titles;")
+            self.meta.executescript("DELETE FROM docs; DELETE FROM titles; "
+                                    "INSERT OR REPLACE INTO info VALUES ('keywords_pending', '1');")
             self.ids, self.row = [], {}
             self.ts = np.zeros(0, np.float64)
             self.imp = np.zeros(0, np.float32)

@@ -130,6 +130,8 @@ class Quarantined:
 # only break near-ties, so an old fact said once still ranks by what it says. Set by coordinate descent on LoCoMo's
 # dev conversations and checked by leave-one-conversation-out (each conversation scored with the weights best on
 # the other four); nothing is tuned to names or ids.
+_UPDATED = re.compile(r"(?m)^updated: .*$")  # a page file's time of writing: not part of what it says
+
 W_KEYWORDS = 0.75
 W_MEANING = 0.27
 W_NEIGHBOURS = 0.3
@@ -1025,6 +1027,14 @@ class Memory:
             text = new.to_markdown()
             diff = unified_diff(current or "", text, f"{sc}/{page.slug}.md")
             with self.catalog.tx(immediate=True) as db:
+                # The same change still waiting (an ingest that ran again after a crash, before its inbox was
+                # emptied, proposes it anew): the person is asked once.
+                same = next((r["id"] for r in db.execute(
+                    "SELECT id, base_text, proposed_text FROM proposals WHERE scope=? AND slug=? AND status='open'",
+                    (str(sc), page.slug)) if r["base_text"] == (current or "")
+                    and _UPDATED.sub("", r["proposed_text"], 1) == _UPDATED.sub("", text, 1)), None)
+                if same is not None:
+                    return PageWrite("proposed", new.key, int(same), diff)
                 cur = db.execute(
                     "INSERT INTO proposals (scope, slug, base_text, proposed_text, diff, author, created_at) "
                     "VALUES (?,?,?,?,?,?,?)",

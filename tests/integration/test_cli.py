@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from tests.helpers.fake_model import Error, Text, ToolCalls
@@ -159,3 +160,37 @@ def test_memory_held_release_and_discard(home, fake_model, script) -> None:
     assert json.loads(cli(home, "memory", "search", "wren mailbox reminder", "--mode", "keyword").stdout) == []
     r = cli(home, "memory", "discard", ids[1])
     assert r.returncode != 0 and "No held item" in r.stderr
+
+
+def test_ingest_or_nightly_while_another_process_writes_the_wiki_says_so_and_loses_nothing(home, fake_model, script) -> None:
+    """`memory ingest` in a terminal while another Hearth process (the app, another terminal) was writing the wiki
+    ended in a Python traceback (the window's Ingest now ended silently); the inbox must wait for the next run."""
+    import signal
+
+    import wiki_engine
+    from runtime_host.memory_jobs import WIKI_BUSY
+    from tests.helpers.fake_model import Hang
+
+    setup_agent(home, fake_model.base_url)
+    assert cli(home, "models", "set", "ingest", "fake/fake-1").returncode == 0
+    with wiki_engine.open_memory(home / "memory", embedder=None) as mem:
+        mem.add_source("We fly to Lisbon on 4 May and stay in the Alfama flat.", scope="public")
+    page = Text(json.dumps([{"title": "Trips", "scope": "public", "category": "travel",
+                             "body": "- We fly to Lisbon on 4 May [1]", "citations": {"1": "S1"}}]))
+    script([Hang(30), page])
+    first = subprocess.Popen([sys.executable, "-m", "runtime_host", "memory", "ingest"], text=True,
+                             env={**os.environ, "HEARTH_HOME": str(home)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while not fake_model.requests:  # the first run holds the wiki's lease while its model thinks
+            assert first.poll() is None and time.monotonic() < deadline, first.communicate()
+            time.sleep(0.05)
+        for job in ("ingest", "nightly"):
+            r = cli(home, "memory", job)
+            assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+            assert json.loads(r.stdout)["message"] == WIKI_BUSY
+    finally:
+        first.send_signal(signal.SIGKILL)  # and that process dies before it writes anything
+        first.wait(10)
+    r = cli(home, "memory", "ingest")
+    assert r.returncode == 0 and json.loads(r.stdout)["written"] == ["page:public/trips"], r.stdout + r.stderr

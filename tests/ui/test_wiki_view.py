@@ -568,6 +568,28 @@ def test_an_ingest_model_that_never_stops_answering_is_cut_off(qtbot, qloop, ui_
         hostile.stop()
 
 
+def test_ingest_now_while_another_process_writes_the_wiki_says_so_and_keeps_the_inbox(qtbot, qloop, ui_pod) -> None:
+    """Another Hearth process (`memory ingest` in a terminal) holds the wiki writer's lease: Ingest now ended with
+    nothing in the status bar (an exception no one showed); it says what happened and the inbox waits."""
+    from runtime_host.memory_jobs import WIKI_BUSY
+    from wiki_engine.lease import Lease
+
+    scope = with_inbox(qloop, ui_pod)
+    other = Lease(ui_pod.memory.catalog, "ingest")  # held the way another live process holds it
+    other.acquire()
+    try:
+        w = wiki_window(qtbot, ui_pod)
+        messages: list[str] = []
+        w.wiki.status.connect(messages.append)
+        task = w.wiki.ingest_panel.ingest()
+        qloop.wait_until(task.done, what="Ingest now to end")
+        assert task.exception() is None and messages[-1] == WIKI_BUSY
+        assert w.wiki.ingest_panel.ingest_now.isEnabled()
+    finally:
+        other.release()
+    assert qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.inbox_count({scope}))) == 1
+
+
 def test_held_back_notes_are_shown_as_text_and_kept_or_discarded_by_their_person(qtbot, qloop, ui_pod) -> None:
     """Notes held back for reading like orders wait under "Held back", shown as plain text (markup stays inert);
     "Keep it" stores one, "Discard" drops the other; Bob, switched in, sees none of Me's."""

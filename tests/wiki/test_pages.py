@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from wiki_engine import CitationError, Memory, Page, PageFormatError, Viewer, parse_page
@@ -65,6 +67,25 @@ def test_verified_page_gets_a_proposal_never_an_overwrite(mem: Memory) -> None:
     assert page is not None and page.verified and "no longer allergic" in page.body
     with pytest.raises(KeyError):
         mem.approve_proposal(res2.proposal_id)
+
+
+def test_the_same_change_proposed_again_is_asked_once(mem: Memory) -> None:
+    """An ingest that ran again after a crash (its inbox not yet emptied) proposed the very same change a second
+    time: the person had two identical proposals to decide. A different change, or one after a decision, is new."""
+    s1 = mem.add_source("Bob is allergic to peanuts.", scope="private/alice")
+    s2 = mem.add_source("Bob says he grew out of the peanut allergy.", scope="private/alice")
+    mem.write_page(_page(mem, "private/alice", "Bob's allergies", "Bob is allergic to peanuts [1].", {1: s1}), author="person:alice")
+    mem.set_verified("private/alice", "Bob's allergies")
+    change = _page(mem, "private/alice", "Bob's allergies", "Bob is no longer allergic [1].", {1: s2})
+    first = mem.write_page(change, author="agent:writer")
+    time.sleep(1.1)  # a page file's time of writing is to the second: the second proposal's differs
+    again = mem.write_page(change, author="agent:writer")
+    assert again.status == "proposed" and again.proposal_id == first.proposal_id
+    assert [p.id for p in mem.proposals()] == [first.proposal_id]
+    other = mem.write_page(_page(mem, "private/alice", "Bob's allergies", "Bob outgrew it [1].", {1: s2}), author="agent:writer")
+    assert other.proposal_id != first.proposal_id and len(mem.proposals()) == 2
+    mem.reject_proposal(first.proposal_id)
+    assert mem.write_page(change, author="agent:writer").proposal_id not in (first.proposal_id, other.proposal_id)
 
 
 def test_a_page_file_that_no_longer_parses_is_never_overwritten_by_an_agent(mem: Memory) -> None:
