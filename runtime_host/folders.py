@@ -132,6 +132,7 @@ class _Read:
     unchanged: bool = False
     again: bool = False  # skipped for a reason that can change (too large, a missing reader): read again next scan
     unreadable: bool = False  # an OSError while reading: what the file imported before is kept
+    vanished: bool = False  # deleted between the listing and its reading: it is gone, as if it had been listed so
     notes: list[str] = field(default_factory=list)  # said in the status reason when the file is indexed
     sids: list[str] = field(default_factory=list)  # sources stored for it in this scan
     refused: list[str] = field(default_factory=list)  # the keys of parts not stored: held back, or discarded before
@@ -139,6 +140,15 @@ class _Read:
 
     def fail(self, reason: str) -> None:
         self.status, self.reason, self.parts = FAILED, reason, ()
+
+    def read_error(self, exc: OSError) -> None:
+        """The file could not be read: gone since it was listed, or unreadable (kept as it was, tried again)."""
+        if isinstance(exc, FileNotFoundError):
+            self.vanished = True
+            self.fail("deleted while the folder was read")
+        else:
+            self.fail(f"could not be read: {exc.strerror or exc}")
+            self.unreadable = True
 
     def skip(self, reason: str, *, again: bool = False) -> None:
         self.status, self.reason, self.parts, self.again = SKIPPED, reason, (), again
@@ -243,22 +253,36 @@ def _pdf_text(data: bytes) -> tuple[str, str]:
                     True) from None  # True: read again once it is there
     import io
 
+    locked = _Skip("the PDF is protected by a password; open it with its password and save a copy without one to "
+                   "import it")
     try:
         reader = pypdf.PdfReader(io.BytesIO(data))
         if reader.is_encrypted:
             try:
-                reader.decrypt("")
+                opened = reader.decrypt("")  # an owner password alone (no password to open it) is read as usual
             except Exception:
-                raise _Skip("the PDF is protected by a password") from None
-        pages = [(p.extract_text() or "") for p in reader.pages]
+                raise locked from None
+            if opened == pypdf.PasswordType.NOT_DECRYPTED:
+                raise locked
+        pages: list[str] = []
+        size = 0
+        for page in reader.pages:  # a few KB of PDF can unpack to any amount of text: read to the limit only
+            pages.append((page.extract_text() or "").strip())
+            size += len(pages[-1])
+            if size > MAX_BYTES:
+                break
+        count = len(reader.pages)
     except _Skip:
         raise
     except Exception as exc:  # pypdf raises many kinds on a damaged file
         raise _Fail(f"the PDF could not be read ({type(exc).__name__}: {str(exc)[:120]})") from None
-    text = "\n\n".join(t.strip() for t in pages if t.strip())
+    text = "\n\n".join(t for t in pages if t)
     if not text.strip():
         raise _Skip("the PDF holds no text (scanned pages need text recognition, which Hearth does not do)")
-    return text, f"{len(pages)} page(s)"
+    if size > MAX_BYTES:
+        return text[:MAX_BYTES], (f"{count} page(s), cut to their first {MAX_BYTES // 1048576} MB of text at page "
+                                  f"{len(pages)} (set HEARTH_IMPORT_MAX_MB to keep more)")
+    return text, f"{count} page(s)"
 
 
 def _mail_part(raw: bytes) -> dict[str, Any]:
@@ -280,20 +304,35 @@ def _mail_part(raw: bytes) -> dict[str, Any]:
             "cut": mail.text_truncated}
 
 
-def _mbox_messages(lines: Iterable[bytes]) -> Iterator[bytes]:
-    """Messages of an mbox file, one at a time (split at "From " lines after a blank line)."""
+# An mbox separator: "From " then the sender (or "-") and the time it came, with a clock time and a year
+# ("From ana@example.org Tue Mar  3 10:00:00 2026"). A body line that merely starts with "From " ("From Monday
+# on, the office opens at 8.") is text of its message, as exporters that do not write ">From " leave it.
+_MBOX_FROM = re.compile(rb"From \S+ +(?=.*\b\d{1,2}:\d\d)(?=.*\b\d{4}\b)")
+
+
+def _mbox_messages(lines: Iterable[bytes]) -> Iterator[tuple[bytes, bool]]:
+    """Messages of an mbox file, one at a time, each with whether it was cut: a message is kept to its first
+    MAX_BYTES (a huge attachment is read past, never held whole); split at separator lines after a blank line."""
     cur: list[bytes] = []
+    size = 0
+    cut = False
     blank = True
     for line in lines:
-        if line.startswith(b"From ") and blank:
-            if b"".join(cur).strip():
-                yield b"".join(cur)
-            cur = []
+        if blank and line.startswith(b"From ") and _MBOX_FROM.match(line):
+            raw = b"".join(cur)
+            if raw.strip():
+                yield raw, cut
+            cur, size, cut = [], 0, False
             continue
         blank = not line.strip()
+        if size + len(line) > MAX_BYTES:
+            cut = True
+            continue
         cur.append(line)
-    if cur and b"".join(cur).strip():
-        yield b"".join(cur)
+        size += len(line)
+    raw = b"".join(cur)
+    if raw.strip():
+        yield raw, cut
 
 
 def _file_sha(path: Path) -> str:
@@ -309,11 +348,11 @@ def _mbox_parts(path: Path, r: _Read) -> Iterator[dict[str, Any]]:
     document, so it is never held whole); at the end, the count (or the skip) goes to ``r``."""
     count = cut = 0
     with path.open("rb") as fh:
-        for raw in _mbox_messages(fh):
+        for raw, too_long in _mbox_messages(fh):
             m = _mail_part(raw)
             if m["text"]:
                 count += 1
-                cut += bool(m["cut"])
+                cut += bool(m["cut"] or too_long)
                 yield m
     if not count:
         raise _Skip("the mail export holds no messages with text")
@@ -358,8 +397,7 @@ def read_file(path: Path, rel: str, mtime_ns: int, size: int, known_sha: str = "
             data = path.read_bytes()
             r.sha = hashlib.sha256(data).hexdigest()
     except OSError as exc:
-        r.fail(f"could not be read: {exc.strerror or exc}")
-        r.unreadable = True
+        r.read_error(exc)
         return r
     if known_sha and r.sha == known_sha:
         r.unchanged = True
@@ -405,22 +443,36 @@ def read_file(path: Path, rel: str, mtime_ns: int, size: int, known_sha: str = "
     return r
 
 
+def _looked_up(path: str) -> Path:
+    """A path as typed, ``~`` and ``~user`` expanded; an unknown user is a FolderError that says so."""
+    try:
+        return Path(path).expanduser()
+    except RuntimeError:  # "~someone" of no user on this machine
+        raise FolderError(f"{path}: there is no user {path.split('/')[0][1:]!r} on this machine; write the "
+                          "folder's full path.") from None
+
+
 def _is_mount_point(path: Path) -> bool:
     """Whether a drive is mounted right at ``path`` (its own file system, not its parent's)."""
     return os.path.ismount(path)
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
 def _safe_name(rel: str) -> str:
     """A relative path as it can be stored and shown: a name that is not UTF-8 (an old drive, a zip made on
-    Windows) keeps its odd bytes as \\xNN escapes, and a backslash of the name itself is written twice, so two
-    files never get the same name (b"caf\\xe9" and a file really named "caf\\xe9")."""
-    if "\\" not in rel:
+    Windows) keeps its odd bytes as \\xNN escapes, a control character (a newline, a terminal escape) is written
+    as \\xNN or \\uNNNN too, and a backslash of the name itself is written twice, so two files never get the
+    same name (b"caf\\xe9" and a file really named "caf\\xe9") and no name forges a line of a status list."""
+    if "\\" not in rel and not _CONTROL.search(rel):
         try:
             rel.encode("utf-8")
             return rel
         except UnicodeEncodeError:
             pass
-    return os.fsencode(rel).replace(b"\\", b"\\\\").decode("utf-8", errors="backslashreplace")
+    out = os.fsencode(rel).replace(b"\\", b"\\\\").decode("utf-8", errors="backslashreplace")
+    return _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x80 else f"\\u{ord(m[0]):04x}", out)
 
 
 def walk(root: Path) -> tuple[list[tuple[str, Path, int, int]], list[str]]:
@@ -557,7 +609,10 @@ class WatchedFolders:
     def find(self, ref: str, person_id: str) -> Folder:
         """A folder of this person by id, id prefix or path."""
         mine = self.list_folders(person_id)
-        want = str(Path(ref).expanduser().resolve()) if ref else ""
+        try:
+            want = str(_looked_up(ref).resolve()) if ref else ""
+        except (OSError, RuntimeError):  # a name too long, a link loop: no folder of yours has that path
+            want = ""
         for f in mine:
             if f.id == ref or f.path == want or (len(ref) >= 4 and f.id.startswith(ref)):
                 return f
@@ -569,10 +624,13 @@ class WatchedFolders:
     def add(self, path: str | Path, person_id: str) -> Folder:
         if not str(path).strip():
             raise FolderError("No folder given: pass the path of a folder of your documents, e.g. ~/Documents.")
-        root = Path(path).expanduser()
-        if not root.is_dir():
-            raise FolderError(f"{root} is not a folder on this machine: pick an existing folder.")
-        root = root.resolve()
+        root = _looked_up(str(path))
+        try:
+            if not root.is_dir():
+                raise FolderError(f"{root} is not a folder on this machine: pick an existing folder.")
+            root = root.resolve()
+        except OSError as exc:  # a name too long, a folder under one you may not enter
+            raise FolderError(f"{root} cannot be looked at ({exc.strerror or exc}): pick a folder you can open.") from None
         home = Path(self.pod.home).resolve()
         if root == home or home in root.parents or root in home.parents:
             raise FolderError(f"{root} holds Hearth's own data ({home}); pick a folder of your documents instead.")
@@ -776,7 +834,7 @@ class WatchedFolders:
         if todo:
             self.db.q("UPDATE folders SET state='importing' WHERE id=?", (folder.id,))
             memory = await self.pod.in_memory_thread(lambda: self.pod.memory)  # opened off the event loop
-            batches = self._batches(root, todo, known, lambda part: _cleaned(memory, part, scope))
+            batches = self._batches(root, todo, known, lambda part: _cleaned(memory, part, scope), mounted)
             done = 0
             try:
                 while (batch := await asyncio.to_thread(next, batches, None)) is not None:
@@ -806,7 +864,7 @@ class WatchedFolders:
 
     @staticmethod
     def _batches(root: Path, todo: list[tuple[str, Path, int, int]], known: dict[str, _Known],
-                 clean: Callable[[dict[str, Any]], dict[str, Any]]) -> Iterator[_Batch]:
+                 clean: Callable[[dict[str, Any]], dict[str, Any]], mounted: bool = False) -> Iterator[_Batch]:
         """Reads the files to import (on a worker thread, one step per ``next``) and hands them out in steps of
         at most BATCH_FILES files and BATCH_ITEMS parts, so a mail export or a long text never sits in memory
         whole: its parts may span several steps. Each whole text is redacted before it is cut into parts."""
@@ -815,7 +873,8 @@ class WatchedFolders:
             prev = known.get(rel)
             r = read_file(path, rel, mtime_ns, size, prev.sha if prev and prev.status == INDEXED else "")
             if r.status == INDEXED and rel != path.relative_to(root).as_posix():
-                r.notes.append("the name is not UTF-8, so it is shown with \\x escapes; rename the file to see it")
+                r.notes.append("the name holds bytes that are not UTF-8 or control characters, so it is shown with "
+                               "\\x escapes; rename the file to see it")
             many = not isinstance(r.parts, list)  # a mail export: parts however many messages it holds
             k = 0
             try:
@@ -831,14 +890,13 @@ class WatchedFolders:
                     if r.status != INDEXED:
                         break  # storing a step failed it (the import model, the disk): no use reading on
             except OSError as exc:
-                r.fail(f"could not be read: {exc.strerror or exc}")
-                r.unreadable = True
+                r.read_error(exc)
             except _Skip as exc:
                 r.skip(str(exc))
             except Exception as exc:  # a parser bug must cost one file, never the scan
                 log.exception("import of %s failed", rel)
                 r.fail(f"could not be read ({type(exc).__name__}: {str(exc)[:120]})")
-            if r.unreadable and not root.is_dir():
+            if (r.unreadable or r.vanished) and (not root.is_dir() or (mounted and not _is_mount_point(root))):
                 batch.root_gone = True  # the drive went away: this file keeps its old row, the scan stops
                 yield batch
                 return
@@ -918,8 +976,14 @@ class WatchedFolders:
         rows = []
         old_to_delete: list[str] = []
         old_held: list[str] = []
+        vanished: list[str] = []
         for r in batch.finished:
             prev = known.get(r.rel)
+            if r.vanished:  # deleted after the listing: what it imported goes, as for a file listed gone
+                old_to_delete += r.sids + (prev.sources if prev else [])
+                vanished.append(r.rel)
+                rep.removed += 1
+                continue
             if r.unchanged and prev is not None:
                 rows.append((folder.id, r.rel, r.mtime_ns, r.size, r.sha, prev.status, prev.reason,
                              json.dumps(prev.sources), now, 0))
@@ -971,6 +1035,9 @@ class WatchedFolders:
             rep.sources_deleted += await self._delete_sources(old_to_delete)
         if old_held:
             await self.pod.in_memory_thread(lambda: self.pod.memory.drop_held(scope, old_held))
+        if vanished:
+            self.db.many("DELETE FROM files WHERE folder_id=? AND rel=?", [(folder.id, rel) for rel in vanished])
+            await self._drop_held(folder, vanished)
 
     def _watched(self, folder_id: str) -> bool:
         """Whether the folder is still watched: not forgotten, and not being removed (an import of it stops)."""

@@ -24,14 +24,20 @@ from tests.integration.test_memory_pipeline import _stored_text
 from wiki_engine import Page
 
 
-def make_pdf(text: str) -> bytes:
-    """A minimal valid one-page PDF whose page shows ``text`` (Helvetica)."""
-    stream = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode()
-    objs = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
-            b"/Resources << /Font << /F1 5 0 R >> >> >>",
-            b"<< /Length " + str(len(stream)).encode() + b" >>\nstream\n" + stream + b"\nendstream",
+def make_pdf(text: str, pages: int = 1, repeat: int = 1) -> bytes:
+    """A minimal valid PDF whose ``pages`` pages all show one content stream: ``text`` (Helvetica), ``repeat``
+    times; a stream that repeats is compressed (Flate), as real writers do."""
+    import zlib
+
+    stream = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET\n".encode() * repeat
+    packed = zlib.compress(stream, 9) if repeat > 1 else stream
+    kids = " ".join(f"{5 + i} 0 R" for i in range(pages))
+    objs = [b"<< /Type /Catalog /Pages 2 0 R >>", f"<< /Type /Pages /Kids [{kids}] /Count {pages} >>".encode(),
+            b"<< /Length " + str(len(packed)).encode() + (b" /Filter /FlateDecode" if repeat > 1 else b"")
+            + b" >>\nstream\n" + packed + b"\nendstream",
             b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
+    objs += [b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 3 0 R "
+             b"/Resources << /Font << /F1 4 0 R >> >> >>"] * pages
     out = b"%PDF-1.4\n"
     offsets = []
     for n, body in enumerate(objs, 1):
@@ -42,7 +48,6 @@ def make_pdf(text: str) -> bytes:
     out += b"".join(f"{o:010d} 00000 n \n".encode() for o in offsets)
     out += f"trailer\n<< /Size {len(objs) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
     return out
-
 
 MAIL = (b"From: Ana Diaz <ana@example.org>\r\nTo: me@example.org\r\nSubject: Dentist moved\r\n"
         b"Date: Tue, 03 Mar 2026 10:00:00 +0000\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n"
@@ -953,3 +958,141 @@ async def test_removing_a_folder_stops_its_running_import(pod, tmp_path, fake_mo
     assert len(seen) == 1
     assert pod.memory.count_sources(f"private/{pod.person.id}") == 0 and pod.folders.list_folders() == []
     assert pod.folders.running == {}
+
+
+async def test_a_password_protected_pdf_is_skipped_as_such_and_not_read_again(pod, tmp_path) -> None:
+    """pypdf's decrypt("") answers a wrong password without raising: the PDF was then *failed* ("could not be
+    read: FileNotDecryptedError"), read again at every scan, and the folder said files could not be read."""
+    import io
+
+    import pypdf
+
+    w = pypdf.PdfWriter(clone_from=pypdf.PdfReader(io.BytesIO(make_pdf("Salary for March is on the payslip."))))
+    w.encrypt(user_password="hunter2", owner_password="owner-secret", algorithm="AES-256")
+    docs = tmp_path / "Docs"
+    docs.mkdir()
+    with open(docs / "payslip.pdf", "wb") as fh:
+        w.write(fh)
+    (docs / "note.txt").write_text("The boiler is serviced in October.\n")
+    folder = pod.folders.add(docs)
+    rep = await pod.folders.scan(folder.id)
+    st = {f.rel: f for f in pod.folders.files(folder.id)}
+    assert st["payslip.pdf"].status == "skipped" and "protected by a password" in st["payslip.pdf"].reason
+    assert "save a copy without one" in st["payslip.pdf"].reason and "could not be read" not in rep.note
+    assert (await pod.folders.scan(folder.id)).unchanged == 2  # not read again until it changes
+
+
+async def test_a_few_kilobytes_of_pdf_bring_no_more_text_than_the_size_limit(pod, tmp_path, small_limit) -> None:
+    """The size limit was checked on the PDF's bytes only: pages sharing one compressed content stream unpack to
+    any amount of text (20 KB gave 96 MB of sources after 200 s). Text is read to the limit and the status says
+    where it was cut."""
+    from runtime_host import folders
+
+    docs = tmp_path / "Docs"
+    docs.mkdir()
+    one_page = 2 * folders.MAX_BYTES // 3  # three pages of this much text each
+    (docs / "tiny.pdf").write_bytes(make_pdf("numbat words here " * 50, pages=3, repeat=one_page // 900))
+    assert (docs / "tiny.pdf").stat().st_size < 64 * 1024
+    folder = pod.folders.add(docs)
+    await pod.folders.scan(folder.id)
+    [st] = pod.folders.files(folder.id)
+    assert st.status == "indexed" and "3 page(s), cut to their first" in st.reason and "at page 2" in st.reason
+    assert st.sources * folders.CHUNK_CHARS <= 1.1 * folders.MAX_BYTES
+
+
+@pytest.mark.parametrize("path", ["/tmp/" + "n" * 300, "~no-such-user-hearth/Documents"])
+def test_folder_add_of_a_path_that_cannot_be_looked_at_is_an_error_not_a_traceback(home, path) -> None:
+    r = cli(home, "folder", "add", path)
+    assert r.returncode == 2 and r.stderr.startswith("error:") and "Traceback" not in r.stderr, r.stderr[-600:]
+    r = cli(home, "folder", "status", path)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-600:]
+
+
+def test_a_file_name_with_a_newline_or_a_terminal_escape_is_one_escaped_status_line(home, tmp_path) -> None:
+    """`folder status` printed names raw: a newline in a name forged a second status line, and escape sequences
+    reached the terminal (a name can set the window title or clear the screen)."""
+    docs = tmp_path / "Docs"
+    docs.mkdir()
+    (docs / "plain.txt").write_text("The orchids need water every Sunday.\n")
+    (docs / "x\nindexed\tforged.txt").write_text("A note about the shed key.\n")
+    (docs / "y\x1b]0;owned\x07\x1b[2J.txt").write_text("A note about the bins.\n")
+    assert cli(home, "folder", "add", str(docs)).returncode == 0
+    r = cli(home, "folder", "status", str(docs))
+    assert r.returncode == 0 and "\x1b" not in r.stdout and "\x07" not in r.stdout, r.stdout
+    lines = r.stdout.splitlines()
+    assert len(lines) == 3 and any("x\\x0aindexed\\x09forged.txt" in ln for ln in lines), lines
+    assert all(ln.startswith("indexed") for ln in lines), lines
+
+
+async def test_a_mail_body_line_starting_with_from_stays_in_its_message(pod, tmp_path) -> None:
+    """Any line "From …" after a blank line was taken for the next message: "From Monday on the office opens…"
+    was dropped from memory and the rest of the message became a second message with no headers."""
+    docs = tmp_path / "Mail"
+    docs.mkdir()
+    (docs / "work.mbox").write_bytes(
+        b"From ana@example.org Tue Mar  3 10:00:00 2026\nFrom: Ana <ana@example.org>\nSubject: Office hours\n"
+        b"Date: Tue, 03 Mar 2026 10:00:00 +0000\n\nHi,\n\nFrom Monday on the office opens at 8 with the new "
+        b"quokkacard at the side door.\n\nThe canteen stays closed until April.\n\n"
+        b"From - Wed Mar  4 09:30:00 2026\nFrom: Ben <ben@example.org>\nSubject: Bins\n\nThe bins go out on Thursday.\n")
+    folder = pod.folders.add(docs)
+    await pod.folders.scan(folder.id)
+    [st] = pod.folders.files(folder.id)
+    assert st.status == "indexed" and "2 message(s)" in st.reason, st.reason
+    assert "quokkacard" in _stored_text(pod.home) and "canteen stays closed" in _stored_text(pod.home)
+
+
+async def test_a_file_deleted_while_its_folder_is_read_is_gone_not_failed(pod, tmp_path, fake_model) -> None:
+    """A file listed, then deleted before its turn to be read (while the import model decides on earlier mail):
+    it was *failed* ("No such file or directory; the next scan tries again"), the folder said files could not be
+    read, and what it had imported before stayed searchable."""
+    pod.set_role_model("import", "fake/fake-1")
+    docs = _mail_export(tmp_path / "mail", 520)  # more than one step: the note is read after the model is asked
+    (docs / "zz-old.txt").write_text("The spare key to the quokkashed is under the blue pot.\n")
+    folder = pod.folders.add(docs)
+    fake_model.script = lambda req: Text(json.dumps([{"n": n, "keep": True, "reason": "a plan"} for n in range(1, 21)]))
+    await pod.folders.scan(folder.id)
+    assert {f.rel: f.status for f in pod.folders.files(folder.id)}["zz-old.txt"] == "indexed"
+    with open(docs / "old.mbox", "ab") as fh:  # a new mail arrives, and the note is touched: both are read again
+        fh.write(b"From ana@example.org Tue Mar  3 11:00:00 2026\nFrom: Ana <ana@example.org>\nSubject: New\n\n"
+                 b"Private plan number 999.\n\n")
+    os.utime(docs / "zz-old.txt", ns=(time.time_ns(), time.time_ns()))
+    asked, go, _seen = _slow_import_model(fake_model)
+    scan = asyncio.create_task(pod.folders.scan(folder.id))
+    assert await asyncio.to_thread(asked.wait, 30)
+    (docs / "zz-old.txt").unlink()
+    go.set()
+    rep = await asyncio.wait_for(scan, 60)
+    assert "zz-old.txt" not in {f.rel for f in pod.folders.files(folder.id)}
+    assert rep.removed == 1 and rep.failed == 0 and "could not be read" not in rep.note
+    assert not await pod.memory_search("spare key quokkashed blue pot", mode="keyword")
+
+
+@pytest.mark.slow
+def test_one_huge_message_in_a_mail_export_is_never_held_whole(home, tmp_path) -> None:
+    """An .eml over the limit is refused, but the same message inside an .mbox was gathered whole (its lines, then
+    joined twice) and parsed whole: an 81 MB export of one message added 840 MB. Each message is kept to its first
+    HEARTH_IMPORT_MAX_MB (here 2 MB); its text, at the start, is kept and the status says it was cut."""
+    import base64
+
+    def peak(docs: Path, where: Path) -> tuple[int, str]:
+        r = subprocess.run([sys.executable, "-c", MBOX_PEAK, str(where), str(docs)], capture_output=True, text=True,
+                           env={**os.environ, "HEARTH_HOME": str(where), "HEARTH_IMPORT_MAX_MB": "2"}, timeout=110)
+        assert r.returncode == 0, r.stderr[-2000:]
+        before, top, status = r.stdout.strip().split(" ", 2)
+        return int(top) - int(before), status
+
+    head = (b"From a@example.org Tue Mar  3 10:00:00 2026\nFrom: A <a@example.org>\nSubject: The scans\n"
+            b"Date: Tue, 03 Mar 2026 10:00:00 +0000\nMIME-Version: 1.0\n"
+            b"Content-Type: multipart/mixed; boundary=\"XX\"\n\n--XX\nContent-Type: text/plain\n\n"
+            b"Here are the scans of the house deeds.\n--XX\nContent-Type: application/pdf\n"
+            b"Content-Disposition: attachment; filename=\"deeds.pdf\"\nContent-Transfer-Encoding: base64\n\n")
+    small, big = tmp_path / "small", tmp_path / "big"
+    for docs, mb in ((small, 0.01), (big, 45)):
+        docs.mkdir()
+        with open(docs / "one.mbox", "wb") as fh:
+            fh.write(head + base64.encodebytes(os.urandom(int(mb * 1024 * 1024))) + b"--XX--\n")
+    size_mb = (big / "one.mbox").stat().st_size / 1048576  # about 60 MB
+    base, _ = peak(small, tmp_path / "h1")
+    grew, status = peak(big, tmp_path / "h2")
+    assert "indexed" in status and "1 long message(s) cut" in status, status
+    assert grew - base < size_mb / 4, f"importing a {size_mb:.0f} MB export of one message took {grew - base} MB more"
