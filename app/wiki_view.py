@@ -45,7 +45,7 @@ from app.when import local_time
 MEMORY_CHANGED = ("memory.produced", "memory.ingested", "memory.quarantined", "memory.remembered", "folders.changed")
 
 _LINK = re.compile(r"\[\[([^\]|]+)(?:\|([^\]]+))?\]\]")
-_CITE = re.compile(r"\[(\d+)\](?!\()")
+_CITE = re.compile(r"\[(\d{1,6})\](?!\()")
 
 
 def page_href(scope: str, title_or_slug: str) -> str:
@@ -247,6 +247,7 @@ class WikiView(QWidget):
         self.page_stack.addWidget(self.page)
         self.page_stack.addWidget(edit_box)
         self._editing: tuple[str, str] | None = None  # (scope, slug) of the page in the editor
+        self._answer: tuple[object, set[str]] = (None, set())  # the Ask memory answer shown: its ticket, what it cites
         self._edit_base: tuple[str, dict[int, str]] = ("", {})  # its body and citations when the editor opened
         page_box = QWidget()
         pl = QVBoxLayout(page_box)
@@ -646,6 +647,7 @@ class WikiView(QWidget):
         async def go() -> None:
             stale = await self.pod.memory_delete_source(sid)
             self.status.emit(f"Source deleted; {len(stale)} page(s) will be written again without it.")
+            self._drop_forgotten({sid})
             await self._load()
 
         self._run(go())
@@ -812,6 +814,7 @@ class WikiView(QWidget):
                 return
             if ticket is self._opening:
                 self.page.setHtml(answer_html(question, result, self.pod.scope_label))
+                self._answer = (ticket, set((getattr(result, "citations", None) or {}).values()))
 
         self._show(go())
 
@@ -857,6 +860,19 @@ class WikiView(QWidget):
 
         self._run(go())
 
+    def _drop_forgotten(self, sids: set[str] | None) -> None:
+        """What is on screen of deleted sources (``sids``) or of a forget (None: any item may be gone) goes: their
+        search results, and an Ask memory answer citing them (the empty state or the pointer takes its place)."""
+        for row in reversed(range(self.results.count())):
+            h = self.results.item(row).data(Qt.ItemDataRole.UserRole)
+            if sids is None or (h is not None and h.id in sids):
+                self.results.takeItem(row)
+        ticket, cited = self._answer
+        if ticket is self._opening and self.current is None and (sids is None or cited & sids):
+            self._opening = object()
+            self._answer = (None, set())
+            self.page.clear()  # blank: the reload that follows shows the empty state or the pointer
+
     def _forget(self, coro: Any, what: str) -> None:
         async def go() -> None:
             try:
@@ -865,6 +881,7 @@ class WikiView(QWidget):
                 self.status.emit(f"Nothing forgotten: {exc}")
                 return
             self.status.emit(f"Forgot {n} item(s) {what}.")
+            self._drop_forgotten(None)
             await self._load()
 
         self._run(go())

@@ -135,9 +135,9 @@ SYNTH_SYSTEM = (
 _FILLER = re.compile(
     r"^\s*(sure|certainly|of course|absolutely|okay|ok|great|here('s| is| are)|i('ve| have) (written|updated|created)|"
     r"below (is|are)|i hope|hope this|let me know|feel free|as an ai|happy to help)\b[^\[\n]*$", re.I)
-_CITE = re.compile(r"\[(\d+)\](?![(:])")
-_CITE_LIST = re.compile(r"\[(\d+(?:\s*,\s*\d+)+)\](?![(:])")
-_FOOTNOTE = re.compile(r"\[\^(\d+)\](?![(:])")
+_CITE = re.compile(r"\[(\d{1,6})\](?![(:])")
+_CITE_LIST = re.compile(r"\[(\d{1,6}(?:\s*,\s*\d{1,6})+)\](?![(:])")
+_FOOTNOTE = re.compile(r"\[\^(\d{1,6})\](?![(:])")
 _SENTENCE_END = re.compile(r"[.!?][*_`\"'”’)\]]*\s+(?=\S)")  # a sentence's end, and the space before the next
 _MD_LINK = re.compile(r"!?\[([^\]\n]*)\]\([^)\n]*\)")  # [words](target), ![image](target)
 _MD_LINK_DEF = re.compile(r"^[ \t]*\[[^\]\n]+\]:[^\n]*\n?", re.M)  # [label]: target
@@ -724,7 +724,7 @@ class MemoryAnswer:
 async def ask(pod: Any, person_id: str, question: str) -> MemoryAnswer:
     """Answers from the person's memory with the "Ask memory" role's model: one request, no conversation
     (so its instructions never appear in the window), citations only to what search found for this person."""
-    from wiki_engine import PageFormatError
+    from wiki_engine import PageFormatError, UnknownSource
 
     question = question.strip()
     if not question:
@@ -736,7 +736,7 @@ async def ask(pod: Any, person_id: str, question: str) -> MemoryAnswer:
     if not hits:
         return MemoryAnswer(True, text="Memory does not say: nothing stored matches this question.", hits=hits)
 
-    def excerpt(h: Any) -> str:
+    def excerpt(h: Any) -> str | None:
         if h.kind == "page":
             scope, _, slug = h.id[len("page:"):].rpartition("/")
             try:
@@ -744,9 +744,16 @@ async def ask(pod: Any, person_id: str, question: str) -> MemoryAnswer:
             except PageFormatError:  # a hand edit that no longer parses: its indexed text still answers
                 page = None
             return page.body[:1500] if page else h.snippet
-        return pod.memory.get_source(h.id).text[:1500]
+        try:
+            return str(pod.memory.get_source(h.id).text[:1500])
+        except UnknownSource:  # deleted (or forgotten) since the search: not asked about, never cited
+            return None
 
-    texts = await pod.in_memory_thread(lambda: [excerpt(h) for h in hits])
+    found = await pod.in_memory_thread(lambda: [(h, excerpt(h)) for h in hits])
+    hits = [h for h, t in found if t is not None]
+    texts = [t for _, t in found if t is not None]
+    if not hits:
+        return MemoryAnswer(True, text="Memory does not say: nothing stored matches this question.", hits=hits)
     listing = "\n".join(f"[{n}] {h.title or ''}: {' '.join(t.split())}" for n, (h, t) in enumerate(zip(hits, texts, strict=True), 1))
     assert route is not None
     r = Route.from_dict(route)

@@ -168,6 +168,8 @@ class Doc:
     importance: float | None = None
 
 
+TYPEAHEAD_WORDS = 12  # typed words a suggestion must hold: more only narrows what already fits
+
 class ScopeIndex:
     def __init__(self, folder: Path, embedder: Embedder | None):
         self.folder = folder
@@ -703,7 +705,8 @@ class ScopeIndex:
         q = self.index.parse_query(" ".join(terms), ["title", "body", "ctx"],
                                    field_boosts={"title": 1.5, "ctx": CONTEXT_BOOST})
         searcher = self.searcher
-        res = searcher.search(q, limit, count=False)
+        # never more than it holds: the search engine sets room aside for as many as it is asked for
+        res = searcher.search(q, max(1, min(limit, searcher.num_docs)), count=False)
         return [(searcher.doc(addr)["id"][0], float(score)) for score, addr in res.hits]
 
     def keyword_for(self, terms: list[str], ids: list[str]) -> list[tuple[str, float]]:
@@ -825,8 +828,9 @@ class ScopeIndex:
         return float(self.ts[n]), float(self.imp[n])
 
     def typeahead(self, prefix: str, limit: int) -> list[tuple[str, str, str]]:
-        """(id, kind, title) whose title has words starting with the typed words (last one as a prefix)."""
-        typed = words(prefix)
+        """(id, kind, title) whose title has words starting with the typed words (last one as a prefix). Only the
+        last TYPEAHEAD_WORDS count: a long paste costs what a few words cost, and still suggests titles."""
+        typed = words(prefix)[-TYPEAHEAD_WORDS:]
         if not typed:
             return []
         expr = " ".join(f'"{w}"' for w in typed[:-1]) + (" " if len(typed) > 1 else "") + f'"{typed[-1]}"*'

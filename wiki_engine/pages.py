@@ -34,8 +34,8 @@ from .render import iso_utc
 from .scopes import Scope
 
 REQUIRED = ("title", "scope", "category", "updated", "verified")
-_CITE_DEF = re.compile(r"^\[(\d+)\]:\s*(\S+)\s*$", re.M)
-_CITE_USE = re.compile(r"\[(\d+)\](?!:)")
+_CITE_DEF = re.compile(r"^\[(\d{1,6})\]:\s*(\S+)\s*$", re.M)
+_CITE_USE = re.compile(r"\[(\d{1,6})\](?!:)")
 _LINK = re.compile(r"\[\[([^\]|#]+)(?:[|#][^\]]*)?\]\]")
 _SOURCES_HEADING = "\n## Sources\n"
 

@@ -439,7 +439,7 @@ def _append_merge(a: Page, b: Page) -> Page:
     import re
 
     offset = max(a.citations, default=0)
-    body_b = re.sub(r"\[(\d+)\](?!:)", lambda m: f"[{int(m.group(1)) + offset}]", b.body)
+    body_b = re.sub(r"\[(\d{1,6})\](?!:)", lambda m: f"[{int(m.group(1)) + offset}]", b.body)
     cites = dict(a.citations)
     cites.update({n + offset: s for n, s in b.citations.items()})
     return Page(a.title, a.scope, a.category, a.body.rstrip() + "\n\n" + body_b, cites, verified=a.verified, extra=a.extra)

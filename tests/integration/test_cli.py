@@ -194,3 +194,20 @@ def test_ingest_or_nightly_while_another_process_writes_the_wiki_says_so_and_los
         first.wait(10)
     r = cli(home, "memory", "ingest")
     assert r.returncode == 0 and json.loads(r.stdout)["written"] == ["page:public/trips"], r.stdout + r.stderr
+
+
+def test_memory_search_asked_for_more_results_than_there_are_gives_them_all(home, fake_model) -> None:
+    """`memory search -k 10000000000` aborted the process (the search engine set room aside for that many) and a
+    count past 2**63 ended in a panic's traceback."""
+    import wiki_engine
+
+    setup_agent(home, fake_model.base_url)
+    person = json.loads(cli(home, "person", "list", "--json").stdout)[0]
+    assert cli(home, "memory", "search", "x").returncode == 0  # memory's folders exist
+    with wiki_engine.open_memory(home / "memory", embedder=None) as mem:
+        for i in range(3):
+            mem.add_source(f"The garage door code {i} is 58{i}2.", scope=f"private/{person['id']}")
+    for k in ("10000000000", "9223372036854775808"):
+        for mode in ("keyword", "hybrid"):
+            r = cli(home, "memory", "search", "garage door code", "--mode", mode, "-k", k)
+            assert r.returncode == 0 and len(json.loads(r.stdout)) == 3, (k, mode, r.returncode, r.stderr[-400:])

@@ -121,6 +121,32 @@ async def test_ask_memory_answers_with_its_role_model_and_cites_sources(pod, scr
     assert (await pod.memory_produce())[0]["pulled"] == 0
 
 
+async def test_ask_memory_survives_a_huge_made_up_citation_and_a_source_deleted_while_it_asks(pod, script) -> None:
+    """A model citing [99…9] of 5,000 digits failed the whole answer with Python's integer-digits error; a source
+    deleted between Ask memory's search and its reading of the excerpts failed it with "No source …"."""
+    scope = f"private/{pod.person_id}"
+    sid = await pod.in_memory_thread(lambda: pod.memory.add_source("Clara's birthday is on 3 June.", scope=scope))
+    await pod.in_memory_thread(lambda: pod.memory.add_source("Clara lives in Lyon by the river.", scope=scope))
+    pod.set_role_model("ask_memory", "fake/fake-1")
+    script([Text("Clara's birthday is on 3 June [1] [" + "9" * 5000 + "].")])
+    result = await asyncio.wait_for(pod.ask_memory("When is Clara's birthday?"), 30)
+    assert result.ok and "3 June [1]" in result.text and result.citations
+    script([lambda req: Text("Clara lives in Lyon [1].")], repeat_last=True)
+    gate = threading.Event()
+    blocker = asyncio.ensure_future(pod.in_memory_thread(gate.wait))  # memory's one thread is busy a moment
+    await asyncio.sleep(0.05)
+    asking = asyncio.ensure_future(pod.ask_memory("Where does Clara live, and when is her birthday?"))
+    await asyncio.sleep(0.05)  # its search waits in line; the deletion comes after it, before the excerpts
+    deleting = asyncio.ensure_future(pod.in_memory_thread(lambda: pod.memory.delete_source(sid)))
+    await asyncio.sleep(0.05)
+    gate.set()
+    await blocker
+    await deleting
+    result = await asyncio.wait_for(asking, 30)
+    assert result.ok and "Lyon" in result.text and sid not in result.citations.values()
+    assert sid not in [h.id for h in result.hits]
+
+
 async def test_nightly_reconciles_contradictions_but_never_a_verified_page(pod, script, fake_model) -> None:
     import time as _time
 

@@ -11,7 +11,7 @@ import threading
 import time
 from datetime import datetime, timedelta
 
-from PySide6.QtCore import QUrl
+from PySide6.QtCore import Qt, QUrl
 
 from app.main_window import MainWindow
 from tests.helpers.fake_model import Endless, Error, FakeModelServer, Hang, Script, Text, ToolCalls
@@ -588,6 +588,56 @@ def test_ingest_now_while_another_process_writes_the_wiki_says_so_and_keeps_the_
     finally:
         other.release()
     assert qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.inbox_count({scope}))) == 1
+
+
+def _results_shown(w) -> str:
+    return " ".join(f"{w.wiki.results.item(i).text()} {w.wiki.results.item(i).toolTip()}"
+                    for i in range(w.wiki.results.count()))
+
+
+def test_what_was_forgotten_or_deleted_leaves_the_results_and_the_answer_on_screen(qtbot, qloop, ui_pod,
+                                                                                   script) -> None:
+    """After forget-me the search results still listed the forgotten source and pages (their text in the tooltip,
+    clickable), and an Ask memory answer built from them stayed; a deleted source stayed in the results too."""
+    scope, sid = seed(qloop, ui_pod)
+    other = qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.add_source(
+        "The orchids came from the market by the river.", scope=scope)))
+    ui_pod.set_role_model("ask_memory", "fake/fake-1")
+    script([Text("Clara loves orchids [1].")], repeat_last=True)
+    w = wiki_window(qtbot, ui_pod)
+    w.wiki.search.setText("orchids")
+    w.wiki._on_search()
+    qloop.wait_until(lambda: w.wiki.results.count() >= 2, what="the results")
+    w.wiki._on_anchor(QUrl(f"hearth-source:{sid}"))
+    qloop.wait_until(lambda: hasattr(w.wiki, "source_dialog"), what="the source dialog")
+    answer_confirm("Delete")
+    w.wiki.source_dialog.delete.click()
+    qloop.wait_until(lambda: "Source deleted" in w.statusBar().currentMessage(), what="the deletion")
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the reload")
+    listed = [w.wiki.results.item(i).data(Qt.ItemDataRole.UserRole) for i in range(w.wiki.results.count())]
+    assert sid not in [h.id for h in listed if h is not None] and other in [h.id for h in listed if h is not None]
+    w.wiki.search.setText("Where did the orchids come from?")
+    w.wiki.ask.click()
+    qloop.wait_until(lambda: "Clara loves orchids" in w.wiki.page.toPlainText(), what="the answer")
+    answer_confirm("Forget everything")
+    w.wiki.forget_me.click()
+    qloop.wait_until(lambda: "Forgot" in w.statusBar().currentMessage(), what="forgetting")
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the reload")
+    assert w.wiki.results.count() == 0 and "orchids" not in _results_shown(w)
+    assert "orchids" not in w.wiki.page.toPlainText() and "No wiki pages yet" in w.wiki.page.toPlainText()
+
+
+def test_typeahead_on_a_long_paste_still_suggests_by_the_last_words(qtbot, qloop, ui_pod) -> None:
+    """Every typed word had to be in a title: a paste of what the box holds (32,767 characters) cost seconds of
+    memory's one thread per keystroke, and suggested nothing. The last words typed decide what is suggested."""
+    seed(qloop, ui_pod)
+    w = wiki_window(qtbot, ui_pod)
+    tail = " gifts" * 11 + " gif"
+    pasted = "東京都に住む" * (w.wiki.search.maxLength() // 6 - len(tail)) + tail
+    w.wiki.search.setText(pasted)
+    w.wiki._on_typed(pasted)
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the suggestions")
+    assert w.wiki._suggestions.stringList() == ["Gifts"]
 
 
 def test_held_back_notes_are_shown_as_text_and_kept_or_discarded_by_their_person(qtbot, qloop, ui_pod) -> None:
