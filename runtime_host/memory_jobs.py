@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from runtime_host.protocol import valid_text
 from runtime_host.providers import ProviderError, Route, TextDelta, open_provider
 
 log = logging.getLogger("hearth.memory")
@@ -69,17 +70,21 @@ def _ask(route: Route, system: str, user: str) -> str:
 
 def _json_from(answer: str, what: str) -> Any:
     """The JSON value in a model answer (tolerates a ```json fence), or a clear error."""
-    m = re.search(r"```(?:json)?\s*(.*?)```", answer, re.S)
-    raw = (m.group(1) if m else answer).strip()
+    text = answer.strip()
+    m = re.match(r"```(?:json)?\s*(.*?)```", text, re.S)  # a fence around the whole answer, not one quoted in it
+    raw = (m.group(1) if m else text).strip()
     try:
         return json.loads(raw)
     except (json.JSONDecodeError, RecursionError):  # RecursionError: nesting deeper than the parser goes
-        start = min((i for i in (raw.find("["), raw.find("{")) if i >= 0), default=-1)
-        if start >= 0:
-            try:
-                return json.loads(raw[start:])
-            except (json.JSONDecodeError, RecursionError):
-                pass
+        pass
+    # JSON with words around it ("Here you are: [...] Hope this helps"): the first value that parses
+    decoder = json.JSONDecoder()
+    starts = [i for i, c in enumerate(raw) if c in "[{"][:50]  # a hostile answer of brackets costs 50 tries at most
+    for at in starts:
+        try:
+            return decoder.raw_decode(raw, at)[0]
+        except (json.JSONDecodeError, RecursionError):
+            continue
     raise MemoryModelError(f"The {what} model did not answer with JSON (it began {answer[:80]!r}). Nothing was "
                            "stored; the next run asks again. Pick a stronger model for this role in Settings → Models.")
 
@@ -109,7 +114,7 @@ def model_decide(route: Route, redact: Callable[[str, str], str] | None = None) 
         by_n: dict[int, Any] = {}
         for d in data:
             if isinstance(d, dict) and isinstance(d.get("n"), int) and isinstance(d.get("keep"), bool):
-                reason = str(d.get("reason") or "")
+                reason = valid_text(str(d.get("reason") or ""))  # a lone surrogate is not stored
                 if redact is not None and 1 <= d["n"] <= len(items):
                     reason = redact(reason, str(items[d["n"] - 1].scope))
                 by_n[d["n"]] = Decision(d["keep"], reason[:200])
@@ -324,7 +329,14 @@ def summarize(route: dict[str, Any] | None, title: str, lines: list[tuple[str, s
     clean = redact or (lambda text: text)
     if capable(route):
         assert route is not None
-        transcript = "\n".join(f"{who}: {clean(text)[:1500]}" for who, text in lines)
+        said: list[str] = []  # the latest of it that fits one request (a long conversation's summaries follow it)
+        size = 0
+        for who, text in reversed(lines):
+            said.append(f"{who}: {clean(text)[:1500]}")
+            size += len(said[-1])
+            if size > BATCH_CHARS:
+                break
+        transcript = "\n".join(reversed(said))
         try:
             text = _ask(Route.from_dict(route), SUMMARY_SYSTEM, f"Conversation “{title}”:\n{transcript}")
         except ProviderError as exc:
@@ -438,28 +450,58 @@ def person_names(pod: Any) -> dict[str, str]:
 PERSON_TYPED = ("chat", "telegram")  # turns the person started by writing; others carry Hearth's own prompts
 
 
+# One request to the extraction model holds at most this much: a backlog (weeks of chat, a big export) goes in
+# steps, each moving the watermark, so no request grows past what a model takes. A run takes PRODUCE_ROUNDS steps.
+BATCH_ITEMS = 200
+BATCH_CHARS = 60_000  # of the items' text as the model is shown it (each item's first 1,500 characters)
+PRODUCE_ROUNDS = 10
+
+
+def _within_budget(items: list[Any]) -> list[Any]:
+    """The first items (in watermark order) that fit one request; always at least one."""
+    out: list[Any] = []
+    size = 0
+    for it in items[:BATCH_ITEMS]:
+        size += min(len(it.text), 1500)
+        if out and size > BATCH_CHARS:
+            break
+        out.append(it)
+    return out
+
+
+def memory_title(pod: Any, scope: str, title: str, first: str) -> str:
+    """A conversation's title as memory keeps it. Hearth titles a conversation with the first 60 characters of its
+    first message: cut there, a card number is no longer one the redactor knows, so that title is made again from
+    the whole first line, redacted, then cut."""
+    line = first.strip().splitlines()[0] if first.strip() else ""
+    if line and title == line[:60] and len(line) > 60:
+        return redactor(pod)(line, scope)[:60]
+    return title
+
+
 def chat_items(pod: Any, person_id: str, since: Any) -> list[Any]:
-    """The person's conversations after a watermark, as memory items: only turns the person started by
-    writing (chat, Telegram); runs Hearth started (schedules, mail, hand-offs, background) carry Hearth's own
-    prompts and are not the person's words."""
+    """The person's conversations after a watermark, as memory items (one request's worth): only turns the person
+    started by writing (chat, Telegram); runs Hearth started (schedules, mail, hand-offs, background) carry
+    Hearth's own prompts and are not the person's words."""
     from wiki_engine import Item
 
     scope = f"private/{person_id}"
     person = next((p.name for p in pod.store.list_people() if p.id == person_id), "person")
     agents = {i.id: i.name for i, _ in pod.store.list_agents(person_id)}
-    internal = {t.id for t in pod.store.list_turns(origins=["background", "schedule", "mail", "handoff"])}
+    rows = pod.store.messages_after(list(agents), (since.ts, since.key) if since is not None else None, BATCH_ITEMS,
+                                    skip_origins=("background", "schedule", "mail", "handoff"))
+    titles: dict[str, str] = {}
     items = []
-    for inst_id, agent_name in agents.items():
-        for conv in pod.store.list_conversations(inst_id):
-            for m in pod.store.list_messages(conv.id):
-                if m.role not in ("user", "assistant") or not m.content.strip() or m.turn_id in internal:
-                    continue
-                if since is not None and (m.created_at, m.id) <= (since.ts, since.key):
-                    continue
-                who = person if m.role == "user" else agent_name
-                items.append(Item(text=m.content, scope=scope, ts=m.created_at, kind="chat", key=m.id,
-                                  author=who, owner=person_id, agent=inst_id, subject=conv.title))
-    return items
+    for m, title, conv_agent in rows:
+        if not m.content.strip():
+            continue
+        if m.conversation_id not in titles:
+            first = pod.store.first_message_text(m.conversation_id)
+            titles[m.conversation_id] = memory_title(pod, scope, title, first)
+        who = person if m.role == "user" else agents[conv_agent]
+        items.append(Item(text=m.content, scope=scope, ts=m.created_at, kind="chat", key=m.id, author=who,
+                          owner=person_id, agent=conv_agent, subject=titles[m.conversation_id]))
+    return _within_budget(items)
 
 
 def mail_items(pod: Any, account: Any, since: Any) -> list[Any]:
@@ -477,7 +519,7 @@ def mail_items(pod: Any, account: Any, since: Any) -> list[Any]:
         out.append(Item(text=mail.text or "", scope=f"private/{account.person_id}", ts=float(row["received_at"]),
                         kind="mail", key=row["id"], author=mail.from_addr, subject=mail.subject,
                         owner=account.person_id))
-    return out
+    return _within_budget(out)
 
 
 async def produce(pod: Any) -> list[dict[str, Any]]:
@@ -495,7 +537,9 @@ async def produce(pod: Any) -> list[dict[str, Any]]:
             origins.append((f"mail:{acct.id}", lambda mark, acct=acct: mail_items(pod, acct, mark)))
         total: dict[str, Any] = {"scope": scope, "decided_by": choice.who, "pulled": 0, "kept": 0, "mail": 0,
                                  "skipped": [], "quarantined": []}
-        for origin, fetch in origins:
+        for origin, fetch in [o for o in origins for _ in range(PRODUCE_ROUNDS)]:  # a backlog: step by step
+            if origin in total.setdefault("caught_up", set()):
+                continue
             try:
                 rep = await pod.memory_host.run_steps(lambda origin=origin, fetch=fetch, scope=scope: producer_steps(
                     pod.memory, scope=scope, origin=origin, fetch=fetch), choice.decide)
@@ -503,6 +547,8 @@ async def produce(pod: Any) -> list[dict[str, Any]]:
                 total["error"] = str(exc)
                 failed.append((pid, exc))
                 break
+            if not rep.pulled:
+                total["caught_up"].add(origin)
             for key, reason in rep.quarantined:
                 pod.audit(person_id=pid, agent=None, kind="memory", phase="memory_write", action="quarantined",
                           rule="memory.instruction_filter",
@@ -513,6 +559,7 @@ async def produce(pod: Any) -> list[dict[str, Any]]:
                 total["mail"] += len(rep.kept)
             total["skipped"] += [{"item": k, "reason": r} for k, r in rep.skipped]
             total["quarantined"] += [{"item": k, "reason": r} for k, r in rep.quarantined]
+        total.pop("caught_up", None)
         reports.append(total)
     try:
         summaries = await summarize_conversations(pod)
@@ -576,8 +623,8 @@ async def _summarize_for(pod: Any, person: Any, internal: set[str], made: dict[s
                                           or pod.memory.was_deleted(sid) or pod.memory.held_status(s, sid)):
                 continue  # summarised already; its summary deleted by the person; or held back for their review
             lines = [(person.name if m.role == "user" else inst.name, m.content) for m in msgs[:upto]]
-            text = await asyncio.to_thread(summarize, route, conv.title or "untitled", lines, person.name,
-                                           clean)
+            title = memory_title(pod, scope, conv.title, pod.store.first_message_text(conv.id)) or "untitled"
+            text = await asyncio.to_thread(summarize, route, title, lines, person.name, clean)
             if not text:
                 continue
             item = Item(text=text, scope=scope, ts=msgs[upto - 1].created_at, key=sid, importance=0.6)

@@ -561,6 +561,35 @@ class Store:
         return sorted(msgs, key=lambda m: (turn_times.get(m.turn_id, m.created_at) if m.turn_id else m.created_at,
                                            0 if m.role == "user" else 1, m.created_at, m.id))
 
+    def first_message_text(self, conversation_id: str) -> str:
+        """The text of the conversation's first message from its person ("" if none)."""
+        with self.session() as s:
+            row = s.exec(select(Message.content).where(Message.conversation_id == conversation_id, Message.role == "user")
+                         .order_by(Message.created_at, Message.id).limit(1)).first()  # type: ignore[arg-type]
+        return row or ""
+
+    def messages_after(self, instance_ids: list[str], after: tuple[float, str] | None, limit: int,
+                       skip_origins: tuple[str, ...] = ()) -> list[tuple[Message, str, str]]:
+        """The agents' user and assistant messages with text, strictly past ``after`` (time, id) in that order,
+        at most ``limit``, each with its conversation's title and agent; read at once (one snapshot), so a message written
+        meanwhile to a conversation read earlier is never passed by one read later. Messages of turns of
+        ``skip_origins`` are left out."""
+        from sqlalchemy import and_, or_
+
+        if not instance_ids or limit < 1:
+            return []
+        q = (select(Message, Conversation.title, Conversation.instance_id)
+             .join(Conversation, Message.conversation_id == Conversation.id)  # type: ignore[arg-type]
+             .outerjoin(Turn, Message.turn_id == Turn.id)  # type: ignore[arg-type]
+             .where(Conversation.instance_id.in_(instance_ids),  # type: ignore[attr-defined]
+                    Message.role.in_(("user", "assistant")), Message.content != "",  # type: ignore[attr-defined]
+                    or_(Turn.id.is_(None), Turn.origin.not_in(skip_origins))))  # type: ignore[union-attr,attr-defined]
+        if after is not None:
+            q = q.where(or_(Message.created_at > after[0], and_(Message.created_at == after[0], Message.id > after[1])))
+        q = q.order_by(Message.created_at, Message.id).limit(limit)  # type: ignore[arg-type]
+        with self.session() as s:
+            return [(m, title, inst) for m, title, inst in s.exec(q).all()]
+
     # -- turns and steps
     def create_turn(self, conversation_id: str, instance_id: str, origin: str = "chat",
                     lease_owner: str | None = None, lease_s: float = 0) -> Turn:

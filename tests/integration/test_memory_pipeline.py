@@ -350,8 +350,8 @@ async def test_a_card_on_the_cut_of_a_summarised_statement_is_still_redacted(pod
 async def test_mail_stored_faster_than_a_run_pulls_all_reaches_memory_in_the_next_runs(pod, script, monkeypatch) -> None:
     """A first fetch of a big inbox stores hundreds of mails a second, some in the same instant. The producer used
     to read 500 mails from one second before its watermark: once 500 were stored within a second of it, every run
-    pulled nothing again. Each run pulls up to 500 past the last one now, in the order the watermark counts them;
-    Bob's mail stays his."""
+    pulled nothing again. A run pulls in steps (at most 200 mails, or one request's worth of text, each) strictly
+    past the last one, in the order the watermark counts them; Bob's mail stays his."""
     from types import SimpleNamespace
 
     from runtime_host.mail import ledger
@@ -388,7 +388,7 @@ async def test_mail_stored_faster_than_a_run_pulls_all_reaches_memory_in_the_nex
     mail = []
     for _ in range(3):
         mail.append(sum(r["mail"] for r in await pod.memory_produce()))  # Alice's report: her mail alone
-    assert mail == [500, 20, 0], mail
+    assert mail == [520, 0, 0], mail
     alice, bobs = f"private/{pod.person.id}", f"private/{bob['id']}"
     stored = await pod.in_memory_thread(lambda: pod.memory.catalog.query(
         "SELECT scope, count(*) FROM sources WHERE kind = 'mail' GROUP BY scope"))
@@ -508,3 +508,145 @@ def test_citations_written_as_a_list_or_a_footnote_count_as_citations(written: s
     from runtime_host.memory_jobs import tidy_body
 
     assert tidy_body(written)[0] == kept
+
+
+async def test_a_lone_surrogate_in_a_models_skip_reason_costs_no_one_their_memory(pod, fake_model) -> None:
+    """The first person's extraction model skipped with the reason "chatter \\ud800": storing it raised a
+    UnicodeEncodeError out of the whole run, so Bob's chat never reached his memory."""
+    from tests.integration.test_memory_pod import _say, bob_with_his_own_provider
+
+    _bob, as_bob = bob_with_his_own_provider(pod)
+    as_bob.add_agent("bobs", provider="fake")
+    for who, agent, text in ((pod, "helper", "My bike is a red Gazelle bought in 2019."),
+                             (as_bob, "bobs", "My daughter Ines starts school on 9 September at Hillside.")):
+        inst = who.find_agent(agent)[0]
+        _say(pod, pod.store.create_conversation(inst.id, "Notes"), inst, text)
+    pod.set_role_model("extraction", "fake/alice-model")
+    as_bob.set_role_model("extraction", "fake/bob-model")
+
+    def model(req):
+        n = len([ln for ln in req.last_user.splitlines() if ln.strip()])
+        if req.model == "alice-model":  # raw JSON with the escape, as a model's answer carries it
+            return Text("[" + ",".join(f'{{"n": {i + 1}, "keep": false, "reason": "chatter \\ud800"}}'
+                                       for i in range(n)) + "]")
+        return Text(json.dumps([{"n": i + 1, "keep": True, "reason": "fact"} for i in range(n)]))
+
+    fake_model.script = model
+    mine = (await asyncio.wait_for(pod.memory_produce(), 60))[0]
+    assert mine["kept"] == 0 and mine["skipped"] and "chatter \ufffd" in mine["skipped"][0]["reason"]
+    assert await as_bob.memory_search("when does Ines start school", mode="keyword")
+
+
+async def test_a_card_cut_in_half_by_the_conversation_title_is_still_redacted(pod, script) -> None:
+    """Hearth titles a conversation with its first message's first 60 characters: a card across that cut was
+    stored with 15 of its 16 digits (the source's title and heading, the catalog, the keyword index, the summary)."""
+    from tests.integration.test_memory_pod import _say
+
+    script([Text("Noted.")], repeat_last=True)
+    prefix = "Remember: the plumber gets paid with card "
+    assert (await asyncio.wait_for(pod.chat("helper", prefix + "4111 1111 1111 1111 on Friday, at noon."), 30)).ok
+    inst = pod.find_agent("helper")[0]
+    [conv] = pod.store.list_conversations(inst.id)
+    assert conv.title == (prefix + "4111 1111 1111 1111")[:60]  # the title Hearth gave it: cut inside the card
+    for n in range(40):  # long enough for a summary too
+        _say(pod, conv, inst, f"And note {n}: the shed roof leaks.")
+    assert (await pod.memory_produce())[0]["kept"] >= 1
+    stored = _stored_text(pod.home)
+    assert "4111 1111 1111 111" not in stored and "Summary of the conversation" in stored
+
+
+async def test_a_message_said_while_the_producer_reads_chat_is_pulled(pod, script) -> None:
+    """The person chats with two agents while the producer reads their chat. Reading conversation after
+    conversation, a message landing in one already read, then one in a conversation read later, put the
+    watermark past the first: it was never pulled. Real threads and store writes."""
+    import threading
+
+    script([Text("Noted.")], repeat_last=True)
+    pod.add_agent("second", provider="fake", system="You are another test agent.")
+    a, b = pod.find_agent("helper")[0], pod.find_agent("second")[0]
+    for inst in (a, b):  # some history, so reading the chat takes a moment (as after a few weeks)
+        for c in range(15):
+            conv = pod.store.create_conversation(inst.id, f"Old {c}")
+            for i in range(40):
+                pod.store.add_message(conv.id, "user", f"Old fact {c}-{i} about the garden shed.")
+    live = [pod.store.create_conversation(a.id, "Live A"), pod.store.create_conversation(b.id, "Live B")]
+    await pod.memory_produce()
+    stop = threading.Event()
+    said: list[str] = []
+
+    def chatter() -> None:
+        n = 0
+        while not stop.is_set():
+            said.append(pod.store.add_message(live[n % 2].id, "user", f"Fresh fact {n} about the blue bicycle.").id)
+            n += 1
+            time.sleep(0.002)
+
+    t = threading.Thread(target=chatter)
+    t.start()
+    try:
+        deadline = time.monotonic() + 8
+        while time.monotonic() < deadline:
+            await pod.memory_produce()
+    finally:
+        stop.set()
+        t.join()
+    while (await pod.memory_produce())[0]["pulled"]:
+        pass
+    seen = {r[0] for r in pod.memory.catalog.query("SELECT item_key FROM sources UNION SELECT item_key FROM skips")}
+    lost = [m for m in said if m not in seen]
+    assert said and not lost, f"{len(lost)} of {len(said)} messages said during producer runs were never pulled"
+
+
+async def test_a_backlog_of_5000_messages_goes_in_steps_and_what_is_said_after_follows(pod, fake_model) -> None:
+    """A 5,000-message conversation went to the extraction model in one request (mail was capped, chat not): a
+    model with a 128k-token context refused it at every run, and nothing the person said afterwards was ever
+    remembered; its summary sent the whole conversation every time, refused the same way."""
+    from runtime_host.memory_jobs import MemoryModelError
+    from tests.helpers.fake_model import Error
+    from tests.integration.test_memory_pod import _say
+
+    def limited(req):  # a real provider's answer to a prompt past the model's context
+        if len(req.system + req.last_user) > 128_000 * 4:
+            return Error(400, "This model's maximum context length is 128000 tokens; reduce the length.")
+        if "decide what a personal assistant" not in req.system:
+            return Text("- The person talked about the allotment.")
+        n = len([ln for ln in req.last_user.splitlines() if ln.strip()])
+        return Text(json.dumps([{"n": i + 1, "keep": True, "reason": "fact"} for i in range(n)]))
+
+    inst = pod.find_agent("helper")[0]
+    conv = pod.store.create_conversation(inst.id, "Allotment diary")
+    filler = "we talked again about the allotment, the tomatoes, the shed roof and the watering rota for July"
+    for i in range(5000):
+        pod.store.add_message(conv.id, "user", f"Entry {i}: {filler}, {'and' * 10}.")
+    pod.set_role_model("extraction", "fake/x-128k")
+    fake_model.script = limited
+    for _run in range(3):
+        await asyncio.wait_for(pod.memory_produce(), 300)
+    _say(pod, pod.store.create_conversation(inst.id, "Later"), inst, "My new bike is a green Brompton.")
+    try:
+        await asyncio.wait_for(pod.memory_produce(), 300)
+    except MemoryModelError as exc:
+        raise AssertionError(f"a run failed: {exc}") from None
+    assert await pod.memory_search("green Brompton bike", mode="keyword")
+    asks = [len(r.system + r.last_user) for r in fake_model.requests]
+    assert max(asks) < 128_000 * 4 and await pod.memory_search("allotment summary", mode="keyword")
+
+
+async def test_json_with_a_fence_quoted_inside_it_or_words_around_it_is_read(pod, fake_model) -> None:
+    """The first ```…``` anywhere in an answer was taken for the JSON: a skip reason quoting a code fence made a
+    valid answer "not JSON", and so did valid JSON followed by a closing line."""
+    from tests.integration.test_memory_pod import _say
+
+    inst = pod.find_agent("helper")[0]
+    _say(pod, pod.store.create_conversation(inst.id, "Shell"), inst,
+         "I keep my backup script as ```rsync -a ~/photos /mnt/nas``` in my notes folder.")
+    pod.set_role_model("extraction", "fake/x-1")
+
+    def model(req):
+        n = len([ln for ln in req.last_user.splitlines() if ln.strip()])
+        return Text("Here you are: " + json.dumps([{"n": i + 1, "keep": i == 0, "reason": "a ```rsync``` line"}
+                                                   for i in range(n)]) + "\nHope this helps [1]!")
+
+    fake_model.script = model
+    rep = (await asyncio.wait_for(pod.memory_produce(), 60))[0]
+    assert rep["kept"] == 1 and "error" not in rep

@@ -176,3 +176,27 @@ def test_kept_mail_pages_in_one_order_however_many_arrive_in_one_instant(db_url:
     assert len(seen) == 60 and len({m["id"] for m in seen}) == 60
     assert [m["uid"] for m in seen] == list(range(1, 61))  # in the order they were kept, none tied
     s.close()
+
+
+def test_chat_past_a_watermark_is_read_in_one_order_on_every_backend(db_url: str) -> None:
+    """The memory producer's read of a person's chat (every conversation at once, past (time, id), text only,
+    without Hearth's own runs): the same rows in the same order on SQLite and PostgreSQL."""
+    s = Store(db_url)
+    person = s.default_person()
+    a = s.add_agent(person.id, "ada", provider=None, model=None, system="")
+    b = s.add_agent(person.id, "bea", provider=None, model=None, system="")
+    ca, cb = s.create_conversation(a.id), s.create_conversation(b.id)
+    sched = s.create_turn(ca.id, a.id, origin="schedule")
+    said = []
+    for n in range(6):
+        said.append(s.add_message((ca, cb)[n % 2].id, "user" if n % 3 else "assistant", f"fact {n}").id)
+    s.add_message(ca.id, "assistant", "")  # a tool call's empty text
+    s.add_message(ca.id, "user", "Hearth's own prompt", turn_id=sched.id)
+    s.add_message(cb.id, "tool", "a tool's result")
+    rows = s.messages_after([a.id, b.id], None, 4, skip_origins=("schedule",))
+    assert [m.id for m, _t, _i in rows] == said[:4] and {i for _m, _t, i in rows} == {a.id, b.id}
+    last = rows[-1][0]
+    rest = s.messages_after([a.id, b.id], (last.created_at, last.id), 100, skip_origins=("schedule",))
+    assert [m.id for m, _t, _i in rest] == said[4:]
+    assert rows[0][1] == "fact 2"  # with its conversation's title: the first line of its person's first message
+    s.close()
