@@ -12,8 +12,10 @@ Everything lives in ``index/<scope>/``; an index never holds documents of anothe
 from __future__ import annotations
 
 import datetime as _dt
+import os
 import re
 import shutil
+import socket
 import sqlite3
 import threading
 import time
@@ -26,6 +28,7 @@ import numpy as np
 import tantivy
 
 from .embed import Embedder, checked_vectors, is_remote
+from .lease import _holder_alive, _proc_started
 
 _STOP = frozenset(
     """a an and are as at be been but by can could did do does for from had has have how i if in into is it its
@@ -168,6 +171,22 @@ class Doc:
     importance: float | None = None
 
 
+def _this_process() -> str:
+    return f"keywords_pending:{socket.gethostname()}:{os.getpid()}:{_proc_started(os.getpid())!r}"
+
+
+_PENDING = _this_process()  # this process's mark in an index's info table while its keyword writes are uncommitted
+
+
+def _writer_alive(mark: str) -> bool:
+    """Whether the process that left a keywords_pending mark still runs (a mark not of that shape: no)."""
+    try:
+        _, host, pid, started = mark.rsplit(":", 3)
+        return _holder_alive(int(pid), float(started), host)
+    except ValueError:
+        return False
+
+
 TYPEAHEAD_WORDS = 12  # typed words a suggestion must hold: more only narrows what already fits
 
 class ScopeIndex:
@@ -196,13 +215,20 @@ class ScopeIndex:
         row = self.meta.execute("SELECT value FROM info WHERE key='schema'").fetchone()
         stale = row is None or row[0] != SCHEMA
         stale_words = not stale and self._words_changed()
-        # Documents stored or removed in meta.db whose keyword index was not committed (the process died in
-        # between): the keyword index is rebuilt from meta.db, so none is missing and no removed text stays.
-        torn = self.meta.execute("SELECT 1 FROM info WHERE key='keywords_pending'").fetchone() is not None
-        stale_words = stale_words or torn
+        # Documents stored or removed in meta.db whose keyword index a process that has died since did not
+        # commit: the keyword index is rebuilt from meta.db, so none is missing and no removed text stays. A mark
+        # of a process still running (another window, a CLI command) is its write under way, left alone.
+        torn = [k for (k,) in self.meta.execute("SELECT key FROM info WHERE key LIKE 'keywords_pending:%'")
+                if not _writer_alive(k)]
+        stale_words = stale_words or bool(torn)
         if stale or stale_words:
             shutil.rmtree(folder / "tantivy", ignore_errors=True)
-        self._open_tantivy()
+        try:
+            self._open_tantivy()
+        except ValueError:  # a keyword index whose files are not all there: it is made again from meta.db
+            shutil.rmtree(folder / "tantivy", ignore_errors=True)
+            self._open_tantivy()
+            stale_words = True
         self._writer: tantivy.IndexWriter | None = None
         self._dirty = False
         self._purge = False  # documents were removed since the last commit
@@ -212,6 +238,7 @@ class ScopeIndex:
         self._pending: list[tuple[str, float, float, np.ndarray | None, bool, str, bool]] = []
         if stale or stale_words:
             self._rebuild_keywords()
+            self.meta.executemany("DELETE FROM info WHERE key=?", [(k,) for k in torn])
         self._load_vectors(force=stale)
 
     # ---- setup ---------------------------------------------------------------------------------
@@ -606,8 +633,8 @@ class ScopeIndex:
                 self.add(followers)
 
     def _mark_keywords_pending(self) -> None:
-        """Inside meta.db's transaction: the keyword index lags behind until ``commit`` (see ``__init__``)."""
-        self.meta.execute("INSERT OR REPLACE INTO info VALUES ('keywords_pending', '1')")
+        """Inside meta.db's transaction: this process's keyword index lags behind until ``commit`` (``__init__``)."""
+        self.meta.execute("INSERT OR IGNORE INTO info VALUES (?, '1')", (_PENDING,))
 
     def commit(self) -> None:
         """Makes added and removed documents visible to search and releases the index writer."""
@@ -618,7 +645,7 @@ class ScopeIndex:
                 self._writer = None
                 self.index.reload()
                 self.searcher = self.index.searcher()
-                self.meta.execute("DELETE FROM info WHERE key='keywords_pending'")
+                self.meta.execute("DELETE FROM info WHERE key=?", (_PENDING,))
             self._merge_pending()
             self._dirty = False
             if self._purge:
@@ -672,8 +699,8 @@ class ScopeIndex:
         with self._lock:
             w = self._w()
             w.delete_all_documents()
-            self.meta.executescript("DELETE FROM docs; DELETE FROM titles; "
-                                    "INSERT OR REPLACE INTO info VALUES ('keywords_pending', '1');")
+            self.meta.executescript("DELETE FROM docs; DELETE FROM titles;")
+            self._mark_keywords_pending()
             self.ids, self.row = [], {}
             self.ts = np.zeros(0, np.float64)
             self.imp = np.zeros(0, np.float32)

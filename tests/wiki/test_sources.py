@@ -173,3 +173,45 @@ def test_a_crash_between_storing_and_the_keyword_index_loses_nothing_and_keeps_n
         assert len(mem.search("garden bench paint", scopes=Viewer("alice"), k=50, mode="keyword")) == 40
         assert mem.search("quokka7731 PIN", scopes=Viewer("alice"), mode="keyword") == []
     assert _files_holding(root, b"quokka7731") == []
+
+
+_OPEN_INDEX = """
+import sys
+from pathlib import Path
+from wiki_engine.index import ScopeIndex
+i = ScopeIndex(Path(sys.argv[1]), None)
+print(len(i.keyword(["numbat"], 1000)))
+i.close()
+"""
+
+
+def test_another_live_process_opening_an_index_mid_write_leaves_that_write_alone(tmp_path) -> None:
+    """A process opening an index (a `memory` command while the window stores sources) took the other's mark of
+    uncommitted keyword writes for a crash and deleted the keyword index under it: the writer's commit pointed at
+    deleted files and the index no longer opened."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from wiki_engine.index import Doc, ScopeIndex
+
+    def docs(n: int, word: str, base: int = 0) -> list[Doc]:
+        return [Doc(f"s{base + k}", "source", f"note {base + k}", f"{word} note number {base + k} about the shed",
+                    1_700_000_000.0 + base + k) for k in range(n)]
+
+    folder = tmp_path / "idx"
+    writer = ScopeIndex(folder, None)
+    writer.add(docs(200, "numbat"))
+    writer.commit()
+    writer.add(docs(50, "quokka", base=1000))  # stored in meta.db, the keyword index not committed yet
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    other = subprocess.run([sys.executable, "-c", _OPEN_INDEX, str(folder)], capture_output=True, text=True,
+                           env=env, timeout=120)
+    assert other.returncode == 0 and int(other.stdout) >= 200, other.stderr[-2000:]
+    writer.commit()
+    writer.close()
+    again = ScopeIndex(folder, None)
+    try:
+        assert len(again.keyword(["numbat"], 1000)) >= 200 and len(again.keyword(["quokka"], 1000)) == 50
+    finally:
+        again.close()
