@@ -266,22 +266,43 @@ def _pdf_text(data: bytes) -> tuple[str, str]:
                 raise locked
         pages: list[str] = []
         size = 0
+        cut = False
         for page in reader.pages:  # a few KB of PDF can unpack to any amount of text: read to the limit only
-            pages.append((page.extract_text() or "").strip())
+            drawn = page.get_contents()
+            if drawn is not None and len(drawn.get_data()) > 8 * MAX_BYTES:  # more than the limit's text could be
+                cut = True
+                break
+            said: list[str] = []
+            room = [MAX_BYTES - size]  # what this page may still bring
+
+            def take(text: str, *_: Any, said: list[str] = said, room: list[int] = room) -> None:
+                said.append(text)
+                room[0] -= len(text)
+                if room[0] < 0:
+                    raise _Cut
+
+            try:
+                pages.append((page.extract_text(visitor_text=take) or "").strip())
+            except _Cut:  # the text so far, as the page shows it in pieces
+                cut = True
+                pages.append("".join(said).strip())
             size += len(pages[-1])
-            if size > MAX_BYTES:
+            if cut or size > MAX_BYTES:
+                cut = True
                 break
         count = len(reader.pages)
     except _Skip:
         raise
     except Exception as exc:  # pypdf raises many kinds on a damaged file
         raise _Fail(f"the PDF could not be read ({type(exc).__name__}: {str(exc)[:120]})") from None
-    text = "\n\n".join(t for t in pages if t)
+    text = "\n\n".join(t for t in pages if t)[:MAX_BYTES]
+    limit = f"{MAX_BYTES // 1048576} MB of text (set HEARTH_IMPORT_MAX_MB to keep more)"
     if not text.strip():
+        if cut:
+            raise _Skip(f"page {len(pages) + 1} of the PDF alone holds more than the import reads: {limit}")
         raise _Skip("the PDF holds no text (scanned pages need text recognition, which Hearth does not do)")
-    if size > MAX_BYTES:
-        return text[:MAX_BYTES], (f"{count} page(s), cut to their first {MAX_BYTES // 1048576} MB of text at page "
-                                  f"{len(pages)} (set HEARTH_IMPORT_MAX_MB to keep more)")
+    if cut:
+        return text, f"{count} page(s), cut at page {len(pages)} to the first {limit}"
     return text, f"{count} page(s)"
 
 
@@ -304,10 +325,12 @@ def _mail_part(raw: bytes) -> dict[str, Any]:
             "cut": mail.text_truncated}
 
 
-# An mbox separator: "From " then the sender (or "-") and the time it came, with a clock time and a year
-# ("From ana@example.org Tue Mar  3 10:00:00 2026"). A body line that merely starts with "From " ("From Monday
-# on, the office opens at 8.") is text of its message, as exporters that do not write ">From " leave it.
-_MBOX_FROM = re.compile(rb"From \S+ +(?=.*\b\d{1,2}:\d\d)(?=.*\b\d{4}\b)")
+# An mbox separator: "From ", the sender (or "-"), then the time it came as the C library writes it: weekday,
+# month, day, clock time, and a year after them ("From ana@example.org Tue Mar  3 10:00:00 2026"; Gmail puts a
+# zone before the year). A body line that merely starts with "From " ("From Monday 9 March 2026 the office opens
+# at 8:30") is text of its message, as exporters that do not write ">From " leave it.
+_MBOX_FROM = re.compile(rb"From \S+ +(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) +(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|"
+                        rb"Dec) +\d{1,2} +\d{1,2}:\d\d.*\d{4}")
 
 
 def _mbox_messages(lines: Iterable[bytes]) -> Iterator[tuple[bytes, bool]]:
@@ -364,6 +387,10 @@ def _mbox_parts(path: Path, r: _Read) -> Iterator[dict[str, Any]]:
 
 class _Skip(Exception):
     pass
+
+
+class _Cut(Exception):
+    """A PDF page's text has reached the import limit: reading it stops there."""
 
 
 class _Fail(Exception):

@@ -1217,6 +1217,9 @@ class Memory:
             idx = self.index(idx_sc)
             sims = None
             emb = idx.embedder  # while re-embedding, a scope may still hold the previous model's vectors
+            want = self.embedder_for(idx_sc)
+            if emb is not None and is_remote(emb) and (want is None or want.name != emb.name):
+                emb = None  # a provider no longer chosen is sent no question: keywords rank this scope meanwhile
             if emb is not None:
                 if emb.name not in qvecs:
                     qvecs[emb.name] = self._query_vector(emb, query)
@@ -1250,7 +1253,7 @@ class Memory:
             parts.append((idx_sc, idx, sims, kw, named))
         if not parts:
             return []
-        if mode == "meaning" and qvecs and all(v is None for v in qvecs.values()):
+        if mode == "meaning" and all(v is None for v in qvecs.values()):
             return self._keyword(terms, scs, k, keep)  # the question has no vector: keywords rank instead
         # Meaning is scaled between the best similarity and the MEANING_POOL-th best over all scopes.
         all_sims = np.concatenate([p[2] for p in parts])

@@ -351,3 +351,26 @@ def test_choosing_the_local_model_again_stops_sending_notes_to_the_provider(
         assert mem.search("account number ends in 7", scopes=["private/me"], k=1, mode="meaning")
     finally:
         mem.close()
+
+
+def test_a_question_never_goes_to_a_provider_no_longer_chosen(tmp_path: Path, fake_model: FakeModelServer) -> None:
+    """While memory was re-embedded for provider B, every question was still sent to provider A, which the person
+    had turned away from, until B's pass ended; it is ranked by keywords meanwhile."""
+    mem = open_memory(tmp_path / "memory", embedder="static")
+    try:
+        mem.add_items([Item(text=f"Private note {n}: my account number ends in {n}.", scope="private/me", ts=1e6 + n)
+                       for n in range(640)])
+        mem.set_embedder(named(fake_model, "embed-a"), only_for="me")
+        wait_until(lambda: idle(mem), 60)
+        fake_model.embed_delay_s = 0.5  # B is slow: a big memory takes a while
+        mem.set_embedder(named(fake_model, "embed-b"), only_for="me")
+        wait_until(lambda: any(r.body["model"] == "embed-b" for r in fake_model.embed_requests), 30)
+        before = len(fake_model.embed_requests)
+        for mode in ("meaning", "hybrid"):
+            hits = mem.search("account number ends in 7", scopes=["private/me"], k=3, mode=mode)
+            assert hits and "ends in 7." in hits[0].snippet, (mode, hits)
+        assert mem.embedding_status()["running"]
+        assert not [r for r in fake_model.embed_requests[before:] if r.body["model"] == "embed-a"]
+    finally:
+        fake_model.embed_delay_s = 0.0
+        mem.close()
