@@ -834,11 +834,14 @@ class WikiView(QWidget):
 
         async def show() -> None:
             page = await self._mem(lambda: self.pod.memory.read_page(p.scope, p.slug))
+            proposed = _proposed_page(p.proposed_text)
+            cited = [*(page.citations.values() if page else ()), *(proposed.citations.values() if proposed else ())]
+            titles = await self._mem(lambda: self._source_titles(cited))
             restore = self.pod.restore_redactions  # the person's own proposals: their redacted values put back
-            old = restore(page.body) if page else ""
-            new_body = restore(_proposed_body(p.proposed_text))
-            self.diff_old.setHtml(_side(old, new_body, "old"))
-            self.diff_new.setHtml(_side(old, new_body, "new"))
+            old = restore(_as_read(page, titles)) if page else ""
+            new = restore(_as_read(proposed, titles) if proposed else p.proposed_text)
+            self.diff_old.setHtml(_side(old, new, "old"))
+            self.diff_new.setHtml(_side(old, new, "new"))
 
         self._show(show())
 
@@ -915,15 +918,21 @@ class WikiView(QWidget):
         self._decide(False)
 
 
-def _proposed_body(text: str) -> str:
-    """A proposal is kept as the whole page file; its diff is read against the page's text, so it shows the
-    proposed text alone (its front matter and source ids are not the person's to read as changes)."""
+def _proposed_page(text: str) -> Any:
+    """A proposal is kept as the whole page file: the page it proposes, or None for text that does not parse."""
     import wiki_engine
 
     try:
-        return wiki_engine.parse_page(text, where="the proposal").body
+        return wiki_engine.parse_page(text, where="the proposal")
     except wiki_engine.PageFormatError:
-        return text
+        return None
+
+
+def _as_read(page: Any, titles: dict[str, str]) -> str:
+    """A page as a diff compares it: what a person reads and what approving changes (title, category, the text,
+    and what each [n] cites, by title), never its file's front matter or source ids."""
+    sources = [f"[{n}] {titles.get(sid) or 'a source that is gone'}" for n, sid in sorted(page.citations.items())]
+    return "\n".join([f"{page.title} · {page.category}", "", page.body, "", "Sources:", *sources])
 
 
 def _side(old: str, new: str, which: str) -> str:

@@ -103,11 +103,27 @@ def test_verified_page_turns_agent_writes_into_proposals_to_approve(qtbot, qloop
     w.wiki.proposals.setCurrentRow(0)
     qloop.wait_until(lambda: "4 June" in w.wiki.diff_new.toPlainText(), what="the diff")
     assert "3 June" in w.wiki.diff_old.toPlainText()
-    # the proposed text against the page's text: no front matter, person id or source id shown as an added line
-    assert w.wiki.diff_new.toPlainText().splitlines() == ["- Clara's birthday is on 4 June [1]"]
+    # the proposed page against the page as a person reads them: no front matter, person id or source id
+    title = ui_pod.memory.get_source(sid).title
+    assert [ln.strip() for ln in w.wiki.diff_new.toPlainText().splitlines()] == [
+        "Family · family", "", "- Clara's birthday is on 4 June [1]", "", "Sources:", f"[1] {title}"]
     w.wiki.approve.click()
     qloop.wait_until(lambda: w.wiki.proposals.count() == 0, what="the proposal to go")
     assert "4 June" in ui_pod.memory.read_page(scope, "family").body
+    # a proposal that keeps the words and points [1] at another source shows that change too
+    other = qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.add_source(
+        "Gossip: Clara was born on 4 June, someone said.", scope=scope)))
+    page = ui_pod.memory.read_page(scope, "family")
+    qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.write_page(
+        Page(title="Family", scope=scope, category="gossip", body=page.body, citations={1: other}),
+        author="agent:wiki-writer")))
+    w.wiki.refresh()
+    qloop.wait_until(lambda: w.wiki.proposals.count() == 1, what="the second proposal")
+    w.wiki.proposals.setCurrentRow(0)
+    qloop.wait_until(lambda: "Gossip" in w.wiki.diff_new.toPlainText(), what="the second diff")
+    changed = re.findall(r"background-color:#d4edda;\">([^<]*)<", w.wiki.diff_new.toHtml())  # the lines marked new
+    assert [c for c in changed if c] == ["Family · gossip", "[1] Gossip: Clara was born on 4 June, someone said."]
+    assert f"[1] {title}" in w.wiki.diff_old.toPlainText()
 
 
 def test_search_and_typeahead_find_only_this_persons_memory(qtbot, qloop, ui_pod) -> None:
