@@ -269,7 +269,7 @@ def _pdf_text(data: bytes) -> tuple[str, str]:
         cut = False
         for page in reader.pages:  # a few KB of PDF can unpack to any amount of text: read to the limit only
             drawn = page.get_contents()
-            if drawn is not None and len(drawn.get_data()) > 8 * MAX_BYTES:  # more than the limit's text could be
+            if drawn is not None and len(drawn.get_data()) > 2 * MAX_BYTES:  # reading its text would cost minutes
                 cut = True
                 break
             said: list[str] = []

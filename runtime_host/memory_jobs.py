@@ -73,10 +73,12 @@ def _json_from(answer: str, what: str) -> Any:
     text = answer.strip()
     m = re.match(r"```(?:json)?\s*(.*?)```", text, re.S)  # a fence around the whole answer, not one quoted in it
     raw = (m.group(1) if m else text).strip()
-    try:
-        return json.loads(raw)
-    except (json.JSONDecodeError, RecursionError):  # RecursionError: nesting deeper than the parser goes
-        pass
+    fenced = [f.group(1).strip() for f in re.finditer(r"```(?:json)?\s*(.*?)```", text, re.S)][:10]
+    for candidate in (raw, *fenced):  # the answer, else a fenced block in it ("Items [1] and [2]: ```json …```")
+        try:
+            return json.loads(candidate)
+        except (json.JSONDecodeError, RecursionError):  # RecursionError: nesting deeper than the parser goes
+            continue
     # JSON with words around it ("Here you are: [...] Hope this helps"): the first value that parses
     decoder = json.JSONDecoder()
     starts = [i for i, c in enumerate(raw) if c in "[{"][:50]  # a hostile answer of brackets costs 50 tries at most
@@ -492,9 +494,7 @@ def chat_items(pod: Any, person_id: str, since: Any) -> list[Any]:
                                     skip_origins=("background", "schedule", "mail", "handoff"))
     titles: dict[str, str] = {}
     items = []
-    for m, title, conv_agent in rows:
-        if not m.content.strip():
-            continue
+    for m, title, conv_agent in rows:  # every row is an item: one left out here could hold the watermark back for good
         if m.conversation_id not in titles:
             first = pod.store.first_message_text(m.conversation_id)
             titles[m.conversation_id] = memory_title(pod, scope, title, first)

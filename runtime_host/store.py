@@ -582,7 +582,8 @@ class Store:
              .join(Conversation, Message.conversation_id == Conversation.id)  # type: ignore[arg-type]
              .outerjoin(Turn, Message.turn_id == Turn.id)  # type: ignore[arg-type]
              .where(Conversation.instance_id.in_(instance_ids),  # type: ignore[attr-defined]
-                    Message.role.in_(("user", "assistant")), Message.content != "",  # type: ignore[attr-defined]
+                    Message.role.in_(("user", "assistant")),  # type: ignore[attr-defined]
+                    func.trim(Message.content, " \t\r\n") != "",  # a tool call's empty or blank text
                     or_(Turn.id.is_(None), Turn.origin.not_in(skip_origins))))  # type: ignore[union-attr,attr-defined]
         if after is not None:
             q = q.where(or_(Message.created_at > after[0], and_(Message.created_at == after[0], Message.id > after[1])))

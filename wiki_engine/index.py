@@ -171,11 +171,16 @@ class Doc:
     importance: float | None = None
 
 
-def _this_process() -> str:
-    return f"keywords_pending:{socket.gethostname()}:{os.getpid()}:{_proc_started(os.getpid())!r}"
+_MARKS: dict[int, str] = {}
 
 
-_PENDING = _this_process()  # this process's mark in an index's info table while its keyword writes are uncommitted
+def _pending_mark() -> str:
+    """This process's mark in an index's info table while its keyword writes are uncommitted (made for the pid
+    asking: a forked child has its own, never its parent's)."""
+    pid = os.getpid()
+    if pid not in _MARKS:
+        _MARKS[pid] = f"keywords_pending:{socket.gethostname()}:{pid}:{_proc_started(pid)!r}"
+    return _MARKS[pid]
 
 
 def _writer_alive(mark: str) -> bool:
@@ -634,7 +639,7 @@ class ScopeIndex:
 
     def _mark_keywords_pending(self) -> None:
         """Inside meta.db's transaction: this process's keyword index lags behind until ``commit`` (``__init__``)."""
-        self.meta.execute("INSERT OR IGNORE INTO info VALUES (?, '1')", (_PENDING,))
+        self.meta.execute("INSERT OR IGNORE INTO info VALUES (?, '1')", (_pending_mark(),))
 
     def commit(self) -> None:
         """Makes added and removed documents visible to search and releases the index writer."""
@@ -645,7 +650,7 @@ class ScopeIndex:
                 self._writer = None
                 self.index.reload()
                 self.searcher = self.index.searcher()
-                self.meta.execute("DELETE FROM info WHERE key=?", (_PENDING,))
+                self.meta.execute("DELETE FROM info WHERE key=?", (_pending_mark(),))
             self._merge_pending()
             self._dirty = False
             if self._purge:

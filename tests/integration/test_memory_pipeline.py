@@ -650,3 +650,26 @@ async def test_json_with_a_fence_quoted_inside_it_or_words_around_it_is_read(pod
     fake_model.script = model
     rep = (await asyncio.wait_for(pod.memory_produce(), 60))[0]
     assert rep["kept"] == 1 and "error" not in rep
+    # brackets in the words before a fenced answer ("Items [1] … [2] …") are not the answer
+    _say(pod, pod.store.create_conversation(inst.id, "Bike"), inst, "My bike is a green Brompton.")
+    fake_model.script = lambda req: Text(
+        "Items [1] is a fact, [2] is small talk:\n```json\n"
+        + json.dumps([{"n": 1, "keep": True, "reason": "a fact"}, {"n": 2, "keep": False, "reason": "chatter"}])
+        + "\n```")
+    rep = (await asyncio.wait_for(pod.memory_produce(), 60))[0]
+    assert rep["kept"] == 1 and "error" not in rep
+
+
+async def test_a_run_of_blank_messages_never_holds_chat_back(pod, script) -> None:
+    """A batch of messages with blank text (an agent's steps that only call tools) was read, dropped, and left the
+    watermark where it was: every later run read the same batch, and nothing said after it was remembered."""
+    from runtime_host.memory_jobs import BATCH_ITEMS
+    from tests.integration.test_memory_pod import _say
+
+    inst = pod.find_agent("helper")[0]
+    conv = pod.store.create_conversation(inst.id, "Tools")
+    for _ in range(BATCH_ITEMS + 5):
+        pod.store.add_message(conv.id, "assistant", "\n")
+    _say(pod, conv, inst, "The spare key is under the heron statue.")
+    await pod.memory_produce()
+    assert await pod.memory_search("spare key heron statue", mode="keyword")

@@ -191,6 +191,7 @@ def test_chat_past_a_watermark_is_read_in_one_order_on_every_backend(db_url: str
     for n in range(6):
         said.append(s.add_message((ca, cb)[n % 2].id, "user" if n % 3 else "assistant", f"fact {n}").id)
     s.add_message(ca.id, "assistant", "")  # a tool call's empty text
+    s.add_message(cb.id, "assistant", " \n\t")  # or blank
     s.add_message(ca.id, "user", "Hearth's own prompt", turn_id=sched.id)
     s.add_message(cb.id, "tool", "a tool's result")
     rows = s.messages_after([a.id, b.id], None, 4, skip_origins=("schedule",))

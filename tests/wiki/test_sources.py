@@ -215,3 +215,21 @@ def test_another_live_process_opening_an_index_mid_write_leaves_that_write_alone
         assert len(again.keyword(["numbat"], 1000)) >= 200 and len(again.keyword(["quokka"], 1000)) == 50
     finally:
         again.close()
+
+
+def test_a_forked_child_marks_its_keyword_writes_as_its_own() -> None:
+    """The mark was made once, at import: a forked child wrote its parent's, so its crash mid-write looked like the
+    parent's write under way (never rebuilt), and its commit cleared the parent's mark."""
+    from wiki_engine.index import _pending_mark
+
+    mine = _pending_mark()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child
+        os.write(write, _pending_mark().encode())
+        os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    theirs = os.read(read, 4096).decode()
+    os.close(read)
+    assert theirs.startswith("keywords_pending:") and f":{pid}:" in theirs and theirs != mine
