@@ -24,6 +24,7 @@ from typing import Any
 
 from runtime_host.protocol import valid_text
 from runtime_host.providers import ProviderError, Route, TextDelta, open_provider
+from runtime_host.store import HEARTH_ORIGINS
 
 log = logging.getLogger("hearth.memory")
 
@@ -491,7 +492,7 @@ def chat_items(pod: Any, person_id: str, since: Any) -> list[Any]:
     person = next((p.name for p in pod.store.list_people() if p.id == person_id), "person")
     agents = {i.id: i.name for i, _ in pod.store.list_agents(person_id)}
     rows = pod.store.messages_after(list(agents), (since.ts, since.key) if since is not None else None, BATCH_ITEMS,
-                                    skip_origins=("background", "schedule", "mail", "handoff"))
+                                    skip_origins=HEARTH_ORIGINS)
     titles: dict[str, str] = {}
     items = []
     for m, title, conv_agent in rows:  # every row is an item: one left out here could hold the watermark back for good
@@ -587,7 +588,7 @@ async def summarize_conversations(pod: Any) -> dict[str, int]:
     is raised (MemoryModelError with ``failures``) once everyone else's summaries are written."""
     made: dict[str, int] = {}
     failed: list[tuple[str, MemoryModelError]] = []
-    internal = {t.id for t in pod.store.list_turns(origins=["background", "schedule", "mail", "handoff"])}
+    internal = {t.id for t in pod.store.list_turns(origins=list(HEARTH_ORIGINS))}
     for person in pod.store.list_people():
         try:
             await _summarize_for(pod, person, internal, made)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from runtime_host.store import HEARTH_ORIGINS
 from vault import Vault
 
 if TYPE_CHECKING:
@@ -221,7 +222,7 @@ class PersonPod:
     def create_background_run(self, agent: str, prompt: str) -> str:
         return self.pod.create_background_run(self.person_id, agent, prompt)
 
-    def runs(self, origins: tuple[str, ...] = ("background", "schedule", "mail", "handoff")) -> list[dict[str, Any]]:
+    def runs(self, origins: tuple[str, ...] = HEARTH_ORIGINS) -> list[dict[str, Any]]:
         return self.pod.runs(self.person_id, origins)
 
     # -- schedules, tasks, partners, audit

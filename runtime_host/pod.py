@@ -28,7 +28,16 @@ from runtime_host.memoryhost import MemoryHost
 from runtime_host.partnerhost import PartnerHost
 from runtime_host.paths import data_dir, folder_problem
 from runtime_host.schedulehost import ScheduleHost
-from runtime_host.store import AgentInstance, AgentProfile, StorageError, Store, StoreError, now, step_tree
+from runtime_host.store import (
+    HEARTH_ORIGINS,
+    AgentInstance,
+    AgentProfile,
+    StorageError,
+    Store,
+    StoreError,
+    now,
+    step_tree,
+)
 from runtime_host.supervisor import Supervisor, SupervisorConfig, WorkerHandle
 from runtime_host.taskhost import TaskHost
 from runtime_host.turns import MessageTooLarge, Run, TurnFailed, TurnResult, Turns
@@ -730,7 +739,7 @@ class Pod:
         self.store.add_message(conv.id, "user", prompt, turn_id=turn.id)
         return turn.id
 
-    def runs(self, person_id: str, origins: tuple[str, ...] = ("background", "schedule", "mail", "handoff"),
+    def runs(self, person_id: str, origins: tuple[str, ...] = HEARTH_ORIGINS,
              ) -> list[dict[str, Any]]:
         agents = {i.id: i.name for i, _ in self.store.list_agents(person_id)}
         out = []

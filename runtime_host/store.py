@@ -105,6 +105,11 @@ class Message(SQLModel, table=True):
     created_at: float = Field(default_factory=now)
 
 
+# Turns Hearth started (a task in the background, a schedule, incoming mail, a hand-off between agents): their
+# prompts are Hearth's own words, not the person's; "chat" (and "telegram") turns are the person's.
+HEARTH_ORIGINS = ("background", "schedule", "mail", "handoff")
+
+
 class Turn(SQLModel, table=True):
     __tablename__ = "turn"
     id: str = Field(primary_key=True, default_factory=new_id)

@@ -404,11 +404,7 @@ def sources_of(pod, folder_id: str, rel: str) -> list[str]:
 async def test_a_file_the_import_model_failed_on_is_tried_again_on_the_next_scan(pod, tmp_path, script) -> None:
     # The status says "the next scan tries again"; the model is back, the file has not changed: it must be read.
     pod.set_role_model("import", "fake/fake-1")
-    docs = tmp_path / "mail"
-    docs.mkdir()
-    (docs / "old.mbox").write_bytes(
-        b"From ana@example.org Tue Mar  3 10:00:00 2026\nFrom: Ana <ana@example.org>\nSubject: Piano lessons\n"
-        b"Date: Tue, 03 Mar 2026 10:00:00 +0000\n\nLeo starts piano lessons with Mrs Varga every Wednesday at 5pm.\n")
+    docs = _one_mail(tmp_path / "mail", "Piano lessons", "Leo starts piano lessons with Mrs Varga every Wednesday at 5pm.")
     script([Error(500, "the model server is down")])
     folder = pod.folders.add(docs)
     await pod.folders.scan(folder.id)
@@ -865,11 +861,7 @@ async def test_forget_me_during_a_folder_import_keeps_nothing_it_had_read(pod, t
     """An import still running when the person pressed "Forget everything about me" (its import model deciding on a
     mail export) stored what it had read once the model answered: the forgotten mail was back in memory."""
     pod.set_role_model("import", "fake/fake-1")
-    docs = tmp_path / "mail"
-    docs.mkdir()
-    (docs / "old.mbox").write_bytes(
-        b"From ana@example.org Tue Mar  3 10:00:00 2026\nFrom: Ana <ana@example.org>\nSubject: Plumber\n"
-        b"Date: Tue, 03 Mar 2026 10:00:00 +0000\n\nThe plumber Jorge fixes the boiler on Friday morning at nine.\n")
+    docs = _one_mail(tmp_path / "mail", "Plumber", "The plumber Jorge fixes the boiler on Friday morning at nine.")
     asked, go = threading.Event(), threading.Event()
 
     def decide(req):
@@ -894,6 +886,15 @@ async def test_forget_me_during_a_folder_import_keeps_nothing_it_had_read(pod, t
     os.utime(later / "bins.md", (1_600_000_000, 1_600_000_000))
     await pod.folders.scan(pod.folders.add(later).id)
     assert await pod.memory_search("bins Tuesday nights", mode="keyword")
+
+
+def _one_mail(docs: Path, subject: str, body: str) -> Path:
+    """A folder holding a mail export of one message from Ana."""
+    docs.mkdir()
+    (docs / "old.mbox").write_bytes(
+        f"From ana@example.org Tue Mar  3 10:00:00 2026\nFrom: Ana <ana@example.org>\nSubject: {subject}\n"
+        f"Date: Tue, 03 Mar 2026 10:00:00 +0000\n\n{body}\n".encode())
+    return docs
 
 
 def _mail_export(docs: Path, n: int) -> Path:

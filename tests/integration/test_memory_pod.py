@@ -13,6 +13,16 @@ from runtime_host.memory_jobs import MemoryModelError
 from tests.helpers.fake_model import Text, ToolCalls
 
 
+def two_dentists(pod, scope: str) -> None:
+    """(In memory's thread.) An older and a newer source that contradict each other, and a page citing both."""
+    from wiki_engine import Page
+
+    old = pod.memory.add_source("The dentist is Dr Okafor.", scope=scope, ts=time.time() - 86400 * 30)
+    new = pod.memory.add_source("Correction: the dentist is now Dr Lindqvist.", scope=scope, ts=time.time())
+    pod.memory.write_page(Page("Dentist", scope, "health", "- The dentist is Dr Okafor [1]\n"
+                               "- The dentist is Dr Lindqvist [2]", {1: old, 2: new}), author="agent:writer")
+
+
 def bob_with_his_own_provider(pod) -> tuple[dict, object]:
     """A second person, Bob, unlocked, with a provider of his own (the same fake model server, his own key)."""
     bob = pod.add_person("Bob")
@@ -1008,17 +1018,8 @@ async def test_a_model_page_of_bare_links_neither_replaces_a_cited_page_nor_is_w
     """A reconcile answer with no citation replaced a cited page with "[[Dr Lindqvist]]" (its Sources list kept);
     an ingest page of bare links was written citing nothing. Memory keeps only what it can cite; such a page is
     refused alone, never the other pages of the same answer."""
-    from wiki_engine import Page
-
     scope = f"private/{pod.person.id}"
-
-    def seed() -> None:
-        old = pod.memory.add_source("The dentist is Dr Okafor.", scope=scope, ts=time.time() - 86400 * 30)
-        new = pod.memory.add_source("Correction: the dentist is now Dr Lindqvist.", scope=scope, ts=time.time())
-        pod.memory.write_page(Page("Dentist", scope, "health", "- The dentist is Dr Okafor [1]\n"
-                                   "- The dentist is Dr Lindqvist [2]", {1: old, 2: new}), author="agent:writer")
-
-    await pod.in_memory_thread(seed)
+    await pod.in_memory_thread(lambda: two_dentists(pod, scope))
     pod.set_role_model("ingest", "fake/fake-1")
     fake_model.script = lambda req: Text(json.dumps({"changed": True, "why": "newest wins",
                                                      "body": "The dentist is now [[Dr Lindqvist]]."}))

@@ -15,6 +15,7 @@ from PySide6.QtCore import Qt, QUrl
 
 from app.main_window import MainWindow
 from tests.helpers.fake_model import Endless, Error, FakeModelServer, Hang, Script, Text, ToolCalls
+from tests.integration.test_memory_pod import two_dentists
 from tests.ui.conftest import answer_confirm
 from wiki_engine import Page
 
@@ -842,10 +843,7 @@ def test_the_page_being_read_is_shown_anew_when_ingest_or_nightly_rewrites_it(qt
     scope = f"private/{ui_pod.person.id}"
 
     def seed() -> None:
-        old = ui_pod.memory.add_source("The dentist is Dr Okafor.", scope=scope, ts=time.time() - 86400 * 30)
-        new = ui_pod.memory.add_source("Correction: the dentist is now Dr Lindqvist.", scope=scope, ts=time.time())
-        ui_pod.memory.write_page(Page("Dentist", scope, "health", "- The dentist is Dr Okafor [1]\n"
-                                      "- The dentist is Dr Lindqvist [2]", {1: old, 2: new}), author="agent:writer")
+        two_dentists(ui_pod, scope)
         ui_pod.memory.add_source("The check-up is on 9 March at Lindqvist's.", scope=scope)
 
     qloop.run(ui_pod.in_memory_thread(seed))
