@@ -434,9 +434,10 @@ def _schedule(me: Any, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-async def _reembed(me: Any) -> None:
+async def _reembed(me: Any) -> int:
     """Re-embeds memory with the embedding role's model, printing progress (the window does this in the
-    background; a command waits, as its process ends when it returns)."""
+    background; a command waits, as its process ends when it returns). Fails (exit 1) when the model could
+    not embed: the choice is kept, but memory does not search by it yet."""
     mem = await me.in_memory_thread(lambda: me.memory)
     me.memory_host.embedding_changed()
     shown = None
@@ -451,8 +452,9 @@ async def _reembed(me: Any) -> None:
         await asyncio.sleep(0.5)
     if st["error"]:  # the choice is saved: memory tries again whenever Hearth runs
         print(st["error"], file=sys.stderr)
-    else:
-        print(f"Memory search by meaning now uses {st['model']} ({st['total']} items re-embedded).")
+        return EXIT_FAILED
+    print(f"Memory search by meaning now uses {st['model']} ({st['total']} items re-embedded).")
+    return EXIT_OK
 
 
 async def _memory(me: Any, args: argparse.Namespace) -> int:
@@ -653,9 +655,7 @@ async def _amain(args: argparse.Namespace) -> int:
             if args.action == "set":
                 me.set_role_model(args.role, args.model)
                 print(f"The {args.role} role now uses {args.model}.")
-                if args.role == "embedding":
-                    await _reembed(me)
-                return EXIT_OK
+                return await _reembed(me) if args.role == "embedding" else EXIT_OK
             info = me.models()
             if args.json:
                 _print_json(info)

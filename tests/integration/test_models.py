@@ -155,10 +155,11 @@ def test_choosing_a_providers_embeddings_on_the_cli_reembeds_with_progress(home,
     info = json.loads(cli(home, "models", "--json").stdout)
     assert info["roles"]["embedding"] == {"provider": "fake", "model": "fake-embed", "source": "set"}
 
-    # A provider down: the choice is kept, the CLI says what happened and that Hearth tries again.
+    # A provider down: the choice is kept, the CLI says what happened and that Hearth tries again, and
+    # fails (a script must not take memory as re-embedded).
     fake_model.embed_fault = Error(500, "down")
     r = cli(home, "models", "set", "embedding", "fake/fake-embed-2")
-    assert r.returncode == 0 and "HTTP 500" in r.stderr and "tries again" in r.stderr, r.stderr
+    assert r.returncode == 1 and "HTTP 500" in r.stderr and "tries again" in r.stderr, r.stderr
 
     # A provider without an embeddings API is refused with what to choose instead.
     r = cli(home, "provider", "add", "claude", "--kind", "anthropic", "--base-url", fake_model.base_url, "--no-check")
