@@ -399,6 +399,7 @@ class Pod:
             raise MessageTooLarge(problem)
         if model is not None and self._provider(inst.person_id, model.split("/", 1)[0]) is None:
             raise StoreError(f"No provider named {model.split('/', 1)[0]!r} for this message's model.")
+        self.agent_host.know_keys(inst.person_id)
         if conversation_id:
             conv = self.store.get_conversation(conversation_id)
             if conv is None or conv.instance_id != inst.id:

@@ -515,7 +515,7 @@ class Store:
     # -- conversations and messages
     def create_conversation(self, instance_id: str, title: str = "") -> Conversation:
         with self.session() as s:
-            conv = Conversation(instance_id=instance_id, title=title)
+            conv = Conversation(instance_id=instance_id, title=redact(title))
             s.add(conv)
             s.commit()
             return conv
@@ -551,8 +551,8 @@ class Store:
             conv = s.get(Conversation, conversation_id)
             if conv is not None:
                 conv.updated_at = msg.created_at
-                if not conv.title and role == "user":
-                    conv.title = content.strip().splitlines()[0][:60] if content.strip() else ""
+                if not conv.title and role == "user":  # from the kept (redacted) text: a key pasted first is no title
+                    conv.title = msg.content.strip().splitlines()[0][:60] if msg.content.strip() else ""
                 s.add(conv)
             s.commit()
             return msg

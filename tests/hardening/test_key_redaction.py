@@ -64,3 +64,17 @@ async def test_the_pod_redacts_what_reaches_the_store_events_and_log(home, fake_
     finally:
         await pod.close()
     assert _files_with_key(home) == []
+
+
+def test_a_key_pasted_as_the_first_line_of_a_chat_is_not_its_title(home, fake_model, script, secure_keyring) -> None:
+    setup_agent(home, fake_model.base_url)
+    r = cli(home, "chat", "helper", f"{KEY} is my key, keep it safe\nthanks")
+    assert r.returncode == 0, r.stderr
+    convs = cli(home, "conversations", "list", "helper", "--json")
+    assert convs.returncode == 0, convs.stderr
+    titles = [c["title"] for c in json.loads(convs.stdout)]
+    assert titles and all(KEY not in t for t in titles) and PLACEHOLDER in titles[0], titles
+    conv_id = json.loads(convs.stdout)[0]["id"]
+    renamed = cli(home, "conversations", "rename", conv_id, f"key {KEY}")
+    assert renamed.returncode == 0 and KEY not in renamed.stdout, renamed.stdout + renamed.stderr
+    assert _files_with_key(home) == [], "the key reached the disk (a conversation's title)"
