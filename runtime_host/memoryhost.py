@@ -304,7 +304,7 @@ class MemoryHost:
 
         from runtime_host.memory_jobs import MemoryModelError, model_reconcile, writer_of
         from runtime_host.providers import Route
-        from wiki_engine import CitationError, PageFormatError
+        from wiki_engine import CitationError, PageFormatError, UnknownSource
 
         changed: list[str] = []
         failed: list[tuple[str, str, str]] = []
@@ -319,8 +319,12 @@ class MemoryHost:
             for page in pages:
                 if page.verified or len(set(page.citations.values())) < 2:
                     continue
-                sources = [(n, await self.in_memory_thread(lambda sid=sid: self.memory.get_source(sid)))
-                           for n, sid in sorted(page.citations.items())]
+                try:  # a page file citing what is not stored, or what its readers may not see, goes to no model
+                    sources = await self.in_memory_thread(lambda p=page: (self.memory.check_citations(p), [
+                        (n, self.memory.get_source(sid)) for n, sid in sorted(p.citations.items())])[1])
+                except (CitationError, UnknownSource) as exc:  # told to the page's owner, like a failed model
+                    failed.append((page.title, f"not checked for contradictions: {exc}", str(scope)))
+                    continue
                 try:
                     body, why = await asyncio.to_thread(reconcile, page, sources)
                 except MemoryModelError as exc:  # this page stays as it is until the next night

@@ -290,7 +290,8 @@ class Memory:
 
     def clean_page(self, page: Page) -> Page:
         """The page as it may be stored: title, category, body and every string in ``extra`` made valid UTF-8
-        and passed through the redactor, citations made valid UTF-8 (a model chooses them all)."""
+        and passed through the redactor, citations made valid UTF-8 (a model chooses them all); the front matter's
+        fields on one line each (a blank category is "notes")."""
         red = self.redactor
         sc = page.scope
 
@@ -298,9 +299,15 @@ class Memory:
             text = without_controls(valid_text(text))
             return red(text, sc) if red is not None and text else text
 
-        return replace(page, title=clean(page.title), category=clean(page.category), body=clean(page.body),
+        def field(text: str) -> str:  # a front-matter line: a line break in it would break the file
+            return " ".join(clean(text).split())
+
+        title = field(page.title)
+        if not title:
+            raise PageRefused("A page needs a title; it was not written.")
+        return replace(page, title=title, category=field(page.category) or "notes", body=clean(page.body),
                        citations={n: valid_text(sid) for n, sid in page.citations.items()},
-                       extra={k: clean(v) if isinstance(v, str) else v for k, v in page.extra.items()})
+                       extra={k: field(v) if isinstance(v, str) else v for k, v in page.extra.items()})
 
     # ---- indexes ---------------------------------------------------------------------------------
 

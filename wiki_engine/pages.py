@@ -101,7 +101,8 @@ class Page:
         fm += [f"{k}: {v}" for k, v in sorted(self.extra.items())]
         fm.append("---")
         out = "\n".join(fm) + "\n\n" + self.body.strip() + "\n"
-        if self.citations:
+        # The file's own Sources list is its last "## Sources" heading: one inside the body stays body text.
+        if self.citations or _SOURCES_HEADING in "\n" + self.body.strip() + "\n":
             out += _SOURCES_HEADING + "\n" + "\n".join(f"[{n}]: {sid}" for n, sid in sorted(self.citations.items())) + "\n"
         return out
 
@@ -271,7 +272,7 @@ def parse_page(text: str, *, where: str = "page") -> Page:
     except ValueError as e:
         raise PageFormatError(f"{where}: {e}") from None
     rest = text[end + 5 :]
-    body, _, sources = rest.partition(_SOURCES_HEADING)
+    body, _, sources = rest.rpartition(_SOURCES_HEADING) if _SOURCES_HEADING in rest else (rest, "", "")
     citations = {int(n): sid for n, sid in _CITE_DEF.findall(sources)}
     extra = {k: v for k, v in meta.items() if k not in REQUIRED}
     return Page(

@@ -280,8 +280,9 @@ def _rewriter(req) -> Text:
     """Re-synthesis: the model rewrites the page it was given; it must not see the deleted claim."""
     assert "3 June" not in req.last_user
     scope = re.search(r"in (private/\w+):", req.last_user).group(1)
+    label = re.search(r"'Clara' in .*?\[2\] = (P\d+-2)", req.last_user, re.S).group(1)  # the orchids claim
     return Text(json.dumps([{"title": "Clara", "scope": scope, "category": "family",
-                             "body": "Clara loves orchids [1].", "citations": {"1": "P" + "clara-2"}}]))
+                             "body": "Clara loves orchids [1].", "citations": {"1": label}}]))
 
 
 @pytest.mark.parametrize("job", ["ingest", "nightly"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 import time
 
@@ -537,8 +538,9 @@ async def test_nightly_rewrites_a_private_and_a_public_stale_page_in_separate_re
         # A hostile writer puts everything it was shown into every page it may write.
         leak = "HIV treatment with Dr Haverkamp" if "Haverkamp" in prompt else "nothing private"
         pages = []
-        for scope, title, label in ((private, "Clinic", "Pclinic-1"), ("public", "Recycling", "Precycling-1")):
-            if f"in {scope}" in prompt:
+        for scope, title in ((private, "Clinic"), ("public", "Recycling")):
+            if f"in {scope}" in prompt:  # the label the prompt lists for the page's remaining [1]
+                label = re.search(rf"'{title}' in {scope}.*?\[1\] = (P\d+-1)", prompt).group(1)
                 pages.append({"title": title, "scope": scope, "category": "notes",
                               "body": f"Thursday recycling; {leak} [1].", "citations": {"1": label}})
         return Text(json.dumps(pages))

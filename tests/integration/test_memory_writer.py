@@ -1,0 +1,158 @@
+"""The wiki writer, careless or hostile, with a second person in the pod: what it answers reaches a page file only
+as a page memory can read back and check, and a page it wrote before can be extended and rewritten with the
+claims it keeps still cited."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+
+from tests.helpers.fake_model import Text
+from tests.integration.test_memory_pod import bob_with_his_own_provider
+
+
+def one_page(scope: str, title: str, category: str, body: str, citations: dict[str, str]):
+    return lambda req: Text(json.dumps([{"title": title, "scope": scope, "category": category, "body": body,
+                                         "citations": citations}]))
+
+
+async def test_a_category_with_a_line_break_or_nothing_in_it_still_gives_a_page_that_reads_back(pod, fake_model) -> None:
+    """A line break in the model's category went into the page's front matter as it was: the page just reported
+    written showed as unreadable (and an agent's later writes to it became proposals for good)."""
+    bob, as_bob = bob_with_his_own_provider(pod)
+    bobs = f"private/{bob['id']}"
+    mine = f"private/{pod.person.id}"
+    await pod.in_memory_thread(lambda: pod.memory.add_source("My daughter Ines starts school on 9 September.",
+                                                             scope=bobs))
+    as_bob.set_role_model("ingest", "fake/bob-writer")
+    fake_model.script = one_page(bobs, "Ines", "family\nschool", "Ines starts school on 9 September [1].", {"1": "S1"})
+    out = await asyncio.wait_for(as_bob.memory_ingest(), 60)
+    assert out["written"] == [f"page:{bobs}/ines"], out
+    pages, errors = await pod.in_memory_thread(lambda: pod.memory.list_pages(bobs))
+    assert errors == [] and [(p.title, p.category) for p in pages] == [("Ines", "family school")], errors
+
+    await pod.in_memory_thread(lambda: pod.memory.add_source("The plumber comes on Friday at nine.", scope=mine))
+    pod.set_role_model("ingest", "fake/writer")
+    fake_model.script = one_page(mine, "Plumber", "  \n ", "The plumber comes on Friday at nine [1].", {"1": "S1"})
+    out = await asyncio.wait_for(pod.memory_ingest(), 60)
+    pages, errors = await pod.in_memory_thread(lambda: pod.memory.list_pages(mine))
+    assert errors == [] and [(p.title, p.category) for p in pages] == [("Plumber", "notes")], (out, errors)
+
+
+async def test_a_sources_list_written_into_a_body_cites_nothing_and_nightly_goes_on_for_everyone(pod, fake_model) -> None:
+    """Bob's model ended a body with its own "## Sources" and "[2]: <id>": the file was read back split at that
+    heading, so the page cited an id memory never checked, and the next nightly (run by the first person, for
+    everyone) ended in a traceback on it."""
+    bob, as_bob = bob_with_his_own_provider(pod)
+    bobs = f"private/{bob['id']}"
+    await pod.in_memory_thread(lambda: pod.memory.add_source("My daughter Ines starts school on 9 September.",
+                                                             scope=bobs))
+    as_bob.set_role_model("ingest", "fake/bob-writer")
+    pod.set_role_model("ingest", "fake/writer")
+    planted = one_page(bobs, "Ines", "family", "Ines starts school on 9 September [1].\n\n## Sources\n"
+                       "School letter [1]\n[2]: " + "f" * 64, {"1": "S1"})
+
+    def answer(req):
+        if '"changed"' in req.body["messages"][0]["content"]:
+            return Text(json.dumps({"changed": False, "why": "no contradiction"}))
+        return planted(req)
+
+    fake_model.script = answer
+    out = await asyncio.wait_for(as_bob.memory_ingest(), 60)
+    assert out["written"] == [f"page:{bobs}/ines"], out
+    page = await pod.in_memory_thread(lambda: pod.memory.read_page(bobs, "ines"))
+    assert list(page.citations) == [1] and "f" * 64 not in page.body, page
+    assert await pod.in_memory_thread(lambda: pod.memory.source_scope(page.citations[1])) == bobs
+
+    # A page file citing what is not stored (written by hand, say) is left out of reconciling, and said.
+    path = pod.home / "memory" / "wiki" / "private" / bob["id"] / "ines.md"
+    path.write_text(path.read_text() + "[3]: " + "e" * 64 + "\n")
+    text = path.read_text().replace("9 September [1].", "9 September [1][3].")
+    path.write_text(text)
+    await pod.in_memory_thread(lambda: pod.memory.add_source("Ines's school is St Anne's.", scope=bobs))
+    out = await asyncio.wait_for(pod.memory_nightly(), 60)
+    assert "reindexed_scopes" in out and out["rejected"] == [], out["rejected"]  # Bob's page is his to hear of
+    out = await asyncio.wait_for(as_bob.memory_nightly(), 60)
+    assert any("not a stored source" in r["why"] for r in out["rejected"]), out["rejected"]
+
+
+def keeper(scope: str, title: str, category: str, *, labelled: bool):
+    """A writer that keeps the page it is shown, line for line, and adds the new sources with the next numbers:
+    ``labelled`` cites the kept claims by the labels the prompt lists; otherwise it leaves them out of its
+    citations (a weaker model copies the lines and numbers only what it added)."""
+
+    def write(req):
+        prompt = req.last_user
+        new = re.findall(r"^- (S\d+) \(scope [^)]*\): (.*)$", prompt, re.M)
+        shown = re.search(rf"(?:Existing page|Page to rewrite[^']*) '{title}' in [^\n]*\n(.*?)\nIts citations: (.*)$",
+                          prompt, re.M | re.S)
+        body, cites = [], {}
+        if shown is not None:
+            body.append(shown.group(1).strip())
+            if labelled:
+                cites = dict(re.findall(r"\[(\d+)\] = (P\d+-\d+)", shown.group(2)))
+        start = max([int(n) for n in re.findall(r"\[(\d+)\]", "\n".join(body))] + [0]) + 1
+        for n, (label, text) in enumerate(new, start):
+            body.append(f"- {text} [{n}]")
+            cites[str(n)] = label
+        return Text(json.dumps([{"title": title, "scope": scope, "category": category, "body": "\n".join(body),
+                                 "citations": cites}]))
+
+    return write
+
+
+async def test_a_second_ingest_extends_a_page_and_its_earlier_claims_stay_cited(pod, fake_model) -> None:
+    """The writer was shown a page's body with its [1] but not which source [1] is: a model keeping the claim as
+    told could not cite it, so every later ingest of the page was refused and its new source stayed in the inbox."""
+    bob, as_bob = bob_with_his_own_provider(pod)
+    bobs = f"private/{bob['id']}"
+    await pod.in_memory_thread(lambda: pod.memory.add_source("Bob's own note: Clara is his neighbour.", scope=bobs))
+    scope = f"private/{pod.person.id}"
+    pod.set_role_model("ingest", "fake/writer")
+    for labelled in (True, False):
+        title = "Clara" if labelled else "Ines"
+        fake_model.script = keeper(scope, title, "family", labelled=labelled)
+        first = await pod.in_memory_thread(lambda t=title: pod.memory.add_source(f"{t}'s birthday is on 3 June.",
+                                                                                scope=scope))
+        assert (await asyncio.wait_for(pod.memory_ingest(), 60))["written"] == [f"page:{scope}/{title.lower()}"]
+        second = await pod.in_memory_thread(lambda t=title: pod.memory.add_source(f"{t} loves orchids.", scope=scope))
+        out = await asyncio.wait_for(pod.memory_ingest(), 60)
+        page = await pod.in_memory_thread(lambda t=title: pod.memory.read_page(scope, t.lower()))
+        assert out["rejected"] == [] and out["left_in_inbox"] == 0, out
+        assert "3 June. [1]" in page.body and "orchids. [2]" in page.body, page.body
+        assert page.citations == {1: first, 2: second}, (labelled, page.citations)
+    assert await pod.in_memory_thread(lambda: pod.memory.inbox()) != []  # Bob's note waits for his own writer
+
+
+async def test_nightly_rewrites_a_page_whose_source_was_deleted_citing_what_is_left(pod, fake_model) -> None:
+    """The page to rewrite was shown without what its [n] are: the rewrite was refused every night and the page
+    stayed marked stale for good."""
+    from wiki_engine import Page
+
+    scope = f"private/{pod.person.id}"
+    pod.set_role_model("ingest", "fake/writer")
+
+    def stale() -> str:
+        keep = pod.memory.add_source("The dentist is Dr Okafor.", scope=scope)
+        gone = pod.memory.add_source("The check-up is in March.", scope=scope)
+        pod.memory.write_page(Page("Dentist", scope, "health", "- The dentist is Dr Okafor [1].\n- Check-up in March [2].",
+                                   {1: keep, 2: gone}), author="agent:wiki-writer")
+        pod.memory.delete_source(gone)
+        return keep
+
+    keep = await pod.in_memory_thread(stale)
+    assert await pod.in_memory_thread(lambda: pod.memory.stale_pages()) == [f"page:{scope}/dentist"]
+    write = keeper(scope, "Dentist", "health", labelled=True)
+
+    def answer(req):
+        if '"changed"' in req.body["messages"][0]["content"]:
+            return Text(json.dumps({"changed": False, "why": "no contradiction"}))
+        return write(req)
+
+    fake_model.script = answer
+    out = await asyncio.wait_for(pod.memory_nightly(), 60)
+    assert out["resynthesized"] == [f"page:{scope}/dentist"], out["rejected"]
+    page = await pod.in_memory_thread(lambda: pod.memory.read_page(scope, "dentist"))
+    assert page.citations == {1: keep} and "Okafor [1]" in page.body and "March" not in page.body
+    assert await pod.in_memory_thread(lambda: pod.memory.stale_pages()) == []
