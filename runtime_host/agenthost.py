@@ -356,7 +356,7 @@ class AgentHost:
                 raise StoreError(f"Search by meaning is shared by everyone on this Hearth, so its model is chosen by "
                                  f"{who}, who set Hearth up (Settings → Models as {who}). Nothing was changed.")
             model = self._embedding_ref(person_id, name, model)
-        elif name != "local" and self._provider(person_id, name) is None:
+        elif self._provider(person_id, name) is None:  # "local/..." names the local embedders alone
             raise StoreError(f"No provider named {name!r}. Add it first with `provider add`.")
         self.pod.store.set_role_model(person_id, role, name, model)
         if role == "embedding" and self.pod.memory_host.is_open:

@@ -535,6 +535,7 @@ async def _memory(me: Any, args: argparse.Namespace) -> int:
 
 async def _folder(me: Any, args: argparse.Namespace) -> int:
     from runtime_host.folders import FolderError
+    from runtime_host.folders import safe_name as shown  # a folder's own name forges no line either
 
     def progress(ev: dict[str, Any]) -> None:
         if ev["phase"] == "importing" and ev["total"]:
@@ -543,13 +544,13 @@ async def _folder(me: Any, args: argparse.Namespace) -> int:
     def report(rep: Any) -> None:
         if rep.seen:
             print("", file=sys.stderr)
-        print(f"{rep.path}: {rep.indexed} indexed, {rep.skipped} skipped, {rep.failed} failed, {rep.unchanged} "
+        print(f"{shown(rep.path)}: {rep.indexed} indexed, {rep.skipped} skipped, {rep.failed} failed, {rep.unchanged} "
               f"unchanged, {rep.removed} removed ({rep.seconds:.1f} s).{' ' + rep.note if rep.note else ''}")
 
     try:
         if args.action == "add":
             folder = me.folders.add(args.path)
-            print(f"Watching {folder.path} (id {folder.id}); only you see what it imports.")
+            print(f"Watching {shown(folder.path)} (id {folder.id}); only you see what it imports.")
             if not args.no_scan:
                 report(await me.folders.scan(folder.id, on_progress=progress))
         elif args.action == "list":
@@ -560,10 +561,10 @@ async def _folder(me: Any, args: argparse.Namespace) -> int:
                 print("No watched folders. Add one with `folder add PATH`.")
             for r in rows if not args.json else []:
                 counts = ", ".join(f"{n} {s}" for s, n in sorted(r["files"].items())) or "not scanned yet"
-                print(f"{r['id']}\t{r['path']}\t{counts}{chr(9) + r['note'] if r['note'] else ''}")
+                print(f"{r['id']}\t{shown(r['path'])}\t{counts}{chr(9) + r['note'] if r['note'] else ''}")
         elif args.action == "remove":
             out = await me.folders.remove(args.folder)
-            print(f"No longer watching {out['path']}; {out['sources_deleted']} imported source(s) deleted.")
+            print(f"No longer watching {shown(out['path'])}; {out['sources_deleted']} imported source(s) deleted.")
         elif args.action == "status":
             rows = me.folders.files(args.folder, args.only)
             if args.json:
@@ -800,8 +801,28 @@ async def _amain(args: argparse.Namespace) -> int:
     return EXIT_USAGE
 
 
+def _not_utf8(args: argparse.Namespace) -> str | None:
+    """The first argument that is not UTF-8 text (a name from a Latin-1 terminal, an old drive or a zip made on
+    Windows), shown with \\x escapes; None when all are."""
+    from runtime_host.folders import safe_name
+
+    for value in vars(args).values():
+        for v in value if isinstance(value, list) else [value]:
+            if isinstance(v, str):
+                try:
+                    v.encode("utf-8")
+                except UnicodeEncodeError:
+                    return safe_name(v)
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    odd = _not_utf8(args)
+    if odd is not None:
+        print(f"error: '{odd}' is not UTF-8 text, and Hearth keeps names, paths and words as UTF-8. Type it in UTF-8 "
+              "(or rename the file or folder to a UTF-8 name) and try again.", file=sys.stderr)
+        return EXIT_USAGE
     if args.cmd == "transcribe":
         from runtime_host.speech.cli import run_transcribe
 

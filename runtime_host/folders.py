@@ -487,7 +487,7 @@ def _is_mount_point(path: Path) -> bool:
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
-def _safe_name(rel: str) -> str:
+def safe_name(rel: str) -> str:
     """A relative path as it can be stored and shown: a name that is not UTF-8 (an old drive, a zip made on
     Windows) keeps its odd bytes as \\xNN escapes, a control character (a newline, a terminal escape) is written
     as \\xNN or \\uNNNN too, and a backslash of the name itself is written twice, so two files never get the
@@ -512,7 +512,7 @@ def walk(root: Path) -> tuple[list[tuple[str, Path, int, int]], list[str]]:
 
     def unlistable(exc: OSError) -> None:
         if exc.filename is not None:
-            unlisted.append(_safe_name(Path(exc.filename).relative_to(root).as_posix()))
+            unlisted.append(safe_name(Path(exc.filename).relative_to(root).as_posix()))
 
     def entry(p: Path) -> None:
         try:
@@ -520,7 +520,7 @@ def walk(root: Path) -> tuple[list[tuple[str, Path, int, int]], list[str]]:
         except OSError:
             return  # gone since it was listed
         if stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode) or stat.S_ISDIR(st.st_mode):
-            out.append((_safe_name(p.relative_to(root).as_posix()), p, st.st_mtime_ns, st.st_size))
+            out.append((safe_name(p.relative_to(root).as_posix()), p, st.st_mtime_ns, st.st_size))
 
     for dirpath, dirnames, filenames in os.walk(root, onerror=unlistable, followlinks=False):
         passed = sorted(d for d in dirnames if _passed_over(Path(dirpath) / d))

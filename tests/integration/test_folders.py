@@ -1025,6 +1025,35 @@ def test_a_file_name_with_a_newline_or_a_terminal_escape_is_one_escaped_status_l
     assert all(ln.startswith("indexed") for ln in lines), lines
 
 
+def test_a_folder_whose_own_name_has_a_newline_or_a_terminal_escape_is_shown_escaped(home, tmp_path) -> None:
+    """The watched folder's own path was printed raw by `folder add`, its scan report and `folder list`: a newline
+    made a forged row, an escape sequence drove the terminal."""
+    odd = tmp_path / "notes\x1b[2J\nfake0000id\tnot-mine\t99 indexed"
+    odd.mkdir()
+    (odd / "a.txt").write_text("The plumber is called Mo.\n")
+    added = cli(home, "folder", "add", str(odd))
+    listed = cli(home, "folder", "list")
+    assert added.returncode == 0 and listed.returncode == 0, added.stderr + listed.stderr
+    for out in (added.stdout, listed.stdout):
+        assert "\x1b" not in out and "notes\\x1b[2J\\x0afake0000id" in out, repr(out)
+    assert len(listed.stdout.splitlines()) == 1 and len(added.stdout.splitlines()) == 2, (added.stdout, listed.stdout)
+
+
+def test_an_argument_that_is_not_utf8_is_refused_in_one_line_by_every_command(home, tmp_path) -> None:
+    """A folder named in Latin-1 ("café" from an old drive) ended `folder add|status|rescan|remove` in a
+    UnicodeEncodeError traceback, and so did other commands given such a word (a Latin-1 terminal)."""
+    odd = os.fsencode(str(tmp_path)) + b"/caf\xe9"
+    os.mkdir(odd)
+    (Path(os.fsdecode(odd)) / "dentist.txt").write_text("The dentist is Dr Okafor.\n")
+    word = os.fsdecode(b"caf\xe9")
+    for args in [("folder", action, os.fsdecode(odd)) for action in ("add", "status", "rescan", "remove")] + [
+            ("memory", "forget-agent", word), ("models", "set", "ingest", word), ("conversations", "search", word)]:
+        r = cli(home, *args)
+        assert r.returncode == 2 and "Traceback" not in r.stderr, (args, r.stderr[-600:])
+        assert r.stderr.startswith("error: ") and "caf\\xe9" in r.stderr and "UTF-8" in r.stderr, (args, r.stderr)
+    assert cli(home, "folder", "list").stdout.startswith("No watched folders")
+
+
 async def test_a_mail_body_line_starting_with_from_stays_in_its_message(pod, tmp_path) -> None:
     """Any line "From …" after a blank line was taken for the next message: "From Monday on the office opens…"
     was dropped from memory and the rest of the message became a second message with no headers."""

@@ -78,6 +78,13 @@ def test_models_json_lists_roles_and_what_each_provider_can_do(home, fake_model)
     assert info["roles"]["ingest"] == {"provider": "fake", "model": "cheap-1", "source": "set"}
     bad = cli(home, "models", "set", "dreaming", "fake")
     assert bad.returncode == 2 and "Unknown role 'dreaming'" in bad.stderr
+    # "local/..." names the local embedders only: for another role it is no provider (it was taken, and memory
+    # then wrote no pages for want of an ingest model)
+    for role, ref in (("ingest", "local/minilm"), ("extraction", "local"), ("ask_memory", "local/static")):
+        bad = cli(home, "models", "set", role, ref)
+        assert bad.returncode == 2 and "No provider named 'local'" in bad.stderr, (role, bad.stdout, bad.stderr)
+    info = json.loads(cli(home, "models", "--json").stdout)
+    assert info["roles"]["ingest"]["model"] == "cheap-1" and info["roles"]["extraction"]["source"] == "default"
 
 
 @pytest.mark.slow
