@@ -460,6 +460,7 @@ async def _reembed(me: Any) -> int:
 async def _memory(me: Any, args: argparse.Namespace) -> int:
     from runtime_host.memory_jobs import MemoryModelError
 
+    mine = me.restore_redactions  # the person's own reversibly redacted values put back, for them alone
     try:
         if args.action == "produce":
             _print_json(await me.memory_produce())
@@ -469,13 +470,13 @@ async def _memory(me: Any, args: argparse.Namespace) -> int:
             _print_json(await me.memory_nightly())
         elif args.action == "search":
             hits = await me.memory_search(args.query, k=args.k, mode=args.mode)
-            _print_json([{"id": h.id, "kind": h.kind, "scope": me.scope_label(h.scope), "title": h.title,
-                          "score": round(h.score, 4), "snippet": h.snippet} for h in hits])
+            _print_json([{"id": h.id, "kind": h.kind, "scope": me.scope_label(h.scope), "title": mine(h.title),
+                          "score": round(h.score, 4), "snippet": mine(h.snippet)} for h in hits])
         elif args.action == "pages":
             rows = []
             for scope in me.person_scopes():
                 pages, corrupt = await me.in_memory_thread(lambda scope=scope: me.memory.list_pages(scope))
-                rows += [{"scope": me.scope_label(scope), "title": p.title, "category": p.category,
+                rows += [{"scope": me.scope_label(scope), "title": mine(p.title), "category": mine(p.category),
                           "verified": p.verified, "updated": p.updated} for p in pages]
                 rows += [{"scope": me.scope_label(scope), "corrupt": c} for c in corrupt]
             if args.json:
@@ -494,12 +495,12 @@ async def _memory(me: Any, args: argparse.Namespace) -> int:
             if not result.ok:
                 print(f"error: {result.error}", file=sys.stderr)
                 return EXIT_FAILED
-            print(result.text)
+            print(mine(result.text))
             found = {h.id: h for h in result.hits}
             for n, ref in sorted(result.citations.items()):
                 h = found[ref]  # a citation is always one of the hits the model was shown
                 what = "page" if h.kind == "page" else "note"
-                print(f"[{n}] {h.title or h.snippet} ({what}, {me.scope_label(h.scope)})")
+                print(f"[{n}] {mine(h.title or h.snippet)} ({what}, {me.scope_label(h.scope)})")
         elif args.action == "verify":
             bad = await me.memory_verify()
             if bad:
@@ -508,13 +509,14 @@ async def _memory(me: Any, args: argparse.Namespace) -> int:
                 return EXIT_FAILED
             print("Every source matches its checksum.")
         elif args.action == "proposals":
-            _print_json([{**vars(p), "scope": me.scope_label(p.scope)} for p in await me.memory_proposals()])
+            _print_json([{**{k: mine(v) if isinstance(v, str) and k != "scope" else v for k, v in vars(p).items()},
+                          "scope": me.scope_label(p.scope)} for p in await me.memory_proposals()])
         elif args.action == "held":
             held = await me.memory_held()
             for q in held:
                 who = me.agent_label(q.agent) if q.agent else "you"
-                text = " ".join(q.text.split())
-                print(f"#{q.id}\t{me.scope_label(q.scope)}\tfrom {who}\t{q.reason}\n\t{text[:300]}{'…' if len(text) > 300 else ''}")
+                text = " ".join(mine(q.text).split())
+                print(f"#{q.id}\t{me.scope_label(q.scope)}\tfrom {who}\t{mine(q.reason)}\n\t{text[:300]}{'…' if len(text) > 300 else ''}")
             if not held:
                 print("Nothing is held back.")
         elif args.action == "release":
