@@ -27,7 +27,16 @@ from .catalog import Catalog
 from .embed import Embedder, checked_vectors, is_remote, kind_of, load_embedder
 from .guard import check_instructions, without_controls
 from .index import Doc, ScopeIndex, asks_when, query_terms, remove_index_folder, words
-from .pages import Page, PageFormatError, PageStore, holds_something, parse_page, slugify, unified_diff
+from .pages import (
+    Page,
+    PageFormatError,
+    PageStore,
+    holds_something,
+    parse_page,
+    slugify,
+    text_without_sources,
+    unified_diff,
+)
 from .render import Item, iso_utc, parse_source, render_item
 from .rerank import PartScores
 from .scopes import Scope, Viewer, parse_scopes
@@ -843,8 +852,15 @@ class Memory:
         idx = self.index(sc)
         try:
             page = self.pages.read(sc, slug)
-        except PageFormatError:
+        except PageFormatError:  # the person's to mend: only what rests on the deleted sources leaves the file
             page = None
+            try:
+                text = self.pages.read_text(sc, slug)
+            except UnicodeDecodeError:
+                text = None  # not text at all: nothing in it can be read as a claim
+            kept = None if text is None else text_without_sources(text, gone)
+            if kept is not None:
+                self.pages.write_text(sc, slug, kept)
         if page is None:
             idx.remove([f"page:{sc}/{slug}"])
             idx.commit()

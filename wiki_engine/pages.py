@@ -287,6 +287,22 @@ def parse_page(text: str, *, where: str = "page") -> Page:
     )
 
 
+def text_without_sources(text: str, gone: set[str]) -> str | None:
+    """A page file that does not parse (a hand edit gone wrong) without the claims resting on the ``gone`` sources,
+    as ``Page.without_sources`` takes them off a page, everything else left as written; None if none rests on them.
+    Its Sources list is read after its last "## Sources" heading, its body after the front matter if that closes."""
+    end = text.find("\n---\n", 4) if text.startswith("---\n") else -1
+    head, rest = (text[: end + 5], text[end + 5 :]) if end >= 0 else ("", text)
+    body, heading, sources = rest.rpartition(_SOURCES_HEADING) if _SOURCES_HEADING in rest else (rest, "", "")
+    cites = {int(n): sid for n, sid in _CITE_DEF.findall(sources)}
+    if not set(cites.values()) & gone:
+        return None
+    kept = Page("", "public", "", body, cites).without_sources(gone)
+    sources = "\n".join(line for line in sources.split("\n")
+                         if not ((m := _CITE_DEF.match(line)) and m.group(2) in gone))
+    return head + "\n" + kept.body.strip() + "\n" + heading + sources
+
+
 def unified_diff(old: str, new: str, name: str) -> str:
     return "".join(
         difflib.unified_diff(old.splitlines(True), new.splitlines(True), fromfile=f"a/{name}", tofile=f"b/{name}")
@@ -322,11 +338,14 @@ class PageStore:
             return None
 
     def write(self, page: Page) -> Path:
-        scope = Scope.parse(page.scope)
-        path = self.path_for(scope, page.slug)
+        return self.write_text(Scope.parse(page.scope), page.slug, page.to_markdown())
+
+    def write_text(self, scope: Scope, slug: str, text: str) -> Path:
+        """Replaces the page file at once (a reader sees the old file or the new one, never half of one)."""
+        path = self.path_for(scope, slug)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(page.to_markdown(), "utf-8")
+        tmp.write_text(text, "utf-8")
         os.replace(tmp, path)
         return path
 

@@ -240,3 +240,25 @@ def test_deleting_a_source_leaves_every_other_cited_line_its_heading_and_code(me
     assert family.body == "## Children\n- [[Ana]] [1]\n- [[Rui]] [3]\n\n### Allergic to penicillin [3]"
     router = mem.read_page("public", "Router")
     assert router is not None and "# then wait two minutes" in router.body and "Bob" not in router.body
+
+
+def test_deleting_a_source_takes_its_claim_out_of_a_page_file_that_no_longer_parses(mem: Memory) -> None:
+    """A hand edit broke a page's front matter; deleting a source then left its claim in the file (the page was
+    only taken out of the index), though deleting promises its words leave every page. The rest of the file, the
+    person's to mend, stays as they wrote it."""
+    keep, gone = (mem.add_source(t, scope="public") for t in ("The boiler is serviced in May.",
+                                                              "Ines was diagnosed with zorblax syndrome."))
+    mem.write_page(Page("House", "public", "home", "- The boiler is serviced in May [1].\n- Ines has zorblax "
+                        "syndrome [2].", {1: keep, 2: gone}), author="agent:writer")
+    path = mem.root / "wiki" / "public" / "house.md"
+    broken = path.read_text().replace("category: home", "category home")  # the person's typo
+    path.write_text(broken)
+    with pytest.raises(PageFormatError):
+        mem.read_page("public", "house")
+    mem.delete_source(gone)
+    text = path.read_text()
+    assert "zorblax" not in text and gone not in text, text
+    assert text == broken.replace("- Ines has zorblax syndrome [2].\n", "").replace(f"[2]: {gone}\n", ""), text
+    path.write_bytes(b"\xff\xfe not text")  # a file that is not text at all is left as it is
+    mem.delete_source(keep)
+    assert path.read_bytes() == b"\xff\xfe not text" and mem.source_scope(keep) is None
