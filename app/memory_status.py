@@ -122,22 +122,29 @@ class IngestPanel(QWidget):
     def ingest(self) -> asyncio.Task[Any]:
         from runtime_host.memory_jobs import MemoryModelError
 
+        who = self.pod.person.id  # its outcome (a failure quotes their model's answer) is told to them only
+
         async def go() -> None:
             self.ingest_now.setEnabled(False)
             self.next_label.setText("Ingesting…")
             try:
                 out = await self.pod.memory_ingest()
             except MemoryModelError as exc:
-                self.status.emit(f"Ingest failed: {exc}")
+                if self.pod.person.id == who:
+                    self.status.emit(f"Ingest failed: {exc}")
                 return
             except Exception as exc:  # noqa: BLE001 - a disk, database or lease failure: said, never silent
                 log.exception("ingest from the Wiki page failed")
-                self.status.emit(f"Ingest stopped: {exc} Nothing waiting in the inbox is lost; try again, or "
-                                 "see Hearth's log.")
+                if self.pod.person.id == who:
+                    self.status.emit(f"Ingest stopped: {exc} Nothing waiting in the inbox is lost; try again, or "
+                                     "see Hearth's log.")
                 return
             finally:
                 self.ingest_now.setEnabled(True)
                 self.refresh()
+            if self.pod.person.id != who:  # the person was switched meanwhile: the report is not the new one's
+                self.ingested.emit()  # what the run wrote may be theirs too: the wiki reloads for them
+                return
             if out.get("message"):
                 self.status.emit(out["message"])
             else:

@@ -607,6 +607,30 @@ def test_ingest_now_while_another_process_writes_the_wiki_says_so_and_keeps_the_
     assert qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.inbox_count({scope}))) == 1
 
 
+def test_an_ingest_that_fails_after_a_switch_is_not_told_to_the_next_person(qtbot, qloop, ui_pod, fake_model) -> None:
+    """Me clicks Ingest now and the window is switched to Bob before Me's model answers; its failure quotes Me's
+    private note, so only Me may be told it (Bob's status bar says nothing of it)."""
+    with_inbox(qloop, ui_pod)
+    switched = threading.Event()
+
+    def bad_once_switched(req):
+        switched.wait(10)
+        return Text("Sure! Me and Clara fly to Lisbon on 4 May, the Alfama flat [")
+
+    fake_model.script = Script([bad_once_switched])
+    w = wiki_window(qtbot, ui_pod, shown=True)
+    task = w.wiki.ingest_panel.ingest()
+    qloop.wait_until(lambda: len(fake_model.requests) == 1, what="Me's ingest request")
+    ui_pod.add_person("Bob")
+    w.refresh_people()
+    assert w.switch_person("Bob")
+    switched.set()
+    qloop.run(task, timeout=60)
+    said = w.statusBar().currentMessage()
+    assert "Lisbon" not in said and "Ingest failed" not in said, said
+    assert w.wiki.ingest_panel.ingest_now.isEnabled()
+
+
 def _results_shown(w) -> str:
     return " ".join(f"{w.wiki.results.item(i).text()} {w.wiki.results.item(i).toolTip()}"
                     for i in range(w.wiki.results.count()))
