@@ -76,6 +76,15 @@ class IngestPanel(QWidget):
         task.add_done_callback(self._tasks.discard)
         return task
 
+    def reset(self) -> None:
+        """Closes what was opened for the previous person: the Settings window from "Choose a provider…" (it lists
+        their providers and acts on them)."""
+        dlg = self.__dict__.pop("settings_dialog", None)
+        if dlg is not None:
+            dlg.finished.disconnect(self._on_settings_closed)
+            dlg.close()
+            dlg.deleteLater()
+
     def has_model(self) -> bool:
         return self.pod.has_memory_model("ingest")
 
@@ -202,6 +211,11 @@ class IngestPanel(QWidget):
     def _on_choose(self) -> None:
         from app.dialogs import SettingsDialog
 
+        dlg = self.__dict__.get("settings_dialog")
+        if dlg is not None:  # one Settings window from here: the open one comes forward
+            dlg.raise_()
+            dlg.activateWindow()
+            return
         dlg = SettingsDialog(self.pod, self)
         dlg.tabs.setCurrentWidget(dlg.models)
         dlg.finished.connect(self._on_settings_closed)
@@ -209,5 +223,6 @@ class IngestPanel(QWidget):
         self.settings_dialog = dlg
 
     def _on_settings_closed(self, _result: int) -> None:
+        self.__dict__.pop("settings_dialog", None)
         self.refresh()
         self.ingested.emit()

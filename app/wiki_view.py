@@ -396,6 +396,7 @@ class WikiView(QWidget):
         self.diff_new.clear()
         self.forget_agent_name.clear()
         self.folders.reset()
+        self.ingest_panel.reset()
         dialog = self.__dict__.pop("source_dialog", None)
         if dialog is not None:
             dialog.close()

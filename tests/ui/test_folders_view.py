@@ -8,7 +8,9 @@ import os
 import time
 
 from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication
 
+from app.dialogs import SettingsDialog
 from app.main_window import MainWindow
 from tests.helpers.fake_model import FakeModelServer, Script, Text
 from tests.ui.conftest import answer_confirm
@@ -177,3 +179,29 @@ def test_switching_person_takes_the_previous_persons_import_line_and_progress_of
     qloop.wait_until(lambda: not w.wiki._tasks, what="the wiki to settle")
     assert not view.progress.isVisibleTo(view)
     assert "Alice" not in view.progress_label.text() and not any("Alice" in s for s in said), said
+
+
+def test_settings_opened_from_the_wiki_bar_closes_when_another_person_takes_over(qtbot, qloop, ui_pod) -> None:
+    """Me opens "Choose a provider…" (a window beside the main one) and the window is switched to Bob: Me's Settings
+    stayed open, listing her providers (names, addresses) for Bob to read and act on."""
+    ui_pod.add_provider("alices-work-llm", kind="openai-compatible", base_url="http://127.0.0.1:9/v1", model="m-1")
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show()
+    w.show_wiki()
+    panel = w.wiki.ingest_panel
+    panel.choose.click()
+    mine = panel.settings_dialog
+    assert mine.isVisible()
+    panel.choose.click()  # a second click brings the same window forward
+    assert panel.settings_dialog is mine
+    ui_pod.add_person("Bob")
+    w.refresh_people()
+    assert w.switch_person("Bob")
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the wiki to load for Bob")
+    assert not [d for d in QApplication.topLevelWidgets() if isinstance(d, SettingsDialog) and d.isVisible()]
+    panel.choose.click()  # Bob's own Settings, with his providers only
+    listed = [panel.settings_dialog.providers.list.item(i).text()
+              for i in range(panel.settings_dialog.providers.list.count())]
+    assert panel.settings_dialog is not mine and not any("alices-work-llm" in t for t in listed), listed
+    panel.settings_dialog.close()
