@@ -10,6 +10,7 @@ import dataclasses
 import difflib
 import html
 import re
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote, unquote
 
@@ -53,6 +54,13 @@ def page_href(scope: str, title_or_slug: str) -> str:
     link target may not). `WikiView._on_anchor` decodes it."""
     return "hearth-page:" + quote(f"{scope}|{title_or_slug}", safe="/")
 
+
+_SOURCE_GONE = ("That source was deleted (by you, by a forget, or with its watched folder); search again to see "
+                "what memory holds now.")
+
+# A source's kind in words (its window says what it is, never the file's field).
+_SOURCE_KINDS = {"chat": "From a conversation", "mail": "A mail", "note": "A note",
+                 "summary": "A conversation's summary", "remember": "Remembered by an agent"}
 
 _UNREADABLE = re.compile(r"^(?P<path>.+?\.md)(?:, (?P<line>line \d+))?: (?P<reason>.+)$", re.DOTALL)
 
@@ -138,13 +146,17 @@ class SourceDialog(QDialog):
 
     delete_requested = Signal()
 
-    def __init__(self, title: str, text: str, parent: QWidget | None = None):
+    def __init__(self, title: str, text: str, parent: QWidget | None = None, about: str = ""):
         super().__init__(parent)
         self.setWindowTitle(f"Source — {title}")
         layout = QVBoxLayout(self)
         self.text = QPlainTextEdit(text)
         self.text.setReadOnly(True)
         self.text.setAccessibleName("Source text")
+        self.about = QLabel(about)  # what it is, whose memory holds it, and when, in words
+        self.about.setTextFormat(Qt.TextFormat.PlainText)
+        self.about.setVisible(bool(about))
+        layout.addWidget(self.about)
         layout.addWidget(QLabel("The exact text Hearth stored; it cannot be edited, only deleted by its owner."))
         layout.addWidget(self.text)
         self.delete = QPushButton("Delete this source")
@@ -397,9 +409,10 @@ class WikiView(QWidget):
         self.forget_agent_name.clear()
         self.folders.reset()
         self.ingest_panel.reset()
-        dialog = self.__dict__.pop("source_dialog", None)
-        if dialog is not None:
+        self.__dict__.pop("source_dialog", None)
+        for dialog in self.findChildren(SourceDialog):  # every source window left open, not only the last one
             dialog.close()
+            dialog.deleteLater()
 
     def _mine(self, scope: str) -> bool:
         return scope in self.pod.person_scopes()
@@ -630,11 +643,23 @@ class WikiView(QWidget):
     async def _show_source(self, sid: str) -> None:
         scopes = set(self.pod.person_scopes())
         scope = await self._mem(lambda: self.pod.memory.source_scope(sid))
+        if scope is None:
+            self.status.emit(_SOURCE_GONE)
+            return
         if scope not in scopes:
             self.status.emit("That source is not yours to see.")
             return
-        rec = await self._mem(lambda: self.pod.memory.get_source(sid))
-        dlg = SourceDialog(rec.title or "untitled source", self.pod.restore_redactions(rec.markdown), self)
+        try:
+            rec = await self._mem(lambda: self.pod.memory.get_source(sid))
+        except LookupError:  # deleted in the meantime
+            self.status.emit(_SOURCE_GONE)
+            return
+        # Its text as stored, without the file's front matter (scope and key name the person by id; its date is UTC):
+        # what it is, where and when are said in words above it.
+        restore = self.pod.restore_redactions  # the owner's own view: redacted values put back
+        stored = local_time(datetime.fromtimestamp(rec.ts, UTC).isoformat(), "%d %b %Y %H:%M")
+        about = f"{_SOURCE_KINDS.get(rec.kind, 'A source')} · {self.pod.scope_label(scope)} · {stored}"
+        dlg = SourceDialog(restore(rec.title) or "untitled source", restore(rec.text), self, about=about)
         dlg.source_id = sid
         dlg.delete_requested.connect(self._on_delete_source)
         dlg.show()

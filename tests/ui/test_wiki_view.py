@@ -9,11 +9,13 @@ import re
 import socket
 import threading
 import time
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from PySide6.QtCore import Qt, QUrl
+from PySide6.QtWidgets import QApplication
 
 from app.main_window import MainWindow
+from app.wiki_view import SourceDialog
 from tests.helpers.fake_model import Endless, Error, FakeModelServer, Hang, Script, Text, ToolCalls
 from tests.integration.test_memory_pod import two_dentists
 from tests.ui.conftest import answer_confirm
@@ -203,6 +205,30 @@ def test_a_page_says_when_it_was_updated_in_the_persons_own_time(qtbot, qloop, u
         time.tzset()
 
 
+def test_a_source_shows_its_text_and_when_in_words_not_its_files_front_matter(qtbot, qloop, ui_pod,
+                                                                              monkeypatch) -> None:
+    """A cited source's window showed the stored file whole: its front matter named the person by id
+    ("scope: private/<id>"), the item's key ("key: h:…") and a raw UTC date. It shows the text, and above it what
+    the source is, whose memory holds it and when, in the person's own time."""
+    monkeypatch.setenv("TZ", "Asia/Kolkata")  # UTC+05:30 all year
+    time.tzset()
+    try:
+        scope, sid = seed(qloop, ui_pod)
+        w = wiki_window(qtbot, ui_pod)
+        w.wiki._on_anchor(QUrl(f"hearth-source:{sid}"))
+        qloop.wait_until(lambda: hasattr(w.wiki, "source_dialog"), what="the source window")
+        dlg = w.wiki.source_dialog
+        assert dlg.text.toPlainText() == "Clara's birthday is on 3 June; she loves orchids."
+        ts = ui_pod.memory.get_source(sid).ts
+        local = datetime.fromtimestamp(ts, tz=UTC) + timedelta(hours=5, minutes=30)
+        assert dlg.about.text() == f"A note · Me · {local:%d %b %Y %H:%M}"
+        shown = f"{dlg.windowTitle()} {dlg.about.text()} {dlg.text.toPlainText()}"
+        assert ui_pod.person.id[:8] not in shown and sid[:8] not in shown and "key:" not in shown
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+
+
 def test_a_link_to_a_title_with_spaces_is_a_link_without_ids(qtbot, qloop, ui_pod) -> None:
     scope = f"private/{ui_pod.person.id}"
 
@@ -298,6 +324,27 @@ def test_switching_person_on_the_wiki_shows_nothing_of_the_first(qtbot, qloop, u
     w.show_wiki()
     qloop.wait_until(lambda: not w.wiki._tasks, what="the wiki to load for Bob")
     assert what_bob_sees_of_me(w) == [] and w.wiki.tree.topLevelItemCount() == 0
+
+
+def test_every_source_window_of_the_first_person_closes_when_another_takes_over(qtbot, qloop, ui_pod) -> None:
+    """Me leaves two source windows open (two citations clicked) and the window is switched to Bob: only the last
+    one closed, the first stayed on Bob's screen with Me's text."""
+    scope, sid = seed(qloop, ui_pod)
+    pin = qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.add_source("My bank PIN is 8812.", scope=scope)))
+    w = wiki_window(qtbot, ui_pod, shown=True)
+    w.wiki._on_anchor(QUrl(f"hearth-source:{pin}"))
+    qloop.wait_until(lambda: hasattr(w.wiki, "source_dialog"), what="the first source")
+    first = w.wiki.source_dialog
+    w.wiki._on_anchor(QUrl(f"hearth-source:{sid}"))
+    qloop.wait_until(lambda: w.wiki.source_dialog is not first, what="the second source")
+    assert "8812" in first.text.toPlainText() and first.isVisible()
+    ui_pod.add_person("Bob")
+    w.refresh_people()
+    assert w.switch_person("Bob")
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the wiki to load for Bob")
+    shown = [d.text.toPlainText() for d in QApplication.topLevelWidgets()
+             if isinstance(d, SourceDialog) and d.isVisible()]
+    assert shown == []
 
 
 def test_verifying_is_refused_for_a_page_outside_the_persons_memory(qtbot, qloop, ui_pod) -> None:
@@ -666,6 +713,26 @@ def test_what_was_forgotten_or_deleted_leaves_the_results_and_the_answer_on_scre
     qloop.wait_until(lambda: not w.wiki._tasks, what="the reload")
     assert w.wiki.results.count() == 0 and "orchids" not in _results_shown(w)
     assert "orchids" not in w.wiki.page.toPlainText() and "No wiki pages yet" in w.wiki.page.toPlainText()
+
+
+def test_a_result_whose_source_was_deleted_elsewhere_says_so_when_clicked(qtbot, qloop, ui_pod) -> None:
+    """A source the person deleted from another Hearth process (`memory sources delete` in a terminal), still in the
+    results on screen, was called "not yours to see": it is theirs, and it is gone."""
+    scope, sid = seed(qloop, ui_pod)
+    w = wiki_window(qtbot, ui_pod)
+    w.wiki.search.setText("orchids")
+    w.wiki._on_search()
+    qloop.wait_until(lambda: any(h and h.id == sid for h in (w.wiki.results.item(i).data(Qt.ItemDataRole.UserRole)
+                                                             for i in range(w.wiki.results.count()))),
+                     what="the source in the results")
+    qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.delete_source(sid)))
+    row = next(i for i in range(w.wiki.results.count())
+               if getattr(w.wiki.results.item(i).data(Qt.ItemDataRole.UserRole), "id", None) == sid)
+    w.wiki._on_result(w.wiki.results.item(row))
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the click")
+    said = w.statusBar().currentMessage()
+    assert "deleted" in said and "not yours" not in said, said
+    assert not hasattr(w.wiki, "source_dialog")
 
 
 def test_typeahead_on_a_long_paste_still_suggests_by_the_last_words(qtbot, qloop, ui_pod) -> None:
