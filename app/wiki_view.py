@@ -506,6 +506,36 @@ class WikiView(QWidget):
         await self._reopen_if_rewritten()
         await self._load_proposals()
         await self._load_held()
+        await self._drop_gone()
+
+    async def _drop_gone(self) -> None:
+        """Search results and an Ask memory answer citing what is gone meanwhile (a watched folder removed with its
+        files, a source deleted from the CLI) leave the screen, as after a delete made here."""
+        shown = {h.id for h in (self.results.item(i).data(Qt.ItemDataRole.UserRole)
+                                for i in range(self.results.count())) if h is not None} | self._answer[1]
+        if not shown:
+            return
+
+        import wiki_engine
+
+        def gone() -> set[str]:
+            out = set()
+            for ref in shown:
+                if not ref.startswith("page:"):
+                    if self.pod.memory.source_scope(ref) is None:
+                        out.add(ref)
+                    continue
+                scope, _, slug = ref.removeprefix("page:").rpartition("/")
+                try:
+                    if self.pod.memory.read_page(scope, slug) is None:
+                        out.add(ref)
+                except wiki_engine.PageFormatError:
+                    continue  # unreadable, yet there: the tree says so
+            return out
+
+        missing = await self._mem(gone)
+        if missing:
+            self._drop_forgotten(missing)
 
     async def _reopen_if_rewritten(self) -> None:
         """The page being read, shown anew if ingest or nightly rewrote (or deleted) it meanwhile, at the same

@@ -205,3 +205,36 @@ def test_settings_opened_from_the_wiki_bar_closes_when_another_person_takes_over
               for i in range(panel.settings_dialog.providers.list.count())]
     assert panel.settings_dialog is not mine and not any("alices-work-llm" in t for t in listed), listed
     panel.settings_dialog.close()
+
+
+def test_removing_a_watched_folder_takes_its_files_out_of_the_search_results_on_screen(qtbot, qloop, ui_pod,
+                                                                                       tmp_path) -> None:
+    """Remove deletes what the folder imported, yet its files stayed in the search results on screen (their text in
+    the tooltip, clickable): the reload after the removal kept the results."""
+    from PySide6.QtCore import Qt
+
+    docs = tmp_path / "Documents"
+    docs.mkdir()
+    (docs / "allotment.md").write_text("The allotment shed padlock code is 7741.\n")
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show()
+    w.show_wiki()
+    view = w.wiki.folders
+    qloop.run(view.add_folder(str(docs)), timeout=60)
+    w.wiki.search.setText("allotment padlock")
+    w.wiki._on_search()
+
+    def shown() -> str:
+        return " ".join(f"{w.wiki.results.item(i).text()} {w.wiki.results.item(i).toolTip()}"
+                        for i in range(w.wiki.results.count())
+                        if w.wiki.results.item(i).data(Qt.ItemDataRole.UserRole) is not None)
+
+    qloop.wait_until(lambda: "7741" in shown(), what="the folder's file in the results")
+    w.wiki.tabs.setCurrentWidget(view)
+    view.folders.setCurrentRow(0)
+    answer_confirm("Remove")
+    view.remove.click()
+    qloop.wait_until(lambda: "No longer watching" in view.progress_label.text(), what="the removal")
+    assert not [h for h in qloop.run(ui_pod.memory_search("allotment padlock")) if "7741" in h.snippet]
+    qloop.wait_until(lambda: "7741" not in shown(), timeout=5, what="the removed file to leave the results")
