@@ -907,12 +907,30 @@ class WikiView(QWidget):
             return
         p = item.data(Qt.ItemDataRole.UserRole)
 
+        import wiki_engine
+
+        page = p.slug.replace("-", " ").capitalize()
+
         async def go() -> None:
-            if approve:
-                await self._mem(lambda: self.pod.memory.approve_proposal(p.id))
+            try:
+                if approve:
+                    await self._mem(lambda: self.pod.memory.approve_proposal(p.id))
+                else:
+                    await self._mem(lambda: self.pod.memory.reject_proposal(p.id))
+            except KeyError:  # decided meanwhile from the CLI or another window
+                self.status.emit(f"Nothing changed: the proposal for {page} was already approved or rejected "
+                                 "elsewhere. The list now shows what is still open.")
+            except (wiki_engine.CitationError, wiki_engine.PageFormatError):
+                self.status.emit(f"Not approved: the proposed {page} cites a source that is no longer stored, or "
+                                 "cannot be read. Reject it; the next ingest proposes again.")
+            except ValueError:  # memory refuses to approve over a page that changed since the proposal was made
+                self.status.emit(f"Not approved: {page} changed after this proposal was made (you corrected it, or "
+                                 "another proposal was approved). Compare the two sides, then Reject it; the next "
+                                 "ingest proposes again from the page as it is now.")
+            except OSError as exc:
+                self.status.emit(f"Nothing changed: {exc} Try again once that is fixed.")
             else:
-                await self._mem(lambda: self.pod.memory.reject_proposal(p.id))
-            self.status.emit(f"Proposal for {p.slug} {'approved' if approve else 'rejected'}.")
+                self.status.emit(f"Proposal for {page} {'approved' if approve else 'rejected'}.")
             self.diff_old.clear()
             self.diff_new.clear()
             await self._load()

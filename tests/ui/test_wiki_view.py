@@ -129,6 +129,38 @@ def test_verified_page_turns_agent_writes_into_proposals_to_approve(qtbot, qloop
     assert f"[1] {title}" in w.wiki.diff_old.toPlainText()
 
 
+def test_approving_a_proposal_for_a_page_since_corrected_says_why_nothing_happened(qtbot, qloop, ui_pod) -> None:
+    """The person verifies a page, an agent proposes a change, the person then corrects the page by hand and
+    approves the proposal: memory refuses (the page changed since), and the window said nothing at all."""
+    w, scope, sid = window_on_family(qtbot, qloop, ui_pod)
+    w.wiki.verified.click()
+    qloop.wait_until(lambda: ui_pod.memory.read_page(scope, "family").verified, what="verification")
+    qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.write_page(
+        Page(title="Family", scope=scope, category="family", body="- Clara's birthday is on 4 June [1]",
+             citations={1: sid}), author="agent:wiki-writer")))
+    qloop.run(w.wiki.open_page(scope, "Family"))
+    w.wiki.edit.click()
+    qloop.wait_until(lambda: w.wiki.page_stack.currentIndex() == 1, what="the editor")
+    w.wiki.editor.setPlainText("- Clara's birthday is on 3 June, at noon [1]")
+    w.wiki.save_edit.click()
+    qloop.wait_until(lambda: "Correction saved" in w.statusBar().currentMessage(), what="the save")
+    qloop.run(w.wiki.refresh())
+    assert w.wiki.proposals.count() == 1
+    w.statusBar().clearMessage()
+    w.wiki.proposals.setCurrentRow(0)
+    w.wiki.approve.click()
+    qloop.wait_until(lambda: w.statusBar().currentMessage() != "", timeout=5, what="a word after Approve")
+    said = w.statusBar().currentMessage()
+    assert said.startswith("Not approved: Family changed after this proposal was made") and "Reject" in said, said
+    assert "at noon" in ui_pod.memory.read_page(scope, "family").body  # the correction stays
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the reload")
+    assert w.wiki.proposals.count() == 1  # still open, to reject
+    w.wiki.proposals.setCurrentRow(0)
+    w.wiki.reject.click()
+    qloop.wait_until(lambda: w.wiki.proposals.count() == 0, what="the rejected proposal to go")
+    assert w.statusBar().currentMessage() == "Proposal for Family rejected."
+
+
 def test_search_and_typeahead_find_only_this_persons_memory(qtbot, qloop, ui_pod) -> None:
     seed(qloop, ui_pod)
     qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.add_source(
