@@ -104,9 +104,10 @@ def _cite_links(markdown: str, hrefs: dict[int, str]) -> str:
     return _CITE.sub(cite, markdown)
 
 
-def answer_html(question: str, result: Any, scope_label: Any) -> str:
+def answer_html(question: str, result: Any, scope_label: Any, restore: Any = lambda text: text) -> str:
     """Ask memory's answer: its [n] as links to the page or source each cites (opened in the view like a
-    page's citations), and a Sources list under it by title, never by id."""
+    page's citations), and a Sources list under it by title, never by id. ``restore`` puts the person's own
+    redacted values back in the answer and the titles (the model saw only their placeholders)."""
     if not result.ok:
         return (f"<h3>{html.escape(question)}</h3>"
                 f"<p>The question could not be answered: {html.escape(result.error)}</p>")
@@ -118,16 +119,16 @@ def answer_html(question: str, result: Any, scope_label: Any) -> str:
         if ref.startswith("page:"):
             scope, _, slug = ref.removeprefix("page:").rpartition("/")
             hrefs[n] = page_href(scope, slug)
-            title = (h.title if h else "") or slug.replace("-", " ").capitalize()
+            title = restore(h.title if h else "") or slug.replace("-", " ").capitalize()
             where = f" — page in {scope_label(scope)}"
         else:
             hrefs[n] = f"hearth-source:{ref}"
-            title = (h.title if h else "") or f"Source {n}"
+            title = restore(h.title if h else "") or f"Source {n}"
             where = f" — {scope_label(h.scope)}" if h and h.scope else ""
         items.append(f"<li>[{n}] <a href='{html.escape(hrefs[n], quote=True)}'>{html.escape(title)}</a>"
                      f"{html.escape(where)}</li>")
     sources = f"<h4>Sources</h4><ul>{''.join(items)}</ul>" if items else ""
-    return f"<h3>{html.escape(question)}</h3>{render(_cite_links(_as_words(result.text), hrefs))}{sources}"
+    return f"<h3>{html.escape(question)}</h3>{render(_cite_links(_as_words(restore(result.text)), hrefs))}{sources}"
 
 
 def _as_words(markdown: str) -> str:
@@ -820,7 +821,8 @@ class WikiView(QWidget):
 
         async def suggest() -> None:
             hits = await self._mem(lambda: self.pod.memory.typeahead(text.strip(), scopes=self.pod.person_scopes(), k=8))
-            self._suggestions.setStringList([h.title for h in hits if h.title])
+            restore = self.pod.restore_redactions  # the person's own titles: their redacted values put back
+            self._suggestions.setStringList([restore(h.title) for h in hits if h.title])
 
         self._show(suggest())
 
@@ -835,11 +837,12 @@ class WikiView(QWidget):
 
         async def go() -> None:
             hits = await self.pod.memory_search(query, k=20)
+            restore = self.pod.restore_redactions  # the person's own results: their redacted values put back
             self.results.clear()
             for h in hits:
-                label = (h.title or h.snippet)[:80]
+                label = restore(h.title or h.snippet)[:80]
                 item = QListWidgetItem(f"{'📄' if h.kind == 'page' else '·'} {label} — {self.pod.scope_label(h.scope)}")
-                item.setToolTip(h.snippet)
+                item.setToolTip(restore(h.snippet))
                 item.setData(Qt.ItemDataRole.UserRole, h)
                 self.results.addItem(item)
             if not hits:
@@ -869,7 +872,7 @@ class WikiView(QWidget):
                     self.page.setHtml(f"<p>{html.escape(str(exc))}</p>")
                 return
             if ticket is self._opening:
-                self.page.setHtml(answer_html(question, result, self.pod.scope_label))
+                self.page.setHtml(answer_html(question, result, self.pod.scope_label, self.pod.restore_redactions))
                 self._answer = (ticket, set((getattr(result, "citations", None) or {}).values()))
 
         self._show(go())

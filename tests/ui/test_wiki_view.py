@@ -865,6 +865,65 @@ def test_the_person_reads_their_own_redacted_values_in_held_back_and_proposals(q
     assert placeholder in w.wiki.page.toPlainText() and "4111" not in w.wiki.page.toPlainText()
 
 
+CARD = "4111 1111 1111 1111"
+
+
+def remembered_card(qloop, pod, script) -> str:
+    """Me's card, remembered by an agent with reversible redaction: memory keeps only its placeholder (returned)."""
+    pod.edit_agent("helper", toolkits=["memory"], safety={"reversible": True})
+    script([ToolCalls([("remember", {"fact": f"The orchid shop is paid with my card {CARD}."})]),
+            lambda req: Text("noted")])
+    assert qloop.run(pod.chat("helper", "remember how I pay the orchid shop")).ok
+    stored = " ".join(f"{h.title} {h.snippet}" for h in qloop.run(pod.memory_search("orchid shop card")))
+    assert CARD not in stored
+    return re.search(r"\[CARD_\d+#[0-9a-f]{16}\]", stored).group(0)
+
+
+def test_search_results_and_suggestions_show_the_person_their_own_redacted_values(qtbot, qloop, ui_pod,
+                                                                                   script) -> None:
+    """Pages, sources and Held back put the person's own card back; the search results (label and tooltip) and the
+    typeahead showed them the bare "[CARD_1#…]". Another person still reads only the placeholder."""
+    placeholder = remembered_card(qloop, ui_pod, script)
+    qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.add_source(
+        f"The bills are paid with {placeholder}.", scope="public")))
+    w = wiki_window(qtbot, ui_pod)
+    w.wiki.search.setText("orchid shop card")
+    w.wiki._on_search()
+    qloop.wait_until(lambda: w.wiki.results.count() > 0, what="the results")
+    assert CARD in _results_shown(w) and "CARD_" not in _results_shown(w), _results_shown(w)
+    w.wiki._on_typed("orchid shop")
+    qloop.wait_until(lambda: w.wiki._suggestions.stringList(), what="a suggestion")
+    assert any(CARD in t for t in w.wiki._suggestions.stringList()), w.wiki._suggestions.stringList()
+    assert not any("CARD_" in t for t in w.wiki._suggestions.stringList())
+    ui_pod.add_person("Bob")
+    w.refresh_people()
+    assert w.switch_person("Bob")
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the wiki to load for Bob")
+    w.wiki.search.setText("bills paid")
+    w.wiki._on_search()
+    qloop.wait_until(lambda: "bills" in _results_shown(w), what="Bob's results")
+    assert placeholder in _results_shown(w) and "4111" not in _results_shown(w)
+
+
+def test_ask_memory_answers_the_person_with_their_own_redacted_values(qtbot, qloop, ui_pod, script) -> None:
+    """The model is given memory's excerpts with their placeholders and quotes them: the answer showed the person
+    the bare "[CARD_1#…]" where the page view shows their card."""
+    remembered_card(qloop, ui_pod, script)
+    ui_pod.set_role_model("ask_memory", "fake/fake-1")
+
+    def quoting(req):  # a model that quotes the excerpt it was given, as a real one does
+        m = re.search(r"\[CARD_\d+#[0-9a-f]+\]", req.last_user)
+        return Text(f"You pay the orchid shop with {m.group(0) if m else 'no card'} [1].")
+
+    script([quoting])
+    w = wiki_window(qtbot, ui_pod)
+    w.wiki.search.setText("How do I pay the orchid shop?")
+    w.wiki.ask.click()
+    qloop.wait_until(lambda: "orchid shop with" in w.wiki.page.toPlainText(), what="the answer")
+    text = w.wiki.page.toPlainText()
+    assert f"orchid shop with {CARD} [1]" in text and "CARD_" not in text, text
+
+
 def test_held_back_and_the_empty_state_follow_an_import_without_a_click(qtbot, qloop, ui_pod, tmp_path) -> None:
     """A watched folder imported while the Wiki page is open: its part that reads like orders appears under Held back
     and the empty state counts the new sources, with no click (the view used to show the old state until the person
