@@ -262,6 +262,7 @@ class WikiView(QWidget):
         self._editing: tuple[str, str] | None = None  # (scope, slug) of the page in the editor
         self._answer: tuple[object, set[str]] = (None, set())  # the Ask memory answer shown: its ticket, what it cites
         self._edit_base: tuple[str, dict[int, str]] = ("", {})  # its body and citations when the editor opened
+        self._edit_restored: dict[str, str] = {}  # the owner's values the editor shows, by their placeholder
         page_box = QWidget()
         pl = QVBoxLayout(page_box)
         pl.setContentsMargins(0, 0, 0, 0)
@@ -740,9 +741,14 @@ class WikiView(QWidget):
             if page is None:
                 self.status.emit("This page is gone (deleted or rebuilt meanwhile); choose it again from the list.")
                 return
-            self.editor.setPlainText(self.pod.restore_redactions(page.body))  # the owner's own values
+            from runtime_host.safety.policy import reversible_placeholders
+
+            restore = self.pod.restore_redactions
+            self.editor.setPlainText(restore(page.body))  # the owner's own values
             self._editing = (scope, slug)
             self._edit_base = (page.body, dict(page.citations))  # what the person's [n] refer to
+            # each value put back, by its placeholder: saved again as that placeholder unless the person changed it
+            self._edit_restored = {ph: restore(ph) for ph in reversible_placeholders(page.body)}
             self.page_stack.setCurrentIndex(1)
             self.edit.setEnabled(False)
             self.editor.setFocus()
@@ -771,6 +777,11 @@ class WikiView(QWidget):
         if not body:
             self.status.emit("Not saved: the page would be empty. Type its text, or Cancel.")
             return
+        from runtime_host.safety.policy import keep_placeholders
+
+        # The owner's values the editor showed go back as their placeholders: memory would redact them again, for
+        # good (a card kept as "[CARD_1]" no one can read back), though only another line was corrected.
+        body = keep_placeholders(body, self._edit_restored)
         author = f"person:{self.pod.person.id}"
         base = self._edit_base
 

@@ -208,6 +208,21 @@ def restore(text: str, lookup: MappingLookup) -> str:
     return _PLACEHOLDER_RE.sub(sub, text)
 
 
+def reversible_placeholders(text: str) -> list[str]:
+    """The reversible placeholders in ``text`` ([CARD_1#<mapping id>], ...), each once, in order."""
+    return list(dict.fromkeys(m.group(0) for m in _PLACEHOLDER_RE.finditer(text) if m.group(3)))
+
+
+def keep_placeholders(edited: str, restored: Mapping[str, str]) -> str:
+    """``edited`` (text shown with its placeholders restored, then changed by its owner) with each original value
+    still in it turned back into its placeholder (``restored``: placeholder -> value), so saving it keeps what was
+    reversible reversible; a value the owner changed or typed anew stays as typed."""
+    for ph, value in sorted(restored.items(), key=lambda kv: -len(kv[1])):
+        if value and value != ph:
+            edited = edited.replace(value, ph)
+    return edited
+
+
 def decide(
     phase: Phase | str,
     text: str,

@@ -18,7 +18,9 @@ from runtime_host.safety.policy import (
     Policy,
     PolicyError,
     decide,
+    keep_placeholders,
     restore,
+    reversible_placeholders,
 )
 
 CARD = "4111 1111 1111 1111"
@@ -75,6 +77,23 @@ def test_memory_write_reversible_hands_mapping_to_the_store_and_restores(events:
     assert restore(d.text, vault.get) == TEXT
     assert restore(d.text, lambda mid: None) == d.text  # no mapping, nothing revealed
     assert events[-1]["mapping_id"] == d.mapping_id
+
+
+def test_an_edited_restored_text_keeps_the_placeholders_of_values_left_as_they_were(
+        events: list[dict[str, Any]]) -> None:
+    """Its owner reads the text restored and corrects another part: the values left as they were go back as their
+    placeholders (still reversible); a value they changed stays as typed."""
+    vault: dict[str, dict[str, str]] = {}
+    d = decide("memory_write", TEXT, Policy("wiki", reversible=True), audit=events.append,
+               mapping_store=lambda mid, m: vault.__setitem__(mid, m))
+    shown = {ph: restore(ph, vault.get) for ph in reversible_placeholders(d.text)}
+    assert set(shown.values()) == {CARD, "jo.lee@example.com", KEY}
+    edited = restore(d.text, vault.get).replace("My card", "Our card").replace("jo.lee@", "jo@")
+    kept = keep_placeholders(edited, shown)
+    card, mail = (ph for ph, value in shown.items() if value in (CARD, "jo.lee@example.com"))
+    assert kept.startswith(f"Our card is {card}, mail me at jo@example.com.") and CARD not in kept
+    assert restore(kept, vault.get) == edited
+    assert reversible_placeholders("[CARD_1] stays irreversible") == []
 
 
 def test_reversible_without_store_or_with_failing_store_refuses(events: list[dict[str, Any]]) -> None:

@@ -924,6 +924,30 @@ def test_ask_memory_answers_the_person_with_their_own_redacted_values(qtbot, qlo
     assert f"orchid shop with {CARD} [1]" in text and "CARD_" not in text, text
 
 
+def test_correcting_another_line_keeps_the_persons_own_redacted_value(qtbot, qloop, ui_pod, script) -> None:
+    """The editor shows the person's card where the page keeps "[CARD_1#…]"; they correct only the date and save:
+    the card went back to memory as typed and was redacted again for good ("[CARD_1]", no one can read it back)."""
+    placeholder = remembered_card(qloop, ui_pod, script)
+    scope, sid = seed(qloop, ui_pod)
+    qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.write_page(
+        Page(title="Family", scope=scope, category="family", citations={1: sid},
+             body=f"- Clara's birthday is on 3 June [1]\n- Her orchids are paid with {placeholder} [1]"),
+        author="agent:wiki-writer")))
+    w = wiki_window(qtbot, ui_pod)
+    qloop.run(w.wiki.open_page(scope, "Family"))
+    w.wiki.edit.click()
+    qloop.wait_until(lambda: w.wiki.page_stack.currentIndex() == 1, what="the editor")
+    assert f"paid with {CARD}" in w.wiki.editor.toPlainText()
+    w.wiki.editor.setPlainText(w.wiki.editor.toPlainText().replace("3 June", "4 June"))
+    w.wiki.save_edit.click()
+    qloop.wait_until(lambda: "Correction saved" in w.statusBar().currentMessage(), what="the save")
+    assert ui_pod.memory.read_page(scope, "family").body == (
+        f"- Clara's birthday is on 4 June [1]\n- Her orchids are paid with {placeholder} [1]")
+    again = wiki_window(qtbot, ui_pod)  # reopened: the correction, and her card as before
+    qloop.run(again.wiki.open_page(scope, "Family"))
+    assert "4 June" in again.wiki.page.toPlainText() and f"paid with {CARD}" in again.wiki.page.toPlainText()
+
+
 def test_held_back_and_the_empty_state_follow_an_import_without_a_click(qtbot, qloop, ui_pod, tmp_path) -> None:
     """A watched folder imported while the Wiki page is open: its part that reads like orders appears under Held back
     and the empty state counts the new sources, with no click (the view used to show the old state until the person
