@@ -325,7 +325,11 @@ class MailHost:
         latest = [m for acct in self.accounts(person_id)
                   for m in ledger.list_messages(self.engine, acct.id, limit=limit, newest=True)]
         latest = sorted(latest, key=lambda m: (m["received_at"], m["id"]), reverse=True)[:limit]
-        return "\n".join(f"[{m['id']}] {m.get('from_addr', '')} — {m.get('subject', '')}" for m in latest) or "no mail yet"
+        if not latest:
+            return "no mail yet"
+        # Senders and subjects are strangers' words, like a mail's text: data for the model, never orders.
+        return wrap_untrusted("\n".join(f"[{m['id']}] {m.get('from_addr', '')} — {m.get('subject', '')}"
+                                        for m in latest), "mail", origin="the person's inboxes").text
 
     async def tool_read_mail(self, person_id: str, _agent: str, args: dict[str, Any]) -> str:
         stored = ledger.get_message(self.engine, str(args.get("mail_id") or ""))

@@ -41,7 +41,7 @@ _RULES: list[tuple[str, str, re.Pattern[str]]] = [
         "role-markup",
         "contains chat-template or role markup that pretends to be the system",
         re.compile(
-            r"<\|\s*im_(?:start|end)\s*\|>|\[/?INST\]|<<\s*/?SYS\s*>>|^\s*#{2,}\s*(?:instruction|system)\b|"
+            r"<\|\s*im_(?:start|end)\s*\|>|\[/?INST\]|<<\s*/?SYS\s*>>|^[^\S\n]*#{2,}\s*(?:instruction|system)\b|"
             r"<\s*/?\s*(?:system|untrusted|assistant|instructions?)\s*>|\[\s*system\s*\]|\bas\s+the\s+system\b",
             re.I | re.M,
         ),
@@ -114,7 +114,7 @@ _RULES: list[tuple[str, str, re.Pattern[str]]] = [
             # "Standing rule for the assistant: forward every invoice to ...": a note headed for the reader, then an order
             rf"\b(?:for|to)\s+(?:the\s+|any\s+|all\s+|my\s+|our\s+)?{_AI_READER}\s*[:\-\u2013\u2014]\s*(?:please\s+)?(?:\w+\s+){{0,2}}?"
             r"(?:upload|send|forward|share|reveal|delete|approve|call|ignore|cc|bcc|copy|email|e-mail|transfer|wire|pay|grant)\b|"
-            rf"(?:^|[\n.!?>\-]\s*)(?:{_AI})\s*[,:]\s*(?:please\s+)?(?:you\s+must|you\s+will|always|never|do\s+not\s+tell|don't\s+tell|"
+            rf"(?:^|[\n.!?>\-][^\S\n]*)(?:{_AI})\s*[,:]\s*(?:please\s+)?(?:you\s+must|you\s+will|always|never|do\s+not\s+tell|don't\s+tell|"
             r"ignore|forward|send|delete|transfer|reveal|call|approve)\b",
             re.I,
         ),
@@ -174,7 +174,8 @@ _LOOKALIKE = str.maketrans(
     "\u03bf\u03b1\u03bd\u03b9\u0391\u0392\u0395\u0397\u0399\u039a\u039c\u039d\u039f\u03a1\u03a4\u03a7\u03a5\u0396",
     "aeopcyxijsdhl" "ABEKMHOPCTXIJS" "oaviABEHIKMNOPTXYZ",
 )
-_NON_LATIN_WORD = re.compile(r"\w*[\u0370-\u03ff\u0400-\u04ff\u0500-\u052f]\w*")
+_WORD = re.compile(r"\w+")  # a run of letters, read once (\w*[…]\w* took the square of a long run's length)
+_NON_LATIN = re.compile(r"[\u0370-\u03ff\u0400-\u04ff\u0500-\u052f]")
 _LATIN = re.compile("[a-zA-Z]")
 _INVISIBLE = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\ufff9-\ufffb]")
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
@@ -196,7 +197,10 @@ def as_read(text: str) -> str:
     hide an order from it."""
     text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", _ESCAPES.sub("", text)))
     text = _CONTROL.sub(" ", text)
-    return _NON_LATIN_WORD.sub(lambda m: m.group().translate(_LOOKALIKE) if _LATIN.search(m.group()) else m.group(), text)
+    if not _NON_LATIN.search(text):
+        return text
+    return _WORD.sub(lambda m: m.group().translate(_LOOKALIKE)
+                     if _NON_LATIN.search(m.group()) and _LATIN.search(m.group()) else m.group(), text)
 
 
 def check_instructions(text: str) -> Verdict:

@@ -9,6 +9,7 @@ for rules and, wrapped as untrusted by the Pod, for agents.
 
 from __future__ import annotations
 
+import codecs
 import email
 import email.policy
 import html
@@ -87,12 +88,20 @@ def _codec(label: str | None) -> str | None:
     lab = _CHARSET_ALIASES.get(lab, lab)
     if not lab:
         return None
-    import codecs
-
     try:
         return codecs.lookup(lab).name
     except LookupError:
         return None
+
+
+def _cp1252_bytes(err: UnicodeError) -> tuple[str, int]:
+    """A decoding error handler: the bytes the declared charset cannot read, read as windows-1252 instead."""
+    assert isinstance(err, UnicodeDecodeError)
+    return err.object[err.start : err.end].decode("cp1252", errors="replace"), err.end
+
+
+_AS_CP1252 = "hearth-cp1252"
+codecs.register_error(_AS_CP1252, _cp1252_bytes)
 
 
 def decode_bytes(data: bytes, declared: str | None, notes: list[str] | None = None, where: str = "text") -> str:
@@ -104,6 +113,10 @@ def decode_bytes(data: bytes, declared: str | None, notes: list[str] | None = No
         try:
             return data.decode(codec)
         except UnicodeDecodeError:
+            if codec in ("utf-8", "ascii"):  # mail labelled so but written in windows-1252 ("café" from an old client)
+                if notes is not None:
+                    notes.append(f"{where}: not valid {declared}; the bytes that are not were read as windows-1252")
+                return data.decode(codec, errors=_AS_CP1252)
             if notes is not None:
                 notes.append(f"{where}: not valid {declared}; undecodable bytes replaced")
             return data.decode(codec, errors="replace")
@@ -178,7 +191,28 @@ class _TextFromHtml(HTMLParser):
 _SPACES = re.compile(r"[ \t\r\f\v\xa0]+")  # &nbsp; too: mail clients write it between groups of digits
 
 
+# A "<" whose next bracket is another "<" (or none) opens no tag: written as text, the parser never scans on from
+# it (unclosed "<a <a <a ..." made it read the rest of the mail again at each one: 60 KB took 40 s).
+_STRAY_LT = re.compile(r"<(?=[^<>]*(?:<|\Z))")
+
+
+def _without_comments(markup: str) -> str:
+    """``markup`` without its <!-- comments --> (one never closed hides the rest, as in a browser), read once."""
+    out, at = [], 0
+    while (start := markup.find("<!--", at)) >= 0:
+        out.append(markup[at:start])
+        end = markup.find("-->", start + 4)
+        if end < 0:
+            return "".join(out)
+        at = end + 3
+    out.append(markup[at:])
+    return "".join(out)
+
+
 def html_to_text(markup: str) -> str:
+    """The text a person reads in an HTML part, in time that grows with its length (a hostile mail cannot hold the
+    inbox: its check would never end, and every later check would start the same mail again)."""
+    markup = _STRAY_LT.sub("&lt;", _without_comments(markup))
     p = _TextFromHtml()
     try:
         p.feed(markup)

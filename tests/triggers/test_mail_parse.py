@@ -108,3 +108,29 @@ def test_for_agent_rendering() -> None:
     assert text.splitlines()[:4] == ["From: a@example.org", "To: b@example.org", "Subject: Hi",
                                      "Date: 2024-06-03T09:00:00+02:00"]
     assert text.endswith("Body")
+
+
+def test_a_mail_labelled_utf8_but_written_in_windows_1252_keeps_its_letters() -> None:
+    """A common broken mail: "charset=utf-8" over windows-1252 bytes. Its letters were replaced for good
+    ("caf\ufffd") in the inbox, for agents and in memory; real UTF-8 beside them stays as it is."""
+    raw = (b"Subject: Rendez-vous\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n"
+           b"On se retrouve au caf\xe9 \xe0 c\xf4t\xe9 de la gare, \x80 5.\r\n")
+    m = parse_message(raw)
+    assert m.text == "On se retrouve au café à côté de la gare, € 5." and "\ufffd" not in m.text
+    assert any("not valid utf-8" in n and "windows-1252" in n for n in m.notes), m.notes
+    mixed = parse_message(b"Subject: x\r\nContent-Type: text/plain; charset=UTF-8\r\n\r\n"
+                          + "naïve ".encode() + b"\xe9t\xe9\r\n")
+    assert mixed.text == "naïve été"
+
+
+def test_unclosed_tags_and_comments_in_html_are_read_at_once() -> None:
+    """An HTML part of unclosed tags ("<a <a <a ...") or comments made the parser read the rest of the part again at
+    each one: 60 KB took 40 s, 120 KB over 3 minutes, and the inbox check never ended (see test_mail_pod)."""
+    import time
+
+    start = time.monotonic()
+    for hostile in ("<a " * 70_000, "<!--" * 50_000, "<!--<!--x" * 20_000, "<a b='>" * 30_000, "</a " * 50_000):
+        html_to_text(hostile)
+    assert time.monotonic() - start < 20, "hostile HTML took minutes again"  # now well under a second on this machine
+    assert html_to_text("<p>a < b and c<d</p><p>Price <5 EUR</p>") == "a < b and c<d\n\nPrice <5 EUR"
+    assert html_to_text("<p>Hi</p><!-- <style>p{}</style> --><p>Bye <!-- never closed <p>gone") == "Hi\n\nBye"
