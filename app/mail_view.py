@@ -165,19 +165,21 @@ class MailView(QWidget):
             self.message.setText("Pick an inbox first.")
             return
         if not confirm(self, "Remove inbox", f"Remove the inbox {acct.address}?", "Remove",
-                       "Hearth stops checking it and forgets its password, rules, the mail it kept and any cards "
-                       "not yet approved. Your mail stays on the server."):
+                       "Hearth stops checking it and forgets its password, rules, the mail it kept, what your "
+                       "memory learned from that mail and any cards not yet approved. Your mail stays on the "
+                       "server."):
             self.message.setText("Nothing removed.")
             return
 
         async def go() -> None:
             try:
-                await self.pod.mail.remove_account(acct.id, self.pod.person.id)
+                forgotten = await self.pod.mail.remove_account(acct.id, self.pod.person.id)
             except StoreError as exc:
                 self.message.setText(f"Not removed: {exc}")
                 return
             self.refresh()
-            self.message.setText(f"Removed {acct.address}. Your mail stays on the server.")
+            self.message.setText(f"Removed {acct.address}; memory forgot {forgotten} note(s) of its mail. Your mail "
+                                 "stays on the server.")
 
         task = asyncio.ensure_future(go())
         self._tasks.add(task)

@@ -47,12 +47,24 @@ class MailHost:
         vault.set(f"mail/{row.id}/smtp", smtp_password or password)
         return row
 
-    async def remove_account(self, account_id: str, person_id: str) -> None:
-        """Stops watching an inbox and deletes it, its passwords and what Hearth kept of its mail."""
+    async def remove_account(self, account_id: str, person_id: str) -> int:
+        """Stops watching an inbox and deletes it, its passwords and what Hearth kept of its mail, memory's sources
+        of it too (claims leave the pages citing them; added again, the inbox is remembered once, not twice).
+        Returns how many memory sources were deleted."""
         acct = self._account(account_id, person_id)
         room = self._rooms.pop(acct.id, None)
         if room is not None:
             await asyncio.to_thread(room.close)
+        keys, scope = ledger.message_row_ids(self.engine, acct.id), f"private/{acct.person_id}"
+
+        def forget() -> int:
+            mem = self.pod.memory
+            sids = mem.sources_by_key(scope, keys)
+            mem.delete_sources(sids)  # the one delete path: claims leave pages, pages marked
+            mem.drop_held(scope, keys)
+            return len(sids)
+
+        forgotten = await self.pod.in_memory_thread(forget) if keys else 0
         ledger.delete_account(self.engine, acct.id)
         vault = self.pod.vault_for(person_id)
         for which in ("imap", "smtp"):
@@ -61,6 +73,7 @@ class MailHost:
             except Exception as exc:  # already gone: nothing to remove
                 log.info("no %s password removed for %s: %s", which, acct.address, exc)
         self.pod.emit({"type": "mail.removed", "person": person_id, "account": acct.address})
+        return forgotten
 
     def accounts(self, person_id: str) -> list[ledger.AccountRow]:
         return ledger.list_accounts(self.engine, person_id)

@@ -121,6 +121,13 @@ def get_account(bind: Engine | Connection, account_id: str) -> AccountRow | None
     return _account(r._mapping) if r else None
 
 
+def message_row_ids(bind: Engine | Connection, account_id: str) -> list[str]:
+    """The ids of every kept message of an inbox (memory's items of its mail are keyed by them)."""
+    with tx(bind) as c:
+        return [str(r[0]) for r in c.execute(text("SELECT id FROM mail_messages WHERE account_id = :a"),
+                                             {"a": account_id})]
+
+
 def delete_account(bind: Engine | Connection, account_id: str) -> bool:
     """Deletes an inbox with what Hearth kept of it (mail, rule actions, cards, watermarks); the mail
     itself stays on the server."""
@@ -161,6 +168,19 @@ def known_message_ids(bind: Engine | Connection, account_id: str, mailbox: str) 
     with tx(bind) as c:
         return {r[0] for r in c.execute(text("SELECT message_id FROM mail_messages WHERE account_id = :a AND "
                                              "mailbox = :m AND message_id != ''"), {"a": account_id, "m": mailbox})}
+
+
+def fingerprint(mail: ParsedMail) -> tuple[str, str, str, int]:
+    """What tells a mail with no Message-ID from another: sender, subject, date and size (the server's)."""
+    return (mail.from_addr, mail.subject, mail.date, int(mail.size))
+
+
+def known_fingerprints(bind: Engine | Connection, account_id: str, mailbox: str) -> set[tuple[str, str, str, int]]:
+    """The fingerprints of the kept mail of ``mailbox`` that has no Message-ID (recognised by them instead)."""
+    with tx(bind) as c:
+        return {(r[0], r[1], r[2], int(r[3])) for r in c.execute(text(
+            "SELECT from_addr, subject, sent_date, size FROM mail_messages WHERE account_id = :a AND mailbox = :m "
+            "AND message_id = ''"), {"a": account_id, "m": mailbox})}
 
 
 @dataclass

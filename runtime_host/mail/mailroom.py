@@ -122,6 +122,7 @@ class Mailroom:
         uidvalidity, uidnext = sess.select(box)
         wm = ledger.get_watermark(self.engine, self.account_id, box)
         dedupe_ids: set[str] | None = None
+        dedupe_prints: set[tuple[str, str, str, int]] = set()
         if wm is None:
             if self.start_at == "now":
                 with self.engine.begin() as c:
@@ -131,8 +132,10 @@ class Mailroom:
             last_uid = 0
         elif wm[0] != uidvalidity:
             report.notes.append(f"the server renumbered {box} (UIDVALIDITY {wm[0]} → {uidvalidity}); "
-                                "messages already kept are recognised by Message-ID")
+                                "messages already kept are recognised by Message-ID (or, with none, by sender, "
+                                "subject, date and size)")
             dedupe_ids = ledger.known_message_ids(self.engine, self.account_id, box)
+            dedupe_prints = ledger.known_fingerprints(self.engine, self.account_id, box)
             last_uid = 0
         else:
             last_uid = wm[1]
@@ -160,6 +163,10 @@ class Mailroom:
                     ledger.set_watermark(c, self.account_id, box, uidvalidity, uid)
                 continue
             mail = parse_message(raw, size=size, partial=partial, text_cap=self.text_cap)
+            if not mail.message_id and ledger.fingerprint(mail) in dedupe_prints:  # kept before the renumbering
+                with self.engine.begin() as c:
+                    ledger.set_watermark(c, self.account_id, box, uidvalidity, uid)
+                continue
             matches = self.rules.evaluate(mail)
             with self.engine.begin() as c:
                 stored = ledger.record_message(c, self.account_id, box, uidvalidity, uid, mail, matches)

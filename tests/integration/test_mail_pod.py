@@ -189,3 +189,29 @@ async def test_a_hostile_html_mail_does_not_hold_the_inbox(pod, servers) -> None
     d.deliver(make_mail("Dentist", "Your appointment is on Friday at 10.", sender="Clinic <c@example.org>"))
     await asyncio.wait_for(pod.mail.poll(acct), 60)  # minutes before; about a second now
     assert [m["subject"] for m in pod.mail.messages(acct, pod.person.id)] == ["Dentist", "Offer"]
+
+
+async def test_removing_an_inbox_forgets_its_mail_in_memory_and_adding_it_again_remembers_it_once(
+        pod, servers, fake_model) -> None:
+    """Remove inbox… said it forgot what Hearth kept, yet memory kept every mail of it (and its claims on pages);
+    adding the same inbox again put each mail into memory a second time. Bob's own mail memory is untouched."""
+    from tests.integration.test_memory_pod import bob_with_his_own_provider
+
+    d, s = servers
+    d.deliver(make_mail("Plumber", "The plumber comes Tuesday at 9."))
+    bob, as_bob = bob_with_his_own_provider(pod)
+    await pod.in_memory_thread(lambda: pod.memory.add_source("Bob's plumber comes on Friday.",
+                                                             scope=f"private/{bob['id']}"))
+    first = add_inbox(pod, d, s)
+    await asyncio.wait_for(pod.mail.poll(first), 60)
+    await pod.memory_produce()
+    assert [h for h in await pod.memory_search("plumber Tuesday") if "Tuesday" in h.snippet]
+    assert await pod.mail.remove_account(first, pod.person.id) == 1
+    assert not [h for h in await pod.memory_search("plumber Tuesday") if "Tuesday" in h.snippet]
+    assert [h for h in await as_bob.memory_search("plumber Friday") if "Friday" in h.snippet]
+    again = add_inbox(pod, d, s)
+    await asyncio.wait_for(pod.mail.poll(again), 60)
+    await pod.memory_produce()
+    await pod.memory_produce()
+    hits = [h.snippet for h in await pod.memory_search("plumber Tuesday") if "Tuesday" in h.snippet]
+    assert len(hits) == 1, hits
