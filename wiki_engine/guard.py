@@ -10,7 +10,9 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-_AI = r"(?:assistant|ai|agent|bot|model|llm|chatgpt|claude|gpt|hearth|you)"
+_AI_NAMES = "assistant|ai|agent|bot|model|llm|chatgpt|claude|gpt|hearth"
+_AI_NAME = rf"(?:{_AI_NAMES})"
+_AI = rf"(?:{_AI_NAMES}|you)"
 _AI_READER = r"(?:assistants?|ai(?:\s+agents?|\s+models?|\s+assistants?)?|agents?|bots?|llms?|language\s+models?|chatbots?)"
 _ORDERS = r"(?:instructions?|prompts?|rules?|directives?|directions?|guidelines?|anweisungen|instrucciones|istruzioni|consignes)"
 _QUOTES = "'\"\u2018\u2019\u201c\u201d`"
@@ -115,7 +117,11 @@ _RULES: list[tuple[str, str, re.Pattern[str]]] = [
             rf"\b(?:for|to)\s+(?:the\s+|any\s+|all\s+|my\s+|our\s+)?{_AI_READER}\s*[:\-\u2013\u2014]\s*(?:please\s+)?(?:\w+\s+){{0,2}}?"
             r"(?:upload|send|forward|share|reveal|delete|approve|call|ignore|cc|bcc|copy|email|e-mail|transfer|wire|pay|grant)\b|"
             rf"(?:^|[\n.!?>\-][^\S\n]*)(?:{_AI})\s*[,:]\s*(?:please\s+)?(?:you\s+must|you\s+will|always|never|do\s+not\s+tell|don't\s+tell|"
-            r"ignore|forward|send|delete|transfer|reveal|call|approve)\b",
+            r"ignore|forward|send|delete|transfer|reveal|call|approve|share|upload)\b|"
+            # a rule set for later, said to the assistant by name ("Assistant: from now on, when she asks ..., tell her
+            # to ..."; "you" alone is how people talk to each other)
+            rf"(?:^|[\n.!?>\-][^\S\n]*)(?:{_AI_NAME})\s*[,:]\s*(?:please\s+)?(?:from\s+now\s+on|going\s+forward|henceforth|"
+            r"in\s+future|remember\s+(?:that|to)|make\s+sure|tell\s+(?:\w+\s+){0,2}(?:to|that))\b",
             re.I,
         ),
     ),
