@@ -51,7 +51,10 @@ class MemoryModelError(Exception):
 def _failed_run(failed: list[tuple[str, MemoryModelError]], report: Any) -> MemoryModelError:
     err = failed[0][1]
     err.report = report
-    err.failures = {pid: str(exc) for pid, exc in failed}
+    err.failures = {}
+    for pid, exc in failed:  # each of a person's failures said (their chat and their summaries, say), once
+        said = err.failures.get(pid)
+        err.failures[pid] = str(exc) if said is None or str(exc) in said else f"{said} {exc}"
     return err
 
 

@@ -597,6 +597,18 @@ async def test_one_persons_failing_summary_model_spares_anothers_summaries_and_f
         await asyncio.wait_for(as_bob.memory_summarize(), 120)
     assert await pod.memory_summarize() == {}  # Alice's stretch is summarised already; Bob's failure is not hers
 
+    # Both of Bob's steps fail, each its own way: he is told both (only the summary's failure was named).
+    def bobs_two_failures(req):
+        if req.body["model"] == "bob-model" and req.body["messages"][0]["content"] == SUMMARY_SYSTEM:
+            return Error(500, "bob-model overloaded: tenant bob-4411")
+        return Text("Sure, I will think about which of these to keep.") if req.body["model"] == "bob-model" \
+            else model(req)
+
+    fake_model.script = bobs_two_failures
+    with pytest.raises(MemoryModelError) as failed:
+        await asyncio.wait_for(as_bob.memory_produce(), 120)
+    assert "bob-4411" in str(failed.value) and "JSON" in str(failed.value), str(failed.value)
+
 
 async def test_forget_me_takes_a_persons_words_off_a_shared_page_even_where_a_sentence_also_cites_another(pod) -> None:
     """Bob told the household's memory something, and the public page's sentence cites his note and Alice's. "Forget
