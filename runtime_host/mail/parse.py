@@ -18,7 +18,6 @@ from dataclasses import asdict, dataclass, field
 from email.header import Header, decode_header
 from email.message import Message
 from email.utils import getaddresses, parsedate_to_datetime
-from html.parser import HTMLParser
 from typing import Any
 
 TEXT_CAP_CHARS = 200_000  # body text kept per message
@@ -163,37 +162,11 @@ def header_text(value: Any) -> str:
 
 # ---- HTML to text --------------------------------------------------------------------------------
 
-class _TextFromHtml(HTMLParser):
-    _BLOCK = {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "table", "blockquote", "pre", "hr"}
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.out: list[str] = []
-        self._skip = 0
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag in ("script", "style", "head", "title"):
-            self._skip += 1
-        elif tag in self._BLOCK:
-            self.out.append("\n")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in ("script", "style", "head", "title") and self._skip:
-            self._skip -= 1
-        elif tag in self._BLOCK:
-            self.out.append("\n")
-
-    def handle_data(self, data: str) -> None:
-        if not self._skip:
-            self.out.append(data)
-
-
+_BLOCK = {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "table", "blockquote", "pre", "hr"}
+_SKIP_END = re.compile(r"</(script|style|head|title)\s*>", re.I)  # what a person never reads, up to its end tag
+_TAG_NAME = re.compile(r"<(/?)([a-zA-Z][a-zA-Z0-9:-]*)")
+_IN_TAG = re.compile(r"[^<>\"']*")
 _SPACES = re.compile(r"[ \t\r\f\v\xa0]+")  # &nbsp; too: mail clients write it between groups of digits
-
-
-# A "<" whose next bracket is another "<" (or none) opens no tag: written as text, the parser never scans on from
-# it (unclosed "<a <a <a ..." made it read the rest of the mail again at each one: 60 KB took 40 s).
-_STRAY_LT = re.compile(r"<(?=[^<>]*(?:<|\Z))")
 
 
 def _without_comments(markup: str) -> str:
@@ -209,17 +182,49 @@ def _without_comments(markup: str) -> str:
     return "".join(out)
 
 
+def _tag_end(markup: str, at: int, last_quote: dict[str, int]) -> tuple[int, bool]:
+    """Where the tag opened at ``at`` ends (just past its ">", True), or where reading it stopped (False): at a "<"
+    outside quotes, or the end. A quote is a quote only if it closes later (``last_quote``: each quote's last place)."""
+    j, n = at + 1, len(markup)
+    while True:
+        j = _IN_TAG.match(markup, j).end()  # type: ignore[union-attr]
+        if j >= n:
+            return j, False
+        c = markup[j]
+        if c == ">":
+            return j + 1, True
+        if c == "<":
+            return j, False
+        j = markup.find(c, j + 1) + 1 if last_quote[c] > j else j + 1  # a quoted value, "<" and ">" and all
+
+
 def html_to_text(markup: str) -> str:
-    """The text a person reads in an HTML part, in time that grows with its length (a hostile mail cannot hold the
-    inbox: its check would never end, and every later check would start the same mail again)."""
-    markup = _STRAY_LT.sub("&lt;", _without_comments(markup))
-    p = _TextFromHtml()
-    try:
-        p.feed(markup)
-        p.close()
-    except Exception:  # noqa: BLE001 - broken HTML: fall back to stripping tags
-        return _SPACES.sub(" ", html.unescape(re.sub(r"<[^>]+>", " ", markup)))
-    text = _SPACES.sub(" ", "".join(p.out))
+    """The text a person reads in an HTML part, read in one pass: a mail of unclosed tags or quotes cannot hold the
+    inbox (the standard parser read the rest of the part again at each one: 60 KB took 40 s, and every later check
+    started the same mail again). A "<" that opens no tag is text."""
+    markup = _without_comments(markup)
+    last_quote = {q: markup.rfind(q) for q in "\"'"}
+    out: list[str] = []
+    at = 0
+    while (lt := markup.find("<", at)) >= 0:
+        end, closed = _tag_end(markup, lt, last_quote)
+        name = _TAG_NAME.match(markup, lt)
+        if not closed or (name is None and markup[lt + 1 : lt + 2] not in ("!", "?")):
+            out.append(markup[at:end])  # no tag: what was read is text, never read again
+            at = end
+            continue
+        out.append(markup[at:lt])
+        at = end
+        if name is None:  # <!DOCTYPE ...>, <?xml ...?>
+            continue
+        tag = name.group(2).lower()
+        if tag in _BLOCK:
+            out.append("\n")
+        elif not name.group(1) and tag in ("script", "style", "head", "title"):
+            skip = _SKIP_END.search(markup, at)
+            at = skip.end() if skip else len(markup)
+    out.append(markup[at:])
+    text = _SPACES.sub(" ", html.unescape("".join(out)))
     return re.sub(r"\n\s*\n+", "\n\n", text).strip()
 
 
