@@ -242,9 +242,11 @@ def model_synthesize(route: Route, names: dict[str, str] | None = None,
         shown: dict[tuple[str, str], Any] = {}  # (scope, slug) -> the page as the prompt shows it
 
         def show(head: str, page: Any, limit: int) -> None:
-            # Each page's [n] gets a label of its own (P<page>-<n>), so a claim kept from it can be cited again.
-            mark = len(shown) + 1
-            shown.setdefault((str(page.scope), page.slug), page)
+            # Each page is shown once, its [n] with a label of its own (P<page>-<n>): a claim kept is cited again.
+            if (str(page.scope), page.slug) in shown:  # a stale page is among its scope's pages too
+                return
+            shown[(str(page.scope), page.slug)] = page
+            mark = len(shown)
             labels = []
             for n, sid in sorted(page.citations.items()):
                 numbered[f"P{mark}-{n}"] = sid

@@ -85,8 +85,8 @@ def keeper(scope: str, title: str, category: str, *, labelled: bool):
     def write(req):
         prompt = req.last_user
         new = re.findall(r"^- (S\d+) \(scope [^)]*\): (.*)$", prompt, re.M)
-        shown = re.search(rf"(?:Existing page|Page to rewrite[^']*) '{title}' in [^\n]*\n(.*?)\nIts citations: (.*)$",
-                          prompt, re.M | re.S)
+        shown = re.search(rf"(?:Existing page|Page to rewrite[^']*) '{title}' in [^\n]*\n(.*?)\nIts citations: ([^\n]*)",
+                          prompt, re.S)
         body, cites = [], {}
         if shown is not None:
             body.append(shown.group(1).strip())
@@ -156,3 +156,42 @@ async def test_nightly_rewrites_a_page_whose_source_was_deleted_citing_what_is_l
     page = await pod.in_memory_thread(lambda: pod.memory.read_page(scope, "dentist"))
     assert page.citations == {1: keep} and "Okafor [1]" in page.body and "March" not in page.body
     assert await pod.in_memory_thread(lambda: pod.memory.stale_pages()) == []
+
+
+async def test_each_page_shown_to_the_writer_has_labels_of_its_own(pod, fake_model) -> None:
+    """A stale page was shown twice (to rewrite, and among its scope's pages), and the next page got the same label
+    number: a model keeping the stale page's claim by its label cited another page's source (same scope, so nothing
+    refused it)."""
+    from wiki_engine import Page
+
+    scope = f"private/{pod.person.id}"
+    pod.set_role_model("ingest", "fake/writer")
+
+    def setup():
+        cat = pod.memory.add_source("Alpha is a tabby cat.", scope=scope)
+        gone = pod.memory.add_source("Alpha was born in May.", scope=scope)
+        dog = pod.memory.add_source("Beta is a beagle.", scope=scope)
+        pod.memory.write_page(Page("Alpha", scope, "pets", "- Alpha is a tabby cat [1].\n- Born in May [2].",
+                                   {1: cat, 2: gone}), author="agent:wiki-writer")
+        pod.memory.write_page(Page("Beta", scope, "pets", "- Beta is a beagle [1].", {1: dog}), author="agent:wiki-writer")
+        pod.memory.delete_source(gone)
+        pod.memory.add_source("Alpha likes fish.", scope=scope)
+        return cat
+
+    cat = await pod.in_memory_thread(setup)
+    prompts: list[str] = []
+
+    def write(req):
+        prompts.append(req.last_user)
+        shown = re.search(r"'Alpha' in [^\n]*\n(.*?)\nIts citations: ([^\n]*)", req.last_user, re.S)
+        label = dict(re.findall(r"\[(\d+)\] = (P\d+-\d+)", shown.group(2)))["1"]
+        return Text(json.dumps([{"title": "Alpha", "scope": scope, "category": "pets",
+                                 "body": "- Alpha is a tabby cat, striped [1].\n- Alpha likes fish [2].",
+                                 "citations": {"1": label, "2": "S1"}}]))
+
+    fake_model.script = write
+    out = await asyncio.wait_for(pod.memory_ingest(), 60)
+    page = await pod.in_memory_thread(lambda: pod.memory.read_page(scope, "alpha"))
+    assert out["rejected"] == [] and page.citations[1] == cat, (out, page.citations)
+    labels = re.findall(r"\[\d+\] = (P\d+-\d+)", prompts[0])
+    assert len(labels) == len(set(labels)) == 2 and prompts[0].count("'Alpha' in") == 1, prompts[0]
