@@ -873,10 +873,10 @@ class Memory:
             page = self.pages.read(sc, slug)
         except PageFormatError:  # the person's to mend: only what rests on the deleted sources leaves the file
             page = None
-            try:
-                text = self.pages.read_text(sc, slug)
-            except UnicodeDecodeError:
-                text = None  # not text at all: nothing in it can be read as a claim
+            try:  # bytes that are not UTF-8 (saved by a Latin-1 editor, say) go back as they were
+                text: str | None = self.pages.path_for(sc, slug).read_bytes().decode("utf-8", "surrogateescape")
+            except FileNotFoundError:
+                text = None
             kept = None if text is None else text_without_sources(text, gone)
             if kept is not None:
                 self.pages.write_text(sc, slug, kept)

@@ -300,7 +300,7 @@ def text_without_sources(text: str, gone: set[str]) -> str | None:
     kept = Page("", "public", "", body, cites).without_sources(gone)
     sources = "\n".join(line for line in sources.split("\n")
                          if not ((m := _CITE_DEF.match(line)) and m.group(2) in gone))
-    return head + "\n" + kept.body.strip() + "\n" + heading + sources
+    return (head + "\n" if head else "") + kept.body.strip() + "\n" + heading + sources
 
 
 def unified_diff(old: str, new: str, name: str) -> str:
@@ -345,7 +345,7 @@ class PageStore:
         path = self.path_for(scope, slug)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(text, "utf-8")
+        tmp.write_bytes(text.encode("utf-8", "surrogateescape"))  # a hand edit's odd bytes, kept as they were
         os.replace(tmp, path)
         return path
 

@@ -262,3 +262,25 @@ def test_deleting_a_source_takes_its_claim_out_of_a_page_file_that_no_longer_par
     path.write_bytes(b"\xff\xfe not text")  # a file that is not text at all is left as it is
     mem.delete_source(keep)
     assert path.read_bytes() == b"\xff\xfe not text" and mem.source_scope(keep) is None
+
+
+def test_a_page_file_saved_in_latin1_or_without_its_closing_line_still_loses_a_deleted_sources_claim(mem: Memory) -> None:
+    """A page saved by a Latin-1 editor ("Caf\\xe9") kept the deleted source's claim and id (read as "not text");
+    one whose front matter lost its closing '---' was rewritten a line down, so mending it did not make it read."""
+    keep, gone = (mem.add_source(t, scope="public") for t in ("The dentist is Dr Okafor.",
+                                                              "The check-up is in March at the Lindenhof clinic."))
+    body = "- The dentist is Dr Okafor [1].\n- Check-up in March at the Lindenhof clinic [2]."
+    for slug in ("latin", "unclosed"):
+        mem.write_page(Page(slug.title(), "public", "health", body, {1: keep, 2: gone}), author="agent:writer")
+    latin, unclosed = (mem.root / "wiki" / "public" / f"{s}.md" for s in ("latin", "unclosed"))
+    latin.write_bytes(latin.read_bytes().replace(b"Okafor [1].", b"Okafor [1]. Near the Caf\xe9 Central."))
+    text = unclosed.read_text()
+    unclosed.write_text(text.replace("verified: false\n---\n", "verified: false\n", 1))
+    mem.delete_source(gone)
+    assert b"Lindenhof" not in latin.read_bytes() and gone.encode() not in latin.read_bytes()
+    assert b"Okafor [1]. Near the Caf\xe9 Central." in latin.read_bytes()  # the rest as the person wrote it
+    edited = unclosed.read_text()
+    assert "Lindenhof" not in edited and edited.startswith("---\ntitle: Unclosed\n"), edited
+    unclosed.write_text(edited.replace("verified: false\n", "verified: false\n---\n", 1))  # the person mends it
+    page = mem.read_page("public", "unclosed")
+    assert page is not None and page.citations == {1: keep} and "Okafor" in page.body
