@@ -86,7 +86,6 @@ def turn_messages(me: Any, turn_id: str) -> list[dict[str, Any]]:
 def rename(me: Any, conversation_id: str, title: str) -> dict[str, Any]:
     from vault import redact
 
-    me.agent_host.know_keys(me.person_id)
     title = redact(" ".join(title.split()))[:120]
     if not title:
         raise StoreError("A conversation needs a title.")

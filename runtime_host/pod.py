@@ -190,6 +190,7 @@ class Pod:
         row = person if isinstance(person, Person) else self.store.get_person_by_id(str(person))
         if row is None:
             raise StoreError(f"No person {person!r} on this Hearth.")
+        self.agent_host.know_keys(row.id)  # their keys are hidden in whatever they type from now on
         return PersonPod(self, row)
 
     def first_person(self) -> Any:

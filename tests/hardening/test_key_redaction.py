@@ -78,3 +78,15 @@ def test_a_key_pasted_as_the_first_line_of_a_chat_is_not_its_title(home, fake_mo
     renamed = cli(home, "conversations", "rename", conv_id, f"key {KEY}")
     assert renamed.returncode == 0 and KEY not in renamed.stdout, renamed.stdout + renamed.stderr
     assert _files_with_key(home) == [], "the key reached the disk (a conversation's title)"
+
+
+def test_a_key_pasted_into_a_background_runs_prompt_is_not_kept(home, fake_model, script, secure_keyring) -> None:
+    """`run AGENT PROMPT` kept the key in clear in its conversation's title ("Background: sk-...") and prompt: a fresh
+    process did not yet know the person's keys. Whatever a person's entry point, the keys are known first."""
+    setup_agent(home, fake_model.base_url)
+    r = cli(home, "run", "helper", f"{KEY} is my key, keep it safe", "--detach")
+    assert r.returncode == 0, r.stderr
+    convs = cli(home, "conversations", "list", "helper", "--json")
+    titles = [c["title"] for c in json.loads(convs.stdout)]
+    assert titles and all(KEY not in t for t in titles), titles
+    assert _files_with_key(home) == [], "the key reached the disk (a background run's title and prompt)"
