@@ -45,7 +45,7 @@ from app.when import local_time
 # Events after which what the Wiki page shows (pages, Held back, the empty state) may have changed.
 MEMORY_CHANGED = ("memory.produced", "memory.ingested", "memory.quarantined", "memory.remembered", "folders.changed")
 
-_LINK = re.compile(r"\[\[([^\]|]+)(?:\|([^\]]+))?\]\]")
+_LINK = re.compile(r"\[\[([^\[\]|]+)(?:\|([^\[\]]+))?\]\]")
 _CITE = re.compile(r"\[(\d{1,6})\](?!\()")
 
 

@@ -203,7 +203,7 @@ _SHELL_REFUSED = [  # matched against the command's active text (single-quoted t
     (re.compile(r"\$'"), "ANSI-C quoting $'...'"),
     (re.compile(r'\$"'), 'locale quoting $"..."'),
     (re.compile(r"<<"), "a here-document or here-string"),
-    (re.compile(r"\$\{[^}]*[^A-Za-z0-9_}][^}]*\}|\$\{\}"), "a parameter expansion with operators ${...}"),
+    (re.compile(r"\$\{(?![A-Za-z0-9_]+\})"), "a parameter expansion with operators ${...}"),  # any but ${NAME}
     (re.compile(r"\$\["), "arithmetic expansion"),
 ]
 # Mentions that deny a shell command wherever they appear (raw text and words after quote removal).

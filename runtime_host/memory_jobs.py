@@ -75,9 +75,9 @@ def _ask(route: Route, system: str, user: str) -> str:
 def _json_from(answer: str, what: str) -> Any:
     """The JSON value in a model answer (tolerates a ```json fence), or a clear error."""
     text = answer.strip()
-    m = re.match(r"```(?:json)?\s*(.*?)```", text, re.S)  # a fence around the whole answer, not one quoted in it
+    m = re.match(r"```(?:json)?(.*?)```", text, re.S)  # a fence around the whole answer, not one quoted in it
     raw = (m.group(1) if m else text).strip()
-    fenced = [f.group(1).strip() for f in re.finditer(r"```(?:json)?\s*(.*?)```", text, re.S)][:10]
+    fenced = [f.group(1).strip() for f in re.finditer(r"```(?:json)?(.*?)```", text, re.S)][:10]
     for candidate in (raw, *fenced):  # the answer, else a fenced block in it ("Items [1] and [2]: ```json …```")
         try:
             return json.loads(candidate)
@@ -151,7 +151,7 @@ _CITE = re.compile(r"\[(\d{1,6})\](?![(:])")
 _CITE_LIST = re.compile(r"\[(\d{1,6}(?:\s*,\s*\d{1,6})+)\](?![(:])")
 _FOOTNOTE = re.compile(r"\[\^(\d{1,6})\](?![(:])")
 _SENTENCE_END = re.compile(r"[.!?][*_`\"'”’)\]]*\s+(?=\S)")  # a sentence's end, and the space before the next
-_MD_LINK = re.compile(r"!?\[([^\]\n]*)\]\([^)\n]*\)")  # [words](target), ![image](target)
+_MD_LINK = re.compile(r"!?\[([^\[\]\n]*)\]\([^)\n]*\)")  # [words](target), ![image](target)
 _MD_LINK_DEF = re.compile(r"^[ \t]*\[[^\]\n]+\]:[^\n]*\n?", re.M)  # [label]: target
 _LINK = re.compile(r"\[\[[^\]]+\]\]")
 _HEXID = re.compile(r"\b[0-9a-fA-F]{12,}\b")
@@ -203,6 +203,12 @@ def tidy_body(body: str) -> tuple[str, int]:
             else:
                 dropped += 1  # chat filler, or a claim with no source: memory keeps only what it can cite
     return without_empty_sections("\n".join(out)).strip(), dropped
+
+
+def without_links(answer: str) -> str:
+    """An answer whose only links are Hearth's own citations: a link or link definition the model wrote (to a source
+    id it guessed, a page, a web address) is left as its words."""
+    return _MD_LINK_DEF.sub("", _MD_LINK.sub(lambda m: m.group(1), answer)).strip()
 
 
 def _echoes(text: str, prompts: Sequence[str]) -> bool:
@@ -841,9 +847,7 @@ async def ask(pod: Any, person_id: str, question: str) -> MemoryAnswer:
         answer = await asyncio.to_thread(_ask, r, ASK_SYSTEM, f"Question: {question}\n\nMemory:\n{listing}")
     except ProviderError as exc:
         return MemoryAnswer(False, error=f"The Ask memory model failed: {exc}", hits=hits)
-    # The answer's only links are Hearth's own citations: a link or link definition the model wrote (to a source id
-    # it guessed, a page, a web address) is left as its words.
-    answer = _MD_LINK_DEF.sub("", _MD_LINK.sub(lambda m: m.group(1), answer)).strip()
+    answer = without_links(answer)
     cited = {int(n) for n in _CITE.findall(answer)}
     citations = {n: hits[n - 1].id for n in sorted(cited) if 1 <= n <= len(hits)}
     # A number the model made up points at nothing: it is removed rather than shown as a citation.

@@ -44,7 +44,7 @@ _RULES: list[tuple[str, str, re.Pattern[str]]] = [
         "contains chat-template or role markup that pretends to be the system",
         re.compile(
             r"<\|\s*im_(?:start|end)\s*\|>|\[/?INST\]|<<\s*/?SYS\s*>>|^[^\S\n]*#{2,}\s*(?:instruction|system)\b|"
-            r"<\s*/?\s*(?:system|untrusted|assistant|instructions?)\s*>|\[\s*system\s*\]|\bas\s+the\s+system\b",
+            r"<\s*(?:/\s*)?(?:system|untrusted|assistant|instructions?)\s*>|\[\s*system\s*\]|\bas\s+the\s+system\b",
             re.I | re.M,
         ),
     ),

@@ -36,7 +36,7 @@ from .scopes import Scope
 REQUIRED = ("title", "scope", "category", "updated", "verified")
 _CITE_DEF = re.compile(r"^\[(\d{1,6})\]:\s*(\S+)\s*$", re.M)
 _CITE_USE = re.compile(r"\[(\d{1,6})\](?!:)")
-_LINK = re.compile(r"\[\[([^\]|#]+)(?:[|#][^\]]*)?\]\]")
+_LINK = re.compile(r"\[\[([^\[\]|#]+)(?:[|#][^\[\]]*)?\]\]")
 _SOURCES_HEADING = "\n## Sources\n"
 
 
