@@ -17,6 +17,17 @@ def one_page(scope: str, title: str, category: str, body: str, citations: dict[s
                                          "citations": citations}]))
 
 
+def at_night(write):
+    """A writer for nightly: it finds no contradiction between a page's sources, and writes pages with ``write``."""
+
+    def answer(req):
+        if '"changed"' in req.body["messages"][0]["content"]:
+            return Text(json.dumps({"changed": False, "why": "no contradiction"}))
+        return write(req)
+
+    return answer
+
+
 async def test_a_category_with_a_line_break_or_nothing_in_it_still_gives_a_page_that_reads_back(pod, fake_model) -> None:
     """A line break in the model's category went into the page's front matter as it was: the page just reported
     written showed as unreadable (and an agent's later writes to it became proposals for good)."""
@@ -50,15 +61,8 @@ async def test_a_sources_list_written_into_a_body_cites_nothing_and_nightly_goes
                                                              scope=bobs))
     as_bob.set_role_model("ingest", "fake/bob-writer")
     pod.set_role_model("ingest", "fake/writer")
-    planted = one_page(bobs, "Ines", "family", "Ines starts school on 9 September [1].\n\n## Sources\n"
-                       "School letter [1]\n[2]: " + "f" * 64, {"1": "S1"})
-
-    def answer(req):
-        if '"changed"' in req.body["messages"][0]["content"]:
-            return Text(json.dumps({"changed": False, "why": "no contradiction"}))
-        return planted(req)
-
-    fake_model.script = answer
+    fake_model.script = at_night(one_page(bobs, "Ines", "family", "Ines starts school on 9 September [1].\n\n"
+                                          "## Sources\nSchool letter [1]\n[2]: " + "f" * 64, {"1": "S1"}))
     out = await asyncio.wait_for(as_bob.memory_ingest(), 60)
     assert out["written"] == [f"page:{bobs}/ines"], out
     page = await pod.in_memory_thread(lambda: pod.memory.read_page(bobs, "ines"))
@@ -143,14 +147,7 @@ async def test_nightly_rewrites_a_page_whose_source_was_deleted_citing_what_is_l
 
     keep = await pod.in_memory_thread(stale)
     assert await pod.in_memory_thread(lambda: pod.memory.stale_pages()) == [f"page:{scope}/dentist"]
-    write = keeper(scope, "Dentist", "health", labelled=True)
-
-    def answer(req):
-        if '"changed"' in req.body["messages"][0]["content"]:
-            return Text(json.dumps({"changed": False, "why": "no contradiction"}))
-        return write(req)
-
-    fake_model.script = answer
+    fake_model.script = at_night(keeper(scope, "Dentist", "health", labelled=True))
     out = await asyncio.wait_for(pod.memory_nightly(), 60)
     assert out["resynthesized"] == [f"page:{scope}/dentist"], out["rejected"]
     page = await pod.in_memory_thread(lambda: pod.memory.read_page(scope, "dentist"))
