@@ -806,14 +806,14 @@ async def _amain(args: argparse.Namespace) -> int:
 def _not_utf8(args: argparse.Namespace) -> str | None:
     """The first argument that is not UTF-8 text (a name from a Latin-1 terminal, an old drive or a zip made on
     Windows), shown with \\x escapes; None when all are."""
-    from runtime_host.folders import safe_name
-
     for value in vars(args).values():
         for v in value if isinstance(value, list) else [value]:
             if isinstance(v, str):
                 try:
                     v.encode("utf-8")
                 except UnicodeEncodeError:
+                    from runtime_host.folders import safe_name
+
                     return safe_name(v)
     return None
 

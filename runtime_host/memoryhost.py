@@ -319,9 +319,13 @@ class MemoryHost:
             for page in pages:
                 if page.verified or len(set(page.citations.values())) < 2:
                     continue
-                try:  # a page file citing what is not stored, or what its readers may not see, goes to no model
-                    sources = await self.in_memory_thread(lambda p=page: (self.memory.check_citations(p), [
-                        (n, self.memory.get_source(sid)) for n, sid in sorted(p.citations.items())])[1])
+                def cited(p: Any = page) -> list[tuple[int, Any]]:
+                    # A page file citing what is not stored, or what its readers may not see, goes to no model.
+                    self.memory.check_citations(p)
+                    return [(n, self.memory.get_source(sid)) for n, sid in sorted(p.citations.items())]
+
+                try:
+                    sources = await self.in_memory_thread(cited)
                 except (CitationError, UnknownSource) as exc:  # told to the page's owner, like a failed model
                     failed.append((page.title, f"not checked for contradictions: {exc}", str(scope)))
                     continue

@@ -709,16 +709,6 @@ class Memory:
                     out[(scope, key)] = status  # the latest judgement wins
         return out
 
-    def stored_keys(self, scope: str, keys: Sequence[str]) -> set[str]:
-        """Which of ``keys`` (items' origin keys) are already stored as sources of ``scope``."""
-        sc, found = str(Scope.parse(scope)), set()
-        for part in range(0, len(keys), 500):
-            chunk = list(keys[part:part + 500])
-            found |= {str(r[0]) for r in self.catalog.query(
-                f"SELECT item_key FROM sources WHERE scope=? AND item_key IN ({','.join('?' * len(chunk))})",
-                (sc, *chunk))}
-        return found
-
     def sources_by_key(self, scope: str, keys: Sequence[str]) -> list[str]:
         """The ids of the sources of ``scope`` stored from items with these origin keys (an inbox's mail, say)."""
         sc, found = str(Scope.parse(scope)), []
