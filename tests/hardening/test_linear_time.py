@@ -82,8 +82,8 @@ CASES = [
     (_instructions, "Hello <" + "\n" * 100_000 + "bye"),
     # any chat or mail source as it is indexed: 40 "[a] " then a word (25 took 13 s, each more tripled it)
     (_asks, "Pick one: " + "[a] " * 40 + "thanks"),
-    # a memory model's answer opening a fence, then spaces (50,000 took 53 s)
-    (_json_from, "```" + " " * 100_000),
+    # a memory model's answer opening a fence, then spaces, then a word (50,000 took 53 s; spaces alone are stripped)
+    (_json_from, "```" + " " * 100_000 + "x"),
     # an Ask memory answer of open brackets (100,000 took 61 s on the event loop)
     (_without_links, "[" * 100_000),
     # a wiki page a model wrote with a run of "[[" (50,000 took 63 s on the window's thread)
