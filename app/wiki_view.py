@@ -41,6 +41,7 @@ from app.folders_view import FoldersView
 from app.markdown import STYLE, render
 from app.memory_status import IngestPanel
 from app.when import local_time
+from runtime_host.safety.policy import keep_placeholders, reversible_placeholders
 
 # Events after which what the Wiki page shows (pages, Held back, the empty state) may have changed.
 MEMORY_CHANGED = ("memory.produced", "memory.ingested", "memory.quarantined", "memory.remembered", "folders.changed")
@@ -263,6 +264,7 @@ class WikiView(QWidget):
         self._answer: tuple[object, set[str]] = (None, set())  # the Ask memory answer shown: its ticket, what it cites
         self._edit_base: tuple[str, dict[int, str]] = ("", {})  # its body and citations when the editor opened
         self._edit_restored: dict[str, str] = {}  # the owner's values the editor shows, by their placeholder
+        self._shown_values: dict[str, str] = {}  # the owner's values suggestions and results show, by placeholder
         page_box = QWidget()
         pl = QVBoxLayout(page_box)
         pl.setContentsMargins(0, 0, 0, 0)
@@ -398,6 +400,7 @@ class WikiView(QWidget):
         self._page_actions(False)
         self.search.clear()
         self._suggestions.setStringList([])
+        self._shown_values.clear()
         self.search.completer().popup().hide()
         self.results.clear()
         self.tree.clear()
@@ -741,8 +744,6 @@ class WikiView(QWidget):
             if page is None:
                 self.status.emit("This page is gone (deleted or rebuilt meanwhile); choose it again from the list.")
                 return
-            from runtime_host.safety.policy import reversible_placeholders
-
             restore = self.pod.restore_redactions
             self.editor.setPlainText(restore(page.body))  # the owner's own values
             self._editing = (scope, slug)
@@ -777,8 +778,6 @@ class WikiView(QWidget):
         if not body:
             self.status.emit("Not saved: the page would be empty. Type its text, or Cancel.")
             return
-        from runtime_host.safety.policy import keep_placeholders
-
         # The owner's values the editor showed go back as their placeholders: memory would redact them again, for
         # good (a card kept as "[CARD_1]" no one can read back), though only another line was corrected.
         body = keep_placeholders(body, self._edit_restored)
@@ -832,22 +831,31 @@ class WikiView(QWidget):
 
         async def suggest() -> None:
             hits = await self._mem(lambda: self.pod.memory.typeahead(text.strip(), scopes=self.pod.person_scopes(), k=8))
+            titles = [h.title for h in hits if h.title]
+            self._shown_values.update(self._values_in(titles))
             restore = self.pod.restore_redactions  # the person's own titles: their redacted values put back
-            self._suggestions.setStringList([restore(h.title) for h in hits if h.title])
+            self._suggestions.setStringList([restore(t) for t in titles])
 
         self._show(suggest())
+
+    def _values_in(self, texts: list[str]) -> dict[str, str]:
+        """The person's own values behind the reversible placeholders in ``texts`` (what the view shows them)."""
+        return {ph: self.pod.restore_redactions(ph) for t in texts for ph in reversible_placeholders(t)}
 
     def _on_suggestion(self, title: str) -> None:
         self.search.setText(title)
         self._on_search()
 
     def _on_search(self) -> None:
-        query = self.search.text().strip()
+        # A value shown in a suggestion or result is searched as the placeholder memory holds: the index matches
+        # it, and a redacted card never goes to the provider that embeds the question.
+        query = keep_placeholders(self.search.text().strip(), self._shown_values)
         if not query:
             return
 
         async def go() -> None:
             hits = await self.pod.memory_search(query, k=20)
+            self._shown_values.update(self._values_in([f"{h.title} {h.snippet}" for h in hits]))
             restore = self.pod.restore_redactions  # the person's own results: their redacted values put back
             self.results.clear()
             for h in hits:

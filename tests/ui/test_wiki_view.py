@@ -1204,3 +1204,24 @@ def test_a_page_clicked_while_an_answer_is_coming_is_not_replaced_by_it(qtbot, q
         assert w.wiki.current is None and not w.wiki.edit.isEnabled(), \
             f"the answer is shown but Edit/Verified act on the hidden page {w.wiki.current}"
     assert "Orchids for Clara" in shown, "the page clicked last was replaced by the earlier question's answer"
+
+
+def test_a_suggestion_showing_the_persons_card_searches_by_its_placeholder(qtbot, qloop, ui_pod, script,
+                                                                           fake_model) -> None:
+    """Typeahead shows the person their own card; picking that suggestion searched for the card's digits: the
+    index (holding the placeholder) matched none of them, and the card memory had redacted went to the provider
+    chosen for search by meaning. The search now asks with the placeholder the suggestion stands for."""
+    placeholder = remembered_card(qloop, ui_pod, script)
+    ui_pod.set_role_model("embedding", "fake/fake-embed")
+    qloop.wait_until(lambda: not (ui_pod.embedding_status() or {}).get("running"), timeout=30, what="re-embedding")
+    w = wiki_window(qtbot, ui_pod)
+    w.wiki._on_typed("orchid shop")
+    qloop.wait_until(lambda: w.wiki._suggestions.stringList(), what="a suggestion")
+    shown = next(t for t in w.wiki._suggestions.stringList() if CARD in t)
+    w.wiki._on_suggestion(shown)
+    qloop.wait_until(lambda: w.wiki.results.count() > 0 and not w.wiki._tasks, what="the results")
+    assert w.wiki.search.text() == shown  # the person still reads their card in the search box
+    assert CARD in w.wiki.results.item(0).text(), _results_shown(w)
+    sent = " ".join(fake_model.embedded)
+    assert placeholder in sent or "orchid" in sent, "the question went to no provider: the test would prove nothing"
+    assert "4111" not in sent, "the card memory redacted was sent to the embedding provider"
