@@ -41,7 +41,7 @@ from app.folders_view import FoldersView
 from app.markdown import STYLE, render
 from app.memory_status import IngestPanel
 from app.when import local_time
-from runtime_host.safety.policy import keep_placeholders, reversible_placeholders
+from runtime_host.safety.policy import MappingStoreFailed, keep_placeholders, reversible_placeholders
 
 # Events after which what the Wiki page shows (pages, Held back, the empty state) may have changed.
 MEMORY_CHANGED = ("memory.produced", "memory.ingested", "memory.quarantined", "memory.remembered", "folders.changed")
@@ -790,7 +790,8 @@ class WikiView(QWidget):
                 return None
             if (page.body, page.citations) != base:
                 return "changed"  # an ingest rewrote it meanwhile: the person's [n] may now name other sources
-            fixed = dataclasses.replace(page, body=body, verified=True)
+            # a value typed anew: kept for its owner to read back, not lost to "[CARD_1]"
+            fixed = dataclasses.replace(page, body=self.pod.redact_own(body), verified=True)
             unknown = [n for n in fixed.cited_numbers() if n not in fixed.citations]
             if unknown:
                 return unknown
@@ -799,7 +800,7 @@ class WikiView(QWidget):
         async def go() -> None:
             try:
                 done = await self._mem(write)
-            except (OSError, ValueError) as exc:  # the disk, or a citation memory refuses
+            except (OSError, ValueError, MappingStoreFailed) as exc:  # the disk, a citation refused, the vault
                 self.status.emit(f"Not saved: {exc} Your text is still in the editor: fix it and Save again, or Cancel.")
                 return
             if done is None:

@@ -271,6 +271,9 @@ class PersonPod:
     def restore_redactions(self, text: str) -> str:
         return self.pod.restore_redactions(self.person_id, text)
 
+    def redact_own(self, text: str) -> str:
+        return self.pod.redact_own(self.person_id, text)
+
     # -- memory
     def person_scopes(self) -> list[str]:
         return self.pod.person_scopes(self.person_id)

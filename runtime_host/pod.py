@@ -489,16 +489,29 @@ class Pod:
         from runtime_host.safety.policy import decide
 
         policy = self.safety_policy(agent_id, agent_name)
-
-        def keep_mapping(mapping_id: str, mapping: dict[str, str]) -> None:
-            self.vault_for(person_id).set(f"redactions/{mapping_id}", json.dumps(mapping))
-
+        keep_mapping = self._mapping_store(person_id)
         d = decide(phase, text, policy, context=context, mapping_store=keep_mapping if policy.reversible else None)
         if d.findings or d.action.value != "allowed":
             self.audit(person_id=person_id, agent=agent_name, kind="gate", phase=phase, action=d.action.value,
                        rule=d.rule, summary=d.message,
                        detail={k: v for k, v in d.event.items() if k in ("detectors", "kinds", "chars", "context")})
         return d
+
+    def _mapping_store(self, person_id: str) -> Any:
+        """Where a reversible redaction's mapping is kept: the person's vault, never a file in plain text."""
+
+        def keep_mapping(mapping_id: str, mapping: dict[str, str]) -> None:
+            self.vault_for(person_id).set(f"redactions/{mapping_id}", json.dumps(mapping))
+
+        return keep_mapping
+
+    def redact_own(self, person_id: str, text: str) -> str:
+        """Text the person wrote into memory themself (a page they correct), its personal data redacted as memory
+        redacts everything, but reversibly: they read their own values back; agents and others see placeholders."""
+        from runtime_host.safety.policy import Policy, decide
+
+        policy = Policy(agent="memory", reversible=True)
+        return decide("memory_write", text, policy, mapping_store=self._mapping_store(person_id)).text
 
     def restore_redactions(self, person_id: str, text: str) -> str:
         """The owner's own view of reversibly redacted text (never given to an agent or another person)."""

@@ -1225,3 +1225,33 @@ def test_a_suggestion_showing_the_persons_card_searches_by_its_placeholder(qtbot
     sent = " ".join(fake_model.embedded)
     assert placeholder in sent or "orchid" in sent, "the question went to no provider: the test would prove nothing"
     assert "4111" not in sent, "the card memory redacted was sent to the embedding provider"
+
+
+def test_a_card_typed_in_a_correction_is_kept_for_its_owner_alone(qtbot, qloop, ui_pod, home) -> None:
+    """The person types their new card into a page of the household's: memory keeps no card as typed, and it was
+    redacted for good ("[CARD_1]"), so they could never read back what they had just saved. Now it is kept
+    reversibly for them (the file and the index hold a placeholder); another person reads the placeholder."""
+    new_card = "5555 5555 5555 4444"
+    sid = qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.add_source(
+        "The household pays the orchid shop by card.", scope="public")))
+    qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.write_page(
+        Page(title="Bills", scope="public", category="home", citations={1: sid},
+             body="- The orchid shop is paid by card [1]"), author="agent:wiki-writer")))
+    w = wiki_window(qtbot, ui_pod)
+    qloop.run(w.wiki.open_page("public", "Bills"))
+    w.wiki.edit.click()
+    qloop.wait_until(lambda: w.wiki.page_stack.currentIndex() == 1, what="the editor")
+    w.wiki.editor.setPlainText(f"- The orchid shop is paid with my card {new_card} [1]")
+    w.wiki.save_edit.click()
+    qloop.wait_until(lambda: "Correction saved" in w.statusBar().currentMessage(), what="the save")
+    stored = ui_pod.memory.read_page("public", "bills").body
+    assert "5555" not in stored and re.search(r"\[CARD_1#[0-9a-f]{16}\]", stored), stored
+    assert not [p for p in home.rglob("*") if p.is_file() and b"5555 5555" in p.read_bytes()]
+    qloop.run(w.wiki.open_page("public", "Bills"))
+    assert f"paid with my card {new_card} [1]" in w.wiki.page.toPlainText()
+    ui_pod.add_person("Bob")
+    w.refresh_people()
+    assert w.switch_person("Bob")
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the wiki to load for Bob")
+    qloop.run(w.wiki.open_page("public", "bills"))
+    assert "CARD_1" in w.wiki.page.toPlainText() and "5555" not in w.wiki.page.toPlainText()
