@@ -233,3 +233,26 @@ def test_a_forked_child_marks_its_keyword_writes_as_its_own() -> None:
     theirs = os.read(read, 4096).decode()
     os.close(read)
     assert theirs.startswith("keywords_pending:") and f":{pid}:" in theirs and theirs != mine
+
+
+def test_a_deleted_sources_words_leave_the_keyword_index_at_once(tmp_path) -> None:
+    """The keyword index only marked a deleted source deleted: its words stayed in the term list of its segment
+    (counted by anyone who opens the index, also after a restart) while another source stored with it lived on,
+    until the nightly pass rebuilt the index. A byte search missed them only because that list is compressed."""
+    from wiki_engine import open_memory
+    from wiki_engine.index import stems
+
+    root = tmp_path / "m"
+    word = stems("quokka7731")[0]
+    with open_memory(root, embedder=None) as mem:
+        kept, secret = mem.add_items([  # one batch, one commit: both in the same segment of the keyword index
+            Item(text="Alice: The garden bench needs paint.", scope="private/alice", ts=1e9, key="a"),
+            Item(text="Alice: My bank PIN is quokka7731, keep it safe.", scope="private/alice", ts=1e9 + 60, key="b")])
+        assert mem.index("private/alice").searcher.doc_freq("body", word) == 1
+        mem.delete_source(secret)
+        assert mem.index("private/alice").searcher.doc_freq("body", word) == 0
+        assert [h.id for h in mem.search("garden bench", scopes=Viewer("alice"), mode="keyword")] == [kept]
+    with open_memory(root, embedder=None) as mem:  # and in the files a restart reads
+        assert mem.index("private/alice").searcher.doc_freq("body", word) == 0
+        assert mem.index("private/alice").searcher.doc_freq("ctx", word) == 0
+        assert [h.id for h in mem.search("garden bench", scopes=Viewer("alice"), mode="keyword")] == [kept]
