@@ -82,7 +82,15 @@ _TEXT_DECODER.scan_once = json.scanner.py_make_scanner(_TEXT_DECODER)
 
 def loads_text(raw: str | bytes) -> Any:
     """``json.loads`` for JSON from outside (a model, a worker): a "\\ud800"-style escape of a lone surrogate, which
-    no UTF-8 store, pipe or hash can take, comes back as U+FFFD instead of failing whatever writes it next."""
+    no UTF-8 store, pipe or hash can take, comes back as U+FFFD instead of failing whatever writes it next; so does
+    each byte of an answer that is not UTF-8 (a server's "caf\\xe9")."""
+    try:
+        return _loads(raw)
+    except UnicodeDecodeError:
+        return _loads(raw.decode("utf-8", "replace"))  # type: ignore[union-attr]
+
+
+def _loads(raw: str | bytes) -> Any:
     if not any(m in raw for m in ((b"\\ud", b"\\uD") if isinstance(raw, bytes) else ("\\ud", "\\uD"))):
         return json.loads(raw)  # only an escape can make a surrogate: without one the fast parser is exact
     text = raw if isinstance(raw, str) else raw.decode("utf-8")

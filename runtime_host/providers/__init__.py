@@ -13,6 +13,8 @@ Imported by the worker only after it is ready (httpx is not cheap to import).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,6 +72,24 @@ class Route:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Route:
         return cls(d["provider"], d["kind"], d.get("base_url") or "", d.get("model") or "", d.get("key"))
+
+
+@contextmanager
+def wire_shape(provider: str, what: str) -> Iterator[None]:
+    """Reading a decoded answer: a value of the wrong kind (a string where an object belongs, a number for text)
+    is a malformed answer, told as such, not an error from deep inside the reader."""
+    try:
+        yield
+    except (AttributeError, TypeError, KeyError, IndexError):
+        raise ProviderError("malformed", f"Provider {provider!r} answered with {what}. Try again, or pick another "
+                            "model.") from None
+
+
+def text_part(value: Any) -> str:
+    """A piece of an answer's text: a string, or nothing (None); anything else is not an answer (TypeError)."""
+    if value is None or isinstance(value, str):
+        return value or ""
+    raise TypeError(f"text of type {type(value).__name__}")
 
 
 def truncated(provider: str) -> ProviderError:

@@ -24,7 +24,9 @@ from runtime_host.providers import (
     Route,
     TextDelta,
     ToolCall,
+    text_part,
     truncated,
+    wire_shape,
 )
 from runtime_host.providers.http import bounded_body, bounded_lines, open_stream, stream_error
 from runtime_host.providers.openai_compat import parse_arguments
@@ -128,12 +130,16 @@ class AnthropicStreamParser:
             ) from None
         if not isinstance(ev, dict):
             raise ProviderError("malformed", f"Provider {self.provider!r} sent a stream event that is not an object.")
+        with wire_shape(self.provider, "a stream event that is not a Messages API event"):
+            return self._event(ev)
+
+    def _event(self, ev: dict[str, Any]) -> list[ProviderEvent]:
         t = ev.get("type")
         if t == "content_block_delta":
             delta = ev.get("delta") or {}
             dt = delta.get("type")
             if dt == "text_delta":
-                text = delta.get("text") or ""
+                text = text_part(delta.get("text"))
                 return [TextDelta(text)] if text else []
             if dt == "input_json_delta":
                 block = self._blocks.get(ev.get("index", 0))
@@ -150,7 +156,7 @@ class AnthropicStreamParser:
                     "id": block.get("id") or "", "name": block.get("name") or "", "json": [], "input": block.get("input"),
                 }
             elif block.get("type") == "text" and block.get("text"):
-                return [TextDelta(block["text"])]
+                return [TextDelta(text_part(block["text"]))]
             return []
         if t == "content_block_stop":
             block = self._blocks.pop(ev.get("index", 0), None)
@@ -201,23 +207,26 @@ def events_from_message(provider: str, model: str, raw: bytes) -> Iterator[Provi
     """A non-streamed Messages answer ({"type": "message", "content": [...]}) as internal events."""
     try:
         obj = loads_text(raw)
-        blocks = obj["content"]
-        if obj.get("type") == "error":
+    except json.JSONDecodeError:
+        obj = None
+    events: list[ProviderEvent] = []
+    with wire_shape(provider, "a body that is not a Messages API message"):
+        blocks = obj["content"]  # type: ignore[index]
+        if obj.get("type") == "error":  # type: ignore[union-attr]
             raise KeyError("error")
-    except (json.JSONDecodeError, KeyError, TypeError):
-        raise ProviderError(
-            "malformed", f"Provider {provider!r} answered with a body that is not a Messages API message."
-        ) from None
-    calls = 0
-    for b in blocks or []:
-        if b.get("type") == "text" and b.get("text"):
-            yield TextDelta(b["text"])
-        elif b.get("type") == "tool_use":
-            calls += 1
-            args = b.get("input")
-            yield ToolCall(b.get("id") or f"toolu_{calls}", b.get("name") or "", args if isinstance(args, dict) else {})
-    stop = obj.get("stop_reason") or ""
-    yield Finished(_STOP_REASONS.get(stop, stop or "stop"), obj.get("model") or model, obj.get("usage") or {})
+        calls = 0
+        for b in blocks or []:
+            if b.get("type") == "text" and b.get("text"):
+                events.append(TextDelta(text_part(b["text"])))
+            elif b.get("type") == "tool_use":
+                calls += 1
+                args = b.get("input")
+                events.append(ToolCall(b.get("id") or f"toolu_{calls}", text_part(b.get("name")),
+                                       args if isinstance(args, dict) else {}))
+        stop = obj.get("stop_reason") or ""  # type: ignore[union-attr]
+        events.append(Finished(_STOP_REASONS.get(stop, stop or "stop"), obj.get("model") or model,  # type: ignore[union-attr]
+                               obj.get("usage") or {}))  # type: ignore[union-attr]
+    yield from events
 
 
 class AnthropicProvider:

@@ -33,7 +33,9 @@ from runtime_host.providers import (
     Route,
     TextDelta,
     ToolCall,
+    text_part,
     truncated,
+    wire_shape,
 )
 from runtime_host.providers.anthropic import is_error_result
 from runtime_host.providers.http import bounded_body, bounded_lines, open_stream, stream_error
@@ -180,6 +182,10 @@ class GeminiStreamParser:
         return self._response(obj)
 
     def _response(self, obj: dict[str, Any]) -> list[ProviderEvent]:
+        with wire_shape(self.provider, "a response that is not a Gemini response"):
+            return self._read(obj)
+
+    def _read(self, obj: dict[str, Any]) -> list[ProviderEvent]:
         if "error" in obj:
             raise stream_error(self.provider, obj["error"])
         if obj.get("usageMetadata"):
@@ -199,7 +205,7 @@ class GeminiStreamParser:
         for part in (cand.get("content") or {}).get("parts") or []:
             if part.get("thought"):
                 continue  # thought summaries, only sent when asked for
-            text = part.get("text")
+            text = text_part(part.get("text"))
             if text:
                 events.append(TextDelta(text))
             fc = part.get("functionCall")

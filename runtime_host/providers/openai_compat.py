@@ -19,7 +19,9 @@ from runtime_host.providers import (
     Route,
     TextDelta,
     ToolCall,
+    text_part,
     truncated,
+    wire_shape,
 )
 from runtime_host.providers.http import bounded_body, bounded_lines, open_stream, stream_error
 from runtime_host.providers.sse import iter_sse
@@ -87,13 +89,17 @@ class OpenAIStreamParser:
             raise ProviderError("malformed", f"Provider {self.provider!r} sent a stream chunk that is not an object.")
         if "error" in chunk:
             raise stream_error(self.provider, chunk["error"])
+        with wire_shape(self.provider, "a stream chunk that is not a chat completion chunk"):
+            return self._chunk(chunk)
+
+    def _chunk(self, chunk: dict[str, Any]) -> list[ProviderEvent]:
         self.model = chunk.get("model") or self.model
         if chunk.get("usage"):
             self._usage = chunk["usage"]
         events: list[ProviderEvent] = []
         for choice in chunk.get("choices") or []:
             delta = choice.get("delta") or {}
-            text = delta.get("content")
+            text = content_text(delta.get("content"))
             if text:
                 events.append(TextDelta(text))
             for frag in delta.get("tool_calls") or []:
@@ -128,8 +134,18 @@ class OpenAIStreamParser:
         return self._finish_events()
 
 
+def content_text(content: Any) -> str:
+    """A message's (or delta's) content: a string, or the text of its parts ([{"type": "text", "text": ...}], as
+    some compatible servers send it). Anything else is not an answer (TypeError)."""
+    if isinstance(content, list):
+        return "".join(text_part(p.get("text")) for p in content if p.get("type") in ("text", "output_text"))
+    return text_part(content)
+
+
 def parse_arguments(provider: str, call: dict[str, Any]) -> dict[str, Any]:
     raw = call["arguments"] or "{}"
+    if isinstance(raw, dict):  # some compatible servers send the arguments as an object, not as its JSON text
+        return raw
     try:
         args = loads_text(raw)
     except json.JSONDecodeError:
@@ -180,18 +196,21 @@ class OpenAICompatProvider:
         yield from parser.close()
 
     def _from_json(self, raw: bytes) -> Iterator[ProviderEvent]:
+        events: list[ProviderEvent] = []
         try:
             obj = loads_text(raw)
-            msg = obj["choices"][0]["message"]
-        except (json.JSONDecodeError, KeyError, IndexError, TypeError):
-            raise ProviderError(
-                "malformed", f"Provider {self.route.provider!r} answered with a body that is not a chat completion."
-            ) from None
-        if msg.get("content"):
-            yield TextDelta(msg["content"])
-        for i, tc in enumerate(msg.get("tool_calls") or []):
-            fn = tc.get("function") or {}
-            call = {"id": tc.get("id") or f"call_{i}", "name": fn.get("name", ""), "arguments": fn.get("arguments", "")}
-            yield ToolCall(call["id"], call["name"], parse_arguments(self.route.provider, call))
-        finish = obj["choices"][0].get("finish_reason") or "stop"
-        yield Finished(finish, obj.get("model") or self.route.model, obj.get("usage") or {})
+        except json.JSONDecodeError:
+            obj = None
+        with wire_shape(self.route.provider, "a body that is not a chat completion"):
+            msg = obj["choices"][0]["message"]  # type: ignore[index]
+            text = content_text(msg["content"] if "content" in msg else None)
+            if text:
+                events.append(TextDelta(text))
+            for i, tc in enumerate(msg.get("tool_calls") or []):
+                fn = tc.get("function") or {}
+                call = {"id": tc.get("id") or f"call_{i}", "name": text_part(fn.get("name")),
+                        "arguments": fn.get("arguments", "")}
+                events.append(ToolCall(call["id"], call["name"], parse_arguments(self.route.provider, call)))
+            finish = obj["choices"][0].get("finish_reason") or "stop"  # type: ignore[index]
+            events.append(Finished(finish, obj.get("model") or self.route.model, obj.get("usage") or {}))  # type: ignore[union-attr]
+        yield from events

@@ -293,3 +293,48 @@ def test_loopback_only_switch_refuses_real_vendor_addresses() -> None:
     with pytest.raises(ProviderError) as exc:
         list(open_provider(route).stream([{"role": "user", "content": "hi"}], []))
     assert exc.value.kind == "forbidden" and "HEARTH_LOOPBACK_ONLY" in str(exc.value)
+
+
+# A whole JSON answer of the wrong shape: one message line for the person, never a Python error from deep inside.
+ODD_SHAPES = {
+    "openai": [b'{"choices": [{"message": "[]", "finish_reason": "stop"}]}',
+               b'{"choices": [{"message": {"role": "assistant", "content": 7}}]}',
+               b'{"choices": [{"message": {"role": "assistant", "content": "", "tool_calls": ["x"]}}]}',
+               b'{"choices": ["x"]}'],
+    "anthropic": [b'{"type": "message", "content": ["x"], "stop_reason": "end_turn"}',
+                  b'{"type": "message", "content": 5}',
+                  b'{"type": "message", "content": [{"type": "text", "text": 5}]}'],
+    "gemini": [b'{"candidates": ["x"]}', b'{"candidates": [{"content": "x"}]}',
+               b'{"candidates": [{"content": {"parts": ["x"]}}]}'],
+}
+# The same answer in each wire with bytes that are not UTF-8 inside its text ("caf\xe9"): read, not a crash.
+NOT_UTF8 = {
+    "openai": b'{"choices": [{"message": {"role": "assistant", "content": "caf\xe9 ok"}, "finish_reason": "stop"}]}',
+    "anthropic": b'{"type": "message", "content": [{"type": "text", "text": "caf\xe9 ok"}], "stop_reason": "end_turn"}',
+    "gemini": b'{"candidates": [{"content": {"parts": [{"text": "caf\xe9 ok"}]}, "finishReason": "STOP"}]}',
+}
+
+
+@pytest.mark.parametrize("streaming", [True, False])
+def test_a_whole_answer_of_the_wrong_shape_is_a_malformed_answer(run, server: FakeModelServer, streaming: bool) -> None:
+    """A server answering 200 with a message that is a string, a number for text or a list of strings for parts
+    ended in AttributeError/TypeError deep inside the provider (a traceback in `memory ingest`, "'str' object has no
+    attribute 'get'" in the window, and one person's broken model stopped the others' memory runs)."""
+    for body in ODD_SHAPES[server.wire]:
+        with pytest.raises(ProviderError) as exc:
+            run([Raw(body, "application/json")], streaming=streaming)
+        assert exc.value.kind == "malformed" and "not a" in str(exc.value), (body, exc.value)
+
+
+def test_an_answer_with_bytes_that_are_not_utf8_is_read(run, server: FakeModelServer) -> None:
+    events = run([Raw(NOT_UTF8[server.wire], "application/json")], streaming=False)
+    assert text_of(events) == "caf\ufffd ok"
+
+
+def test_an_openai_answer_in_content_parts_is_read_as_its_text() -> None:
+    """Some OpenAI-compatible servers give the message's content as a list of parts ([{"type": "text", ...}])."""
+    body = json.dumps({"choices": [{"message": {"role": "assistant", "content": [
+        {"type": "text", "text": "Lisbon "}, {"type": "text", "text": "on 4 May."}]}, "finish_reason": "stop"}]})
+    with FakeModelServer(Script([Raw(body.encode(), "application/json")]), wire="openai") as srv:
+        events = list(open_provider(route_for(srv, key=None)).complete([{"role": "user", "content": "hi"}], []))
+    assert text_of(events) == "Lisbon on 4 May."
