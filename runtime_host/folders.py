@@ -552,6 +552,7 @@ class FolderDB:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA secure_delete=ON")  # a removed file's status (it may quote the file) is overwritten
         self._db.executescript(_SCHEMA)
         if "again" not in {r[1] for r in self._db.execute("PRAGMA table_info(files)")}:
             # a folders.db of an earlier Hearth: every file it did not index is read once more
@@ -574,6 +575,11 @@ class FolderDB:
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
+
+    def purge(self) -> None:
+        """What was deleted leaves the write-ahead log too (cut to nothing unless a reader holds it)."""
+        with self._lock:
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def close(self) -> None:
         with self._lock:
@@ -691,6 +697,7 @@ class WatchedFolders:
         await self._drop_held(folder)
         self.db.q("DELETE FROM files WHERE folder_id=?", (folder.id,))
         self.db.q("DELETE FROM folders WHERE id=?", (folder.id,))
+        self.db.purge()
         self.running.pop(folder.id, None)
         self.pod.emit({"type": "folders.changed", "person": folder.person_id, "folder": folder.id})
         return {"path": folder.path, "sources_deleted": deleted}
@@ -746,6 +753,7 @@ class WatchedFolders:
             self.db.q("DELETE FROM folders WHERE id=?", (fid,))
             self.running.pop(fid, None)
         if ids:
+            self.db.purge()
             self.pod.emit({"type": "folders.changed", "person": person_id, "folder": ""})
         return len(ids)
 
@@ -958,6 +966,7 @@ class WatchedFolders:
     async def _store(self, folder: Folder, scope: str, batch: _Batch, known: dict[str, _Known],
                      decide: Callable[[list[Any]], list[Any]], rep: ScanReport) -> None:
         from wiki_engine import Item
+        from wiki_engine.guard import held_because
 
         now = time.time()
         items: list[Any] = []
@@ -1027,7 +1036,9 @@ class WatchedFolders:
                     notes.append(_held_note(len(held_now), why))
                     self.pod.audit(person_id=folder.person_id, agent=None, kind="memory", phase="memory_write",
                                    action="quarantined", rule="memory.instruction_filter",
-                                   summary=f"an imported file was held back: {r.rel}: {why}", detail={"file": r.rel})
+                                   summary=f"an imported file was held back: {r.rel}: it {held_because(why)} (review "
+                                   "it in Wiki → Held back)",
+                                   detail={"file": r.rel})
                 if r.dropped:
                     notes.append(f"{len(r.dropped)} message(s) skipped ({r.dropped[0]})")
                 if not sids:

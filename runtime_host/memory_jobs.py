@@ -563,6 +563,7 @@ def mail_items(pod: Any, account: Any, since: Any) -> list[Any]:
 
 async def produce(pod: Any) -> list[dict[str, Any]]:
     """Pulls new chat and mail of every person into the memory inbox (keep or skip), then summaries."""
+    from wiki_engine.guard import held_because
     from wiki_engine.pipeline import producer_steps
 
     reports = []
@@ -591,7 +592,8 @@ async def produce(pod: Any) -> list[dict[str, Any]]:
             for key, reason in rep.quarantined:
                 pod.audit(person_id=pid, agent=None, kind="memory", phase="memory_write", action="quarantined",
                           rule="memory.instruction_filter",
-                          summary=f"a {origin.split(':')[0]} item was held back: {reason}", detail={"item": key})
+                          summary=f"a {origin.split(':')[0]} item was held back: it {held_because(reason)} (review it "
+                          "in Wiki → Held back)", detail={"item": key})
             total["pulled"] += rep.pulled
             total["kept"] += len(rep.kept)
             if origin.startswith("mail:"):
@@ -648,9 +650,12 @@ async def _summarize_for(pod: Any, person: Any, internal: set[str], made: dict[s
     def clean(text: str) -> str:
         return redact(text, scope)
 
-    # What the person forgot is never summarised again: only messages after that count.
-    since = await pod.in_memory_thread(lambda s=scope: pod.memory.forgotten_at(s))
+    # What the person forgot (all of it, or what one agent learned) is never summarised again: only messages
+    # after that count.
+    forgot_all = await pod.in_memory_thread(lambda s=scope: pod.memory.forgotten_at(s))
     for inst, _ in pod.store.list_agents(person.id):
+        since = max(forgot_all, await pod.in_memory_thread(
+            lambda i=inst: pod.memory.forgotten_at(f"agent/{person.id}/{i.id}")))
         for conv in pod.store.list_conversations(inst.id):
             msgs = [m for m in pod.store.list_messages(conv.id)
                     if m.role in ("user", "assistant") and m.turn_id not in internal and m.created_at > since]
@@ -666,7 +671,8 @@ async def _summarize_for(pod: Any, person: Any, internal: set[str], made: dict[s
             text = await asyncio.to_thread(summarize, route, title, lines, person.name, clean)
             if not text:
                 continue
-            item = Item(text=text, scope=scope, ts=msgs[upto - 1].created_at, key=sid, importance=0.6)
+            item = Item(text=text, scope=scope, ts=msgs[upto - 1].created_at, key=sid, importance=0.6,
+                        owner=person.id, agent=inst.id)  # what forgetting that agent forgets
             # A summary that reads like orders (the person quoted some) is held for them like any note; the
             # run goes on for everyone else.
             got = await pod.in_memory_thread(lambda it=item, i=sid: None if pod.memory.is_forgotten(it) else

@@ -241,8 +241,20 @@ class MemoryHost:
                        detail={"quarantine_id": qid, "scope": q.scope})
 
     async def memory_forget_agent(self, person_id: str, name: str) -> int:
+        """Everything one agent learned, and memory's summaries of the person's conversations with it (those
+        written before summaries named their agent are found by their conversation)."""
         inst, _ = self.pod.find_agent(person_id, name)
-        return await self.in_memory_thread(lambda: self.memory.forget_agent(inst.person_id, inst.id))
+        scope = f"private/{inst.person_id}"
+        summaries = [f"summary-{c.id}-" for c in self.pod.store.list_conversations(inst.id)]
+
+        def forget() -> int:
+            n = self.memory.forget_agent(inst.person_id, inst.id)
+            older = self.memory.sources_by_key(scope, (), summaries)
+            self.memory.delete_sources(older)
+            self.memory.drop_held(scope, summaries)
+            return n + len(older)
+
+        return await self.in_memory_thread(forget)
 
     async def delete_conversation_and_forget(self, person_id: str, conversation_id: str) -> int:
         """Deletes a conversation and what memory learned from it: the sources the producer made of its messages

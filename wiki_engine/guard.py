@@ -209,6 +209,13 @@ def as_read(text: str) -> str:
                      if _NON_LATIN.search(m.group()) and _LATIN.search(m.group()) else m.group(), text)
 
 
+def held_because(reason: str) -> str:
+    """A held item's reason (``Verdict.reason``) without its quote of the item: "tries to override the assistant's
+    instructions". For records that outlive the item (the activity log), so deleting it leaves none of its words."""
+    reason = reason.removeprefix("Quarantined:").strip().removeprefix("the item ")
+    return reason.partition(" (\u201c")[0].rstrip(".")
+
+
 def check_instructions(text: str) -> Verdict:
     """Checks one item's text for attempts to give the assistant orders (as a person would read it: ``as_read``)."""
     text = as_read(text)

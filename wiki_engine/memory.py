@@ -709,13 +709,18 @@ class Memory:
                     out[(scope, key)] = status  # the latest judgement wins
         return out
 
-    def sources_by_key(self, scope: str, keys: Sequence[str]) -> list[str]:
-        """The ids of the sources of ``scope`` stored from items with these origin keys (an inbox's mail, say)."""
+    def sources_by_key(self, scope: str, keys: Sequence[str], key_starts: Sequence[str] = ()) -> list[str]:
+        """The ids of the sources of ``scope`` stored from items with these origin keys (an inbox's mail, say), or
+        keys beginning with one of ``key_starts`` (a conversation's summaries)."""
         sc, found = str(Scope.parse(scope)), []
         for part in range(0, len(keys), 500):
             chunk = list(keys[part:part + 500])
             found += [str(r[0]) for r in self.catalog.query(
                 f"SELECT id FROM sources WHERE scope=? AND item_key IN ({','.join('?' * len(chunk))})", (sc, *chunk))]
+        for st in key_starts:
+            found += [str(r[0]) for r in self.catalog.query(
+                "SELECT id FROM sources WHERE scope=? AND item_key >= ? AND item_key < ?",
+                (sc, st, st[:-1] + chr(ord(st[-1]) + 1)))]
         return found
 
     def held_status(self, scope: str, key: str) -> str | None:
@@ -725,14 +730,17 @@ class Memory:
         return str(rows[0][0]) if rows else None
 
     def drop_held(self, scope: str, key_starts: Sequence[str]) -> int:
-        """Deletes every held (or judged) item of ``scope`` whose key starts with one of ``key_starts``: its origin
-        is gone (a watched file deleted, its folder removed). Returns how many."""
-        n = 0
+        """Deletes every held (or judged) item of ``scope`` whose key starts with one of ``key_starts``, and the
+        extraction model's reasons for skipping them (which may quote them): their origin is gone (a watched file
+        deleted, its folder or inbox removed). Returns how many held items."""
+        n = skipped = 0
         with self.catalog.tx(immediate=True) as db:
             for start in key_starts:
-                n += db.execute("DELETE FROM quarantine WHERE scope=? AND item_key >= ? AND item_key < ?",
-                                (str(Scope.parse(scope)), start, start[:-1] + chr(ord(start[-1]) + 1))).rowcount
-        if n:
+                bounds = (str(Scope.parse(scope)), start, start[:-1] + chr(ord(start[-1]) + 1))
+                n += db.execute("DELETE FROM quarantine WHERE scope=? AND item_key >= ? AND item_key < ?", bounds).rowcount
+                skipped += db.execute("DELETE FROM skips WHERE scope=? AND item_key >= ? AND item_key < ?",
+                                      bounds).rowcount
+        if n or skipped:
             self.catalog.purge()
         return int(n)
 
