@@ -218,50 +218,60 @@ def _ranges(text: str, limit: int) -> list[tuple[int, int]]:
     return out
 
 
-def _render_range(items: list[_Item], s: int, e: int) -> str:
-    out: list[str] = []
-    stack: list[tuple[str, str]] = []
-    pos = 0
-    started = False
-    for it in items:
-        if not started and pos >= s and it[0] != "c":
-            started = True
-            out.extend(h for _, h in stack)
-        if it[0] == "t":
-            a, bnd = pos, pos + len(it[1])
-            lo, hi = max(a, s), min(bnd, e)
-            if lo < hi:
-                if not started:
-                    started = True
-                    out.extend(h for _, h in stack)
-                out.append(html.escape(it[1][lo - a:hi - a], quote=False))
-            pos = bnd
-            if pos >= e:
+def _render_all(items: list[_Item], ranges: list[tuple[int, int]]) -> list[str]:
+    """The HTML of each range of the visible text, in one pass over the items: each message reopens the tags open
+    at its start and closes those open at its end (a message used to walk every item from the first: a long answer
+    of short bold words took minutes)."""
+    parts: list[str] = []
+    i, pos, stack = 0, 0, []  # where the next range starts reading: an item, its offset, the tags open before it
+    for s, e in ranges:
+        out: list[str] = []
+        st, p, k = list(stack), pos, i
+        started = False
+        while k < len(items):
+            it = items[k]
+            if not started and p >= s and it[0] != "c":
+                started = True
+                out.extend(h for _, h in st)
+            k += 1
+            if it[0] == "t":
+                a, bnd = p, p + len(it[1])
+                lo, hi = max(a, s), min(bnd, e)
+                if lo < hi:
+                    if not started:
+                        started = True
+                        out.extend(h for _, h in st)
+                    out.append(html.escape(it[1][lo - a:hi - a], quote=False))
+                if bnd >= e:  # the last text of this range: the next one starts within it, or after it
+                    i, pos, stack = k - 1, a, list(st)
+                    break
+                p = bnd
+            elif it[0] == "o":
+                if started:
+                    out.append(it[2])
+                st.append((it[1], it[2]))
+            else:
+                if started:
+                    out.append(f"</{it[1]}>")
+                if st:
+                    st.pop()
+        out.extend(f"</{tag}>" for tag, _ in reversed(st))
+        rendered = "".join(out)
+        while True:
+            cleaned = _EMPTY_TAG.sub("", rendered)
+            if cleaned == rendered:
                 break
-        elif it[0] == "o":
-            if started:
-                out.append(it[2])
-            stack.append((it[1], it[2]))
-        else:
-            if started:
-                out.append(f"</{it[1]}>")
-            if stack:
-                stack.pop()
-    out.extend(f"</{tag}>" for tag, _ in reversed(stack))
-    rendered = "".join(out)
-    while True:
-        cleaned = _EMPTY_TAG.sub("", rendered)
-        if cleaned == rendered:
-            return rendered
-        rendered = cleaned
+            rendered = cleaned
+        parts.append(rendered)
+    return parts
 
 
 def to_telegram(markdown: str, limit: int = MESSAGE_LIMIT) -> list[Part]:
     """Converts a markdown answer to Telegram HTML messages, each at most `limit` visible UTF-16 units."""
     b = _build(markdown or "")
     visible = "".join(b.visible)
-    parts = [Part(_render_range(b.items, s, e), visible[s:e]) for s, e in _ranges(visible, limit)]
-    return parts
+    ranges = _ranges(visible, limit)
+    return [Part(h, visible[s:e]) for h, (s, e) in zip(_render_all(b.items, ranges), ranges, strict=True)]
 
 
 def plain_parts(text: str, limit: int = MESSAGE_LIMIT) -> list[str]:

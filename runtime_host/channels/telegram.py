@@ -489,7 +489,9 @@ class TelegramChannel(Channel):
             raise
         if not result.ok:
             return heard + self._plain(f"⚠️ {agent} could not answer: {result.error or 'the turn failed'}")
-        parts = to_telegram(result.text) or [Part("<i>(The agent gave an empty answer.)</i>", "(empty answer)")]
+        # a long answer's markdown takes seconds to read: never on the Pod's event loop
+        parts = await asyncio.to_thread(to_telegram, result.text) or [
+            Part("<i>(The agent gave an empty answer.)</i>", "(empty answer)")]
         return heard + [{"text": p.html, "parse_mode": "HTML", "_plain": p.plain} for p in parts]
 
     def _command(self, link: ChannelLink, cmd: str, arg: str) -> list[dict[str, Any]]:
@@ -615,7 +617,7 @@ class TelegramChannel(Channel):
         markup = self._card_buttons(card)
         kind = {"send": "Approve and send", "handoff": "Hand-off"}.get(card.kind, card.kind.capitalize())
         head = f"<b>Approval needed · {escape(kind)}</b>\n<b>{escape(card.title)}</b>"
-        body = to_telegram(card.body, limit=MESSAGE_LIMIT - 400) if card.body.strip() else []
+        body = await asyncio.to_thread(to_telegram, card.body, MESSAGE_LIMIT - 400) if card.body.strip() else []
         text = head + (f"\n\n{body[0].html}" if body else "")
         if len(body) > 1:
             text += "\n\n<i>(shortened: the whole card is in the app)</i>"
@@ -662,7 +664,7 @@ class TelegramChannel(Channel):
     # -- pushed answers (scheduled runs)
     async def deliver_answer(self, person_id: str, text: str, *, title: str | None = None) -> int:
         markdown = f"**{title}**\n\n{text}" if title else text
-        parts = to_telegram(markdown) or [Part(escape(title or "(empty)"), title or "(empty)")]
+        parts = await asyncio.to_thread(to_telegram, markdown) or [Part(escape(title or "(empty)"), title or "(empty)")]
         links = [lk for lk in self.store.links(CHANNEL, person_id) if lk.push_runs]
         for lk in links:
             self.store.queue_messages(CHANNEL, lk.chat_id,

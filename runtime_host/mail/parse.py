@@ -168,6 +168,7 @@ def header_text(value: Any) -> str:
 # ---- HTML to text --------------------------------------------------------------------------------
 
 _BLOCK = {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "table", "blockquote", "pre", "hr"}
+_CELL = {"td", "th", "dt", "dd"}  # side by side on screen: a space between them, or "Paid with" and a card join
 _SKIP_END = re.compile(r"</(script|style|head|title)\s*>", re.I)  # what a person never reads, up to its end tag
 _TAG_NAME = re.compile(r"<(/?)([a-zA-Z][a-zA-Z0-9:-]*)")
 _IN_TAG = re.compile(r"[^<>\"']*")
@@ -225,6 +226,8 @@ def html_to_text(markup: str) -> str:
         tag = name.group(2).lower()
         if tag in _BLOCK:
             out.append("\n")
+        elif tag in _CELL:
+            out.append(" ")
         elif not name.group(1) and tag in ("script", "style", "head", "title"):
             skip = _SKIP_END.search(markup, at)
             at = skip.end() if skip else len(markup)

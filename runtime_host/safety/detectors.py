@@ -98,7 +98,9 @@ _FILE_EXTENSIONS = frozenset(
 
 @cache
 def _email_re() -> re.Pattern[str]:
-    local = r"[A-Za-z0-9_](?:[A-Za-z0-9_%+'-]|\.(?=[A-Za-z0-9_%+-]))*"
+    # A local part is at most 64 characters (RFC 5321): bounded, a run of "a'a'a'…" without an "@" is read once,
+    # not again from each letter after an apostrophe to its end.
+    local = r"[A-Za-z0-9_](?:[A-Za-z0-9_%+'-]|\.(?=[A-Za-z0-9_%+-])){0,63}"
     domain = r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}"
     return re.compile(rf"(?<![A-Za-z0-9._%+-])({local})@({domain})(?![A-Za-z0-9-]|\.[A-Za-z0-9])")
 
@@ -226,6 +228,12 @@ def _card_brand(d: str) -> str | None:
 _CARD_NEG = re.compile(
     r"(?i)\b(?:order|invoice|tracking|ref|reference|booking|confirmation|parcel|serial|ticket|reservation|gift|imei|isbn|sku|account)\b[^\d]{0,12}$"
 )
+# A word naming a card ("booking, card 4111 …", "order paid with 4111 …"): nearer the number than one of the
+# words above, the number is a card after all.
+_CARD_POS = re.compile(
+    r"(?i)\b(?:card|visa|mastercard|master card|amex|american express|maestro|discover|credit|debit|paid with|pay with)"
+    r"\b[^\d]{0,12}$"
+)
 
 
 def detect_cards(text: str) -> list[Finding]:
@@ -250,7 +258,9 @@ def detect_cards(text: str) -> list[Finding]:
                 start = m.start()
                 end = start + spans[k - 1][1]
                 conf = 0.95
-                if _CARD_NEG.search(text[max(0, start - 40):start]):
+                before = text[max(0, start - 40):start]
+                other, named = _CARD_NEG.search(before), _CARD_POS.search(before)
+                if other and not (named and named.start() > other.start()):
                     conf = 0.35  # "Order no. 4000 ..." : shaped like a card, named as something else
                 out.append(Finding("card", start, end, text[start:end], conf, brand))
                 pos = end  # the groups after a card may start the next one ("4111 1111 1111 1111 5555 5555 ...")
@@ -405,6 +415,7 @@ _STREET_TYPES = (
     "Street|St|Avenue|Ave|Av|Road|Rd|Lane|Ln|Drive|Dr|Boulevard|Blvd|Parkway|Pkwy|Terrace|Ter|Place|Pl|Court|Ct|"
     "Way|Loop|Circle|Cir|Highway|Hwy|Square|Sq|Crescent|Cres|Close|Row|Trail|Trl|Walk|Mews|Gardens|Grove|Hill|Park"
 )
+_PLAIN_STREET_TYPES = "street|avenue|ave|road|rd|lane|boulevard|blvd|parkway|pkwy|terrace|crescent|highway|hwy"
 _CONT_SUFFIX = (
     "straße|strasse|str\\.|weg|gasse|platz|allee|gracht|laan|straat|plein|ring|damm|ufer|kade|steeg|vej|gatan|gata|veien|"
     "väg|vägen|kuja|katu|tie"
@@ -421,12 +432,21 @@ def _address_res() -> dict[str, re.Pattern[str]]:
     uk_post = r"(?: [A-Z]{1,2}\d[A-Z\d]? ?\d[A-Z]{2})"
     ca_tail = r"(?:,? [A-Z]{2} [A-Z]\d[A-Z] ?\d[A-Z]\d)"
     unit = r"(?:,? (?:Apt|Apartment|Suite|Ste|Unit|Flat|Floor|Fl|#)\.? ?[\w\-]+)"
+    # Typed all in small letters ("42 elm street, springfield"): only after a street type that is no everyday
+    # word, ending the phrase, with no small word (the, at, down...) among the names: "5 blocks down the road" and
+    # "3 long road trips" are no addresses.
+    small = r"(?:the|a|an|at|in|on|of|to|by|for|from|and|or|my|our|your|his|her|their|its|this|that|down|up|along|across)"
+    lower = rf"(?!{small}\b)[a-z][a-z'\-]*"
     return {
         "number_first": re.compile(
             rf"(?<![\w.,\-])\d{{1,5}}[A-Za-z]?(?: (?:[NSEW]|North|South|East|West)\.?)? {word}(?: {word}){{0,3}} "
-            rf"(?:{_STREET_TYPES})\b(?!-)"
+            rf"(?i:{_STREET_TYPES})\b(?!-)"
             rf"{unit}?"
             rf"(?:, {city}(?:{us_tail}|{ca_tail}|{uk_post})?)?"
+        ),
+        "small_letters": re.compile(
+            rf"(?<![\w.,\-])\d{{1,5}}[a-z]? {lower}(?: {lower}){{0,2}} (?:{_PLAIN_STREET_TYPES})\b"
+            rf"(?=[ \t]*(?:[,.;:!?)\n]|$))"
         ),
         "name_first": re.compile(
             rf"(?<![\w\-])(?:(?:Via|Viale|Calle|Carrer|Avenida|Rua|Piazza|Plaza|Paseo)(?: (?:de|del|della|da|do|dos|la|las|los))*"
@@ -458,9 +478,7 @@ def _secret_res() -> list[tuple[str, re.Pattern[str], int]]:
     b = r"(?<![A-Za-z0-9_\-])"
     e = r"(?![A-Za-z0-9_\-])"
     return [
-        ("private_key", re.compile(
-            r"-----BEGIN ((?:RSA |EC |DSA |OPENSSH |ENCRYPTED |PGP )?PRIVATE KEY(?: BLOCK)?)-----"
-            r"[\s\S]{16,}?-----END \1-----"), 0),
+        ("private_key", _KEY_BEGIN, 0),  # to its END line: see _private_keys
         ("anthropic_key", re.compile(rf"{b}sk-ant-(?:api|admin|oat)\d{{2}}-[A-Za-z0-9_\-]{{40,}}{e}"), 0),
         ("openrouter_key", re.compile(rf"{b}sk-or-v1-[0-9a-f]{{64}}{e}"), 0),
         ("openai_key", re.compile(rf"{b}sk-(?!ant-|or-)(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{{20,}}{e}"), 0),
@@ -504,10 +522,36 @@ _SECRET_TRIGGERS: tuple[tuple[str, ...], ...] = (
 )
 
 
+_KEY_BEGIN = re.compile(r"-----BEGIN ((?:RSA |EC |DSA |OPENSSH |ENCRYPTED |PGP )?PRIVATE KEY(?: BLOCK)?)-----")
+
+
+def _private_keys(text: str) -> list[tuple[int, int]]:
+    """Each private key block, from its BEGIN line to the first matching END line at least 16 characters on. Read
+    once: a BEGIN with no END of its kind after it is passed over without searching the rest of the text again
+    (a message of BEGIN lines took minutes)."""
+    out: list[tuple[int, int]] = []
+    last_end: dict[str, int] = {}
+    pos = 0
+    while m := _KEY_BEGIN.search(text, pos):
+        end_line = f"-----END {m.group(1)}-----"
+        if end_line not in last_end:
+            last_end[end_line] = text.rfind(end_line)
+        j = text.find(end_line, m.end() + 16) if last_end[end_line] >= m.end() + 16 else -1
+        if j < 0:
+            pos = m.end()
+            continue
+        out.append((m.start(), j + len(end_line)))
+        pos = j + len(end_line)
+    return out
+
+
 def detect_secrets(text: str) -> list[Finding]:
     out: list[Finding] = []
     for (kind, rx, grp), triggers in zip(_secret_res(), _SECRET_TRIGGERS, strict=True):
         if not any(t in text for t in triggers):
+            continue
+        if kind == "private_key":
+            out += [Finding("secret", a, b, text[a:b], 0.99, kind) for a, b in _private_keys(text)]
             continue
         for m in rx.finditer(text):
             start, end = m.span(grp)
@@ -516,7 +560,7 @@ def detect_secrets(text: str) -> list[Finding]:
                 if _PLACEHOLDER.match(value) or len(value) < 3:
                     continue
                 conf = 0.9
-            elif kind in ("private_key", "slack_webhook"):
+            elif kind == "slack_webhook":
                 conf = 0.99
             else:
                 if not _looks_random(value):

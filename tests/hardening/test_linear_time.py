@@ -63,6 +63,18 @@ def _header(text: str) -> None:
     header_text(text)
 
 
+def _detect(text: str) -> None:
+    from runtime_host.safety.detectors import detect
+
+    detect(text)
+
+
+def _telegram(markdown: str) -> None:
+    from runtime_host.channels.markup import to_telegram
+
+    to_telegram(markdown)
+
+
 def _shell_rule(command: str) -> str:
     import tempfile
     from pathlib import Path
@@ -92,10 +104,18 @@ CASES = [
     (_header, "Hello" + " " * 100_000 + "there"),
     # a hostile model's shell command of unclosed "${" (4,000 took 10 s, 8,192 about 80 s in its worker)
     (_shell, "${" * 4_096),
+    # any chat message, mail or memory text through the personal-data check: a run of "a'" before an "@" (16 KB
+    # took 2.6 s, 100 KB over a minute, on the Pod's event loop)
+    (_detect, "a'" * 50_000 + "@"),
+    # a 1 MB message of private key BEGIN lines, each searched to the end for its END line (300 KB took 24 s)
+    (_detect, "-----BEGIN PRIVATE KEY-----" * 37_000),
+    # a model's 1.5 MB answer of short code spans as Telegram messages: each message walked every item from the
+    # first (1 MB took 20 s, now 4 s; the rest is reading the markdown)
+    (_telegram, "`c` " * 375_000),
 ]
 
 
-@pytest.mark.parametrize(("fn", "text"), CASES, ids=[c[0].__name__.strip("_") for c in CASES])
+@pytest.mark.parametrize(("fn", "text"), CASES, ids=[f"{c[0].__name__.strip('_')}-{n}" for n, c in enumerate(CASES)])
 def test_hostile_text_is_read_at_once(fn: Callable[[str], None], text: str) -> None:
     assert finishes(fn, text), f"{fn.__name__} on {len(text):,} characters took over {LIMIT:.0f} s again"
 

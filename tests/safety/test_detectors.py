@@ -181,3 +181,37 @@ def test_import_is_light() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[2])
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("said", [
+    "For the hotel booking, card 4111 1111 1111 1111 expires in May.",
+    "My account card is 4111 1111 1111 1111.",
+    "Order paid with 4111 1111 1111 1111 yesterday.",
+    "my account: visa 4111 1111 1111 1111",
+])
+def test_a_card_named_as_a_card_after_an_order_or_account_is_still_a_card(said: str) -> None:
+    """A word like booking, order or account before a number shaped like a card marks it as a reference number (it
+    is not redacted); a card word nearer the number (card, visa, paid with) names it a card again: these were kept
+    in memory as written."""
+    assert _one(said, "card").confidence >= 0.9
+
+
+def test_a_reference_number_nearer_its_name_than_a_card_word_stays_a_reference() -> None:
+    weak = [f for f in detect("Card order no. 4111 1111 1111 1111", min_confidence=0.0) if f.detector == "card"]
+    assert weak and weak[0].confidence < 0.5
+
+
+@pytest.mark.parametrize("said, address", [
+    ("I moved to 42 elm street, springfield last spring.", "42 elm street"),
+    ("Send the parcel to 42 ELM STREET, SPRINGFIELD.", "42 ELM STREET, SPRINGFIELD"),
+    ("my flat is 3b baker street", "3b baker street"),
+])
+def test_an_address_typed_in_small_or_capital_letters_is_an_address(said: str, address: str) -> None:
+    """People type addresses as they like: "42 elm street" and "42 ELM STREET" were kept in memory as written."""
+    assert _one(said, "address").text == address
+
+
+@pytest.mark.parametrize("said", ["We walked 5 blocks down the road.", "3 long road trips this year",
+                                  "We drove 20 miles on the highway.", "I counted 4 old road signs"])
+def test_a_number_before_a_road_in_small_letters_is_not_an_address(said: str) -> None:
+    assert not [f for f in detect(said) if f.detector == "address"]

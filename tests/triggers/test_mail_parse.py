@@ -148,3 +148,16 @@ def test_html_with_quoted_brackets_or_unclosed_quotes_is_read_at_once_and_reads_
     assert time.monotonic() - start < 20, "hostile HTML took minutes again"  # well under a second on this machine
     assert html_to_text('<p title="a>b">Hi <img src="data:image/png;base64,AA>"> there</p><p>3 <4> 5 < 6</p>'
                         "<SCRIPT>if (a<b) go()</SCRIPT><style>p{}</style>End") == "Hi there\n\n3 <4> 5 < 6\nEnd"
+
+
+def test_table_cells_are_read_apart_so_a_receipts_card_and_phone_are_redacted() -> None:
+    """A receipt laid out as a table: its cells were joined ("Paid with4111 1111 …", "Phone+44 20 …"), and a number
+    glued to a word is no card or phone to the detectors, so memory kept both as written."""
+    from runtime_host.safety.detectors import detect
+
+    receipt = ("<table><tr><td>Paid with</td><td>4111 1111 1111 1111</td></tr>"
+               "<tr><th>Phone</th><td>+44 20 7946 0958</td></tr></table><dl><dt>Total</dt><dd>12.50</dd></dl>")
+    text = html_to_text(receipt)
+    assert "Paid with 4111 1111 1111 1111" in text and "Phone +44 20 7946 0958" in text and "Total 12.50" in text
+    found = {f.detector for f in detect(text) if f.confidence >= 0.5}
+    assert {"card", "phone"} <= found, found
