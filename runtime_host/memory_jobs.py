@@ -641,7 +641,7 @@ async def summarize_conversations(pod: Any) -> dict[str, int]:
 
 async def _summarize_for(pod: Any, person: Any, internal: set[str], made: dict[str, int]) -> None:
     """One person's conversation summaries (counted in ``made`` by scope as each lands)."""
-    from wiki_engine import Item
+    from wiki_engine import Item, SourceConflict
 
     route = pod._memory_route(person.id, "extraction")
     scope = f"private/{person.id}"
@@ -675,9 +675,16 @@ async def _summarize_for(pod: Any, person: Any, internal: set[str], made: dict[s
                         owner=person.id, agent=inst.id)  # what forgetting that agent forgets
             # A summary that reads like orders (the person quoted some) is held for them like any note; the
             # run goes on for everyone else.
-            got = await pod.in_memory_thread(lambda it=item, i=sid: None if pod.memory.is_forgotten(it) else
-                                             pod.memory.add_items([it], source_ids=[i], skip_refused=True)[0])
-            if got is None:  # the person forgot it (or deleted the conversation) while the model wrote
+            def store(it: Any = item, i: str = sid) -> str | None:
+                if pod.memory.is_forgotten(it):
+                    return None  # the person forgot it (or deleted the conversation) while the model wrote
+                try:
+                    return str(pod.memory.add_items([it], source_ids=[i], skip_refused=True)[0])
+                except SourceConflict:  # another Hearth process (the window, a terminal) summarised it meanwhile
+                    return None
+
+            got = await pod.in_memory_thread(store)
+            if got is None:
                 continue
             if not got:
                 pod.audit(person_id=person.id, agent=None, kind="memory", phase="memory_write", action="quarantined",

@@ -1109,3 +1109,33 @@ async def test_forgetting_an_agent_forgets_the_summaries_of_its_conversations(po
     assert (await pod.memory_produce())[0]["summaries"] == 1
     assert await pod.memory_search("boiler service June", mode="keyword")
     assert await pod.memory_search("ptarmigan diabetes", mode="keyword") == []
+
+
+async def test_a_summary_another_hearth_stored_while_the_model_wrote_is_not_an_error(pod, fake_model) -> None:
+    """The window's memory run and a `memory produce` in a terminal summarise the same long conversation at once:
+    the one whose model answered second ended in SourceConflict (a traceback in the terminal; in the window the
+    whole run failed before watched folders were read). It now takes the summary as written."""
+    from runtime_host.memory_jobs import SUMMARY_EVERY, SUMMARY_SYSTEM
+    from wiki_engine import Item
+
+    inst = pod.find_agent("helper")[0]
+    conv = pod.store.create_conversation(inst.id, "Garden plans")
+    for i in range(SUMMARY_EVERY // 2):
+        _say(pod, conv, inst, f"The plum tree number {i} needs pruning in February.")
+    pod.set_role_model("extraction", "fake/fake-1")
+    sid = f"summary-{conv.id}-{SUMMARY_EVERY}"
+
+    def answer(req):
+        if SUMMARY_SYSTEM[:40] in req.system:  # meanwhile the other Hearth stores its own summary of it
+            pod.memory.add_items([Item(text="- Plum trees: prune in February (the terminal's model).",
+                                       scope=f"private/{pod.person.id}", ts=time.time(), key=sid)], source_ids=[sid])
+            return Text("- The plum trees are pruned in February (the window's model).")
+        n = len(re.findall(r"^\d+\. ", req.last_user, re.M))
+        return Text(json.dumps([{"n": i + 1, "keep": True, "reason": "fact"} for i in range(n)]))
+
+    fake_model.script = answer
+    rep = (await asyncio.wait_for(pod.memory_produce(), 60))[0]
+    assert "error" not in rep or not rep["error"], rep
+    summaries = [pod.memory.get_source(h.id).text for h in await pod.memory_search("terminal window model", k=50)
+                 if h.id.startswith("summary-")]
+    assert len(summaries) == 1 and "terminal's model" in summaries[0], summaries
