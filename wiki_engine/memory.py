@@ -865,6 +865,29 @@ class Memory:
                 self.catalog.purge()
             return sorted(f"page:{s}/{g}" for s, g in stale)
 
+    def finish_deletions(self) -> int:
+        """Takes off their pages the claims that still cite a deleted source: a process killed after memory forgot
+        the source and before the claims left its pages (they would stay for good: the page is only marked for a
+        rewrite, which a model may never do). Run by ingest and nightly under the writer's lease. Returns how many
+        pages changed."""
+        changed: set[Scope] = set()
+        pages = 0
+        with self._lock:
+            for scope, slug in self.catalog.query("SELECT scope, slug FROM stale_pages ORDER BY scope, slug"):
+                sc = Scope.parse(scope)
+                try:
+                    page = self.pages.read(sc, slug)
+                except PageFormatError:
+                    continue  # the person's to mend (nightly names it); deleting a source again finds its claims
+                gone = {sid for sid in (page.citations.values() if page else ()) if self.was_deleted(sid)}
+                if gone:
+                    self._drop_claims(sc, slug, gone)
+                    changed.add(sc)
+                    pages += 1
+            for sc in changed:
+                self.index(sc).purge()
+        return pages
+
     def _drop_claims(self, sc: Scope, slug: str, gone: set[str]) -> None:
         idx = self.index(sc)
         try:

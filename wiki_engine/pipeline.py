@@ -252,6 +252,7 @@ def ingest_steps(memory: Memory, *, author: str = "agent:wiki-writer", max_sourc
     change while the model writes the drafts: each draft is checked as it is written (one citing a source
     deleted meanwhile is rejected, and the sources it drew on wait in the inbox)."""
     with Lease(memory.catalog, "ingest", ttl=lease_ttl) as lease:
+        memory.finish_deletions()
         ids = memory.inbox(max_sources if scopes is None else 1_000_000)
         sources: list[SourceRecord] = []
         for sid in ids:
@@ -366,6 +367,7 @@ def nightly_steps(memory: Memory, *, merge: Callable[[Page, Page], Page] | None 
     rewrites."""
     report = NightlyReport()
     with Lease(memory.catalog, "ingest", ttl=3600.0):
+        memory.finish_deletions()
         for scope in sorted(set(memory.scopes_on_disk()) | _page_scopes(memory)):
             pages, errors = memory.list_pages(scope)
             report.corrupt += errors

@@ -256,3 +256,46 @@ def test_a_deleted_sources_words_leave_the_keyword_index_at_once(tmp_path) -> No
         assert mem.index("private/alice").searcher.doc_freq("body", word) == 0
         assert mem.index("private/alice").searcher.doc_freq("ctx", word) == 0
         assert [h.id for h in mem.search("garden bench", scopes=Viewer("alice"), mode="keyword")] == [kept]
+
+
+_KILLED_BEFORE_CLAIMS_LEAVE = """
+import os, signal, sys
+from wiki_engine import open_memory
+from wiki_engine.memory import Memory
+Memory._drop_claims = lambda self, sc, slug, gone: os.kill(os.getpid(), signal.SIGKILL)  # the power goes here
+with open_memory(sys.argv[1], embedder=None) as mem:
+    mem.delete_source(sys.argv[2])
+"""
+
+
+@pytest.mark.parametrize("run", ["nightly", "ingest"])
+def test_a_deletion_killed_before_its_claims_left_the_pages_is_finished_by_the_next_run(tmp_path, run) -> None:
+    """A process killed after memory forgot a source and before its claims left the page citing it: the claim stayed
+    for good (in the page, in search, in memory's files), the page only marked for a rewrite no model might do."""
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from wiki_engine import Page, open_memory
+    from wiki_engine.pipeline import run_ingest, run_nightly
+
+    root = tmp_path / "memory"
+    with open_memory(root, embedder=None) as mem:
+        keep = mem.add_source("The dentist is Dr Okafor on Mill Street.", scope="public")
+        gone = mem.add_source("Ines has a court hearing about the custody of Leo on 9 March.", scope="public")
+        mem.write_page(Page("Family", "public", "people",
+                            "- The dentist is Dr Okafor [1]\n- Ines has a custody hearing about Leo on 9 March [2]",
+                            {1: keep, 2: gone}), author="agent:wiki-writer")
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    done = subprocess.run([sys.executable, "-c", _KILLED_BEFORE_CLAIMS_LEAVE, str(root), gone], env=env, timeout=120)
+    assert done.returncode == -signal.SIGKILL
+    with open_memory(root, embedder=None) as mem:
+        assert "custody" in mem.read_page("public", "family").body  # what the killed process left
+        if run == "nightly":
+            run_nightly(mem)
+        else:
+            run_ingest(mem, lambda batch: [])  # a model that writes nothing: the claim still goes
+        assert mem.read_page("public", "family").body == "- The dentist is Dr Okafor [1]"
+        assert not mem.search("custody hearing Leo", scopes=["public"], mode="keyword")
+    assert _files_holding(root, b"custody") == []
