@@ -436,12 +436,24 @@ def _page_scopes(memory: Memory) -> set[str]:
     return out
 
 
-def _append_merge(a: Page, b: Page) -> Page:
-    """Deterministic merge: b's citations are renumbered after a's and its body appended."""
-    import re
+_CITE = re.compile(r"\[(\d{1,6})\](?!:)")
 
+
+def _claim(line: str, citations: dict[int, str]) -> str:
+    """A page's line with its [n] read as the source it cites: the same claim whatever its number."""
+    return _CITE.sub(lambda m: f"[{citations.get(int(m.group(1)), m.group(1))}]", line).strip()
+
+
+def _append_merge(a: Page, b: Page) -> Page:
+    """Deterministic merge: b's lines that a does not already hold (the same text citing the same sources: a
+    nightly killed after writing a merge and before deleting the page merged in does it again) are appended, its
+    citations renumbered after a's."""
     offset = max(a.citations, default=0)
-    body_b = re.sub(r"\[(\d{1,6})\](?!:)", lambda m: f"[{int(m.group(1)) + offset}]", b.body)
+    have = {_claim(line, a.citations) for line in a.body.split("\n")}
+    lines = [line for line in b.body.split("\n") if not line.strip() or _claim(line, b.citations) not in have]
+    body_b = _CITE.sub(lambda m: f"[{int(m.group(1)) + offset}]", "\n".join(lines)).strip()
+    if not body_b:
+        return a
     cites = dict(a.citations)
     cites.update({n + offset: s for n, s in b.citations.items()})
     return Page(a.title, a.scope, a.category, a.body.rstrip() + "\n\n" + body_b, cites, verified=a.verified, extra=a.extra)

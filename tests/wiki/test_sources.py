@@ -299,3 +299,43 @@ def test_a_deletion_killed_before_its_claims_left_the_pages_is_finished_by_the_n
         assert mem.read_page("public", "family").body == "- The dentist is Dr Okafor [1]"
         assert not mem.search("custody hearing Leo", scopes=["public"], mode="keyword")
     assert _files_holding(root, b"custody") == []
+
+
+_KILLED_MID_MERGE = """
+import os, signal, sys
+from wiki_engine import open_memory
+from wiki_engine.memory import Memory
+from wiki_engine.pipeline import run_nightly
+Memory.delete_page = lambda self, scope, slug: os.kill(os.getpid(), signal.SIGKILL)  # merged, not yet deleted
+with open_memory(sys.argv[1], embedder=None) as mem:
+    run_nightly(mem)
+"""
+
+
+def test_a_nightly_killed_mid_merge_does_not_double_a_pages_claims(tmp_path) -> None:
+    """Nightly merges "Trips" into "Trip" and is killed before deleting "Trips": the next nightly merged them again,
+    and the page said each of the merged claims twice."""
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from wiki_engine import Page, open_memory
+    from wiki_engine.pipeline import run_nightly
+
+    root = tmp_path / "memory"
+    with open_memory(root, embedder=None) as mem:
+        a = mem.add_source("We fly to Lisbon on 4 May.", scope="public")
+        b = mem.add_source("We stay in the Alfama flat in Lisbon.", scope="public")
+        mem.write_page(Page("Trip", "public", "travel", "- We fly to Lisbon on 4 May [1]", {1: a}), author="agent:w")
+        mem.write_page(Page("Trips", "public", "travel", "- We stay in the Alfama flat [1]\\n- We fly home on 9 May",
+                            {1: b}), author="agent:w")
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    done = subprocess.run([sys.executable, "-c", _KILLED_MID_MERGE, str(root)], env=env, timeout=120)
+    assert done.returncode == -signal.SIGKILL
+    with open_memory(root, embedder=None) as mem:
+        run_nightly(mem)
+        pages, _ = mem.list_pages("public")
+        assert [p.title for p in pages] == ["Trip"]
+        body = pages[0].body
+        assert body.count("Alfama flat") == 1 and body.count("4 May") == 1 and body.count("9 May") == 1, body
