@@ -9,7 +9,7 @@ import json
 import logging
 from pathlib import Path
 
-from tests.helpers.fake_model import Error
+from tests.helpers.fake_model import Error, Text
 from tests.integration.test_cli import KEY, cli, setup_agent
 
 PLACEHOLDER = "[secret hidden]"
@@ -90,3 +90,25 @@ def test_a_key_pasted_into_a_background_runs_prompt_is_not_kept(home, fake_model
     titles = [c["title"] for c in json.loads(convs.stdout)]
     assert titles and all(KEY not in t for t in titles), titles
     assert _files_with_key(home) == [], "the key reached the disk (a background run's title and prompt)"
+
+
+async def test_a_key_added_by_another_hearth_process_is_hidden_in_the_running_one(home, fake_model, script,
+                                                                                 secure_keyring) -> None:
+    """The window runs; the person adds a provider on the command line, then pastes its key into a chat in the
+    window: the running Pod had read the person's keys once, so the new key was kept in clear (message and title)."""
+    from runtime_host.pod import Pod
+
+    pod = Pod(home).first_person()
+    pod.add_provider("fake", kind="openai-compatible", base_url=fake_model.base_url, model="fake-1", key=None)
+    pod.add_agent("helper", provider="fake")
+    script([Text("Noted.")], repeat_last=True)
+    try:
+        assert (await asyncio.wait_for(pod.chat("helper", "hello"), 60)).ok  # the running Pod knows the keys now
+        added = await asyncio.to_thread(cli, home, "provider", "add", "work", "--base-url", fake_model.base_url,
+                                        "--model", "fake-1", "--key-from-stdin", stdin=KEY + "\n")
+        assert added.returncode == 0, added.stderr
+        await asyncio.wait_for(pod.chat("helper", f"{KEY} is my work key", new_conversation=True), 60)
+        assert KEY not in json.dumps(pod.list_conversations("helper"), default=str)
+    finally:
+        await pod.close()
+    assert _files_with_key(home) == [], "the key reached the disk (a message or a title)"
