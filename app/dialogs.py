@@ -289,6 +289,7 @@ ROLE_LABELS = {
     "import": "Watched folders: keep or skip messages of mail exports (import)",
     "embedding": "Search by meaning (embeddings)",
 }
+WRITING_ROLES = ("ingest", "ask_memory")  # work the built-in model cannot do (memory_jobs.capable)
 # The embedding role's local choices; each of the person's providers with an embeddings API follows them.
 LOCAL_EMBEDDING_LABELS = {"static": "On this computer — static (fast)",
                           "minilm": "On this computer — MiniLM (better at meaning, slower to index)"}
@@ -320,6 +321,8 @@ class ModelsPage(QWidget):
         self.combos: dict[str, QComboBox] = {}
         info = pod.models()
         options = [(f"{p['name']} — {p['model'] or 'default'}", p["name"]) for p in info["providers"]]
+        # The tiny built-in model cannot write wiki pages or answer from them: not offered for that work.
+        capable = [(f"{p['name']} — {p['model'] or 'default'}", p["name"]) for p in info["providers"] if not p["builtin"]]
         embedding_options = [(embedding_label(c), c["ref"]) for c in pod.embedding_choices()]
         for role, label in ROLE_LABELS.items():
             combo = QComboBox()
@@ -341,8 +344,11 @@ class ModelsPage(QWidget):
                               None)
             else:
                 combo.addItem("Not set", None)
-            for text_, ref in (embedding_options if role == "embedding" else options):
+            choices = embedding_options if role == "embedding" else capable if role in WRITING_ROLES else options
+            for text_, ref in choices:
                 combo.addItem(text_, ref)
+            if not choices:
+                combo.setToolTip("Add a provider (Providers tab) or a model server on this computer first.")
             self.combos[role] = combo
             combo.activated.connect(lambda _i, role=role: self._on_chosen(role))
             form.addRow(label, combo)

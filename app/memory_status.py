@@ -15,6 +15,8 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSizePolicy, QWi
 
 log = logging.getLogger("hearth.app")
 
+NO_MODEL = "No ingest model chosen: pages are written once one is."
+
 
 def _when(dt: datetime | None) -> str:
     if dt is None:
@@ -43,7 +45,7 @@ class IngestPanel(QWidget):
         self.ingest_now = QPushButton("Ingest now")
         self.ingest_now.setToolTip("Write wiki pages from what memory has kept since the last ingest")
         self.ingest_now.clicked.connect(self._on_ingest_now)
-        self.no_model = QLabel("No ingest model chosen: pages are written once one is.")
+        self.no_model = QLabel(NO_MODEL)
         self.no_model.setAccessibleName("No ingest model")
         self.no_model.setWordWrap(True)  # the bar fits a 900 px window
         self.find_local = QPushButton("Find a local model server")
@@ -78,12 +80,18 @@ class IngestPanel(QWidget):
 
     def reset(self) -> None:
         """Closes what was opened for the previous person: the Settings window from "Choose a provider…" (it lists
-        their providers and acts on them)."""
+        their providers and acts on them), and the model server found for them and its offer."""
+        self._forget_found()
         dlg = self.__dict__.pop("settings_dialog", None)
         if dlg is not None:
             dlg.finished.disconnect(self._on_settings_closed)
             dlg.close()
             dlg.deleteLater()
+
+    def _forget_found(self) -> None:
+        self._found = None
+        self.use_local.setVisible(False)
+        self.no_model.setText(NO_MODEL)
 
     def has_model(self) -> bool:
         return self.pod.has_memory_model("ingest")
@@ -101,15 +109,19 @@ class IngestPanel(QWidget):
         if not missing:
             self.use_local.setVisible(False)
 
-    def empty_html(self, sources: int) -> str:
-        """What the wiki shows while it has no pages: why, and what to do."""
+    def empty_html(self, sources: int, held: int = 0) -> str:
+        """What the wiki shows while it has no pages: why, and what to do (``held``: the person's notes waiting
+        under Held back)."""
         parts = ["<h2>No wiki pages yet</h2>",
                  "<p>Hearth writes pages from what it keeps of your chats, your mail and your watched folders "
                  "(the <i>Watched folders</i> tab). Each page's claims cite the sources they come from.</p>"]
         if sources:
             parts.append(f"<p>Memory holds <b>{sources}</b> source(s) now; search finds them already.</p>")
-        else:
+        elif not held:
             parts.append("<p>Memory holds nothing yet: chat with an agent, add a mail inbox or a watched folder.</p>")
+        if held:
+            parts.append(f"<p><b>{held}</b> note(s) read like orders to the assistant and wait for you under "
+                         "<i>Held back</i>: keep what is harmless, discard the rest.</p>")
         if self.has_model():
             parts.append(f"<p>{html.escape(self.next_text())}; <b>Ingest now</b> writes pages at once.</p>")
         else:
@@ -172,12 +184,15 @@ class IngestPanel(QWidget):
 
         self.find_local.setEnabled(False)
         self.no_model.setText("Looking for model servers on this machine…")
+        who = self.pod.person.id
 
         async def go() -> None:
             try:
                 found = await asyncio.to_thread(probe or discover_local)
             finally:
                 self.find_local.setEnabled(True)
+            if self.pod.person.id != who:  # the window changed hands meanwhile: the offer was for the other person
+                return
             usable = [f for f in found if f.models]
             if not usable:
                 self.no_model.setText("No Ollama, LM Studio or llama.cpp server with a model answered on this "
@@ -191,22 +206,49 @@ class IngestPanel(QWidget):
         return self._run(go())
 
     def _on_use_local(self) -> None:
-        found = self._found
-        if found is None:
-            return
+        if self._found is not None:
+            self.use()
+
+    def use(self) -> asyncio.Task[Any]:
+        """Chooses the server found for ingest: asked again first (it may have stopped since it was found), saved as
+        a provider of its own address (a provider of the same name elsewhere, another machine's Ollama say, is
+        left alone: the person's notes go to the server the offer named)."""
+        from runtime_host.providers.vendors import recheck
         from runtime_host.store import StoreError
 
-        try:
-            if not any(p["name"] == found.vendor for p in self.pod.list_providers()):
-                self.pod.add_provider(found.vendor, kind="openai-compatible", base_url=found.base_url,
-                                      model=found.models[0])
-            self.pod.set_role_model("ingest", f"{found.vendor}/{found.models[0]}")
-        except StoreError as exc:
-            self.status.emit(f"Not chosen: {exc}")
-            return
-        self.status.emit(f"Wiki pages are now written by {found.models[0]} on {found.label}.")
-        self.refresh()
-        self.ingested.emit()
+        found, who = self._found, self.pod.person.id
+        model = found.models[0]
+
+        async def go() -> None:
+            self.use_local.setEnabled(False)
+            try:
+                there = await asyncio.to_thread(recheck, found)
+            finally:
+                self.use_local.setEnabled(True)
+            if self.pod.person.id != who:
+                return
+            if there is None or model not in there.models:
+                self._forget_found()
+                self.status.emit(f"Not chosen: {found.label} at {found.base_url} no longer answers with {model}. "
+                                 "Start it and look again, or choose a provider.")
+                return
+            providers = [p for p in self.pod.list_providers() if not p["builtin"]]
+            name = next((p["name"] for p in providers if p["base_url"].rstrip("/") == found.base_url.rstrip("/")), None)
+            try:
+                if name is None:
+                    taken = {p["name"] for p in self.pod.list_providers()}
+                    name = next(n for n in (found.vendor, *(f"{found.vendor}-local{'' if i == 1 else f'-{i}'}"
+                                                            for i in range(1, 100))) if n not in taken)
+                    self.pod.add_provider(name, kind="openai-compatible", base_url=found.base_url, model=model)
+                self.pod.set_role_model("ingest", f"{name}/{model}")
+            except StoreError as exc:
+                self.status.emit(f"Not chosen: {exc}")
+                return
+            self.status.emit(f"Wiki pages are now written by {model} on {found.label}.")
+            self.refresh()
+            self.ingested.emit()
+
+        return self._run(go())
 
     def _on_choose(self) -> None:
         from app.dialogs import SettingsDialog
@@ -217,7 +259,9 @@ class IngestPanel(QWidget):
             dlg.activateWindow()
             return
         dlg = SettingsDialog(self.pod, self)
-        dlg.tabs.setCurrentWidget(dlg.models)
+        # with no provider of their own there is no model to choose yet: adding one comes first
+        own = [p for p in self.pod.list_providers() if not p["builtin"]]
+        dlg.tabs.setCurrentWidget(dlg.models if own else dlg.providers)
         dlg.finished.connect(self._on_settings_closed)
         dlg.show()
         self.settings_dialog = dlg

@@ -454,8 +454,9 @@ class WikiView(QWidget):
 
         async def again() -> None:
             sources = await self._mem(lambda: sum(self.pod.memory.count_sources(s) for s in scopes))
+            held = len(await self.pod.memory_held())
             if self.current is None and self.page.toPlainText() == self._placeholder:
-                self.page.setHtml(self.ingest_panel.empty_html(sources))
+                self.page.setHtml(self.ingest_panel.empty_html(sources, held))
                 self._placeholder = self.page.toPlainText()
 
         self._show(again())
@@ -503,10 +504,11 @@ class WikiView(QWidget):
         # never an answer, a source or a page the person is reading.
         has_pages = any(pages for _, pages, _ in listing)
         sources = 0 if has_pages else await self._mem(lambda: sum(self.pod.memory.count_sources(s) for s in scopes))
+        held = 0 if has_pages else len(await self.pod.memory_held())
         shown = self.page.toPlainText()
         if self.current is None and (not shown.strip() or shown == self._placeholder):
             self.page.setHtml("<p>Open a page from the list, or search your memory above.</p>" if has_pages
-                              else self.ingest_panel.empty_html(sources))
+                              else self.ingest_panel.empty_html(sources, held))
             self._placeholder = self.page.toPlainText()
         await self._reopen_if_rewritten()
         await self._load_proposals()
@@ -553,6 +555,14 @@ class WikiView(QWidget):
                 or self._editing is not None:
             return
         if page is not None and page == shown:
+            return
+        if page is None:  # deleted meanwhile: by nightly (nothing it cited is left, or merged into another) or by hand
+            title = shown.title if shown is not None else slug
+            self.page.setHtml(f"<p>The page <b>{html.escape(title)}</b> was deleted: nothing it cited is left in "
+                              "memory, or it was merged into another page. Search your memory above, or open a "
+                              "page from the list.</p>")
+            self._page_actions(False)
+            self.current = None
             return
         at, tab = self.page.verticalScrollBar().value(), self.tabs.currentIndex()
         await self._open(scope, slug)
@@ -765,6 +775,7 @@ class WikiView(QWidget):
         self._close_editor()
         self.edit.setEnabled(self.current is not None)
         self.status.emit("Nothing changed.")
+        self._show(self._reopen_if_rewritten())  # an ingest may have rewritten it while the editor was open
 
     def _on_save_edit(self) -> None:
         if self._editing is None:

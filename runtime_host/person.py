@@ -327,10 +327,14 @@ class PersonPod:
     async def memory_ingest(self) -> dict[str, Any]:
         """Runs ingest for everyone; the report names only pages this person may see, and counts, and names the
         model of, only their own (another's model and how much they wrote are theirs)."""
+        from runtime_host.memory_jobs import NO_INGEST_MODEL
+
         out = dict(await self._for_me(self.pod.memory_ingest))
         mine = set(self.person_scopes())
         own = out.pop("by_person", {}).get(self.person_id, {})
         waiting = await self.pod.in_memory_thread(lambda: self.pod.memory.inbox_count(mine))
+        if waiting and not out.get("message") and not self.has_memory_model("ingest"):
+            out["message"] = NO_INGEST_MODEL  # another's model ran; this person's own pages wait for theirs
         return {**out, "consumed": own.get("consumed", 0), "written_by": own.get("written_by"), "left_in_inbox": waiting,
                 "written": [k for k in out["written"] if self._seen(k, mine)],
                 "proposed": [k for k in out["proposed"] if self._seen(k, mine)],

@@ -120,6 +120,16 @@ def _with_host(base_url: str, host: str) -> str:
 
 
 def _probe(v: Vendor, host: str, timeout: float) -> LocalServer | None:
+    return _probe_at(v.name, v.label, _with_host(v.base_url, host), timeout)
+
+
+def recheck(server: LocalServer, timeout: float = 1.0) -> LocalServer | None:
+    """The server found earlier, asked again (it may have stopped since): None when it no longer answers."""
+    check_address_allowed(server.base_url)
+    return _probe_at(server.vendor, server.label, server.base_url, timeout)
+
+
+def _probe_at(name: str, label: str, base: str, timeout: float) -> LocalServer | None:
     import json
 
     import httpx
@@ -127,13 +137,12 @@ def _probe(v: Vendor, host: str, timeout: float) -> LocalServer | None:
     from runtime_host.providers import ProviderError
     from runtime_host.providers.http import bounded_body
 
-    base = _with_host(v.base_url, host)
     try:
         with httpx.stream("GET", base.rstrip("/") + "/models", timeout=timeout, follow_redirects=False) as resp:
             if resp.status_code != 200:
                 return None
             # something else on the port may answer without end: a model list is small and quick
-            raw = bounded_body(resp, Route(v.name, "openai", base, "", None), max_bytes=PROBE_BYTES,
+            raw = bounded_body(resp, Route(name, "openai", base, "", None), max_bytes=PROBE_BYTES,
                                max_s=PROBE_S)
     except (httpx.HTTPError, OSError, ProviderError):
         return None
@@ -144,7 +153,7 @@ def _probe(v: Vendor, host: str, timeout: float) -> LocalServer | None:
     if not isinstance(data, dict) or not isinstance(data.get("data"), list):
         return None  # something else listens on this port
     models = [str(m["id"]) for m in data["data"] if isinstance(m, dict) and m.get("id")]
-    return LocalServer(v.name, v.label, base, models)
+    return LocalServer(name, label, base, models)
 
 
 def discover_local(

@@ -105,6 +105,7 @@ def test_empty_wiki_explains_itself_and_offers_an_ingest_model(qtbot, qloop, ui_
         qloop.run(panel.find_server(lambda: discover_local(servers=(ollama,))))
         assert panel.use_local.isVisibleTo(w) and "llama3.2:1b" in panel.use_local.text()
         panel.use_local.click()
+        qloop.wait_until(lambda: not panel._tasks, what="the server asked again and chosen")
     route = ui_pod.role_route("ingest")
     assert (route["provider"], route["model"]) == ("ollama", "llama3.2:1b")
     assert not panel.no_model.isVisibleTo(w) and not panel.use_local.isVisibleTo(w)
