@@ -4,11 +4,47 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import re
 import sys
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, TextIO
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+# What the CLI prints comes partly from strangers and models (mail subjects, page titles, answers, snippets). A
+# terminal escape sequence, a C1 control code or a direction override in it would act on the terminal: clear it,
+# write the clipboard (OSC 52), plant a hidden link (OSC 8), make a line read otherwise. None reaches it.
+_TERMINAL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]"
+                       "|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+class _AsText:
+    """A stream whose writes reach the terminal as text only (``_TERMINAL``); on standard output a carriage return
+    starts a new line rather than overwriting the one shown (standard error keeps it for progress counts)."""
+
+    def __init__(self, stream: TextIO, *, keep_cr: bool):
+        self._stream, self._keep_cr = stream, keep_cr
+
+    def write(self, text: str) -> int:
+        text = _TERMINAL.sub("", text)
+        if not self._keep_cr and "\r" in text:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        return self._stream.write(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def _printed_as_text() -> Iterator[None]:
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _AsText(out, keep_cr=False), _AsText(err, keep_cr=True)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = out, err
 
 
 def _at_least_one(text: str) -> int:
@@ -833,11 +869,12 @@ def main(argv: list[str] | None = None) -> int:
     from runtime_host.store import StoreError
     from vault import VaultUnavailable
 
-    setup_console_logging()
-    try:
-        return asyncio.run(_amain(args))
-    except (StoreError, VaultUnavailable) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        return 130
+    with _printed_as_text():
+        setup_console_logging()  # its log lines (which may quote a mail or a model) reach the terminal as text too
+        try:
+            return asyncio.run(_amain(args))
+        except (StoreError, VaultUnavailable) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        except KeyboardInterrupt:
+            return 130

