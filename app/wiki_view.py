@@ -10,6 +10,7 @@ import dataclasses
 import difflib
 import html
 import re
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote, unquote
@@ -129,14 +130,24 @@ def answer_html(question: str, result: Any, scope_label: Any, restore: Any = lam
         items.append(f"<li>[{n}] <a href='{html.escape(hrefs[n], quote=True)}'>{html.escape(title)}</a>"
                      f"{html.escape(where)}</li>")
     sources = f"<h4>Sources</h4><ul>{''.join(items)}</ul>" if items else ""
-    return f"<h3>{html.escape(question)}</h3>{render(_cite_links(_as_words(restore(result.text)), hrefs))}{sources}"
+    answer = _cite_links(_as_words(restore(result.text), hrefs), hrefs)
+    return f"<h3>{html.escape(question)}</h3>{render(answer)}{sources}"
 
 
-def _as_words(markdown: str) -> str:
-    """The model's brackets as text: besides its [n] citations, an answer makes no link (an autolink, a reference
-    link, a link definition in a quote or list), so the only links shown are Hearth's."""
-    parts = re.split(r"(\[\d+\](?!\())", markdown)
-    return "".join(p if i % 2 else re.sub(r"([\[\]<])", r"\\\1", p) for i, p in enumerate(parts))
+def _as_words(markdown: str, cited: Iterable[int]) -> str:
+    """The model's brackets as text: besides its [n] citations (``cited``), an answer makes no link or image (an
+    autolink, a reference link or image, a link definition in a quote or list, a bracketed number it did not cite),
+    so the only links shown are Hearth's."""
+    keep = {f"[{n}]" for n in cited}
+    out: list[str] = []
+    for i, part in enumerate(re.split(r"(\[\d+\](?!\())", markdown)):
+        if i % 2 and part in keep:
+            if out and out[-1].endswith("!"):  # "![1]" would make the citation an image
+                out[-1] = out[-1][:-1] + "\\!"
+            out.append(part)
+        else:
+            out.append(re.sub(r"([\[\]<])", r"\\\1", part))
+    return "".join(out)
 
 
 class SourceDialog(QDialog):

@@ -808,6 +808,9 @@ ASK_SYSTEM = (
 )
 
 
+ANSWER_CHARS = 20_000  # an answer from memory is a few lines; megabytes of one froze the window as it was laid out
+
+
 @dataclass
 class MemoryAnswer:
     """Ask memory's answer: ``text`` with [n] citations to ``citations`` (n -> source or page id), or an error."""
@@ -828,8 +831,13 @@ async def ask(pod: Any, person_id: str, question: str) -> MemoryAnswer:
     question = question.strip()
     if not question:
         return MemoryAnswer(False, error="Type a question first.")
+    from runtime_host.turns import TurnFailed
+
     hits = await pod.memory_search(person_id, question, k=8)
-    route = pod._memory_route(person_id, "ask_memory")
+    try:
+        route = pod.role_route(person_id, "ask_memory")
+    except TurnFailed as exc:  # chosen, yet its key is gone from the keyring (say): that, not "choose one"
+        return MemoryAnswer(False, error=f"Ask memory's model cannot be used: {exc}", hits=hits)
     if not capable(route):
         return MemoryAnswer(False, error=NO_ASK_MODEL, hits=hits)
     if not hits:
@@ -860,6 +868,10 @@ async def ask(pod: Any, person_id: str, question: str) -> MemoryAnswer:
         answer = await asyncio.to_thread(_ask, r, ASK_SYSTEM, f"Question: {question}\n\nMemory:\n{listing}")
     except ProviderError as exc:
         return MemoryAnswer(False, error=f"The Ask memory model failed: {exc}", hits=hits)
+    if len(answer) > ANSWER_CHARS:
+        cut = answer.rfind("\n", 0, ANSWER_CHARS)
+        answer = answer[:cut if cut > ANSWER_CHARS // 2 else ANSWER_CHARS].rstrip() + (
+            f"\n\n… (the answer was cut: it ran past {ANSWER_CHARS:,} characters)")
     answer = without_links(answer)
     cited = {int(n) for n in _CITE.findall(answer)}
     citations = {n: hits[n - 1].id for n in sorted(cited) if 1 <= n <= len(hits)}
@@ -869,7 +881,7 @@ async def ask(pod: Any, person_id: str, question: str) -> MemoryAnswer:
 
 
 __all__ = [
-    "ASK_SYSTEM", "Choice", "MemoryAnswer", "MemoryModelError", "NO_ASK_MODEL", "NO_INGEST_MODEL", "SUMMARY_EVERY",
+    "ANSWER_CHARS", "ASK_SYSTEM", "Choice", "MemoryAnswer", "MemoryModelError", "NO_ASK_MODEL", "NO_INGEST_MODEL", "SUMMARY_EVERY",
     "ask", "capable", "chat_items", "choose", "ingest", "mail_items", "model_decide", "model_reconcile",
     "model_synthesize", "nightly", "person_names", "produce", "redactor", "summarize",
     "summarize_conversations", "tidy_body", "next_run",

@@ -1139,3 +1139,23 @@ async def test_a_summary_another_hearth_stored_while_the_model_wrote_is_not_an_e
     summaries = [pod.memory.get_source(h.id).text for h in await pod.memory_search("terminal window model", k=50)
                  if h.id.startswith("summary-")]
     assert len(summaries) == 1 and "terminal's model" in summaries[0], summaries
+
+
+async def test_ask_memory_names_a_missing_key_and_cuts_an_endless_answer(pod, fake_model, script) -> None:
+    """Ask memory's provider key went missing from the keyring: it told the person to choose a capable model, which
+    they had (chat names the missing key). And an answer of megabytes froze the window while it was laid out: an
+    answer from memory is cut at ANSWER_CHARS, and says so."""
+    from runtime_host.memory_jobs import ANSWER_CHARS
+
+    scope = f"private/{pod.person_id}"
+    await pod.in_memory_thread(lambda: pod.memory.add_source("The boiler code is 7731.", scope=scope))
+    pod.add_provider("strong", kind="openai-compatible", base_url=fake_model.base_url, model="strong-1",
+                     key="sk-test-strong-0001")
+    pod.set_role_model("ask_memory", "strong/strong-1")
+    script([Text("The boiler code is 7731 [1]. " + "| a | b |\n" * 400_000)], repeat_last=True)
+    result = await asyncio.wait_for(pod.ask_memory("What is the boiler code?"), 60)
+    assert result.ok and result.text.startswith("The boiler code is 7731 [1].") and result.citations
+    assert len(result.text) <= ANSWER_CHARS + 200 and "cut" in result.text[-200:], result.text[-200:]
+    pod.pod.vault_for(pod.person_id).delete("provider/strong")  # the keyring lost it
+    result = await asyncio.wait_for(pod.ask_memory("What is the boiler code?"), 30)
+    assert not result.ok and "strong" in result.error and "key" in result.error, result.error

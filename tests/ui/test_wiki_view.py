@@ -1257,3 +1257,23 @@ def test_a_card_typed_in_a_correction_is_kept_for_its_owner_alone(qtbot, qloop, 
     assert f"paid with my card {new_card} [1]" in w.wiki.page.toPlainText()
     bobs = bobs_view_of(qloop, w, ui_pod, "public", "bills")
     assert "CARD_1" in bobs and "5555" not in bobs
+
+
+def test_an_answer_shows_no_link_or_image_of_its_own(qtbot, qloop, ui_pod, script) -> None:
+    """A bracketed number the answer did not cite (7 digits: no citation has that many) was kept as a bracket, so
+    with a link definition inside a quote it became the model's own link, or an image, in the window."""
+    seed(qloop, ui_pod)
+    ui_pod.set_role_model("ask_memory", "fake/fake-1")
+    script([Text("Clara's birthday is on 3 June ![1]. Details: [1234567] and ![1234568]\n\n"
+                 "> [1234567]: https://evil.example/login\n"
+                 "> [1234568]: data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQ"
+                 "DwAEhQGAhKmMIQAAAABJRU5ErkJggg==\n")])
+    w = wiki_window(qtbot, ui_pod)
+    w.wiki.search.setText("When is Clara's birthday?")
+    w.wiki.ask.click()
+    qloop.wait_until(lambda: "3 June" in w.wiki.page.toPlainText(), what="the answer")
+    shown = w.wiki.page.toHtml()
+    hrefs = re.findall(r'href="([^"]+)"', shown)
+    assert hrefs and all(h.startswith("hearth-") for h in hrefs), hrefs
+    assert "<img" not in shown, re.findall(r"<img[^>]*>", shown)
+    assert "[1234567]" in w.wiki.page.toPlainText()  # shown as the words it is
