@@ -153,6 +153,16 @@ def words(text: str) -> list[str]:
     return _WORD.findall(cjk_spaced(text).lower())
 
 
+def without_words(text: str, drop: set[str]) -> str:
+    """``text`` without the given lower-case words (and their possessive "'s"), any case; ``text`` itself if
+    nothing else would be left."""
+    if not drop:
+        return text
+    pattern = r"(?<![^\W_])(?:" + "|".join(re.escape(w) for w in sorted(drop, key=len, reverse=True)) + r")(?:['\u2019]s)?(?![^\W_])"
+    left = re.sub(pattern, " ", text, flags=re.I)
+    return left if words(left) else text
+
+
 def query_terms(text: str) -> list[str]:
     """Lower-case word terms of a query, stop words removed (all of them kept if nothing else is left)."""
     found = words(text)

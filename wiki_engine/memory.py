@@ -26,7 +26,7 @@ from . import rerank
 from .catalog import Catalog
 from .embed import Embedder, checked_vectors, is_remote, kind_of, load_embedder
 from .guard import check_instructions, without_controls
-from .index import Doc, ScopeIndex, asks_when, query_terms, remove_index_folder, words
+from .index import Doc, ScopeIndex, asks_when, query_terms, remove_index_folder, without_words, words
 from .pages import (
     Page,
     PageFormatError,
@@ -1274,6 +1274,15 @@ class Memory:
         said = set(query_terms(query)) | set(words(query))
         parts: list[tuple[Scope, ScopeIndex, np.ndarray, np.ndarray, set[int]]] = []
         kw_best = 0.0
+        # The question's meaning without the names of the speakers it names: every turn of a speaker's carries
+        # that name, so the name would pull the question's vector toward all of them alike.
+        spoken: set[str] = set()
+        for sc in scs:
+            if sc in self._indexes or (self.root / "index" / sc.relpath).exists():
+                idx = self.index(sc)
+                named = idx.speakers_named(said)
+                spoken.update(w for name, sid in idx.speakers.items() if sid in named for w in words(name))
+        meaning_query = without_words(query, spoken) if spoken else query
         for idx_sc in scs:
             if idx_sc not in self._indexes and not (self.root / "index" / idx_sc.relpath).exists():
                 continue
@@ -1285,7 +1294,7 @@ class Memory:
                 emb = None  # a provider no longer chosen is sent no question: keywords rank this scope meanwhile
             if emb is not None:
                 if emb.name not in qvecs:
-                    qvecs[emb.name] = self._query_vector(emb, query)
+                    qvecs[emb.name] = self._query_vector(emb, meaning_query)
                 q = qvecs[emb.name]
                 sims = idx.similarities(q) if q is not None else None
             n = len(idx.ids)

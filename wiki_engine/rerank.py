@@ -4,7 +4,8 @@ The first step (``Memory._ranked``) scores every document with hand-set weights.
 its best ``POOL`` candidates by ``FEATURES`` (that first score and its parts, how much of the question's
 rarer words the source and the sources said around it hold, how close in meaning those neighbours are, its
 length, how well its words match the question's by their static word vectors (MaxSim), whether it holds the kind
-of answer the question asks for: a name, a number, a place) and orders them by a weighted sum of the standardised features. The weights are learned per local
+of answer the question asks for: a name, a number, a place; how well the sources said up to two before or after it
+match) and orders them by a weighted sum of the standardised features. The weights are learned per local
 embedding model (``data/ranker.json``, written by ``bench/train_ranker.py`` from LoCoMo's dev conversations,
 pairwise logistic loss; nothing in them names a person, an id or a word). A model without weights (a
 provider's embeddings) keeps the first step's order.
@@ -53,6 +54,8 @@ FEATURES = (
     "soft",  # soft match of the question's words to the source's (see soft_matches), idf-weighted mean
     "soft_window",  # ... to the words of the source and the sources said just before and after it
     "answer_type",  # the question asks who / how many (much, long...) / where and the source holds such an answer
+    "nearby",  # the best first-step score among the sources said up to two before or after it, as a share of the best
+    "coverage_nearby",  # share of the question's words (idf-weighted) held by those five sources together
 )
 
 # What a question asks for, and what a source that answers it holds (plain English patterns, no names).
@@ -217,6 +220,18 @@ def word_vectors(ws: list[str]) -> np.ndarray | None:
 
 
 _BODY_WORDS: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {}
+_BODY_STEMS: dict[str, tuple[frozenset[str], int]] = {}
+
+
+def body_stems(body: str) -> tuple[frozenset[str], int]:
+    """The stems of a source's own words and how many words it has, cached per text."""
+    got = _BODY_STEMS.get(body)
+    if got is None:
+        toks = stems(own_words(body))
+        if len(_BODY_STEMS) >= _BODY_CACHE_MAX:
+            _BODY_STEMS.clear()
+        got = _BODY_STEMS[body] = (frozenset(toks), len(toks))
+    return got
 
 
 def body_words(body: str) -> tuple[frozenset[str], tuple[str, ...]]:
@@ -272,13 +287,19 @@ def features(cands: list[tuple[PartScores, int]], qstems: list[str], idf: dict[s
         return out
     best = max(p.score[r] for p, r in cands) or 1.0
     total_idf = sum(idf.values()) or 1.0
-    held_words: dict[tuple[int, int], set[str]] = {}
+    held_words: dict[tuple[int, int], frozenset[str]] = {}
     lengths: dict[tuple[int, int], int] = {}
     by_part: dict[int, tuple[PartScores, set[int]]] = {}
+    near: list[list[int]] = []  # per candidate: the rows of the sources said up to two before and after it
+    close: set[tuple[int, int]] = set()  # the candidates and the sources said just before and after them
     for p, r in cands:
         prev, nxt = p.idx.adjacent()
+        b, a = int(prev[r]), int(nxt[r])
+        near.append([x for x in (b, int(prev[b]) if b >= 0 else -1, a, int(nxt[a]) if a >= 0 else -1) if x >= 0])
+        close.update((id(p), x) for x in (r, b, a) if x >= 0)
         rows = by_part.setdefault(id(p), (p, set()))[1]
-        rows.update(x for x in (r, int(prev[r]), int(nxt[r])) if x >= 0)
+        rows.add(r)
+        rows.update(near[-1])
     # One question word per stem the idf weighs, for soft matching.
     qword: dict[str, str] = {}
     for t in terms or ():
@@ -293,21 +314,20 @@ def features(cands: list[tuple[PartScores, int]], qstems: list[str], idf: dict[s
     texts: dict[tuple[int, int], str] = {}
     for key, (p, rows) in by_part.items():
         for r, body in p.idx.bodies(sorted(rows)).items():
-            toks = stems(own_words(body))
-            held_words[(key, r)] = set(toks)
-            lengths[(key, r)] = len(toks)
-            kinds[(key, r)] = answer_type(wanted, own_words(body)) if wanted else 0.0
-            texts[(key, r)] = body
+            held_words[(key, r)], lengths[(key, r)] = body_stems(body)
+            if (key, r) in close:  # soft matching and the answer type are only read for these
+                kinds[(key, r)] = answer_type(wanted, own_words(body)) if wanted else 0.0
+                texts[(key, r)] = body
     soft = soft_matches(qvecs, qst, texts) if qvecs is not None else {}
     no_match = np.zeros(len(qst))
 
     def soft_at(key: int, r: int) -> np.ndarray:
         return soft.get((key, r), no_match) if r >= 0 else no_match
 
-    def held(key: int, r: int) -> set[str]:
-        return held_words.get((key, r), set()) if r >= 0 else set()
+    def held(key: int, r: int) -> frozenset[str]:
+        return held_words.get((key, r), frozenset()) if r >= 0 else frozenset()
 
-    def share(found: set[str]) -> float:
+    def share(found: frozenset[str]) -> float:
         return sum(idf[t] for t in qstems if t in found) / total_idf
 
     nq = max(1, len(qstems))
@@ -326,5 +346,7 @@ def features(cands: list[tuple[PartScores, int]], qstems: list[str], idf: dict[s
             share(own | wb | wa), math.log1p(lengths.get((key, r), 0)),
             float(p.cosine[b]) if b >= 0 else 0.0, cos_after, cos_after if p.idx.asks[r] else 0.0,
             float(so @ qw) / total_idf, float(sw @ qw) / total_idf, kinds.get((key, r), 0.0),
+            max((p.score[x] for x in near[n]), default=0.0) / best,
+            share(own.union(*(held(key, x) for x in near[n]))),
         )
     return out
