@@ -226,7 +226,8 @@ def branch(me: Any, conversation_id: str, message_id: str, *, include: bool = Tr
     with me.store.session() as s:
         base = time.time() - len(keep) * 0.001
         for i, m in enumerate(keep):  # copies keep their order; their turns stay with the original
-            s.add(Message(conversation_id=new.id, role=m.role, content=m.content, created_at=base + i * 0.001))
+            s.add(Message(conversation_id=new.id, role=m.role, content=m.content, created_at=base + i * 0.001,
+                          copied_from=m.copied_from or m.id))
         s.commit()
     me.emit({"type": "conversation.changed", "conversation_id": new.id, "person": me.person_id})
     return new.id
@@ -262,4 +263,5 @@ async def answer_again(me: Any, conversation_id: str, message_id: str, new_text:
             for m in msgs[idx:]:
                 c.execute(text("DELETE FROM message WHERE id = :m"), {"m": m.id})
         me.store.purge()  # an edited message's earlier text (a pasted password, say) leaves the files too
+        await me.pod.memory_host.forget_messages(me.person_id, [m.id for m in msgs[idx:]])  # and memory
     return await me.start_turn(agent, text_out, conversation_id=target)

@@ -657,16 +657,31 @@ async def _summarize_for(pod: Any, person: Any, internal: set[str], made: dict[s
         since = max(forgot_all, await pod.in_memory_thread(
             lambda i=inst: pod.memory.forgotten_at(f"agent/{person.id}/{i.id}")))
         for conv in pod.store.list_conversations(inst.id):
-            msgs = [m for m in pod.store.list_messages(conv.id)
-                    if m.role in ("user", "assistant") and m.turn_id not in internal and m.created_at > since]
+            msgs = [m for m in pod.store.list_messages(conv.id) if m.role in ("user", "assistant")
+                    and m.turn_id not in internal and m.created_at > since and m.copied_from is None]
             upto = len(msgs) - len(msgs) % SUMMARY_EVERY
             if upto == 0:
                 continue
-            sid = f"summary-{conv.id}-{upto}" + (f"-after-{since:.0f}" if since else "")
-            if await pod.in_memory_thread(lambda sid=sid, s=scope: pod.memory.source_scope(sid) is not None
-                                          or pod.memory.was_deleted(sid) or pod.memory.held_status(s, sid)):
+            suffix = f"-after-{since:.0f}" if since else ""
+            sid = f"summary-{conv.id}-{upto}{suffix}"
+
+            def read(sid: str = sid, ms: list[Any] = msgs, c: str = conv.id, u: int = upto,
+                     x: str = suffix) -> tuple[bool, int, set[str]]:
+                mem = pod.memory
+                done = mem.source_scope(sid) is not None or mem.was_deleted(sid) or bool(mem.held_status(scope, sid))
+                # A summary the person deleted stays deleted: the next one reads only what was said after the
+                # stretch it covered, and never a message whose own note they deleted.
+                start = max((k for k in range(SUMMARY_EVERY, u, SUMMARY_EVERY) if mem.was_deleted(f"summary-{c}-{k}{x}")),
+                            default=0)
+                return done, start, {m.id for m in ms[start:u] if mem.was_deleted(m.id)}
+
+            done, start, deleted = await pod.in_memory_thread(read)
+            if done:
                 continue  # summarised already; its summary deleted by the person; or held back for their review
-            lines = [(person.name if m.role == "user" else inst.name, m.content) for m in msgs[:upto]]
+            lines = [(person.name if m.role == "user" else inst.name, m.content) for m in msgs[start:upto]
+                     if m.id not in deleted]
+            if not lines:
+                continue
             title = memory_title(pod, scope, conv.title, pod.store.first_message_text(conv.id)) or "untitled"
             text = await asyncio.to_thread(summarize, route, title, lines, person.name, clean)
             if not text:

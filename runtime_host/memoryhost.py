@@ -240,6 +240,12 @@ class MemoryHost:
                        rule="memory.instruction_filter", summary=f"held item #{qid} discarded by the person",
                        detail={"quarantine_id": qid, "scope": q.scope})
 
+    async def forget_messages(self, person_id: str, ids: list[str]) -> None:
+        """Messages taken out of a conversation (an exchange edited or answered again): what memory kept of them
+        goes too, and they are never pulled again."""
+        if ids:
+            await self.in_memory_thread(lambda: self.memory.forget_origins(f"private/{person_id}", ids))
+
     async def memory_forget_agent(self, person_id: str, name: str) -> int:
         """Everything one agent learned, and memory's summaries of the person's conversations with it (those
         written before summaries named their agent are found by their conversation)."""

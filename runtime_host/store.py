@@ -103,6 +103,8 @@ class Message(SQLModel, table=True):
     role: str
     content: str
     created_at: float = Field(default_factory=now)
+    # A branch's copy of another conversation's message (its id): the person said it once, where memory took it.
+    copied_from: str | None = None
 
 
 # Turns Hearth started (a task in the background, a schedule, incoming mail, a hand-off between agents): their
@@ -279,6 +281,7 @@ MIGRATIONS.append(("0013_people_own_providers", [
 ]))
 # Messages are stamped after the newest one (Store.add_message), which this index finds at once.
 MIGRATIONS.append(("0014_message_order", ["CREATE INDEX ix_message_created ON message (created_at)"]))
+MIGRATIONS.append(("0015_message_copies", ["ALTER TABLE message ADD COLUMN copied_from TEXT"]))
 MIGRATIONS.sort(key=lambda m: m[0])  # applied in the order of their numbers, wherever they are declared
 
 
@@ -578,7 +581,7 @@ class Store:
         """The agents' user and assistant messages with text, strictly past ``after`` (time, id) in that order,
         at most ``limit``, each with its conversation's title and agent; read at once (one snapshot), so a message written
         meanwhile to a conversation read earlier is never passed by one read later. Messages of turns of
-        ``skip_origins`` are left out."""
+        ``skip_origins`` are left out, and a branch's copies of messages (read where they were first said)."""
         from sqlalchemy import and_, or_
 
         if not instance_ids or limit < 1:
@@ -589,6 +592,7 @@ class Store:
              .where(Conversation.instance_id.in_(instance_ids),  # type: ignore[attr-defined]
                     Message.role.in_(("user", "assistant")),  # type: ignore[attr-defined]
                     func.trim(Message.content, " \t\r\n") != "",  # a tool call's empty or blank text
+                    Message.copied_from.is_(None),  # type: ignore[union-attr]  # a branch's copy: said once, before
                     or_(Turn.id.is_(None), Turn.origin.not_in(skip_origins))))  # type: ignore[union-attr,attr-defined]
         if after is not None:
             q = q.where(or_(Message.created_at > after[0], and_(Message.created_at == after[0], Message.id > after[1])))

@@ -103,8 +103,9 @@ class Turns:
         """Writes the message and its turn in `conv` and drives it in the background. A message that reaches
         a conversation whose next turn has not started yet joins that turn (bursts merge into one turn)."""
         pod = self.pod
-        pending = next((r for r in self.active.values()
-                        if r.conversation_id == conv.id and not r.started and not r.future.done()), None)
+        pending = next((r for r in self.active.values()  # the person's words never join a run Hearth started
+                        if r.conversation_id == conv.id and not r.started and not r.future.done()
+                        and r.origin == origin), None)
         if pending is not None:
             pod.store.add_message(conv.id, "user", text, turn_id=pending.turn_id)
             pending.merged += 1

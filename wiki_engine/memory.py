@@ -230,11 +230,13 @@ def hold(db: sqlite3.Connection, item: Item, rule: str, reason: str) -> int:
 
 def forgotten(db: sqlite3.Connection, item: Item) -> bool:
     """Whether an item read from its origin is one its person asked to forget since (in the caller's transaction):
-    said before the scope was forgotten, or of an origin forgotten by name (a deleted conversation's messages)."""
+    said before the scope was forgotten, or before the agent it was said to was (what that agent learned), or of
+    an origin forgotten by name (a deleted conversation's messages)."""
     sc, key = str(Scope.parse(item.scope)), item.item_key()
-    row = db.execute("SELECT at FROM forgotten WHERE scope=?", (sc,)).fetchone()
-    if row is not None and item.ts <= row[0]:
-        return True
+    scopes = [sc] + ([str(Scope("agent", item.owner, item.agent))] if item.owner and item.agent else [])
+    for row in db.execute(f"SELECT at FROM forgotten WHERE scope IN ({','.join('?' * len(scopes))})", scopes):
+        if item.ts <= row[0]:
+            return True
     return db.execute("SELECT 1 FROM forgotten_keys WHERE scope=? AND key_start <= ? AND ? < key_end LIMIT 1",
                       (sc, key, key)).fetchone() is not None
 

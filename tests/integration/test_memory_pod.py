@@ -1159,3 +1159,17 @@ async def test_ask_memory_names_a_missing_key_and_cuts_an_endless_answer(pod, fa
     pod.pod.vault_for(pod.person_id).delete("provider/strong")  # the keyring lost it
     result = await asyncio.wait_for(pod.ask_memory("What is the boiler code?"), 30)
     assert not result.ok and "strong" in result.error and "key" in result.error, result.error
+
+
+async def test_forgetting_an_agent_is_not_undone_by_the_next_producer_run(pod) -> None:
+    """The person chats with helper and forgets everything helper learned before the 5-minute producer ran: the next
+    run pulled those very messages into memory (only forgetting everything about the person was checked)."""
+    inst = pod.find_agent("helper")[0]
+    conv = pod.store.create_conversation(inst.id, "Health")
+    _say(pod, conv, inst, "My ptarmigan allergy was diagnosed by Dr Haas in 2019.")
+    await pod.memory_forget_agent("helper")
+    await pod.memory_produce()
+    assert await pod.memory_search("ptarmigan allergy", mode="keyword") == []
+    _say(pod, conv, inst, "The boiler service is booked for June.")  # what is said after is remembered
+    await pod.memory_produce()
+    assert await pod.memory_search("boiler service June", mode="keyword")
