@@ -52,21 +52,18 @@ class AgentHost:
     def __init__(self, pod: Any):
         self.pod = pod
         self._epoch = 0  # bumped when a profile or provider changes: idle workers rebind
-        self._keys_known: set[str] = set()  # the providers whose key the redactor knows in this process (by id)
         pod.subscribe(self._persist_worker_state)
 
     def know_keys(self, person_id: str) -> None:
         """Has the key redactor know the person's provider keys before anything they type is kept: a key pasted
-        into a chat is hidden in the stored message and in its title. Each key is read once per process, also one
-        added meanwhile by another Hearth process (the command line while the window runs)."""
-        unread = [p for p in self.pod.store.list_providers(person_id) if p.has_key and p.id not in self._keys_known]
-        if not unread:
-            return
+        into a chat is hidden in the stored message and in its title. Read at each turn (one keyring read per
+        provider with a key): a key added or replaced meanwhile by another Hearth process (the command line while
+        the window runs) is known too."""
         try:
             vault = self.pod.vault_for(person_id)
-            for p in unread:
-                vault.get(f"provider/{p.name}")  # Vault.get hands the value to the redactor
-                self._keys_known.add(p.id)
+            for p in self.pod.store.list_providers(person_id):
+                if p.has_key:
+                    vault.get(f"provider/{p.name}")  # Vault.get hands the value to the redactor
         except VaultUnavailable as exc:  # the turn itself says so when it needs the key
             log.info("provider keys not read before a message was kept: %s", exc)
 

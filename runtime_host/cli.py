@@ -864,7 +864,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "transcribe":
         from runtime_host.speech.cli import run_transcribe
 
-        return run_transcribe(args)
+        with _printed_as_text():  # a received file's name is a stranger's text too
+            return run_transcribe(args)
     from runtime_host.logs import setup_console_logging
     from runtime_host.store import StoreError
     from vault import VaultUnavailable

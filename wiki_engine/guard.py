@@ -184,8 +184,7 @@ _WORD = re.compile(r"\w+")  # a run of letters, read once (\w*[…]\w* took the 
 _NON_LATIN = re.compile(r"[\u0370-\u03ff\u0400-\u04ff\u0500-\u052f]")
 _LATIN = re.compile("[a-zA-Z]")
 _INVISIBLE = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\ufff9-\ufffb]")
-# direction overrides and isolates too: in a title they make a line read otherwise ("Bank \u202edeifirev")
-_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _LONE_CR = re.compile("\r(?!\n)")
 _ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]")
 

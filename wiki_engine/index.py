@@ -684,6 +684,8 @@ class ScopeIndex:
         """tantivy only marks a removed document deleted: its words stay in its segment's term list (read by anyone
         who opens the index) until a merge joins that segment, which may be never. So the keyword index is written
         again from meta.db's documents and the files of its old segments are deleted."""
+        # Marked as lagging until written whole: a process killed meanwhile has the next open rebuild it (__init__).
+        self.meta.execute("INSERT OR IGNORE INTO info VALUES (?, '1')", (_pending_mark(),))
         w = self._w()
         w.delete_all_documents()
         for doc_id, kind, title, body, ts, ctx in self.meta.execute("SELECT id, kind, title, body, ts, ctx FROM docs"):
@@ -694,6 +696,7 @@ class ScopeIndex:
         w.garbage_collect_files()
         w.wait_merging_threads()
         self._writer = None
+        self.meta.execute("DELETE FROM info WHERE key=?", (_pending_mark(),))
 
     def _merge_pending(self) -> None:
         if not self._pending:

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 from .guard import check_instructions
 from .lease import Lease, LeaseBusy
 from .memory import CitationError, Memory, PageWrite, SourceConflict, SourceRecord, forgotten, hold
-from .pages import Page, PageFormatError, slugify
+from .pages import Page, PageFormatError, holds_something, is_heading, slugify, without_empty_sections
 from .render import Item
 from .scopes import Scope
 
@@ -450,8 +450,13 @@ def _append_merge(a: Page, b: Page) -> Page:
     citations renumbered after a's."""
     offset = max(a.citations, default=0)
     have = {_claim(line, a.citations) for line in a.body.split("\n")}
-    lines = [line for line in b.body.split("\n") if not line.strip() or _claim(line, b.citations) not in have]
-    body_b = _CITE.sub(lambda m: f"[{int(m.group(1)) + offset}]", "\n".join(lines)).strip()
+    # b's headings stay (a new line keeps its own section), the lines a already holds go, then any heading left
+    # over nothing
+    lines = [line for line in b.body.split("\n")
+             if is_heading(line) or not line.strip() or _claim(line, b.citations) not in have]
+    body_b = without_empty_sections(_CITE.sub(lambda m: f"[{int(m.group(1)) + offset}]", "\n".join(lines))).strip()
+    if not any(holds_something(line) for line in body_b.split("\n")):
+        body_b = ""
     if not body_b:
         return a
     cites = dict(a.citations)

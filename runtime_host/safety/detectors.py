@@ -432,20 +432,23 @@ def _address_res() -> dict[str, re.Pattern[str]]:
     uk_post = r"(?: [A-Z]{1,2}\d[A-Z\d]? ?\d[A-Z]{2})"
     ca_tail = r"(?:,? [A-Z]{2} [A-Z]\d[A-Z] ?\d[A-Z]\d)"
     unit = r"(?:,? (?:Apt|Apartment|Suite|Ste|Unit|Flat|Floor|Fl|#)\.? ?[\w\-]+)"
-    # Typed all in small letters ("42 elm street, springfield"): only after a street type that is no everyday
-    # word, ending the phrase, with no small word (the, at, down...) among the names: "5 blocks down the road" and
-    # "3 long road trips" are no addresses.
-    small = r"(?:the|a|an|at|in|on|of|to|by|for|from|and|or|my|our|your|his|her|their|its|this|that|down|up|along|across)"
+    # Typed all in small or all in capital letters ("42 elm street", "42 ELM STREET"): only before a street type
+    # that is no everyday word, ending the phrase, with no small word (the, at, down...), measure (lane, way,
+    # mile, hour...) or street type among the names: "5 blocks down the road", "3 long road trips", "a 4 lane
+    # highway" and "a 2 way street" are no addresses.
+    small = (r"(?:the|a|an|at|in|on|of|to|by|for|from|and|or|my|our|your|his|her|their|its|this|that|down|up|"
+             r"along|across|blocks?|miles?|km|kilometres?|kilometers?|metres?|meters?|feet|foot|yards?|hours?|"
+             r"minutes?|mins?|days?|weeks?|times?|" + _STREET_TYPES.lower() + ")")
     lower = rf"(?!{small}\b)[a-z][a-z'\-]*"
     return {
         "number_first": re.compile(
             rf"(?<![\w.,\-])\d{{1,5}}[A-Za-z]?(?: (?:[NSEW]|North|South|East|West)\.?)? {word}(?: {word}){{0,3}} "
-            rf"(?i:{_STREET_TYPES})\b(?!-)"
+            rf"(?:{_STREET_TYPES})\b(?!-)"
             rf"{unit}?"
             rf"(?:, {city}(?:{us_tail}|{ca_tail}|{uk_post})?)?"
         ),
         "small_letters": re.compile(
-            rf"(?<![\w.,\-])\d{{1,5}}[a-z]? {lower}(?: {lower}){{0,2}} (?:{_PLAIN_STREET_TYPES})\b"
+            rf"(?i)(?<![\w.,\-])\d{{1,5}}[a-z]? {lower}(?: {lower}){{0,2}} (?:{_PLAIN_STREET_TYPES})\b"
             rf"(?=[ \t]*(?:[,.;:!?)\n]|$))"
         ),
         "name_first": re.compile(

@@ -13,6 +13,7 @@ from tests.helpers.fake_model import Error, Text
 from tests.integration.test_cli import KEY, cli, setup_agent
 
 PLACEHOLDER = "[secret hidden]"
+NEW_KEY = "sk-test-Rt55-rotated-value-9931"
 
 
 def echo_the_key(req) -> Error:
@@ -94,8 +95,9 @@ def test_a_key_pasted_into_a_background_runs_prompt_is_not_kept(home, fake_model
 
 async def test_a_key_added_by_another_hearth_process_is_hidden_in_the_running_one(home, fake_model, script,
                                                                                  secure_keyring) -> None:
-    """The window runs; the person adds a provider on the command line, then pastes its key into a chat in the
-    window: the running Pod had read the person's keys once, so the new key was kept in clear (message and title)."""
+    """The window runs; the person adds a provider on the command line (later replaces its key there), then pastes
+    the key into a chat in the window: the running Pod had read the person's keys once, so the new key was kept in
+    clear (message and title)."""
     from runtime_host.pod import Pod
 
     pod = Pod(home).first_person()
@@ -109,6 +111,13 @@ async def test_a_key_added_by_another_hearth_process_is_hidden_in_the_running_on
         assert added.returncode == 0, added.stderr
         await asyncio.wait_for(pod.chat("helper", f"{KEY} is my work key", new_conversation=True), 60)
         assert KEY not in json.dumps(pod.list_conversations("helper"), default=str)
+        # and its key replaced on the command line ("provider add" adds or updates)
+        rotated = await asyncio.to_thread(cli, home, "provider", "add", "work", "--base-url", fake_model.base_url,
+                                          "--model", "fake-1", "--key-from-stdin", "--no-check", stdin=NEW_KEY + "\n")
+        assert rotated.returncode == 0, rotated.stderr
+        await asyncio.wait_for(pod.chat("helper", f"{NEW_KEY} is my new key", new_conversation=True), 60)
+        assert NEW_KEY not in json.dumps(pod.list_conversations("helper"), default=str)
     finally:
         await pod.close()
     assert _files_with_key(home) == [], "the key reached the disk (a message or a title)"
+    assert not [f for f in home.rglob("*") if f.is_file() and NEW_KEY.encode() in f.read_bytes()]

@@ -249,3 +249,16 @@ def test_what_a_model_or_a_stranger_wrote_reaches_the_terminal_as_text(home, fak
         assert "5812" in r.stdout or "Bank" in r.stdout or "garage" in r.stdout, (what, r.stdout)
         assert not ACTS_ON_A_TERMINAL.search(r.stdout.replace("\n", "").replace("\t", "")), (what, repr(r.stdout))
     assert "All good" in printed[("memory", "ask", "What is the garage door code?")].stdout  # shown, as text
+
+
+def test_transcribe_prints_no_terminal_escape_from_a_file_name(tmp_path, capsys) -> None:
+    """`transcribe` returned before the terminal filter was in place: a received file's name (an attachment saved
+    as it came) wrote the clipboard (OSC 52) or cleared the screen when the error named it."""
+    from runtime_host.cli import main
+
+    hostile = tmp_path / "voice\x1b]52;c;cm0gLXJmIH4=\x07\x1b[2J.wav"
+    hostile.write_bytes(b"not audio at all")
+    main(["transcribe", str(hostile)])
+    out = capsys.readouterr()
+    assert "error" in out.err and "voice" in out.err
+    assert "\x1b" not in out.err + out.out and "\x07" not in out.err + out.out

@@ -203,7 +203,7 @@ def test_a_reference_number_nearer_its_name_than_a_card_word_stays_a_reference()
 
 @pytest.mark.parametrize("said, address", [
     ("I moved to 42 elm street, springfield last spring.", "42 elm street"),
-    ("Send the parcel to 42 ELM STREET, SPRINGFIELD.", "42 ELM STREET, SPRINGFIELD"),
+    ("Send the parcel to 42 ELM STREET, SPRINGFIELD.", "42 ELM STREET"),
     ("my flat is 3b baker street", "3b baker street"),
 ])
 def test_an_address_typed_in_small_or_capital_letters_is_an_address(said: str, address: str) -> None:
@@ -212,6 +212,9 @@ def test_an_address_typed_in_small_or_capital_letters_is_an_address(said: str, a
 
 
 @pytest.mark.parametrize("said", ["We walked 5 blocks down the road.", "3 long road trips this year",
-                                  "We drove 20 miles on the highway.", "I counted 4 old road signs"])
+                                  "We drove 20 miles on the highway.", "I counted 4 old road signs",
+                                  "It was a 2 way street.", "a 4 lane highway", "a 10 lane highway.",
+                                  "I WALKED 5 MILES IN THE PARK", "WE SPENT 3 HOURS AT THE PARK",
+                                  "WE HAD 2 FLAT TIRES ON THE WAY"])
 def test_a_number_before_a_road_in_small_letters_is_not_an_address(said: str) -> None:
     assert not [f for f in detect(said) if f.detector == "address"]
