@@ -595,15 +595,26 @@ class UnknownDetector(ValueError):
     """A detector name that Hearth does not have."""
 
 
+def _first_come(findings: Iterable[Finding]) -> list[Finding]:
+    """The findings, in the order given, that overlap none kept before them; in text order. The kept ones are
+    disjoint, so one look either side of where a finding would go tells (a contacts export of 50,000 addresses
+    was checked against every finding kept so far: minutes)."""
+    starts: list[int] = []
+    kept: list[Finding] = []  # by start, disjoint: their ends ascend too
+    for f in findings:
+        at = bisect_left(starts, f.end)  # the ones starting before f ends are kept[:at]
+        if at and kept[at - 1].end > f.start:
+            continue
+        if at < len(kept) and kept[at].start < f.end:  # a kept one starting exactly where f starts
+            continue
+        starts.insert(at, f.start)
+        kept.insert(at, f)
+    return kept
+
+
 def _dedupe_same_detector(findings: list[Finding]) -> list[Finding]:
     """Overlapping findings of one detector: keep the more confident, then the longer."""
-    findings.sort(key=lambda f: (-f.confidence, -(f.end - f.start), f.start))
-    kept: list[Finding] = []
-    for f in findings:
-        if all(f.end <= k.start or f.start >= k.end for k in kept):
-            kept.append(f)
-    kept.sort(key=lambda f: f.start)
-    return kept
+    return _first_come(sorted(findings, key=lambda f: (-f.confidence, -(f.end - f.start), f.start)))
 
 
 # ------------------------------------------------------------------------------------------- folding
@@ -740,9 +751,4 @@ def detect(
                       for f in DETECTORS[name](folded.text if folded else text) if f.confidence >= min_confidence]
     # Where both readings hold a finding, the one that kept the line breaks wins.
     found.sort(key=lambda fw: (_PRIORITY[fw[0].detector], -fw[0].confidence, fw[1], fw[0].start))
-    kept: list[Finding] = []
-    for f, _ in found:
-        if all(f.end <= k.start or f.start >= k.end for k in kept):
-            kept.append(f)
-    kept.sort(key=lambda f: (f.start, f.end))
-    return kept
+    return _first_come(f for f, _ in found)
