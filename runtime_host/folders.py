@@ -15,6 +15,7 @@ The state lives in ``folders.db`` beside ``memory/`` (per host, like the memory 
 from __future__ import annotations
 
 import asyncio
+import errno
 import hashlib
 import json
 import logging
@@ -28,7 +29,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 from runtime_host.paths import env_number
 
@@ -267,9 +268,11 @@ def _pdf_text(data: bytes) -> tuple[str, str]:
         pages: list[str] = []
         size = 0
         cut = False
+        drawing = 0  # what the pages draw, all together: a few KB of PDF can unpack to any amount of drawing
         for page in reader.pages:  # a few KB of PDF can unpack to any amount of text: read to the limit only
             drawn = page.get_contents()
-            if drawn is not None and len(drawn.get_data()) > 2 * MAX_BYTES:  # reading its text would cost minutes
+            drawing += len(drawn.get_data()) if drawn is not None else 0
+            if drawing > 2 * MAX_BYTES:  # reading its text would cost minutes (of one page, or of many together)
                 cut = True
                 break
             said: list[str] = []
@@ -358,25 +361,38 @@ def _mbox_messages(lines: Iterable[bytes]) -> Iterator[tuple[bytes, bool]]:
         yield raw, cut
 
 
-def _file_sha(path: Path) -> str:
+def _file_sha(fh: BinaryIO, limit: int) -> str:
+    """The sha256 of an open file's bytes, read in blocks; _Skip if it grows past ``limit`` while read."""
     digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while block := fh.read(1 << 20):
-            digest.update(block)
+    read = 0
+    while block := fh.read(1 << 20):
+        read += len(block)
+        if read > limit:
+            raise _Skip(f"too large (it grew past {limit / 1048576:.0f} MB while it was read)", True)
+        digest.update(block)
     return digest.hexdigest()
 
 
-def _mbox_parts(path: Path, r: _Read) -> Iterator[dict[str, Any]]:
-    """The messages of an mbox export, read line by line while they are stored (it may be far larger than a
-    document, so it is never held whole); at the end, the count (or the skip) goes to ``r``."""
-    count = cut = 0
-    with path.open("rb") as fh:
-        for raw, too_long in _mbox_messages(fh):
-            m = _mail_part(raw)
+def _mbox_parts(fh: BinaryIO, r: _Read) -> Iterator[dict[str, Any]]:
+    """The messages of an mbox export (``fh``, open: closed at the end), read line by line while they are stored
+    (it may be far larger than a document, so it is never held whole; so is a line without end); at the end, the
+    count (or the skip) goes to ``r``. A message that cannot be read (nested past what a parser follows, say) is
+    left out and counted, the others kept."""
+    count = cut = bad = 0
+    with fh:
+        for raw, too_long in _mbox_messages(iter(lambda: fh.readline(MAX_BYTES + 1), b"")):
+            try:
+                m = _mail_part(raw)
+            except Exception as exc:  # noqa: BLE001 - one stranger's message costs that message only
+                bad += 1
+                log.info("folders: a message of %s could not be read: %s", r.rel, exc)
+                continue
             if m["text"]:
                 count += 1
                 cut += bool(m["cut"] or too_long)
                 yield m
+    if bad:
+        r.notes.append(f"{bad} message(s) could not be read and were left out")
     if not count:
         raise _Skip("the mail export holds no messages with text")
     r.notes.append(f"{count} message(s)")
@@ -397,15 +413,46 @@ class _Fail(Exception):
     pass
 
 
-def read_file(path: Path, rel: str, mtime_ns: int, size: int, known_sha: str = "") -> _Read:
+NOT_REGULAR = "not a regular file (a named pipe, a socket or a device): Hearth reads files only"
+
+
+def _open_within(root: Path, path: Path) -> BinaryIO:
+    """``path`` opened for reading, reached from ``root`` one name at a time without following a link (a folder
+    swapped for a link since it was listed cannot lead out of the folder: OSError ELOOP or ENOTDIR) and without
+    waiting on a pipe; what it is now (fstat) must be a regular file, else _Skip."""
+    names = path.relative_to(root).parts
+    at = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for name in names[:-1]:
+            inner = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=at)
+            os.close(at)
+            at = inner
+        fd = os.open(names[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=at)
+    finally:
+        os.close(at)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise _Skip(NOT_REGULAR)
+    return os.fdopen(fd, "rb")
+
+
+def read_file(path: Path, rel: str, mtime_ns: int, size: int, known_sha: str = "", root: Path | None = None) -> _Read:
     """Reads one file into the whole texts to store, or a skip or failure with its reason. Never raises (an
     mbox's messages are read later, from ``parts``). ``known_sha``: the bytes last indexed; the same bytes
-    again leave the file alone (``unchanged``)."""
+    again leave the file alone (``unchanged``). ``root``: the watched folder; the file is opened from it without
+    following links, and its size is what the open file holds now (it may have grown since it was listed)."""
     r = _Read(rel, mtime_ns, size)
     ext = path.suffix.lower()
     kinds = TEXT_TYPES | HTML_TYPES | MAIL_TYPES | MBOX_TYPES | PDF_TYPES
     if _passed_over(path) or path.is_dir():
         r.skip(_passed_over_reason(path))
+        return r
+    try:
+        mode = path.lstat().st_mode
+    except OSError:
+        mode = stat.S_IFREG  # gone since it was listed: reading it says so
+    if not stat.S_ISREG(mode):
+        r.skip(NOT_REGULAR)
         return r
     if ext not in kinds:
         r.skip(f"not a kind Hearth reads ({ext or 'no extension'}); it reads {READABLE}")
@@ -416,22 +463,49 @@ def read_file(path: Path, rel: str, mtime_ns: int, size: int, known_sha: str = "
         r.skip(f"too large ({size / 1048576:.0f} MB; {what} is {limit / 1048576:.0f} MB, set {env} to change it)",
                again=True)
         return r
+    fh: BinaryIO | None = None
     try:
+        fh = _open_within(root, path) if root is not None else path.open("rb")
+        now = os.fstat(fh.fileno()).st_size
+        if now > limit:  # grown since it was listed
+            fh.close()
+            what = "the limit for mail exports" if ext in MBOX_TYPES else "the limit"
+            r.skip(f"too large ({now / 1048576:.0f} MB; {what} is {limit / 1048576:.0f} MB, set {env} to change it)",
+                   again=True)
+            return r
         if ext in MBOX_TYPES:
-            r.sha = _file_sha(path)
+            r.sha = _file_sha(fh, limit)
+            fh.seek(0)
             data = b""
         else:
-            data = path.read_bytes()
+            with fh:
+                data = fh.read(limit + 1)
             r.sha = hashlib.sha256(data).hexdigest()
+        if len(data) > limit:
+            raise _Skip(f"too large (it grew past {limit / 1048576:.0f} MB while it was read; set {env} to change "
+                        "the limit)", True)
+    except _Skip as skip:
+        if fh is not None:
+            fh.close()
+        r.skip(str(skip), again=bool(skip.args[1:] and skip.args[1]))
+        return r
     except OSError as exc:
-        r.read_error(exc)
+        if fh is not None:
+            fh.close()
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):  # a link, or a folder on the way swapped for one
+            r.skip(_passed_over_reason(path) if path.is_symlink() else
+                   "a link on the way to it: Hearth does not follow links (one could lead out of the folder)")
+        else:
+            r.read_error(exc)
         return r
     if known_sha and r.sha == known_sha:
+        if ext in MBOX_TYPES:
+            fh.close()
         r.unchanged = True
         return r
     try:
         if ext in MBOX_TYPES:
-            r.parts = _mbox_parts(path, r)
+            r.parts = _mbox_parts(fh, r)
         elif ext in PDF_TYPES:
             text, note = _pdf_text(data)
             r.notes.append(note)
@@ -519,14 +593,31 @@ def walk(root: Path) -> tuple[list[tuple[str, Path, int, int]], list[str]]:
             st = p.lstat()
         except OSError:
             return  # gone since it was listed
-        if stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode) or stat.S_ISDIR(st.st_mode):
-            out.append((safe_name(p.relative_to(root).as_posix()), p, st.st_mtime_ns, st.st_size))
+        # every kind is listed (a named pipe or a socket gets its reason); only folders are entered
+        out.append((safe_name(p.relative_to(root).as_posix()), p, st.st_mtime_ns, st.st_size))
 
-    for dirpath, dirnames, filenames in os.walk(root, onerror=unlistable, followlinks=False):
-        passed = sorted(d for d in dirnames if _passed_over(Path(dirpath) / d))
-        dirnames[:] = sorted(d for d in dirnames if d not in passed)
-        for name in sorted([*filenames, *passed]):
-            entry(Path(dirpath) / name)
+    # Folders in hand, not in recursion: a tree a thousand folders deep is read like any other.
+    todo = [root]
+    while todo:
+        folder = todo.pop()
+        try:
+            with os.scandir(folder) as listing:
+                found = sorted(listing, key=lambda e: e.name)
+        except OSError as exc:
+            unlistable(exc)
+            continue
+        inner: list[Path] = []
+        for e in found:
+            p = Path(e.path)
+            try:
+                is_dir = e.is_dir(follow_symlinks=False)
+            except OSError:
+                is_dir = False
+            if is_dir and not _passed_over(p):
+                inner.append(p)
+            else:
+                entry(p)
+        todo.extend(reversed(inner))
     return out, unlisted
 
 
@@ -906,7 +997,7 @@ class WatchedFolders:
         batch = _Batch()
         for rel, path, mtime_ns, size in todo:
             prev = known.get(rel)
-            r = read_file(path, rel, mtime_ns, size, prev.sha if prev and prev.status == INDEXED else "")
+            r = read_file(path, rel, mtime_ns, size, prev.sha if prev and prev.status == INDEXED else "", root)
             if r.status == INDEXED and rel != path.relative_to(root).as_posix():
                 r.notes.append("the name holds bytes that are not UTF-8 or control characters, so it is shown with "
                                "\\x escapes; rename the file to see it")

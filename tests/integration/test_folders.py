@@ -422,19 +422,21 @@ async def test_a_file_that_could_not_be_read_is_read_once_it_can_be(pod, tmp_pat
     docs = tmp_path / "notes"
     docs.mkdir()
     (docs / "notes.md").write_text("The orchids need water every Sunday morning.\n")
-    real = Path.read_bytes
+    from runtime_host import folders
 
-    def locked(self: Path) -> bytes:
-        if self.name == "notes.md":
-            raise PermissionError(13, "Permission denied", str(self))
-        return real(self)
+    real = folders._open_within
 
-    monkeypatch.setattr(Path, "read_bytes", locked)
+    def locked(root: Path, path: Path):
+        if path.name == "notes.md":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(root, path)
+
+    monkeypatch.setattr(folders, "_open_within", locked)
     folder = pod.folders.add(docs)
     await pod.folders.scan(folder.id)
     (first,) = pod.folders.files(folder.id)
     assert first.status == "failed" and "Permission denied" in first.reason
-    monkeypatch.setattr(Path, "read_bytes", real)  # the person fixed the permissions
+    monkeypatch.setattr(folders, "_open_within", real)  # the person fixed the permissions
     await pod.folders.scan(folder.id)
     (again,) = pod.folders.files(folder.id)
     assert again.status == "indexed", again
@@ -636,20 +638,22 @@ async def test_a_read_error_keeps_what_the_file_imported_before(pod, tmp_path, m
     folder = pod.folders.add(docs)
     await pod.folders.scan(folder.id)
     (docs / "notes.md").write_text("The orchids need water every Sunday and Wednesday morning.\n")
-    real = Path.read_bytes
+    from runtime_host import folders
 
-    def failing(self: Path) -> bytes:
-        if self.name == "notes.md":
-            raise OSError(5, "Input/output error", str(self))  # a failing disk
-        return real(self)
+    real = folders._open_within
 
-    monkeypatch.setattr(Path, "read_bytes", failing)
+    def failing(root: Path, path: Path):
+        if path.name == "notes.md":
+            raise OSError(5, "Input/output error", str(path))  # a failing disk
+        return real(root, path)
+
+    monkeypatch.setattr(folders, "_open_within", failing)
     await pod.folders.scan(folder.id)
     (st,) = pod.folders.files(folder.id)
     assert st.status == "failed" and st.sources == 1, st
     assert "Input/output error" in st.reason and "imported before is kept" in st.reason, st.reason
     assert any("orchids" in h.snippet for h in await pod.memory_search("orchids Sunday"))
-    monkeypatch.setattr(Path, "read_bytes", real)
+    monkeypatch.setattr(folders, "_open_within", real)
     rep = await pod.folders.scan(folder.id)
     (st,) = pod.folders.files(folder.id)
     assert (st.status, st.sources, rep.sources_added, rep.sources_deleted) == ("indexed", 1, 1, 1), (st, rep)

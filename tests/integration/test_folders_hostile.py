@@ -1,0 +1,226 @@
+"""Watched folders against what a real disk holds or a stranger can put in a shared folder: a folder swapped for a
+link, a file that grows or becomes a named pipe after the folder was listed, pipes and sockets, a tree deeper than
+Python's recursion, one message nested a thousand deep or one endless line in a mail export, a small PDF that draws
+without end. Each once followed a link out of the folder, read a file whole, hung the scan, failed the whole
+folder or export, or held the folder's lock for hours."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import zlib
+
+import runtime_host.folders as folders
+from tests.hardening.test_linear_time import finishes
+from tests.integration.test_cli import cli
+from tests.integration.test_folders import MBOX_PEAK
+
+
+def _after_listing(monkeypatch, action):
+    """Runs ``action`` right after the folder has been listed and before its files are read: the window a
+    scan of a big folder leaves open for minutes (simulated deterministically)."""
+    real = folders.walk
+
+    def walk(root):
+        out = real(root)
+        action()
+        return out
+
+    monkeypatch.setattr(folders, "walk", walk)
+
+
+async def test_a_subfolder_swapped_for_a_link_after_listing_is_not_followed_out_of_the_folder(
+        pod, tmp_path, monkeypatch) -> None:
+    """README: a link is never followed (it could lead out of the folder). A stranger who can write into a shared
+    folder lists `sub/hosts.yml`, then swaps `sub` for a link to a private folder: the file is read through it."""
+    private = tmp_path / "private"
+    private.mkdir()
+    (private / "hosts.yml").write_text("secret: the zebracorn vault code is 77-41-09\n")
+    docs = tmp_path / "shared"
+    (docs / "sub").mkdir(parents=True)
+    (docs / "sub" / "hosts.yml").write_text("harmless: the garden gate sticks\n")
+    folder = pod.folders.add(docs)
+
+    def swap():
+        (docs / "sub" / "hosts.yml").unlink()
+        (docs / "sub").rmdir()
+        (docs / "sub").symlink_to(private, target_is_directory=True)
+
+    _after_listing(monkeypatch, swap)
+    await pod.folders.scan(folder.id)
+    hits = await pod.memory_search("zebracorn vault code", mode="keyword")
+    assert not any("zebracorn" in h.snippet for h in hits), [f.to_dict() for f in pod.folders.files(folder.id)]
+
+
+async def test_a_file_that_grew_past_the_limit_after_listing_is_not_read_whole(pod, tmp_path, monkeypatch) -> None:
+    """The size limit is checked against the size at listing time; a log or a download that grows before it is
+    read is read whole, whatever its size (10 GB of it: Hearth is killed for memory)."""
+    monkeypatch.setattr(folders, "MAX_BYTES", 1024 * 1024)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    log = docs / "download.log"
+    log.write_text("starting\n")
+    folder = pod.folders.add(docs)
+
+    def grow():
+        with open(log, "a") as fh:
+            fh.write("grown line of the log with words in it\n" * 100_000)  # 3.9 MB > 1 MB
+
+    _after_listing(monkeypatch, grow)
+    await pod.folders.scan(folder.id)
+    [f] = pod.folders.files(folder.id)
+    assert f.status == "skipped" and "too large" in f.reason, f.to_dict()
+
+
+async def test_a_file_replaced_by_a_named_pipe_after_listing_does_not_hang_the_scan(pod, tmp_path, monkeypatch) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("The spare key is under the blue flowerpot.\n")
+    (docs / "b.md").write_text("The bins go out on Tuesday nights.\n")
+    folder = pod.folders.add(docs)
+
+    def swap():
+        (docs / "a.md").unlink()
+        os.mkfifo(docs / "a.md")
+
+    _after_listing(monkeypatch, swap)
+    try:
+        await asyncio.wait_for(pod.folders.scan(folder.id), 15)
+        hung = False
+    except TimeoutError:
+        hung = True
+    finally:
+        # free the worker thread stuck opening the pipe, so the test process can end
+        def unblock():
+            try:
+                fd = os.open(docs / "a.md", os.O_WRONLY | os.O_NONBLOCK)
+                os.close(fd)
+            except OSError:
+                pass
+        for _ in range(3):
+            unblock()
+            await asyncio.sleep(0.2)
+    assert not hung, "the scan blocked forever opening a named pipe"
+
+
+async def test_a_named_pipe_or_socket_in_the_folder_gets_a_status(pod, tmp_path) -> None:
+    """README: every file gets a status. A named pipe is left out of the list without a word."""
+    import socket
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("The spare key is under the blue flowerpot.\n")
+    os.mkfifo(docs / "pipe.txt")
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(str(docs / "s.sock"))
+    folder = pod.folders.add(docs)
+    await asyncio.wait_for(pod.folders.scan(folder.id), 30)
+    s.close()
+    names = {f.rel: f for f in pod.folders.files(folder.id)}
+    assert "pipe.txt" in names and "s.sock" in names, names
+    assert names["pipe.txt"].status == "skipped" and "not a regular file" in names["pipe.txt"].reason
+    assert names["a.md"].status == "indexed"
+
+
+def _deep(n: int) -> bytes:
+    body = b"From: Stranger <x@example.net>\nSubject: hello\nDate: Wed, 04 Mar 2026 10:00:00 +0000\nMIME-Version: 1.0\n"
+    for i in range(n):
+        body += f"Content-Type: multipart/mixed; boundary=\"b{i}\"\n\n--b{i}\n".encode()
+    body += b"Content-Type: text/plain\n\nhi\n"
+    for i in reversed(range(n)):
+        body += f"--b{i}--\n".encode()
+    return body
+
+
+async def test_one_deeply_nested_message_costs_that_message_not_the_whole_mail_export(pod, tmp_path) -> None:
+    """README: mail exports are read message by message. One message a stranger sent, its MIME parts nested 1,000
+    deep, fails the whole export: the messages after it are never imported and the export is read again and
+    fails again on every scan."""
+    docs = tmp_path / "mail"
+    docs.mkdir()
+    good1 = (b"From ana@example.org Tue Mar  3 10:00:00 2026\nFrom: Ana <ana@example.org>\nSubject: Piano\n"
+             b"Date: Tue, 03 Mar 2026 10:00:00 +0000\n\nLeo starts piano lessons with Mrs Varga on Wednesdays.\n\n")
+    bad = b"From x@example.net Wed Mar  4 10:00:00 2026\n" + _deep(1000) + b"\n"
+    good2 = (b"From ana@example.org Thu Mar  5 10:00:00 2026\nFrom: Ana <ana@example.org>\nSubject: Boiler\n"
+             b"Date: Thu, 05 Mar 2026 10:00:00 +0000\n\nThe boiler service with Heatwise is on 9 October.\n")
+    (docs / "inbox.mbox").write_bytes(good1 + bad + good2)
+    folder = pod.folders.add(docs)
+    await pod.folders.scan(folder.id)
+    [f] = pod.folders.files(folder.id)
+    found = [h for h in await pod.memory_search("boiler service Heatwise", mode="keyword") if "Heatwise" in h.snippet]
+    assert f.status == "indexed" and found, f.to_dict()
+
+
+def test_a_mail_export_with_one_endless_line_is_not_held_whole(home, tmp_path) -> None:
+    """A mail export is never held whole, each message kept to its first HEARTH_IMPORT_MAX_MB (here 2 MB): but a
+    message whose body is one line with no line end (a sparse or damaged export, 300 MB of it) is read whole
+    into memory, line by line meaning all of it at once."""
+    docs = tmp_path / "mail"
+    docs.mkdir()
+    head = (b"From a@example.org Tue Mar  3 10:00:00 2026\nFrom: A <a@example.org>\nSubject: Notes\n"
+            b"Date: Tue, 03 Mar 2026 10:00:00 +0000\n\nThe shed key is under the red pot.\n")
+    with open(docs / "export.mbox", "wb") as fh:
+        fh.write(head)
+        fh.write(b"x" * 1024)
+        fh.truncate(120 * 1024 * 1024)  # the rest: one line of zero bytes, as a damaged or preallocated export
+    r = subprocess.run([sys.executable, "-c", MBOX_PEAK, str(home), str(docs)], capture_output=True, text=True,
+                       env={**os.environ, "HEARTH_HOME": str(home), "HEARTH_IMPORT_MAX_MB": "2"}, timeout=110)
+    assert r.returncode == 0, r.stderr[-2000:]
+    before, top, status = r.stdout.strip().split(" ", 2)
+    grew = int(top) - int(before)
+    assert grew < 100, f"importing a 120 MB export took {grew} MB more memory ({status})"
+
+
+def test_a_very_deep_folder_tree_is_read_or_said_not_a_traceback(home, tmp_path) -> None:
+    """A tree 1,100 folders deep (an unpacked archive a stranger sent, a runaway backup) made `folder add` end in
+    a RecursionError traceback and no file of the folder was ever imported: every scan fails the same way."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "top.md").write_text("The spare key is under the blue flowerpot.\n")
+    deep = docs.joinpath(*["d"] * 1100)
+    subprocess.run(["mkdir", "-p", str(deep)], check=True)
+    (deep / "bottom.md").write_text("at the bottom\n")
+    r = cli(home, "folder", "add", str(docs))
+    assert "Traceback" not in r.stderr, r.stderr[-600:]
+    status = cli(home, "folder", "status", str(docs)).stdout
+    assert "indexed\ttop.md" in status, status
+
+
+def _pdf_drawing_blank(mb: int, pages: int) -> bytes:
+    """A small PDF whose pages all draw one content stream of ``mb`` MB of blank space (Flate: a few KB)."""
+    co = zlib.compressobj(9)
+    packed = b"".join(co.compress(b" " * (1 << 20)) for _ in range(mb)) + co.flush()
+    kids = " ".join(f"{5 + i} 0 R" for i in range(pages))
+    objs = [b"<< /Type /Catalog /Pages 2 0 R >>", f"<< /Type /Pages /Kids [{kids}] /Count {pages} >>".encode(),
+            b"<< /Length " + str(len(packed)).encode() + b" /Filter /FlateDecode >>\nstream\n" + packed + b"\nendstream",
+            b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
+    objs += [b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 3 0 R "
+             b"/Resources << /Font << /F1 4 0 R >> >> >>"] * pages
+    out = b"%PDF-1.4\n"
+    offsets = []
+    for n, body in enumerate(objs, 1):
+        offsets.append(len(out))
+        out += f"{n} 0 obj\n".encode() + body + b"\nendobj\n"
+    xref = len(out)
+    out += f"xref\n0 {len(objs) + 1}\n0000000000 65535 f \n".encode()
+    out += b"".join(f"{o:010d} 00000 n \n".encode() for o in offsets)
+    out += f"trailer\n<< /Size {len(objs) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    return out
+
+
+def _read_pdf(data: bytes) -> None:
+    try:
+        folders._pdf_text(data)
+    except folders._Skip:
+        pass
+
+
+def test_a_small_pdf_of_many_blank_drawings_is_not_read_for_hours() -> None:
+    """Each page's drawing was checked against twice the size limit, but never the whole PDF's: 15 pages of 20 MB
+    of blank drawing (a 21 KB file) took 43 s of one core and brought no text; 10,000 such pages in the same few KB
+    held the folder's import (its Remove, and every later folder's scan) for hours."""
+    pdf = _pdf_drawing_blank(20, 30)
+    assert len(pdf) < 64 * 1024
+    assert finishes(_read_pdf, pdf), "a small PDF of blank drawings was read for minutes"
