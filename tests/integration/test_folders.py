@@ -24,12 +24,14 @@ from tests.integration.test_memory_pipeline import _stored_text
 from wiki_engine import Page
 
 
-def make_pdf(text: str, pages: int = 1, repeat: int = 1) -> bytes:
+def make_pdf(text: str, pages: int = 1, repeat: int = 1, blank_mb: int = 0) -> bytes:
     """A minimal valid PDF whose ``pages`` pages all show one content stream: ``text`` (Helvetica), ``repeat``
-    times; a stream that repeats is compressed (Flate), as real writers do."""
+    times; a stream that repeats is compressed (Flate), as real writers do. ``blank_mb``: the stream draws that
+    many MB of blank space instead (a few KB once compressed)."""
     import zlib
 
-    stream = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET\n".encode() * repeat
+    stream = b" " * (blank_mb << 20) if blank_mb else f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET\n".encode() * repeat
+    repeat = max(repeat, 2) if blank_mb else repeat
     packed = zlib.compress(stream, 9) if repeat > 1 else stream
     kids = " ".join(f"{5 + i} 0 R" for i in range(pages))
     objs = [b"<< /Type /Catalog /Pages 2 0 R >>", f"<< /Type /Pages /Kids [{kids}] /Count {pages} >>".encode(),

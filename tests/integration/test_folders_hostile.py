@@ -10,12 +10,11 @@ import asyncio
 import os
 import subprocess
 import sys
-import zlib
 
 import runtime_host.folders as folders
 from tests.hardening.test_linear_time import finishes
 from tests.integration.test_cli import cli
-from tests.integration.test_folders import MBOX_PEAK
+from tests.integration.test_folders import MBOX_PEAK, make_pdf
 
 
 def _after_listing(monkeypatch, action):
@@ -188,28 +187,6 @@ def test_a_very_deep_folder_tree_is_read_or_said_not_a_traceback(home, tmp_path)
     assert "indexed\ttop.md" in status, status
 
 
-def _pdf_drawing_blank(mb: int, pages: int) -> bytes:
-    """A small PDF whose pages all draw one content stream of ``mb`` MB of blank space (Flate: a few KB)."""
-    co = zlib.compressobj(9)
-    packed = b"".join(co.compress(b" " * (1 << 20)) for _ in range(mb)) + co.flush()
-    kids = " ".join(f"{5 + i} 0 R" for i in range(pages))
-    objs = [b"<< /Type /Catalog /Pages 2 0 R >>", f"<< /Type /Pages /Kids [{kids}] /Count {pages} >>".encode(),
-            b"<< /Length " + str(len(packed)).encode() + b" /Filter /FlateDecode >>\nstream\n" + packed + b"\nendstream",
-            b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
-    objs += [b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 3 0 R "
-             b"/Resources << /Font << /F1 4 0 R >> >> >>"] * pages
-    out = b"%PDF-1.4\n"
-    offsets = []
-    for n, body in enumerate(objs, 1):
-        offsets.append(len(out))
-        out += f"{n} 0 obj\n".encode() + body + b"\nendobj\n"
-    xref = len(out)
-    out += f"xref\n0 {len(objs) + 1}\n0000000000 65535 f \n".encode()
-    out += b"".join(f"{o:010d} 00000 n \n".encode() for o in offsets)
-    out += f"trailer\n<< /Size {len(objs) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
-    return out
-
-
 def _read_pdf(data: bytes) -> None:
     try:
         folders._pdf_text(data)
@@ -221,6 +198,6 @@ def test_a_small_pdf_of_many_blank_drawings_is_not_read_for_hours() -> None:
     """Each page's drawing was checked against twice the size limit, but never the whole PDF's: 15 pages of 20 MB
     of blank drawing (a 21 KB file) took 43 s of one core and brought no text; 10,000 such pages in the same few KB
     held the folder's import (its Remove, and every later folder's scan) for hours."""
-    pdf = _pdf_drawing_blank(20, 30)
+    pdf = make_pdf("", pages=30, blank_mb=20)
     assert len(pdf) < 64 * 1024
     assert finishes(_read_pdf, pdf), "a small PDF of blank drawings was read for minutes"

@@ -16,6 +16,14 @@ def _say(pod, conv, inst, text: str, answer: str = "Noted.", origin: str = "chat
     pod.store.add_message(conv.id, "assistant", answer, turn_id=turn.id)
 
 
+async def found_after_a_branch(pod, conversation_id: str, query: str) -> list[str]:
+    """The person branches the conversation from its last message, the producer runs: what search then finds."""
+    msgs = pod.store.list_messages(conversation_id)
+    pod.branch_conversation(conversation_id, msgs[-1].id)
+    await pod.memory_produce()
+    return [h.snippet for h in await pod.memory_search(query, mode="keyword")]
+
+
 async def test_hearth_started_runs_never_become_the_persons_words(pod, script) -> None:
     """Schedules, mail, hand-offs and background runs carry Hearth's prompts: never pulled."""
     script([Text("Done with it.")], repeat_last=True)
@@ -39,11 +47,7 @@ async def test_branching_a_scheduled_runs_conversation_puts_hearths_prompt_in_me
     assert (await asyncio.wait_for(run.future, 30)).ok
     await pod.memory_produce()
     assert await pod.memory_search("kestrelword", mode="keyword") == []  # as promised, before the branch
-    msgs = pod.store.list_messages(run.conversation_id)
-    pod.branch_conversation(run.conversation_id, msgs[-1].id)
-    await pod.memory_produce()
-    hits = await pod.memory_search("kestrelword", mode="keyword")
-    assert hits == [], [h.snippet for h in hits]
+    assert await found_after_a_branch(pod, run.conversation_id, "kestrelword") == []
 
 
 async def test_a_branch_is_not_remembered_twice(pod, script) -> None:
@@ -55,11 +59,8 @@ async def test_a_branch_is_not_remembered_twice(pod, script) -> None:
     await pod.memory_produce()
     before = await pod.memory_search("quincewood hedge", mode="keyword")
     assert len(before) == 1
-    msgs = pod.store.list_messages(conv.id)
-    pod.branch_conversation(conv.id, msgs[-1].id)
-    await pod.memory_produce()
-    after = await pod.memory_search("quincewood hedge", mode="keyword")
-    assert len(after) == 1, [h.snippet for h in after]
+    after = await found_after_a_branch(pod, conv.id, "quincewood hedge")
+    assert len(after) == 1, after
 
 
 async def test_forget_me_is_undone_by_branching_an_old_conversation(pod) -> None:
@@ -71,11 +72,7 @@ async def test_forget_me_is_undone_by_branching_an_old_conversation(pod) -> None
     await pod.memory_produce()
     await pod.memory_forget_me()
     assert await pod.memory_search("ptarmigan allergy", mode="keyword") == []
-    msgs = pod.store.list_messages(conv.id)
-    pod.branch_conversation(conv.id, msgs[-1].id)
-    await pod.memory_produce()
-    hits = await pod.memory_search("ptarmigan allergy", mode="keyword")
-    assert hits == [], [h.snippet for h in hits]
+    assert await found_after_a_branch(pod, conv.id, "ptarmigan allergy") == []
 
 
 async def test_delete_and_forget_forgets_an_edited_messages_old_text(pod, script) -> None:
