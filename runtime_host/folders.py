@@ -402,7 +402,14 @@ def _mbox_parts(fh: BinaryIO, r: _Read) -> Iterator[dict[str, Any]]:
 
 
 class _Skip(Exception):
-    pass
+    """A file left out, with the reason (its first argument) and whether a later scan reads it again (its second)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+    @property
+    def again(self) -> bool:
+        return bool(self.args[1:] and self.args[1])
 
 
 class _Cut(Exception):
@@ -487,7 +494,7 @@ def read_file(path: Path, rel: str, mtime_ns: int, size: int, known_sha: str = "
     except _Skip as skip:
         if fh is not None:
             fh.close()
-        r.skip(str(skip), again=bool(skip.args[1:] and skip.args[1]))
+        r.skip(str(skip), again=skip.again)
         return r
     except OSError as exc:
         if fh is not None:
@@ -535,7 +542,7 @@ def read_file(path: Path, rel: str, mtime_ns: int, size: int, known_sha: str = "
                 raise _Skip("the file is empty")
             r.parts = [{"text": text, "kind": "note"}]
     except _Skip as exc:
-        r.skip(str(exc), again=bool(exc.args[1:]))
+        r.skip(str(exc), again=exc.again)
     except _Fail as exc:
         r.fail(str(exc))
     except Exception as exc:  # a parser bug must cost one file, never the scan
