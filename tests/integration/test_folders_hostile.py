@@ -201,3 +201,14 @@ def test_a_small_pdf_of_many_blank_drawings_is_not_read_for_hours() -> None:
     pdf = make_pdf("", pages=30, blank_mb=20)
     assert len(pdf) < 64 * 1024
     assert finishes(_read_pdf, pdf), "a small PDF of blank drawings was read for minutes"
+
+
+def test_a_skipped_files_reason_is_words_not_an_argument_tuple(tmp_path, monkeypatch) -> None:
+    """A skip that is read again later (pypdf missing) showed its exception's arguments as the reason:
+    "('PDF text needs the pypdf package…', True)"."""
+    monkeypatch.setitem(sys.modules, "pypdf", None)  # `import pypdf` fails, as on a machine without it
+    pdf = tmp_path / "invoice.pdf"
+    pdf.write_bytes(make_pdf("Invoice 12"))
+    r = folders.read_file(pdf, pdf.name, 0, pdf.stat().st_size, root=tmp_path)
+    assert r.status == "skipped" and r.reason.startswith("PDF text needs the pypdf package"), r.reason
+    assert r.again
