@@ -724,6 +724,7 @@ class WatchedFolders:
         self._locks: dict[str, asyncio.Lock] = {}
         self.running: dict[str, dict[str, Any]] = {}  # folder id -> last progress event
         self._removing: set[str] = set()  # folders being removed: their imports stop
+        self._purges_held: set[str] = set()  # folders whose scan or removal holds memory's purges (_delete_sources)
 
     # -- registry
     def _row(self, r: tuple[Any, ...]) -> Folder:
@@ -784,14 +785,17 @@ class WatchedFolders:
         self._removing.add(folder.id)  # an import running now stops at its next step, and nothing more goes to a model
         try:
             async with self._lock(folder.id):
-                return await self._remove(folder)
+                try:
+                    return await self._remove(folder)
+                finally:
+                    await self._release_purges(folder)
         finally:
             self._removing.discard(folder.id)
 
     async def _remove(self, folder: Folder) -> dict[str, Any]:
         sids = self._all_sources(folder.id)
         sids += await self._unrecorded(folder, set(sids), kept_parts=False)  # killed imports, kept parts
-        deleted = await self._delete_sources(sids)
+        deleted = await self._delete_sources(folder, sids)
         await self._drop_held(folder)
         self.db.q("DELETE FROM files WHERE folder_id=?", (folder.id,))
         self.db.q("DELETE FROM folders WHERE id=?", (folder.id,))
@@ -865,11 +869,16 @@ class WatchedFolders:
             lock = self._locks[folder_id] = asyncio.Lock()
         return lock
 
-    async def _delete_sources(self, sids: list[str]) -> int:
+    async def _delete_sources(self, folder: Folder, sids: list[str]) -> int:
+        """Deletes a folder's sources from memory in batches; the index files are written again once, when the
+        scan or removal ends (``_release_purges``), not after every batch."""
         if not sids:
             return 0
         def work(batch: list[str]) -> int:
             mem = self.pod.memory
+            if folder.id not in self._purges_held:
+                mem.hold_purges(f"private/{folder.person_id}", True)
+                self._purges_held.add(folder.id)
             there = [sid for sid in batch if mem.source_scope(sid) is not None]
             mem.delete_sources(there)  # the one delete path: claims leave pages, pages marked
             return len(there)
@@ -878,6 +887,15 @@ class WatchedFolders:
         for i in range(0, len(sids), DELETE_BATCH):  # memory's thread is free between batches: search answers
             n += int(await self.pod.in_memory_thread(work, sids[i:i + DELETE_BATCH]))
         return n
+
+    async def _release_purges(self, folder: Folder) -> None:
+        """What this scan or removal deleted leaves the index files now (see ``Memory.hold_purges``)."""
+        if folder.id not in self._purges_held:
+            return
+        def release() -> None:
+            self._purges_held.discard(folder.id)
+            self.pod.memory.hold_purges(f"private/{folder.person_id}", False)
+        await self.pod.in_memory_thread(release)
 
     # -- scanning
     async def rescan_all(self) -> list[dict[str, Any]]:
@@ -897,7 +915,10 @@ class WatchedFolders:
         """Imports what is new or changed in one folder and removes what was deleted; see the module text."""
         folder = self.find(ref, person_id)
         async with self._lock(folder.id):
-            return await self._scan(folder, on_progress)
+            try:
+                return await self._scan(folder, on_progress)
+            finally:
+                await self._release_purges(folder)
 
     def _progress(self, folder: Folder, phase: str, done: int, total: int, rep: ScanReport,
                   on_progress: Callable[[dict[str, Any]], None] | None) -> None:
@@ -949,7 +970,7 @@ class WatchedFolders:
             sids = [s for rel in gone for s in known[rel].sources]
             # and the parts the person kept from quarantine: folders.db does not name them
             sids += await self._unrecorded(folder, set(sids), rels=gone, kept_parts=False)
-            rep.sources_deleted += await self._delete_sources(sids)
+            rep.sources_deleted += await self._delete_sources(folder, sids)
             await self._drop_held(folder, gone)
             self.db.many("DELETE FROM files WHERE folder_id=? AND rel=?", [(folder.id, rel) for rel in gone])
             rep.removed = len(gone)
@@ -984,7 +1005,7 @@ class WatchedFolders:
                 batches.close()
         if todo or unfinished:
             stray = await self._unrecorded(folder, set(self._all_sources(folder.id)))
-            rep.sources_deleted += await self._delete_sources(stray)
+            rep.sources_deleted += await self._delete_sources(folder, stray)
         rep.seconds = round(time.perf_counter() - t0, 3)
         failed = self.db.q("SELECT COUNT(*) FROM files WHERE folder_id=? AND status='failed'", (folder.id,))[0][0]
         note = " ".join(n for n in (f"{failed} file(s) could not be read; see their reasons." if failed else "",
@@ -1168,7 +1189,7 @@ class WatchedFolders:
             self.db.many("INSERT OR REPLACE INTO files (folder_id, rel, mtime_ns, size, sha, status, reason, sources, at, "
                          "again) VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
         if old_to_delete:  # after the rows that no longer name them (a kill in between leaves strays, swept later)
-            rep.sources_deleted += await self._delete_sources(old_to_delete)
+            rep.sources_deleted += await self._delete_sources(folder, old_to_delete)
         if old_held:
             await self.pod.in_memory_thread(lambda: self.pod.memory.drop_held(scope, old_held))
         if vanished:

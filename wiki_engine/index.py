@@ -248,12 +248,16 @@ class ScopeIndex:
         self._writer: tantivy.IndexWriter | None = None
         self._dirty = False
         self._purge = False  # documents were removed since the last commit
+        self.purge_held = False  # set by Memory.hold_purges: removals in batches write the keyword index once, at the end
         self._version = 0
         self._groups: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None = None
         self._adjacent: tuple[int, np.ndarray, np.ndarray] | None = None
         self._pending: list[tuple[str, float, float, np.ndarray | None, bool, str, bool]] = []
         if stale or stale_words:
             self._rebuild_keywords()
+            if torn:  # what the dead process removed may be in the title index's segments and the log too (purge)
+                self.meta.execute("INSERT INTO titles(titles) VALUES('optimize')")
+                self.meta.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             self.meta.executemany("DELETE FROM info WHERE key=?", [(k,) for k in torn])
         self._load_vectors(force=stale)
 
@@ -661,7 +665,8 @@ class ScopeIndex:
                 self._writer = None
                 self.index.reload()
                 self.searcher = self.index.searcher()
-                self.meta.execute("DELETE FROM info WHERE key=?", (_pending_mark(),))
+                if not (self._purge and self.purge_held):  # else lagging until purged: a kill meanwhile rebuilds it
+                    self.meta.execute("DELETE FROM info WHERE key=?", (_pending_mark(),))
             self._merge_pending()
             self._dirty = False
             if self._purge:
@@ -670,8 +675,13 @@ class ScopeIndex:
     def purge(self) -> None:
         """Removed or replaced text leaves every place it was kept: the keyword index (written again from meta.db,
         see ``_rewrite_keywords``), the title index's segments (rewritten as one, ~0.3 s at 100,000 titles) and the
-        write-ahead log's earlier pages (cut to nothing unless a reader holds it)."""
+        write-ahead log's earlier pages (cut to nothing unless a reader holds it). While ``purge_held``, this waits
+        for the hold's end (the index stays marked as lagging, so a process killed meanwhile has it rebuilt)."""
         with self._lock:
+            if self.purge_held:
+                self._purge = True
+                self._mark_keywords_pending()
+                return
             self._purge = False
             if self._writer is not None:
                 self.commit()
@@ -679,6 +689,13 @@ class ScopeIndex:
             self.meta.execute("INSERT INTO titles(titles) VALUES('optimize')")
             self.meta.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             self._purge = False
+
+    def hold_purge(self, held: bool) -> None:
+        """Puts off (``held``) or does now what removals owe ``purge`` (see ``Memory.hold_purges``)."""
+        with self._lock:
+            self.purge_held = held
+            if not held and self._purge:
+                self.purge()
 
     def _rewrite_keywords(self) -> None:
         """tantivy only marks a removed document deleted: its words stay in its segment's term list (read by anyone
@@ -920,8 +937,11 @@ class ScopeIndex:
 
     def close(self) -> None:
         with self._lock:
+            self.purge_held = False  # what a hold put off is done now: closing never leaves removed words behind
             if self._writer is not None or self._pending:
                 self.commit()
+            if self._purge:
+                self.purge()
             self.meta.close()
 
 

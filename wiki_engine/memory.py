@@ -267,6 +267,7 @@ class Memory:
         self.embedder: Embedder | None = load_embedder(embedder) if isinstance(embedder, str) else embedder
         self.only_for = only_for
         self._indexes: dict[Scope, ScopeIndex] = {}
+        self._purges_held: dict[Scope, int] = {}  # scope -> holds (hold_purges)
         self._lock = threading.RLock()
         self._unsynced = False
         self.catalog.before_commit.append(self._sync_before_commit)
@@ -338,6 +339,7 @@ class Memory:
                 elif stale and not is_remote(use):
                     use = None  # a provider's vectors, unusable without it: keywords until the background pass re-embeds
                 idx = ScopeIndex(folder, use)
+                idx.purge_held = sc in self._purges_held
                 self._indexes[sc] = idx
                 self._repair(sc, idx)
                 if target is not None and (idx.embedder is not target or (is_remote(target) and idx.queued_count())):
@@ -812,6 +814,22 @@ class Memory:
         """Deletes several sources as ``delete_source`` does, with one index commit per scope (a folder of
         thousands of files goes in seconds); ids no longer stored are passed over. Returns the pages marked."""
         return self._delete_sources(source_ids)
+
+    def hold_purges(self, scope: Scope | str, hold: bool) -> None:
+        """Deletions in ``scope`` made in several steps (a watched folder removed or rescanned, 500 sources at a
+        time) write the scope's keyword index again once, when the last hold ends, not after every step (each
+        write reads every source left). Meanwhile search never finds the deleted text, and a process killed before
+        the end has the index rebuilt from meta.db when it opens again. Call once with True, then once with False."""
+        sc = Scope.parse(scope)
+        with self._lock:
+            held = self._purges_held.get(sc, 0) + (1 if hold else -1)
+            if held > 0:
+                self._purges_held[sc] = held
+            else:
+                self._purges_held.pop(sc, None)
+            idx = self._indexes.get(sc)
+            if idx is not None and not self._closed:
+                idx.hold_purge(held > 0)
 
     def _delete_sources(self, ids: Iterable[str], *, strict: bool = False) -> list[str]:
         with self._lock:

@@ -374,6 +374,56 @@ def test_a_kill_while_the_keyword_index_is_written_again_is_repaired_by_the_next
         assert [h.id for h in mem.search("garden bench", scopes=Viewer("alice"), mode="keyword")] == [kept]
 
 
+def test_deletions_under_a_hold_write_the_keyword_index_once_and_a_kill_before_its_end_is_repaired(tmp_path) -> None:
+    """A watched folder removed 500 sources at a time holds memory's purges: each batch is unfindable at once, the
+    keyword index is written again once at the end (not once a batch), and a process killed before the end has
+    its deleted words taken out on the next open. Another person's scope is not held."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from wiki_engine import open_memory
+    from wiki_engine.index import ScopeIndex, stems
+
+    root = tmp_path / "m"
+    with open_memory(root, embedder=None) as mem:
+        ids = [mem.add_source(f"Alice: Locker {i} code is quokka{7000 + i}.", scope="private/alice", ts=1e9 + 60 * i)
+               for i in range(6)]
+        kept = mem.add_source("Alice: The garden bench needs paint.", scope="private/alice", ts=1e9 + 900)
+        bob = mem.add_source("Bob: My bike lock code is numbat9043.", scope="private/bob", ts=1e9)
+        rewrites: list[str] = []
+        real = ScopeIndex._rewrite_keywords
+        ScopeIndex._rewrite_keywords = lambda self: (rewrites.append(self.folder.name), real(self))[1]
+        try:
+            mem.hold_purges("private/alice", True)
+            mem.delete_sources(ids[:3])
+            assert [h.snippet for h in mem.search("quokka7001", scopes=Viewer("alice"), mode="keyword")] == []
+            mem.delete_sources(ids[3:])
+            mem.delete_source(bob)  # Bob's deletion is written out at once
+            assert rewrites == ["bob"]
+            assert [h.snippet for h in mem.search("quokka7004", scopes=Viewer("alice"), mode="keyword")] == []
+            mem.hold_purges("private/alice", False)
+            assert rewrites == ["bob", "alice"]
+        finally:
+            ScopeIndex._rewrite_keywords = real
+        assert _files_holding(root, b"quokka7004") == [] and _files_holding(root, b"numbat9043") == []
+        secret = mem.add_source("Alice: My bank PIN is dunlin2290.", scope="private/alice", ts=1e9 + 1000)
+    code = ("import os, sys\nfrom wiki_engine import open_memory\n"
+            "mem = open_memory(sys.argv[1], embedder=None)\n"
+            "mem.hold_purges('private/alice', True)\n"
+            "mem.delete_sources([sys.argv[2]])\n"
+            "os._exit(9)  # killed before the hold ends\n")
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    done = subprocess.run([sys.executable, "-c", code, str(root), secret], env=env, timeout=120, capture_output=True,
+                          text=True)
+    assert done.returncode == 9, done.stderr[-2000:]
+    with open_memory(root, embedder=None) as mem:
+        idx = mem.index("private/alice")
+        assert idx.searcher.doc_freq("body", stems("dunlin2290")[0]) == 0
+        assert [h.id for h in mem.search("garden bench", scopes=Viewer("alice"), mode="keyword")] == [kept]
+    assert _files_holding(root, b"dunlin2290") == []
+
+
 def test_a_merged_duplicates_claim_stays_under_its_own_heading(tmp_path) -> None:
     """Nightly merges "The Bob" into "Bob": the duplicate's "## Health" heading is a line the kept page holds too, so
     it was left out, and its claim landed under the kept page's last heading (Bob allergic to peanuts, at work)."""
