@@ -263,5 +263,5 @@ async def answer_again(me: Any, conversation_id: str, message_id: str, new_text:
             for m in msgs[idx:]:
                 c.execute(text("DELETE FROM message WHERE id = :m"), {"m": m.id})
         me.store.purge()  # an edited message's earlier text (a pasted password, say) leaves the files too
-        await me.pod.memory_host.forget_messages(me.person_id, [m.id for m in msgs[idx:]])  # and memory
+        await me.pod.memory_host.forget_messages(me.person_id, [m.id for m in msgs[idx:]], conversation_id)  # and memory
     return await me.start_turn(agent, text_out, conversation_id=target)

@@ -639,6 +639,36 @@ async def summarize_conversations(pod: Any) -> dict[str, int]:
     return made
 
 
+async def _summarised_since(pod: Any, person_id: str, agent_id: str) -> float:
+    """What the person forgot (all of it, or what one agent learned) is never summarised again: only messages
+    after this time count."""
+    return max(await pod.in_memory_thread(lambda: pod.memory.forgotten_at(f"private/{person_id}")),
+               await pod.in_memory_thread(lambda: pod.memory.forgotten_at(f"agent/{person_id}/{agent_id}")))
+
+
+def _summarised(pod: Any, conversation_id: str, internal: set[str], since: float) -> list[Any]:
+    """The messages a conversation's summaries read, in order (summary ``summary-{conversation}-{n}...`` is
+    written once there are n of them): the person's and the agent's, never Hearth's own prompts, nothing from
+    before a forget, no copy made by a branch."""
+    return [m for m in pod.store.list_messages(conversation_id) if m.role in ("user", "assistant")
+            and m.turn_id not in internal and m.created_at > since and m.copied_from is None]
+
+
+async def summaries_past_the_end(pod: Any, person_id: str, conversation_id: str, removed: int) -> list[str]:
+    """The keys of a conversation's summaries that read one of its last ``removed`` messages, now deleted (an
+    exchange edited or answered again in place): each covered the conversation up to a count of messages it no
+    longer reaches."""
+    conv = pod.store.get_conversation(conversation_id)
+    if conv is None or removed <= 0:
+        return []
+    internal = {t.id for t in pod.store.list_turns(origins=list(HEARTH_ORIGINS))}
+    since = await _summarised_since(pod, person_id, conv.instance_id)
+    left = len(_summarised(pod, conversation_id, internal, since))
+    suffix = f"-after-{since:.0f}" if since else ""
+    first = left - left % SUMMARY_EVERY + SUMMARY_EVERY
+    return [f"summary-{conversation_id}-{n}{suffix}" for n in range(first, left + removed + 1, SUMMARY_EVERY)]
+
+
 async def _summarize_for(pod: Any, person: Any, internal: set[str], made: dict[str, int]) -> None:
     """One person's conversation summaries (counted in ``made`` by scope as each lands)."""
     from wiki_engine import Item, SourceConflict
@@ -650,15 +680,10 @@ async def _summarize_for(pod: Any, person: Any, internal: set[str], made: dict[s
     def clean(text: str) -> str:
         return redact(text, scope)
 
-    # What the person forgot (all of it, or what one agent learned) is never summarised again: only messages
-    # after that count.
-    forgot_all = await pod.in_memory_thread(lambda s=scope: pod.memory.forgotten_at(s))
     for inst, _ in pod.store.list_agents(person.id):
-        since = max(forgot_all, await pod.in_memory_thread(
-            lambda i=inst: pod.memory.forgotten_at(f"agent/{person.id}/{i.id}")))
+        since = await _summarised_since(pod, person.id, inst.id)
         for conv in pod.store.list_conversations(inst.id):
-            msgs = [m for m in pod.store.list_messages(conv.id) if m.role in ("user", "assistant")
-                    and m.turn_id not in internal and m.created_at > since and m.copied_from is None]
+            msgs = _summarised(pod, conv.id, internal, since)
             upto = len(msgs) - len(msgs) % SUMMARY_EVERY
             if upto == 0:
                 continue

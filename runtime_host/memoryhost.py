@@ -240,11 +240,23 @@ class MemoryHost:
                        rule="memory.instruction_filter", summary=f"held item #{qid} discarded by the person",
                        detail={"quarantine_id": qid, "scope": q.scope})
 
-    async def forget_messages(self, person_id: str, ids: list[str]) -> None:
-        """Messages taken out of a conversation (an exchange edited or answered again): what memory kept of them
-        goes too, and they are never pulled again."""
-        if ids:
-            await self.in_memory_thread(lambda: self.memory.forget_origins(f"private/{person_id}", ids))
+    async def forget_messages(self, person_id: str, ids: list[str], conversation_id: str | None = None) -> None:
+        """Messages taken out of the end of a conversation (the last exchange edited or answered again): what
+        memory kept of them goes too, and they are never pulled again. So does a summary of the conversation that
+        read one of them; it is written again once the conversation reaches its length anew."""
+        from runtime_host.memory_jobs import summaries_past_the_end
+
+        if not ids:
+            return
+        scope = f"private/{person_id}"
+        summaries = await summaries_past_the_end(self.pod, person_id, conversation_id, len(ids)) if conversation_id else []
+
+        def forget() -> None:
+            self.memory.forget_origins(scope, ids)
+            self.memory.delete_sources([k for k in summaries if self.memory.source_scope(k) == scope], again=True)
+            self.memory.drop_held(scope, summaries)
+
+        await self.in_memory_thread(forget)
 
     async def memory_forget_agent(self, person_id: str, name: str) -> int:
         """Everything one agent learned, and memory's summaries of the person's conversations with it (those

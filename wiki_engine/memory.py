@@ -810,10 +810,12 @@ class Memory:
         """Deletes a source everywhere; returns the keys of pages that cited it (now marked for re-synthesis)."""
         return self._delete_sources([source_id], strict=True)
 
-    def delete_sources(self, source_ids: Sequence[str]) -> list[str]:
+    def delete_sources(self, source_ids: Sequence[str], *, again: bool = False) -> list[str]:
         """Deletes several sources as ``delete_source`` does, with one index commit per scope (a folder of
-        thousands of files goes in seconds); ids no longer stored are passed over. Returns the pages marked."""
-        return self._delete_sources(source_ids)
+        thousands of files goes in seconds); ids no longer stored are passed over. Returns the pages marked.
+        ``again``: a job may make a source of the same id again (``was_deleted`` stays False), as for a summary
+        whose messages changed."""
+        return self._delete_sources(source_ids, again=again)
 
     def hold_purges(self, scope: Scope | str, hold: bool) -> None:
         """Deletions in ``scope`` made in several steps (a watched folder removed or rescanned, 500 sources at a
@@ -831,7 +833,7 @@ class Memory:
             if idx is not None and not self._closed:
                 idx.hold_purge(held > 0)
 
-    def _delete_sources(self, ids: Iterable[str], *, strict: bool = False) -> list[str]:
+    def _delete_sources(self, ids: Iterable[str], *, strict: bool = False, again: bool = False) -> list[str]:
         with self._lock:
             ids = list(ids)
             stale: set[tuple[str, str]] = set()
@@ -850,7 +852,8 @@ class Memory:
                     for r in db.execute("SELECT scope, slug FROM citations WHERE source_id=?", (sid,)).fetchall():
                         stale.add((r[0], r[1]))
                     db.execute("DELETE FROM citations WHERE source_id=?", (sid,))
-                    db.execute("INSERT OR REPLACE INTO deleted_ids VALUES (?,?)", (sid, time.time()))
+                    if not again:
+                        db.execute("INSERT OR REPLACE INTO deleted_ids VALUES (?,?)", (sid, time.time()))
                     by_scope.setdefault(sc, []).append(sid)
                 for scope, slug in stale:
                     db.execute(

@@ -158,3 +158,35 @@ async def test_a_deleted_summary_is_not_written_again_by_the_next_summary(pod) -
     assert await pod.memory_search("boiler service June", mode="keyword")
     hits = await pod.memory_search("ptarmigan diabetes", mode="keyword")
     assert hits == [], [h.snippet for h in hits]
+
+
+async def test_editing_the_last_message_forgets_the_summary_that_quoted_its_old_text(pod, script) -> None:
+    """The person pasted their gate code into a long conversation; memory's summary of its first 30 messages
+    quoted it; they Edit that message (the last exchange, replaced in place). The message's own note left memory,
+    but the summary kept the old text for good: search found it, and the next summary (key by message count)
+    never replaced it. Now a summary that covered a removed message goes with it; earlier ones stay."""
+    from runtime_host.memory_jobs import SUMMARY_EVERY
+
+    inst = pod.find_agent("helper")[0]
+    conv = pod.store.create_conversation(inst.id, "House")
+    for i in range(SUMMARY_EVERY // 2):  # 30 messages: the first summary
+        _say(pod, conv, inst, "The roof was fixed by a plover firm." if i == 1 else f"ok {i}")
+    assert (await pod.memory_produce())[0]["summaries"] == 1
+    for i in range(SUMMARY_EVERY // 2 - 1):  # 28 more, then the code and its answer: the second, to message 60
+        _say(pod, conv, inst, f"later {i}")
+    script([Text("Noted your code.")], repeat_last=True)
+    r = await asyncio.wait_for(pod.chat("helper", "The storage gate code is 9913 wagtailword.", conversation_id=conv.id), 30)
+    assert r.ok
+    assert (await pod.memory_produce())[0]["summaries"] == 1
+    assert any(h.id.startswith("summary-") for h in await pod.memory_search("wagtailword", mode="keyword"))
+    mine = pod.store.list_messages(conv.id)[-2]
+    assert mine.role == "user" and "wagtailword" in mine.content
+    run = await pod.answer_again(conv.id, mine.id, "What time does the storage unit open?")
+    assert (await asyncio.wait_for(run.future, 30)).ok
+    hits = await pod.memory_search("wagtailword", mode="keyword")
+    assert hits == [], [(h.id, h.snippet) for h in hits]
+    assert any(h.id.startswith("summary-") for h in await pod.memory_search("roof plover firm", mode="keyword"))
+    # the conversation reaches 60 messages again: its summary is written anew, from what it says now
+    assert (await pod.memory_produce())[0]["summaries"] == 1
+    assert any(h.id.startswith("summary-") for h in await pod.memory_search("storage unit open", mode="keyword"))
+    assert await pod.memory_search("wagtailword", mode="keyword") == []
