@@ -108,18 +108,14 @@ class Turns:
                         and r.origin == origin), None)
         if pending is not None:
             pod.store.add_message(conv.id, "user", text, turn_id=pending.turn_id)
+            self._check_ingress(inst, conv.id, pending.turn_id, text, origin)
             pending.merged += 1
             pod.emit({"type": "turn.merged", "turn_id": pending.turn_id, "conversation_id": conv.id,
                       "agent": inst.name, "messages": pending.merged})
             return pending
         turn = pod.store.create_turn(conv.id, inst.id, origin=origin, lease_owner=pod.owner, lease_s=LEASE_S)
         pod.store.add_message(conv.id, "user", text, turn_id=turn.id)
-        if origin in ("chat", "telegram"):
-            gated = pod.gate("ingress", text, person_id=inst.person_id, agent_id=inst.id, agent_name=inst.name,
-                             context={"conversation": conv.id, "turn": turn.id})
-            if gated.findings:
-                pod.emit({"type": "message.flagged", "person": inst.person_id, "conversation_id": conv.id,
-                          "turn_id": turn.id, "message": gated.message})
+        self._check_ingress(inst, conv.id, turn.id, text, origin)
         fut: asyncio.Future[TurnResult] = asyncio.get_running_loop().create_future()
         run = Run(turn.id, conv.id, inst.id, inst.name, fut, origin=origin, model=model, person_id=inst.person_id)
         self.active[turn.id] = run
@@ -128,6 +124,17 @@ class Turns:
                   "origin": origin})
         asyncio.create_task(self._drive(run, inst, profile))
         return run
+
+    def _check_ingress(self, inst: AgentInstance, conversation_id: str, turn_id: str, text: str, origin: str) -> None:
+        """A person's message (typed, or from Telegram) goes through the ingress gate: personal data in it is
+        flagged to them and audited (without the value), every message of a turn alike."""
+        if origin not in ("chat", "telegram"):
+            return
+        gated = self.pod.gate("ingress", text, person_id=inst.person_id, agent_id=inst.id, agent_name=inst.name,
+                              context={"conversation": conversation_id, "turn": turn_id})
+        if gated.findings:
+            self.pod.emit({"type": "message.flagged", "person": inst.person_id, "conversation_id": conversation_id,
+                           "turn_id": turn_id, "message": gated.message})
 
     async def _rate_limit(self, run: Run) -> None:
         recent = self._recent_turns.setdefault(run.conversation_id, collections.deque())

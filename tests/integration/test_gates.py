@@ -88,3 +88,25 @@ def test_the_cli_shows_a_person_their_own_redacted_values_and_another_person_not
     bobs = json.loads(cli(home, "--person", "Bob", "memory", "search", "pay with my card", "--mode", "keyword").stdout)
     assert not [h for h in bobs if "4111" in h["snippet"] or "CARD" in h["snippet"]], bobs
     assert not [f for f in (home / "memory").rglob("*") if f.is_file() and CARD.encode() in f.read_bytes()]
+
+
+async def test_a_message_that_joins_a_waiting_turn_is_flagged_like_any_other(pod, script) -> None:
+    """Two quick messages while the agent is busy join one turn; the second held a card number, yet only the
+    first message of a turn went through the ingress gate: no flag for the person, nothing in the audit log."""
+    import time
+
+    def slow(req):
+        time.sleep(1.0)
+        return Text("Done.")
+
+    script([slow, Text("ok")], repeat_last=True)
+    flagged: list[dict] = []
+    pod.subscribe(lambda e: flagged.append(e) if e["type"] == "message.flagged" else None)
+    busy = await pod.start_turn("helper", "Draft a long letter to the council.", new_conversation=True)
+    first = await pod.start_turn("helper", "Also, about paying the plumber:", conversation_id=busy.conversation_id)
+    second = await pod.start_turn("helper", f"my card is {CARD}, expiry 12/29", conversation_id=busy.conversation_id)
+    assert second is first  # merged into the waiting turn
+    for run in (busy, first):
+        assert (await asyncio.wait_for(run.future, 30)).ok
+    assert [e for e in flagged if "payment card" in e["message"]], flagged
+    assert any(e["phase"] == "ingress" and "payment card" in e["summary"] for e in pod.audit_log())
