@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import re
 import shutil
@@ -249,6 +250,15 @@ def _is_person(author: str) -> bool:
 # vector before ranking by keywords alone, and the wait before trying again after a failure (doubling).
 EMBED_BATCH = 64
 QUERY_EMBED_TIMEOUT_S = 3.0
+QUERY_EMBED_REST_S = 30.0  # after a question the provider did not embed in time, questions go by keywords this long
+_QUERY_POOL: list[concurrent.futures.ThreadPoolExecutor] = []
+
+
+def _query_pool() -> concurrent.futures.ThreadPoolExecutor:
+    """Threads that ask a provider for a question's vector (a call past its deadline ends on its own bounds)."""
+    if not _QUERY_POOL:
+        _QUERY_POOL.append(concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="query-embed"))
+    return _QUERY_POOL[0]
 EMBED_RETRY_S = 0.5
 EMBED_RETRY_MAX_S = 120.0
 # The model of the scopes a remote model does not apply to (see ``set_embedder(only_for=...)``).
@@ -274,6 +284,7 @@ class Memory:
         self._closed = False
         self._migration: threading.Thread | None = None
         self._migration_stop = threading.Event()
+        self._query_rest_until = 0.0  # see _query_vector
         self._kick = threading.Event()  # wakes the background thread from its wait before a retry
         self._progress: dict[str, object] = {"model": self.embedder.name if self.embedder else "", "done": 0, "total": 0,
                                              "running": False, "error": ""}
@@ -407,10 +418,14 @@ class Memory:
         try:
             while not self._migration_stop.is_set():
                 self._kick.clear()
+                target = self.embedder
                 try:
                     if not self._embed_pass(fresh):
                         return
                 except Exception as exc:  # a model that fails mid-way: say so; search keeps the vectors it has
+                    if self.embedder is not target:  # a model the person turned away from: not theirs to read
+                        failures = 0
+                        continue
                     failures += 1
                     wait = min(EMBED_RETRY_MAX_S, EMBED_RETRY_S * 2 ** (failures - 1))
                     # Sources stored since the pass began wait too: the count a person sees includes them.
@@ -511,11 +526,17 @@ class Memory:
         than QUERY_EMBED_TIMEOUT_S leaves search to rank by keywords (it never raises for that)."""
         if not is_remote(emb):
             return emb.embed([query])[0]
-        if self._progress.get("error"):
+        if self._progress.get("error") or time.monotonic() < self._query_rest_until:
             return None
+        # A total deadline, whatever the provider does (a body dripping a byte a second never times out a read):
+        # the call runs on its own thread, and a question it has not embedded by then is ranked by keywords.
+        # After that, questions skip the provider a while, so memory's other work is not held up by each one.
+        call = _query_pool().submit(emb.embed, [query], timeout=QUERY_EMBED_TIMEOUT_S)  # type: ignore[call-arg]
         try:
-            got = emb.embed([query], timeout=QUERY_EMBED_TIMEOUT_S)  # type: ignore[call-arg]
-            return checked_vectors(emb.name, got, 1)[0]
+            return checked_vectors(emb.name, call.result(QUERY_EMBED_TIMEOUT_S), 1)[0]
+        except concurrent.futures.TimeoutError:
+            self._query_rest_until = time.monotonic() + QUERY_EMBED_REST_S
+            return None
         except Exception:  # noqa: BLE001 - any failure of the model: keywords still answer
             return None
 

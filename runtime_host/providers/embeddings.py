@@ -78,7 +78,7 @@ class ProviderEmbedder:
         try:
             url, headers, body = self._request(texts)
             with open_stream(self.route, url, headers, body, timeout=timeout or TIMEOUT_S) as resp:
-                raw = bounded_body(resp, self.route)
+                raw = bounded_body(resp, self.route, max_s=timeout)
             vectors = self._vectors(raw)
         except ProviderError as exc:
             msg = (f"Provider {self.route.provider!r} had a server error (HTTP {exc.status})." if exc.kind == "server"
@@ -86,8 +86,8 @@ class ProviderEmbedder:
             raise ProviderError(exc.kind, redact(msg), status=exc.status) from None
         from wiki_engine.embed import EmbeddingError, checked_vectors
 
-        try:
-            out = checked_vectors(self.name, vectors, len(texts), self.dim)
+        try:  # the size is memory's to check against the vectors it holds: a wrong one is never learned here
+            out = checked_vectors(self.name, vectors, len(texts))
         except EmbeddingError as exc:
             raise ProviderError("malformed", f"{exc} Check the model chosen for search by meaning in Settings → "
                                              "Models (it must be an embedding model).") from None

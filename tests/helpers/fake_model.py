@@ -22,7 +22,8 @@ Embeddings: POST /v1/embeddings (openai: {"model", "input": [...]} -> {"object":
 /v1beta/models/{model}:batchEmbedContents (gemini: {"requests": [{"model", "content": {"parts": [{"text"}]}}]}
 -> {"embeddings": [{"values": [...]}]}). Vectors are a normalised hashed bag of words (with a few words
 sharing a concept, see CONCEPTS), so search by meaning works in tests. `embedded` records every input
-embedded (`embed_requests` the requests); `embed_fault` makes the endpoint fail: an Error, a Hang, or "wrong-dims", "nan", "wrong-count".
+embedded (`embed_requests` the requests); `embed_fault` makes the endpoint fail: an Error, a Hang, or "wrong-dims", "nan", "wrong-count",
+"half-size" (every vector of half the usual size), "drip" (headers at once, then the body a byte every half second).
 
 Like the real APIs, every wire refuses (HTTP 400, before any model runs) a conversation whose tool
 calls and results do not pair: a call with no result right after it, or a result with no call
@@ -390,13 +391,33 @@ class FakeModelServer:
             vecs = [[float("nan")] * len(v) for v in vecs]
         elif fault == "wrong-count":
             vecs = vecs[:-1]
+        elif fault == "half-size":
+            vecs = [fake_vector(t, EMBED_DIM // 2) for t in texts]
         if gemini:
             body: dict[str, Any] = {"embeddings": [{"values": v} for v in vecs]}
         else:
             tokens = sum(len(t.split()) for t in texts)
             body = {"object": "list", "data": [{"object": "embedding", "embedding": v, "index": i} for i, v in enumerate(vecs)],
                     "model": req.body.get("model") or "fake-embed", "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
-        self._send(h, 200, json.dumps(body, allow_nan=True).encode(), "application/json")
+        payload = json.dumps(body, allow_nan=True).encode()
+        if fault == "drip":
+            return self._drip(h, payload)
+        self._send(h, 200, payload, "application/json")
+
+    @staticmethod
+    def _drip(h: BaseHTTPRequestHandler, body: bytes) -> None:
+        """A whole answer announced at once, then sent a byte every half second (no read ever times out)."""
+        try:
+            h.send_response(200)
+            h.send_header("Content-Type", "application/json")
+            h.send_header("Content-Length", str(len(body)))
+            h.end_headers()
+            for b in body:
+                h.wfile.write(bytes([b]))
+                h.wfile.flush()
+                time.sleep(0.5)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
 
     # -- answers
     def _error_body(self, e: Error) -> tuple[int, bytes, str, dict[str, str]]:
