@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import codecs
 import email
+import email.parser
 import email.policy
 import html
 import re
@@ -280,7 +281,13 @@ def parse_message(raw: bytes, *, size: int | None = None, partial: bool = False,
     if partial:
         notes.append(f"message is {total:,} bytes; only the first {len(raw):,} were read, so text and "
                       "attachments after that point are missing")
-    msg = email.message_from_bytes(raw, policy=email.policy.compat32)
+    try:
+        msg = email.message_from_bytes(raw, policy=email.policy.compat32)
+        parts = list(msg.walk())
+    except RecursionError:  # parts nested deeper than Python's parser follows: the headers are still read
+        msg = email.parser.BytesParser(policy=email.policy.compat32).parsebytes(raw, headersonly=True)
+        parts = []
+        notes.append("its parts are nested deeper than Hearth reads, so only its headers were kept")
     headers: dict[str, list[str]] = {}
     for i, (k, v) in enumerate(msg.items()):
         if i >= MAX_HEADERS:
@@ -292,7 +299,6 @@ def parse_message(raw: bytes, *, size: int | None = None, partial: bool = False,
     html_texts: list[str] = []
     attachments: list[Attachment] = []
     defects: set[str] = {type(d).__name__ for d in msg.defects}
-    parts = list(msg.walk())
     for n, part in enumerate(parts):
         defects.update(type(d).__name__ for d in part.defects)
         if part.is_multipart():
@@ -319,11 +325,12 @@ def parse_message(raw: bytes, *, size: int | None = None, partial: bool = False,
     if defects:
         notes.append("malformed MIME, read as far as possible: " + ", ".join(sorted(defects)))
 
-    if texts:
+    if any(t.strip() for t in texts):
         body_text = "\n\n".join(texts)
-    elif html_texts:
+    elif html_texts:  # a plain part left blank beside the HTML one is what a mail client would not show either
         body_text = "\n\n".join(html_to_text(h) for h in html_texts)
-        notes.append("no plain-text part; text taken from the HTML part")
+        notes.append(("the plain-text part is empty" if texts else "no plain-text part") +
+                     "; text taken from the HTML part")
     else:
         body_text = ""
     body_text = body_text.replace("\x00", "")

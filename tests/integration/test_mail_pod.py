@@ -258,3 +258,45 @@ async def test_removing_an_inbox_forgets_the_models_reasons_and_only_its_own_hel
     finally:
         s.stop()
         d.stop()
+
+
+def _plain_inbox(pod, d: Dovecot, s: SmtpSink) -> str:
+    return pod.mail.add_account(
+        pod.person.id, "alice@example.org",
+        imap={"host": "127.0.0.1", "port": d.port, "username": "alice", "security": "none", "timeout_s": 10},
+        smtp={"host": "127.0.0.1", "port": s.port, "security": "none"},
+        password="secret", rules=[], start_at="all").id
+
+
+async def test_a_mail_nested_deeper_than_the_parser_goes_does_not_stop_the_inbox(pod, servers) -> None:
+    """A mail of 3,000 nested parts made every check of the inbox fail at it (RecursionError): the mail after it,
+    and every mail after that, never arrived. Now it is kept by its headers with a note, and the next one arrives
+    and reaches memory."""
+    from tests.triggers.test_mail_parse import _nested
+
+    d, s = servers
+    acct = _plain_inbox(pod, d, s)
+    d.deliver(_nested(3000))
+    d.deliver(make_mail("Dentist", "Your appointment is on Friday at 10 with Dr Quillfeather.",
+                        sender="Clinic <c@example.org>"))
+    await asyncio.wait_for(pod.mail.poll(acct), 60)
+    subjects = {m["subject"]: m for m in pod.mail.messages(acct, pod.person.id)}
+    assert set(subjects) == {"Nested", "Dentist"}
+    await pod.memory_produce()
+    assert await pod.memory_search("Quillfeather appointment", mode="keyword")
+
+
+async def test_a_mail_with_a_blank_plain_part_is_read_from_its_html_and_remembered(pod, servers) -> None:
+    """An empty text/plain part beside the HTML one: the mail was kept without text and memory skipped it."""
+    d, s = servers
+    acct = _plain_inbox(pod, d, s)
+    d.deliver(b"From: Clinic <c@example.org>\r\nTo: alice@example.org\r\nSubject: Appointment\r\n"
+              b"Message-ID: <appt@example.org>\r\nMIME-Version: 1.0\r\n"
+              b"Content-Type: multipart/alternative; boundary=zz\r\n\r\n"
+              b"--zz\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n\r\n"
+              b"--zz\r\nContent-Type: text/html; charset=utf-8\r\n\r\n"
+              b"<p>Your appointment with Dr Haas is on Friday at 10 in room 4.</p>\r\n--zz--\r\n")
+    await asyncio.wait_for(pod.mail.poll(acct), 60)
+    await pod.memory_produce()
+    hits = await pod.memory_search("appointment Dr Haas Friday", mode="keyword")
+    assert any("Haas" in h.snippet for h in hits), hits

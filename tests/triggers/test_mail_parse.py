@@ -161,3 +161,34 @@ def test_table_cells_are_read_apart_so_a_receipts_card_and_phone_are_redacted() 
     assert "Paid with 4111 1111 1111 1111" in text and "Phone +44 20 7946 0958" in text and "Total 12.50" in text
     found = {f.detector for f in detect(text) if f.confidence >= 0.5}
     assert {"card", "phone"} <= found, found
+
+
+def _nested(levels: int) -> bytes:
+    raw = (b"From: spam@example.net\r\nTo: alice@example.org\r\nSubject: Nested\r\nMessage-ID: <deep@example.net>\r\n"
+           b"MIME-Version: 1.0\r\n")
+    for i in range(levels):
+        raw += b'Content-Type: multipart/mixed; boundary="b%d"\r\n\r\n--b%d\r\n' % (i, i)
+    raw += b"Content-Type: text/plain\r\n\r\nhello from the bottom\r\n"
+    for i in reversed(range(levels)):
+        raw += b"--b%d--\r\n" % i
+    return raw
+
+
+def test_a_mail_nested_deeper_than_the_parser_goes_keeps_its_headers_and_says_why() -> None:
+    """3,000 nested multipart parts (180 KB): parse_message raised RecursionError, though it never raises."""
+    m = parse_message(_nested(3000))
+    assert m.subject == "Nested" and m.message_id == "<deep@example.net>" and m.text == ""
+    assert any("nested deeper than Hearth reads" in n for n in m.notes)
+    assert parse_message(_nested(20)).text == "hello from the bottom"  # an ordinary depth is read as before
+
+
+def test_an_empty_plain_part_beside_the_html_one_is_read_from_the_html() -> None:
+    """multipart/alternative with a blank text/plain part and the words in text/html: the mail was kept empty."""
+    raw = (b"From: Clinic <c@example.org>\r\nSubject: Appointment\r\nMIME-Version: 1.0\r\n"
+           b"Content-Type: multipart/alternative; boundary=zz\r\n\r\n"
+           b"--zz\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n \r\n\r\n"
+           b"--zz\r\nContent-Type: text/html; charset=utf-8\r\n\r\n"
+           b"<p>Your appointment with Dr Haas is on Friday at 10 in room 4.</p>\r\n--zz--\r\n")
+    m = parse_message(raw)
+    assert m.text == "Your appointment with Dr Haas is on Friday at 10 in room 4."
+    assert "the plain-text part is empty; text taken from the HTML part" in m.notes
