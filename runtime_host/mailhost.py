@@ -58,11 +58,9 @@ class MailHost:
         keys, scope = ledger.message_row_ids(self.engine, acct.id), f"private/{acct.person_id}"
 
         def forget() -> int:
-            mem = self.pod.memory
-            sids = mem.sources_by_key(scope, keys)
-            mem.delete_sources(sids)  # the one delete path: claims leave pages, pages marked
-            mem.drop_held(scope, keys)
-            return len(sids)
+            # Kept as forgotten too: a memory run that read this mail before and is still waiting on its model
+            # stores nothing of it after.
+            return int(self.pod.memory.forget_origins(scope, keys))
 
         forgotten = await self.pod.in_memory_thread(forget) if keys else 0
         ledger.delete_account(self.engine, acct.id)

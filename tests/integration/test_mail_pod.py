@@ -300,3 +300,36 @@ async def test_a_mail_with_a_blank_plain_part_is_read_from_its_html_and_remember
     await pod.memory_produce()
     hits = await pod.memory_search("appointment Dr Haas Friday", mode="keyword")
     assert any("Haas" in h.snippet for h in hits), hits
+
+
+async def test_an_inbox_removed_while_the_memory_model_reads_its_mail_leaves_none_of_it_in_memory(
+        pod, fake_model, servers) -> None:
+    """The 5-minute memory run read the inbox's mail and waited on the extraction model; the person removed the
+    inbox meanwhile (nothing of it in memory yet to delete); the model answered and the run stored the mail: search
+    found it, its words were in memory's files, and no inbox was left to remove it with."""
+    import threading
+
+    from tests.integration.test_memory_pod import files_holding
+
+    d, s = servers
+    d.deliver(make_mail("Plumber", "The plumber Zebulon comes Tuesday at 9 to fix the boiler."))
+    acct = _plain_inbox(pod, d, s)
+    await asyncio.wait_for(pod.mail.poll(acct), 60)
+    pod.set_role_model("extraction", "fake/x")
+    asked, go = threading.Event(), threading.Event()
+
+    def model(req):
+        items = re.findall(r"^(\d+)\. ", req.last_user, re.M)
+        if "Zebulon" in req.last_user:
+            asked.set()
+            go.wait(30)
+        return Text(json.dumps([{"n": int(n), "keep": True, "reason": "fact"} for n in items]))
+
+    fake_model.script = model
+    run = asyncio.create_task(pod.memory_produce())
+    assert await asyncio.to_thread(asked.wait, 30)
+    await pod.mail.remove_account(acct, pod.person.id)
+    go.set()
+    await asyncio.wait_for(run, 60)
+    assert await pod.memory_search("plumber Zebulon boiler", mode="keyword") == []
+    assert files_holding(pod.home / "memory", "Zebulon") == []
