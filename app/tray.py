@@ -127,6 +127,9 @@ def notification_for(ev: dict[str, Any]) -> tuple[str, str] | None:
         return "Phone channels did not start", (ev.get("error") or "")[:200]
     if kind == "turn.abandoned" and origin not in ("chat", "telegram"):
         return f"Run by {ev.get('agent')} moved to another host", (ev.get("reason") or "")[:200]
+    if kind == "mail.notify":  # a mail rule's "Notify me": who wrote and about what, as plain text
+        sender = " ".join(str(ev.get("from") or "").split())[:80] or "an unknown sender"
+        return f"Mail from {sender}", " ".join(str(ev.get("subject") or "").split())[:200] or "(no subject)"
     if kind == "worker.state" and ev.get("new") == "fatal":
         return f"Agent {ev.get('agent')} stopped", (ev.get("reason") or "")[:200]
     return None
