@@ -121,7 +121,7 @@ def test_a_notify_mail_rule_shows_the_mail_to_its_person_alone(qtbot, qloop, ui_
         qtbot.addWidget(bob)
         d.deliver(make_mail("Your statement", "Your statement is ready.", sender="Bank <bank@example.org>"))
         qloop.run(ui_pod.mail.poll(acct.id))
-        qtbot.waitUntil(lambda: w.notices.history and w.notices.history[-1][0].startswith("Mail from"), timeout=5000)
+        qtbot.waitUntil(lambda: bool(w.notices.history) and w.notices.history[-1][0].startswith("Mail from"), timeout=5000)
         assert w.notices.history[-1] == ("Mail from Bank <bank@example.org>", "Your statement")
         assert not [n for n in bob.notices.history if "Mail" in n[0]]
     finally:
