@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from runtime_host.store import StoreError
@@ -24,6 +25,7 @@ class ScheduleHost:
     def __init__(self, pod: Any):
         self.pod = pod
         self._scheduler_task: asyncio.Task[None] | None = None
+        self._memory_runs: dict[str, asyncio.Task[None]] = {}  # memory timer kind -> its run now going
         pod.subscribe(self._record_scheduled_turn)
 
     @property
@@ -99,14 +101,17 @@ class ScheduleHost:
                 schedule.create_schedule(self.pod.store.engine, person_id="pod", instance_id="", cron=cron, prompt="",
                                          tz="UTC", catch_up="once", name=kind, kind=kind)
 
-    async def tick(self, now: Any = None) -> dict[str, Any]:
-        """Runs what is due at `now` (default: the current time) exactly once, across every Pod."""
+    async def tick(self, now: Any = None, *, wait: bool = True) -> dict[str, Any]:
+        """Runs what is due at `now` (default: the current time) exactly once, across every Pod. A memory timer's
+        job runs beside the schedules due with it, never before them (one person's slow memory model must not
+        hold another's runs); `wait` waits for the memory jobs this tick started (the scheduler's own ticks do
+        not: a job still going when its timer is next due is not started twice)."""
         from datetime import UTC, datetime
 
         from runtime_host import schedule
 
         now = now or datetime.now(UTC)
-        memory_jobs: list[str] = []
+        memory_jobs: list[asyncio.Task[None]] = []
 
         async def start_run(row: Any, due_at: Any) -> str:
             if row.kind == "agent":
@@ -120,18 +125,38 @@ class ScheduleHost:
                    "memory.nightly": self.pod.memory_nightly}.get(row.kind)
             if job is None:
                 raise StoreError(f"unknown schedule kind {row.kind!r}")
-            await job()
+            going = self._memory_runs.get(row.kind)
+            if going is not None and not going.done():
+                raise StoreError(f"the previous {row.kind} run was still going, so this one was not started")
             job_id = f"{row.kind}:{uuid.uuid4().hex}"
-            memory_jobs.append(job_id)
+            task = self._memory_runs[row.kind] = asyncio.create_task(self._memory_run(job, job_id))
+            memory_jobs.append(task)
             return job_id
 
         self.pod.expire_tasks()
         result = await schedule.atick(self.pod.store.engine, now, start_run, owner=self.pod.owner)
-        for job_id in memory_jobs:
-            schedule.record_turn_finished(self.pod.store.engine, job_id, ok=True)
+        if wait and memory_jobs:
+            await asyncio.wait(memory_jobs)
         out = result.to_dict()
         self.pod.emit({"type": "schedule.ticked", **{k: v for k, v in out.items() if isinstance(v, int)}})
         return out
+
+    async def _memory_run(self, job: Callable[[], Awaitable[Any]], job_id: str) -> None:
+        """One memory timer's job, its outcome written to the schedule ledger when it ends."""
+        from runtime_host import schedule
+
+        await asyncio.sleep(0)  # the tick records the run as started first
+        try:
+            await job()
+        except asyncio.CancelledError:
+            schedule.record_turn_finished(self.pod.store.engine, job_id, ok=False,
+                                          error="Hearth stopped during this run; the next one goes on from there.")
+            raise
+        except Exception as exc:  # noqa: BLE001 - a failed job is a ledger outcome; the next one tries again
+            log.warning("memory job %s failed: %s", job_id, exc)
+            schedule.record_turn_finished(self.pod.store.engine, job_id, ok=False, error=str(exc))
+        else:
+            schedule.record_turn_finished(self.pod.store.engine, job_id, ok=True)
 
     def _record_scheduled_turn(self, ev: dict[str, Any]) -> None:
         if ev.get("type") == "turn.finished" and ev.get("origin") == "schedule":
@@ -165,11 +190,13 @@ class ScheduleHost:
     def stop_ticking(self) -> None:
         if self._scheduler_task:
             self._scheduler_task.cancel()
+        for task in self._memory_runs.values():
+            task.cancel()
 
     async def _scheduler_loop(self) -> None:
         while True:
             try:
-                await self.tick()
+                await self.tick(wait=False)
             except Exception:  # a failed tick is logged and tried again next minute
                 log.exception("scheduler tick failed")
             await asyncio.sleep(60)

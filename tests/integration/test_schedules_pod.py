@@ -65,3 +65,65 @@ def test_cli_schedule_add_list_tick(home, fake_model, script) -> None:
     assert all(r["outcome"] in ("ran", "missed") for r in sched)
     assert [r for r in runs if not r.get("ledger") and r["origin"] == "schedule"][0]["result"] == "done by the tick"
     assert cli(home, "tick", "--now", "2026-01-01T00:00:00").returncode == 2
+
+
+async def test_one_persons_slow_memory_model_holds_neither_anothers_schedule_nor_the_next_tick(pod, fake_model) -> None:
+    """The 5-minute memory run went first in the scheduler's tick and was waited for: while Alice's extraction
+    model thought (a hung server: up to 120 s a call), Bob's own schedule due that minute did not start. Now it
+    starts at once; the scheduler's next tick does not start the memory run a second time while the first is
+    still going (the ledger says why), and the first is recorded as ran when it ends."""
+    import asyncio
+    import threading
+
+    from sqlalchemy import text
+
+    from runtime_host import schedule
+    from tests.integration.test_memory_pod import bob_with_his_own_provider
+
+    _, as_bob = bob_with_his_own_provider(pod)
+    as_bob.add_agent("bobs", provider="fake")
+    as_bob.add_schedule("bobs", "*/5 * * * *", "Check the weather", tz="UTC")
+    inst = pod.find_agent("helper")[0]
+    conv = pod.store.create_conversation(inst.id, "Notes")
+    turn = pod.store.create_turn(conv.id, inst.id)
+    pod.store.add_message(conv.id, "user", "My sister Clara's birthday is on 3 June and she loves orchids.",
+                          turn_id=turn.id)
+    pod.set_role_model("extraction", "fake/alice-slow")
+    asked, go = threading.Event(), threading.Event()
+
+    def model(req):
+        if req.model == "alice-slow":
+            asked.set()
+            go.wait(60)  # Alice's model thinks for a long time
+            n = len([ln for ln in req.last_user.splitlines() if ln.strip()])
+            return Text(json.dumps([{"n": i + 1, "keep": True, "reason": "fact"} for i in range(n)]))
+        return Text("Sunny.")
+
+    fake_model.script = model
+    pod.ensure_memory_timers()
+    with pod.store.engine.begin() as c:
+        t = datetime(2030, 1, 1, 0, 0, 30, tzinfo=UTC).timestamp()
+        c.execute(text("UPDATE schedules SET last_checked = :t, created_at = :t"), {"t": t})
+        # the memory timers were made when Hearth first started, before Bob added his schedule: they come first
+        c.execute(text("UPDATE schedules SET created_at = :t WHERE person_id = 'pod'"), {"t": t - 86400})
+    bobs_run = asyncio.Event()
+    pod.subscribe(lambda e: bobs_run.set() if e.get("origin") == "schedule" and e["type"] == "turn.finished" else None)
+    tick = asyncio.create_task(pod.tick(datetime(2030, 1, 1, 0, 5, 10, tzinfo=UTC)))
+    try:
+        assert await asyncio.to_thread(asked.wait, 30)
+        try:
+            await asyncio.wait_for(bobs_run.wait(), 15)
+        except TimeoutError:
+            raise AssertionError("Bob's scheduled run waited on Alice's memory model") from None
+        await pod.schedule_host.tick(datetime(2030, 1, 1, 0, 10, 10, tzinfo=UTC), wait=False)
+        runs = [r for r in schedule.list_runs(pod.store.engine) if (r.turn_id or "").startswith("memory.producer")
+                or "memory.producer" in (r.error or "")]
+        assert [r.outcome for r in runs].count("running") == 1
+        assert any(r.outcome == "failed" and "still going" in (r.error or "") for r in runs)
+    finally:
+        go.set()
+        await asyncio.wait_for(tick, 60)
+        await asyncio.wait_for(bobs_run.wait(), 60)  # Bob's run has ended before the Pod closes
+    outcomes = {(r.turn_id or "").split(":")[0]: r.outcome for r in schedule.list_runs(pod.store.engine) if r.turn_id}
+    assert outcomes.get("memory.producer") == "ran"
+    assert await pod.memory_search("Clara orchids", mode="keyword")
