@@ -260,12 +260,13 @@ async def test_removing_an_inbox_forgets_the_models_reasons_and_only_its_own_hel
         d.stop()
 
 
-def _plain_inbox(pod, d: Dovecot, s: SmtpSink) -> str:
+def _plain_inbox(pod, d: Dovecot, s: SmtpSink, rules: list | None = None) -> str:
+    """Alice's inbox on the loopback servers, with ``rules`` (none by default), reading all mail there."""
     return pod.mail.add_account(
         pod.person.id, "alice@example.org",
         imap={"host": "127.0.0.1", "port": d.port, "username": "alice", "security": "none", "timeout_s": 10},
         smtp={"host": "127.0.0.1", "port": s.port, "security": "none"},
-        password="secret", rules=[], start_at="all").id
+        password="secret", rules=rules or [], start_at="all").id
 
 
 async def test_a_mail_nested_deeper_than_the_parser_goes_does_not_stop_the_inbox(pod, servers) -> None:

@@ -103,16 +103,13 @@ def test_a_notify_mail_rule_shows_the_mail_to_its_person_alone(qtbot, qloop, ui_
     """A rule whose action is "Notify me" made the Pod say so, and the window showed nothing: the person never
     heard of the bank's mail. Bob's window, open on the same Hearth, shows nothing of Alice's mail."""
     from tests.helpers.mailservers import Dovecot, SmtpSink, make_mail
+    from tests.integration.test_mail_pod import _plain_inbox
 
     d = Dovecot({"alice": "secret"}).start()
     s = SmtpSink().start()
     try:
-        acct = ui_pod.mail.add_account(
-            ui_pod.person.id, "alice@example.org",
-            imap={"host": "127.0.0.1", "port": d.port, "username": "alice", "security": "none", "timeout_s": 10},
-            smtp={"host": "127.0.0.1", "port": s.port, "security": "none"}, password="secret", start_at="all",
-            rules=[{"id": "bank", "name": "From the bank", "when": [{"field": "from", "op": "contains",
-                                                                      "value": "bank@"}], "then": [{"action": "notify"}]}])
+        acct = _plain_inbox(ui_pod, d, s, rules=[{"id": "bank", "name": "From the bank", "when": [
+            {"field": "from", "op": "contains", "value": "bank@"}], "then": [{"action": "notify"}]}])
         w = MainWindow(ui_pod)
         qtbot.addWidget(w)
         w.show()
@@ -120,7 +117,7 @@ def test_a_notify_mail_rule_shows_the_mail_to_its_person_alone(qtbot, qloop, ui_
         bob = MainWindow(ui_pod.pod.unlock("Bob"))
         qtbot.addWidget(bob)
         d.deliver(make_mail("Your statement", "Your statement is ready.", sender="Bank <bank@example.org>"))
-        qloop.run(ui_pod.mail.poll(acct.id))
+        qloop.run(ui_pod.mail.poll(acct))
         qtbot.waitUntil(lambda: bool(w.notices.history) and w.notices.history[-1][0].startswith("Mail from"), timeout=5000)
         assert w.notices.history[-1] == ("Mail from Bank <bank@example.org>", "Your statement")
         assert not [n for n in bob.notices.history if "Mail" in n[0]]

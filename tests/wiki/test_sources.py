@@ -345,12 +345,8 @@ def test_a_kill_while_the_keyword_index_is_written_again_is_repaired_by_the_next
     """The deletion committed, then the process was killed while the keyword index was written again: nothing
     marked the gap (the mark of a lagging index was cleared by the commit before), so the deleted words stayed in
     the index for good, past every restart, until a nightly rebuild."""
-    import subprocess
-    import sys
-    from pathlib import Path
 
     from wiki_engine import open_memory
-    from wiki_engine.index import stems
 
     root = tmp_path / "m"
     with open_memory(root, embedder=None) as mem:
@@ -364,13 +360,26 @@ def test_a_kill_while_the_keyword_index_is_written_again_is_repaired_by_the_next
             "    os._exit(9)  # killed while the keyword index is written again, its first document being read\n"
             "ScopeIndex._keyword_doc = staticmethod(dying)\n"
             "mem.delete_source(sys.argv[2])\n")
+    _killed_then_reopened(root, code, secret, "quokka7731", kept)
+
+
+def _killed_then_reopened(root, code: str, secret: str, word: str, kept: str) -> None:
+    """Runs ``code`` (a process of memory's that kills itself, exit 9) on ``secret``; memory opened again holds
+    ``word`` in no keyword index term and still finds ``kept``."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from wiki_engine import open_memory
+    from wiki_engine.index import stems
+
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
     done = subprocess.run([sys.executable, "-c", code, str(root), secret], env=env, timeout=120, capture_output=True,
                           text=True)
     assert done.returncode == 9, done.stderr[-2000:]
     with open_memory(root, embedder=None) as mem:
         idx = mem.index("private/alice")
-        assert idx.searcher.doc_freq("body", stems("quokka7731")[0]) == 0
+        assert idx.searcher.doc_freq("body", stems(word)[0]) == 0
         assert [h.id for h in mem.search("garden bench", scopes=Viewer("alice"), mode="keyword")] == [kept]
 
 
@@ -378,12 +387,9 @@ def test_deletions_under_a_hold_write_the_keyword_index_once_and_a_kill_before_i
     """A watched folder removed 500 sources at a time holds memory's purges: each batch is unfindable at once, the
     keyword index is written again once at the end (not once a batch), and a process killed before the end has
     its deleted words taken out on the next open. Another person's scope is not held."""
-    import subprocess
-    import sys
-    from pathlib import Path
 
     from wiki_engine import open_memory
-    from wiki_engine.index import ScopeIndex, stems
+    from wiki_engine.index import ScopeIndex
 
     root = tmp_path / "m"
     with open_memory(root, embedder=None) as mem:
@@ -413,14 +419,7 @@ def test_deletions_under_a_hold_write_the_keyword_index_once_and_a_kill_before_i
             "mem.hold_purges('private/alice', True)\n"
             "mem.delete_sources([sys.argv[2]])\n"
             "os._exit(9)  # killed before the hold ends\n")
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
-    done = subprocess.run([sys.executable, "-c", code, str(root), secret], env=env, timeout=120, capture_output=True,
-                          text=True)
-    assert done.returncode == 9, done.stderr[-2000:]
-    with open_memory(root, embedder=None) as mem:
-        idx = mem.index("private/alice")
-        assert idx.searcher.doc_freq("body", stems("dunlin2290")[0]) == 0
-        assert [h.id for h in mem.search("garden bench", scopes=Viewer("alice"), mode="keyword")] == [kept]
+    _killed_then_reopened(root, code, secret, "dunlin2290", kept)
     assert _files_holding(root, b"dunlin2290") == []
 
 
