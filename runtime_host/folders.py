@@ -880,7 +880,7 @@ class WatchedFolders:
                 mem.hold_purges(f"private/{folder.person_id}", True)
                 self._purges_held.add(folder.id)
             there = [sid for sid in batch if mem.source_scope(sid) is not None]
-            mem.delete_sources(there)  # the one delete path: claims leave pages, pages marked
+            mem.delete_sources(there, held=True)  # the one delete path: claims leave pages, pages marked
             return len(there)
 
         n = 0

@@ -249,6 +249,7 @@ class ScopeIndex:
         self._dirty = False
         self._purge = False  # documents were removed since the last commit
         self.purge_held = False  # set by Memory.hold_purges: removals in batches write the keyword index once, at the end
+        self._purge_now = False  # a removal not made under the hold: its traces go at once all the same
         self._version = 0
         self._groups: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None = None
         self._adjacent: tuple[int, np.ndarray, np.ndarray] | None = None
@@ -612,9 +613,11 @@ class ScopeIndex:
         elif n == -1:
             self._pending = [p for p in self._pending if p[0] != doc_id]
 
-    def remove(self, ids: list[str]) -> None:
+    def remove(self, ids: list[str], *, held: bool = False) -> None:
         """Removes documents. A source said just after a removed one held its words as context (keywords and
-        meaning): it is indexed again with the context it has now, so no trace of the removed text stays."""
+        meaning): it is indexed again with the context it has now, so no trace of the removed text stays.
+        ``held``: one step of a removal in batches under ``Memory.hold_purges`` (its traces go when the hold ends);
+        any other removal's go at the next commit, hold or not."""
         with self._lock:
             present = [i for i in ids if i in self.row]
             if not present:
@@ -631,6 +634,7 @@ class ScopeIndex:
             self._mark_keywords_pending()
             self.meta.execute("COMMIT")
             self._dirty = self._purge = True
+            self._purge_now = self._purge_now or not held
             # The turn that held a removed one's words is the first source left after it in (time, insertion)
             # order; when many were removed at once, one pass over every context finds them all.
             found: dict[str, Doc] = {}
@@ -665,24 +669,28 @@ class ScopeIndex:
                 self._writer = None
                 self.index.reload()
                 self.searcher = self.index.searcher()
-                if not (self._purge and self.purge_held):  # else lagging until purged: a kill meanwhile rebuilds it
+                if not (self._purge and self._purge_waits()):  # else lagging until purged: a kill meanwhile rebuilds it
                     self.meta.execute("DELETE FROM info WHERE key=?", (_pending_mark(),))
             self._merge_pending()
             self._dirty = False
             if self._purge:
                 self.purge()
 
-    def purge(self) -> None:
+    def _purge_waits(self) -> bool:
+        return self.purge_held and not self._purge_now
+
+    def purge(self, *, now: bool = False) -> None:
         """Removed or replaced text leaves every place it was kept: the keyword index (written again from meta.db,
         see ``_rewrite_keywords``), the title index's segments (rewritten as one, ~0.3 s at 100,000 titles) and the
         write-ahead log's earlier pages (cut to nothing unless a reader holds it). While ``purge_held``, this waits
-        for the hold's end (the index stays marked as lagging, so a process killed meanwhile has it rebuilt)."""
+        for the hold's end (the index stays marked as lagging, so a process killed meanwhile has it rebuilt), unless
+        ``now`` or a removal made outside the hold asks for it."""
         with self._lock:
-            if self.purge_held:
+            if self._purge_waits() and not now:
                 self._purge = True
                 self._mark_keywords_pending()
                 return
-            self._purge = False
+            self._purge = self._purge_now = False
             if self._writer is not None:
                 self.commit()
             self._rewrite_keywords()

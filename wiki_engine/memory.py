@@ -831,12 +831,12 @@ class Memory:
         """Deletes a source everywhere; returns the keys of pages that cited it (now marked for re-synthesis)."""
         return self._delete_sources([source_id], strict=True)
 
-    def delete_sources(self, source_ids: Sequence[str], *, again: bool = False) -> list[str]:
+    def delete_sources(self, source_ids: Sequence[str], *, again: bool = False, held: bool = False) -> list[str]:
         """Deletes several sources as ``delete_source`` does, with one index commit per scope (a folder of
         thousands of files goes in seconds); ids no longer stored are passed over. Returns the pages marked.
         ``again``: a job may make a source of the same id again (``was_deleted`` stays False), as for a summary
-        whose messages changed."""
-        return self._delete_sources(source_ids, again=again)
+        whose messages changed. ``held``: a step of a removal in batches under ``hold_purges``."""
+        return self._delete_sources(source_ids, again=again, held=held)
 
     def hold_purges(self, scope: Scope | str, hold: bool) -> None:
         """Deletions in ``scope`` made in several steps (a watched folder removed or rescanned, 500 sources at a
@@ -854,7 +854,8 @@ class Memory:
             if idx is not None and not self._closed:
                 idx.hold_purge(held > 0)
 
-    def _delete_sources(self, ids: Iterable[str], *, strict: bool = False, again: bool = False) -> list[str]:
+    def _delete_sources(self, ids: Iterable[str], *, strict: bool = False, again: bool = False,
+                        held: bool = False) -> list[str]:
         with self._lock:
             ids = list(ids)
             stale: set[tuple[str, str]] = set()
@@ -896,7 +897,7 @@ class Memory:
             for sc, sids in by_scope.items():
                 if (self.root / "index" / sc.relpath).exists():
                     idx = self.index(sc)
-                    idx.remove(sids)
+                    idx.remove(sids, held=held)
                     idx.commit()
             # Every claim that rested only on a deleted source leaves its page now (the page stays marked
             # for re-synthesis, so a model can rewrite the prose around the gap).
@@ -904,7 +905,7 @@ class Memory:
             for scope, slug in stale:
                 self._drop_claims(Scope.parse(scope), slug, gone)
             for sc in {Scope.parse(scope) for scope, _ in stale}:
-                self.index(sc).purge()  # the page's earlier text, with the dropped claims, leaves the index's log
+                self.index(sc).purge(now=not held)  # the page's earlier text, with the dropped claims, leaves the log
             if by_scope:
                 self.catalog.purge()
             return sorted(f"page:{s}/{g}" for s, g in stale)
@@ -929,7 +930,7 @@ class Memory:
                     changed.add(sc)
                     pages += 1
             for sc in changed:
-                self.index(sc).purge()
+                self.index(sc).purge(now=True)
         return pages
 
     def _drop_claims(self, sc: Scope, slug: str, gone: set[str]) -> None:

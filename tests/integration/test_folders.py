@@ -1207,3 +1207,43 @@ async def test_a_folder_removed_in_batches_writes_memorys_keyword_index_once_and
     assert len(rewrites) == 1, rewrites
     assert await pod.memory_search("guillemot6", mode="keyword") == []
     assert files_holding(pod.home, "guillemot") == [] and files_holding(pod.home, "puffin5") == []
+
+
+async def test_delete_and_forget_during_a_folder_rescan_leaves_no_word_in_memorys_files_at_once(pod, script, fake_model,
+                                                                                          tmp_path) -> None:
+    """README: a deleted conversation (Delete and forget) leaves its words in no file of memory's folder. The
+    person's watched folder is being rescanned: one file was deleted from it (its sources deleted with the purge
+    held for the rest of the scan) and a new mail export waits on the import model. The person deletes and
+    forgets a conversation meanwhile: the call returns, and its words are still in memory's keyword index files
+    for as long as the import runs. Only the folder's own deletions wait for the scan's end."""
+    from tests.integration.test_memory_pod import files_holding
+
+    script([Text("Noted.")], repeat_last=True)
+    r = await asyncio.wait_for(pod.chat("helper", "My sister Clara's birthday is on 3 June; her locker word is "
+                                        "heronword."), 30)
+    assert r.ok
+    await pod.memory_produce()
+    assert await pod.memory_search("heronword", mode="keyword")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "note.txt").write_text("The boiler was serviced in May by a kestrel firm.\n")
+    folder = pod.folders.add(docs)
+    await pod.folders.scan(folder.id)
+    (docs / "note.txt").unlink()
+    (docs / "new.mbox").write_bytes(b"".join(
+        f"From ana@example.org Tue Mar  3 10:{i:02d}:00 2026\nFrom: Ana <ana@example.org>\nSubject: Plan {i}\n"
+        f"Date: Tue, 03 Mar 2026 10:{i:02d}:00 +0000\n\nPlan number {i}: the plumber comes on day {i}.\n\n"
+        .encode() for i in range(5)))
+    pod.set_role_model("import", "fake/fake-1")
+    asked, go, _seen = _slow_import_model(fake_model)
+    scan = asyncio.create_task(pod.folders.scan(folder.id))
+    try:
+        assert await asyncio.to_thread(asked.wait, 30)
+        await pod.delete_conversation_and_forget(r.conversation_id)
+        assert await pod.memory_search("heronword", mode="keyword") == []
+        during = files_holding(pod.home / "memory", "heronword")
+    finally:
+        go.set()
+        await asyncio.wait_for(scan, 60)
+    after = files_holding(pod.home / "memory", "heronword")
+    assert (during, after) == ([], [])

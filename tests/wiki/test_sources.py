@@ -402,22 +402,30 @@ def test_deletions_under_a_hold_write_the_keyword_index_once_and_a_kill_before_i
         ScopeIndex._rewrite_keywords = lambda self: (rewrites.append(self.folder.name), real(self))[1]
         try:
             mem.hold_purges("private/alice", True)
-            mem.delete_sources(ids[:3])
+            mem.delete_sources(ids[:2], held=True)
             assert [h.snippet for h in mem.search("quokka7001", scopes=Viewer("alice"), mode="keyword")] == []
-            mem.delete_sources(ids[3:])
+            mem.delete_sources(ids[2:4], held=True)
             mem.delete_source(bob)  # Bob's deletion is written out at once
             assert rewrites == ["bob"]
-            assert [h.snippet for h in mem.search("quokka7004", scopes=Viewer("alice"), mode="keyword")] == []
+            assert [h.snippet for h in mem.search("quokka7003", scopes=Viewer("alice"), mode="keyword")] == []
             mem.hold_purges("private/alice", False)
             assert rewrites == ["bob", "alice"]
+            assert _files_holding(root, b"quokka7003") == [] and _files_holding(root, b"numbat9043") == []
+            # Alice deletes a note herself while a folder's removal holds her scope: hers goes at once
+            mem.hold_purges("private/alice", True)
+            mem.delete_sources(ids[4:5], held=True)
+            mem.delete_source(ids[5])
+            assert rewrites == ["bob", "alice", "alice"]
+            assert _files_holding(root, b"quokka7005") == [] and _files_holding(root, b"quokka7004") == []
+            mem.hold_purges("private/alice", False)
+            assert rewrites == ["bob", "alice", "alice"]  # nothing was left owed
         finally:
             ScopeIndex._rewrite_keywords = real
-        assert _files_holding(root, b"quokka7004") == [] and _files_holding(root, b"numbat9043") == []
         secret = mem.add_source("Alice: My bank PIN is dunlin2290.", scope="private/alice", ts=1e9 + 1000)
     code = ("import os, sys\nfrom wiki_engine import open_memory\n"
             "mem = open_memory(sys.argv[1], embedder=None)\n"
             "mem.hold_purges('private/alice', True)\n"
-            "mem.delete_sources([sys.argv[2]])\n"
+            "mem.delete_sources([sys.argv[2]], held=True)\n"
             "os._exit(9)  # killed before the hold ends\n")
     _killed_then_reopened(root, code, secret, "dunlin2290", kept)
     assert _files_holding(root, b"dunlin2290") == []
