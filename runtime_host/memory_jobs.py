@@ -715,9 +715,12 @@ async def _summarize_for(pod: Any, person: Any, internal: set[str], made: dict[s
                         owner=person.id, agent=inst.id)  # what forgetting that agent forgets
             # A summary that reads like orders (the person quoted some) is held for them like any note; the
             # run goes on for everyone else.
-            def store(it: Any = item, i: str = sid) -> str | None:
+            def store(it: Any = item, i: str = sid, c: str = conv.id, read: tuple[str, ...] = tuple(m.id for m in msgs[:upto]),
+                      at: float = since) -> str | None:
                 if pod.memory.is_forgotten(it):
                     return None  # the person forgot it (or deleted the conversation) while the model wrote
+                if tuple(m.id for m in _summarised(pod, c, internal, at)[:len(read)]) != read:
+                    return None  # an exchange it read was edited or answered again meanwhile: written anew later
                 try:
                     return str(pod.memory.add_items([it], source_ids=[i], skip_refused=True)[0])
                 except SourceConflict:  # another Hearth process (the window, a terminal) summarised it meanwhile

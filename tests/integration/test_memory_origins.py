@@ -190,3 +190,52 @@ async def test_editing_the_last_message_forgets_the_summary_that_quoted_its_old_
     assert (await pod.memory_produce())[0]["summaries"] == 1
     assert any(h.id.startswith("summary-") for h in await pod.memory_search("storage unit open", mode="keyword"))
     assert await pod.memory_search("wagtailword", mode="keyword") == []
+
+
+async def test_editing_the_last_exchange_while_its_summary_is_being_written(pod, fake_model) -> None:
+    """README: what memory kept of an edited last exchange goes with it, and a run that read it before stores
+    none of it after. The person pasted their gate code as message 29; the 5-minute producer's summary model is
+    reading messages 1-30; the person edits that message. The summary lands after, quoting the old code."""
+    import json
+    import threading
+
+    from runtime_host.memory_jobs import SUMMARY_EVERY
+    from tests.integration.test_memory_pod import files_holding
+
+    inst = pod.find_agent("helper")[0]
+    conv = pod.store.create_conversation(inst.id, "House")
+    for i in range(SUMMARY_EVERY // 2 - 1):  # 28 messages
+        _say(pod, conv, inst, f"later {i}")
+    asked, go = threading.Event(), threading.Event()
+
+    def model(req):
+        if req.system.startswith("Summarise this conversation"):
+            asked.set()
+            go.wait(60)  # the summary model thinks for a while
+            lines = [ln for ln in req.last_user.splitlines() if "gate code" in ln or "storage" in ln]
+            return Text("- " + "\n- ".join(lines or ["nothing much"]))
+        if req.system.startswith("You decide"):
+            n = len([ln for ln in req.last_user.splitlines() if ln[:1].isdigit()])
+            return Text(json.dumps([{"n": i + 1, "keep": True, "reason": "fact"} for i in range(n)]))
+        return Text("Noted your message.")
+
+    fake_model.script = model
+    pod.set_role_model("extraction", "fake/summariser")
+    r = await asyncio.wait_for(pod.chat("helper", "The storage gate code is 9913 wagtailword.",
+                                        conversation_id=conv.id), 30)
+    assert r.ok and len(pod.store.list_messages(conv.id)) == SUMMARY_EVERY
+    job = asyncio.create_task(pod.memory_summarize())
+    try:
+        assert await asyncio.to_thread(asked.wait, 30)
+        mine = pod.store.list_messages(conv.id)[-2]
+        assert "wagtailword" in mine.content
+        run = await pod.answer_again(conv.id, mine.id, "What time does the storage unit open?")
+        assert (await asyncio.wait_for(run.future, 30)).ok
+    finally:
+        go.set()
+    await asyncio.wait_for(job, 60)
+    await pod.memory_produce()
+    hits = await pod.memory_search("wagtailword", mode="keyword")
+    quoted = [(h.id, h.snippet) for h in hits if "wagtailword" in h.snippet.lower()]
+    assert quoted == [], quoted
+    assert files_holding(pod.home / "memory", "wagtailword") == []
