@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import hashlib
 import re
 import shutil
@@ -339,6 +340,13 @@ class Memory:
         with self._lock:
             self._check_open()
             idx = self._indexes.get(sc)
+            if idx is not None and not (idx.folder / "meta.db").exists():
+                # Another Hearth process (a terminal's forget) deleted this index: it is opened again from the
+                # catalog, which both processes share, rather than written into a folder that is gone.
+                self._indexes.pop(sc, None)
+                with contextlib.suppress(Exception):
+                    idx.close()
+                idx = None
             if idx is None:
                 folder = self.root / "index" / sc.relpath
                 use = target = self.embedder_for(sc)

@@ -1173,3 +1173,32 @@ async def test_forgetting_an_agent_is_not_undone_by_the_next_producer_run(pod) -
     _say(pod, conv, inst, "The boiler service is booked for June.")  # what is said after is remembered
     await pod.memory_produce()
     assert await pod.memory_search("boiler service June", mode="keyword")
+
+
+async def test_the_window_keeps_remembering_after_forget_me_in_a_terminal(pod, script) -> None:
+    """After `memory forget-me` in a terminal (which deletes the person's index folder) the window went on writing
+    into the index it had open: its next memory run failed with "locked by another process", and what the person
+    said next was stored yet never found, in the window or the terminal. Now the window opens the index again."""
+    from tests.integration.test_cli import cli
+
+    script([Text("Noted.")], repeat_last=True)
+    r = await asyncio.wait_for(pod.chat("helper", "My sister Clara's birthday is on 3 June; her locker word is "
+                                        "heronword."), 30)
+    assert r.ok
+    await pod.memory_produce()
+    assert await pod.memory_search("heronword", mode="keyword")
+    out = await asyncio.to_thread(cli, pod.home, "memory", "forget-me")
+    assert out.returncode == 0, out.stderr
+    await asyncio.sleep(1.1)
+    r = await asyncio.wait_for(pod.chat("helper", "My brother Tomas moved to Porto in May; his boat is the "
+                                        "ospreyword."), 30)
+    assert r.ok
+    errors = []
+    for _ in range(2):  # the next run (5 minutes later) too
+        try:
+            await pod.memory_produce()
+        except Exception as exc:  # noqa: BLE001
+            errors.append(str(exc)[:200])
+    found = [h.snippet for h in await pod.memory_search("ospreyword", mode="keyword")]
+    term = await asyncio.to_thread(cli, pod.home, "memory", "search", "ospreyword")
+    assert (errors, bool(found), "ospreyword" in term.stdout.lower()) == ([], True, True), term.stdout
