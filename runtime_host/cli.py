@@ -540,8 +540,13 @@ async def _memory(me: Any, args: argparse.Namespace) -> int:
         elif args.action == "verify":
             bad = await me.memory_verify()
             if bad:
+                problems = {"modified": "was modified on disk after it was stored", "missing": "is missing from disk",
+                            "unreadable": "cannot be read"}
                 for t in bad:
-                    print(f"tampered: {t}", file=sys.stderr)
+                    print(f"A note in {me.scope_label(t.scope)} {problems.get(t.problem, t.problem)}: "
+                          f"{t.path}", file=sys.stderr)
+                print("Put the file back from a backup, or delete that note in the Wiki (claims citing it leave the "
+                      "pages).", file=sys.stderr)
                 return EXIT_FAILED
             print("Every source matches its checksum.")
         elif args.action == "proposals":
@@ -630,7 +635,11 @@ async def _amain(args: argparse.Namespace) -> int:
             info = pod.add_person(args.name, passphrase)
             print(f"Person {info['name']!r} added" + (" with a passphrase." if passphrase else "."))
             return EXIT_OK
-        target = args.person or pod.store.default_person().name
+        if args.person is not None and not args.person.strip():
+            names = ", ".join(p.name for p in pod.store.list_people())
+            print(f"error: --person needs a name (people here: {names}).", file=sys.stderr)
+            return EXIT_USAGE
+        target = args.person if args.person is not None else pod.store.default_person().name
         me = pod.unlock(target, passphrase, by="the CLI")  # raises with a clear message when locked
         if args.cmd == "person" and args.action == "set-passphrase":
             new = sys.stdin.readline().rstrip("\n")
@@ -704,7 +713,7 @@ async def _amain(args: argparse.Namespace) -> int:
                     print(f"provider {p['name']}\t{p['kind']}\t{p['model'] or '-'}\t{tools}")
                 for role, r in info["roles"].items():
                     where = f"same as {r['inherits']}" if "inherits" in r else (
-                        f"{r['provider']}/{r['model']}" if r.get("provider") else
+                        "/".join(str(x) for x in (r["provider"], r.get("model")) if x) if r.get("provider") else
                         f"chosen by {r['shared_by']} for everyone ({r['model'] or 'a provider'})" if "shared_by" in r
                         else "not set")
                     print(f"role {role}\t{where}\t({r['source']})")

@@ -368,7 +368,7 @@ def _file_sha(fh: BinaryIO, limit: int) -> str:
     while block := fh.read(1 << 20):
         read += len(block)
         if read > limit:
-            raise _Skip(f"too large (it grew past {limit / 1048576:.0f} MB while it was read)", True)
+            raise _Skip(f"too large (it grew past {_mb(limit)} MB while it was read)", True)
         digest.update(block)
     return digest.hexdigest()
 
@@ -399,6 +399,15 @@ def _mbox_parts(fh: BinaryIO, r: _Read) -> Iterator[dict[str, Any]]:
     if cut:
         r.notes.append(f"{cut} long message(s) cut to their first {MAX_BYTES // 1048576} MB of text "
                        "(set HEARTH_IMPORT_MAX_MB to keep more)")
+
+
+def _mb(size: int, *, up: bool = False) -> str:
+    """Bytes as megabytes to two decimals at most, rounded up for a file's size and down for a limit, so a size
+    over the limit never reads as the limit itself ("1.2 MB; the limit is 1 MB", not "1 MB; ... 1 MB")."""
+    import math
+
+    hundredths = size / 1048576 * 100
+    return f"{(math.ceil(hundredths) if up else math.floor(hundredths)) / 100:g}"
 
 
 class _Skip(Exception):
@@ -467,7 +476,7 @@ def read_file(path: Path, rel: str, mtime_ns: int, size: int, known_sha: str = "
     limit, env = (MAX_MBOX_BYTES, "HEARTH_IMPORT_MAX_MBOX_MB") if ext in MBOX_TYPES else (MAX_BYTES, "HEARTH_IMPORT_MAX_MB")
     if size > limit:
         what = "the limit for mail exports" if ext in MBOX_TYPES else "the limit"
-        r.skip(f"too large ({size / 1048576:.0f} MB; {what} is {limit / 1048576:.0f} MB, set {env} to change it)",
+        r.skip(f"too large ({_mb(size, up=True)} MB; {what} is {_mb(limit)} MB, set {env} to change it)",
                again=True)
         return r
     fh: BinaryIO | None = None
@@ -477,7 +486,7 @@ def read_file(path: Path, rel: str, mtime_ns: int, size: int, known_sha: str = "
         if now > limit:  # grown since it was listed
             fh.close()
             what = "the limit for mail exports" if ext in MBOX_TYPES else "the limit"
-            r.skip(f"too large ({now / 1048576:.0f} MB; {what} is {limit / 1048576:.0f} MB, set {env} to change it)",
+            r.skip(f"too large ({_mb(now, up=True)} MB; {what} is {_mb(limit)} MB, set {env} to change it)",
                    again=True)
             return r
         if ext in MBOX_TYPES:
@@ -489,7 +498,7 @@ def read_file(path: Path, rel: str, mtime_ns: int, size: int, known_sha: str = "
                 data = fh.read(limit + 1)
             r.sha = hashlib.sha256(data).hexdigest()
         if len(data) > limit:
-            raise _Skip(f"too large (it grew past {limit / 1048576:.0f} MB while it was read; set {env} to change "
+            raise _Skip(f"too large (it grew past {_mb(limit)} MB while it was read; set {env} to change "
                         "the limit)", True)
     except _Skip as skip:
         if fh is not None:
