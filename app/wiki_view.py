@@ -6,6 +6,7 @@ the proposals agents made to verified pages, side by side, to approve or reject.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import difflib
 import html
@@ -201,6 +202,7 @@ class WikiView(QWidget):
         self._placeholder: str | None = None  # the empty state or the pointer to the pages, as last shown
         self._shown_page: Any = None  # the page shown, as it was read
         self._opening: object = None  # the latest page asked for (see _open)
+        self._asking: asyncio.Task[Any] | None = None  # the question to memory being answered (Ask is Stop meanwhile)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._reads: set[asyncio.Task[Any]] = set()
         self.search = QLineEdit()
@@ -893,6 +895,9 @@ class WikiView(QWidget):
         self._show(go())
 
     def _on_ask(self) -> None:
+        if self._asking is not None and not self._asking.done():  # the button reads Stop: the person gives up on it
+            self._asking.cancel()
+            return
         question = self.search.text().strip()
         if not question:
             self.status.emit("Type a question in the search box, then Ask memory.")
@@ -909,6 +914,10 @@ class WikiView(QWidget):
         async def go() -> None:
             try:
                 result = await self.pod.ask_memory(question)
+            except asyncio.CancelledError:
+                if ticket is self._opening:
+                    self.page.setHtml(f"<p>Stopped asking memory: {html.escape(question)}</p>")
+                raise
             except Exception as exc:  # no agent yet, say
                 if ticket is self._opening:
                     self.page.setHtml(f"<p>{html.escape(str(exc))}</p>")
@@ -917,7 +926,16 @@ class WikiView(QWidget):
                 self.page.setHtml(answer_html(question, result, self.pod.scope_label, self.pod.restore_redactions))
                 self._answer = (ticket, set((getattr(result, "citations", None) or {}).values()))
 
-        self._show(go())
+        def asked(_task: Any) -> None:
+            self._asking = None
+            with contextlib.suppress(RuntimeError):  # the window closed meanwhile
+                self.ask.setText("Ask memory")
+                self.ask.setToolTip("An agent answers the question in the search box from memory, with citations")
+
+        self._asking = self._show(go())
+        self.ask.setText("Stop")
+        self.ask.setToolTip("Stop waiting for this answer")
+        self._asking.add_done_callback(asked)
 
     def _on_result(self, item: QListWidgetItem) -> None:
         h = item.data(Qt.ItemDataRole.UserRole)

@@ -17,6 +17,7 @@ import asyncio
 import json
 import logging
 import re
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -851,6 +852,34 @@ ASK_SYSTEM = (
 )
 
 
+ASK_TIMEOUT_S = 300.0  # an answer from memory that takes longer (a hung or dribbling server) is given up on
+_ASKING: set[str] = set()  # people whose question to memory is being answered (one at a time each)
+
+
+def _on_own_thread(fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
+    """Runs ``fn`` on a thread of its own (a daemon: a model that hangs never holds the shared pool other people's
+    work runs on, nor quitting); the future has its result."""
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future[Any] = loop.create_future()
+
+    def settle(result: Any, exc: BaseException | None) -> None:
+        if not fut.done():
+            fut.set_exception(exc) if exc is not None else fut.set_result(result)
+
+    def run() -> None:
+        try:
+            result, exc = fn(*args), None
+        except BaseException as e:  # noqa: BLE001 - handed to the waiting coroutine
+            result, exc = None, e
+        try:
+            loop.call_soon_threadsafe(settle, result, exc)
+        except RuntimeError:  # the loop closed meanwhile (Hearth quit): nobody waits for it
+            pass
+
+    threading.Thread(target=run, name="ask-memory", daemon=True).start()
+    return fut
+
+
 ANSWER_CHARS = 20_000  # an answer from memory is a few lines; megabytes of one froze the window as it was laid out
 
 
@@ -868,13 +897,24 @@ class MemoryAnswer:
 
 async def ask(pod: Any, person_id: str, question: str) -> MemoryAnswer:
     """Answers from the person's memory with the "Ask memory" role's model: one request, no conversation
-    (so its instructions never appear in the window), citations only to what search found for this person."""
-    from wiki_engine import PageFormatError, UnknownSource
-
+    (so its instructions never appear in the window), citations only to what search found for this person. One
+    question at a time per person, its model on a thread of its own, given up on after ASK_TIMEOUT_S."""
     question = question.strip()
     if not question:
         return MemoryAnswer(False, error="Type a question first.")
+    if person_id in _ASKING:
+        return MemoryAnswer(False, error="Your last question to memory is still being answered: wait for it, or stop "
+                                         "it and ask again.")
+    _ASKING.add(person_id)
+    try:
+        return await _ask_memory(pod, person_id, question)
+    finally:
+        _ASKING.discard(person_id)
+
+
+async def _ask_memory(pod: Any, person_id: str, question: str) -> MemoryAnswer:
     from runtime_host.turns import TurnFailed
+    from wiki_engine import PageFormatError, UnknownSource
 
     hits = await pod.memory_search(person_id, question, k=8)
     try:
@@ -908,9 +948,13 @@ async def ask(pod: Any, person_id: str, question: str) -> MemoryAnswer:
     assert route is not None
     r = Route.from_dict(route)
     try:
-        answer = await asyncio.to_thread(_ask, r, ASK_SYSTEM, f"Question: {question}\n\nMemory:\n{listing}")
+        answer = await asyncio.wait_for(_on_own_thread(_ask, r, ASK_SYSTEM, f"Question: {question}\n\nMemory:\n{listing}"),
+                                        ASK_TIMEOUT_S)
     except ProviderError as exc:
         return MemoryAnswer(False, error=f"The Ask memory model failed: {exc}", hits=hits)
+    except TimeoutError:
+        return MemoryAnswer(False, error=f"The Ask memory model did not answer within {ASK_TIMEOUT_S:g} s. Ask again, "
+                                         "or choose another model for Ask memory in Settings → Models.", hits=hits)
     if len(answer) > ANSWER_CHARS:
         cut = answer.rfind("\n", 0, ANSWER_CHARS)
         answer = answer[:cut if cut > ANSWER_CHARS // 2 else ANSWER_CHARS].rstrip() + (

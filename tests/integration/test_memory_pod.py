@@ -1202,3 +1202,44 @@ async def test_the_window_keeps_remembering_after_forget_me_in_a_terminal(pod, s
     found = [h.snippet for h in await pod.memory_search("ospreyword", mode="keyword")]
     term = await asyncio.to_thread(cli, pod.home, "memory", "search", "ospreyword")
     assert (errors, bool(found), "ospreyword" in term.stdout.lower()) == ([], True, True), term.stdout
+
+
+async def test_ask_memory_gives_up_on_a_hung_model_and_answers_one_question_at_a_time(pod, fake_model,
+                                                                                      monkeypatch) -> None:
+    """A model that never answers held Ask memory (and a thread the whole Pod shares) for up to its 600 s bounds;
+    a second question meanwhile took another thread. Now it is given up on with a clear message, and a person's
+    second question while the first is answered is told so; Bob's question is answered meanwhile."""
+    import threading
+
+    from runtime_host import memory_jobs
+    from tests.helpers.fake_model import Hang
+
+    monkeypatch.setattr(memory_jobs, "ASK_TIMEOUT_S", 1.5)
+    inst = pod.find_agent("helper")[0]
+    await pod.in_memory_thread(lambda: pod.memory.add_source("The boiler code is 7731.", scope=f"private/{inst.person_id}"))
+    pod.add_provider("strong", kind="openai-compatible", base_url=fake_model.base_url, model="strong-1")
+    pod.set_role_model("ask_memory", "strong/strong-1")
+    release = threading.Event()
+
+    def answer(req):
+        if "boiler" in req.last_user:
+            release.wait(20)
+            return Hang(0)
+        return Text("Bob's dentist is Dr Lindqvist [1].")
+
+    fake_model.script = answer
+    _, as_bob = bob_with_his_own_provider(pod)
+    as_bob.set_role_model("ask_memory", "fake/fake-1")
+    bscope = f"private/{as_bob.person.id}"
+    await as_bob.in_memory_thread(lambda: as_bob.memory.add_source("Bob's dentist is Dr Lindqvist.", scope=bscope))
+    try:
+        first = asyncio.create_task(pod.ask_memory("What is the boiler code?"))
+        await asyncio.sleep(0.3)
+        second = await pod.ask_memory("What is the boiler code, again?")
+        assert not second.ok and "still being answered" in second.error
+        bobs = await asyncio.wait_for(as_bob.ask_memory("Who is Bob's dentist?"), 10)
+        assert bobs.ok and "Lindqvist" in bobs.text
+        late = await asyncio.wait_for(first, 10)
+        assert not late.ok and "did not answer within 1.5 s" in late.error
+    finally:
+        release.set()

@@ -1277,3 +1277,52 @@ def test_an_answer_shows_no_link_or_image_of_its_own(qtbot, qloop, ui_pod, scrip
     assert hrefs and all(h.startswith("hearth-") for h in hrefs), hrefs
     assert "<img" not in shown, re.findall(r"<img[^>]*>", shown)
     assert "[1234567]" in w.wiki.page.toPlainText()  # shown as the words it is
+
+
+def test_a_hung_ask_memory_model_can_be_stopped_and_holds_up_nobody_else(qtbot, qloop, ui_pod, script) -> None:
+    """Me's Ask memory model hangs: the button stayed "Ask memory" with no way to stop, and each click held one of
+    the threads the whole window shares, so after a few clicks Bob's Ask memory, in his own window with a model that
+    works, waited too. Now Ask reads Stop while a question is answered, stopping it says so, one question at a
+    time is answered for a person, and Bob's answer comes at once."""
+    import time
+
+    from app.main_window import MainWindow
+    from tests.helpers.fake_model import FakeModelServer, Hang
+
+    hung = FakeModelServer(lambda req: Hang(25)).start()
+    try:
+        ui_pod.add_provider("slow", kind="openai-compatible", base_url=hung.base_url, model="slow-1")
+        seed(qloop, ui_pod)
+        ui_pod.set_role_model("ask_memory", "slow/slow-1")
+        ui_pod.add_person("Bob")
+        bob = ui_pod.pod.unlock("Bob")
+        bob.add_provider("fake", kind="openai-compatible", base_url=ui_pod.list_providers()[0]["base_url"],
+                         model="fake-1")
+        bob.set_role_model("ask_memory", "fake/fake-1")
+        bscope = f"private/{bob.person.id}"
+        qloop.run(bob.in_memory_thread(lambda: bob.memory.add_source("Bob's dentist is Dr Lindqvist.", scope=bscope)))
+        script([Text("Bob's dentist is Dr Lindqvist [1].")], repeat_last=True)
+        me = wiki_window(qtbot, ui_pod)
+        for i in range(6):  # ask, stop, ask again...
+            me.wiki.search.setText(f"When is Clara's birthday? ({i})")
+            me.wiki.ask.click()
+            assert me.wiki.ask.text() == "Stop"
+            qloop.wait_until(lambda i=i: len(hung.requests) > i, what="the question to reach the hung model")
+            me.wiki.ask.click()
+            qloop.wait_until(lambda: me.wiki.ask.text() == "Ask memory", what="Ask memory again after Stop")
+            assert "Stopped asking memory" in me.wiki.page.toPlainText()
+        me.wiki.search.setText("When is Clara's birthday?")
+        me.wiki.ask.click()
+        bw = MainWindow(bob)
+        qtbot.addWidget(bw)
+        bw.show_wiki()
+        bw.wiki.search.setText("Who is Bob's dentist?")
+        start = time.monotonic()
+        bw.wiki.ask.click()
+        qloop.wait_until(lambda: "Lindqvist" in bw.wiki.page.toPlainText(), timeout=15, what="Bob's answer")
+        assert time.monotonic() - start < 10
+        assert "Asking memory" in me.wiki.page.toPlainText()  # Me's last question is still waited for
+        for w in (me, bw):
+            w.wiki.reset()
+    finally:
+        hung.stop()
