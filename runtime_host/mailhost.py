@@ -54,7 +54,11 @@ class MailHost:
         acct = self._account(account_id, person_id)
         room = self._rooms.pop(acct.id, None)
         if room is not None:
-            await asyncio.to_thread(room.close)
+            await asyncio.to_thread(room.close)  # a check under way stops before its next message
+        async with self._locks.setdefault(acct.id, asyncio.Lock()):  # and has ended: nothing more of it is kept
+            return await self._remove_account(acct, person_id)
+
+    async def _remove_account(self, acct: ledger.AccountRow, person_id: str) -> int:
         keys, scope = ledger.message_row_ids(self.engine, acct.id), f"private/{acct.person_id}"
 
         def forget() -> int:
@@ -169,6 +173,8 @@ class MailHost:
                 if not has_idle:
                     await asyncio.sleep(POLL_EVERY_S)
             except MailError as exc:
+                if ledger.get_account(self.engine, account_id) is None:
+                    return  # removed while it was checked: nothing to tell anyone
                 self.pod.emit({"type": "mail.failed", "person": acct.person_id, "account": acct.address,
                                "error": str(exc)})
                 await asyncio.sleep(POLL_EVERY_S)

@@ -79,13 +79,20 @@ class Mailroom:
         self.max_reconnects = max_reconnects
         self.reconnect_delays = reconnect_delays
         self._session: ImapSession | None = None
+        self.closed = False  # for good (the inbox removed, or Hearth quitting): a check under way stops
 
     def close(self) -> None:
+        self.closed = True
         if self._session is not None:
             self._session.close()
             self._session = None
 
+    def _stop_if_closed(self) -> None:
+        if self.closed:
+            raise MailError(f"The check of {self.address} stopped: the inbox was removed (or Hearth is quitting).")
+
     def _connected(self) -> ImapSession:
+        self._stop_if_closed()
         if self._session is None or not self._session.connected:
             self._session = ImapSession(self.settings, self._password).connect()
         return self._session
@@ -100,6 +107,7 @@ class Mailroom:
                 self._poll_once(report)
                 break
             except MailConnectionError as exc:
+                self._stop_if_closed()
                 if self._session is not None:
                     self._session.close()
                     self._session = None
@@ -145,6 +153,7 @@ class Mailroom:
         meta = sess.fetch_meta(uids)
         ids = sess.fetch_header_ids(uids) if dedupe_ids is not None else {}
         for uid in uids:
+            self._stop_if_closed()
             if uid not in meta:
                 continue  # expunged in between
             size, _flags = meta[uid]
@@ -168,6 +177,7 @@ class Mailroom:
                     ledger.set_watermark(c, self.account_id, box, uidvalidity, uid)
                 continue
             matches = self.rules.evaluate(mail)
+            self._stop_if_closed()
             with self.engine.begin() as c:
                 stored = ledger.record_message(c, self.account_id, box, uidvalidity, uid, mail, matches)
                 ledger.set_watermark(c, self.account_id, box, uidvalidity, uid)

@@ -334,3 +334,58 @@ async def test_an_inbox_removed_while_the_memory_model_reads_its_mail_leaves_non
     await asyncio.wait_for(run, 60)
     assert await pod.memory_search("plumber Zebulon boiler", mode="keyword") == []
     assert files_holding(pod.home / "memory", "Zebulon") == []
+
+
+async def test_an_inbox_removed_mid_check_leaves_no_mail_and_hands_none_to_an_agent(pod, script, monkeypatch) -> None:
+    """Alice removes her inbox while Hearth is reading its mail (a large first check): the check went on (it
+    reconnected with the password it held) and kept its mail after the removal, and the "hand to agent" rule started
+    a conversation for each. Now the check stops at its next message and the removal waits for it: nothing of the
+    inbox is kept, handed on or remembered."""
+    import threading
+
+    from sqlalchemy import text
+
+    from runtime_host.mail import mailroom
+    from tests.helpers.mailservers import Dovecot, SmtpSink, make_mail
+
+    script([Text("Noted.")], repeat_last=True)
+    started, go_on = threading.Event(), threading.Event()
+    real = mailroom.parse_message
+
+    def slow_parse(*a, **kw):  # the first message takes a while to read (a big mail, a slow disk)
+        started.set()
+        go_on.wait(15)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(mailroom, "parse_message", slow_parse)
+    with Dovecot({"alice": "secret"}) as d, SmtpSink() as s:
+        acct = add_inbox(pod, d, s)
+        for n in range(3):
+            d.deliver(make_mail(f"Quarterly plan {n}", f"PROJECT-ZEBRA-{n} budget is 40k.",
+                                sender="Boss <boss@example.org>"))
+        polling = asyncio.create_task(pod.mail.poll(acct))
+        assert await asyncio.to_thread(started.wait, 15)
+        asyncio.get_running_loop().call_later(0.5, go_on.set)  # the message being read ends a moment later
+        await asyncio.wait_for(pod.mail.remove_account(acct, pod.person.id), 20)
+        assert pod.mail.accounts(pod.person.id) == []
+        try:
+            await asyncio.wait_for(polling, 60)
+        except Exception as exc:  # noqa: BLE001 - the check may fail now that the inbox is gone: fine
+            assert "removed" in str(exc)
+        await asyncio.sleep(1)
+    with pod.store.engine.begin() as c:
+        kept = c.execute(text("SELECT COUNT(*) FROM mail_messages WHERE account_id = :a"), {"a": acct}).scalar()
+        marks = c.execute(text("SELECT COUNT(*) FROM mail_watermarks WHERE account_id = :a"), {"a": acct}).scalar()
+    handed = [c for c in pod.list_conversations("helper") if "Quarterly plan" in (c.get("title") or "")]
+    problems = []
+    await pod.memory_produce()
+    remembered = [h for h in await pod.memory_search("PROJECT-ZEBRA budget", k=10) if "ZEBRA" in (h.snippet or "")]
+    if remembered:
+        problems.append(f"memory holds {len(remembered)} items quoting the removed inbox's mail")
+    if kept:
+        problems.append(f"{kept} messages of the removed inbox stored")
+    if marks:
+        problems.append(f"{marks} watermark rows of the removed inbox")
+    if handed:
+        problems.append(f"{len(handed)} of its mails handed to the agent after removal: {[c['title'] for c in handed]}")
+    assert not problems, "; ".join(problems)
