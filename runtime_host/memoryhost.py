@@ -6,10 +6,13 @@ entry points of the memory jobs (producer, summaries, ingest, nightly, Ask memor
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from typing import Any
 
 from runtime_host.turns import TurnFailed
+
+EMBEDDING_RECHECK_S = 2.0  # how often open memory looks whether another process chose another embedding model
 
 
 class MemoryHost:
@@ -20,6 +23,8 @@ class MemoryHost:
         self._memory: Any = None
         self._memory_pool: Any = None
         self._job_locks: dict[str, asyncio.Lock] = {}
+        self._embedding_seen: tuple[str, str] | None = None  # the embedding choice open memory follows
+        self._embedding_checked = 0.0
 
     def register_tools(self, tools: dict[str, Any]) -> None:
         """The Pod tools this part carries out for a worker."""
@@ -30,8 +35,24 @@ class MemoryHost:
         """The embedding role's model changed: open memory re-embeds every source in the background (search
         keeps working meanwhile); closed memory opens with the new model."""
         if self._memory is not None:
+            self._embedding_seen = self._embedding_key()
             embedder, only_for = self.embedder_choice()
             self._memory.set_embedder(embedder, only_for=only_for)
+
+    def _embedding_key(self) -> tuple[str, str]:
+        from runtime_host import memory_jobs
+
+        return self.pod.embedding_model(), memory_jobs.owner(self.pod)
+
+    def _follow_embedding_choice(self) -> None:
+        """Another Hearth process on this data folder (`models set embedding` in a terminal) may have chosen
+        another model: open memory takes it up within a few seconds, so nothing more goes to a provider no longer
+        chosen, and what is stored next gets the chosen model's vector."""
+        if self._memory is None or time.monotonic() - self._embedding_checked < EMBEDDING_RECHECK_S:
+            return
+        self._embedding_checked = time.monotonic()
+        if self._embedding_key() != self._embedding_seen:
+            self.embedding_changed()
 
     def embedder_choice(self) -> tuple[Any, str | None]:
         """The embedding role's model as memory takes it, and whose scopes it may see. A local model embeds
@@ -76,6 +97,7 @@ class MemoryHost:
             import wiki_engine
             from runtime_host.memory_jobs import redactor
 
+            self._embedding_seen, self._embedding_checked = self._embedding_key(), time.monotonic()
             embedder, only_for = self.embedder_choice()
             self._memory = wiki_engine.open_memory(self.pod.home / "memory", embedder=embedder, only_for=only_for)
             self._memory.redactor = redactor(self.pod)  # personal data redacted on every path into memory
@@ -87,6 +109,7 @@ class MemoryHost:
 
         if self._memory_pool is None:
             self._memory_pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory")
+        self._follow_embedding_choice()
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._memory_pool, lambda: fn(*args, **kw))
 

@@ -11,6 +11,7 @@ Everything lives in ``index/<scope>/``; an index never holds documents of anothe
 
 from __future__ import annotations
 
+import collections
 import datetime as _dt
 import os
 import re
@@ -501,18 +502,45 @@ class ScopeIndex:
         self.speakers: dict[str, int] = {}
         self.spk = np.asarray([self._speaker_id(x) for x in spk], dtype=np.int32)
         dim = self.embedder.dim if self.embedder else 0
-        if self.embedder is not None and not dim:  # a remote model says its size in its first answer
-            dim = next((len(v) // 4 for v in blobs if v), 0)
+        if self.embedder is not None and not dim:  # a remote model says its size in its first answer: most have it
+            sizes = collections.Counter(len(v) for v in blobs if v)
+            dim = sizes.most_common(1)[0][0] // 4 if sizes else 0
+        odd: list[int] = []
         if dim:
             mat = np.zeros((len(ids), dim), dtype=np.float32)
             for n, v in enumerate(blobs):
                 if len(v) == dim * 4:
                     mat[n] = np.frombuffer(v, dtype=np.float32)
+                elif v:
+                    odd.append(n)
             self.vecs = mat
         else:
             self.vecs = np.zeros((len(ids), 0), dtype=np.float32)
+        if odd and self.embedder is not None:
+            self._make_again([ids[n] for n in odd])
         self._pending = []
         self._version += 1
+
+    def _make_again(self, odd: list[str]) -> None:
+        """Vectors of another size than this index's model gives: another model's, written by a second Hearth
+        process still on it while this index was re-embedded. A remote model's are queued (filled in the background),
+        a local model's made now; else those documents could never be found by meaning."""
+        assert self.embedder is not None
+        if is_remote(self.embedder):
+            self.meta.execute("BEGIN")
+            self.meta.executemany("UPDATE docs SET vec=NULL WHERE id=?", [(i,) for i in odd])
+            self.meta.execute("COMMIT")
+            return
+        for at in range(0, len(odd), 256):
+            chunk = odd[at:at + 256]
+            rows = self.meta.execute(f"SELECT id, kind, title, body, ctx FROM docs WHERE id IN ({','.join('?' * len(chunk))})",
+                                     chunk).fetchall()
+            vecs = self.embedder.embed([self._meaning_text(k, t, b, c) for _, k, t, b, c in rows])
+            self.meta.execute("BEGIN")
+            self.meta.executemany("UPDATE docs SET vec=? WHERE id=?", [(v.tobytes(), r[0]) for v, r in zip(vecs, rows, strict=True)])
+            self.meta.execute("COMMIT")
+            for v, r in zip(vecs, rows, strict=True):
+                self.vecs[self.row[r[0]]] = v
 
     def _speaker_id(self, name: str) -> int:
         if not name:

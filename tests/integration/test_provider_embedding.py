@@ -5,6 +5,7 @@ keywords while the provider is down or slow, and an answer that would corrupt th
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import time
 from collections.abc import Callable
@@ -436,8 +437,6 @@ async def test_a_slow_provider_holds_up_neither_search_nor_storing_for_long(pod,
     """With a provider's embeddings chosen, a question it answers a byte at a time held memory's one thread for
     minutes: the search, and every note stored behind it (an agent's remember tool here). Now the question is
     ranked by keywords after 3 s, and the questions after it skip the provider a while."""
-    import asyncio
-
     me = pod.person.id
     agent = pod.list_agents()[0]["id"]
     pod.set_role_model("embedding", "fake/fake-embed")
@@ -458,3 +457,131 @@ async def test_a_slow_provider_holds_up_neither_search_nor_storing_for_long(pod,
     started = time.monotonic()
     assert await pod.memory_search("plumber Tuesday", k=3)
     assert time.monotonic() - started < 1  # the next question does not wait on the provider again
+
+
+async def _embedded_settle(pod) -> None:
+    deadline = time.monotonic() + 30
+    while not idle(pod.memory):
+        assert time.monotonic() < deadline, pod.memory.embedding_status()
+        await asyncio.sleep(0.05)
+
+
+async def test_turning_a_providers_embeddings_off_from_the_terminal_stops_the_open_window_sending_notes(
+        pod, fake_model, home, monkeypatch) -> None:
+    """Me chose the provider's embeddings, then (from a terminal, the window still open) goes back to the local
+    model so no more of his notes leave the machine. README: "nothing more goes to a provider you no longer
+    chose". The window's Pod kept sending every new note, and every question, to the provider."""
+    from runtime_host import memoryhost
+    from tests.integration.test_cli import cli
+
+    monkeypatch.setattr(memoryhost, "EMBEDDING_RECHECK_S", 0.0)  # at once, not within 2 s: no waiting in a test
+    me = pod.person.id
+    pod.set_role_model("embedding", "fake/fake-embed")
+    await pod.in_memory_thread(lambda: pod.memory.add_source(DENTIST, scope=f"private/{me}"))
+    await _embedded_settle(pod)
+    assert DENTIST in fake_model.embedded
+    r = await asyncio.to_thread(cli, home, "models", "set", "embedding", "local/static")
+    assert r.returncode == 0, r.stderr
+    assert pod.models()["roles"]["embedding"]["model"] == "static"  # the window reads the new choice...
+    fake_model.embedded.clear()
+    secret = "My new bank PIN hint: the name of the first cat, Mittens."
+    await pod.in_memory_thread(lambda: pod.memory.add_source(secret, scope=f"private/{me}"))
+    await pod.memory_search("what is the hint for my bank PIN", k=3)
+    await asyncio.sleep(3)  # the background filler had time to send it
+    sent = list(fake_model.embedded)
+    assert sent == [], (f"after choosing local/static, the open window still sent {len(sent)} texts to the "
+                        f"provider: {sent[:3]}; embedding_status={pod.embedding_status()}")
+
+
+async def test_choosing_a_providers_embeddings_from_the_terminal_reaches_the_open_windows_memory(
+        pod, fake_model, home, monkeypatch) -> None:
+    """The other way round: chosen from a terminal while the window is open, the provider's embeddings should be
+    what the window's memory uses for new notes (or the window should say it uses another model); it went on with
+    the local model and Settings showed the provider as chosen."""
+    from runtime_host import memoryhost
+    from tests.integration.test_cli import cli
+
+    monkeypatch.setattr(memoryhost, "EMBEDDING_RECHECK_S", 0.0)  # at once, not within 2 s: no waiting in a test
+    me = pod.person.id
+    await pod.in_memory_thread(lambda: pod.memory.add_source(DENTIST, scope=f"private/{me}"))
+    r = await asyncio.to_thread(cli, home, "models", "set", "embedding", "fake/fake-embed")
+    assert r.returncode == 0, r.stderr + r.stdout
+    chosen = pod.models()["roles"]["embedding"]
+    note = "The plumber comes on Tuesday to fix the boiler."
+    await pod.in_memory_thread(lambda: pod.memory.add_source(note, scope=f"private/{me}"))
+    deadline = time.monotonic() + 15
+    while not any(note in e for e in fake_model.embedded) and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    st = pod.embedding_status()
+    assert any(note in e for e in fake_model.embedded) and "fake-embed" in str(st.get("model")), (
+        f"Settings shows {chosen}, the window's memory uses {st.get('model')!r} and never embedded the new note "
+        f"with the provider")
+
+
+async def test_after_the_terminal_chose_a_provider_a_restart_leaves_no_vector_of_the_old_model(
+        pod, fake_model, home, monkeypatch) -> None:
+    """The terminal re-embedded memory with the provider while the window's memory, still on the local model,
+    stored a note with a local vector in the same index. After a restart that note's vector is of the wrong
+    model (another size) among the provider's: it should have been re-embedded with the provider."""
+    import sqlite3
+
+    from runtime_host import memoryhost
+    from runtime_host.pod import Pod
+    from tests.integration.test_cli import cli
+
+    monkeypatch.setattr(memoryhost, "EMBEDDING_RECHECK_S", 0.0)  # at once, not within 2 s: no waiting in a test
+    me = pod.person.id
+    await pod.in_memory_thread(lambda: pod.memory.add_source(DENTIST, scope=f"private/{me}"))
+    r = await asyncio.to_thread(cli, home, "models", "set", "embedding", "fake/fake-embed")
+    assert r.returncode == 0, r.stderr + r.stdout
+    note = "The plumber comes on Tuesday to fix the boiler."
+    await pod.in_memory_thread(lambda: pod.memory.add_source(note, scope=f"private/{me}"))
+    await asyncio.sleep(1)
+    await pod.close()
+    again = Pod(home).first_person()
+    try:
+        await again.in_memory_thread(lambda: again.memory)
+        deadline = time.monotonic() + 20
+        while not any(note in e for e in fake_model.embedded) and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        await again.memory_search("boiler", k=3)
+        db = home / "memory" / "index" / f"private/{me}" / "meta.db"
+        con = sqlite3.connect(str(db))
+        sizes = {body[:30]: (len(v) // 4 if v else None) for body, v in con.execute("SELECT body, vec FROM docs")}
+        emb = con.execute("SELECT value FROM info WHERE key='embedder'").fetchone()
+        con.close()
+        assert len(set(sizes.values())) == 1 and any(note in e for e in fake_model.embedded), (
+            f"index says embedder={emb}, vector sizes by note: {sizes}; the provider embedded {fake_model.embedded}")
+    finally:
+        await again.close()
+
+
+def test_a_vector_of_another_models_size_is_made_again_when_the_index_opens(tmp_path: Path,
+                                                                             fake_model: FakeModelServer) -> None:
+    """A second Hearth process still on the old model wrote its vector into an index re-embedded meanwhile: that
+    note kept a vector of the wrong size for good (never found by meaning, never queued again, past restarts).
+    Now opening the index queues it for the provider (or makes it again with a local model)."""
+    root = tmp_path / "memory"
+    for local in (False, True):
+        scope = "private/local" if local else "private/me"
+        embedder = "static" if local else provider(fake_model)
+        mem = open_memory(root, embedder=embedder)
+        try:
+            mem.add_source("The plumber fixed the kitchen sink.", scope=scope)
+            sid = mem.add_source(DENTIST, scope=scope)
+            wait_until(lambda m=mem: idle(m))
+        finally:
+            mem.close()
+        con = sqlite3.connect(str(root / "index" / scope / "meta.db"))
+        with con:  # the other process's vector, of its own model's size
+            con.execute("UPDATE docs SET vec=? WHERE id=?", (np.ones(48, dtype=np.float32).tobytes(), sid))
+        con.close()
+        mem = open_memory(root, embedder="static" if local else provider(fake_model))
+        try:
+            mem.index(scope)
+            wait_until(lambda m=mem: idle(m))
+            assert len({len(v) for v in stored_vectors(root, scope) if v}) == 1
+            assert None not in stored_vectors(root, scope)
+            assert mem.search("tooth appointment", scopes=[scope], k=1, mode="meaning")[0].id == sid
+        finally:
+            mem.close()
