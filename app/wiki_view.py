@@ -406,6 +406,8 @@ class WikiView(QWidget):
         proposals and the tree; reads still running for them are cancelled."""
         for task in list(self._reads):
             task.cancel()
+        self._opening = object()  # nothing asked for before (a question being answered) is shown after this
+        self._asking = None
         self.current = None
         self._close_editor()
         self.page.clear()

@@ -32,6 +32,7 @@ class MailHost:
         self.engine = pod.store.engine
         self._rooms: dict[str, Mailroom] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+        self._removing: set[str] = set()  # inboxes being removed: their watchers end without a failure notice
         self._task: asyncio.Task[None] | None = None
 
     # -- accounts
@@ -52,11 +53,15 @@ class MailHost:
         of it too (claims leave the pages citing them; added again, the inbox is remembered once, not twice).
         Returns how many memory sources were deleted."""
         acct = self._account(account_id, person_id)
-        room = self._rooms.pop(acct.id, None)
-        if room is not None:
-            await asyncio.to_thread(room.close)  # a check under way stops before its next message
-        async with self._locks.setdefault(acct.id, asyncio.Lock()):  # and has ended: nothing more of it is kept
-            return await self._remove_account(acct, person_id)
+        self._removing.add(acct.id)
+        try:
+            room = self._rooms.pop(acct.id, None)
+            if room is not None:
+                await asyncio.to_thread(room.close)  # a check under way stops before its next message
+            async with self._locks.setdefault(acct.id, asyncio.Lock()):  # and has ended: nothing more of it is kept
+                return await self._remove_account(acct, person_id)
+        finally:
+            self._removing.discard(acct.id)
 
     async def _remove_account(self, acct: ledger.AccountRow, person_id: str) -> int:
         keys, scope = ledger.message_row_ids(self.engine, acct.id), f"private/{acct.person_id}"
@@ -173,7 +178,7 @@ class MailHost:
                 if not has_idle:
                     await asyncio.sleep(POLL_EVERY_S)
             except MailError as exc:
-                if ledger.get_account(self.engine, account_id) is None:
+                if account_id in self._removing or ledger.get_account(self.engine, account_id) is None:
                     return  # removed while it was checked: nothing to tell anyone
                 self.pod.emit({"type": "mail.failed", "person": acct.person_id, "account": acct.address,
                                "error": str(exc)})

@@ -47,10 +47,8 @@ class MemoryHost:
     def _follow_embedding_choice(self) -> None:
         """Another Hearth process on this data folder (`models set embedding` in a terminal) may have chosen
         another model: open memory takes it up within a few seconds, so nothing more goes to a provider no longer
-        chosen, and what is stored next gets the chosen model's vector."""
-        if self._memory is None or time.monotonic() - self._embedding_checked < EMBEDDING_RECHECK_S:
-            return
-        self._embedding_checked = time.monotonic()
+        chosen, and what is stored next gets the chosen model's vector. Run on memory's thread (switching waits
+        for memory's lock, which the event loop must never do)."""
         if self._embedding_key() != self._embedding_seen:
             self.embedding_changed()
 
@@ -109,9 +107,17 @@ class MemoryHost:
 
         if self._memory_pool is None:
             self._memory_pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory")
-        self._follow_embedding_choice()
+        follow = self._memory is not None and time.monotonic() - self._embedding_checked >= EMBEDDING_RECHECK_S
+        if follow:
+            self._embedding_checked = time.monotonic()
+
+        def run() -> Any:
+            if follow:
+                self._follow_embedding_choice()
+            return fn(*args, **kw)
+
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._memory_pool, lambda: fn(*args, **kw))
+        return await loop.run_in_executor(self._memory_pool, run)
 
     async def run_steps(self, make_steps: Callable[[], Any], think: Callable[[Any], Any]) -> Any:
         """Runs a memory pipeline's steps (``wiki_engine.pipeline``) with its memory work on memory's thread and

@@ -389,3 +389,38 @@ async def test_an_inbox_removed_mid_check_leaves_no_mail_and_hands_none_to_an_ag
     if handed:
         problems.append(f"{len(handed)} of its mails handed to the agent after removal: {[c['title'] for c in handed]}")
     assert not problems, "; ".join(problems)
+
+
+async def test_the_watcher_of_a_removed_inbox_ends_without_a_failure_notice(pod, script, monkeypatch) -> None:
+    """An inbox removed while its watcher checks it: the person got "mail.failed: The check of ... stopped: the
+    inbox was removed", and the watcher slept a minute instead of ending."""
+    import threading
+
+    from runtime_host.mail import mailroom
+    from tests.helpers.mailservers import Dovecot, SmtpSink, make_mail
+
+    script([Text("Noted.")], repeat_last=True)
+    started, go_on = threading.Event(), threading.Event()
+    real = mailroom.parse_message
+
+    def slow_parse(*a, **kw):
+        started.set()
+        go_on.wait(15)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(mailroom, "parse_message", slow_parse)
+    events: list[dict] = []
+    pod.subscribe(lambda e: events.append(e) if e["type"] == "mail.failed" else None)
+    with Dovecot({"alice": "secret"}) as d, SmtpSink() as s:
+        acct = add_inbox(pod, d, s)
+        for n in range(3):
+            d.deliver(make_mail(f"Quarterly plan {n}", f"PROJECT-ZEBRA-{n} budget is 40k.",
+                                sender="Boss <boss@example.org>"))
+        watcher = asyncio.create_task(pod.mail._watch(acct))
+        assert await asyncio.to_thread(started.wait, 15)
+        asyncio.get_running_loop().call_later(0.5, go_on.set)
+        await asyncio.wait_for(pod.mail.remove_account(acct, pod.person.id), 20)
+        await asyncio.sleep(1.5)
+        done = watcher.done()
+        watcher.cancel()
+    assert events == [] and done, (events, done)

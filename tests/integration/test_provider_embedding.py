@@ -585,3 +585,41 @@ def test_a_vector_of_another_models_size_is_made_again_when_the_index_opens(tmp_
             assert mem.search("tooth appointment", scopes=[scope], k=1, mode="meaning")[0].id == sid
         finally:
             mem.close()
+
+
+async def test_a_terminal_embedding_choice_does_not_freeze_the_event_loop(pod) -> None:
+    """A model chosen in a terminal was taken up on the window's event loop, which then waited for memory's lock:
+    while memory's thread was in a long piece of work (a folder batch embedded under the lock, a big deletion),
+    the window froze until it ended."""
+    from tests.integration.test_cli import cli
+
+    await pod.memory_search("anything", mode="keyword")  # memory open in the "window"
+    mem = pod.memory
+
+    def long_work() -> None:  # stands for a long memory operation holding memory's lock (e.g. a folder batch)
+        with mem._lock:
+            time.sleep(6)
+
+    busy = asyncio.ensure_future(pod.pod.memory_host.in_memory_thread(long_work))
+    out = await asyncio.to_thread(cli, pod.home, "models", "set", "embedding", "local/minilm")
+    assert out.returncode == 0, out.stderr
+    t0 = time.monotonic()
+    await asyncio.sleep(max(0.0, 2.1 - (time.monotonic() - t0)))
+    assert not busy.done()
+    gaps: list[float] = []
+
+    async def heartbeat() -> None:
+        last = time.monotonic()
+        for _ in range(30):
+            await asyncio.sleep(0.05)
+            now = time.monotonic()
+            gaps.append(now - last)
+            last = now
+
+    hb = asyncio.ensure_future(heartbeat())
+    await asyncio.sleep(0.1)
+    search = asyncio.ensure_future(pod.memory_search("anything", mode="keyword"))  # a keystroke's typeahead, say
+    await hb
+    await busy
+    await search
+    assert max(gaps) < 1.0, f"the event loop stood still for {max(gaps):.1f} s"

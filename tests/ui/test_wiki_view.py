@@ -1326,3 +1326,32 @@ def test_a_hung_ask_memory_model_can_be_stopped_and_holds_up_nobody_else(qtbot, 
             w.wiki.reset()
     finally:
         hung.stop()
+
+
+def test_switching_person_while_asking_shows_nothing_of_the_question(qtbot, qloop, ui_pod) -> None:
+    """Me asked memory and switched to Bob while the model was slow: Bob's Wiki page read "Stopped asking
+    memory: <Me's question>" (the cancelled question wrote itself onto the page the switch had cleared)."""
+    import asyncio
+
+    from tests.helpers.fake_model import FakeModelServer, Hang
+
+    hung = FakeModelServer(lambda req: Hang(25)).start()
+    try:
+        ui_pod.add_provider("slow", kind="openai-compatible", base_url=hung.base_url, model="slow-1")
+        seed(qloop, ui_pod)
+        ui_pod.set_role_model("ask_memory", "slow/slow-1")
+        w = wiki_window(qtbot, ui_pod)
+        w.wiki.search.setText("Is my divorce lawyer Ms Verhoeven secretword?")
+        w.wiki.ask.click()
+        qloop.wait_until(lambda: len(hung.requests) > 0, what="the question to reach the model")
+        ui_pod.add_person("Bob")
+        w.refresh_people()
+        assert w.switch_person("Bob")
+        qloop.wait_until(lambda: not w.wiki._tasks and not w.wiki._reads, what="the wiki to reload for Bob")
+        qloop.run(asyncio.sleep(0.3))
+        seen = w.wiki.page.toPlainText()
+        assert "Verhoeven" not in seen and "secretword" not in seen, seen
+        assert w.wiki.ask.text() == "Ask memory"
+        w.wiki.reset()
+    finally:
+        hung.stop()
