@@ -213,6 +213,7 @@ class ScopeIndex:
         folder.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
         self.meta = sqlite3.connect(str(folder / "meta.db"), isolation_level=None, check_same_thread=False, timeout=30)
+        self.meta_file = os.stat(folder / "meta.db").st_ino  # which meta.db this is (see ``gone``)
         self.meta.execute("PRAGMA journal_mode=WAL")
         self.meta.execute("PRAGMA synchronous=NORMAL")
         self.meta.execute("PRAGMA secure_delete=ON")  # a removed document's text is overwritten, not left behind
@@ -970,6 +971,21 @@ class ScopeIndex:
             marks = ",".join("?" * len(ids))
             rows = self.meta.execute(f"SELECT id, kind, title, body, ts, importance FROM docs WHERE id IN ({marks})", ids)
             return {r[0]: (r[1], r[2], r[3], r[4], r[5]) for r in rows}
+
+    def gone(self) -> bool:
+        """Whether another Hearth process deleted this index (and perhaps made a new one in its folder)."""
+        try:
+            return os.stat(self.folder / "meta.db").st_ino != self.meta_file
+        except OSError:
+            return True
+
+    def abandon(self) -> None:
+        """Lets go of an index another process deleted, writing nothing: its folder may hold a new index now
+        (what this one had not written is in the catalog, which the new one is repaired from)."""
+        with self._lock:
+            self._writer = None
+            self._pending = []
+            self.meta.close()
 
     def close(self) -> None:
         with self._lock:

@@ -340,12 +340,12 @@ class Memory:
         with self._lock:
             self._check_open()
             idx = self._indexes.get(sc)
-            if idx is not None and not (idx.folder / "meta.db").exists():
+            if idx is not None and idx.gone():
                 # Another Hearth process (a terminal's forget) deleted this index: it is opened again from the
-                # catalog, which both processes share, rather than written into a folder that is gone.
+                # catalog, which both processes share, rather than written into a folder that is gone or new.
                 self._indexes.pop(sc, None)
                 with contextlib.suppress(Exception):
-                    idx.close()
+                    idx.abandon()
                 idx = None
             if idx is None:
                 folder = self.root / "index" / sc.relpath

@@ -453,3 +453,25 @@ def test_a_merged_duplicates_claim_stays_under_its_own_heading(tmp_path) -> None
         at = next(i for i, line in enumerate(lines) if "Allergic to peanuts" in line)
         assert [line for line in lines[:at] if line.startswith("#")][-1] == "## Health", pages[0].body
         assert pages[0].body.count("green tea") == 1, pages[0].body
+
+
+def test_an_index_another_process_deleted_and_made_again_is_opened_anew(tmp_path) -> None:
+    """A window's memory had Alice's index open; a terminal forgot her and stored a new note, which made her index
+    again in the same folder. The window went on with the deleted index it had open (by its folder's presence alone
+    it looked fine): the new note was never found there, and closing it could write into the new index."""
+    from wiki_engine import open_memory
+
+    root = tmp_path / "m"
+    window = open_memory(root, embedder=None)
+    try:
+        window.add_source("Alice: The old locker code is kittiwake5521.", scope="private/alice")
+        assert window.search("kittiwake5521", scopes=Viewer("alice"), mode="keyword")
+        with open_memory(root, embedder=None) as terminal:
+            terminal.forget_person("alice")
+            new = terminal.add_source("Alice: The new bike shed is by the guillemot gate.", scope="private/alice")
+        assert [h.id for h in window.search("guillemot gate", scopes=Viewer("alice"), mode="keyword")] == [new]
+        assert window.search("kittiwake5521", scopes=Viewer("alice"), mode="keyword") == []
+    finally:
+        window.close()
+    with open_memory(root, embedder=None) as again:
+        assert [h.id for h in again.search("guillemot gate", scopes=Viewer("alice"), mode="keyword")] == [new]
