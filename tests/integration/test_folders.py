@@ -1216,14 +1216,9 @@ async def test_delete_and_forget_during_a_folder_rescan_leaves_no_word_in_memory
     held for the rest of the scan) and a new mail export waits on the import model. The person deletes and
     forgets a conversation meanwhile: the call returns, and its words are still in memory's keyword index files
     for as long as the import runs. Only the folder's own deletions wait for the scan's end."""
-    from tests.integration.test_memory_pod import files_holding
+    from tests.integration.test_memory_pod import clara_remembered, files_holding
 
-    script([Text("Noted.")], repeat_last=True)
-    r = await asyncio.wait_for(pod.chat("helper", "My sister Clara's birthday is on 3 June; her locker word is "
-                                        "heronword."), 30)
-    assert r.ok
-    await pod.memory_produce()
-    assert await pod.memory_search("heronword", mode="keyword")
+    r = await clara_remembered(pod, script)
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "note.txt").write_text("The boiler was serviced in May by a kestrel firm.\n")

@@ -7,6 +7,7 @@ import asyncio
 import email
 import json
 import re
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -336,33 +337,45 @@ async def test_an_inbox_removed_while_the_memory_model_reads_its_mail_leaves_non
     assert files_holding(pod.home / "memory", "Zebulon") == []
 
 
-async def test_an_inbox_removed_mid_check_leaves_no_mail_and_hands_none_to_an_agent(pod, script, monkeypatch) -> None:
-    """Alice removes her inbox while Hearth is reading its mail (a large first check): the check went on (it
-    reconnected with the password it held) and kept its mail after the removal, and the "hand to agent" rule started
-    a conversation for each. Now the check stops at its next message and the removal waits for it: nothing of the
-    inbox is kept, handed on or remembered."""
-    import threading
-
-    from sqlalchemy import text
-
+def _slow_to_read(monkeypatch) -> tuple[threading.Event, threading.Event]:
+    """Each mail takes a while to read (a big mail, a slow disk): ``started`` is set as the first is read, which
+    then waits for ``go_on``."""
     from runtime_host.mail import mailroom
-    from tests.helpers.mailservers import Dovecot, SmtpSink, make_mail
 
-    script([Text("Noted.")], repeat_last=True)
     started, go_on = threading.Event(), threading.Event()
     real = mailroom.parse_message
 
-    def slow_parse(*a, **kw):  # the first message takes a while to read (a big mail, a slow disk)
+    def slow_parse(*a, **kw):
         started.set()
         go_on.wait(15)
         return real(*a, **kw)
 
     monkeypatch.setattr(mailroom, "parse_message", slow_parse)
+    return started, go_on
+
+
+def _three_plans(pod, d: Dovecot, s: SmtpSink) -> str:
+    """Alice's inbox (its rule hands the boss's mail to the helper) holding three plans from the boss."""
+    acct = add_inbox(pod, d, s)
+    for n in range(3):
+        d.deliver(make_mail(f"Quarterly plan {n}", f"PROJECT-ZEBRA-{n} budget is 40k.", sender="Boss <boss@example.org>"))
+    return acct
+
+
+async def test_an_inbox_removed_mid_check_leaves_no_mail_and_hands_none_to_an_agent(pod, script, monkeypatch) -> None:
+    """Alice removes her inbox while Hearth is reading its mail (a large first check): the check went on (it
+    reconnected with the password it held) and kept its mail after the removal, and the "hand to agent" rule started
+    a conversation for each. Now the check stops at its next message and the removal waits for it: nothing of the
+    inbox is kept, handed on or remembered."""
+
+    from sqlalchemy import text
+
+    from tests.helpers.mailservers import Dovecot, SmtpSink
+
+    script([Text("Noted.")], repeat_last=True)
+    started, go_on = _slow_to_read(monkeypatch)
     with Dovecot({"alice": "secret"}) as d, SmtpSink() as s:
-        acct = add_inbox(pod, d, s)
-        for n in range(3):
-            d.deliver(make_mail(f"Quarterly plan {n}", f"PROJECT-ZEBRA-{n} budget is 40k.",
-                                sender="Boss <boss@example.org>"))
+        acct = _three_plans(pod, d, s)
         polling = asyncio.create_task(pod.mail.poll(acct))
         assert await asyncio.to_thread(started.wait, 15)
         asyncio.get_running_loop().call_later(0.5, go_on.set)  # the message being read ends a moment later
@@ -394,28 +407,15 @@ async def test_an_inbox_removed_mid_check_leaves_no_mail_and_hands_none_to_an_ag
 async def test_the_watcher_of_a_removed_inbox_ends_without_a_failure_notice(pod, script, monkeypatch) -> None:
     """An inbox removed while its watcher checks it: the person got "mail.failed: The check of ... stopped: the
     inbox was removed", and the watcher slept a minute instead of ending."""
-    import threading
 
-    from runtime_host.mail import mailroom
-    from tests.helpers.mailservers import Dovecot, SmtpSink, make_mail
+    from tests.helpers.mailservers import Dovecot, SmtpSink
 
     script([Text("Noted.")], repeat_last=True)
-    started, go_on = threading.Event(), threading.Event()
-    real = mailroom.parse_message
-
-    def slow_parse(*a, **kw):
-        started.set()
-        go_on.wait(15)
-        return real(*a, **kw)
-
-    monkeypatch.setattr(mailroom, "parse_message", slow_parse)
+    started, go_on = _slow_to_read(monkeypatch)
     events: list[dict] = []
     pod.subscribe(lambda e: events.append(e) if e["type"] == "mail.failed" else None)
     with Dovecot({"alice": "secret"}) as d, SmtpSink() as s:
-        acct = add_inbox(pod, d, s)
-        for n in range(3):
-            d.deliver(make_mail(f"Quarterly plan {n}", f"PROJECT-ZEBRA-{n} budget is 40k.",
-                                sender="Boss <boss@example.org>"))
+        acct = _three_plans(pod, d, s)
         watcher = asyncio.create_task(pod.mail._watch(acct))
         assert await asyncio.to_thread(started.wait, 15)
         asyncio.get_running_loop().call_later(0.5, go_on.set)

@@ -1175,18 +1175,24 @@ async def test_forgetting_an_agent_is_not_undone_by_the_next_producer_run(pod) -
     assert await pod.memory_search("boiler service June", mode="keyword")
 
 
-async def test_the_window_keeps_remembering_after_forget_me_in_a_terminal(pod, script) -> None:
-    """After `memory forget-me` in a terminal (which deletes the person's index folder) the window went on writing
-    into the index it had open: its next memory run failed with "locked by another process", and what the person
-    said next was stored yet never found, in the window or the terminal. Now the window opens the index again."""
-    from tests.integration.test_cli import cli
-
+async def clara_remembered(pod, script):
+    """The person told the helper about Clara (with the word "heronword"), and memory's producer kept it."""
     script([Text("Noted.")], repeat_last=True)
     r = await asyncio.wait_for(pod.chat("helper", "My sister Clara's birthday is on 3 June; her locker word is "
                                         "heronword."), 30)
     assert r.ok
     await pod.memory_produce()
     assert await pod.memory_search("heronword", mode="keyword")
+    return r
+
+
+async def test_the_window_keeps_remembering_after_forget_me_in_a_terminal(pod, script) -> None:
+    """After `memory forget-me` in a terminal (which deletes the person's index folder) the window went on writing
+    into the index it had open: its next memory run failed with "locked by another process", and what the person
+    said next was stored yet never found, in the window or the terminal. Now the window opens the index again."""
+    from tests.integration.test_cli import cli
+
+    await clara_remembered(pod, script)
     out = await asyncio.to_thread(cli, pod.home, "memory", "forget-me")
     assert out.returncode == 0, out.stderr
     await asyncio.sleep(1.1)
