@@ -345,11 +345,13 @@ class ScopeIndex:
         self.meta.execute("INSERT OR REPLACE INTO info VALUES ('embedder', ?)", (name,))
         self._load_arrays()
 
-    def reembed(self, progress: Callable[[int, int], None], stop: Callable[[], bool] = lambda: False) -> bool:
-        """Recomputes every stored vector with this index's embedder, in chunks (search keeps working on the
-        old vectors meanwhile, each chunk swapped in as it is done). Returns False if ``stop`` cut it short."""
+    def reembed(self, progress: Callable[[int, int], None], stop: Callable[[], bool] = lambda: False,
+                ids: list[str] | None = None) -> bool:
+        """Recomputes every stored vector (or those of ``ids``) with this index's embedder, in chunks (search keeps
+        working on the old vectors meanwhile, each chunk swapped in as it is done). False if ``stop`` cut it short."""
         assert self.embedder is not None
-        ids = [r[0] for r in self.meta.execute("SELECT id FROM docs ORDER BY rowid")]
+        if ids is None:
+            ids = [r[0] for r in self.meta.execute("SELECT id FROM docs ORDER BY rowid")]
         total = len(ids)
         progress(0, total)
         for start in range(0, total, 256):
@@ -531,17 +533,8 @@ class ScopeIndex:
             self.meta.execute("BEGIN")
             self.meta.executemany("UPDATE docs SET vec=NULL WHERE id=?", [(i,) for i in odd])
             self.meta.execute("COMMIT")
-            return
-        for at in range(0, len(odd), 256):
-            chunk = odd[at:at + 256]
-            rows = self.meta.execute(f"SELECT id, kind, title, body, ctx FROM docs WHERE id IN ({','.join('?' * len(chunk))})",
-                                     chunk).fetchall()
-            vecs = self.embedder.embed([self._meaning_text(k, t, b, c) for _, k, t, b, c in rows])
-            self.meta.execute("BEGIN")
-            self.meta.executemany("UPDATE docs SET vec=? WHERE id=?", [(v.tobytes(), r[0]) for v, r in zip(vecs, rows, strict=True)])
-            self.meta.execute("COMMIT")
-            for v, r in zip(vecs, rows, strict=True):
-                self.vecs[self.row[r[0]]] = v
+        else:
+            self.reembed(lambda _done, _total: None, ids=odd)
 
     def _speaker_id(self, name: str) -> int:
         if not name:
