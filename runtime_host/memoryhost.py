@@ -6,11 +6,14 @@ entry points of the memory jobs (producer, summaries, ingest, nightly, Ask memor
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
 
 from runtime_host.turns import TurnFailed
+
+log = logging.getLogger("hearth.memory")
 
 EMBEDDING_RECHECK_S = 2.0  # how often open memory looks whether another process chose another embedding model
 
@@ -113,7 +116,11 @@ class MemoryHost:
 
         def run() -> Any:
             if follow:
-                self._follow_embedding_choice()
+                try:
+                    self._follow_embedding_choice()
+                except Exception:  # noqa: BLE001 - the memory work asked for goes on; the next look tries again
+                    log.exception("memory could not take up the embedding model chosen elsewhere")
+                    self._embedding_seen = None
             return fn(*args, **kw)
 
         loop = asyncio.get_running_loop()
