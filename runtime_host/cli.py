@@ -475,7 +475,9 @@ async def _reembed(me: Any) -> int:
     background; a command waits, as its process ends when it returns). Fails (exit 1) when the model could
     not embed: the choice is kept, but memory does not search by it yet."""
     mem = await me.in_memory_thread(lambda: me.memory)
-    me.memory_host.embedding_changed()
+    switching = me.memory_host.embedding_changed()
+    if switching is not None:
+        await asyncio.wrap_future(switching)
     shown = None
     while True:
         st = mem.embedding_status()

@@ -6,6 +6,7 @@ entry points of the memory jobs (producer, summaries, ingest, nightly, Ask memor
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import time
 from collections.abc import Callable
@@ -34,13 +35,30 @@ class MemoryHost:
         tools["remember"] = self._tool_remember
         tools["search_memory"] = self._tool_search_memory
 
-    def embedding_changed(self) -> None:
+    def embedding_changed(self) -> concurrent.futures.Future[None] | None:
         """The embedding role's model changed: open memory re-embeds every source in the background (search
-        keeps working meanwhile); closed memory opens with the new model."""
-        if self._memory is not None:
-            self._embedding_seen = self._embedding_key()
-            embedder, only_for = self.embedder_choice()
-            self._memory.set_embedder(embedder, only_for=only_for)
+        keeps working meanwhile); closed memory opens with the new model. While memory's thread runs, the switch
+        is its next piece of work: loading the model and waiting for memory's lock never hold the caller (the
+        window's event loop, when a person chooses in Settings). Returns the switch's future while it waits."""
+        if self._memory is None:
+            return None
+        self._embedding_seen = self._embedding_key()
+        if self._memory_pool is None:  # no memory thread: switch here
+            self._take_up_embedding()
+            return None
+
+        def switch() -> None:
+            try:
+                self._take_up_embedding()
+            except Exception:  # noqa: BLE001 - nobody waits on this: log it, and look again at the next memory work
+                log.exception("memory could not take up the embedding model chosen")
+                self._embedding_seen = None
+
+        return self._memory_pool.submit(switch)
+
+    def _take_up_embedding(self) -> None:
+        embedder, only_for = self.embedder_choice()
+        self._memory.set_embedder(embedder, only_for=only_for)
 
     def _embedding_key(self) -> tuple[str, str]:
         from runtime_host import memory_jobs
@@ -53,7 +71,8 @@ class MemoryHost:
         chosen, and what is stored next gets the chosen model's vector. Run on memory's thread (switching waits
         for memory's lock, which the event loop must never do)."""
         if self._embedding_key() != self._embedding_seen:
-            self.embedding_changed()
+            self._embedding_seen = self._embedding_key()
+            self._take_up_embedding()
 
     def embedder_choice(self) -> tuple[Any, str | None]:
         """The embedding role's model as memory takes it, and whose scopes it may see. A local model embeds
@@ -106,8 +125,6 @@ class MemoryHost:
 
     async def in_memory_thread(self, fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
         """Runs memory work on one background thread (never on the UI thread, one writer at a time)."""
-        import concurrent.futures
-
         if self._memory_pool is None:
             self._memory_pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory")
         follow = self._memory is not None and time.monotonic() - self._embedding_checked >= EMBEDDING_RECHECK_S

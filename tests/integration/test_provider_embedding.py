@@ -623,3 +623,26 @@ async def test_a_terminal_embedding_choice_does_not_freeze_the_event_loop(pod) -
     await busy
     await search
     assert max(gaps) < 1.0, f"the event loop stood still for {max(gaps):.1f} s"
+
+
+async def test_an_embedding_choice_in_settings_does_not_freeze_the_event_loop(pod) -> None:
+    """Choosing a model in Settings (the window's own process) called set_embedder on the event loop: it loaded
+    the model and waited for memory's lock there, so while memory's thread was in a long piece of work the whole
+    window stood still until it ended. The choice now returns at once and is taken up on memory's thread."""
+    await pod.memory_search("anything", mode="keyword")  # memory open in the window
+    mem = pod.memory
+
+    def long_work() -> None:  # a long memory operation holding memory's lock (a folder batch, a big deletion)
+        with mem._lock:
+            time.sleep(4)
+
+    busy = asyncio.ensure_future(pod.pod.memory_host.in_memory_thread(long_work))
+    await asyncio.sleep(0.2)
+    t0 = time.monotonic()
+    pod.set_role_model("embedding", "local/minilm")  # what Settings → Models does on the event loop
+    took = time.monotonic() - t0
+    assert not busy.done()
+    assert took < 1.0, f"choosing the model held the window for {took:.1f} s"
+    await busy
+    await pod.memory_search("anything", mode="keyword")  # memory's next work runs after the switch
+    assert pod.pod.memory_host.embedding_status()["model"] == "minilm-l6-v2-int8"
