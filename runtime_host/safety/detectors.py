@@ -424,7 +424,7 @@ _CONT_SUFFIX = (
 
 @cache
 def _address_res() -> dict[str, re.Pattern[str]]:
-    word = r"[A-Z][\w'.\-]*"
+    word = r"(?:[A-Z][\w'.\-]*|\d{1,3}(?:st|nd|rd|th))"  # a name, or an ordinal ("5th Ave", "E 21st St")
     # City words are letters only, so that "London NW1 6XE" leaves the whole postcode to the postcode part.
     city_word = r"[A-ZÀ-Ý](?:[^\W\d_]|['\-])*\b(?!\d)"
     city = rf"{city_word}(?: {city_word}){{0,2}}"
@@ -690,11 +690,19 @@ class _Folded:
         return self.o_pos[i] + f - self.f_pos[i]
 
 
+@cache
+def _quote_marks_re() -> re.Pattern[str]:
+    """The "> " marks opening a line of a quoted mail reply (after a line break)."""
+    return re.compile(f"(?<=[{_LINE_BREAKS}])[ \t]*(?:>[ \t]*)+")
+
+
 def _fold(text: str, *, lines: bool = False) -> _Folded | None:
     """The text as the detectors read it, or None when it is already written that way. With ``lines``, line
     breaks stay as they are; without, they are read as spaces too."""
     beyond, spaces, spaces_zw = _fold_res()
     one_for_one, rx = text, spaces
+    if not lines and ">" in text:  # a mail's quoted reply: a line's "> " marks are read as spaces too
+        one_for_one = _quote_marks_re().sub(lambda m: " " * len(m.group()), text)
     for c in _INLINE_SPACES if lines else _INLINE_SPACES + _LATIN1_LINE_BREAKS:
         if c in one_for_one:  # str.replace is far faster than a regex or str.translate over a long text
             one_for_one = one_for_one.replace(c, " ")

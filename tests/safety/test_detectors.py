@@ -218,3 +218,30 @@ def test_an_address_typed_in_small_or_capital_letters_is_an_address(said: str, a
                                   "WE HAD 2 FLAT TIRES ON THE WAY"])
 def test_a_number_before_a_road_in_small_letters_is_not_an_address(said: str) -> None:
     assert not [f for f in detect(said) if f.detector == "address"]
+
+
+@pytest.mark.parametrize("said, address", [
+    ("Our new home is 350 5th Ave, New York.", "350 5th Ave, New York"),
+    ("The office is at 123 2nd Street.", "123 2nd Street"),
+    ("Meet me at 10 E 21st St tomorrow.", "10 E 21st St"),
+])
+def test_an_address_on_a_numbered_street_is_an_address(said: str, address: str) -> None:
+    """Streets named by an ordinal ("5th Ave", "2nd Street") were stored in memory as typed."""
+    assert _one(said, "address").text == address
+
+
+@pytest.mark.parametrize("text, detector, value", [
+    ("please take it from my card 4111 1111\n> 1111 1111 and send", "card", "4111 1111\n> 1111 1111"),
+    ("from my card 4111 1111\n>> 1111 1111 and", "card", "4111 1111\n>> 1111 1111"),
+    ("> pay to DE89 3704 0044\n> 0532 0130 00 today", "iban", "DE89 3704 0044\n> 0532 0130 00"),
+    ("> ship it to 221B Baker\n> Street, London", "address", "221B Baker\n> Street, London"),
+])
+def test_a_value_wrapped_inside_a_quoted_mail_reply_is_found_whole(text: str, detector: str, value: str) -> None:
+    """A mail client wraps a quoted reply at 72 columns and starts each line with "> ": a card, IBAN or address
+    split there was kept in memory in clear, while the same split without the quote marks was found."""
+    assert _one(text, detector).text == value
+
+
+def test_quote_marks_do_not_glue_numbers_of_separate_lines() -> None:
+    text = "> Cards:\n> 4111 1111 1111 1111\n> 5555 5555 5555 4444\n"
+    assert [f.text for f in detect(text)] == ["4111 1111 1111 1111", "5555 5555 5555 4444"]
