@@ -513,12 +513,12 @@ def _within_budget(items: list[Any]) -> list[Any]:
 
 def memory_title(pod: Any, scope: str, title: str, first: str) -> str:
     """A conversation's title as memory keeps it. Hearth titles a conversation with the first 60 characters of its
-    first message: cut there, a card number is no longer one the redactor knows, so that title is made again from
-    the whole first line, redacted, then cut."""
-    line = first.strip().splitlines()[0] if first.strip() else ""
-    if line and title == line[:60] and len(line) > 60:
-        return redactor(pod)(line, scope)[:60]
-    return title
+    first message's first line: cut there, or at the line's end (a card wrapped onto the next line), a number is
+    no longer one the redactor knows. So that title is made again from the whole message, redacted, then cut."""
+    said = first.strip()
+    if not title or not said.startswith(title):
+        return title  # a title the person gave: memory's redaction of the item reads it as written
+    return (redactor(pod)(said, scope).splitlines() or [title])[0][:60]
 
 
 def chat_items(pod: Any, person_id: str, since: Any) -> list[Any]:

@@ -556,6 +556,20 @@ async def test_a_card_cut_in_half_by_the_conversation_title_is_still_redacted(po
     assert "4111 1111 1111 111" not in stored and "Summary of the conversation" in stored
 
 
+async def test_a_card_wrapped_onto_the_next_line_of_the_first_message_stays_out_of_the_title(pod, script) -> None:
+    """The title is the first message's first line: a card wrapped onto the second line left 12 of its digits on
+    the first, no card to the redactor, and every item of the conversation kept them as its subject."""
+    script([Text("Noted.")], repeat_last=True)
+    said = "Pay the plumber with my card 4111 1111 1111\n1111 and send him the bill for the boiler."
+    assert (await asyncio.wait_for(pod.chat("helper", said), 30)).ok
+    assert (await pod.memory_produce())[0]["kept"] >= 1
+    stored = _stored_text(pod.home)
+    assert "boiler" in stored and "[CARD_1]" in stored
+    assert "4111 1111 1111" not in stored, "the card's first 12 digits were kept as the conversation's title"
+    [hit] = [h for h in await pod.memory_search("pay the plumber boiler bill", k=10) if "plumber" in h.title][:1]
+    assert "4111" not in hit.title
+
+
 async def test_a_message_said_while_the_producer_reads_chat_is_pulled(pod, script) -> None:
     """The person chats with two agents while the producer reads their chat. Reading conversation after
     conversation, a message landing in one already read, then one in a conversation read later, put the
