@@ -75,8 +75,16 @@ def _code_rule(_self: Any, tokens: Any, idx: int, _options: Any, env: Any) -> st
     return f"{bar}<pre>{_highlight(token.content.rstrip(chr(10)), lang)}</pre>\n"
 
 
+def _image_rule(self: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
+    """An image is shown as its words: Qt would read its source from disk as the text is laid out (any file the
+    person can read, /dev/zero until memory runs out), and what a model or a stranger wrote must never do that."""
+    alt = self.renderInlineAsText(tokens[idx].children or [], options, env)
+    return html.escape(f"[image: {alt}]" if alt.strip() else "[image]")
+
+
 _md.add_render_rule("fence", _code_rule)
 _md.add_render_rule("code_block", _code_rule)
+_md.add_render_rule("image", _image_rule)
 
 
 def render_with_code(text: str, copy_href: str | None = None) -> tuple[str, list[str]]:

@@ -1355,3 +1355,37 @@ def test_switching_person_while_asking_shows_nothing_of_the_question(qtbot, qloo
         w.wiki.reset()
     finally:
         hung.stop()
+
+
+def test_a_page_never_makes_the_window_read_a_local_file_as_an_image(qtbot, qloop, ui_pod, script, tmp_path) -> None:
+    """A hostile writer (or one copying a note word for word) put image markdown in a cited sentence: the page view
+    laid out `<img src=/any/path>` by reading that file from disk (with /dev/zero, until memory ran out and the
+    window was killed). Images in pages, answers and messages are shown as words, never loaded."""
+    from app.markdown import render
+
+    pod = ui_pod
+    scope = f"private/{pod.person.id}"
+    local = tmp_path / "not-an-image.txt"
+    local.write_text("a local file no page may read")
+    pod.set_role_model("ingest", "fake/writer-1")
+    qloop.run(pod.in_memory_thread(lambda: pod.memory.add_source("Clara loves orchids and tulips.", scope=scope)))
+    script([Text(json.dumps([{"title": "Clara", "scope": scope, "category": "family",
+                              "body": f"- Clara loves orchids ![photo]({local}) [1]", "citations": {"1": "S1"}}]))])
+    assert qloop.run(pod.memory_ingest())["written"] == [f"page:{scope}/clara"]
+    w = wiki_window(qtbot, pod, shown=True)
+    loaded: list[str] = []
+    view = w.wiki.page
+    real = view.loadResource
+
+    def spy(kind, url):
+        loaded.append(url.toString())
+        return real(kind, url)
+
+    view.loadResource = spy
+    qloop.run(w.wiki.open_page(scope, "Clara"))
+    view.resize(600, 400)
+    view.document().size()
+    QApplication.processEvents()
+    assert not any(str(local) in u for u in loaded), f"the page view read a local file: {loaded}"
+    assert "orchids" in view.toPlainText() and "photo" in view.toPlainText()  # the words stay
+    assert "<img" not in render("See ![the plan](/dev/zero) and ![](file:///etc/passwd)")
