@@ -126,19 +126,8 @@ class Page:
         if not dead:
             return self
         lines: list[str] = []
-        paragraph: list[str] = []  # the lines of one paragraph, read as one text
-
-        def flush() -> None:
-            lines.extend(_drop_cited(paragraph, dead))
-            paragraph.clear()
-
-        for line in self.body.split("\n"):
-            if line.strip() and not _BLOCK_START.match(line):
-                paragraph.append(line)
-                continue
-            flush()
-            lines.extend(_drop_cited([line], dead) if line.strip() else [line])
-        flush()
+        for block in paragraphs(self.body.split("\n")):  # a paragraph, list item or quote with its wrapped lines
+            lines.extend(_drop_cited(block, dead))
         body = without_empty_sections(re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip("\n"))
         return replace(self, body=body, citations={n: s for n, s in self.citations.items() if n not in dead})
 
@@ -159,12 +148,13 @@ def is_heading(line: str) -> bool:
 
 
 def paragraphs(lines: list[str]) -> list[list[str]]:
-    """``lines`` as markdown blocks: a paragraph's wrapped lines together; a blank line, a heading, a list item, a
-    quote or a table row starts a block of its own."""
+    """``lines`` as markdown blocks: a paragraph's (or list item's) wrapped lines together, and a quote's lines
+    together; a blank line, a heading, a list item, a new quote or a table row starts a block of its own."""
     out: list[list[str]] = []
     for line in lines:
-        if out and line.strip() and out[-1][-1].strip() and not _BLOCK_START.match(line) \
-                and not is_heading(out[-1][-1]):
+        last = out[-1][-1] if out else ""
+        quoted = _QUOTE.match(line) is not None and _QUOTE.match(last) is not None
+        if line.strip() and last.strip() and (quoted or not _BLOCK_START.match(line)) and not is_heading(last):
             out[-1].append(line)
         else:
             out.append([line])
@@ -219,6 +209,7 @@ def without_empty_sections(body: str) -> str:
 
 # A line that starts a block of its own: a list item, a heading, a quote or a table row.
 _BLOCK_START = re.compile(r"^\s*(?:[-*+]\s|\d+[.)]\s|#|>|\|)")
+_QUOTE = re.compile(r"^\s*>\s?")
 
 
 def _drop_cited(block: list[str], dead: set[int]) -> list[str]:
@@ -226,9 +217,10 @@ def _drop_cited(block: list[str], dead: set[int]) -> list[str]:
     when it cites none of them."""
     if not block or not any(int(n) in dead for line in block for n in _CITE_USE.findall(line)):
         return block
-    prefix = re.match(r"^\s*(?:[-*+]|\d+[.)])?\s*", block[0])
+    prefix = re.match(r"^\s*(?:[-*+]|\d+[.)]|>)?\s*", block[0])
     head = prefix.group(0) if prefix else ""
-    text = " ".join(line.strip() for line in [block[0][len(head):], *block[1:]])
+    rest_lines = [_QUOTE.sub("", line, count=1) for line in block[1:]] if head.strip() == ">" else block[1:]
+    text = " ".join(line.strip() for line in [block[0][len(head):], *rest_lines])
     kept: list[str] = []
     resting: list[str] = []  # uncited sentences waiting for the citation they rest on
     for sentence in re.split(r"(?<=[.!?\]])\s+(?=\S)", text):
