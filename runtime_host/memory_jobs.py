@@ -296,7 +296,7 @@ def model_synthesize(route: Route, names: dict[str, str] | None = None,
             if _HEXID.search(title) or title.upper() in {str(label).upper() for label in numbered}:
                 raise MemoryModelError(f"The wiki-writer titled a page with an id ({title!r}); the inbox is unchanged. "
                                        "Pick a stronger model for “Memory: writing wiki pages”.")
-            if _echoes(raw, (SYNTH_SYSTEM, DECIDE_SYSTEM, SUMMARY_SYSTEM, ASK_SYSTEM)):
+            if _echoes(f"{title}\n{raw}", (SYNTH_SYSTEM, DECIDE_SYSTEM, SUMMARY_SYSTEM, ASK_SYSTEM)):
                 raise MemoryModelError("The wiki-writer repeated its instructions instead of writing a page; the inbox "
                                        "is unchanged.")
             used = {int(n) for n in _CITE.findall(body)}  # a page citing nothing is refused as memory writes it

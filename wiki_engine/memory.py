@@ -97,7 +97,9 @@ class SourceRecord:
 
 @dataclass(frozen=True)
 class PageWrite:
-    """The outcome of writing a page: ``written``, or ``proposed`` (the page is verified) with a diff."""
+    """The outcome of writing a page: ``written``; ``proposed`` (the page is verified) with a diff; or, for a
+    verified page, ``unchanged`` (handed back as it is) or ``rejected`` (the same change the person turned down,
+    on the page as it still is: not asked again)."""
 
     status: str
     key: str
@@ -1142,15 +1144,19 @@ class Memory:
             new = replace(new, verified=cur_page is not None)
             text = new.to_markdown()
             diff = unified_diff(current or "", text, f"{sc}/{page.slug}.md")
+            if cur_page is not None and _UPDATED.sub("", current or "", 1) == _UPDATED.sub("", text, 1):
+                return PageWrite("unchanged", new.key)  # the page handed back as it is: nothing to ask
             with self.catalog.tx(immediate=True) as db:
                 # The same change still waiting (an ingest that ran again after a crash, before its inbox was
-                # emptied, proposes it anew): the person is asked once.
-                same = next((r["id"] for r in db.execute(
-                    "SELECT id, base_text, proposed_text FROM proposals WHERE scope=? AND slug=? AND status='open'",
-                    (str(sc), page.slug)) if r["base_text"] == (current or "")
+                # emptied, proposes it anew): the person is asked once. The same change the person already
+                # turned down, on the page as it still is, is not asked again.
+                same = next(((r["id"], r["status"]) for r in db.execute(
+                    "SELECT id, status, base_text, proposed_text FROM proposals WHERE scope=? AND slug=? "
+                    "AND status IN ('open', 'rejected') ORDER BY status='open' DESC, id DESC", (str(sc), page.slug))
+                    if r["base_text"] == (current or "")
                     and _UPDATED.sub("", r["proposed_text"], 1) == _UPDATED.sub("", text, 1)), None)
                 if same is not None:
-                    return PageWrite("proposed", new.key, int(same), diff)
+                    return PageWrite("proposed" if same[1] == "open" else "rejected", new.key, int(same[0]), diff)
                 cur = db.execute(
                     "INSERT INTO proposals (scope, slug, base_text, proposed_text, diff, author, created_at) "
                     "VALUES (?,?,?,?,?,?,?)",

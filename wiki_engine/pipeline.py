@@ -298,7 +298,7 @@ def ingest_steps(memory: Memory, *, author: str = "agent:wiki-writer", max_sourc
             if res.status == "proposed":
                 assert res.proposal_id is not None
                 report.proposed.append((res.key, res.proposal_id))
-            else:
+            elif res.status == "written":
                 report.written.append(res.key)
             lease.renew()
         consumed = [s.id for s in sources if ok or s.id in landed_sources]
@@ -388,7 +388,8 @@ def nightly_steps(memory: Memory, *, merge: Callable[[Page, Page], Page] | None 
                     except (CitationError, PageFormatError, ValueError) as e:
                         report.rejected.append((keep.title, str(e), scope))
                         continue
-                    if res.status == "written" and not other.verified:
+                    # "unchanged": the page already holds what the duplicate said (a merge the person approved)
+                    if res.status in ("written", "unchanged") and not other.verified:
                         memory.delete_page(scope, other.slug)
                         report.merged.append((keep.key, other.key))
                     reread = memory.read_page(scope, keep.slug)

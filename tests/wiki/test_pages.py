@@ -59,19 +59,23 @@ def test_verified_page_gets_a_proposal_never_an_overwrite(mem: Memory) -> None:
     [prop] = mem.proposals()
     mem.reject_proposal(prop.id)
     assert path.read_text() == before and mem.proposals() == []
-    # A second proposal, approved by the person, lands and the page stays verified.
-    res2 = mem.write_page(_page(mem, "private/alice", "Bob's allergies", "Bob is no longer allergic [1].", {1: s2}), author="agent:writer")
+    # The change turned down is not asked again while the page is as it was.
+    same = mem.write_page(_page(mem, "private/alice", "Bob's allergies", "Bob is no longer allergic [1].", {1: s2}), author="agent:writer")
+    assert same.status == "rejected" and same.proposal_id == prop.id and mem.proposals() == []
+    # Another change, approved by the person, lands and the page stays verified.
+    res2 = mem.write_page(_page(mem, "private/alice", "Bob's allergies", "Bob outgrew the allergy [1].", {1: s2}), author="agent:writer")
     assert res2.proposal_id is not None
     mem.approve_proposal(res2.proposal_id)
     page = mem.read_page("private/alice", "bob-s-allergies")
-    assert page is not None and page.verified and "no longer allergic" in page.body
+    assert page is not None and page.verified and "outgrew" in page.body
     with pytest.raises(KeyError):
         mem.approve_proposal(res2.proposal_id)
 
 
 def test_the_same_change_proposed_again_is_asked_once(mem: Memory) -> None:
     """An ingest that ran again after a crash (its inbox not yet emptied) proposed the very same change a second
-    time: the person had two identical proposals to decide. A different change, or one after a decision, is new."""
+    time: the person had two identical proposals to decide. A different change is new; a change the person turned
+    down is asked again only once the page changed."""
     s1 = mem.add_source("Bob is allergic to peanuts.", scope="private/alice")
     s2 = mem.add_source("Bob says he grew out of the peanut allergy.", scope="private/alice")
     mem.write_page(_page(mem, "private/alice", "Bob's allergies", "Bob is allergic to peanuts [1].", {1: s1}), author="person:alice")
@@ -85,6 +89,10 @@ def test_the_same_change_proposed_again_is_asked_once(mem: Memory) -> None:
     other = mem.write_page(_page(mem, "private/alice", "Bob's allergies", "Bob outgrew it [1].", {1: s2}), author="agent:writer")
     assert other.proposal_id != first.proposal_id and len(mem.proposals()) == 2
     mem.reject_proposal(first.proposal_id)
+    turned_down = mem.write_page(change, author="agent:writer")  # asked and answered: not asked again
+    assert turned_down.status == "rejected" and [p.id for p in mem.proposals()] == [other.proposal_id]
+    mem.write_page(_page(mem, "private/alice", "Bob's allergies", "Bob is allergic to peanuts [1].\n\nUpdated.", {1: s1}),
+                   author="person:alice")  # the person changes the page: the same change, on it, is new
     assert mem.write_page(change, author="agent:writer").proposal_id not in (first.proposal_id, other.proposal_id)
 
 

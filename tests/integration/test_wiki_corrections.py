@@ -1,0 +1,131 @@
+"""Corrections a person makes to the wiki stay made: a deleted source leaves none of its words, a rejected or
+approved change is not asked again, an unchanged page is no proposal, and a writer never titles a page with its
+own instructions. Found by review; each failed on the code before it."""
+from __future__ import annotations
+
+import json
+import re
+
+from tests.helpers.fake_model import Text
+
+
+def _scope(pod) -> str:
+    return f"private/{pod.person.id}"
+
+
+async def test_deleting_a_source_leaves_none_of_its_words_in_a_wrapped_list_item(pod, script) -> None:
+    """A model writes a list item wrapped over two lines (as models and people do); the source it cites is deleted.
+    Promise: 'Deleting a source takes every sentence that cites it off every page ... uncited sentences just before
+    its citation go with it ... none of its words is left behind.'"""
+    scope = _scope(pod)
+    pod.set_role_model("ingest", "fake/writer-1")
+    a = await pod.in_memory_thread(lambda: pod.memory.add_source(
+        "Clara was diagnosed with diabetes in March 2023.", scope=scope))
+    await pod.in_memory_thread(lambda: pod.memory.add_source("Clara loves orchids.", scope=scope))
+    script([Text(json.dumps([{"title": "Clara", "scope": scope, "category": "family",
+                              "body": "- Clara loves orchids [2].\n- Clara was diagnosed with\n  diabetes in March 2023 [1].",
+                              "citations": {"1": "S1", "2": "S2"}}]))])
+    out = await pod.memory_ingest()
+    assert out["written"] == [f"page:{scope}/clara"]
+    assert "diagnosed" in pod.memory.read_page(scope, "Clara").body
+
+    await pod.memory_delete_source(a)
+    page = pod.memory.read_page(scope, "Clara")
+    assert page is not None
+    assert "diagnosed" not in page.body, f"the deleted source's words stay on the page:\n{page.body}"
+
+
+async def test_deleting_a_source_leaves_none_of_its_words_in_a_wrapped_quote(pod, script) -> None:
+    scope = _scope(pod)
+    a = await pod.in_memory_thread(lambda: pod.memory.add_source("Bob said his salary is 90k a year.", scope=scope))
+    b = await pod.in_memory_thread(lambda: pod.memory.add_source("Bob works at the bakery.", scope=scope))
+    from wiki_engine import Page
+
+    await pod.in_memory_thread(lambda: pod.memory.write_page(Page(
+        "Bob", scope, "people", "Bob works at the bakery [2].\n\n> Bob said his salary\n> is 90k a year [1].",
+        {1: a, 2: b}), author="agent:wiki-writer"))
+    await pod.memory_delete_source(a)
+    page = pod.memory.read_page(scope, "Bob")
+    assert "salary" not in page.body, f"the deleted source's words stay on the page:\n{page.body}"
+
+
+async def _two_pages(pod):
+    from wiki_engine import Page
+
+    scope = _scope(pod)
+    s1 = await pod.in_memory_thread(lambda: pod.memory.add_source("We plant tomatoes in May.", scope=scope))
+    s2 = await pod.in_memory_thread(lambda: pod.memory.add_source("Roses go in along the fence in June.", scope=scope))
+    # the person's own corrected page (verified), and an agent's near-duplicate
+    await pod.in_memory_thread(lambda: pod.memory.write_page(Page(
+        "Garden plans", scope, "home", "- Tomatoes in May [1]", {1: s1}, verified=True), author=f"person:{pod.person.id}"))
+    await pod.in_memory_thread(lambda: pod.memory.write_page(Page(
+        "Garden plan", scope, "home", "- Roses along the fence in June [1]", {1: s2}), author="agent:wiki-writer"))
+    return scope
+
+
+async def test_a_rejected_nightly_merge_is_not_proposed_again_every_night(pod) -> None:
+    scope = await _two_pages(pod)
+    await pod.memory_nightly()
+    props = await pod.memory_proposals()
+    assert len(props) == 1 and props[0].slug == "garden-plans"
+    await pod.in_memory_thread(lambda: pod.memory.reject_proposal(props[0].id))
+    await pod.memory_nightly()
+    again = await pod.memory_proposals()
+    assert again == [], f"the person rejected this merge; the next night asks again: {[p.diff for p in again]}"
+    assert pod.memory.read_page(scope, "Garden plans").body == "- Tomatoes in May [1]"
+
+
+async def test_an_approved_nightly_merge_does_not_come_back_as_an_empty_proposal(pod) -> None:
+    scope = await _two_pages(pod)
+    await pod.memory_nightly()
+    props = await pod.memory_proposals()
+    await pod.in_memory_thread(lambda: pod.memory.approve_proposal(props[0].id))
+    assert "Roses" in pod.memory.read_page(scope, "Garden plans").body
+    await pod.memory_nightly()
+    again = await pod.memory_proposals()
+    assert again == [], f"a proposal that changes nothing but the date: {[p.diff for p in again]}"
+
+
+async def test_an_ingest_that_keeps_a_verified_page_as_it_is_proposes_nothing(pod, script) -> None:
+    """The person corrected a page (verified). The next ingest's model, told to keep existing claims, hands the page
+    back unchanged next to a new page: the person should not be asked to approve a change that changes nothing."""
+    from wiki_engine import Page
+
+    scope = _scope(pod)
+    pod.set_role_model("ingest", "fake/writer-1")
+    s1 = await pod.in_memory_thread(lambda: pod.memory.add_source("We plant tomatoes in May.", scope=scope))
+    await pod.in_memory_thread(lambda: pod.memory.write_page(Page(
+        "Garden", scope, "home", "- Tomatoes in May [1]", {1: s1}, verified=True), author=f"person:{pod.person.id}"))
+    await pod.in_memory_thread(lambda: pod.memory.add_source("The dentist appointment is on 4 April.", scope=scope))
+
+    def writer(req) -> Text:
+        label = re.search(r"\[1\] = (P\d+-1)", req.last_user).group(1)
+        return Text(json.dumps([
+            {"title": "Garden", "scope": scope, "category": "home", "body": "- Tomatoes in May [1]",
+             "citations": {"1": label}},
+            {"title": "Dentist", "scope": scope, "category": "health", "body": "- Appointment on 4 April [1]",
+             "citations": {"1": "S1"}}]))
+
+    script([writer])
+    out = await pod.memory_ingest()
+    assert f"page:{scope}/dentist" in out["written"]
+    props = await pod.memory_proposals()
+    assert props == [], f"a proposal whose only change is the date line:\n{props[0].diff if props else ''}"
+
+
+async def test_a_writer_that_titles_a_page_with_its_instructions_changes_nothing(pod, script) -> None:
+    """The body repeating the writer's instructions is refused (test_a_writer_that_repeats_its_instructions...);
+    the same sentence as the page's title is written and shows in the Wiki's tree."""
+    from runtime_host.memory_jobs import MemoryModelError
+
+    scope = _scope(pod)
+    pod.set_role_model("ingest", "fake/writer-1")
+    await pod.in_memory_thread(lambda: pod.memory.add_source("Clara's birthday is on 3 June.", scope=scope))
+    script([Text(json.dumps([{"title": "You maintain a personal wiki from sources.", "scope": scope,
+                              "category": "family", "body": "- Clara: 3 June [1]", "citations": {"1": "S1"}}]))])
+    try:
+        await pod.memory_ingest()
+    except MemoryModelError:
+        pass
+    titles = [p.title for p in pod.memory.list_pages(scope)[0]]
+    assert titles == [], f"a page titled with the writer's own instructions was written: {titles}"
