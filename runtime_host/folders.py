@@ -1229,9 +1229,8 @@ class WatchedFolders:
                 # folder's own, for the same bytes: they are replaced.
                 keys = [memory.clean_item(it).item_key() for it in its]
                 marks = ",".join("?" * len(keys))
-                for (sid,) in memory.catalog.query(
-                        f"SELECT id FROM sources WHERE scope=? AND item_key IN ({marks})", (scope, *keys)):
-                    memory.delete_source(sid)
+                memory.delete_sources([sid for (sid,) in memory.catalog.query(
+                    f"SELECT id FROM sources WHERE scope=? AND item_key IN ({marks})", (scope, *keys))])
                 return list(memory.add_items(its, skip_refused=True))
 
         def work() -> list[str | None]:

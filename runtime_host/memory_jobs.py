@@ -699,7 +699,7 @@ async def _summarize_for(pod: Any, person: Any, internal: set[str], made: dict[s
                 # stretch it covered, and never a message whose own note they deleted.
                 start = max((k for k in range(SUMMARY_EVERY, u, SUMMARY_EVERY) if mem.was_deleted(f"summary-{c}-{k}{x}")),
                             default=0)
-                return done, start, {m.id for m in ms[start:u] if mem.was_deleted(m.id)}
+                return done, start, mem.deleted_keys(scope, [m.id for m in ms[start:u]])
 
             done, start, deleted = await pod.in_memory_thread(read)
             if done:
@@ -717,11 +717,14 @@ async def _summarize_for(pod: Any, person: Any, internal: set[str], made: dict[s
             # A summary that reads like orders (the person quoted some) is held for them like any note; the
             # run goes on for everyone else.
             def store(it: Any = item, i: str = sid, c: str = conv.id, read: tuple[str, ...] = tuple(m.id for m in msgs[:upto]),
-                      at: float = since) -> str | None:
+                      at: float = since,
+                      shown: tuple[str, ...] = tuple(m.id for m in msgs[start:upto] if m.id not in deleted)) -> str | None:
                 if pod.memory.is_forgotten(it):
                     return None  # the person forgot it (or deleted the conversation) while the model wrote
                 if tuple(m.id for m in _summarised(pod, c, internal, at)[:len(read)]) != read:
                     return None  # an exchange it read was edited or answered again meanwhile: written anew later
+                if pod.memory.deleted_keys(scope, shown):
+                    return None  # the person deleted a note it read while the model wrote: written anew without it
                 try:
                     return str(pod.memory.add_items([it], source_ids=[i], skip_refused=True)[0])
                 except SourceConflict:  # another Hearth process (the window, a terminal) summarised it meanwhile

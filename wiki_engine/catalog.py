@@ -87,6 +87,18 @@ MIGRATIONS: list[tuple[str, str]] = [
                                      at REAL NOT NULL, PRIMARY KEY (scope, key_start, key_end))
         """,
     ),
+    (
+        "0005_deleted_by_person",
+        # The sources a person deleted one by one ("Delete this source"), by origin key and by a print of their
+        # text without that key: a summary never reads the message again, and a mail export read again when it
+        # grows (its messages' keys carry the file's version) does not bring the deleted mail back. Hashes and
+        # opaque keys only: no word of the source.
+        """
+        CREATE TABLE deleted_by_person (scope TEXT NOT NULL, print TEXT NOT NULL, item_key TEXT NOT NULL,
+                                        at REAL NOT NULL, PRIMARY KEY (scope, print));
+        CREATE INDEX deleted_by_person_key ON deleted_by_person(scope, item_key)
+        """,
+    ),
 ]
 
 

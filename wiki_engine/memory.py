@@ -39,7 +39,7 @@ from .pages import (
     text_without_sources,
     unified_diff,
 )
-from .render import Item, iso_utc, parse_source, render_item
+from .render import Item, content_print, iso_utc, parse_source, render_item
 from .rerank import PartScores
 from .scopes import Scope, Viewer, parse_scopes
 from .sources import SourceStore, Tampered
@@ -602,6 +602,8 @@ class Memory:
 
         An item that gives the assistant orders is quarantined; then InstructionRefused is raised and
         nothing of the batch is stored, or with ``skip_refused`` its id comes back as "" and the rest is stored.
+        An item from an origin (with a key) that the person deleted before, the same text read again from it, is not
+        stored: its id comes back as "".
         """
         self._check_open()
         items = [self.clean_item(i) for i in items]
@@ -695,6 +697,9 @@ class Memory:
                 f"Item {key!r} in {sc} is already stored with different text. Sources are immutable: delete the "
                 "old source first, or store the new text under a new id."
             )
+        if item.key and db.execute("SELECT 1 FROM deleted_by_person WHERE scope=? AND (print=? OR item_key=?) LIMIT 1",
+                                   (str(sc), content_print(md), key)).fetchone() is not None:
+            return "", None  # the person deleted this very source: read again from its origin, it stays deleted
         sha = self.sources.put(sc, md)  # a no-op when _prewrite already wrote it
         sid = sid or sha
         clash = db.execute("SELECT sha FROM sources WHERE id=?", (sid,)).fetchone()
@@ -838,8 +843,10 @@ class Memory:
     # ---- forgetting ------------------------------------------------------------------------------
 
     def delete_source(self, source_id: str) -> list[str]:
-        """Deletes a source everywhere; returns the keys of pages that cited it (now marked for re-synthesis)."""
-        return self._delete_sources([source_id], strict=True)
+        """The person deletes a source: it goes everywhere, and stays deleted (its text read again from its origin,
+        a mail export that grew, say, is not stored again; a summary does not read its message again). Returns the
+        keys of pages that cited it (now marked for re-synthesis)."""
+        return self._delete_sources([source_id], strict=True, by_person=True)
 
     def delete_sources(self, source_ids: Sequence[str], *, again: bool = False, held: bool = False) -> list[str]:
         """Deletes several sources as ``delete_source`` does, with one index commit per scope (a folder of
@@ -865,19 +872,26 @@ class Memory:
                 idx.hold_purge(held > 0)
 
     def _delete_sources(self, ids: Iterable[str], *, strict: bool = False, again: bool = False,
-                        held: bool = False) -> list[str]:
+                        held: bool = False, by_person: bool = False) -> list[str]:
         with self._lock:
             ids = list(ids)
             stale: set[tuple[str, str]] = set()
             by_scope: dict[Scope, list[str]] = {}
             with self.catalog.tx(immediate=True) as db:
                 for sid in ids:
-                    row = db.execute("SELECT scope, sha FROM sources WHERE id=?", (sid,)).fetchone()
+                    row = db.execute("SELECT scope, sha, item_key FROM sources WHERE id=?", (sid,)).fetchone()
                     if row is None:
                         if strict:
                             raise UnknownSource(f"No source {sid!r}: it was never stored or has been deleted.")
                         continue
                     sc = Scope.parse(row[0])
+                    if by_person:
+                        try:
+                            printed = content_print(self.sources.read(sc, row[1]))
+                        except (FileNotFoundError, UnicodeDecodeError):
+                            printed = f"missing:{row[1]}"  # its file is gone: the origin key still holds
+                        db.execute("INSERT OR REPLACE INTO deleted_by_person VALUES (?,?,?,?)",
+                                   (str(sc), printed, row[2], time.time()))
                     self.sources.delete(sc, row[1])
                     db.execute("DELETE FROM sources WHERE id=?", (sid,))
                     db.execute("DELETE FROM inbox WHERE source_id=?", (sid,))
@@ -986,6 +1000,17 @@ class Memory:
                 db.execute("DELETE FROM quarantine WHERE scope=?", (str(sc),))
                 db.execute("DELETE FROM skips WHERE scope=?", (str(sc),))
             self.catalog.purge()
+
+    def deleted_keys(self, scope: str, keys: Sequence[str]) -> set[str]:
+        """Which of these origin keys (a conversation's message ids, say) name a source the person deleted."""
+        out: set[str] = set()
+        keys = list(keys)
+        for part in range(0, len(keys), 500):
+            chunk = keys[part:part + 500]
+            out |= {r[0] for r in self.catalog.query(
+                f"SELECT item_key FROM deleted_by_person WHERE scope=? AND item_key IN ({','.join('?' * len(chunk))})",
+                (str(Scope.parse(scope)), *chunk))}
+        return out
 
     def was_deleted(self, source_id: str) -> bool:
         """Whether a source of this id was deleted (a job that makes sources by id must not make it again)."""

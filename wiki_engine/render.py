@@ -88,6 +88,17 @@ def render_item(item: Item) -> str:
     return "\n".join(head) + f"\n\n# {title}\n\n{body}\n"
 
 
+_KEY_LINE = re.compile(r"^key: .*\n", re.M)
+
+
+def content_print(markdown: str) -> str:
+    """A rendered source's fingerprint without its origin key: the same text read again from a changed file (whose
+    items' keys carry the file's version) prints the same."""
+    head_end = markdown.find("\n---\n", 4)
+    head = _KEY_LINE.sub("", markdown[:head_end + 1], count=1) if head_end > 0 else ""
+    return hashlib.sha256((head + markdown[head_end + 1:] if head_end > 0 else markdown).encode("utf-8")).hexdigest()
+
+
 def parse_source(markdown: str) -> tuple[dict[str, str], str]:
     """Splits rendered source markdown back into its header fields and verbatim body."""
     if not markdown.startswith("---\n"):

@@ -1242,3 +1242,31 @@ async def test_delete_and_forget_during_a_folder_rescan_leaves_no_word_in_memory
         await asyncio.wait_for(scan, 60)
     after = files_holding(pod.home / "memory", "heronword")
     assert (during, after) == ([], [])
+
+
+_MORE_MAIL = (b"\nFrom bank@example.org Thu Mar  5 10:00:00 2026\nFrom: Bank <bank@example.org>\nSubject: Statement\n"
+        b"Date: Thu, 05 Mar 2026 10:00:00 +0000\n\nYour March statement for the joint account is ready to read online.\n")
+
+
+async def test_a_deleted_mail_of_a_growing_export_stays_deleted(pod, tmp_path) -> None:
+    """The person deleted one mail of a watched export; their mail client then appended the next mail, and the
+    rescan read every message again, the deleted one too, under new keys: it came back."""
+    docs = tmp_path / "mail"
+    docs.mkdir()
+    (docs / "all.mbox").write_bytes(MBOX)
+    folder = pod.folders.add(docs)
+    await pod.folders.scan(folder.id)
+    hits = [h for h in await pod.memory_search("piano lessons Leo Varga", mode="keyword")]
+    assert hits
+    for h in hits:
+        await pod.memory_delete_source(h.id)  # "Delete this source" in the wiki: for good
+    assert await pod.memory_search("piano lessons Leo Varga", mode="keyword") == []
+    # a month later the mail client appends the next mail to the export
+    with open(docs / "all.mbox", "ab") as fh:
+        fh.write(_MORE_MAIL)
+    st = (docs / "all.mbox").stat()
+    os.utime(docs / "all.mbox", (st.st_atime, st.st_mtime + 5))
+    await pod.folders.scan(folder.id)
+    assert await pod.memory_search("March statement joint account", mode="keyword")  # the new mail is read
+    back = await pod.memory_search("piano lessons Leo Varga", mode="keyword")
+    assert back == [], [(h.title, h.snippet) for h in back]

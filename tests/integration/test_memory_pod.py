@@ -1249,3 +1249,46 @@ async def test_ask_memory_gives_up_on_a_hung_model_and_answers_one_question_at_a
         assert not late.ok and "did not answer within 1.5 s" in late.error
     finally:
         release.set()
+
+
+@pytest.mark.parametrize("when", ["before the run", "while the summary model writes"])
+async def test_a_note_deleted_is_not_brought_back_by_the_summary(pod, fake_model, when) -> None:
+    """A chat note's source id is a hash of its text, not its message id: the summary's check for deleted notes
+    never matched, so the next summary read the deleted message and put its words back in memory."""
+    from runtime_host.memory_jobs import SUMMARY_EVERY
+
+    pod.set_role_model("extraction", "fake/x")
+    inst = pod.find_agent("helper")[0]
+    conv = pod.store.create_conversation(inst.id, "Health")
+    for i in range(SUMMARY_EVERY // 2 - 1):
+        _say(pod, conv, inst, "I was diagnosed with type 2 diabetes by Dr Haas." if i == 3 else f"Item {i} of the list we keep.")
+    asked, go = threading.Event(), threading.Event()
+
+    def model(req):
+        if "Summarise this conversation" in req.system:
+            asked.set()
+            go.wait(30)
+            # the model summarises what it was shown
+            return Text("- The person was diagnosed with type 2 diabetes by Dr Haas." if "diabetes" in json.dumps(req.body)
+                        else "- The person keeps a numbered list.")
+        n = len([ln for ln in req.last_user.splitlines() if ln.strip()])
+        return Text(json.dumps([{"n": i + 1, "keep": True, "reason": "fact"} for i in range(n)]))
+
+    fake_model.script = model
+    await pod.memory_produce()
+    hits = await pod.memory_search("diabetes Haas", mode="keyword")
+    assert hits and not any(h.id.startswith("summary-") for h in hits)
+    note = hits[0].id
+    _say(pod, conv, inst, "Item last of the list we keep.")  # the conversation reaches SUMMARY_EVERY messages
+    if when == "before the run":
+        await pod.memory_delete_source(note)
+        go.set()
+        await pod.memory_produce()
+    else:
+        run = asyncio.create_task(pod.memory_produce())
+        assert await asyncio.to_thread(asked.wait, 30)
+        await pod.memory_delete_source(note)  # the person deletes that note in the window meanwhile
+        go.set()
+        await asyncio.wait_for(run, 60)
+    left = await pod.memory_search("diabetes Haas", mode="keyword")
+    assert left == [], [(h.id, h.snippet) for h in left]

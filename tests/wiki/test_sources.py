@@ -475,3 +475,28 @@ def test_an_index_another_process_deleted_and_made_again_is_opened_anew(tmp_path
         window.close()
     with open_memory(root, embedder=None) as again:
         assert [h.id for h in again.search("guillemot gate", scopes=Viewer("alice"), mode="keyword")] == [new]
+
+
+def test_a_source_the_person_deleted_is_not_stored_again_from_its_origin(tmp_path) -> None:
+    """Read again from its origin under another key (a mail export that grew: its items' keys carry the file's
+    version), a source the person deleted is not stored again; one deleted by Hearth's own upkeep (a rescan
+    replacing a file's old parts) is."""
+    mem = Memory(tmp_path / "m")
+    try:
+        def mail(key: str) -> Item:
+            return Item(text="Piano lessons for Leo move to Thursday.", scope="private/alice", ts=1.0e9,
+                        kind="mail", key=key, subject="Piano lessons (all.mbox)")
+
+        [sid] = mem.add_items([mail("file:f:v1#0")])
+        mem.delete_source(sid)
+        assert mem.add_items([mail("file:f:v2#0")], skip_refused=True) == [""]
+        assert mem.add_items([mail("file:f:v1#0")], skip_refused=True) == [""]
+        assert mem.deleted_keys("private/alice", ["file:f:v1#0", "file:f:v2#0"]) == {"file:f:v1#0"}
+        [other] = mem.add_items([Item(text="The boiler is serviced in May.", scope="private/alice", ts=1.0e9,
+                                      kind="note", key="file:g:v1#0")])
+        mem.delete_sources([other])  # upkeep, not the person
+        assert mem.add_items([Item(text="The boiler is serviced in May.", scope="private/alice", ts=1.0e9,
+                                   kind="note", key="file:g:v2#0")])[0]
+        assert mem.add_items([mail("file:f:v3#0")], skip_refused=True) == [""]  # still deleted after more upkeep
+    finally:
+        mem.close()
