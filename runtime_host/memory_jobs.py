@@ -883,6 +883,7 @@ def _on_own_thread(fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
     return fut
 
 
+ASK_PASSAGE_CHARS = 1500  # how much of each note or page found is shown to the Ask memory model
 ANSWER_CHARS = 20_000  # an answer from memory is a few lines; megabytes of one froze the window as it was laid out
 
 
@@ -936,9 +937,9 @@ async def _ask_memory(pod: Any, person_id: str, question: str) -> MemoryAnswer:
                 page = pod.memory.read_page(scope, slug)
             except PageFormatError:  # a hand edit that no longer parses: its indexed text still answers
                 page = None
-            return page.body[:1500] if page else h.snippet
+            return _passage(page.body, question) if page else h.snippet
         try:
-            return str(pod.memory.get_source(h.id).text[:1500])
+            return _passage(str(pod.memory.get_source(h.id).text), question)
         except UnknownSource:  # deleted (or forgotten) since the search: not asked about, never cited
             return None
 
@@ -967,7 +968,24 @@ async def _ask_memory(pod: Any, person_id: str, question: str) -> MemoryAnswer:
     citations = {n: hits[n - 1].id for n in sorted(cited) if 1 <= n <= len(hits)}
     # A number the model made up points at nothing: it is removed rather than shown as a citation.
     answer = _CITE.sub(lambda m: m.group(0) if int(m.group(1)) in citations else "", answer)
+    if not answer.strip():
+        return MemoryAnswer(False, error="The Ask memory model gave no answer. Ask again, or choose another model for "
+                                         "Ask memory in Settings → Models.", hits=hits)
     return MemoryAnswer(True, text=answer, citations=citations, hits=hits, answered_by=f"{r.provider}/{r.model}")
+
+
+def _passage(text: str, question: str, size: int = ASK_PASSAGE_CHARS) -> str:
+    """The part of a long note or page the question points to: of the windows of ``size`` characters that start at
+    a line or a sentence, the first holding the most of the question's words (a watched file's part is up to
+    4,000 characters, and the fact asked about may sit at its end)."""
+    if len(text) <= size:
+        return text
+    words = set(re.findall(r"\w{3,}", question.lower()))
+    starts = [0] + [m.end() for m in re.finditer(r"\n+|(?<=[.!?])\s+", text) if m.end() < len(text)]
+    starts = starts[::max(1, len(starts) // 400)]  # a page of megabytes: a few hundred places to look
+    low = text.lower()
+    best = max(starts, key=lambda s: (sum(w in low[s:s + size] for w in words), -s))
+    return ("…" if best else "") + text[best:best + size] + ("…" if best + size < len(text) else "")
 
 
 __all__ = [

@@ -1292,3 +1292,27 @@ async def test_a_note_deleted_is_not_brought_back_by_the_summary(pod, fake_model
         await asyncio.wait_for(run, 60)
     left = await pod.memory_search("diabetes Haas", mode="keyword")
     assert left == [], [(h.id, h.snippet) for h in left]
+
+
+async def test_ask_memory_shows_its_model_the_part_of_a_long_note_the_question_is_about(pod, script, fake_model) -> None:
+    """A watched file's part is up to 4,000 characters; Ask memory sent the model its first 1,500 alone, so a fact
+    near the end of the part search found was never shown: the model could only say memory does not say."""
+    pod.set_role_model("ask_memory", "fake/fake-1")
+    filler = " ".join(f"Clause {n}: the tenant keeps the flat clean and tidy." for n in range(60))
+    lease = f"Lease for the flat.\n\n{filler}\n\nThe spare key is kept in key safe number 5521 by the back door."
+    assert len(lease) > 3000
+    await pod.in_memory_thread(lambda: pod.memory.add_source(lease, scope=f"private/{pod.person.id}"))
+    script([Text("The spare key is in key safe 5521 [1].")])
+    result = await asyncio.wait_for(pod.ask_memory("Where is the spare key kept?"), 60)
+    assert result.ok and "5521" in fake_model.requests[-1].last_user
+
+
+@pytest.mark.parametrize("said", ["", "[7]", "   \n "])
+async def test_ask_memory_says_so_when_its_model_answers_nothing(pod, script, said) -> None:
+    """A model that answered nothing (or only a made-up citation, which is removed) showed the person a blank
+    answer under their question, and `memory ask` printed an empty line and exited 0."""
+    await pod.in_memory_thread(lambda: pod.memory.add_source("The boiler code is 7731.", scope=f"private/{pod.person.id}"))
+    pod.set_role_model("ask_memory", "fake/fake-1")
+    script([Text(said)])
+    result = await asyncio.wait_for(pod.ask_memory("What is the boiler code?"), 60)
+    assert not result.ok and "gave no answer" in result.error and "Settings → Models" in result.error
