@@ -130,6 +130,11 @@ def notification_for(ev: dict[str, Any]) -> tuple[str, str] | None:
     if kind == "mail.notify":  # a mail rule's "Notify me": who wrote and about what, as plain text
         sender = " ".join(str(ev.get("from") or "").split())[:80] or "an unknown sender"
         return f"Mail from {sender}", " ".join(str(ev.get("subject") or "").split())[:200] or "(no subject)"
+    if kind == "memory.failed":  # a timed memory run: the person's own model failed (told once per failure)
+        what = {"memory.producer": "Memory could not read your new chat and mail",
+                "memory.ingest": "Memory could not write your wiki pages",
+                "memory.nightly": "Memory's nightly pass failed"}.get(str(ev.get("job")), "A memory job failed")
+        return what, (ev.get("error") or "")[:200]
     if kind == "worker.state" and ev.get("new") == "fatal":
         return f"Agent {ev.get('agent')} stopped", (ev.get("reason") or "")[:200]
     return None

@@ -59,9 +59,19 @@ def _failed_run(failed: list[tuple[str, MemoryModelError]], report: Any) -> Memo
     return err
 
 
+UNUSABLE = "unusable"  # the kind of a memory route whose chosen model cannot be reached (see MemoryHost.memory_route)
+
+
 def capable(route: dict[str, Any] | None) -> bool:
-    """A role's route can write JSON pages and answers: chosen, and not the tiny embedded model."""
+    """A role's route can write JSON pages and answers: chosen, and not the tiny embedded model. A model chosen but
+    unusable counts as chosen: its job fails saying why."""
     return route is not None and route.get("kind") != "embedded"
+
+
+def _usable(route: dict[str, Any]) -> Route:
+    if route.get("kind") == UNUSABLE:
+        raise MemoryModelError(f"The model chosen for this memory job cannot be used: {route.get('error')}")
+    return Route.from_dict(route)
 
 
 def _ask(route: Route, system: str, user: str) -> str:
@@ -349,6 +359,12 @@ def choose(route: dict[str, Any] | None, names: dict[str, str] | None = None,
     if not capable(route):
         return Choice("rules", rules_decide, None)
     assert route is not None
+    if route.get("kind") == UNUSABLE:  # chosen, but not reachable: every job it does fails, saying why
+
+        def unusable(*_args: Any) -> Any:
+            _usable(route)
+
+        return Choice("the chosen model (unusable)", unusable, unusable)
     r = Route.from_dict(route)
     return Choice(f"{r.provider}/{r.model}", model_decide(r, redact), model_synthesize(r, names, redact))
 
@@ -380,7 +396,7 @@ def summarize(route: dict[str, Any] | None, title: str, lines: list[tuple[str, s
                 break
         transcript = "\n".join(reversed(said))
         try:
-            text = _ask(Route.from_dict(route), SUMMARY_SYSTEM, f"Conversation “{title}”:\n{transcript}")
+            text = _ask(_usable(route), SUMMARY_SYSTEM, f"Conversation “{title}”:\n{transcript}")
         except ProviderError as exc:
             raise MemoryModelError(f"The summary model failed: {exc}") from None
         text, _ = tidy_body(text) if _CITE.search(text) else (text.strip(), 0)

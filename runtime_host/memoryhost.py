@@ -227,10 +227,15 @@ class MemoryHost:
         return capable(self.memory_route(person_id, role))
 
     def memory_route(self, person_id: str, role: str) -> dict[str, Any] | None:
+        """The person's route for a memory role; None when none is chosen. A model chosen that cannot be reached
+        (its key gone from the keyring, its provider removed) is a route of kind ``unusable`` with the reason: the
+        job says that, rather than "choose a model" or the rules doing the work unsaid."""
+        from runtime_host.memory_jobs import UNUSABLE
+
         try:
             return self.pod.role_route(person_id, role)
-        except TurnFailed:
-            return None
+        except TurnFailed as exc:
+            return {"kind": UNUSABLE, "error": str(exc)}
 
     def person_scopes(self, pid: str) -> list[str]:
         """What a person may read: public, their private tree, and each of their agents' notes."""
@@ -385,7 +390,7 @@ class MemoryHost:
         alone (its error quotes their model's answer) and the other pages go on."""
         from dataclasses import replace
 
-        from runtime_host.memory_jobs import MemoryModelError, model_reconcile, writer_of
+        from runtime_host.memory_jobs import UNUSABLE, MemoryModelError, model_reconcile, writer_of
         from runtime_host.providers import Route
         from wiki_engine import CitationError, PageFormatError, UnknownSource
 
@@ -395,7 +400,7 @@ class MemoryHost:
         for scope in scopes:
             # each person's pages go only to their own ingest model, never to another person's provider
             route = self.memory_route(writer_of(self.pod, str(scope)), "ingest")
-            if route is None or route.get("kind") == "embedded":
+            if route is None or route.get("kind") in ("embedded", UNUSABLE):  # ingest says why it cannot write
                 continue
             reconcile = model_reconcile(Route.from_dict(route))
             pages, _corrupt = await self.in_memory_thread(lambda sc=scope: self.memory.list_pages(sc))

@@ -26,6 +26,7 @@ class ScheduleHost:
         self.pod = pod
         self._scheduler_task: asyncio.Task[None] | None = None
         self._memory_runs: dict[str, asyncio.Task[None]] = {}  # memory timer kind -> its run now going
+        self._memory_failing: dict[tuple[str, str], str] = {}  # (timer kind, person) -> the failure they were told
         pod.subscribe(self._record_scheduled_turn)
 
     @property
@@ -155,8 +156,22 @@ class ScheduleHost:
         except Exception as exc:  # noqa: BLE001 - a failed job is a ledger outcome; the next one tries again
             log.warning("memory job %s failed: %s", job_id, exc)
             schedule.record_turn_finished(self.pod.store.engine, job_id, ok=False, error=str(exc))
+            self._tell_memory_failures(job_id.split(":", 1)[0], getattr(exc, "failures", None) or {})
         else:
             schedule.record_turn_finished(self.pod.store.engine, job_id, ok=True)
+            self._tell_memory_failures(job_id.split(":", 1)[0], {})
+
+    def _tell_memory_failures(self, kind: str, failures: dict[str, str]) -> None:
+        """Each person whose own memory model failed on a timer is told, alone (the error may quote what their
+        model said), once per failure: a model failing every 5 minutes the same way is said once, again only
+        after it worked or failed otherwise."""
+        for key in [k for k in self._memory_failing if k[0] == kind and k[1] not in failures]:
+            del self._memory_failing[key]  # worked this time
+        for pid, why in failures.items():
+            if self._memory_failing.get((kind, pid)) == why:
+                continue
+            self._memory_failing[(kind, pid)] = why
+            self.pod.emit({"type": "memory.failed", "person": pid, "job": kind, "error": why})
 
     def _record_scheduled_turn(self, ev: dict[str, Any]) -> None:
         if ev.get("type") == "turn.finished" and ev.get("origin") == "schedule":

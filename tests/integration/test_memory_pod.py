@@ -1316,3 +1316,31 @@ async def test_ask_memory_says_so_when_its_model_answers_nothing(pod, script, sa
     script([Text(said)])
     result = await asyncio.wait_for(pod.ask_memory("What is the boiler code?"), 60)
     assert not result.ok and "gave no answer" in result.error and "Settings → Models" in result.error
+
+
+async def test_a_memory_model_whose_key_is_gone_says_so_and_loses_nothing(pod, fake_model, script) -> None:
+    """The ingest and extraction models were chosen, then their key went missing from the keyring: ingest said no
+    model was chosen and offered to choose one, and the producer let the rules keep or skip the person's chat
+    without a word. Each job now fails naming the missing key, and what waits is still there once it is back."""
+    scope = f"private/{pod.person.id}"
+    await pod.in_memory_thread(lambda: pod.memory.add_source("The boiler code is 7731.", scope=scope))
+    inst = pod.find_agent("helper")[0]
+    conv = pod.store.create_conversation(inst.id, "Family")
+    pod.store.add_message(conv.id, "user", "My sister Clara's birthday is on 3 June and she loves orchids.")
+    pod.add_provider("strong", kind="openai-compatible", base_url=fake_model.base_url, model="strong-1",
+                     key="sk-test-strong-0001")
+    pod.set_role_model("ingest", "strong/strong-1")
+    pod.set_role_model("extraction", "strong/strong-1")
+    pod.pod.vault_for(pod.person.id).delete("provider/strong")  # the keyring lost it
+    assert pod.has_memory_model("ingest")  # chosen: the Wiki does not offer to choose one
+    with pytest.raises(MemoryModelError, match="key for provider 'strong' is missing"):
+        await asyncio.wait_for(pod.memory_ingest(), 60)
+    with pytest.raises(MemoryModelError, match="key for provider 'strong' is missing"):
+        await asyncio.wait_for(pod.memory_produce(), 60)
+    assert fake_model.requests == []
+    assert await pod.memory_search("Clara orchids birthday", mode="keyword") == []  # not decided by the rules
+    pod.add_provider("strong", kind="openai-compatible", base_url=fake_model.base_url, model="strong-1",
+                     key="sk-test-strong-0001")  # the key is back
+    script([lambda req: Text(json.dumps([{"n": 1, "keep": True, "reason": "a family fact"}]))])
+    [mine] = await asyncio.wait_for(pod.memory_produce(), 60)
+    assert mine["decided_by"] == "strong/strong-1" and mine["kept"] == 1
