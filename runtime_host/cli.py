@@ -307,6 +307,21 @@ def _print_json(obj: Any) -> None:
     print(json.dumps(obj, indent=2, ensure_ascii=False, default=str))
 
 
+def _message_text(arg: str) -> str:
+    """The message `chat` was given (- reads standard input) as text: its bytes read the way watched folders read
+    a file (UTF-8, a byte order mark, else Windows-1252), saying on stderr how when it was not plain UTF-8."""
+    import os
+
+    from runtime_host.folders import decode_text
+
+    # argv was decoded with surrogateescape: encoding it back gives the bytes that were typed
+    data = sys.stdin.buffer.read() if arg == "-" else os.fsencode(arg)
+    text, note = decode_text(data)
+    if note:
+        print(f"note: the message was {note}.", file=sys.stderr)
+    return text
+
+
 async def _chat(me: Any, args: argparse.Namespace) -> int:
     streamed: list[str] = []
 
@@ -322,7 +337,7 @@ async def _chat(me: Any, args: argparse.Namespace) -> int:
 
     run_id: list[str | None] = [None]
     me.subscribe(on_event)
-    message = sys.stdin.read() if args.message == "-" else args.message
+    message = _message_text(args.message)
     run = await me.start_turn(args.agent, message, conversation_id=args.conversation, new_conversation=args.new,
                                model=args.model)
     run_id[0] = run.turn_id
@@ -853,7 +868,9 @@ async def _amain(args: argparse.Namespace) -> int:
 def _not_utf8(args: argparse.Namespace) -> str | None:
     """The first argument that is not UTF-8 text (a name from a Latin-1 terminal, an old drive or a zip made on
     Windows), shown with \\x escapes; None when all are."""
-    for value in vars(args).values():
+    for key, value in vars(args).items():
+        if key == "message" and args.cmd == "chat":  # words, not a name: read as its bytes say (_message_text)
+            continue
         for v in value if isinstance(value, list) else [value]:
             if isinstance(v, str):
                 try:

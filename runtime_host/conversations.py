@@ -252,6 +252,12 @@ async def answer_again(me: Any, conversation_id: str, message_id: str, new_text:
     text_out = (new_text if new_text is not None else prompt.content).strip()
     if not text_out:
         raise StoreError("The message is empty.")
+    from runtime_host.sizes import message_problem
+    from runtime_host.turns import MessageTooLarge
+
+    problem = message_problem(text_out)
+    if problem is not None:  # refused before the exchange it replaces is deleted
+        raise MessageTooLarge(problem)
     later = [m for m in msgs[idx + 1:] if m.role == "user" and m.turn_id != prompt.turn_id]
     if later:  # not the last exchange: keep it all, continue in a branch
         target = branch(me, conversation_id, prompt.id, include=False)

@@ -194,8 +194,9 @@ _BOMS = ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"),  # be
          (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))
 
 
-def _decode_text(data: bytes) -> tuple[str, str]:
-    """Text of a file's bytes and a note on how it was read ("" for plain UTF-8)."""
+def decode_text(data: bytes) -> tuple[str, str]:
+    """Text of a file's (or a message's) bytes and a note on how it was read ("" for plain UTF-8): by a UTF-32
+    or UTF-16 byte order mark, else UTF-8 (a UTF-8 BOM dropped), else Windows-1252, else Latin-1."""
     for bom, codec in _BOMS:
         if data.startswith(bom):
             return data.decode(codec, errors="replace"), f"read as {codec.upper()}"
@@ -219,6 +220,17 @@ def _looks_binary(data: bytes) -> bool:
         return True
     controls = sum(1 for b in head if b < 9 or 13 < b < 32)
     return controls > len(head) // 10
+
+
+def file_text(data: bytes) -> tuple[str, str] | None:
+    """A text file's words and a note on how they were read (see `decode_text`), or None when the bytes are
+    not text (binary content, or NULs left after decoding)."""
+    if _looks_binary(data):
+        return None
+    text, note = decode_text(data)
+    if "\x00" in text:  # NULs that survived decoding: not text in any encoding we read
+        return None
+    return text, note
 
 
 def chunks(text: str, size: int = CHUNK_CHARS) -> list[str]:
@@ -536,11 +548,10 @@ def read_file(path: Path, rel: str, mtime_ns: int, size: int, known_sha: str = "
             r.parts = [part]
         else:
             binary = f"binary content in a {ext} file (not text); the file is left as it is"
-            if _looks_binary(data):
+            read = file_text(data)
+            if read is None:
                 raise _Skip(binary)
-            text, note = _decode_text(data)
-            if "\x00" in text:  # NULs that survived decoding: not text in any encoding we read
-                raise _Skip(binary)
+            text, note = read
             if note:
                 r.notes.append(note)
             if ext in HTML_TYPES:

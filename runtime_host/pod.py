@@ -748,7 +748,12 @@ class Pod:
     # -- background runs
     def create_background_run(self, person_id: str, agent: str, prompt: str) -> str:
         """Writes a background run (its own conversation, a pending turn, no owner yet) and returns its id."""
+        from runtime_host.sizes import message_problem
+
         inst, _profile = self.find_agent(person_id, agent)
+        problem = message_problem(prompt)
+        if problem is not None:
+            raise MessageTooLarge(problem)
         conv = self.store.create_conversation(inst.id, title=f"Background: {prompt.strip().splitlines()[0][:50]}")
         turn = self.store.create_turn(conv.id, inst.id, origin="background")
         self.store.add_message(conv.id, "user", prompt, turn_id=turn.id)

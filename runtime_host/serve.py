@@ -134,7 +134,7 @@ def make_app(pod: Any, gate: TokenGate | None = None) -> Any:
     from starlette.routing import Route
 
     from runtime_host.pod import MessageTooLarge
-    from runtime_host.sizes import MAX_MESSAGE_BYTES, human, message_problem
+    from runtime_host.sizes import MAX_MESSAGE_BYTES, human, json_size, message_problem
     from runtime_host.store import StoreError
 
     gate = gate or TokenGate(pod)
@@ -187,8 +187,8 @@ def make_app(pod: Any, gate: TokenGate | None = None) -> Any:
         if not isinstance(body, dict) or not body.get("agent") or not body.get("message"):
             raise ValueError("agent and message are required")
         problem = message_problem(str(body["message"]))
-        if problem is not None:
-            raise MessageTooLarge(problem)
+        if problem is not None:  # 413 when too large; 400 for a character that cannot be stored
+            raise (MessageTooLarge if json_size(str(body["message"])) > MAX_MESSAGE_BYTES else ValueError)(problem)
         r = await me.chat(str(body["agent"]), str(body["message"]), conversation_id=body.get("conversation_id"),
                            new_conversation=bool(body.get("new")))
         return answer({"turn_id": r.turn_id, "conversation_id": r.conversation_id, "status": r.status,

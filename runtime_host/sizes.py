@@ -36,12 +36,19 @@ def human(n: int) -> str:
 
 
 def message_problem(text: str) -> str | None:
-    """Why no turn can carry this message (too large), or None when it fits."""
+    """Why no turn can carry this message (too large, or holding a character that cannot be stored), or None
+    when it fits. Checked before anything of the message is written."""
     size = json_size(text)
-    if size <= MAX_MESSAGE_BYTES:
-        return None
-    return (f"This message is {human(size)}; Hearth takes at most {human(MAX_MESSAGE_BYTES)} in one message. "
-            "Nothing was sent: shorten it or split it into several messages.")
+    if size > MAX_MESSAGE_BYTES:
+        return (f"This message is {human(size)}; Hearth takes at most {human(MAX_MESSAGE_BYTES)} in one message. "
+                "Nothing was sent: shorten it or split it into several messages.")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone surrogate: half of a UTF-16 pair, or a byte that was not text
+        return (f"This message has a broken character (at character {exc.start + 1:,}) that is not text and "
+                "cannot be stored. Nothing was sent: remove that character (or paste the text again from where "
+                "it came) and send it again.")
+    return None
 
 
 def clip(text: str, limit: int, what: str = "text", where: str = "") -> str:

@@ -42,7 +42,8 @@ PodTool = Callable[[str, str, dict[str, Any]], Any]
 
 
 class MessageTooLarge(StoreError):
-    """A message larger than one turn can carry: refused before anything is written."""
+    """A message no turn can carry (larger than one turn carries, or with a character that cannot be stored,
+    see `sizes.message_problem`): refused before anything is written."""
 
 
 class TurnFailed(Exception):

@@ -103,6 +103,27 @@ def test_conversations_from_the_cli_list_search_rename_export_and_delete_after_a
     assert gone.returncode == 2 and "does not exist" in gone.stderr
 
 
+def test_a_message_that_is_not_utf8_is_read_as_windows_1252_from_stdin_and_from_argv(home, fake_model, script) -> None:
+    """A Windows-1252 note piped to `chat AGENT -` ended in a database traceback and left an empty "New
+    conversation" and a turn with no message each time; given as an argument it was refused. Both are read the
+    way watched folders read a file, saying so on stderr in one line."""
+    setup_agent(home, fake_model.base_url)
+    script([Text("Noted.")], repeat_last=True)
+    note = "Café Nicola on Rossio, bica at 9 — note for Zoë."
+    env = {**os.environ, "HEARTH_HOME": str(home)}
+    piped = subprocess.run([sys.executable, "-m", "runtime_host", "chat", "helper", "-"], input=note.encode("cp1252"),
+                           capture_output=True, env=env, timeout=60)
+    typed = subprocess.run([sys.executable, "-m", "runtime_host", "chat", "helper", os.fsdecode(note.encode("cp1252"))],
+                           capture_output=True, env=env, timeout=60)
+    for r in (piped, typed):
+        err = r.stderr.decode("utf-8", "replace")
+        assert r.returncode == 0 and r.stdout.decode() == "Noted.\n", err[-1500:]
+        assert err.splitlines() == ["note: the message was not UTF-8: read as Windows-1252."], err[-1500:]
+    assert [req.last_user for req in fake_model.requests] == [note, note]
+    listed = json.loads(cli(home, "conversations", "list", "helper", "--json").stdout)
+    assert [(c["title"], c["messages"]) for c in listed] == [(note, 4)]
+
+
 def test_deleting_a_conversation_with_forget_takes_what_memory_learned(home, fake_model, script) -> None:
     """`conversations delete ID --yes` says memory keeps what it learned; with --forget that goes too."""
     import json as _json

@@ -65,6 +65,35 @@ async def test_an_oversized_message_is_refused_before_anything_is_written(pod, s
     assert r.ok and r.text == "ok"
 
 
+async def test_a_message_with_a_broken_character_is_refused_before_anything_is_written(pod, script, fake_model) -> None:
+    """A lone surrogate (a byte that was not text, decoded with surrogateescape) reached the database, which
+    refused it with a traceback after the conversation and the turn were written: an empty conversation each time."""
+    import httpx
+
+    from runtime_host.serve import make_app, new_token
+
+    script([Text("ok")])
+    broken = "Caf\udce9 Nicola at 9"
+    with pytest.raises(MessageTooLarge, match=r"broken character \(at character 4\).*Nothing was sent"):
+        await pod.start_turn("helper", broken)
+    with pytest.raises(MessageTooLarge, match=r"broken character"):
+        pod.create_background_run("helper", broken)
+    token = new_token(pod)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=make_app(pod)), base_url="http://pod") as c:
+        r = await c.post("/v1/chat", content=b'{"agent": "helper", "message": "Caf\\udce9"}',
+                         headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    assert r.status_code == 400 and "broken character" in r.json()["error"], r.text
+    assert fake_model.requests == [] and pod.turns() == [] and pod.list_conversations("helper") == []
+    r = await asyncio.wait_for(pod.chat("helper", "Café Nicola at 9"), 60)
+    assert r.ok and r.text == "ok"
+    kept = [(m.role, m.content) for m in pod.store.list_messages(r.conversation_id)]
+    mine = pod.store.list_messages(r.conversation_id)[0]
+    with pytest.raises(MessageTooLarge, match=r"broken character"):  # an edit: the exchange it replaces stays
+        await pod.answer_again(r.conversation_id, mine.id, broken)
+    assert [(m.role, m.content) for m in pod.store.list_messages(r.conversation_id)] == kept == [
+        ("user", "Café Nicola at 9"), ("assistant", "ok")]
+
+
 async def test_serve_answers_413_with_the_reason(pod, script, fake_model) -> None:
     import httpx
 
