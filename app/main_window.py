@@ -823,17 +823,24 @@ class MainWindow(QMainWindow):
         except OSError as exc:
             self.statusBar().showMessage(f"Could not read {name}: {exc.strerror or exc}")
             return False
-        if b"\x00" in data[:8192]:
+        from runtime_host.folders import file_text
+
+        too_long = f"{name} is longer than {self.MAX_ATTACH_CHARS:,} characters; attach a part."
+        if len(data) > self.MAX_ATTACH_CHARS * 4:  # more characters than that in any encoding read (UTF-32 at most)
+            self.statusBar().showMessage(too_long)
+            return False
+        read = file_text(data)  # as watched folders read a file: UTF-8, a byte order mark, else Windows-1252
+        if read is None:
             self.statusBar().showMessage(f"{name} is not a text file; only text files and audio can be attached.")
             return False
-        text = data.decode("utf-8", "replace")
+        text, note = read
         if len(text) > self.MAX_ATTACH_CHARS:
-            self.statusBar().showMessage(f"{name} is longer than {self.MAX_ATTACH_CHARS:,} characters; attach a part.")
+            self.statusBar().showMessage(too_long)
             return False
         block = f"\n\nAttached file {name}:\n```\n{text.rstrip()}\n```\n"
         self.composer.moveCursor(self.composer.textCursor().MoveOperation.End)
         self.composer.insertPlainText(block)
-        self.statusBar().showMessage(f"Attached {name}.")
+        self.statusBar().showMessage(f"Attached {name} ({note})." if note else f"Attached {name}.")
         return True
 
     def show_approvals(self) -> None:

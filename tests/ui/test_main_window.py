@@ -371,6 +371,22 @@ def test_attachments_add_text_files_and_refuse_binary_ones(qtbot, qloop, ui_pod,
     assert not w.attach_file(str(blob)) and "not a text file" in w.statusBar().currentMessage()
 
 
+def test_a_text_file_in_windows_1252_or_utf16_is_attached_with_its_words_and_says_how(qtbot, qloop, ui_pod,
+                                                                                    tmp_path) -> None:
+    """A Windows-1252 note came in as "Caf\ufffd" and a UTF-16 one (Notepad's "Unicode") was refused as not a
+    text file; they are read as watched folders read them, and the status bar says how."""
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    note = "Café Nicola on Rossio: bica at 9, Zoë pays."
+    for name, data, how in [("cafe.txt", note.encode("cp1252"), "not UTF-8: read as Windows-1252"),
+                            ("unicode.txt", b"\xff\xfe" + note.encode("utf-16-le"), "read as UTF-16")]:
+        (tmp_path / name).write_bytes(data)
+        w.composer.clear()
+        assert w.attach_file(str(tmp_path / name)), w.statusBar().currentMessage()
+        assert f"Attached file {name}:\n```\n{note}\n```" in w.composer.toPlainText(), w.composer.toPlainText()
+        assert w.statusBar().currentMessage() == f"Attached {name} ({how}).", w.statusBar().currentMessage()
+
+
 def test_the_dark_system_appearance_is_followed(qapp) -> None:
     from PySide6.QtCore import Qt
     from PySide6.QtGui import QPalette
