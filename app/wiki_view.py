@@ -44,6 +44,7 @@ from app.markdown import STYLE, render
 from app.memory_status import IngestPanel
 from app.when import local_time
 from runtime_host.safety.policy import MappingStoreFailed, keep_placeholders, reversible_placeholders
+from runtime_host.store import StoreError
 
 # Events after which what the Wiki page shows (pages, Held back, the empty state) may have changed.
 MEMORY_CHANGED = ("memory.produced", "memory.ingested", "memory.quarantined", "memory.remembered", "folders.changed")
@@ -60,6 +61,9 @@ def page_href(scope: str, title_or_slug: str) -> str:
 
 _SOURCE_GONE = ("That source was deleted (by you, by a forget, or with its watched folder); search again to see "
                 "what memory holds now.")
+
+_SOURCE_ALREADY_GONE = ("That source was already deleted (from another window, by a forget, or with its watched "
+                        "folder); the wiki now shows what memory holds.")
 
 # A source's kind in words (its window says what it is, never the file's field).
 _SOURCE_KINDS = {"chat": "From a conversation", "mail": "A mail", "note": "A note",
@@ -731,8 +735,12 @@ class WikiView(QWidget):
             return
 
         async def go() -> None:
-            stale = await self.pod.memory_delete_source(sid)
-            self.status.emit(f"Source deleted; {len(stale)} page(s) will be written again without it.")
+            try:
+                stale = await self.pod.memory_delete_source(sid)
+            except (StoreError, LookupError):  # gone meanwhile: another source window, a terminal, a folder removed
+                self.status.emit(_SOURCE_ALREADY_GONE)
+            else:
+                self.status.emit(f"Source deleted; {len(stale)} page(s) will be written again without it.")
             self._drop_forgotten({sid})
             await self._load()
 

@@ -217,6 +217,31 @@ def test_deleting_a_cited_source_takes_it_out_of_search(qtbot, qloop, ui_pod) ->
     assert "2 page(s)" in w.statusBar().currentMessage()
 
 
+def test_deleting_a_source_already_deleted_elsewhere_says_so_and_reloads(qtbot, qloop, ui_pod) -> None:
+    """Delete this source, confirmed, for a source deleted meanwhile (a second source window, a terminal, a folder
+    removed): the window said nothing (the error went to the log) and kept showing the source in the results."""
+    scope, sid = seed(qloop, ui_pod)
+    w = wiki_window(qtbot, ui_pod)
+    w.wiki.search.setText("orchids")
+    w.wiki._on_search()
+
+    def listed() -> list[str]:
+        return [h.id for h in (w.wiki.results.item(i).data(Qt.ItemDataRole.UserRole)
+                               for i in range(w.wiki.results.count())) if h is not None]
+
+    qloop.wait_until(lambda: sid in listed(), what="the source in the results")
+    w.wiki._on_anchor(QUrl(f"hearth-source:{sid}"))
+    qloop.wait_until(lambda: hasattr(w.wiki, "source_dialog"), what="the source dialog")
+    qloop.run(ui_pod.memory_delete_source(sid))  # from a second window of the same citation
+    w.statusBar().showMessage("")
+    answer_confirm("Delete")
+    w.wiki.source_dialog.delete.click()
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the delete to finish")
+    said = w.statusBar().currentMessage()
+    assert "already deleted" in said and sid not in said, said
+    assert sid not in listed()
+
+
 def test_a_page_lists_its_sources_by_title_not_by_id(qtbot, qloop, ui_pod) -> None:
     scope, sid = seed(qloop, ui_pod)
     w = wiki_window(qtbot, ui_pod)
