@@ -648,10 +648,11 @@ class WikiView(QWidget):
         return self._show(self._open(scope, slug_or_title, ticket))
 
     def _viewer(self, scope: str) -> Any:
+        """Who reads a page of ``scope``: the person, through the agent an agent scope names; ScopeError for a
+        scope that is none (a link the wiki writer made up)."""
         import wiki_engine
 
-        parts = scope.split("/")
-        return wiki_engine.Viewer(self.pod.person.id, parts[2] if parts[0] == "agent" else None)
+        return wiki_engine.Viewer(self.pod.person.id, wiki_engine.Scope.parse(scope).agent)
 
     def _source_titles(self, sids: Any) -> dict[str, str]:
         """Titles of cited sources (in the memory thread); a source that is gone has none."""
@@ -666,12 +667,20 @@ class WikiView(QWidget):
     async def _open(self, scope: str, slug_or_title: str, ticket: object = None) -> None:
         if ticket is None:  # the page opened last is the one shown, whichever read ends first
             ticket = self._opening = object()
-        page = await self._mem(lambda: self.pod.memory.view_page(scope, slug_or_title, self._viewer(scope)))
+        import wiki_engine
+
+        def read() -> Any:
+            try:
+                return self.pod.memory.view_page(scope, slug_or_title, self._viewer(scope))
+            except wiki_engine.ScopeError:  # a link naming no real scope (`hearth-page:agent`): no such page either
+                return None
+
+        page = await self._mem(read)
         if ticket is not self._opening:
             return
         self._close_editor()
         if page is None:
-            self.page.setHtml(f"<p>No page <b>{html.escape(slug_or_title)}</b> here yet.</p>")
+            self.page.setHtml(f"<p>No page <b>{html.escape(slug_or_title or scope)}</b> here yet.</p>")
             self._page_actions(False)
             self.current = None
             return

@@ -437,6 +437,28 @@ def test_an_unreadable_page_is_named_by_file_and_reason_without_ids_or_paths(qtb
     assert str(bad) in shown["⚠ holiday-plans (unreadable: the front matter is not closed)"]  # the path, to fix it
 
 
+def test_a_writers_link_naming_no_real_scope_says_there_is_no_such_page(qtbot, qloop, ui_pod, script) -> None:
+    """A page link the wiki writer made up, naming no real scope (`hearth-page:agent`, `nonsense|x`, a `..` in it),
+    did nothing when clicked: an IndexError or ScopeError went to the log and the page stayed as it was."""
+    scope = with_inbox(qloop, ui_pod)
+    body = ("- We fly to Lisbon on 4 May, see [the trip notes](hearth-page:agent) [1]\n"
+            "- Hotel in [the other list](hearth-page:nonsense|x) [1]\n"
+            "- Tickets in [my notes](hearth-page:private/../x|Tickets) [1]")
+    script([Text(json.dumps([{"title": "Lisbon", "scope": scope, "category": "travel",
+                              "body": body, "citations": {"1": "S1"}}]))])
+    w = wiki_window(qtbot, ui_pod)
+    qloop.run(w.wiki.ingest_panel.ingest())
+    qloop.run(w.wiki.open_page(scope, "Lisbon"))
+    hrefs = re.findall(r'href="(hearth-page:[^"]+)"', w.wiki.page.toHtml())
+    assert len(hrefs) == 3, hrefs  # the writer's own links are shown as links
+    for href in hrefs:
+        qloop.run(w.wiki.open_page(scope, "Lisbon"))
+        w.wiki._on_anchor(QUrl(href))  # the person clicks it
+        qloop.wait_until(lambda: not w.wiki._tasks, what="the click's read")
+        shown = w.wiki.page.toPlainText()
+        assert shown.startswith("No page") and "here yet" in shown, (href, shown)
+
+
 def test_ask_memory_links_its_citations_and_lists_them_by_title(qtbot, qloop, ui_pod, script) -> None:
     scope, sid = seed(qloop, ui_pod)
     ui_pod.set_role_model("ask_memory", "fake/fake-1")
