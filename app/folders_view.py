@@ -29,6 +29,15 @@ from app.bridge import PodBridge
 SHOWN_FILES = 5000  # rows in the file list; `folder status` on the command line lists every file
 
 
+def scan_said(rep: dict[str, Any]) -> str:
+    """A finished scan in words (``rep``: its report or its last progress event): the counts that are not zero (a
+    Rescan that found nothing new says "30 unchanged", not "0 indexed"), then its note (a folder not there, say)."""
+    counts = ", ".join(f"{n} {what}" for what in ("indexed", "skipped", "failed", "unchanged", "removed")
+                       if (n := int(rep.get(what) or 0)))
+    said = " ".join(n for n in (f"{counts}." if counts else "", rep.get("note") or "") if n)
+    return f"{rep['path']}: {said or 'no files to read.'}"
+
+
 class FoldersView(QWidget):
     """Signals:
     status(str): something the person should read in the status bar.
@@ -161,8 +170,7 @@ class FoldersView(QWidget):
         phase = ev.get("phase")
         if phase == "done":
             self.progress.setVisible(False)
-            self.progress_label.setText(f"{ev['path']}: {ev['indexed']} indexed, {ev['skipped']} skipped, "
-                                        f"{ev['failed']} failed, {ev['removed']} removed.")
+            self.progress_label.setText(scan_said(ev))
             return
         self.progress.setVisible(True)
         total = int(ev.get("total") or 0)
@@ -222,7 +230,7 @@ class FoldersView(QWidget):
                 return
             if self.pod.person.id != who:
                 return
-            self.status.emit(f"{rep.path}: {rep.indexed} indexed, {rep.skipped} skipped, {rep.failed} failed.")
+            self.status.emit(scan_said(rep.to_dict()))
             self.refresh()
 
         return self._run(go())

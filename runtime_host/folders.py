@@ -944,7 +944,7 @@ class WatchedFolders:
                   on_progress: Callable[[dict[str, Any]], None] | None) -> None:
         ev = {"type": "folders.progress", "person": folder.person_id, "folder": folder.id, "path": folder.path,
               "phase": phase, "done": done, "total": total, "indexed": rep.indexed, "skipped": rep.skipped,
-              "failed": rep.failed, "removed": rep.removed}
+              "failed": rep.failed, "unchanged": rep.unchanged, "removed": rep.removed, "note": rep.note}
         if phase == "done":
             self.running.pop(folder.id, None)
         else:
