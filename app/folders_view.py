@@ -170,7 +170,8 @@ class FoldersView(QWidget):
         phase = ev.get("phase")
         if phase == "done":
             self.progress.setVisible(False)
-            self.progress_label.setText(scan_said(ev))
+            # a scan stopped by the folder's removal: its counts are of files whose imports are being deleted
+            self.progress_label.setText(f"No longer watching {ev['path']}." if ev.get("stopped") else scan_said(ev))
             return
         self.progress.setVisible(True)
         total = int(ev.get("total") or 0)
@@ -228,7 +229,7 @@ class FoldersView(QWidget):
                 self.progress_label.setText(f"The folder could not be read: {exc}")
                 self.progress.setVisible(False)
                 return
-            if self.pod.person.id != who:
+            if self.pod.person.id != who or rep.stopped:  # stopped: the removal says what became of the folder
                 return
             self.status.emit(scan_said(rep.to_dict()))
             self.refresh()

@@ -113,6 +113,7 @@ class ScanReport:
     sources_deleted: int = 0
     seconds: float = 0.0
     note: str = ""
+    stopped: bool = False  # the folder was removed (or forgotten) during the scan: what it counted is gone with it
 
     def to_dict(self) -> dict[str, Any]:
         return dict(vars(self))
@@ -944,7 +945,7 @@ class WatchedFolders:
                   on_progress: Callable[[dict[str, Any]], None] | None) -> None:
         ev = {"type": "folders.progress", "person": folder.person_id, "folder": folder.id, "path": folder.path,
               "phase": phase, "done": done, "total": total, "indexed": rep.indexed, "skipped": rep.skipped,
-              "failed": rep.failed, "unchanged": rep.unchanged, "removed": rep.removed, "note": rep.note}
+              "failed": rep.failed, "unchanged": rep.unchanged, "removed": rep.removed, "note": rep.note, "stopped": rep.stopped}
         if phase == "done":
             self.running.pop(folder.id, None)
         else:
@@ -1015,6 +1016,7 @@ class WatchedFolders:
                     await self._store(folder, scope, batch, known, decide, rep)
                     if not self._watched(folder.id):  # forgotten or removed meanwhile: the import stops here
                         rep.note = "No longer watched: the import stopped and kept nothing more."
+                        rep.stopped = True
                         self._progress(folder, "done", done, total, rep, on_progress)
                         return rep
                     done += len(batch.finished)

@@ -271,3 +271,32 @@ def test_rescan_of_an_imported_folder_says_its_files_are_unchanged(qtbot, qloop,
     view.rescan.click()
     qloop.wait_until(lambda: not view._tasks, timeout=60, what="the rescan")
     assert view.progress_label.text().endswith("Receipts: 1 indexed, 29 unchanged, 1 removed.")
+
+
+def test_removing_a_folder_while_its_import_runs_says_only_that_it_is_no_longer_watched(qtbot, qloop, ui_pod,
+                                                                                        tmp_path) -> None:
+    """Remove during a folder's import: the status bar then said "…/Receipts: 250 indexed, 0 skipped, 0 failed." of
+    the folder just removed (the import's stop was reported as its end)."""
+    docs = receipts(tmp_path / "Receipts", 1200)  # several batches of 250
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show_wiki()
+    view = w.wiki.folders
+    w.wiki.tabs.setCurrentWidget(view)
+    said: list[str] = []
+    w.statusBar().messageChanged.connect(said.append)
+    ends: list[str] = []  # the import line as the import's end left it (this slot runs after the view's own)
+    view.bridge.event.connect(lambda ev: ends.append(view.progress_label.text())
+                              if ev.get("type") == "folders.progress" and ev.get("phase") == "done" else None)
+    task = view.add_folder(str(docs))
+    qloop.wait_until(lambda: view.progress.isVisibleTo(view) and view.progress.value() > 0, what="the import's progress")
+    view.folders.setCurrentRow(0)
+    answer_confirm("Remove")
+    view.remove.click()
+    qloop.run(task, timeout=120)
+    qloop.wait_until(lambda: not view._tasks, timeout=60, what="the removal")
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the wiki to reload")
+    assert view.folders.count() == 0 and ui_pod.memory.count_sources(f"private/{ui_pod.person.id}") == 0
+    assert view.progress_label.text().startswith("No longer watching") and not view.progress.isVisibleTo(view)
+    assert not any("indexed" in s for s in said), said
+    assert ends == [f"No longer watching {docs}."], ends  # not its files counted, while the removal deletes them
