@@ -178,6 +178,10 @@ class FoldersView(QWidget):
         self.progress.setRange(0, max(total, 0))
         self.progress.setValue(int(ev.get("done") or 0))
         what = "Listing files" if phase == "listing" else f"Reading {ev.get('done', 0)} of {total} file(s)"
+        if phase == "importing" and ev.get("file"):  # inside a mail export or a long text: how far into it
+            n = int(ev.get("file_parts") or 0)
+            unit = ("message" if n == 1 else "messages") if ev.get("file_mail") else ("part" if n == 1 else "parts")
+            what = f"Reading {ev['file']}: {n:,} {unit} so far ({ev.get('done', 0)} of {total} file(s) done)"
         self.progress_label.setText(f"{what} in {ev['path']}…")
 
     # -- slots

@@ -139,6 +139,7 @@ class _Read:
     sids: list[str] = field(default_factory=list)  # sources stored for it in this scan
     refused: list[str] = field(default_factory=list)  # the keys of parts not stored: held back, or discarded before
     dropped: list[str] = field(default_factory=list)  # why mail messages were skipped
+    messages: int = 0  # a mail export's messages read so far (its import's progress within the file)
 
     def fail(self, reason: str) -> None:
         self.status, self.reason, self.parts = FAILED, reason, ()
@@ -402,6 +403,7 @@ def _mbox_parts(fh: BinaryIO, r: _Read) -> Iterator[dict[str, Any]]:
                 continue
             if m["text"]:
                 count += 1
+                r.messages = count
                 cut += bool(m["cut"] or too_long)
                 yield m
     if bad:
@@ -942,10 +944,18 @@ class WatchedFolders:
                 await self._release_purges(folder)
 
     def _progress(self, folder: Folder, phase: str, done: int, total: int, rep: ScanReport,
-                  on_progress: Callable[[dict[str, Any]], None] | None) -> None:
+                  on_progress: Callable[[dict[str, Any]], None] | None, batch: _Batch | None = None) -> None:
+        """Tells who follows the scan how far it is (an event per step, so a few a second at most); after a step
+        (``batch``) that ended inside a file (a mail export, a long text), also that file and how many of its
+        messages (or parts) were read so far: ``file``, ``file_parts``, ``file_mail``."""
         ev = {"type": "folders.progress", "person": folder.person_id, "folder": folder.id, "path": folder.path,
               "phase": phase, "done": done, "total": total, "indexed": rep.indexed, "skipped": rep.skipped,
               "failed": rep.failed, "unchanged": rep.unchanged, "removed": rep.removed, "note": rep.note, "stopped": rep.stopped}
+        if batch is not None and batch.pieces:
+            r, k, _many, part = batch.pieces[-1]
+            if r.status == INDEXED and not any(f is r for f in batch.finished):
+                mail = part.get("kind") == "mail"
+                ev.update(file=r.rel, file_parts=r.messages if mail else k + 1, file_mail=mail)
         if phase == "done":
             self.running.pop(folder.id, None)
         else:
@@ -1020,7 +1030,7 @@ class WatchedFolders:
                         self._progress(folder, "done", done, total, rep, on_progress)
                         return rep
                     done += len(batch.finished)
-                    self._progress(folder, "importing", done, total, rep, on_progress)
+                    self._progress(folder, "importing", done, total, rep, on_progress, batch)
                     if batch.root_gone:
                         return self._missing(folder, rep, on_progress, t0, during=True)
             finally:

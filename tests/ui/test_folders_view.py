@@ -300,3 +300,32 @@ def test_removing_a_folder_while_its_import_runs_says_only_that_it_is_no_longer_
     assert view.progress_label.text().startswith("No longer watching") and not view.progress.isVisibleTo(view)
     assert not any("indexed" in s for s in said), said
     assert ends == [f"No longer watching {docs}."], ends  # not its files counted, while the removal deletes them
+
+
+def test_a_big_mail_export_shows_how_far_into_it_the_import_is(qtbot, qloop, ui_pod, tmp_path) -> None:
+    """A mail export of 2,500 messages (five steps of 500) said "Reading 0 of 1 file(s)" until it was all read:
+    only finished files were counted."""
+    docs = tmp_path / "MailExport"
+    docs.mkdir()
+    with (docs / "all.mbox").open("w") as fh:
+        for i in range(2500):
+            fh.write(f"From a@example.org Tue Mar  3 10:00:00 2026\nFrom: Ana <a@example.org>\nSubject: Diary {i}\n"
+                     f"Date: Tue, 03 Mar 2026 10:00:00 +0000\n\nDay {i}: Leo practised the piano piece number {i} "
+                     "for the spring concert with Mrs Varga.\n\n")
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show_wiki()
+    view = w.wiki.folders
+    w.wiki.tabs.setCurrentWidget(view)
+    shown: list[str] = []  # the import line after each of the import's events (this slot runs after the view's own)
+    view.bridge.event.connect(lambda ev: shown.append(view.progress_label.text())
+                              if ev.get("type") == "folders.progress" else None)
+    events: list[dict] = []
+    ui_pod.subscribe(lambda ev: events.append(ev) if ev.get("type") == "folders.progress" else None)
+    qloop.run(view.add_folder(str(docs)), timeout=300)
+    qloop.wait_until(lambda: len(shown) == len(events), what="the last event shown")
+    within = [s.split(" in ")[0] for s in shown if s.startswith("Reading all.mbox")]
+    assert within == [f"Reading all.mbox: {n:,} messages so far (0 of 1 file(s) done)"
+                      for n in (500, 1000, 1500, 2000, 2500)], shown
+    assert len(events) < 20  # one event a step of 500 messages, not one a message
+    assert view.progress_label.text().endswith("MailExport: 1 indexed.")
