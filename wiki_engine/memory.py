@@ -159,6 +159,9 @@ KEYWORD_POOL = 200
 MEANING_POOL = 100
 RECENCY_HALF_LIFE_DAYS = 180.0
 DEFAULT_IMPORTANCE = 0.5
+# A page a model writes holds at most this many characters: a wiki page is read by a person (one of megabytes,
+# from a looping or hostile writer, held the window for half a minute as it was laid out).
+MAX_PAGE_CHARS = 100_000
 
 
 def _snippet(body: str, terms: list[str], width: int = 180) -> str:
@@ -1148,6 +1151,9 @@ class Memory:
         page = self.clean_page(page)
         sc = Scope.parse(page.scope)
         self.check_citations(page)
+        if not _is_person(author) and len(page.body) > MAX_PAGE_CHARS:  # a looping or hostile writer: the window
+            raise PageRefused(f"The page “{page.title}” the model wrote is {len(page.body):,} characters; a page "
+                              f"holds at most {MAX_PAGE_CHARS:,}. It was not written; its sources stay.")
         if not _is_person(author) and not page.cited_numbers():
             raise PageRefused(f"The page “{page.title}” cites no source (memory keeps only what it can cite); it was "
                               "not written.")

@@ -129,3 +129,18 @@ async def test_a_writer_that_titles_a_page_with_its_instructions_changes_nothing
         pass
     titles = [p.title for p in pod.memory.list_pages(scope)[0]]
     assert titles == [], f"a page titled with the writer's own instructions was written: {titles}"
+
+
+async def test_a_page_of_megabytes_from_the_writer_is_refused_and_its_sources_wait(pod, script) -> None:
+    """A looping or hostile writer answered one page of megabytes, every line cited: it was stored, and opening it
+    held the window for half a minute. A model's page is now refused past 100,000 characters."""
+    scope = _scope(pod)
+    pod.set_role_model("ingest", "fake/writer-1")
+    await pod.in_memory_thread(lambda: pod.memory.add_source("Clara loves orchids and tulips.", scope=scope))
+    line = "- Clara loves orchids, tulips, roses, lilies, daisies and every other flower in the garden [1]"
+    script([Text(json.dumps([{"title": "Clara", "scope": scope, "category": "family", "body": "\n".join([line] * 3000),
+                              "citations": {"1": "S1"}}]))])
+    out = await pod.memory_ingest()
+    assert out["written"] == [] and out["rejected"] and "at most 100,000" in out["rejected"][0]["why"]
+    assert pod.memory.read_page(scope, "Clara") is None
+    assert out["left_in_inbox"] == 1  # the source waits for the next ingest
