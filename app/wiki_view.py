@@ -594,7 +594,7 @@ class WikiView(QWidget):
         self._show_held(None)
         for q in held:
             who = (self.pod.agent_label(q.agent) or "a deleted agent") if q.agent else "you"
-            first = " ".join(self.pod.restore_redactions(q.text).split())  # the owner's own values put back
+            first = " ".join(self.pod.restore_redactions(q.subject or q.text).split())  # the owner's values put back
             item = QListWidgetItem(f"{first[:80]}{'…' if len(first) > 80 else ''} — from {who}, for "
                                    f"{self.pod.scope_label(q.scope)}")
             item.setData(Qt.ItemDataRole.UserRole, q)
@@ -604,7 +604,9 @@ class WikiView(QWidget):
     def _show_held(self, q: Any) -> None:
         """Shows one held note as plain text (never as HTML: it is text that tried to give orders)."""
         restore = self.pod.restore_redactions  # the person's own held notes: their redacted values put back
-        self.held_text.setPlainText(restore(q.text) if q else "")
+        head = "".join(f"{label}: {restore(value)}\n" for label, value in
+                       (("From", q.author), ("Subject", q.subject)) if value) if q else ""
+        self.held_text.setPlainText(f"{head}\n{restore(q.text)}" if head else restore(q.text) if q else "")
         self.held_why.setText(f"Held because it {restore(q.reason.removeprefix('Quarantined: the item '))}" if q else "")
         self.keep_held.setEnabled(q is not None)
         self.discard_held.setEnabled(q is not None)

@@ -574,7 +574,9 @@ async def _memory(me: Any, args: argparse.Namespace) -> int:
             for q in held:
                 who = me.agent_label(q.agent) if q.agent else "you"
                 text = " ".join(mine(q.text).split())
-                print(f"#{q.id}\t{me.scope_label(q.scope)}\tfrom {who}\t{mine(q.reason)}\n\t{text[:300]}{'…' if len(text) > 300 else ''}")
+                wrote = " · ".join(mine(v) for v in (q.author, q.subject) if v)
+                print(f"#{q.id}\t{me.scope_label(q.scope)}\tfrom {who}\t{mine(q.reason)}"
+                      + (f"\n\t{wrote}" if wrote else "") + f"\n\t{text[:300]}{'…' if len(text) > 300 else ''}")
             if not held:
                 print("Nothing is held back.")
         elif args.action == "release":

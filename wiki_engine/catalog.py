@@ -99,6 +99,14 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX deleted_by_person_key ON deleted_by_person(scope, item_key)
         """,
     ),
+    (
+        "0006_quarantine_head",
+        # A held item's header (who wrote it, its subject, participants, ...: JSON, redacted like its text): shown
+        # while the person judges it, and kept when they keep it. Emptied with the text when they decide.
+        """
+        ALTER TABLE quarantine ADD COLUMN head TEXT NOT NULL DEFAULT ''
+        """,
+    ),
 ]
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import hashlib
+import json
 import re
 import shutil
 import sqlite3
@@ -133,6 +134,9 @@ class Quarantined:
     agent: str = ""
     ts: float = 0.0
     at: float = 0.0
+    author: str = ""  # who wrote it (a mail's sender), as its item said
+    subject: str = ""
+    head: str = ""  # its item's whole header as JSON (participants, importance, meta, ...)
 
 
 # Ranked-path weights. Keywords (bm25, scaled by the best score) and meaning (cosine, scaled between the
@@ -227,10 +231,14 @@ def hold(db: sqlite3.Connection, item: Item, rule: str, reason: str) -> int:
     if row is not None:
         return int(row[0])
     sc = Scope.parse(item.scope)
+    head = {k: v for k, v in (("author", item.author), ("subject", item.subject),
+                              ("participants", sorted(item.participants)), ("importance", item.importance),
+                              ("meta", dict(item.meta))) if v not in ("", None, [], {})}
     cur = db.execute(
-        "INSERT INTO quarantine (scope, item_key, kind, ts, rule, reason, text, at, owner, agent) VALUES (?,?,?,?,?,?,?,?,?,?)",
+        "INSERT INTO quarantine (scope, item_key, kind, ts, rule, reason, text, at, owner, agent, head) "
+        "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
         (item.scope, item.item_key(), item.kind, item.ts, rule, reason, item.text, time.time(),
-         item.owner or sc.person or "", item.agent or sc.agent or ""),
+         item.owner or sc.person or "", item.agent or sc.agent or "", json.dumps(head, ensure_ascii=False)),
     )
     return int(cur.lastrowid or 0)
 
@@ -735,8 +743,16 @@ class Memory:
         if owner is not None:
             sql, args = sql + " AND owner=?", [*args, owner]
         rows = self.catalog.query(sql + " ORDER BY id", tuple(args))
-        return [Quarantined(r["id"], r["scope"], r["item_key"], r["kind"], r["rule"], r["reason"], r["text"],
-                            r["status"], r["owner"], r["agent"], r["ts"], r["at"]) for r in rows]
+        out = []
+        for r in rows:
+            try:
+                head = json.loads(r["head"]) if r["head"] else {}
+            except ValueError:
+                head = {}
+            out.append(Quarantined(r["id"], r["scope"], r["item_key"], r["kind"], r["rule"], r["reason"], r["text"],
+                                   r["status"], r["owner"], r["agent"], r["ts"], r["at"], str(head.get("author") or ""),
+                                   str(head.get("subject") or ""), r["head"]))
+        return out
 
     def _judged(self, items: Sequence[Item]) -> dict[tuple[str, str], str]:
         """(scope, key) -> "released" or "discarded" for items a person has already judged."""
@@ -798,17 +814,24 @@ class Memory:
             q = self.held_item(qid)
             if q is None:
                 raise KeyError(f"No held quarantine item #{qid}: it was released, discarded or forgotten already.")
-            item = Item(text=q.text, scope=q.scope, ts=q.ts, kind=q.kind, key=q.item_key, owner=q.owner, agent=q.agent)
+            try:
+                head = json.loads(q.head) if q.head else {}
+            except ValueError:
+                head = {}
+            item = Item(text=q.text, scope=q.scope, ts=q.ts, kind=q.kind, key=q.item_key, owner=q.owner, agent=q.agent,
+                        author=q.author, subject=q.subject, participants=tuple(head.get("participants") or ()),
+                        importance=head.get("importance"), meta=dict(head.get("meta") or {}))
             sid = self.add_items([item], check=False)[0]
             with self.catalog.tx() as db:
-                db.execute("UPDATE quarantine SET status='released', text='', reason='' WHERE id=?", (qid,))
+                db.execute("UPDATE quarantine SET status='released', text='', reason='', head='' WHERE id=?", (qid,))
             self.catalog.purge()
             return sid
 
     def discard_quarantined(self, qid: int) -> None:
         """Drops a held item; its text leaves the catalog's files."""
         with self.catalog.tx() as db:
-            db.execute("UPDATE quarantine SET status='discarded', text='', reason='' WHERE id=?", (qid,))  # reason quotes it
+            db.execute("UPDATE quarantine SET status='discarded', text='', reason='', head='' WHERE id=?",
+                       (qid,))  # reason quotes it, head names who wrote it
         self.catalog.purge()
 
     def get_source(self, source_id: str) -> SourceRecord:
