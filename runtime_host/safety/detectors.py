@@ -193,11 +193,11 @@ def detect_phones(text: str) -> list[Finding]:
 
 @cache
 def _card_re() -> re.Pattern[str]:
-    # Groups joined by one separator throughout (none, dots, spaces or dashes), or by spaces and dashes mixed
-    # ("4111 1111-1111 1111"); dots never mix.
+    # Groups joined by one separator throughout (none, dots, slashes, spaces or dashes), or by spaces and dashes
+    # mixed ("4111 1111-1111 1111"); dots and slashes never mix, and never follow a slash (a path or an address).
     return re.compile(
-        r"(?<![\w.\-])(?:\d{4}(?P<s>[ .\-]?)\d{2,7}(?:(?P=s)\d{1,7}){1,4}|\d{4}[ \-]\d{2,7}(?:[ \-]\d{1,7}){1,4})"
-        r"(?![\w]|[.\-]\d)"
+        r"(?<![\w.\-/])(?:\d{4}(?P<s>[ .\-/]?)\d{2,7}(?:(?P=s)\d{1,7}){1,4}|\d{4}[ \-]\d{2,7}(?:[ \-]\d{1,7}){1,4})"
+        r"(?![\w]|[.\-/]\d)"
     )
 
 
@@ -244,8 +244,8 @@ def detect_cards(text: str) -> list[Finding]:
         value = m.group(0)
         spans = [g.span() for g in re.finditer(r"\d+", value)]
         groups = [value[a:b] for a, b in spans]
-        if "." in value and not all(len(g) == 4 for g in groups):
-            continue  # dots only in 4-4-4-4 form; anything else is a version or an amount
+        if ("." in value or "/" in value) and not (len(groups) == 4 and all(len(g) == 4 for g in groups)):
+            continue  # dots and slashes only in 4-4-4-4 form; anything else is a version, an amount or a date
         # The longest run of whole groups, from the start, that is a valid card.
         for k in range(len(groups), 0, -1):
             digits = "".join(groups[:k])
@@ -293,7 +293,7 @@ def detect_ibans(text: str) -> list[Finding]:
                 chars.append(ch)
                 count += 1
                 i += 1
-            elif ch == " " and i + 1 < n and text[i + 1].isascii() and text[i + 1].isalnum() and text[i - 1] != " ":
+            elif ch in " -" and i + 1 < n and text[i + 1].isascii() and text[i + 1].isalnum() and text[i - 1] not in " -":
                 i += 1
             else:
                 break
@@ -444,6 +444,7 @@ def _address_res() -> dict[str, re.Pattern[str]]:
         "number_first": re.compile(
             rf"(?<![\w.,\-])\d{{1,5}}[A-Za-z]?(?: (?:[NSEW]|North|South|East|West)\.?)? {word}(?: {word}){{0,3}} "
             rf"(?:{_STREET_TYPES})\b(?!-)"
+            rf"(?: (?:[NS][EW]|[NSEW])\b\.?)?"  # a direction after the street type ("Avenue NW")
             rf"{unit}?"
             rf"(?:, {city}(?:{us_tail}|{ca_tail}|{uk_post})?)?"
         ),
@@ -456,6 +457,7 @@ def _address_res() -> dict[str, re.Pattern[str]]:
             rf" [A-ZÀ-Ý][\w'\-]*|[A-ZÄÖÜ][\wäöüßÄÖÜ\-]*(?:{_CONT_SUFFIX})) \d{{1,4}}[a-zA-Z]?\b"
             rf"(?:, \d{{4,5}}(?: [A-Z]{{2}})? [A-ZÀ-Ý][\w\-]*)?"
         ),
+        "po_box": re.compile(r"(?i)(?<![\w\-])P\.? ?O\.? Box \d{1,6}\b"),
         "french": re.compile(
             r"(?i)(?<![\w\-])\d{1,4}(?: ?(?:bis|ter))?,? (?:rue|avenue|av\.|boulevard|bd|place|allée|impasse|chemin|quai|cours)"
             r"(?: [\w'À-ÿ\-]+){1,5}?, \d{5} [A-ZÀ-Ý][\w\-]*"

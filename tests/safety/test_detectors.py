@@ -245,3 +245,23 @@ def test_a_value_wrapped_inside_a_quoted_mail_reply_is_found_whole(text: str, de
 def test_quote_marks_do_not_glue_numbers_of_separate_lines() -> None:
     text = "> Cards:\n> 4111 1111 1111 1111\n> 5555 5555 5555 4444\n"
     assert [f.text for f in detect(text)] == ["4111 1111 1111 1111", "5555 5555 5555 4444"]
+
+
+@pytest.mark.parametrize("text, detector, value", [
+    ("Pay with 4111/1111/1111/1111 today.", "card", "4111/1111/1111/1111"),
+    ("Transfer to DE89-3704-0044-0532-0130-00 please.", "iban", "DE89-3704-0044-0532-0130-00"),
+    ("Write to 1600 Pennsylvania Avenue NW, Washington, DC 20500 soon.", "address",
+     "1600 Pennsylvania Avenue NW, Washington, DC 20500"),
+    ("Send the forms to PO Box 4417, thanks.", "address", "PO Box 4417"),
+    ("Send the forms to P.O. Box 4417, thanks.", "address", "P.O. Box 4417"),
+])
+def test_values_written_other_common_ways_are_found_whole(text: str, detector: str, value: str) -> None:
+    """A card with slashes, an IBAN with dashes, a street's direction after its type and a post-office box were
+    kept in memory as typed (or, for the direction, half of the address was)."""
+    assert _one(text, detector).text == value
+
+
+@pytest.mark.parametrize("said", ["See the release notes at 2024/11/05 and 1.2.3.", "Paths like /4111/1111/1111/1111 in a URL",
+                                  "Dates 2024/1111/1111/1111 are not cards"])
+def test_slashes_are_no_card_outside_the_four_by_four_form_or_inside_a_path(said: str) -> None:
+    assert not [f for f in detect(said) if f.detector == "card"]
