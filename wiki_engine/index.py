@@ -344,6 +344,27 @@ class ScopeIndex:
                 self.reembed(lambda done, total: None)
         self.meta.execute("INSERT OR REPLACE INTO info VALUES ('embedder', ?)", (name,))
         self._load_arrays()
+        self._others_seen = self._others_version()
+
+    def _others_version(self) -> int:
+        """SQLite's count of what other connections (another Hearth process) committed to meta.db."""
+        return int(self.meta.execute("PRAGMA data_version").fetchone()[0])
+
+    def follow_others(self) -> bool:
+        """Takes up what another Hearth process committed to this index since it was read (a terminal's folder
+        rescan while the window is open): its keyword segments and its documents. Left for later while this
+        process has writes of its own under way. Returns whether anything was taken up."""
+        with self._lock:
+            if self._writer is not None or self._pending:
+                return False
+            seen = self._others_version()
+            if seen == self._others_seen:
+                return False
+            self.index.reload()
+            self.searcher = self.index.searcher()
+            self._load_arrays()
+            self._others_seen = seen
+            return True
 
     def reembed(self, progress: Callable[[int, int], None], stop: Callable[[], bool] = lambda: False,
                 ids: list[str] | None = None) -> bool:

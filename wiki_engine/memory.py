@@ -360,6 +360,8 @@ class Memory:
                 with contextlib.suppress(Exception):
                     idx.abandon()
                 idx = None
+            elif idx is not None:
+                idx.follow_others()  # what another process stored (or removed) meanwhile is found here too
             if idx is None:
                 folder = self.root / "index" / sc.relpath
                 use = target = self.embedder_for(sc)

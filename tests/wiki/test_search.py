@@ -404,3 +404,44 @@ def test_the_learned_step_sees_the_sources_said_up_to_two_turns_away(mem: Memory
     two, three = row[ids[22]], row[ids[23]]
     assert col["coverage_window"][two] == 0.0 and col["coverage_nearby"][two] == approx(1.0)
     assert col["coverage_nearby"][three] == 0.0 and col["nearby"][two] > col["nearby"][three]
+
+
+_ANOTHER_PROCESS = """
+import sys
+from wiki_engine import open_memory
+with open_memory(sys.argv[1]) as mem:
+    if sys.argv[2] == "add":
+        print(mem.add_source(sys.argv[3], scope="private/alice"))
+    else:
+        mem.delete_sources([sys.argv[3]])
+"""
+
+
+def test_what_another_process_stores_or_removes_is_seen_by_open_memory(tmp_path) -> None:
+    """A terminal's `folder rescan` (another Hearth process) stored notes while the window had memory open: the
+    catalog had them, but the window's search never found them until memory was opened again; and what the
+    terminal removed was still found (by meaning) in the window."""
+    import os
+    import subprocess
+    import sys
+
+    root = tmp_path / "memory"
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+
+    def other(*args: str) -> str:
+        out = subprocess.run([sys.executable, "-c", _ANOTHER_PROCESS, str(root), *args], env=env, timeout=120,
+                             capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        return out.stdout.strip()
+
+    with open_memory(root) as mem:  # the window
+        mem.add_source("The plumber fixes the kitchen sink on Friday.", scope="private/alice")
+        assert mem.search("dentist appointment", scopes=["private/alice"])[0].id != "x"
+        sid = other("add", "The dentist appointment with Dr Okafor is on 3 March.")
+        for mode in ("keyword", "meaning", "hybrid"):
+            assert [h.id for h in mem.search("dentist appointment Okafor", scopes=["private/alice"], k=1, mode=mode)] == [sid]
+        other("remove", sid)
+        for mode in ("keyword", "meaning", "hybrid"):
+            assert sid not in [h.id for h in mem.search("dentist appointment Okafor", scopes=["private/alice"], mode=mode)]
+        mem.add_source("The boiler is serviced in May.", scope="private/alice")  # and the window writes on as before
+        assert mem.search("boiler serviced", scopes=["private/alice"], k=1, mode="keyword")[0].title
