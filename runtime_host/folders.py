@@ -725,6 +725,7 @@ def _held_note(n: int, why: str) -> str:
 
 HELD_WHERE = "review them in Wiki → Held back"
 ALL_DISCARDED = "what it held was discarded from Held back"  # a file whose every part the person discarded
+DELETED_BEFORE = "what it holds you deleted from memory before"  # read again, every part one the person had deleted
 # a file status's note on its held parts, as written now and by earlier Hearths
 _HELD_NOTE = re.compile(r"\d+ part\(s\) held (?:in quarantine|back)\b.*?\((?:see Activity|" + re.escape(HELD_WHERE) + r")\)")
 _KEPT_NOTE = re.compile(r"\d+ part\(s\) you kept from Held back")
@@ -1157,9 +1158,12 @@ class WatchedFolders:
             elif sid == "":
                 owner[i].refused.append(items[i].item_key())
         reasons: dict[str, str] = {}
+        discarded: set[str] = set()
         if any(r.refused for r in batch.finished):
-            held = await self.pod.in_memory_thread(lambda: self.pod.memory.quarantine())
+            held, thrown = await self.pod.in_memory_thread(
+                lambda: (self.pod.memory.quarantine(), self.pod.memory.quarantine("discarded")))
             reasons = {q.item_key: q.reason for q in held}
+            discarded = {q.item_key for q in thrown}
         rows = []
         old_to_delete: list[str] = []
         old_held: list[str] = []
@@ -1180,8 +1184,8 @@ class WatchedFolders:
             if status == INDEXED:
                 notes = list(r.notes)
                 held_now = [k for k in r.refused if k in reasons]  # the others the person discarded before
-                if r.refused and not held_now and not sids:
-                    notes.append(ALL_DISCARDED)
+                if r.refused and not held_now and not sids:  # the person threw it away, or deleted it before
+                    notes.append(ALL_DISCARDED if any(k in discarded for k in r.refused) else DELETED_BEFORE)
                 if held_now:
                     why = reasons[held_now[0]].removeprefix("Quarantined:").strip()
                     notes.append(_held_note(len(held_now), why))

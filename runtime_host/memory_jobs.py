@@ -532,7 +532,7 @@ def memory_title(pod: Any, scope: str, title: str, first: str) -> str:
     first message's first line: cut there, or at the line's end (a card wrapped onto the next line), a number is
     no longer one the redactor knows. So that title is made again from the whole message, redacted, then cut."""
     said = first.strip()
-    if not title or not said.startswith(title):
+    if not title or not said or title != said.splitlines()[0][:60]:
         return title  # a title the person gave: memory's redaction of the item reads it as written
     return (redactor(pod)(said, scope).splitlines() or [title])[0][:60]
 

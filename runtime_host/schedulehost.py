@@ -163,12 +163,12 @@ class ScheduleHost:
 
     def _tell_memory_failures(self, kind: str, failures: dict[str, str]) -> None:
         """Each person whose own memory model failed on a timer is told, alone (the error may quote what their
-        model said), once per failure: a model failing every 5 minutes the same way is said once, again only
-        after it worked or failed otherwise."""
+        model said), once: a model failing every 5 minutes (each time in other words) is said once, and again
+        only after a run of it worked."""
         for key in [k for k in self._memory_failing if k[0] == kind and k[1] not in failures]:
             del self._memory_failing[key]  # worked this time
         for pid, why in failures.items():
-            if self._memory_failing.get((kind, pid)) == why:
+            if (kind, pid) in self._memory_failing:
                 continue
             self._memory_failing[(kind, pid)] = why
             self.pod.emit({"type": "memory.failed", "person": pid, "job": kind, "error": why})

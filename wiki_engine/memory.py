@@ -916,8 +916,8 @@ class Memory:
                     if by_person:
                         try:
                             printed = content_print(self.sources.read(sc, row[1]))
-                        except (FileNotFoundError, UnicodeDecodeError):
-                            printed = f"missing:{row[1]}"  # its file is gone: the origin key still holds
+                        except (OSError, UnicodeDecodeError):
+                            printed = f"missing:{row[1]}"  # its file is gone or unreadable: the origin key still holds
                         db.execute("INSERT OR REPLACE INTO deleted_by_person VALUES (?,?,?,?)",
                                    (str(sc), printed, row[2], time.time()))
                     self.sources.delete(sc, row[1])
@@ -1022,7 +1022,7 @@ class Memory:
                 shutil.rmtree(self.root / base / sc.relpath, ignore_errors=True)
             with self.catalog.tx(immediate=True) as db:
                 # The watermarks stay: what was forgotten is never pulled again from chats or mail.
-                for table in ("inbox", "citations", "stale_pages", "proposals"):
+                for table in ("inbox", "citations", "stale_pages", "proposals", "deleted_by_person"):
                     db.execute(f"DELETE FROM {table} WHERE scope=?", (str(sc),))
                 db.execute("INSERT OR REPLACE INTO forgotten VALUES (?,?)", (str(sc), time.time()))
                 db.execute("DELETE FROM quarantine WHERE scope=?", (str(sc),))

@@ -182,6 +182,8 @@ def producer_steps(memory: Memory, *, scope: str, origin: str,
                                (sc, it.item_key(), f"edited after it was stored: {e}", now))
                     report.skipped.append((it.item_key(), "edited after it was stored"))
                     continue
+                if not sid:  # the person deleted this very item before: it stays deleted, and is not counted
+                    continue
                 report.kept.append(sid)
                 if doc is not None:
                     docs.setdefault(it.scope, []).append(doc)

@@ -89,14 +89,22 @@ def render_item(item: Item) -> str:
 
 
 _KEY_LINE = re.compile(r"^key: .*\n", re.M)
+_DATE_LINE = re.compile(r"^date: .*\n", re.M)
 
 
 def content_print(markdown: str) -> str:
     """A rendered source's fingerprint without its origin key: the same text read again from a changed file (whose
-    items' keys carry the file's version) prints the same."""
+    items' keys carry the file's version) prints the same. A watched file's part (key "file:...") is dated by the
+    file's time of change, which any edit moves: its date is left out too."""
     head_end = markdown.find("\n---\n", 4)
-    head = _KEY_LINE.sub("", markdown[:head_end + 1], count=1) if head_end > 0 else ""
-    return hashlib.sha256((head + markdown[head_end + 1:] if head_end > 0 else markdown).encode("utf-8")).hexdigest()
+    if head_end <= 0:
+        return hashlib.sha256(markdown.encode("utf-8")).hexdigest()
+    head = markdown[:head_end + 1]
+    key = _KEY_LINE.search(head)
+    if key is not None and key.group(0).startswith("key: file:"):
+        head = _DATE_LINE.sub("", head, count=1)
+    head = _KEY_LINE.sub("", head, count=1)
+    return hashlib.sha256((head + markdown[head_end + 1:]).encode("utf-8")).hexdigest()
 
 
 def parse_source(markdown: str) -> tuple[dict[str, str], str]:

@@ -1270,3 +1270,74 @@ async def test_a_deleted_mail_of_a_growing_export_stays_deleted(pod, tmp_path) -
     assert await pod.memory_search("March statement joint account", mode="keyword")  # the new mail is read
     back = await pod.memory_search("piano lessons Leo Varga", mode="keyword")
     assert back == [], [(h.title, h.snippet) for h in back]
+
+
+async def test_a_deleted_part_of_a_growing_text_file_stays_deleted(pod, tmp_path) -> None:
+    """README: 'the same mail or text read again from its origin (a mail export that grew) is not stored again'.
+    A long notes file: the person deletes its first part; they then append a line at the end; the rescan
+    reads the first part again (same words) and must not store it again."""
+    docs = tmp_path / "notes"
+    docs.mkdir()
+    first = ("The heronword safe code is 4471 and it sits behind the painting. " * 40).strip()
+    second = ("Shopping list for the week ahead with bread milk and apples. " * 40).strip()
+    (docs / "journal.txt").write_text(first + "\n\n" + second + "\n")
+    folder = pod.folders.add(docs)
+    await pod.folders.scan(folder.id)
+    hits = await pod.memory_search("heronword", mode="keyword")
+    assert hits
+    for h in hits:
+        await pod.memory_delete_source(h.id)
+    assert await pod.memory_search("heronword", mode="keyword") == []
+    with open(docs / "journal.txt", "a") as fh:
+        fh.write("\nA new line about the garden shed.\n")
+    st = (docs / "journal.txt").stat()
+    os.utime(docs / "journal.txt", (st.st_atime, st.st_mtime + 5))
+    await pod.folders.scan(folder.id)
+    assert await pod.memory_search("garden shed", mode="keyword")
+    back = [h for h in await pod.memory_search("heronword", mode="keyword") if h.title.endswith("(part 1)")]
+    assert back == [], [(h.title, h.snippet[:80]) for h in back]  # part 1's words are exactly as they were
+
+
+_ONE_MAIL = (b"From ana@example.org Tue Mar  3 10:00:00 2026\nFrom: Ana <ana@example.org>\nSubject: Piano lessons\n"
+        b"Date: Tue, 03 Mar 2026 10:00:00 +0000\n\nLeo starts piano lessons with Mrs Varga every Wednesday at 5pm.\n")
+
+
+async def test_a_rewritten_export_whose_mail_the_person_deleted_does_not_say_held_back(pod, tmp_path) -> None:
+    """The person deleted the export's one mail (Delete this source); the mail client then rewrote the file (a
+    Status header added as it was read). The rescan keeps the mail deleted, but the file's status tells the person
+    they discarded it from Held back, which they never did (nothing was ever held back)."""
+    docs = tmp_path / "mail"
+    docs.mkdir()
+    (docs / "old.mbox").write_bytes(_ONE_MAIL)
+    folder = pod.folders.add(docs)
+    await pod.folders.scan(folder.id)
+    hits = await pod.memory_search("piano lessons Varga", mode="keyword")
+    assert hits
+    for h in hits:
+        await pod.memory_delete_source(h.id)
+    (docs / "old.mbox").write_bytes(_ONE_MAIL.replace(b"\n\nLeo", b"\nStatus: RO\n\nLeo"))
+    st = (docs / "old.mbox").stat()
+    os.utime(docs / "old.mbox", (st.st_atime, st.st_mtime + 5))
+    await pod.folders.scan(folder.id)
+    assert await pod.memory_search("piano lessons Varga", mode="keyword") == []  # stays deleted: good
+    [f] = pod.folders.files(folder.id)
+    assert "Held back" not in f.reason, (f.status, f.reason)
+
+
+async def test_an_unreadable_source_can_still_be_deleted(pod, monkeypatch) -> None:
+    """`memory verify` says of a source file that cannot be read: "delete that note in the Wiki". Deleting now reads
+    the file first (for its print) and only a missing or non-UTF-8 file is allowed for: a file the user cannot read
+    (simulated here: tests run as root, where chmod 000 does not stop reading) makes the delete fail."""
+    from wiki_engine.sources import SourceStore
+
+    scope = f"private/{pod.person.id}"
+    sid = await pod.in_memory_thread(lambda: pod.memory.add_source("The boiler code is 7731.", scope=scope))
+    real = SourceStore.read
+
+    def unreadable(self, sc, sha):
+        raise PermissionError(13, "Permission denied", str(self.path_for(sc, sha)))
+
+    monkeypatch.setattr(SourceStore, "read", unreadable)
+    await pod.memory_delete_source(sid)
+    monkeypatch.setattr(SourceStore, "read", real)
+    assert await pod.memory_search("boiler 7731", mode="keyword") == []

@@ -688,3 +688,15 @@ async def test_a_run_of_blank_messages_never_holds_chat_back(pod, script) -> Non
     _say(pod, conv, inst, "The spare key is under the heron statue.")
     await pod.memory_produce()
     assert await pod.memory_search("spare key heron statue", mode="keyword")
+
+
+async def test_a_conversation_the_person_renamed_keeps_their_title_in_memory(pod, script) -> None:
+    """Only the title Hearth made from the first line is made again (redacted): a conversation the person renamed
+    "Dentist", whose first message begins with that word, kept being titled by the first line in memory."""
+    script([Text("Noted.")], repeat_last=True)
+    assert (await asyncio.wait_for(pod.chat("helper", "Dentist appointment with Dr Okafor on Friday at nine."), 30)).ok
+    [conv] = pod.store.list_conversations(pod.find_agent("helper")[0].id)
+    pod.rename_conversation(conv.id, "Dentist")
+    assert (await pod.memory_produce())[0]["kept"] >= 1
+    hits = await pod.memory_search("Okafor Friday", mode="keyword")
+    assert hits and all(h.title == "Dentist" for h in hits)

@@ -129,7 +129,7 @@ def test_a_notify_mail_rule_shows_the_mail_to_its_person_alone(qtbot, qloop, ui_
 def test_a_timed_memory_run_whose_model_fails_is_told_to_its_person_once(qtbot, qloop, ui_pod, script) -> None:
     """The person's extraction model answered no JSON on the 5-minute timer: the failure went to the ledger and a
     log line, and the window said nothing, run after run, while memory stopped learning their chat. Now they are
-    told, once per failure, and Bob's window says nothing of it."""
+    told, once (again only after a run worked), and Bob's window says nothing of it."""
     from datetime import UTC, datetime
 
     from sqlalchemy import text
@@ -140,7 +140,9 @@ def test_a_timed_memory_run_whose_model_fails_is_told_to_its_person_once(qtbot, 
     conv = ui_pod.store.create_conversation(inst.id, "Family")
     ui_pod.store.add_message(conv.id, "user", "My sister Clara's birthday is on 3 June and she loves orchids.")
     ui_pod.set_role_model("extraction", "fake/fake-1")
-    script([Text("Sure! I would keep the first one, it matters.")], repeat_last=True)
+    script([Text("Sure! I would keep the first one, it matters."),  # a real model words its failure anew each time
+            Text("Of course. The first message is worth keeping."), Text("I think item 1 should be kept.")],
+           repeat_last=True)
     w = MainWindow(ui_pod)
     qtbot.addWidget(w)
     w.show()
@@ -152,7 +154,7 @@ def test_a_timed_memory_run_whose_model_fails_is_told_to_its_person_once(qtbot, 
     with pod.store.engine.begin() as c:
         t = datetime(2030, 1, 1, 0, 0, 30, tzinfo=UTC).timestamp()
         c.execute(text("UPDATE schedules SET last_checked = :t, created_at = :t"), {"t": t})
-    for minute in (5, 10):  # two timed runs failing the same way
+    for minute in (5, 10, 15):  # three timed runs failing
         qloop.run(pod.tick(datetime(2030, 1, 1, 0, minute, 10, tzinfo=UTC)), timeout=60)
     told = [n for n in w.notices.history if n[0].startswith("Memory could not read")]
     assert len(told) == 1 and "JSON" in told[0][1]
