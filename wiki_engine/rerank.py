@@ -19,10 +19,14 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .index import _STOP, ScopeIndex, own_words, stems, words
+
+if TYPE_CHECKING:
+    from .embed import StaticEmbedder
 
 DATA = Path(__file__).resolve().parent / "data"
 RANKER_FILE = DATA / "ranker.json"
@@ -200,23 +204,31 @@ def word_vectors(ws: list[str]) -> np.ndarray | None:
             e = load_embedder("static")
         except (ModelFileError, OSError, ImportError, ValueError):
             return None
+        every = list(dict.fromkeys(ws))
+        if len(every) > _WORD_CACHE_MAX:  # more words than the cache holds (a pasted log): made for this call alone
+            row = {w: n for n, w in enumerate(every)}
+            return _unit_sums(e, every)[[row[w] for w in ws]].astype(np.float32)
         if len(_WORD_ROW) + len(miss) > _WORD_CACHE_MAX:
             _WORD_ROW.clear()
-            miss = list(dict.fromkeys(ws))  # the words cached before are gone too
-        vocab, dim = e.matrix.shape
-        if _WORD_MAT.shape[1] != dim:
-            _WORD_MAT = np.zeros((_WORD_CACHE_MAX, dim), dtype=np.float16)
-        # each word's token vectors summed in one pass (the mean's direction is the sum's), then made unit length
-        ids = [[i for i in enc.ids if i < vocab] for enc in e.tokenizer.encode_batch(miss, add_special_tokens=False)]
-        starts = np.cumsum([0] + [max(1, len(x)) for x in ids[:-1]])
-        sums = np.add.reduceat(e.matrix[np.concatenate([x or [0] for x in ids])], starts, axis=0)
-        sums[[n for n, x in enumerate(ids) if not x]] = 0.0  # a word of no known token has no direction
-        norms = np.linalg.norm(sums, axis=1, keepdims=True)
+            miss = every  # the words cached before are gone too
+        if _WORD_MAT.shape[1] != e.matrix.shape[1]:
+            _WORD_MAT = np.zeros((_WORD_CACHE_MAX, e.matrix.shape[1]), dtype=np.float16)
         first = len(_WORD_ROW)
-        _WORD_MAT[first:first + len(miss)] = sums / np.where(norms > 0, norms, 1.0)
+        _WORD_MAT[first:first + len(miss)] = _unit_sums(e, miss)
         for n, w in enumerate(miss):
             _WORD_ROW[w] = first + n
     return _WORD_MAT[[_WORD_ROW[w] for w in ws]].astype(np.float32) if ws else None
+
+
+def _unit_sums(e: StaticEmbedder, ws: list[str]) -> np.ndarray:
+    """Each word's token vectors summed in one pass (the mean's direction is the sum's), made unit length."""
+    vocab = e.matrix.shape[0]
+    ids = [[i for i in enc.ids if i < vocab] for enc in e.tokenizer.encode_batch(ws, add_special_tokens=False)]
+    starts = np.cumsum([0] + [max(1, len(x)) for x in ids[:-1]])
+    sums = np.add.reduceat(e.matrix[np.concatenate([x or [0] for x in ids])], starts, axis=0)
+    sums[[n for n, x in enumerate(ids) if not x]] = 0.0  # a word of no known token has no direction
+    norms = np.linalg.norm(sums, axis=1, keepdims=True)
+    return sums / np.where(norms > 0, norms, 1.0)
 
 
 _BODY_WORDS: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {}

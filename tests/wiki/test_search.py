@@ -445,3 +445,20 @@ def test_what_another_process_stores_or_removes_is_seen_by_open_memory(tmp_path)
             assert sid not in [h.id for h in mem.search("dentist appointment Okafor", scopes=["private/alice"], mode=mode)]
         mem.add_source("The boiler is serviced in May.", scope="private/alice")  # and the window writes on as before
         assert mem.search("boiler serviced", scopes=["private/alice"], k=1, mode="keyword")[0].title
+
+
+
+def test_soft_matching_holds_when_more_words_meet_than_the_word_cache_holds() -> None:
+    """A pasted server log (two chat messages of unique request ids) or a question of 80,000 different words made
+    the default mode raise a numpy broadcast error for every search after: the soft matching's word cache took
+    more rows than it has. Such a call's words are made for it alone; the cache keeps working after."""
+    import random
+
+    from wiki_engine import rerank
+
+    rng = random.Random(6)
+    many = [f"{rng.getrandbits(40):010x}" for _ in range(rerank._WORD_CACHE_MAX + 5_000)] + ["boiler"]
+    vecs = rerank.word_vectors(many)
+    assert vecs is not None and vecs.shape[0] == len(many)
+    again = rerank.word_vectors(["boiler", "kettle"])
+    assert again is not None and np.allclose(again[0], vecs[-1], atol=1e-2)
