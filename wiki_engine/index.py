@@ -45,7 +45,24 @@ CONTEXT_BOOST = 0.5
 # Bumped when what is indexed for a document changes: the keyword index is then rebuilt from meta.db.
 SCHEMA = "2"
 _SPEAKER = re.compile(r"^\s*([A-Z][\w'.-]{0,30}(?: [A-Z][\w'.-]{0,30}){0,2}):\s")
-_WORD = re.compile(r"[^\W_]+")  # letters and digits of every script (Cyrillic, Greek, Arabic, CJK...)
+
+
+def _marks_class() -> str:
+    """A regex class of Unicode's combining marks (categories Mn, Mc, Me), as ranges."""
+    ranges: list[list[int]] = []
+    for c in range(0x300, 0x20000):
+        if unicodedata.category(chr(c)) in ("Mn", "Mc", "Me"):
+            if ranges and c == ranges[-1][1] + 1:
+                ranges[-1][1] = c
+            else:
+                ranges.append([c, c])
+    return "".join(re.escape(chr(a)) + (f"-{re.escape(chr(b))}" if b > a else "") for a, b in ranges)
+
+
+# Letters and digits of every script (Cyrillic, Greek, Arabic, CJK...), with the marks that are part of a word in
+# many scripts (Hindi, Bengali, Tamil, Thai vowel signs: "चाबी" is one word, not "च" and "ब"). The keyword and title
+# indexes read each term again their own way, so a word read whole here meets the text however they split it.
+_WORD = re.compile(rf"[^\W_](?:[^\W_]|[{_marks_class()}])*")  # a mark alone (an emoji's variation selector) is none
 # Chinese and Japanese are written without spaces between words (and Korean words take their endings in the word):
 # a run of those scripts is read as its overlapping pairs of characters ("東京都" -> "東京 京都"), the usual way to
 # index them without a dictionary. A query is read the same way, so its pairs meet the text's.

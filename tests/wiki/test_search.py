@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import time
 from pathlib import Path
 
@@ -462,3 +463,53 @@ def test_soft_matching_holds_when_more_words_meet_than_the_word_cache_holds() ->
     assert vecs is not None and vecs.shape[0] == len(many)
     again = rerank.word_vectors(["boiler", "kettle"])
     assert again is not None and np.allclose(again[0], vecs[-1], atol=1e-2)
+
+
+_HINDI_SCOPE = "private/asha"
+_DAY = 86400.0
+_HINDI_NAMES = ["राहुल", "प्रिया", "अमित", "सीमा", "रवि", "नेहा", "विकास", "पूजा"]
+_HINDI_DAYS = ["सोमवार", "मंगलवार", "बुधवार", "गुरुवार", "शुक्रवार", "शनिवार", "रविवार"]
+_HINDI_NOTES = ["{n} से फ़ोन पर बात हुई, {d} को मिलना है।",
+         "बाज़ार से दूध, अंडे और {k} किलो आटा लाना है।",
+         "{n} के बेटे का स्कूल {d} को बंद रहेगा।",
+         "बिजली का बिल {k}00 रुपये आया, पिछले महीने से ज़्यादा।",
+         "{d} शाम को {n} के घर खाने पर जाना है।",
+         "गाड़ी की सर्विस {d} को करानी है।",
+         "{n} ने एक अच्छी किताब बताई, पुस्तकालय से लेनी है।",
+         "आज सुबह पार्क में {k} किलोमीटर चला।",
+         "रसोई का नल फिर से टपक रहा है।",
+         "{n} का जन्मदिन अगले महीने है, तोहफ़ा लेना है।",
+         "दफ़्तर में मीटिंग {d} को {k} बजे है।",
+         "बच्चों की फ़ीस {d} तक जमा करनी है।"]
+
+
+def _hindi_memory(tmp_path, n: int):
+    mem = open_memory(tmp_path / "memory")
+    rng = random.Random(4)
+    now = time.time()
+    mem.add_items([Item(text=rng.choice(_HINDI_NOTES).format(n=rng.choice(_HINDI_NAMES), d=rng.choice(_HINDI_DAYS),
+                                                             k=rng.randint(2, 9)),
+                        scope=_HINDI_SCOPE, ts=now - rng.uniform(0, 60) * _DAY, kind="note") for _ in range(n)])
+    return mem, now
+
+
+def test_a_hindi_word_is_found_by_the_keyword_path(tmp_path) -> None:
+    """Hindi vowel signs split a word in the question's reading ("चाबी" -> "च", "ब") but not in the keyword
+    index's, so a note's own word never found it: memory reads notes in any script."""
+    mem, now = _hindi_memory(tmp_path, 20)
+    try:
+        medicine = mem.add_source("दादी की दवाई अलमारी में ऊपर वाले खाने में रखी है।", scope=_HINDI_SCOPE, ts=now - 240 * _DAY)
+        for word in ("दवाई", "अलमारी"):  # "medicine", "cupboard": words of the note, as written
+            assert medicine in [h.id for h in mem.search(word, scopes=[_HINDI_SCOPE], mode="keyword", k=5)], word
+    finally:
+        mem.close()
+
+
+def test_a_hindi_fact_said_once_is_found_in_the_default_mode(tmp_path) -> None:
+    mem, now = _hindi_memory(tmp_path, 1000)
+    try:
+        key = mem.add_source("घर की अतिरिक्त चाबी पड़ोसी शर्मा जी के पास है।", scope=_HINDI_SCOPE, ts=now - 240 * _DAY)
+        hits = mem.search("चाबी", scopes=[_HINDI_SCOPE], k=5)  # "key": the one note that holds the word
+        assert key in [h.id for h in hits], [h.snippet for h in hits]
+    finally:
+        mem.close()
