@@ -594,7 +594,8 @@ class WikiView(QWidget):
         self._show_held(None)
         for q in held:
             who = (self.pod.agent_label(q.agent) or "a deleted agent") if q.agent else "you"
-            first = " ".join(self.pod.restore_redactions(q.subject or q.text).split())  # the owner's values put back
+            said = f"{q.subject}: {q.text}" if q.subject else q.text  # a held mail or file part: named first
+            first = " ".join(self.pod.restore_redactions(said).split())  # the owner's own values put back
             item = QListWidgetItem(f"{first[:80]}{'…' if len(first) > 80 else ''} — from {who}, for "
                                    f"{self.pod.scope_label(q.scope)}")
             item.setData(Qt.ItemDataRole.UserRole, q)
