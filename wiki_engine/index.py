@@ -243,6 +243,19 @@ class ScopeIndex:
                 prefix='2 3 4', tokenize='unicode61 remove_diacritics 2');
             """
         )
+        # Pages' titles again, apart (a few hundred): typeahead suggests pages first, however many sources share
+        # the word typed. An index from before them has its pages' titles copied in once.
+        if not self.meta.execute("SELECT 1 FROM sqlite_master WHERE name='page_titles'").fetchone():
+            self.meta.execute("BEGIN IMMEDIATE")  # another process opening this index at once makes it once
+            try:
+                if not self.meta.execute("SELECT 1 FROM sqlite_master WHERE name='page_titles'").fetchone():
+                    self.meta.execute("CREATE VIRTUAL TABLE page_titles USING fts5(title, id UNINDEXED, "
+                                      "prefix='2 3 4', tokenize='unicode61 remove_diacritics 2')")
+                    self.meta.execute("INSERT INTO page_titles (title, id) SELECT title, id FROM titles WHERE kind='page'")
+                self.meta.execute("COMMIT")
+            except BaseException:
+                self.meta.execute("ROLLBACK")
+                raise
         cols = {r[1] for r in self.meta.execute("PRAGMA table_info(docs)")}
         if "ctx" not in cols:  # indexes written before context: the column is filled by the rebuild below
             self.meta.execute("ALTER TABLE docs ADD COLUMN ctx TEXT NOT NULL DEFAULT ''")
@@ -277,6 +290,7 @@ class ScopeIndex:
             self._rebuild_keywords()
             if torn:  # what the dead process removed may be in the title index's segments and the log too (purge)
                 self.meta.execute("INSERT INTO titles(titles) VALUES('optimize')")
+                self.meta.execute("INSERT INTO page_titles(page_titles) VALUES('optimize')")
                 self.meta.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             self.meta.executemany("DELETE FROM info WHERE key=?", [(k,) for k in torn])
         self._load_vectors(force=stale)
@@ -341,8 +355,8 @@ class ScopeIndex:
         self.meta.execute("BEGIN")
         self.meta.executemany("UPDATE docs SET ctx=? WHERE id=?", updates)
         self.meta.execute("DELETE FROM titles")
-        self.meta.executemany("INSERT INTO titles (title, id, kind) VALUES (?,?,?)",
-                              [(cjk_spaced(title), doc_id, kind) for doc_id, kind, title, _b, _t in rows if title])
+        self.meta.execute("DELETE FROM page_titles")
+        self._insert_titles([(cjk_spaced(title), doc_id, kind) for doc_id, kind, title, _b, _t in rows if title])
         self.meta.execute("INSERT OR REPLACE INTO info VALUES ('schema', ?)", (SCHEMA,))
         self.meta.execute("INSERT OR REPLACE INTO info VALUES ('words', ?)", (WORDS,))
         self.meta.execute("COMMIT")
@@ -648,7 +662,7 @@ class ScopeIndex:
                     self.row[d.id] = -1  # placeholder until pending rows are merged
                 self.meta.executemany(
                     "INSERT OR REPLACE INTO docs (id, kind, title, body, ts, importance, vec, ctx) VALUES (?,?,?,?,?,?,?,?)", rows)
-                self.meta.executemany("INSERT INTO titles (title, id, kind) VALUES (?,?,?)", titles)
+                self._insert_titles(titles)
                 self._mark_keywords_pending()
                 self.meta.execute("COMMIT")
             except BaseException:
@@ -656,11 +670,21 @@ class ScopeIndex:
                 raise
             self._dirty = True
 
+    def _insert_titles(self, titles: list[tuple[str, str, str]]) -> None:
+        """(title, id, kind) rows into the title index, pages' into page_titles too."""
+        self.meta.executemany("INSERT INTO titles (title, id, kind) VALUES (?,?,?)", titles)
+        self.meta.executemany("INSERT INTO page_titles (title, id) VALUES (?,?)",
+                              [(t, i) for t, i, kind in titles if kind == "page"])
+
     def _drop_titles(self, ids: list[str]) -> None:
         """Title rows of ``ids`` (the titles table holds ids unindexed: each statement reads it all, so in batches)."""
+        pages = [i for i in ids if i.startswith("page:")]
         for at in range(0, len(ids), 500):
             chunk = ids[at : at + 500]
             self.meta.execute(f"DELETE FROM titles WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+        for at in range(0, len(pages), 500):
+            chunk = pages[at : at + 500]
+            self.meta.execute(f"DELETE FROM page_titles WHERE id IN ({','.join('?' * len(chunk))})", chunk)
 
     def _remove_locked(self, w: tantivy.IndexWriter, doc_id: str) -> None:
         """Removes one document but its title row (``_drop_titles``, done once for a batch)."""
@@ -755,6 +779,7 @@ class ScopeIndex:
                 self.commit()
             self._rewrite_keywords()
             self.meta.execute("INSERT INTO titles(titles) VALUES('optimize')")
+            self.meta.execute("INSERT INTO page_titles(page_titles) VALUES('optimize')")
             self.meta.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             self._purge = False
 
@@ -823,7 +848,7 @@ class ScopeIndex:
         with self._lock:
             w = self._w()
             w.delete_all_documents()
-            self.meta.executescript("DELETE FROM docs; DELETE FROM titles;")
+            self.meta.executescript("DELETE FROM docs; DELETE FROM titles; DELETE FROM page_titles;")
             self._mark_keywords_pending()
             self.ids, self.row = [], {}
             self.ts = np.zeros(0, np.float64)
@@ -986,8 +1011,13 @@ class ScopeIndex:
             return []
         expr = " ".join(f'"{w}"' for w in typed[:-1]) + (" " if len(typed) > 1 else "") + f'"{typed[-1]}"*'
         with self._lock:
-            rows = self.meta.execute("SELECT id, kind, title FROM titles WHERE titles MATCH ? LIMIT ?",
-                                     (expr, limit)).fetchall()
+            # pages first (their own small index): a page is suggested however many sources share the word
+            pages = [(i, "page", t) for i, t in self.meta.execute(
+                "SELECT id, title FROM page_titles WHERE page_titles MATCH ? LIMIT ?", (expr, limit))]
+            seen = {r[0] for r in pages}
+            rows = pages + [r for r in self.meta.execute("SELECT id, kind, title FROM titles WHERE titles MATCH ? LIMIT ?",
+                                                         (expr, limit + len(pages))).fetchall() if r[0] not in seen]
+            rows = rows[:limit]
             # a title with Chinese, Japanese or Korean letters is held as it is searched (pairs): shown as written
             spaced = [r[0] for r in rows if _CJK_RUN.search(r[2])]
             written = dict(self.meta.execute(f"SELECT id, title FROM docs WHERE id IN ({','.join('?' * len(spaced))})",

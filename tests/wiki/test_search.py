@@ -513,3 +513,33 @@ def test_a_hindi_fact_said_once_is_found_in_the_default_mode(tmp_path) -> None:
         assert key in [h.id for h in hits], [h.snippet for h in hits]
     finally:
         mem.close()
+
+
+def test_typeahead_suggests_the_page_before_many_sources_sharing_its_word(tmp_path) -> None:
+    """Typeahead promises pages first, but took the first titles in storage order: with 40 boiler notes stored
+    before the page "Boiler", typing "boil" suggested 8 notes and no page. A page deleted is suggested no more, and
+    an index from before keeps its pages first once opened again."""
+    import sqlite3
+
+    from wiki_engine import Page
+
+    root = tmp_path / "memory"
+    with open_memory(root, embedder=None) as mem:
+        now = time.time()
+        notes = [f"Boiler pressure dropped to 0.{i % 9 + 1} bar again this morning, topped it up." for i in range(40)]
+        mem.add_items([Item(text=t, scope="private/alice", ts=now - i * 3600, kind="note") for i, t in enumerate(notes)])
+        sid = mem.add_source("The plumber who fixed the boiler is Tomasz Wojcik.", scope="private/alice")
+        mem.write_page(Page("Boiler", "private/alice", "home", "- Tomasz Wojcik fixed the boiler [1]", {1: sid}),
+                       author="agent:writer")
+        mem.write_page(Page("Boiling eggs", "private/alice", "food", "- Eight minutes [1]", {1: sid}), author="agent:w")
+        hits = mem.typeahead("boil", scopes=["private/alice"])
+        assert [(h.kind, h.title) for h in hits[:2]] == [("page", "Boiler"), ("page", "Boiling eggs")]
+        assert len(hits) == 8 and hits[2].kind == "source"  # the notes still follow
+        mem.delete_page("private/alice", "Boiling eggs")
+        assert [h.title for h in mem.typeahead("boil", scopes=["private/alice"]) if h.kind == "page"] == ["Boiler"]
+    con = sqlite3.connect(str(root / "index" / "private" / "alice" / "meta.db"))  # as an index written before
+    con.execute("DROP TABLE page_titles")
+    con.close()
+    with open_memory(root, embedder=None) as mem:
+        first = mem.typeahead("boil", scopes=["private/alice"])[0]
+        assert (first.kind, first.title) == ("page", "Boiler")
