@@ -107,6 +107,15 @@ MIGRATIONS: list[tuple[str, str]] = [
         ALTER TABLE quarantine ADD COLUMN head TEXT NOT NULL DEFAULT ''
         """,
     ),
+    (
+        "0007_files_to_delete",
+        # Source files whose rows a deletion removed: their files go once it has committed (a process killed before
+        # the commit leaves every source whole), and the next open deletes those a kill left behind.
+        """
+        CREATE TABLE files_to_delete (scope TEXT NOT NULL, sha TEXT NOT NULL, PRIMARY KEY (scope, sha));
+        CREATE INDEX sources_sha ON sources(sha)
+        """,
+    ),
 ]
 
 

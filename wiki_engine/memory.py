@@ -302,6 +302,7 @@ class Memory:
         self._kick = threading.Event()  # wakes the background thread from its wait before a retry
         self._progress: dict[str, object] = {"model": self.embedder.name if self.embedder else "", "done": 0, "total": 0,
                                              "running": False, "error": ""}
+        self._delete_files()  # source files of a deletion a kill cut short after its commit
         if is_remote(self.embedder):
             self._start_migration()  # vectors still queued when memory was last closed are filled again
         # Called as redactor(text, scope) on every text entering memory (sources, quarantine, pages); the Pod
@@ -913,6 +914,7 @@ class Memory:
                             raise UnknownSource(f"No source {sid!r}: it was never stored or has been deleted.")
                         continue
                     sc = Scope.parse(row[0])
+                    db.execute("INSERT OR IGNORE INTO files_to_delete VALUES (?,?)", (str(sc), row[1]))
                     if by_person:
                         try:
                             printed = content_print(self.sources.read(sc, row[1]))
@@ -920,7 +922,6 @@ class Memory:
                             printed = f"missing:{row[1]}"  # its file is gone or unreadable: the origin key still holds
                         db.execute("INSERT OR REPLACE INTO deleted_by_person VALUES (?,?,?,?)",
                                    (str(sc), printed, row[2], time.time()))
-                    self.sources.delete(sc, row[1])
                     db.execute("DELETE FROM sources WHERE id=?", (sid,))
                     db.execute("DELETE FROM inbox WHERE source_id=?", (sid,))
                     for r in db.execute("SELECT scope, slug FROM citations WHERE source_id=?", (sid,)).fetchall():
@@ -946,6 +947,7 @@ class Memory:
                     db.execute("UPDATE proposals SET status=?, decided_at=COALESCE(decided_at, ?), base_text='', "
                                "proposed_text='', diff='' WHERE id=?",
                                ("withdrawn" if status == "open" else status, time.time(), pid))
+            self._delete_files()  # the rows are gone for good: now their files
             for sc, sids in by_scope.items():
                 if (self.root / "index" / sc.relpath).exists():
                     idx = self.index(sc)
@@ -961,6 +963,16 @@ class Memory:
             if by_scope:
                 self.catalog.purge()
             return sorted(f"page:{s}/{g}" for s, g in stale)
+
+    def _delete_files(self) -> None:
+        """Deletes the source files of committed deletions (``files_to_delete``), then their rows."""
+        gone = self.catalog.query("SELECT scope, sha FROM files_to_delete")
+        for scope, sha in gone:
+            if not self.catalog.query("SELECT 1 FROM sources WHERE scope=? AND sha=?", (scope, sha)):  # not stored anew
+                self.sources.delete(Scope.parse(scope), sha)
+        if gone:
+            with self.catalog.tx(immediate=True) as db:
+                db.executemany("DELETE FROM files_to_delete WHERE scope=? AND sha=?", [(r[0], r[1]) for r in gone])
 
     def finish_deletions(self) -> int:
         """Takes off their pages the claims that still cite a deleted source: a process killed after memory forgot

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import signal
 import stat
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -500,3 +504,77 @@ def test_a_source_the_person_deleted_is_not_stored_again_from_its_origin(tmp_pat
         assert mem.add_items([mail("file:f:v3#0")], skip_refused=True) == [""]  # still deleted after more upkeep
     finally:
         mem.close()
+
+
+_KILLED_BEFORE_COMMIT = """
+import os, signal, sys
+from wiki_engine import open_memory
+with open_memory(sys.argv[1], embedder=None) as mem:
+    def power_cut():
+        os.kill(os.getpid(), signal.SIGKILL)  # the power goes: every statement ran, the COMMIT did not
+    mem.catalog.before_commit.append(power_cut)
+    if len(sys.argv) > 3:
+        mem.delete_sources(sys.argv[2:])
+    else:
+        mem.delete_source(sys.argv[2])
+"""
+
+
+def _killed(root: Path, *sids: str) -> None:
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    done = subprocess.run([sys.executable, "-c", _KILLED_BEFORE_COMMIT, str(root), *sids], env=env, timeout=120)
+    assert done.returncode == -signal.SIGKILL
+
+
+@pytest.mark.parametrize("many", [False, True])
+def test_a_delete_killed_before_its_commit_leaves_each_source_whole_or_gone(tmp_path, many) -> None:
+    """A deletion removed each source's file inside the catalog's transaction: killed before the commit, the
+    catalog rolled back and kept the source, its file gone (unreadable, undeletable from the window)."""
+    from wiki_engine import open_memory
+
+    root = tmp_path / "memory"
+    with open_memory(root, embedder=None) as mem:
+        sids = [mem.add_source(f"Receipt {i}: the boiler service cost {100 + i} euros.", scope="private/alice")
+                for i in range(5)]
+    _killed(root, *(sids if many else sids[:1]))
+    with open_memory(root, embedder=None) as mem:
+        for sid in sids:
+            if mem.source_scope(sid) is None:
+                continue  # deleted for good: fine
+            # still stored (the deletion never committed): then it must still be readable, not a dangling row
+            text = mem.get_source(sid).text
+            assert "boiler service" in text
+        assert mem.verify() == [], mem.verify()
+
+
+_KILLED_AFTER_COMMIT = """
+import os, signal, sys
+from wiki_engine import open_memory
+from wiki_engine.sources import SourceStore
+SourceStore.delete = lambda self, scope, sha: os.kill(os.getpid(), signal.SIGKILL)  # committed; the files not yet gone
+with open_memory(sys.argv[1], embedder=None) as mem:
+    mem.delete_source(sys.argv[2])
+"""
+
+
+def test_a_delete_killed_after_its_commit_leaves_no_file_behind_at_the_next_open(tmp_path) -> None:
+    """Files now go after the commit: a kill between the two must not leave the deleted source's text on disk."""
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from wiki_engine import open_memory
+
+    root = tmp_path / "memory"
+    with open_memory(root, embedder=None) as mem:
+        sid = mem.add_source("The safe code behind the painting is 4471.", scope="private/alice")
+        kept = mem.add_source("The plumber comes on Friday.", scope="private/alice")
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    done = subprocess.run([sys.executable, "-c", _KILLED_AFTER_COMMIT, str(root), sid], env=env, timeout=120)
+    assert done.returncode == -signal.SIGKILL
+    assert _files_holding(root / "sources", b"painting")  # the kill left the file
+    with open_memory(root, embedder=None) as mem:
+        assert mem.source_scope(sid) is None and "plumber" in mem.get_source(kept).text
+        assert mem.verify() == []
+    assert _files_holding(root / "sources", b"painting") == []
