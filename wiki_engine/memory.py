@@ -373,10 +373,20 @@ class Memory:
                     use = load_embedder(kind_of(stored) or "")
                 elif stale and not is_remote(use):
                     use = None  # a provider's vectors, unusable without it: keywords until the background pass re-embeds
-                idx = ScopeIndex(folder, use)
+                fresh = not (folder / "meta.db").exists()
+                try:
+                    idx = ScopeIndex(folder, use)
+                except sqlite3.DatabaseError:  # meta.db damaged: an index is derived data, made again from the catalog
+                    remove_index_folder(folder)
+                    idx, fresh = ScopeIndex(folder, use), True
                 idx.purge_held = sc in self._purges_held
                 self._indexes[sc] = idx
                 self._repair(sc, idx)
+                if fresh:  # made anew (its folder deleted or damaged): the scope's pages are found again too
+                    pages, _errors = self.pages.scan(sc)
+                    if pages:
+                        idx.add([_page_doc(p) for p in pages])
+                        idx.commit()
                 if target is not None and (idx.embedder is not target or (is_remote(target) and idx.queued_count())):
                     self._start_migration()  # re-embed, or fill the vectors still queued when memory was closed
             return idx
@@ -573,7 +583,13 @@ class Memory:
         if extra:
             idx.remove(sorted(extra))
         if missing:
-            idx.add([self._source_doc(sid) for sid in sorted(missing)])
+            docs = []
+            for sid in sorted(missing):
+                try:
+                    docs.append(self._source_doc(sid))
+                except (OSError, UnicodeDecodeError, UnknownSource):
+                    continue  # its file lost or damaged: `verify` names it; the scope's other sources are indexed
+            idx.add(docs)
         if missing or extra:
             idx.commit()
 
@@ -1363,17 +1379,23 @@ class Memory:
             return self._keyword(terms, scs, k, keep)
         return self._ranked(query, terms, scs, k, mode, keep)
 
+    def _searchable(self, sc: Scope) -> bool:
+        """Whether the scope has anything to search: an index, or sources whose index is to be made again (its
+        folder deleted, say: derived data, rebuilt from the catalog when opened)."""
+        return (sc in self._indexes or (self.root / "index" / sc.relpath).exists()
+                or bool(self.catalog.query("SELECT 1 FROM sources WHERE scope=? LIMIT 1", (str(sc),))))
+
     def _existing(self, scs: list[Scope]) -> list[ScopeIndex]:
         out = []
         for sc in scs:
-            if sc in self._indexes or (self.root / "index" / sc.relpath).exists():
+            if self._searchable(sc):
                 out.append(self.index(sc))
         return out
 
     def _keyword(self, terms: list[str], scs: list[Scope], k: int, keep: Callable[[str], bool]) -> list[Hit]:
         found: list[tuple[float, Scope, str]] = []
         for sc in scs:
-            if sc not in self._indexes and not (self.root / "index" / sc.relpath).exists():
+            if not self._searchable(sc):
                 continue
             idx = self.index(sc)
             found += [(score, sc, i) for i, score in idx.keyword(terms, k if keep("page:") and keep("") else 3 * k) if keep(i)]
@@ -1405,7 +1427,7 @@ class Memory:
         # that name, so the name would pull the question's vector toward all of them alike.
         spoken: set[str] = set()
         for sc in scs:
-            if sc in self._indexes or (self.root / "index" / sc.relpath).exists():
+            if self._searchable(sc):
                 idx = self.index(sc)
                 named = idx.speakers_named(said)
                 spoken.update(w for name, sid in idx.speakers.items() if sid in named for w in words(name))
@@ -1570,7 +1592,7 @@ class Memory:
         out: list[Hit] = []
         prefix = valid_text(prefix)
         for sc in parse_scopes(scopes):
-            if sc not in self._indexes and not (self.root / "index" / sc.relpath).exists():
+            if not self._searchable(sc):
                 continue
             for i, kind, title in self.index(sc).typeahead(prefix, k):
                 out.append(Hit(i, 1.0 if kind == "page" else 0.5, title, kind, str(sc), title))
