@@ -393,8 +393,29 @@ class ScopeIndex:
                 return False
             self.index.reload()
             self.searcher = self.index.searcher()
-            self._load_arrays()
             self._others_seen = seen
+            # Only what changed is read (reading every row again took seconds at 100,000): documents gone, documents
+            # new, and pages (rewritten in place under the same id).
+            stored = {i: k for i, k in self.meta.execute("SELECT id, kind FROM docs")}
+            again = [i for i in self.row if i not in stored or stored[i] == "page"]
+            for i in again:
+                n = self.row.pop(i)
+                if n >= 0:
+                    self.alive[n] = False
+            if again:
+                self._version += 1
+            fresh = [i for i in stored if i not in self.row]
+            dim = self.vecs.shape[1]
+            for at in range(0, len(fresh), 500):
+                chunk = fresh[at:at + 500]
+                for i, k, b, t, im, v in self.meta.execute(
+                        f"SELECT id, kind, body, ts, importance, vec FROM docs WHERE id IN ({','.join('?' * len(chunk))})",
+                        chunk):
+                    vec = np.frombuffer(v, dtype=np.float32).copy() if dim and v and len(v) == dim * 4 else None
+                    src = k != "page"
+                    self._pending.append((i, t, -1.0 if im is None else im, vec, src, speaker_of(b) if src else "",
+                                          src and asks(b), says_when(b)))
+            self._merge_pending()
             return True
 
     def reembed(self, progress: Callable[[int, int], None], stop: Callable[[], bool] = lambda: False,
