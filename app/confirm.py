@@ -11,9 +11,10 @@ def confirm(parent: QWidget | None, title: str, text: str, action: str, detail: 
     return choose(parent, title, text, [action], detail) == action
 
 
-def choose(parent: QWidget | None, title: str, text: str, actions: list[str], detail: str = "") -> str | None:
+def choose(parent: QWidget | None, title: str, text: str, actions: list[str], detail: str = "",
+           cancel: str = "") -> str | None:
     """``confirm`` with more than one way to go on (e.g. "Delete and forget", "Delete"): the action the person
-    chose, or None for Cancel (the default)."""
+    chose, or None for Cancel (the default; ``cancel`` names it in words, e.g. "Keep editing")."""
     box = QMessageBox(parent)
     box.setIcon(QMessageBox.Icon.Warning)
     box.setWindowTitle(title)
@@ -21,9 +22,11 @@ def choose(parent: QWidget | None, title: str, text: str, actions: list[str], de
     if detail:
         box.setInformativeText(detail)
     buttons = {box.addButton(a, QMessageBox.ButtonRole.DestructiveRole): a for a in actions}
-    cancel = box.addButton(QMessageBox.StandardButton.Cancel)
-    box.setDefaultButton(cancel)
-    box.setEscapeButton(cancel)
+    keep = box.addButton(QMessageBox.StandardButton.Cancel)
+    if cancel:
+        keep.setText(cancel)
+    box.setDefaultButton(keep)
+    box.setEscapeButton(keep)
     box.setObjectName("confirm")
     box.exec()
     return buttons.get(box.clickedButton())

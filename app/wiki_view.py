@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote, unquote
 
-from PySide6.QtCore import QStringListModel, Qt, QTimer, QUrl, Signal
+from PySide6.QtCore import QModelIndex, QStringListModel, Qt, QTimer, QUrl, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QCompleter,
@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
     QTextBrowser,
     QTreeWidget,
     QTreeWidgetItem,
+    QTreeWidgetItemIterator,
     QVBoxLayout,
     QWidget,
 )
@@ -224,10 +225,14 @@ class WikiView(QWidget):
         self.tree.setAccessibleName("Wiki pages")
         self.tree.itemActivated.connect(self._on_tree_item)
         self.tree.itemClicked.connect(self._on_tree_item)
+        self._tree_was: Any = None  # the page selected in the list before the last click (Keep editing goes back)
+        self.tree.currentItemChanged.connect(self._on_tree_current)
         self.results = QListWidget()
         self.results.setAccessibleName("Search results")
         self.results.itemActivated.connect(self._on_result)
         self.results.itemClicked.connect(self._on_result)
+        self._result_was = -1  # the result selected before the last click (Keep editing goes back to it)
+        self.results.currentItemChanged.connect(self._on_result_current)
         self.ask = QPushButton("Ask memory")
         self.ask.setToolTip("An agent answers the question in the search box from memory, with citations")
         self.ask.clicked.connect(self._on_ask)
@@ -280,6 +285,8 @@ class WikiView(QWidget):
         self._editing: tuple[str, str] | None = None  # (scope, slug) of the page in the editor
         self._answer: tuple[object, set[str]] = (None, set())  # the Ask memory answer shown: its ticket, what it cites
         self._edit_base: tuple[str, dict[int, str]] = ("", {})  # its body and citations when the editor opened
+        self._edit_text = ""  # the text the editor showed when it opened: anything else is an unsaved correction
+        self._edit_title = ""  # the title of the page in the editor, as the person reads it
         self._edit_restored: dict[str, str] = {}  # the owner's values the editor shows, by their placeholder
         self._shown_values: dict[str, str] = {}  # the owner's values suggestions and results show, by placeholder
         page_box = QWidget()
@@ -647,6 +654,8 @@ class WikiView(QWidget):
         self.tabs.setTabText(1, f"Proposals ({self.proposals.count()})" if self.proposals.count() else "Proposals")
 
     def open_page(self, scope: str, slug_or_title: str) -> asyncio.Task[Any]:
+        if not self._leave_editor():  # the person keeps editing: nothing else is opened over their correction
+            return self._show(asyncio.sleep(0))
         ticket = self._opening = object()  # taken now: whatever is shown after this click (an answer) wins over it
         return self._show(self._open(scope, slug_or_title, ticket))
 
@@ -792,6 +801,7 @@ class WikiView(QWidget):
             restore = self.pod.restore_redactions
             self.editor.setPlainText(restore(page.body))  # the owner's own values
             self._editing = (scope, slug)
+            self._edit_text, self._edit_title = self.editor.toPlainText(), restore(page.title)
             self._edit_base = (page.body, dict(page.citations))  # what the person's [n] refer to
             # each value put back, by its placeholder: saved again as that placeholder unless the person changed it
             self._edit_restored = {ph: restore(ph) for ph in reversible_placeholders(page.body)}
@@ -805,6 +815,47 @@ class WikiView(QWidget):
         self._editing = None
         self.editor.clear()
         self.page_stack.setCurrentIndex(0)
+
+    def _leave_editor(self) -> bool:
+        """Whether the view may move on from the editor (another page, an answer): yes if it is closed or holds
+        nothing typed (it then closes), or once the person chose to discard their correction. Keep editing leaves
+        everything as it was: the editor, its text, and what was selected in the list and the results."""
+        if self._editing is None:
+            return True
+        if self.editor.toPlainText() != self._edit_text:
+            from app.confirm import choose
+
+            if choose(self, "Unsaved correction", f"Discard your correction to {self._edit_title or 'this page'}?",
+                      ["Discard"], "What you typed in the editor is not saved. Keep editing to Save it first.",
+                      cancel="Keep editing") != "Discard":
+                self._select_again()
+                self.editor.setFocus()
+                return False
+        self._close_editor()
+        return True
+
+    def _on_tree_current(self, _item: Any, prev: QTreeWidgetItem | None) -> None:
+        self._tree_was = prev.data(0, Qt.ItemDataRole.UserRole) if prev is not None else None
+
+    def _on_result_current(self, _item: Any, prev: QListWidgetItem | None) -> None:
+        self._result_was = self.results.row(prev) if prev is not None else -1
+
+    def _select_again(self) -> None:
+        """The list and the results select what they did before the click the person took back (Keep editing)."""
+        was, found = self._tree_was, None
+        it = QTreeWidgetItemIterator(self.tree)
+        while was is not None and found is None and it.value() is not None:
+            if it.value().data(0, Qt.ItemDataRole.UserRole) == was:
+                found = it.value()
+            it += 1
+        if found is not None:
+            self.tree.setCurrentItem(found)
+        else:
+            self.tree.setCurrentIndex(QModelIndex())
+            self.tree.clearSelection()
+        self.results.setCurrentRow(self._result_was)
+        if self._result_was < 0:
+            self.results.clearSelection()
 
     def _on_cancel_edit(self) -> None:
         self._close_editor()
@@ -923,6 +974,8 @@ class WikiView(QWidget):
         question = self.search.text().strip()
         if not question:
             self.status.emit("Type a question in the search box, then Ask memory.")
+            return
+        if not self._leave_editor():  # the person keeps editing: nothing is asked, nothing on screen changes
             return
         self.page.setHtml(f"<p><i>Asking memory: {html.escape(question)}…</i></p>")
         self.current = None  # the view shows an answer now, not a page to verify or edit

@@ -554,6 +554,91 @@ def test_an_edit_is_not_saved_over_a_page_that_ingest_rewrote_meanwhile(qtbot, q
     assert "Tom's birthday" in saved.body and "13 June" not in saved.body and not saved.verified
 
 
+def _tree_item(w, title):
+    """The page titled ``title`` in the Wiki's list."""
+    match = Qt.MatchFlag.MatchEndsWith | Qt.MatchFlag.MatchRecursive | Qt.MatchFlag.MatchCaseSensitive
+    found = w.wiki.tree.findItems(title, match)
+    assert found, f"no {title} in the list"
+    return found[0]
+
+
+def _click_in_list(qtbot, w, title) -> None:
+    """The person clicks the page titled ``title`` in the Wiki's list."""
+    tree = w.wiki.tree
+    item = _tree_item(w, title)
+    tree.scrollToItem(item)
+    qtbot.mouseClick(tree.viewport(), Qt.MouseButton.LeftButton, pos=tree.visualItemRect(item).center())
+
+
+def test_an_unsaved_correction_is_not_thrown_away_by_clicking_another_page(qtbot, qloop, ui_pod) -> None:
+    """Editing Family, the person clicked Gifts in the list (to check what it says): the correction they typed was
+    gone without a word. Now they are asked; Keep editing leaves the editor, its text and the list as they were."""
+    scope, _ = seed(qloop, ui_pod)
+    w = wiki_window(qtbot, ui_pod, shown=True)
+    qloop.wait_until(lambda: w.wiki.tree.topLevelItemCount() == 1, what="the tree")
+    _click_in_list(qtbot, w, "Family")
+    qloop.wait_until(lambda: "3 June" in w.wiki.page.toPlainText(), what="Family")
+    w.wiki.edit.click()
+    qloop.wait_until(lambda: w.wiki.editor.isVisibleTo(w), what="the editor")
+    typed = "- Clara's birthday is on 13 June, I checked her passport [1]"
+    w.wiki.editor.setPlainText(typed)
+    asked = answer_confirm("Keep editing")
+    _click_in_list(qtbot, w, "Gifts")
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the click to be handled")
+    assert asked == ["Discard your correction to Family?"]
+    assert w.wiki.editor.isVisibleTo(w) and w.wiki.editor.toPlainText() == typed
+    assert w.wiki.tree.currentItem() is _tree_item(w, "Family"), w.wiki.tree.currentItem().text(0)
+    w.wiki.save_edit.click()  # what they kept is what is saved, on the page they were editing
+    qloop.wait_until(lambda: "13 June, I checked" in w.wiki.page.toPlainText(), what="the saved page")
+    assert "13 June" in ui_pod.memory.read_page(scope, "family").body
+    assert "Orchids" in ui_pod.memory.read_page(scope, "gifts").body
+    # Discard closes the editor and opens the page clicked; nothing typed is saved
+    w.wiki.edit.click()
+    qloop.wait_until(lambda: w.wiki.editor.isVisibleTo(w), what="the editor")
+    w.wiki.editor.setPlainText("- Clara's birthday is on 31 June [1]")
+    answer_confirm("Discard")
+    _click_in_list(qtbot, w, "Gifts")
+    qloop.wait_until(lambda: "Orchids for Clara" in w.wiki.page.toPlainText(), what="Gifts")
+    assert not w.wiki.editor.isVisibleTo(w) and "31 June" not in ui_pod.memory.read_page(scope, "family").body
+
+
+def test_an_editor_with_nothing_typed_closes_without_a_question(qtbot, qloop, ui_pod, monkeypatch) -> None:
+    def no_question(*_a, **_k):
+        raise AssertionError("asked, though nothing was typed")
+
+    monkeypatch.setattr("app.confirm.choose", no_question)
+    w, scope, _ = window_on_family(qtbot, qloop, ui_pod)
+    w.show()
+    w.wiki.edit.click()
+    qloop.wait_until(lambda: w.wiki.editor.isVisibleTo(w), what="the editor")
+    qloop.run(w.wiki.open_page(scope, "Gifts"))
+    assert "Orchids for Clara" in w.wiki.page.toPlainText() and not w.wiki.editor.isVisibleTo(w)
+
+
+def test_ask_memory_while_editing_does_not_throw_the_correction_away(qtbot, qloop, ui_pod, script) -> None:
+    """Editing a page, the person asked memory a question to check a fact: the editor closed and the text typed in
+    it was lost. Now Keep editing asks nothing and leaves the editor as it was; Discard asks."""
+    w, scope, _ = window_on_family(qtbot, qloop, ui_pod)
+    w.show()
+    ui_pod.set_role_model("ask_memory", "fake/fake-1")
+    script([Text("Clara's birthday is on 3 June [1].")])
+    w.wiki.edit.click()
+    qloop.wait_until(lambda: w.wiki.editor.isVisibleTo(w), what="the editor")
+    typed = "- Clara's birthday is on 13 June, I checked her passport [1]"
+    w.wiki.editor.setPlainText(typed)
+    w.wiki.search.setText("When is Clara's birthday?")
+    asked = answer_confirm("Keep editing")
+    w.wiki.ask.click()
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the click to be handled")
+    assert asked == ["Discard your correction to Family?"]
+    assert w.wiki.editor.isVisibleTo(w) and w.wiki.editor.toPlainText() == typed
+    assert w.wiki.ask.text() == "Ask memory" and w.wiki.current == (scope, "family")
+    answer_confirm("Discard")
+    w.wiki.ask.click()
+    qloop.wait_until(lambda: "3 June [1]" in w.wiki.page.toPlainText() and not w.wiki._tasks, what="the answer")
+    assert not w.wiki.editor.isVisibleTo(w) and "13 June" not in ui_pod.memory.read_page(scope, "family").body
+
+
 def test_editing_is_refused_for_a_page_outside_the_persons_memory(qtbot, qloop, ui_pod) -> None:
     w, scope, _ = window_on_family(qtbot, qloop, ui_pod)
     w.wiki.edit.click()
