@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
@@ -27,7 +27,13 @@ from vault import VaultUnavailable
 
 class ProvidersPage(QWidget):
     """Lists providers; pick one to edit it, Remove it (asks first), or Check it: the server lists its
-    models and the key is tested before anything is saved. A dead address is reported at once."""
+    models and the key is tested before anything is saved. A dead address is reported at once.
+
+    Signals:
+    changed(): a provider was saved or removed (what the Models tab offers changes with it).
+    """
+
+    changed = Signal()
 
     def __init__(self, pod: Any, parent: QWidget | None = None):
         super().__init__(parent)
@@ -249,6 +255,7 @@ class ProvidersPage(QWidget):
         self.save_button.setText("Check and save")
         self.refresh()
         self.message.setText(f"Saved provider {info['name']!r}" + (f" ({info['model']})." if info["model"] else "."))
+        self.changed.emit()
         return True
 
     def unsaved(self) -> bool:
@@ -280,6 +287,7 @@ class ProvidersPage(QWidget):
         self.refresh()
         self.clear_form()
         self.message.setText(f"Removed {name!r} and its key.")
+        self.changed.emit()
 
 
 ROLE_LABELS = {
@@ -319,39 +327,13 @@ class ModelsPage(QWidget):
         layout.addWidget(note)
         form = QFormLayout()
         self.combos: dict[str, QComboBox] = {}
-        info = pod.models()
-        options = [(f"{p['name']} — {p['model'] or 'default'}", p["name"]) for p in info["providers"]]
-        # The tiny built-in model cannot write wiki pages or answer from them: not offered for that work.
-        capable = [(f"{p['name']} — {p['model'] or 'default'}", p["name"]) for p in info["providers"] if not p["builtin"]]
-        embedding_options = [(embedding_label(c), c["ref"]) for c in pod.embedding_choices()]
         for role, label in ROLE_LABELS.items():
             combo = QComboBox()
             combo.setAccessibleName(label)
-            current = info["roles"][role]
-            if "shared_by" in current:  # search by meaning is one index for everyone: the first person chooses
-                local = LOCAL_EMBEDDING_LABELS.get(current.get("model") or "", "a provider's embeddings")
-                combo.addItem(f"{local}, chosen by {current['shared_by']} for everyone", None)
-                combo.setEnabled(False)
-                combo.setToolTip(f"Search by meaning is shared by everyone on this Hearth, so {current['shared_by']}, "
-                                 "who set Hearth up, chooses its model.")
-                self.combos[role] = combo
-                form.addRow(label, combo)
-                continue
-            if "inherits" in current:
-                combo.addItem(f"Same as {ROLE_LABELS.get(current['inherits'], current['inherits'])}", None)
-            elif current.get("provider"):
-                combo.addItem(f"{current['provider']}/{current.get('model') or ''} ({current['source']})".replace("/ (", " ("),
-                              None)
-            else:
-                combo.addItem("Not set", None)
-            choices = embedding_options if role == "embedding" else capable if role in WRITING_ROLES else options
-            for text_, ref in choices:
-                combo.addItem(text_, ref)
-            if not choices:
-                combo.setToolTip("Add a provider (Providers tab) or a model server on this computer first.")
             self.combos[role] = combo
             combo.activated.connect(lambda _i, role=role: self._on_chosen(role))
             form.addRow(label, combo)
+        self.refresh()
         layout.addLayout(form)
         self.message = QLabel("")
         self.message.setWordWrap(True)
@@ -367,6 +349,42 @@ class ModelsPage(QWidget):
         self._progress_timer.timeout.connect(self.show_embedding_progress)
         self._progress_timer.start()
         self.show_embedding_progress()
+
+    def refresh(self) -> None:
+        """Offers each role the providers there are now (one saved or removed on the Providers tab meanwhile);
+        each role keeps the choice it shows, unless that provider is gone."""
+        info = self.pod.models()
+        options = [(f"{p['name']} — {p['model'] or 'default'}", p["name"]) for p in info["providers"]]
+        # The tiny built-in model cannot write wiki pages or answer from them: not offered for that work.
+        capable = [(f"{p['name']} — {p['model'] or 'default'}", p["name"]) for p in info["providers"] if not p["builtin"]]
+        embedding_options = [(embedding_label(c), c["ref"]) for c in self.pod.embedding_choices()]
+        for role, combo in self.combos.items():
+            chosen = combo.currentData()  # a choice shown, not saved yet (None: the role's setting as it is)
+            combo.clear()
+            combo.setEnabled(True)
+            combo.setToolTip("")
+            current = info["roles"][role]
+            if "shared_by" in current:  # search by meaning is one index for everyone: the first person chooses
+                local = LOCAL_EMBEDDING_LABELS.get(current.get("model") or "", "a provider's embeddings")
+                combo.addItem(f"{local}, chosen by {current['shared_by']} for everyone", None)
+                combo.setEnabled(False)
+                combo.setToolTip(f"Search by meaning is shared by everyone on this Hearth, so {current['shared_by']}, "
+                                 "who set Hearth up, chooses its model.")
+                continue
+            if "inherits" in current:
+                combo.addItem(f"Same as {ROLE_LABELS.get(current['inherits'], current['inherits'])}", None)
+            elif current.get("provider"):
+                combo.addItem(f"{current['provider']}/{current.get('model') or ''} ({current['source']})".replace("/ (", " ("),
+                              None)
+            else:
+                combo.addItem("Not set", None)
+            choices = embedding_options if role == "embedding" else capable if role in WRITING_ROLES else options
+            for text_, ref in choices:
+                combo.addItem(text_, ref)
+            if not choices:
+                combo.setToolTip("Add a provider (Providers tab) or a model server on this computer first.")
+            if chosen is not None:
+                combo.setCurrentIndex(max(0, combo.findData(chosen)))
 
     def show_embedding_progress(self) -> None:
         """While memory is re-embedded with a newly chosen model: how far it is (search keeps working)."""
@@ -668,6 +686,7 @@ class SettingsDialog(QDialog):
         self.tabs.addTab(self.providers, "Providers")
         self.models = ModelsPage(pod)
         self.tabs.addTab(self.models, "Models")
+        self.providers.changed.connect(self.models.refresh)  # a provider just saved can be chosen for a role at once
         self.channels = ChannelsPage(pod)
         self.tabs.addTab(self.channels, "Channels")
         self.partners = PartnersPage(pod)

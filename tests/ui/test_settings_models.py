@@ -118,3 +118,53 @@ def test_a_second_person_is_shown_nothing_of_the_first_persons_provider_for_sear
     qtbot.addWidget(dlg)
     assert dlg.models.embedding_progress.text() == "" and bob.embedding_status() is None
     assert "alices-openai-work" not in dlg.models.combos["embedding"].currentText()
+
+
+def test_a_provider_saved_in_settings_can_then_be_chosen_for_wiki_pages(qtbot, qloop, ui_pod, fake_model) -> None:
+    """Bob has no provider: the Wiki page's "Choose a provider…" opens Settings on Providers. He saved one, then
+    opened Models to choose it for writing wiki pages: it was not offered there until Settings was closed and
+    opened again. Now it is, each role keeps the choice it shows, and a removed provider leaves the choices."""
+    from tests.ui.conftest import answer_confirm
+    from tests.ui.test_wiki_view import wiki_window
+
+    ui_pod.add_person("Bob")
+    w = wiki_window(qtbot, ui_pod, shown=True)
+    w.refresh_people()
+    assert w.switch_person("Bob")
+    w.show_wiki()
+    panel = w.wiki.ingest_panel
+    panel.choose.click()
+    dlg = panel.settings_dialog
+    assert dlg.tabs.currentWidget() is dlg.providers
+    models = dlg.models
+    embedding = models.combos["embedding"].currentText()
+    dlg.providers.name.setText("mine")
+    dlg.providers.base_url.setText(fake_model.base_url)
+    dlg.providers.model.setEditText("fake-model")
+    qloop.run(dlg.providers.start_check(save=True))
+    assert "Saved provider 'mine'" in dlg.providers.message.text(), dlg.providers.message.text()
+    dlg.tabs.setCurrentWidget(models)
+    combo = models.combos["ingest"]
+    assert combo.findData("mine") > 0, [combo.itemText(i) for i in range(combo.count())]
+    combo.setCurrentIndex(combo.findData("mine"))
+    combo.activated.emit(combo.currentIndex())
+    assert "now uses mine" in models.message.text()
+    models.combos["extraction"].setCurrentIndex(models.combos["extraction"].findData("mine"))  # shown, not saved
+    # a second provider saved: every role still shows what it showed
+    dlg.tabs.setCurrentWidget(dlg.providers)
+    dlg.providers.clear_form()
+    dlg.providers.name.setText("other")
+    dlg.providers.base_url.setText(fake_model.base_url)
+    dlg.providers.model.setEditText("fake-model")
+    qloop.run(dlg.providers.start_check(save=True))
+    assert "Saved provider 'other'" in dlg.providers.message.text(), dlg.providers.message.text()
+    assert models.combos["ingest"].currentText().startswith("mine") and models.combos["ingest"].findData("other") > 0
+    assert models.combos["extraction"].currentData() == "mine"
+    assert models.combos["embedding"].currentText() == embedding
+    # a removed provider is no longer offered
+    dlg.providers.list.setCurrentRow(next(i for i, p in enumerate(dlg.providers._rows) if p["name"] == "other"))
+    answer_confirm("Remove")
+    dlg.providers.remove_button.click()
+    assert "Removed 'other'" in dlg.providers.message.text()
+    assert models.combos["ingest"].findData("other") == -1 and models.combos["extraction"].currentData() == "mine"
+    dlg.close()
