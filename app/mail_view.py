@@ -108,6 +108,14 @@ class MailView(QWidget):
         layout.addWidget(self.message)
         self.rows: list[Any] = []
 
+    def reset(self) -> None:
+        """Wipes what the previous person typed in the inbox form, their password first, and what was said to them;
+        setText also wipes the undo history, so Ctrl+Z brings none of it back."""
+        for box in (self.address, self.imap_host, self.smtp_host, self.username, self.password):
+            box.setText("")
+        self.message.setText("")
+        self.add_toggle.setChecked(False)
+
     def refresh(self) -> None:
         self.rules.agents = [a["name"] for a in self.pod.list_agents()]
         chosen = self._current()

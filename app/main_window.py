@@ -401,6 +401,12 @@ class MainWindow(QMainWindow):
         self.agent = None
         self.conversation_id = None
         self._set_live_turn(None)
+        # Nothing the previous person typed stays, nor comes back with Ctrl+Z (setText and setPlainText wipe the
+        # undo history; clear() on a line keeps it): their unsent message, conversation search, inbox and schedule.
+        self.composer.setPlainText("")
+        self._leave_conversation_search()
+        self.mail.reset()
+        self.schedules.reset()
         self.conversations.load([], None)
         self.chat.set_messages([])
         self.steps.clear_steps()
@@ -500,15 +506,18 @@ class MainWindow(QMainWindow):
         self.agent = item.data(Qt.ItemDataRole.UserRole)
         self.chat.agent_name = self.agent or "Agent"
         self._on_model_picked()
-        self.conversation_search.blockSignals(True)  # choosing an agent leaves a search
-        self.conversation_search.clear()
-        self.conversation_search.blockSignals(False)
-        self.conversations.searching = False
+        self._leave_conversation_search()  # choosing an agent leaves a search
         try:
             last = self.pod.last_chat(self.agent)
         except StoreError:
             last = None
         self.load_conversation(last)
+
+    def _leave_conversation_search(self) -> None:
+        self.conversation_search.blockSignals(True)
+        self.conversation_search.setText("")  # wipes its undo history too
+        self.conversation_search.blockSignals(False)
+        self.conversations.searching = False
 
     def refresh_conversations(self) -> None:
         if self.conversations.searching and self.conversation_search.text().strip():

@@ -136,6 +136,14 @@ class SchedulesView(QWidget):
             if self.isVisible():
                 self._refresh_soon.start()
 
+    def reset(self) -> None:
+        """Wipes the schedule the previous person was typing and what was said to them (setText and setPlainText
+        wipe the undo history too: Ctrl+Z brings none of it back)."""
+        self.cron.setText("")
+        self.prompt.setPlainText("")
+        self.message.setText("")
+        self._stale = True
+
     def refresh(self) -> None:
         self._stale = False
         chosen = self.agent.currentData()

@@ -171,6 +171,32 @@ def test_switching_person_hides_the_other_persons_data(qtbot, qloop, ui_pod, scr
     qloop.wait_until(lambda: "private answer for me" in w.chat.toPlainText(), what="my conversation back")
 
 
+def test_the_next_person_finds_nothing_the_first_typed_nor_gets_it_back_with_undo(qtbot, qloop, ui_pod) -> None:
+    """Me leaves words typed in the window (an unsent message, a conversation search, an inbox being added with its
+    password, a schedule's prompt) and Bob takes over: they stayed on Bob's screen, or came back with Ctrl+Z."""
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show()
+    boxes = {w.composer: "my unsent message to the lawyer", w.conversation_search: "divorce",
+             w.mail.address: "me@example.org", w.mail.password: "hunter2-secret",
+             w.schedules.cron: "0 8 * * 1-5", w.schedules.prompt: "remind me of the therapist"}
+    for box, words in boxes.items():
+        box.setFocus()
+        qtbot.keyClicks(box, words)
+    ui_pod.add_person("Bob")
+    w.refresh_people()
+    assert w.switch_person("Bob")
+
+    def text(box) -> str:
+        return box.toPlainText() if hasattr(box, "toPlainText") else box.text()
+
+    for box in boxes:
+        assert text(box) == "", f"{box.accessibleName()} still shows {text(box)!r} to Bob"
+        box.setFocus()
+        qtbot.keyClick(box, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+        assert text(box) == "", f"Ctrl+Z in {box.accessibleName()} brought back {text(box)!r}"
+
+
 def test_activity_lists_gate_decisions_and_exports_them(qtbot, qloop, ui_pod, script, tmp_path) -> None:
     import json
 

@@ -393,6 +393,27 @@ def test_switching_person_on_the_wiki_shows_nothing_of_the_first(qtbot, qloop, u
     assert what_bob_sees_of_me(w) == [] and w.wiki.tree.topLevelItemCount() == 0
 
 
+def test_the_next_person_cannot_undo_back_the_first_persons_search(qtbot, qloop, ui_pod) -> None:
+    """Me searched (or asked memory) "divorce lawyer for Clara" and typed an agent to forget; Bob takes over the
+    window: the boxes were empty, but Ctrl+Z in them brought Me's words back."""
+    w, scope, _ = window_on_family(qtbot, qloop, ui_pod)
+    w.show()
+    w.wiki.search.setFocus()
+    qtbot.keyClicks(w.wiki.search, "divorce lawyer for Clara")
+    w.wiki.tabs.setCurrentIndex(3)
+    qtbot.keyClicks(w.wiki.forget_agent_name, "therapist")
+    ui_pod.add_person("Bob")
+    w.refresh_people()
+    assert w.switch_person("Bob")
+    qloop.wait_until(lambda: not w.wiki._tasks, what="Bob's wiki")
+    for box in (w.wiki.search, w.wiki.forget_agent_name):
+        assert box.text() == ""
+        box.setFocus()
+        qtbot.keyClick(box, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+        assert box.text() == "", f"Ctrl+Z in {box.accessibleName()} brought back {box.text()!r}"
+    assert w.wiki.forget_agent_name.accessibleName() == "Agent to forget"
+
+
 def test_every_source_window_of_the_first_person_closes_when_another_takes_over(qtbot, qloop, ui_pod) -> None:
     """Me leaves two source windows open (two citations clicked) and the window is switched to Bob: only the last
     one closed, the first stayed on Bob's screen with Me's text."""
