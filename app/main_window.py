@@ -749,6 +749,7 @@ class MainWindow(QMainWindow):
             self.load_conversation(None)
 
     def _on_page_changed(self, index: int) -> None:
+        self._sync_stop_shortcut()
         if self.pages.widget(index) is self.wiki:
             self.wiki.refresh()
         elif self.pages.widget(index) is self.activity:
@@ -968,7 +969,12 @@ class MainWindow(QMainWindow):
     def _set_live_turn(self, turn_id: str | None) -> None:
         self._live_turn = turn_id
         self.stop_turn_button.setEnabled(turn_id is not None)
-        self.stop_shortcut.setEnabled(turn_id is not None)
+        self._sync_stop_shortcut()
+
+    def _sync_stop_shortcut(self) -> None:
+        """Esc stops the answer only while the Chat page shows it: on another page Esc is the page's own (dropping a
+        search or a suggestion) and never stops an answer written out of sight. The Stop button works as before."""
+        self.stop_shortcut.setEnabled(self._live_turn is not None and self.pages.currentIndex() == 0)
 
     def stop_answer(self) -> None:
         """Stops the answer being written in this conversation (the Stop button, Esc)."""

@@ -3,6 +3,8 @@ status a message with no answer shows when the conversation is opened again (e.g
 
 from __future__ import annotations
 
+import asyncio
+
 from PySide6.QtCore import Qt
 
 from app.main_window import MainWindow
@@ -45,6 +47,30 @@ def test_escape_stops_the_answer(qtbot, qloop, ui_pod, script) -> None:
     qtbot.keyClick(w.composer, Qt.Key.Key_Escape)
     qloop.wait_until(lambda: w.header.text().endswith("stopped"), timeout=3, what="Esc to stop the answer")
     assert ui_pod.turns(w.conversation_id)[-1]["status"] == "stopped"
+
+
+def test_escape_on_another_page_does_not_stop_the_chat_answer_being_written(qtbot, qloop, ui_pod, script) -> None:
+    """An agent is writing a long answer in the Chat. The person goes to the Wiki page, types in the search box
+    and presses Esc (to drop what they typed, or a suggestion): the chat answer, out of sight, was stopped. Now
+    it goes on; back on the Chat page, Esc stops it."""
+    script([Text(SLOW, chunk_chars=4, delay_s=0.1)])
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show()
+    w.activateWindow()
+    start_slow_answer(qtbot, qloop, w)
+    conv = w.conversation_id
+    w.show_wiki()
+    w.wiki.search.setFocus()
+    qtbot.keyClicks(w.wiki.search, "zz")
+    qtbot.keyClick(w.wiki.search, Qt.Key.Key_Escape)
+    qloop.run(asyncio.sleep(1.0))
+    assert ui_pod.turns(conv)[-1]["status"] == "running", "Esc in the Wiki's search box stopped the chat's answer"
+    assert "stopping" not in w.header.text()
+    w.show_chat()
+    qtbot.keyClick(w.composer, Qt.Key.Key_Escape)
+    qloop.wait_until(lambda: w.header.text().endswith("stopped"), timeout=3, what="Esc to stop the answer")
+    assert ui_pod.turns(conv)[-1]["status"] == "stopped"
 
 
 def test_stop_on_the_agent_mid_answer_leaves_a_visible_status_not_working(qtbot, qloop, ui_pod, script) -> None:
