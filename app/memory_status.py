@@ -134,6 +134,10 @@ class IngestPanel(QWidget):
 
     # -- slots
     def _on_clock(self) -> None:
+        self.show_next()
+
+    def show_next(self) -> None:
+        """The next ingest's time anew (the clock moved on, or schedules were paused or resumed)."""
         if self.isVisible() and self.ingest_now.isEnabled():  # not over "Ingesting…"
             self.next_label.setText(self.next_text())
 

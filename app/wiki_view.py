@@ -461,6 +461,10 @@ class WikiView(QWidget):
 
     def _on_pod_event(self, ev: dict[str, Any]) -> None:
         kind = ev.get("type")
+        if kind == "schedules.paused":  # Pause/Resume from the tray (everyone's): the next ingest moves or stops
+            self.ingest_panel.show_next()
+            self._on_clock()  # the empty page names it too
+            return
         # Another person's memory: nothing of it is shown here. Nightly's event (counts only) is everyone's: it
         # rewrites and reconciles pages of every scope.
         if kind != "memory.nightly" and ev.get("person") != self.pod.person.id:

@@ -187,3 +187,23 @@ def test_choose_a_provider_with_none_saved_offers_only_a_model_that_cannot_write
         said = dlg.models.message.text()
         assert w.pod.has_memory_model("ingest") or "now uses" not in said, said
     assert offered or dlg.tabs.currentWidget() is not dlg.models, "Settings opened where nothing can be chosen"
+
+
+def test_the_next_ingest_time_follows_pausing_and_resuming_schedules_from_the_tray(qtbot, qloop, ui_pod) -> None:
+    """The Wiki bar and the empty page said "Next ingest at 09:00 (in 5 min)". The person paused schedules from the
+    tray: both kept promising the ingest; once resumed they kept saying "paused" (until the 20 s clock ticked)."""
+    ui_pod.set_role_model("ingest", "fake/fake-1")
+    w = wiki_window(qtbot, ui_pod, shown=True)
+    qloop.wait_until(lambda: "No wiki pages yet" in w.wiki.page.toPlainText(), what="the empty state")
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the wiki to load")
+    panel = w.wiki.ingest_panel
+    assert panel.next_label.text().startswith("Next ingest at") and "Next ingest at" in w.wiki.page.toPlainText()
+    w.tray.pause_action.trigger()
+    assert ui_pod.schedules_paused
+    qloop.wait_until(lambda: "paused" in panel.next_label.text() and not w.wiki._tasks, timeout=2,
+                     what="the bar to say the ingest is paused")
+    assert "Next ingest paused" in w.wiki.page.toPlainText(), w.wiki.page.toPlainText()
+    w.tray.pause_action.trigger()
+    qloop.wait_until(lambda: panel.next_label.text().startswith("Next ingest at") and not w.wiki._tasks, timeout=2,
+                     what="the bar to name the next ingest again")
+    assert "Next ingest at" in w.wiki.page.toPlainText(), w.wiki.page.toPlainText()
