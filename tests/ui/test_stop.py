@@ -15,6 +15,7 @@ SLOW = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi
 
 
 def start_slow_answer(qtbot, qloop, w: MainWindow, text: str = "a long story please") -> None:
+    w.show_chat()  # the person writes on the Chat page (the window may open on the page it was left on)
     send(qtbot, w, text)
     qloop.wait_until(lambda: "alpha beta" in w.chat.toPlainText(), what="the answer to start streaming")
     assert "working" in w.header.text() and w.stop_turn_button.isEnabled()
