@@ -73,6 +73,7 @@ class FoldersView(QWidget):
         self.progress.setVisible(False)
         self.progress_label = QLabel("")
         self.progress_label.setWordWrap(True)
+        self.progress_label.setTextFormat(Qt.TextFormat.PlainText)  # it names files: never read as HTML
         self.only = QComboBox()
         self.only.setAccessibleName("Show files")
         for text, value in (("All files", None), ("Indexed", "indexed"), ("Skipped", "skipped"), ("Failed", "failed")):

@@ -310,16 +310,28 @@ def _print_json(obj: Any) -> None:
 def _message_text(arg: str) -> str:
     """The message `chat` was given (- reads standard input) as text: its bytes read the way watched folders read
     a file (UTF-8, a byte order mark, else Windows-1252), saying on stderr how when it was not plain UTF-8."""
+    import codecs
+    import locale
     import os
 
     from runtime_host.folders import decode_text
 
-    # argv was decoded with surrogateescape: encoding it back gives the bytes that were typed
-    data = sys.stdin.buffer.read() if arg == "-" else os.fsencode(arg)
+    if arg != "-":
+        if not any("\udc80" <= c <= "\udcff" for c in arg):
+            return arg  # read in the terminal's own encoding (KOI8-R, say) as typed
+        data = os.fsencode(arg)  # decoded with surrogateescape: encoding it back gives the bytes that were typed
+    else:
+        data = sys.stdin.buffer.read()
+        own = locale.getpreferredencoding(False)
+        if codecs.lookup(own).name != "utf-8":
+            try:
+                return data.decode(own).replace("\r\n", "\n")  # the terminal's own encoding, as typed
+            except UnicodeDecodeError:
+                pass
     text, note = decode_text(data)
     if note:
         print(f"note: the message was {note}.", file=sys.stderr)
-    return text
+    return text.replace("\r\n", "\n")
 
 
 async def _chat(me: Any, args: argparse.Namespace) -> int:

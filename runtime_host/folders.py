@@ -196,6 +196,9 @@ _BOMS = ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"),  # be
          (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))
 
 
+_UTF8_MULTI = re.compile(rb"[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3}")
+
+
 def decode_text(data: bytes) -> tuple[str, str]:
     """Text of a file's (or a message's) bytes and a note on how it was read ("" for plain UTF-8): by a UTF-32
     or UTF-16 byte order mark, else UTF-8 (a UTF-8 BOM dropped), else Windows-1252, else Latin-1."""
@@ -206,8 +209,13 @@ def decode_text(data: bytes) -> tuple[str, str]:
         data = data[3:]
     try:
         return data.decode("utf-8"), ""
-    except UnicodeDecodeError:
-        pass
+    except UnicodeDecodeError as exc:
+        if exc.reason == "unexpected end of data":  # UTF-8 cut inside its last character (head -c, a split file)
+            return data[:exc.start].decode("utf-8") + "\ufffd", "UTF-8 cut inside its last character (shown as \ufffd)"
+    text = data.decode("utf-8", errors="replace")
+    bad = text.count("\ufffd") - data.count(b"\xef\xbf\xbd")
+    if len(_UTF8_MULTI.findall(data)) >= 10 * bad:  # UTF-8 with a stray byte or two: only those are lost
+        return text, f"UTF-8 with {bad} byte(s) that are not (shown as \ufffd)"
     try:
         return data.decode("cp1252"), "not UTF-8: read as Windows-1252"
     except UnicodeDecodeError:
@@ -220,7 +228,7 @@ def _looks_binary(data: bytes) -> bool:
         return False
     if b"\x00" in head:
         return True
-    controls = sum(1 for b in head if b < 9 or 13 < b < 32)
+    controls = sum(1 for b in head if b < 9 or 13 < b < 32 and b != 27)  # ESC: a coloured terminal log is text
     return controls > len(head) // 10
 
 

@@ -283,3 +283,19 @@ def test_transcribe_prints_no_terminal_escape_from_a_file_name(tmp_path, capsys)
     out = capsys.readouterr()
     assert "error" in out.err and "voice" in out.err
     assert "\x1b" not in out.err + out.out and "\x07" not in out.err + out.out
+
+
+def test_a_message_in_the_terminals_own_encoding_is_read_as_typed(monkeypatch, capsys) -> None:
+    """In a KOI8-R terminal, a message piped to `chat -` was read as Windows-1252 (mojibake, with a note saying so);
+    typed as an argument (Python reads it in the terminal's encoding) it was encoded back and read the same way."""
+    import io
+    import locale
+
+    from runtime_host.cli import _message_text
+
+    said = "Привет, встреча в пятницу.\r\nДо встречи."
+    monkeypatch.setattr(locale, "getpreferredencoding", lambda do_setlocale=True: "KOI8-R")
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(said.encode("koi8_r"))))
+    assert _message_text("-") == said.replace("\r\n", "\n")
+    assert _message_text("Привет") == "Привет"
+    assert capsys.readouterr().err == ""

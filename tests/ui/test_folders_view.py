@@ -329,3 +329,28 @@ def test_a_big_mail_export_shows_how_far_into_it_the_import_is(qtbot, qloop, ui_
                       for n in (500, 1000, 1500, 2000, 2500)], shown
     assert len(events) < 20  # one event a step of 500 messages, not one a message
     assert view.progress_label.text().endswith("MailExport: 1 indexed.")
+
+
+def test_a_file_named_like_html_is_shown_by_its_name_in_the_import_line(qtbot, qloop, ui_pod, tmp_path) -> None:
+    """The import line names the file read inside a big export: a file named "<img src=x> all.mbox" made the
+    label lay itself out as HTML (its name not shown, and Qt asked to load an image)."""
+    from PySide6.QtCore import Qt
+
+    docs = tmp_path / "MailExport"
+    docs.mkdir()
+    name = "<img src=x> all.mbox"
+    with (docs / name).open("w") as fh:
+        for i in range(600):
+            fh.write(f"From a@example.org Tue Mar  3 10:00:00 2026\nFrom: Ana <a@example.org>\nSubject: Diary {i}\n"
+                     f"Date: Tue, 03 Mar 2026 10:00:00 +0000\n\nDay {i}: Leo practised the piano piece number {i}.\n\n")
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show_wiki()
+    view = w.wiki.folders
+    w.wiki.tabs.setCurrentWidget(view)
+    shown: list[str] = []
+    view.bridge.event.connect(lambda ev: shown.append(view.progress_label.text())
+                              if ev.get("type") == "folders.progress" else None)
+    qloop.run(view.add_folder(str(docs)), timeout=300)
+    qloop.wait_until(lambda: any(t.startswith("Reading <img") for t in shown), what="the file named")
+    assert view.progress_label.textFormat() == Qt.TextFormat.PlainText

@@ -426,3 +426,27 @@ def test_the_dark_system_appearance_is_followed(qapp) -> None:
         assert qapp.palette().color(QPalette.ColorRole.Window).lightness() > 150
     finally:
         apply_theme(qapp, Qt.ColorScheme.Light)
+
+
+def test_a_utf8_file_cut_mid_character_keeps_its_words(qtbot, qloop, ui_pod, tmp_path) -> None:
+    """A part of a long file cut by bytes (head -c, a split tool) ends inside a character: the whole file was read
+    as Windows-1252 (東京 became mojibake); only the cut character is lost now."""
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    note = "会議は東京で金曜日に。Café 😀 déjà vu.\n" * 20 + "最後"
+    data = note.encode("utf-8")[:-1]  # cut inside the last character
+    (tmp_path / "part.txt").write_bytes(data)
+    assert w.attach_file(str(tmp_path / "part.txt")), w.statusBar().currentMessage()
+    text = w.composer.toPlainText()
+    assert "会議は東京で金曜日に。Café 😀 déjà vu." in text, text[:200]
+
+
+def test_a_coloured_terminal_log_is_attached_as_text(qtbot, qloop, ui_pod, tmp_path) -> None:
+    """A log saved with colours (ls --color, pytest --color=yes) is UTF-8 text, more than 10% of its bytes ESC: it
+    was refused as not a text file."""
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    log = "".join(f"\x1b[01;34mdir{n}\x1b[0m\n\x1b[32mok{n}\x1b[0m\n" for n in range(40))
+    (tmp_path / "build.log").write_text(log, encoding="utf-8")
+    assert w.attach_file(str(tmp_path / "build.log")), w.statusBar().currentMessage()
+    assert "dir39" in w.composer.toPlainText()
