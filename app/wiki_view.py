@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import difflib
 import html
+import logging
 import re
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -46,6 +47,8 @@ from app.memory_status import IngestPanel
 from app.when import local_time
 from runtime_host.safety.policy import MappingStoreFailed, keep_placeholders, reversible_placeholders
 from runtime_host.store import StoreError
+
+log = logging.getLogger("hearth.app")
 
 # Events after which what the Wiki page shows (pages, Held back, the empty state) may have changed.
 MEMORY_CHANGED = ("memory.produced", "memory.ingested", "memory.quarantined", "memory.remembered", "folders.changed")
@@ -404,7 +407,16 @@ class WikiView(QWidget):
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._said_if_failed)
         return task
+
+    def _said_if_failed(self, task: asyncio.Task[Any]) -> None:
+        """A read or change that failed unforeseen (memory's files damaged, say) is said, not left to the log."""
+        if task.cancelled() or task.exception() is None:
+            return
+        exc = task.exception()
+        log.error("memory work for the Wiki page failed", exc_info=exc)
+        self.status.emit(f"Memory could not do that: {exc}")
 
     def _show(self, coro: Any) -> asyncio.Task[Any]:
         """Runs a read that fills the view; `reset` cancels it, so nothing of one person lands in another's view."""

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import json
 import re
+import sqlite3
 import sys
 from collections.abc import Iterator
 from typing import Any, TextIO
@@ -919,5 +920,8 @@ def main(argv: list[str] | None = None) -> int:
         except (StoreError, VaultUnavailable) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_USAGE
+        except sqlite3.DatabaseError as exc:  # a damaged database file (memory's catalog says which and what to do)
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_FAILED
         except KeyboardInterrupt:
             return 130

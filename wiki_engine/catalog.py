@@ -119,6 +119,16 @@ MIGRATIONS: list[tuple[str, str]] = [
 ]
 
 
+class CatalogDamaged(sqlite3.DatabaseError):
+    """memory.db cannot be read as a database (a disk error, a file written over): said in words, nothing written."""
+
+    def __init__(self, path: Path, cause: Exception):
+        super().__init__(
+            f"Memory's catalog {path} is damaged ({cause}), so memory cannot be opened; nothing was changed. Restore "
+            f"memory.db from a backup (quit Hearth first). Your notes' files in {path.parent / 'sources'} and your "
+            f"pages in {path.parent / 'wiki'} are untouched.")
+
+
 class Catalog:
     """A thread-safe wrapper around the catalog database. Use ``tx()`` for atomic groups of writes."""
 
@@ -128,11 +138,15 @@ class Catalog:
         self.before_commit: list[Callable[[], None]] = []
         self.db = sqlite3.connect(str(path), timeout=30, isolation_level=None, check_same_thread=False)
         self.db.row_factory = sqlite3.Row
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.execute("PRAGMA busy_timeout=30000")
-        self.db.execute("PRAGMA secure_delete=ON")  # a deleted row's text is overwritten, not left in a free page
-        self._migrate()
+        try:
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.execute("PRAGMA busy_timeout=30000")
+            self.db.execute("PRAGMA secure_delete=ON")  # a deleted row's text is overwritten, not left in a free page
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            self.db.close()
+            raise CatalogDamaged(path, exc) from None
 
     def _migrate(self) -> None:
         with self.tx(immediate=True) as db:

@@ -60,3 +60,27 @@ def test_one_missing_source_file_does_not_take_the_whole_scope_down(home) -> Non
     r = cli(home, "memory", "search", "birthday")
     assert "Traceback" not in r.stderr, r.stderr[-600:]
     assert r.returncode == 0 and "Clara" in r.stdout, (r.stdout, r.stderr[-400:])
+
+
+def _damage_catalog(home: Path, how: str) -> None:
+    db = home / "memory" / "memory.db"
+    assert db.exists()
+    if how == "garbage":
+        db.write_bytes(b"this is not a database, a disk error wrote here " * 200)
+    else:
+        data = db.read_bytes()
+        db.write_bytes(data[:100])  # truncated in its header
+    for f in (home / "memory").glob("memory.db-*"):
+        f.unlink()
+
+
+@pytest.mark.parametrize("how", ["garbage", "truncated"])
+@pytest.mark.parametrize("action", [["search", "peanuts"], ["pages"], ["verify"]])
+def test_cli_memory_on_a_damaged_catalog_says_what_happened_without_a_traceback(home, how, action) -> None:
+    """A damaged memory.db made every memory command a sqlite traceback."""
+    assert cli(home, "memory", "search", "peanuts").returncode == 0  # memory exists and works
+    _damage_catalog(home, how)
+    r = cli(home, "memory", *action)
+    assert r.returncode != 0
+    assert "Traceback" not in r.stderr, r.stderr[-600:]
+    assert "memory.db" in r.stderr and "damaged" in r.stderr and "backup" in r.stderr, r.stderr

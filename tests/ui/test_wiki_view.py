@@ -11,6 +11,7 @@ import threading
 import time
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from PySide6.QtCore import Qt, QUrl
 from PySide6.QtWidgets import QApplication
 
@@ -1573,3 +1574,26 @@ def test_a_held_mail_shows_who_sent_it_and_keeping_it_keeps_its_sender_and_subje
     assert rec.title == "Boiler repair appointment" and "Dana Whitfield" in rec.markdown
     assert any(h.id == sid for h in qloop.run(pod.memory_search("Boiler repair appointment", mode="keyword")))
     assert qloop.run(pod.in_memory_thread(lambda: pod.memory.quarantine("released")))[0].head == ""  # emptied
+
+
+@pytest.fixture
+def damaged_memory(home):
+    from tests.integration.test_memory_damage import _damage_catalog
+    from wiki_engine import open_memory
+
+    with open_memory(home / "memory", embedder=None) as mem:
+        mem.add_source("Clara's birthday is on 3 June.", scope="public")
+    _damage_catalog(home, "garbage")
+
+
+def test_window_wiki_on_a_damaged_catalog_tells_the_person(damaged_memory, ui_pod, qloop, qtbot) -> None:
+    """With memory.db damaged, the Wiki page stayed empty and the status bar said "Ready": the error went to the log."""
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show()
+    w.show_wiki()
+    task = w.wiki.refresh()
+    qloop.wait_until(task.done, what="the wiki view to load")
+    qloop.run(asyncio.sleep(0.5))
+    shown = " ".join([w.statusBar().currentMessage(), w.wiki.page.toPlainText()])
+    assert "memory.db" in shown and "damaged" in shown and "backup" in shown, shown
