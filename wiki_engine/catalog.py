@@ -144,6 +144,9 @@ class Catalog:
             self.db.execute("PRAGMA busy_timeout=30000")
             self.db.execute("PRAGMA secure_delete=ON")  # a deleted row's text is overwritten, not left in a free page
             self._migrate()
+        except sqlite3.OperationalError:
+            self.db.close()
+            raise  # locked by another process, the disk full, ...: the file is not damaged
         except sqlite3.DatabaseError as exc:
             self.db.close()
             raise CatalogDamaged(path, exc) from None

@@ -376,6 +376,8 @@ class Memory:
                 fresh = not (folder / "meta.db").exists()
                 try:
                     idx = ScopeIndex(folder, use)
+                except sqlite3.OperationalError:
+                    raise  # locked by another process, the disk full, ...: nothing damaged, nothing to make again
                 except sqlite3.DatabaseError:  # meta.db damaged: an index is derived data, made again from the catalog
                     remove_index_folder(folder)
                     idx, fresh = ScopeIndex(folder, use), True

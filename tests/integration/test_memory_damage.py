@@ -84,3 +84,27 @@ def test_cli_memory_on_a_damaged_catalog_says_what_happened_without_a_traceback(
     assert r.returncode != 0
     assert "Traceback" not in r.stderr, r.stderr[-600:]
     assert "memory.db" in r.stderr and "damaged" in r.stderr and "backup" in r.stderr, r.stderr
+
+
+def test_an_index_locked_by_another_process_is_never_taken_for_damaged(tmp_path, monkeypatch) -> None:
+    """A damaged meta.db is made again; one another process holds locked (or a full disk) is not damaged: it must
+    not be deleted and rebuilt (sqlite's 'database is locked' is a DatabaseError too)."""
+    import sqlite3
+
+    from wiki_engine import index as index_module
+
+    root = tmp_path / "memory"
+    with wiki_engine.open_memory(root, embedder=None) as mem:
+        mem.add_source("Clara's birthday is on 3 June.", scope="public")
+    meta = root / "index" / "public" / "meta.db"
+    before = meta.stat().st_ino
+    real = index_module.ScopeIndex.__init__
+
+    def locked(self, folder, embedder):
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(index_module.ScopeIndex, "__init__", locked)
+    with wiki_engine.open_memory(root, embedder=None) as mem, pytest.raises(sqlite3.OperationalError):
+        mem.search("birthday", scopes=["public"], mode="keyword")
+    monkeypatch.setattr(index_module.ScopeIndex, "__init__", real)
+    assert meta.stat().st_ino == before  # the same index file, not deleted and made again
