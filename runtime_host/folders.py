@@ -702,7 +702,8 @@ class FolderDB:
                 self._db.executemany(sql, rows)
                 self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                if self._db.in_transaction:  # a failed COMMIT (the disk full) has ended it already
+                    self._db.execute("ROLLBACK")
                 raise
 
     def purge(self) -> None:

@@ -1341,3 +1341,21 @@ async def test_an_unreadable_source_can_still_be_deleted(pod, monkeypatch) -> No
     await pod.memory_delete_source(sid)
     monkeypatch.setattr(SourceStore, "read", real)
     assert await pod.memory_search("boiler 7731", mode="keyword") == []
+
+
+def test_a_failed_commit_of_folders_db_says_its_own_error_not_a_rollback_one(tmp_path) -> None:
+    """A full disk failed a write of folders.db that ended its transaction: the ROLLBACK after it raised "cannot
+    rollback - no transaction is active", and that, not "database or disk is full", was what the person read (at
+    the end of a chained traceback). A trigger that rolls back stands for the disk here."""
+    import sqlite3
+
+    from runtime_host.folders import FolderDB
+
+    db = FolderDB(tmp_path / "folders.db")
+    db._db.execute("CREATE TABLE t (x INTEGER)")
+    db._db.execute("CREATE TRIGGER full BEFORE INSERT ON t BEGIN SELECT RAISE(ROLLBACK, 'database or disk is full'); END")
+    with pytest.raises(sqlite3.DatabaseError, match="disk is full"):
+        db.many("INSERT INTO t VALUES (?)", [(1,), (2,)])
+    db._db.execute("DROP TRIGGER full")
+    db.many("INSERT INTO t VALUES (?)", [(3,)])  # and it is usable after
+    assert db._db.execute("SELECT x FROM t").fetchall() == [(3,)]
