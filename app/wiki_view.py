@@ -909,6 +909,9 @@ class WikiView(QWidget):
             unknown = [n for n in fixed.cited_numbers() if n not in fixed.citations]
             if unknown:
                 return unknown
+            # a claim the person took out takes its source off the page's list (nothing on it rests there now)
+            cited = set(fixed.cited_numbers())
+            fixed = dataclasses.replace(fixed, citations={n: src for n, src in fixed.citations.items() if n in cited})
             return self.pod.memory.write_page(fixed, author=author)
 
         async def go() -> None:

@@ -1597,3 +1597,26 @@ def test_window_wiki_on_a_damaged_catalog_tells_the_person(damaged_memory, ui_po
     qloop.run(asyncio.sleep(0.5))
     shown = " ".join([w.statusBar().currentMessage(), w.wiki.page.toPlainText()])
     assert "memory.db" in shown and "damaged" in shown and "backup" in shown, shown
+
+
+def test_a_claim_taken_out_in_a_correction_takes_its_source_off_the_page(qtbot, qloop, ui_pod) -> None:
+    """The person deleted a line in the editor and saved: its source stayed listed under the page's Sources, as if
+    the page still rested on it."""
+    w, scope, sid = window_on_family(qtbot, qloop, ui_pod)
+
+    def two_claims() -> str:
+        tom = ui_pod.memory.add_source("Tom's birthday is on 9 May.", scope=scope)
+        ui_pod.memory.write_page(Page(title="Family", scope=scope, category="family",
+                                      body="- Tom's birthday is on 9 May [1]\n- Clara's birthday is on 3 June [2]",
+                                      citations={1: tom, 2: sid}), author="agent:wiki-writer")
+        return tom
+
+    tom = qloop.run(ui_pod.in_memory_thread(two_claims))
+    qloop.run(w.wiki.open_page(scope, "Family"))
+    w.wiki.edit.click()
+    qloop.wait_until(lambda: w.wiki.editor.isVisibleTo(w), what="the editor")
+    w.wiki.editor.setPlainText("- Clara's birthday is on 3 June [2]")  # Tom's line taken out
+    w.wiki.save_edit.click()
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the save")
+    saved = ui_pod.memory.read_page(scope, "family")
+    assert saved.verified and saved.citations == {2: sid} and tom not in saved.citations.values()
