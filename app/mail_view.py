@@ -115,6 +115,13 @@ class MailView(QWidget):
             box.setText("")
         self.message.setText("")
         self.add_toggle.setChecked(False)
+        # their inboxes, recent mail and the rules being typed: the next person's are read when the page is shown
+        self.rows = []
+        for lst in (self.accounts, self.recent):
+            lst.blockSignals(True)
+            lst.clear()
+            lst.blockSignals(False)
+        self.rules.set_rules([])
 
     def refresh(self) -> None:
         self.rules.agents = [a["name"] for a in self.pod.list_agents()]

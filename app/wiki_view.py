@@ -407,16 +407,20 @@ class WikiView(QWidget):
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        task.add_done_callback(self._said_if_failed)
+        person = self.pod.person.id
+        task.add_done_callback(lambda t: self._said_if_failed(t, person))
         return task
 
-    def _said_if_failed(self, task: asyncio.Task[Any]) -> None:
-        """A read or change that failed unforeseen (memory's files damaged, say) is said, not left to the log."""
+    def _said_if_failed(self, task: asyncio.Task[Any], person: str) -> None:
+        """A read or change that failed unforeseen (memory's files damaged, say) is said to the person it was for,
+        not left to the log; after a switch, the next person hears nothing of it."""
         if task.cancelled() or task.exception() is None:
             return
         exc = task.exception()
         log.error("memory work for the Wiki page failed", exc_info=exc)
-        self.status.emit(f"Memory could not do that: {exc}")
+        if self.pod.person.id == person:
+            said = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc  # a KeyError's text without quotes
+            self.status.emit(f"Memory could not do that: {said}")
 
     def _show(self, coro: Any) -> asyncio.Task[Any]:
         """Runs a read that fills the view; `reset` cancels it, so nothing of one person lands in another's view."""

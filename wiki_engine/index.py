@@ -418,7 +418,26 @@ class ScopeIndex:
                     self._pending.append((i, t, -1.0 if im is None else im, vec, src, speaker_of(b) if src else "",
                                           src and asks(b), says_when(b)))
             self._merge_pending()
+            self._take_up_filled_vectors()
             return True
+
+    def _take_up_filled_vectors(self) -> None:
+        """Vectors another process filled in place (a provider's, queued when the note was stored): the rows this
+        one holds blank are read again, so those notes are found by meaning here too."""
+        dim = self.vecs.shape[1]
+        if not dim:
+            if self.embedder is not None and self.meta.execute("SELECT 1 FROM docs WHERE vec IS NOT NULL LIMIT 1").fetchone():
+                self._load_arrays()  # the model's size is known now: every row read once
+            return
+        blank = np.flatnonzero(self.alive & ~self.vecs.any(axis=1))
+        ids = [self.ids[n] for n in blank]
+        for at in range(0, len(ids), 500):
+            chunk = ids[at:at + 500]
+            for i, v in self.meta.execute(
+                    f"SELECT id, vec FROM docs WHERE vec IS NOT NULL AND id IN ({','.join('?' * len(chunk))})", chunk):
+                n = self.row.get(i)
+                if n is not None and n >= 0 and len(v) == dim * 4:
+                    self.vecs[n] = np.frombuffer(v, dtype=np.float32)
 
     def reembed(self, progress: Callable[[int, int], None], stop: Callable[[], bool] = lambda: False,
                 ids: list[str] | None = None) -> bool:

@@ -984,13 +984,15 @@ class Memory:
 
     def _delete_files(self) -> None:
         """Deletes the source files of committed deletions (``files_to_delete``), then their rows."""
-        gone = self.catalog.query("SELECT scope, sha FROM files_to_delete")
-        for scope, sha in gone:
-            if not self.catalog.query("SELECT 1 FROM sources WHERE scope=? AND sha=?", (scope, sha)):  # not stored anew
-                self.sources.delete(Scope.parse(scope), sha)
-        if gone:
-            with self.catalog.tx(immediate=True) as db:
-                db.executemany("DELETE FROM files_to_delete WHERE scope=? AND sha=?", [(r[0], r[1]) for r in gone])
+        if not self.catalog.query("SELECT 1 FROM files_to_delete LIMIT 1"):
+            return
+        # under the catalog's write lock: another process storing the same text again waits, then writes its file
+        with self.catalog.tx(immediate=True) as db:
+            gone = db.execute("SELECT scope, sha FROM files_to_delete").fetchall()
+            for scope, sha in gone:
+                if not db.execute("SELECT 1 FROM sources WHERE scope=? AND sha=?", (scope, sha)).fetchone():
+                    self.sources.delete(Scope.parse(scope), sha)  # not stored anew meanwhile
+            db.executemany("DELETE FROM files_to_delete WHERE scope=? AND sha=?", [(r[0], r[1]) for r in gone])
 
     def finish_deletions(self) -> int:
         """Takes off their pages the claims that still cite a deleted source: a process killed after memory forgot

@@ -3,6 +3,7 @@ button says what happened."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 
@@ -91,3 +92,38 @@ def test_check_now_reports_a_dead_server_and_remove_asks_then_forgets_the_inbox(
     qloop.wait_until(lambda: "Removed me@example.test" in w.mail.message.text(), what="the removal")
     assert ui_pod.mail.accounts(ui_pod.person.id) == [] and w.mail.accounts.count() == 0
     assert ui_pod.vault().get(f"mail/{acct.id}/imap") is None
+
+
+def _mail_shown(w) -> str:
+    ed = w.mail.rules
+    parts = [w.mail.accounts.item(i).text() for i in range(w.mail.accounts.count())]
+    parts += [ed.list.item(i).text() for i in range(ed.list.count())]
+    parts += [ed.name.text(), ed.json.toPlainText()]
+    for r in range(ed.conditions.rowCount()):
+        cell = ed.conditions.cellWidget(r, 2)
+        parts.append(cell.text() if cell is not None and hasattr(cell, "text") else "")
+    parts += [w.mail.recent.item(i).text() for i in range(w.mail.recent.count())]
+    return " | ".join(parts)
+
+
+def test_switching_person_on_the_mail_page_shows_nothing_of_the_first(qtbot, qloop, ui_pod, secure_keyring) -> None:
+    """With the Mail page showing, a switch left the first person's inbox and the rule they were typing on screen."""
+    _inbox(ui_pod)
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show()
+    w.pages.setCurrentWidget(w.mail)
+    ed = w.mail.rules
+    ed.add_rule.click()
+    ed.name.setText("Divorce lawyer")
+    ed.name.textEdited.emit("Divorce lawyer")
+    value = ed.conditions.cellWidget(0, 2)
+    value.setText("@harper-family-law.example")
+    value.textEdited.emit(value.text())
+    assert "Divorce lawyer" in _mail_shown(w) and "me@example.test" in _mail_shown(w)
+    ui_pod.add_person("Bob")
+    w.refresh_people()
+    assert w.switch_person("Bob")
+    qloop.run(asyncio.sleep(0.3))
+    shown = _mail_shown(w)
+    assert "me@example.test" not in shown and "Divorce" not in shown and "harper" not in shown, shown

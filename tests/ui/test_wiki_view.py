@@ -1620,3 +1620,33 @@ def test_a_claim_taken_out_in_a_correction_takes_its_source_off_the_page(qtbot, 
     qloop.wait_until(lambda: not w.wiki._tasks, what="the save")
     saved = ui_pod.memory.read_page(scope, "family")
     assert saved.verified and saved.citations == {2: sid} and tom not in saved.citations.values()
+
+
+def test_a_verify_that_fails_after_a_switch_is_not_told_to_the_next_person(qtbot, qloop, ui_pod) -> None:
+    """Me ticks Verified on her private page 'Family'; memory is busy, the window is switched to Bob, and meanwhile the
+    page was deleted (a terminal): the failure, which names Me's page and scope, was said to Bob."""
+    import threading
+
+    w, scope, _sid = window_on_family(qtbot, qloop, ui_pod)
+    me = ui_pod.person.id
+    switched = threading.Event()
+    mem = ui_pod.memory
+    real = mem.set_verified
+
+    def slow_verify(sc, slug, verified=True):
+        switched.wait(10)  # memory busy with something else meanwhile
+        mem.delete_page(sc, slug)  # a terminal deleted the page meanwhile
+        return real(sc, slug, verified)
+
+    mem.set_verified = slow_verify
+    w.wiki.verified.click()
+    qloop.wait_until(lambda: bool(w.wiki._tasks), what="the verify task")
+    task = next(iter(w.wiki._tasks))
+    ui_pod.add_person("Bob")
+    w.refresh_people()
+    assert w.switch_person("Bob")
+    switched.set()
+    qloop.wait_until(task.done, what="Me's verify to end", timeout=30)
+    qloop.wait_until(lambda: not w.wiki._tasks, what="Bob's view", timeout=30)
+    said = w.statusBar().currentMessage()
+    assert "family" not in said.lower() and me not in said, said

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import threading
 import time
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 from pytest import approx
 
 from wiki_engine import Item, Memory, Viewer, open_memory
+from wiki_engine.embed import load_embedder
 
 
 def test_ranked_path_finds_a_paraphrase_that_keywords_miss(mem: Memory) -> None:
@@ -543,3 +545,61 @@ def test_typeahead_suggests_the_page_before_many_sources_sharing_its_word(tmp_pa
     with open_memory(root, embedder=None) as mem:
         first = mem.typeahead("boil", scopes=["private/alice"])[0]
         assert (first.kind, first.title) == ("page", "Boiler")
+
+
+class _SlowProvider:
+    remote = True
+    name = "provider:local/fake-embed"
+    dim = 256
+
+    def __init__(self, gate: threading.Event | None = None):
+        self.inner = load_embedder("static")
+        self.gate = gate
+
+    def embed(self, texts, timeout=None):
+        if self.gate is not None:
+            self.gate.wait(30)
+        return self.inner.embed(texts)
+
+
+_DRAWER_NOTES = [f"Clara's {w} is kept in the {p} drawer." for w in ("passport", "scarf", "diary", "charger", "keys")
+         for p in ("kitchen", "hall", "office", "bedroom")] + ["The boiler was serviced in March by the plumber.", "Buy oat milk and bread on Friday.",
+         "The car needs new tyres before winter.", "Dentist appointment moved to Tuesday morning."]
+
+
+def _wait_filled(mem, scope="public", timeout=30.0):
+    end = time.time() + timeout
+    while time.time() < end:
+        if mem.index(scope).queued_count() == 0:
+            return
+        time.sleep(0.05)
+    raise AssertionError("vectors never filled")
+
+
+def test_a_note_stored_by_a_terminal_is_found_by_meaning_in_the_window_once_its_vector_is_filled(tmp_path) -> None:
+    """A provider's vector is filled after its note is stored: the window took up a terminal's note before that,
+    and kept it blank, so the note was never found there by meaning."""
+    root = tmp_path / "memory"
+    gate = threading.Event()
+    a = open_memory(root, embedder=_SlowProvider())  # the window
+    try:
+        for n, t in enumerate(_DRAWER_NOTES):
+            a.add_source(t, scope="public", ts=1_700_000_000.0 + n)
+        _wait_filled(a)
+        assert a.wait_for_embedding(30)  # the window is idle: its own background pass has ended
+        b = open_memory(root, embedder=_SlowProvider(gate))  # a terminal: its provider answers later
+        try:
+            sid = b.add_source("Clara's birthday is on 3 June; she turns forty.", scope="public", ts=1_700_000_100.0)
+            a.search("tyres", scopes=["public"], mode="keyword")  # the window takes up the terminal's note
+            gate.set()  # the terminal's provider answers: its vector is stored
+            _wait_filled(b)
+        finally:
+            b.close()
+        query = "celebration party cake"
+        got = [h.id for h in a.search(query, scopes=["public"], mode="meaning", k=1)]
+        with open_memory(root, embedder=_SlowProvider()) as c:  # what a fresh open finds
+            want = [h.id for h in c.search(query, scopes=["public"], mode="meaning", k=1)]
+        assert sid in want
+        assert got == want, (got, want)
+    finally:
+        a.close()

@@ -578,3 +578,44 @@ def test_a_delete_killed_after_its_commit_leaves_no_file_behind_at_the_next_open
         assert mem.source_scope(sid) is None and "plumber" in mem.get_source(kept).text
         assert mem.verify() == []
     assert _files_holding(root / "sources", b"painting") == []
+
+
+def test_same_note_stored_again_by_another_process_during_a_deletion_keeps_its_file(tmp_path) -> None:
+    """A deletion's file goes after its commit: a terminal storing the same note again meanwhile kept its row but
+    lost its file ("missing... restore it from a backup"). The check and the delete now hold the catalog."""
+    import threading
+
+    from wiki_engine import open_memory
+
+    root = tmp_path / "memory"
+    text, ts = "Clara's birthday is on 3 June.", 1_700_000_000.0
+    a = open_memory(root, embedder=None)  # the window
+    b = open_memory(root, embedder=None)  # a terminal, another process (its own connections)
+    try:
+        sid = a.add_source(text, scope="public", ts=ts)
+        real_delete = a.sources.delete
+        out: dict[str, object] = {}
+
+        def again() -> None:
+            try:
+                out["sid"] = b.add_source(text, scope="public", ts=ts)  # the terminal stores the same note again
+            except Exception as exc:  # noqa: BLE001
+                out["error"] = exc
+
+        def delete_with_the_terminal_storing(scope, sha):
+            t = threading.Thread(target=again)
+            t.start()
+            t.join(2.0)  # the other process runs meanwhile (it waits if the deletion holds the catalog)
+            out["thread"] = t
+            real_delete(scope, sha)
+
+        a.sources.delete = delete_with_the_terminal_storing
+        a.delete_sources([sid], again=True)
+        out["thread"].join(60)
+        assert "error" not in out, out
+        assert out["sid"] == sid
+        # the source is stored (its row is there) and so must its file be
+        assert b.get_source(sid).text.strip().endswith(text)
+    finally:
+        a.close()
+        b.close()
