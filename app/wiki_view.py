@@ -903,13 +903,15 @@ class WikiView(QWidget):
         base = self._edit_base
 
         def write() -> Any:
+            from runtime_host.memory_jobs import citations_as_marks
+
             page = self.pod.memory.read_page(scope, slug)
             if page is None:
                 return None
             if (page.body, page.citations) != base:
                 return "changed"  # an ingest rewrote it meanwhile: the person's [n] may now name other sources
             # a value typed anew: kept for its owner to read back, not lost to "[CARD_1]"
-            fixed = dataclasses.replace(page, body=self.pod.redact_own(body), verified=True)
+            fixed = dataclasses.replace(page, body=citations_as_marks(self.pod.redact_own(body)), verified=True)
             unknown = [n for n in fixed.cited_numbers() if n not in fixed.citations]
             if unknown:
                 return unknown

@@ -168,6 +168,12 @@ _LINK = re.compile(r"\[\[[^\]]+\]\]")
 _HEXID = re.compile(r"\b[0-9a-fA-F]{12,}\b")
 
 
+def citations_as_marks(body: str) -> str:
+    """Citations as people and models also write them, as [n] marks: "[1, 2]" is [1][2], a footnote "[^1]" is [1]."""
+    body = _CITE_LIST.sub(lambda m: "".join(f"[{n.strip()}]" for n in m.group(1).split(",")), body)
+    return _FOOTNOTE.sub(r"[\1]", body)
+
+
 def tidy_body(body: str) -> tuple[str, int]:
     """A model's page body with chat filler lines and uncited claims removed; (body, lines dropped).
     A paragraph that cites a source is kept up to the end of the sentence holding its last citation (its wrapped
@@ -177,9 +183,7 @@ def tidy_body(body: str) -> tuple[str, int]:
     and "[[Ines|Ines is ill]]" both keep just their link)."""
     from wiki_engine.pages import is_heading, links_in, paragraphs, without_empty_sections
 
-    # Citations as models also write them: "[1, 2]" is [1][2], a footnote mark "[^1]" is [1].
-    body = _CITE_LIST.sub(lambda m: "".join(f"[{n.strip()}]" for n in m.group(1).split(",")), body)
-    body = _FOOTNOTE.sub(r"[\1]", body)
+    body = citations_as_marks(body)
     body = _MD_LINK_DEF.sub("", body)  # the model's own "[1]: ..." list: its citations say which source each is
     out: list[str] = []
     dropped = 0

@@ -1620,6 +1620,13 @@ def test_a_claim_taken_out_in_a_correction_takes_its_source_off_the_page(qtbot, 
     qloop.wait_until(lambda: not w.wiki._tasks, what="the save")
     saved = ui_pod.memory.read_page(scope, "family")
     assert saved.verified and saved.citations == {2: sid} and tom not in saved.citations.values()
+    w.wiki.edit.click()  # citations written the other ways people write them are citations too
+    qloop.wait_until(lambda: w.wiki.editor.isVisibleTo(w), what="the editor")
+    w.wiki.editor.setPlainText("- Clara's birthday is on 3 June, as she says [2, 2] and [^2]")
+    w.wiki.save_edit.click()
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the save")
+    saved = ui_pod.memory.read_page(scope, "family")
+    assert saved.citations == {2: sid} and saved.body.endswith("[2][2] and [2]")
 
 
 def test_a_verify_that_fails_after_a_switch_is_not_told_to_the_next_person(qtbot, qloop, ui_pod) -> None:
