@@ -114,9 +114,9 @@ class MailView(QWidget):
         for box in (self.address, self.imap_host, self.smtp_host, self.username, self.password):
             box.setText("")
         self.message.setText("")
-        self.add_toggle.setChecked(False)
         # their inboxes, recent mail and the rules being typed: the next person's are read when the page is shown
         self.rows = []
+        self.add_toggle.setChecked(False)
         for lst in (self.accounts, self.recent):
             lst.blockSignals(True)
             lst.clear()

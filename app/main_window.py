@@ -419,6 +419,8 @@ class MainWindow(QMainWindow):
         self.wiki.reset()  # nothing of the previous person stays on the Wiki page, shown or not
         if self.pages.currentWidget() is self.wiki:
             self.wiki.refresh()
+        if self.pages.currentWidget() is self.mail:  # the page on screen shows the next person's inboxes at once
+            self.mail.refresh()
         self.statusBar().showMessage(f"Now using Hearth as {name}.")
         return True
 

@@ -916,7 +916,7 @@ class WikiView(QWidget):
             if unknown:
                 return unknown
             # a claim the person took out takes its source off the page's list (nothing on it rests there now)
-            cited = set(fixed.cited_numbers())
+            cited = {int(n) for n in _CITE.findall(fixed.body)}  # as the page shows them ("[1]: 9 May" too)
             fixed = dataclasses.replace(fixed, citations={n: src for n, src in fixed.citations.items() if n in cited})
             return self.pod.memory.write_page(fixed, author=author)
 

@@ -127,3 +127,30 @@ def test_switching_person_on_the_mail_page_shows_nothing_of_the_first(qtbot, qlo
     qloop.run(asyncio.sleep(0.3))
     shown = _mail_shown(w)
     assert "me@example.test" not in shown and "Divorce" not in shown and "harper" not in shown, shown
+
+
+def test_switching_person_on_the_mail_page_shows_the_next_persons_inboxes(qtbot, qloop, ui_pod, secure_keyring) -> None:
+    """A switch on the Mail page cleared the first person's inboxes but never read the next person's: the page stayed
+    empty until they left it and came back."""
+    port = _dead_port()
+    ui_pod.add_person("Bob")
+    bob = ui_pod.store.get_person("Bob")
+    ui_pod.mail.add_account(ui_pod.person.id, "me@example.test",
+                            imap={"host": "127.0.0.1", "port": port, "username": "me", "security": "none"},
+                            smtp={"host": "127.0.0.1", "port": port, "username": "me", "security": "none"},
+                            password="mail-secret-1")
+    ui_pod.mail.add_account(bob.id, "bob@example.test",
+                            imap={"host": "127.0.0.1", "port": port, "username": "bob", "security": "none"},
+                            smtp={"host": "127.0.0.1", "port": port, "username": "bob", "security": "none"},
+                            password="mail-secret-2")
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show()
+    w.pages.setCurrentWidget(w.mail)
+    assert w.mail.accounts.count() == 1
+    w.refresh_people()
+    assert w.switch_person("Bob")
+    qloop.run(asyncio.sleep(0.3))
+    assert w.pages.currentWidget() is w.mail
+    shown = [w.mail.accounts.item(i).text() for i in range(w.mail.accounts.count())]
+    assert any("bob@example.test" in s for s in shown), (shown, w.mail.add_box.isVisible())

@@ -1657,3 +1657,33 @@ def test_a_verify_that_fails_after_a_switch_is_not_told_to_the_next_person(qtbot
     qloop.wait_until(lambda: not w.wiki._tasks, what="Bob's view", timeout=30)
     said = w.statusBar().currentMessage()
     assert "family" not in said.lower() and me not in said, said
+
+
+@pytest.mark.parametrize("typed", [
+    "- Tom's birthday is on 9 May and Clara's on 3 June [1, 2]",
+    "- Tom's birthday is on 9 May [^1]\n- Clara's birthday is on 3 June [^2]",
+    "- Birthdays [1][2]: Tom on 9 May, Clara on 3 June",
+    "- Tom's birthday [1]: 9 May\n- Clara's birthday [2]: 3 June",
+    "| who | birthday |\n|---|---|\n| Tom | 9 May [1] |\n| Clara | 3 June [2] |",
+])
+def test_a_correction_citing_in_another_form_keeps_its_sources(qtbot, qloop, ui_pod, typed) -> None:
+    """Saving a correction takes uncited sources off the page: a citation written "[1, 2]", "[^1]", "[1]: 9 May" or
+    in a table is a citation all the same, and its source stays."""
+    w, scope, sid = window_on_family(qtbot, qloop, ui_pod)
+
+    def two_claims() -> str:
+        tom = ui_pod.memory.add_source("Tom's birthday is on 9 May.", scope=scope)
+        ui_pod.memory.write_page(Page(title="Family", scope=scope, category="family",
+                                      body="- Tom's birthday is on 9 May [1]\n- Clara's birthday is on 3 June [2]",
+                                      citations={1: tom, 2: sid}), author="agent:wiki-writer")
+        return tom
+
+    tom = qloop.run(ui_pod.in_memory_thread(two_claims))
+    qloop.run(w.wiki.open_page(scope, "Family"))
+    w.wiki.edit.click()
+    qloop.wait_until(lambda: w.wiki.editor.isVisibleTo(w), what="the editor")
+    w.wiki.editor.setPlainText(typed)
+    w.wiki.save_edit.click()
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the save")
+    saved = ui_pod.memory.read_page(scope, "family")
+    assert saved.citations == {1: tom, 2: sid}, (saved.body, saved.citations)
