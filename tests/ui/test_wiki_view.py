@@ -1599,9 +1599,9 @@ def test_window_wiki_on_a_damaged_catalog_tells_the_person(damaged_memory, ui_po
     assert "memory.db" in shown and "damaged" in shown and "backup" in shown, shown
 
 
-def test_a_claim_taken_out_in_a_correction_takes_its_source_off_the_page(qtbot, qloop, ui_pod) -> None:
-    """The person deleted a line in the editor and saved: its source stayed listed under the page's Sources, as if
-    the page still rested on it."""
+def _editing_two_birthdays(qtbot, qloop, ui_pod):
+    """The Family page citing Tom's birthday [1] and Clara's [2], open in the editor: (window, scope, Clara's source,
+    Tom's source)."""
     w, scope, sid = window_on_family(qtbot, qloop, ui_pod)
 
     def two_claims() -> str:
@@ -1615,6 +1615,13 @@ def test_a_claim_taken_out_in_a_correction_takes_its_source_off_the_page(qtbot, 
     qloop.run(w.wiki.open_page(scope, "Family"))
     w.wiki.edit.click()
     qloop.wait_until(lambda: w.wiki.editor.isVisibleTo(w), what="the editor")
+    return w, scope, sid, tom
+
+
+def test_a_claim_taken_out_in_a_correction_takes_its_source_off_the_page(qtbot, qloop, ui_pod) -> None:
+    """The person deleted a line in the editor and saved: its source stayed listed under the page's Sources, as if
+    the page still rested on it."""
+    w, scope, sid, tom = _editing_two_birthdays(qtbot, qloop, ui_pod)
     w.wiki.editor.setPlainText("- Clara's birthday is on 3 June [2]")  # Tom's line taken out
     w.wiki.save_edit.click()
     qloop.wait_until(lambda: not w.wiki._tasks, what="the save")
@@ -1669,19 +1676,7 @@ def test_a_verify_that_fails_after_a_switch_is_not_told_to_the_next_person(qtbot
 def test_a_correction_citing_in_another_form_keeps_its_sources(qtbot, qloop, ui_pod, typed) -> None:
     """Saving a correction takes uncited sources off the page: a citation written "[1, 2]", "[^1]", "[1]: 9 May" or
     in a table is a citation all the same, and its source stays."""
-    w, scope, sid = window_on_family(qtbot, qloop, ui_pod)
-
-    def two_claims() -> str:
-        tom = ui_pod.memory.add_source("Tom's birthday is on 9 May.", scope=scope)
-        ui_pod.memory.write_page(Page(title="Family", scope=scope, category="family",
-                                      body="- Tom's birthday is on 9 May [1]\n- Clara's birthday is on 3 June [2]",
-                                      citations={1: tom, 2: sid}), author="agent:wiki-writer")
-        return tom
-
-    tom = qloop.run(ui_pod.in_memory_thread(two_claims))
-    qloop.run(w.wiki.open_page(scope, "Family"))
-    w.wiki.edit.click()
-    qloop.wait_until(lambda: w.wiki.editor.isVisibleTo(w), what="the editor")
+    w, scope, sid, tom = _editing_two_birthdays(qtbot, qloop, ui_pod)
     w.wiki.editor.setPlainText(typed)
     w.wiki.save_edit.click()
     qloop.wait_until(lambda: not w.wiki._tasks, what="the save")
