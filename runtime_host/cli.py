@@ -309,8 +309,9 @@ def _print_json(obj: Any) -> None:
 
 
 def _message_text(arg: str) -> str:
-    """The message `chat` was given (- reads standard input) as text: its bytes read the way watched folders read
-    a file (UTF-8, a byte order mark, else Windows-1252), saying on stderr how when it was not plain UTF-8."""
+    """The message `chat` was given (- reads standard input) as text: as the terminal's own encoding says, else its
+    bytes read the way watched folders read a file (UTF-8, a byte order mark, else Windows-1252), saying on stderr
+    how when it was not plain UTF-8."""
     import codecs
     import locale
     import os
