@@ -377,6 +377,9 @@ class MainWindow(QMainWindow):
         name = self.person_box.itemData(index)
         if name == self.pod.person.name:
             return
+        if self._keeps_correction():
+            self.refresh_people()  # the box shows who is still using Hearth
+            return
         entry = next((p for p in self.pod.people() if p["name"] == name), None)
         passphrase = None
         if entry and entry["has_passphrase"]:
@@ -1170,11 +1173,24 @@ class MainWindow(QMainWindow):
         self._quitting = True
         self.close()
 
+    def _keeps_correction(self) -> bool:
+        """Whether the person keeps editing an unsaved wiki correction rather than lose it (asked on the Wiki page,
+        which is then shown)."""
+        if not self.wiki.has_unsaved_correction():
+            return False
+        self.bring_to_front()
+        self.pages.setCurrentWidget(self.wiki)
+        return self.wiki.keeps_correction()
+
     def closeEvent(self, event: Any) -> None:  # noqa: N802
         if self.tray.available and not self._quitting:
             event.ignore()
             self.hide()
             self.tray.notify("Hearth is still running", "Schedules and mail go on; open Hearth from the tray icon.")
+            return
+        if self._keeps_correction():  # quitting would throw the person's correction away
+            self._quitting = False
+            event.ignore()
             return
         settings = QSettings("Hearth", "Hearth")
         settings.setValue("window/geometry", self.saveGeometry())

@@ -843,16 +843,27 @@ class WikiView(QWidget):
         everything as it was: the editor, its text, and what was selected in the list and the results."""
         if self._editing is None:
             return True
-        if self.editor.toPlainText() != self._edit_text:
-            from app.confirm import choose
-
-            if choose(self, "Unsaved correction", f"Discard your correction to {self._edit_title or 'this page'}?",
-                      ["Discard"], "What you typed in the editor is not saved. Keep editing to Save it first.",
-                      cancel="Keep editing") != "Discard":
-                self._select_again()
-                self.editor.setFocus()
-                return False
+        if self.keeps_correction():
+            self._select_again()
+            return False
         self._close_editor()
+        return True
+
+    def has_unsaved_correction(self) -> bool:
+        return self._editing is not None and self.editor.toPlainText() != self._edit_text
+
+    def keeps_correction(self) -> bool:
+        """Whether an unsaved correction is open and the person, asked, chose to keep editing it (before anything
+        would throw it away: another page, a person switch, quitting). The editor then has the focus."""
+        if not self.has_unsaved_correction():
+            return False
+        from app.confirm import choose
+
+        if choose(self, "Unsaved correction", f"Discard your correction to {self._edit_title or 'this page'}?",
+                  ["Discard"], "What you typed in the editor is not saved. Keep editing to Save it first.",
+                  cancel="Keep editing") == "Discard":
+            return False
+        self.editor.setFocus()
         return True
 
     def _on_tree_current(self, _item: Any, prev: QTreeWidgetItem | None) -> None:

@@ -1682,3 +1682,38 @@ def test_a_correction_citing_in_another_form_keeps_its_sources(qtbot, qloop, ui_
     qloop.wait_until(lambda: not w.wiki._tasks, what="the save")
     saved = ui_pod.memory.read_page(scope, "family")
     assert saved.citations == {1: tom, 2: sid}, (saved.body, saved.citations)
+
+
+def pick_person(w, name: str) -> None:
+    """The person picks ``name`` in the person box, as with the mouse (the box's activated signal)."""
+    i = w.person_box.findData(name)
+    w.person_box.setCurrentIndex(i)
+    w.person_box.activated.emit(i)
+
+
+def test_a_person_switch_or_quitting_asks_before_an_unsaved_correction_is_lost(qtbot, qloop, ui_pod) -> None:
+    """Editing Family, the person picked Bob in the person box (or quit from the tray): the editor closed and the
+    correction typed was gone without a word. Now they are asked; Keep editing keeps them, the editor and its text,
+    and Bob sees nothing of it once the person chooses Discard."""
+    w, scope, _ = window_on_family(qtbot, qloop, ui_pod)
+    w.show()
+    ui_pod.add_person("Bob")
+    w.refresh_people()
+    w.wiki.edit.click()
+    qloop.wait_until(lambda: w.wiki.editor.isVisibleTo(w), what="the editor")
+    typed = "- Clara's birthday is on 13 June, I checked her passport [1]"
+    w.wiki.editor.setPlainText(typed)
+    w.pages.setCurrentIndex(0)  # the person went back to Chat before switching
+    asked = answer_confirm("Keep editing")
+    pick_person(w, "Bob")
+    assert asked == ["Discard your correction to Family?"]
+    assert w.pod.person.name == "Me" and w.person_box.currentData() == "Me"
+    assert w.pages.currentWidget() is w.wiki and w.wiki.editor.toPlainText() == typed
+    asked = answer_confirm("Keep editing")
+    w.quit()  # the tray's Quit
+    assert asked == ["Discard your correction to Family?"] and w.isVisible()
+    assert w.wiki.editor.toPlainText() == typed
+    answer_confirm("Discard")
+    pick_person(w, "Bob")
+    assert w.pod.person.name == "Bob" and not w.wiki.editor.isVisibleTo(w) and typed not in w.wiki.editor.toPlainText()
+    assert "13 June" not in ui_pod.memory.read_page(scope, "family").body
