@@ -75,18 +75,32 @@ _SMALLTALK = re.compile(
 _PROMO = re.compile(r"\b(unsubscribe|newsletter|% off|sale\b|click (here|to))", re.I)
 
 
+# Chinese and Japanese are written without spaces: a run of their letters is one \w+ however long, so words are
+# counted by letters instead, one for every two (Korean is written with spaces).
+_UNSPACED = re.compile("[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f]")
+
+
+def word_count(text: str) -> float:
+    """About how many words ``text`` holds, in any script."""
+    n = 0.0
+    for run in re.findall(r"\w+", text):
+        unspaced = len(_UNSPACED.findall(run))
+        n += (len(run) > unspaced) + unspaced / 2 if unspaced else 1
+    return n
+
+
 def rules_decide(items: Sequence[Item]) -> list[Decision]:
     """Keep or skip without a model, by general rules only: skips empty items, small talk, items too short
-    to state a fact (under four words) and advertising; keeps everything else."""
+    to state a fact (under four words, in any script) and advertising; keeps everything else."""
     out: list[Decision] = []
     for it in items:
         text = it.text.strip()
-        words = re.findall(r"\w+", text)
+        words = word_count(text)
         if not words:
             out.append(Decision(False, "empty or emoji only"))
         elif _SMALLTALK.match(text):
             out.append(Decision(False, "small talk"))
-        elif len(words) < 4:
+        elif words < 4:
             out.append(Decision(False, "too short to hold a fact"))
         elif _PROMO.search(text):
             out.append(Decision(False, "promotional mail"))

@@ -38,8 +38,8 @@ def test_harness_runs_the_pipeline_and_appends_to_the_scoreboard(tmp_path: Path)
 
 
 def test_harness_counts_front_matter_failures(tmp_path: Path) -> None:
-    from wiki_engine import open_memory
     from tests.wiki.harness import wiki_metrics
+    from wiki_engine import open_memory
 
     wiki = tmp_path / "wiki" / "public"
     wiki.mkdir(parents=True)
@@ -58,6 +58,17 @@ def test_rules_without_a_model_and_the_test_only_categories() -> None:
     assert [(d.keep, d.reason) for d in rules_decide(items)] == [
         (False, "small talk"), (False, "empty or emoji only"), (True, "states a fact"), (False, "promotional mail")]
     assert categorize("Biscuit needs a vet visit") == "pets"
+
+
+def test_rules_keep_a_fact_written_without_spaces_and_skip_a_word() -> None:
+    """Without a model, a Japanese or Chinese mail of whole sentences was skipped as "too short to hold a fact":
+    its words were counted as runs of letters between spaces, and these scripts use none."""
+    facts = ("歯医者の予約は来週の金曜日の午前十時に変更になりました。", "您的牙医预约已改到下周五上午十点。",
+             "猫の名前はタマです", "내일 오후 세 시에 치과 예약이 있어요")
+    short = ("はい", "好的", "明天见")
+    decided = rules_decide([Item(text=t, scope="public", ts=1.0) for t in facts + short])
+    assert [(d.keep, d.reason) for d in decided] == [(True, "states a fact")] * len(facts) + [
+        (False, "too short to hold a fact")] * len(short)
 
 
 def test_product_code_holds_no_words_tuned_to_the_in_house_set() -> None:
