@@ -1114,7 +1114,10 @@ class WikiView(QWidget):
 
     def _drop_forgotten(self, sids: set[str] | None) -> None:
         """What is on screen of deleted sources (``sids``) or of a forget (None: any item may be gone) goes: their
-        search results, and an Ask memory answer citing them (the empty state or the pointer takes its place)."""
+        search results, the search box's suggestions (the next letter typed asks memory again), and an Ask memory
+        answer citing them (the empty state or the pointer takes its place)."""
+        self._suggestions.setStringList([])
+        self.search.completer().popup().hide()
         for row in reversed(range(self.results.count())):
             h = self.results.item(row).data(Qt.ItemDataRole.UserRole)
             if sids is None or (h is not None and h.id in sids):

@@ -203,6 +203,22 @@ def test_forget_everything_about_me(qtbot, qloop, ui_pod) -> None:
     assert not hits
 
 
+def test_forget_me_leaves_no_forgotten_title_among_the_search_suggestions(qtbot, qloop, ui_pod) -> None:
+    """After Forget everything, typing "G" in the search box (one letter asks memory nothing: the list already
+    made is filtered) still offered "Gifts", the forgotten page's title."""
+    seed(qloop, ui_pod)
+    w = wiki_window(qtbot, ui_pod)
+    w.wiki._on_typed("Gif")
+    qloop.wait_until(lambda: "Gifts" in w.wiki._suggestions.stringList(), what="typeahead")
+    answer_confirm("Forget everything")
+    w.wiki.forget_me.click()
+    qloop.wait_until(lambda: "Forgot" in w.statusBar().currentMessage() and not w.wiki._tasks, what="forgetting")
+    completer = w.wiki.search.completer()
+    completer.setCompletionPrefix("G")
+    shown = [completer.completionModel().index(i, 0).data() for i in range(completer.completionCount())]
+    assert shown == []
+
+
 def test_deleting_a_cited_source_takes_it_out_of_search(qtbot, qloop, ui_pod) -> None:
     scope, sid = seed(qloop, ui_pod)
     w = wiki_window(qtbot, ui_pod)
