@@ -1188,7 +1188,9 @@ class MainWindow(QMainWindow):
             self.hide()
             self.tray.notify("Hearth is still running", "Schedules and mail go on; open Hearth from the tray icon.")
             return
-        if self._keeps_correction():  # quitting would throw the person's correction away
+        # Quitting would throw the person's correction away: asked when they quit or closed the window themselves
+        # (a close made by code, on shutdown, asks nothing).
+        if (self._quitting or event.spontaneous()) and self._keeps_correction():
             self._quitting = False
             event.ignore()
             return
