@@ -318,13 +318,16 @@ class MemoryHost:
 
     async def memory_forget_agent(self, person_id: str, name: str) -> int:
         """Everything one agent learned, and memory's summaries of the person's conversations with it (those
-        written before summaries named their agent are found by their conversation)."""
+        written before summaries named their agent are found by their conversation), and why the extraction model
+        skipped any of their messages."""
         inst, _ = self.pod.find_agent(person_id, name)
         scope = f"private/{inst.person_id}"
-        summaries = [f"summary-{c.id}-" for c in self.pod.store.list_conversations(inst.id)]
+        convs = self.pod.store.list_conversations(inst.id)
+        summaries = [f"summary-{c.id}-" for c in convs]
+        keys = [m.id for c in convs for m in self.pod.store.list_messages(c.id)]
 
         def forget() -> int:
-            n = self.memory.forget_agent(inst.person_id, inst.id)
+            n = self.memory.forget_agent(inst.person_id, inst.id, keys=keys)
             older = self.memory.sources_by_key(scope, (), summaries)
             self.memory.delete_sources(older)
             self.memory.drop_held(scope, summaries)

@@ -1086,17 +1086,25 @@ class Memory:
         rows = self.catalog.query("SELECT at FROM forgotten WHERE scope=?", (str(Scope.parse(scope)),))
         return float(rows[0][0]) if rows else 0.0
 
-    def forget_agent(self, person: str, agent: str, *, elsewhere: bool = True) -> int:
+    def forget_agent(self, person: str, agent: str, *, elsewhere: bool = True, keys: Sequence[str] = ()) -> int:
         """Deletes everything one agent learned: its own scope, what it tried to store and was held back, and
-        (``elsewhere``) the sources it added to other scopes."""
+        (``elsewhere``) the sources it added to other scopes. ``keys`` are the item keys of the person's chat
+        with it (its conversations' message ids): the extraction model's reasons for skipping them, which may quote
+        them, leave the person's private scope too."""
         sc = Scope("agent", person, agent)
         Scope.parse(str(sc))
+        private = str(Scope.parse(f"private/{person}"))
         ids = [r[0] for r in self.catalog.query(
             "SELECT id FROM sources WHERE scope=? OR (? AND owner=? AND agent=?)", (str(sc), elsewhere, person, agent))]
         self._delete_sources(ids)
+        keys = list(keys)
         with self.catalog.tx(immediate=True) as db:  # what it tried to store anywhere and was held back
             db.execute("DELETE FROM quarantine WHERE owner=? AND agent=?", (person, agent))
-        self._drop_scope(sc)
+            for part in range(0, len(keys), 500):
+                chunk = keys[part:part + 500]
+                db.execute(f"DELETE FROM skips WHERE scope=? AND item_key IN ({','.join('?' * len(chunk))})",
+                           (private, *chunk))
+        self._drop_scope(sc)  # purges the catalog: what was deleted is in none of its files
         return len(ids)
 
     def forget_origins(self, scope: str, keys: Sequence[str] = (), key_starts: Sequence[str] = ()) -> int:
