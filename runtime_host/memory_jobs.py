@@ -42,21 +42,45 @@ NO_ASK_MODEL = ("Ask memory needs a capable model: choose one for “Ask memory�
 class MemoryModelError(Exception):
     """The model's answer for a memory job could not be used; nothing was changed.
 
+    Its message may quote the model's answer, which may quote the person's words: it is told to that person
+    alone. ``summary`` says what kind of failure it was in Hearth's own words, quoting nothing the model read or
+    wrote: that is what the schedule ledger and Hearth's log (read by everyone at this computer) keep. A message
+    of Hearth's own words only is its own summary.
+
     A job that runs for everyone raises it once the others are done, with ``failures`` (person id -> what failed
-    for them) and ``report`` (the run's report): each person is told only of their own model's failure."""
+    for them), ``summaries`` (person id -> the summary of that) and ``report`` (the run's report): each person is
+    told only of their own model's failure."""
 
     report: Any = None
     failures: dict[str, str] | None = None
+    summaries: dict[str, str] | None = None
+
+    def __init__(self, message: str, summary: str | None = None):
+        super().__init__(message)
+        self.summary = summary or message
+
+    def plain(self) -> str:
+        """What failed, for whom, quoting nothing (for the ledger and the log)."""
+        if not self.summaries:
+            return self.summary
+        return " ".join(f"For person {pid}: {said}" for pid, said in self.summaries.items())
 
 
 def _failed_run(failed: list[tuple[str, MemoryModelError]], report: Any) -> MemoryModelError:
     err = failed[0][1]
     err.report = report
-    err.failures = {}
+    err.failures, err.summaries = {}, {}
     for pid, exc in failed:  # each of a person's failures said (their chat and their summaries, say), once
-        said = err.failures.get(pid)
-        err.failures[pid] = str(exc) if said is None or str(exc) in said else f"{said} {exc}"
+        for told, what in ((err.failures, str(exc)), (err.summaries, exc.summary)):
+            said = told.get(pid)
+            told[pid] = what if said is None or what in said else f"{said} {what}"
     return err
+
+
+def _provider_failed(what: str, exc: ProviderError) -> MemoryModelError:
+    """A memory job's model call failed: the provider's words (which may echo what it was sent) go to the person
+    alone; the ledger and the log get the kind of failure."""
+    return MemoryModelError(f"The {what} model failed: {exc}", f"The {what} model failed ({exc.kind}).")
 
 
 UNUSABLE = "unusable"  # the kind of a memory route whose chosen model cannot be reached (see MemoryHost.memory_route)
@@ -103,7 +127,8 @@ def _json_from(answer: str, what: str) -> Any:
         except (json.JSONDecodeError, RecursionError):
             continue
     raise MemoryModelError(f"The {what} model did not answer with JSON (it began {answer[:80]!r}). Nothing was "
-                           "stored; the next run asks again. Pick a stronger model for this role in Settings → Models.")
+                           "stored; the next run asks again. Pick a stronger model for this role in Settings → Models.",
+                           f"The {what} model did not answer with JSON; nothing was stored.")
 
 
 DECIDE_SYSTEM = (
@@ -124,7 +149,7 @@ def model_decide(route: Route, redact: Callable[[str, str], str] | None = None) 
         try:
             answer = _ask(route, DECIDE_SYSTEM, listing)
         except ProviderError as exc:
-            raise MemoryModelError(f"The extraction model failed: {exc}") from None
+            raise _provider_failed("extraction", exc) from None
         data = _json_from(answer, "extraction")
         if not isinstance(data, list):
             raise MemoryModelError("The extraction model's JSON is not a list of decisions; nothing was stored.")
@@ -282,7 +307,7 @@ def model_synthesize(route: Route, names: dict[str, str] | None = None,
         try:
             answer = _ask(route, SYNTH_SYSTEM, "\n".join(parts))
         except ProviderError as exc:
-            raise MemoryModelError(f"The wiki-writer model failed: {exc}") from None
+            raise _provider_failed("wiki-writer", exc) from None
         data = _json_from(answer, "wiki-writer")
         if not isinstance(data, list):
             raise MemoryModelError("The wiki-writer model's JSON is not a list of pages; the inbox is unchanged.")
@@ -300,7 +325,8 @@ def model_synthesize(route: Route, names: dict[str, str] | None = None,
             scope = str(d["scope"]).strip()
             if scope not in scopes:
                 raise MemoryModelError(f"The wiki-writer put a page in {scope!r}, which is none of the scopes it was "
-                                       "given; the inbox is unchanged.")
+                                       "given; the inbox is unchanged.",
+                                       "The wiki-writer put a page in a scope it was not given; the inbox is unchanged.")
             def fit(text: str, limit: int, scope: str = scope) -> str:
                 return (redact(text, scope) if redact is not None else text)[:limit]
 
@@ -309,7 +335,8 @@ def model_synthesize(route: Route, names: dict[str, str] | None = None,
             body, _ = tidy_body(raw)
             if _HEXID.search(title) or title.upper() in {str(label).upper() for label in numbered}:
                 raise MemoryModelError(f"The wiki-writer titled a page with an id ({title!r}); the inbox is unchanged. "
-                                       "Pick a stronger model for “Memory: writing wiki pages”.")
+                                       "Pick a stronger model for “Memory: writing wiki pages”.",
+                                       "The wiki-writer titled a page with an id; the inbox is unchanged.")
             if _echoes(f"{title}\n{raw}", (SYNTH_SYSTEM, DECIDE_SYSTEM, SUMMARY_SYSTEM, ASK_SYSTEM)):
                 raise MemoryModelError("The wiki-writer repeated its instructions instead of writing a page; the inbox "
                                        "is unchanged.")
@@ -402,7 +429,7 @@ def summarize(route: dict[str, Any] | None, title: str, lines: list[tuple[str, s
         try:
             text = _ask(_usable(route), SUMMARY_SYSTEM, f"Conversation “{title}”:\n{transcript}")
         except ProviderError as exc:
-            raise MemoryModelError(f"The summary model failed: {exc}") from None
+            raise _provider_failed("summary", exc) from None
         text, _ = tidy_body(text) if _CITE.search(text) else (text.strip(), 0)
         if text.strip():
             return f"Summary of the conversation “{title}”:\n{text.strip()}"
@@ -435,7 +462,7 @@ def model_reconcile(route: Route) -> Any:
         try:
             answer = _ask(route, RECONCILE_SYSTEM, f"Page “{page.title}”:\n{page.body}\n\nSources:\n{cited}")
         except ProviderError as exc:
-            raise MemoryModelError(f"The reconciliation model failed: {exc}") from None
+            raise _provider_failed("reconciliation", exc) from None
         data = _json_from(answer, "reconciliation")
         if not isinstance(data, dict) or not isinstance(data.get("changed"), bool):
             raise MemoryModelError("The reconciliation model's JSON has no 'changed'; the page is unchanged.")
@@ -628,7 +655,7 @@ async def produce(pod: Any) -> list[dict[str, Any]]:
     except MemoryModelError as exc:  # those people's summaries wait; everyone's folders are still read
         summaries = exc.report
         for pid, why in (exc.failures or {}).items():
-            failed.append((pid, MemoryModelError(why)))
+            failed.append((pid, MemoryModelError(why, (exc.summaries or {}).get(pid))))
             for rep in reports:
                 if rep["scope"] == f"private/{pid}":
                     rep.setdefault("error", why)

@@ -297,7 +297,7 @@ class PersonPod:
             if exc.failures is None or exc.report is None:
                 raise
             if self.person_id in exc.failures:
-                raise MemoryModelError(exc.failures[self.person_id]) from None
+                raise MemoryModelError(exc.failures[self.person_id], (exc.summaries or {}).get(self.person_id)) from None
             return exc.report
 
     async def memory_summarize(self) -> dict[str, int]:

@@ -154,8 +154,13 @@ class ScheduleHost:
                                           error="Hearth stopped during this run; the next one goes on from there.")
             raise
         except Exception as exc:  # noqa: BLE001 - a failed job is a ledger outcome; the next one tries again
-            log.warning("memory job %s failed: %s", job_id, exc)
-            schedule.record_turn_finished(self.pod.store.engine, job_id, ok=False, error=str(exc))
+            from runtime_host.memory_jobs import MemoryModelError
+
+            # A model's failure may quote its answer, and so the person's words: the ledger (pod.db) and the log
+            # (shared, and shown in the crash dialog) say only what failed; the person is told the detail below.
+            said = exc.plain() if isinstance(exc, MemoryModelError) else str(exc)
+            log.warning("memory job %s failed: %s", job_id, said)
+            schedule.record_turn_finished(self.pod.store.engine, job_id, ok=False, error=said)
             self._tell_memory_failures(job_id.split(":", 1)[0], getattr(exc, "failures", None) or {})
         else:
             schedule.record_turn_finished(self.pod.store.engine, job_id, ok=True)

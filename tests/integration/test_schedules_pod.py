@@ -127,3 +127,47 @@ async def test_one_persons_slow_memory_model_holds_neither_anothers_schedule_nor
     outcomes = {(r.turn_id or "").split(":")[0]: r.outcome for r in schedule.list_runs(pod.store.engine) if r.turn_id}
     assert outcomes.get("memory.producer") == "ran"
     assert await pod.memory_search("Clara orchids", mode="keyword")
+
+
+async def test_a_failed_timed_memory_run_keeps_the_persons_words_out_of_the_ledger_and_the_log(pod, fake_model) -> None:
+    """The 5-minute run's extraction model answered in prose quoting the person's chat: the failure ("did not answer
+    with JSON (it began 'Sure! 1. My locker word is …')") went into the schedule ledger in pod.db and into
+    logs/hearth.log, which everyone at this computer shares and the crash dialog shows, and Delete and forget left
+    both. Now they say what failed; the person alone is told the quote."""
+    import asyncio
+    import logging
+
+    from sqlalchemy import text
+
+    from runtime_host import schedule
+    from runtime_host.logs import remove_logging, setup_logging
+    from tests.integration.test_memory_pod import files_holding
+
+    setup_logging(pod.home)  # as the window and the CLI do
+    try:
+        def model(req):
+            if "json" in (req.system or "").lower():  # a chatty extraction model quoting what it read
+                return Text("Sure! " + req.last_user.split("\n")[0][:200])
+            return Text("Noted.")
+
+        fake_model.script = model
+        r = await asyncio.wait_for(pod.chat("helper", "My locker word is heronword, keep it safe."), 30)
+        assert r.ok
+        pod.set_role_model("extraction", "fake/fake-1")
+        told = []
+        pod.subscribe(lambda ev: told.append(ev) if ev.get("type") == "memory.failed" else None)
+        pod.ensure_memory_timers()
+        with pod.store.engine.begin() as c:
+            t = datetime(2030, 1, 1, 0, 0, 30, tzinfo=UTC).timestamp()
+            c.execute(text("UPDATE schedules SET last_checked = :t, created_at = :t"), {"t": t})
+        await pod.tick(datetime(2030, 1, 1, 0, 5, 10, tzinfo=UTC))
+        [failed] = [run for run in schedule.list_runs(pod.store.engine) if run.outcome == "failed"]
+        assert "did not answer with JSON" in failed.error  # the ledger still says what went wrong
+        [ev] = told  # the person is told what their model said, to fix it
+        assert ev["person"] == pod.person_id and "heronword" in ev["error"]
+        await pod.delete_conversation_and_forget(r.conversation_id)
+        for h in logging.getLogger().handlers:
+            h.flush()
+        assert files_holding(pod.home, "heronword") == []  # a deleted conversation leaves its words in no file
+    finally:
+        remove_logging()
