@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import itertools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from runtime_host.turns import TurnFailed
@@ -333,7 +334,10 @@ class MemoryHost:
             self.memory.drop_held(scope, summaries)
             return n + len(older)
 
-        return await self.in_memory_thread(forget)
+        mappings = await self.in_memory_thread(lambda: self._mappings_in(self.person_scopes(inst.person_id)))
+        n = await self.in_memory_thread(forget)
+        await self._forget_unused_mappings(inst.person_id, mappings)
+        return n
 
     async def delete_conversation_and_forget(self, person_id: str, conversation_id: str) -> int:
         """Deletes a conversation and what memory learned from it: the sources the producer made of its messages
@@ -344,10 +348,24 @@ class MemoryHost:
 
         me = self.pod.for_person(person_id)
         conversations.deletable(me, conversation_id)
-        keys = [m.id for m in self.pod.store.list_messages(conversation_id)]
-        n = await self.in_memory_thread(lambda: self.memory.forget_origins(
-            f"private/{person_id}", keys, [f"summary-{conversation_id}-"]))
+        messages = self.pod.store.list_messages(conversation_id)
+        keys = [m.id for m in messages]
+        scope, summaries = f"private/{person_id}", [f"summary-{conversation_id}-"]
+        said = [m.content for m in messages] + [str(t) for turn in self.pod.store.list_turns(conversation_id)
+                                                 for step in self.pod.store.list_steps(turn.id)
+                                                 for t in (step.arguments, step.result) if t]
+
+        def remembered() -> Iterator[str]:  # what memory kept of it
+            for sid in self.memory.sources_by_key(scope, keys, summaries):
+                try:
+                    yield self.memory.get_source(sid).markdown
+                except (OSError, KeyError, ValueError):
+                    continue
+
+        mappings = await self.in_memory_thread(lambda: self._mappings_in([], itertools.chain(said, remembered())))
+        n = await self.in_memory_thread(lambda: self.memory.forget_origins(scope, keys, summaries))
         conversations.delete(me, conversation_id)
+        await self._forget_unused_mappings(person_id, mappings)
         self.pod.audit(person_id=person_id, agent=None, kind="memory", phase="memory_write", action="forgot",
                        rule="person.delete_conversation", summary=f"a deleted conversation's {n} memory source(s) forgotten",
                        detail={"conversation_id": conversation_id, "sources": n})
@@ -356,7 +374,47 @@ class MemoryHost:
     async def memory_forget_me(self, person_id: str) -> int:
         # Watched folders first, or they would import it all again (an import running now stores nothing more).
         self.pod.folders.forget_person(person_id)
-        return int(await self.in_memory_thread(lambda: self.memory.forget_person(person_id)))
+        mappings = await self.in_memory_thread(lambda: self._mappings_in(self.person_scopes(person_id)))
+        n = int(await self.in_memory_thread(lambda: self.memory.forget_person(person_id)))
+        await self._forget_unused_mappings(person_id, mappings)
+        return n
+
+    def _mappings_in(self, scopes: list[str], texts: Iterable[str] = ()) -> set[str]:
+        """(On memory's thread.) The reversible redactions' mappings that placeholders in what memory keeps in
+        ``scopes``, and in ``texts``, point to: those a forget may take the last use of."""
+        from runtime_host.safety.policy import mapping_ids
+
+        found: set[str] = set()
+        for t in itertools.chain(self.memory.stored_texts(scopes), texts):
+            found |= mapping_ids(t)
+        return found
+
+    async def _forget_unused_mappings(self, person_id: str, ids: set[str]) -> None:
+        """After a forget: the real values behind reversible placeholders (kept in the person's vault) go too,
+        once nothing of memory (a source, page, proposal, held item, skip reason, in any scope) nor of any
+        conversation (a message, a step's call or result) holds a placeholder of theirs: one remembered fact's
+        mapping may still be quoted by a page, an agent's answer or a conversation not forgotten."""
+        if not ids:
+            return
+
+        def used_in_memory() -> set[str]:
+            used: set[str] = set()
+            texts = self.memory.stored_texts()
+            try:
+                for t in texts:
+                    used |= {mid for mid in ids - used if f"#{mid}]" in t}
+                    if used == ids:
+                        break
+            finally:
+                texts.close()
+            return used
+
+        used = await self.in_memory_thread(used_in_memory)
+        used |= {needle[1:-1] for needle in self.pod.store.holding({f"#{mid}]" for mid in ids - used})}
+        try:
+            self.pod.forget_mappings(person_id, ids - used)
+        except Exception:  # noqa: BLE001 - what was forgotten is; the vault (locked, say) keeps an unused value
+            log.warning("the vault kept %d reversible redaction mapping(s) no longer used", len(ids - used))
 
     async def memory_produce(self) -> list[dict[str, Any]]:
         """Pulls new chat and mail into the memory inbox (keep or skip by the extraction model), then summaries."""

@@ -505,6 +505,12 @@ class Pod:
 
         return keep_mapping
 
+    def forget_mappings(self, person_id: str, ids: set[str]) -> None:
+        """Deletes reversible redactions' mappings (the real values) from the person's vault: nothing uses them."""
+        vault = self.vault_for(person_id)
+        for mapping_id in sorted(ids):
+            vault.delete(f"redactions/{mapping_id}")
+
     def redact_own(self, person_id: str, text: str) -> str:
         """Text the person wrote into memory themself (a page they correct), its personal data redacted as memory
         redacts everything, but reversibly: they read their own values back; agents and others see placeholders."""

@@ -569,6 +569,18 @@ class Store:
         return sorted(msgs, key=lambda m: (turn_times.get(m.turn_id, m.created_at) if m.turn_id else m.created_at,
                                            0 if m.role == "user" else 1, m.created_at, m.id))
 
+    def holding(self, needles: set[str]) -> set[str]:
+        """Which of ``needles`` some message or turn step (its arguments or result) still holds."""
+        found: set[str] = set()
+        with self.session() as s:
+            for needle in needles:
+                if s.exec(select(Message.id).where(Message.content.contains(needle, autoescape=True)).limit(1)).first() \
+                        or s.exec(select(TurnStep.id).where(TurnStep.arguments.contains(needle, autoescape=True)
+                                                            | TurnStep.result.contains(needle, autoescape=True))
+                                  .limit(1)).first():
+                    found.add(needle)
+        return found
+
     def first_message_text(self, conversation_id: str) -> str:
         """The text of the conversation's first message from its person ("" if none)."""
         with self.session() as s:

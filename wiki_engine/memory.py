@@ -19,7 +19,7 @@ import shutil
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -1085,6 +1085,29 @@ class Memory:
         """When the scope was last forgotten (0.0 if never): what was said before then stays forgotten."""
         rows = self.catalog.query("SELECT at FROM forgotten WHERE scope=?", (str(Scope.parse(scope)),))
         return float(rows[0][0]) if rows else 0.0
+
+    def stored_texts(self, scopes: Sequence[str] | None = None) -> Iterator[str]:
+        """Every text memory keeps in ``scopes`` (all, when None): sources and their titles, pages, proposals, held
+        items and the extraction model's skip reasons (what a placeholder found in none of them is no longer
+        used by)."""
+        scs = [Scope.parse(sc) for sc in scopes] if scopes is not None else None
+        if scs == []:
+            return
+        with self._lock:
+            for base in ("sources", "wiki"):
+                for folder in ([self.root / base / sc.relpath for sc in scs] if scs is not None else [self.root / base]):
+                    for path in sorted(folder.rglob("*")) if folder.is_dir() else ():
+                        if path.is_file():
+                            try:
+                                yield path.read_text("utf-8", errors="replace")
+                            except OSError:
+                                continue
+            where, args = ("", ()) if scs is None else (
+                f" WHERE scope IN ({','.join('?' * len(scs))})", tuple(str(sc) for sc in scs))
+            for table, cols in (("sources", "title"), ("proposals", "base_text, proposed_text, diff"),
+                                ("quarantine", "text, reason, head"), ("skips", "reason")):
+                for row in self.catalog.query(f"SELECT {cols} FROM {table}{where}", args):
+                    yield from (str(v) for v in row if v)
 
     def forget_agent(self, person: str, agent: str, *, elsewhere: bool = True, keys: Sequence[str] = ()) -> int:
         """Deletes everything one agent learned: its own scope, what it tried to store and was held back, and

@@ -213,6 +213,11 @@ def reversible_placeholders(text: str) -> list[str]:
     return list(dict.fromkeys(m.group(0) for m in _PLACEHOLDER_RE.finditer(text) if m.group(3)))
 
 
+def mapping_ids(text: str) -> set[str]:
+    """The ids of the reversible mappings the placeholders in ``text`` point to (the vault's ``redactions/<id>``)."""
+    return {m.group(3) for m in _PLACEHOLDER_RE.finditer(text) if m.group(3)}
+
+
 def keep_placeholders(edited: str, restored: Mapping[str, str]) -> str:
     """``edited`` (text shown with its placeholders restored, then changed by its owner) with each original value
     still in it turned back into its placeholder (``restored``: placeholder -> value), so saving it keeps what was

@@ -63,6 +63,30 @@ async def test_reversible_redaction_keeps_its_mapping_in_the_vault_only(pod, scr
             assert b"4111 1111 1111 1111" not in f.read_bytes(), f"the card is in plain text in {f}"
 
 
+async def test_forgetting_what_was_remembered_takes_the_real_values_out_of_the_vault(pod, script, secure_keyring) -> None:
+    """An agent with reversible redaction remembered "Ada's card is 4111 …": memory kept "[CARD_1#…]" and the
+    person's vault the card behind it. After Delete and forget and Forget everything about me nothing referred to
+    it, yet the keyring kept the card number for good. A conversation forgotten while memory still holds the
+    placeholder leaves it, though: the person still reads their own card there."""
+    import re
+
+    pod.edit_agent("helper", toolkits=["memory"], safety={"reversible": True})
+    script([ToolCalls([("remember", {"fact": f"Ada's card is {CARD}"})]), Text("Remembered.")])
+    assert (await asyncio.wait_for(pod.chat("helper", "remember my card"), 60)).ok
+    script([ToolCalls([("search_memory", {"query": "Ada's card"})]), lambda req: Text(req.tool_results[-1])])
+    looked = await asyncio.wait_for(pod.chat("helper", "what is my card?"), 60)  # its answer quotes the placeholder
+    [mapping_id] = set(re.findall(r"#([0-9a-f]{16})\]", looked.text))
+    vault = pod.pod.vault_for(pod.person_id)
+
+    await pod.delete_conversation_and_forget(looked.conversation_id)
+    [hit] = await pod.memory_search("Ada's card", k=1)
+    assert CARD in pod.restore_redactions(hit.snippet)  # memory still holds it: the person still reads their card
+
+    assert await pod.memory_forget_me() >= 1
+    assert await pod.memory_search("Ada's card") == []
+    assert CARD not in (vault.get(f"redactions/{mapping_id}") or "")
+
+
 def test_the_cli_shows_a_person_their_own_redacted_values_and_another_person_nothing(home, fake_model, script) -> None:
     """README: your held-back notes, sources and search show you your own values. `memory held` and `memory search`
     printed "[CARD_1#<hash>]" to the very person whose card it is (the window showed the card)."""
