@@ -89,9 +89,11 @@ def _codec(label: str | None) -> str | None:
     if not lab:
         return None
     try:
-        return codecs.lookup(lab).name
+        info = codecs.lookup(lab)
     except LookupError:
         return None
+    # Python also knows bytes-to-bytes codecs by name (base64, rot13, zlib, hex...): a label for them is no charset
+    return info.name if info._is_text_encoding else None
 
 
 def _cp1252_bytes(err: UnicodeError) -> tuple[str, int]:
@@ -105,10 +107,9 @@ codecs.register_error(_AS_CP1252, _cp1252_bytes)
 
 
 def decode_bytes(data: bytes, declared: str | None, notes: list[str] | None = None, where: str = "text") -> str:
-    """Bytes to text: the declared charset if it works, else UTF-8, else windows-1252; says what it guessed."""
+    """Bytes to text: the declared charset if it works, else UTF-8, else windows-1252; says what it guessed.
+    Never raises: a label Python reads but no mail is written in (punycode, idna...) counts as unknown."""
     codec = _codec(declared)
-    if declared and codec is None and notes is not None and declared.lower() not in _CHARSET_ALIASES:
-        notes.append(f"{where}: unknown charset {declared!r}; read as UTF-8 or windows-1252")
     if codec:
         try:
             return data.decode(codec)
@@ -117,9 +118,18 @@ def decode_bytes(data: bytes, declared: str | None, notes: list[str] | None = No
                 if notes is not None:
                     notes.append(f"{where}: not valid {declared}; the bytes that are not were read as windows-1252")
                 return data.decode(codec, errors=_AS_CP1252)
-            if notes is not None:
-                notes.append(f"{where}: not valid {declared}; undecodable bytes replaced")
-            return data.decode(codec, errors="replace")
+            try:
+                text = data.decode(codec, errors="replace")
+            except (LookupError, UnicodeError):
+                codec = None
+            else:
+                if notes is not None:
+                    notes.append(f"{where}: not valid {declared}; undecodable bytes replaced")
+                return text
+        except (LookupError, UnicodeError):
+            codec = None
+    if declared and codec is None and notes is not None and declared.lower() not in _CHARSET_ALIASES:
+        notes.append(f"{where}: unknown charset {declared!r}; read as UTF-8 or windows-1252")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
@@ -239,11 +249,22 @@ def html_to_text(markup: str) -> str:
 
 # ---- the message -------------------------------------------------------------------------------
 
+def _filename(part: Message) -> str | None:
+    """The part's file name; one written (RFC 2231) in a charset Python cannot read with is read as unknown."""
+    try:
+        return part.get_filename()
+    except (LookupError, UnicodeError):  # filename*=punycode''%E9...: the standard library raises
+        value = part.get_param("filename", header="content-disposition") or part.get_param("name")
+        if isinstance(value, tuple):
+            return decode_bytes(bytes(value[2], "raw-unicode-escape"), None).strip()
+        return None
+
+
 def _is_attachment(part: Message) -> bool:
     disp = (part.get("Content-Disposition") or "").split(";")[0].strip().lower()
     if disp == "attachment":
         return True
-    if part.get_filename():
+    if _filename(part):
         return True
     return part.get_content_maintype() not in ("text", "multipart", "message")
 
@@ -306,7 +327,7 @@ def parse_message(raw: bytes, *, size: int | None = None, partial: bool = False,
         ctype = part.get_content_type()
         is_last = n == len(parts) - 1
         if _is_attachment(part):
-            fname = header_text(part.get_filename() or "") or "(no name)"
+            fname = header_text(_filename(part) or "") or "(no name)"
             enc = (part.get("Content-Transfer-Encoding") or "").strip().lower()
             payload = part.get_payload()
             if isinstance(payload, str) and enc == "base64":  # size without decoding megabytes
