@@ -183,6 +183,14 @@ class MailHost:
                 self.pod.emit({"type": "mail.failed", "person": acct.person_id, "account": acct.address,
                                "error": str(exc)})
                 await asyncio.sleep(POLL_EVERY_S)
+            except Exception as exc:  # noqa: BLE001 - a fault in Hearth: said to the person and logged, tried again
+                if account_id in self._removing or ledger.get_account(self.engine, account_id) is None:
+                    return
+                log.exception("mail: the check of %s failed", acct.address)
+                self.pod.emit({"type": "mail.failed", "person": acct.person_id, "account": acct.address,
+                               "error": f"The check of {acct.address} failed ({type(exc).__name__}: {exc}); Hearth "
+                                        "tries again in a minute, and the details are in its log."})
+                await asyncio.sleep(POLL_EVERY_S)
 
     @staticmethod
     def _supports_idle(room: Mailroom) -> bool:

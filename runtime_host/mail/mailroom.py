@@ -22,7 +22,7 @@ from sqlalchemy.engine import Engine
 from runtime_host.mail import ledger
 from runtime_host.mail.imap import ImapSession, ImapSettings, MailConnectionError, MailError
 from runtime_host.mail.outbox import Card, reply_card
-from runtime_host.mail.parse import TEXT_CAP_CHARS, parse_message
+from runtime_host.mail.parse import TEXT_CAP_CHARS, ParsedMail, parse_message, unreadable_mail
 from runtime_host.mail.rules import RuleSet
 
 log = logging.getLogger("hearth.mail")
@@ -171,18 +171,34 @@ class Mailroom:
                 with self.engine.begin() as c:
                     ledger.set_watermark(c, self.account_id, box, uidvalidity, uid)
                 continue
-            mail = parse_message(raw, size=size, partial=partial, text_cap=self.text_cap)
+            mail = self._read(uid, raw, size=size, partial=partial)
             if not mail.message_id and ledger.fingerprint(mail) in dedupe_prints:  # kept before the renumbering
                 with self.engine.begin() as c:
                     ledger.set_watermark(c, self.account_id, box, uidvalidity, uid)
                 continue
-            matches = self.rules.evaluate(mail)
+            try:
+                matches = self.rules.evaluate(mail)
+            except Exception as exc:  # noqa: BLE001 - one mail the rules trip on must not stop the inbox
+                log.exception("mail: the rules of %s failed on UID %s; it is kept with no rule applied", self.address,
+                              uid)
+                mail.notes.append(f"the rules could not be checked against this mail ({type(exc).__name__}), so "
+                                  "none acted on it; the error is in Hearth's log")
+                matches = []
             self._stop_if_closed()
             with self.engine.begin() as c:
                 stored = ledger.record_message(c, self.account_id, box, uidvalidity, uid, mail, matches)
                 ledger.set_watermark(c, self.account_id, box, uidvalidity, uid)
             if stored is not None:
                 report.new.append(stored)
+
+    def _read(self, uid: int, raw: bytes, *, size: int, partial: bool) -> ParsedMail:
+        """The message parsed; if parsing fails (a fault in Hearth), kept as it came with a note and logged: one mail
+        must never stop the inbox, or the read position would stay before it and every later check fail there."""
+        try:
+            return parse_message(raw, size=size, partial=partial, text_cap=self.text_cap)
+        except Exception as exc:  # noqa: BLE001 - said in the mail's notes and the log
+            log.exception("mail: UID %s of %s could not be read; it is kept as it came", uid, self.address)
+            return unreadable_mail(raw, size=size, why=f"{type(exc).__name__}: {exc}", text_cap=self.text_cap)
 
     # -- actions
     def _run_imap_actions(self, report: PollReport) -> None:

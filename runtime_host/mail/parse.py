@@ -293,6 +293,29 @@ def _addresses(values: list[str]) -> list[str]:
     return out
 
 
+def unreadable_mail(raw: bytes, *, size: int, why: str, text_cap: int = TEXT_CAP_CHARS) -> ParsedMail:
+    """What is kept of a message `parse_message` failed on (a fault in Hearth, not in the mail): its header lines
+    and the rest as written, with a note that says so. Reads no MIME and decodes no encoded words, so never raises."""
+    head, _, rest = raw.replace(b"\r\n", b"\n").partition(b"\n\n")
+    headers: dict[str, list[str]] = {}
+    for line in re.split(r"\n(?![ \t])", decode_bytes(head, None))[:MAX_HEADERS]:
+        name, colon, value = line.partition(":")
+        if colon and name.strip():
+            headers.setdefault(name.strip().lower(), []).append(_one_line(value)[:HEADER_CAP_CHARS])
+    from_values = headers.get("from", [])
+    try:
+        from_email = getaddresses(from_values[:1])[0][1].lower() if from_values else ""
+    except Exception:  # noqa: BLE001 - the address stays unknown; the header is still kept as written
+        from_email = ""
+    text = decode_bytes(rest[: text_cap * 4], None).replace("\x00", "")[:text_cap]
+    return ParsedMail(
+        message_id=headers.get("message-id", [""])[0].strip(), subject=headers.get("subject", [""])[0],
+        from_addr=from_values[0] if from_values else "", from_email=from_email, to=headers.get("to", []),
+        cc=headers.get("cc", []), reply_to=headers.get("reply-to", [""])[0], date=None, headers=headers, text=text,
+        size=size, notes=[f"Hearth could not read this mail ({why}), so it is kept as it came from the server, "
+                          "codes and all; the error is in Hearth's log"])
+
+
 def parse_message(raw: bytes, *, size: int | None = None, partial: bool = False,
                   text_cap: int = TEXT_CAP_CHARS) -> ParsedMail:
     """Parses raw message bytes; never raises on bad input. `partial`: only the first len(raw) of
