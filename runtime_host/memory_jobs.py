@@ -603,9 +603,11 @@ def mail_items(pod: Any, account: Any, since: Any) -> list[Any]:
         if stored is None:
             continue
         mail = stored.mail
+        # dated (and ordered, as the watermark is) by when it was kept; "sent" is the mail's own Date, which names it
+        # when it is read again (moved back into the inbox, or the inbox added again): a source deleted stays so
         out.append(Item(text=mail.text or "", scope=f"private/{account.person_id}", ts=float(row["received_at"]),
                         kind="mail", key=row["id"], author=mail.from_addr, subject=mail.subject,
-                        owner=account.person_id))
+                        owner=account.person_id, meta={"sent": mail.date} if mail.date else {}))
     return _within_budget(out)
 
 

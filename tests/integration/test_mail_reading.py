@@ -119,3 +119,58 @@ async def test_a_check_of_mail_that_fails_for_any_reason_tells_the_person(pod, s
     finally:
         watcher.cancel()
     assert "a fault in Hearth" in events[0]["error"] and "tries again" in events[0]["error"]
+
+
+PLUMBER = make_mail("Plumber", "The plumber Zebulon comes Tuesday at 9 to fix the boiler.",
+                    message_id="<plumb-1@example.org>")
+
+
+async def _remembered_then_deleted(pod, servers) -> str:
+    acct = add_inbox(pod, servers)
+    servers[0].deliver(PLUMBER)
+    await asyncio.wait_for(pod.mail.poll(acct), 60)
+    await pod.memory_produce()
+    hits = [h for h in await pod.memory_search("plumber Zebulon boiler", mode="keyword") if "Zebulon" in h.snippet]
+    assert len(hits) == 1, hits
+    await pod.memory_delete_source(hits[0].id)  # "Delete this source" in the wiki
+    assert not await pod.memory_search("plumber Zebulon boiler", mode="keyword")
+    await asyncio.sleep(1.1)  # read again later (in life minutes or days): not within the second it was first read
+    return acct
+
+
+async def test_a_deleted_mail_stays_deleted_when_it_is_moved_back_into_the_inbox(pod, servers) -> None:
+    """The person (or their phone's mail app) moves the mail to Archive and back: the server gives it a new UID, so
+    it is kept again, and memory took it for a new mail: it was dated by when Hearth read it."""
+    d, _ = servers
+    acct = await _remembered_then_deleted(pod, servers)
+    c = d.client()
+    try:
+        c.create('"Archive"')
+        c.select('"INBOX"')
+        c.uid("MOVE", "1:*", '"Archive"')
+        c.select('"Archive"')
+        c.uid("MOVE", "1:*", '"INBOX"')
+    finally:
+        c.logout()
+    await asyncio.wait_for(pod.mail.poll(acct), 60)
+    await pod.memory_produce()
+    back = [h.snippet for h in await pod.memory_search("plumber Zebulon boiler", mode="keyword")]
+    assert back == [], f"the deleted mail is in memory again: {back}"
+
+
+async def test_a_deleted_mail_stays_deleted_when_its_inbox_is_added_again_but_a_new_one_alike_is_remembered(
+        pod, servers) -> None:
+    d, _ = servers
+    acct = await _remembered_then_deleted(pod, servers)
+    await pod.mail.remove_account(acct, pod.person.id)
+    again = add_inbox(pod, servers)
+    await asyncio.wait_for(pod.mail.poll(again), 60)
+    await pod.memory_produce()
+    back = [h.snippet for h in await pod.memory_search("plumber Zebulon boiler", mode="keyword")]
+    assert back == [], f"the deleted mail is in memory again: {back}"
+    # the same words sent again another day (the plumber's next visit) are a new mail, remembered
+    d.deliver(PLUMBER.replace(b"Mon, 03 Jun 2024", b"Mon, 10 Jun 2024").replace(b"plumb-1@", b"plumb-2@"))
+    await asyncio.wait_for(pod.mail.poll(again), 60)
+    await pod.memory_produce()
+    assert [h for h in await pod.memory_search("plumber Zebulon boiler", mode="keyword") if "Zebulon" in h.snippet]
+
