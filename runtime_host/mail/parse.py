@@ -176,6 +176,37 @@ def header_text(value: Any) -> str:
     return _one_line(s)[:HEADER_CAP_CHARS]
 
 
+# ---- format=flowed (RFC 3676) ------------------------------------------------------------------
+
+def unflow(text: str, delsp: bool = False) -> str:
+    """Plain text sent as format=flowed, as the sender's client shows it: a line that ends in a space goes on in the
+    next one of the same quote depth (with delsp=yes that space is not part of the text: a word may be split there).
+    Quote marks (">") are read off each line and put back once per joined line, a space-stuffed line loses its
+    leading space, and the signature line "-- " never flows. `text` has "\n" line ends. Read in one pass."""
+    out: list[str] = []
+    para: list[str] = []  # the pieces of the line being joined
+    depth = 0
+    for line in text.split("\n"):
+        d = len(line) - len(line.lstrip(">"))
+        body = line[d:]
+        if body.startswith(" "):  # space-stuffed (or the space after quote marks)
+            body = body[1:]
+        if para and d != depth:  # a flowed line before a change of quote depth ends there
+            out.append(">" * depth + (" " if depth else "") + "".join(para))
+            para = []
+        depth = d
+        flowed = body.endswith(" ") and body != "-- "
+        if flowed and delsp:
+            body = body[:-1]
+        para.append(body)
+        if not flowed:
+            out.append(">" * depth + (" " if depth else "") + "".join(para))
+            para = []
+    if para:
+        out.append(">" * depth + (" " if depth else "") + "".join(para))
+    return "\n".join(out)
+
+
 # ---- HTML to text --------------------------------------------------------------------------------
 
 _BLOCK = {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "table", "blockquote", "pre", "hr"}
@@ -364,7 +395,10 @@ def parse_message(raw: bytes, *, size: int | None = None, partial: bool = False,
             continue
         data = _payload_bytes(part, notes, f"{ctype} part")
         body = decode_bytes(data, part.get_content_charset(), notes, f"{ctype} part")
-        body = body.replace("\r\n", "\n").replace("\r", "\n").strip("\n").rstrip()
+        body = body.replace("\r\n", "\n").replace("\r", "\n")
+        if ctype == "text/plain" and str(part.get_param("format") or "").lower() == "flowed":
+            body = unflow(body, delsp=str(part.get_param("delsp") or "").lower() == "yes")
+        body = body.strip("\n").rstrip()
         (html_texts if ctype == "text/html" else texts).append(body)
     if defects:
         notes.append("malformed MIME, read as far as possible: " + ", ".join(sorted(defects)))

@@ -192,3 +192,21 @@ def test_an_empty_plain_part_beside_the_html_one_is_read_from_the_html() -> None
     m = parse_message(raw)
     assert m.text == "Your appointment with Dr Haas is on Friday at 10 in room 4."
     assert "the plain-text part is empty; text taken from the HTML part" in m.notes
+
+
+def test_a_format_flowed_mail_reads_as_its_senders_client_shows_it() -> None:
+    """RFC 3676: lines ending in a space are joined (without that space when delsp=yes), each quote depth apart,
+    a space-stuffed line loses its leading space, and the signature line "-- " stays a line of its own."""
+    body = ("Thanks for the figures, they look \r\nright to me.\r\n\r\n"
+            "> Could you check the totals \r\n> before Friday?\r\n>> Sent from \r\n> my phone\r\n"
+            " From the desk of Ana \r\nDíaz\r\n-- \r\nAna")
+    m = parse_message(("Subject: Re: Figures\r\nContent-Type: text/plain; charset=utf-8; format=flowed\r\n\r\n"
+                       + body + "\r\n").encode())
+    assert m.text == ("Thanks for the figures, they look right to me.\n\n"
+                      "> Could you check the totals before Friday?\n>> Sent from \n> my phone\n"
+                      "From the desk of Ana Díaz\n-- \nAna")
+    split = parse_message(b"Subject: x\r\nContent-Type: text/plain; charset=utf-8; format=flowed; delsp=yes\r\n\r\n"
+                          b"The meeting is on Fri\r\nday. Supercalifragi \r\nlistic.\r\n")
+    assert split.text == "The meeting is on Fri\nday. Supercalifragilistic."
+    fixed = parse_message(b"Subject: x\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nTwo lines \r\nstay two.\r\n")
+    assert fixed.text == "Two lines \nstay two."
