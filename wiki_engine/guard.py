@@ -216,13 +216,35 @@ def held_because(reason: str) -> str:
     return reason.partition(" (\u201c")[0].rstrip(".")
 
 
+_SENTENCE_END = tuple(".!?:;")
+_BLOCK_START = re.compile(r"\s*(?:[-*+>#|\u2022]|\d+[.)])")  # a list item, quote, heading or table row
+
+
+def _sentences_joined(text: str) -> str:
+    """``text`` with each line break inside a sentence read as a space, as a plain mail hard-wrapped at 72 columns
+    reads to a person. A break stays where its line ends a sentence, next to a blank line, or before a list item,
+    quote, heading or table row. Read once, line by line."""
+    lines = text.split("\n")
+    out = [lines[0]]
+    for before, line in zip(lines, lines[1:], strict=False):
+        end = before.rstrip()
+        if end and not end.endswith(_SENTENCE_END) and line.strip() and not _BLOCK_START.match(line):
+            out.append(" " + line.lstrip())
+        else:
+            out.append("\n" + line)
+    return "".join(out)
+
+
 def check_instructions(text: str) -> Verdict:
-    """Checks one item's text for attempts to give the assistant orders (as a person would read it: ``as_read``)."""
+    """Checks one item's text for attempts to give the assistant orders (as a person would read it: ``as_read``),
+    as written and with its sentences joined across line breaks (an order wrapped onto the next line is still one)."""
     text = as_read(text)
-    for name, reason, pattern in _RULES:
-        m = next((m for m in pattern.finditer(text) if not _quoted(text, m.start(), m.end())
-                  and not (name == "standing-order" and _habit(text, m.start()))), None)
-        if m:
-            excerpt = text[max(0, m.start() - 20) : m.end() + 20].replace("\n", " ").strip()
-            return Verdict(False, name, f"Quarantined: the item {reason} (\u201c{excerpt}\u201d).", excerpt)
+    joined = _sentences_joined(text)
+    for seen in (text, joined) if joined != text else (text,):
+        for name, reason, pattern in _RULES:
+            m = next((m for m in pattern.finditer(seen) if not _quoted(seen, m.start(), m.end())
+                      and not (name == "standing-order" and _habit(seen, m.start()))), None)
+            if m:
+                excerpt = seen[max(0, m.start() - 20) : m.end() + 20].replace("\n", " ").strip()
+                return Verdict(False, name, f"Quarantined: the item {reason} (\u201c{excerpt}\u201d).", excerpt)
     return Verdict(True)
