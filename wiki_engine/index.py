@@ -146,6 +146,12 @@ def stems(text: str) -> list[str]:
     return _STEMMER.analyze(cjk_spaced(text))
 
 
+def telling_stems(text: str) -> set[str]:
+    """The stems of the words of ``text`` that tell something: stop words and Latin words of one or two letters
+    ("in", "Dr") left out, so that two texts share such a stem only where they name the same thing."""
+    return set(stems(" ".join(w for w in words(text) if w not in _STOP and not (len(w) <= 2 and w.isascii()))))
+
+
 def own_words(body: str) -> str:
     """A chat-like source's words without its speaker's name ("Caroline: hi" -> "hi")."""
     m = _SPEAKER.match(body)

@@ -29,18 +29,29 @@ from . import rerank
 from .catalog import Catalog
 from .embed import Embedder, checked_vectors, is_remote, kind_of, load_embedder
 from .guard import check_instructions, without_controls
-from .index import Doc, ScopeIndex, asks_when, query_terms, remove_index_folder, without_words, words
+from .index import (
+    Doc,
+    ScopeIndex,
+    asks_when,
+    query_terms,
+    remove_index_folder,
+    telling_stems,
+    without_words,
+    words,
+)
 from .pages import (
     Page,
     PageFormatError,
     PageStore,
     holds_something,
+    names_in,
     parse_page,
+    prose,
     slugify,
     text_without_sources,
     unified_diff,
 )
-from .render import Item, content_print, iso_utc, parse_source, render_item
+from .render import Item, content_print, iso_utc, parse_source, render_item, said_in
 from .rerank import PartScores
 from .scopes import Scope, Viewer, parse_scopes
 from .sources import SourceStore, Tampered
@@ -207,6 +218,12 @@ def _cited_in(texts: Sequence[str], ids: set[str], where: str) -> bool:
             if any(i in text for i in ids):
                 return True
     return False
+
+
+def _withdraw(db: sqlite3.Connection, pid: int, status: str) -> None:
+    """Withdraws a proposal (one decided earlier keeps its verdict) and empties its texts."""
+    db.execute("UPDATE proposals SET status=?, decided_at=COALESCE(decided_at, ?), base_text='', proposed_text='', "
+               "diff='' WHERE id=?", ("withdrawn" if status == "open" else status, time.time(), pid))
 
 
 def _page_doc(page: Page) -> Doc:
@@ -924,6 +941,7 @@ class Memory:
             ids = list(ids)
             stale: set[tuple[str, str]] = set()
             by_scope: dict[Scope, list[str]] = {}
+            said: dict[str, set[str]] = {}  # what each deleted source that a page cites said (its telling stems)
             with self.catalog.tx(immediate=True) as db:
                 for sid in ids:
                     row = db.execute("SELECT scope, sha, item_key FROM sources WHERE id=?", (sid,)).fetchone()
@@ -942,8 +960,10 @@ class Memory:
                                    (str(sc), printed, row[2], time.time()))
                     db.execute("DELETE FROM sources WHERE id=?", (sid,))
                     db.execute("DELETE FROM inbox WHERE source_id=?", (sid,))
-                    for r in db.execute("SELECT scope, slug FROM citations WHERE source_id=?", (sid,)).fetchall():
-                        stale.add((r[0], r[1]))
+                    citing = db.execute("SELECT scope, slug FROM citations WHERE source_id=?", (sid,)).fetchall()
+                    stale |= {(r[0], r[1]) for r in citing}
+                    if citing:  # read before its file goes: a page may name what it said outside a cited sentence
+                        said[sid] = self._said(sc, row[1])
                     db.execute("DELETE FROM citations WHERE source_id=?", (sid,))
                     if not again:
                         db.execute("INSERT OR REPLACE INTO deleted_ids VALUES (?,?)", (sid, time.time()))
@@ -960,11 +980,8 @@ class Memory:
                 rows = db.execute("SELECT id, status, base_text, proposed_text FROM proposals "
                                   "WHERE proposed_text != '' OR base_text != ''").fetchall()
                 for pid, status, *texts in rows:
-                    if not _cited_in(texts, gone_now, f"proposal #{pid}"):
-                        continue
-                    db.execute("UPDATE proposals SET status=?, decided_at=COALESCE(decided_at, ?), base_text='', "
-                               "proposed_text='', diff='' WHERE id=?",
-                               ("withdrawn" if status == "open" else status, time.time(), pid))
+                    if _cited_in(texts, gone_now, f"proposal #{pid}"):
+                        _withdraw(db, pid, status)
             self._delete_files()  # the rows are gone for good: now their files
             for sc, sids in by_scope.items():
                 if (self.root / "index" / sc.relpath).exists():
@@ -975,7 +992,7 @@ class Memory:
             # for re-synthesis, so a model can rewrite the prose around the gap).
             gone = set(ids)
             for scope, slug in stale:
-                self._drop_claims(Scope.parse(scope), slug, gone)
+                self._drop_claims(Scope.parse(scope), slug, gone, said)
             for sc in {Scope.parse(scope) for scope, _ in stale}:
                 self.index(sc).purge(now=not held)  # the page's earlier text, with the dropped claims, leaves the log
             if by_scope:
@@ -1017,7 +1034,43 @@ class Memory:
                 self.index(sc).purge(now=True)
         return pages
 
-    def _drop_claims(self, sc: Scope, slug: str, gone: set[str]) -> None:
+    def _said(self, sc: Scope, sha: str) -> set[str]:
+        """The telling stems of what a stored source says (nothing if its file is gone or unreadable)."""
+        try:
+            return telling_stems(said_in(self.sources.read(sc, sha)))
+        except (OSError, UnicodeDecodeError):
+            return set()
+
+    def _said_only_by_gone(self, page: Page, told: set[str]) -> set[str]:
+        """Of the stems the deleted sources ``told``, those that ``page`` (without their claims) names, by its title,
+        category, links or headings, and that neither its sentences nor the sources it still cites say: the page
+        can only have them from the deleted sources. The kept sources are read only when there are such names."""
+        left = told & telling_stems("\n".join([page.title, page.category, *names_in(page.body)]))
+        left -= telling_stems(prose(page.body))
+        for sid in sorted(set(page.citations.values())):
+            if not left:
+                break
+            rows = self.catalog.query("SELECT scope, sha FROM sources WHERE id=?", (sid,))
+            if rows:
+                left -= self._said(Scope.parse(rows[0][0]), rows[0][1])
+        return left
+
+    def _unwrite_titled(self, sc: Scope, slug: str, page: Page) -> None:
+        """Deletes a page whose title names what only deleted sources said (file, index, titles, proposals); the
+        sources it still cites wait in the inbox again, so the next ingest writes their facts under a title of
+        their own (until then they are found as sources)."""
+        self.delete_page(str(sc), slug)
+        with self.catalog.tx(immediate=True) as db:
+            for pid, status in db.execute("SELECT id, status FROM proposals WHERE scope=? AND slug=?",
+                                          (str(sc), slug)).fetchall():
+                _withdraw(db, pid, status)
+            for sid in sorted(set(page.citations.values())):
+                db.execute("INSERT OR IGNORE INTO inbox SELECT id, scope, ? FROM sources WHERE id=?", (time.time(), sid))
+
+    def _drop_claims(self, sc: Scope, slug: str, gone: set[str], said: dict[str, set[str]] | None = None) -> None:
+        """Takes the claims resting on the ``gone`` sources off a page. With ``said`` (what each gone source said,
+        read before its file went), the names the page gives to what only they said go too: a link or heading
+        naming it, a category naming it (it becomes "notes"), and the whole page if its title names it."""
         idx = self.index(sc)
         try:
             page = self.pages.read(sc, slug)
@@ -1034,7 +1087,16 @@ class Memory:
             idx.remove([f"page:{sc}/{slug}"])
             idx.commit()
             return
+        told = set().union(*(said.get(sid, set()) for sid in page.citations.values() if sid in gone)) if said else set()
         page = page.without_sources(gone)
+        only = self._said_only_by_gone(page, told) if told else set()
+        if only & telling_stems(page.title):
+            self._unwrite_titled(sc, slug, page)
+            return
+        if only:
+            page = page.without_names(lambda text: bool(telling_stems(text) & only))
+            if telling_stems(page.category) & only:
+                page = replace(page, category="notes")
         if not any(holds_something(line) for line in page.body.split("\n")):  # nothing but bare links was left
             self.pages.delete(sc, slug)
             with self.catalog.tx(immediate=True) as db:

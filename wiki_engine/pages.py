@@ -131,6 +131,27 @@ class Page:
         body = without_empty_sections(re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip("\n"))
         return replace(self, body=body, citations={n: s for n, s in self.citations.items() if n not in dead})
 
+    def without_names(self, names_gone: Callable[[str], bool]) -> Page:
+        """This page without the names it gives to what only deleted sources said: each [[link]] and each heading
+        that cites nothing, whose text (a link's title and label) ``names_gone`` holds. Of a list of links the others
+        stay; a paragraph or list item that cites nothing and is left with none of its links goes (its "See also:"
+        with it); the lines under a heading stay. A sentence that cites a kept source keeps its words."""
+        out: list[str] = []
+        fenced = False
+        for block in paragraphs(self.body.split("\n")):
+            if any(_FENCE.match(line) for line in block) or fenced:
+                fenced = fenced != (sum(1 for line in block if _FENCE.match(line)) % 2 == 1)
+                out.extend(block)  # code is shown as written: a "[[" or "#" in it names nothing
+                continue
+            if is_heading(block[0]) and not _CITE_USE.search(block[0]) and names_gone(block[0]):
+                continue
+            lines = [_without_links(line, names_gone) for line in block]
+            if lines != block and not links_in("\n".join(lines)) and not _CITE_USE.search("\n".join(lines)):
+                continue  # a line of links that named the forgotten, and its label
+            out.extend(lines)
+        body = re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip("\n")
+        return self if body == self.body else replace(self, body=body)
+
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:\s|$)")
 _FENCE = re.compile(r"^ {0,3}(?:```|~~~)")
@@ -140,6 +161,44 @@ _LIST_MARK = re.compile(r"^\s*(?:[-*+>|]|\d+[.)])\s*")
 def links_in(text: str) -> list[str]:
     """The titles ``text`` links to ([[Title]], [[Title|label]], [[Title#part]] all name Title)."""
     return [m.strip() for m in _LINK.findall(text)]
+
+
+def names_in(body: str) -> list[str]:
+    """What ``body`` names rather than states: its [[links]] (title and label) and its headings that cite nothing."""
+    lines = body.split("\n")
+    heads = [ln for ln, level in zip(lines, _heading_levels(lines), strict=True)
+             if level is not None and not _CITE_USE.search(ln)]
+    return [m.group(0)[2:-2] for m in _LINK.finditer(body)] + heads
+
+
+def prose(body: str) -> str:
+    """What ``body`` states in its own words: without its [[links]] and its headings that cite nothing."""
+    lines = body.split("\n")
+    return "\n".join(_LINK.sub(" ", ln) for ln, level in zip(lines, _heading_levels(lines), strict=True)
+                     if level is None or _CITE_USE.search(ln))
+
+
+# A run of links with only separators between them ("[[A]], [[B]] and [[C]]").
+_LINK_RUN = re.compile(rf"{_LINK.pattern}(?:(?:\s*[,;·|/&]\s*|\s+(?:and|or)\s+){_LINK.pattern})*")
+
+
+def _without_links(line: str, names_gone: Callable[[str], bool]) -> str:
+    """``line`` without its links whose text ``names_gone`` holds; each kept link keeps the separator before it."""
+    def run(m: re.Match[str]) -> str:
+        text = m.group(0)
+        links = list(_LINK.finditer(text))
+        kept = [n for n, link in enumerate(links) if not names_gone(link.group(0)[2:-2])]
+        if len(kept) == len(links):
+            return text
+        return "".join((text[links[n - 1].end():links[n].start()] if k else "") + links[n].group(0)
+                       for k, n in enumerate(kept))
+
+    out = _LINK_RUN.sub(run, line)
+    if out == line:
+        return line
+    lead = out[: len(out) - len(out.lstrip())]  # a nested list item's indent stays
+    rest = re.sub(r"\s+(?=[.,;:!?](?:\s|$))", "", re.sub(r"[ \t]{2,}", " ", out[len(lead):]))
+    return (lead + rest).rstrip()
 
 
 def is_heading(line: str) -> bool:

@@ -127,3 +127,9 @@ def parse_source(markdown: str) -> tuple[dict[str, str], str]:
     if rest.startswith("# "):
         rest = rest.split("\n", 1)[1] if "\n" in rest else ""
     return fields, rest.strip("\n")
+
+
+def said_in(markdown: str) -> str:
+    """What a rendered source says: its text, its subject and who said it (a page may name any of them)."""
+    fields, body = parse_source(markdown)
+    return "\n".join([*(fields.get(k, "") for k in ("author", "participants", "subject")), body])

@@ -534,7 +534,8 @@ async def test_nightly_rewrites_a_private_and_a_public_stale_page_in_separate_re
                               author="agent:wiki-writer")
         pod.memory.delete_source(gone)
 
-    await pod.in_memory_thread(lambda: stale(private, "Clinic", "Alice sees Dr Haverkamp about her HIV treatment."))
+    await pod.in_memory_thread(lambda: stale(private, "Clinic", "Alice sees Dr Haverkamp at the clinic about her HIV "
+                                                                "treatment."))
     await pod.in_memory_thread(lambda: stale("public", "Recycling", "The recycling goes out on Thursdays."))
     prompts: list[str] = []
 
@@ -675,6 +676,60 @@ async def test_forget_me_takes_a_heading_over_the_persons_words_off_a_shared_pag
     assert "diabetes" not in chores and "Haas" not in chores
     assert [h.snippet for h in await pod.memory_search("diabetes", k=10, mode="keyword")
             if "diabetes" in h.snippet] == []
+
+
+async def _bobs_diagnosis_on_a_shared_page(pod, fake_model, body: str, title: str = "Household"):
+    """Bob's public note of his diagnosis and Alice's of the bins; the owner's wiki writer makes one shared page of
+    both (``body`` cites Bob's as [1], Alice's as [2])."""
+    bob = pod.add_person("Bob")
+    as_bob = pod.pod.unlock("Bob")
+    as_bob.add_agent("bobs", provider="embedded")
+    inst = as_bob.find_agent("bobs")[0]
+    await pod.in_memory_thread(lambda: pod.memory.remember(
+        "Bob was diagnosed with ptarmigan fever by Dr Haas in March.", person=bob["id"], agent=inst.id, scope="public"))
+    await pod.in_memory_thread(lambda: pod.memory.remember(
+        "The bins go out on Thursday night.", person=pod.person.id, agent=pod.find_agent("helper")[0].id,
+        scope="public"))
+    pod.set_role_model("ingest", "fake/alice-w")
+    fake_model.script = lambda req: Text(json.dumps([
+        {"title": title, "scope": "public", "category": "home", "body": body, "citations": {"1": "S1", "2": "S2"}}]))
+    out = await asyncio.wait_for(pod.memory_ingest(), 60)
+    assert out["written"], out
+    return as_bob
+
+
+async def test_forget_me_leaves_no_link_naming_the_forgotten_fact_on_a_shared_page(pod, fake_model) -> None:
+    """The wiki writer put a "See also" line of links under Bob's cited diagnosis. Forget-me took the sentence and
+    left the line (links claim nothing), so everyone still read "Ptarmigan fever" on the household page."""
+    body = ("Bob was diagnosed by Dr Haas in March [1].\n\nThe bins go out on Thursday night [2].\n\n"
+            "See also: [[Ptarmigan fever]], [[Bins]]")
+    as_bob = await _bobs_diagnosis_on_a_shared_page(pod, fake_model, body)
+    page = await pod.in_memory_thread(lambda: pod.memory.read_page("public", "household"))
+    assert "[[Ptarmigan fever]]" in page.body
+    assert await as_bob.memory_forget_me() >= 1
+    page = await pod.in_memory_thread(lambda: pod.memory.read_page("public", "household"))
+    assert "Thursday night [2]" in page.body and "[[Bins]]" in page.body  # Alice's claim and her link stay
+    assert "ptarmigan" not in page.body.lower(), page.body
+    assert files_holding(pod.home / "memory", "ptarmigan") == []
+
+
+async def test_forget_me_leaves_no_page_titled_with_the_forgotten_fact(pod, fake_model) -> None:
+    """The wiki writer titled the shared page "Ptarmigan fever and bins". Forget-me took Bob's sentence and left the
+    title in the page file, the title index (typeahead) and the keyword index. The page goes; Alice's note stays
+    found, and the next ingest writes it again under a title of its own."""
+    body = "Bob was diagnosed by Dr Haas in March [1].\n\nThe bins go out on Thursday night [2]."
+    as_bob = await _bobs_diagnosis_on_a_shared_page(pod, fake_model, body, title="Ptarmigan fever and bins")
+    assert await pod.in_memory_thread(lambda: pod.memory.typeahead("ptarm", scopes=["public"]))
+    assert await as_bob.memory_forget_me() >= 1
+    assert files_holding(pod.home / "memory", "ptarmigan") == []
+    assert await pod.in_memory_thread(lambda: pod.memory.typeahead("ptarm", scopes=["public"])) == []
+    assert [h for h in await pod.memory_search("bins Thursday", k=5) if "Thursday night" in h.snippet]
+    fake_model.script = lambda req: Text(json.dumps([
+        {"title": "Bins", "scope": "public", "category": "home", "body": "The bins go out on Thursday night [1].",
+         "citations": {"1": "S1"}}]))
+    out = await asyncio.wait_for(pod.memory_ingest(), 60)
+    assert out["written"] == ["page:public/bins"], out
+    assert files_holding(pod.home / "memory", "ptarmigan") == []
 
 
 async def test_a_wiki_writers_uncited_claim_beside_a_link_or_under_a_heading_is_not_written(pod, fake_model) -> None:

@@ -292,3 +292,70 @@ def test_a_page_file_saved_in_latin1_or_without_its_closing_line_still_loses_a_d
     unclosed.write_text(edited.replace("verified: false\n", "verified: false\n---\n", 1))  # the person mends it
     page = mem.read_page("public", "unclosed")
     assert page is not None and page.citations == {1: keep} and "Okafor" in page.body
+
+
+def test_a_page_without_the_names_of_a_forgotten_fact_keeps_every_other_link_and_line() -> None:
+    """Links and headings claim nothing, so taking a deleted source's sentences off a page left the links and headings
+    naming what it said; taking them off keeps the other links of a list, the lines under a heading and code."""
+    page = Page("Household", "public", "home",
+                "## Bob's zorblax fever\n\nThe bins go out on Thursday [2].\n\n[[Zorblax fever]], [[Bins]]\n\n"
+                "See also: [[Zorblax fever|his illness]]\n\n- [[Garden]], [[Zorblax]] and [[Shed]]\n\n"
+                "Ask Ana, see [[Zorblax fever]] [2].\n\n```\n[[Zorblax]]\n```", {2: "b"})
+    out = page.without_names(lambda text: "zorblax" in text.lower())
+    assert out.body == ("The bins go out on Thursday [2].\n\n[[Bins]]\n\n- [[Garden]] and [[Shed]]\n\n"
+                        "Ask Ana, see [2].\n\n```\n[[Zorblax]]\n```"), out.body
+    assert page.without_names(lambda text: False) is page
+
+
+def _ingested(mem: Memory, *pages: Page) -> None:
+    from wiki_engine.pipeline import run_ingest
+
+    assert run_ingest(mem, lambda batch: list(pages)).written
+
+
+def test_deleting_a_source_takes_the_links_naming_only_its_words_off_a_page(mem: Memory) -> None:
+    gone, kept = (mem.add_source(t, scope="public") for t in ("Bob's health: diagnosed with zorblax fever by Dr Haas.",
+                                                              "The bins go out on Thursday night."))
+    _ingested(mem, Page("Household", "public", "health", "Bob was diagnosed by Dr Haas [1].\n\nThe bins go out on "
+                        "Thursday night [2].\n\n[[Zorblax fever]], [[Bins]]\n\n## Dr Haas\n\nHe lives next door.",
+                        {1: gone, 2: kept}))
+    mem.delete_source(gone)
+    page = mem.read_page("public", "household")
+    assert page is not None and page.body == "The bins go out on Thursday night [2].\n\n[[Bins]]\n\nHe lives next door."
+    assert page.category == "notes"  # "health" came from Bob's note alone
+    assert mem.search("zorblax", scopes=["public"], mode="keyword") == []
+
+
+def test_deleting_a_source_deletes_a_page_whose_title_only_it_backed_and_its_other_sources_wait_for_ingest(
+        mem: Memory) -> None:
+    """A page titled with what only the deleted source said kept its title in its file and in the title and keyword
+    indexes. The page goes; the note it also cited is ingested again, and searchable meanwhile. Another page titled
+    alike that never cited the deleted source stays."""
+    gone, kept = (mem.add_source(t, scope="public") for t in ("Bob was diagnosed with zorblax fever by Dr Haas.",
+                                                              "The bins go out on Thursday night."))
+    mine = mem.add_source("I read about zorblax fever in the paper.", scope="private/alice")
+    _ingested(mem, Page("Zorblax fever and bins", "public", "home",
+                        "Bob was diagnosed by Dr Haas [1].\n\nThe bins go out on Thursday night [2].", {1: gone, 2: kept}),
+              Page("Zorblax fever", "private/alice", "notes", "I read about it in the paper [1].", {1: mine}))
+    assert mem.inbox() == []
+    assert mem.delete_source(gone) == ["page:public/zorblax-fever-and-bins"]
+    assert mem.read_page("public", "zorblax-fever-and-bins") is None and mem.list_pages("public") == ([], [])
+    assert mem.typeahead("zorbl", scopes=["public"]) == []
+    assert mem.search("zorblax", scopes=["public"], mode="keyword") == []
+    assert [h.id for h in mem.search("bins Thursday", scopes=["public"], mode="keyword")] == [kept]
+    assert mem.inbox() == [kept] and mem.stale_pages() == []
+    assert not [p for p in (mem.root / "wiki" / "public").rglob("*") if b"zorblax" in p.read_bytes().lower()]
+    assert mem.read_page("private/alice", "Zorblax fever") is not None  # Alice's own page is untouched
+    _ingested(mem, Page("Bins", "public", "home", "The bins go out on Thursday night [1].", {1: kept}))
+    assert [p.title for p in mem.list_pages("public")[0]] == ["Bins"]
+
+
+def test_a_page_keeps_its_title_and_links_while_a_kept_source_still_says_them(mem: Memory) -> None:
+    gone, kept = (mem.add_source(t, scope="public") for t in ("Bob was diagnosed with zorblax fever by Dr Haas.",
+                                                              "Zorblax fever is going round; the bins go out Thursday."))
+    _ingested(mem, Page("Zorblax fever", "public", "health", "Bob was diagnosed by Dr Haas [1].\n\nIt is going "
+                        "round [2].\n\n[[Zorblax]], [[Dr Haas]]", {1: gone, 2: kept}))
+    mem.delete_source(gone)
+    page = mem.read_page("public", "Zorblax fever")
+    assert page is not None and page.body == "It is going round [2].\n\n[[Zorblax]]"  # Dr Haas only Bob's note named
+    assert mem.inbox() == []

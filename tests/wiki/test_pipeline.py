@@ -344,7 +344,7 @@ def test_a_paragraph_wrapped_over_lines_goes_with_the_source_it_rests_on(mem: Me
 
 
 def test_nightly_goes_on_past_a_bad_draft_and_a_failing_writer(mem: Memory) -> None:
-    keep = mem.add_source("Dentist is Dr Okafor.", scope="private/alice")
+    keep = mem.add_source("Dentist and vet: Dr Okafor.", scope="private/alice")
     for title in ("Dentist", "Vet"):
         gone = mem.add_source(f"{title} appointment in March.", scope="private/alice")
         mem.write_page(Page(title, "private/alice", "health", "Dr Okafor [1]. March visit [2].", {1: keep, 2: gone}),

@@ -118,14 +118,14 @@ def test_a_deleted_or_forgotten_text_is_in_no_file_of_memory(tmp_path) -> None:
         mem.add_source("Bob: My bike lock code is numbat9043.", scope="private/bob", ts=1e9)
         from wiki_engine import Page
 
-        mem.write_page(Page(title="Bank", scope="private/alice", category="money",
+        mem.write_page(Page(title="Bench", scope="private/alice", category="money",
                             body="Alice's PIN is quokka7731 [1].\n\nThe bench by the gate is fine [2].",
                             citations={1: sid, 2: gate}), author="agent:writer")
         mem.flush()
         assert _files_holding(root, b"quokka7731") and _files_holding(root, b"wombat5521")
         mem.delete_source(sid)
         assert _files_holding(root, b"quokka7731") == []
-        page = mem.read_page("private/alice", "Bank")
+        page = mem.read_page("private/alice", "Bench")
         assert page is not None and "gate is fine" in page.body  # the claim left the page, the rest stayed
         assert mem.search("quokka7731 PIN", scopes=Viewer("alice"), mode="keyword") == []
         mem.forget_person("alice")
@@ -266,7 +266,7 @@ _KILLED_BEFORE_CLAIMS_LEAVE = """
 import os, signal, sys
 from wiki_engine import open_memory
 from wiki_engine.memory import Memory
-Memory._drop_claims = lambda self, sc, slug, gone: os.kill(os.getpid(), signal.SIGKILL)  # the power goes here
+Memory._drop_claims = lambda self, *_: os.kill(os.getpid(), signal.SIGKILL)  # the power goes here
 with open_memory(sys.argv[1], embedder=None) as mem:
     mem.delete_source(sys.argv[2])
 """
