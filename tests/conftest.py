@@ -14,6 +14,7 @@ from pathlib import Path  # noqa: E402
 import pytest  # noqa: E402
 
 from tests.helpers.fake_model import FakeModelServer, Script, echo  # noqa: E402
+from tests.helpers.mailservers import Dovecot, SmtpSink  # noqa: E402
 
 
 @pytest.fixture
@@ -67,3 +68,15 @@ async def pod(home: Path, fake_model: FakeModelServer) -> AsyncIterator:
         yield p
     finally:
         await asyncio.wait_for(p.close(), 20)
+
+
+@pytest.fixture
+def servers() -> Iterator[tuple[Dovecot, SmtpSink]]:
+    """Alice's mail servers on loopback: a real Dovecot (IMAP, password "secret") and an SMTP sink."""
+    d = Dovecot({"alice": "secret"}).start()
+    s = SmtpSink().start()
+    try:
+        yield d, s
+    finally:
+        s.stop()
+        d.stop()

@@ -8,7 +8,6 @@ import email
 import json
 import re
 import threading
-from collections.abc import Iterator
 
 import pytest
 
@@ -24,23 +23,13 @@ RULES = [
 ]
 
 
-@pytest.fixture
-def servers() -> Iterator[tuple[Dovecot, SmtpSink]]:
-    d = Dovecot({"alice": "secret"}).start()
-    s = SmtpSink().start()
-    try:
-        yield d, s
-    finally:
-        s.stop()
-        d.stop()
-
-
-def add_inbox(pod, d: Dovecot, s: SmtpSink) -> str:
+def add_inbox(pod, d: Dovecot, s: SmtpSink, rules: list[dict] | None = None) -> str:
+    """Alice's inbox on the loopback servers, with ``rules`` (the RULES above unless given)."""
     acct = pod.mail.add_account(
         pod.person.id, "alice@example.org",
         imap={"host": "127.0.0.1", "port": d.port, "username": "alice", "security": "none", "timeout_s": 10},
         smtp={"host": "127.0.0.1", "port": s.port, "security": "none"},
-        password="secret", rules=RULES, start_at="all")
+        password="secret", rules=RULES if rules is None else rules, start_at="all")
     return acct.id
 
 

@@ -4,33 +4,17 @@ mail read again after its source was deleted, and lines wrapped by the sender's 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import pytest
 
 from tests.helpers.mailservers import Dovecot, SmtpSink, make_mail
+from tests.integration.test_mail_pod import add_inbox as add_inbox_with
 
 DENTIST = make_mail("Dentist", "Your appointment with Dr Quillfeather is on Friday at 10.", sender="Clinic <c@example.org>")
 
 
-@pytest.fixture
-def servers() -> Iterator[tuple[Dovecot, SmtpSink]]:
-    d = Dovecot({"alice": "secret"}).start()
-    s = SmtpSink().start()
-    try:
-        yield d, s
-    finally:
-        s.stop()
-        d.stop()
-
-
 def add_inbox(pod, servers: tuple[Dovecot, SmtpSink]) -> str:
-    d, s = servers
-    return pod.mail.add_account(
-        pod.person.id, "alice@example.org",
-        imap={"host": "127.0.0.1", "port": d.port, "username": "alice", "security": "none", "timeout_s": 10},
-        smtp={"host": "127.0.0.1", "port": s.port, "security": "none"},
-        password="secret", rules=[], start_at="all").id
+    return add_inbox_with(pod, *servers, rules=[])
 
 
 def odd_mail(n: int, content_type: str, body: str = "", disposition: str = "") -> bytes:
