@@ -1067,10 +1067,19 @@ class Memory:
             for sid in sorted(set(page.citations.values())):
                 db.execute("INSERT OR IGNORE INTO inbox SELECT id, scope, ? FROM sources WHERE id=?", (time.time(), sid))
 
+    def _free_title(self, sc: Scope, title: str) -> str:
+        """``title``, or ``title 2``, ``title 3``... : the first no page of the scope has."""
+        n, free = 1, title
+        while self.pages.path_for(sc, slugify(free)).exists():
+            n += 1
+            free = f"{title} {n}"
+        return free
+
     def _drop_claims(self, sc: Scope, slug: str, gone: set[str], said: dict[str, set[str]] | None = None) -> None:
         """Takes the claims resting on the ``gone`` sources off a page. With ``said`` (what each gone source said,
         read before its file went), the names the page gives to what only they said go too: a link or heading
-        naming it, a category naming it (it becomes "notes"), and the whole page if its title names it."""
+        naming it, a category naming it (it becomes "notes"), and the whole page if its title names it (a verified
+        page, holding the person's corrections, stays under its category's name instead)."""
         idx = self.index(sc)
         try:
             page = self.pages.read(sc, slug)
@@ -1090,13 +1099,23 @@ class Memory:
         told = set().union(*(said.get(sid, set()) for sid in page.citations.values() if sid in gone)) if said else set()
         page = page.without_sources(gone)
         only = self._said_only_by_gone(page, told) if told else set()
-        if only & telling_stems(page.title):
-            self._unwrite_titled(sc, slug, page)
-            return
         if only:
             page = page.without_names(lambda text: bool(telling_stems(text) & only))
             if telling_stems(page.category) & only:
                 page = replace(page, category="notes")
+        if only & telling_stems(page.title):
+            if not page.verified:
+                self._unwrite_titled(sc, slug, page)
+                return
+            # A verified page holds the person's own corrections: it stays, under its category for a title.
+            page = replace(page, title=self._free_title(sc, page.category.strip().capitalize() or "Notes"))
+            self.delete_page(str(sc), slug)
+            slug = page.slug
+            with self.catalog.tx(immediate=True) as db:
+                db.executemany("INSERT OR IGNORE INTO citations VALUES (?,?,?)",
+                               [(str(sc), slug, sid) for sid in page.citations.values()])
+                db.execute("INSERT OR REPLACE INTO stale_pages VALUES (?,?,?,?)",
+                           (str(sc), slug, "a cited source was deleted", time.time()))
         if not any(holds_something(line) for line in page.body.split("\n")):  # nothing but bare links was left
             self.pages.delete(sc, slug)
             with self.catalog.tx(immediate=True) as db:

@@ -350,6 +350,30 @@ def test_deleting_a_source_deletes_a_page_whose_title_only_it_backed_and_its_oth
     assert [p.title for p in mem.list_pages("public")[0]] == ["Bins"]
 
 
+def test_a_verified_page_titled_with_what_only_a_deleted_source_said_keeps_the_persons_text_under_a_plain_title(
+        mem: Memory) -> None:
+    """A verified page holds the person's own corrections: deleting the source its title came from must not throw
+    them away with the page. It stays, titled by its category (no page of that name yet: "Home 2" if there is)."""
+    gone, kept = (mem.add_source(t, scope="public") for t in ("Bob was diagnosed with zorblax fever by Dr Haas.",
+                                                              "The bins go out on Thursday night."))
+    _ingested(mem, Page("Zorblax fever and bins", "public", "home",
+                        "Bob was diagnosed by Dr Haas [1].\n\nThe bins go out on Thursday night [2].", {1: gone, 2: kept}),
+              Page("Home", "public", "home", "The bins go out on Thursday night [1].", {1: kept}))
+    mem.write_page(Page("Zorblax fever and bins", "public", "home", "Bob was diagnosed by Dr Haas [1].\n\nThe green "
+                        "bin goes out on Thursday night, not Friday [2].", {1: gone, 2: kept}, verified=True),
+                   author="person:alice")
+    assert mem.read_page("public", "zorblax-fever-and-bins").verified
+    assert mem.delete_source(gone) == ["page:public/zorblax-fever-and-bins"]
+    assert mem.read_page("public", "zorblax-fever-and-bins") is None
+    page = mem.read_page("public", "Home 2")
+    assert page is not None and page.verified and page.citations == {2: kept}
+    assert page.body == "The green bin goes out on Thursday night, not Friday [2]."
+    assert mem.typeahead("zorbl", scopes=["public"]) == [] and mem.search("zorblax", scopes=["public"], mode="keyword") == []
+    assert [h.title for h in mem.search("green bin Friday", scopes=["public"], mode="keyword") if h.kind == "page"][0] == "Home 2"
+    assert not [p for p in (mem.root / "wiki" / "public").rglob("*") if b"zorblax" in p.read_bytes().lower()]
+    assert mem.stale_pages() == ["page:public/home-2"]  # a model may still rewrite it
+
+
 def test_a_page_keeps_its_title_and_links_while_a_kept_source_still_says_them(mem: Memory) -> None:
     gone, kept = (mem.add_source(t, scope="public") for t in ("Bob was diagnosed with zorblax fever by Dr Haas.",
                                                               "Zorblax fever is going round; the bins go out Thursday."))
