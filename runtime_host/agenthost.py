@@ -351,7 +351,8 @@ class AgentHost:
                 owner = self.pod.store.get_person_by_id(owner_id)
                 who = owner.name if owner else "the first person"
                 raise StoreError(f"Search by meaning is shared by everyone on this Hearth, so its model is chosen by "
-                                 f"{who}, who set Hearth up (Settings → Models as {who}). Nothing was changed.")
+                                 f"{who}, who set Hearth up (Settings → Models as {who}; in a terminal: `--person {who} "
+                                 f"models set embedding MODEL`). Nothing was changed.")
             model = self._embedding_ref(person_id, name, model)
         elif self._provider(person_id, name) is None:  # "local/..." names the local embedders alone
             raise StoreError(f"No provider named {name!r}. Add it first with `provider add`.")

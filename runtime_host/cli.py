@@ -69,6 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
     pe = sub.add_parser("person", help="the people who share this Hearth").add_subparsers(dest="action", required=True)
     pea = pe.add_parser("add", help="add a person (with --passphrase-stdin to protect them with a passphrase)")
     pea.add_argument("name")
+    pea.add_argument("--passphrase-stdin", action="store_true", default=argparse.SUPPRESS,
+                     help="read their passphrase from the first line of standard input")
     pel = pe.add_parser("list", help="list people")
     pel.add_argument("--json", action="store_true")
     pe.add_parser("set-passphrase", help="protect the current person (and, without a keyring, their keys) with a "
@@ -198,9 +200,11 @@ def build_parser() -> argparse.ArgumentParser:
     mrl.add_argument("id", type=int)
     mdc = me_sub.add_parser("discard", help="throw a held note away")
     mdc.add_argument("id", type=int)
-    mfa = me_sub.add_parser("forget-agent", help="delete everything one agent learned")
+    mfa = me_sub.add_parser("forget-agent", help="delete everything one agent learned (needs --yes)")
     mfa.add_argument("name")
-    me_sub.add_parser("forget-me", help="delete everything remembered about you")
+    mfa.add_argument("--yes", action="store_true", help="yes, forget it (this cannot be undone)")
+    mfm = me_sub.add_parser("forget-me", help="delete everything remembered about you (needs --yes)")
+    mfm.add_argument("--yes", action="store_true", help="yes, forget it all (this cannot be undone)")
 
     fo = sub.add_parser("folder", help="watched folders: your notes, documents and mail exports in your memory")
     fo_sub = fo.add_subparsers(dest="action", required=True)
@@ -524,17 +528,27 @@ async def _reembed(me: Any) -> int:
     return EXIT_OK
 
 
+def _scopes_named(me: Any, report: Any) -> Any:
+    """A report with every scope named as the person reads it ("Me", "Shared"), never by its internal id."""
+    if isinstance(report, dict):
+        return {k: me.scope_label(v) if k == "scope" and isinstance(v, str) else _scopes_named(me, v)
+                for k, v in report.items()}
+    if isinstance(report, list):
+        return [_scopes_named(me, v) for v in report]
+    return report
+
+
 async def _memory(me: Any, args: argparse.Namespace) -> int:
     from runtime_host.memory_jobs import MemoryModelError
 
     mine = me.restore_redactions  # the person's own reversibly redacted values put back, for them alone
     try:
         if args.action == "produce":
-            _print_json(await me.memory_produce())
+            _print_json(_scopes_named(me, await me.memory_produce()))
         elif args.action == "ingest":
-            _print_json(await me.memory_ingest())
+            _print_json(_scopes_named(me, await me.memory_ingest()))
         elif args.action == "nightly":
-            _print_json(await me.memory_nightly())
+            _print_json(_scopes_named(me, await me.memory_nightly()))
         elif args.action == "search":
             hits = await me.memory_search(args.query, k=args.k, mode=args.mode)
             _print_json([{"id": h.id, "kind": h.kind, "scope": me.scope_label(h.scope), "title": mine(h.title),
@@ -558,6 +572,9 @@ async def _memory(me: Any, args: argparse.Namespace) -> int:
                                                    "`memory ingest` writes them now." if me.has_memory_model("ingest")
                                                    else NO_INGEST_MODEL))
         elif args.action == "ask":
+            if not args.question.strip():
+                print("error: type a question, e.g. memory ask \"When is Clara's birthday?\"", file=sys.stderr)
+                return EXIT_USAGE
             result = await me.ask_memory(args.question)
             if not result.ok:
                 print(f"error: {result.error}", file=sys.stderr)
@@ -599,6 +616,11 @@ async def _memory(me: Any, args: argparse.Namespace) -> int:
         elif args.action == "discard":
             await me.memory_discard(args.id)
             print(f"Discarded held note #{args.id}.")
+        elif args.action in ("forget-agent", "forget-me") and not args.yes:
+            what = f"everything {args.name} learned" if args.action == "forget-agent" else "everything remembered about you"
+            print(f"error: this forgets {what} for good (sources, pages and what waits to be kept); add --yes to "
+                  "do it.", file=sys.stderr)
+            return EXIT_USAGE
         elif args.action == "forget-agent":
             print(f"Forgot {await me.memory_forget_agent(args.name)} item(s) learned by {args.name}.")
         elif args.action == "forget-me":

@@ -31,12 +31,13 @@ log = logging.getLogger("hearth.memory")
 
 NO_INGEST_MODEL = ("Pages are written once an ingest model is chosen. Until then Hearth keeps every source, "
                    "finds it in search and cites it; choose a model for “Memory: writing wiki pages” in "
-                   "Settings → Models (a model server on this machine, or a provider).")
+                   "Settings → Models (a model server on this machine, or a provider; in a terminal: "
+                   "`models set ingest PROVIDER/MODEL`).")
 WIKI_BUSY = ("Another Hearth process is writing the wiki right now (a `memory ingest` or `memory nightly` run, or a "
              "second window); this run was skipped and nothing is lost: what waits in the inbox is written by that "
              "run or the next one. Try again in a minute.")
 NO_ASK_MODEL = ("Ask memory needs a capable model: choose one for “Ask memory” in Settings → Models (a model "
-                "server on this machine, or a provider). Meanwhile, search finds what memory holds.")
+                "server on this machine, or a provider; in a terminal: `models set ask_memory PROVIDER/MODEL`). Meanwhile, search finds what memory holds.")
 
 
 class MemoryModelError(Exception):
@@ -127,7 +128,8 @@ def _json_from(answer: str, what: str) -> Any:
         except (json.JSONDecodeError, RecursionError):
             continue
     raise MemoryModelError(f"The {what} model did not answer with JSON (it began {answer[:80]!r}). Nothing was "
-                           "stored; the next run asks again. Pick a stronger model for this role in Settings → Models.",
+                           "stored; the next run asks again. Pick a stronger model for this role in Settings → Models (in a "
+                           "terminal: `models` lists the roles, `models set ROLE PROVIDER/MODEL` chooses).",
                            f"The {what} model did not answer with JSON; nothing was stored.")
 
 
@@ -1007,7 +1009,8 @@ async def _ask_memory(pod: Any, person_id: str, question: str) -> MemoryAnswer:
         return MemoryAnswer(False, error=f"The Ask memory model failed: {exc}", hits=hits)
     except TimeoutError:
         return MemoryAnswer(False, error=f"The Ask memory model did not answer within {ASK_TIMEOUT_S:g} s. Ask again, "
-                                         "or choose another model for Ask memory in Settings → Models.", hits=hits)
+                                         "or choose another model for Ask memory in Settings → Models (in a terminal: "
+                                         "`models set ask_memory PROVIDER/MODEL`).", hits=hits)
     if len(answer) > ANSWER_CHARS:
         cut = answer.rfind("\n", 0, ANSWER_CHARS)
         answer = answer[:cut if cut > ANSWER_CHARS // 2 else ANSWER_CHARS].rstrip() + (
@@ -1019,7 +1022,8 @@ async def _ask_memory(pod: Any, person_id: str, question: str) -> MemoryAnswer:
     answer = _CITE.sub(lambda m: m.group(0) if int(m.group(1)) in citations else "", answer)
     if not answer.strip():
         return MemoryAnswer(False, error="The Ask memory model gave no answer. Ask again, or choose another model for "
-                                         "Ask memory in Settings → Models.", hits=hits)
+                                         "Ask memory in Settings → Models (in a terminal: `models set ask_memory "
+                                         "PROVIDER/MODEL`).", hits=hits)
     return MemoryAnswer(True, text=answer, citations=citations, hits=hits, answered_by=f"{r.provider}/{r.model}")
 
 

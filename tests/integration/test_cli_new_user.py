@@ -50,7 +50,7 @@ def test_an_empty_person_name_is_refused_not_taken_as_the_first_person(home, fak
     notes.mkdir()
     (notes / "dentist.txt").write_text("My dentist is Dr Moreau on Rue Cler.\n")
     assert cli(home, "folder", "add", str(notes)).returncode == 0  # the first person's folder
-    r = cli(home, "--person", "", "memory", "forget-me")
+    r = cli(home, "--person", "", "memory", "forget-me", "--yes")
     assert r.returncode == 2 and "person" in r.stderr.lower(), (r.returncode, r.stdout, r.stderr)
     still = json.loads(cli(home, "memory", "search", "dentist", "--mode", "keyword").stdout)
     assert still, "the first person's memory was forgotten by a command naming no person"

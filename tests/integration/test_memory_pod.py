@@ -1269,7 +1269,7 @@ async def test_the_window_keeps_remembering_after_forget_me_in_a_terminal(pod, s
     from tests.integration.test_cli import cli
 
     await clara_remembered(pod, script)
-    out = await asyncio.to_thread(cli, pod.home, "memory", "forget-me")
+    out = await asyncio.to_thread(cli, pod.home, "memory", "forget-me", "--yes")
     assert out.returncode == 0, out.stderr
     await asyncio.sleep(1.1)
     r = await asyncio.wait_for(pod.chat("helper", "My brother Tomas moved to Porto in May; his boat is the "

@@ -1,0 +1,75 @@
+"""A newcomer at the terminal, with memory: what the README and --help say, as real subprocesses (what cannot be
+undone asks for --yes, names instead of ids, advice a terminal can follow, usage errors exit 2)."""
+from __future__ import annotations
+
+import json
+
+from tests.integration.test_cli import cli, setup_agent
+
+
+def _seed(home, tmp_path):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "dentist.md").write_text("My dentist is Dr Alvarez on Rua Augusta.\n")
+    r = cli(home, "folder", "add", str(notes))
+    assert r.returncode == 0, r.stderr
+    return notes
+
+
+def test_forget_me_asks_first_like_every_other_cli_deletion(home, tmp_path) -> None:
+    """README: "What cannot be undone asks first ... forgetting what an agent learned or everything about you."
+    `agent delete` and `conversations delete` refuse without --yes; `memory forget-me` deleted all memory and the
+    watched folders at once on a bare try."""
+    notes = _seed(home, tmp_path)
+    r = cli(home, "memory", "forget-me")
+    assert r.returncode == 2 and "--yes" in r.stderr, (r.returncode, r.stdout, r.stderr)
+    assert "Dr Alvarez" in cli(home, "memory", "search", "dentist").stdout
+    assert str(notes) in cli(home, "folder", "list").stdout
+
+
+def test_forget_agent_asks_first(home, fake_model, script) -> None:
+    from tests.helpers.fake_model import Text, ToolCalls
+
+    setup_agent(home, fake_model.base_url)
+    assert cli(home, "agent", "edit", "helper", "--toolkits", "memory").returncode == 0
+    script([ToolCalls([("remember", {"fact": "The spare key is under the blue pot.", "scope": "person"})]),
+            Text("Done.")])
+    assert cli(home, "chat", "helper", "remember where the spare key is").returncode == 0
+    assert "blue pot" in cli(home, "memory", "search", "spare key blue pot", "--mode", "keyword").stdout
+    r = cli(home, "memory", "forget-agent", "helper")
+    assert r.returncode == 2 and "--yes" in r.stderr, (r.returncode, r.stdout, r.stderr)
+    assert "blue pot" in cli(home, "memory", "search", "spare key blue pot", "--mode", "keyword").stdout
+
+
+def test_person_add_with_passphrase_stdin_as_its_help_says(home) -> None:
+    """`person --help`: "add  add a person (with --passphrase-stdin to protect them with a passphrase)".
+    `person add Carol --passphrase-stdin` is refused as an unrecognized argument (it only works before `person`)."""
+    assert cli(home, "person", "list").returncode == 0
+    r = cli(home, "person", "add", "Carol", "--passphrase-stdin", stdin="correct horse\n")
+    assert r.returncode == 0 and "with a passphrase" in r.stdout, (r.returncode, r.stderr[-400:])
+    locked = cli(home, "--person", "Carol", "memory", "search", "x")
+    assert locked.returncode == 2 and "passphrase" in locked.stderr
+
+
+def test_memory_produce_names_you_not_your_internal_id(home, tmp_path) -> None:
+    """`memory search` shows a scope as "Me"; `memory produce` printed "private/<32 hex digits>" for the same
+    memory, twice per folder."""
+    _seed(home, tmp_path)
+    person = json.loads(cli(home, "person", "list", "--json").stdout)[0]
+    r = cli(home, "memory", "produce")
+    assert r.returncode == 0, r.stderr
+    assert person["id"] not in r.stdout, r.stdout
+
+
+def test_a_terminal_user_is_told_the_command_that_chooses_a_memory_model(home) -> None:
+    """With no model for Ask memory, the CLI's only advice was "choose one for “Ask memory” in Settings → Models":
+    there is no Settings in a terminal, and the role's CLI name (ask_memory) appears nowhere."""
+    r = cli(home, "memory", "ask", "Who is my dentist?")
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert "models set ask_memory" in r.stderr, r.stderr
+
+
+def test_an_empty_question_is_a_usage_error(home) -> None:
+    """README: usage errors exit 2 (failures exit 1). `memory ask ""` exited 1."""
+    r = cli(home, "memory", "ask", "")
+    assert r.returncode == 2 and "question" in r.stderr, (r.returncode, r.stderr)
