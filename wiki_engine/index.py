@@ -148,8 +148,17 @@ def stems(text: str) -> list[str]:
 
 def telling_stems(text: str) -> set[str]:
     """The stems of the words of ``text`` that tell something: stop words and Latin words of one or two letters
-    ("in", "Dr") left out, so that two texts share such a stem only where they name the same thing."""
-    return set(stems(" ".join(w for w in words(text) if w not in _STOP and not (len(w) <= 2 and w.isascii()))))
+    ("in", "Dr") left out, so that two texts share such a stem only where they name the same thing. Chinese,
+    Japanese and Korean give their letters too, besides their pairs (see ``cjk_pair_backed``)."""
+    found = set(stems(" ".join(w for w in words(text) if w not in _STOP and not (len(w) <= 2 and w.isascii()))))
+    return found | {c for run in _CJK_RUN.findall(text) for c in run}
+
+
+def cjk_pair_backed(stem: str, unbacked: set[str]) -> bool:
+    """Whether ``stem`` is a pair of Chinese, Japanese or Korean letters neither of which is ``unbacked``: text
+    without spaces is read as overlapping pairs, so a pair across two words ("京旅" of "东京旅行") is said by no
+    other text though both its words are."""
+    return len(stem) == 2 and _CJK_RUN.fullmatch(stem) is not None and not (set(stem) & unbacked)
 
 
 def own_words(body: str) -> str:

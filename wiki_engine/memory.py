@@ -33,6 +33,7 @@ from .index import (
     Doc,
     ScopeIndex,
     asks_when,
+    cjk_pair_backed,
     query_terms,
     remove_index_folder,
     telling_stems,
@@ -1053,7 +1054,7 @@ class Memory:
             rows = self.catalog.query("SELECT scope, sha FROM sources WHERE id=?", (sid,))
             if rows:
                 left -= self._said(Scope.parse(rows[0][0]), rows[0][1])
-        return left
+        return {s for s in left if not cjk_pair_backed(s, left)}
 
     def _unwrite_titled(self, sc: Scope, slug: str, page: Page) -> None:
         """Deletes a page whose title names what only deleted sources said (file, index, titles, proposals); the
@@ -1069,6 +1070,7 @@ class Memory:
 
     def _free_title(self, sc: Scope, title: str) -> str:
         """``title``, or ``title 2``, ``title 3``... : the first no page of the scope has."""
+        title = title[:60].strip() or "Notes"  # a slug is cut at 80 characters: "title 2" must differ from "title"
         n, free = 1, title
         while self.pages.path_for(sc, slugify(free)).exists():
             n += 1
@@ -1099,8 +1101,9 @@ class Memory:
         told = set().union(*(said.get(sid, set()) for sid in page.citations.values() if sid in gone)) if said else set()
         page = page.without_sources(gone)
         only = self._said_only_by_gone(page, told) if told else set()
-        if only:
-            page = page.without_names(lambda text: bool(telling_stems(text) & only))
+        if only:  # a link to a page that is there names that page, not what the deleted source said
+            page = page.without_names(lambda text: bool(telling_stems(text) & only) and not self.pages.path_for(
+                sc, slugify(re.split(r"[|#]", text.lstrip("#").strip(), maxsplit=1)[0])).exists())
             if telling_stems(page.category) & only:
                 page = replace(page, category="notes")
         if only & telling_stems(page.title):

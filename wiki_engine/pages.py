@@ -271,6 +271,12 @@ _BLOCK_START = re.compile(r"^\s*(?:[-*+]\s|\d+[.)]\s|#|>|\|)")
 _QUOTE = re.compile(r"^\s*>\s?")
 
 
+_WIDE_ENDS = ("。", "！", "？", "．")
+# Where a sentence ends: after . ! ? or a citation's ] and a space, or after Chinese and Japanese full stops,
+# which need no space after them.
+_SENTENCE_END = re.compile(r"(?<=[.!?\]])\s+(?=\S)|(?<=[。！？．])\s*(?=\S)")
+
+
 def _drop_cited(block: list[str], dead: set[int]) -> list[str]:
     """One paragraph or list item (its lines) without the sentences that rest on ``dead`` citations; untouched
     when it cites none of them."""
@@ -282,7 +288,7 @@ def _drop_cited(block: list[str], dead: set[int]) -> list[str]:
     text = " ".join(line.strip() for line in [block[0][len(head):], *rest_lines])
     kept: list[str] = []
     resting: list[str] = []  # uncited sentences waiting for the citation they rest on
-    for sentence in re.split(r"(?<=[.!?\]])\s+(?=\S)", text):
+    for sentence in _SENTENCE_END.split(text):
         nums = {int(n) for n in _CITE_USE.findall(sentence)}
         if not nums:
             resting.append(sentence)
@@ -292,7 +298,9 @@ def _drop_cited(block: list[str], dead: set[int]) -> list[str]:
             kept.append(sentence)
         resting = []
     kept += resting
-    rest = " ".join(k.strip() for k in kept if k.strip())
+    rest = ""
+    for k in (k.strip() for k in kept if k.strip()):  # Chinese and Japanese sentences follow without a space
+        rest += (" " if rest and not rest.endswith(_WIDE_ENDS) else "") + k
     return [head + rest] if rest else []
 
 

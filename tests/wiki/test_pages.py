@@ -383,3 +383,54 @@ def test_a_page_keeps_its_title_and_links_while_a_kept_source_still_says_them(me
     page = mem.read_page("public", "Zorblax fever")
     assert page is not None and page.body == "It is going round [2].\n\n[[Zorblax]]"  # Dr Haas only Bob's note named
     assert mem.inbox() == []
+
+
+SC = "private/alice"
+
+
+def test_a_link_to_another_real_page_stays_when_one_source_that_mentioned_it_is_deleted(mem: Memory) -> None:
+    """The "Recycling" page links to the "Garden waste" page, a page of its own backed by its own source. Deleting
+    one source of "Recycling" that happened to mention garden waste removed the link to the other page, which is
+    still there and still backed: the link named a page, not something only the deleted source said."""
+    glass = mem.add_source("Glass goes to the bottle bank on Fridays.", scope=SC)
+    brown = mem.add_source("Garden waste goes in the brown bin every other Monday.", scope=SC)
+    compost = mem.add_source("Garden waste can also go on the compost heap behind the shed.", scope=SC)
+    mem.write_page(Page("Garden waste", SC, "home", "Garden waste can go on the compost heap [1].", {1: compost}),
+                   author="agent:writer")
+    mem.write_page(Page("Recycling", SC, "home",
+                        "Glass goes to the bottle bank on Fridays [1]. The brown bin is emptied every other Monday [2]."
+                        "\n\nSee also: [[Garden waste]]", {1: glass, 2: brown}), author="agent:writer")
+    mem.delete_sources([brown])
+    assert mem.read_page(SC, "garden-waste") is not None  # the other page is there, still backed
+    page = mem.read_page(SC, "recycling")
+    assert page is not None and "bottle bank" in page.body
+    assert "[[Garden waste]]" in page.body, page.body
+
+
+def test_a_chinese_titled_page_whose_title_its_kept_source_says_is_not_deleted(mem: Memory) -> None:
+    """A page titled 东京旅行 ("Tokyo trip") cites two notes. Deleting one deletes the whole page, though the note
+    it still cites says both 东京 (Tokyo) and 旅行 (trip): the title is read as letter pairs, and the pair across the
+    two words (京旅) was said only by the deleted note."""
+    kept = mem.add_source("我们五月去东京的旅行订好了酒店。", scope=SC)  # "the hotel for our May trip to Tokyo is booked"
+    gone = mem.add_source("东京旅行的机票是三月买的。", scope=SC)  # "the Tokyo-trip plane tickets were bought in March"
+    mem.write_page(Page("东京旅行", SC, "旅行", "五月去东京的旅行订好了酒店 [1]。\n\n机票三月买的 [2]。", {1: kept, 2: gone}),
+                   author="agent:writer")
+    assert mem.read_page(SC, "东京旅行") is not None
+    mem.delete_sources([gone])
+    page = mem.read_page(SC, "东京旅行")
+    assert page is not None, "the page the kept note still backs, title and all, was deleted"
+    assert "酒店" in page.body
+
+
+def test_a_verified_chinese_page_keeps_its_other_cited_sentence_when_one_source_is_deleted(mem: Memory) -> None:
+    """A page the person verified, in Chinese: two sentences on
+    one line, each citing its own note, ending in 。. Deleting one note deleted the whole page: 。 is not read as a
+    sentence end, so the line was one "claim" citing the deleted note and went, the kept note's sentence with it
+    (the same page in English keeps "Hotel booked [1].")."""
+    kept = mem.add_source("我们五月去东京的旅行订好了酒店。", scope=SC)
+    gone = mem.add_source("东京旅行的机票是三月买的。", scope=SC)
+    mem.write_page(Page("东京旅行", SC, "旅行计划", "我们订好了五月的酒店 [1]。机票是三月买的 [2]。", {1: kept, 2: gone},
+                        verified=True), author="person:alice")
+    mem.delete_sources([gone])
+    pages = mem.list_pages(SC)[0]
+    assert [p for p in pages if "我们订好了五月的酒店 [1]" in p.body], pages
