@@ -410,7 +410,8 @@ class MemoryHost:
             return used
 
         used = await self.in_memory_thread(used_in_memory)
-        used |= {needle[1:-1] for needle in self.pod.store.holding({f"#{mid}]" for mid in ids - used})}
+        # a scan of every message and step per id: off the event loop
+        used |= {needle[1:-1] for needle in await asyncio.to_thread(self.pod.store.holding, {f"#{mid}]" for mid in ids - used})}
         try:
             self.pod.forget_mappings(person_id, ids - used)
         except Exception:  # noqa: BLE001 - what was forgotten is; the vault (locked, say) keeps an unused value
