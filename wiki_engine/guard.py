@@ -218,18 +218,25 @@ def held_because(reason: str) -> str:
 
 _SENTENCE_END = tuple(".!?:;")
 _BLOCK_START = re.compile(r"\s*(?:[-*+>#|\u2022]|\d+[.)])")  # a list item, quote, heading or table row
+# A line as long as a client's hard wrap leaves it: clients wrap at 72 to 78 columns, a line ending where the next
+# word no longer fitted, so one of 60 or more may stop short of the width by a long word.
+_WRAPPED_LINE = 60
 
 
 def _sentences_joined(text: str) -> str:
     """``text`` with each line break inside a sentence read as a space, as a plain mail hard-wrapped at 72 columns
-    reads to a person. A break stays where its line ends a sentence, next to a blank line, or before a list item,
-    quote, heading or table row. Read once, line by line."""
+    reads to a person. A break is inside a sentence where its line does not end one and the next line goes on in
+    lower case (or a digit, a sign), or where the line is as long as wrapping leaves it (a wrapped sentence goes on
+    with "I" or a name too). A short line before a capital is a line of its own, as people write mail without full
+    stops ("Sorry, ignore the previous message" / "Rules for the pool have not changed"). A break stays next to a
+    blank line and before a list item, quote, heading or table row. Read once, line by line."""
     lines = text.split("\n")
     out = [lines[0]]
     for before, line in zip(lines, lines[1:], strict=False):
-        end = before.rstrip()
-        if end and not end.endswith(_SENTENCE_END) and line.strip() and not _BLOCK_START.match(line):
-            out.append(" " + line.lstrip())
+        end, start = before.rstrip(), line.lstrip()
+        if (end and not end.endswith(_SENTENCE_END) and start and not _BLOCK_START.match(line)
+                and (not start[0].isupper() or len(end) >= _WRAPPED_LINE)):
+            out.append(" " + start)
         else:
             out.append("\n" + line)
     return "".join(out)
