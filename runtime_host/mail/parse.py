@@ -182,7 +182,8 @@ def unflow(text: str, delsp: bool = False) -> str:
     """Plain text sent as format=flowed, as the sender's client shows it: a line that ends in a space goes on in the
     next one of the same quote depth (with delsp=yes that space is not part of the text: a word may be split there).
     Quote marks (">") are read off each line and put back once per joined line, a space-stuffed line loses its
-    leading space, and the signature line "-- " never flows. `text` has "\n" line ends. Read in one pass."""
+    leading space, and the signature line "-- " stands alone: it never flows, and a flowed line before it ends there.
+    `text` has "\n" line ends. Read in one pass."""
     out: list[str] = []
     para: list[str] = []  # the pieces of the line being joined
     depth = 0
@@ -191,11 +192,12 @@ def unflow(text: str, delsp: bool = False) -> str:
         body = line[d:]
         if body.startswith(" "):  # space-stuffed (or the space after quote marks)
             body = body[1:]
-        if para and d != depth:  # a flowed line before a change of quote depth ends there
+        signature = body == "-- "
+        if para and (d != depth or signature):  # a flowed line before a change of quote depth or a "-- " ends there
             out.append(">" * depth + (" " if depth else "") + "".join(para))
             para = []
         depth = d
-        flowed = body.endswith(" ") and body != "-- "
+        flowed = body.endswith(" ") and not signature
         if flowed and delsp:
             body = body[:-1]
         para.append(body)

@@ -210,3 +210,13 @@ def test_a_format_flowed_mail_reads_as_its_senders_client_shows_it() -> None:
     assert split.text == "The meeting is on Fri\nday. Supercalifragilistic."
     fixed = parse_message(b"Subject: x\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nTwo lines \r\nstay two.\r\n")
     assert fixed.text == "Two lines \nstay two."
+
+
+def test_a_flowed_line_before_the_signature_separator_ends_there() -> None:
+    """RFC 3676 4.3: the "-- " line is neither fixed nor flowed, the paragraph before it ends there. A flowed last
+    line took it in: the mail read "See you Friday -- " (with delsp=yes "See you Friday-- "), no signature below."""
+    for params in ("format=flowed", "format=flowed; delsp=yes"):
+        m = parse_message(f"Subject: Friday\r\nContent-Type: text/plain; charset=utf-8; {params}\r\n\r\n"
+                          "See you Friday \r\n-- \r\nAnn Berg\r\n".encode())
+        first, separator, name = m.text.split("\n")
+        assert (first.rstrip(), separator, name) == ("See you Friday", "-- ", "Ann Berg"), m.text
