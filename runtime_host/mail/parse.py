@@ -149,6 +149,18 @@ def _unescape_header_bytes(value: str) -> str:
         return raw.decode("cp1252", errors="replace")
 
 
+class _Read8bit(email.policy.Compat32):
+    """compat32, with a header written in raw 8-bit (RFC 6532: "filename=\"Rechnung März.pdf\"") read as text
+    (UTF-8, else windows-1252) instead of handed over as a Header object: every ``part.get()`` and what reads
+    through it (file names, parameters, content types) is a str with the sender's letters."""
+
+    def header_fetch_parse(self, name: str, value: Any) -> Any:
+        return _unescape_header_bytes(value) if isinstance(value, str) else value
+
+
+_POLICY = _Read8bit()
+
+
 def _one_line(s: str) -> str:
     """A folded header on one line: its lines joined by one space, read once (a substitution around each line
     break read a long run of spaces again from each one: a subject of 100,000 spaces took a minute)."""
@@ -294,8 +306,7 @@ def _filename(part: Message) -> str | None:
 
 
 def _is_attachment(part: Message) -> bool:
-    disp = (part.get("Content-Disposition") or "").split(";")[0].strip().lower()
-    if disp == "attachment":
+    if part.get_content_disposition() == "attachment":
         return True
     if _filename(part):
         return True
@@ -359,10 +370,10 @@ def parse_message(raw: bytes, *, size: int | None = None, partial: bool = False,
         notes.append(f"message is {total:,} bytes; only the first {len(raw):,} were read, so text and "
                       "attachments after that point are missing")
     try:
-        msg = email.message_from_bytes(raw, policy=email.policy.compat32)
+        msg = email.message_from_bytes(raw, policy=_POLICY)
         parts = list(msg.walk())
     except RecursionError:  # parts nested deeper than Python's parser follows: the headers are still read
-        msg = email.parser.BytesParser(policy=email.policy.compat32).parsebytes(raw, headersonly=True)
+        msg = email.parser.BytesParser(policy=_POLICY).parsebytes(raw, headersonly=True)
         parts = []
         notes.append("its parts are nested deeper than Hearth reads, so only its headers were kept")
     headers: dict[str, list[str]] = {}

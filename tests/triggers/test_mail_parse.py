@@ -92,6 +92,23 @@ def test_binary_attachment_is_listed_not_kept() -> None:
     assert len(m.to_dict()["text"]) < 100
 
 
+
+def test_an_attachment_named_in_raw_8bit_is_listed_under_its_name() -> None:
+    """Phone and web mailers write an attachment's name in plain UTF-8 (RFC 6532), old ones in windows-1252. Such a
+    mail raised (the part's headers came back as Header objects) and was kept as it came: its text the MIME source,
+    boundaries and the PDF's base64 included, and no attachment listed."""
+    raw = ("Subject: Rechnung\r\nMIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=B\r\n\r\n"
+           "--B\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nAnbei die Rechnung für März.\r\n"
+           "--B\r\nContent-Type: application/pdf; name=\"Rechnung März.pdf\"\r\n"
+           "Content-Disposition: attachment; filename=\"Rechnung März.pdf\"\r\nContent-Transfer-Encoding: base64\r\n"
+           "\r\nJVBERi0xLjQK\r\n--B\r\n").encode() + (
+           "Content-Type: image/jpeg; name=\"Grüße.jpg\"\r\nContent-Transfer-Encoding: base64\r\n\r\n"
+           "/9j/4AAQ\r\n--B--\r\n").encode("cp1252")
+    m = parse_message(raw)
+    assert m.text == "Anbei die Rechnung für März."
+    assert [(a.filename, a.content_type) for a in m.attachments] == [("Rechnung März.pdf", "application/pdf"),
+                                                                      ("Grüße.jpg", "image/jpeg")]
+
 def test_text_cap_and_partial_read_are_said() -> None:
     raw = b"Subject: long\r\n\r\n" + b"word " * 100_000
     m = parse_message(raw, text_cap=1000)
