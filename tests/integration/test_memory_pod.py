@@ -649,16 +649,7 @@ async def test_forget_me_takes_a_heading_over_the_persons_words_off_a_shared_pag
     """The owner's wiki writer put a heading over Bob's cited sentence on the household page (as models write
     markdown). "Forget everything about me" took the sentence and left the heading naming his diagnosis, in the
     page file, in the shared index and in Alice's search; a page with another section keeps that section."""
-    bob = pod.add_person("Bob")
-    as_bob = pod.pod.unlock("Bob")
-    as_bob.add_agent("bobs", provider="embedded")
-    inst = as_bob.find_agent("bobs")[0]
-    await pod.in_memory_thread(lambda: pod.memory.remember(
-        "Bob was diagnosed with type 2 diabetes by Dr Haas in March.", person=bob["id"], agent=inst.id, scope="public"))
-    await pod.in_memory_thread(lambda: pod.memory.remember(
-        "The bins go out on Thursday night.", person=pod.person.id, agent=pod.find_agent("helper")[0].id,
-        scope="public"))
-    pod.set_role_model("ingest", "fake/alice-w")
+    as_bob = await _bobs_and_alices_public_notes(pod, "type 2 diabetes")
     fake_model.script = lambda req: Text(json.dumps([
         {"title": "Household health", "scope": "public", "category": "health",
          "body": "## Bob's type 2 diabetes\n\nBob was diagnosed by Dr Haas in March [1].", "citations": {"1": "S1"}},
@@ -678,19 +669,26 @@ async def test_forget_me_takes_a_heading_over_the_persons_words_off_a_shared_pag
             if "diabetes" in h.snippet] == []
 
 
-async def _bobs_diagnosis_on_a_shared_page(pod, fake_model, body: str, title: str = "Household"):
-    """Bob's public note of his diagnosis and Alice's of the bins; the owner's wiki writer makes one shared page of
-    both (``body`` cites Bob's as [1], Alice's as [2])."""
+async def _bobs_and_alices_public_notes(pod, illness: str):
+    """Bob's public note of his diagnosis with ``illness`` (S1) and Alice's of the bins (S2), the owner's wiki writer
+    on the fake model; returns Bob's pod."""
     bob = pod.add_person("Bob")
     as_bob = pod.pod.unlock("Bob")
     as_bob.add_agent("bobs", provider="embedded")
     inst = as_bob.find_agent("bobs")[0]
     await pod.in_memory_thread(lambda: pod.memory.remember(
-        "Bob was diagnosed with ptarmigan fever by Dr Haas in March.", person=bob["id"], agent=inst.id, scope="public"))
+        f"Bob was diagnosed with {illness} by Dr Haas in March.", person=bob["id"], agent=inst.id, scope="public"))
     await pod.in_memory_thread(lambda: pod.memory.remember(
         "The bins go out on Thursday night.", person=pod.person.id, agent=pod.find_agent("helper")[0].id,
         scope="public"))
     pod.set_role_model("ingest", "fake/alice-w")
+    return as_bob
+
+
+async def _bobs_diagnosis_on_a_shared_page(pod, fake_model, body: str, title: str = "Household"):
+    """Bob's public note of his diagnosis and Alice's of the bins; the owner's wiki writer makes one shared page of
+    both (``body`` cites Bob's as [1], Alice's as [2])."""
+    as_bob = await _bobs_and_alices_public_notes(pod, "ptarmigan fever")
     fake_model.script = lambda req: Text(json.dumps([
         {"title": title, "scope": "public", "category": "home", "body": body, "citations": {"1": "S1", "2": "S2"}}]))
     out = await asyncio.wait_for(pod.memory_ingest(), 60)
