@@ -221,6 +221,9 @@ def _cited_in(texts: Sequence[str], ids: set[str], where: str) -> bool:
     return False
 
 
+_DIRECTION = re.compile("[\u202a-\u202e\u2066-\u2069]")  # embeddings, overrides and isolates of direction
+
+
 def _withdraw(db: sqlite3.Connection, pid: int, status: str) -> None:
     """Withdraws a proposal (one decided earlier keeps its verdict) and empties its texts."""
     db.execute("UPDATE proposals SET status=?, decided_at=COALESCE(decided_at, ?), base_text='', proposed_text='', "
@@ -355,8 +358,9 @@ class Memory:
             text = without_controls(valid_text(text))
             return red(text, sc) if red is not None and text else text
 
-        def field(text: str) -> str:  # a front-matter line: a line break in it would break the file
-            return " ".join(clean(text).split())
+        def field(text: str) -> str:  # a front-matter line: a line break in it would break the file; a direction
+            # override or isolate would make a title read otherwise in the window ("Dentist \u202egnp.exe")
+            return " ".join(_DIRECTION.sub("", clean(text)).split())
 
         title = field(page.title)
         if not title:

@@ -434,3 +434,15 @@ def test_a_verified_chinese_page_keeps_its_other_cited_sentence_when_one_source_
     mem.delete_sources([gone])
     pages = mem.list_pages(SC)[0]
     assert [p for p in pages if "我们订好了五月的酒店 [1]" in p.body], pages
+
+
+def test_a_models_title_and_category_keep_no_direction_override(mem: Memory) -> None:
+    """A hostile writer's title "Dentist \u202egnp.exe" shows in the window as "Dentist exe.png" (the terminal strips
+    such characters; the window showed them). Titles and categories are stored without direction overrides,
+    embeddings or isolates; a Hebrew title keeps its letters."""
+    sid = mem.add_source("The dentist is Dr Okafor.", scope=SC)
+    mem.write_page(Page("Dentist \u202egnp.exe\u202c \u2066x\u2069", SC, "he\u202ealth", "The dentist is Dr Okafor [1].",
+                        {1: sid}), author="agent:writer")
+    mem.write_page(Page("רופא שיניים", SC, "health", "The dentist is Dr Okafor [1].", {1: sid}), author="agent:writer")
+    pages = {(p.title, p.category) for p in mem.list_pages(SC)[0]}
+    assert pages == {("Dentist gnp.exe x", "health"), ("רופא שיניים", "health")}
