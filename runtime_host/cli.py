@@ -645,12 +645,19 @@ async def _folder(me: Any, args: argparse.Namespace) -> int:
         print(f"{shown(rep.path)}: {rep.indexed} indexed, {rep.skipped} skipped, {rep.failed} failed, {rep.unchanged} "
               f"unchanged, {rep.removed} removed ({rep.seconds:.1f} s).{' ' + rep.note if rep.note else ''}")
 
+    async def scan(fid: str) -> None:
+        try:
+            report(await me.folders.scan(fid, on_progress=progress))
+        except asyncio.CancelledError:  # Ctrl+C (asyncio.run then exits 130): under the progress line, one line
+            print("\nStopped: the files imported so far are kept; `folder rescan` imports the rest.", file=sys.stderr)
+            raise
+
     try:
         if args.action == "add":
             folder = me.folders.add(args.path)
             print(f"Watching {shown(folder.path)} (id {folder.id}); only you see what it imports.")
             if not args.no_scan:
-                report(await me.folders.scan(folder.id, on_progress=progress))
+                await scan(folder.id)
         elif args.action == "list":
             rows = [f.to_dict() for f in me.folders.list_folders()]
             if args.json:
@@ -673,7 +680,7 @@ async def _folder(me: Any, args: argparse.Namespace) -> int:
         elif args.action == "rescan":
             folders = [me.folders.find(args.folder)] if args.folder else me.folders.list_folders()
             for f in folders:
-                report(await me.folders.scan(f.id, on_progress=progress))
+                await scan(f.id)
     except FolderError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -179,6 +179,39 @@ class _Batch:
     root_gone: bool = False
 
 
+class _ThreadSteps:
+    """A generator run one step at a time on a worker thread: ``await next()`` (None at its end), then always
+    ``await close()``. A thread cannot be stopped, so when the task awaiting a step is cancelled (Ctrl+C in the
+    terminal, a task cancelled in the window) the step goes on: ``close`` sets ``stop`` (the generator ends at its next file), waits for
+    that step and only then closes the generator (closed while a thread is inside it, it would raise "generator
+    already executing" instead of letting the cancel through). Cancelled again while it waits, the generator is
+    still closed once its step ends."""
+
+    def __init__(self, make: Callable[[threading.Event], Iterator[Any]]):
+        self.stop = threading.Event()
+        self._gen = make(self.stop)
+        self._step: asyncio.Future[Any] | None = None
+
+    async def next(self) -> Any:
+        self._step = asyncio.ensure_future(asyncio.to_thread(next, self._gen, None))
+        return await asyncio.shield(self._step)  # cancelled, the step itself runs on (see close)
+
+    async def close(self) -> None:
+        self.stop.set()
+        step = self._step
+        if step is None or step.done():
+            self._gen.close()
+            return
+
+        def ended(f: asyncio.Future[Any]) -> None:
+            if not f.cancelled() and f.exception() is not None:  # nobody awaits that step's batch any more
+                log.warning("a folder import step ended after its scan was stopped: %r", f.exception())
+            self._gen.close()
+
+        step.add_done_callback(ended)
+        await asyncio.wait([step])
+
+
 def _cleaned(memory: Any, part: dict[str, Any], scope: str) -> dict[str, Any]:
     """A whole text as memory stores it (``Memory.clean_item``: personal data redacted), before it is cut into
     parts (a card number across a cut would otherwise reach memory in two unrecognised halves) and before the
@@ -1029,10 +1062,11 @@ class WatchedFolders:
         if todo:
             self.db.q("UPDATE folders SET state='importing' WHERE id=?", (folder.id,))
             memory = await self.pod.in_memory_thread(lambda: self.pod.memory)  # opened off the event loop
-            batches = self._batches(root, todo, known, lambda part: _cleaned(memory, part, scope), mounted)
+            batches = _ThreadSteps(lambda stop: self._batches(
+                root, todo, known, lambda part: _cleaned(memory, part, scope), stop, mounted))
             done = 0
             try:
-                while (batch := await asyncio.to_thread(next, batches, None)) is not None:
+                while (batch := await batches.next()) is not None:
                     await self._store(folder, scope, batch, known, decide, rep)
                     if not self._watched(folder.id):  # forgotten or removed meanwhile: the import stops here
                         rep.note = "No longer watched: the import stopped and kept nothing more."
@@ -1044,7 +1078,7 @@ class WatchedFolders:
                     if batch.root_gone:
                         return self._missing(folder, rep, on_progress, t0, during=True)
             finally:
-                batches.close()
+                await batches.close()  # stopped (Ctrl+C): what was stored is kept, the next scan reads the rest
         if todo or unfinished:
             stray = await self._unrecorded(folder, set(self._all_sources(folder.id)))
             rep.sources_deleted += await self._delete_sources(folder, stray)
@@ -1060,12 +1094,16 @@ class WatchedFolders:
 
     @staticmethod
     def _batches(root: Path, todo: list[tuple[str, Path, int, int]], known: dict[str, _Known],
-                 clean: Callable[[dict[str, Any]], dict[str, Any]], mounted: bool = False) -> Iterator[_Batch]:
+                 clean: Callable[[dict[str, Any]], dict[str, Any]], stop: threading.Event,
+                 mounted: bool = False) -> Iterator[_Batch]:
         """Reads the files to import (on a worker thread, one step per ``next``) and hands them out in steps of
         at most BATCH_FILES files and BATCH_ITEMS parts, so a mail export or a long text never sits in memory
-        whole: its parts may span several steps. Each whole text is redacted before it is cut into parts."""
+        whole: its parts may span several steps. Each whole text is redacted before it is cut into parts. Once
+        ``stop`` is set (the scan was stopped), it ends before the next file."""
         batch = _Batch()
         for rel, path, mtime_ns, size in todo:
+            if stop.is_set():
+                return
             prev = known.get(rel)
             r = read_file(path, rel, mtime_ns, size, prev.sha if prev and prev.status == INDEXED else "", root)
             if r.status == INDEXED and rel != path.relative_to(root).as_posix():

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -562,6 +563,59 @@ def import_killed_midway(home: Path, docs: Path) -> None:
     r = subprocess.run([sys.executable, "-c", KILLED_AFTER_MEMORY_STORED, str(home), str(docs)],
                        env={**os.environ, "HEARTH_HOME": str(home)}, capture_output=True, text=True, timeout=120)
     assert r.returncode == -signal.SIGKILL, r.stderr[-2000:]
+
+
+def interrupted_when(home: Path, args: list[str], ready: Callable[[str], bool]) -> tuple[int, str]:
+    """`python -m runtime_host ARGS` sent SIGINT (what Ctrl+C sends) once its stderr so far is ``ready``; its
+    exit code and all of its stderr."""
+    p = subprocess.Popen([sys.executable, "-m", "runtime_host", *args], env={**os.environ, "HEARTH_HOME": str(home)},
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    seen = b""
+    try:
+        os.set_blocking(p.stderr.fileno(), False)
+        deadline = time.monotonic() + 300  # a loaded 2-core machine: it waits for the import, not for a clock
+        while not ready(seen.decode("utf-8", "replace")):
+            assert p.poll() is None and time.monotonic() < deadline, (p.returncode, seen[-2000:])
+            seen += p.stderr.read() or b""
+            time.sleep(0.02)
+        p.send_signal(signal.SIGINT)
+        os.set_blocking(p.stderr.fileno(), True)
+        seen += p.communicate(timeout=300)[1]
+        return p.returncode, seen.decode("utf-8", "replace")
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+@pytest.mark.parametrize("command", ["add", "rescan"])
+def test_ctrl_c_during_an_import_stops_it_in_a_line_and_the_next_rescan_imports_the_rest(home, tmp_path,
+                                                                                         command) -> None:
+    # Ctrl+C while a worker thread reads the next step's files: the command printed a 40-line traceback ending
+    # in "generator already executing" and exited 1.
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    filler = "We walked along the river and talked about the garden, the weather and the plans for spring. " * 150
+    for i in range(400):  # 14 KB each, four parts: a step is about 125 files
+        (notes / f"n{i}.txt").write_text(f"Note {i}: the locker code is zq{i}x.\n{filler}\n")
+    if command == "add":
+        args = ["folder", "add", str(notes)]
+    else:
+        assert cli(home, "folder", "add", "--no-scan", str(notes)).returncode == 0
+        args = ["folder", "rescan"]
+
+    def a_step_stored(err: str) -> bool:  # then the next step's files are being read
+        return any(int(done) > 0 for done in re.findall(r"(\d+)/400 file\(s\) read", err))
+
+    rc, err = interrupted_when(home, args, a_step_stored)
+    assert rc == 130 and "Traceback" not in err, err[-3000:]
+    assert err.splitlines()[-1] == "Stopped: the files imported so far are kept; `folder rescan` imports the rest."
+    (folder,) = json.loads(cli(home, "folder", "list", "--json").stdout)
+    assert 0 < folder["files"].get("indexed", 0) < 400, folder
+    r = cli(home, "folder", "rescan", timeout=600)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    (folder,) = json.loads(cli(home, "folder", "list", "--json").stdout)
+    assert folder["files"] == {"indexed": 400}, folder
 
 
 @pytest.mark.parametrize("then", ["rescan", "remove"])
