@@ -848,10 +848,12 @@ def _announce_ingest(pod: Any, by_person: dict[str, dict[str, Any]]) -> None:
 
 async def nightly(pod: Any) -> dict[str, Any]:
     """Merges duplicates, re-synthesises pages whose sources were deleted (with the ingest model, if any),
-    rebuilds indexes, then reconciles contradictions."""
+    rebuilds indexes, then reconciles contradictions. A person's model that failed (a rewrite or a reconciliation)
+    is raised (MemoryModelError with ``failures`` and the run's ``report``) once everything else is done."""
     from wiki_engine.pipeline import LeaseBusy, NightlyReport, WriterFailed, failure_told, nightly_steps
 
     writers = {pid: c for pid, c in _writers(pod).items() if c.synthesize is not None}
+    failed: list[tuple[str, MemoryModelError]] = []  # (person, their model's failure), raised once the pass is done
 
     def resynthesize(batch: Any) -> Any:
         """Each stale page is rewritten by its own writer's model, one scope at a time (as ingest does: a model
@@ -865,6 +867,8 @@ async def nightly(pod: Any) -> dict[str, Any]:
                     pages = [page for page in choice.synthesize(replace(batch, stale_pages=mine))
                              if str(page.scope) == scope]
                 except Exception as e:  # whatever the model's failure, its person's report says it
+                    failed.append((pid, e if isinstance(e, MemoryModelError)
+                                   else MemoryModelError(str(e), "The wiki-writer model failed; the page stays stale.")))
                     yield WriterFailed(str(e), [scope])
                     continue
                 yield from pages
@@ -875,11 +879,14 @@ async def nightly(pod: Any) -> dict[str, Any]:
     except LeaseBusy:
         return {**vars(NightlyReport()), "reconciled": [], "message": WIKI_BUSY}
     out = dict(vars(rep))
-    out["reconciled"], unreconciled = await pod._reconcile_pages()
+    out["reconciled"], unreconciled, unreconciled_by = await pod._reconcile_pages()
     out["rejected"] += unreconciled  # a page whose owner's model failed to reconcile it, told to that person alone
+    failed += unreconciled_by
     # counts only: the lists name pages and files of every person, and every subscriber hears this event
     pod.emit({"type": "memory.nightly", **{k: len(v) if isinstance(v, list) else v for k, v in out.items()
                                            if isinstance(v, int | list)}})
+    if failed:  # the run says it failed (for each person whose model did), once the rest of the pass is done
+        raise _failed_run(failed, out)
     return out
 
 

@@ -442,14 +442,15 @@ class MemoryHost:
         async with self.job_lock("ingest"):
             return await memory_jobs.ingest(self.pod)
 
-    async def reconcile_pages(self) -> tuple[list[str], list[tuple[str, str, str]]]:
+    async def reconcile_pages(self) -> tuple[list[str], list[tuple[str, str, str]], list[tuple[str, Any]]]:
         """Model against model: the ingest model resolves contradicting claims on unverified pages, in favour
         of the newest source. A page a person verified is never touched (human against model: the human wins).
         Without a real model for the role, nothing is changed (rules cannot judge a contradiction).
 
         Gives the pages changed (``scope/slug: why``) and those left as they were because their owner's model
         failed (page title, why, scope), as nightly's ``rejected``: one person's failing model is told to them
-        alone (its error quotes their model's answer) and the other pages go on."""
+        alone (its error quotes their model's answer) and the other pages go on; and those failures as (person whose
+        model it is, MemoryModelError), for nightly to raise."""
         from dataclasses import replace
 
         from runtime_host.memory_jobs import UNUSABLE, MemoryModelError, model_reconcile, writer_of
@@ -458,6 +459,7 @@ class MemoryHost:
 
         changed: list[str] = []
         failed: list[tuple[str, str, str]] = []
+        model_failed: list[tuple[str, MemoryModelError]] = []
         scopes = await self.in_memory_thread(self.memory.scopes_on_disk)
         for scope in scopes:
             # each person's pages go only to their own ingest model, never to another person's provider
@@ -483,6 +485,7 @@ class MemoryHost:
                     body, why = await asyncio.to_thread(reconcile, page, sources)
                 except MemoryModelError as exc:  # this page stays as it is until the next night
                     failed.append((page.title, str(exc), str(scope)))
+                    model_failed.append((writer_of(self.pod, str(scope)), exc))
                     continue
                 if body is None:
                     continue
@@ -492,7 +495,7 @@ class MemoryHost:
                 except (CitationError, PageFormatError, ValueError):
                     continue  # a source was deleted or the page edited while the model thought: left as it is
                 changed.append(f"{scope}/{page.slug}: {why}")
-        return changed, failed
+        return changed, failed, model_failed
 
     async def memory_nightly(self) -> dict[str, Any]:
         from runtime_host import memory_jobs

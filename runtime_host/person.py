@@ -343,10 +343,16 @@ class PersonPod:
 
     async def memory_nightly(self) -> dict[str, Any]:
         """Runs the nightly pass for everyone; the report names only this person's pages, files and scopes, and
-        tells them only what their own model did not write (a shared page's rewrite is its writer's to fix)."""
-        from runtime_host.memory_jobs import writer_of
+        tells them only what their own model did not write (a shared page's rewrite is its writer's to fix). A pass in
+        which someone's model failed gives its report all the same: its ``rejected`` says what failed for them."""
+        from runtime_host.memory_jobs import MemoryModelError, writer_of
 
-        out = await self.pod.memory_nightly()
+        try:
+            out = await self.pod.memory_nightly()
+        except MemoryModelError as exc:
+            if exc.report is None:
+                raise
+            out = exc.report
         mine = set(self.person_scopes())
         return {**out, "merged": [m for m in out["merged"] if self._seen(m[0], mine)],
                 "resynthesized": [k for k in out["resynthesized"] if self._seen(k, mine)],

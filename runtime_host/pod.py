@@ -604,7 +604,7 @@ class Pod:
         """Turns the inbox into wiki pages (single writer) once an ingest model is chosen."""
         return await self.memory_host.memory_ingest()
 
-    async def _reconcile_pages(self) -> tuple[list[str], list[tuple[str, str, str]]]:
+    async def _reconcile_pages(self) -> tuple[list[str], list[tuple[str, str, str]], list[tuple[str, Any]]]:
         return await self.memory_host.reconcile_pages()
 
     async def memory_nightly(self) -> dict[str, Any]:

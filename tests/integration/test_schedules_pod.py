@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 
 from tests.helpers.fake_model import Text
@@ -171,3 +172,48 @@ async def test_a_failed_timed_memory_run_keeps_the_persons_words_out_of_the_ledg
         assert files_holding(pod.home, "heronword") == []  # a deleted conversation leaves its words in no file
     finally:
         remove_logging()
+
+
+async def test_a_nightly_pass_whose_model_fails_tells_its_person_and_not_the_ledger_what_it_said(pod, fake_model) -> None:
+    """At 03:00 the ingest model answers every rewrite and every reconciliation in prose quoting the page: the ledger
+    said "ran" and nobody heard of it. Now the run is failed in the ledger (saying what failed, quoting nothing) and
+    the person is told, with what their model said."""
+    from sqlalchemy import text
+
+    from runtime_host import schedule
+    from wiki_engine import Page
+
+    scope = f"private/{pod.person_id}"
+
+    def pages() -> None:
+        keep = pod.memory.add_source("The dentist is Dr Heronword.", scope=scope)
+        gone = pod.memory.add_source("The check-up is in March.", scope=scope)
+        pod.memory.write_page(Page("Dentist", scope, "health", "- The dentist is Dr Heronword [1]\n- Check-up in March [2]",
+                                   {1: keep, 2: gone}), author="agent:wiki-writer")
+        pod.memory.delete_source(gone)  # stale: asked to be rewritten
+        a = pod.memory.add_source("The cat is called Felix.", scope=scope)
+        b = pod.memory.add_source("The cat is called Tom.", scope=scope)
+        pod.memory.write_page(Page("Cat", scope, "pets", "- The cat is called Felix [1]\n- The cat is called Tom [2]",
+                                   {1: a, 2: b}), author="agent:wiki-writer")  # two sources: asked to be reconciled
+
+    await pod.in_memory_thread(pages)
+    pod.set_role_model("ingest", "fake/fake-1")
+    def chatty(req):  # quotes the line of the page it read
+        line = next(ln for ln in req.last_user.splitlines() if "Heronword" in ln or "Felix" in ln)
+        return Text("Sure! " + re.sub(r"[\[\]{}]", " ", line))
+
+    fake_model.script = chatty
+    told = []
+    pod.subscribe(lambda ev: told.append(ev) if ev.get("type") == "memory.failed" else None)
+    pod.ensure_memory_timers()
+    with pod.store.engine.begin() as c:
+        t = datetime(2030, 1, 1, 2, 59, 30, tzinfo=UTC).timestamp()
+        c.execute(text("UPDATE schedules SET last_checked = :t, created_at = :t"), {"t": t})
+        c.execute(text("UPDATE schedules SET paused = 1 WHERE kind != 'memory.nightly'"))
+    await pod.tick(datetime(2030, 1, 1, 3, 0, 10, tzinfo=UTC))
+    [run] = [r for r in schedule.list_runs(pod.store.engine) if (r.turn_id or "").startswith("memory.nightly")]
+    assert run.outcome == "failed" and "did not answer with JSON" in run.error, (run.outcome, run.error)
+    assert "Heronword" not in run.error and "Felix" not in run.error
+    [ev] = [ev for ev in told if ev["job"] == "memory.nightly"]
+    assert ev["person"] == pod.person_id and "Heronword" in ev["error"] and "Felix" in ev["error"]
+    assert await pod.in_memory_thread(pod.memory.stale_pages) == [f"page:{scope}/dentist"]  # asked again next night
