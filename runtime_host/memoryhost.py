@@ -456,6 +456,7 @@ class MemoryHost:
         from runtime_host.memory_jobs import UNUSABLE, MemoryModelError, model_reconcile, writer_of
         from runtime_host.providers import Route
         from wiki_engine import CitationError, PageFormatError, UnknownSource
+        from wiki_engine.lease import Lease, LeaseBusy
 
         changed: list[str] = []
         failed: list[tuple[str, str, str]] = []
@@ -489,11 +490,20 @@ class MemoryHost:
                     continue
                 if body is None:
                     continue
+                def write(p: Any = page, b: str = body) -> bool:
+                    # Under the single writer's lease, and only onto the page as the model read it: another process's
+                    # ingest (or the person) may have written it while the model thought. Asked again next night.
+                    with Lease(self.memory.catalog, "ingest", ttl=600.0):
+                        if self.memory.read_page(p.scope, p.slug) != p:
+                            return False
+                        self.memory.write_page(replace(p, body=b), author="agent:nightly")
+                    return True
+
                 try:
-                    await self.in_memory_thread(lambda p=page, b=body: self.memory.write_page(
-                        replace(p, body=b), author="agent:nightly"))
-                except (CitationError, PageFormatError, ValueError):
-                    continue  # a source was deleted or the page edited while the model thought: left as it is
+                    if not await self.in_memory_thread(write):
+                        continue
+                except (CitationError, PageFormatError, ValueError, LeaseBusy):
+                    continue  # a source was deleted while the model thought, or another process writes: left as it is
                 changed.append(f"{scope}/{page.slug}: {why}")
         return changed, failed, model_failed
 

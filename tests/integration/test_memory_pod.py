@@ -1418,3 +1418,44 @@ async def test_a_memory_model_whose_key_is_gone_says_so_and_loses_nothing(pod, f
     script([lambda req: Text(json.dumps([{"n": 1, "keep": True, "reason": "a family fact"}]))])
     [mine] = await asyncio.wait_for(pod.memory_produce(), 60)
     assert mine["decided_by"] == "strong/strong-1" and mine["kept"] == 1
+
+
+async def test_reconciling_a_page_does_not_undo_what_another_process_wrote_meanwhile(pod, fake_model) -> None:
+    """While the nightly pass's model decided which dentist is right, a `memory ingest` in a terminal (another Hearth
+    process) added the vaccination to the page: the reconciled text, written over it, took it away. Now the page keeps
+    what was added, and is reconciled again the next night."""
+    import wiki_engine
+    from wiki_engine import Page
+    from wiki_engine.pipeline import run_ingest
+
+    scope = f"private/{pod.person_id}"
+    await pod.in_memory_thread(lambda: two_dentists(pod, scope))
+    pod.set_role_model("ingest", "fake/fake-1")
+    other: dict = {}
+
+    def terminal_ingest() -> None:
+        mem = wiki_engine.open_memory(pod.home / "memory", embedder=None)
+        try:
+            sid = mem.add_source("Dr Lindqvist gave the flu vaccination on 2 May.", scope=scope)
+
+            def writer(batch):
+                cur = mem.read_page(scope, "dentist")
+                return [Page("Dentist", scope, "health", cur.body + "\n- Flu vaccination on 2 May [3]",
+                             {**cur.citations, 3: sid})]
+            other["report"] = run_ingest(mem, writer)
+        finally:
+            mem.close()
+
+    def answer(req):
+        if '"changed"' in req.system:
+            t = threading.Thread(target=terminal_ingest)
+            t.start()
+            t.join(60)
+            return Text(json.dumps({"changed": True, "body": "- The dentist is Dr Lindqvist [2]", "why": "newer source"}))
+        return Text("[]")
+
+    fake_model.script = answer
+    out = await asyncio.wait_for(pod.memory_nightly(), 60)
+    assert other["report"].written == [f"page:{scope}/dentist"]
+    page = await pod.in_memory_thread(lambda: pod.memory.read_page(scope, "dentist"))
+    assert "Flu vaccination on 2 May" in page.body and out["reconciled"] == [], (page.body, out["reconciled"])
