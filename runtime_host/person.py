@@ -356,6 +356,7 @@ class PersonPod:
         mine = set(self.person_scopes())
         return {**out, "merged": [m for m in out["merged"] if self._seen(m[0], mine)],
                 "resynthesized": [k for k in out["resynthesized"] if self._seen(k, mine)],
+                "proposed": [k for k in out["proposed"] if self._seen(k, mine)],
                 "reconciled": [c for c in out["reconciled"] if c.partition(": ")[0].rpartition("/")[0] in mine],
                 "reindexed_scopes": [sc for sc in out["reindexed_scopes"] if sc in mine],
                 "corrupt": [c for c in out["corrupt"] if self._page_file_scope(c) in mine],

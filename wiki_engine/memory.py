@@ -1351,9 +1351,12 @@ class Memory:
             new = replace(new, verified=cur_page is not None)
             text = new.to_markdown()
             diff = unified_diff(current or "", text, f"{sc}/{page.slug}.md")
-            if cur_page is not None and _UPDATED.sub("", current or "", 1) == _UPDATED.sub("", text, 1):
-                return PageWrite("unchanged", new.key)  # the page handed back as it is: nothing to ask
             with self.catalog.tx(immediate=True) as db:
+                # A rewrite asked for (a source the page cited was deleted) is done once the person has it to decide,
+                # has turned it down, or it changes nothing: the page is not sent to the model again, run after run.
+                db.execute("DELETE FROM stale_pages WHERE scope=? AND slug=?", (str(sc), page.slug))
+                if cur_page is not None and _UPDATED.sub("", current or "", 1) == _UPDATED.sub("", text, 1):
+                    return PageWrite("unchanged", new.key)  # the page handed back as it is: nothing to ask
                 # The same change still waiting (an ingest that ran again after a crash, before its inbox was
                 # emptied, proposes it anew): the person is asked once. The same change the person already
                 # turned down, on the page as it still is, is not asked again.

@@ -331,7 +331,8 @@ def ingest_steps(memory: Memory, *, author: str = "agent:wiki-writer", max_sourc
 @dataclass
 class NightlyReport:
     merged: list[tuple[str, str]] = field(default_factory=list)  # (kept key, removed key)
-    resynthesized: list[str] = field(default_factory=list)
+    resynthesized: list[str] = field(default_factory=list)  # rewritten
+    proposed: list[str] = field(default_factory=list)  # a verified page's rewrite, for its person to approve or reject
     corrupt: list[str] = field(default_factory=list)
     reindexed_scopes: list[str] = field(default_factory=list)
     # (page title, why, scope): the page stays as it was. The scope says whose it is: two people's pages may share
@@ -429,11 +430,14 @@ def nightly_steps(memory: Memory, *, merge: Callable[[Page, Page], Page] | None 
                         report.rejected += [("re-synthesis", f"the wiki writer failed: {page}", sc) for sc in failed]
                         continue
                     try:
-                        memory.write_page(page, author=author)
+                        res = memory.write_page(page, author=author)
                     except (CitationError, PageFormatError, ValueError) as e:
                         report.rejected.append((page.title, str(e), str(page.scope)))
                         continue
-                    report.resynthesized.append(page.key)
+                    if res.status == "written":
+                        report.resynthesized.append(res.key)
+                    elif res.status == "proposed":
+                        report.proposed.append(res.key)
         for scope in sorted(set(memory.scopes_on_disk()) | _page_scopes(memory)):
             report.corrupt += [e for e in memory.rebuild_index(scope) if e not in report.corrupt]
             report.reindexed_scopes.append(scope)

@@ -1459,3 +1459,45 @@ async def test_reconciling_a_page_does_not_undo_what_another_process_wrote_meanw
     assert other["report"].written == [f"page:{scope}/dentist"]
     page = await pod.in_memory_thread(lambda: pod.memory.read_page(scope, "dentist"))
     assert "Flu vaccination on 2 May" in page.body and out["reconciled"] == [], (page.body, out["reconciled"])
+
+
+async def test_a_rejected_rewrite_of_a_verified_page_is_not_sent_to_the_model_again(pod, fake_model) -> None:
+    """A source of the person's verified page was deleted; the nightly rewrite became a proposal and they rejected it.
+    Every 30-minute ingest still sent the page to their model (a provider call each), and the report said it was
+    rewritten. Now the report says it was proposed, and the page is not sent again."""
+    from wiki_engine import Page
+
+    scope = f"private/{pod.person_id}"
+
+    def verified_stale_page() -> None:
+        keep = pod.memory.add_source("The dentist is Dr Okafor.", scope=scope)
+        gone = pod.memory.add_source("The check-up is in March.", scope=scope)
+        pod.memory.write_page(Page("Dentist", scope, "health", "- Dr Okafor [1]\n- Check-up in March [2]",
+                                   {1: keep, 2: gone}), author="agent:wiki-writer")
+        pod.memory.set_verified(scope, "Dentist")
+        pod.memory.delete_source(gone)
+        with pod.memory.catalog.tx() as db:
+            db.execute("DELETE FROM inbox")  # its sources were written long ago
+
+    await pod.in_memory_thread(verified_stale_page)
+    pod.set_role_model("ingest", "fake/fake-1")
+
+    def answer(req):
+        if '"changed"' in req.system:
+            return Text(json.dumps({"changed": False, "why": "fine"}))
+        return Text(json.dumps([{"title": "Dentist", "scope": scope, "category": "health",
+                                 "body": "- Dr Evil [1]", "citations": {"1": "P1-1"}}]))
+
+    fake_model.script = answer
+    out = await asyncio.wait_for(pod.memory_nightly(), 60)
+    assert (out["resynthesized"], out["proposed"]) == ([], [f"page:{scope}/dentist"])
+    [prop] = await pod.in_memory_thread(pod.memory.proposals)
+    await pod.in_memory_thread(lambda: pod.memory.reject_proposal(prop.id))
+    asked = len(fake_model.requests)
+    for _ in range(3):
+        await asyncio.wait_for(pod.memory_ingest(), 60)
+    out = await asyncio.wait_for(pod.memory_nightly(), 60)
+    assert [r for r in fake_model.requests[asked:] if "Page to rewrite" in json.dumps(r.body)] == []
+    assert (out["resynthesized"], out["proposed"]) == ([], [])
+    page = await pod.in_memory_thread(lambda: pod.memory.read_page(scope, "dentist"))
+    assert "Okafor" in page.body and "Evil" not in page.body

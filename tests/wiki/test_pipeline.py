@@ -371,6 +371,34 @@ def test_nightly_goes_on_past_a_bad_draft_and_a_failing_writer(mem: Memory) -> N
     assert mem.stale_pages() == ["page:private/alice/dentist"] and "private/alice" in rep.reindexed_scopes
 
 
+def test_a_verified_stale_pages_rewrite_is_proposed_once_and_not_asked_for_again(mem: Memory) -> None:
+    """The person's verified page lost a source: the nightly rewrite became a proposal, yet the page stayed marked for
+    a rewrite, so every ingest and every night sent it to the model again, and the report said it was rewritten.
+    Now it is asked once, reported as proposed; once rejected, it is neither asked for again nor reported."""
+    keep = mem.add_source("The dentist is Dr Okafor.", scope="private/alice")
+    gone = mem.add_source("The check-up is in March.", scope="private/alice")
+    mem.write_page(Page("Dentist", "private/alice", "health", "- Dr Okafor [1]\n- Check-up in March [2]",
+                        {1: keep, 2: gone}), author="agent:writer")
+    mem.set_verified("private/alice", "Dentist")
+    mem.delete_source(gone)
+    asked: list[str] = []
+
+    def writer(batch):
+        asked.extend(p.key for p in batch.stale_pages)
+        return [Page("Dentist", "private/alice", "health", "- Dr Okafor, on Main Street [1]", {1: keep})]
+
+    rep = run_nightly(mem, resynthesize=writer)
+    assert rep.resynthesized == [] and rep.proposed == ["page:private/alice/dentist"]
+    [prop] = mem.proposals()
+    assert run_nightly(mem, resynthesize=writer).proposed == [] and mem.stale_pages() == []
+    mem.reject_proposal(prop.id)
+    rep = run_nightly(mem, resynthesize=writer)
+    assert (rep.resynthesized, rep.proposed, mem.proposals()) == ([], [], [])
+    assert asked == ["page:private/alice/dentist"]  # asked once
+    page = mem.read_page("private/alice", "Dentist")
+    assert page is not None and page.verified and page.body == "- Dr Okafor [1]"
+
+
 def test_forget_an_agent_and_forget_a_person(mem: Memory) -> None:
     keep = mem.add_source("The household wifi is Hearthnet.", scope="public")
     mem.add_source("Coach note: Bob rides 60 km on Sundays.", scope="agent/bob/coach")
