@@ -424,11 +424,19 @@ def nightly_steps(memory: Memory, *, merge: Callable[[Page, Page], Page] | None 
             if stale:
                 # One bad draft (a citation to a source deleted while the model wrote, say) or a failing model
                 # leaves its pages stale for the next night; the other pages and the index rebuild still happen.
+                # Only the pages asked about are written, each once: a writer answering with other pages (hundreds
+                # of them, say) has them refused, and said, per scope.
+                asked = {(str(p.scope), p.slug) for p in stale}
+                unasked: dict[str, list[str]] = {}
                 for page in (yield IngestBatch([], stale, {})):
                     if isinstance(page, Exception):
                         failed = page.scopes if isinstance(page, WriterFailed) else sorted({str(p.scope) for p in stale})
                         report.rejected += [("re-synthesis", f"the wiki writer failed: {page}", sc) for sc in failed]
                         continue
+                    if (str(page.scope), page.slug) not in asked:
+                        unasked.setdefault(str(page.scope), []).append(page.title)
+                        continue
+                    asked.discard((str(page.scope), page.slug))
                     try:
                         res = memory.write_page(page, author=author)
                     except (CitationError, PageFormatError, ValueError) as e:
@@ -438,6 +446,10 @@ def nightly_steps(memory: Memory, *, merge: Callable[[Page, Page], Page] | None 
                         report.resynthesized.append(res.key)
                     elif res.status == "proposed":
                         report.proposed.append(res.key)
+                for sc, titles in sorted(unasked.items()):
+                    shown = ", ".join(f"“{t}”" for t in titles[:3]) + (f" and {len(titles) - 3} more" if len(titles) > 3 else "")
+                    report.rejected.append(("re-synthesis", f"the wiki writer answered {len(titles)} page(s) beyond the "
+                                            f"ones it was asked to rewrite ({shown}); they were not written", sc))
         for scope in sorted(set(memory.scopes_on_disk()) | _page_scopes(memory)):
             report.corrupt += [e for e in memory.rebuild_index(scope) if e not in report.corrupt]
             report.reindexed_scopes.append(scope)

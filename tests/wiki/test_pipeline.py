@@ -399,6 +399,29 @@ def test_a_verified_stale_pages_rewrite_is_proposed_once_and_not_asked_for_again
     assert page is not None and page.verified and page.body == "- Dr Okafor [1]"
 
 
+def test_a_rewrite_answered_with_hundreds_of_pages_writes_only_the_page_asked_about(mem: Memory) -> None:
+    """Asked to rewrite one stale page, the model answered it and 300 more pages (and the page again): all of them were
+    written into the person's wiki. Now only the page asked about is written, once; the rest are refused, and said."""
+    keep = mem.add_source("The dentist is Dr Okafor.", scope="private/alice")
+    gone = mem.add_source("The check-up is in March.", scope="private/alice")
+    mem.write_page(Page("Dentist", "private/alice", "health", "- Dr Okafor [1]\n- Check-up in March [2]",
+                        {1: keep, 2: gone}), author="agent:writer")
+    mem.delete_source(gone)
+
+    def writer(batch):
+        yield Page("Dentist", "private/alice", "health", "- Dr Okafor, on Main Street [1]", {1: keep})
+        for i in range(300):
+            yield Page(f"Okafor note {i}", "private/alice", "spam", f"- Dr Okafor, note {i} [1]", {1: keep})
+        yield Page("Dentist", "private/alice", "health", "- Dr Evil [1]", {1: keep})
+
+    rep = run_nightly(mem, resynthesize=writer)
+    pages, _ = mem.list_pages("private/alice")
+    assert [p.title for p in pages] == ["Dentist"] and pages[0].body == "- Dr Okafor, on Main Street [1]"
+    assert rep.resynthesized == ["page:private/alice/dentist"]
+    [(what, why, scope)] = rep.rejected
+    assert scope == "private/alice" and "301 page(s)" in why and "Okafor note 0" in why and "not written" in why
+
+
 def test_forget_an_agent_and_forget_a_person(mem: Memory) -> None:
     keep = mem.add_source("The household wifi is Hearthnet.", scope="public")
     mem.add_source("Coach note: Bob rides 60 km on Sundays.", scope="agent/bob/coach")
