@@ -716,9 +716,37 @@ async def summaries_past_the_end(pod: Any, person_id: str, conversation_id: str,
     internal = {t.id for t in pod.store.list_turns(origins=list(HEARTH_ORIGINS))}
     since = await _summarised_since(pod, person_id, conv.instance_id)
     left = len(_summarised(pod, conversation_id, internal, since))
+    return _summaries_from(conversation_id, left, left + removed, since)
+
+
+async def summaries_reading(pod: Any, person_id: str, message_id: str) -> list[str]:
+    """The keys of the person's summaries that read this chat message (its note is being deleted): those of its
+    conversation from the one that reached it on, up to one the person deleted (the next reads only what follows)."""
+    msg = pod.store.get_message(message_id)
+    conv = pod.store.get_conversation(msg.conversation_id) if msg is not None else None
+    if conv is None:
+        return []
+    internal = {t.id for t in pod.store.list_turns(origins=list(HEARTH_ORIGINS))}
+    since = await _summarised_since(pod, person_id, conv.instance_id)
+    msgs = _summarised(pod, conv.id, internal, since)
+    at = next((i for i, m in enumerate(msgs) if m.id == message_id), None)
+    if at is None:
+        return []  # Hearth's own prompt, a branch's copy, said before a forget: no summary read it
+    keys = _summaries_from(conv.id, at, len(msgs), since)
+
+    def up_to_a_deleted_one() -> list[str]:
+        cut = next((n for n, k in enumerate(keys) if pod.memory.was_deleted(k)), len(keys))
+        return keys[:cut]
+
+    return await pod.in_memory_thread(up_to_a_deleted_one)
+
+
+def _summaries_from(conversation_id: str, at: int, total: int, since: float) -> list[str]:
+    """The keys of a conversation's summaries that read its message at index ``at`` (of those summaries read, from 0)
+    or a later one, of ``total`` (summary ``n`` reads up to the n-th message)."""
     suffix = f"-after-{since:.0f}" if since else ""
-    first = left - left % SUMMARY_EVERY + SUMMARY_EVERY
-    return [f"summary-{conversation_id}-{n}{suffix}" for n in range(first, left + removed + 1, SUMMARY_EVERY)]
+    first = at - at % SUMMARY_EVERY + SUMMARY_EVERY
+    return [f"summary-{conversation_id}-{n}{suffix}" for n in range(first, total + 1, SUMMARY_EVERY)]
 
 
 async def _summarize_for(pod: Any, person: Any, internal: set[str], made: dict[str, int]) -> None:

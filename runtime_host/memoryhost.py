@@ -260,11 +260,26 @@ class MemoryHost:
         return await self.in_memory_thread(lambda: self.memory.search(query, scopes=scopes, k=k, mode=mode))
 
     async def memory_delete_source(self, person_id: str, source_id: str) -> list[str]:
-        """The owner deletes one source: gone from the index; pages that cited it are marked for re-synthesis."""
+        """The owner deletes one source: gone from the index; pages that cited it are marked for re-synthesis. A chat
+        message's note takes with it the summaries of its conversation that read the message (they quote it): the
+        next run writes them again without it."""
+        from runtime_host.memory_jobs import summaries_reading
+
         scope = await self.in_memory_thread(lambda: self.memory.source_scope(source_id))
         if scope is None or scope not in self.person_scopes(person_id):
             raise self.pod.refuse(person_id, "No such source of yours.", f"tried to delete source {source_id} of another scope")
-        return await self.in_memory_thread(lambda: self.memory.delete_source(source_id))
+        rows = await self.in_memory_thread(
+            lambda: self.memory.catalog.query("SELECT kind, item_key FROM sources WHERE id=?", (source_id,)))
+        summaries = await summaries_reading(self.pod, person_id, rows[0][1]) if rows and rows[0][0] == "chat" else []
+        mine = f"private/{person_id}"
+
+        def delete() -> list[str]:
+            stale = self.memory.delete_source(source_id)
+            stale += self.memory.delete_sources([k for k in summaries if self.memory.source_scope(k) == mine], again=True)
+            self.memory.drop_held(mine, summaries)
+            return sorted(set(stale))
+
+        return await self.in_memory_thread(delete)
 
     async def memory_held(self, person_id: str) -> list[Any]:
         """Items held back from this person's memory (theirs and their agents', in any scope) because they read

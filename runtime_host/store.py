@@ -527,6 +527,10 @@ class Store:
         with self.session() as s:
             return s.get(Conversation, conversation_id)
 
+    def get_message(self, message_id: str) -> Message | None:
+        with self.session() as s:
+            return s.get(Message, message_id)
+
     def latest_conversation(self, instance_id: str) -> Conversation | None:
         with self.session() as s:
             return s.exec(

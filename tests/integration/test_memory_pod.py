@@ -318,6 +318,39 @@ async def test_what_was_forgotten_or_deleted_is_not_pulled_or_summarised_again(p
     assert await pod.memory_search("diabetes Haas", mode="keyword") == []
 
 
+async def test_deleting_a_messages_note_takes_its_words_out_of_the_summary_that_quoted_it(pod, fake_model) -> None:
+    """The person deletes the note of one chat message (Delete on its source in the Wiki): the conversation's summary
+    that quoted the message kept its words, found by search and in memory's files. Now that summary goes too and the
+    next run writes it again from the rest of the conversation."""
+    from runtime_host.memory_jobs import SUMMARY_EVERY
+
+    inst = pod.find_agent("helper")[0]
+    conv = pod.store.create_conversation(inst.id, "Gym")
+    said = {3: "My gym locker code is 4471 heronword.", 5: "The climbing wall opens on Fridays."}
+    for i in range(SUMMARY_EVERY // 2):
+        _say(pod, conv, inst, said.get(i, f"ok {i}"))
+
+    def model(req):
+        if req.system.startswith("Summarise this conversation"):  # quotes what it read
+            return Text("\n".join(f"- {ln}" for ln in req.last_user.splitlines() if "heronword" in ln or "climbing" in ln))
+        lines = [ln for ln in req.last_user.splitlines() if ln[:1].isdigit()]
+        return Text(json.dumps([{"n": i + 1, "keep": "heronword" in ln, "reason": "r"} for i, ln in enumerate(lines)]))
+
+    fake_model.script = model
+    pod.set_role_model("extraction", "fake/summariser")
+    assert (await pod.memory_produce())[0]["summaries"] == 1
+    hits = await pod.memory_search("heronword", mode="keyword")
+    note = next(h.id for h in hits if not h.id.startswith("summary-"))
+    assert any(h.id.startswith("summary-") for h in hits)
+    await pod.memory_delete_source(note)
+    assert await pod.memory_search("heronword", mode="keyword") == []
+    assert files_holding(pod.memory.root, "heronword") == []
+    # The next run summarises the conversation again, without the deleted message.
+    assert (await pod.memory_produce())[0]["summaries"] == 1
+    assert [h.id for h in await pod.memory_search("climbing wall Fridays", mode="keyword") if h.id.startswith("summary-")]
+    assert await pod.memory_search("heronword", mode="keyword") == []
+
+
 async def test_a_page_file_broken_by_hand_costs_that_page_never_nightly_or_ask_memory(pod, script, fake_model) -> None:
     """A hand edit with a typo in a page's front matter, on a page marked stale (its source was deleted), used to
     make every nightly run raise (no index rebuild, no reconciliation for anyone) and Ask memory raise whenever
