@@ -99,12 +99,17 @@ def _usable(route: dict[str, Any]) -> Route:
     return Route.from_dict(route)
 
 
-def _ask(route: Route, system: str, user: str) -> str:
+def _ask(route: Route, system: str, user: str, limit: int | None = None) -> str:
+    """The model's answer; with ``limit``, no more of it is read once that many characters have come."""
     provider = open_provider(route)
-    text = []
+    text: list[str] = []
+    size = 0
     for ev in provider.complete([{"role": "system", "content": system}, {"role": "user", "content": user}], []):
         if isinstance(ev, TextDelta):
             text.append(ev.text)
+            size += len(ev.text)
+            if limit is not None and size >= limit:
+                break
     return "".join(text)
 
 
@@ -403,6 +408,7 @@ def choose(route: dict[str, Any] | None, names: dict[str, str] | None = None,
 
 
 SUMMARY_EVERY = 30  # messages: a conversation gets a new summary each time it grows by this many
+SUMMARY_CHARS = 4000  # of a summary's bullets: 3 to 8 short ones take a few hundred; a model in a loop is cut here
 
 SUMMARY_SYSTEM = (
     "Summarise this conversation for a personal memory: the facts, decisions, plans and preferences it "
@@ -429,9 +435,10 @@ def summarize(route: dict[str, Any] | None, title: str, lines: list[tuple[str, s
                 break
         transcript = "\n".join(reversed(said))
         try:
-            text = _ask(_usable(route), SUMMARY_SYSTEM, f"Conversation “{title}”:\n{transcript}")
+            text = _ask(_usable(route), SUMMARY_SYSTEM, f"Conversation “{title}”:\n{transcript}", 4 * SUMMARY_CHARS)
         except ProviderError as exc:
             raise _provider_failed("summary", exc) from None
+        text = _bounded(text)
         text, _ = tidy_body(text) if _CITE.search(text) else (text.strip(), 0)
         if text.strip():
             return f"Summary of the conversation “{title}”:\n{text.strip()}"
@@ -443,6 +450,24 @@ def summarize(route: dict[str, Any] | None, title: str, lines: list[tuple[str, s
             if d.keep]
     bullets = "\n".join(f"- {' '.join(clean(t).split())[:300]}" for t in keep[-12:])
     return f"Summary of the conversation “{title}” ({person}'s statements):\n{bullets}" if bullets else ""
+
+
+def _bounded(summary: str) -> str:
+    """A model's summary as it is kept: each line once (a model in a loop repeats them), whole lines up to
+    ``SUMMARY_CHARS``; what came after is left out."""
+    kept: list[str] = []
+    seen: set[str] = set()
+    size = 0
+    for line in summary.splitlines():
+        said = " ".join(line.split())
+        if said and said in seen:
+            continue
+        if size + len(line) + 1 > SUMMARY_CHARS:
+            break
+        seen.add(said)
+        kept.append(line)
+        size += len(line) + 1
+    return "\n".join(kept)
 
 
 RECONCILE_SYSTEM = (

@@ -351,6 +351,33 @@ async def test_deleting_a_messages_note_takes_its_words_out_of_the_summary_that_
     assert await pod.memory_search("heronword", mode="keyword") == []
 
 
+async def test_a_looping_summary_model_stores_a_short_summary(pod, fake_model) -> None:
+    """A summary model caught in a loop answered megabytes of the same line, and all of it was stored as the
+    conversation's summary (pages are capped, summaries were not). Now the summary keeps what the model said first,
+    each line once, a few thousand characters at most."""
+    from runtime_host.memory_jobs import SUMMARY_EVERY
+
+    inst = pod.find_agent("helper")[0]
+    conv = pod.store.create_conversation(inst.id, "Garden")
+    for i in range(SUMMARY_EVERY // 2):
+        _say(pod, conv, inst, "The roses are pruned in March." if i == 2 else f"ok {i}")
+
+    def model(req):
+        if req.system.startswith("Summarise this conversation"):
+            loop = "".join(f"- and again the roses, round {n}\n" for n in range(100_000))
+            return Text("- The roses are pruned in March.\n- and again the roses\n" * 1000 + loop, chunk_chars=1 << 16)
+        n = len([ln for ln in req.last_user.splitlines() if ln[:1].isdigit()])
+        return Text(json.dumps([{"n": i + 1, "keep": False, "reason": "chatter"} for i in range(n)]))
+
+    fake_model.script = model
+    pod.set_role_model("extraction", "fake/summariser")
+    assert (await asyncio.wait_for(pod.memory_produce(), 120))[0]["summaries"] == 1
+    hit = next(h for h in await pod.memory_search("roses pruned March", mode="keyword") if h.id.startswith("summary-"))
+    text = (await pod.in_memory_thread(lambda: pod.memory.get_source(hit.id))).text
+    assert "The roses are pruned in March." in text and len(text) < 5000  # a few thousand characters
+    assert text.count("The roses are pruned in March.") == 1 and text.count("and again the roses\n") == 1
+
+
 async def test_a_page_file_broken_by_hand_costs_that_page_never_nightly_or_ask_memory(pod, script, fake_model) -> None:
     """A hand edit with a typo in a page's front matter, on a page marked stale (its source was deleted), used to
     make every nightly run raise (no index rebuild, no reconciliation for anyone) and Ask memory raise whenever
