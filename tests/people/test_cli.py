@@ -18,9 +18,9 @@ def as_bob(home: Path, *args: str, extra: str = "", timeout: float = 60):
 
 
 def audited_denials(home: Path, name: str) -> list[dict]:
-    from runtime_host.store import Store
-
     import os
+
+    from runtime_host.store import Store
 
     store = Store(os.environ.get("HEARTH_DATABASE_URL") or home / "pod.db")
     try:

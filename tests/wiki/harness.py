@@ -17,7 +17,15 @@ from typing import Any
 
 from wiki_engine.memory import Memory, SourceRecord, open_memory
 from wiki_engine.pages import Page, PageFormatError, parse_page
-from wiki_engine.pipeline import Decide, IngestBatch, Synthesize, Watermark, rules_decide, run_ingest, run_producer
+from wiki_engine.pipeline import (
+    Decide,
+    IngestBatch,
+    Synthesize,
+    Watermark,
+    rules_decide,
+    run_ingest,
+    run_producer,
+)
 from wiki_engine.render import Item
 from wiki_engine.scopes import Scope, Viewer
 
