@@ -504,10 +504,29 @@ def _secret_res() -> list[tuple[str, re.Pattern[str], int]]:
         ("xai_key", re.compile(rf"{b}xai-[A-Za-z0-9]{{60,}}{e}"), 0),
         ("huggingface_token", re.compile(rf"{b}hf_[A-Za-z]{{30,}}{e}"), 0),
         ("url_password", re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@]*:([^\s/@]+)@[^\s/@]"), 1),
+        # A JSON Web Token: base64url of '{"' twice (header, claims), then the signature (empty for alg none).
+        ("jwt", re.compile(rf"{b}eyJ[A-Za-z0-9_\-]{{8,}}\.eyJ[A-Za-z0-9_\-]{{8,}}\.[A-Za-z0-9_\-]*{e}"), 0),
+        ("bearer_token", re.compile(r"(?i:(?<![A-Za-z0-9])bearer)\s+([A-Za-z0-9\-._~+/]{19,}[A-Za-z0-9\-_~+/]=*)(?![A-Za-z0-9\-_~+/=])"), 1),
+        # A value labelled as a credential: "password: hunter2horse", PASSWORD=..., {"api_key": "..."}, "the wifi
+        # password is CorrectHorse99". Only a value that looks made up (see _looks_credential), not prose.
+        ("labelled_secret", re.compile(
+            r"(?i:(?<![A-Za-z0-9])(?:[A-Za-z0-9]+[_\-])*(?:password|passwd|passphrase|pwd|api[_\-\s]?key|"
+            r"(?:access|auth|refresh)[_\-\s]?token|client[_\-\s]?secret|secret[_\-\s]?key|token|secret)"
+            r"[\"']?\s*(?:[:=]|\s(?:is|was)\s))\s*[\"'`]?([^\s\"'`<>,;()\[\]{}]{5,}(?<![.!?:]))"), 1),
     ]
 
 
 _PLACEHOLDER = re.compile(r"^(?:\$\{[^}]*\}|\$[A-Za-z_]\w*|\*+|x+|X+|<[^>]*>|\{\{[^}]*\}\}|%\([^)]*\)s|password|pass|secret|changeme)$")
+
+
+def _looks_credential(s: str) -> bool:
+    """A labelled value that is a made-up string: letters with a digit or a symbol, or six digits or more; not a
+    word of prose ("the password is on the fridge", "token: expired"), a path, a code name or a placeholder."""
+    if len(s) < 6 or _PLACEHOLDER.match(s) or not s[0].isalnum():
+        return False
+    if s.isdigit():
+        return True
+    return any(c.isalpha() for c in s) and any(c.isdigit() or c in "!@#$%^&*+=?~" for c in s)
 
 
 def _looks_random(s: str) -> bool:
@@ -523,8 +542,10 @@ _SECRET_TRIGGERS: tuple[tuple[str, ...], ...] = (
     ("-----BEGIN",), ("sk-ant-",), ("sk-or-",), ("sk-",),
     ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "AIPA", "ANPA", "ANVA", "APKA"),
     ("ecret", "ECRET"), ("gh",), ("github_pat_",), ("glpat-",), ("xox",), ("xapp-",), ("hooks.slack.com",),
-    ("AIza",), ("_live_", "_test_"), ("gsk_",), ("xai-",), ("hf_",), ("://",),
+    ("AIza",), ("_live_", "_test_"), ("gsk_",), ("xai-",), ("hf_",), ("://",), ("eyJ",), ("earer", "EARER"),
+    ("assw", "pwd", "ssphrase", "pi key", "pi_key", "pikey", "pi-key", "oken", "ecret"),  # read in lower case
 )
+_LOWER_CASE_TRIGGERS = frozenset({"labelled_secret"})
 
 
 _KEY_BEGIN = re.compile(r"-----BEGIN ((?:RSA |EC |DSA |OPENSSH |ENCRYPTED |PGP )?PRIVATE KEY(?: BLOCK)?)-----")
@@ -552,8 +573,11 @@ def _private_keys(text: str) -> list[tuple[int, int]]:
 
 def detect_secrets(text: str) -> list[Finding]:
     out: list[Finding] = []
+    lower = ""
     for (kind, rx, grp), triggers in zip(_secret_res(), _SECRET_TRIGGERS, strict=True):
-        if not any(t in text for t in triggers):
+        if kind in _LOWER_CASE_TRIGGERS:
+            lower = lower or text.lower()
+        if not any(t in (lower if kind in _LOWER_CASE_TRIGGERS else text) for t in triggers):
             continue
         if kind == "private_key":
             out += [Finding("secret", a, b, text[a:b], 0.99, kind) for a, b in _private_keys(text)]
@@ -567,6 +591,12 @@ def detect_secrets(text: str) -> list[Finding]:
                 conf = 0.9
             elif kind == "slack_webhook":
                 conf = 0.99
+            elif kind == "labelled_secret":
+                if not _looks_credential(value) or text.startswith("(", end):  # token = strdup16(...) is code
+                    continue
+                conf = 0.85
+            elif kind == "jwt":
+                conf = 0.97
             else:
                 if not _looks_random(value):
                     continue

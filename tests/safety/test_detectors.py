@@ -153,6 +153,40 @@ def test_secret_shapes_and_pem_block() -> None:
     assert _one("AKIAIOSFODNN7EXAMPLE", "secret").kind == "aws_access_key_id"
 
 
+JWT = ("eyJhbGciOiJSUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJ1c2VyLTQyIiwiZXhwIjoxOTAwMDAwMDAwfQ."
+       "c2lnbmF0dXJlLWJ5dGVzLWhlcmUtYWJjZGVmZ2hpamtsbW5vcA")
+
+
+@pytest.mark.parametrize(("said", "value"), [
+    (f"access_token={JWT}", JWT),
+    ("Authorization: Bearer 9f8e7d6c5b4a39281706f5e4d3c2b1a0.", "9f8e7d6c5b4a39281706f5e4d3c2b1a0"),
+    ("password: hunter2horse", "hunter2horse"),
+    ("The wifi password is CorrectHorse99.", "CorrectHorse99"),
+    ('{"user": "jo", "password": "Tr0ub4dor&3"}', "Tr0ub4dor&3"),
+    ("DB_PASSWD='s3cr3t-pass' in the env file", "s3cr3t-pass"),
+    ("my API key: 7c1e94d2b0aa, don't share it", "7c1e94d2b0aa"),
+])
+def test_a_token_or_a_value_labelled_as_a_password_is_a_secret(said: str, value: str) -> None:
+    """Only vendor key shapes were secrets: a JWT, a bearer token or "password: hunter2horse" quoted from a tool's
+    result went into memory as it was."""
+    assert _one(said, "secret").text == value
+
+
+@pytest.mark.parametrize("said", [
+    "The wifi password is on the fridge.",
+    "password: ******** (hidden)",
+    "PASSWORD=${DB_PASSWORD}",
+    "the token is expired, ask for a new one",
+    "Thanks for the token: it works",
+    "He said the password: Monday.",
+    "Bearer tokens are for clients that hold one.",
+    "token = strdup16(name);",
+    "api_key: [SECRET#ab12cd]",
+])
+def test_a_password_spoken_of_without_a_made_up_value_is_no_secret(said: str) -> None:
+    assert not [f for f in detect(said) if f.detector == "secret"]
+
+
 def test_national_id_checksums() -> None:
     assert _one("DNI 12345678Z", "national_id").kind == "es_dni"
     assert not detect("DNI 12345678A")
