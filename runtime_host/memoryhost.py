@@ -262,7 +262,8 @@ class MemoryHost:
     async def memory_delete_source(self, person_id: str, source_id: str) -> list[str]:
         """The owner deletes one source: gone from the index; pages that cited it are marked for re-synthesis. A chat
         message's note takes with it the summaries of its conversation that read the message (they quote it): the
-        next run writes them again without it."""
+        next run writes them again without it. The real values behind its reversible placeholders leave the
+        person's vault once nothing left shows them."""
         from runtime_host.memory_jobs import summaries_reading
 
         scope = await self.in_memory_thread(lambda: self.memory.source_scope(source_id))
@@ -273,13 +274,23 @@ class MemoryHost:
         summaries = await summaries_reading(self.pod, person_id, rows[0][1]) if rows and rows[0][0] == "chat" else []
         mine = f"private/{person_id}"
 
+        def said() -> Iterator[str]:  # what goes with it: the source and the summaries that read it
+            for sid in [source_id, *(k for k in summaries if self.memory.source_scope(k) == mine)]:
+                try:
+                    yield self.memory.get_source(sid).markdown
+                except (OSError, KeyError, ValueError):
+                    continue
+
         def delete() -> list[str]:
             stale = self.memory.delete_source(source_id)
             stale += self.memory.delete_sources([k for k in summaries if self.memory.source_scope(k) == mine], again=True)
             self.memory.drop_held(mine, summaries)
             return sorted(set(stale))
 
-        return await self.in_memory_thread(delete)
+        mappings = await self.in_memory_thread(lambda: self._mappings_in([], said()))
+        stale = await self.in_memory_thread(delete)
+        await self._forget_unused_mappings(person_id, mappings)
+        return stale
 
     async def memory_held(self, person_id: str) -> list[Any]:
         """Items held back from this person's memory (theirs and their agents', in any scope) because they read

@@ -134,3 +134,22 @@ async def test_a_message_that_joins_a_waiting_turn_is_flagged_like_any_other(pod
         assert (await asyncio.wait_for(run.future, 30)).ok
     assert [e for e in flagged if "payment card" in e["message"]], flagged
     assert any(e["phase"] == "ingress" and "payment card" in e["summary"] for e in pod.audit_log())
+
+
+async def test_deleting_a_source_takes_its_real_values_out_of_the_vault(pod, script, secure_keyring) -> None:
+    """An agent with reversible redaction remembered "Ada's card is 4111 …"; the person deleted that source on the
+    Wiki page (its source window's Delete). Memory held the placeholder nowhere any more, nor did the chat, yet the
+    keyring kept the card number for good (forget-me and Delete and forget of a conversation took it out)."""
+    from runtime_host.safety.policy import mapping_ids
+
+    pod.edit_agent("helper", toolkits=["memory"], safety={"reversible": True})
+    script([ToolCalls([("remember", {"fact": f"Ada's card is {CARD}"})]), Text("Remembered.")])
+    assert (await asyncio.wait_for(pod.chat("helper", "remember my card"), 60)).ok
+    [(sid,)] = pod.memory.catalog.query("SELECT id FROM sources WHERE scope=?", (f"private/{pod.person_id}",))
+    [mapping_id] = mapping_ids(pod.memory.get_source(sid).markdown)
+    vault = pod.pod.vault_for(pod.person_id)
+    assert CARD.replace(" ", "") in (vault.get(f"redactions/{mapping_id}") or "").replace(" ", "")
+
+    await pod.memory_delete_source(sid)
+    assert await pod.memory_search("Ada's card") == []
+    assert vault.get(f"redactions/{mapping_id}") is None
