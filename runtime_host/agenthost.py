@@ -466,8 +466,9 @@ class AgentHost:
 
     async def delete_agent(self, person_id: str, name: str) -> None:
         """Deletes an agent: stops its turns and worker, removes its schedules, conversations and steps, and its
-        own notes in memory (no one could see them any more) with what it had held back. What it put in the
-        person's memory or everyone's stays, theirs to keep or delete there."""
+        own notes in memory (no one could see them any more) with what it had held back, and the extraction
+        model's reasons for skipping messages of its conversations. What it put in the person's memory or
+        everyone's stays, theirs to keep or delete there."""
         from runtime_host import schedule
 
         inst, _profile = self.find_agent(person_id, name)
@@ -476,8 +477,12 @@ class AgentHost:
         for row in schedule.list_schedules(self.pod.store.engine, inst.person_id):
             if row.instance_id == inst.id:
                 schedule.delete_schedule(self.pod.store.engine, row.id)
+        # its conversations' message ids, read before they go: why the extraction model skipped one (which may
+        # quote it) goes with them
+        keys = [m.id for c in self.pod.store.list_conversations(inst.id) for m in self.pod.store.list_messages(c.id)]
         self.pod.store.delete_agent(inst.id)
-        await self.pod.in_memory_thread(lambda: self.pod.memory.forget_agent(inst.person_id, inst.id, elsewhere=False))
+        await self.pod.in_memory_thread(
+            lambda: self.pod.memory.forget_agent(inst.person_id, inst.id, elsewhere=False, keys=keys))
         self._epoch += 1
         self.pod.audit(person_id=inst.person_id, agent=name, kind="agent", action="deleted",
                    summary=f"Agent {name} deleted with its conversations and schedules.")

@@ -1271,6 +1271,27 @@ async def test_forgetting_an_agent_leaves_no_skip_reason_quoting_its_chat(pod, f
     assert files_holding(pod.home / "memory", "heronword") == []
 
 
+async def test_deleting_an_agent_leaves_no_skip_reason_quoting_its_deleted_chat(pod, fake_model) -> None:
+    """The extraction model skipped a message of the person's chat with helper, quoting it; then the person deleted
+    helper with its conversations. The reason stayed in memory.db for good: forget-agent needs an agent that
+    exists, and nothing else ever took it out."""
+    def model(req):
+        n = len(re.findall(r"^\d+\. ", req.last_user, re.M))
+        if n and "json" in (req.system or "").lower():
+            return Text(json.dumps([{"n": i + 1, "keep": False,
+                                     "reason": "trivia: the locker word heronword is not worth keeping"}
+                                    for i in range(n)]))
+        return Text("Noted.")
+
+    fake_model.script = model
+    assert (await asyncio.wait_for(pod.chat("helper", "My locker word is heronword."), 30)).ok
+    pod.set_role_model("extraction", "fake/fake-1")
+    assert (await pod.memory_produce())[0]["skipped"]
+    assert files_holding(pod.home / "memory", "heronword")
+    await pod.delete_agent("helper")
+    assert files_holding(pod.home / "memory", "heronword") == []
+
+
 async def test_a_summary_another_hearth_stored_while_the_model_wrote_is_not_an_error(pod, fake_model) -> None:
     """The window's memory run and a `memory produce` in a terminal summarise the same long conversation at once:
     the one whose model answered second ended in SourceConflict (a traceback in the terminal; in the window the
