@@ -208,6 +208,11 @@ def _first_line(text: str, width: int = 80) -> str:
     return line if len(line) <= width else line[: width - 1].rsplit(" ", 1)[0] + "…"
 
 
+def _named_slug(name: str) -> str:
+    """The slug of the page a link's text ("Title", "Title|label", "Title#part") or a heading names."""
+    return slugify(re.split(r"[|#]", name.lstrip("#").strip(), maxsplit=1)[0])
+
+
 def _cited_in(texts: Sequence[str], ids: set[str], where: str) -> bool:
     """Whether any of the page texts (a proposal's) cites one of ``ids``; a text that no longer parses is
     searched for the ids themselves."""
@@ -996,8 +1001,13 @@ class Memory:
             # Every claim that rested only on a deleted source leaves its page now (the page stays marked
             # for re-synthesis, so a model can rewrite the prose around the gap).
             gone = set(ids)
+            titles_gone: dict[Scope, dict[str, set[str]]] = {}  # pages gone with their title: what it named
             for scope, slug in stale:
-                self._drop_claims(Scope.parse(scope), slug, gone, said)
+                only = self._drop_claims(Scope.parse(scope), slug, gone, said)
+                if only:
+                    titles_gone.setdefault(Scope.parse(scope), {})[slug] = only
+            for sc, slugs in titles_gone.items():
+                self._unlink_gone_titles(sc, slugs)
             for sc in {Scope.parse(scope) for scope, _ in stale}:
                 self.index(sc).purge(now=not held)  # the page's earlier text, with the dropped claims, leaves the log
             if by_scope:
@@ -1081,11 +1091,13 @@ class Memory:
             free = f"{title} {n}"
         return free
 
-    def _drop_claims(self, sc: Scope, slug: str, gone: set[str], said: dict[str, set[str]] | None = None) -> None:
+    def _drop_claims(self, sc: Scope, slug: str, gone: set[str], said: dict[str, set[str]] | None = None) -> set[str]:
         """Takes the claims resting on the ``gone`` sources off a page. With ``said`` (what each gone source said,
         read before its file went), the names the page gives to what only they said go too: a link or heading
         naming it, a category naming it (it becomes "notes"), and the whole page if its title names it (a verified
-        page, holding the person's corrections, stays under its category's name instead)."""
+        page, holding the person's corrections, stays under its category's name instead). Returns, when the page's
+        title went so, the stems it named that only the deleted sources said (links to it from other pages name
+        them too); else nothing."""
         idx = self.index(sc)
         try:
             page = self.pages.read(sc, slug)
@@ -1101,19 +1113,20 @@ class Memory:
         if page is None:
             idx.remove([f"page:{sc}/{slug}"])
             idx.commit()
-            return
+            return set()
         told = set().union(*(said.get(sid, set()) for sid in page.citations.values() if sid in gone)) if said else set()
         page = page.without_sources(gone)
         only = self._said_only_by_gone(page, told) if told else set()
         if only:  # a link to a page that is there names that page, not what the deleted source said
             page = page.without_names(lambda text: bool(telling_stems(text) & only) and not self.pages.path_for(
-                sc, slugify(re.split(r"[|#]", text.lstrip("#").strip(), maxsplit=1)[0])).exists())
+                sc, _named_slug(text)).exists())
             if telling_stems(page.category) & only:
                 page = replace(page, category="notes")
-        if only & telling_stems(page.title):
+        title_gone = only if only & telling_stems(page.title) else set()
+        if title_gone:
             if not page.verified:
                 self._unwrite_titled(sc, slug, page)
-                return
+                return title_gone
             # A verified page holds the person's own corrections: it stays, under its category for a title.
             page = replace(page, title=self._free_title(sc, page.category.strip().capitalize() or "Notes"))
             self.delete_page(str(sc), slug)
@@ -1132,6 +1145,34 @@ class Memory:
             self.pages.write(page)
             idx.add([_page_doc(page)])
         idx.commit()
+        return title_gone
+
+    def _unlink_gone_titles(self, sc: Scope, titles: dict[str, set[str]]) -> None:
+        """Pages of ``sc`` deleted (or renamed) because their title named what only deleted sources said
+        (``titles``: their slugs, each with those stems): the links other pages give to them name it too, and go
+        as a page's own links naming only what a deleted source said go, unless the linking page's own sentences
+        or sources say those words."""
+        def to_gone(text: str) -> bool:
+            return _named_slug(text) in titles and not self.pages.path_for(sc, _named_slug(text)).exists()
+
+        idx = self.index(sc)
+        changed = False
+        for page in self.pages.scan(sc)[0]:
+            named = [n for n in names_in(page.body) if to_gone(n)]
+            only = self._said_only_by_gone(page, set().union(*(titles[_named_slug(n)] for n in named))) if named else set()
+            if not only:
+                continue
+            kept = page.without_names(lambda text, only=only: to_gone(text) and bool(telling_stems(text) & only))
+            if kept is page:
+                continue
+            changed = True
+            if not any(holds_something(line) for line in kept.body.split("\n")):  # nothing but bare links was left
+                self.delete_page(str(sc), kept.slug)
+            else:
+                self.pages.write(kept)
+                idx.add([_page_doc(kept)])
+        if changed:
+            idx.commit()
 
     def _drop_scope(self, sc: Scope) -> None:
         with self._lock:

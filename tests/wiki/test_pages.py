@@ -350,15 +350,44 @@ def test_deleting_a_source_deletes_a_page_whose_title_only_it_backed_and_its_oth
     assert [p.title for p in mem.list_pages("public")[0]] == ["Bins"]
 
 
+def test_deleting_a_page_titled_with_what_only_a_deleted_source_said_takes_the_links_to_it_off_other_pages(
+        mem: Memory) -> None:
+    """The page "Zorblax fever and bins" went with the source its title came from, yet "Household" (which never cited
+    that source) kept "See also: [[Zorblax fever and bins]]" and "Diary" its "[[Zorblax fever and bins|Bob's
+    illness]]": their files, and the keyword index, still named Bob's forgotten diagnosis. A link whose words the
+    page's own sources say stays."""
+    gone, kept, bins, fever = (mem.add_source(t, scope="public") for t in (
+        "Bob was diagnosed with zorblax fever by Dr Haas.", "The bins go out on Thursday night.",
+        "The green bin goes out on Thursday too.", "Zorblax fever is going round the school."))
+    _ingested(mem, Page("Zorblax fever and bins", "public", "home",
+                        "Bob was diagnosed by Dr Haas [1].\n\nThe bins go out on Thursday night [2].", {1: gone, 2: kept}),
+              Page("Household", "public", "home", "The green bin goes out on Thursday too [1].\n\n"
+                   "See also: [[Zorblax fever and bins]], [[Garden]]", {1: bins}),
+              Page("Diary", "public", "home", "Bob saw Dr Haas [1], see [[Zorblax fever and bins|Bob's illness]]. "
+                   "The bins go out on Thursday night [2].", {1: gone, 2: kept}),
+              Page("School", "public", "home", "Zorblax fever is going round the school [1]; see [[Zorblax fever and "
+                   "bins]].", {1: fever}))
+    mem.delete_source(gone)
+    assert mem.read_page("public", "zorblax-fever-and-bins") is None
+    assert mem.read_page("public", "household").body == "The green bin goes out on Thursday too [1].\n\nSee also: [[Garden]]"
+    assert mem.read_page("public", "diary").body == "The bins go out on Thursday night [2]."
+    assert "[[Zorblax fever and bins]]" in mem.read_page("public", "school").body  # its own source says it
+    assert not [p for p in (mem.root / "wiki" / "public").rglob("*") if p.name != "school.md"
+                and b"zorblax" in p.read_bytes().lower()]
+    assert {h.title for h in mem.search("zorblax", scopes=["public"], mode="keyword") if h.kind == "page"} == {"School"}
+
+
 def test_a_verified_page_titled_with_what_only_a_deleted_source_said_keeps_the_persons_text_under_a_plain_title(
         mem: Memory) -> None:
     """A verified page holds the person's own corrections: deleting the source its title came from must not throw
-    them away with the page. It stays, titled by its category (no page of that name yet: "Home 2" if there is)."""
+    them away with the page. It stays, titled by its category (no page of that name yet: "Home 2" if there is);
+    the link "Home" gave to its old title goes."""
     gone, kept = (mem.add_source(t, scope="public") for t in ("Bob was diagnosed with zorblax fever by Dr Haas.",
                                                               "The bins go out on Thursday night."))
     _ingested(mem, Page("Zorblax fever and bins", "public", "home",
                         "Bob was diagnosed by Dr Haas [1].\n\nThe bins go out on Thursday night [2].", {1: gone, 2: kept}),
-              Page("Home", "public", "home", "The bins go out on Thursday night [1].", {1: kept}))
+              Page("Home", "public", "home", "The bins go out on Thursday night [1].\n\nSee [[Zorblax fever and bins]].",
+                   {1: kept}))
     mem.write_page(Page("Zorblax fever and bins", "public", "home", "Bob was diagnosed by Dr Haas [1].\n\nThe green "
                         "bin goes out on Thursday night, not Friday [2].", {1: gone, 2: kept}, verified=True),
                    author="person:alice")
@@ -372,6 +401,7 @@ def test_a_verified_page_titled_with_what_only_a_deleted_source_said_keeps_the_p
     assert [h.title for h in mem.search("green bin Friday", scopes=["public"], mode="keyword") if h.kind == "page"][0] == "Home 2"
     assert not [p for p in (mem.root / "wiki" / "public").rglob("*") if b"zorblax" in p.read_bytes().lower()]
     assert mem.stale_pages() == ["page:public/home-2"]  # a model may still rewrite it
+    assert mem.read_page("public", "home").body == "The bins go out on Thursday night [1]."  # its link to the old title
 
 
 def test_a_page_keeps_its_title_and_links_while_a_kept_source_still_says_them(mem: Memory) -> None:
