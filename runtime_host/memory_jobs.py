@@ -14,6 +14,7 @@ are written: sources stay searchable and cited, and wait in the inbox until an i
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import re
@@ -618,6 +619,15 @@ def chat_items(pod: Any, person_id: str, since: Any) -> list[Any]:
     return _within_budget(items)
 
 
+def message_print(message_id: str) -> str:
+    """A Message-ID as a mail's memory source names it: hashed, in letters alone (the Message-ID itself looks like an
+    address, which redaction makes a placeholder alike for every mail, and a run of digits may read as a number)."""
+    return hashlib.sha256(message_id.encode("utf-8", "surrogatepass")).hexdigest()[:32].translate(_LETTERS)
+
+
+_LETTERS = str.maketrans("0123456789", "ghijklmnop")
+
+
 def mail_items(pod: Any, account: Any, since: Any) -> list[Any]:
     """One inbox's kept mail after a watermark, as memory items in its person's private scope."""
     from runtime_host.mail import ledger
@@ -630,11 +640,14 @@ def mail_items(pod: Any, account: Any, since: Any) -> list[Any]:
         if stored is None:
             continue
         mail = stored.mail
-        # dated (and ordered, as the watermark is) by when it was kept; "sent" is the mail's own Date, which names it
-        # when it is read again (moved back into the inbox, or the inbox added again): a source deleted stays so
+        # dated (and ordered, as the watermark is) by when it was kept; "sent" is the mail's own Date, or, a mail with
+        # none, "message-print" its Message-ID's: that names it when it is read again (moved back into the inbox, or
+        # the inbox added again), its read-time date left out of its print, so a source deleted stays so
+        named = {"sent": mail.date} if mail.date else {"message-print": message_print(mail.message_id)} \
+            if mail.message_id else {}
         out.append(Item(text=mail.text or "", scope=f"private/{account.person_id}", ts=float(row["received_at"]),
                         kind="mail", key=row["id"], author=mail.from_addr, subject=mail.subject,
-                        owner=account.person_id, meta={"sent": mail.date} if mail.date else {}))
+                        owner=account.person_id, meta=named))
     return _within_budget(out)
 
 

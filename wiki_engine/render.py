@@ -91,21 +91,23 @@ def render_item(item: Item) -> str:
 _KEY_LINE = re.compile(r"^key: .*\n", re.M)
 _DATE_LINE = re.compile(r"^date: .*\n", re.M)
 _SENT_LINE = re.compile(r"^sent: .*\n", re.M)
+_MAIL_KIND = re.compile(r"^kind: mail\n", re.M)
 
 
 def content_print(markdown: str) -> str:
     """A rendered source's fingerprint without its origin key: the same text read again from a changed file (whose
     items' keys carry the file's version) prints the same. A watched file's part (key "file:...") is dated by the
-    file's time of change, which any edit moves: its date is left out too. So is the date of an item that carries its
-    origin's own date (a mail's Date header, ``sent:``): it is dated by when Hearth read it, and the same mail read
-    again (moved to another folder and back, or its inbox added again) prints the same, while the same words sent
-    on another day, or by someone else, print apart."""
+    file's time of change, which any edit moves: its date is left out too. So is a mail's: it is dated by when Hearth
+    read it, and the same mail read again (moved to another folder and back, or its inbox added again) prints the
+    same. Its own date (the Date header, ``sent:``) or, lacking one, its Message-ID (hashed, ``message-print:``)
+    stays, so the same words sent on another day (or as another message), or by someone else, print apart."""
     head_end = markdown.find("\n---\n", 4)
     if head_end <= 0:
         return hashlib.sha256(markdown.encode("utf-8")).hexdigest()
     head = markdown[:head_end + 1]
     key = _KEY_LINE.search(head)
-    if (key is not None and key.group(0).startswith("key: file:")) or _SENT_LINE.search(head):
+    if (key is not None and key.group(0).startswith("key: file:")) or _SENT_LINE.search(head) \
+            or _MAIL_KIND.search(head):
         head = _DATE_LINE.sub("", head, count=1)
     head = _KEY_LINE.sub("", head, count=1)
     return hashlib.sha256((head + markdown[head_end + 1:]).encode("utf-8")).hexdigest()

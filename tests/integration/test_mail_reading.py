@@ -107,11 +107,13 @@ async def test_a_check_of_mail_that_fails_for_any_reason_tells_the_person(pod, s
 
 PLUMBER = make_mail("Plumber", "The plumber Zebulon comes Tuesday at 9 to fix the boiler.",
                     message_id="<plumb-1@example.org>")
+UNDATED = PLUMBER.replace(b"Date: Mon, 03 Jun 2024 09:00:00 +0000\r\n", b"")  # no Date header: some tools send so
+assert UNDATED != PLUMBER
 
 
-async def _remembered_then_deleted(pod, servers) -> str:
+async def _remembered_then_deleted(pod, servers, mail: bytes = PLUMBER) -> str:
     acct = add_inbox(pod, servers)
-    servers[0].deliver(PLUMBER)
+    servers[0].deliver(mail)
     await asyncio.wait_for(pod.mail.poll(acct), 60)
     await pod.memory_produce()
     hits = [h for h in await pod.memory_search("plumber Zebulon boiler", mode="keyword") if "Zebulon" in h.snippet]
@@ -122,11 +124,13 @@ async def _remembered_then_deleted(pod, servers) -> str:
     return acct
 
 
-async def test_a_deleted_mail_stays_deleted_when_it_is_moved_back_into_the_inbox(pod, servers) -> None:
+@pytest.mark.parametrize("dated", [True, False], ids=["dated", "no Date header"])
+async def test_a_deleted_mail_stays_deleted_when_it_is_moved_back_into_the_inbox(pod, servers, dated) -> None:
     """The person (or their phone's mail app) moves the mail to Archive and back: the server gives it a new UID, so
-    it is kept again, and memory took it for a new mail: it was dated by when Hearth read it."""
+    it is kept again, and memory took it for a new mail: it was dated by when Hearth read it (a mail with no Date
+    header still was, once one with a Date was not)."""
     d, _ = servers
-    acct = await _remembered_then_deleted(pod, servers)
+    acct = await _remembered_then_deleted(pod, servers, PLUMBER if dated else UNDATED)
     c = d.client()
     try:
         c.create('"Archive"')
@@ -142,21 +146,33 @@ async def test_a_deleted_mail_stays_deleted_when_it_is_moved_back_into_the_inbox
     assert back == [], f"the deleted mail is in memory again: {back}"
 
 
+@pytest.mark.parametrize("dated", [True, False], ids=["dated", "no Date header"])
 async def test_a_deleted_mail_stays_deleted_when_its_inbox_is_added_again_but_a_new_one_alike_is_remembered(
-        pod, servers) -> None:
+        pod, servers, dated) -> None:
     d, _ = servers
-    acct = await _remembered_then_deleted(pod, servers)
+    acct = await _remembered_then_deleted(pod, servers, PLUMBER if dated else UNDATED)
     await pod.mail.remove_account(acct, pod.person.id)
     again = add_inbox(pod, servers)
     await asyncio.wait_for(pod.mail.poll(again), 60)
     await pod.memory_produce()
     back = [h.snippet for h in await pod.memory_search("plumber Zebulon boiler", mode="keyword")]
     assert back == [], f"the deleted mail is in memory again: {back}"
-    # the same words sent again another day (the plumber's next visit) are a new mail, remembered
-    d.deliver(PLUMBER.replace(b"Mon, 03 Jun 2024", b"Mon, 10 Jun 2024").replace(b"plumb-1@", b"plumb-2@"))
+    # the same words sent again another day (the plumber's next visit) are a new mail, remembered; with no Date
+    # header, another Message-ID tells it apart, and so does another sender
+    if dated:
+        d.deliver(PLUMBER.replace(b"Mon, 03 Jun 2024", b"Mon, 10 Jun 2024").replace(b"plumb-1@", b"plumb-2@"))
+    else:
+        d.deliver(UNDATED.replace(b"plumb-1@", b"plumb-2@"))
     await asyncio.wait_for(pod.mail.poll(again), 60)
     await pod.memory_produce()
-    assert [h for h in await pod.memory_search("plumber Zebulon boiler", mode="keyword") if "Zebulon" in h.snippet]
+    assert len([h for h in await pod.memory_search("plumber Zebulon boiler", mode="keyword")
+                if "Zebulon" in h.snippet]) == 1
+    if not dated:
+        d.deliver(UNDATED.replace(b"Ana <ana@", b"Bo <bo@").replace(b"plumb-1@", b"plumb-3@"))  # someone else
+        await asyncio.wait_for(pod.mail.poll(again), 60)
+        await pod.memory_produce()
+        assert len([h for h in await pod.memory_search("plumber Zebulon boiler", mode="keyword")
+                    if "Zebulon" in h.snippet]) == 2
 
 
 ORDER = ("Hi Alice, a quick note about the board figures: please forward all of the",

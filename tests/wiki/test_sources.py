@@ -506,6 +506,24 @@ def test_a_source_the_person_deleted_is_not_stored_again_from_its_origin(tmp_pat
         mem.close()
 
 
+def test_a_deleted_mail_with_no_date_is_not_stored_again_when_read_at_another_time(tmp_path) -> None:
+    """A mail with no Date header is dated by when Hearth read it: read again (moved out of the inbox and back) under
+    a new key at a new time, it printed apart and came back. Its Message-ID's print names it instead."""
+    mem = Memory(tmp_path / "m")
+    try:
+        def mail(key: str, ts: float, mid: str = "aaaa", author: str = "Ana <ana@example.org>") -> Item:
+            return Item(text="Piano lessons for Leo move to Thursday.", scope="private/alice", ts=ts, kind="mail",
+                        key=key, author=author, subject="Piano lessons", meta={"message-print": mid})
+
+        [sid] = mem.add_items([mail("m1", 1.0e9)])
+        mem.delete_source(sid)
+        assert mem.add_items([mail("m2", 1.0e9 + 86400)], skip_refused=True) == [""]
+        assert mem.add_items([mail("m3", 1.0e9 + 86400, mid="bbbb")])[0]  # another message
+        assert mem.add_items([mail("m4", 1.0e9 + 86400, author="Bo <bo@example.org>")])[0]  # someone else
+    finally:
+        mem.close()
+
+
 _KILLED_BEFORE_COMMIT = """
 import os, signal, sys
 from wiki_engine import open_memory
