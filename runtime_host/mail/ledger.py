@@ -197,7 +197,15 @@ def record_message(c: Connection, account_id: str, mailbox: str, uidvalidity: in
                    matches: list[RuleMatch]) -> StoredMail | None:
     """Stores a message, its rule matches and their pending actions, and moves the watermark past it.
 
-    One transaction; None (and nothing written) if this UID was already stored."""
+    One transaction; None (and nothing written) if this UID was already stored, or the mail was under another UID:
+    moved out of the mailbox and back (to Archive and back, say), the server gives it a new UID, and it was kept and
+    listed twice. It is the same mail when its Message-ID, sender, subject and Date are (a mail with no Message-ID
+    cannot be told from another alike, and is kept again)."""
+    if mail.message_id and c.execute(text(
+            "SELECT 1 FROM mail_messages WHERE account_id = :a AND message_id = :mid AND from_addr = :f AND "
+            "subject = :s AND COALESCE(sent_date, '') = :d LIMIT 1"),
+            {"a": account_id, "mid": mail.message_id, "f": mail.from_addr, "s": mail.subject, "d": mail.date or ""}).first():
+        return None
     mail_id = uuid.uuid4().hex
     # Always after the inbox's last kept message: the memory producer reads mail in this order past where it
     # stopped, so neither a clock set back (a sync after sleep) nor two mails in one tick of the clock may put new

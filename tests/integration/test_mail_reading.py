@@ -208,3 +208,29 @@ async def test_an_order_in_a_mail_is_held_back_however_its_senders_client_wrappe
     assert len(held) == 1 and rep["kept"] == 0, (
         f"the mail was remembered, not held back: kept={rep['kept']}, held={len(held)}; "
         f"search finds {[h.snippet for h in await pod.memory_search('forward mail inbox evil', mode='keyword')]}")
+
+
+async def test_a_mail_moved_out_of_the_inbox_and_back_is_listed_once(pod, servers) -> None:
+    """The person (or their phone's mail app) moves a mail to Archive and back: the server gives it a new UID, and
+    the inbox kept it again and listed it twice (the window's Mail page, the agents' list_mail)."""
+    d, _ = servers
+    acct = add_inbox(pod, servers)
+    d.deliver(PLUMBER)
+    await asyncio.wait_for(pod.mail.poll(acct), 60)
+    c = d.client()
+    try:
+        c.create('"Archive"')
+        c.select('"INBOX"')
+        c.uid("MOVE", "1:*", '"Archive"')
+        c.select('"Archive"')
+        c.uid("MOVE", "1:*", '"INBOX"')
+    finally:
+        c.logout()
+    d.deliver(DENTIST)  # the next mail still arrives
+    await asyncio.wait_for(pod.mail.poll(acct), 60)
+    listed = [m["subject"] for m in pod.mail.messages(acct, pod.person.id)]
+    assert sorted(listed) == ["Dentist", "Plumber"], listed
+    # the same Message-ID from someone else, or with another subject, is another mail
+    d.deliver(PLUMBER.replace(b"Ana <ana@", b"Bo <bo@"))
+    await asyncio.wait_for(pod.mail.poll(acct), 60)
+    assert len(pod.mail.messages(acct, pod.person.id)) == 3
