@@ -121,12 +121,15 @@ def deletable(me: Any, conversation_id: str) -> None:
 def delete(me: Any, conversation_id: str) -> None:
     """Deletes a conversation with its messages, turns and steps. A conversation with an answer being
     written is refused: stop the answer first."""
+    from runtime_host.channels.store import forget_conversations
+
     deletable(me, conversation_id)
     with me.store.engine.begin() as c:
         ids = [r[0] for r in c.execute(text("SELECT id FROM turn WHERE conversation_id = :c"), {"c": conversation_id})]
         _delete_turns(c, ids)
         c.execute(text("DELETE FROM message WHERE conversation_id = :c"), {"c": conversation_id})
         c.execute(text("DELETE FROM conversation WHERE id = :c"), {"c": conversation_id})
+        forget_conversations(c, [conversation_id])  # a Telegram chat's answers waiting in the outbox go too
     me.store.purge()
     me.emit({"type": "conversation.deleted", "conversation_id": conversation_id, "person": me.person_id})
 

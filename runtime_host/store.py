@@ -479,11 +479,16 @@ class Store:
             return profile
 
     def delete_agent(self, instance_id: str) -> None:
-        """Deletes one agent with its conversations, messages, turns and steps (one transaction)."""
+        """Deletes one agent with its conversations, messages, turns and steps, and its chats' words still in the
+        channel outbox (one transaction)."""
         from sqlalchemy import text as sql
+
+        from runtime_host.channels.store import forget_conversations
 
         with self.engine.begin() as c:
             ids = {"i": instance_id}
+            forget_conversations(c, [r[0] for r in c.execute(sql("SELECT id FROM conversation WHERE instance_id = :i"),
+                                                             ids)])
             profile_id = c.execute(sql("SELECT profile_id FROM agent_instance WHERE id = :i"), ids).scalar()
             c.execute(sql("DELETE FROM turn_step WHERE turn_id IN (SELECT id FROM turn WHERE instance_id = :i "
                           "OR conversation_id IN (SELECT id FROM conversation WHERE instance_id = :i))"), ids)

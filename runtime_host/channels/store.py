@@ -135,6 +135,27 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.close()
 
 
+def forget_conversations(conn: Connection, conversation_ids: list[str]) -> None:
+    """(In the transaction that deletes these Pod conversations.) Their chats' mappings go, and so do the words
+    those chats still hold in the outbox: the answers not sent yet (an update's answers: a deleted conversation's
+    reply, a voice note's transcript echoed back) and the text of rows sent or given up before sent rows were
+    emptied. Cards and pushed run results waiting for that chat stay queued; other chats are not touched."""
+    chats: set[tuple[str, int]] = set()
+    for cid in conversation_ids:
+        for (key,) in conn.execute(text("SELECT conversation_key FROM channel_conversation WHERE conversation_id = :c"),
+                                   {"c": cid}):
+            channel, _, chat = str(key).partition(":")
+            if chat.lstrip("-").isdigit():
+                chats.add((channel, int(chat)))
+        conn.execute(text("DELETE FROM channel_conversation WHERE conversation_id = :c"), {"c": cid})
+    for channel, chat_id in chats:
+        args = {"c": channel, "chat": chat_id}
+        conn.execute(text("DELETE FROM channel_outbox WHERE channel = :c AND chat_id = :chat AND sent_at IS NULL "
+                          "AND failed IS NULL AND update_id IS NOT NULL"), args)
+        conn.execute(text("UPDATE channel_outbox SET body = '' WHERE channel = :c AND chat_id = :chat "
+                          "AND (sent_at IS NOT NULL OR failed IS NOT NULL) AND body <> ''"), args)
+
+
 class ChannelStore:
     """All channel reads and writes; each call is one short transaction. Thread-safe as the engine is."""
 
@@ -324,8 +345,10 @@ class ChannelStore:
                            r.attempts, r.next_try_at) for r in rows]
 
     def mark_sent(self, item: OutboxItem, message_id: int | None) -> None:
+        """The row stays, marked sent (so it is never sent again), without its words: the conversation keeps them,
+        and deleting the conversation must leave them nowhere else."""
         with self._tx() as conn:
-            conn.execute(text("UPDATE channel_outbox SET sent_at = :t, message_id = :m WHERE id = :id"),
+            conn.execute(text("UPDATE channel_outbox SET sent_at = :t, message_id = :m, body = '' WHERE id = :id"),
                          {"t": now(), "m": message_id, "id": item.id})
             if item.card_id and message_id is not None:
                 conn.execute(text("INSERT INTO card_message (card_id, channel, chat_id, message_id) "
@@ -340,7 +363,7 @@ class ChannelStore:
 
     def mark_failed(self, item: OutboxItem, reason: str) -> None:
         with self._tx() as conn:
-            conn.execute(text("UPDATE channel_outbox SET failed = :r, attempts = attempts + 1 WHERE id = :id"),
+            conn.execute(text("UPDATE channel_outbox SET failed = :r, attempts = attempts + 1, body = '' WHERE id = :id"),
                          {"r": reason, "id": item.id})
 
     def update_body(self, item: OutboxItem, body: dict[str, Any]) -> None:
@@ -353,6 +376,10 @@ class ChannelStore:
             return [(int(r.chat_id), r.failed) for r in conn.execute(
                 text("SELECT chat_id, failed FROM channel_outbox WHERE channel = :c AND failed IS NOT NULL "
                      "ORDER BY created_at"), {"c": channel})]
+
+    def forget_conversations(self, conversation_ids: list[str]) -> None:
+        with self._tx() as conn:
+            forget_conversations(conn, conversation_ids)
 
     # -- conversations per chat
     def conversation_for(self, key: str, agent: str) -> str | None:

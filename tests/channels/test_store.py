@@ -98,3 +98,39 @@ def test_card_decided_once(store: ChannelStore) -> None:
     final = store.get_card(card.card_id)
     assert final is not None and not final.pending and final.decided_by is not None
     assert store.decide_card("no-such-card", True, "app") is False
+
+
+def test_sent_rows_keep_no_words_and_a_deleted_conversation_takes_its_chats_waiting_answers(
+        store: ChannelStore) -> None:
+    """A sent (or given up) row is never sent again and keeps no text; deleting a chat's conversation drops that
+    chat's waiting answers and its mapping, keeps its waiting cards, and leaves every other chat alone."""
+    from sqlalchemy import text
+
+    def bodies() -> dict[int, list[str]]:
+        with store.engine.connect() as c:
+            out: dict[int, list[str]] = {}
+            for chat, body in c.execute(text("SELECT chat_id, body FROM channel_outbox ORDER BY created_at, part")):
+                out.setdefault(int(chat), []).append(body)
+            return out
+
+    store.set_conversation("telegram:5", "helper", "conv-alice")
+    store.set_conversation("telegram:6", "helper", "conv-bob")
+    sent_a, failed_a = store.finish_update("telegram", 1, 5, [{"text": "alice sent"}, {"text": "alice failed"}])
+    store.finish_update("telegram", 2, 5, [{"text": "alice waiting"}])
+    store.queue_messages("telegram", 5, [{"text": "alice card"}], card_id="card1")
+    (sent_b,) = store.finish_update("telegram", 3, 6, [{"text": "bob sent"}])
+    store.finish_update("telegram", 4, 6, [{"text": "bob waiting"}])
+    store.mark_sent(sent_a, 10)
+    store.mark_failed(failed_a, "Forbidden: bot was blocked by the user")
+    store.mark_sent(sent_b, 11)
+    assert not any("sent" in b or "failed" in b for bs in bodies().values() for b in bs)
+    assert store.failed_outbox("telegram") == [(5, "Forbidden: bot was blocked by the user")]
+    assert store.finish_update("telegram", 1, 5, [{"text": "alice sent"}]) == []  # still answered only once
+
+    store.forget_conversations(["conv-alice"])
+    assert store.conversation_for("telegram:5", "helper") is None
+    assert store.conversation_for("telegram:6", "helper") == "conv-bob"
+    left = bodies()
+    assert not any("alice waiting" in b for b in left[5]) and any("alice card" in b for b in left[5])
+    assert any("bob waiting" in b for b in left[6])
+    assert [i.body["text"] for i in store.pending_outbox("telegram")] == ["alice card", "bob waiting"]

@@ -1,0 +1,81 @@
+"""A Telegram chat deleted in the app (Delete and forget, or deleting its agent) leaves its words in no file of
+Hearth's folder: the agent's answers and a voice note's echoed transcript were kept in pod.db's channel outbox
+after they were sent. Another person's chat with the same bot stays as it was."""
+
+from __future__ import annotations
+
+import sqlite3
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from runtime_host.channels.podport import PodChannelPort
+from runtime_host.channels.telegram import CHANNEL
+from tests.channels.conftest import OWNER, ChannelFactory, link_owner, sent
+from tests.helpers.fake_model import Text
+from tests.helpers.fake_telegram import FakeTelegram
+from tests.integration.test_memory_pod import bob_with_his_own_provider, files_holding
+
+BOB_TG = 515151
+
+
+class FakeSpeech:
+    """Hears the same words in every voice note."""
+
+    async def atranscribe(self, data: bytes) -> Any:
+        return SimpleNamespace(text="my gate code is quokka fifty five")
+
+    def close(self) -> None:
+        pass
+
+
+def outbox_bodies(home: Any) -> list[str]:
+    db = sqlite3.connect(home / "pod.db")
+    try:
+        return [r[0] for r in db.execute("SELECT body FROM channel_outbox")]
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize("how", ["delete and forget", "delete agent"])
+async def test_a_deleted_telegram_conversation_leaves_no_words_and_another_persons_chat_stays(
+        pod: Any, tg: FakeTelegram, make_channel: ChannelFactory, script: Any, how: str) -> None:
+    _bob, as_bob = bob_with_his_own_provider(pod)
+    as_bob.add_agent("helper", provider="fake")
+    p = PodChannelPort(pod.pod, speech=FakeSpeech())
+    ch = make_channel(p)
+    await ch.start()
+    await link_owner(ch, tg, pod.person.id)
+    await link_owner(ch, tg, as_bob.person_id, user_id=BOB_TG)
+    script([Text("Noted: your locker code is wombatcode 7731."), Text("Noted the gate."), Text("Noted, Bob.")],
+           repeat_last=True)
+    tg.send_text(OWNER, "My locker code is wombatcode 7731, please remember it.")
+    await sent(tg, OWNER, 2)
+    tg.send_voice(OWNER, b"OggS" + b"\0" * 64, duration=2)
+    await sent(tg, OWNER, 4)  # the transcript echoed back, then the answer
+    tg.send_text(BOB_TG, "Bob here: my allotment is plot ibisword 12.")
+    await sent(tg, BOB_TG, 2)
+    key = f"{CHANNEL}:{OWNER}"
+    conv = p.store.conversation_for(key, "helper")
+    bobs = p.store.conversation_for(f"{CHANNEL}:{BOB_TG}", "helper")
+    assert conv and bobs and conv != bobs
+    if how == "delete and forget":
+        await pod.memory_produce()
+        assert await pod.memory_search("wombatcode", mode="keyword")
+        await pod.delete_conversation_and_forget(conv)
+        assert await pod.memory_search("wombatcode", mode="keyword") == []
+    else:
+        await pod.delete_agent("helper")
+    assert not [b for b in outbox_bodies(pod.home) if "wombatcode" in b or "quokka" in b]
+    assert files_holding(pod.home, "wombatcode") == []
+    assert files_holding(pod.home, "quokka") == []
+    assert p.store.conversation_for(key, "helper") is None
+    # Bob's chat goes on in the same conversation, his words still there.
+    assert p.store.conversation_for(f"{CHANNEL}:{BOB_TG}", "helper") == bobs
+    assert "ibisword" in " ".join(m.content for m in as_bob.messages(bobs))
+    tg.send_text(BOB_TG, "And the shed key is under the pot.")
+    await sent(tg, BOB_TG, 3)
+    assert p.store.conversation_for(f"{CHANNEL}:{BOB_TG}", "helper") == bobs
+    assert len(as_bob.messages(bobs)) == 4
+    p.close()
