@@ -15,6 +15,7 @@ The state lives in ``folders.db`` beside ``memory/`` (per host, like the memory 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import hashlib
 import json
@@ -712,6 +713,7 @@ class FolderDB:
 
     def __init__(self, path: Path):
         path.parent.mkdir(parents=True, exist_ok=True)
+        self._path = path
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA secure_delete=ON")  # a removed file's status (it may quote the file) is overwritten
@@ -725,11 +727,11 @@ class FolderDB:
         self._lock = threading.Lock()
 
     def q(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with self._lock:
+        with self._lock, self._said_as_storage():
             return self._db.execute(sql, args).fetchall()
 
     def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        with self._lock:
+        with self._lock, self._said_as_storage():
             self._db.execute("BEGIN")
             try:
                 self._db.executemany(sql, rows)
@@ -738,6 +740,21 @@ class FolderDB:
                 if self._db.in_transaction:  # a failed COMMIT (the disk full) has ended it already
                     self._db.execute("ROLLBACK")
                 raise
+
+    @contextlib.contextmanager
+    def _said_as_storage(self) -> Iterator[None]:
+        """A full disk, a lock or a read-only folder becomes the one clear StorageError pod.db's store raises (what
+        happened, what to do next), not a traceback."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            from runtime_host.paths import describe_storage_error
+            from runtime_host.store import StorageError
+
+            problem = describe_storage_error(exc, self._path.parent)
+            if problem is None:
+                raise
+            raise StorageError(problem) from exc
 
     def purge(self) -> None:
         """What was deleted leaves the write-ahead log too (cut to nothing unless a reader holds it)."""

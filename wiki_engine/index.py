@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import collections
 import datetime as _dt
+import logging
 import os
 import re
 import shutil
@@ -30,6 +31,8 @@ import tantivy
 
 from .embed import Embedder, checked_vectors, is_remote
 from .lease import _holder_alive, _proc_started
+
+log = logging.getLogger(__name__)
 
 _STOP = frozenset(
     """a an and are as at be been but by can could did do does for from had has have how i if in into is it its
@@ -1108,11 +1111,19 @@ class ScopeIndex:
     def close(self) -> None:
         with self._lock:
             self.purge_held = False  # what a hold put off is done now: closing never leaves removed words behind
-            if self._writer is not None or self._pending:
-                self.commit()
-            if self._purge:
-                self.purge()
-            self.meta.close()
+            try:
+                if self._writer is not None or self._pending:
+                    self.commit()
+                if self._purge:
+                    self.purge()
+            except (OSError, ValueError) as exc:  # tantivy says "No space left on device" as a ValueError
+                # The index stays marked as lagging (see __init__): the next open rebuilds its keywords from meta.db,
+                # so nothing is missing and no removed word stays. Closing goes on, and the reason first raised
+                # (a full disk, most often) is the one the person reads.
+                log.warning("memory's keyword index in %s could not save its last changes (%s); it is rebuilt from "
+                            "meta.db when memory opens next", self.folder, exc)
+            finally:
+                self.meta.close()
 
 
 def remove_index_folder(folder: Path) -> None:

@@ -9,6 +9,7 @@ import asyncio
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -1401,15 +1402,54 @@ def test_a_failed_commit_of_folders_db_says_its_own_error_not_a_rollback_one(tmp
     """A full disk failed a write of folders.db that ended its transaction: the ROLLBACK after it raised "cannot
     rollback - no transaction is active", and that, not "database or disk is full", was what the person read (at
     the end of a chained traceback). A trigger that rolls back stands for the disk here."""
-    import sqlite3
-
     from runtime_host.folders import FolderDB
+    from runtime_host.store import StorageError
 
     db = FolderDB(tmp_path / "folders.db")
     db._db.execute("CREATE TABLE t (x INTEGER)")
     db._db.execute("CREATE TRIGGER full BEFORE INSERT ON t BEGIN SELECT RAISE(ROLLBACK, 'database or disk is full'); END")
-    with pytest.raises(sqlite3.DatabaseError, match="disk is full"):
+    with pytest.raises(StorageError, match="^The disk is full: Hearth could not save to .* Free some space and retry"):
         db.many("INSERT INTO t VALUES (?)", [(1,), (2,)])
     db._db.execute("DROP TRIGGER full")
     db.many("INSERT INTO t VALUES (?)", [(3,)])  # and it is usable after
     assert db._db.execute("SELECT x FROM t").fetchall() == [(3,)]
+
+
+FULL_DISK_IMPORT = """
+set -u
+head -c "$BALLAST" /dev/zero > /mnt/full/ballast
+export HEARTH_HOME=/mnt/full/hearth
+python="$1"; docs="$2"
+"$python" -m runtime_host folder add "$docs" > /dev/null 2> /mnt/out/add.err
+echo $? > /mnt/out/add.rc
+rm /mnt/full/ballast
+"$python" -m runtime_host folder rescan > /mnt/out/rescan.out 2> /mnt/out/rescan.err
+echo $? > /mnt/out/rescan.rc
+"$python" -m runtime_host folder list --json > /mnt/out/list.out
+"$python" -m runtime_host memory search "zq149x" --mode keyword > /mnt/out/search.out 2>&1
+"""
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap (packaging/ lists it)")
+def test_a_disk_that_fills_during_an_import_is_said_in_a_line_and_a_rescan_with_space_imports_the_rest(
+        tmp_path) -> None:
+    """`folder add` on a disk that filled up printed two chained tracebacks (folders.db's "database or disk is
+    full", then the keyword index's "No space left on device" while closing) and exited 1. Here Hearth's folder is
+    on a real 40 MB filesystem (tmpfs in a bubblewrap sandbox) that a ballast file fills to a few megabytes free."""
+    docs, out = tmp_path / "docs", tmp_path / "out"
+    docs.mkdir()
+    out.mkdir()
+    filler = "We walked along the river and talked about the garden, the weather and the plans for spring. " * 170
+    for i in range(150):  # 16 KB each: far more than the few megabytes left
+        (docs / f"n{i}.txt").write_text(f"Note {i}: the locker code is zq{i}x.\n{filler}\n")
+    subprocess.run(["bwrap", "--dev-bind", "/", "/", "--size", str(40 << 20), "--tmpfs", "/mnt/full",
+                    "--bind", str(out), "/mnt/out", "sh", "-c", FULL_DISK_IMPORT, "sh", sys.executable, str(docs)],
+                   env={**os.environ, "BALLAST": str(34 << 20)}, timeout=900, check=True)
+    err = (out / "add.err").read_text()
+    assert (out / "add.rc").read_text().strip() not in ("0", "1") and "Traceback" not in err, err[-3000:]
+    assert err.splitlines()[-1].startswith("error: The disk is full: Hearth could not save to /mnt/full/hearth."), err
+    assert "Free some space and retry" in err
+    assert (out / "rescan.rc").read_text().strip() == "0", (out / "rescan.err").read_text()[-3000:]
+    (folder,) = json.loads((out / "list.out").read_text())
+    assert folder["files"] == {"indexed": 150}, folder  # what was saved before the disk filled was not lost
+    assert "zq149x" in (out / "search.out").read_text()
