@@ -635,22 +635,36 @@ async def _folder(me: Any, args: argparse.Namespace) -> int:
     from runtime_host.folders import FolderError
     from runtime_host.folders import safe_name as shown  # a folder's own name forges no line either
 
+    shown_progress = False
+
     def progress(ev: dict[str, Any]) -> None:
+        nonlocal shown_progress
         if ev["phase"] == "importing" and ev["total"]:
             print(f"\r{ev['done']}/{ev['total']} file(s) read", end="", file=sys.stderr, flush=True)
+            shown_progress = True
+
+    def end_progress_line() -> None:  # what is said next (a report, an error, a warning) starts a line of its own
+        nonlocal shown_progress
+        if shown_progress:
+            print("", file=sys.stderr, flush=True)
+            shown_progress = False
 
     def report(rep: Any) -> None:
-        if rep.seen:
-            print("", file=sys.stderr)
+        end_progress_line()
         print(f"{shown(rep.path)}: {rep.indexed} indexed, {rep.skipped} skipped, {rep.failed} failed, {rep.unchanged} "
               f"unchanged, {rep.removed} removed ({rep.seconds:.1f} s).{' ' + rep.note if rep.note else ''}")
 
     async def scan(fid: str) -> None:
         try:
-            report(await me.folders.scan(fid, on_progress=progress))
+            rep = await me.folders.scan(fid, on_progress=progress)
         except asyncio.CancelledError:  # Ctrl+C (asyncio.run then exits 130): under the progress line, one line
-            print("\nStopped: the files imported so far are kept; `folder rescan` imports the rest.", file=sys.stderr)
+            end_progress_line()
+            print("Stopped: the files imported so far are kept; `folder rescan` imports the rest.", file=sys.stderr)
             raise
+        except BaseException:
+            end_progress_line()
+            raise
+        report(rep)
 
     try:
         if args.action == "add":

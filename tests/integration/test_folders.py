@@ -1449,6 +1449,7 @@ def test_a_disk_that_fills_during_an_import_is_said_in_a_line_and_a_rescan_with_
     assert (out / "add.rc").read_text().strip() not in ("0", "1") and "Traceback" not in err, err[-3000:]
     assert err.splitlines()[-1].startswith("error: The disk is full: Hearth could not save to /mnt/full/hearth."), err
     assert "Free some space and retry" in err
+    assert all(line.endswith("file(s) read") for line in err.splitlines() if "file(s) read" in line), err  # own line
     assert (out / "rescan.rc").read_text().strip() == "0", (out / "rescan.err").read_text()[-3000:]
     (folder,) = json.loads((out / "list.out").read_text())
     assert folder["files"] == {"indexed": 150}, folder  # what was saved before the disk filled was not lost
