@@ -589,33 +589,32 @@ class MainWindow(QMainWindow):
     FORGET, KEEP = "Delete and forget", "Delete"
 
     def delete_conversation(self, conversation_id: str, title: str = "this conversation") -> bool:
-        """Asks, then deletes; "Delete and forget" also deletes what memory learned from it (that runs in the
-        background; the list and the status bar follow when it is done)."""
+        """Asks, then deletes in the background (memory's part runs on its thread: Delete drops why the extraction
+        model skipped the conversation's messages, Delete and forget also what memory learned from it); the list
+        and the status bar follow when it is done."""
         choice = self.choose("Delete conversation", f"Delete “{title}” with all its messages and steps? "
                              "This cannot be undone (export it first to keep a copy).", [self.FORGET, self.KEEP],
                              "Delete keeps what memory learned from it; Delete and forget deletes that too, and the "
                              "wiki's pages that cite it are rewritten.")
         if choice is None:
             return False
-        if choice == self.FORGET:
-            async def run() -> None:
-                try:
-                    n = await self.pod.delete_conversation_and_forget(conversation_id)
-                except StoreError as exc:
-                    self.statusBar().showMessage(str(exc))
-                    return
-                self._deleted(conversation_id, f"Deleted “{title}” and forgot {n} memory source(s) learned from it.")
 
-            task = asyncio.ensure_future(run())
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-            return True
-        try:
-            self.pod.delete_conversation(conversation_id)
-        except StoreError as exc:
-            self.statusBar().showMessage(str(exc))
-            return False
-        self._deleted(conversation_id, f"Deleted “{title}”.")
+        async def run() -> None:
+            try:
+                if choice == self.FORGET:
+                    n = await self.pod.delete_conversation_and_forget(conversation_id)
+                    done = f"Deleted “{title}” and forgot {n} memory source(s) learned from it."
+                else:
+                    await self.pod.delete_conversation(conversation_id)
+                    done = f"Deleted “{title}”."
+            except StoreError as exc:
+                self.statusBar().showMessage(str(exc))
+                return
+            self._deleted(conversation_id, done)
+
+        task = asyncio.ensure_future(run())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
         return True
 
     def _deleted(self, conversation_id: str, message: str) -> None:

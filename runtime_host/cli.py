@@ -303,7 +303,7 @@ async def _conversations(me: Any, args: argparse.Namespace) -> int:
             n = await me.delete_conversation_and_forget(args.conversation_id)
             print(f"Deleted, and forgot {n} memory source(s) learned from it.")
         else:
-            me.delete_conversation(args.conversation_id)
+            await me.delete_conversation(args.conversation_id)
             print("Deleted. What memory learned from it stays (add --forget to delete that too).")
     return EXIT_OK
 

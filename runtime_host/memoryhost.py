@@ -365,6 +365,21 @@ class MemoryHost:
         await self._forget_unused_mappings(inst.person_id, mappings)
         return n
 
+    async def delete_conversation(self, person_id: str, conversation_id: str) -> None:
+        """Deletes a conversation; what memory learned from it stays (Delete and forget takes that too). Why the
+        extraction model skipped any of its messages goes with it: a reason may quote the message, and it is
+        nothing memory learned. Memory not opened yet is opened for that only if it has a catalog (memory.db);
+        without one there is nothing to drop. Memory first, so a failure leaves the conversation there to try
+        again."""
+        from runtime_host import conversations
+
+        me = self.pod.for_person(person_id)
+        conversations.deletable(me, conversation_id)
+        keys = [m.id for m in self.pod.store.list_messages(conversation_id)]
+        if keys and (self._memory is not None or (self.pod.home / "memory" / "memory.db").exists()):
+            await self.in_memory_thread(lambda: self.memory.drop_skips(f"private/{person_id}", keys))
+        conversations.delete(me, conversation_id)
+
     async def delete_conversation_and_forget(self, person_id: str, conversation_id: str) -> int:
         """Deletes a conversation and what memory learned from it: the sources the producer made of its messages
         and of its summaries (pages citing them are re-synthesised), what of them was held back, and why any was

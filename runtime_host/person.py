@@ -182,8 +182,8 @@ class PersonPod:
     def rename_conversation(self, conversation_id: str, title: str) -> dict[str, Any]:
         return self.pod.rename_conversation(self.person_id, conversation_id, title)
 
-    def delete_conversation(self, conversation_id: str) -> None:
-        self.pod.delete_conversation(self.person_id, conversation_id)
+    async def delete_conversation(self, conversation_id: str) -> None:
+        await self.pod.delete_conversation(self.person_id, conversation_id)
 
     async def delete_conversation_and_forget(self, conversation_id: str) -> int:
         return await self.pod.delete_conversation_and_forget(self.person_id, conversation_id)

@@ -686,8 +686,9 @@ class Pod:
     def rename_conversation(self, person_id: str, conversation_id: str, title: str) -> dict[str, Any]:
         return conversations.rename(self.for_person(person_id), conversation_id, title)
 
-    def delete_conversation(self, person_id: str, conversation_id: str) -> None:
-        conversations.delete(self.for_person(person_id), conversation_id)
+    async def delete_conversation(self, person_id: str, conversation_id: str) -> None:
+        """Deletes a conversation; what memory learned from it stays, why it skipped any of its messages goes."""
+        await self.memory_host.delete_conversation(person_id, conversation_id)
 
     async def delete_conversation_and_forget(self, person_id: str, conversation_id: str) -> int:
         """Deletes a conversation and what memory learned from it; returns how many memory sources went."""

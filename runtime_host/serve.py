@@ -212,7 +212,7 @@ def make_app(pod: Any, gate: TokenGate | None = None) -> Any:
     async def conversation(request: Request, me: Any) -> JSONResponse:
         cid = request.path_params["conversation_id"]
         if request.method == "DELETE":
-            me.delete_conversation(cid)
+            await me.delete_conversation(cid)
             return answer({"deleted": cid})
         if request.method == "PATCH":
             body = await request.json()

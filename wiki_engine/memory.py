@@ -282,6 +282,22 @@ def forgotten(db: sqlite3.Connection, item: Item) -> bool:
                       (sc, key, key)).fetchone() is not None
 
 
+def _drop_skips(db: sqlite3.Connection, scope: str, keys: Sequence[str] = (), key_starts: Sequence[str] = ()) -> int:
+    """Deletes (in the caller's transaction) the extraction model's reasons for skipping items of ``scope``: those
+    of exact item ``keys`` (500 at a time) and of keys beginning with one of ``key_starts``. The caller purges the
+    catalog after. Returns how many reasons went."""
+    n, keys = 0, list(keys)
+    for part in range(0, len(keys), 500):
+        chunk = keys[part:part + 500]
+        n += db.execute(f"DELETE FROM skips WHERE scope=? AND item_key IN ({','.join('?' * len(chunk))})",
+                        (scope, *chunk)).rowcount
+    for start in key_starts:
+        if start:
+            n += db.execute("DELETE FROM skips WHERE scope=? AND item_key >= ? AND item_key < ?",
+                            (scope, start, start[:-1] + chr(ord(start[-1]) + 1))).rowcount
+    return n
+
+
 def _is_person(author: str) -> bool:
     return author.startswith("person:")
 
@@ -840,13 +856,12 @@ class Memory:
         """Deletes every held (or judged) item of ``scope`` whose key starts with one of ``key_starts``, and the
         extraction model's reasons for skipping them (which may quote them): their origin is gone (a watched file
         deleted, its folder or inbox removed). Returns how many held items."""
-        n = skipped = 0
+        n = 0
         with self.catalog.tx(immediate=True) as db:
             for start in key_starts:
                 bounds = (str(Scope.parse(scope)), start, start[:-1] + chr(ord(start[-1]) + 1))
                 n += db.execute("DELETE FROM quarantine WHERE scope=? AND item_key >= ? AND item_key < ?", bounds).rowcount
-                skipped += db.execute("DELETE FROM skips WHERE scope=? AND item_key >= ? AND item_key < ?",
-                                      bounds).rowcount
+            skipped = _drop_skips(db, str(Scope.parse(scope)), key_starts=key_starts)
         if n or skipped:
             self.catalog.purge()
         return int(n)
@@ -1249,13 +1264,9 @@ class Memory:
         ids = [r[0] for r in self.catalog.query(
             "SELECT id FROM sources WHERE scope=? OR (? AND owner=? AND agent=?)", (str(sc), elsewhere, person, agent))]
         self._delete_sources(ids)
-        keys = list(keys)
         with self.catalog.tx(immediate=True) as db:  # what it tried to store anywhere and was held back
             db.execute("DELETE FROM quarantine WHERE owner=? AND agent=?", (person, agent))
-            for part in range(0, len(keys), 500):
-                chunk = keys[part:part + 500]
-                db.execute(f"DELETE FROM skips WHERE scope=? AND item_key IN ({','.join('?' * len(chunk))})",
-                           (private, *chunk))
+            _drop_skips(db, private, keys)
         self._drop_scope(sc)  # purges the catalog: what was deleted is in none of its files
         return len(ids)
 
@@ -1275,10 +1286,20 @@ class Memory:
             for lo, hi in ranges:
                 # Kept as forgotten, so a run that read them before now stores nothing of them after.
                 db.execute("INSERT OR REPLACE INTO forgotten_keys VALUES (?,?,?,?)", (sc, lo, hi, time.time()))
-                for table in ("quarantine", "skips"):
-                    db.execute(f"DELETE FROM {table} WHERE scope=? AND item_key >= ? AND item_key < ?", (sc, lo, hi))
+                db.execute("DELETE FROM quarantine WHERE scope=? AND item_key >= ? AND item_key < ?", (sc, lo, hi))
+            _drop_skips(db, sc, keys, key_starts)
         self.catalog.purge()
         return len(ids)
+
+    def drop_skips(self, scope: str, keys: Sequence[str]) -> int:
+        """Deletes the extraction model's reasons for skipping these items of ``scope`` (which may quote them:
+        their origin is gone, a deleted conversation's messages, say), so no file of memory's keeps them. What
+        memory learned from the origin stays: a skipped item taught it nothing. Returns how many reasons went."""
+        with self.catalog.tx(immediate=True) as db:
+            n = _drop_skips(db, str(Scope.parse(scope)), keys)
+        if n:
+            self.catalog.purge()
+        return n
 
     def forget_person(self, person: str) -> int:
         """Deletes everything about a person: their private tree, their agents' notes, sources they own."""

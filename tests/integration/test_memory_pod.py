@@ -1292,6 +1292,51 @@ async def test_deleting_an_agent_leaves_no_skip_reason_quoting_its_deleted_chat(
     assert files_holding(pod.home / "memory", "heronword") == []
 
 
+async def test_a_plain_delete_leaves_no_skip_reason_quoting_the_chat_and_keeps_what_memory_learned(pod, fake_model) -> None:
+    """The extraction model skipped a message, its reason quoting it; the person chose plain *Delete*. The reason
+    stayed in memory.db for good, though a deleted conversation "leaves its words in no file of Hearth's folder":
+    only Delete and forget took it. Now plain Delete takes it too; the fact memory learned from the conversation
+    stays, and Bob's reasons stay his."""
+    def model(req):
+        said = re.findall(r"^(\d+)\. (.*)$", req.last_user, re.M)
+        if said and "json" in (req.system or "").lower():
+            return Text(json.dumps([
+                {"n": int(n), "keep": "Clara" in line, "reason": "a lasting fact" if "Clara" in line else
+                 "skipped: the user's locker code wombat 7731 is not a lasting fact" if "wombat" in line else
+                 "skipped: the bike lock word quokka 5512 is not a lasting fact" if "quokka" in line else "small talk"}
+                for n, line in said]))
+        return Text("Noted.")
+
+    fake_model.script = model
+    _, as_bob = bob_with_his_own_provider(pod)
+    as_bob.add_agent("buddy", provider="fake")
+    as_bob.set_role_model("extraction", "fake/fake-1")
+    pod.set_role_model("extraction", "fake/fake-1")
+    r = await asyncio.wait_for(pod.chat("helper", "My sister Clara's birthday is on 3 June."), 30)
+    assert r.ok and (await asyncio.wait_for(pod.chat("helper", "My locker code is wombat 7731."), 30)).ok
+    assert (await asyncio.wait_for(as_bob.chat("buddy", "My bike lock word is quokka 5512."), 30)).ok
+    await pod.memory_produce()
+    assert files_holding(pod.home, "wombat") and files_holding(pod.home / "memory", "quokka")
+    assert await pod.memory_search("Clara birthday June", mode="keyword")
+
+    await pod.delete_conversation(r.conversation_id)
+    assert r.conversation_id not in [c["id"] for c in pod.list_conversations("helper")]
+    assert files_holding(pod.home, "wombat") == []
+    assert await pod.memory_search("Clara birthday June", mode="keyword")  # what memory learned stays
+    assert files_holding(pod.home / "memory", "quokka")  # Bob's skip reason is his
+
+
+async def test_a_plain_delete_before_memory_has_a_catalog_opens_no_memory(pod, script) -> None:
+    """Deleting a conversation drops why memory skipped its messages: with no memory.db yet there is none, and
+    the delete neither fails nor makes one."""
+    script([Text("Noted.")])
+    r = await asyncio.wait_for(pod.chat("helper", "My locker code is wombat 7731."), 30)
+    catalog = pod.home / "memory" / "memory.db"
+    assert r.ok and not catalog.exists()
+    await pod.delete_conversation(r.conversation_id)
+    assert pod.list_conversations("helper") == [] and not catalog.exists()
+    assert not pod.pod.memory_host.is_open
+
 async def test_a_summary_another_hearth_stored_while_the_model_wrote_is_not_an_error(pod, fake_model) -> None:
     """The window's memory run and a `memory produce` in a terminal summarise the same long conversation at once:
     the one whose model answered second ended in SourceConflict (a traceback in the terminal; in the window the

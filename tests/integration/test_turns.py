@@ -237,7 +237,7 @@ async def test_a_deleted_conversation_or_agent_leaves_its_words_in_no_file(pod, 
     assert first.ok and kept.ok and first.conversation_id != kept.conversation_id
     for word in (b"marmoset", b"okapi", b"8942"):
         assert _files_holding(pod.home, word), word
-    pod.delete_conversation(first.conversation_id)
+    await pod.delete_conversation(first.conversation_id)
     for word in (b"marmoset", b"okapi", b"8942"):
         assert _files_holding(pod.home, word) == [], word
     assert _files_holding(pod.home, b"tapir")

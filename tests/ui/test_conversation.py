@@ -202,7 +202,7 @@ def test_rename_delete_with_confirmation_and_export(qtbot, qloop, ui_pod, script
     assert asked and "cannot be undone" in asked[0] and w.conversations.rows() == ["Installing"]
     answer_confirm("Delete")
     assert w.delete_conversation(conv, "Installing")
-    assert w.statusBar().currentMessage() == "Deleted “Installing”."
+    qloop.wait_until(lambda: w.statusBar().currentMessage() == "Deleted “Installing”.", what="the deletion")
     assert w.conversations.rows() == [] and ui_pod.list_conversations("helper") == []
     assert "how do I install" not in w.chat.toPlainText()
 
