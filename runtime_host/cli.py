@@ -628,6 +628,11 @@ async def _memory(me: Any, args: argparse.Namespace) -> int:
     except MemoryModelError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_FAILED
+    except asyncio.CancelledError:  # Ctrl+C (asyncio.run then exits 130), a model's answer not waited for
+        if args.action in ("produce", "ingest", "nightly"):
+            print(f"Stopped: what this run finished is kept; the next run (`memory {args.action}`, or the schedule's) "
+                  "goes on from there.", file=sys.stderr)
+        raise
     return EXIT_OK
 
 

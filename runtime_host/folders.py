@@ -1181,6 +1181,7 @@ class WatchedFolders:
 
     async def _store(self, folder: Folder, scope: str, batch: _Batch, known: dict[str, _Known],
                      decide: Callable[[list[Any]], list[Any]], rep: ScanReport) -> None:
+        from runtime_host.memory_jobs import on_own_thread
         from wiki_engine import Item
         from wiki_engine.guard import held_because
 
@@ -1202,7 +1203,7 @@ class WatchedFolders:
         skip_items: set[int] = set()
         if mail_at:
             try:
-                verdicts = await asyncio.to_thread(decide, [items[i] for i in mail_at])
+                verdicts = await on_own_thread(decide, [items[i] for i in mail_at])
             except Exception as exc:
                 verdicts = None
                 for i in mail_at:

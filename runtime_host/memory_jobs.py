@@ -826,7 +826,7 @@ async def _summarize_for(pod: Any, person: Any, internal: set[str], made: dict[s
             if not lines:
                 continue
             title = memory_title(pod, scope, conv.title, pod.store.first_message_text(conv.id)) or "untitled"
-            text = await asyncio.to_thread(summarize, route, title, lines, person.name, clean)
+            text = await on_own_thread(summarize, route, title, lines, person.name, clean)
             if not text:
                 continue
             item = Item(text=text, scope=scope, ts=msgs[upto - 1].created_at, key=sid, importance=0.6,
@@ -983,9 +983,10 @@ ASK_TIMEOUT_S = 300.0  # an answer from memory that takes longer (a hung or drib
 _ASKING: set[str] = set()  # people whose question to memory is being answered (one at a time each)
 
 
-def _on_own_thread(fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
-    """Runs ``fn`` on a thread of its own (a daemon: a model that hangs never holds the shared pool other people's
-    work runs on, nor quitting); the future has its result."""
+def on_own_thread(fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
+    """Runs ``fn`` (a model's part of a memory job) on a thread of its own, a daemon: a model that hangs never holds
+    the shared pool other people's work runs on, nor quitting, nor Ctrl+C in a terminal (asyncio.run waits for every
+    thread of its pool before it returns); the future has its result."""
     loop = asyncio.get_running_loop()
     fut: asyncio.Future[Any] = loop.create_future()
 
@@ -1003,7 +1004,7 @@ def _on_own_thread(fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
         except RuntimeError:  # the loop closed meanwhile (Hearth quit): nobody waits for it
             pass
 
-    threading.Thread(target=run, name="ask-memory", daemon=True).start()
+    threading.Thread(target=run, name="memory-model", daemon=True).start()
     return fut
 
 
@@ -1076,7 +1077,7 @@ async def _ask_memory(pod: Any, person_id: str, question: str) -> MemoryAnswer:
     assert route is not None
     r = Route.from_dict(route)
     try:
-        answer = await asyncio.wait_for(_on_own_thread(_ask, r, ASK_SYSTEM, f"Question: {question}\n\nMemory:\n{listing}"),
+        answer = await asyncio.wait_for(on_own_thread(_ask, r, ASK_SYSTEM, f"Question: {question}\n\nMemory:\n{listing}"),
                                         ASK_TIMEOUT_S)
     except ProviderError as exc:
         return MemoryAnswer(False, error=f"The Ask memory model failed: {exc}", hits=hits)

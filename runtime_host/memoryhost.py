@@ -154,11 +154,13 @@ class MemoryHost:
             except StopIteration as done:  # a future cannot carry StopIteration: hand back the result instead
                 return True, done.value
 
+        from runtime_host.memory_jobs import on_own_thread
+
         steps = await self.in_memory_thread(make_steps)  # opening memory (on first use) is memory work too
         done, value = await self.in_memory_thread(step, steps, None)
         while not done:
             try:
-                answer = list(await asyncio.to_thread(think, value))
+                answer = list(await on_own_thread(think, value))
             except BaseException:
                 await self.in_memory_thread(steps.close)  # the lease is released, nothing written
                 raise
@@ -494,7 +496,13 @@ class MemoryHost:
         model it is, MemoryModelError), for nightly to raise."""
         from dataclasses import replace
 
-        from runtime_host.memory_jobs import UNUSABLE, MemoryModelError, model_reconcile, writer_of
+        from runtime_host.memory_jobs import (
+            UNUSABLE,
+            MemoryModelError,
+            model_reconcile,
+            on_own_thread,
+            writer_of,
+        )
         from runtime_host.providers import Route
         from wiki_engine import CitationError, PageFormatError, UnknownSource
         from wiki_engine.lease import Lease, LeaseBusy
@@ -524,7 +532,7 @@ class MemoryHost:
                     failed.append((page.title, f"not checked for contradictions: {exc}", str(scope)))
                     continue
                 try:
-                    body, why = await asyncio.to_thread(reconcile, page, sources)
+                    body, why = await on_own_thread(reconcile, page, sources)
                 except MemoryModelError as exc:  # this page stays as it is until the next night
                     failed.append((page.title, str(exc), str(scope)))
                     model_failed.append((writer_of(self.pod, str(scope)), exc))

@@ -73,3 +73,29 @@ def test_an_empty_question_is_a_usage_error(home) -> None:
     """README: usage errors exit 2 (failures exit 1). `memory ask ""` exited 1."""
     r = cli(home, "memory", "ask", "")
     assert r.returncode == 2 and "question" in r.stderr, (r.returncode, r.stderr)
+
+
+def test_ctrl_c_while_the_extraction_model_thinks_stops_at_once_and_the_next_run_goes_on(home, fake_model,
+                                                                                         script) -> None:
+    """Ctrl+C during `memory produce` while the extraction model had not answered: the command waited for the
+    model's answer (minutes, with a slow provider) before it exited, silently, as asyncio.run waits for its threads."""
+    import time
+
+    from tests.helpers.fake_model import Hang, Text
+    from tests.integration.test_folders import interrupted_when
+
+    setup_agent(home, fake_model.base_url)
+    script([Text("Noted, the plumber comes on Tuesday.")] + [Hang(90)] * 3)
+    assert cli(home, "chat", "helper", "The plumber comes on Tuesday at 9.").returncode == 0
+    assert cli(home, "models", "set", "extraction", "fake/fake-1").returncode == 0
+    asked = len(fake_model.requests)
+    started = time.monotonic()
+    rc, err = interrupted_when(home, ["memory", "produce"], lambda _err: len(fake_model.requests) > asked)
+    assert time.monotonic() - started < 60, "Ctrl+C waited for the model's answer"
+    assert rc == 130 and "Traceback" not in err, err[-3000:]
+    assert err.splitlines()[-1].startswith("Stopped: what this run finished is kept; the next run (`memory produce`")
+    script([Text('[{"n": 1, "keep": true, "reason": "a plan"}, {"n": 2, "keep": false, "reason": "a reply"}]')],
+           repeat_last=True)
+    r = cli(home, "memory", "produce")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "plumber comes on Tuesday" in cli(home, "memory", "search", "plumber").stdout
