@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 from app.bridge import PodBridge
 
 SHOWN_FILES = 5000  # rows in the file list; `folder status` on the command line lists every file
+NO_FOLDERS = "No watched folders yet: Add folder… picks one."
 
 
 def scan_said(rep: dict[str, Any]) -> str:
@@ -145,7 +146,8 @@ class FoldersView(QWidget):
             self.folders.setCurrentRow(0)
         elif not self.folders.count():
             self.files.clear()
-            self.progress_label.setText("No watched folders yet: Add folder… picks one.")
+            if not self.progress_label.text():  # what the person was told (what Remove deleted, say) stays
+                self.progress_label.setText(NO_FOLDERS)
         self._show_files()
         running = [ev for ev in self.pod.folders.running.values() if ev.get("person") == self.pod.person.id]
         if running:
@@ -265,9 +267,10 @@ class FoldersView(QWidget):
             out = await self.pod.folders.remove(folder_id)
             if self.pod.person.id != who:
                 return
+            said = f"No longer watching {out['path']}; {out['sources_deleted']} imported source(s) deleted."
             self.refresh()
-            self.progress_label.setText(f"No longer watching {out['path']}; {out['sources_deleted']} imported "
-                                        "source(s) deleted.")
+            self.progress_label.setText(said)  # the empty list's hint, on the removal's own event, leaves it there
+            self.status.emit(said)
 
         return self._run(go())
 

@@ -354,3 +354,37 @@ def test_a_file_named_like_html_is_shown_by_its_name_in_the_import_line(qtbot, q
     qloop.run(view.add_folder(str(docs)), timeout=300)
     qloop.wait_until(lambda: any(t.startswith("Reading <img") for t in shown), what="the file named")
     assert view.progress_label.textFormat() == Qt.TextFormat.PlainText
+
+
+def _folders_tab(qtbot, ui_pod):
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show()
+    w.show_wiki()
+    view = w.wiki.folders
+    w.wiki.tabs.setCurrentWidget(view)
+    return w, view
+
+
+def test_removing_the_last_folder_keeps_saying_what_became_of_its_imports(qtbot, qloop, ui_pod, tmp_path) -> None:
+    """Remove of the only watched folder: "No longer watching …; 3 imported source(s) deleted." flashed and was at
+    once replaced by "No watched folders yet" (the removal's own event refreshed the list, now empty)."""
+    import asyncio
+
+    d = tmp_path / "Notes"
+    d.mkdir()
+    for i in range(3):
+        (d / f"n{i}.md").write_text(f"Note {i} about the allotment.\n")
+    w, view = _folders_tab(qtbot, ui_pod)
+    said: list[str] = []
+    w.statusBar().messageChanged.connect(said.append)
+    qloop.run(view.add_folder(str(d)))
+    view.folders.setCurrentRow(0)
+    answer_confirm("Remove")
+    view.remove.click()
+    qloop.wait_until(lambda: view.folders.count() == 0 and not view._tasks, what="the removal")
+    qloop.run(asyncio.sleep(1.0))  # the pod's events of the removal arrive
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the wiki to settle")
+    shown = view.progress_label.text()
+    assert shown == f"No longer watching {d}; 3 imported source(s) deleted.", shown
+    assert shown in said, said  # the status bar says it too
