@@ -125,7 +125,10 @@ class FoldersView(QWidget):
         return item.data(Qt.ItemDataRole.UserRole) if item is not None else None
 
     # -- showing
-    def refresh(self) -> None:
+    def refresh(self, folder_id: str | None = None) -> None:
+        """Lists the folders again; the file list is rebuilt only when ``folder_id`` (what changed: an event's
+        folder, "" for all or None for a refresh of everything) is the folder shown, or another folder is shown now
+        (an import of one folder rebuilt, every two seconds, the list the person was reading of another)."""
         keep = self.current_id()
         self.folders.blockSignals(True)
         self.folders.clear()
@@ -148,13 +151,19 @@ class FoldersView(QWidget):
             self.files.clear()
             if not self.progress_label.text():  # what the person was told (what Remove deleted, say) stays
                 self.progress_label.setText(NO_FOLDERS)
-        self._show_files()
+        if not folder_id or folder_id == self.current_id() or self.current_id() != keep:
+            self._show_files(keep=self.current_id() == keep)
         running = [ev for ev in self.pod.folders.running.values() if ev.get("person") == self.pod.person.id]
         if running:
             self._show_progress(running[0])
 
-    def _show_files(self) -> None:
+    def _show_files(self, keep: bool = False) -> None:
+        """Lists the shown folder's files; ``keep``: the same folder again, so the file the person had selected
+        (by its path) and how far down they had scrolled are kept."""
         fid = self.current_id()
+        cur = self.files.currentItem()
+        was = cur.text(0) if keep and cur is not None else None
+        at = self.files.verticalScrollBar().value() if keep else 0
         self.files.clear()
         if fid is None:
             return
@@ -168,6 +177,13 @@ class FoldersView(QWidget):
         if len(rows) > SHOWN_FILES:
             self.files.addTopLevelItem(QTreeWidgetItem([f"… the first {SHOWN_FILES} files are shown; "
                                                         "`python -m runtime_host folder status` lists all", "", ""]))
+        if not keep:
+            return
+        again = next((i for i in items if i.text(0) == was), None) if was is not None else None
+        if again is not None:
+            self.files.setCurrentItem(again)
+        self.files.doItemsLayout()  # the scroll bar's range for the new rows, before it is set back
+        self.files.verticalScrollBar().setValue(at)
 
     def _show_progress(self, ev: dict[str, Any]) -> None:
         phase = ev.get("phase")
@@ -197,9 +213,9 @@ class FoldersView(QWidget):
             now = time.monotonic()
             if ev.get("phase") == "done" or now - self._last_list > 2.0:  # the list, not on every batch
                 self._last_list = now
-                self.refresh()
+                self.refresh(ev.get("folder") or "")
         else:
-            self.refresh()
+            self.refresh(ev.get("folder") or "")
 
     def _on_folder(self, _item: QListWidgetItem | None, _prev: Any = None) -> None:
         self._show_files()

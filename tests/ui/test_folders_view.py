@@ -388,3 +388,56 @@ def test_removing_the_last_folder_keeps_saying_what_became_of_its_imports(qtbot,
     shown = view.progress_label.text()
     assert shown == f"No longer watching {d}; 3 imported source(s) deleted.", shown
     assert shown in said, said  # the status bar says it too
+
+
+def test_the_file_being_read_in_the_list_stays_selected_while_another_folder_imports(qtbot, qloop, ui_pod,
+                                                                                     tmp_path) -> None:
+    """During a long import the person reads another folder's file list (a file selected, the list scrolled to it):
+    every two seconds the list was rebuilt, the selection gone and the list back at its top."""
+    small = tmp_path / "Letters"
+    small.mkdir()
+    for i in range(300):
+        (small / f"letter-{i:03d}.md").write_text(f"Letter {i} about the roof.\n")
+    big = receipts(tmp_path / "Archive", 1500)
+    w, view = _folders_tab(qtbot, ui_pod)
+    qloop.run(view.add_folder(str(small)), timeout=60)
+    view.folders.setCurrentRow(0)
+    qloop.wait_until(lambda: view.files.topLevelItemCount() == 300, what="the letters listed")
+    task = view.add_folder(str(big))
+    qloop.wait_until(lambda: view.progress.isVisibleTo(view), what="the import under way")
+    # the person goes back to the letters and reads one far down the list
+    for i in range(view.folders.count()):
+        if "Letters" in view.folders.item(i).text():
+            view.folders.setCurrentRow(i)
+    item = view.files.topLevelItem(250)
+    view.files.setCurrentItem(item)
+    view.files.scrollToItem(item)
+    at = view.files.verticalScrollBar().value()
+    assert at > 0
+    t0 = time.monotonic()
+    qloop.wait_until(lambda: time.monotonic() - t0 > 4.5 or task.done(), timeout=30, what="a few seconds of import")
+    assert "Letters" in view.folders.currentItem().text()
+    cur = view.files.currentItem()
+    assert cur is not None and cur.text(0) == "letter-250.md", cur and cur.text(0)
+    assert view.files.verticalScrollBar().value() == at
+    qloop.run(task, timeout=180)
+
+
+def test_a_rescan_of_the_folder_shown_keeps_the_file_being_read(qtbot, qloop, ui_pod, tmp_path) -> None:
+    """Rescan of the folder whose files the person reads rebuilds its list: the file selected and the scroll stay."""
+    docs = receipts(tmp_path / "Receipts", 300)
+    w, view = _folders_tab(qtbot, ui_pod)
+    qloop.run(view.add_folder(str(docs)), timeout=60)
+    view.folders.setCurrentRow(0)
+    item = view.files.topLevelItem(250)
+    rel = item.text(0)
+    view.files.setCurrentItem(item)
+    view.files.scrollToItem(item)
+    at = view.files.verticalScrollBar().value()
+    assert at > 0
+    view.rescan.click()
+    qloop.wait_until(lambda: not view._tasks and "unchanged" in view.progress_label.text(), timeout=60,
+                     what="the rescan")
+    cur = view.files.currentItem()
+    assert cur is not None and cur.text(0) == rel, cur and cur.text(0)
+    assert view.files.verticalScrollBar().value() == at
