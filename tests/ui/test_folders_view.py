@@ -441,3 +441,29 @@ def test_a_rescan_of_the_folder_shown_keeps_the_file_being_read(qtbot, qloop, ui
     cur = view.files.currentItem()
     assert cur is not None and cur.text(0) == rel, cur and cur.text(0)
     assert view.files.verticalScrollBar().value() == at
+
+
+def test_tooltips_show_a_file_name_or_reason_with_markup_as_written(qtbot, qloop, ui_pod, tmp_path) -> None:
+    """A folder's tooltip (its path) and a file's skip reason (quoting its extension) are a stranger's text: with
+    "<img src=…>" in them, Qt laid the tooltip out as HTML (the text not shown, and an image asked for)."""
+    from PySide6.QtGui import Qt, QTextDocument
+
+    def as_shown(tip: str) -> str:
+        if not Qt.mightBeRichText(tip):
+            return tip
+        doc = QTextDocument()
+        doc.setHtml(tip)
+        return doc.toPlainText().strip()
+
+    docs = tmp_path / "<img src=x> Notes"
+    docs.mkdir()
+    (docs / "scan.<img src=y>").write_text("a scan\n")
+    (docs / "note.md").write_text("The allotment shed.\n")
+    w, view = _folders_tab(qtbot, ui_pod)
+    qloop.run(view.add_folder(str(docs)), timeout=60)
+    view.folders.setCurrentRow(0)
+    assert as_shown(view.folders.item(0).toolTip()) == str(docs)
+    rows = {view.files.topLevelItem(i).text(0): view.files.topLevelItem(i) for i in range(view.files.topLevelItemCount())}
+    reason = rows["scan.<img src=y>"].text(2)
+    assert "(.<img src=y>)" in reason
+    assert as_shown(rows["scan.<img src=y>"].toolTip(2)) == reason
