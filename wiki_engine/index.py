@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import collections
 import datetime as _dt
+import itertools
 import logging
 import os
 import re
@@ -241,6 +242,10 @@ def _writer_alive(mark: str) -> bool:
         return False
 
 
+# Re-embedding with another model: documents added meanwhile are embedded in up to LATE_ROUNDS rounds outside the
+# index's lock; the last few (at most LATE_UNDER_LOCK, unless an import outran every round) under it, with the swap.
+LATE_UNDER_LOCK = 32
+LATE_ROUNDS = 8
 TYPEAHEAD_WORDS = 12  # typed words a suggestion must hold: more only narrows what already fits
 
 class ScopeIndex:
@@ -510,29 +515,51 @@ class ScopeIndex:
         (a page rewritten, the source after a deleted one re-indexed without it) is embedded again."""
         remote = is_remote(new)
         batch = 64 if remote else 128
-        ids = [r[0] for r in self.meta.execute("SELECT id FROM docs ORDER BY rowid")]
+        with self._lock:
+            listed = self.meta.execute("SELECT id, rowid FROM docs ORDER BY rowid").fetchall()
+        ids = [i for i, _ in listed]
+        seen = max((r for _, r in listed), default=0)  # a document added (or replaced) later has a higher rowid
         total = len(ids)
         fresh = {} if fresh is None else fresh
         todo = [i for i in ids if i not in fresh]
-        progress(total - len(todo), total)
-        for start in range(0, len(todo), batch):
-            if stop():
-                return False
-            chunk = todo[start : start + batch]
+        done = total - len(todo)
+        progress(done, total)
+        for rounds in itertools.count(1):
+            for start in range(0, len(todo), batch):
+                if stop():
+                    return False
+                chunk = todo[start : start + batch]
+                with self._lock:
+                    marks = ",".join("?" * len(chunk))
+                    rows = self.meta.execute(f"SELECT id, kind, title, body, ctx FROM docs WHERE id IN ({marks})", chunk).fetchall()
+                texts = [self._meaning_text(k, t, b, c) for _, k, t, b, c in rows]
+                vecs = new.embed(texts)
+                if remote:
+                    vecs = checked_vectors(new.name, vecs, len(rows), next((v.shape[0] for _, v in fresh.values()), 0))
+                fresh.update({r[0]: (hash(t), v) for r, t, v in zip(rows, texts, vecs, strict=True)})
+                done += len(chunk)
+                progress(min(done, total), total)
+            if remote:  # documents added meanwhile are queued for the background (see below)
+                break
+            # Documents added (a folder import, mail) while this ran: embedded here too, in rounds, outside the lock,
+            # so search and storing go on meanwhile (embedding thousands under it held every search for seconds).
+            # They count in the total: progress never reads done while some wait. A round that finds a few (or
+            # the last round, should an import outrun it) leaves them to be embedded under the lock, with the swap.
             with self._lock:
-                marks = ",".join("?" * len(chunk))
-                rows = self.meta.execute(f"SELECT id, kind, title, body, ctx FROM docs WHERE id IN ({marks})", chunk).fetchall()
-            texts = [self._meaning_text(k, t, b, c) for _, k, t, b, c in rows]
-            vecs = new.embed(texts)
-            if remote:
-                vecs = checked_vectors(new.name, vecs, len(rows), next((v.shape[0] for _, v in fresh.values()), 0))
-            fresh.update({r[0]: (hash(t), v) for r, t, v in zip(rows, texts, vecs, strict=True)})
-            progress(total - len(todo) + min(len(todo), start + len(chunk)), total)
+                late = self.meta.execute("SELECT id, rowid FROM docs WHERE rowid > ? ORDER BY rowid", (seen,)).fetchall()
+            if not late:
+                break
+            seen = max(r for _, r in late)
+            todo = [i for i, _ in late]
+            total += len(todo)
+            progress(done, total)
+            if len(todo) <= LATE_UNDER_LOCK or rounds >= LATE_ROUNDS:
+                break
         with self._lock:
             if self._dirty:
                 self.commit()
-            # Documents added, or whose text changed, while this ran: embed them now (a remote model's are
-            # queued for the background instead).
+            # Documents added, or whose text changed, since they were read: embed them now (a remote model's are
+            # queued for the background instead). A document deleted meanwhile is not in ``texts``: never written back.
             rows = self.meta.execute("SELECT id, kind, title, body, ctx FROM docs").fetchall()
             texts = {r[0]: self._meaning_text(r[1], r[2], r[3], r[4]) for r in rows}
             vec_of = {i: v for i, (h, v) in fresh.items() if i in texts and h == hash(texts[i])}

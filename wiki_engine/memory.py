@@ -566,22 +566,26 @@ class Memory:
             idx.embedder = want  # the same model, perhaps reached with a new key
             if is_remote(want) and (queued := idx.queued_count()):
                 fills.append((idx, queued))
-        total = sum(i.count() for i, _ in todo) + sum(n for _, n in fills)
+        counts = [i.count() for i, _ in todo]
+        total = sum(counts) + sum(n for _, n in fills)
         done = 0
         if total:
             with self._lock:
                 self._progress.update(model=target.name, done=0, total=total)
-        for idx, want in todo:
+        for (idx, want), n in zip(todo, counts, strict=True):
             base_done = done
 
-            def report(d: int, _t: int, base_done: int = base_done, total: int = total) -> None:
+            # Documents added to the scope while it re-embeds count too (``t`` grows): never done while some wait.
+            def report(d: int, t: int, base_done: int = base_done, total: int = total, n: int = n) -> None:
                 with self._lock:
-                    self._progress["done"] = min(total, base_done + d)
+                    self._progress["total"] = grown = max(total, total + t - n)
+                    self._progress["done"] = min(grown, base_done + d)
 
             if not idx.switch_embedder(want, report, stop, fresh.setdefault((idx.folder, want.name), {})):
                 return not self._migration_stop.is_set()
             fresh.pop((idx.folder, want.name), None)
             done = base_done + idx.count()
+            total = max(total, total + idx.count() - n)
             if is_remote(want) and idx.queued_count():  # added while it ran: queued for this model
                 fills.append((idx, 0))
         for idx, _ in fills:
@@ -597,7 +601,7 @@ class Memory:
                     self._progress.update(done=done, total=total)
         with self._lock:
             if total:
-                self._progress["done"] = total
+                self._progress.update(done=total, total=total)  # one rewritten or deleted meanwhile counted in the total
         return not self._migration_stop.is_set()
 
     def _query_vector(self, emb: Embedder, query: str) -> np.ndarray | None:

@@ -3,6 +3,7 @@ search keeps answering; afterwards meaning search runs on the new model's vector
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 from pathlib import Path
@@ -69,3 +70,83 @@ def test_changing_the_model_reembeds_in_the_background_and_search_keeps_working(
         assert mem.embedding_status()["done"] == mem.embedding_status()["total"] > 0
     finally:
         mem.close()
+
+
+class HeldAtTheImport:
+    """The real MiniLM model: the re-embedding's first batch waits until the test has imported more notes, and
+    its first batch of those imported notes waits until the test has searched (or 30 s)."""
+
+    def __init__(self) -> None:
+        self.inner = load_embedder("minilm")
+        self.name, self.dim = self.inner.name, self.inner.dim
+        self.started, self.imported = threading.Event(), threading.Event()
+        self.on_imported, self.searched = threading.Event(), threading.Event()
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if any("Imported note" in t for t in texts):
+            if not self.on_imported.is_set():
+                self.on_imported.set()
+                self.searched.wait(30)
+        elif not self.started.is_set():
+            self.started.set()
+            self.imported.wait(30)
+        return self.inner.embed(texts)
+
+
+def test_search_answers_while_notes_imported_during_a_reembed_get_their_vectors(tmp_path: Path) -> None:
+    """A folder import going on while the person switches to MiniLM: the notes it added during the pass were
+    embedded all at once under the index's lock, so every search waited for them (7 s with 1,000 + 2,000 notes),
+    and progress read '1001 of 1001' meanwhile. They are embedded outside it now, and counted."""
+    scope = "private/alice"
+    mem = open_memory(tmp_path / "memory", embedder="static")
+    answers: list[tuple[list[str], dict[str, object]]] = []
+    model = HeldAtTheImport()
+    try:
+        target = mem.add_source("Dr. Nwosu at Brightsmile Dental: check-up on 3 March at 10:40.", scope=scope)
+        mem.add_items([Item(text=f"Shopping list {n}: bread and {n} apples.", scope=scope, ts=1.7e9 + n)
+                       for n in range(200)])
+        model.inner.embed(["warm up"])
+        mem.set_embedder(model)  # type: ignore[arg-type]
+        assert model.started.wait(30)
+        imported = mem.add_items([Item(text=f"Imported note {n}: the fence is {n} metres long.", scope=scope,
+                                       ts=1.6e9 + n) for n in range(300)])
+        model.imported.set()
+        assert model.on_imported.wait(30)  # the pass is embedding the imported notes now
+
+        def search() -> None:
+            hits = mem.search("dentist check-up", scopes=[scope], k=3)
+            answers.append(([h.id for h in hits], mem.embedding_status()))
+
+        asker = threading.Thread(target=search, daemon=True)
+        asker.start()
+        asker.join(10)  # a search takes milliseconds; the imported notes' embedding is held for 30 s
+        assert answers, "no search answered while the notes imported during the re-embed were embedded"
+        ids, st = answers[0]
+        assert ids[0] == target
+        # Progress counts the imported notes: not done while they wait.
+        assert st["running"] is True and st["total"] == 501 and st["done"] == 201, st
+        # Meanwhile the import goes on and a note is deleted: the new one gets MiniLM's vector, the deleted one
+        # does not come back.
+        last = mem.add_items([Item(text="Imported note last: the gate is green.", scope=scope, ts=1.65e9)])[0]
+        mem.delete_source(imported[0])
+        model.searched.set()
+        assert mem.wait_for_embedding(60)
+        st = mem.embedding_status()
+        assert st["running"] is False and st["done"] == st["total"] >= 501 and not st["error"], st
+    finally:
+        model.imported.set()
+        model.searched.set()
+        mem.close()
+    folder = tmp_path / "memory" / "index" / "private" / "alice"
+    assert ScopeIndex.stored_embedder(folder) == model.name
+    con = sqlite3.connect(str(folder / "meta.db"))
+    try:
+        rows = {r[0]: r for r in con.execute("SELECT id, kind, title, body, ctx, vec FROM docs")}
+    finally:
+        con.close()
+    assert imported[0] not in rows and last in rows and len(rows) == 501
+    assert all(v is not None and len(v) == 384 * 4 for *_, v in rows.values())
+    for i in [last, imported[1], imported[-1], target]:
+        _, k, t, b, c, v = rows[i]
+        want = model.inner.embed([ScopeIndex._meaning_text(k, t, b, c)])[0]
+        assert np.allclose(np.frombuffer(v, dtype=np.float32), want, atol=1e-5), i
