@@ -100,3 +100,10 @@ def render(text: str) -> str:
 
 def escape(text: str) -> str:
     return html.escape(text)
+
+
+def plain_tooltip(text: str) -> str:
+    """``text`` as a tooltip shows it: word for word. Qt renders a tooltip as rich text whenever it looks like HTML
+    (Qt.mightBeRichText), and would then load an <img src> it names from disk on the GUI thread (a named pipe hangs
+    the window); every tooltip showing words someone else wrote (a mail, a file, a model) goes through this."""
+    return f"<p>{html.escape(text, quote=False).replace(chr(10), '<br>')}</p>" if text else ""

@@ -42,7 +42,7 @@ from PySide6.QtWidgets import (
 
 from app.bridge import PodBridge
 from app.folders_view import FoldersView
-from app.markdown import STYLE, render
+from app.markdown import STYLE, plain_tooltip, render
 from app.memory_status import IngestPanel
 from app.when import local_time
 from runtime_host.safety.policy import MappingStoreFailed, keep_placeholders, reversible_placeholders
@@ -540,7 +540,8 @@ class WikiView(QWidget):
             for message in corrupt:
                 label, detail = unreadable_label(message, {s: self.pod.scope_label(s) for s in scopes})
                 bad = QTreeWidgetItem([label])
-                bad.setToolTip(0, f"{detail}\nThis page file could not be read; it is skipped until fixed or rebuilt.")
+                bad.setToolTip(0, plain_tooltip(f"{detail}\nThis page file could not be read; it is skipped until "
+                                                "fixed or rebuilt."))
                 top.addChild(bad)
             top.setExpanded(True)
             for c in cats.values():
@@ -996,7 +997,7 @@ class WikiView(QWidget):
             for h in hits:
                 label = restore(h.title or h.snippet)[:80]
                 item = QListWidgetItem(f"{'📄' if h.kind == 'page' else '·'} {label} — {self.pod.scope_label(h.scope)}")
-                item.setToolTip(restore(h.snippet))
+                item.setToolTip(plain_tooltip(restore(h.snippet)))  # a stranger's words: never HTML
                 item.setData(Qt.ItemDataRole.UserRole, h)
                 self.results.addItem(item)
             if not hits:

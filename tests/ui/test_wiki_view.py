@@ -4,6 +4,7 @@ Ask memory, and ingest from the window against hostile or slow models."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import socket
@@ -1733,3 +1734,59 @@ def test_a_person_switch_or_quitting_asks_before_an_unsaved_correction_is_lost(q
     pick_person(w, "Bob")
     assert w.pod.person.name == "Bob" and not w.wiki.editor.isVisibleTo(w) and typed not in w.wiki.editor.toPlainText()
     assert "13 June" not in ui_pod.memory.read_page(scope, "family").body
+
+
+def test_a_search_results_tooltip_shows_a_mails_markup_as_text(qtbot, qloop, ui_pod, tmp_path) -> None:
+    """A stranger's mail in a watched folder says `<img src="/tmp/….png">`: hovering its search result made the
+    window open that file (Qt renders a tooltip that looks like HTML as HTML); a named pipe there hung the window."""
+    import os
+
+    from PySide6.QtCore import QEvent
+    from PySide6.QtGui import QHelpEvent
+
+    pipe = f"/tmp/hx{os.getpid()}.png"  # short: the result's snippet shows the whole tag
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(pipe)
+    os.mkfifo(pipe)
+    opened, stop = threading.Event(), threading.Event()
+
+    def writer() -> None:  # each open by a reader finds a writer, so the window never hangs here
+        while not stop.is_set():
+            fd = os.open(pipe, os.O_WRONLY)
+            if not stop.is_set():
+                opened.set()
+            os.close(fd)
+
+    threading.Thread(target=writer, daemon=True).start()
+    d = tmp_path / "Mail"
+    d.mkdir()
+    (d / "offer.eml").write_text(
+        "From: Ostrander Plumbing <offers@plumber.example>\nTo: me@home.example\nSubject: Friday\n"
+        "Date: Fri, 04 Dec 2026 09:00:00 +0000\nMessage-ID: <a1@plumber.example>\n"
+        "Content-Type: text/plain; charset=utf-8\n\n"
+        f"<img src=\"{pipe}\"> plumber Ostrander Friday\n")
+    w = wiki_window(qtbot, ui_pod, shown=True)
+    qloop.run(w.wiki.folders.add_folder(str(d)))
+    w.wiki.search.setText("plumber Ostrander")
+    w.wiki._on_search()
+    qloop.wait_until(lambda: w.wiki.results.count() and w.wiki.results.item(0).data(Qt.ItemDataRole.UserRole),
+                     what="the results")
+    tip = w.wiki.results.item(0).toolTip()
+    try:
+        view = w.wiki.results  # the person hovers over the result
+        rect = view.visualItemRect(view.item(0))
+        QApplication.sendEvent(view.viewport(), QHelpEvent(QEvent.Type.ToolTip, rect.center(),
+                                                           view.viewport().mapToGlobal(rect.center())))
+        QApplication.processEvents()
+        read = opened.wait(3)
+    finally:
+        stop.set()
+        with contextlib.suppress(OSError):  # nobody opened it: the writer thread goes
+            os.close(os.open(pipe, os.O_RDONLY | os.O_NONBLOCK))
+        os.unlink(pipe)
+    assert not read, f"hovering a search result made the window open a file a stored mail names: {tip!r}"
+    from PySide6.QtGui import QTextDocument
+
+    doc = QTextDocument()
+    doc.setHtml(tip)
+    assert f'<img src="{pipe}"> plumber' in doc.toPlainText()  # the mail's words, as written
