@@ -418,9 +418,16 @@ class WikiView(QWidget):
             return
         exc = task.exception()
         log.error("memory work for the Wiki page failed", exc_info=exc)
-        if self.pod.person.id == person:
-            said = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc  # a KeyError's text without quotes
-            self.status.emit(f"Memory could not do that: {said}")
+        said = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc  # a KeyError's text without quotes
+        self._say(person, f"Memory could not do that: {said}")
+
+    def _say(self, person: str, text: str) -> bool:
+        """Says ``text`` (about work started for ``person``) in the status bar if that person is still the one shown;
+        after a switch the next person hears nothing of it (it may name the first one's pages). Whether it was said."""
+        if self.pod.person.id != person:
+            return False
+        self.status.emit(text)
+        return True
 
     def _show(self, coro: Any) -> asyncio.Task[Any]:
         """Runs a read that fills the view; `reset` cancels it, so nothing of one person lands in another's view."""
@@ -911,48 +918,54 @@ class WikiView(QWidget):
         # The owner's values the editor showed go back as their placeholders: memory would redact them again, for
         # good (a card kept as "[CARD_1]" no one can read back), though only another line was corrected.
         body = keep_placeholders(body, self._edit_restored)
-        author = f"person:{self.pod.person.id}"
+        # Whose correction it is, taken now: a save waiting for memory (busy with an import) is done for them even
+        # if the window shows someone else by then, their values kept in their keyring, and said to them only.
+        pod = self.pod
+        person = pod.person.id
+        author = f"person:{person}"
         base = self._edit_base
 
         def write() -> Any:
             from runtime_host.memory_jobs import citations_as_marks
 
-            page = self.pod.memory.read_page(scope, slug)
+            page = pod.memory.read_page(scope, slug)
             if page is None:
                 return None
             if (page.body, page.citations) != base:
                 return "changed"  # an ingest rewrote it meanwhile: the person's [n] may now name other sources
             # a value typed anew: kept for its owner to read back, not lost to "[CARD_1]"
-            fixed = dataclasses.replace(page, body=citations_as_marks(self.pod.redact_own(body)), verified=True)
+            fixed = dataclasses.replace(page, body=citations_as_marks(pod.redact_own(body)), verified=True)
             unknown = [n for n in fixed.cited_numbers() if n not in fixed.citations]
             if unknown:
                 return unknown
             # a claim the person took out takes its source off the page's list (nothing on it rests there now)
             cited = {int(n) for n in _CITE.findall(fixed.body)}  # as the page shows them ("[1]: 9 May" too)
             fixed = dataclasses.replace(fixed, citations={n: src for n, src in fixed.citations.items() if n in cited})
-            return self.pod.memory.write_page(fixed, author=author)
+            return pod.memory.write_page(fixed, author=author)
 
         async def go() -> None:
             try:
                 done = await self._mem(write)
             except (OSError, ValueError, MappingStoreFailed) as exc:  # the disk, a citation refused, the vault
-                self.status.emit(f"Not saved: {exc} Your text is still in the editor: fix it and Save again, or Cancel.")
+                self._say(person, f"Not saved: {exc} Your text is still in the editor: fix it and Save again, or "
+                                  "Cancel.")
                 return
             if done is None:
-                self.status.emit("Not saved: this page is gone (deleted or rebuilt meanwhile). "
-                                 "Copy your text, then open the page again from the list.")
+                self._say(person, "Not saved: this page is gone (deleted or rebuilt meanwhile). Copy your text, then "
+                                  "open the page again from the list.")
                 return
             if done == "changed":
-                self.status.emit("Not saved: this page changed while you were editing it (an ingest wrote it). Your "
-                                 "text is still in the editor: copy it, Cancel, and Edit the page again.")
+                self._say(person, "Not saved: this page changed while you were editing it (an ingest wrote it). Your "
+                                  "text is still in the editor: copy it, Cancel, and Edit the page again.")
                 return
             if isinstance(done, list):
                 numbers = ", ".join(f"[{n}]" for n in done)
-                self.status.emit(f"Not saved: {numbers} points at no source of this page. Use a number listed "
-                                 "under Sources, or take it out.")
+                self._say(person, f"Not saved: {numbers} points at no source of this page. Use a number listed "
+                                  "under Sources, or take it out.")
                 return
-            self.status.emit("Correction saved. The page is now verified: the next ingest proposes changes to it "
-                             "(under Proposals) instead of rewriting your text.")
+            if not self._say(person, "Correction saved. The page is now verified: the next ingest proposes changes "
+                                     "to it (under Proposals) instead of rewriting your text."):
+                return  # another person is shown now
             if self._editing != (scope, slug):
                 return  # the person moved on (another page, another person) while it saved
             self._close_editor()

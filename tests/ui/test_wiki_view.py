@@ -1736,6 +1736,51 @@ def test_a_person_switch_or_quitting_asks_before_an_unsaved_correction_is_lost(q
     assert "13 June" not in ui_pod.memory.read_page(scope, "family").body
 
 
+def _busy_memory(qloop, pod):
+    """Memory's one thread is busy (an import, an ingest): returns the event that frees it, and its future."""
+    free, started = threading.Event(), threading.Event()
+
+    def busy():
+        started.set()
+        free.wait(20)
+
+    fut = asyncio.ensure_future(pod.in_memory_thread(busy))
+    qloop.wait_until(started.is_set, what="memory to be busy")
+    return free, fut
+
+
+def test_a_correction_saved_while_memory_is_busy_is_saved_for_its_owner(qtbot, qloop, ui_pod) -> None:
+    """Me saves a correction holding her new card while memory is busy, then switches to Bob (asked about the
+    editor's text, she answers Discard: she already clicked Save). The save ran as Bob: Me's page held a placeholder
+    only Bob's keyring turns back into her card, and Bob's status bar told him of Me's correction."""
+    scope, _sid = seed(qloop, ui_pod)
+    card = "5555 5555 5555 4444"
+    w = wiki_window(qtbot, ui_pod, shown=True)
+    qloop.run(w.wiki.open_page(scope, "Family"))
+    ui_pod.add_person("Bob")
+    w.refresh_people()
+    w.wiki.edit.click()
+    qloop.wait_until(lambda: w.wiki.page_stack.currentIndex() == 1, what="the editor")
+    w.wiki.editor.setPlainText(f"- Clara's birthday is on 3 June; I pay her gift with card {card} [1]")
+    free, fut = _busy_memory(qloop, ui_pod)
+    w.wiki.save_edit.click()
+    qloop.run(asyncio.sleep(0.2))
+    answer_confirm("Discard")
+    pick_person(w, "Bob")
+    assert w.pod.person.name == "Bob"
+    said: list[str] = []
+    w.statusBar().messageChanged.connect(said.append)
+    free.set()
+    qloop.run(fut)
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the save to end")
+    saved = ui_pod.memory.read_page(scope, "family")
+    assert card not in saved.body and saved.verified
+    assert card in ui_pod.restore_redactions(saved.body), saved.body  # Me reads her card back
+    bob = ui_pod.pod.for_person(ui_pod.store.get_person("Bob"))
+    assert card not in bob.restore_redactions(saved.body), "Me's card is readable with Bob's keyring"
+    assert not [s for s in said if "correction" in s.lower()], said  # Bob hears nothing of Me's correction
+
+
 def test_a_search_results_tooltip_shows_a_mails_markup_as_text(qtbot, qloop, ui_pod, tmp_path) -> None:
     """A stranger's mail in a watched folder says `<img src="/tmp/….png">`: hovering its search result made the
     window open that file (Qt renders a tooltip that looks like HTML as HTML); a named pipe there hung the window."""
