@@ -55,6 +55,7 @@ MEMORY_CHANGED = ("memory.produced", "memory.ingested", "memory.quarantined", "m
 
 _LINK = re.compile(r"\[\[([^\[\]|]+)(?:\|([^\[\]]+))?\]\]")
 _CITE = re.compile(r"\[(\d{1,6})\](?!\()")
+_NAME = Qt.ItemDataRole.UserRole + 1  # a proposal's page, by its title
 
 
 def page_href(scope: str, title_or_slug: str) -> str:
@@ -674,11 +675,19 @@ class WikiView(QWidget):
 
     async def _load_proposals(self) -> None:
         props = await self.pod.memory_proposals()  # the person's own, as on the CLI
+        names = {p.id: proposed.title for p in props
+                 if (proposed := _proposed_page(p.proposed_text)) is not None and proposed.title.strip()}
+        if len(names) < len(props):  # a proposal that does not parse: named by the page it is for
+            memory = self.pod.memory
+            names |= await self._mem(lambda: {p.id: _page_name(memory, p) for p in props if p.id not in names})
+        restore = self.pod.restore_redactions  # the person's own titles: their redacted values put back
         self.proposals.clear()
         for p in props:
             author = p.author.removeprefix("agent:").replace("-", " ")
-            item = QListWidgetItem(f"{p.slug.replace('-', ' ').capitalize()} ({self.pod.scope_label(p.scope)}) — by {author}")
+            name = restore(names[p.id])
+            item = QListWidgetItem(f"{name} ({self.pod.scope_label(p.scope)}) — by {author}")
             item.setData(Qt.ItemDataRole.UserRole, p)
+            item.setData(_NAME, name)
             self.proposals.addItem(item)
         self.tabs.setTabText(1, f"Proposals ({self.proposals.count()})" if self.proposals.count() else "Proposals")
 
@@ -1098,28 +1107,31 @@ class WikiView(QWidget):
 
         import wiki_engine
 
-        page = p.slug.replace("-", " ").capitalize()
+        page = item.data(_NAME) or p.slug  # as the list names it: the page's title
+        person, memory = self.pod.person.id, self.pod.memory  # whose proposal: what is said is said to them only
 
         async def go() -> None:
             try:
                 if approve:
-                    await self._mem(lambda: self.pod.memory.approve_proposal(p.id))
+                    await self._mem(lambda: memory.approve_proposal(p.id))
                 else:
-                    await self._mem(lambda: self.pod.memory.reject_proposal(p.id))
+                    await self._mem(lambda: memory.reject_proposal(p.id))
             except KeyError:  # decided meanwhile from the CLI or another window
-                self.status.emit(f"Nothing changed: the proposal for {page} was already approved or rejected "
-                                 "elsewhere. The list now shows what is still open.")
+                said = (f"Nothing changed: the proposal for {page} was already approved or rejected elsewhere. The "
+                        "list now shows what is still open.")
             except (wiki_engine.CitationError, wiki_engine.PageFormatError):
-                self.status.emit(f"Not approved: the proposed {page} cites a source that is no longer stored, or "
-                                 "cannot be read. Reject it; the next ingest proposes again.")
+                said = (f"Not approved: the proposed {page} cites a source that is no longer stored, or cannot be "
+                        "read. Reject it; the next ingest proposes again.")
             except ValueError:  # memory refuses to approve over a page that changed since the proposal was made
-                self.status.emit(f"Not approved: {page} changed after this proposal was made (you corrected it, or "
-                                 "another proposal was approved). Compare the two sides, then Reject it; the next "
-                                 "ingest proposes again from the page as it is now.")
+                said = (f"Not approved: {page} changed after this proposal was made (you corrected it, or another "
+                        "proposal was approved). Compare the two sides, then Reject it; the next ingest proposes "
+                        "again from the page as it is now.")
             except OSError as exc:
-                self.status.emit(f"Nothing changed: {exc} Try again once that is fixed.")
+                said = f"Nothing changed: {exc} Try again once that is fixed."
             else:
-                self.status.emit(f"Proposal for {page} {'approved' if approve else 'rejected'}.")
+                said = f"Proposal for {page} {'approved' if approve else 'rejected'}."
+            if not self._say(person, said):
+                return  # another person is shown now: their view was reset and loaded for them
             self.diff_old.clear()
             self.diff_new.clear()
             await self._load()
@@ -1182,6 +1194,18 @@ class WikiView(QWidget):
 
     def _on_reject(self) -> None:
         self._decide(False)
+
+
+def _page_name(memory: Any, p: Any) -> str:
+    """The page a proposal that does not parse is for, as a person reads it (in the memory thread): the current
+    page's title, else its slug."""
+    import wiki_engine
+
+    try:
+        page = memory.read_page(p.scope, p.slug)
+    except (wiki_engine.PageFormatError, OSError, ValueError):
+        page = None
+    return str(page.title) if page is not None and page.title.strip() else str(p.slug)
 
 
 def _proposed_page(text: str) -> Any:

@@ -1781,6 +1781,63 @@ def test_a_correction_saved_while_memory_is_busy_is_saved_for_its_owner(qtbot, q
     assert not [s for s in said if "correction" in s.lower()], said  # Bob hears nothing of Me's correction
 
 
+def test_approving_a_proposal_then_switching_does_not_name_the_page_to_the_next_person(qtbot, qloop,
+                                                                                         ui_pod) -> None:
+    """Me approves an agent's proposal for her private page "Divorce lawyer" while memory is busy and switches to
+    Bob: Bob's status bar said "Proposal for Divorce lawyer approved."."""
+    scope, sid = seed(qloop, ui_pod)
+
+    def write(body):
+        return ui_pod.memory.write_page(Page(title="Divorce lawyer", scope=scope, category="legal", body=body,
+                                             citations={1: sid}), author="agent:wiki-writer")
+
+    qloop.run(ui_pod.in_memory_thread(lambda: write("- Ms Verhoeven handles it [1]")))
+    qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.set_verified(scope, "divorce-lawyer", True)))
+    qloop.run(ui_pod.in_memory_thread(lambda: write("- Ms Verhoeven and Mr Berg handle it [1]")))
+    w = wiki_window(qtbot, ui_pod, shown=True)
+    qloop.wait_until(lambda: w.wiki.proposals.count() == 1, what="the proposal")
+    w.wiki.proposals.setCurrentRow(0)
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the diff")
+    ui_pod.add_person("Bob")
+    w.refresh_people()
+    free, fut = _busy_memory(qloop, ui_pod)
+    said: list[str] = []
+    w.statusBar().messageChanged.connect(said.append)
+    w.wiki.approve.click()  # memory is busy: the approval waits
+    qloop.run(asyncio.sleep(0.2))
+    assert w.switch_person("Bob")
+    free.set()
+    qloop.run(fut)
+    qloop.wait_until(lambda: not w.wiki._tasks, what="Me's approval to end")
+    assert "Mr Berg" in ui_pod.memory.read_page(scope, "divorce-lawyer").body  # approved, for Me
+    assert not [s for s in said if "divorce" in s.lower() or "proposal" in s.lower()], said
+
+
+def test_the_proposals_list_and_approve_name_a_page_by_its_title(qtbot, qloop, ui_pod) -> None:
+    """A verified page "Dr. Müller's practice (Zürich)" gets an agent's proposal: the Proposals list and what Approve
+    said named it by its file name, "Dr m ller s practice z rich"."""
+    scope, sid = seed(qloop, ui_pod)
+    title = "Dr. Müller's practice (Zürich)"
+
+    def write(body):
+        return ui_pod.memory.write_page(Page(title=title, scope=scope, category="health", body=body,
+                                             citations={1: sid}), author="agent:wiki-writer")
+
+    slug = Page(title=title, scope=scope, category="health", body="").slug
+    qloop.run(ui_pod.in_memory_thread(lambda: write("- Clara sees Dr. Müller [1]")))
+    qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.set_verified(scope, slug, True)))
+    qloop.run(ui_pod.in_memory_thread(lambda: write("- Clara sees Dr. Müller on Mondays [1]")))
+    w = wiki_window(qtbot, ui_pod, shown=True)
+    qloop.wait_until(lambda: w.wiki.proposals.count() == 1, what="the proposal")
+    shown = w.wiki.proposals.item(0).text()
+    assert shown.startswith(f"{title} (") and "m ller" not in shown, shown
+    w.wiki.proposals.setCurrentRow(0)
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the diff")
+    w.wiki.approve.click()
+    qloop.wait_until(lambda: w.wiki.proposals.count() == 0 and not w.wiki._tasks, what="the approval")
+    assert w.statusBar().currentMessage() == f"Proposal for {title} approved."
+
+
 def test_a_search_results_tooltip_shows_a_mails_markup_as_text(qtbot, qloop, ui_pod, tmp_path) -> None:
     """A stranger's mail in a watched folder says `<img src="/tmp/….png">`: hovering its search result made the
     window open that file (Qt renders a tooltip that looks like HTML as HTML); a named pipe there hung the window."""
