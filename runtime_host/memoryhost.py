@@ -122,6 +122,9 @@ class MemoryHost:
             embedder, only_for = self.embedder_choice()
             self._memory = wiki_engine.open_memory(self.pod.home / "memory", embedder=embedder, only_for=only_for)
             self._memory.redactor = redactor(self.pod)  # personal data redacted on every path into memory
+            unloadable = self._memory.embedding_status().get("error")
+            if unloadable:  # the local model's file damaged or gone: memory answers by keywords; said once here
+                log.warning("%s", unloadable)  # (a terminal's one line), and in Settings → Models for good
         return self._memory
 
     async def in_memory_thread(self, fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:

@@ -398,7 +398,8 @@ class ScopeIndex:
                 self.meta.execute("UPDATE docs SET vec=NULL")
             else:
                 self.reembed(lambda done, total: None)
-        self.meta.execute("INSERT OR REPLACE INTO info VALUES ('embedder', ?)", (name,))
+        if self.embedder is not None or row is None or force:  # opened without a model (keywords): its vectors stay its
+            self.meta.execute("INSERT OR REPLACE INTO info VALUES ('embedder', ?)", (name,))
         self._load_arrays()
         self._others_seen = self._others_version()
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from . import rerank
 from .catalog import Catalog
-from .embed import Embedder, checked_vectors, is_remote, kind_of, load_embedder
+from .embed import KINDS, Embedder, ModelFileError, checked_vectors, is_remote, kind_of, load_embedder
 from .guard import check_instructions, without_controls
 from .index import (
     Doc,
@@ -330,7 +330,8 @@ class Memory:
         self.catalog = Catalog(self.root / "memory.db")
         self.sources = SourceStore(self.root / "sources")
         self.pages = PageStore(self.root / "wiki")
-        self.embedder: Embedder | None = load_embedder(embedder) if isinstance(embedder, str) else embedder
+        self._unloadable = ""  # why the local model chosen could not be loaded (see ``_chosen``)
+        self.embedder: Embedder | None = self._chosen(embedder)
         self.only_for = only_for
         self._indexes: dict[Scope, ScopeIndex] = {}
         self._purges_held: dict[Scope, int] = {}  # scope -> holds (hold_purges)
@@ -344,6 +345,7 @@ class Memory:
         self._kick = threading.Event()  # wakes the background thread from its wait before a retry
         self._progress: dict[str, object] = {"model": self.embedder.name if self.embedder else "", "done": 0, "total": 0,
                                              "running": False, "error": ""}
+        self._say_unloadable(embedder)
         self._delete_files()  # source files of a deletion a kill cut short after its commit
         if is_remote(self.embedder):
             self._start_migration()  # vectors still queued when memory was last closed are filled again
@@ -412,8 +414,12 @@ class Memory:
                 stored = ScopeIndex.stored_embedder(folder)
                 stale = use is not None and stored not in ("", use.name)
                 if stale and kind_of(stored) is not None:
-                    # Vectors of another local model: search with them until the background pass re-embeds.
-                    use = load_embedder(kind_of(stored) or "")
+                    # Vectors of another local model: search with them until the background pass re-embeds (by
+                    # keywords if that model's file cannot be loaded).
+                    try:
+                        use = load_embedder(kind_of(stored) or "")
+                    except ModelFileError:
+                        use = None
                 elif stale and not is_remote(use):
                     use = None  # a provider's vectors, unusable without it: keywords until the background pass re-embeds
                 fresh = not (folder / "meta.db").exists()
@@ -432,8 +438,10 @@ class Memory:
                     if pages:
                         idx.add([_page_doc(p) for p in pages])
                         idx.commit()
-                if target is not None and (idx.embedder is not target or (is_remote(target) and idx.queued_count())):
-                    self._start_migration()  # re-embed, or fill the vectors still queued when memory was closed
+                if target is not None and (idx.embedder is not target or idx.queued_count()):
+                    # re-embed, or fill the vectors still queued when memory was closed (a provider's; or a local
+                    # model's, of what was stored while its file could not be loaded)
+                    self._start_migration()
             return idx
 
     def embedder_for(self, scope: Scope | str) -> Embedder | None:
@@ -454,13 +462,35 @@ class Memory:
         ``only_for`` (a person id) limits the model to that person's private and agent scopes; every other
         scope keeps the local model. A remote model's vectors are queued and filled in the background,
         retried after failures; meanwhile new sources are found by keywords."""
-        new = load_embedder(embedder) if isinstance(embedder, str) else embedder
+        new = self._chosen(embedder)
         with self._lock:
             self._check_open()
             self.embedder, self.only_for = new, only_for
             self._progress.update(model=new.name if new else "", error="")
+            self._say_unloadable(embedder)
             if new is not None:
                 self._start_migration(kick=True)
+
+    def _chosen(self, embedder: Embedder | str | None) -> Embedder | None:
+        """The model chosen, loaded; None (keywords) when its file is missing or fails its pinned checksum, with
+        why kept for ``_say_unloadable``: memory still opens and answers, and the vectors already made with that
+        model stay on disk (an index opened without a model keeps its model's name), so once the file is back
+        they are used as they are and only what was stored meanwhile is embedded."""
+        self._unloadable = ""
+        if not isinstance(embedder, str):
+            return embedder
+        try:
+            return load_embedder(embedder)
+        except ModelFileError as exc:
+            self._unloadable = str(exc)
+            return None
+
+    def _say_unloadable(self, embedder: Embedder | str | None) -> None:
+        if self._unloadable and isinstance(embedder, str):
+            self._progress.update(model=KINDS.get(embedder, embedder), error=(
+                f"Memory cannot load the embedding model {embedder}: {self._unloadable} Search answers by keywords "
+                f"meanwhile, and the vectors made with it are kept for when its file is back. Or choose another model "
+                f"in Settings → Models (`models set embedding local/static`)."))
 
     def embedding_status(self) -> dict[str, object]:
         """{"model", "done", "total", "running", "error"}: how far re-embedding with the chosen model is."""
@@ -564,7 +594,7 @@ class Memory:
                 todo.append((idx, want))
                 continue
             idx.embedder = want  # the same model, perhaps reached with a new key
-            if is_remote(want) and (queued := idx.queued_count()):
+            if queued := idx.queued_count():  # a local model's too: stored while its file could not be loaded
                 fills.append((idx, queued))
         counts = [i.count() for i, _ in todo]
         total = sum(counts) + sum(n for _, n in fills)

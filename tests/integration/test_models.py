@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from runtime_host import cli as hearth_cli
 from runtime_host.pod import Pod, StoreError
 from tests.helpers.fake_model import Error, FakeModelServer, Text
 from tests.integration.test_cli import cli
@@ -173,3 +174,30 @@ def test_choosing_a_providers_embeddings_on_the_cli_reembeds_with_progress(home,
     assert r.returncode == 0, r.stderr
     bad = cli(home, "models", "set", "embedding", "claude/claude-x")
     assert bad.returncode == 2 and "no embeddings API" in bad.stderr and "local/static" in bad.stderr, bad.stderr
+
+
+def test_a_damaged_minilm_file_leaves_memory_answering_with_one_warning(home, capsys, monkeypatch) -> None:
+    """The MiniLM file chosen for search fails its pinned checksum: memory commands still answer (by keywords), and
+    one line says what is wrong and what to do; never a traceback."""
+    from wiki_engine import embed
+
+    async def seed() -> None:
+        pod = Pod(home).first_person()
+        try:
+            pod.memory.add_source("The plumber comes on Tuesday to fix the boiler.", scope=f"private/{pod.person.id}")
+            pod.set_role_model("embedding", "local/minilm")
+        finally:
+            await pod.close()
+
+    asyncio.run(seed())
+    monkeypatch.setattr(embed, "MINILM_MODEL", (embed.MINILM_MODEL[0], embed.MINILM_MODEL[1], "0" * 64))
+    embed._load.cache_clear()
+    try:
+        rc = hearth_cli.main(["memory", "search", "plumber"])
+    finally:
+        embed._load.cache_clear()
+    out = capsys.readouterr()
+    assert "Traceback" not in out.err, out.err[-800:]
+    assert rc == 0 and "plumber" in out.out, (rc, out.out[-500:], out.err[-800:])
+    said = [line for line in out.err.splitlines() if "pinned checksum" in line]
+    assert len(said) == 1 and "reinstall" in said[0] and "models set embedding local/static" in said[0], out.err

@@ -150,3 +150,49 @@ def test_search_answers_while_notes_imported_during_a_reembed_get_their_vectors(
         _, k, t, b, c, v = rows[i]
         want = model.inner.embed([ScopeIndex._meaning_text(k, t, b, c)])[0]
         assert np.allclose(np.frombuffer(v, dtype=np.float32), want, atol=1e-5), i
+
+
+def test_a_damaged_minilm_file_leaves_memory_on_keywords_and_keeps_its_vectors(tmp_path: Path, monkeypatch) -> None:
+    from wiki_engine import embed
+
+    mem = open_memory(tmp_path / "memory", embedder="minilm")
+    try:
+        old = mem.add_source("Dr. Nwosu at Brightsmile Dental: check-up on 3 March at 10:40.", scope="private/alice")
+    finally:
+        mem.close()
+    folder = tmp_path / "memory" / "index" / "private" / "alice"
+    # The model file fails its pinned checksum (damaged or tampered with): memory opens all the same.
+    monkeypatch.setattr(embed, "MINILM_MODEL", (embed.MINILM_MODEL[0], embed.MINILM_MODEL[1], "0" * 64))
+    embed._load.cache_clear()
+    try:
+        mem = open_memory(tmp_path / "memory", embedder="minilm")
+        try:
+            st = mem.embedding_status()
+            assert "pinned checksum" in str(st["error"]) and "local/static" in str(st["error"]), st
+            assert st["model"] == "minilm-l6-v2-int8" and st["running"] is False
+            assert mem.search("Brightsmile check-up", scopes=["private/alice"], k=1)[0].id == old
+            new = mem.add_source("The plumber comes on Tuesday to fix the boiler.", scope="private/alice")
+            assert mem.search("plumber", scopes=["private/alice"], k=1)[0].id == new  # by its words
+            mem.set_embedder("minilm")  # chosen again: said again, nothing raised
+            assert "pinned checksum" in str(mem.embedding_status()["error"])
+        finally:
+            mem.close()
+        assert ScopeIndex.stored_embedder(folder) == "minilm-l6-v2-int8"  # its vectors are still MiniLM's
+    finally:
+        monkeypatch.undo()
+        embed._load.cache_clear()
+
+    # The file is back: the vectors kept are used as they are, and only the note stored meanwhile is embedded.
+    mem = open_memory(tmp_path / "memory", embedder="minilm")
+    try:
+        mem.index("private/alice")
+        assert mem.wait_for_embedding(60)
+        st = mem.embedding_status()
+        assert not st["error"] and st["done"] == st["total"] == 1, st
+        assert mem.index("private/alice").queued_count() == 0
+        hits = mem.search("when do I see the tooth doctor", scopes=["private/alice"], k=1, mode="meaning")
+        assert hits[0].id == old
+        hits = mem.search("someone to repair the water heater", scopes=["private/alice"], k=1, mode="meaning")
+        assert hits[0].id == new
+    finally:
+        mem.close()
