@@ -316,9 +316,17 @@ def _query_pool() -> concurrent.futures.ThreadPoolExecutor:
         _QUERY_POOL.append(concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="query-embed"))
     return _QUERY_POOL[0]
 EMBED_RETRY_S = 0.5
+# A provider answering vectors of another size than a scope holds this many times running (a retry, a question):
+# the model behind its name changed, and the scope is embedded again. Fewer are refused as bad answers.
+SIZE_CHANGE_ANSWERS = 3
 EMBED_RETRY_MAX_S = 120.0
 # The model of the scopes a remote model does not apply to (see ``set_embedder(only_for=...)``).
 LOCAL_EMBEDDER = "static"
+
+
+def _vector_size(idx: ScopeIndex) -> int:
+    """How many numbers the index's stored vectors hold (0 before any)."""
+    return int(idx.vecs.shape[1]) if idx.vecs.shape[1] and idx.vecs.any() else 0
 
 
 class Memory:
@@ -343,6 +351,12 @@ class Memory:
         self._migration_stop = threading.Event()
         self._query_rest_until = 0.0  # see _query_vector
         self._kick = threading.Event()  # wakes the background thread from its wait before a retry
+        # Index folders whose vectors a provider's answers no longer fit (it now answers another size: another model
+        # behind the same name): re-embedded by the background pass. ``_recheck_size``: the model was chosen (again),
+        # so the next pass asks it once what size it answers now.
+        self._resized: set[Path] = set()
+        self._recheck_size = False
+        self._sizes_seen: dict[Path, tuple[int, int]] = {}  # folder -> (another size answered, how many times running)
         self._progress: dict[str, object] = {"model": self.embedder.name if self.embedder else "", "done": 0, "total": 0,
                                              "running": False, "error": ""}
         self._say_unloadable(embedder)
@@ -468,6 +482,7 @@ class Memory:
             self.embedder, self.only_for = new, only_for
             self._progress.update(model=new.name if new else "", error="")
             self._say_unloadable(embedder)
+            self._recheck_size = is_remote(new)
             if new is not None:
                 self._start_migration(kick=True)
 
@@ -584,13 +599,24 @@ class Memory:
                         continue
         todo: list[tuple[ScopeIndex, Embedder]] = []
         fills: list[tuple[ScopeIndex, int]] = []
+        answers: list[int] = []  # the size the chosen provider answers now, asked once if a scope needs it
+
+        def resized(idx: ScopeIndex, want: Embedder) -> bool:
+            if idx.folder in self._resized:
+                return True
+            if not (self._recheck_size and want is target and (have := _vector_size(idx))):
+                return False
+            if not answers:
+                answers.append(checked_vectors(want.name, want.embed(["size"]), 1).shape[1])
+            return answers[0] != have
+
         for sc in sorted(folders, key=str):
             if self._migration_stop.is_set():
                 return False
             idx, want = self.index(sc), self.embedder_for(sc)
             if want is None:
                 continue
-            if idx.embedder is None or idx.embedder.name != want.name:
+            if idx.embedder is None or idx.embedder.name != want.name or (is_remote(want) and resized(idx, want)):
                 todo.append((idx, want))
                 continue
             idx.embedder = want  # the same model, perhaps reached with a new key
@@ -614,17 +640,29 @@ class Memory:
             if not idx.switch_embedder(want, report, stop, fresh.setdefault((idx.folder, want.name), {})):
                 return not self._migration_stop.is_set()
             fresh.pop((idx.folder, want.name), None)
+            self._resized.discard(idx.folder)
             done = base_done + idx.count()
             total = max(total, total + idx.count() - n)
             if is_remote(want) and idx.queued_count():  # added while it ran: queued for this model
                 fills.append((idx, 0))
+        self._recheck_size = False
         for idx, _ in fills:
             assert idx.embedder is not None
             while not stop():
                 rows = idx.queued(EMBED_BATCH)
                 if not rows:
                     break
-                idx.fill([i for i, _ in rows], idx.embedder.embed([t for _, t in rows]))
+                emb = idx.embedder
+                vecs = checked_vectors(emb.name, emb.embed([t for _, t in rows]), len(rows))
+                if self._answered_size(idx, vecs.shape[1]):
+                    # The provider answers another size than the scope's vectors, again and again (another model
+                    # behind the name): they can no longer be compared, so the whole scope is embedded again.
+                    fresh.setdefault((idx.folder, emb.name), {}).update(
+                        {i: (hash(t), v) for (i, t), v in zip(rows, vecs, strict=True)})
+                    with self._lock:
+                        self._progress["again"] = True
+                    break
+                idx.fill([i for i, _ in rows], vecs)  # an answer of another size once is refused (and retried)
                 done += len(rows)
                 total = max(total, done)
                 with self._lock:
@@ -633,6 +671,24 @@ class Memory:
             if total:
                 self._progress.update(done=total, total=total)  # one rewritten or deleted meanwhile counted in the total
         return not self._migration_stop.is_set()
+
+    def _answered_size(self, idx: ScopeIndex, size: int) -> bool:
+        """A provider answered vectors of ``size`` numbers for this scope. True (and the scope marked for the
+        background pass to embed again) once it has answered a size other than the scope's vectors
+        SIZE_CHANGE_ANSWERS times running: the model behind the name changed. Once is refused as a bad answer."""
+        have = _vector_size(idx)
+        with self._lock:
+            if not have or size == have:
+                self._sizes_seen.pop(idx.folder, None)
+                return False
+            seen = self._sizes_seen.get(idx.folder)
+            n = seen[1] + 1 if seen is not None and seen[0] == size else 1
+            self._sizes_seen[idx.folder] = (size, n)
+            if n < SIZE_CHANGE_ANSWERS:
+                return False
+            self._sizes_seen.pop(idx.folder, None)
+            self._resized.add(idx.folder)
+            return True
 
     def _query_vector(self, emb: Embedder, query: str) -> np.ndarray | None:
         """The question's vector, or None: a remote model that fails, is known to be failing, or takes longer
@@ -1668,6 +1724,8 @@ class Memory:
                     qvecs[emb.name] = self._query_vector(emb, meaning_query)
                 q = qvecs[emb.name]
                 sims = idx.similarities(q) if q is not None else None
+                if q is not None and is_remote(emb) and self._answered_size(idx, q.shape[0]):
+                    self._start_migration()  # the provider answers another size now: the scope is embedded again
             n = len(idx.ids)
             if n == 0:
                 continue

@@ -406,6 +406,62 @@ def test_a_wrong_size_answer_after_a_restart_does_not_stop_the_retries_that_foll
         mem.close()
 
 
+def test_a_provider_that_keeps_answering_a_new_size_has_its_scope_embedded_again(
+        tmp_path: Path, fake_model: FakeModelServer) -> None:
+    """Another model now answers under the provider's model name, with vectors of another size: refused once (as a
+    bad answer), then, answered again and again, the scope is embedded again with the new size, with progress; new
+    notes got no vector and meaning search found nothing, for good."""
+    root = tmp_path / "memory"
+    fake_model.embed_fault = "half-size"  # 32 numbers a vector
+    mem = open_memory(root, embedder=provider(fake_model))
+    try:
+        first = mem.add_source("Bought bread and milk at the market.", scope="private/me")
+        wait_until(lambda: idle(mem))
+        fake_model.embed_fault = None  # another model behind the name: 64 numbers a vector
+        sid = mem.add_source(DENTIST, scope="private/me")
+        wait_until(lambda: idle(mem) and mem.embedding_status()["done"] >= 2, 20)
+        st = mem.embedding_status()
+        assert st["done"] == st["total"] and not st["error"], st
+        assert {len(v) for v in stored_vectors(root, "private/me") if v is not None} == {64 * 4}
+        assert None not in stored_vectors(root, "private/me")
+        assert mem.search("tooth", scopes=["private/me"], k=1, mode="meaning")[0].id == sid
+        assert mem.search("groceries", scopes=["private/me"], k=1, mode="meaning")[0].id == first
+    finally:
+        mem.close()
+
+
+async def test_choosing_the_model_again_recovers_after_the_provider_changed_its_vector_size(
+        pod, fake_model, monkeypatch) -> None:
+    """The provider's model answered another size (refused: "choose the model again in Settings → Models to retry
+    now"); choosing it again changed nothing, as the vectors held were of the old size: it now embeds the person's
+    notes again with the new size."""
+    from wiki_engine import memory
+
+    monkeypatch.setattr(memory, "SIZE_CHANGE_ANSWERS", 1000, raising=False)  # not on its own: the person's choice does it
+
+    async def settle(cond: Callable[[dict], object], timeout: float = 30.0) -> dict:
+        deadline = time.monotonic() + timeout
+        while not cond(st := pod.embedding_status() or {}):
+            assert time.monotonic() < deadline, st
+            await asyncio.sleep(0.1)
+        return st
+
+    scope = f"private/{pod.person.id}"
+    fake_model.embed_fault = "half-size"
+    await pod.in_memory_thread(lambda: pod.memory.add_source("Bought bread and milk at the market.", scope=scope))
+    pod.set_role_model("embedding", "fake/fake-embed")
+    await settle(lambda st: "fake" in str(st.get("model")) and not st.get("running") and not st.get("error"))
+    fake_model.embed_fault = None
+    sid = await pod.in_memory_thread(lambda: pod.memory.add_source(DENTIST, scope=scope))
+    st = await settle(lambda st: st.get("error"))
+    assert "choose the model again in Settings → Models" in st["error"]
+    pod.set_role_model("embedding", "fake/fake-embed")  # what the message says
+    st = await settle(lambda st: not st.get("running") and not st.get("error") and st.get("done") == st.get("total") >= 2)
+    hits = await pod.memory_search("tooth", k=1, mode="meaning")
+    assert hits and hits[0].id == sid, [h.snippet for h in hits]
+    assert pod.memory.index(scope).vecs.shape[1] == 64
+
+
 def test_a_failure_of_the_provider_turned_away_from_is_not_reported_as_the_new_models(
         tmp_path: Path, fake_model: FakeModelServer) -> None:
     """The person chose a provider, then MiniLM while the provider's first request was on its way; that request
