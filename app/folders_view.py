@@ -5,7 +5,6 @@ threads (runtime_host.folders); this view only shows its progress events."""
 from __future__ import annotations
 
 import asyncio
-import html
 import time
 from typing import Any
 
@@ -26,15 +25,10 @@ from PySide6.QtWidgets import (
 )
 
 from app.bridge import PodBridge
+from app.markdown import plain_tooltip
 
 SHOWN_FILES = 5000  # rows in the file list; `folder status` on the command line lists every file
 NO_FOLDERS = "No watched folders yet: Add folder… picks one."
-
-
-def _plain_tip(text: str) -> str:
-    """A tooltip that shows ``text`` as written: Qt lays a tooltip out as HTML when it looks like markup, and a
-    file's name or skip reason is a stranger's text ("<img src=…>" in it would have Qt load a file)."""
-    return f"<p>{html.escape(text)}</p>" if text else ""
 
 
 def scan_said(rep: dict[str, Any]) -> str:
@@ -147,7 +141,7 @@ class FoldersView(QWidget):
                 text += f" · {f.note}"
             item = QListWidgetItem(text)
             item.setData(Qt.ItemDataRole.UserRole, f.id)
-            item.setToolTip(_plain_tip(f.note or f.path))
+            item.setToolTip(plain_tooltip(f.note or f.path))
             self.folders.addItem(item)
             if f.id == keep:
                 self.folders.setCurrentItem(item)
@@ -178,7 +172,7 @@ class FoldersView(QWidget):
         items = []
         for r in rows[:SHOWN_FILES]:
             item = QTreeWidgetItem([r.rel, r.status, r.reason])
-            item.setToolTip(2, _plain_tip(r.reason))
+            item.setToolTip(2, plain_tooltip(r.reason))
             items.append(item)
         self.files.addTopLevelItems(items)
         if len(rows) > SHOWN_FILES:
