@@ -1271,7 +1271,11 @@ class Memory:
             if kept is page:
                 continue
             changed = True
-            if not any(holds_something(line) for line in kept.body.split("\n")):  # nothing but bare links was left
+            left = any(holds_something(line) for line in kept.body.split("\n"))
+            had = any(holds_something(line) for line in page.body.split("\n"))
+            # A page that said something and is left with nothing but bare links goes; a page of links the person
+            # wrote or verified (a "Family links" page) keeps its other links
+            if not page.verified and not left and (had or not kept.body.strip()):
                 self.delete_page(str(sc), kept.slug)
             else:
                 self.pages.write(kept)

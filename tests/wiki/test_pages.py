@@ -377,6 +377,24 @@ def test_deleting_a_page_titled_with_what_only_a_deleted_source_said_takes_the_l
     assert {h.title for h in mem.search("zorblax", scopes=["public"], mode="keyword") if h.kind == "page"} == {"School"}
 
 
+def test_a_persons_own_page_of_links_keeps_its_other_links_when_one_names_a_deleted_source(mem: Memory) -> None:
+    """The person's own "Family links" page (verified, nothing but links) was deleted whole, its link to Garden
+    with it, when the source one of its links' titles came from was deleted: a page left with bare links was taken
+    for a page that had said something and lost it."""
+    gone, kept, garden = (mem.add_source(t, scope="public") for t in (
+        "Bob was diagnosed with zorblax fever by Dr Haas.", "The bins go out on Thursday night.",
+        "The roses in the garden need pruning in March."))
+    _ingested(mem, Page("Zorblax fever and bins", "public", "home",
+                        "Bob was diagnosed by Dr Haas [1].\n\nThe bins go out on Thursday night [2].", {1: gone, 2: kept}),
+              Page("Garden", "public", "home", "The roses need pruning in March [1].", {1: garden}))
+    mem.write_page(Page("Family links", "public", "home", "- [[Zorblax fever and bins]]\n- [[Garden]]", {},
+                        verified=True), author="person:alice")
+    mem.delete_source(gone)
+    assert mem.read_page("public", "zorblax-fever-and-bins") is None
+    page = mem.read_page("public", "family-links")
+    assert page is not None and "[[Garden]]" in page.body and "zorblax" not in page.body.lower(), page
+
+
 def test_a_verified_page_titled_with_what_only_a_deleted_source_said_keeps_the_persons_text_under_a_plain_title(
         mem: Memory) -> None:
     """A verified page holds the person's own corrections: deleting the source its title came from must not throw
