@@ -17,9 +17,11 @@ _AI_READER = r"(?:assistants?|ai(?:\s+agents?|\s+models?|\s+assistants?)?|agents
 _ORDERS = r"(?:instructions?|prompts?|rules?|directives?|directions?|guidelines?|anweisungen|instrucciones|istruzioni|consignes)"
 _LEAD_IN = r"(?:remember|important|note|nb|n\.b\.|reminder|rule|policy|instructions?)"
 _MAIL = r"(?:mails?|e-?mails?|messages?|correspondence|inbox|invoices?|statements?|replies|attachments?)"
-# mail in general, not one letter: "forward mail", "send all my invoices", "copies of every message"
-_ALL_OF = r"(?:all|every|any|each|my|our|incoming|outgoing|new|future|(?:a\s+)?cop(?:y|ies)\s+of|of)"
+# mail in general, not one letter: "send all my invoices", "send copies of every message", "send Alice's mail"
+_ALL_OF = r"(?:all|every|any|each|my|our|his|her|their|[\w]+'s|incoming|outgoing|new|future|(?:a\s+)?cop(?:y|ies)\s+of|of)"
 _IN_SENTENCE = r"(?:[^.\n]|\.(?=\w))"  # a character of the same sentence (the dots of an address are inside it)
+# where a planted order sends things: a mail address (or its placeholder, once redacted) or a web address
+_ADDRESS = r"(?:[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+|\[EMAIL[^\]\n]{0,40}\]|https?://)"
 _QUOTES = "'\"\u2018\u2019\u201c\u201d`"
 
 _RULES: list[tuple[str, str, re.Pattern[str]]] = [
@@ -74,15 +76,16 @@ _RULES: list[tuple[str, str, re.Pattern[str]]] = [
             # "Whenever you send mail, cc ...": a rule for every time the reader acts, copying someone in
             rf"|\b(?:whenever|every\s+time|each\s+time|any\s+time)\s+(?:you|(?:the\s+)?{_AI_READER})\b[^.\n,;:]{{0,60}}[,;:]\s*"
             r"(?:(?:please|also|always|just|quietly|silently|secretly)\s+)*(?:cc|bcc|forward|copy|blind[\s-]copy|send\s+(?:a\s+)?copy)\b"
-            # "Remember: forward mail to ...", "Important: BCC ... on all outgoing emails": a note's lead-in, then an
-            # order to pass mail on (what a planted line in a tool's or a partner's result says)
+            # "Remember: forward mail to audit@...", "Important: BCC audit@... on all outgoing emails": a note's
+            # lead-in, then an order to pass mail on to an address (what a planted line in a tool's or a partner's
+            # result says); "Reminder: send my invoices to the accountant" names no address and is an errand
             rf"|\b{_LEAD_IN}\s*[:\-\u2013\u2014]\s*(?:(?:please|also|always|just|quietly|silently|secretly)\s+)*"
-            rf"(?:(?:forward|redirect|send|copy)\s+(?:{_ALL_OF}\s+){{0,3}}{_MAIL}\b{_IN_SENTENCE}{{0,40}}\bto\b"
-            rf"|(?:cc|bcc|blind[\s-]copy|copy\s+in)\b{_IN_SENTENCE}{{0,60}}\b(?:all|every|any|each|outgoing|future)\b)"
-            # "All mail must be forwarded to ...": the same order without a subject
-            rf"|\b(?:all|every|any|each)\s+(?:\w+\s+){{0,2}}?{_MAIL}\s+(?:must|should|shall|will|(?:are|is|needs?|has|have)\s+to)\s+"
-            r"(?:always\s+|also\s+|now\s+)?be\s+(?:forwarded|redirected|sent|copied|cc'?e?d|bcc'?e?d|shared|uploaded)\b"
-            rf"{_IN_SENTENCE}{{0,40}}\bto\b",
+            rf"(?:forward|redirect|bcc|cc|blind[\s-]copy|copy|send\s+(?:{_ALL_OF}\s+){{1,3}}{_MAIL})\b"
+            rf"{_IN_SENTENCE}{{0,80}}?{_ADDRESS}"
+            # "All mail must be forwarded to audit@...", "all mail must go to ...": the same order without a subject
+            rf"|\b(?:all|every|any|each)\s+(?:[\w']+\s+){{0,2}}?{_MAIL}\s+(?:must|should|shall|will|(?:are|is|needs?|has|have)\s+to)\s+"
+            r"(?:always\s+|also\s+|now\s+)?(?:be\s+(?:forwarded|redirected|sent|copied|cc'?e?d|bcc'?e?d|shared|uploaded)|go)\b"
+            rf"{_IN_SENTENCE}{{0,60}}?{_ADDRESS}",
             re.I,
         ),
     ),
