@@ -510,9 +510,11 @@ def _secret_res() -> list[tuple[str, re.Pattern[str], int]]:
         # A value labelled as a credential: "password: hunter2horse", PASSWORD=..., {"api_key": "..."}, "the wifi
         # password is CorrectHorse99". Only a value that looks made up (see _looks_credential), not prose.
         ("labelled_secret", re.compile(
-            r"(?i:(?<![A-Za-z0-9])(?:[A-Za-z0-9]+[_\-])*(?:password|passwd|passphrase|pwd|api[_\-\s]?key|"
-            r"(?:access|auth|refresh)[_\-\s]?token|client[_\-\s]?secret|secret[_\-\s]?key|token|secret)"
-            r"[\"']?\s*(?:[:=]|\s(?:is|was)\s))\s*[\"'`]?([^\s\"'`<>,;()\[\]{}]{5,}(?<![.!?:]))"), 1),
+            r"(?i:(?<![A-Za-z0-9])(?:[A-Za-z0-9]+[_\-])*(?:passwords?|passwd|passphrases?|pwd|api[_\-\s]?keys?|"
+            r"(?:access|auth|refresh)[_\-\s]?tokens?|client[_\-\s]?secrets?|secret[_\-\s]?keys?|tokens?|secrets?)"
+            # "password: x", "PASSWORD=x", "the password is x", "the wifi password for the cabin is now: x"
+            r"(?:[\"']?\s*[:=]|(?:\s+[\w']+){0,3}?\s+(?:is|was)(?:\s+now)?\s*:?))"
+            r"\s*[\"'`]?([^\s\"'`<>,;()\[\]{}]{5,}(?<![.!?:]))"), 1),
     ]
 
 
@@ -526,7 +528,12 @@ def _looks_credential(s: str) -> bool:
         return False
     if s.isdigit():
         return True
+    if _QUANTITY.match(s):  # "the secret is 48-hour marinating", "42-year-old whisky"
+        return False
     return any(c.isalpha() for c in s) and any(c.isdigit() or c in "!@#$%^&*+=?~" for c in s)
+
+
+_QUANTITY = re.compile(r"^\d+(?:[.,]\d+)?-[a-z]+(?:-[a-z]+)*$")
 
 
 def _looks_random(s: str) -> bool:

@@ -165,6 +165,11 @@ JWT = ("eyJhbGciOiJSUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJ1c2VyLTQyIiwiZXhwIjoxOTA
     ('{"user": "jo", "password": "Tr0ub4dor&3"}', "Tr0ub4dor&3"),
     ("DB_PASSWD='s3cr3t-pass' in the env file", "s3cr3t-pass"),
     ("my API key: 7c1e94d2b0aa, don't share it", "7c1e94d2b0aa"),
+    ("The wifi password is: CorrectHorse99", "CorrectHorse99"),
+    ("The password was: 'Tr0ub4dor&3'", "Tr0ub4dor&3"),
+    ("The wifi password for the cabin is Tr0ub4dor&3", "Tr0ub4dor&3"),
+    ("The router password is now Bluebird77", "Bluebird77"),
+    ("Passwords: Bluebird77", "Bluebird77"),
 ])
 def test_a_token_or_a_value_labelled_as_a_password_is_a_secret(said: str, value: str) -> None:
     """Only vendor key shapes were secrets: a JWT, a bearer token or "password: hunter2horse" quoted from a tool's
@@ -182,6 +187,10 @@ def test_a_token_or_a_value_labelled_as_a_password_is_a_secret(said: str, value:
     "Bearer tokens are for clients that hold one.",
     "token = strdup16(name);",
     "api_key: [SECRET#ab12cd]",
+    "The secret is 48-hour marinating.",
+    "Secret: 12-hour slow cook",
+    "My secret is 42-year-old whisky",
+    "the password for my bank is in the drawer",
 ])
 def test_a_password_spoken_of_without_a_made_up_value_is_no_secret(said: str) -> None:
     assert not [f for f in detect(said) if f.detector == "secret"]
