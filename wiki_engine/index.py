@@ -1035,29 +1035,11 @@ class ScopeIndex:
 
     def neighbours(self, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """For each source row: the score of the source said just before it in its conversation, the score of
-        the one said just after, and whether the one before ended by asking something (0 / False if none). A
-        source said on its own (a note remembered, a mail or a document with nothing said near it in time) is its
-        own context: its own score stands for the neighbours it has not, so it does not lose to a chat's turn that
-        borrows a share of the question it replies to and of the turn after it."""
-        prev, nxt = self.context_rows()
+        the one said just after, and whether the one before ended by asking something (0 / False if none)."""
+        prev, nxt = self.adjacent()
         before = np.where(prev >= 0, scores[prev], 0.0)  # -1 reads the last row; the mask drops it
         after = np.where(nxt >= 0, scores[nxt], 0.0)
-        return before, after, (prev >= 0) & (prev != np.arange(prev.size)) & self.asks[prev]
-
-    def said_alone(self) -> np.ndarray:
-        """For each row: a source with no source said just before or after it in its conversation."""
-        prev, nxt = self.adjacent()
-        return self.is_source & self.alive & (prev < 0) & (nxt < 0)
-
-    def context_rows(self) -> tuple[np.ndarray, np.ndarray]:
-        """``adjacent()``, with a source said on its own (``said_alone``) its own neighbour on both sides; -1 where
-        there is none (pages)."""
-        prev, nxt = self.adjacent()
-        own = np.nonzero(self.said_alone())[0]
-        if own.size:
-            prev, nxt = prev.copy(), nxt.copy()
-            prev[own] = nxt[own] = own
-        return prev, nxt
+        return before, after, (prev >= 0) & self.asks[prev]
 
     def adjacent(self) -> tuple[np.ndarray, np.ndarray]:
         """For each row, the row of the source said just before it and just after it in its conversation

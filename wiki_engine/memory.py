@@ -1840,8 +1840,6 @@ class Memory:
             learned = learned + prior * (learned.std() / first.std() if first.std() > 1e-9 else 1.0)
             learned = 1.0 / (1.0 + np.exp(-np.clip(learned, -30.0, 30.0)))
             order = rerank.answers_first(list(np.argsort(-learned, kind="stable")), answer)
-            alone = {id(part): part.idx.said_alone() for part, _ in cands}
-            order = rerank.first_step_places(order, [j for j, (part, n) in enumerate(cands) if alone[id(part)][n]])
             top = sorted(learned, reverse=True)  # scores stay in the order shown
             best = [(float(top[n]), pool[j][1], pool[j][2]) for n, j in enumerate(order)]
             # Candidates past the pool keep the first step's order, below the last of the pool.

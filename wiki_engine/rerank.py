@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -164,17 +163,6 @@ def answers_first(order: list[int], answer: np.ndarray) -> list[int]:
         order.remove(late[1])
         order.insert(late[0], late[1])
     return order
-
-
-def first_step_places(order: list[int], alone: Sequence[int]) -> list[int]:
-    """``order`` (candidate indexes, best first; a candidate's index is its first-step rank) with each candidate of
-    ``alone`` back at its first-step place: the learned weights were fitted on chats' turns, and know nothing of a
-    source said on its own (a note remembered, a mail or a document with nothing said near it in time)."""
-    fixed = set(alone)
-    out = [c for c in order if c not in fixed]
-    for c in sorted(fixed):
-        out.insert(min(c, len(out)), c)
-    return out
 
 
 def question_stems(terms: list[str]) -> list[str]:

@@ -70,47 +70,6 @@ def test_an_old_fact_said_once_is_found_among_many_recent_ones(tmp_path: Path) -
         mem.close()
 
 
-CABIN_CHAT = ["Are we still going to the cabin this weekend?", "Yes, leaving Friday after work.",
-              "Remember to bring the laptop, I need wifi for the meeting.",
-              "What's the password for the streaming account?", "I'll look it up later.",
-              "Don't forget firewood for the cabin."]
-
-
-@pytest.mark.parametrize(("chats", "within"), [(1, 1), (5, 1), (12, 1)])
-def test_a_note_said_on_its_own_months_ago_is_found_above_recent_chats_that_talk_around_it(
-        tmp_path: Path, chats: int, within: int) -> None:
-    """A note an agent remembered ("The wifi password for the cabin is ...") fell below "I'll look it up later." of
-    a chat last week, a reply sharing no word of the question: a chat's turn borrows a share of the turn that
-    asked it, of the turn after and of its conversation's best, and a note said on its own borrowed nothing; with
-    five chats the learned step put four "What's the password for the streaming account?" above it too."""
-    now = time.time()
-    mem = open_memory(tmp_path / "memory")
-    try:
-        fact = mem.remember("The wifi password for the cabin is maple-syrup-77.", person="alice", agent="helper",
-                            scope="private/alice", ts=now - 150 * 86400)
-        for d in range(chats):  # a short chat every few days, none of which says the cabin's password
-            _chat(mem, "private/alice", now - (d + 1) * 3 * 86400, [t if d == 0 else f"{t} ({d})" for t in CABIN_CHAT])
-        hits = mem.search("what's the wifi password at the cabin?", scopes=["private/alice"], k=5)
-        assert fact in [h.id for h in hits[:within]], [h.snippet for h in hits]
-    finally:
-        mem.close()
-
-
-def test_a_note_said_on_its_own_does_not_outrank_the_chat_turn_that_answers_better(tmp_path: Path) -> None:
-    """Said on its own, a note is its own context; it does not win over a chat's reply that holds the answer."""
-    now = time.time()
-    mem = open_memory(tmp_path / "memory")
-    try:
-        mem.add_source("The cabin has a wood stove.", scope="private/alice", ts=now - 40 * 86400)
-        turns = _chat(mem, "private/alice", now - 2 * 86400, [
-            "Did you find out the wifi password at the cabin?",
-            "Yes: the wifi password at the cabin is otter-bay-41, on the router's label."])
-        hits = mem.search("what's the wifi password at the cabin?", scopes=["private/alice"], k=3)
-        assert hits[0].id == turns[1], [h.snippet for h in hits]
-    finally:
-        mem.close()
-
-
 def _chat(mem: Memory, scope: str, start: float, lines: list[str]) -> list[str]:
     """A chat stored one turn per source, a minute apart (one conversation)."""
     return [mem.add_source(line, scope=scope, ts=start + 60 * n) for n, line in enumerate(lines)]
