@@ -70,6 +70,43 @@ def test_an_old_fact_said_once_is_found_among_many_recent_ones(tmp_path: Path) -
         mem.close()
 
 
+def test_a_lone_mail_sharing_the_question_s_words_does_not_outrank_the_chat_turn_that_answers(tmp_path: Path) -> None:
+    """Guards the first step's balance between a source said on its own and a chat's reply: a try at counting a lone
+    source as its own neighbours (so an old note stood above "I'll look it up later.") put a Passport Office
+    newsletter above "In the top drawer of the desk", the reply to "Where did you put my passport?"."""
+    now = time.time()
+    mem = open_memory(tmp_path / "memory")
+    try:
+        chat = [Item(text=t, scope="private/alice", ts=now - 5 * 86400 + 60 * n, kind="chat", key=f"m{n}", author=who,
+                     subject="Where did you put my passport?")
+                for n, (who, t) in enumerate([("Alice", "Where did you put my passport?"),
+                                              ("Helper", "In the top drawer of the desk, under the folders."),
+                                              ("Alice", "Found it, thanks.")])]
+        mail = Item(text="Your passport expires next year. Renew your passport online.", scope="private/alice",
+                    ts=now - 10 * 86400, kind="mail", key="mail1", author="noreply@passport.example",
+                    subject="Renew your passport")
+        ids = mem.add_items([*chat, mail])
+        hits = [h.id for h in mem.search("where is my passport?", scopes=["private/alice"], k=5)]
+        assert hits.index(ids[1]) < hits.index(ids[3]), hits
+    finally:
+        mem.close()
+
+
+def test_a_note_said_on_its_own_does_not_outrank_the_chat_turn_that_answers_better(tmp_path: Path) -> None:
+    """Said on its own, a note does not win over a chat's reply that holds the answer."""
+    now = time.time()
+    mem = open_memory(tmp_path / "memory")
+    try:
+        mem.add_source("The cabin has a wood stove.", scope="private/alice", ts=now - 40 * 86400)
+        turns = _chat(mem, "private/alice", now - 2 * 86400, [
+            "Did you find out the wifi password at the cabin?",
+            "Yes: the wifi password at the cabin is otter-bay-41, on the router's label."])
+        hits = mem.search("what's the wifi password at the cabin?", scopes=["private/alice"], k=3)
+        assert hits[0].id == turns[1], [h.snippet for h in hits]
+    finally:
+        mem.close()
+
+
 def _chat(mem: Memory, scope: str, start: float, lines: list[str]) -> list[str]:
     """A chat stored one turn per source, a minute apart (one conversation)."""
     return [mem.add_source(line, scope=scope, ts=start + 60 * n) for n, line in enumerate(lines)]
