@@ -17,6 +17,22 @@ from tests.helpers.fake_model import FakeModelServer, Script, echo  # noqa: E402
 from tests.helpers.mailservers import Dovecot, SmtpSink  # noqa: E402
 
 
+@pytest.fixture(autouse=True)
+def _root_log_handlers_restored() -> Iterator[None]:
+    """A test that runs the CLI in this process (`cli.main([...])`) leaves its console handler on the root logger,
+    writing to this test's captured stderr, which is closed after it: a later test that logs or flushes the
+    handlers failed with "I/O operation on closed file". Each test ends with the root handlers it began with."""
+    import logging
+
+    root = logging.getLogger()
+    before = list(root.handlers)
+    try:
+        yield
+    finally:
+        for h in [h for h in root.handlers if h not in before]:
+            root.removeHandler(h)
+
+
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     h = tmp_path / "hearth"
