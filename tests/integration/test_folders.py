@@ -569,8 +569,11 @@ def import_killed_midway(home: Path, docs: Path) -> None:
 def interrupted_when(home: Path, args: list[str], ready: Callable[[str], bool]) -> tuple[int, str]:
     """`python -m runtime_host ARGS` sent SIGINT (what Ctrl+C sends) once its stderr so far is ``ready``; its
     exit code and all of its stderr."""
+    # Ctrl+C reaches a command typed in a terminal; one started in the background of a shell without job control
+    # (`make test &`, nohup) inherits SIGINT ignored, so Python would never see it: the child hears it as typed
     p = subprocess.Popen([sys.executable, "-m", "runtime_host", *args], env={**os.environ, "HEARTH_HOME": str(home)},
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     seen = b""
     try:
         os.set_blocking(p.stderr.fileno(), False)
