@@ -599,18 +599,23 @@ class MainWindow(QMainWindow):
         if choice is None:
             return False
 
+        me = self.pod  # the person who asked: the window may show someone else by the time it is done
+
         async def run() -> None:
             try:
                 if choice == self.FORGET:
-                    n = await self.pod.delete_conversation_and_forget(conversation_id)
+                    n = await me.delete_conversation_and_forget(conversation_id)
                     done = f"Deleted “{title}” and forgot {n} memory source(s) learned from it."
                 else:
-                    await self.pod.delete_conversation(conversation_id)
+                    await me.delete_conversation(conversation_id)
                     done = f"Deleted “{title}”."
             except StoreError as exc:
-                self.statusBar().showMessage(str(exc))
+                done = str(exc)
+                if self.pod is me:
+                    self.statusBar().showMessage(done)
                 return
-            self._deleted(conversation_id, done)
+            if self.pod is me:  # another person shown now hears nothing of it (its title is the first one's)
+                self._deleted(conversation_id, done)
 
         task = asyncio.ensure_future(run())
         self._tasks.add(task)

@@ -343,3 +343,41 @@ def test_delete_and_forget_takes_what_memory_learned_from_the_conversation(qtbot
     assert not any("4471" in s for s in found("locker combination gym"))
     assert any("plot 42" in s for s in found("allotment plot"))
     assert [c["id"] for c in ui_pod.list_conversations("helper")] != [secret] and len(ui_pod.list_conversations("helper")) == 1
+
+
+def test_a_delete_finishing_after_a_switch_is_not_told_to_the_next_person(qtbot, qloop, ui_pod, script,
+                                                                        monkeypatch) -> None:
+    """Delete runs in the background, after memory's thread (busy with an import, say): Me switched to Bob
+    meanwhile, and Bob's status bar read 'Deleted “Divorce lawyer plan”.', Me's conversation's title."""
+    import threading
+
+    import wiki_engine.memory as memory
+
+    script([Text("Noted.")], repeat_last=True)
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    send(qtbot, w, "Which divorce lawyer should I call?")
+    qloop.wait_until(lambda: "answered by" in w.header.text(), what="the answer")
+    conv = w.conversation_id
+    qloop.run(ui_pod.memory_search("lawyer", k=1, mode="keyword"))  # memory open: Delete works on its thread
+    entered, release = threading.Event(), threading.Event()
+    real = memory.Memory.drop_skips
+
+    def busy(self, scope, keys):  # memory's thread held as a long import holds it
+        entered.set()
+        release.wait(10)
+        return real(self, scope, keys)
+
+    monkeypatch.setattr(memory.Memory, "drop_skips", busy)
+    ui_pod.add_person("Bob")
+    w.refresh_people()
+    answer_confirm("Delete")
+    assert w.delete_conversation(conv, "Divorce lawyer plan")
+    qloop.wait_until(entered.is_set, what="the deletion under way")
+    assert w.switch_person("Bob")
+    w.statusBar().clearMessage()
+    release.set()
+    qloop.wait_until(lambda: not any(c["id"] == conv for c in ui_pod.list_conversations("helper")),
+                     what="Me's conversation deleted")
+    qloop.wait_until(lambda: not w._tasks, what="the delete done")
+    assert "Divorce" not in w.statusBar().currentMessage()
