@@ -1388,9 +1388,14 @@ class Memory:
     def drop_skips(self, scope: str, keys: Sequence[str]) -> int:
         """Deletes the extraction model's reasons for skipping these items of ``scope`` (which may quote them:
         their origin is gone, a deleted conversation's messages, say), so no file of memory's keeps them. What
-        memory learned from the origin stays: a skipped item taught it nothing. Returns how many reasons went."""
+        memory learned from the origin stays: a skipped item taught it nothing. The items are kept as forgotten, so
+        a run that read them before (its model still deciding) stores nothing of them after: their origin is gone.
+        Returns how many reasons went."""
+        sc = str(Scope.parse(scope))
         with self.catalog.tx(immediate=True) as db:
-            n = _drop_skips(db, str(Scope.parse(scope)), keys)
+            n = _drop_skips(db, sc, keys)
+            db.executemany("INSERT OR REPLACE INTO forgotten_keys VALUES (?,?,?,?)",
+                           [(sc, k, k + "\x00", time.time()) for k in keys])
         if n:
             self.catalog.purge()
         return n

@@ -1653,3 +1653,36 @@ async def test_a_rejected_rewrite_of_a_verified_page_is_not_sent_to_the_model_ag
     assert (out["resynthesized"], out["proposed"]) == ([], [])
     page = await pod.in_memory_thread(lambda: pod.memory.read_page(scope, "dentist"))
     assert "Okafor" in page.body and "Evil" not in page.body
+
+
+async def test_a_plain_delete_while_the_extraction_model_decides_leaves_no_skip_reason(pod, fake_model) -> None:
+    """The conversation was deleted while a produce waited for the extraction model, which then answered: its skip
+    reason quoting the chat ('the locker code wombat 7731') was stored after the delete had dropped the others."""
+    entered, release = threading.Event(), threading.Event()
+
+    def model(req):
+        said = re.findall(r"^(\d+)\. (.*)$", req.last_user, re.M)
+        if said and "json" in (req.system or "").lower():
+            if any("wombat" in line for _, line in said):
+                entered.set()
+                release.wait(20)
+            return Text(json.dumps([{"n": int(n), "keep": False, "reason": "skipped: the locker code wombat 7731 "
+                                     "is not a lasting fact" if "wombat" in line else "small talk"}
+                                    for n, line in said]))
+        return Text("Noted.")
+
+    fake_model.script = model
+    pod.set_role_model("extraction", "fake/fake-1")
+    r = await asyncio.wait_for(pod.chat("helper", "My locker code is wombat 7731."), 30)
+    assert r.ok
+    await pod.memory_search("anything", mode="keyword")  # memory open
+    produce = asyncio.ensure_future(pod.memory_produce())
+    while not entered.is_set():
+        await asyncio.sleep(0.05)
+    deleting = asyncio.ensure_future(pod.delete_conversation(r.conversation_id))
+    await asyncio.sleep(0.5)
+    release.set()
+    await asyncio.wait_for(produce, 30)
+    await asyncio.wait_for(deleting, 30)
+    assert r.conversation_id not in [c["id"] for c in pod.list_conversations("helper")]
+    assert files_holding(pod.home, "wombat") == []
