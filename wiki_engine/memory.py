@@ -676,7 +676,8 @@ class Memory:
         """A provider answered vectors of ``size`` numbers for this scope. True (and the scope marked for the
         background pass to embed again) once it has answered a size other than the scope's vectors
         SIZE_CHANGE_ANSWERS times running: the model behind the name changed. Once is refused as a bad answer."""
-        have = _vector_size(idx)
+        # the same size as the vectors' width (every answer, as a rule): nothing to check, the vectors not read
+        have = 0 if size == idx.vecs.shape[1] else _vector_size(idx)
         with self._lock:
             if not have or size == have:
                 self._sizes_seen.pop(idx.folder, None)
