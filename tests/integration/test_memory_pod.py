@@ -1250,10 +1250,8 @@ async def test_forgetting_an_agent_forgets_the_summaries_of_its_conversations(po
     assert await pod.memory_search("ptarmigan diabetes", mode="keyword") == []
 
 
-async def test_forgetting_an_agent_leaves_no_skip_reason_quoting_its_chat(pod, fake_model) -> None:
-    """The extraction model skipped a message of the person's chat with helper, and its reason quoted it: after
-    "Forget everything helper learned" the reason stayed in memory.db, though what is forgotten "is in no file of
-    memory's folder afterwards"."""
+async def _a_skip_reason_quoting_the_chat(pod, fake_model) -> None:
+    """The extraction model skips the person's message to helper with a reason that quotes it ("heronword")."""
     def model(req):
         n = len(re.findall(r"^\d+\. ", req.last_user, re.M))
         if n and "json" in (req.system or "").lower():
@@ -1267,6 +1265,13 @@ async def test_forgetting_an_agent_leaves_no_skip_reason_quoting_its_chat(pod, f
     pod.set_role_model("extraction", "fake/fake-1")
     assert (await pod.memory_produce())[0]["skipped"]
     assert files_holding(pod.home / "memory", "heronword")  # the reason is kept, for the person to read
+
+
+async def test_forgetting_an_agent_leaves_no_skip_reason_quoting_its_chat(pod, fake_model) -> None:
+    """The extraction model skipped a message of the person's chat with helper, and its reason quoted it: after
+    "Forget everything helper learned" the reason stayed in memory.db, though what is forgotten "is in no file of
+    memory's folder afterwards"."""
+    await _a_skip_reason_quoting_the_chat(pod, fake_model)
     await pod.memory_forget_agent("helper")
     assert files_holding(pod.home / "memory", "heronword") == []
 
@@ -1275,19 +1280,7 @@ async def test_deleting_an_agent_leaves_no_skip_reason_quoting_its_deleted_chat(
     """The extraction model skipped a message of the person's chat with helper, quoting it; then the person deleted
     helper with its conversations. The reason stayed in memory.db for good: forget-agent needs an agent that
     exists, and nothing else ever took it out."""
-    def model(req):
-        n = len(re.findall(r"^\d+\. ", req.last_user, re.M))
-        if n and "json" in (req.system or "").lower():
-            return Text(json.dumps([{"n": i + 1, "keep": False,
-                                     "reason": "trivia: the locker word heronword is not worth keeping"}
-                                    for i in range(n)]))
-        return Text("Noted.")
-
-    fake_model.script = model
-    assert (await asyncio.wait_for(pod.chat("helper", "My locker word is heronword."), 30)).ok
-    pod.set_role_model("extraction", "fake/fake-1")
-    assert (await pod.memory_produce())[0]["skipped"]
-    assert files_holding(pod.home / "memory", "heronword")
+    await _a_skip_reason_quoting_the_chat(pod, fake_model)
     await pod.delete_agent("helper")
     assert files_holding(pod.home / "memory", "heronword") == []
 
