@@ -621,7 +621,7 @@ class WikiView(QWidget):
             self.current = None
             return
         at, tab = self.page.verticalScrollBar().value(), self.tabs.currentIndex()
-        await self._open(scope, slug)
+        await self._open(scope, slug, reload=True)
         self.page.verticalScrollBar().setValue(at)
         self.tabs.setCurrentIndex(tab)
 
@@ -714,9 +714,14 @@ class WikiView(QWidget):
                 continue
         return out
 
-    async def _open(self, scope: str, slug_or_title: str, ticket: object = None) -> None:
+    async def _open(self, scope: str, slug_or_title: str, ticket: object = None, reload: bool = False) -> None:
+        """Shows a page. A ``reload`` (the page shown, read again after a save or a rewrite) gives way to the editor
+        the person opened meanwhile: their Edit came after it, and closing the editor under them would lose it."""
         if ticket is None:  # the page opened last is the one shown, whichever read ends first
             ticket = self._opening = object()
+
+        def stale() -> bool:
+            return ticket is not self._opening or (reload and self._editing is not None)
         import wiki_engine
 
         def read() -> Any:
@@ -726,7 +731,7 @@ class WikiView(QWidget):
                 return None
 
         page = await self._mem(read)
-        if ticket is not self._opening:
+        if stale():
             return
         self._close_editor()
         if page is None:
@@ -738,7 +743,7 @@ class WikiView(QWidget):
         self._shown_page = page
         meta = f"<p><i>{html.escape(self.pod.scope_label(scope))} · {html.escape(page.category)} · updated {html.escape(local_time(page.updated, '%d %b %Y %H:%M'))}</i></p>"
         titles = await self._mem(lambda: self._source_titles(page.citations.values()))
-        if ticket is not self._opening:
+        if stale():
             return
         sources = "".join(f"<li>[{n}] <a href='hearth-source:{sid}'>{html.escape(titles.get(sid) or f'Source {n}')}</a></li>"
                           for n, sid in sorted(page.citations.items()))
@@ -979,7 +984,7 @@ class WikiView(QWidget):
                 return  # the person moved on (another page, another person) while it saved
             self._close_editor()
             await self._load()
-            await self._open(scope, slug)
+            await self._open(scope, slug, reload=True)
 
         self._run(go())
 

@@ -641,6 +641,23 @@ def test_an_unsaved_correction_is_not_thrown_away_by_clicking_another_page(qtbot
     assert not w.wiki.editor.isVisibleTo(w) and "31 June" not in ui_pod.memory.read_page(scope, "family").body
 
 
+def test_edit_clicked_while_the_page_is_read_again_keeps_the_editor_open(qtbot, qloop, ui_pod) -> None:
+    """After a saved correction the page is read again; an Edit clicked before that read came back had its editor
+    closed by it a moment after it opened (the person saw it flash, then had to click Edit again). The editor now
+    stays, and the Edit button stays off while it is open."""
+    w, scope, _ = window_on_family(qtbot, qloop, ui_pod)
+    w.show()
+    w.wiki.edit.click()  # its read is asked for first; the page's reload (as after a save) right behind it
+    reload = w.wiki._run(w.wiki._open(scope, "family", reload=True))
+    qloop.wait_until(lambda: reload.done() and not w.wiki._tasks, what="the reload")
+    assert w.wiki.editor.isVisibleTo(w) and "3 June" in w.wiki.editor.toPlainText()
+    assert not w.wiki.edit.isEnabled()
+    w.wiki.editor.setPlainText("- Clara's birthday is on 13 June [1]")
+    w.wiki.save_edit.click()
+    qloop.wait_until(lambda: "13 June" in w.wiki.page.toPlainText() and not w.wiki._tasks, what="the saved page")
+    assert not w.wiki.editor.isVisibleTo(w) and w.wiki.edit.isEnabled()
+
+
 def test_an_editor_with_nothing_typed_closes_without_a_question(qtbot, qloop, ui_pod, monkeypatch) -> None:
     def no_question(*_a, **_k):
         raise AssertionError("asked, though nothing was typed")
