@@ -8,9 +8,11 @@ or whose expiry passed, is stale and may be taken over.
 from __future__ import annotations
 
 import os
+import re
 import socket
 import time
 import uuid
+from pathlib import Path
 from types import TracebackType
 
 import psutil
@@ -27,6 +29,34 @@ def _proc_started(pid: int) -> float:
         return float(psutil.Process(pid).create_time())
     except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
         return -1.0
+
+
+_TEMP = re.compile(r"\.tmp(\d+)$")
+
+
+def remove_dead_temps(*roots: Path) -> int:
+    """Deletes the temporary files (``<name>.tmp<pid>``) that writers killed before their rename left under
+    ``roots``: each holds a page's or a source's text (perhaps of a source deleted since) that no other file of
+    memory holds or ever will. A running writer's file is left alone: its process is alive and started before
+    the file was written (a pid used again by a later process is not taken for it). Returns how many went."""
+    gone = 0
+    for root in roots:
+        for folder, _dirs, files in os.walk(root):
+            for name in files:
+                m = _TEMP.search(name)
+                if m is None:
+                    continue
+                path = Path(folder) / name
+                try:
+                    written = path.stat().st_mtime
+                    started = _proc_started(int(m.group(1)))
+                    if 0 <= started <= written + 1.0:
+                        continue  # its writer may still be at it
+                    path.unlink()
+                    gone += 1
+                except OSError:
+                    continue
+    return gone
 
 
 def _holder_alive(pid: int, started: float, host: str) -> bool:

@@ -40,6 +40,7 @@ from .index import (
     without_words,
     words,
 )
+from .lease import remove_dead_temps
 from .pages import (
     Page,
     PageFormatError,
@@ -1135,11 +1136,12 @@ class Memory:
     def finish_deletions(self) -> int:
         """Takes off their pages the claims that still cite a deleted source: a process killed after memory forgot
         the source and before the claims left its pages (they would stay for good: the page is only marked for a
-        rewrite, which a model may never do). Run by ingest and nightly under the writer's lease. Returns how many
-        pages changed."""
+        rewrite, which a model may never do); the temporary copies of pages and sources a killed writer left go
+        too. Run by ingest and nightly under the writer's lease. Returns how many pages changed."""
         changed: set[Scope] = set()
         pages = 0
         with self._lock:
+            remove_dead_temps(self.pages.root, self.sources.root)  # a killed writer's copy of a page or a source
             for scope, slug in self.catalog.query("SELECT scope, slug FROM stale_pages ORDER BY scope, slug"):
                 sc = Scope.parse(scope)
                 try:
@@ -1544,13 +1546,16 @@ class Memory:
 
     def _store_page(self, page: Page, *, commit: bool = True) -> None:
         sc = Scope.parse(page.scope)
+        cites = [(str(sc), page.slug, sid) for sid in page.citations.values()]
+        # What the page will cite is recorded before its file is written: a process killed in between leaves the
+        # catalog naming too many sources for it (harmless), never too few (a source deleted later would then
+        # not be looked for on the page, and its claim would stay there for good).
+        with self.catalog.tx(immediate=True) as db:
+            db.executemany("INSERT OR IGNORE INTO citations VALUES (?,?,?)", cites)
         self.pages.write(page)
         with self.catalog.tx(immediate=True) as db:
             db.execute("DELETE FROM citations WHERE scope=? AND slug=?", (str(sc), page.slug))
-            db.executemany(
-                "INSERT OR IGNORE INTO citations VALUES (?,?,?)",
-                [(str(sc), page.slug, sid) for sid in page.citations.values()],
-            )
+            db.executemany("INSERT OR IGNORE INTO citations VALUES (?,?,?)", cites)
             db.execute("DELETE FROM stale_pages WHERE scope=? AND slug=?", (str(sc), page.slug))
         idx = self.index(sc)
         idx.add([_page_doc(page)])

@@ -404,8 +404,12 @@ class PageStore:
         path = self.path_for(scope, slug)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_bytes(text.encode("utf-8", "surrogateescape"))  # a hand edit's odd bytes, kept as they were
-        os.replace(tmp, path)
+        try:
+            tmp.write_bytes(text.encode("utf-8", "surrogateescape"))  # a hand edit's odd bytes, kept as they were
+            os.replace(tmp, path)
+        except BaseException:  # a full disk, say: no copy of the text stays behind (a crash's: remove_dead_temps)
+            tmp.unlink(missing_ok=True)
+            raise
         return path
 
     def delete(self, scope: Scope, slug: str) -> None:

@@ -179,6 +179,80 @@ def test_a_crash_between_storing_and_the_keyword_index_loses_nothing_and_keeps_n
     assert _files_holding(root, b"quokka7731") == []
 
 
+_KILLED_WRITING = """
+import os, signal, sys
+import wiki_engine.pages as pages
+import wiki_engine.sources as sources
+from wiki_engine import Page, open_memory
+from wiki_engine.pipeline import run_ingest
+where, keep, gone = sys.argv[2:5]
+if where == "after the page file":  # the file is written, the catalog not yet told what it cites
+    real = pages.PageStore.write_text
+    def write_text(self, *a):
+        real(self, *a)
+        os.kill(os.getpid(), signal.SIGKILL)
+    pages.PageStore.write_text = write_text
+else:  # the new page, or a new source, is in its temporary file, not yet renamed into place
+    kill = type("os", (), {"replace": staticmethod(lambda *a: os.kill(os.getpid(), signal.SIGKILL)),
+                           "getpid": staticmethod(os.getpid), "fsync": staticmethod(os.fsync),
+                           "chmod": staticmethod(os.chmod), "sync": staticmethod(os.sync)})
+    setattr(sources if where == "before a source's rename" else pages, "os", kill)
+with open_memory(sys.argv[1], embedder=None) as mem:
+    if where == "before a source's rename":
+        mem.add_source("Alice: the gate code is okapi6138.", scope="private/alice")
+    run_ingest(mem, lambda batch: [Page("Household", "private/alice", "home",
+        "- The dentist is Dr Okafor on Mill Street [1]\\n- The safe combination is 4417-2291 [2]", {1: keep, 2: gone})])
+"""
+
+
+@pytest.mark.parametrize("where", ["after the page file", "before the page's rename", "before a source's rename"])
+@pytest.mark.parametrize("then", ["ingest", "nightly"])
+def test_a_write_killed_midway_keeps_no_words_of_a_source_deleted_after(tmp_path, where, then) -> None:
+    """An ingest killed just after it wrote a page (before the catalog learnt what the page cites): deleting a source
+    the page cited after the restart left its claim on the page for good ("The safe combination is 4417-2291"),
+    as deleting looks for claims by the catalog. Killed before the page's rename, the page's text stayed in a
+    temporary file nothing ever removed, as did a source's killed while it was being stored (in no catalog, so no
+    one could delete it). Now neither outlives the next ingest or nightly run."""
+    from wiki_engine import open_memory
+    from wiki_engine.pipeline import run_ingest, run_nightly
+
+    root = tmp_path / "m"
+    with open_memory(root, embedder=None) as mem:
+        keep = mem.add_source("Alice: The dentist is Dr Okafor on Mill Street.", scope="private/alice")
+        gone = mem.add_source("Alice: The safe combination is 4417-2291.", scope="private/alice")
+        mem.add_source("Bob: the shed code is 4417-2291 too.", scope="private/bob")
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    done = subprocess.run([sys.executable, "-c", _KILLED_WRITING, str(root), where, keep, gone], env=env,
+                          timeout=120, capture_output=True, text=True)
+    assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
+    left = b"okapi6138" if where == "before a source's rename" else b"4417-2291"
+    assert _files_holding(root / ("sources" if left == b"okapi6138" else "wiki"), left)  # what the killed run left
+    with open_memory(root, embedder=None) as mem:
+        mem.delete_source(gone)
+        run_nightly(mem) if then == "nightly" else run_ingest(mem, lambda batch: [])
+        page = mem.read_page("private/alice", "household")
+        assert page is None or ("4417" not in page.body and "Dr Okafor" in page.body)
+        assert mem.search("safe combination 4417", scopes=Viewer("alice"), mode="keyword") == []
+        assert mem.search("shed code", scopes=Viewer("bob"), mode="keyword")  # Bob's own note stays
+    assert _files_holding(root / "wiki", b"4417-2291") == [] and _files_holding(root, b"okapi6138") == []
+
+
+def test_a_temporary_file_of_a_writer_still_running_is_left_alone(tmp_path) -> None:
+    """The sweep of killed writers' temporary files must not take one from under a process writing it now (the
+    window storing a page while a `memory` command runs nightly): its process is alive. A finished process's goes."""
+    from wiki_engine import open_memory
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    with open_memory(tmp_path / "m", embedder=None) as mem:
+        folder = mem.pages.root / "private" / "alice"
+        folder.mkdir(parents=True)
+        live, killed = folder / f"home.tmp{os.getpid()}", folder / f"home.tmp{int(dead.stdout)}"
+        live.write_text("being written")
+        killed.write_text("left by a crash")
+        mem.finish_deletions()
+        assert live.exists() and not killed.exists()
+
+
 _OPEN_INDEX = """
 import sys
 from pathlib import Path
