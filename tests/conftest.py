@@ -88,8 +88,9 @@ async def pod(home: Path, fake_model: FakeModelServer) -> AsyncIterator:
 
 @pytest.fixture
 def servers() -> Iterator[tuple[Dovecot, SmtpSink]]:
-    """Alice's mail servers on loopback: a real Dovecot (IMAP, password "secret") and an SMTP sink."""
-    d = Dovecot({"alice": "secret"}).start()
+    """Alice's mail servers on loopback: a real Dovecot (IMAP, password "secret"; Bob has a mailbox there too,
+    password "bobsecret") and an SMTP sink."""
+    d = Dovecot({"alice": "secret", "bob": "bobsecret"}).start()
     s = SmtpSink().start()
     try:
         yield d, s

@@ -180,6 +180,11 @@ class ImapSession:
         uids = sorted({int(x) for x in b" ".join(d for d in data if d).split()})
         return [u for u in uids if u > last_uid]
 
+    def has_uid(self, uid: int) -> bool:
+        """Whether the selected mailbox still holds the message with this UID (moved away or deleted: no)."""
+        _, data = self._call(self._c().uid, "SEARCH", f"UID {int(uid)}")
+        return int(uid) in {int(x) for x in b" ".join(d for d in data if d).split()}
+
     def fetch_meta(self, uids: list[int]) -> dict[int, tuple[int, set[str]]]:
         """{uid: (size in bytes, flags)} for the given UIDs."""
         out: dict[int, tuple[int, set[str]]] = {}

@@ -184,6 +184,52 @@ def known_fingerprints(bind: Engine | Connection, account_id: str, mailbox: str)
 
 
 @dataclass
+class KeptAt:
+    """Where a kept mail was when Hearth kept it (or last found it)."""
+
+    id: str
+    mailbox: str
+    uidvalidity: int
+    uid: int
+
+
+def kept_alike(bind: Engine | Connection, account_id: str, mail: ParsedMail) -> list[KeptAt]:
+    """The kept mail that ``mail`` may be under an earlier UID (moved out of the mailbox and back, the server gave it
+    a new one), oldest first: the same Message-ID, sender, subject and Date; a mail with no Message-ID, the same
+    sender, subject, Date (or none), headers (a delivery's Received lines among them), text and size. Whether it is
+    that mail or a second one alike, only the server can tell: the one kept before has left the mailbox or not."""
+    if mail.message_id:
+        where, args = "message_id = :mid", {"mid": mail.message_id}
+    else:
+        where = "message_id = '' AND size = :size AND body_text = :body AND headers = :h"
+        args = {"size": int(mail.size), "body": mail.text, "h": json.dumps(mail.headers)}
+    with tx(bind) as c:
+        rows = c.execute(text(
+            f"SELECT id, mailbox, uidvalidity, uid FROM mail_messages WHERE account_id = :a AND {where} AND "
+            "from_addr = :f AND subject = :s AND COALESCE(sent_date, '') = :d ORDER BY received_at, id"),
+            {"a": account_id, "f": mail.from_addr, "s": mail.subject, "d": mail.date or "", **args}).all()
+    return [KeptAt(str(r[0]), str(r[1]), int(r[2]), int(r[3])) for r in rows]
+
+
+NOT_IN_MAILBOX = "The mail was no longer in "  # how an action on a mail that left the mailbox failed (see move_message)
+
+
+def move_message(c: Connection, mail_id: str, mailbox: str, uidvalidity: int, uid: int) -> bool:
+    """Notes that a kept mail is now under ``uid`` (moved out of the mailbox and back): the rules' label and mark-read
+    still waiting, or failed because it was away, act on it there. False (nothing changed) if that UID is kept already."""
+    if c.execute(text("SELECT 1 FROM mail_messages WHERE account_id = (SELECT account_id FROM mail_messages WHERE "
+                      "id = :id) AND mailbox = :m AND uidvalidity = :v AND uid = :u"),
+                 {"id": mail_id, "m": mailbox, "v": uidvalidity, "u": uid}).first():
+        return False
+    c.execute(text("UPDATE mail_messages SET mailbox = :m, uidvalidity = :v, uid = :u WHERE id = :id"),
+              {"id": mail_id, "m": mailbox, "v": uidvalidity, "u": uid})
+    c.execute(text("UPDATE mail_actions SET state = 'pending', error = NULL, done_at = NULL WHERE mail_id = :id AND "
+                   "state = 'failed' AND kind IN ('label', 'mark_read') AND error LIKE :gone"),
+              {"id": mail_id, "gone": NOT_IN_MAILBOX + "%"})
+    return True
+
+
+@dataclass
 class StoredMail:
     id: str
     account_id: str
@@ -199,8 +245,8 @@ def record_message(c: Connection, account_id: str, mailbox: str, uidvalidity: in
 
     One transaction; None (and nothing written) if this UID was already stored, or the mail was under another UID:
     moved out of the mailbox and back (to Archive and back, say), the server gives it a new UID, and it was kept and
-    listed twice. It is the same mail when its Message-ID, sender, subject and Date are (a mail with no Message-ID
-    cannot be told from another alike, and is kept again)."""
+    listed twice. It is the same mail when its Message-ID, sender, subject and Date are; the mailroom tells a mail
+    with no Message-ID from another alike first (``kept_alike``: has the one kept before left the mailbox?)."""
     if mail.message_id and c.execute(text(
             "SELECT 1 FROM mail_messages WHERE account_id = :a AND message_id = :mid AND from_addr = :f AND "
             "subject = :s AND COALESCE(sent_date, '') = :d LIMIT 1"),

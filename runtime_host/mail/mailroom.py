@@ -176,6 +176,8 @@ class Mailroom:
                 with self.engine.begin() as c:
                     ledger.set_watermark(c, self.account_id, box, uidvalidity, uid)
                 continue
+            if self._found_again(sess, box, uidvalidity, uid, mail):
+                continue
             try:
                 matches = self.rules.evaluate(mail)
             except Exception as exc:  # noqa: BLE001 - one mail the rules trip on must not stop the inbox
@@ -190,6 +192,25 @@ class Mailroom:
                 ledger.set_watermark(c, self.account_id, box, uidvalidity, uid)
             if stored is not None:
                 report.new.append(stored)
+
+    def _found_again(self, sess: ImapSession, box: str, uidvalidity: int, uid: int, mail: ParsedMail) -> bool:
+        """Whether the mail new under ``uid`` was kept before under another UID: moved out of the mailbox and back
+        (to Archive and back), the server gave it a new one. The one kept before that has left the mailbox is it: it
+        is now under ``uid``, and the rules' label and mark-read still to do act on it there. A mail with no
+        Message-ID whose look-alikes are all still in the mailbox is another mail with the same words (sent twice):
+        it is kept as a mail of its own. One with the same Message-ID is kept once, as a copy of it."""
+        earlier = ledger.kept_alike(self.engine, self.account_id, mail)
+        if not earlier:
+            return False
+        gone = next((k for k in earlier
+                     if k.mailbox != box or k.uidvalidity != uidvalidity or not sess.has_uid(k.uid)), None)
+        if gone is None and not mail.message_id:
+            return False
+        with self.engine.begin() as c:
+            if gone is not None:
+                ledger.move_message(c, gone.id, box, uidvalidity, uid)
+            ledger.set_watermark(c, self.account_id, box, uidvalidity, uid)
+        return True
 
     def _read(self, uid: int, raw: bytes, *, size: int, partial: bool) -> ParsedMail:
         """The message parsed; if parsing fails (a fault in Hearth), kept as it came with a note and logged: one mail
@@ -220,6 +241,14 @@ class Mailroom:
                 continue
             flag = "\\Seen" if a.kind == "mark_read" else str(a.params["keyword"])
             try:
+                if not sess.has_uid(stored.uid):  # the server would set it on nothing, and say OK
+                    what = "marked read" if a.kind == "mark_read" else f"labelled {flag!r}"
+                    why = (f"{ledger.NOT_IN_MAILBOX}{self.settings.mailbox} (moved or deleted on the server), so "
+                           f"{stored.mail.subject!r} was not {what}; it will be if it comes back to "
+                           f"{self.settings.mailbox}.")
+                    ledger.finish_action(self.engine, a.id, ok=False, error=why)
+                    report.notes.append(why)
+                    continue
                 sess.add_flags(stored.uid, [flag])
             except MailConnectionError as exc:
                 report.notes.append(f"rule actions on the server wait for the next poll: {exc}")

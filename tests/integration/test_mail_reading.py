@@ -111,6 +111,23 @@ UNDATED = PLUMBER.replace(b"Date: Mon, 03 Jun 2024 09:00:00 +0000\r\n", b"")  # 
 assert UNDATED != PLUMBER
 
 
+def to_archive_and_back(d: Dovecot, uids: str = "1:*", *, out: bool = True, back: bool = True) -> None:
+    """Alice (or her phone's mail app) moves mail of her inbox to Archive (``out``), and all of Archive back
+    (``back``): the server gives what comes back a new UID, as a server does."""
+    c = d.client()
+    try:
+        if c.select('"Archive"')[0] != "OK":
+            c.create('"Archive"')
+        if out:
+            c.select('"INBOX"')
+            c.uid("MOVE", uids, '"Archive"')
+        if back:
+            c.select('"Archive"')
+            c.uid("MOVE", "1:*", '"INBOX"')
+    finally:
+        c.logout()
+
+
 async def _remembered_then_deleted(pod, servers, mail: bytes = PLUMBER) -> str:
     acct = add_inbox(pod, servers)
     servers[0].deliver(mail)
@@ -131,15 +148,7 @@ async def test_a_deleted_mail_stays_deleted_when_it_is_moved_back_into_the_inbox
     header still was, once one with a Date was not)."""
     d, _ = servers
     acct = await _remembered_then_deleted(pod, servers, PLUMBER if dated else UNDATED)
-    c = d.client()
-    try:
-        c.create('"Archive"')
-        c.select('"INBOX"')
-        c.uid("MOVE", "1:*", '"Archive"')
-        c.select('"Archive"')
-        c.uid("MOVE", "1:*", '"INBOX"')
-    finally:
-        c.logout()
+    to_archive_and_back(d)
     await asyncio.wait_for(pod.mail.poll(acct), 60)
     await pod.memory_produce()
     back = [h.snippet for h in await pod.memory_search("plumber Zebulon boiler", mode="keyword")]
@@ -217,15 +226,7 @@ async def test_a_mail_moved_out_of_the_inbox_and_back_is_listed_once(pod, server
     acct = add_inbox(pod, servers)
     d.deliver(PLUMBER)
     await asyncio.wait_for(pod.mail.poll(acct), 60)
-    c = d.client()
-    try:
-        c.create('"Archive"')
-        c.select('"INBOX"')
-        c.uid("MOVE", "1:*", '"Archive"')
-        c.select('"Archive"')
-        c.uid("MOVE", "1:*", '"INBOX"')
-    finally:
-        c.logout()
+    to_archive_and_back(d)
     d.deliver(DENTIST)  # the next mail still arrives
     await asyncio.wait_for(pod.mail.poll(acct), 60)
     listed = [m["subject"] for m in pod.mail.messages(acct, pod.person.id)]
@@ -234,3 +235,124 @@ async def test_a_mail_moved_out_of_the_inbox_and_back_is_listed_once(pod, server
     d.deliver(PLUMBER.replace(b"Ana <ana@", b"Bo <bo@"))
     await asyncio.wait_for(pod.mail.poll(acct), 60)
     assert len(pod.mail.messages(acct, pod.person.id)) == 3
+
+
+# Neither a Date nor a Message-ID: known by its sender, subject, headers and text alone
+BARE = PLUMBER.replace(b"Date: Mon, 03 Jun 2024 09:00:00 +0000\r\n", b"").replace(
+    b"Message-ID: <plumb-1@example.org>\r\n", b"")
+assert b"Date:" not in BARE and b"Message-ID" not in BARE
+
+
+async def test_a_mail_with_no_date_or_message_id_moved_out_and_back_is_listed_and_remembered_once(
+        pod, servers) -> None:
+    """It was kept again under its new UID: listed twice on the Mail page and in an agent's list_mail, and
+    remembered twice. The same words delivered a second time, while the first is still in the inbox, are two mails."""
+    d, _ = servers
+    acct = add_inbox(pod, servers)
+    d.deliver(BARE)
+    await asyncio.wait_for(pod.mail.poll(acct), 60)
+    await pod.memory_produce()
+    to_archive_and_back(d)
+    d.deliver(DENTIST)  # the next mail still arrives
+    await asyncio.wait_for(pod.mail.poll(acct), 60)
+    await pod.memory_produce()
+    assert sorted(m["subject"] for m in pod.mail.messages(acct, pod.person.id)) == ["Dentist", "Plumber"]
+    listed = await pod.mail.tool_list_mail(pod.person.id, "helper", {"limit": 10})
+    assert listed.count("— Plumber") == 1, listed
+    remembered = [h.snippet for h in await pod.memory_search("plumber Zebulon boiler", mode="keyword")
+                  if "Zebulon" in h.snippet]
+    assert len(remembered) == 1, remembered
+    # the same bytes sent again (a tool that mails the same notice twice): the first is still in the inbox, so this
+    # is a second mail, listed as one
+    d.deliver(BARE)
+    await asyncio.wait_for(pod.mail.poll(acct), 60)
+    assert sorted(m["subject"] for m in pod.mail.messages(acct, pod.person.id)) == ["Dentist", "Plumber", "Plumber"]
+    # and both moved out and back are still two, not one
+    to_archive_and_back(d)
+    await asyncio.wait_for(pod.mail.poll(acct), 60)
+    assert sorted(m["subject"] for m in pod.mail.messages(acct, pod.person.id)) == ["Dentist", "Plumber", "Plumber"]
+
+
+PLUMBING_RULES = [{"id": "plumbing", "name": "Plumbing", "when": [{"field": "subject", "op": "contains",
+                                                                    "value": "plumber"}],
+                   "then": [{"action": "label", "keyword": "Plumbing"}, {"action": "mark_read"}]}]
+
+
+def _uid_of(d: Dovecot, subject: str, user: str = "alice") -> int:
+    c = d.client(user)
+    try:
+        c.select('"INBOX"', readonly=True)
+        _, data = c.uid("SEARCH", "SUBJECT", f'"{subject}"')
+        (uid,) = data[0].split()
+        return int(uid)
+    finally:
+        c.logout()
+
+
+async def _rules_not_yet_set(pod, servers, monkeypatch, mail: bytes) -> tuple[str, str, dict]:
+    """Alice's inbox with the plumbing rules, and Bob's with the same mail; the connection drops before the rules'
+    label and mark-read are set on Alice's server, so they wait for the next check."""
+    from runtime_host.mail.imap import ImapSession, MailConnectionError
+    from tests.integration.test_memory_pod import bob_with_his_own_provider
+
+    d, s = servers
+    bob, _ = bob_with_his_own_provider(pod)
+    bobs = pod.mail.add_account(
+        bob["id"], "bob@example.org",
+        imap={"host": "127.0.0.1", "port": d.port, "username": "bob", "security": "none", "timeout_s": 10},
+        smtp={"host": "127.0.0.1", "port": s.port, "security": "none"}, password="bobsecret", rules=[],
+        start_at="all").id
+    acct = add_inbox_with(pod, d, s, rules=PLUMBING_RULES)
+    d.deliver(mail, user="bob")
+    d.deliver(DENTIST)
+    d.deliver(mail)
+
+    def dropped(self, uid, flags):
+        raise MailConnectionError("The mail server dropped the connection: made by the test")
+
+    with monkeypatch.context() as m:
+        m.setattr(ImapSession, "add_flags", dropped)
+        rep = await asyncio.wait_for(pod.mail.poll(acct), 60)
+    assert rep["actions_pending"] == 2, rep
+    return acct, bobs, bob
+
+
+async def _set_where_it_is_now(pod, d: Dovecot, acct: str, bobs: str, bob: dict, old_uid: int) -> None:
+    now = _uid_of(d, "Plumber")
+    assert now != old_uid
+    assert {"Plumbing", "\\Seen"} <= d.flags(now), f"the moved mail has flags {d.flags(now)}"
+    assert not {"Plumbing", "\\Seen"} & d.flags(_uid_of(d, "Dentist"))  # another mail: untouched
+    assert sorted(m["subject"] for m in pod.mail.messages(acct, pod.person.id)) == ["Dentist", "Plumber"]
+    await asyncio.wait_for(pod.mail.poll(bobs), 60)
+    assert not {"Plumbing", "\\Seen"} & d.flags(_uid_of(d, "Plumber", "bob"), user="bob")  # Bob's: untouched
+    assert [m["subject"] for m in pod.mail.messages(bobs, bob["id"])] == ["Plumber"]
+
+
+@pytest.mark.parametrize("mail", [PLUMBER, BARE], ids=["with Message-ID", "no Date or Message-ID"])
+async def test_the_rules_label_and_mark_read_a_mail_where_it_is_after_it_was_moved(pod, servers, monkeypatch,
+                                                                                  mail) -> None:
+    """The connection dropped before the rules' label and mark-read were set on the server; meanwhile the mail went
+    to Archive and back into the inbox, under a new UID. They were set on its old UID: on nothing, and the mail
+    stayed unlabelled and unread. Bob's copy of the same mail, in his own inbox, is not touched."""
+    d, _ = servers
+    acct, bobs, bob = await _rules_not_yet_set(pod, servers, monkeypatch, mail)
+    old = _uid_of(d, "Plumber")
+    to_archive_and_back(d, str(old))
+    await asyncio.wait_for(pod.mail.poll(acct), 60)
+    await _set_where_it_is_now(pod, d, acct, bobs, bob, old)
+
+
+async def test_a_rule_on_a_mail_away_from_the_inbox_says_so_and_acts_when_it_comes_back(pod, servers,
+                                                                                       monkeypatch) -> None:
+    """Checked while the mail was in Archive, the label and mark-read were 'done' on a UID the inbox no longer had,
+    without a word, and not done when it came back."""
+    d, _ = servers
+    acct, bobs, bob = await _rules_not_yet_set(pod, servers, monkeypatch, PLUMBER)
+    old = _uid_of(d, "Plumber")
+    to_archive_and_back(d, str(old), back=False)
+    rep = await asyncio.wait_for(pod.mail.poll(acct), 60)
+    assert ("The mail was no longer in INBOX (moved or deleted on the server), so 'Plumber' was not labelled "
+            "'Plumbing'; it will be if it comes back to INBOX.") in rep["notes"], rep["notes"]
+    to_archive_and_back(d, out=False)
+    await asyncio.wait_for(pod.mail.poll(acct), 60)
+    await _set_where_it_is_now(pod, d, acct, bobs, bob, old)
