@@ -111,6 +111,13 @@ def _delete_turns(c: Any, turn_ids: list[str]) -> None:
         c.execute(text("DELETE FROM turn WHERE id = :t"), {"t": tid})
 
 
+def words(store: Any, messages: list[Any], turn_ids: list[str]) -> list[str]:
+    """What these messages and these turns' steps (an agent's calls and their results) say: where a reversible
+    placeholder may still be shown."""
+    return [m.content for m in messages] + [str(t) for tid in turn_ids for step in store.list_steps(tid)
+                                            for t in (step.arguments, step.result) if t]
+
+
 def deletable(me: Any, conversation_id: str) -> None:
     """Raises StoreError unless the conversation is the person's and no answer is being written in it."""
     own(me, conversation_id)
@@ -266,11 +273,12 @@ async def answer_again(me: Any, conversation_id: str, message_id: str, new_text:
         target = branch(me, conversation_id, prompt.id, include=False)
     else:
         target = conversation_id
+        said = words(me.store, msgs[idx:], [prompt.turn_id] if prompt.turn_id else [])
         with me.store.engine.begin() as c:
             if prompt.turn_id:
                 _delete_turns(c, [prompt.turn_id])
             for m in msgs[idx:]:
                 c.execute(text("DELETE FROM message WHERE id = :m"), {"m": m.id})
         me.store.purge()  # an edited message's earlier text (a pasted password, say) leaves the files too
-        await me.pod.memory_host.forget_messages(me.person_id, [m.id for m in msgs[idx:]], conversation_id)  # and memory
+        await me.pod.memory_host.forget_messages(me.person_id, [m.id for m in msgs[idx:]], conversation_id, said)  # and memory
     return await me.start_turn(agent, text_out, conversation_id=target)

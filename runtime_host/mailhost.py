@@ -64,14 +64,10 @@ class MailHost:
             self._removing.discard(acct.id)
 
     async def _remove_account(self, acct: ledger.AccountRow, person_id: str) -> int:
-        keys, scope = ledger.message_row_ids(self.engine, acct.id), f"private/{acct.person_id}"
-
-        def forget() -> int:
-            # Kept as forgotten too: a memory run that read this mail before and is still waiting on its model
-            # stores nothing of it after.
-            return int(self.pod.memory.forget_origins(scope, keys))
-
-        forgotten = await self.pod.in_memory_thread(forget) if keys else 0
+        keys = ledger.message_row_ids(self.engine, acct.id)
+        # Kept as forgotten too: a memory run that read this mail before and is still waiting on its model stores
+        # nothing of it after. The real values behind its reversible placeholders leave the keyring once unused.
+        forgotten = await self.pod.forget_origins(acct.person_id, keys) if keys else 0
         ledger.delete_account(self.engine, acct.id)
         vault = self.pod.vault_for(person_id)
         for which in ("imap", "smtp"):

@@ -280,11 +280,7 @@ class MemoryHost:
         mine = f"private/{person_id}"
 
         def said() -> Iterator[str]:  # what goes with it: the source and the summaries that read it
-            for sid in [source_id, *(k for k in summaries if self.memory.source_scope(k) == mine)]:
-                try:
-                    yield self.memory.get_source(sid).markdown
-                except (OSError, KeyError, ValueError):
-                    continue
+            return self._source_texts([source_id, *(k for k in summaries if self.memory.source_scope(k) == mine)])
 
         def delete() -> list[str]:
             stale = self.memory.delete_source(source_id)
@@ -324,16 +320,21 @@ class MemoryHost:
     async def memory_discard(self, person_id: str, qid: int) -> None:
         """The person threw a held item away: its text leaves memory's files."""
         q = await self._own_held(person_id, qid)
+        mappings = await self.in_memory_thread(lambda: self._mappings_in([], [q.text, q.reason, q.head]))
         await self.in_memory_thread(lambda: self.memory.discard_quarantined(qid))
+        await self._forget_unused_mappings(person_id, mappings)
         await self.pod.folders.held_decided(q.item_key)
         self.pod.audit(person_id=person_id, agent=None, kind="memory", phase="memory_write", action="discarded",
                        rule="memory.instruction_filter", summary=f"held item #{qid} discarded by the person",
                        detail={"quarantine_id": qid, "scope": q.scope})
 
-    async def forget_messages(self, person_id: str, ids: list[str], conversation_id: str | None = None) -> None:
+    async def forget_messages(self, person_id: str, ids: list[str], conversation_id: str | None = None,
+                              said: Iterable[str] = ()) -> None:
         """Messages taken out of the end of a conversation (the last exchange edited or answered again): what
         memory kept of them goes too, and they are never pulled again. So does a summary of the conversation that
-        read one of them; it is written again once the conversation reaches its length anew."""
+        read one of them; it is written again once the conversation reaches its length anew. The real values
+        behind the reversible placeholders in them, or in ``said`` (the exchange's own words and steps, deleted
+        by the caller), leave the person's vault once nothing left shows them."""
         from runtime_host.memory_jobs import summaries_past_the_end
 
         if not ids:
@@ -341,12 +342,29 @@ class MemoryHost:
         scope = f"private/{person_id}"
         summaries = await summaries_past_the_end(self.pod, person_id, conversation_id, len(ids)) if conversation_id else []
 
+        def mine() -> list[str]:
+            return [k for k in summaries if self.memory.source_scope(k) == scope]
+
         def forget() -> None:
             self.memory.forget_origins(scope, ids)
-            self.memory.delete_sources([k for k in summaries if self.memory.source_scope(k) == scope], again=True)
+            self.memory.delete_sources(mine(), again=True)
             self.memory.drop_held(scope, summaries)
 
+        mappings = await self.in_memory_thread(lambda: self._mappings_in([], itertools.chain(
+            said, self._source_texts([*self.memory.sources_by_key(scope, ids), *mine()]))))
         await self.in_memory_thread(forget)
+        await self._forget_unused_mappings(person_id, mappings)
+
+    async def forget_origins(self, person_id: str, keys: list[str]) -> int:
+        """Deletes what memory kept of some origins of the person's (an inbox's mail): ``Memory.forget_origins`` in
+        their private scope. The real values behind the reversible placeholders in it leave the person's vault
+        once nothing left shows them. Returns how many sources were deleted."""
+        scope = f"private/{person_id}"
+        mappings = await self.in_memory_thread(
+            lambda: self._mappings_in([], self._source_texts(self.memory.sources_by_key(scope, keys))))
+        n = int(await self.in_memory_thread(lambda: self.memory.forget_origins(scope, keys)))
+        await self._forget_unused_mappings(person_id, mappings)
+        return n
 
     async def memory_forget_agent(self, person_id: str, name: str) -> int:
         """Everything one agent learned, and memory's summaries of the person's conversations with it (those
@@ -397,16 +415,10 @@ class MemoryHost:
         messages = self.pod.store.list_messages(conversation_id)
         keys = [m.id for m in messages]
         scope, summaries = f"private/{person_id}", [f"summary-{conversation_id}-"]
-        said = [m.content for m in messages] + [str(t) for turn in self.pod.store.list_turns(conversation_id)
-                                                 for step in self.pod.store.list_steps(turn.id)
-                                                 for t in (step.arguments, step.result) if t]
+        said = conversations.words(self.pod.store, messages, [t.id for t in self.pod.store.list_turns(conversation_id)])
 
         def remembered() -> Iterator[str]:  # what memory kept of it
-            for sid in self.memory.sources_by_key(scope, keys, summaries):
-                try:
-                    yield self.memory.get_source(sid).markdown
-                except (OSError, KeyError, ValueError):
-                    continue
+            return self._source_texts(self.memory.sources_by_key(scope, keys, summaries))
 
         mappings = await self.in_memory_thread(lambda: self._mappings_in([], itertools.chain(said, remembered())))
         n = await self.in_memory_thread(lambda: self.memory.forget_origins(scope, keys, summaries))
@@ -424,6 +436,14 @@ class MemoryHost:
         n = int(await self.in_memory_thread(lambda: self.memory.forget_person(person_id)))
         await self._forget_unused_mappings(person_id, mappings)
         return n
+
+    def _source_texts(self, source_ids: Iterable[str]) -> Iterator[str]:
+        """(On memory's thread.) The text of each of these sources still stored."""
+        for sid in source_ids:
+            try:
+                yield self.memory.get_source(sid).markdown
+            except (OSError, KeyError, ValueError):
+                continue
 
     def _mappings_in(self, scopes: list[str], texts: Iterable[str] = ()) -> set[str]:
         """(On memory's thread.) The reversible redactions' mappings that placeholders in what memory keeps in

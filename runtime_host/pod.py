@@ -577,6 +577,11 @@ class Pod:
     async def memory_forget_agent(self, person_id: str, name: str) -> int:
         return await self.memory_host.memory_forget_agent(person_id, name)
 
+    async def forget_origins(self, person_id: str, keys: list[str]) -> int:
+        """Deletes what memory kept of some origins of the person's (an inbox's mail) and the real values behind its
+        reversible placeholders that nothing left shows."""
+        return await self.memory_host.forget_origins(person_id, keys)
+
     async def memory_forget_me(self, person_id: str) -> int:
         return await self.memory_host.memory_forget_me(person_id)
 
