@@ -513,7 +513,7 @@ async def _reembed(me: Any) -> int:
         await asyncio.wrap_future(switching)
     shown = None
     while True:
-        st = mem.embedding_status()
+        st = mem.embedding_status(me.person_scopes())  # the items of the scopes this person reads, no one else's
         line = f"Re-embedding memory with {st['model']}: {st['done']}/{st['total']}"
         if line != shown and st["total"]:
             print(line, flush=True)
@@ -524,7 +524,8 @@ async def _reembed(me: Any) -> int:
     if st["error"]:  # the choice is saved: memory tries again whenever Hearth runs
         print(st["error"], file=sys.stderr)
         return EXIT_FAILED
-    print(f"Memory search by meaning now uses {st['model']} ({st['total']} items re-embedded).")
+    done = f"{st['total']} items re-embedded" if st["total"] else "nothing needed re-embedding"
+    print(f"Memory search by meaning now uses {st['model']} ({done}).")
     return EXIT_OK
 
 

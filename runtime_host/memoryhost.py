@@ -106,10 +106,13 @@ class MemoryHost:
         if self._memory_pool is not None:
             self._memory_pool.shutdown(wait=False)
 
-    def embedding_status(self) -> dict[str, Any] | None:
+    def embedding_status(self, person_id: str | None = None) -> dict[str, Any] | None:
         """Progress of re-embedding memory after the embedding model changed ({"model", "done", "total",
-        "running", "error"}), or None while memory is not open (nothing is being re-embedded)."""
-        return None if self._memory is None else self._memory.embedding_status()
+        "running", "error"}), or None while memory is not open (nothing is being re-embedded). With ``person_id``,
+        counted in the scopes that person may read alone: another person's items are none of theirs."""
+        if self._memory is None:
+            return None
+        return self._memory.embedding_status(None if person_id is None else self.person_scopes(person_id))
 
     @property
     def memory(self) -> Any:

@@ -124,11 +124,12 @@ class PersonPod:
 
     def embedding_status(self) -> dict[str, Any] | None:
         """How far re-embedding is. The model is the first person's choice: a provider of theirs is used for
-        their own notes alone, so anyone else is shown nothing of it (not its name, nor its errors)."""
+        their own notes alone, so anyone else is shown nothing of it (not its name, nor its errors). The items
+        counted are those of the scopes the person may read."""
         from runtime_host.memory_jobs import owner
         from wiki_engine.embed import kind_of
 
-        st = self.pod.embedding_status()
+        st = self.pod.embedding_status(self.person_id)
         if st is None or self.person_id == owner(self.pod) or kind_of(str(st.get("model") or "")) is not None:
             return st
         return None

@@ -344,8 +344,8 @@ class Pod:
     def embedding_choices(self, person_id: str) -> list[dict[str, Any]]:
         return self.agent_host.embedding_choices(person_id)
 
-    def embedding_status(self) -> dict[str, Any] | None:
-        return self.memory_host.embedding_status()
+    def embedding_status(self, person_id: str | None = None) -> dict[str, Any] | None:
+        return self.memory_host.embedding_status(person_id)
 
     def role_route(self, person_id: str, role: str) -> dict[str, Any] | None:
         """The person's route for a background role (following inheritance), or None when none is set."""

@@ -360,6 +360,7 @@ class Memory:
         self._sizes_seen: dict[Path, tuple[int, int]] = {}  # folder -> (another size answered, how many times running)
         self._progress: dict[str, object] = {"model": self.embedder.name if self.embedder else "", "done": 0, "total": 0,
                                              "running": False, "error": ""}
+        self._scope_progress: dict[str, list[int]] = {}  # scope -> [done, total] of this choice's re-embedding
         self._say_unloadable(embedder)
         self._delete_files()  # source files of a deletion a kill cut short after its commit
         if is_remote(self.embedder):
@@ -481,7 +482,9 @@ class Memory:
         with self._lock:
             self._check_open()
             self.embedder, self.only_for = new, only_for
-            self._progress.update(model=new.name if new else "", error="")
+            # counted anew: what this choice re-embeds, not what an earlier one (or one turned away from) did
+            self._progress.update(model=new.name if new else "", error="", done=0, total=0)
+            self._scope_progress.clear()
             self._say_unloadable(embedder)
             self._recheck_size = is_remote(new)
             if new is not None:
@@ -508,10 +511,16 @@ class Memory:
                 f"meanwhile, and the vectors made with it are kept for when its file is back. Or choose another model "
                 f"in Settings → Models (`models set embedding local/static`)."))
 
-    def embedding_status(self) -> dict[str, object]:
-        """{"model", "done", "total", "running", "error"}: how far re-embedding with the chosen model is."""
+    def embedding_status(self, scopes: Sequence[str] | None = None) -> dict[str, object]:
+        """{"model", "done", "total", "running", "error"}: how far re-embedding with the chosen model is: the
+        items it re-embeds (or fills) since the model was chosen, in ``scopes`` (all, when None: a person is
+        shown the scopes they may read, never another person's items)."""
         with self._lock:
-            return dict(self._progress)
+            st = dict(self._progress)
+            if scopes is not None:
+                counts = [self._scope_progress.get(str(Scope.parse(sc)), [0, 0]) for sc in scopes]
+                st.update(done=sum(c[0] for c in counts), total=sum(c[1] for c in counts))
+            return st
 
     def wait_for_embedding(self, timeout: float | None = None) -> bool:
         """Blocks until re-embedding is done (True) or ``timeout`` seconds passed (False)."""
@@ -555,13 +564,16 @@ class Memory:
                     wait = min(EMBED_RETRY_MAX_S, EMBED_RETRY_S * 2 ** (failures - 1))
                     # Sources stored since the pass began wait too: the count a person sees includes them.
                     try:
-                        queued = sum(idx.queued_count() for idx in list(self._indexes.values())
-                                     if idx.embedder is not None and is_remote(idx.embedder))
+                        queued = {str(sc): idx.queued_count() for sc, idx in list(self._indexes.items())
+                                  if idx.embedder is not None and is_remote(idx.embedder)}
                     except Exception:  # noqa: BLE001 - an index closing meanwhile: the next pass counts again
-                        queued = 0
+                        queued = {}
                     with self._lock:
                         done = int(self._progress.get("done") or 0)
-                        self._progress["total"] = max(int(self._progress.get("total") or 0), done + queued)
+                        self._progress["total"] = max(int(self._progress.get("total") or 0), done + sum(queued.values()))
+                        for sc, n in queued.items():
+                            c = self._scope_progress.setdefault(sc, [0, 0])
+                            c[1] = max(c[1], c[0] + n)
                         self._progress["error"] = (
                             f"Memory could not get search vectors from {self._progress.get('model')}: {exc} Search "
                             f"keeps working meanwhile (new items are found by their words); Hearth tries again in "
@@ -598,8 +610,8 @@ class Memory:
                         folders.add(Scope.parse(str(meta.parent.relative_to(base))))
                     except ValueError:
                         continue
-        todo: list[tuple[ScopeIndex, Embedder]] = []
-        fills: list[tuple[ScopeIndex, int]] = []
+        todo: list[tuple[Scope, ScopeIndex, Embedder]] = []
+        fills: list[tuple[Scope, ScopeIndex, int]] = []
         answers: list[int] = []  # the size the chosen provider answers now, asked once if a scope needs it
 
         def resized(idx: ScopeIndex, want: Embedder) -> bool:
@@ -618,25 +630,41 @@ class Memory:
             if want is None:
                 continue
             if idx.embedder is None or idx.embedder.name != want.name or (is_remote(want) and resized(idx, want)):
-                todo.append((idx, want))
+                todo.append((sc, idx, want))
                 continue
             idx.embedder = want  # the same model, perhaps reached with a new key
             if queued := idx.queued_count():  # a local model's too: stored while its file could not be loaded
-                fills.append((idx, queued))
-        counts = [i.count() for i, _ in todo]
-        total = sum(counts) + sum(n for _, n in fills)
+                fills.append((sc, idx, queued))
+        counts = [i.count() for _, i, _ in todo]
+        total = sum(counts) + sum(n for _, _, n in fills)
         done = 0
+
+        def count(sc: Scope, d: int, t: int, *, add: bool = False) -> None:  # (under the lock) one scope's share
+            c = self._scope_progress.setdefault(str(sc), [0, 0])
+            c[0] = c[0] + d if add else d
+            c[1] = max(c[1], c[0]) if add else t
+
         if total:
             with self._lock:
+                if self.embedder is not target:
+                    return True
                 self._progress.update(model=target.name, done=0, total=total)
-        for (idx, want), n in zip(todo, counts, strict=True):
+                for (sc, _, _), n in zip(todo, counts, strict=True):
+                    count(sc, 0, n)
+                for sc, _, n in fills:  # added to what this choice did so far in the scope
+                    c = self._scope_progress.setdefault(str(sc), [0, 0])
+                    c[1] = c[0] + n
+        for (sc, idx, want), n in zip(todo, counts, strict=True):
             base_done = done
 
             # Documents added to the scope while it re-embeds count too (``t`` grows): never done while some wait.
-            def report(d: int, t: int, base_done: int = base_done, total: int = total, n: int = n) -> None:
+            def report(d: int, t: int, base_done: int = base_done, total: int = total, n: int = n, sc: Scope = sc) -> None:
                 with self._lock:
+                    if self.embedder is not target:  # a model chosen meanwhile counts anew: not this one's items
+                        return
                     self._progress["total"] = grown = max(total, total + t - n)
                     self._progress["done"] = min(grown, base_done + d)
+                    count(sc, min(d, t), t)
 
             if not idx.switch_embedder(want, report, stop, fresh.setdefault((idx.folder, want.name), {})):
                 return not self._migration_stop.is_set()
@@ -644,10 +672,12 @@ class Memory:
             self._resized.discard(idx.folder)
             done = base_done + idx.count()
             total = max(total, total + idx.count() - n)
+            with self._lock:
+                count(sc, idx.count(), idx.count())
             if is_remote(want) and idx.queued_count():  # added while it ran: queued for this model
-                fills.append((idx, 0))
+                fills.append((sc, idx, 0))
         self._recheck_size = False
-        for idx, _ in fills:
+        for sc, idx, _ in fills:
             assert idx.embedder is not None
             while not stop():
                 rows = idx.queued(EMBED_BATCH)
@@ -667,10 +697,14 @@ class Memory:
                 done += len(rows)
                 total = max(total, done)
                 with self._lock:
-                    self._progress.update(done=done, total=total)
+                    if self.embedder is target:
+                        self._progress.update(done=done, total=total)
+                        count(sc, len(rows), 0, add=True)
         with self._lock:
-            if total:
+            if total and self.embedder is target:
                 self._progress.update(done=total, total=total)  # one rewritten or deleted meanwhile counted in the total
+                for c in self._scope_progress.values():
+                    c[0] = c[1]
         return not self._migration_stop.is_set()
 
     def _answered_size(self, idx: ScopeIndex, size: int) -> bool:

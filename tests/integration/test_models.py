@@ -201,3 +201,27 @@ def test_a_damaged_minilm_file_leaves_memory_answering_with_one_warning(home, ca
     assert rc == 0 and "plumber" in out.out, (rc, out.out[-500:], out.err[-800:])
     said = [line for line in out.err.splitlines() if "pinned checksum" in line]
     assert len(said) == 1 and "reinstall" in said[0] and "models set embedding local/static" in said[0], out.err
+
+
+async def test_each_person_sees_the_re_embedding_of_the_notes_they_read_alone(pod) -> None:
+    """The first person chose MiniLM for search by meaning, then the static model again: Bob's Settings → Models
+    said "Memory is re-embedded: 44 items" while he reads 4 of them (his 3 notes and the shared one); Alice's
+    40 notes were counted in his line."""
+    import time
+
+    bob = pod.add_person("Bob")
+    as_bob = pod.pod.for_person(pod.store.get_person("Bob"))
+    for n in range(40):
+        pod.memory.add_source(f"Note {n}: the plumber comes on day {n}.", scope=f"private/{pod.person.id}")
+    for n in range(3):
+        pod.memory.add_source(f"Bob's note {n}: the boat needs paint.", scope=f"private/{bob['id']}")
+    pod.memory.add_source("The bins go out on Tuesday.", scope="public")
+    for model, name in (("minilm", "minilm-l6-v2-int8"), ("static", "static-wordllama-l2supercat-256")):
+        pod.set_role_model("embedding", f"local/{model}")
+        deadline = time.monotonic() + 60
+        while not (pod.embedding_status()["model"] == name and not pod.embedding_status()["running"]):
+            assert time.monotonic() < deadline, pod.embedding_status()
+            await asyncio.sleep(0.05)
+        mine, his = pod.embedding_status(), as_bob.embedding_status()
+        assert (mine["done"], mine["total"]) == (41, 41), mine
+        assert (his["done"], his["total"]) == (4, 4), his

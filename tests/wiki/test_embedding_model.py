@@ -13,6 +13,7 @@ import numpy as np
 from wiki_engine import Item, open_memory
 from wiki_engine.embed import load_embedder
 from wiki_engine.index import ScopeIndex
+from wiki_engine.memory import Memory
 
 
 class Gated:
@@ -194,5 +195,70 @@ def test_a_damaged_minilm_file_leaves_memory_on_keywords_and_keeps_its_vectors(t
         assert hits[0].id == old
         hits = mem.search("someone to repair the water heater", scopes=["private/alice"], k=1, mode="meaning")
         assert hits[0].id == new
+    finally:
+        mem.close()
+
+
+
+class HeldAt(Gated):
+    """The real MiniLM model, held when it reaches notes with ``word``: those before them are re-embedded by then."""
+
+    def __init__(self, word: str) -> None:
+        super().__init__()
+        self.word = word
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if any(self.word in t for t in texts):
+            self.gate.wait(30)
+        return self.inner.embed(texts)
+
+
+def three_peoples_notes(tmp_path: Path) -> Memory:
+    """Memory on the static model: Alice's 200 notes, Bob's 130 (more than one batch) and 3 shared ones."""
+    mem = open_memory(tmp_path / "memory", embedder="static")
+    for scope, said, n in (("private/alice", "garden note", 200), ("private/bob", "boat note", 130), ("public", "bins note", 3)):
+        mem.add_items([Item(text=f"A {said} {k}.", scope=scope, ts=1.7e9 + k) for k in range(n)])
+    return mem
+
+
+def turn_away_midway(mem: Memory, word: str, done: int) -> None:
+    """MiniLM chosen, then static again once MiniLM has re-embedded ``done`` items and is held at ``word``."""
+    held = HeldAt(word)
+    mem.set_embedder(held)  # type: ignore[arg-type]
+    deadline = time.time() + 60
+    while not (mem.embedding_status()["total"] == 333 and mem.embedding_status()["done"] >= done) and time.time() < deadline:
+        time.sleep(0.02)
+    assert mem.embedding_status()["total"] == 333
+    mem.set_embedder("static")
+    held.gate.set()
+    assert mem.wait_for_embedding(60)
+
+
+def test_a_model_turned_away_from_at_once_counts_nothing_re_embedded(tmp_path: Path) -> None:
+    """Static, then MiniLM, then static again before MiniLM had switched any notes: Settings said "Memory is
+    re-embedded: 333 items" (MiniLM's count of every item) and `models set` "333 items re-embedded", though no note
+    was re-embedded: every one was on the static model still. Chosen once more, the same."""
+    mem = three_peoples_notes(tmp_path)
+    try:
+        turn_away_midway(mem, "garden", 0)
+        st = mem.embedding_status()
+        assert (st["done"], st["total"], st["running"]) == (0, 0, False), st
+        mem.set_embedder("static")
+        assert mem.wait_for_embedding(60)
+        assert (mem.embedding_status()["done"], mem.embedding_status()["total"]) == (0, 0)
+    finally:
+        mem.close()
+
+
+def test_a_model_turned_away_from_midway_counts_each_persons_re_embedded_notes(tmp_path: Path) -> None:
+    """MiniLM had switched Alice's 200 notes when static was chosen again: those 200 are re-embedded, in her
+    scopes; Bob's scopes count none (his notes never left the static model)."""
+    mem = three_peoples_notes(tmp_path)
+    try:
+        turn_away_midway(mem, "boat", 200)
+        st = mem.embedding_status()
+        assert (st["done"], st["total"], st["running"]) == (200, 200, False), st
+        alices, bobs = mem.embedding_status(["public", "private/alice"]), mem.embedding_status(["public", "private/bob"])
+        assert (alices["done"], alices["total"]) == (200, 200) and (bobs["done"], bobs["total"]) == (0, 0)
     finally:
         mem.close()
