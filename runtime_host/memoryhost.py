@@ -286,9 +286,11 @@ class MemoryHost:
             return self._source_texts([source_id, *(k for k in summaries if self.memory.source_scope(k) == mine)])
 
         def delete() -> list[str]:
-            stale = self.memory.delete_source(source_id)
-            stale += self.memory.delete_sources([k for k in summaries if self.memory.source_scope(k) == mine], again=True)
+            # The summaries first: a process killed between the two leaves the source, so the person's Delete can
+            # be done again and finds them; the other way round it was refused (no such source), for good.
+            stale = self.memory.delete_sources([k for k in summaries if self.memory.source_scope(k) == mine], again=True)
             self.memory.drop_held(mine, summaries)
+            stale += self.memory.delete_source(source_id)
             return sorted(set(stale))
 
         mappings = await self.in_memory_thread(lambda: self._mappings_in([], said()))

@@ -287,6 +287,60 @@ async def test_what_bob_forgets_while_his_model_thinks_stays_forgotten(pod, fake
         assert await as_bob.memory_search("green Brompton bike", mode="keyword")
 
 
+_DELETE_KILLED_BETWEEN = """
+import asyncio, os, signal, sys
+from runtime_host.pod import Pod
+from wiki_engine.memory import Memory
+steps = []
+for name in ("delete_source", "delete_sources"):
+    def step(self, *a, real=getattr(Memory, name), **k):
+        steps.append(name)
+        if len(steps) == 2:  # the power goes: the first deletion is committed, the second not begun
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(self, *a, **k)
+    setattr(Memory, name, step)
+asyncio.run(Pod(sys.argv[1]).first_person().memory_delete_source(sys.argv[2]))
+"""
+
+
+async def test_deleting_a_messages_note_killed_midway_can_be_done_again(pod, home) -> None:
+    """Deleting a chat message's note killed after the note went and before the summary quoting it did: the summary
+    kept "diagnosed with type 2 diabetes" for good, and the person's Delete, tried again, was refused ("No such
+    source") as the note was gone. Now the summaries go first, so a Delete cut short can be done again."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from runtime_host.memory_jobs import SUMMARY_EVERY
+    from runtime_host.pod import Pod
+
+    inst = pod.find_agent("helper")[0]
+    conv = pod.store.create_conversation(inst.id, "Health")
+    for i in range(SUMMARY_EVERY // 2):
+        _say(pod, conv, inst, "I was diagnosed with type 2 diabetes by Dr Haas." if i == 3 else f"Item {i} of the list.")
+    assert (await pod.memory_produce())[0]["summaries"] == 1
+    hits = await pod.memory_search("diabetes Haas", mode="keyword")
+    note = next(h.id for h in hits if not h.id.startswith("summary-"))
+    assert any(h.id.startswith("summary-") for h in hits)
+    await pod.close()
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    done = subprocess.run([sys.executable, "-c", _DELETE_KILLED_BETWEEN, str(home), note], env=env, timeout=120,
+                          capture_output=True, text=True)
+    assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
+    again = Pod(home).first_person()
+    try:
+        assert await again.memory_search("diabetes Haas", mode="keyword")  # the delete was cut short
+        await again.memory_delete_source(note)  # the person deletes it again
+        await again.memory_produce()
+        await again.memory_summarize()
+        assert await again.memory_search("diabetes Haas", mode="keyword") == []
+        assert await again.memory_search("Item list", mode="keyword")  # the rest of the chat is still remembered
+    finally:
+        await again.close()
+
+
 async def test_what_was_forgotten_or_deleted_is_not_pulled_or_summarised_again(pod) -> None:
     """"Forget everything about me" and deleting a summary hold: the next producer run (every 5 minutes) used to pull
     the same chats again, and the summariser to write the deleted summary again, from pod.db's messages. A chat
