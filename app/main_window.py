@@ -425,6 +425,8 @@ class MainWindow(QMainWindow):
         if self.pages.currentWidget() is self.mail:  # the page on screen shows the next person's inboxes at once
             self.mail.refresh()
         self.statusBar().showMessage(f"Now using Hearth as {name}.")
+        if self.wiki.give_back():  # their correction that was not saved while someone else was shown: in its editor
+            self.pages.setCurrentWidget(self.wiki)
         return True
 
     def open_add_person(self) -> None:

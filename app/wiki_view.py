@@ -197,6 +197,20 @@ class SourceDialog(QDialog):
         self.accept()
 
 
+@dataclasses.dataclass(frozen=True)
+class _Refused:
+    """A correction memory did not save, kept for its owner while the editor no longer holds it (another person was
+    shown when it failed): the editor as they left it when they clicked Save, and why it was not saved."""
+
+    page: tuple[str, str]  # (scope, slug)
+    title: str
+    typed: str  # the editor's text, as they typed it
+    opened: str  # the text the editor showed when it opened
+    base: tuple[str, dict[int, str]]
+    restored: dict[str, str]
+    why: str = ""
+
+
 class WikiView(QWidget):
     """Signals:
     status(str): something the person should read in the status bar.
@@ -273,10 +287,16 @@ class WikiView(QWidget):
                            "on the line it supports. Saving marks the page verified, so the next ingest proposes "
                            "its changes instead of rewriting your correction.")
         edit_note.setWordWrap(True)
+        self.edit_refused = QLabel()  # why a correction given back to its owner was not saved (see _give_back)
+        self.edit_refused.setAccessibleName("Why not saved")
+        self.edit_refused.setWordWrap(True)
+        self.edit_refused.setTextFormat(Qt.TextFormat.PlainText)
+        self.edit_refused.setVisible(False)
         edit_box = QWidget()
         el = QVBoxLayout(edit_box)
         el.setContentsMargins(0, 0, 0, 0)
         el.addWidget(edit_note)
+        el.addWidget(self.edit_refused)
         el.addWidget(self.editor)
         edit_btns = QHBoxLayout()
         edit_btns.addStretch(1)
@@ -292,6 +312,7 @@ class WikiView(QWidget):
         self._edit_text = ""  # the text the editor showed when it opened: anything else is an unsaved correction
         self._edit_title = ""  # the title of the page in the editor, as the person reads it
         self._edit_restored: dict[str, str] = {}  # the owner's values the editor shows, by their placeholder
+        self._refused: dict[str, list[_Refused]] = {}  # corrections not saved, by owner, to give back (_give_back)
         self._shown_values: dict[str, str] = {}  # the owner's values suggestions and results show, by placeholder
         page_box = QWidget()
         pl = QVBoxLayout(page_box)
@@ -857,6 +878,8 @@ class WikiView(QWidget):
     def _close_editor(self) -> None:
         self._editing = None
         self.editor.clear()
+        self.edit_refused.clear()
+        self.edit_refused.setVisible(False)
         self.page_stack.setCurrentIndex(0)
 
     def _leave_editor(self) -> bool:
@@ -916,6 +939,7 @@ class WikiView(QWidget):
         self.edit.setEnabled(self.current is not None)
         self.status.emit("Nothing changed.")
         self._show(self._reopen_if_rewritten())  # an ingest may have rewritten it while the editor was open
+        self.give_back()  # another correction of the person's that was not saved: its turn now
 
     def _on_save_edit(self) -> None:
         if self._editing is None:
@@ -938,6 +962,11 @@ class WikiView(QWidget):
         person = pod.person.id
         author = f"person:{person}"
         base = self._edit_base
+        left = _Refused((scope, slug), self._edit_title, self.editor.toPlainText(), self._edit_text, base,
+                        dict(self._edit_restored))
+
+        def refused(why: str) -> None:
+            self._not_saved(person, dataclasses.replace(left, why=why))
 
         def write() -> Any:
             from runtime_host.memory_jobs import citations_as_marks
@@ -961,21 +990,20 @@ class WikiView(QWidget):
             try:
                 done = await self._mem(write)
             except (OSError, ValueError, MappingStoreFailed) as exc:  # the disk, a citation refused, the vault
-                self._say(person, f"Not saved: {exc} Your text is still in the editor: fix it and Save again, or "
-                                  "Cancel.")
+                refused(f"Not saved: {exc} Your text is still in the editor: fix it and Save again, or Cancel.")
                 return
             if done is None:
-                self._say(person, "Not saved: this page is gone (deleted or rebuilt meanwhile). Copy your text, then "
-                                  "open the page again from the list.")
+                refused("Not saved: this page is gone (deleted or rebuilt meanwhile). Copy your text, then open "
+                        "the page again from the list.")
                 return
             if done == "changed":
-                self._say(person, "Not saved: this page changed while you were editing it (an ingest wrote it). Your "
-                                  "text is still in the editor: copy it, Cancel, and Edit the page again.")
+                refused("Not saved: this page changed while you were editing it (an ingest wrote it). Your text "
+                        "is still in the editor: copy it, Cancel, and Edit the page again.")
                 return
             if isinstance(done, list):
                 numbers = ", ".join(f"[{n}]" for n in done)
-                self._say(person, f"Not saved: {numbers} points at no source of this page. Use a number listed "
-                                  "under Sources, or take it out.")
+                refused(f"Not saved: {numbers} points at no source of this page. Use a number listed under "
+                        "Sources, or take it out.")
                 return
             if not self._say(person, "Correction saved. The page is now verified: the next ingest proposes changes "
                                      "to it (under Proposals) instead of rewriting your text."):
@@ -983,10 +1011,51 @@ class WikiView(QWidget):
             if self._editing != (scope, slug):
                 return  # the person moved on (another page, another person) while it saved
             self._close_editor()
+            self.give_back()  # another correction of theirs that was not saved: its turn now
             await self._load()
             await self._open(scope, slug, reload=True)
 
         self._run(go())
+
+    def _not_saved(self, person: str, refused: _Refused) -> None:
+        """Says why a correction was not saved, to its owner only. While the editor still holds it, that is all
+        (their text is there to fix). Otherwise (another person is shown, or the owner closed the editor or switched
+        away and back meanwhile) it is kept for them and given back, never shown to anyone else."""
+        if self.pod.person.id == person and self._editing == refused.page:
+            self.status.emit(refused.why)
+            return
+        self._refused.setdefault(person, []).append(refused)
+        if self.pod.person.id == person:
+            self.give_back()
+
+    def give_back(self) -> bool:
+        """A correction of the person shown that was not saved while the editor no longer held it reopens in the
+        editor with the text they typed, and they are told why (above the editor, and in the status bar). It waits
+        while the editor holds another correction. Whether one was given back."""
+        waiting = self._refused.get(self.pod.person.id)
+        if not waiting:
+            return False
+        if self._editing is not None:
+            self.status.emit(f"Your correction to {waiting[0].title or 'a page'} was not saved; it reopens here once "
+                             "you Save or Cancel this one.")
+            return False
+        r = waiting.pop(0)
+        if not waiting:
+            del self._refused[self.pod.person.id]
+        self._opening = object()  # a page read under way is not shown over the editor
+        self.current, self._shown_page = r.page, None
+        self.page.clear()
+        self._page_actions(False)
+        self.editor.setPlainText(r.typed)
+        self._editing = r.page
+        self._edit_text, self._edit_title, self._edit_base, self._edit_restored = r.opened, r.title, r.base, r.restored
+        said = f"Your correction to {r.title or 'this page'} was not saved: {r.why.removeprefix('Not saved: ')}"
+        self.edit_refused.setText(said)
+        self.edit_refused.setVisible(True)
+        self.page_stack.setCurrentIndex(1)
+        self.tabs.setCurrentIndex(0)
+        self.status.emit(said)
+        return True
 
     def _on_typed(self, text: str) -> None:
         if len(text.strip()) < 2:

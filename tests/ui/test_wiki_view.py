@@ -1753,49 +1753,168 @@ def test_a_person_switch_or_quitting_asks_before_an_unsaved_correction_is_lost(q
     assert "13 June" not in ui_pod.memory.read_page(scope, "family").body
 
 
-def _busy_memory(qloop, pod):
-    """Memory's one thread is busy (an import, an ingest): returns the event that frees it, and its future."""
+def _busy_memory(qloop, pod, then=lambda: None):
+    """Memory's one thread is busy (an import, an ingest; ``then`` is its last step, once freed): returns the event
+    that frees it, and its future."""
     free, started = threading.Event(), threading.Event()
 
     def busy():
         started.set()
         free.wait(20)
+        then()
 
     fut = asyncio.ensure_future(pod.in_memory_thread(busy))
     qloop.wait_until(started.is_set, what="memory to be busy")
     return free, fut
 
 
-def test_a_correction_saved_while_memory_is_busy_is_saved_for_its_owner(qtbot, qloop, ui_pod) -> None:
-    """Me saves a correction holding her new card while memory is busy, then switches to Bob (asked about the
-    editor's text, she answers Discard: she already clicked Save). The save ran as Bob: Me's page held a placeholder
-    only Bob's keyring turns back into her card, and Bob's status bar told him of Me's correction."""
-    scope, _sid = seed(qloop, ui_pod)
-    card = "5555 5555 5555 4444"
-    w = wiki_window(qtbot, ui_pod, shown=True)
+def _save_while_busy_then_bob(qtbot, qloop, pod, typed: str, meanwhile=lambda: None):
+    """Me corrects Family (typing ``typed``) and clicks Save while memory is busy; asked about the editor's text as
+    she picks Bob, she answers Discard (she clicked Save). ``meanwhile`` runs in memory's thread before her save (an
+    ingest, last in the work that keeps memory busy). Returns the window, the scope, and what ends the save
+    (`_save_ends`)."""
+    scope, _sid = seed(qloop, pod)
+    w = wiki_window(qtbot, pod, shown=True)
     qloop.run(w.wiki.open_page(scope, "Family"))
-    ui_pod.add_person("Bob")
+    pod.add_person("Bob")
     w.refresh_people()
     w.wiki.edit.click()
     qloop.wait_until(lambda: w.wiki.page_stack.currentIndex() == 1, what="the editor")
-    w.wiki.editor.setPlainText(f"- Clara's birthday is on 3 June; I pay her gift with card {card} [1]")
-    free, fut = _busy_memory(qloop, ui_pod)
+    w.wiki.editor.setPlainText(typed)
+    free, fut = _busy_memory(qloop, pod, meanwhile)
     w.wiki.save_edit.click()
     qloop.run(asyncio.sleep(0.2))
     answer_confirm("Discard")
     pick_person(w, "Bob")
     assert w.pod.person.name == "Bob"
+    return w, scope, (free, fut)
+
+
+def _save_ends(qloop, w, busy) -> list[str]:
+    """Memory is freed and the save ends: what the status bar said meanwhile."""
+    free, fut = busy
     said: list[str] = []
     w.statusBar().messageChanged.connect(said.append)
     free.set()
     qloop.run(fut)
     qloop.wait_until(lambda: not w.wiki._tasks, what="the save to end")
+    w.statusBar().messageChanged.disconnect(said.append)
+    return said
+
+
+def test_a_correction_saved_while_memory_is_busy_is_saved_for_its_owner(qtbot, qloop, ui_pod) -> None:
+    """Me saves a correction holding her new card while memory is busy, then switches to Bob (asked about the
+    editor's text, she answers Discard: she already clicked Save). The save ran as Bob: Me's page held a placeholder
+    only Bob's keyring turns back into her card, and Bob's status bar told him of Me's correction."""
+    card = "5555 5555 5555 4444"
+    w, scope, busy = _save_while_busy_then_bob(
+        qtbot, qloop, ui_pod, f"- Clara's birthday is on 3 June; I pay her gift with card {card} [1]")
+    said = _save_ends(qloop, w, busy)
     saved = ui_pod.memory.read_page(scope, "family")
     assert card not in saved.body and saved.verified
     assert card in ui_pod.restore_redactions(saved.body), saved.body  # Me reads her card back
     bob = ui_pod.pod.for_person(ui_pod.store.get_person("Bob"))
     assert card not in bob.restore_redactions(saved.body), "Me's card is readable with Bob's keyring"
     assert not [s for s in said if "correction" in s.lower()], said  # Bob hears nothing of Me's correction
+
+
+def _texts_on_screen(w) -> str:
+    """Every text the window holds in its labels, boxes, editors and lists, shown or not, with its status bar."""
+    from PySide6.QtWidgets import QLabel, QLineEdit, QListWidget, QPlainTextEdit, QTextBrowser, QTreeWidget
+
+    out = [w.statusBar().currentMessage()]
+    out += [x.text() for t in (QLabel, QLineEdit) for x in w.findChildren(t)]
+    out += [x.toPlainText() for t in (QPlainTextEdit, QTextBrowser) for x in w.findChildren(t)]
+    out += [x.item(i).text() for x in w.findChildren(QListWidget) for i in range(x.count())]
+    for tree in w.findChildren(QTreeWidget):
+        out += [tree.topLevelItem(i).text(0) for i in range(tree.topLevelItemCount())]
+    return "\n".join(out)
+
+
+def _ingest_rewrites_family(pod):
+    """An ingest rewrites Family meanwhile (a new source is [1], Clara's birthday [2])."""
+    scope = f"private/{pod.person.id}"
+
+    def rewrite() -> None:
+        page = pod.memory.read_page(scope, "family")
+        tom = pod.memory.add_source("Tom's birthday is on 9 May.", scope=scope)
+        pod.memory.write_page(Page(title="Family", scope=scope, category="family",
+                                   body="- Tom's birthday is on 9 May [1]\n- Clara's birthday is on 3 June [2]",
+                                   citations={1: tom, 2: page.citations[1]}), author="agent:wiki-writer")
+
+    return rewrite
+
+
+@pytest.mark.parametrize(("typed", "meanwhile", "why"), [
+    ("- Clara's birthday is on 13 June, I checked her passport [4]", None, "[4] points at no source"),
+    ("- Clara's birthday is on 13 June, I checked her passport [1]", _ingest_rewrites_family,
+     "this page changed while you were editing it"),
+])
+def test_a_correction_not_saved_after_a_switch_is_given_back_to_its_owner(qtbot, qloop, ui_pod, typed, meanwhile,
+                                                                          why) -> None:
+    """Me saves a correction to Family while memory is busy and switches to Bob; the save fails (a number that
+    points nowhere, or an ingest rewrote the page meanwhile). Me was never told, and what she typed was gone: back
+    to Me, the editor was closed. Now Bob sees nothing of it, and back to Me the editor reopens on Family with her
+    text, saying why it was not saved."""
+    w, scope, busy = _save_while_busy_then_bob(qtbot, qloop, ui_pod, typed,
+                                               meanwhile(ui_pod) if meanwhile else lambda: None)
+    bob_heard = _save_ends(qloop, w, busy)
+    assert "13 June" not in ui_pod.memory.read_page(scope, "family").body  # not saved
+    assert not [s for s in bob_heard if "saved" in s.lower() or "family" in s.lower()], bob_heard
+    shown = _texts_on_screen(w)
+    assert "passport" not in shown and "Family" not in shown and "not saved" not in shown.lower(), shown
+    assert not w.wiki.editor.isVisibleTo(w)
+    w.pages.setCurrentIndex(0)  # Bob reads his chats; then Me comes back
+    pick_person(w, "Me")
+    assert w.pod.person.name == "Me"
+    said = w.statusBar().currentMessage()
+    assert said.startswith("Your correction to Family was not saved: ") and why in said, said
+    assert w.wiki.editor.toPlainText() == typed  # nothing she typed is lost
+    assert w.pages.currentWidget() is w.wiki and w.wiki.editor.isVisibleTo(w)
+    assert w.wiki.edit_refused.isVisibleTo(w) and w.wiki.edit_refused.text() == said
+    if meanwhile is None:  # she fixes the number and saves: her correction is kept as she meant it
+        w.wiki.editor.setPlainText(typed.replace("[4]", "[1]"))
+        w.wiki.save_edit.click()
+        qloop.wait_until(lambda: "passport" in w.wiki.page.toPlainText() and w.wiki.page.isVisibleTo(w),
+                         what="the saved page")
+        saved = ui_pod.memory.read_page(scope, "family")
+        assert "13 June, I checked her passport [1]" in saved.body and saved.verified
+        assert not w.wiki.edit_refused.isVisibleTo(w)
+    else:  # she asks before losing it, and Cancel gives her the page as the ingest wrote it
+        asked = answer_confirm("Keep editing")
+        pick_person(w, "Bob")
+        assert asked == ["Discard your correction to Family?"] and w.pod.person.name == "Me"
+        w.wiki.cancel_edit.click()
+        qloop.wait_until(lambda: "Tom's birthday" in w.wiki.page.toPlainText(), what="the page as it is now")
+    pick_person(w, "Bob")  # nothing is given back twice, nor to Bob
+    pick_person(w, "Me")
+    assert not w.wiki.editor.isVisibleTo(w) and "not saved" not in w.statusBar().currentMessage()
+
+
+def test_a_correction_not_saved_after_its_owner_came_back_reopens_for_her(qtbot, qloop, ui_pod) -> None:
+    """Me saves while memory is busy, switches to Bob and back before the save ends; it fails: she was told "Your
+    text is still in the editor", yet the switch had closed the editor and her text was gone."""
+    typed = "- Clara's birthday is on 13 June, I checked her passport [4]"
+    w, _scope, busy = _save_while_busy_then_bob(qtbot, qloop, ui_pod, typed)
+    pick_person(w, "Me")
+    assert not w.wiki.editor.isVisibleTo(w)
+    _save_ends(qloop, w, busy)
+    assert w.wiki.editor.isVisibleTo(w) and w.wiki.editor.toPlainText() == typed
+    assert "Your correction to Family was not saved: [4] points at no source" in w.statusBar().currentMessage()
+
+
+def test_a_correction_saved_after_a_switch_leaves_nothing_to_give_back(qtbot, qloop, ui_pod) -> None:
+    """Me's correction saved while Bob is shown: back to Me, no editor reopens and nothing says it was not saved;
+    Family shows her correction."""
+    typed = "- Clara's birthday is on 13 June, I checked her passport [1]"
+    w, scope, busy = _save_while_busy_then_bob(qtbot, qloop, ui_pod, typed)
+    bob_heard = _save_ends(qloop, w, busy)
+    assert "passport" in ui_pod.memory.read_page(scope, "family").body
+    assert not [s for s in bob_heard if "correction" in s.lower()], bob_heard
+    pick_person(w, "Me")
+    assert not w.wiki.editor.isVisibleTo(w) and w.statusBar().currentMessage() == "Now using Hearth as Me."
+    qloop.run(w.wiki.open_page(scope, "Family"))
+    assert "13 June, I checked her passport [1]" in w.wiki.page.toPlainText()
 
 
 def test_approving_a_proposal_then_switching_does_not_name_the_page_to_the_next_person(qtbot, qloop,
