@@ -480,9 +480,11 @@ class AgentHost:
         # its conversations' message ids, read before they go: why the extraction model skipped one (which may
         # quote it) goes with them
         keys = [m.id for c in self.pod.store.list_conversations(inst.id) for m in self.pod.store.list_messages(c.id)]
-        self.pod.store.delete_agent(inst.id)
+        # Memory first: a process killed in between leaves the agent listed, to be deleted again, never its notes
+        # in memory with no agent left to delete (they stayed in memory's files for good).
         await self.pod.in_memory_thread(
             lambda: self.pod.memory.forget_agent(inst.person_id, inst.id, elsewhere=False, keys=keys))
+        self.pod.store.delete_agent(inst.id)
         self._epoch += 1
         self.pod.audit(person_id=inst.person_id, agent=name, kind="agent", action="deleted",
                    summary=f"Agent {name} deleted with its conversations and schedules.")

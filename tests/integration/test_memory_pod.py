@@ -1096,6 +1096,55 @@ async def test_deleting_an_agent_deletes_its_own_notes(pod, script) -> None:
     assert await pod.memory_search("stoatword bike lock", mode="keyword")
 
 
+_DELETE_AGENT_KILLED = """
+import asyncio, os, signal, sys
+from runtime_host.pod import Pod
+from wiki_engine.memory import Memory
+real = Memory.forget_agent
+def forget_agent(self, *a, **k):
+    if sys.argv[2] == "before":
+        os.kill(os.getpid(), signal.SIGKILL)
+    real(self, *a, **k)
+    os.kill(os.getpid(), signal.SIGKILL)  # memory forgot the agent; pod.db not yet
+Memory.forget_agent = forget_agent
+asyncio.run(Pod(sys.argv[1]).first_person().delete_agent("helper"))
+"""
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+async def test_deleting_an_agent_killed_midway_can_be_done_again(pod, script, home, when) -> None:
+    """Deleting an agent killed after it left pod.db and before its notes left memory: the agent was gone from every
+    list, so it could not be deleted again, and its notes ("ferretword locker") stayed in memory's files for good.
+    Now memory forgets first: a delete cut short leaves the agent listed, and deleting it again finishes."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from runtime_host.pod import Pod
+
+    pod.edit_agent("helper", toolkits=["memory"])
+    script([ToolCalls([("remember", {"fact": "The ferretword locker is number 12.", "scope": "agent"}),
+                       ("remember", {"fact": "The stoatword bike lock is 3321.", "scope": "person"})]), Text("Done.")])
+    assert (await asyncio.wait_for(pod.chat("helper", "Remember both."), 30)).ok
+    await pod.close()
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    done = subprocess.run([sys.executable, "-c", _DELETE_AGENT_KILLED, str(home), when], env=env, timeout=120,
+                          capture_output=True, text=True)
+    assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
+    again = Pod(home).first_person()
+    try:
+        assert again.find_agent("helper")  # still listed: the person sees it and deletes it again
+        await again.delete_agent("helper")
+        assert not [a for a in again.list_agents() if a["name"] == "helper"]
+        assert await again.memory_search("stoatword bike lock", mode="keyword")  # what it put in theirs stays
+    finally:
+        await again.close()
+    for f in (home / "memory").rglob("*"):
+        assert not f.is_file() or b"ferretword" not in f.read_bytes(), f
+
+
 async def test_deleting_a_conversation_can_take_what_memory_learned_from_it_and_only_that(pod, script) -> None:
     """"Delete and forget": the conversation's messages, its summary, and what of it was held back leave memory,
     and a page citing it is marked for rewriting. Bob cannot do it to Alice's conversation (refused, audited), and
