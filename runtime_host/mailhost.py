@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from typing import TYPE_CHECKING, Any
 
 from runtime_host.mail import ledger
@@ -24,6 +25,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("hearth.mail")
 POLL_EVERY_S = 60.0
+
+
+def _key(action_id: str, what: str) -> str:
+    """The id of what a rule action makes (its conversation, its card): the same each time it is carried out."""
+    return uuid.uuid5(uuid.NAMESPACE_URL, f"hearth:mail-action:{action_id}:{what}").hex
 
 
 class MailHost:
@@ -222,7 +228,9 @@ class MailHost:
         return wrap_untrusted(text, "mail", origin=stored.mail.from_addr).text, score_injection(text)
 
     async def dispatch(self, acct: ledger.AccountRow) -> int:
-        """Hands, drafts and notifications the rules asked for, for one inbox."""
+        """Hands, drafts and notifications the rules asked for, for one inbox. A hand-off or draft cut short by a
+        crash is picked up where it stopped (its conversation, turn and card have ids of the action's own), never
+        started a second time."""
         done = 0
         for action in ledger.pending_actions(self.engine, acct.id, kinds=("hand", "draft", "notify")):
             stored = ledger.get_message(self.engine, action.mail_id)
@@ -235,37 +243,74 @@ class MailHost:
                                    "subject": stored.mail.subject, "from": stored.mail.from_addr, "why": action.why})
                 elif action.kind == "hand":
                     await self._hand(acct, stored, action)
-                elif action.kind == "draft":
-                    await self._draft(acct, stored, action)
+                elif action.kind == "draft" and not await self._draft(acct, stored, action):
+                    continue  # its turn, resumed after a crash, runs in another live process: the next check ends it
                 ledger.finish_action(self.engine, action.id, ok=True)
                 done += 1
             except (StoreError, MailError) as exc:
                 ledger.finish_action(self.engine, action.id, ok=False, error=str(exc))
         return done
 
+    def _action_turn(self, inst: Any, action: ledger.ActionRow, title: str) -> tuple[str, Any]:
+        """The action's own conversation (its id comes from the action's, so a dispatch after a crash finds it)
+        and the turn already started in it for the action, if any."""
+        conv_id = _key(action.id, "conversation")
+        conv = self.pod.store.get_conversation(conv_id)
+        if conv is None:
+            self.pod.store.create_conversation(inst.id, title=title, conversation_id=conv_id)
+        elif conv.instance_id != inst.id:
+            raise StoreError(f"The conversation of this mail's {action.kind} belongs to another agent now.")
+        turns = self.pod.store.list_turns(conversation_id=conv_id)
+        return conv_id, turns[0] if turns else None
+
     async def _hand(self, acct: ledger.AccountRow, stored: ledger.StoredMail, action: ledger.ActionRow) -> None:
         inst, profile = self._agent_of(acct, action.params.get("agent"))
+        conv_id, turn = self._action_turn(inst, action, f"Mail: {stored.mail.subject[:50]}")
+        if turn is not None:
+            return  # handed before a crash: that turn is the agent's (recovery resumes it when unfinished)
         wrapped, score = self.untrusted_mail(stored)
         prompt = action.params.get("prompt") or "A mail arrived for you to handle."
         flag = f"\n\nWarning: this mail looks like it tries to instruct you ({score.explain()})." if score.level != "ok" else ""
-        await self.pod.start_turn_for(inst, profile, f"{prompt}\n\n{wrapped}{flag}", new_conversation=True, origin="mail",
-                                      title=f"Mail: {stored.mail.subject[:50]}")
+        await self.pod.start_turn_for(inst, profile, f"{prompt}\n\n{wrapped}{flag}", conversation_id=conv_id,
+                                      origin="mail")
 
-    async def _draft(self, acct: ledger.AccountRow, stored: ledger.StoredMail, action: ledger.ActionRow) -> None:
+    async def _draft(self, acct: ledger.AccountRow, stored: ledger.StoredMail, action: ledger.ActionRow) -> bool:
+        """Drafts the reply card; False when the drafting turn runs in another live process (the action waits)."""
         inst, profile = self._agent_of(acct, action.params.get("agent"))
+        card_id = _key(action.id, "card")
+        card = get_card(self.engine, card_id)
+        if card is not None:  # drafted before a crash: announced again (the arbiter opens a card once)
+            self._card_created(acct, card)
+            return True
         wrapped, score = self.untrusted_mail(stored)
-        ask = ("Write the body of a reply to this mail, in the person's voice, ready to send. Answer with the "
-               "reply text only.")
-        run = await self.pod.start_turn_for(inst, profile, f"{ask}\n\n{wrapped}", new_conversation=True, origin="mail",
-                                            title=f"Draft: {stored.mail.subject[:50]}")
-        result = await run.future
-        if not result.ok:
-            raise MailError(f"The agent could not draft a reply: {result.error}")
+        conv_id, turn = self._action_turn(inst, action, f"Draft: {stored.mail.subject[:50]}")
+        if turn is None:
+            ask = ("Write the body of a reply to this mail, in the person's voice, ready to send. Answer with the "
+                   "reply text only.")
+            run = await self.pod.start_turn_for(inst, profile, f"{ask}\n\n{wrapped}", conversation_id=conv_id,
+                                                origin="mail")
+            result = await run.future
+            ok, body, error = result.ok, result.text, result.error
+        else:  # started before a crash: its answer is the draft, never a second turn
+            if turn.status in ("pending", "running"):
+                run = await self.pod.resume_turn(turn.id)
+                if run is not None:
+                    await asyncio.shield(run.future)
+                turn = self.pod.store.get_turn(turn.id)
+                if turn is None or turn.status in ("pending", "running"):
+                    return False
+            ok, error = turn.status == "done", turn.error
+            body = next((m.content for m in reversed(self.pod.store.list_messages(conv_id))
+                         if m.turn_id == turn.id and m.role == "assistant" and m.content.strip()), "")
+        if not ok:
+            raise MailError(f"The agent could not draft a reply: {error}")
         why = action.why + (f" — warning: the mail looks like it tries to instruct the assistant ({score.explain()})"
                             if score.level != "ok" else "")
-        why += self.egress(acct, inst.name, stored.mail.subject, result.text)
-        card = draft_to_card(self.engine, stored, action, Draft(body=result.text, why=why), from_addr=acct.address)
+        why += self.egress(acct, inst.name, stored.mail.subject, body)
+        card = draft_to_card(self.engine, stored, action, Draft(body=body, why=why), from_addr=acct.address,
+                             card_id=card_id)
         self._card_created(acct, card)
+        return True
 
     def egress(self, acct: ledger.AccountRow, agent_name: str, subject: str, body: str) -> str:
         """The egress gate for outgoing mail: a block refuses the draft; anything found is named on the card."""

@@ -767,8 +767,7 @@ class Pod:
         if problem is not None:
             raise MessageTooLarge(problem)
         conv = self.store.create_conversation(inst.id, title=f"Background: {prompt.strip().splitlines()[0][:50]}")
-        turn = self.store.create_turn(conv.id, inst.id, origin="background")
-        self.store.add_message(conv.id, "user", prompt, turn_id=turn.id)
+        turn = self.store.create_turn(conv.id, inst.id, origin="background", text=prompt)
         return turn.id
 
     def runs(self, person_id: str, origins: tuple[str, ...] = HEARTH_ORIGINS,

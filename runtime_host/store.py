@@ -521,9 +521,11 @@ class Store:
             return [(i, p) for i, p in rows]
 
     # -- conversations and messages
-    def create_conversation(self, instance_id: str, title: str = "") -> Conversation:
+    def create_conversation(self, instance_id: str, title: str = "", *, conversation_id: str | None = None) -> Conversation:
+        """A new conversation; ``conversation_id`` gives it a known id (one Hearth can look for again after a crash)."""
         with self.session() as s:
-            conv = Conversation(instance_id=instance_id, title=redact(title))
+            conv = Conversation(instance_id=instance_id, title=redact(title), **({"id": conversation_id}
+                                                                                 if conversation_id else {}))
             s.add(conv)
             s.commit()
             return conv
@@ -550,24 +552,29 @@ class Store:
 
     def add_message(self, conversation_id: str, role: str, content: str, turn_id: str | None = None) -> Message:
         with self.session() as s:
-            # Stamped after every message kept before it: the memory producer reads chat past where it stopped, so
-            # a clock set back (a sync after sleep, a second host whose clock runs behind) must not put new
-            # messages behind that point, never to be remembered.
-            last = s.exec(select(func.max(Message.created_at))).one()
-            at = now()
-            if last is not None and at <= last:
-                at = math.nextafter(last, math.inf)
-            msg = Message(conversation_id=conversation_id, role=role, content=redact(content), turn_id=turn_id,
-                          created_at=at)
-            s.add(msg)
-            conv = s.get(Conversation, conversation_id)
-            if conv is not None:
-                conv.updated_at = msg.created_at
-                if not conv.title and role == "user":  # from the kept (redacted) text: a key pasted first is no title
-                    conv.title = msg.content.strip().splitlines()[0][:60] if msg.content.strip() else ""
-                s.add(conv)
+            msg = self._add_message(s, conversation_id, role, content, turn_id)
             s.commit()
             return msg
+
+    @staticmethod
+    def _add_message(s: Session, conversation_id: str, role: str, content: str, turn_id: str | None) -> Message:
+        # Stamped after every message kept before it: the memory producer reads chat past where it stopped, so
+        # a clock set back (a sync after sleep, a second host whose clock runs behind) must not put new
+        # messages behind that point, never to be remembered.
+        last = s.exec(select(func.max(Message.created_at))).one()
+        at = now()
+        if last is not None and at <= last:
+            at = math.nextafter(last, math.inf)
+        msg = Message(conversation_id=conversation_id, role=role, content=redact(content), turn_id=turn_id,
+                      created_at=at)
+        s.add(msg)
+        conv = s.get(Conversation, conversation_id)
+        if conv is not None:
+            conv.updated_at = msg.created_at
+            if not conv.title and role == "user":  # from the kept (redacted) text: a key pasted first is no title
+                conv.title = msg.content.strip().splitlines()[0][:60] if msg.content.strip() else ""
+            s.add(conv)
+        return msg
 
     def list_messages(self, conversation_id: str) -> list[Message]:
         """Messages in conversation order: each turn's messages together (its person's messages,
@@ -623,11 +630,15 @@ class Store:
 
     # -- turns and steps
     def create_turn(self, conversation_id: str, instance_id: str, origin: str = "chat",
-                    lease_owner: str | None = None, lease_s: float = 0) -> Turn:
+                    lease_owner: str | None = None, lease_s: float = 0, text: str | None = None) -> Turn:
+        """A pending turn; with ``text``, its person's message is written in the same transaction (a turn is never
+        kept without the words it answers, whenever the process dies)."""
         with self.session() as s:
             turn = Turn(conversation_id=conversation_id, instance_id=instance_id, status="pending", origin=origin,
                         lease_owner=lease_owner, lease_until=now() + lease_s if lease_owner else None)
             s.add(turn)
+            if text is not None:
+                self._add_message(s, conversation_id, "user", text, turn.id)
             s.commit()
             return turn
 

@@ -114,8 +114,7 @@ class Turns:
             pod.emit({"type": "turn.merged", "turn_id": pending.turn_id, "conversation_id": conv.id,
                       "agent": inst.name, "messages": pending.merged})
             return pending
-        turn = pod.store.create_turn(conv.id, inst.id, origin=origin, lease_owner=pod.owner, lease_s=LEASE_S)
-        pod.store.add_message(conv.id, "user", text, turn_id=turn.id)
+        turn = pod.store.create_turn(conv.id, inst.id, origin=origin, lease_owner=pod.owner, lease_s=LEASE_S, text=text)
         self._check_ingress(inst, conv.id, turn.id, text, origin)
         fut: asyncio.Future[TurnResult] = asyncio.get_running_loop().create_future()
         run = Run(turn.id, conv.id, inst.id, inst.name, fut, origin=origin, model=model, person_id=inst.person_id)

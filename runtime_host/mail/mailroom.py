@@ -286,10 +286,10 @@ class Mailroom:
 
 
 def draft_to_card(engine: Engine, stored: ledger.StoredMail, action: ledger.ActionRow, draft: Draft, *,
-                  from_addr: str) -> Card:
-    """Turns a draft for a kept message into a pending approve-and-send card."""
+                  from_addr: str, card_id: str | None = None) -> Card:
+    """Turns a draft for a kept message into a pending approve-and-send card (``card_id``: the card's id)."""
     why = draft.why or action.why
-    card = reply_card(engine, stored, from_addr=from_addr, body=draft.body, why=why)
+    card = reply_card(engine, stored, from_addr=from_addr, body=draft.body, why=why, card_id=card_id)
     if draft.to or draft.subject:
         from sqlalchemy import text
 

@@ -105,12 +105,12 @@ def new_message_id(from_addr: str) -> str:
 
 def create_card(bind: Engine | Connection, *, account_id: str, from_addr: str, to: str, subject: str, body: str,
                 why: str, cc: str = "", mail_id: str | None = None, in_reply_to: str | None = None,
-                refs: str | None = None) -> Card:
-    """Writes a pending card. Nothing is sent until a person approves it."""
+                refs: str | None = None, card_id: str | None = None) -> Card:
+    """Writes a pending card (under ``card_id`` when given). Nothing is sent until a person approves it."""
     if not _recipients(to, cc):
         raise OutboxError(f"No valid recipient in {to!r}: add an address like name@example.org.")
     now = time.time()
-    card = Card(uuid.uuid4().hex, account_id, mail_id, from_addr, to, cc, subject, body, why,
+    card = Card(card_id or uuid.uuid4().hex, account_id, mail_id, from_addr, to, cc, subject, body, why,
                 new_message_id(from_addr), in_reply_to, refs, "pending", None, 0, now, None, None, None)
     with tx(bind) as c:
         c.execute(text("INSERT INTO outbox_cards (id, account_id, mail_id, from_addr, to_addrs, cc_addrs, subject, body, "
@@ -121,14 +121,15 @@ def create_card(bind: Engine | Connection, *, account_id: str, from_addr: str, t
     return card
 
 
-def reply_card(bind: Engine | Connection, original: StoredMail, *, from_addr: str, body: str, why: str) -> Card:
+def reply_card(bind: Engine | Connection, original: StoredMail, *, from_addr: str, body: str, why: str,
+               card_id: str | None = None) -> Card:
     """A pending reply to a kept message: To from Reply-To or From, 'Re:' subject, threading headers."""
     m = original.mail
     to = m.reply_to or m.from_addr
     subject = m.subject if m.subject.lower().startswith("re:") else f"Re: {m.subject}".strip()
     refs = " ".join(x for x in [m.header("references"), m.message_id] if x) or None
     return create_card(bind, account_id=original.account_id, from_addr=from_addr, to=to, subject=subject, body=body,
-                       why=why, mail_id=original.id, in_reply_to=m.message_id or None, refs=refs)
+                       why=why, mail_id=original.id, in_reply_to=m.message_id or None, refs=refs, card_id=card_id)
 
 
 def get_card(bind: Engine | Connection, card_id: str) -> Card | None:

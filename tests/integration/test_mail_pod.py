@@ -413,3 +413,146 @@ async def test_the_watcher_of_a_removed_inbox_ends_without_a_failure_notice(pod,
         done = watcher.done()
         watcher.cancel()
     assert events == [] and done, (events, done)
+
+
+# ---- a hand-off or draft cut short by a crash is carried out once -----------------------------------------------
+
+_POLL_THEN_KILLED = """
+import asyncio, os, signal, sys
+from runtime_host.mail import ledger
+from runtime_host.pod import Pod
+
+def killed(*a, **kw):
+    os.kill(os.getpid(), signal.SIGKILL)  # the power goes
+
+async def main():
+    me = Pod(sys.argv[1]).first_person()
+    if sys.argv[3] == "turn queued":  # the agent's turn is written, the model not asked yet
+        start = type(me.pod).start_turn_for
+        async def start_then_killed(*a, **kw):
+            await start(*a, **kw)
+            killed()
+        type(me.pod).start_turn_for = start_then_killed
+    else:  # everything done but the ledger's note that the action is
+        ledger.finish_action = killed
+    await me.mail.poll(sys.argv[2])
+    print("not killed", flush=True)
+
+asyncio.run(main())
+"""
+
+HAND_AND_DRAFT = [
+    {"id": "boss", "name": "From the boss", "when": [{"field": "from", "op": "contains", "value": "boss@"}],
+     "then": [{"action": "hand", "agent": "helper", "prompt": "Pay this invoice for me."}]},
+    {"id": "lunch", "name": "Lunch invitations", "when": [{"field": "subject", "op": "contains", "value": "lunch"}],
+     "then": [{"action": "draft", "agent": "helper"}]},
+]
+
+
+async def _killed_in_a_poll(pod, acct: str, where: str) -> None:
+    """Polls ``acct`` in a real Hearth process of its own, SIGKILLed at ``where``; then the killed turns' leases
+    run out, as when the machine comes back up."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    await pod.close()
+    env = dict(os.environ, PYTHONPATH=str(root), HEARTH_HOME=str(pod.home), HEARTH_LEASE_S="2")
+    done = await asyncio.to_thread(subprocess.run, [sys.executable, "-c", _POLL_THEN_KILLED, str(pod.home), acct, where],
+                                   env=env, timeout=120, capture_output=True, text=True)
+    assert done.returncode == -signal.SIGKILL, (done.stdout, done.stderr[-3000:])
+    await asyncio.sleep(3)
+
+
+async def _restarted(home, accounts: list[str]):
+    """Hearth started again: the unfinished turns resume, each inbox is checked, and their turns end."""
+    from runtime_host.pod import Pod
+
+    me = Pod(home).first_person()
+    await me.pod.recover()
+    for acct in accounts:
+        await asyncio.wait_for(me.mail.poll(acct), 60)
+    for _ in range(200):
+        if all(t.status not in ("pending", "running") for t in me.store.list_turns()):
+            break
+        await asyncio.sleep(0.1)
+    return me
+
+
+def _bob_with_a_boss_mail(pod, d: Dovecot, s: SmtpSink):
+    """Bob, with his own helper and inbox, whose boss's mail his rule hands to that helper."""
+    from tests.integration.test_memory_pod import bob_with_his_own_provider
+
+    bob, as_bob = bob_with_his_own_provider(pod)
+    as_bob.add_agent("helper", provider="fake", system="You are a helpful test agent.")
+    acct = pod.mail.add_account(
+        bob["id"], "bob@example.org",
+        imap={"host": "127.0.0.1", "port": d.port, "username": "bob", "security": "none", "timeout_s": 10},
+        smtp={"host": "127.0.0.1", "port": s.port, "security": "none"},
+        password="bobsecret", rules=HAND_AND_DRAFT, start_at="all").id
+    d.deliver(make_mail("Invoice 9912", "Please pay invoice 9912 of 120 EUR.", sender="Boss <boss@example.org>",
+                        to="bob@example.org"), user="bob")
+    return bob, acct
+
+
+def _conversations_quoting(me, person_id: str, needle: str) -> list[str]:
+    return [c.title for inst, _ in me.store.list_agents(person_id) for c in me.store.list_conversations(inst.id)
+            if any(needle in m.content for m in me.store.list_messages(c.id))]
+
+
+@pytest.mark.parametrize("where", ["turn queued", "action done"])
+async def test_a_mail_handed_to_an_agent_when_hearth_was_killed_is_handled_once(pod, fake_model, servers, where,
+                                                                                secure_keyring) -> None:
+    """A rule hands the boss's invoice to Alice's helper ("pay this invoice"); Hearth is killed after the hand-off,
+    before its ledger noted it. After the restart the unfinished turn went on AND the next check handed the mail
+    again: two "Mail: Invoice 4471" conversations, the model asked twice. Now it is handled once; Bob's mail, in his
+    own inbox, is handed once to his own helper."""
+    d, sink = servers
+    fake_model.script = lambda req: Text("Done.")
+    acct = add_inbox(pod, d, sink, rules=HAND_AND_DRAFT)
+    bob, bobs = _bob_with_a_boss_mail(pod, d, sink)
+    d.deliver(make_mail("Invoice 4471", "Please pay invoice 4471 of 980 EUR.", sender="Boss <boss@example.org>"))
+    alice = pod.person.id
+    await _killed_in_a_poll(pod, acct, where)
+    me = await _restarted(pod.home, [acct, bobs])
+    try:
+        asked = [r for r in fake_model.requests if "invoice 4471" in str(r.messages)]
+        assert _conversations_quoting(me, alice, "invoice 4471") == ["Mail: Invoice 4471"]
+        assert len(asked) == 1, f"the model was asked {len(asked)} times to handle the invoice"
+        assert all(t.status == "done" for t in me.store.list_turns()), [(t.origin, t.status) for t in me.store.list_turns()]
+        assert _conversations_quoting(me, bob["id"], "invoice 9912") == ["Mail: Invoice 9912"]
+        assert _conversations_quoting(me, bob["id"], "invoice 4471") == []
+        assert _conversations_quoting(me, alice, "invoice 9912") == []
+        assert len([r for r in fake_model.requests if "invoice 9912" in str(r.messages)]) == 1
+        assert (await me.mail.poll(acct))["dispatched"] == 0
+    finally:
+        await me.close()
+
+
+@pytest.mark.parametrize("where", ["turn queued", "action done"])
+async def test_a_reply_drafted_when_hearth_was_killed_is_one_card(pod, fake_model, servers, where,
+                                                                  secure_keyring) -> None:
+    """A rule has Alice's helper draft a reply to a lunch invitation; Hearth is killed while the model drafts it, or
+    after the card was written but before the ledger noted it. After the restart the reply was drafted a second time
+    (the model asked twice, two cards to approve for one mail). Now there is one card, from one answer."""
+    d, sink = servers
+    fake_model.script = lambda req: Text("Tuesday at noon works for me. — Alice")
+    acct = add_inbox(pod, d, sink, rules=HAND_AND_DRAFT)
+    d.deliver(make_mail("Lunch next week?", "Are you free for lunch on Tuesday?", sender="Bob <bob@example.org>"))
+    alice = pod.person.id
+    await _killed_in_a_poll(pod, acct, where)
+    me = await _restarted(pod.home, [acct])
+    try:
+        asked = [r for r in fake_model.requests if "free for lunch" in str(r.messages)]
+        cards = me.mail.cards(alice)
+        assert [c["body"] for c in cards] == ["Tuesday at noon works for me. — Alice"], cards
+        assert len(asked) == 1, f"the model was asked {len(asked)} times to draft the reply"
+        assert _conversations_quoting(me, alice, "free for lunch") == ["Draft: Lunch next week?"]
+        assert (await me.mail.poll(acct))["dispatched"] == 0
+        card = await me.mail.approve(cards[0]["id"], alice)
+        assert card["state"] == "sent" and len(sink.messages) == 1
+    finally:
+        await me.close()
