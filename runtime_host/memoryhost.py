@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import itertools
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import Any
 
 from runtime_host.turns import TurnFailed
@@ -293,9 +294,8 @@ class MemoryHost:
             stale += self.memory.delete_source(source_id)
             return sorted(set(stale))
 
-        mappings = await self.in_memory_thread(lambda: self._mappings_in([], said()))
-        stale = await self.in_memory_thread(delete)
-        await self._forget_unused_mappings(person_id, mappings)
+        async with self._forgetting(person_id, lambda: self._mappings_in([], said())):
+            stale = await self.in_memory_thread(delete)
         return stale
 
     async def memory_held(self, person_id: str) -> list[Any]:
@@ -325,9 +325,8 @@ class MemoryHost:
     async def memory_discard(self, person_id: str, qid: int) -> None:
         """The person threw a held item away: its text leaves memory's files."""
         q = await self._own_held(person_id, qid)
-        mappings = await self.in_memory_thread(lambda: self._mappings_in([], [q.text, q.reason, q.head]))
-        await self.in_memory_thread(lambda: self.memory.discard_quarantined(qid))
-        await self._forget_unused_mappings(person_id, mappings)
+        async with self._forgetting(person_id, lambda: self._mappings_in([], [q.text, q.reason, q.head])):
+            await self.in_memory_thread(lambda: self.memory.discard_quarantined(qid))
         await self.pod.folders.held_decided(q.item_key)
         self.pod.audit(person_id=person_id, agent=None, kind="memory", phase="memory_write", action="discarded",
                        rule="memory.instruction_filter", summary=f"held item #{qid} discarded by the person",
@@ -355,20 +354,18 @@ class MemoryHost:
             self.memory.delete_sources(mine(), again=True)
             self.memory.drop_held(scope, summaries)
 
-        mappings = await self.in_memory_thread(lambda: self._mappings_in([], itertools.chain(
-            said, self._source_texts([*self.memory.sources_by_key(scope, ids), *mine()]))))
-        await self.in_memory_thread(forget)
-        await self._forget_unused_mappings(person_id, mappings)
+        async with self._forgetting(person_id, lambda: self._mappings_in([], itertools.chain(
+                said, self._source_texts([*self.memory.sources_by_key(scope, ids), *mine()])))):
+            await self.in_memory_thread(forget)
 
     async def forget_origins(self, person_id: str, keys: list[str]) -> int:
         """Deletes what memory kept of some origins of the person's (an inbox's mail): ``Memory.forget_origins`` in
         their private scope. The real values behind the reversible placeholders in it leave the person's vault
         once nothing left shows them. Returns how many sources were deleted."""
         scope = f"private/{person_id}"
-        mappings = await self.in_memory_thread(
-            lambda: self._mappings_in([], self._source_texts(self.memory.sources_by_key(scope, keys))))
-        n = int(await self.in_memory_thread(lambda: self.memory.forget_origins(scope, keys)))
-        await self._forget_unused_mappings(person_id, mappings)
+        async with self._forgetting(
+                person_id, lambda: self._mappings_in([], self._source_texts(self.memory.sources_by_key(scope, keys)))):
+            n = int(await self.in_memory_thread(lambda: self.memory.forget_origins(scope, keys)))
         return n
 
     async def memory_forget_agent(self, person_id: str, name: str) -> int:
@@ -388,9 +385,8 @@ class MemoryHost:
             self.memory.drop_held(scope, summaries)
             return n + len(older)
 
-        mappings = await self.in_memory_thread(lambda: self._mappings_in(self.person_scopes(inst.person_id)))
-        n = await self.in_memory_thread(forget)
-        await self._forget_unused_mappings(inst.person_id, mappings)
+        async with self._forgetting(inst.person_id, lambda: self._mappings_in(self.person_scopes(inst.person_id))):
+            n = await self.in_memory_thread(forget)
         return n
 
     async def delete_conversation(self, person_id: str, conversation_id: str) -> None:
@@ -425,10 +421,9 @@ class MemoryHost:
         def remembered() -> Iterator[str]:  # what memory kept of it
             return self._source_texts(self.memory.sources_by_key(scope, keys, summaries))
 
-        mappings = await self.in_memory_thread(lambda: self._mappings_in([], itertools.chain(said, remembered())))
-        n = await self.in_memory_thread(lambda: self.memory.forget_origins(scope, keys, summaries))
-        conversations.delete(me, conversation_id)
-        await self._forget_unused_mappings(person_id, mappings)
+        async with self._forgetting(person_id, lambda: self._mappings_in([], itertools.chain(said, remembered()))):
+            n = await self.in_memory_thread(lambda: self.memory.forget_origins(scope, keys, summaries))
+            conversations.delete(me, conversation_id)
         self.pod.audit(person_id=person_id, agent=None, kind="memory", phase="memory_write", action="forgot",
                        rule="person.delete_conversation", summary=f"a deleted conversation's {n} memory source(s) forgotten",
                        detail={"conversation_id": conversation_id, "sources": n})
@@ -437,9 +432,8 @@ class MemoryHost:
     async def memory_forget_me(self, person_id: str) -> int:
         # Watched folders first, or they would import it all again (an import running now stores nothing more).
         self.pod.folders.forget_person(person_id)
-        mappings = await self.in_memory_thread(lambda: self._mappings_in(self.person_scopes(person_id)))
-        n = int(await self.in_memory_thread(lambda: self.memory.forget_person(person_id)))
-        await self._forget_unused_mappings(person_id, mappings)
+        async with self._forgetting(person_id, lambda: self._mappings_in(self.person_scopes(person_id))):
+            n = int(await self.in_memory_thread(lambda: self.memory.forget_person(person_id)))
         return n
 
     def _source_texts(self, source_ids: Iterable[str]) -> Iterator[str]:
@@ -460,11 +454,28 @@ class MemoryHost:
             found |= mapping_ids(t)
         return found
 
+    @contextlib.asynccontextmanager
+    async def _forgetting(self, person_id: str, mappings: Callable[[], set[str]]) -> AsyncIterator[None]:
+        """Around a forget of the person's: ``mappings`` (run on memory's thread before anything is deleted) names
+        the reversible redactions' mappings it may take the last use of. They are written down in pod.db first,
+        then the forget runs, then the vault is told (``_forget_unused_mappings``); a process killed before that
+        (or a forget that failed midway) leaves them written down, checked at the person's next forget and at
+        the next memory producer run. One forget at a time in this Pod: another's check must not find a mapping
+        still shown by what this one has not deleted yet, and strike it off."""
+        async with self.job_lock("mappings"):
+            ids = await self.in_memory_thread(mappings)
+            await asyncio.to_thread(self.pod.store.check_mappings, person_id, ids)
+            yield
+            await self._forget_unused_mappings(person_id, ids)
+
     async def _forget_unused_mappings(self, person_id: str, ids: set[str]) -> None:
         """After a forget: the real values behind reversible placeholders (kept in the person's vault) go too,
         once nothing of memory (a source, page, proposal, held item, skip reason, in any scope) nor of any
         conversation (a message, a step's call or result) holds a placeholder of theirs: one remembered fact's
-        mapping may still be quoted by a page, an agent's answer or a conversation not forgotten."""
+        mapping may still be quoted by a page, an agent's answer or a conversation not forgotten. Those written
+        down for the person by a forget cut short are checked too. A mapping the vault could not delete (the
+        keyring locked or missing) stays written down, to be checked again at the next producer run."""
+        ids = ids | (await asyncio.to_thread(self.pod.store.mappings_to_check, person_id)).get(person_id, set())
         if not ids:
             return
 
@@ -483,16 +494,43 @@ class MemoryHost:
         used = await self.in_memory_thread(used_in_memory)
         # a scan of every message and step per id: off the event loop
         used |= {needle[1:-1] for needle in await asyncio.to_thread(self.pod.store.holding, {f"#{mid}]" for mid in ids - used})}
+        checked = ids
         try:
             self.pod.forget_mappings(person_id, ids - used)
-        except Exception:  # noqa: BLE001 - what was forgotten is; the vault (locked, say) keeps an unused value
-            log.warning("the vault kept %d reversible redaction mapping(s) no longer used", len(ids - used))
+        except Exception as exc:  # noqa: BLE001 - what was forgotten is; the vault (locked, say) is told later
+            log.info("%d reversible redaction value(s) no longer used stay in the vault until the next memory run "
+                     "(%s)", len(ids - used), type(exc).__name__)
+            checked = used
+        await asyncio.to_thread(self.pod.store.mappings_checked, person_id, checked)
+
+    async def forget_mappings_left(self) -> None:
+        """Finishes the forgets cut short (a process killed, the keyring locked): each person's mappings written
+        down and not yet checked leave that person's vault once nothing shows them. Never raises: what it cannot
+        do now (a vault still locked) waits for the next run."""
+        try:
+            left = await asyncio.to_thread(self.pod.store.mappings_to_check)
+        except Exception as exc:  # noqa: BLE001 - the producer's own work goes on; the next run looks again
+            log.warning("could not read which reversible redaction values wait to leave the vault: %s", exc)
+            return
+        for person_id in left:
+            try:
+                await asyncio.to_thread(self.pod.vault_for, person_id)  # one that cannot open now waits, unscanned
+            except Exception as exc:  # noqa: BLE001
+                log.info("%d reversible redaction value(s) no longer used wait for the vault (%s)",
+                         len(left[person_id]), type(exc).__name__)
+                continue
+            try:
+                async with self.job_lock("mappings"):
+                    await self._forget_unused_mappings(person_id, set())
+            except Exception as exc:  # noqa: BLE001 - kept written down: the next run tries again
+                log.warning("reversible redaction values no longer used wait to leave the vault: %s", exc)
 
     async def memory_produce(self) -> list[dict[str, Any]]:
         """Pulls new chat and mail into the memory inbox (keep or skip by the extraction model), then summaries."""
         from runtime_host import memory_jobs
 
         async with self.job_lock("produce"):
+            await self.forget_mappings_left()
             return await memory_jobs.produce(self.pod)
 
     async def memory_summarize(self) -> dict[str, int]:

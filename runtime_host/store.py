@@ -172,6 +172,16 @@ class WorkerStatus(SQLModel, table=True):
     updated_at: float = Field(default_factory=now)
 
 
+class MappingCheck(SQLModel, table=True):
+    """A reversible redaction's mapping (its real value in the person's vault) that a forget may have left unused:
+    written before the forget deletes anything, cleared once the vault was told; one left over (the process was
+    killed, the keyring locked) is checked again at the next memory producer run."""
+
+    __tablename__ = "mapping_check"
+    person_id: str = Field(primary_key=True)
+    mapping_id: str = Field(primary_key=True)
+
+
 # ---- migrations --------------------------------------------------------------------------------
 
 MIGRATIONS: list[tuple[str, list[str]]] = [
@@ -282,6 +292,9 @@ MIGRATIONS.append(("0013_people_own_providers", [
 # Messages are stamped after the newest one (Store.add_message), which this index finds at once.
 MIGRATIONS.append(("0014_message_order", ["CREATE INDEX ix_message_created ON message (created_at)"]))
 MIGRATIONS.append(("0015_message_copies", ["ALTER TABLE message ADD COLUMN copied_from TEXT"]))
+MIGRATIONS.append(("0016_mapping_checks", [
+    "CREATE TABLE mapping_check (person_id TEXT NOT NULL, mapping_id TEXT NOT NULL, PRIMARY KEY (person_id, mapping_id))",
+]))
 MIGRATIONS.sort(key=lambda m: m[0])  # applied in the order of their numbers, wherever they are declared
 
 
@@ -596,6 +609,33 @@ class Store:
                                   .limit(1)).first():
                     found.add(needle)
         return found
+
+    # -- reversible redactions' mappings a forget may have left unused (MappingCheck)
+    def check_mappings(self, person_id: str, ids: set[str]) -> None:
+        """Notes mappings of the person's to check once a forget is done (written before it deletes anything)."""
+        with self.session() as s:
+            for mapping_id in sorted(ids):
+                s.merge(MappingCheck(person_id=person_id, mapping_id=mapping_id))
+            s.commit()
+
+    def mappings_to_check(self, person_id: str | None = None) -> dict[str, set[str]]:
+        """The mappings still to check, by person (one person's, or everyone's)."""
+        q = select(MappingCheck)
+        if person_id is not None:
+            q = q.where(MappingCheck.person_id == person_id)
+        out: dict[str, set[str]] = {}
+        with self.session() as s:
+            for row in s.exec(q):
+                out.setdefault(row.person_id, set()).add(row.mapping_id)
+        return out
+
+    def mappings_checked(self, person_id: str, ids: set[str]) -> None:
+        with self.session() as s:
+            for mapping_id in ids:
+                row = s.get(MappingCheck, (person_id, mapping_id))
+                if row is not None:
+                    s.delete(row)
+            s.commit()
 
     def first_message_text(self, conversation_id: str) -> str:
         """The text of the conversation's first message from its person ("" if none)."""

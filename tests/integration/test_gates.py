@@ -262,3 +262,132 @@ async def test_discarding_a_held_note_takes_its_real_values_out_of_the_vault(pod
     assert vault.get(f"redactions/{m1}") is None
     assert CARD2 in (vault.get(f"redactions/{m2}") or "")
     assert "1881" in (bobs_vault.get(f"redactions/{bobs}") or "")
+
+
+_KILLED_BEFORE_THE_KEYRING = """
+import asyncio, os, signal, sys
+from runtime_host.memoryhost import MemoryHost
+from runtime_host.pod import Pod
+async def _forget_unused_mappings(self, *a, **k):
+    os.kill(os.getpid(), signal.SIGKILL)  # the power goes: memory forgot, the keyring is not told yet
+MemoryHost._forget_unused_mappings = _forget_unused_mappings
+me = Pod(sys.argv[1]).first_person()
+asyncio.run(me.memory_forget_me() if sys.argv[2] == "forget me" else me.delete_conversation_and_forget(sys.argv[2]))
+"""
+
+
+def killed_before_the_keyring(home, what: str) -> None:
+    """Runs Alice's forget (``forget me``, or Delete and forget of the conversation ``what``) in a process of its
+    own, killed once memory forgot and before her keyring was told."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    done = subprocess.run([sys.executable, "-c", _KILLED_BEFORE_THE_KEYRING, str(home), what], env=env, timeout=120,
+                          capture_output=True, text=True)
+    assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
+
+
+def alices_cards(pod, ada_in: str) -> tuple[str, str, str]:
+    """Alice typed Ada's card and Ben's card (each its own placeholder, its real value in her keyring): Ada's into
+    ``ada_in`` (a conversation with the helper, or a note of her memory), Ben's into both. Returns the
+    conversation's id and the two mapping ids."""
+    from runtime_host.safety.policy import mapping_ids
+
+    inst = pod.find_agent("helper")[0]
+    ada, ben = pod.redact_own(f"Ada's card is {CARD}"), pod.redact_own(f"Ben's card is {CARD2}")
+    [m1], [m2] = mapping_ids(ada), mapping_ids(ben)
+    conv = pod.store.create_conversation(inst.id, "Cards")
+    turn = pod.store.create_turn(conv.id, inst.id, origin="chat")
+    pod.store.add_message(conv.id, "user", f"{ada}\n{ben}" if ada_in == "conversation" else ben, turn_id=turn.id)
+    pod.store.add_message(conv.id, "assistant", "Noted.", turn_id=turn.id)
+    pod.memory.add_source(f"Alice pays the gym with {ben}", scope=f"private/{pod.person_id}")
+    if ada_in == "memory":
+        pod.memory.add_source(f"Alice pays the vet with {ada}", scope=f"private/{pod.person_id}")
+    vault = pod.pod.vault_for(pod.person_id)
+    assert CARD in (vault.get(f"redactions/{m1}") or "") and CARD2 in (vault.get(f"redactions/{m2}") or "")
+    return conv.id, m1, m2
+
+
+async def test_delete_and_forget_killed_before_the_keyring_takes_the_card_out_at_the_next_producer_run(
+        pod, home, secure_keyring) -> None:
+    """Alice's Delete and forget of a conversation was killed after the conversation and what memory kept of it
+    were gone, before her keyring was told: Ada's card number stayed in her keyring for good (nothing left to
+    delete again, nothing showed its placeholder any more to find it by). Now the next producer run (every 5
+    minutes) takes it out; Ben's card, still shown by a note, stays, and so does Bob's."""
+    from runtime_host.pod import Pod
+
+    conv, m1, m2 = alices_cards(pod, ada_in="conversation")
+    bobs_vault, bobs = bobs_own_card(pod)
+    await pod.close()
+    killed_before_the_keyring(home, conv)
+
+    again = Pod(home).first_person()
+    try:
+        assert again.store.get_conversation(conv) is None  # gone: Alice cannot delete it again
+        vault = again.pod.vault_for(again.person_id)
+        assert CARD in (vault.get(f"redactions/{m1}") or "")  # what the killed run left
+        await again.memory_produce()
+        assert vault.get(f"redactions/{m1}") is None
+        assert CARD2 in (vault.get(f"redactions/{m2}") or "")  # the note still shows it
+        assert "1881" in (bobs_vault.get(f"redactions/{bobs}") or "")
+    finally:
+        await again.close()
+
+
+async def test_forget_me_killed_before_the_keyring_then_done_again_takes_the_card_out(
+        pod, home, secure_keyring) -> None:
+    """Alice's "Forget everything about me" was killed after memory forgot, before her keyring was told; she did it
+    again after the restart, yet Ada's card number stayed in her keyring (no note showed its placeholder any more
+    to find it by). Now doing it again takes it out; Ben's card, still shown by her conversation, stays; Bob's too."""
+    from runtime_host.pod import Pod
+
+    _conv, m1, m2 = alices_cards(pod, ada_in="memory")
+    bobs_vault, bobs = bobs_own_card(pod)
+    await pod.close()
+    killed_before_the_keyring(home, "forget me")
+
+    again = Pod(home).first_person()
+    try:
+        assert await again.memory_search("Alice pays", mode="keyword") == []  # memory forgot before the kill
+        await again.memory_forget_me()
+        vault = again.pod.vault_for(again.person_id)
+        assert vault.get(f"redactions/{m1}") is None
+        assert CARD2 in (vault.get(f"redactions/{m2}") or "")  # her conversation still shows it
+        assert "1881" in (bobs_vault.get(f"redactions/{bobs}") or "")
+    finally:
+        await again.close()
+
+
+async def test_a_locked_keyring_keeps_the_card_until_the_next_producer_run(pod, secure_keyring, monkeypatch,
+                                                                           caplog) -> None:
+    """Alice deleted the note showing Ada's card while her keyring refused (locked): the delete is done, without an
+    alarm, and the next producer run, the keyring open again, takes the card out; Ben's, still shown, stays."""
+    import logging
+
+    from runtime_host.pod import Pod
+    from vault import VaultLocked
+
+    _conv, m1, m2 = alices_cards(pod, ada_in="memory")
+    rows = pod.memory.catalog.query("SELECT id FROM sources WHERE scope=?", (f"private/{pod.person_id}",))
+    [ada] = [sid for (sid,) in rows if "the vet" in pod.memory.get_source(sid).markdown]
+    real = Pod.forget_mappings
+
+    def locked(self, *a, **k):
+        raise VaultLocked("The keyring is locked: unlock it to go on.")
+
+    monkeypatch.setattr(Pod, "forget_mappings", locked)
+    with caplog.at_level(logging.INFO):
+        await pod.memory_delete_source(ada)
+    alarms = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    vault = pod.pod.vault_for(pod.person_id)
+    assert CARD in (vault.get(f"redactions/{m1}") or "")  # kept while the keyring refused
+
+    monkeypatch.setattr(Pod, "forget_mappings", real)
+    await pod.memory_produce()
+    assert vault.get(f"redactions/{m1}") is None
+    assert CARD2 in (vault.get(f"redactions/{m2}") or "")
+    assert alarms == []  # the person was not alarmed: nothing was lost, it was only done later
