@@ -170,11 +170,17 @@ class IngestPanel(QWidget):
             if self.pod.person.id != who:  # the person was switched meanwhile: the report is not the new one's
                 self.ingested.emit()  # what the run wrote may be theirs too: the wiki reloads for them
                 return
+            from wiki_engine.sources import said_of
+
+            # a note whose file is lost or damaged waits in the inbox: which file, and what to do
+            damaged = " ".join(line if line.endswith(".") else f"{line}."
+                               for line in said_of(out.get("unreadable", []), self.pod.scope_label))
             if out.get("message"):
-                self.status.emit(out["message"])
+                self.status.emit(f"{out['message']} {damaged}".rstrip())
             else:
                 self.status.emit(f"Ingest wrote {len(out['written'])} page(s), proposed {len(out['proposed'])} "
-                                 f"change(s) to verified pages; {out['left_in_inbox']} item(s) left in the inbox.")
+                                 f"change(s) to verified pages; {out['left_in_inbox']} item(s) left in the inbox. "
+                                 f"{damaged}".rstrip())
             self.ingested.emit()
 
         return self._run(go())

@@ -539,6 +539,15 @@ def _scopes_named(me: Any, report: Any) -> Any:
     return report
 
 
+def _say_damaged_notes(me: Any, bad: list[Any], then: str = "") -> None:
+    """Names each note whose file is missing or changed on disk, then says what to do, once."""
+    from wiki_engine.sources import said_of
+
+    lines = said_of(bad, me.scope_label)
+    lines[-1] = f"{lines[-1]} {then}".rstrip()
+    print("\n".join(lines), file=sys.stderr)
+
+
 async def _memory(me: Any, args: argparse.Namespace) -> int:
     from runtime_host.memory_jobs import MemoryModelError
 
@@ -547,7 +556,10 @@ async def _memory(me: Any, args: argparse.Namespace) -> int:
         if args.action == "produce":
             _print_json(_scopes_named(me, await me.memory_produce()))
         elif args.action == "ingest":
-            _print_json(_scopes_named(me, await me.memory_ingest()))
+            out = await me.memory_ingest()
+            _print_json(_scopes_named(me, out))
+            if out.get("unreadable"):
+                _say_damaged_notes(me, out["unreadable"], "Until then it waits in the inbox; the other notes were ingested.")
         elif args.action == "nightly":
             _print_json(_scopes_named(me, await me.memory_nightly()))
         elif args.action == "search":
@@ -589,13 +601,7 @@ async def _memory(me: Any, args: argparse.Namespace) -> int:
         elif args.action == "verify":
             bad = await me.memory_verify()
             if bad:
-                problems = {"modified": "was modified on disk after it was stored", "missing": "is missing from disk",
-                            "unreadable": "cannot be read"}
-                for t in bad:
-                    print(f"A note in {me.scope_label(t.scope)} {problems.get(t.problem, t.problem)}: "
-                          f"{t.path}", file=sys.stderr)
-                print("Put the file back from a backup, or delete that note in the Wiki (claims citing it leave the "
-                      "pages).", file=sys.stderr)
+                _say_damaged_notes(me, bad)
                 return EXIT_FAILED
             print("Every source matches its checksum.")
         elif args.action == "proposals":

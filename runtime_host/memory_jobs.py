@@ -866,10 +866,10 @@ async def ingest(pod: Any) -> dict[str, Any]:
     writers = {pid: c for pid, c in _writers(pod).items() if c.synthesize is not None}
     if not writers:
         waiting = len(await pod.in_memory_thread(lambda: pod.memory.inbox(100000)))
-        out = {"written_by": None, "written": [], "proposed": [], "rejected": [], "consumed": 0,
+        out = {"written_by": None, "written": [], "proposed": [], "rejected": [], "consumed": 0, "unreadable": [],
                "left_in_inbox": waiting, "message": NO_INGEST_MODEL}
     else:
-        out = {"written_by": None, "written": [], "proposed": [], "rejected": [], "consumed": 0}
+        out = {"written_by": None, "written": [], "proposed": [], "rejected": [], "consumed": 0, "unreadable": []}
         by_person: dict[str, dict[str, Any]] = {}  # each person's own figures (PersonPod reports those alone)
         who: list[str] = []
         failed: list[tuple[str, MemoryModelError]] = []
@@ -895,6 +895,9 @@ async def ingest(pod: Any) -> dict[str, Any]:
             out["rejected"] += [{"title": t, "why": w, "person": pid} for t, w in rep.rejected]
             out["consumed"] += len(rep.consumed)
             mine["consumed"] += len(rep.consumed)
+            # a note whose file is lost or damaged waits in the inbox; the report names it for its own people
+            out["unreadable"] += [{"scope": t.scope, "sha": t.sha, "path": str(t.path), "problem": t.problem}
+                                  for t in rep.unreadable]
         out["written_by"] = ", ".join(dict.fromkeys(who)) or None
         out["left_in_inbox"] = len(await pod.in_memory_thread(lambda: pod.memory.inbox(100000)))
         out["by_person"] = by_person

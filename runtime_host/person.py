@@ -340,7 +340,8 @@ class PersonPod:
                 "written": [k for k in out["written"] if self._seen(k, mine)],
                 "proposed": [k for k in out["proposed"] if self._seen(k, mine)],
                 "rejected": [{"title": r["title"], "why": r["why"]} for r in out["rejected"]
-                             if r.get("person") == self.person_id]}
+                             if r.get("person") == self.person_id],
+                "unreadable": [u for u in out.get("unreadable", []) if u["scope"] in mine]}
 
     async def memory_nightly(self) -> dict[str, Any]:
         """Runs the nightly pass for everyone; the report names only this person's pages, files and scopes, and

@@ -20,10 +20,10 @@ from .memory import (
 from .pages import Page, PageFormatError, parse_page, slugify
 from .render import Item, render_item
 from .scopes import Scope, ScopeError, Viewer
-from .sources import Tampered
+from .sources import SourceUnreadable, Tampered
 
 __all__ = [
     "CitationError", "Hit", "InstructionRefused", "Item", "Memory", "Page", "PageFormatError", "PageRefused", "PageWrite",
-    "Proposal", "Scope", "ScopeError", "SourceConflict", "SourceRecord", "Tampered", "UnknownSource", "Verdict", "Viewer",
+    "Proposal", "Scope", "ScopeError", "SourceConflict", "SourceRecord", "SourceUnreadable", "Tampered", "UnknownSource", "Verdict", "Viewer",
     "check_instructions", "open_memory", "parse_page", "render_item", "slugify",
 ]

@@ -31,6 +31,7 @@ from .memory import CitationError, Memory, PageWrite, SourceConflict, SourceReco
 from .pages import Page, PageFormatError, holds_something, is_heading, slugify, without_empty_sections
 from .render import Item
 from .scopes import Scope
+from .sources import SourceUnreadable, Tampered
 
 
 @dataclass(frozen=True)
@@ -242,6 +243,9 @@ class IngestReport:
     rejected: list[tuple[str, str]] = field(default_factory=list)  # (page title, why)
     consumed: list[str] = field(default_factory=list)
     left_in_inbox: list[str] = field(default_factory=list)
+    # sources whose file is missing or damaged: they wait in the inbox (restored from a backup, they are written at
+    # the next ingest; deleted, they leave it) while the other sources are written
+    unreadable: list[Tampered] = field(default_factory=list)
 
 
 Synthesize = Callable[[IngestBatch], Sequence[Page]]
@@ -255,7 +259,9 @@ def run_ingest(memory: Memory, synthesize: Synthesize, *, author: str = "agent:w
     Raises LeaseBusy if another live process is ingesting. If ``synthesize`` raises, the inbox is left
     as it was. A draft that fails validation is reported and its sources stay in the inbox. With
     ``scopes``, only sources and stale pages of the scopes it accepts reach ``synthesize`` (the rest wait
-    for their own writer), and a draft for any other scope is rejected.
+    for their own writer), and a draft for any other scope is rejected. A source whose file is missing or damaged
+    is not shown to ``synthesize``: it waits in the inbox, named in the report's ``unreadable``, and the other
+    sources are written.
     """
     return drive(ingest_steps(memory, author=author, max_sources=max_sources, lease_ttl=lease_ttl, scopes=scopes),
                  synthesize)
@@ -269,12 +275,19 @@ def ingest_steps(memory: Memory, *, author: str = "agent:wiki-writer", max_sourc
     deleted meanwhile is rejected, and the sources it drew on wait in the inbox)."""
     with Lease(memory.catalog, "ingest", ttl=lease_ttl) as lease:
         memory.finish_deletions()
-        ids = memory.inbox(max_sources if scopes is None else 1_000_000)
+        report = IngestReport()
         sources: list[SourceRecord] = []
-        for sid in ids:
-            src = memory.get_source(sid)
-            if scopes is None or scopes(str(src.scope)):
-                sources.append(src)
+        # whose each waiting source is, from the catalog: another scope's source file is not read (its damage is for
+        # its own writer's run to say, and stops no one else's pages)
+        for sid, scope in memory.catalog.query("SELECT source_id, scope FROM inbox ORDER BY added_at, source_id"):
+            if scopes is not None and not scopes(scope):
+                continue
+            try:
+                sources.append(memory.get_source(sid))
+            except SourceUnreadable as e:
+                report.unreadable.append(e.tampered)
+                report.left_in_inbox.append(sid)
+                continue
             if len(sources) >= max_sources:
                 break
         stale: list[Page] = []
@@ -293,10 +306,9 @@ def ingest_steps(memory: Memory, *, author: str = "agent:wiki-writer", max_sourc
             existing[sc], _ = memory.list_pages(sc)
         batch = IngestBatch(sources, stale, existing)
         if not sources and not stale:
-            return IngestReport()
+            return report
         drafts = list((yield batch))
         lease.renew()
-        report = IngestReport()
         landed_sources: set[str] = set()
         ok = True
         for page in drafts:
@@ -321,7 +333,7 @@ def ingest_steps(memory: Memory, *, author: str = "agent:wiki-writer", max_sourc
         with memory.catalog.tx(immediate=True) as db:
             db.executemany("DELETE FROM inbox WHERE source_id=?", [(c,) for c in consumed])
         report.consumed = consumed
-        report.left_in_inbox = [s.id for s in sources if s.id not in set(consumed)]
+        report.left_in_inbox += [s.id for s in sources if s.id not in set(consumed)]
         return report
 
 

@@ -9,8 +9,10 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .scopes import Scope
 
@@ -23,6 +25,32 @@ class Tampered:
     sha: str
     path: Path
     problem: str  # "modified" | "missing" | "unreadable"
+
+    def said(self, where: str) -> str:
+        """What is wrong with it, in words, ``where`` naming its scope as the reader knows it ("Me", "Shared")."""
+        return f"A note in {where} {PROBLEMS.get(self.problem, self.problem)}: {self.path}"
+
+
+PROBLEMS = {"modified": "was modified on disk after it was stored", "missing": "is missing from disk",
+            "unreadable": "cannot be read"}
+FIX = "Put the file back from a backup, or delete that note in the Wiki (claims citing it leave the pages)."
+
+
+def said_of(bad: Iterable[Tampered | dict[str, Any]], where: Callable[[str], str]) -> list[str]:
+    """Lines for people: each note whose file is missing or changed (a Tampered, or its fields as a job's report
+    gives them), its scope named by ``where``; then, once, what to do."""
+    lines = [(t if isinstance(t, Tampered) else Tampered(**t)).said(where(t.scope if isinstance(t, Tampered)
+                                                                          else t["scope"])) for t in bad]
+    return [*lines, FIX] if lines else []
+
+
+class SourceUnreadable(OSError):
+    """A source's file is missing, or its bytes are no longer the text that was stored (not UTF-8): ``tampered``
+    says which file and what is wrong, the message also what to do."""
+
+    def __init__(self, tampered: Tampered):
+        super().__init__(f"A note {PROBLEMS[tampered.problem]}: {tampered.path}. {FIX}")
+        self.tampered = tampered
 
 
 class SourceStore:
@@ -64,11 +92,13 @@ class SourceStore:
         try:
             data = path.read_bytes()
         except FileNotFoundError:
-            raise FileNotFoundError(
-                f"Source {sha[:12]} in {scope} is missing from {path.parent}: restore it from a backup, "
-                "or delete the source so pages that cite it are re-synthesised."
-            ) from None
-        return data.decode("utf-8")
+            raise SourceUnreadable(Tampered(str(scope), sha, path, "missing")) from None
+        except OSError:  # a folder in its place, an I/O error
+            raise SourceUnreadable(Tampered(str(scope), sha, path, "unreadable")) from None
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:  # stored as UTF-8: its bytes were changed since
+            raise SourceUnreadable(Tampered(str(scope), sha, path, "modified")) from None
 
     def delete(self, scope: Scope, sha: str) -> None:
         path = self.path_for(scope, sha)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.integration.test_cli import cli, setup_agent
 
 
@@ -99,3 +101,46 @@ def test_ctrl_c_while_the_extraction_model_thinks_stops_at_once_and_the_next_run
     r = cli(home, "memory", "produce")
     assert r.returncode == 0, r.stderr[-2000:]
     assert "plumber comes on Tuesday" in cli(home, "memory", "search", "plumber").stdout
+
+
+@pytest.mark.parametrize("damage", ["lost", "not utf-8"])
+def test_ingest_names_a_lost_or_damaged_note_file_and_writes_everyone_elses_pages(home, fake_model, script,
+                                                                                   damage) -> None:
+    """A note's file lost (a backup restored in part) or changed so it is no longer UTF-8 text: `memory ingest` ended
+    in a FileNotFoundError or UnicodeDecodeError traceback and wrote no page for anyone, the shared ones too. Now it
+    says which file and what to do, as `memory verify` does, and writes every other page."""
+    import re
+    import sqlite3
+
+    import wiki_engine
+    from tests.helpers.fake_model import Text
+
+    setup_agent(home, fake_model.base_url)
+    assert cli(home, "models", "set", "ingest", "fake/fake-1").returncode == 0
+    with sqlite3.connect(home / "pod.db") as db:
+        me = f"private/{db.execute('SELECT id FROM person ORDER BY rowid LIMIT 1').fetchone()[0]}"
+    with wiki_engine.open_memory(home / "memory", embedder=None) as mem:
+        mem.add_source("We fly to Lisbon on 4 May and stay in the Alfama flat.", scope="public")
+        lock = mem.add_source("My bike lock code is 3090 and the spare key is under the heron statue.", scope=me)
+        path = mem.sources.path_for(wiki_engine.Scope.parse(me), mem.get_source(lock).sha)
+    path.chmod(0o644)
+    if damage == "lost":
+        path.unlink()
+    else:
+        path.write_bytes(path.read_bytes().replace(b"heron", b"h\xe9ron"))
+
+    def writer(req):
+        scope = re.search(r"^- ([a-z]+(?:/\w+)*): ", req.last_user, re.M).group(1)
+        return Text(json.dumps([{"title": "Trips", "scope": scope, "category": "travel",
+                                 "body": "- We fly to Lisbon on 4 May [1]", "citations": {"1": "S1"}}]))
+
+    script([writer], repeat_last=True)
+    r = cli(home, "memory", "ingest")
+    assert "Traceback" not in r.stderr, r.stderr[-2500:]
+    assert r.returncode == 0, r.stderr[-800:]
+    assert json.loads(r.stdout)["written"] == ["page:public/trips"]
+    what = "is missing from disk" if damage == "lost" else "was modified on disk after it was stored"
+    assert f"A note in Me {what}: {path}" in r.stderr, r.stderr
+    assert "Put the file back from a backup, or delete that note in the Wiki" in r.stderr, r.stderr
+    with wiki_engine.open_memory(home / "memory", embedder=None) as mem:
+        assert mem.inbox() == [lock]  # it waits: put back, it is written at the next ingest

@@ -1782,3 +1782,51 @@ async def test_a_plain_delete_while_the_extraction_model_decides_leaves_no_skip_
     await asyncio.wait_for(deleting, 30)
     assert r.conversation_id not in [c["id"] for c in pod.list_conversations("helper")]
     assert files_holding(pod.home, "wombat") == []
+
+
+@pytest.mark.parametrize("damage", ["lost", "not utf-8"])
+async def test_a_lost_or_damaged_note_file_waits_and_stops_no_one_elses_pages(pod, fake_model, damage) -> None:
+    """One of Bob's note files lost (a backup restored in part) or no longer UTF-8: ingest ended in a traceback for
+    everyone, Alice's and the shared pages unwritten. Now that note waits in the inbox, Bob alone is told which file,
+    Bob's other note, Alice's and the shared notes become pages, and the file put back is written the next time."""
+    from wiki_engine import Scope
+
+    bob, as_bob = bob_with_his_own_provider(pod)
+    alice_scope, bob_scope = f"private/{pod.person.id}", f"private/{bob['id']}"
+    pod.set_role_model("ingest", "fake/alice-model")
+    as_bob.set_role_model("ingest", "fake/bob-model")
+
+    def seed() -> tuple[str, object]:
+        pod.memory.add_source("We fly to Lisbon on 4 May and stay in the Alfama flat.", scope="public")
+        pod.memory.add_source("Alice's dentist is Dr Alvarez on Rua Augusta.", scope=alice_scope)
+        pod.memory.add_source("Bob's allotment is plot 42 at Rosebank.", scope=bob_scope)
+        lock = pod.memory.add_source("Bob's bike lock code is 3090, the spare key under the heron.", scope=bob_scope)
+        return lock, pod.memory.sources.path_for(Scope.parse(bob_scope), pod.memory.get_source(lock).sha)
+
+    lock, path = await pod.in_memory_thread(seed)
+    original = path.read_bytes()
+    path.chmod(0o644)
+    if damage == "lost":
+        path.unlink()
+    else:
+        path.write_bytes(original.replace(b"heron", b"h\xe9ron"))
+    titles = {"public": "Trips", alice_scope: "Dentist", bob_scope: "Allotment"}
+
+    def writer(req):
+        scope = re.search(r"^- ([a-z]+(?:/\w+)*): ", req.body["messages"][-1]["content"], re.M).group(1)
+        return Text(json.dumps([{"title": titles[scope], "scope": scope, "category": "notes",
+                                 "body": "- What was said [1]", "citations": {"1": "S1"}}]))
+
+    fake_model.script = writer
+    out = await asyncio.wait_for(as_bob.memory_ingest(), 60)
+    assert sorted(out["written"]) == sorted(["page:public/trips", f"page:{bob_scope}/allotment"]), out
+    assert out["unreadable"] == [{"scope": bob_scope, "sha": path.stem, "path": str(path),
+                                  "problem": "missing" if damage == "lost" else "modified"}], out
+    assert (out["consumed"], out["left_in_inbox"]) == (1, 1), out
+    assert await pod.in_memory_thread(lambda: pod.memory.read_page(alice_scope, "dentist")) is not None
+    assert await pod.in_memory_thread(pod.memory.inbox) == [lock]
+    alices = await asyncio.wait_for(pod.memory_ingest(), 60)
+    assert alices["unreadable"] == [] and str(path) not in json.dumps(alices), alices  # Bob's file, told to Bob
+    path.write_bytes(original)  # put back from a backup
+    out = await asyncio.wait_for(as_bob.memory_ingest(), 60)
+    assert (out["unreadable"], out["consumed"], out["left_in_inbox"]) == ([], 1, 0), out

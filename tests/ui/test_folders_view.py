@@ -467,3 +467,31 @@ def test_tooltips_show_a_file_name_or_reason_with_markup_as_written(qtbot, qloop
     reason = rows["scan.<img src=y>"].text(2)
     assert "(.<img src=y>)" in reason
     assert as_shown(rows["scan.<img src=y>"].toolTip(2)) == reason
+
+
+def test_ingest_now_names_a_lost_note_file_and_writes_the_rest(qtbot, qloop, ui_pod, fake_model) -> None:
+    """A note's file lost (a backup restored in part): Ingest now said "Ingest stopped: [Errno 2] ..." and wrote no
+    page. Now the other notes' page is written and the status says which file, and what to do."""
+    from wiki_engine import Scope
+
+    scope = f"private/{ui_pod.person.id}"
+
+    def seed() -> object:
+        ui_pod.memory.add_source("We fly to Lisbon on 4 May and stay in the Alfama flat.", scope=scope)
+        lost = ui_pod.memory.add_source("My bike lock code is 3090 and the spare key is under the heron.", scope=scope)
+        return ui_pod.memory.sources.path_for(Scope.parse(scope), ui_pod.memory.get_source(lost).sha)
+
+    path = qloop.run(ui_pod.in_memory_thread(seed))
+    path.unlink()
+    ui_pod.set_role_model("ingest", "fake/fake-1")
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show_wiki()
+    messages: list[str] = []
+    w.wiki.status.connect(messages.append)
+    fake_model.script = Script([Text(json.dumps([{"title": "Lisbon trip", "scope": scope, "category": "travel",
+                                                  "body": "- We fly to Lisbon on 4 May [1]",
+                                                  "citations": {"1": "S1"}}]))])
+    qloop.run(w.wiki.ingest_panel.ingest())
+    assert "Ingest wrote 1 page(s)" in messages[-1], messages
+    assert f"A note in Me is missing from disk: {path}. Put the file back from a backup" in messages[-1], messages

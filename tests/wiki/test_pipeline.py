@@ -173,6 +173,30 @@ def test_an_ingest_for_some_scopes_sees_only_them_and_cannot_write_elsewhere(mem
     assert len(mem.inbox()) >= 1 and all(mem.get_source(i).scope == "private/bob" for i in mem.inbox())
 
 
+@pytest.mark.parametrize("writers", ["one", "one per scope"])
+def test_a_lost_source_file_waits_in_the_inbox_and_the_others_are_written(mem: Memory, writers: str) -> None:
+    """One person's source file lost: ingest read every inbox source (another scope's too) before it wrote anything,
+    and ended in FileNotFoundError; no page was written for anyone. Now that source waits, named in the report."""
+    from wiki_engine import Scope
+
+    shared = mem.add_source("Bins go out on Tuesday evenings.", scope="public")
+    lost = mem.add_source("Bob's bank PIN hint is his cat.", scope="private/bob")
+    kept = mem.add_source("Bob keeps his bike in the shed.", scope="private/bob")
+    path = mem.sources.path_for(Scope.parse("private/bob"), mem.get_source(lost).sha)
+    path.unlink()
+
+    def each_scope(batch: IngestBatch) -> list[Page]:
+        return [p for sc in sorted({s.scope for s in batch.sources})
+                for p in _writer(IngestBatch([s for s in batch.sources if s.scope == sc], [], {}))]
+
+    reps = ([run_ingest(mem, each_scope)] if writers == "one" else
+            [run_ingest(mem, each_scope, scopes=lambda s, sc=sc: s == sc) for sc in ("public", "private/bob")])
+    assert sorted(k for r in reps for k in r.written) == ["page:private/bob/notes", "page:public/notes"]
+    assert [(t.path, t.problem) for r in reps for t in r.unreadable] == [(path, "missing")]
+    assert mem.read_page("private/bob", "notes").citations == {1: kept} and shared not in mem.inbox()
+    assert mem.inbox() == [lost] and [i for r in reps for i in r.left_in_inbox] == [lost]
+
+
 def test_a_failed_ingest_loses_nothing(mem: Memory) -> None:
     run_producer(mem, scope="public", origin="chat", fetch=Feed([_chat(1, "Bins go out on Tuesday evenings", "public")]), decide=keep_all)
     before = mem.inbox()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import signal
 import stat
 import subprocess
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from wiki_engine import Item, Memory, Viewer, render_item
+from wiki_engine import Item, Memory, SourceUnreadable, Viewer, render_item
 
 
 def test_rendering_is_deterministic_and_names_the_file(mem: Memory) -> None:
@@ -54,8 +55,11 @@ def test_verify_finds_modified_and_missing_sources(mem: Memory) -> None:
     bad = {(t.sha, t.problem) for t in mem.verify()}
     assert bad == {(mem.get_source(a).sha, "modified"), (b, "missing")}
     assert c not in {t.sha for t in mem.verify()}
-    with pytest.raises(FileNotFoundError, match="restore it from a backup"):
+    with pytest.raises(SourceUnreadable, match=re.escape(f"is missing from disk: {pb}. Put the file back from a backup")):
         mem.get_source(b)
+    pa.write_bytes(pa.read_bytes().replace(b"garden", "gárden".encode("latin-1")))  # no longer UTF-8
+    with pytest.raises(SourceUnreadable, match=re.escape(f"was modified on disk after it was stored: {pa}. Put the file back")):
+        mem.get_source(a)
 
 
 def test_bad_scope_and_importance_are_refused_with_a_clear_message(mem: Memory) -> None:
