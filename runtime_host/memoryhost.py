@@ -570,7 +570,7 @@ class MemoryHost:
             writer_of,
         )
         from runtime_host.providers import Route
-        from wiki_engine import CitationError, PageFormatError, UnknownSource
+        from wiki_engine import CitationError, PageFormatError, SourceUnreadable, UnknownSource
         from wiki_engine.lease import Lease, LeaseBusy
 
         changed: list[str] = []
@@ -594,7 +594,8 @@ class MemoryHost:
 
                 try:
                     sources = await self.in_memory_thread(cited)
-                except (CitationError, UnknownSource) as exc:  # told to the page's owner, like a failed model
+                except (CitationError, UnknownSource, SourceUnreadable) as exc:  # told to the page's owner, like a
+                    # failed model; a lost note file (named, with what to do) stops no other page
                     failed.append((page.title, f"not checked for contradictions: {exc}", str(scope)))
                     continue
                 try:

@@ -219,6 +219,38 @@ async def test_nightly_goes_on_when_a_source_is_deleted_while_the_model_reconcil
     assert page is not None and list(page.citations.values()) == [old] and "4 June" not in page.body
 
 
+async def test_nightly_goes_on_past_a_page_citing_a_lost_note_file(pod, script) -> None:
+    """A note file lost (a backup restored in part) under a page that cites two notes: nightly's contradiction
+    check ended the whole pass with the file's error, and no other page was checked. Now that page is named with
+    the file and what to do, and the next page is reconciled."""
+    import time as _time
+
+    from wiki_engine import Page, Scope
+
+    scope = f"private/{pod.person.id}"
+
+    def seed() -> str:
+        two_dentists(pod, scope)
+        old = pod.memory.add_source("Clara's birthday is on 3 June.", scope=scope, ts=_time.time() - 86400 * 30)
+        new = pod.memory.add_source("Correction: Clara's birthday is on 4 June.", scope=scope, ts=_time.time())
+        pod.memory.write_page(Page("Family", scope, "family", "- Clara's birthday is on 3 June [1]\n"
+                                   "- Clara's birthday is on 4 June [2]", {1: old, 2: new}), author="agent:writer")
+        lost = pod.memory.read_page(scope, "dentist").citations[1]
+        path = pod.memory.sources.path_for(Scope.parse(scope), pod.memory.get_source(lost).sha)
+        path.unlink()
+        return str(path)
+
+    path = await pod.in_memory_thread(seed)
+    pod.set_role_model("ingest", "fake/reconciler")
+    script([Text(json.dumps({"changed": True, "body": "- Clara's birthday is on 4 June [2]",
+                             "why": "the newer source corrects the date"}))], repeat_last=True)
+    out = await pod.memory_nightly()
+    assert [r.split(":")[0] for r in out["reconciled"]] == [f"{scope}/family"]
+    [why] = [r["why"] for r in out["rejected"] if r["title"] == "Dentist"]
+    assert path in why and "not checked for contradictions" in why
+    assert "Dr Okafor" in pod.memory.read_page(scope, "dentist").body  # left as it was
+
+
 async def test_a_model_writing_lone_surrogates_still_finishes_the_turn_and_remembers(pod, script, fake_model) -> None:
     """JSON lets a model escape half a character ("\\ud800"); a str holding one cannot be written as UTF-8. The turn
     used to fail as an "Internal error in the agent loop" and lose the answer: now it finishes, the reply and the
