@@ -1193,6 +1193,8 @@ class WikiView(QWidget):
             except KeyError:  # decided meanwhile from the CLI or another window
                 said = (f"Nothing changed: the proposal for {page} was already approved or rejected elsewhere. The "
                         "list now shows what is still open.")
+            except wiki_engine.PageWriteError as exc:  # its folder is read-only, the disk is full
+                said = f"Not approved: {exc}"
             except (wiki_engine.CitationError, wiki_engine.PageFormatError):
                 said = (f"Not approved: the proposed {page} cites a source that is no longer stored, or cannot be "
                         "read. Reject it; the next ingest proposes again.")

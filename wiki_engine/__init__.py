@@ -17,13 +17,14 @@ from .memory import (
     UnknownSource,
     open_memory,
 )
-from .pages import Page, PageFormatError, parse_page, slugify
+from .pages import Page, PageFormatError, PageWriteError, parse_page, slugify
 from .render import Item, render_item
 from .scopes import Scope, ScopeError, Viewer
 from .sources import SourceUnreadable, Tampered
 
 __all__ = [
     "CitationError", "Hit", "InstructionRefused", "Item", "Memory", "Page", "PageFormatError", "PageRefused", "PageWrite",
+    "PageWriteError",
     "Proposal", "Scope", "ScopeError", "SourceConflict", "SourceRecord", "SourceUnreadable", "Tampered", "UnknownSource", "Verdict", "Viewer",
     "check_instructions", "open_memory", "parse_page", "render_item", "slugify",
 ]

@@ -1246,9 +1246,10 @@ class Memory:
         except PageFormatError:  # the person's to mend: only what rests on the deleted sources leaves the file
             page = None
             try:  # bytes that are not UTF-8 (saved by a Latin-1 editor, say) go back as they were
-                text: str | None = self.pages.path_for(sc, slug).read_bytes().decode("utf-8", "surrogateescape")
-            except FileNotFoundError:
-                text = None
+                data = self.pages.read_bytes(sc, slug)
+            except PageFormatError:  # not a file (a folder or a named pipe named like the page): nothing to mend
+                data = None
+            text: str | None = None if data is None else data.decode("utf-8", "surrogateescape")
             kept = None if text is None else text_without_sources(text, gone)
             if kept is not None:
                 self.pages.write_text(sc, slug, kept)

@@ -17,14 +17,19 @@ A page file looks like::
     [1]: 9f2c...   (a source id)
 
 Pages live in ``wiki/<scope>/<slug>.md``. A corrupt file raises PageFormatError with the path and
-what to fix; listing a scope skips such files and reports them instead of failing.
+what to fix; listing a scope skips such files and reports them instead of failing. So is anything there that is not
+a file (a folder or a named pipe named like a page: never opened to wait on) or cannot be read. A page that cannot be
+written (a read-only folder, a full disk) raises PageWriteError, naming the folder and what to do.
 """
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import errno
 import os
 import re
+import stat
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -42,6 +47,11 @@ _SOURCES_HEADING = "\n## Sources\n"
 
 class PageFormatError(ValueError):
     """A page file could not be read as a page; the message names the file and what to fix."""
+
+
+class PageWriteError(ValueError):
+    """A page file could not be written or removed (its folder is read-only, the disk is full); the message names
+    the file, its folder and what to do. Nothing of the page is changed."""
 
 
 _OTHER_SCRIPT = re.compile(r"[^\W\d_a-z\u00C0-\u024F]")  # a letter of a script other than Latin
@@ -379,10 +389,11 @@ class PageStore:
 
     def read(self, scope: Scope, slug: str) -> Page | None:
         path = self.path_for(scope, slug)
-        try:
-            text = path.read_text("utf-8")
-        except FileNotFoundError:
+        data = read_page_file(path)
+        if data is None:
             return None
+        try:
+            text = data.decode("utf-8")
         except UnicodeDecodeError:
             raise PageFormatError(f"{path}: not UTF-8 text. Re-save it as UTF-8 or delete it.") from None
         page = parse_page(text, where=str(path))
@@ -391,10 +402,13 @@ class PageStore:
         return page
 
     def read_text(self, scope: Scope, slug: str) -> str | None:
-        try:
-            return self.path_for(scope, slug).read_text("utf-8")
-        except FileNotFoundError:
-            return None
+        """The page file's text (None if there is none); PageFormatError if it is not a file or cannot be read."""
+        data = read_page_file(self.path_for(scope, slug))
+        return None if data is None else data.decode("utf-8")
+
+    def read_bytes(self, scope: Scope, slug: str) -> bytes | None:
+        """The page file's bytes as they are (None if there is none); PageFormatError as ``read_text``."""
+        return read_page_file(self.path_for(scope, slug))
 
     def write(self, page: Page) -> Path:
         return self.write_text(Scope.parse(page.scope), page.slug, page.to_markdown())
@@ -402,18 +416,25 @@ class PageStore:
     def write_text(self, scope: Scope, slug: str, text: str) -> Path:
         """Replaces the page file at once (a reader sees the old file or the new one, never half of one)."""
         path = self.path_for(scope, slug)
-        path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".tmp{os.getpid()}")
         try:
+            path.parent.mkdir(parents=True, exist_ok=True)
             tmp.write_bytes(text.encode("utf-8", "surrogateescape"))  # a hand edit's odd bytes, kept as they were
             os.replace(tmp, path)
-        except BaseException:  # a full disk, say: no copy of the text stays behind (a crash's: remove_dead_temps)
-            tmp.unlink(missing_ok=True)
+        except BaseException as e:  # a full disk, say: no copy of the text stays behind (a crash's: remove_dead_temps)
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+            if isinstance(e, OSError):
+                raise PageWriteError(_not_written(path, e, "written")) from e
             raise
         return path
 
     def delete(self, scope: Scope, slug: str) -> None:
-        self.path_for(scope, slug).unlink(missing_ok=True)
+        path = self.path_for(scope, slug)
+        try:
+            path.unlink(missing_ok=True)
+        except OSError as e:
+            raise PageWriteError(_not_written(path, e, "deleted")) from e
 
     def scan(self, scope: Scope) -> tuple[list[Page], list[str]]:
         """All readable pages of a scope, and one message per file that was skipped as corrupt."""
@@ -425,9 +446,50 @@ class PageStore:
         for path in sorted(base.glob("*.md")):
             try:
                 page = self.read(scope, path.stem)
-            except PageFormatError as e:
+            except PageFormatError as e:  # a hand edit gone wrong, or a folder or pipe named like a page
                 errors.append(str(e))
                 continue
             if page is not None:
                 pages.append(page)
         return pages, errors
+
+
+def read_page_file(path: Path) -> bytes | None:
+    """The bytes of the page file at ``path``, or None if there is none. Only a regular file is read: it is opened
+    without waiting (a named pipe would block its reader for good) and checked once open (fstat), so a folder, a
+    pipe or a device named like a page, or a file that cannot be read, is a PageFormatError saying what to do."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as e:
+        raise PageFormatError(f"{path}: cannot be read ({e.strerror}). Check the file's permissions, or restore it "
+                              "from a backup.") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        if stat.S_ISDIR(mode):
+            raise PageFormatError(f"{path}: a folder, not a page file. Move it out of {path.parent}, or rename it "
+                                  "so that its name does not end in .md.")
+        what = "a named pipe" if stat.S_ISFIFO(mode) else "a special file (a socket or a device)"
+        raise PageFormatError(f"{path}: {what}, not a page file; it is never read. Move it out of {path.parent} "
+                              "or delete it.")
+    with open(fd, "rb") as f:
+        try:
+            return f.read()
+        except OSError as e:
+            raise PageFormatError(f"{path}: cannot be read ({e.strerror}). Restore it from a backup, or delete "
+                                  "it.") from None
+
+
+def _not_written(path: Path, e: OSError, done: str) -> str:
+    """What a person reads when a page file could not be ``done`` ("written", "deleted") there, and what to do."""
+    folder = path.parent
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        return f"{path}: the page could not be {done}: the disk is full. Free some space, then try again."
+    if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return (f"{path}: the page could not be {done}: its folder {folder} is read-only ({e.strerror}). Make the "
+                "folder writable again (its permissions, or the sync or backup tool that locked it), then try again.")
+    if isinstance(e, IsADirectoryError):
+        return f"{path}: the page could not be {done}: a folder of that name is in the way. Move it out of {folder}."
+    return f"{path}: the page could not be {done} ({e.strerror or e}). Check the folder {folder}, then try again."

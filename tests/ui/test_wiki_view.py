@@ -2028,3 +2028,35 @@ def test_a_search_results_tooltip_shows_a_mails_markup_as_text(qtbot, qloop, ui_
     doc = QTextDocument()
     doc.setHtml(tip)
     assert f'<img src="{pipe}"> plumber' in doc.toPlainText()  # the mail's words, as written
+
+
+def test_a_folder_and_a_named_pipe_among_the_pages_leave_the_other_pages_listed(qtbot, qloop, ui_pod, home) -> None:
+    """A folder `holiday.md` among a person's pages left the Wiki's page list empty (an errno message instead); a
+    named pipe `pipe.md` held memory's one thread for good, so the list never came. Now the pages are listed and
+    each odd entry is named in the list, with what to do in its tooltip."""
+    import os
+
+    from PySide6.QtWidgets import QTreeWidgetItem
+
+    scope, _ = seed(qloop, ui_pod)
+    folder = home / "memory" / "wiki" / scope
+    (folder / "holiday.md").mkdir()
+    os.mkfifo(folder / "pipe.md")
+    w = wiki_window(qtbot, ui_pod)
+
+    def listed() -> list[QTreeWidgetItem]:
+        out, stack = [], [w.wiki.tree.topLevelItem(i) for i in range(w.wiki.tree.topLevelItemCount())]
+        while stack:
+            it = stack.pop()
+            out.append(it)
+            stack += [it.child(i) for i in range(it.childCount())]
+        return out
+
+    try:
+        qloop.wait_until(lambda: any(it.text(0) == "Family" for it in listed()), timeout=15, what="the page list")
+    finally:
+        os.close(os.open(folder / "pipe.md", os.O_RDWR | os.O_NONBLOCK))  # a reader stuck on it (before) may go
+    shown = {it.text(0): it.toolTip(0) for it in listed()}
+    assert {"Family", "Gifts"} <= set(shown)
+    assert "Move it out of" in shown["⚠ holiday (unreadable: a folder, not a page file)"]
+    assert "⚠ pipe (unreadable: a named pipe, not a page file; it is never read)" in shown

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
+import os
+import stat
 import time
 
 import pytest
 
-from wiki_engine import CitationError, Memory, Page, PageFormatError, Viewer, parse_page
+from tests.integration.test_storage import read_only
+from wiki_engine import CitationError, Memory, Page, PageFormatError, PageWriteError, Viewer, parse_page
+from wiki_engine.pipeline import IngestBatch, run_ingest, run_nightly
 
 
 def _page(mem: Memory, scope: str, title: str, body: str, cites: dict[int, str], **kw: object) -> Page:
@@ -494,3 +500,72 @@ def test_a_models_title_and_category_keep_no_direction_override(mem: Memory) -> 
     mem.write_page(Page("רופא שיניים", SC, "health", "The dentist is Dr Okafor [1].", {1: sid}), author="agent:writer")
     pages = {(p.title, p.category) for p in mem.list_pages(SC)[0]}
     assert pages == {("Dentist gnp.exe x", "health"), ("רופא שיניים", "health")}
+
+
+def _listed_within(mem: Memory, scope: str, seconds: float = 20) -> tuple[list[Page], list[str]]:
+    """``mem.list_pages(scope)``, or AssertionError if it hangs (a named pipe opened to read waits for a writer)."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        job = pool.submit(mem.list_pages, scope)
+        try:
+            return job.result(timeout=seconds)
+        except concurrent.futures.TimeoutError:
+            for pipe in (mem.root / "wiki").rglob("*.md"):  # let the stuck reader go, so the test can end
+                if stat.S_ISFIFO(pipe.lstat().st_mode):
+                    with contextlib.suppress(OSError):
+                        os.close(os.open(pipe, os.O_WRONLY | os.O_NONBLOCK))
+            raise AssertionError(f"listing the pages of {scope} hung on a named pipe among them") from None
+
+
+def test_a_folder_and_a_named_pipe_named_like_pages_are_named_and_the_other_pages_listed(mem: Memory) -> None:
+    """A sync tool makes a folder `notes.md` among the pages, or someone a named pipe `pipe.md`: listing the pages
+    ended in IsADirectoryError (the Wiki view and `memory pages` showed nothing) or waited on the pipe for good. Now
+    the other pages are listed, each odd entry is named with what to do, and another person's pages are untouched;
+    nightly goes through too."""
+    sid = mem.add_source("Bins go out every second Tuesday.", scope="public")
+    mem.write_page(_page(mem, "public", "Bins", "Every second Tuesday [1].", {1: sid}), author="agent:writer")
+    bob = mem.add_source("Bob's bike is in the shed.", scope="private/bob")
+    mem.write_page(_page(mem, "private/bob", "Bike", "In the shed [1].", {1: bob}), author="person:bob")
+    folder = mem.root / "wiki" / "public"
+    (folder / "notes.md").mkdir()
+    os.mkfifo(folder / "pipe.md")
+    pages, errors = _listed_within(mem, "public")
+    assert [p.title for p in pages] == ["Bins"]
+    assert sorted(errors) == [f"{folder / 'notes.md'}: a folder, not a page file. Move it out of {folder}, or "
+                              "rename it so that its name does not end in .md.",
+                              f"{folder / 'pipe.md'}: a named pipe, not a page file; it is never read. Move it out "
+                              f"of {folder} or delete it."]
+    with pytest.raises(PageFormatError, match="a folder, not a page file"):
+        mem.read_page("public", "notes")
+    assert [p.title for p in _listed_within(mem, "private/bob")[0]] == ["Bike"]
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        report = pool.submit(run_nightly, mem).result(timeout=60)
+    assert sorted(report.corrupt) == sorted(errors)
+    assert [h.id for h in mem.search("second Tuesday", scopes=["public"], mode="keyword", kinds=("page",))] == \
+        ["page:public/bins"]
+
+
+def test_a_read_only_wiki_folder_is_said_and_the_other_scopes_pages_written(mem: Memory) -> None:
+    """The shared pages' folder was made read-only (a sync tool, a restore): ingest ended in a PermissionError
+    traceback on a `trips.tmpNNN` file. Now the page is refused with the folder named and what to do, its sources
+    wait in the inbox, and a person's own pages are written as before."""
+    pub = mem.add_source("We fly to Lisbon on 4 May.", scope="public")
+    own = mem.add_source("The bike lock code is 3090.", scope="private/alice")
+    folder = mem.root / "wiki" / "public"
+    folder.mkdir(parents=True)
+
+    def writer(batch: IngestBatch) -> list[Page]:
+        return [Page("Trips", "public", "travel", "- We fly to Lisbon [1]", {1: pub}),
+                Page("Bike", "private/alice", "things", "- The lock code is 3090 [1]", {1: own})]
+
+    with read_only(folder):
+        report = run_ingest(mem, writer)
+        with pytest.raises(PageWriteError) as told:
+            mem.write_page(Page("Trips", "public", "travel", "- We fly [1]", {1: pub}), author="person:alice")
+        assert list(folder.iterdir()) == []  # no half-written copy left behind
+    assert report.written == ["page:private/alice/bike"]
+    (title, why), = report.rejected
+    assert title == "Trips" and str(folder) in why and "read-only" in why and "Make the folder writable" in why
+    assert str(told.value) == why
+    assert mem.inbox() == [pub] and report.left_in_inbox == [pub]
+    assert mem.read_page("private/alice", "Bike") is not None and mem.read_page("public", "Trips") is None
+    assert "page:public/trips" in run_ingest(mem, writer).written  # writable again: the waiting page is written
