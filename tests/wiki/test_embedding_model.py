@@ -262,3 +262,43 @@ def test_a_model_turned_away_from_midway_counts_each_persons_re_embedded_notes(t
         assert (alices["done"], alices["total"]) == (200, 200) and (bobs["done"], bobs["total"]) == (0, 0)
     finally:
         mem.close()
+
+
+class _Seen:
+    """A tokenizer that notes the length of each text it is given, then tokenizes it as the real one does."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.lengths = inner, []
+
+    def encode_batch(self, texts, *args, **kw):
+        self.lengths += [len(t) for t in texts]
+        return self.inner.encode_batch(texts, *args, **kw)
+
+
+def test_a_huge_page_pasted_by_hand_is_tokenized_only_as_far_as_the_model_reads(tmp_path: Path, monkeypatch) -> None:
+    """A person pastes a 5 MB log into a page: each re-index tokenized all of it for its meaning vector, of which the
+    model reads the first 512 tokens (a 50 MB page: nightly took almost 5 minutes and 4.5 GB). Now only the page's
+    start reaches the tokenizer, each model's vector of an ordinary text is as it was, and the page is still found
+    by its words and its meaning."""
+    from wiki_engine import Page, embed
+    from wiki_engine.embed import MAX_EMBED_CHARS
+
+    log = "- Filler line about the garden shed and more words here.\n" * 90_000  # 5 MB
+    for kind in ("static", "minilm"):
+        emb = load_embedder(kind)
+        page = "Clara's birthday is on 3 June; she loves orchids.\n" + log[:200_000]
+        with monkeypatch.context() as whole:  # the vector as it was, of the whole text tokenized
+            whole.setattr(embed, "MAX_EMBED_CHARS", 10**9)
+            before = emb.embed([page])[0]
+        assert np.allclose(emb.embed([page])[0], before, atol=1e-6), kind  # the model reads the same tokens
+        seen = _Seen(emb.tokenizer)
+        monkeypatch.setattr(emb, "tokenizer", seen)
+        with open_memory(tmp_path / kind, embedder=kind) as mem:
+            sid = mem.add_source("The heron statue hides the spare key.", scope="private/alice")
+            mem.write_page(Page("Shed log", "private/alice", "home", f"- The spare key is by the heron [1]\n{log}",
+                                {1: sid}), author="person:alice")
+            mem.reindex_pages("private/alice")
+            assert max(seen.lengths) <= MAX_EMBED_CHARS, (kind, max(seen.lengths))
+            hits = mem.search("where is the spare key, heron", scopes=["private/alice"], kinds=("page",))
+            assert [h.id for h in hits] == ["page:private/alice/shed-log"]
+        monkeypatch.setattr(emb, "tokenizer", seen.inner)
