@@ -186,7 +186,6 @@ def test_a_crash_between_storing_and_the_keyword_index_loses_nothing_and_keeps_n
 _KILLED_WRITING = """
 import os, signal, sys
 import wiki_engine.pages as pages
-import wiki_engine.sources as sources
 from wiki_engine import Page, open_memory
 from wiki_engine.pipeline import run_ingest
 where, keep, gone = sys.argv[2:5]
@@ -197,10 +196,12 @@ if where == "after the page file":  # the file is written, the catalog not yet t
         os.kill(os.getpid(), signal.SIGKILL)
     pages.PageStore.write_text = write_text
 else:  # the new page, or a new source, is in its temporary file, not yet renamed into place
-    kill = type("os", (), {"replace": staticmethod(lambda *a: os.kill(os.getpid(), signal.SIGKILL)),
-                           "getpid": staticmethod(os.getpid), "fsync": staticmethod(os.fsync),
-                           "chmod": staticmethod(os.chmod), "sync": staticmethod(os.sync)})
-    setattr(sources if where == "before a source's rename" else pages, "os", kill)
+    real_replace, into = os.replace, "/sources/" if where == "before a source's rename" else "/wiki/"
+    def replace(src, dst, *a, **k):
+        if into in str(dst):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real_replace(src, dst, *a, **k)
+    os.replace = replace
 with open_memory(sys.argv[1], embedder=None) as mem:
     if where == "before a source's rename":
         mem.add_source("Alice: the gate code is okapi6138.", scope="private/alice")
