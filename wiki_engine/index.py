@@ -287,12 +287,15 @@ class ScopeIndex:
         self.meta.execute("CREATE INDEX IF NOT EXISTS docs_ts ON docs(ts)")
         row = self.meta.execute("SELECT value FROM info WHERE key='schema'").fetchone()
         stale = row is None or row[0] != SCHEMA
+        # Made anew here: meta.db was missing, or held nothing (cut to zero bytes by a crash before its data reached
+        # the disk). Its documents come back from the catalog (sources) and the wiki folder (pages): ``Memory.index``.
+        self.made_anew = row is None
         stale_words = not stale and self._words_changed()
         # Documents stored or removed in meta.db whose keyword index a process that has died since did not
         # commit: the keyword index is rebuilt from meta.db, so none is missing and no removed text stays. A mark
         # of a process still running (another window, a CLI command) is its write under way, left alone.
-        torn = [k for (k,) in self.meta.execute("SELECT key FROM info WHERE key LIKE 'keywords_pending:%'")
-                if not _writer_alive(k)]
+        marks = [k for (k,) in self.meta.execute("SELECT key FROM info WHERE key LIKE 'keywords_pending:%'")]
+        torn = [k for k in marks if not _writer_alive(k)]
         stale_words = stale_words or bool(torn)
         if stale or stale_words:
             shutil.rmtree(folder / "tantivy", ignore_errors=True)
@@ -301,6 +304,11 @@ class ScopeIndex:
         except ValueError:  # a keyword index whose files are not all there: it is made again from meta.db
             shutil.rmtree(folder / "tantivy", ignore_errors=True)
             self._open_tantivy()
+            stale_words = True
+        if (not (stale or stale_words) and len(marks) == len(torn) and self.searcher.num_docs == 0
+                and self.meta.execute("SELECT 1 FROM docs LIMIT 1").fetchone()):
+            # The keyword folder deleted or emptied (by hand, a sync tool) next to a meta.db holding documents, and
+            # no other process writing it: made again from meta.db, rather than every keyword search finding nothing.
             stale_words = True
         self._writer: tantivy.IndexWriter | None = None
         self._dirty = False

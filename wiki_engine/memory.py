@@ -438,18 +438,17 @@ class Memory:
                         use = None
                 elif stale and not is_remote(use):
                     use = None  # a provider's vectors, unusable without it: keywords until the background pass re-embeds
-                fresh = not (folder / "meta.db").exists()
                 try:
                     idx = ScopeIndex(folder, use)
                 except sqlite3.OperationalError:
                     raise  # locked by another process, the disk full, ...: nothing damaged, nothing to make again
                 except sqlite3.DatabaseError:  # meta.db damaged: an index is derived data, made again from the catalog
                     remove_index_folder(folder)
-                    idx, fresh = ScopeIndex(folder, use), True
+                    idx = ScopeIndex(folder, use)
                 idx.purge_held = sc in self._purges_held
                 self._indexes[sc] = idx
                 self._repair(sc, idx)
-                if fresh:  # made anew (its folder deleted or damaged): the scope's pages are found again too
+                if idx.made_anew:  # its folder or meta.db deleted, damaged or cut to nothing: the pages are found again too
                     pages, _errors = self.pages.scan(sc)
                     if pages:
                         idx.add([_page_doc(p) for p in pages])

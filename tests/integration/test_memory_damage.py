@@ -108,3 +108,36 @@ def test_an_index_locked_by_another_process_is_never_taken_for_damaged(tmp_path,
         mem.search("birthday", scopes=["public"], mode="keyword")
     monkeypatch.setattr(index_module.ScopeIndex, "__init__", real)
     assert meta.stat().st_ino == before  # the same index file, not deleted and made again
+
+
+@pytest.mark.parametrize("how", ["deleted", "emptied"])
+def test_a_deleted_or_emptied_keyword_index_folder_is_made_again(home, how) -> None:
+    """The README promises an index "is made again ... when it is damaged or deleted"; with only its keyword
+    folder (tantivy/) deleted or emptied by hand or a sync tool, keyword search found nothing and said nothing until
+    a nightly pass, though meta.db held every document."""
+    scope, _ = _damaged_setup(home)
+    words = home / "memory" / "index" / scope / "tantivy"
+    if how == "deleted":
+        shutil.rmtree(words)
+    else:
+        for f in words.iterdir():
+            f.unlink()
+    for _ in range(2):  # found, and found again on the next run (the index made again is kept)
+        r = cli(home, "memory", "search", "birthday", "--mode", "keyword")
+        assert r.returncode == 0 and "Clara" in r.stdout, (r.stdout, r.stderr[-400:])
+    with wiki_engine.open_memory(home / "memory") as mem:  # the page too
+        assert [h.title for h in mem.search("peanuts", scopes=[scope], kinds=("page",), mode="keyword")] == ["Bob"]
+
+
+def test_a_zero_byte_index_meta_db_keeps_the_scopes_pages_searchable(home) -> None:
+    """meta.db cut to zero bytes (the machine lost power before its data reached the disk): the notes came back
+    from the catalog, but the scope's pages were found no more until a nightly pass."""
+    scope, _ = _damaged_setup(home)
+    meta = home / "memory" / "index" / scope / "meta.db"
+    meta.write_bytes(b"")
+    for f in meta.parent.glob("meta.db-*"):
+        f.unlink()
+    r = cli(home, "memory", "search", "birthday", "--mode", "keyword")
+    assert r.returncode == 0 and "Clara" in r.stdout, (r.stdout, r.stderr[-400:])
+    with wiki_engine.open_memory(home / "memory") as mem:
+        assert [h.title for h in mem.search("peanuts", scopes=[scope], kinds=("page",), mode="keyword")] == ["Bob"]
