@@ -120,13 +120,41 @@ MIGRATIONS: list[tuple[str, str]] = [
 
 
 class CatalogDamaged(sqlite3.DatabaseError):
-    """memory.db cannot be read as a database (a disk error, a file written over): said in words, nothing written."""
+    """memory.db cannot be read as a database (a disk error, a file written over), or is empty while memory's folder
+    holds what it lists: said in words, nothing written."""
 
-    def __init__(self, path: Path, cause: Exception):
+    def __init__(self, path: Path, cause: Exception | str):
+        what = cause if isinstance(cause, str) else f"is damaged ({cause})"
         super().__init__(
-            f"Memory's catalog {path} is damaged ({cause}), so memory cannot be opened; nothing was changed. Restore "
+            f"Memory's catalog {path} {what}, so memory cannot be opened; nothing was changed. Restore "
             f"memory.db from a backup (quit Hearth first). Your notes' files in {path.parent / 'sources'} and your "
-            f"pages in {path.parent / 'wiki'} are untouched.")
+            f"pages in {path.parent / 'wiki'} are untouched. Without a backup, quit Hearth and move the folder "
+            f"{path.parent} elsewhere: memory starts empty, and what it held stays in the folder you moved.")
+
+
+def _held_without_catalog(root: Path) -> str:
+    """What memory's folder holds that a catalog would list ("" if nothing): "3 notes and 1 page"."""
+    def files(folder: Path, pattern: str) -> int:
+        try:
+            return sum(1 for f in folder.rglob(pattern) if f.is_file())  # never opened (a named pipe is no file)
+        except OSError:
+            return 0
+
+    notes, pages = files(root / "sources", "*.md"), files(root / "wiki", "*.md")
+    indexed = 0
+    if not notes:  # the notes' files lost too: their text may still be in a search index
+        for meta in (root / "index").rglob("meta.db") if (root / "index").is_dir() else ():
+            try:
+                con = sqlite3.connect(f"file:{meta}?mode=ro", uri=True)
+                try:
+                    indexed += con.execute("SELECT count(*) FROM docs WHERE kind!='page'").fetchone()[0]
+                finally:
+                    con.close()
+            except sqlite3.Error:
+                continue  # a damaged index holds nothing to keep
+    held = [f"{n} {word}{'' if n == 1 else 's'}" for n, word in
+            ((notes, "note"), (indexed, "indexed note"), (pages, "page")) if n]
+    return " and ".join(filter(None, [", ".join(held[:-1]), held[-1]])) if held else ""
 
 
 class Catalog:
@@ -136,14 +164,27 @@ class Catalog:
         self.path = path
         self._lock = threading.RLock()
         self.before_commit: list[Callable[[], None]] = []
+        existed = path.exists()
         self.db = sqlite3.connect(str(path), timeout=30, isolation_level=None, check_same_thread=False)
         self.db.row_factory = sqlite3.Row
         try:
+            if not self.db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone():
+                # A new catalog, or one cut to nothing (a crash before its data reached the disk, a sync tool's empty
+                # copy): opening it as a new memory would forget every note and page the folder holds.
+                held = _held_without_catalog(path.parent)
+                if held:
+                    raise CatalogDamaged(path, f"is {'empty' if existed else 'missing'} while memory's folder holds "
+                                               f"{held} (it was cut short, deleted or replaced by an empty copy)")
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.execute("PRAGMA busy_timeout=30000")
             self.db.execute("PRAGMA secure_delete=ON")  # a deleted row's text is overwritten, not left in a free page
             self._migrate()
+        except CatalogDamaged:
+            self.db.close()
+            if not existed and path.exists() and path.stat().st_size == 0:
+                path.unlink()  # nothing written: the empty file opening it made goes too
+            raise
         except sqlite3.OperationalError:
             self.db.close()
             raise  # locked by another process, the disk full, ...: the file is not damaged

@@ -10,6 +10,7 @@ import pytest
 import wiki_engine
 from tests.integration.test_cli import cli
 from wiki_engine import Page
+from wiki_engine.catalog import CatalogDamaged
 
 
 def _damaged_setup(home: Path):
@@ -67,6 +68,8 @@ def _damage_catalog(home: Path, how: str) -> None:
     assert db.exists()
     if how == "garbage":
         db.write_bytes(b"this is not a database, a disk error wrote here " * 200)
+    elif how == "empty":
+        db.write_bytes(b"")  # cut to nothing (the machine lost power before its data reached the disk)
     else:
         data = db.read_bytes()
         db.write_bytes(data[:100])  # truncated in its header
@@ -84,6 +87,50 @@ def test_cli_memory_on_a_damaged_catalog_says_what_happened_without_a_traceback(
     assert r.returncode != 0
     assert "Traceback" not in r.stderr, r.stderr[-600:]
     assert "memory.db" in r.stderr and "damaged" in r.stderr and "backup" in r.stderr, r.stderr
+
+
+def test_a_catalog_cut_to_nothing_is_said_and_nothing_is_forgotten(home) -> None:
+    """memory.db cut to zero bytes (a crash before its data reached the disk, a sync tool's empty copy) opened as a
+    new, empty memory: every note was gone from search, the index dropped them to match, and `memory verify` said
+    all was well. Now it is said like any other damage, nothing is written, and the backup brings everything back."""
+    scope, bob_file = _damaged_setup(home)
+    with wiki_engine.open_memory(home / "memory") as mem:
+        mem.add_source("The recycling goes out on Tuesdays.", scope="public")  # the household's, not only mine
+    db = home / "memory" / "memory.db"
+    backup = db.read_bytes()
+    _damage_catalog(home, "empty")
+    for action in (["search", "birthday"], ["search", "recycling"], ["pages"], ["verify"], ["ingest"]):
+        r = cli(home, "memory", *action)
+        assert r.returncode != 0 and "Traceback" not in r.stderr, (action, r.stdout, r.stderr[-600:])
+        said = r.stderr
+        assert "memory.db" in said and "empty" in said and "backup" in said and "3 notes" in said, said
+    assert db.stat().st_size == 0  # nothing written over it: the person restores it
+    assert bob_file.exists()
+    with pytest.raises(CatalogDamaged, match="memory.db"):  # and so is a program opening it
+        wiki_engine.open_memory(home / "memory", embedder=None)
+    db.write_bytes(backup)  # restored from the backup: every note and page as before
+    for q, found in (("birthday", "Clara"), ("recycling", "Tuesdays")):
+        r = cli(home, "memory", "search", q)
+        assert r.returncode == 0 and found in r.stdout, (r.stdout, r.stderr[-400:])
+    with wiki_engine.open_memory(home / "memory") as mem:
+        assert [h.title for h in mem.search("peanuts", scopes=[scope], kinds=("page",))] == ["Bob"]
+
+
+def test_a_new_memory_and_one_that_never_stored_anything_still_open(tmp_path) -> None:
+    """A catalog with nothing in it (or none) is only damage when memory's folder holds what it should have listed."""
+    root = tmp_path / "memory"
+    with wiki_engine.open_memory(root, embedder=None) as mem:  # brand new
+        assert mem.search("anything", scopes=["public"], mode="keyword") == []
+    (root / "memory.db").write_bytes(b"")  # empty folders and an empty index beside it: nothing to lose
+    for f in root.glob("memory.db-*"):
+        f.unlink()
+    with wiki_engine.open_memory(root, embedder=None) as mem:
+        sid = mem.add_source("Clara's birthday is on 3 June.", scope="public")
+        assert [h.id for h in mem.search("birthday", scopes=["public"], mode="keyword")] == [sid]
+    (root / "memory.db").unlink()  # now it holds a note: a catalog deleted is said, and no new one is made
+    with pytest.raises(CatalogDamaged, match="missing while memory's folder holds 1 note"):
+        wiki_engine.open_memory(root, embedder=None)
+    assert not (root / "memory.db").exists()
 
 
 def test_an_index_locked_by_another_process_is_never_taken_for_damaged(tmp_path, monkeypatch) -> None:

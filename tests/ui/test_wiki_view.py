@@ -1610,14 +1610,14 @@ def test_a_held_mail_shows_who_sent_it_and_keeping_it_keeps_its_sender_and_subje
     assert qloop.run(pod.in_memory_thread(lambda: pod.memory.quarantine("released")))[0].head == ""  # emptied
 
 
-@pytest.fixture
-def damaged_memory(home):
+@pytest.fixture(params=["garbage", "empty"])
+def damaged_memory(home, request):
     from tests.integration.test_memory_damage import _damage_catalog
     from wiki_engine import open_memory
 
     with open_memory(home / "memory", embedder=None) as mem:
         mem.add_source("Clara's birthday is on 3 June.", scope="public")
-    _damage_catalog(home, "garbage")
+    _damage_catalog(home, request.param)  # written over, or cut to nothing (it opened as a new, empty memory)
 
 
 def test_window_wiki_on_a_damaged_catalog_tells_the_person(damaged_memory, ui_pod, qloop, qtbot) -> None:
