@@ -319,6 +319,25 @@ async def test_what_bob_forgets_while_his_model_thinks_stays_forgotten(pod, fake
         assert await as_bob.memory_search("green Brompton bike", mode="keyword")
 
 
+async def killed_midway(pod, home, script: str, *args: str):
+    """Closes ``pod``, runs ``script`` in a real child process on the same Hearth folder (it kills itself with
+    SIGKILL at the moment a test chose: the power goes), and opens the folder again: the Pod after the restart."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from runtime_host.pod import Pod
+
+    await pod.close()
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    done = subprocess.run([sys.executable, "-c", script, str(home), *args], env=env, timeout=120,
+                          capture_output=True, text=True)
+    assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
+    return Pod(home).first_person()
+
+
 _DELETE_KILLED_BETWEEN = """
 import asyncio, os, signal, sys
 from runtime_host.pod import Pod
@@ -339,14 +358,8 @@ async def test_deleting_a_messages_note_killed_midway_can_be_done_again(pod, hom
     """Deleting a chat message's note killed after the note went and before the summary quoting it did: the summary
     kept "diagnosed with type 2 diabetes" for good, and the person's Delete, tried again, was refused ("No such
     source") as the note was gone. Now the summaries go first, so a Delete cut short can be done again."""
-    import os
-    import signal
-    import subprocess
-    import sys
-    from pathlib import Path
 
     from runtime_host.memory_jobs import SUMMARY_EVERY
-    from runtime_host.pod import Pod
 
     inst = pod.find_agent("helper")[0]
     conv = pod.store.create_conversation(inst.id, "Health")
@@ -356,12 +369,7 @@ async def test_deleting_a_messages_note_killed_midway_can_be_done_again(pod, hom
     hits = await pod.memory_search("diabetes Haas", mode="keyword")
     note = next(h.id for h in hits if not h.id.startswith("summary-"))
     assert any(h.id.startswith("summary-") for h in hits)
-    await pod.close()
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
-    done = subprocess.run([sys.executable, "-c", _DELETE_KILLED_BETWEEN, str(home), note], env=env, timeout=120,
-                          capture_output=True, text=True)
-    assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
-    again = Pod(home).first_person()
+    again = await killed_midway(pod, home, _DELETE_KILLED_BETWEEN, note)
     try:
         assert await again.memory_search("diabetes Haas", mode="keyword")  # the delete was cut short
         await again.memory_delete_source(note)  # the person deletes it again
@@ -1148,24 +1156,13 @@ async def test_deleting_an_agent_killed_midway_can_be_done_again(pod, script, ho
     """Deleting an agent killed after it left pod.db and before its notes left memory: the agent was gone from every
     list, so it could not be deleted again, and its notes ("ferretword locker") stayed in memory's files for good.
     Now memory forgets first: a delete cut short leaves the agent listed, and deleting it again finishes."""
-    import os
-    import signal
-    import subprocess
-    import sys
-    from pathlib import Path
 
-    from runtime_host.pod import Pod
 
     pod.edit_agent("helper", toolkits=["memory"])
     script([ToolCalls([("remember", {"fact": "The ferretword locker is number 12.", "scope": "agent"}),
                        ("remember", {"fact": "The stoatword bike lock is 3321.", "scope": "person"})]), Text("Done.")])
     assert (await asyncio.wait_for(pod.chat("helper", "Remember both."), 30)).ok
-    await pod.close()
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
-    done = subprocess.run([sys.executable, "-c", _DELETE_AGENT_KILLED, str(home), when], env=env, timeout=120,
-                          capture_output=True, text=True)
-    assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
-    again = Pod(home).first_person()
+    again = await killed_midway(pod, home, _DELETE_AGENT_KILLED, when)
     try:
         assert again.find_agent("helper")  # still listed: the person sees it and deletes it again
         await again.delete_agent("helper")
