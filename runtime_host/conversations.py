@@ -262,6 +262,7 @@ async def answer_again(me: Any, conversation_id: str, message_id: str, new_text:
     text_out = (new_text if new_text is not None else prompt.content).strip()
     if not text_out:
         raise StoreError("The message is empty.")
+    from runtime_host.safety.policy import mapping_ids
     from runtime_host.sizes import message_problem
     from runtime_host.turns import MessageTooLarge
 
@@ -274,6 +275,9 @@ async def answer_again(me: Any, conversation_id: str, message_id: str, new_text:
     else:
         target = conversation_id
         said = words(me.store, msgs[idx:], [prompt.turn_id] if prompt.turn_id else [])
+        # the real values its placeholders show, written down to check before anything goes: a process killed
+        # after the delete still has them taken out of the keyring (at the next memory run) once nothing shows them
+        me.store.check_mappings(me.person_id, set().union(*map(mapping_ids, said)))
         with me.store.engine.begin() as c:
             if prompt.turn_id:
                 _delete_turns(c, [prompt.turn_id])

@@ -268,17 +268,23 @@ _KILLED_BEFORE_THE_KEYRING = """
 import asyncio, os, signal, sys
 from runtime_host.memoryhost import MemoryHost
 from runtime_host.pod import Pod
-async def _forget_unused_mappings(self, *a, **k):
-    os.kill(os.getpid(), signal.SIGKILL)  # the power goes: memory forgot, the keyring is not told yet
-MemoryHost._forget_unused_mappings = _forget_unused_mappings
-me = Pod(sys.argv[1]).first_person()
-asyncio.run(me.memory_forget_me() if sys.argv[2] == "forget me" else me.delete_conversation_and_forget(sys.argv[2]))
+async def killed(self, *a, **k):
+    os.kill(os.getpid(), signal.SIGKILL)  # the power goes
+me, what = Pod(sys.argv[1]).first_person(), sys.argv[2]
+if what == "answer again":  # once the exchange left pod.db, before memory and the keyring are told
+    MemoryHost.forget_messages = killed
+    [first] = [m for m in me.store.list_messages(sys.argv[3]) if m.role == "user"]
+    asyncio.run(me.answer_again(sys.argv[3], first.id, "Never mind, forget the cards."))
+else:  # memory forgot, the keyring is not told yet
+    MemoryHost._forget_unused_mappings = killed
+    asyncio.run(me.memory_forget_me() if what == "forget me" else me.delete_conversation_and_forget(what))
 """
 
 
-def killed_before_the_keyring(home, what: str) -> None:
-    """Runs Alice's forget (``forget me``, or Delete and forget of the conversation ``what``) in a process of its
-    own, killed once memory forgot and before her keyring was told."""
+def killed_before_the_keyring(home, what: str, *args: str) -> None:
+    """Runs Alice's forget (``forget me``, Delete and forget of the conversation ``what``, or ``answer again`` with
+    her first message of the conversation ``args[0]`` edited) in a process of its own, killed once what was to go
+    went and before her keyring was told."""
     import os
     import signal
     import subprocess
@@ -286,8 +292,8 @@ def killed_before_the_keyring(home, what: str) -> None:
     from pathlib import Path
 
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
-    done = subprocess.run([sys.executable, "-c", _KILLED_BEFORE_THE_KEYRING, str(home), what], env=env, timeout=120,
-                          capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", _KILLED_BEFORE_THE_KEYRING, str(home), what, *args], env=env,
+                          timeout=120, capture_output=True, text=True)
     assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
 
 
@@ -334,6 +340,28 @@ async def test_delete_and_forget_killed_before_the_keyring_takes_the_card_out_at
         assert vault.get(f"redactions/{m1}") is None
         assert CARD2 in (vault.get(f"redactions/{m2}") or "")  # the note still shows it
         assert "1881" in (bobs_vault.get(f"redactions/{bobs}") or "")
+    finally:
+        await again.close()
+
+
+async def test_an_exchange_answered_again_when_killed_takes_its_card_out_at_the_next_producer_run(
+        pod, home, secure_keyring) -> None:
+    """Alice edited the message where she typed Ada's card; the process was killed once the old exchange left pod.db
+    and before memory and her keyring were told: nothing wrote down the card to check, so it stayed in her keyring
+    for good. Now it is written down before the exchange goes, and the next producer run takes it out."""
+    from runtime_host.pod import Pod
+
+    conv, m1, m2 = alices_cards(pod, ada_in="conversation")
+    await pod.close()
+    killed_before_the_keyring(home, "answer again", conv)
+
+    again = Pod(home).first_person()
+    try:
+        assert all(f"#{m1}]" not in m.content for m in again.store.list_messages(conv))  # the exchange went
+        vault = again.pod.vault_for(again.person_id)
+        await again.memory_produce()
+        assert vault.get(f"redactions/{m1}") is None
+        assert CARD2 in (vault.get(f"redactions/{m2}") or "")  # the note still shows it
     finally:
         await again.close()
 
