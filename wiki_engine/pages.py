@@ -389,22 +389,23 @@ class PageStore:
 
     def read(self, scope: Scope, slug: str) -> Page | None:
         path = self.path_for(scope, slug)
-        data = read_page_file(path)
-        if data is None:
+        text = self.read_text(scope, slug)
+        if text is None:
             return None
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise PageFormatError(f"{path}: not UTF-8 text. Re-save it as UTF-8 or delete it.") from None
         page = parse_page(text, where=str(path))
         if page.scope != str(scope):
             raise PageFormatError(f"{path}: front matter says scope {page.scope!r} but the file is in {scope}. Move the file or fix the scope.")
         return page
 
     def read_text(self, scope: Scope, slug: str) -> str | None:
-        """The page file's text (None if there is none); PageFormatError if it is not a file or cannot be read."""
-        data = read_page_file(self.path_for(scope, slug))
-        return None if data is None else data.decode("utf-8")
+        """The page file's text (None if there is none); PageFormatError if it is not a file, cannot be read or is
+        not UTF-8 (saved by an editor in another encoding: a model's rewrite is then refused, naming the file)."""
+        path = self.path_for(scope, slug)
+        data = read_page_file(path)
+        try:
+            return None if data is None else data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise PageFormatError(f"{path}: not UTF-8 text. Re-save it as UTF-8 or delete it.") from None
 
     def read_bytes(self, scope: Scope, slug: str) -> bytes | None:
         """The page file's bytes as they are (None if there is none); PageFormatError as ``read_text``."""

@@ -476,3 +476,33 @@ def test_nightly_merges_duplicates_and_rebuilds_indexes(mem: Memory) -> None:
     assert mem.read_page("public", "Dogs") is None
     assert any("junk.md" in e for e in rep.corrupt)
     assert [h.id for h in mem.search("booster", scopes=["public"], mode="keyword", kinds=("page",))] == ["page:public/dog"]
+
+
+def test_a_page_file_saved_in_another_encoding_is_named_and_left_as_it_is(mem: Memory) -> None:
+    """A page the person re-saved in Latin-1 (an old editor): the next ingest writing that page was turned away with
+    Python's "'utf-8' codec can't decode byte 0xe9 in position 114", which names no file and says nothing to do. Now
+    the file is named with what to do, its bytes are left as the person saved them, and its notes wait for the
+    fix; Bob's page is written meanwhile."""
+    from wiki_engine import Scope
+    from wiki_engine.pipeline import run_ingest
+
+    first = mem.add_source("Alice: the café on Rue Müller opens at 8.", scope="private/alice")
+    mem.write_page(Page("Cafe", "private/alice", "places", "- The café opens at 8 [1]", {1: first}), author="agent:w")
+    path = mem.pages.path_for(Scope.parse("private/alice"), "cafe")
+    saved = path.read_bytes().decode().replace("The café", "The café (Müller)").encode("latin-1")
+    path.write_bytes(saved)
+    later = mem.add_source("Alice: the café now opens at 9.", scope="private/alice")
+    bobs = mem.add_source("Bob: the bakery opens at 7.", scope="private/bob")
+
+    def writer(batch):
+        return [Page("Cafe", "private/alice", "places", "- The café opens at 9 [1]", {1: later}),
+                Page("Bakery", "private/bob", "places", "- The bakery opens at 7 [1]", {1: bobs})]
+
+    rep = run_ingest(mem, writer)
+    [(title, why)] = rep.rejected
+    assert title == "Cafe" and str(path) in why and "not UTF-8" in why and "Re-save it as UTF-8" in why
+    assert path.read_bytes() == saved and later in rep.left_in_inbox
+    assert mem.read_page("private/bob", "bakery") is not None
+    path.write_bytes(saved.decode("latin-1").encode("utf-8"))  # the person re-saves it as UTF-8
+    rep = run_ingest(mem, writer)
+    assert "opens at 9" in mem.read_page("private/alice", "cafe").body and not rep.rejected
