@@ -130,6 +130,9 @@ def notification_for(ev: dict[str, Any]) -> tuple[str, str] | None:
     if kind == "mail.notify":  # a mail rule's "Notify me": who wrote and about what, as plain text
         sender = " ".join(str(ev.get("from") or "").split())[:80] or "an unknown sender"
         return f"Mail from {sender}", " ".join(str(ev.get("subject") or "").split())[:200] or "(no subject)"
+    if kind == "memory.failed" and ev.get("notes"):  # a timed ingest left a note whose file is lost or damaged
+        title = "A note of yours could not be read" if len(ev["notes"]) == 1 else "Notes of yours could not be read"
+        return title, str(ev.get("error") or "")  # whole: which file and what to do (told once per file)
     if kind == "memory.failed":  # a timed memory run: the person's own model failed (told once per failure)
         what = {"memory.producer": "Memory could not read your new chat and mail",
                 "memory.ingest": "Memory could not write your wiki pages",

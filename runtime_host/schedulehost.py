@@ -27,6 +27,7 @@ class ScheduleHost:
         self._scheduler_task: asyncio.Task[None] | None = None
         self._memory_runs: dict[str, asyncio.Task[None]] = {}  # memory timer kind -> its run now going
         self._memory_failing: dict[tuple[str, str], str] = {}  # (timer kind, person) -> the failure they were told
+        self._damaged_told: set[tuple[str, str, str]] = set()  # (person, note file, problem) a timed ingest told
         pod.subscribe(self._record_scheduled_turn)
 
     @property
@@ -147,8 +148,9 @@ class ScheduleHost:
         from runtime_host import schedule
 
         await asyncio.sleep(0)  # the tick records the run as started first
+        report: Any = None
         try:
-            await job()
+            report = await job()
         except asyncio.CancelledError:
             schedule.record_turn_finished(self.pod.store.engine, job_id, ok=False,
                                           error="Hearth stopped during this run; the next one goes on from there.")
@@ -162,9 +164,12 @@ class ScheduleHost:
             log.warning("memory job %s failed: %s", job_id, said)
             schedule.record_turn_finished(self.pod.store.engine, job_id, ok=False, error=said)
             self._tell_memory_failures(job_id.split(":", 1)[0], getattr(exc, "failures", None) or {})
+            self._tell_damaged_notes(job_id.split(":", 1)[0], getattr(exc, "report", None),
+                                     set(getattr(exc, "failures", None) or {}))
         else:
             schedule.record_turn_finished(self.pod.store.engine, job_id, ok=True)
             self._tell_memory_failures(job_id.split(":", 1)[0], {})
+            self._tell_damaged_notes(job_id.split(":", 1)[0], report, set())
 
     def _tell_memory_failures(self, kind: str, failures: dict[str, str]) -> None:
         """Each person whose own memory model failed on a timer is told, alone (the error may quote what their
@@ -177,6 +182,33 @@ class ScheduleHost:
                 continue
             self._memory_failing[(kind, pid)] = why
             self.pod.emit({"type": "memory.failed", "person": pid, "job": kind, "error": why})
+
+    def _tell_damaged_notes(self, kind: str, report: Any, failed: set[str]) -> None:
+        """A timed ingest that left a note waiting because its file is lost or no longer UTF-8 tells the person whose
+        model writes that note's pages (a person's own and their agents' notes: them; shared notes: the owner), alone,
+        which file and what to do. Once per file and problem: told again only if it breaks another way, or after a run
+        (that read that person's notes) found it fixed or deleted and it broke again."""
+        from runtime_host.memory_jobs import writer_of
+        from wiki_engine.sources import said_of
+
+        if kind != "memory.ingest" or not isinstance(report, dict) or report.get("message"):
+            return  # not an ingest, or one that read no notes (no model chosen, or another process writing)
+        now: dict[str, list[dict[str, Any]]] = {}
+        for bad in report.get("unreadable", []):
+            now.setdefault(writer_of(self.pod, bad["scope"]), []).append(bad)
+        seen = {(pid, bad["path"], bad["problem"]) for pid, bads in now.items() for bad in bads}
+        # a note no longer reported was put back or deleted; a person whose model failed had theirs not read
+        self._damaged_told = {k for k in self._damaged_told if k in seen or k[0] in failed}
+        for pid, bads in now.items():
+            new = [b for b in bads if (pid, b["path"], b["problem"]) not in self._damaged_told]
+            if not new:
+                continue
+            self._damaged_told |= {(pid, b["path"], b["problem"]) for b in new}
+            said = said_of(new, self.pod.scope_label)
+            said[-1] = (f"{said[-1]} Until then {'it waits' if len(new) == 1 else 'they wait'} in the inbox; "
+                        "the other notes were written into the wiki.")
+            self.pod.emit({"type": "memory.failed", "person": pid, "job": kind, "notes": [b["path"] for b in new],
+                           "error": " ".join(line if line.endswith(".") else f"{line}." for line in said)})
 
     def _record_scheduled_turn(self, ev: dict[str, Any]) -> None:
         if ev.get("type") == "turn.finished" and ev.get("origin") == "schedule":

@@ -217,3 +217,62 @@ async def test_a_nightly_pass_whose_model_fails_tells_its_person_and_not_the_led
     [ev] = [ev for ev in told if ev["job"] == "memory.nightly"]
     assert ev["person"] == pod.person_id and "Heronword" in ev["error"] and "Felix" in ev["error"]
     assert await pod.in_memory_thread(pod.memory.stale_pages) == [f"page:{scope}/dentist"]  # asked again next night
+
+
+async def test_a_timed_ingest_tells_a_lost_note_file_to_its_person_alone_and_once(pod, fake_model) -> None:
+    """One of Bob's note files was lost (a backup restored in part). "memory ingest" and "Ingest now" named it, but
+    the ingest that runs by itself every 30 minutes said nothing: the note waited in the inbox for good and Bob never
+    learned why. Now the timed ingest tells Bob (the file, and what to do), Alice hears nothing of it, and the next
+    runs do not tell him again."""
+    import asyncio
+
+    from sqlalchemy import text
+
+    from tests.integration.test_memory_pod import bob_with_his_own_provider
+    from wiki_engine import Scope
+    from wiki_engine.sources import FIX
+
+    bob, as_bob = bob_with_his_own_provider(pod)
+    alice_scope, bob_scope = f"private/{pod.person_id}", f"private/{bob['id']}"
+    pod.set_role_model("ingest", "fake/alice-model")
+    as_bob.set_role_model("ingest", "fake/bob-model")
+
+    def seed() -> object:
+        pod.memory.add_source("Alice's dentist is Dr Alvarez on Rua Augusta.", scope=alice_scope)
+        pod.memory.add_source("Bob's allotment is plot 42 at Rosebank.", scope=bob_scope)
+        lock = pod.memory.add_source("Bob's bike lock code is 3090.", scope=bob_scope)
+        return pod.memory.sources.path_for(Scope.parse(bob_scope), pod.memory.get_source(lock).sha)
+
+    path = await pod.in_memory_thread(seed)
+    path.chmod(0o644)
+    path.unlink()
+    titles = {alice_scope: "Dentist", bob_scope: "Allotment"}
+
+    def writer(req):
+        scope = re.search(r"^- ([a-z]+(?:/\w+)*): ", req.body["messages"][-1]["content"], re.M).group(1)
+        return Text(json.dumps([{"title": titles[scope], "scope": scope, "category": "notes",
+                                 "body": "- What was said [1]", "citations": {"1": "S1"}}]))
+
+    fake_model.script = writer
+    told = []
+    pod.subscribe(lambda ev: told.append(ev))
+    pod.ensure_memory_timers()
+    with pod.store.engine.begin() as c:
+        c.execute(text("UPDATE schedules SET last_checked = :t, created_at = :t"),
+                  {"t": datetime(2030, 1, 1, 0, 20, tzinfo=UTC).timestamp()})
+        c.execute(text("UPDATE schedules SET paused = 1 WHERE kind != 'memory.ingest'"))
+    await asyncio.wait_for(pod.tick(datetime(2030, 1, 1, 0, 30, 10, tzinfo=UTC)), 60)
+    [ev] = [ev for ev in told if ev.get("type") == "memory.failed"]
+    assert ev["person"] == bob["id"] and ev["job"] == "memory.ingest", ev
+    assert str(path) in ev["error"] and "is missing from disk" in ev["error"] and FIX in ev["error"], ev["error"]
+    assert await pod.in_memory_thread(pod.memory.inbox) != []  # the note waits; Bob's other note became a page
+    assert await pod.in_memory_thread(lambda: pod.memory.read_page(bob_scope, "allotment")) is not None
+    # Alice (whose window shows her own events and those naming no one) hears nothing of Bob's file
+    assert not [e for e in told if e.get("person") in (None, pod.person_id) and str(path) in json.dumps(e)]
+    told.clear()
+    await asyncio.wait_for(pod.tick(datetime(2030, 1, 1, 1, 0, 10, tzinfo=UTC)), 60)  # the next half hour
+    assert [e for e in told if e.get("type") == "memory.failed"] == []  # told once, not every 30 minutes
+    from runtime_host import schedule
+
+    runs = [r for r in schedule.list_runs(pod.store.engine) if (r.turn_id or "").startswith("memory.ingest")]
+    assert [r.outcome for r in runs] == ["ran", "ran"], runs  # it did run again, and read the note again

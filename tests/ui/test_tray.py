@@ -159,3 +159,45 @@ def test_a_timed_memory_run_whose_model_fails_is_told_to_its_person_once(qtbot, 
     told = [n for n in w.notices.history if n[0].startswith("Memory could not read")]
     assert len(told) == 1 and "JSON" in told[0][1]
     assert not [n for n in bob.notices.history if "Memory" in n[0]]
+
+
+def test_a_timed_ingest_shows_a_lost_note_file_in_its_persons_window_alone_and_once(qtbot, qloop, ui_pod) -> None:
+    """Bob's note file was lost: the ingest timer left the note in the inbox every 30 minutes, and no window said so.
+    Now Bob's window names the file and what to do, in full, once; Alice's window says nothing of it."""
+    from datetime import UTC, datetime
+
+    from sqlalchemy import text
+
+    from tests.integration.test_memory_pod import bob_with_his_own_provider
+    from wiki_engine import Scope
+    from wiki_engine.sources import FIX
+
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show()
+    bob, as_bob = bob_with_his_own_provider(ui_pod)
+    as_bob.set_role_model("ingest", "fake/bob-model")
+    bobs = MainWindow(as_bob)
+    qtbot.addWidget(bobs)
+    pod = ui_pod.pod
+
+    def lose() -> object:
+        sid = pod.memory.add_source("Bob's bike lock code is 3090.", scope=f"private/{bob['id']}")
+        path = pod.memory.sources.path_for(Scope.parse(f"private/{bob['id']}"), pod.memory.get_source(sid).sha)
+        path.chmod(0o644)
+        path.unlink()
+        return path
+
+    path = qloop.run(pod.in_memory_thread(lose))
+    pod.ensure_memory_timers()
+    with pod.store.engine.begin() as c:
+        c.execute(text("UPDATE schedules SET last_checked = :t, created_at = :t"),
+                  {"t": datetime(2030, 1, 1, 0, 20, tzinfo=UTC).timestamp()})
+        c.execute(text("UPDATE schedules SET paused = 1 WHERE kind != 'memory.ingest'"))
+    for hour, minute in ((0, 30), (1, 0)):  # two timed ingests, the file still lost
+        qloop.run(pod.tick(datetime(2030, 1, 1, hour, minute, 10, tzinfo=UTC)), timeout=60)
+    [(title, said)] = [n for n in bobs.notices.history if str(path) in n[1]]
+    assert title == "A note of yours could not be read" and said.endswith(
+        "Until then it waits in the inbox; the other notes were written into the wiki."), said
+    assert f"A note in Me is missing from disk: {path}." in said and FIX in said, said
+    assert not [n for n in w.notices.history if "note" in n[0] or str(path) in n[1]], w.notices.history
