@@ -798,17 +798,25 @@ class WikiView(QWidget):
         if scope not in scopes:
             self.status.emit("That source is not yours to see.")
             return
+        from wiki_engine import SourceUnreadable
+
         try:
             rec = await self._mem(lambda: self.pod.memory.get_source(sid))
         except LookupError:  # deleted in the meantime
             self.status.emit(_SOURCE_GONE)
+            return
+        except SourceUnreadable as exc:  # its file lost or damaged: said, and its Delete offered as the message advises
+            self._source_dialog(sid, "A note memory cannot read", str(exc), self.pod.scope_label(scope))
             return
         # Its text as stored, without the file's front matter (scope and key name the person by id; its date is UTC):
         # what it is, where and when are said in words above it.
         restore = self.pod.restore_redactions  # the owner's own view: redacted values put back
         stored = local_time(datetime.fromtimestamp(rec.ts, UTC).isoformat(), "%d %b %Y %H:%M")
         about = f"{_SOURCE_KINDS.get(rec.kind, 'A source')} · {self.pod.scope_label(scope)} · {stored}"
-        dlg = SourceDialog(restore(rec.title) or "untitled source", restore(rec.text), self, about=about)
+        self._source_dialog(sid, restore(rec.title) or "untitled source", restore(rec.text), about)
+
+    def _source_dialog(self, sid: str, title: str, text: str, about: str) -> None:
+        dlg = SourceDialog(title, text, self, about=about)
         dlg.source_id = sid
         dlg.delete_requested.connect(self._on_delete_source)
         dlg.show()

@@ -235,6 +235,27 @@ def test_deleting_a_cited_source_takes_it_out_of_search(qtbot, qloop, ui_pod) ->
     assert "2 page(s)" in w.statusBar().currentMessage()
 
 
+def test_a_cited_note_whose_file_is_lost_opens_says_so_and_can_be_deleted(qtbot, qloop, ui_pod) -> None:
+    """Memory's advice for a note whose file was lost is "put the file back, or delete that note in the Wiki"; yet
+    clicking it on a page only said "Memory could not do that: …" and opened nothing, so there was no Delete to
+    press. Now it opens, says which file is missing and what to do, and its Delete works."""
+    from wiki_engine import Scope
+
+    scope, sid = seed(qloop, ui_pod)
+    rec = qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.get_source(sid)))
+    path = ui_pod.memory.sources.path_for(Scope.parse(scope), rec.sha)
+    path.unlink()
+    w = wiki_window(qtbot, ui_pod)
+    w.wiki._on_anchor(QUrl(f"hearth-source:{sid}"))
+    qloop.wait_until(lambda: hasattr(w.wiki, "source_dialog"), what="the source dialog")
+    shown = w.wiki.source_dialog.text.toPlainText()
+    assert str(path) in shown and "missing" in shown and "back from a backup" in shown
+    answer_confirm("Delete")
+    w.wiki.source_dialog.delete.click()
+    qloop.wait_until(lambda: "Source deleted" in w.statusBar().currentMessage(), what="the deletion")
+    assert qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.source_scope(sid))) is None
+
+
 def test_deleting_a_source_already_deleted_elsewhere_says_so_and_reloads(qtbot, qloop, ui_pod) -> None:
     """Delete this source, confirmed, for a source deleted meanwhile (a second source window, a terminal, a folder
     removed): the window said nothing (the error went to the log) and kept showing the source in the results."""
