@@ -1046,7 +1046,12 @@ class Memory:
         return int(self.catalog.query("SELECT COUNT(*) FROM sources")[0][0])
 
     def inbox(self, limit: int = 1000) -> list[str]:
-        return [r[0] for r in self.catalog.query("SELECT source_id FROM inbox ORDER BY added_at, source_id LIMIT ?", (limit,))]
+        return [sid for sid, _ in self.waiting(limit)]
+
+    def waiting(self, limit: int = 1000) -> list[tuple[str, str]]:
+        """The sources waiting for ingest, with their scope, oldest first (whose they are, without reading a file)."""
+        return [(r[0], r[1]) for r in self.catalog.query(
+            "SELECT source_id, scope FROM inbox ORDER BY added_at, source_id LIMIT ?", (limit,))]
 
     def inbox_count(self, scopes: Iterable[str]) -> int:
         """How many sources of these scopes wait for ingest."""

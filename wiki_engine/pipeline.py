@@ -279,7 +279,7 @@ def ingest_steps(memory: Memory, *, author: str = "agent:wiki-writer", max_sourc
         sources: list[SourceRecord] = []
         # whose each waiting source is, from the catalog: another scope's source file is not read (its damage is for
         # its own writer's run to say, and stops no one else's pages)
-        for sid, scope in memory.catalog.query("SELECT source_id, scope FROM inbox ORDER BY added_at, source_id"):
+        for sid, scope in memory.waiting(1_000_000):
             if scopes is not None and not scopes(scope):
                 continue
             try:
