@@ -42,6 +42,10 @@ class MailView(QWidget):
         self.poll.clicked.connect(self._on_poll)
         self.recent = QListWidget()
         self.recent.setAccessibleName("Recent mail")
+        self.problems = QListWidget()  # the rule actions that failed: which rule, which mail, why, what to do
+        self.problems.setAccessibleName("Rule problems")
+        self.problems.setWordWrap(True)
+        self.problems_title = QLabel("Rule problems (the latest actions your rules could not carry out)")
         top = QHBoxLayout()
         left = QVBoxLayout()
         left.addWidget(QLabel("Inboxes"))
@@ -59,6 +63,8 @@ class MailView(QWidget):
         buttons.addStretch(1)
         buttons.addWidget(self.save_rules)
         right.addLayout(buttons)
+        right.addWidget(self.problems_title)
+        right.addWidget(self.problems, 1)
         right.addWidget(QLabel("Recent mail"))
         right.addWidget(self.recent, 1)
         top.addLayout(right, 2)
@@ -117,10 +123,11 @@ class MailView(QWidget):
         # their inboxes, recent mail and the rules being typed: the next person's are read when the page is shown
         self.rows = []
         self.add_toggle.setChecked(False)
-        for lst in (self.accounts, self.recent):
+        for lst in (self.accounts, self.recent, self.problems):
             lst.blockSignals(True)
             lst.clear()
             lst.blockSignals(False)
+        self._show_problems([])
         self.rules.set_rules([])
 
     def refresh(self) -> None:
@@ -142,6 +149,7 @@ class MailView(QWidget):
         else:
             self.rules.set_rules([])
             self.recent.clear()
+            self._show_problems([])
 
     def _current(self) -> Any:
         i = self.accounts.currentRow()
@@ -155,6 +163,21 @@ class MailView(QWidget):
         self.recent.clear()
         for m in self.pod.mail.messages(acct.id, self.pod.person.id, limit=50):
             self.recent.addItem(f"{m.get('from_addr', '')} — {m.get('subject', '')}")
+        self._show_problems(self.pod.mail.rule_problems(acct.id, self.pod.person.id))
+
+    def _show_problems(self, problems: list[dict[str, Any]]) -> None:
+        """The list of failed rule actions, shown only while there is one."""
+        self.problems.clear()
+        for p in problems:
+            self.problems.addItem(p["text"])
+        self.problems.setVisible(bool(problems))
+        self.problems_title.setVisible(bool(problems))
+
+    def on_pod_event(self, ev: dict[str, Any]) -> None:
+        """A rule action that failed in a check in the background shows in the open inbox's list at once."""
+        acct = self._current()
+        if ev.get("type") == "mail.rule_failed" and acct is not None and ev.get("account") == acct.address:
+            self._show_problems(self.pod.mail.rule_problems(acct.id, self.pod.person.id))  # rules being typed stay
 
     def _on_save_rules(self) -> None:
         from runtime_host.mail.rules import RuleError

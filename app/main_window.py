@@ -1053,6 +1053,7 @@ class MainWindow(QMainWindow):
             self.tray.notify(*note)
         e = events.parse(ev)
         self.schedules.on_pod_event(ev)
+        self.mail.on_pod_event(ev)
         if isinstance(e, events.WorkerState):
             self._labels_soon.start()  # a worker changes state a few times a turn: the agents are read once
             if e.new == "fatal":

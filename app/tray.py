@@ -6,6 +6,7 @@ background, scheduled and mail-triggered runs that finish or fail, and cards wai
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
@@ -48,7 +49,7 @@ class NotificationBar(QWidget):
 
     def show_message(self, title: str, text: str, timeout_ms: int = 15000) -> None:
         self.history.append((title, text))
-        self.label.setText(f"<b>{title}</b> — {text}")
+        self.label.setText(f"<b>{html.escape(title)}</b> — {html.escape(text)}")  # a mail's subject is no markup
         self.show()
         self._timer.start(timeout_ms)
 
@@ -130,6 +131,8 @@ def notification_for(ev: dict[str, Any]) -> tuple[str, str] | None:
     if kind == "mail.notify":  # a mail rule's "Notify me": who wrote and about what, as plain text
         sender = " ".join(str(ev.get("from") or "").split())[:80] or "an unknown sender"
         return f"Mail from {sender}", " ".join(str(ev.get("subject") or "").split())[:200] or "(no subject)"
+    if kind == "mail.rule_failed":  # a rule's action failed: which rule, which mail, why, what to do (once each)
+        return f"Mail rule {str(ev.get('rule') or '')[:80]!r} failed", str(ev.get("text") or ev.get("error") or "")
     if kind == "memory.failed" and ev.get("notes"):  # a timed ingest left a note whose file is lost or damaged
         title = "A note of yours could not be read" if len(ev["notes"]) == 1 else "Notes of yours could not be read"
         return title, str(ev.get("error") or "")  # whole: which file and what to do (told once per file)

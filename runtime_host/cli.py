@@ -165,6 +165,9 @@ def build_parser() -> argparse.ArgumentParser:
         tv.add_argument("task_id")
     ca = sub.add_parser("cards", help="mail waiting for your approval, and approved mail that failed to send")
     ca.add_argument("--json", action="store_true")
+    rp = sub.add_parser("rule-problems", help="what your mail rules could not do: which rule, which mail, why, "
+                                              "and what to do")
+    rp.add_argument("--json", action="store_true")
     cd = sub.add_parser("card", help="approve (send), reject, or retry a mail card whose send failed").add_subparsers(
         dest="action", required=True)
     for verb in ("approve", "reject", "retry"):
@@ -864,6 +867,15 @@ async def _amain(args: argparse.Namespace) -> int:
                     state = "waiting" if c["state"] == "pending" else (
                         f"NOT SENT: {c['error']} (retry: `card retry {c['id']}`)")
                     print(f"{c['id']}\t{c['to']}\t{c['subject']}\t{state}\t{c['why']}")
+            return EXIT_OK
+        if args.cmd == "rule-problems":
+            problems = [{**p, "inbox": a.address} for a in me.mail.accounts(me.person_id)
+                        for p in me.mail.rule_problems(a.id, me.person_id)]
+            if args.json:
+                _print_json(problems)
+                return EXIT_OK
+            print("\n".join(f"{p['inbox']}\t{p['text']}" for p in problems)
+                  or "Your mail rules carried out everything they were asked to.")
             return EXIT_OK
         if args.cmd == "card":
             fn = {"approve": me.mail.approve, "reject": me.mail.reject, "retry": me.mail.retry}[args.action]

@@ -32,6 +32,20 @@ def _key(action_id: str, what: str) -> str:
     return uuid.uuid5(uuid.NAMESPACE_URL, f"hearth:mail-action:{action_id}:{what}").hex
 
 
+# What a failed rule action did not do, and what the person can do about it.
+_FAILED = {
+    "hand": ("did not hand {mail} to {agent}",
+             "Check the rule's agent in Mail → Rules; the mail is not handed again, so hand it on yourself if it "
+             "still needs doing."),
+    "draft": ("did not draft a reply to {mail}",
+              "Check the rule's agent in Mail → Rules; no reply waits in Approvals, so answer the mail yourself if it "
+              "needs one."),
+    "label": ("did not label {mail} {keyword!r}", "Set the label in your mail program if you need it."),
+    "mark_read": ("did not mark {mail} read", "Mark it read in your mail program if you need to."),
+    "notify": ("did not tell you of {mail}", "The mail is in the inbox's recent mail."),
+}
+
+
 class MailHost:
     def __init__(self, pod: MailPod):
         self.pod = pod
@@ -125,8 +139,12 @@ class MailHost:
         lock = self._locks.setdefault(account_id, asyncio.Lock())
         async with lock:  # never two polls on one inbox at once
             room = self._room(acct)
-            report = await asyncio.to_thread(room.poll)
-            dispatched = await self.dispatch(acct)
+            failed_before = ledger.failed_action_ids(self.engine, acct.id)
+            try:
+                report = await asyncio.to_thread(room.poll)
+                dispatched = await self.dispatch(acct)
+            finally:  # each rule action that failed in this check is told to the inbox's person, once
+                self._tell_failures(acct, ledger.failed_action_ids(self.engine, acct.id) - failed_before)
         out = {**report.to_dict(), "dispatched": dispatched}
         self.pod.emit({"type": "mail.polled", "person": acct.person_id, "account": acct.address,
                        **{k: v for k, v in out.items() if isinstance(v, int)}})
@@ -207,6 +225,42 @@ class MailHost:
         for room in self._rooms.values():
             await asyncio.to_thread(room.close)
 
+    # -- rule actions that failed, told to the inbox's person
+    def rule_problems(self, account_id: str, person_id: str, limit: int = 20) -> list[dict[str, Any]]:
+        """The inbox's rule actions that failed, the latest first: which rule, which mail, the error, and in
+        ``text`` all of it in a sentence with what to do."""
+        acct = self._account(account_id, person_id)
+        return self._problems(acct, ledger.failed_actions(self.engine, acct.id, limit=limit))
+
+    def _tell_failures(self, acct: ledger.AccountRow, ids: set[str]) -> None:
+        if not ids:
+            return
+        for p in self._problems(acct, ledger.failed_actions(self.engine, acct.id, only=ids)):
+            self.pod.emit({"type": "mail.rule_failed", "person": acct.person_id, "account": acct.address,
+                           "rule": p["rule"], "subject": p["subject"], "error": p["error"], "text": p["text"]})
+
+    def _problems(self, acct: ledger.AccountRow, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        from runtime_host.mail.rules import RuleError, parse_rules
+
+        try:
+            names = {r.id: r.name for r in parse_rules(acct.rules)}
+        except RuleError:
+            names = {}
+        out = []
+        for row in rows:
+            rule = names.get(row["rule_id"]) or row["rule_id"]
+            subject = " ".join(str(row.get("subject") or "").split())[:80] or "(no subject)"
+            sender = " ".join(str(row.get("from_addr") or "").split())[:80]
+            mail = f"“{subject}”" + (f" from {sender}" if sender else "")
+            did, advice = _FAILED.get(row["kind"], ("did not act on {mail}", "Check the rule in Mail."))
+            did = did.format(mail=mail, agent=row["params"].get("agent") or "its agent",
+                             keyword=row["params"].get("keyword") or "")
+            error = str(row.get("error") or "no reason was kept").strip().rstrip(".")
+            out.append({"id": row["id"], "mail_id": row["mail_id"], "rule": rule, "kind": row["kind"],
+                        "subject": subject, "from": sender, "error": error, "at": row["done_at"],
+                        "text": f"Rule {rule!r} {did}: {error}. {advice}"})
+        return out
+
     # -- rule actions the Pod carries out
     def _agent_of(self, acct: ledger.AccountRow, name: str | None) -> Any:
         agents = self.pod.store.list_agents(acct.person_id)
@@ -251,28 +305,39 @@ class MailHost:
                 ledger.finish_action(self.engine, action.id, ok=False, error=str(exc))
         return done
 
-    def _action_turn(self, inst: Any, action: ledger.ActionRow, title: str) -> tuple[str, Any]:
-        """The action's own conversation (its id comes from the action's, so a dispatch after a crash finds it)
-        and the turn already started in it for the action, if any."""
+    def _action_turn(self, inst: Any, action: ledger.ActionRow) -> tuple[str, Any]:
+        """The id of the action's own conversation (it comes from the action's, so a dispatch after a crash finds
+        it) and the turn already started in it for the action, if any."""
         conv_id = _key(action.id, "conversation")
         conv = self.pod.store.get_conversation(conv_id)
-        if conv is None:
-            self.pod.store.create_conversation(inst.id, title=title, conversation_id=conv_id)
-        elif conv.instance_id != inst.id:
+        if conv is not None and conv.instance_id != inst.id:
             raise StoreError(f"The conversation of this mail's {action.kind} belongs to another agent now.")
-        turns = self.pod.store.list_turns(conversation_id=conv_id)
+        turns = self.pod.store.list_turns(conversation_id=conv_id) if conv is not None else []
         return conv_id, turns[0] if turns else None
+
+    async def _start_action_turn(self, inst: Any, profile: Any, conv_id: str, title: str, text: str) -> Any:
+        """Starts the action's turn in its own conversation, made for it now. A turn the Pod refuses (too large a
+        message, a missing agent or model) leaves no empty conversation behind in the agent's list."""
+        store = self.pod.store
+        if store.get_conversation(conv_id) is None:
+            store.create_conversation(inst.id, title=title, conversation_id=conv_id)
+        try:
+            return await self.pod.start_turn_for(inst, profile, text, conversation_id=conv_id, origin="mail")
+        except BaseException:
+            if store.delete_empty_conversation(conv_id):
+                self.pod.emit({"type": "conversation.deleted", "conversation_id": conv_id, "person": inst.person_id})
+            raise
 
     async def _hand(self, acct: ledger.AccountRow, stored: ledger.StoredMail, action: ledger.ActionRow) -> None:
         inst, profile = self._agent_of(acct, action.params.get("agent"))
-        conv_id, turn = self._action_turn(inst, action, f"Mail: {stored.mail.subject[:50]}")
+        conv_id, turn = self._action_turn(inst, action)
         if turn is not None:
             return  # handed before a crash: that turn is the agent's (recovery resumes it when unfinished)
         wrapped, score = self.untrusted_mail(stored)
         prompt = action.params.get("prompt") or "A mail arrived for you to handle."
         flag = f"\n\nWarning: this mail looks like it tries to instruct you ({score.explain()})." if score.level != "ok" else ""
-        await self.pod.start_turn_for(inst, profile, f"{prompt}\n\n{wrapped}{flag}", conversation_id=conv_id,
-                                      origin="mail")
+        await self._start_action_turn(inst, profile, conv_id, f"Mail: {stored.mail.subject[:50]}",
+                                      f"{prompt}\n\n{wrapped}{flag}")
 
     async def _draft(self, acct: ledger.AccountRow, stored: ledger.StoredMail, action: ledger.ActionRow) -> bool:
         """Drafts the reply card; False when the drafting turn runs in another live process (the action waits)."""
@@ -283,12 +348,12 @@ class MailHost:
             self._card_created(acct, card)
             return True
         wrapped, score = self.untrusted_mail(stored)
-        conv_id, turn = self._action_turn(inst, action, f"Draft: {stored.mail.subject[:50]}")
+        conv_id, turn = self._action_turn(inst, action)
         if turn is None:
             ask = ("Write the body of a reply to this mail, in the person's voice, ready to send. Answer with the "
                    "reply text only.")
-            run = await self.pod.start_turn_for(inst, profile, f"{ask}\n\n{wrapped}", conversation_id=conv_id,
-                                                origin="mail")
+            run = await self._start_action_turn(inst, profile, conv_id, f"Draft: {stored.mail.subject[:50]}",
+                                                f"{ask}\n\n{wrapped}")
             result = await run.future
             ok, body, error = result.ok, result.text, result.error
         else:  # started before a crash: its answer is the draft, never a second turn

@@ -543,6 +543,14 @@ class Store:
             s.commit()
             return conv
 
+    def delete_empty_conversation(self, conversation_id: str) -> bool:
+        """Deletes the conversation if nothing was ever written in it (no message, no turn): one made for a turn
+        that was then refused. True when it was deleted."""
+        with self.engine.begin() as c:
+            return bool(c.execute(text(
+                "DELETE FROM conversation WHERE id = :c AND NOT EXISTS (SELECT 1 FROM message WHERE conversation_id = :c) "
+                "AND NOT EXISTS (SELECT 1 FROM turn WHERE conversation_id = :c)"), {"c": conversation_id}).rowcount)
+
     def get_conversation(self, conversation_id: str) -> Conversation | None:
         with self.session() as s:
             return s.get(Conversation, conversation_id)

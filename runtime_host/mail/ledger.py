@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from email.utils import getaddresses
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import bindparam, text
 from sqlalchemy.engine import Connection, Engine
 
 from runtime_host.mail.parse import ParsedMail
@@ -366,3 +366,29 @@ def list_actions(bind: Engine | Connection, mail_id: str) -> list[ActionRow]:
                          {"m": mail_id}).all()
     return [ActionRow(m["id"], m["mail_id"], m["account_id"], m["rule_id"], m["kind"], json.loads(m["params"]),
                       m["why"], m["state"], m["error"], int(m["attempts"])) for m in (r._mapping for r in rows)]
+
+
+def failed_action_ids(bind: Engine | Connection, account_id: str) -> set[str]:
+    """The ids of the inbox's rule actions that failed (to tell which failed during one check)."""
+    with tx(bind) as c:
+        return {str(r[0]) for r in c.execute(text(
+            "SELECT id FROM mail_actions WHERE account_id = :a AND state = 'failed'"), {"a": account_id})}
+
+
+def failed_actions(bind: Engine | Connection, account_id: str, *, limit: int = 20,
+                   only: set[str] | None = None) -> list[dict[str, Any]]:
+    """The inbox's failed rule actions, the latest first, with the subject and sender of their mail (``only``:
+    those of these ids)."""
+    if only is not None and not only:
+        return []
+    q = ("SELECT a.id, a.mail_id, a.rule_id, a.kind, a.params, a.why, a.error, a.done_at, m.subject, m.from_addr "
+         "FROM mail_actions a LEFT JOIN mail_messages m ON m.id = a.mail_id WHERE a.account_id = :a AND "
+         "a.state = 'failed'" + (" AND a.id IN :ids" if only is not None else "") +
+         " ORDER BY a.done_at DESC, a.id DESC LIMIT :l")
+    stmt = text(q).bindparams(bindparam("ids", expanding=True)) if only is not None else text(q)
+    args: dict[str, Any] = {"a": account_id, "l": limit if only is None else len(only)}
+    if only is not None:
+        args["ids"] = sorted(only)
+    with tx(bind) as c:
+        rows = c.execute(stmt, args).all()
+    return [{**dict(r._mapping), "params": json.loads(r._mapping["params"])} for r in rows]

@@ -556,3 +556,65 @@ async def test_a_reply_drafted_when_hearth_was_killed_is_one_card(pod, fake_mode
         assert card["state"] == "sent" and len(sink.messages) == 1
     finally:
         await me.close()
+
+
+# ---- a rule action that fails is told to its person, and leaves nothing empty behind -----------------------------
+
+FAILING_RULES = [
+    {"id": "invoices", "name": "Invoices to Bookkeeper",
+     "when": [{"field": "subject", "op": "contains", "value": "invoice"}],
+     "then": [{"action": "hand", "agent": "Bookkeeper", "prompt": "File this invoice."}]},
+    # a whole handbook pasted as the prompt: larger than one message carries, so the Pod refuses the turn
+    {"id": "boss", "name": "Boss with the handbook", "when": [{"field": "from", "op": "contains", "value": "boss@"}],
+     "then": [{"action": "hand", "agent": "helper", "prompt": "Follow our handbook. " + "Be kind. " * 130_000}]},
+]
+
+
+async def test_a_rule_action_that_failed_is_told_to_its_person_alone_and_leaves_no_empty_conversation(
+        pod, fake_model, servers, secure_keyring) -> None:
+    """Alice's rule "hand invoices to Bookkeeper" failed (she has no agent of that name) and her boss rule's hand-off
+    was refused by the Pod (its prompt is larger than a message): the failures were written in the ledger and said
+    nowhere, and the refused hand-off left an empty "Mail: Quarterly plan" conversation in her helper's list. Now each
+    failure is told to her once (which rule, which mail, why, what to do) and kept for her Mail view, no empty
+    conversation is left, and Bob, whose own rule works, hears nothing of hers."""
+    d, sink = servers
+    fake_model.script = lambda req: Text("Done.")
+    acct = add_inbox(pod, d, sink, rules=FAILING_RULES)
+    bob, bobs = _bob_with_a_boss_mail(pod, d, sink)
+    told: list[dict] = []
+    pod.subscribe(lambda e: told.append(e) if e["type"] == "mail.rule_failed" else None)
+    bob_done = asyncio.Event()
+    pod.subscribe(lambda e: bob_done.set() if e["type"] == "turn.finished" and e.get("origin") == "mail" else None)
+    d.deliver(make_mail("Invoice 4471", "Please pay invoice 4471 of 980 EUR.", sender="Billing <billing@example.org>"))
+    d.deliver(make_mail("Quarterly plan", "The plan is attached.", sender="Boss <boss@example.org>"))
+    alice = pod.person.id
+
+    report = await asyncio.wait_for(pod.mail.poll(acct), 60)
+    assert report["dispatched"] == 0
+    helper = pod.find_agent("helper")[0]
+    assert [c.title for c in pod.store.list_conversations(helper.id)] == [], "a refused hand-off left a conversation"
+
+    assert sorted(e["rule"] for e in told) == ["Boss with the handbook", "Invoices to Bookkeeper"]
+    assert {e["person"] for e in told} == {alice}
+    invoice = next(e["text"] for e in told if e["rule"] == "Invoices to Bookkeeper")
+    assert "“Invoice 4471” from Billing <billing@example.org>" in invoice and "Bookkeeper" in invoice
+    assert "hand it on yourself" in invoice
+    handbook = next(e["text"] for e in told if e["rule"] == "Boss with the handbook")
+    assert "“Quarterly plan”" in handbook and "shorten it" in handbook
+    assert [p["text"] for p in pod.mail.rule_problems(acct, alice)] == [e["text"] for e in told]  # latest first
+    from tests.integration.test_cli import cli
+
+    listed = await asyncio.to_thread(cli, pod.home, "rule-problems")  # the command line lists them too
+    assert listed.returncode == 0 and listed.stdout.splitlines() == [f"alice@example.org\t{e['text']}" for e in told]
+
+    await asyncio.wait_for(pod.mail.poll(bobs), 60)  # Bob's rule hands his boss's mail to his own helper
+    await asyncio.wait_for(bob_done.wait(), 30)
+    assert pod.mail.rule_problems(bobs, bob["id"]) == []
+    with pytest.raises(StoreError, match="No inbox"):
+        pod.mail.rule_problems(acct, bob["id"])
+    assert {e["person"] for e in told} == {alice}
+    bobs_list = await asyncio.to_thread(cli, pod.home, "--person", "Bob", "rule-problems")
+    assert bobs_list.returncode == 0 and "Invoice" not in bobs_list.stdout and "carried out everything" in bobs_list.stdout
+
+    await asyncio.wait_for(pod.mail.poll(acct), 60)  # told once: a later check says nothing new
+    assert len(told) == 2

@@ -154,3 +154,49 @@ def test_switching_person_on_the_mail_page_shows_the_next_persons_inboxes(qtbot,
     assert w.pages.currentWidget() is w.mail
     shown = [w.mail.accounts.item(i).text() for i in range(w.mail.accounts.count())]
     assert any("bob@example.test" in s for s in shown), (shown, w.mail.add_box.isVisible())
+
+
+def test_a_rule_that_could_not_act_is_shown_in_its_owners_mail_view_alone(qtbot, qloop, ui_pod) -> None:
+    """Alice's rule "hand invoices to Bookkeeper" failed (she has no agent of that name): the Mail view showed the
+    invoice among the recent mail and nothing else, so she never learned the rule did nothing. Now the Mail view lists
+    the rule, the mail, why and what to do, and a notification says so; Bob, on the same Hearth with an inbox of his
+    own, sees none of it."""
+    from tests.helpers.mailservers import Dovecot, SmtpSink, make_mail
+    from tests.integration.test_mail_pod import _plain_inbox
+
+    d = Dovecot({"alice": "secret", "bob": "bobsecret"}).start()
+    s = SmtpSink().start()
+    try:
+        _plain_inbox(ui_pod, d, s, rules=[{"id": "invoices", "name": "Invoices to Bookkeeper", "when": [
+            {"field": "subject", "op": "contains", "value": "invoice"}],
+            "then": [{"action": "hand", "agent": "Bookkeeper", "prompt": "File this invoice."}]}])
+        ui_pod.add_person("Bob")
+        as_bob = ui_pod.pod.unlock("Bob")
+        as_bob.mail.add_account(
+            as_bob.person.id, "bob@example.org",
+            imap={"host": "127.0.0.1", "port": d.port, "username": "bob", "security": "none", "timeout_s": 10},
+            smtp={"host": "127.0.0.1", "port": s.port, "security": "none"}, password="bobsecret", start_at="all")
+        w = MainWindow(ui_pod)
+        qtbot.addWidget(w)
+        w.show()
+        bob = MainWindow(as_bob)
+        qtbot.addWidget(bob)
+        bob.show()
+        d.deliver(make_mail("Invoice 4471", "Please pay invoice 4471.", sender="Billing <billing@example.org>"))
+        w.pages.setCurrentWidget(w.mail)
+        w.mail.poll.click()
+        qloop.wait_until(lambda: w.mail.problems.count() == 1, what="the rule's problem in the Mail view")
+        shown = w.mail.problems.item(0).text()
+        assert shown.startswith("Rule 'Invoices to Bookkeeper' did not hand “Invoice 4471” from Billing"), shown
+        assert "'Bookkeeper'" in shown and "hand it on yourself" in shown
+        assert w.mail.problems.isVisible()
+        assert ("Mail rule 'Invoices to Bookkeeper' failed", shown) in w.notices.history
+
+        bob.pages.setCurrentWidget(bob.mail)
+        bob.mail.poll.click()
+        qloop.wait_until(lambda: "new message" in bob.mail.message.text(), what="Bob's check")
+        assert bob.mail.problems.count() == 0 and not bob.mail.problems.isVisible()
+        assert not [n for n in bob.notices.history if "Invoice" in n[1] or "rule" in n[0].lower()], bob.notices.history
+    finally:
+        s.stop()
+        d.stop()
