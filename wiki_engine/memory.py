@@ -209,6 +209,16 @@ def _first_line(text: str, width: int = 80) -> str:
     return line if len(line) <= width else line[: width - 1].rsplit(" ", 1)[0] + "…"
 
 
+def _same_title(a: str, b: str) -> bool:
+    """Whether two titles name the same page: equal but for letter case, spacing and the shape of quotes."""
+    def key(t: str) -> str:
+        return " ".join(t.translate(_QUOTES).casefold().split())
+    return key(a) == key(b)
+
+
+_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "`": "'"})
+
+
 def _named_slug(name: str) -> str:
     """The slug of the page a link's text ("Title", "Title|label", "Title#part") or a heading names."""
     return slugify(re.split(r"[|#]", name.lstrip("#").strip(), maxsplit=1)[0])
@@ -1228,6 +1238,23 @@ class Memory:
             for sid in sorted(set(page.citations.values())):
                 db.execute("INSERT OR IGNORE INTO inbox SELECT id, scope, ? FROM sources WHERE id=?", (time.time(), sid))
 
+    def _own_file(self, sc: Scope, page: Page) -> Page:
+        """``page``, titled ``title 2`` (3...) when the page file its title names holds a page of another title: "C#"
+        and "C++" are both ``c.md``, and the second written used to replace the first, whose facts were then on no
+        page. The same title in other letter case, spacing or quotes is the same page. A file that cannot be read
+        is left to the caller (it is never overwritten)."""
+        n, title = 1, page.title
+        while True:
+            try:
+                text = self.pages.read_text(sc, slugify(title))
+                other = None if text is None else parse_page(text).title
+            except PageFormatError:
+                other = None
+            if other is None or _same_title(other, title):
+                return page if title == page.title else replace(page, title=title)
+            n += 1
+            title = f"{page.title[:60].strip()} {n}"  # a slug is cut at 80 characters: "title 2" must differ
+
     def _free_title(self, sc: Scope, title: str) -> str:
         """``title``, or ``title 2``, ``title 3``... : the first no page of the scope has."""
         title = title[:60].strip() or "Notes"  # a slug is cut at 80 characters: "title 2" must differ from "title"
@@ -1541,6 +1568,7 @@ class Memory:
             verdict = check_instructions("\n".join([page.title, page.category, *page.extra.values(), page.body]))
             if not verdict.ok:
                 raise PageRefused(f"{verdict.reason} The page “{page.title}” was not written; its sources stay.")
+        page = self._own_file(sc, page)
         current = self.pages.read_text(sc, page.slug)
         cur_page: Page | None = None
         unreadable = False

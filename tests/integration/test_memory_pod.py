@@ -1859,3 +1859,24 @@ async def test_a_lost_or_damaged_note_file_waits_and_stops_no_one_elses_pages(po
     path.write_bytes(original)  # put back from a backup
     out = await asyncio.wait_for(as_bob.memory_ingest(), 60)
     assert (out["unreadable"], out["consumed"], out["left_in_inbox"]) == ([], 1, 0), out
+
+
+async def test_two_pages_of_one_ingest_whose_titles_make_one_file_name_are_both_written(pod, fake_model) -> None:
+    """The writer answers pages "C#" and "C++", both c.md: the second replaced the first, the report said both
+    were written, the C# note left the inbox and no page cited it. Both are on pages now; Bob's memory is untouched."""
+    bob, as_bob = bob_with_his_own_provider(pod)
+    scope = f"private/{pod.person.id}"
+    pod.set_role_model("ingest", "fake/writer")
+    sharp = await pod.in_memory_thread(lambda: pod.memory.add_source("I started a C# course at work in May.", scope=scope))
+    plus = await pod.in_memory_thread(lambda: pod.memory.add_source("My C++ exam is on 12 June.", scope=scope))
+    fake_model.script = lambda req: Text(json.dumps([
+        {"title": "C#", "scope": scope, "category": "learning", "body": "- A C# course at work started in May [1]",
+         "citations": {"1": "S1"}},
+        {"title": "C++", "scope": scope, "category": "learning", "body": "- The C++ exam is on 12 June [1]",
+         "citations": {"1": "S2"}}]))
+    out = await asyncio.wait_for(pod.memory_ingest(), 60)
+    assert sorted(out["written"]) == [f"page:{scope}/c", f"page:{scope}/c-2"], out
+    pages, _ = await pod.in_memory_thread(lambda: pod.memory.list_pages(scope))
+    assert {p.title: set(p.citations.values()) for p in pages} == {"C#": {sharp}, "C++ 2": {plus}}
+    assert await pod.in_memory_thread(lambda: pod.memory.inbox()) == []
+    assert (await pod.in_memory_thread(lambda: pod.memory.list_pages(f"private/{bob['id']}")))[0] == []

@@ -236,6 +236,33 @@ def test_pages_titled_in_other_scripts_keep_apart(mem: Memory) -> None:
     assert (mem.root / "wiki" / "private" / "alice" / "caf-notes.md").exists()
 
 
+def test_pages_whose_titles_make_the_same_file_name_keep_apart(mem: Memory) -> None:
+    """"C#" and "C++" are both c.md: the second page written replaced the first, whose fact was then on no page.
+    The second is titled "C++ 2" and gets a file of its own; the same title in other case or quotes is the same page;
+    Bob's page of that title is his own."""
+    sharp = mem.add_source("I started a C# course at work in May.", scope="private/alice")
+    plus = mem.add_source("My C++ exam is on 12 June.", scope="private/alice")
+    bobs = mem.add_source("Bob reads about C++ templates.", scope="private/bob")
+    assert mem.write_page(_page(mem, "private/alice", "C#", "A C# course since May [1].", {1: sharp}),
+                          author="agent:writer").key == "page:private/alice/c"
+    assert mem.write_page(_page(mem, "private/alice", "C++", "The exam is on 12 June [1].", {1: plus}),
+                          author="agent:writer").key == "page:private/alice/c-2"
+    assert mem.write_page(_page(mem, "private/bob", "C++", "Templates [1].", {1: bobs}),
+                          author="agent:writer").key == "page:private/bob/c"
+    pages, _ = mem.list_pages("private/alice")
+    assert {p.title: p.citations[1] for p in pages} == {"C#": sharp, "C++ 2": plus}
+    # the writer extending either page later finds it again, and updates it in place
+    assert mem.write_page(_page(mem, "private/alice", "c#", "A C# course since May [1]. Week two [1].", {1: sharp}),
+                          author="agent:writer").key == "page:private/alice/c"
+    assert mem.write_page(_page(mem, "private/alice", "C++", "The exam is on 12 June, room 4 [1].", {1: plus}),
+                          author="agent:writer").key == "page:private/alice/c-2"
+    pages, _ = mem.list_pages("private/alice")
+    assert sorted(p.body for p in pages) == ["A C# course since May [1]. Week two [1].",
+                                             "The exam is on 12 June, room 4 [1]."]
+    assert [h.id for h in mem.search("exam", scopes=["private/alice"], mode="keyword", kinds=("page",))] == [
+        "page:private/alice/c-2"]
+
+
 def test_deleting_a_source_leaves_every_other_cited_line_its_heading_and_code(mem: Memory) -> None:
     """Deleting one source used to take too much: a heading over cited links, a heading that cites its own source,
     a "# comment" inside a code block (taken for a heading over nothing), and a page whose other lines are cited
