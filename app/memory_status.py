@@ -189,28 +189,39 @@ class IngestPanel(QWidget):
         self.find_server()
 
     def find_server(self, probe: Any = None) -> asyncio.Task[Any]:
-        """Looks for a model server on this machine and offers its first model for ingest."""
-        from runtime_host.providers.vendors import discover_local
+        """Looks for a model server on this machine and offers its first chat model for ingest (an embedding model it
+        lists, Ollama's nomic-embed-text say, cannot write pages)."""
+        from runtime_host.providers.vendors import chat_model, discover_local
 
         self.find_local.setEnabled(False)
         self.no_model.setText("Looking for model servers on this machine…")
         who = self.pod.person.id
 
+        def look() -> tuple[list[Any], list[tuple[Any, str]]]:
+            found = [f for f in (probe or discover_local)() if f.models]
+            return found, [(f, m) for f in found if (m := chat_model(f)) is not None]
+
         async def go() -> None:
             try:
-                found = await asyncio.to_thread(probe or discover_local)
+                found, offers = await asyncio.to_thread(look)
             finally:
                 self.find_local.setEnabled(True)
             if self.pod.person.id != who:  # the window changed hands meanwhile: the offer was for the other person
                 return
-            usable = [f for f in found if f.models]
-            if not usable:
+            if not found:
                 self.no_model.setText("No Ollama, LM Studio or llama.cpp server with a model answered on this "
                                       "machine: start one and look again, or choose a provider.")
                 return
-            self._found = usable[0]
-            self.no_model.setText(f"Found {self._found.label} at {self._found.base_url}.")
-            self.use_local.setText(f"Use {self._found.models[0]} for wiki pages")
+            if not offers:
+                self.no_model.setText("; ".join(f"{f.label} at {f.base_url} has embedding models alone "
+                                                f"({', '.join(f.models)})" for f in found)
+                                      + ": they cannot write wiki pages. Add a chat model to it (for Ollama: "
+                                      "`ollama pull llama3.2`) and look again, or choose a provider.")
+                return
+            self._found = offers[0]
+            server, model = self._found
+            self.no_model.setText(f"Found {server.label} at {server.base_url}.")
+            self.use_local.setText(f"Use {model} for wiki pages")
             self.use_local.setVisible(True)
 
         return self._run(go())
@@ -226,8 +237,7 @@ class IngestPanel(QWidget):
         from runtime_host.providers.vendors import recheck
         from runtime_host.store import StoreError
 
-        found, who = self._found, self.pod.person.id
-        model = found.models[0]
+        (found, model), who = self._found, self.pod.person.id
 
         async def go() -> None:
             self.use_local.setEnabled(False)

@@ -156,6 +156,57 @@ def _probe_at(name: str, label: str, base: str, timeout: float) -> LocalServer |
     return LocalServer(name, label, base, models)
 
 
+def _ollama_show(server: LocalServer, model: str, timeout: float) -> dict[str, Any] | None:
+    """Ollama's own account of one of its models (POST /api/show: capabilities, family), or None when the server
+    does not answer it (LM Studio, llama.cpp, an older Ollama) or answers something else."""
+    import json
+
+    import httpx
+
+    from runtime_host.providers import ProviderError
+    from runtime_host.providers.http import bounded_body
+
+    root = server.base_url.rstrip("/").removesuffix("/v1")
+    check_address_allowed(root)
+    try:
+        with httpx.stream("POST", root + "/api/show", json={"model": model}, timeout=timeout,
+                          follow_redirects=False) as resp:
+            if resp.status_code != 200:
+                return None
+            raw = bounded_body(resp, Route(server.vendor, "openai", server.base_url, model, None),
+                               max_bytes=PROBE_BYTES, max_s=PROBE_S)
+        data: Any = json.loads(raw)
+    except (httpx.HTTPError, OSError, ProviderError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def is_chat_model(name: str, show: dict[str, Any] | None = None) -> bool:
+    """Whether a model a server lists can answer a chat (write pages, answer questions), not only embed text.
+    ``show`` is what the server says of it (Ollama's /api/show): its capabilities when it lists them ("completion"
+    chats, "embedding" alone does not), else its families (a BERT-like encoder — bert, nomic-bert, xlm-roberta —
+    only embeds). Without a word from the server, a name saying "embed" (nomic-embed-text, mxbai-embed-large,
+    text-embedding-3-small) is an embedding model."""
+    if show:
+        caps = show.get("capabilities")
+        if isinstance(caps, list) and caps:
+            return "completion" in caps
+        details = show.get("details") if isinstance(show.get("details"), dict) else {}
+        families = [details.get("family"), *(details.get("families") or [])]
+        if any(isinstance(f, str) and "bert" in f.lower() for f in families):
+            return False
+    return "embed" not in name.lower()
+
+
+def chat_model(server: LocalServer, timeout: float = 1.0) -> str | None:
+    """The first model the server lists that can chat (see is_chat_model), or None when it has embedding models
+    alone. Ollama lists the model pulled last first, which is often an embedding model (nomic-embed-text)."""
+    for name in server.models:
+        if is_chat_model(name, _ollama_show(server, name, timeout) if server.vendor == "ollama" else None):
+            return name
+    return None
+
+
 def discover_local(
     hosts: tuple[str, ...] = ("127.0.0.1",),
     timeout: float = 0.3,

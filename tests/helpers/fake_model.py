@@ -15,7 +15,8 @@ Wire formats, each built from the vendor's published documentation:
   function calls arrive whole, the first carrying a thoughtSignature; without alt=sse the stream is
   one JSON array; errors {"error": {"code", "message", "status", "details"}} (a wrong key is a 400
   with reason API_KEY_INVALID, as Google answers).
-GET {base_url}/models lists `models` in the wire's own shape (local-server discovery probes this).
+GET {base_url}/models lists `models` in the wire's own shape (local-server discovery probes this). With `shows`
+(model -> what Ollama's POST /api/show answers of it: "capabilities", "details" with "family"), that too is answered.
 
 Embeddings: POST /v1/embeddings (openai: {"model", "input": [...]} -> {"object": "list", "data":
 [{"object": "embedding", "embedding": [...], "index": i}], "model", "usage"}) and POST
@@ -237,7 +238,7 @@ def fake_signature() -> str:
 
 class FakeModelServer:
     def __init__(self, script: Callable[[Request], Answer] = echo, wire: str = "openai", port: int = 0,
-                 key: str | None = None, models: list[str] | None = None):
+                 key: str | None = None, models: list[str] | None = None, shows: dict[str, dict[str, Any]] | None = None):
         if wire not in WIRES:
             raise ValueError(f"unknown wire format {wire!r}; known: {', '.join(WIRES)}")
         self.script = script
@@ -245,6 +246,7 @@ class FakeModelServer:
         self.wire = wire
         self.key = key  # when set, requests must carry it the way the wire expects
         self.models = models or ["fake-model"]
+        self.shows = shows  # when set, POST /api/show answers as Ollama does: what it says of each model it lists
         self.requests: list[Request] = []
         self.signatures: list[str] = []  # gemini: thoughtSignatures handed out, in order
         self.pairing_errors: list[str] = []  # requests refused because tool calls and results did not pair
@@ -285,6 +287,12 @@ class FakeModelServer:
                 except json.JSONDecodeError:
                     body = {}
                 req = Request(self.path, {k.lower(): v for k, v in self.headers.items()}, body, fake.wire)
+                if fake.shows is not None and urlsplit(self.path).path == "/api/show":
+                    shown = fake.shows.get(str(body.get("model")))
+                    if shown is None:
+                        return fake._send(self, 404, json.dumps({"error": f"model '{body.get('model')}' not found"}).encode(),
+                                          "application/json")
+                    return fake._send(self, 200, json.dumps(shown).encode(), "application/json")
                 if re.search(r"(/embeddings|:batchEmbedContents)$", urlsplit(self.path).path):
                     return fake._embeddings(self, req)
                 refusal = fake._refuse(req)

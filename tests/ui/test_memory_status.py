@@ -9,7 +9,9 @@ import asyncio
 import json
 import re
 
-from tests.helpers.fake_model import FakeModelServer, Text, echo
+import pytest
+
+from tests.helpers.fake_model import Error, FakeModelServer, Text, echo
 from tests.ui.test_wiki_view import seed, wiki_window, window_on_family, with_inbox
 
 
@@ -110,6 +112,61 @@ def test_a_model_server_found_for_me_is_not_offered_to_the_next_person(qtbot, ql
         w.show_wiki()
         qloop.wait_until(lambda: not w.wiki._tasks, what="Bob's wiki")
         assert not panel.use_local.isVisibleTo(w) and "Found" not in panel.no_model.text(), panel.no_model.text()
+    finally:
+        here.stop()
+
+
+def _ollama_answer(scope: str):
+    """A model on a fake Ollama: an embedding model refuses chat as Ollama does; a chat model writes a Travel page."""
+    def model(req):
+        if "embed" in req.model or "minilm" in req.model or "arctic" in req.model:
+            return Error(400, f'"{req.model}" does not support chat')
+        label = next(iter(re.findall(r"\b(S\d+)\b", req.last_user)), "S1")
+        return Text(json.dumps([{"title": "Travel", "scope": scope, "category": "travel",
+                                 "body": "- We fly to Lisbon on 4 May [1]", "citations": {"1": label}}]))
+    return model
+
+
+@pytest.mark.parametrize("models,shows", [
+    # Ollama lists the model pulled last first; Hearth's own Ollama entry suggests nomic-embed-text for embeddings
+    (["nomic-embed-text:latest", "llama3.2:latest"], None),
+    # embedding models whose names do not say so: Ollama's /api/show does (capabilities; or, older, the family)
+    (["snowflake-arctic-m:latest", "all-minilm:latest", "llama3.2:latest"],
+     {"snowflake-arctic-m:latest": {"capabilities": ["embedding"], "details": {"family": "bert"}},
+      "all-minilm:latest": {"details": {"family": "bert", "families": ["bert"]}},
+      "llama3.2:latest": {"capabilities": ["completion", "tools"], "details": {"family": "llama"}}}),
+])
+def test_the_local_server_offer_is_a_chat_model_not_an_embedding_model(qtbot, qloop, ui_pod, models, shows) -> None:
+    """A new user with Ollama (a chat model and an embedding model) clicks "Find a local model server", then Use …:
+    the offer was the embedding model Ollama listed first, and every ingest then failed."""
+    scope = f"private/{ui_pod.person.id}"
+    here = FakeModelServer(_ollama_answer(scope), models=models, shows=shows).start()
+    try:
+        w = wiki_window(qtbot, ui_pod, shown=True)
+        panel = w.wiki.ingest_panel
+        qloop.run(panel.find_server(probe=_local_probe(here)))
+        assert panel.use_local.isVisibleTo(w), panel.no_model.text()
+        offer = panel.use_local.text()
+        assert offer == "Use llama3.2:latest for wiki pages", offer
+        panel.use_local.click()
+        qloop.wait_until(lambda: not panel._tasks, what="the server chosen")
+        qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.add_source(
+            "We fly to Lisbon on 4 May and stay in the Alfama flat.", scope=scope)))
+        qloop.run(panel.ingest())
+        assert ui_pod.memory.read_page(scope, "travel") is not None, w.statusBar().currentMessage()
+    finally:
+        here.stop()
+
+
+def test_a_local_server_with_embedding_models_alone_is_not_offered_and_says_why(qtbot, qloop, ui_pod) -> None:
+    here = FakeModelServer(echo, models=["nomic-embed-text:latest", "mxbai-embed-large:latest"]).start()
+    try:
+        w = wiki_window(qtbot, ui_pod, shown=True)
+        panel = w.wiki.ingest_panel
+        qloop.run(panel.find_server(probe=_local_probe(here)))
+        said = panel.no_model.text()
+        assert not panel.use_local.isVisibleTo(w), panel.use_local.text()
+        assert "embedding models alone" in said and "ollama pull" in said, said
     finally:
         here.stop()
 
