@@ -354,8 +354,13 @@ class AgentHost:
                                  f"{who}, who set Hearth up (Settings → Models as {who}; in a terminal: `--person {who} "
                                  f"models set embedding MODEL`). Nothing was changed.")
             model = self._embedding_ref(person_id, name, model)
-        elif self._provider(person_id, name) is None:  # "local/..." names the local embedders alone
+        elif (prov := self._provider(person_id, name)) is None:  # "local/..." names the local embedders alone
             raise StoreError(f"No provider named {name!r}. Add it first with `provider add`.")
+        elif role in ("ingest", "ask_memory") and not memory_jobs.capable(prov):
+            work = "write wiki pages" if role == "ingest" else "answer from memory"
+            raise StoreError(f"The tiny built-in model cannot {work}: choose a model server on this machine (Ollama, "
+                             f"LM Studio, llama.cpp) or a provider: `models set {role} PROVIDER/MODEL` (add one with "
+                             "`provider add`). Nothing was changed.")
         self.pod.store.set_role_model(person_id, role, name, model)
         if role == "embedding" and self.pod.memory_host.is_open:
             # Re-embeds every source in the background; search keeps working meanwhile.

@@ -88,6 +88,18 @@ def test_models_json_lists_roles_and_what_each_provider_can_do(home, fake_model)
     assert info["roles"]["ingest"]["model"] == "cheap-1" and info["roles"]["extraction"]["source"] == "default"
 
 
+@pytest.mark.parametrize("role", ["ingest", "ask_memory"])
+def test_models_set_refuses_the_tiny_builtin_model_for_writing_pages_and_asking_memory(home, role) -> None:
+    """A new user in a terminal chose the built-in tiny model (the only one they had) for writing wiki pages or Ask
+    memory: the CLI said "now uses embedded", yet ingest then said no ingest model is chosen and Ask memory that it
+    needs a capable model."""
+    r = cli(home, "models", "set", role, "embedded")
+    assert r.returncode != 0 and "now uses" not in r.stdout, r.stdout + r.stderr
+    assert "tiny built-in model cannot" in r.stderr and f"models set {role} PROVIDER/MODEL" in r.stderr, r.stderr
+    roles = json.loads(cli(home, "models", "--json").stdout)["roles"]
+    assert roles[role].get("provider") != "embedded", roles[role]
+
+
 @pytest.mark.slow
 def test_the_embedded_model_answers_offline_through_the_cli(home) -> None:
     r = cli(home, "agent", "add", "tiny", "--system", "You are a friendly assistant.")
