@@ -1079,15 +1079,21 @@ async def _ask_memory(pod: Any, person_id: str, question: str) -> MemoryAnswer:
     listing = "\n".join(f"[{n}] {h.title or ''}: {' '.join(t.split())}" for n, (h, t) in enumerate(zip(hits, texts, strict=True), 1))
     assert route is not None
     r = Route.from_dict(route)
+    prompt = f"Question: {question}\n\nMemory:\n{listing}"
     try:
-        answer = await asyncio.wait_for(on_own_thread(_ask, r, ASK_SYSTEM, f"Question: {question}\n\nMemory:\n{listing}"),
-                                        ASK_TIMEOUT_S)
+        answer = await asyncio.wait_for(on_own_thread(_ask, r, ASK_SYSTEM, prompt), ASK_TIMEOUT_S)
     except ProviderError as exc:
         return MemoryAnswer(False, error=f"The Ask memory model failed: {exc}", hits=hits)
     except TimeoutError:
         return MemoryAnswer(False, error=f"The Ask memory model did not answer within {ASK_TIMEOUT_S:g} s. Ask again, "
                                          "or choose another model for Ask memory in Settings → Models (in a terminal: "
                                          "`models set ask_memory PROVIDER/MODEL`).", hits=hits)
+    answer = _without_thinking(answer)
+    if _echoes_ask(answer, prompt):
+        return MemoryAnswer(False, error="The Ask memory model repeated its instructions instead of answering (a model "
+                                         "that does not follow a conversation). Choose another model for Ask memory "
+                                         "in Settings → Models (in a terminal: `models set ask_memory "
+                                         "PROVIDER/MODEL`).", hits=hits)
     if len(answer) > ANSWER_CHARS:
         cut = answer.rfind("\n", 0, ANSWER_CHARS)
         answer = answer[:cut if cut > ANSWER_CHARS // 2 else ANSWER_CHARS].rstrip() + (
@@ -1102,6 +1108,25 @@ async def _ask_memory(pod: Any, person_id: str, question: str) -> MemoryAnswer:
                                          "Ask memory in Settings → Models (in a terminal: `models set ask_memory "
                                          "PROVIDER/MODEL`).", hits=hits)
     return MemoryAnswer(True, text=answer, citations=citations, hits=hits, answered_by=f"{r.provider}/{r.model}")
+
+
+def _without_thinking(answer: str) -> str:
+    """The answer without the thinking a reasoning model on a local server (DeepSeek-R1, Qwen3 with no reasoning
+    parser) writes before it: a leading <think>…</think>, a </think> whose <think> the chat template wrote, or a
+    <think> never closed (all thinking, no answer)."""
+    text = answer.lstrip()
+    if text.startswith("<think>"):
+        end = text.find("</think>")
+        return "" if end < 0 else text[end + len("</think>"):].strip()
+    end = text.find("</think>")
+    return text[end + len("</think>"):].strip() if end >= 0 and "<think>" not in text[:end] else answer
+
+
+def _echoes_ask(answer: str, prompt: str) -> bool:
+    """True when an Ask memory answer repeats what the model was sent: a sentence of its instructions, or the
+    prompt's "Question: … Memory:" that lists the excerpts (a model that hands back its own input)."""
+    head = prompt[:prompt.index("\n\nMemory:\n") + len("\n\nMemory:")]
+    return _echoes(answer, (ASK_SYSTEM,)) or " ".join(head.lower().split()) in " ".join(answer.lower().split())
 
 
 def _passage(text: str, question: str, size: int = ASK_PASSAGE_CHARS) -> str:

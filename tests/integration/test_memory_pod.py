@@ -1669,6 +1669,47 @@ async def test_ask_memory_says_so_when_its_model_answers_nothing(pod, script, sa
     assert not result.ok and "gave no answer" in result.error and "Settings → Models" in result.error
 
 
+@pytest.mark.parametrize("echo", ["system and prompt", "prompt"])
+async def test_ask_memory_does_not_show_its_own_prompt_echoed_back(pod, script, echo) -> None:
+    """A model that hands back what it was sent (a base model without a chat template, a misconfigured local server):
+    Hearth's own instructions, or the question and the excerpts it listed, were shown to the person as the answer."""
+    await pod.in_memory_thread(lambda: pod.memory.add_source("The boiler code is 7731.", scope=f"private/{pod.person.id}"))
+    pod.set_role_model("ask_memory", "fake/fake-1")
+    script([lambda req: Text((req.system + "\n\n" if echo == "system and prompt" else "") + req.last_user)])
+    result = await asyncio.wait_for(pod.ask_memory("What is the boiler code?"), 60)
+    assert not result.ok, result.text
+    assert "repeated its instructions" in result.error and "models set ask_memory" in result.error, result.error
+    assert "answer a person's question from their memory only" not in result.error
+    assert "Question:" not in result.error and "7731" not in result.error, result.error
+
+
+@pytest.mark.parametrize("answer", [
+    "<think>I answer from their memory only and must cite every fact with its number in brackets. Excerpt [1] says "
+    "the code.</think>\n\nThe boiler code is 7731 [1].",
+    # the chat template opened the thinking (DeepSeek-R1): the model writes only its end
+    "I answer from their memory only and must cite every fact with its number in brackets.\n</think>\n\n"
+    "The boiler code is 7731 [1].",
+])
+async def test_ask_memory_does_not_show_a_local_reasoning_models_thinking(pod, script, answer) -> None:
+    """A reasoning model on a local server (DeepSeek-R1, Qwen3 on LM Studio or llama.cpp without a reasoning parser)
+    writes its thinking in <think>…</think> before the answer: that thinking, restating Hearth's instructions, was
+    shown as the answer."""
+    await pod.in_memory_thread(lambda: pod.memory.add_source("The boiler code is 7731.", scope=f"private/{pod.person.id}"))
+    pod.set_role_model("ask_memory", "fake/fake-1")
+    script([Text(answer)])
+    result = await asyncio.wait_for(pod.ask_memory("What is the boiler code?"), 60)
+    assert result.ok and result.text == "The boiler code is 7731 [1].", (result.text, result.error)
+    assert result.citations == {1: result.hits[0].id}
+
+
+async def test_ask_memory_whose_model_only_thought_says_it_gave_no_answer(pod, script) -> None:
+    await pod.in_memory_thread(lambda: pod.memory.add_source("The boiler code is 7731.", scope=f"private/{pod.person.id}"))
+    pod.set_role_model("ask_memory", "fake/fake-1")
+    script([Text("<think>Excerpt [1] says the code is 7731, so I should answer")])  # cut off while thinking
+    result = await asyncio.wait_for(pod.ask_memory("What is the boiler code?"), 60)
+    assert not result.ok and "gave no answer" in result.error and "think" not in result.error, result.error
+
+
 async def test_a_memory_model_whose_key_is_gone_says_so_and_loses_nothing(pod, fake_model, script) -> None:
     """The ingest and extraction models were chosen, then their key went missing from the keyring: ingest said no
     model was chosen and offered to choose one, and the producer let the rules keep or skip the person's chat
