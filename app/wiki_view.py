@@ -712,11 +712,13 @@ class WikiView(QWidget):
             self.proposals.addItem(item)
         self.tabs.setTabText(1, f"Proposals ({self.proposals.count()})" if self.proposals.count() else "Proposals")
 
-    def open_page(self, scope: str, slug_or_title: str) -> asyncio.Task[Any]:
+    def open_page(self, scope: str, slug_or_title: str, link: bool = False) -> asyncio.Task[Any]:
+        """Shows a page. A ``link`` ([[Title]] on a page, made with that page's scope) names a title the person may
+        have in another scope they read: that one is opened when the link's own scope has none."""
         if not self._leave_editor():  # the person keeps editing: nothing else is opened over their correction
             return self._show(asyncio.sleep(0))
         ticket = self._opening = object()  # taken now: whatever is shown after this click (an answer) wins over it
-        return self._show(self._open(scope, slug_or_title, ticket))
+        return self._show(self._open(scope, slug_or_title, ticket, link=link))
 
     def _viewer(self, scope: str) -> Any:
         """Who reads a page of ``scope``: the person, through the agent an agent scope names; ScopeError for a
@@ -735,7 +737,8 @@ class WikiView(QWidget):
                 continue
         return out
 
-    async def _open(self, scope: str, slug_or_title: str, ticket: object = None, reload: bool = False) -> None:
+    async def _open(self, scope: str, slug_or_title: str, ticket: object = None, reload: bool = False,
+                    link: bool = False) -> None:
         """Shows a page. A ``reload`` (the page shown, read again after a save or a rewrite) gives way to the editor
         the person opened meanwhile: their Edit came after it, and closing the editor under them would lose it."""
         if ticket is None:  # the page opened last is the one shown, whichever read ends first
@@ -745,13 +748,22 @@ class WikiView(QWidget):
             return ticket is not self._opening or (reload and self._editing is not None)
         import wiki_engine
 
-        def read() -> Any:
+        def read_in(where: str) -> Any:
             try:
-                return self.pod.memory.view_page(scope, slug_or_title, self._viewer(scope))
+                return self.pod.memory.view_page(where, slug_or_title, self._viewer(where))
             except wiki_engine.ScopeError:  # a link naming no real scope (`hearth-page:agent`): no such page either
                 return None
 
-        page = await self._mem(read)
+        def read() -> tuple[str, Any]:
+            page = read_in(scope)
+            if page is None and link:  # the person's own scopes alone (their private first), never another's
+                mine = self.pod.person_scopes()
+                for where in sorted(mine, key=lambda s: (not s.startswith("private/"), mine.index(s))):
+                    if where != scope and (page := read_in(where)) is not None:
+                        return where, page
+            return scope, page
+
+        scope, page = await self._mem(read)
         if stale():
             return
         self._close_editor()
@@ -785,7 +797,7 @@ class WikiView(QWidget):
         target = unquote(url.toString())
         if target.startswith("hearth-page:"):
             scope, _, title = target.removeprefix("hearth-page:").partition("|")
-            self.open_page(scope, title)
+            self.open_page(scope, title, link=True)
         elif target.startswith("hearth-source:"):
             self._show(self._show_source(target.removeprefix("hearth-source:")))
 

@@ -358,6 +358,46 @@ def test_a_link_to_a_title_with_spaces_is_a_link_without_ids(qtbot, qloop, ui_po
     qloop.wait_until(lambda: "Birthday on 3 June" in w.wiki.page.toPlainText(), what="the linked page")
 
 
+@pytest.mark.parametrize("shared", [True, False])
+def test_a_link_from_my_page_opens_the_shared_page_i_can_read_and_never_anothers_private_one(
+        qtbot, qloop, ui_pod, shared) -> None:
+    """A [[link]] on my private page to the household's shared page (the wiki writer is shown both scopes and told to
+    link related pages) opened "No page Household here yet.". Bob's private page of that title is never opened."""
+    mine = f"private/{ui_pod.person.id}"
+    ui_pod.add_person("Bob")
+    bobs = f"private/{ui_pod.store.get_person('Bob').id}"
+
+    def page(scope: str, title: str, fact: str, body: str) -> None:
+        sid = ui_pod.memory.add_source(fact, scope=scope)
+        ui_pod.memory.write_page(Page(title=title, scope=scope, category="home", body=body, citations={1: sid}),
+                                 author="agent:wiki-writer")
+
+    def work():
+        page(bobs, "Household", "Bob keeps his bank PIN in the blue folder.", "- Bob's PIN is in the blue folder [1]")
+        if shared:
+            page("public", "Household", "The household bins go out on Tuesday evening.",
+                 "- The bins go out on Tuesday evening [1]")
+        page(mine, "Chores", "I take the bins out since Clara moved out.", "- I take the bins out [1]; see [[Household]]")
+
+    qloop.run(ui_pod.in_memory_thread(work))
+    w = wiki_window(qtbot, ui_pod)
+    qloop.run(w.wiki.open_page(mine, "Chores"))
+    hrefs = re.findall(r'href="(hearth-page:[^"]+)"', w.wiki.page.toHtml())
+    assert len(hrefs) == 1, hrefs
+    w.wiki._on_anchor(QUrl(hrefs[0]))
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the link followed")
+    shown = w.wiki.page.toPlainText()
+    assert "blue folder" not in shown and "PIN" not in shown, shown
+    if shared:
+        assert "Tuesday evening" in shown and "Everyone" in shown, shown
+        assert w.wiki.current == ("public", "household")
+    else:
+        assert "No page Household here yet" in shown, shown
+    w.wiki._on_anchor(QUrl(f"hearth-page:{bobs}|Household"))  # a link naming Bob's scope itself
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the link followed")
+    assert "blue folder" not in w.wiki.page.toPlainText(), w.wiki.page.toPlainText()
+
+
 def show_everything_of_me(qloop, w, scope) -> None:
     """Me's page, search results, typeahead suggestions, then an Ask memory answer, on the Wiki page."""
     qloop.run(w.wiki.open_page(scope, "Family"))
