@@ -160,14 +160,18 @@ class ProvidersPage(QWidget):
     def _on_find_local(self) -> None:
         import asyncio
 
-        from runtime_host.providers.vendors import discover_local
+        from runtime_host.providers.vendors import chat_model, discover_local
 
         self.find_local.setEnabled(False)
         self.message.setText("Looking for model servers on this machine…")
 
+        def look() -> tuple[list[Any], str | None]:
+            found = discover_local()
+            return found, chat_model(found[0]) if found else None  # never an embedding model listed first
+
         async def probe() -> None:
             try:
-                found = await asyncio.to_thread(discover_local)
+                found, chat = await asyncio.to_thread(look)
             finally:
                 self.find_local.setEnabled(True)
             if not found:
@@ -180,9 +184,12 @@ class ProvidersPage(QWidget):
             self.base_url.setText(first.base_url)
             self.model.clear()
             self.model.addItems(first.models)
-            self.model.setEditText(first.models[0] if first.models else "")
+            self.model.setEditText(chat or "")
             self.kind.setCurrentIndex(0)
-            self.message.setText("Found: " + "; ".join(f"{f.label} at {f.base_url} ({len(f.models)} models)" for f in found))
+            self.message.setText("Found: " + "; ".join(f"{f.label} at {f.base_url} ({len(f.models)} models)" for f in found)
+                                 + ("" if chat or not first.models else
+                                    f". {first.label} has embedding models alone: pull a chat model into it, "
+                                    "then find it again."))
 
         self._probe_task = asyncio.ensure_future(probe())
 
@@ -216,6 +223,7 @@ class ProvidersPage(QWidget):
 
         async def go() -> None:
             from runtime_host.providers import ProviderError
+            from runtime_host.providers.vendors import is_chat_model
 
             try:
                 result = await asyncio.to_thread(self.pod.check_provider, name, kind=kind, base_url=base_url, key=key)
@@ -231,7 +239,7 @@ class ProvidersPage(QWidget):
             typed = self.model.currentText().strip()
             self.model.clear()
             self.model.addItems(result.models)
-            self.model.setEditText(typed or (result.models[0] if result.models else ""))
+            self.model.setEditText(typed or next((m for m in result.models if is_chat_model(m)), ""))
             note = ""
             if typed and result.models and typed not in result.models:
                 note = f" {typed!r} is not among them: pick one from the Model list."

@@ -168,3 +168,35 @@ def test_a_provider_saved_in_settings_can_then_be_chosen_for_wiki_pages(qtbot, q
     assert "Removed 'other'" in dlg.providers.message.text()
     assert models.combos["ingest"].findData("other") == -1 and models.combos["extraction"].currentData() == "mine"
     dlg.close()
+
+
+def test_find_local_in_providers_fills_in_a_chat_model_not_the_embedding_model_listed_first(
+        qtbot, qloop, ui_pod, monkeypatch) -> None:
+    """Settings → Providers → Find local: the model filled in was the one Ollama lists first, often the embedding
+    model pulled last (nomic-embed-text); saved so, every chat and page then failed. It fills in the chat model;
+    a server with embedding models alone fills in none and says so."""
+    import asyncio
+
+    from runtime_host.providers import vendors
+    from tests.helpers.fake_model import FakeModelServer
+    from tests.ui.test_memory_status import _local_probe
+
+    for models, want in ((["nomic-embed-text:latest", "llama3.2:latest"], "llama3.2:latest"),
+                         (["nomic-embed-text:latest", "mxbai-embed-large:latest"], "")):
+        here = FakeModelServer(models=models).start()
+        try:
+            monkeypatch.undo()  # the real probe, pointed at this server
+            monkeypatch.setattr(vendors, "discover_local", _local_probe(here))
+            dlg = SettingsDialog(ui_pod)
+            qtbot.addWidget(dlg)
+            page = dlg.providers
+            page.find_local.click()
+            qloop.wait_until(lambda page=page: page.find_local.isEnabled() and "Found" in page.message.text(),
+                             what="the local server found")
+            qloop.run(asyncio.sleep(0))
+            assert page.base_url.text().startswith(here.base_url.rstrip("/")), page.base_url.text()
+            assert page.model.currentText() == want, (page.model.currentText(), page.message.text())
+            if not want:
+                assert "embedding models alone" in page.message.text(), page.message.text()
+        finally:
+            here.stop()
