@@ -1554,12 +1554,14 @@ class Memory:
         return out
 
     def _write_one(self, page: Page, author: str, touched: set[Scope]) -> PageWrite:
+        if not _is_person(author) and len(page.body) > MAX_PAGE_CHARS:  # a looping or hostile writer: the window;
+            # refused before its text is cleaned and redacted (megabytes of it held the writer's thread)
+            title = self.clean_page(replace(page, body="")).title
+            raise PageRefused(f"The page “{title}” the model wrote is {len(page.body):,} characters; a page "
+                              f"holds at most {MAX_PAGE_CHARS:,}. It was not written; its sources stay.")
         page = self.clean_page(page)
         sc = Scope.parse(page.scope)
         self.check_citations(page)
-        if not _is_person(author) and len(page.body) > MAX_PAGE_CHARS:  # a looping or hostile writer: the window
-            raise PageRefused(f"The page “{page.title}” the model wrote is {len(page.body):,} characters; a page "
-                              f"holds at most {MAX_PAGE_CHARS:,}. It was not written; its sources stay.")
         if not _is_person(author) and not page.cited_numbers():
             raise PageRefused(f"The page “{page.title}” cites no source (memory keeps only what it can cite); it was "
                               "not written.")

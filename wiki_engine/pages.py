@@ -42,6 +42,7 @@ REQUIRED = ("title", "scope", "category", "updated", "verified")
 _CITE_DEF = re.compile(r"^\[(\d{1,6})\]:\s*(\S+)\s*$", re.M)
 _CITE_USE = re.compile(r"\[(\d{1,6})\](?!:)")
 _LINK = re.compile(r"\[\[([^\[\]|#]+)(?:[|#][^\[\]]*)?\]\]")
+_ANY_LINK = re.compile(r"\[\[[^\[\]]*\]\]")  # a link to a page, or within this one ([[#part]]); never spans a "["
 _SOURCES_HEADING = "\n## Sources\n"
 
 
@@ -171,6 +172,11 @@ _LIST_MARK = re.compile(r"^\s*(?:[-*+>|]|\d+[.)])\s*")
 def links_in(text: str) -> list[str]:
     """The titles ``text`` links to ([[Title]], [[Title|label]], [[Title#part]] all name Title)."""
     return [m.strip() for m in _LINK.findall(text)]
+
+
+def has_link(text: str) -> bool:
+    """Whether ``text`` holds a [[link]] of any kind: to a page, or to a part of this one ([[#part]])."""
+    return _ANY_LINK.search(text) is not None
 
 
 def names_in(body: str) -> list[str]:

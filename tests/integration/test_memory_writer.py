@@ -192,3 +192,111 @@ async def test_each_page_shown_to_the_writer_has_labels_of_its_own(pod, fake_mod
     assert out["rejected"] == [] and page.citations[1] == cat, (out, page.citations)
     labels = re.findall(r"\[\d+\] = (P\d+-\d+)", prompts[0])
     assert len(labels) == len(set(labels)) == 2 and prompts[0].count("'Alpha' in") == 1, prompts[0]
+
+
+async def test_a_writer_answering_a_page_of_unclosed_links_cannot_hang_ingest(pod, fake_model) -> None:
+    """A page body of 300,000 characters of "[[" with no "]]" (three times what a page may hold): tidying it before
+    the size was checked tried a link from every "[[" to the end of the line, and ingest (and the window's event
+    loop with it) stalled for about a minute. Now the page is refused at once, said in the report, and its source
+    waits in the inbox; Bob's page of the same run is written."""
+    import time
+
+    bob, as_bob = bob_with_his_own_provider(pod)
+    scope, bobs = f"private/{pod.person.id}", f"private/{bob['id']}"
+    sid = await pod.in_memory_thread(lambda: pod.memory.add_source("The plumber comes on Friday at nine.", scope=scope))
+    await pod.in_memory_thread(lambda: pod.memory.add_source("Ines starts school on 9 September.", scope=bobs))
+    pod.set_role_model("ingest", "fake/writer")
+    as_bob.set_role_model("ingest", "fake/bob-writer")
+    body = "- The plumber comes on Friday at nine [1]\n\n" + "[[" * 150_000
+
+    def writer(req):
+        if req.body["model"] == "bob-writer":
+            return one_page(bobs, "Ines", "family", "Ines starts school on 9 September [1].", {"1": "S1"})(req)
+        return Text(json.dumps([{"title": "Plumber", "scope": scope, "category": "home", "body": body,
+                                 "citations": {"1": "S1"}}]), chunk_chars=1 << 16)
+
+    fake_model.script = writer
+    t0 = time.monotonic()
+    out = await asyncio.wait_for(pod.memory_ingest(), 20)
+    assert time.monotonic() - t0 < 10, time.monotonic() - t0
+    assert out["written"] == [] and [r["title"] for r in out["rejected"]] == ["Plumber"], out
+    assert f"{len(body):,} characters" in out["rejected"][0]["why"] and "its sources stay" in out["rejected"][0]["why"]
+    assert sid in await pod.in_memory_thread(lambda: pod.memory.inbox())
+    assert await pod.in_memory_thread(lambda: pod.memory.read_page(bobs, "ines")) is not None  # by his own model
+
+
+async def test_a_writer_copying_the_prompts_scaffolding_puts_no_labels_on_the_page(pod, fake_model) -> None:
+    """A weak writer extending a page copied the page as its prompt shows it, with the prompt's own line
+    "Its citations: [1] = P1-1", and wrote the new fact as the prompt lists a source ("- S1 (scope private/…): …"):
+    both cite a number, so Hearth's internal labels and the person's scope id ended up on the page. Now those lines
+    of the prompt go, and the fact a source line carries stays, cited."""
+    bob, as_bob = bob_with_his_own_provider(pod)
+    scope = f"private/{pod.person.id}"
+    pod.set_role_model("ingest", "fake/writer")
+    first = await pod.in_memory_thread(lambda: pod.memory.add_source("Clara's birthday is on 3 June.", scope=scope))
+    fake_model.script = one_page(scope, "Clara", "family", "- Clara's birthday is on 3 June [1]", {"1": "S1"})
+    assert (await asyncio.wait_for(pod.memory_ingest(), 60))["written"] == [f"page:{scope}/clara"]
+    second = await pod.in_memory_thread(lambda: pod.memory.add_source("Clara loves orchids.", scope=scope))
+
+    def copier(req):
+        prompt = req.last_user
+        shown = re.search(r"(Existing page 'Clara' in [^\n]*\n.*?\nIts citations: [^\n]*)", prompt, re.S).group(1)
+        new = re.search(r"^(- S1 \(scope [^)]*\): .*)$", prompt, re.M).group(1)
+        return Text(json.dumps([{"title": "Clara", "scope": scope, "category": "family",
+                                 "body": shown + "\n" + new + " [2]", "citations": {"1": "P1-1", "2": "S1"}}]))
+
+    fake_model.script = copier
+    out = await asyncio.wait_for(pod.memory_ingest(), 60)
+    page = await pod.in_memory_thread(lambda: pod.memory.read_page(scope, "clara"))
+    assert page.body == "- Clara's birthday is on 3 June [1]\n- Clara loves orchids. [2]", (out, page.body)
+    assert page.citations == {1: first, 2: second}
+
+
+async def test_a_contradiction_check_cannot_wipe_claims_it_does_not_contradict(pod, fake_model) -> None:
+    """Nightly's contradiction check is asked to drop only the older of two contradicting claims, and nothing held
+    it to that: a reconciler answering changed=true with a body of one line wiped every other claim off the page
+    (their sources were not put back in the inbox, so no ingest wrote them again), with no error. Now it may only
+    drop lines of the page, each naming the newer claim it keeps that contradicts it; anything else is refused, said
+    to the page's person, and the page is left as it was."""
+    import time
+
+    from wiki_engine import Page
+
+    bob, as_bob = bob_with_his_own_provider(pod)
+    scope = f"private/{pod.person.id}"
+    body = "- The dentist is Dr Okafor [1]\n- The dentist is Dr Lindqvist [2]\n- Bob is allergic to penicillin [3]"
+
+    def seed():
+        old = pod.memory.add_source("The dentist is Dr Okafor.", scope=scope, ts=time.time() - 86400 * 30)
+        new = pod.memory.add_source("Correction: the dentist is now Dr Lindqvist.", scope=scope, ts=time.time())
+        other = pod.memory.add_source("Bob is allergic to penicillin.", scope=scope, ts=time.time() - 86400)
+        pod.memory.write_page(Page("Health", scope, "health", body, {1: old, 2: new, 3: other}), author="agent:writer")
+        with pod.memory.catalog.tx(immediate=True) as db:  # as after the ingest that wrote the page
+            db.execute("DELETE FROM inbox")
+
+    await pod.in_memory_thread(seed)
+    pod.set_role_model("ingest", "fake/writer")
+    answers = [
+        ({"body": "- The dentist is Dr Lindqvist [2]"}, "dropped claim [1] without naming"),  # says nothing
+        ({"body": "- The dentist is Dr Lindqvist [2]", "dropped": {"1": 2, "3": 2}}, "more than one claim for claim [2]"),
+        ({"body": "- The dentist is Dr Lindqvist [2]\n- Bob is allergic to penicillin [3]", "dropped": {"2": 1}},
+         "dropped claim [1] without naming"),
+        ({"body": "- The dentist is Dr Okafor [1]\n- Bob is allergic to penicillin [3]", "dropped": {"2": 1}},
+         "whose source is older"),  # keeps the older one
+        ({"body": "- The dentist is now Dr Lindqvist [2]\n- Bob is allergic to penicillin [3]", "dropped": {"1": 2}},
+         "added or reworded lines"),
+    ]
+    for answer, why in answers:
+        fake_model.script = lambda req, a=answer: Text(json.dumps({"changed": True, "why": "newest", **a})) \
+            if '"changed"' in req.body["messages"][0]["content"] else Text("[]")
+        out = await asyncio.wait_for(pod.memory_nightly(), 60)
+        page = await pod.in_memory_thread(lambda: pod.memory.read_page(scope, "health"))
+        assert page.body == body and out["reconciled"] == [], (answer, page.body)
+        assert [r["title"] for r in out["rejected"]] == ["Health"] and why in out["rejected"][0]["why"], out["rejected"]
+    # What the check may do: drop the older of the two, naming the newer claim it keeps.
+    fake_model.script = lambda req: Text(json.dumps({
+        "changed": True, "why": "newest", "dropped": {"1": 2},
+        "body": "- The dentist is Dr Lindqvist [2]\n- Bob is allergic to penicillin [3]"}))
+    out = await asyncio.wait_for(pod.memory_nightly(), 60)
+    page = await pod.in_memory_thread(lambda: pod.memory.read_page(scope, "health"))
+    assert page.body == "- The dentist is Dr Lindqvist [2]\n- Bob is allergic to penicillin [3]", out

@@ -1313,7 +1313,7 @@ def test_the_page_being_read_is_shown_anew_when_ingest_or_nightly_rewrites_it(qt
     qloop.wait_until(lambda: w.wiki.tree.topLevelItemCount() == 1, what="the page in the tree")
     qloop.run(w.wiki.open_page(scope, "dentist"))
     assert "The dentist is Dr Okafor [1]" in w.wiki.page.toPlainText()
-    fake_model.script = lambda req: Text(json.dumps({"changed": True, "why": "newest wins",
+    fake_model.script = lambda req: Text(json.dumps({"changed": True, "why": "newest wins", "dropped": {"1": 2},
                                                      "body": "- The dentist is Dr Lindqvist [2]"}))
     qloop.run(ui_pod.memory_nightly())
     qloop.wait_until(lambda: "The dentist is Dr Okafor [1]" not in w.wiki.page.toPlainText(), what="the reconciled page")
