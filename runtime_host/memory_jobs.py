@@ -949,54 +949,68 @@ async def _summarize_for(pod: Any, person: Any, internal: set[str], made: dict[s
             made[scope] = made.get(scope, 0) + 1
 
 
-async def ingest(pod: Any) -> dict[str, Any]:
+async def ingest(pod: Any, person_id: str | None = None) -> dict[str, Any]:
     """Turns the inbox into wiki pages with the ingest model (single writer). Without a capable model no
-    page is written: the inbox waits, and the answer says so and how to choose one."""
+    page is written: the inbox waits, and the answer says so and how to choose one. With ``person_id`` (Ingest now,
+    `memory ingest`), only the pages that person's model writes (theirs; the owner's also the shared ones); without
+    (the timer), each person's at once, each with their own model: one person's hung or slow model never holds
+    another's pages, and each person hears of theirs as soon as they are written."""
     from wiki_engine.pipeline import LeaseBusy, ingest_steps
 
-    writers = {pid: c for pid, c in _writers(pod).items() if c.synthesize is not None}
+    writers = {pid: c for pid, c in _writers(pod).items()
+               if c.synthesize is not None and person_id in (None, pid)}
     if not writers:
         waiting = len(await pod.in_memory_thread(lambda: pod.memory.inbox(100000)))
         out = {"written_by": None, "written": [], "proposed": [], "rejected": [], "consumed": 0, "unreadable": [],
                "left_in_inbox": waiting, "message": NO_INGEST_MODEL}
-    else:
-        out = {"written_by": None, "written": [], "proposed": [], "rejected": [], "consumed": 0, "unreadable": []}
-        by_person: dict[str, dict[str, Any]] = {}  # each person's own figures (PersonPod reports those alone)
-        who: list[str] = []
-        failed: list[tuple[str, MemoryModelError]] = []
-        pending = await pod.in_memory_thread(pod.memory.pending_scopes)
-        # Each person's pages by their own model, one scope at a time: a model writing shared pages is never shown
-        # its owner's private sources (it could copy them into a page everyone reads), nor one agent's notes another's.
-        for pid, choice, scope in [(p, c, sc) for p, c in writers.items() for sc in pending if writer_of(pod, sc) == p]:
-            try:
-                rep = await pod.memory_host.run_steps(
-                    lambda sc=scope: ingest_steps(pod.memory, scopes=lambda s: s == sc), choice.synthesize)
-            except MemoryModelError as exc:  # that scope's inbox stays for the next run; the others' is written
-                failed.append((pid, exc))
-                continue
-            except LeaseBusy:  # the single writer's lease is another process's: it writes these pages
-                out["message"] = WIKI_BUSY
-                break
-            mine = by_person.setdefault(pid, {"consumed": 0, "written_by": None})
-            if rep.consumed or rep.written or rep.proposed or rep.rejected:
-                who.append(choice.who)
-                mine["written_by"] = choice.who
+        return out
+    out = {"written_by": None, "written": [], "proposed": [], "rejected": [], "consumed": 0, "unreadable": []}
+    failed: list[tuple[str, MemoryModelError]] = []
+    pending = await pod.in_memory_thread(pod.memory.pending_scopes)
+
+    async def write(pid: str, choice: Choice) -> list[Any]:
+        """One person's pages by their own model, one scope at a time: a model writing shared pages is never shown
+        its owner's private sources (it could copy them into a page everyone reads), nor one agent's notes
+        another's. The scope's lease keeps another process's ingest off it meanwhile."""
+        reps: list[Any] = []
+        async with pod.memory_host.job_lock(f"ingest:{pid}"):
+            for scope in [sc for sc in pending if writer_of(pod, sc) == pid]:
+                try:
+                    reps.append(await pod.memory_host.run_steps(
+                        lambda sc=scope: ingest_steps(pod.memory, scopes=lambda s: s == sc, claim=sc), choice.synthesize))
+                except MemoryModelError as exc:  # that scope's inbox stays for the next run; the others' is written
+                    failed.append((pid, exc))
+                except LeaseBusy:  # another process writes this scope's pages (or the whole wiki) now
+                    out["message"] = WIKI_BUSY
+        if reps:
+            _announce_ingest(pod, {pid: _figures(choice, reps)})
+        return reps
+
+    written = await asyncio.gather(*(write(pid, c) for pid, c in writers.items()))
+    by_person: dict[str, dict[str, Any]] = {}  # each person's own figures (PersonPod reports those alone)
+    for (pid, choice), reps in zip(writers.items(), written, strict=True):
+        if reps:
+            by_person[pid] = _figures(choice, reps)
+        for rep in reps:
             out["written"] += rep.written
             out["proposed"] += [t for t, _ in rep.proposed]
             out["rejected"] += [{"title": t, "why": w, "person": pid} for t, w in rep.rejected]
             out["consumed"] += len(rep.consumed)
-            mine["consumed"] += len(rep.consumed)
             # a note whose file is lost or damaged waits in the inbox; the report names it for its own people
             out["unreadable"] += [{"scope": t.scope, "sha": t.sha, "path": str(t.path), "problem": t.problem}
                                   for t in rep.unreadable]
-        out["written_by"] = ", ".join(dict.fromkeys(who)) or None
-        out["left_in_inbox"] = len(await pod.in_memory_thread(lambda: pod.memory.inbox(100000)))
-        out["by_person"] = by_person
-        if failed:
-            _announce_ingest(pod, by_person)
-            raise _failed_run(failed, out)
-    _announce_ingest(pod, out.get("by_person", {}))
+    out["written_by"] = ", ".join(dict.fromkeys(f["written_by"] for f in by_person.values() if f["written_by"])) or None
+    out["left_in_inbox"] = len(await pod.in_memory_thread(lambda: pod.memory.inbox(100000)))
+    out["by_person"] = by_person
+    if failed:
+        raise _failed_run(failed, out)
     return out
+
+
+def _figures(choice: Choice, reps: list[Any]) -> dict[str, Any]:
+    """One person's ingest figures: what their model took from the inbox, and its name if it wrote anything."""
+    wrote = any(r.consumed or r.written or r.proposed or r.rejected for r in reps)
+    return {"consumed": sum(len(r.consumed) for r in reps), "written_by": choice.who if wrote else None}
 
 
 def _announce_ingest(pod: Any, by_person: dict[str, dict[str, Any]]) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import itertools
 import logging
 import time
@@ -176,7 +177,8 @@ class MemoryHost(MappingForgets):
         return value
 
     def job_lock(self, name: str) -> asyncio.Lock:
-        """One run of a memory job at a time in this Pod (``ingest`` also guards nightly: one writer of pages)."""
+        """One run of a memory job at a time in this Pod (``ingest:<person>`` one person's ingest; nightly takes
+        ``ingest`` and every person's: one writer of pages)."""
         lock = self._job_locks.get(name)
         if lock is None:
             lock = self._job_locks[name] = asyncio.Lock()
@@ -456,12 +458,13 @@ class MemoryHost(MappingForgets):
 
         return await memory_jobs.ask(self.pod, person_id, question)
 
-    async def memory_ingest(self) -> dict[str, Any]:
-        """Turns the inbox into wiki pages (single writer) once an ingest model is chosen."""
+    async def memory_ingest(self, person_id: str | None = None) -> dict[str, Any]:
+        """Turns the inbox into wiki pages once an ingest model is chosen: everyone's, or only those ``person_id``'s
+        model writes. Each person's writer runs under a lock of its own (``ingest:<person>``), so one person's slow
+        model never holds another's pages; the nightly pass takes them all."""
         from runtime_host import memory_jobs
 
-        async with self.job_lock("ingest"):
-            return await memory_jobs.ingest(self.pod)
+        return await memory_jobs.ingest(self.pod, person_id)
 
     async def reconcile_pages(self) -> tuple[list[str], list[tuple[str, str, str]], list[tuple[str, Any]]]:
         """Model against model: the ingest model resolves contradicting claims on unverified pages, in favour
@@ -521,7 +524,7 @@ class MemoryHost(MappingForgets):
                 def write(p: Any = page, b: str = body) -> bool:
                     # Under the single writer's lease, and only onto the page as the model read it: another process's
                     # ingest (or the person) may have written it while the model thought. Asked again next night.
-                    with Lease(self.memory.catalog, "ingest", ttl=600.0):
+                    with Lease(self.memory.catalog, "ingest", ttl=600.0, excludes=("ingest:%",)):
                         if self.memory.read_page(p.scope, p.slug) != p:
                             return False
                         self.memory.write_page(replace(p, body=b), author="agent:nightly")
@@ -538,5 +541,8 @@ class MemoryHost(MappingForgets):
     async def memory_nightly(self) -> dict[str, Any]:
         from runtime_host import memory_jobs
 
-        async with self.job_lock("ingest"):
+        async with contextlib.AsyncExitStack() as held:  # every person's ingest finished first, none begun meanwhile
+            await held.enter_async_context(self.job_lock("ingest"))
+            for pid in sorted(str(p.id) for p in self.pod.store.list_people()):
+                await held.enter_async_context(self.job_lock(f"ingest:{pid}"))
             return await memory_jobs.nightly(self.pod)

@@ -326,11 +326,12 @@ class PersonPod:
         return scope in mine
 
     async def memory_ingest(self) -> dict[str, Any]:
-        """Runs ingest for everyone; the report names only pages this person may see, and counts, and names the
-        model of, only their own (another's model and how much they wrote are theirs)."""
+        """Writes the pages this person's own model writes (theirs; the owner's also the household's shared ones),
+        never waiting for another person's model; the report names only pages this person may see, and counts, and
+        names the model of, only their own (another's model and how much they wrote are theirs)."""
         from runtime_host.memory_jobs import NO_INGEST_MODEL
 
-        out = dict(await self._for_me(self.pod.memory_ingest))
+        out = dict(await self._for_me(lambda: self.pod.memory_ingest(self.person_id)))
         mine = set(self.person_scopes())
         own = out.pop("by_person", {}).get(self.person_id, {})
         waiting = await self.pod.in_memory_thread(lambda: self.pod.memory.inbox_count(mine))

@@ -74,28 +74,49 @@ def _holder_alive(pid: int, started: float, host: str) -> bool:
 
 
 class Lease:
-    """``with Lease(catalog, "ingest", ttl=...)``: holds the named lease or raises LeaseBusy."""
+    """``with Lease(catalog, "ingest", ttl=...)``: holds the named lease or raises LeaseBusy. ``excludes`` (SQL LIKE
+    patterns of other leases' names) are leases that must not be held either: the whole-wiki writer's ``ingest``
+    is not taken while one scope's ingest (``ingest:<scope>``) has its batch out with a model. With ``wait``, a
+    busy lease is tried again for that many seconds (for one held a moment, to write)."""
 
-    def __init__(self, catalog: Catalog, name: str, *, ttl: float = 600.0):
+    def __init__(self, catalog: Catalog, name: str, *, ttl: float = 600.0, excludes: tuple[str, ...] = (),
+                 wait: float = 0.0):
         self.catalog = catalog
         self.name = name
         self.ttl = ttl
+        self.excludes = excludes
+        self.wait = wait
         self.token = uuid.uuid4().hex
         self.held = False
 
     def acquire(self) -> None:
+        until = time.monotonic() + self.wait
+        while True:
+            try:
+                return self._acquire()
+            except LeaseBusy:
+                if time.monotonic() >= until:
+                    raise
+            time.sleep(0.05)
+
+    def _acquire(self) -> None:
         pid = os.getpid()
         host = socket.gethostname()
         now = time.time()
         with self.catalog.tx(immediate=True) as db:
-            row = db.execute("SELECT * FROM leases WHERE name = ?", (self.name,)).fetchone()
-            if row is not None and row["holder"] != self.token:
+            rows = [db.execute("SELECT * FROM leases WHERE name = ?", (self.name,)).fetchone()]
+            rows += [r for pattern in self.excludes
+                     for r in db.execute("SELECT * FROM leases WHERE name LIKE ?", (pattern,)).fetchall()]
+            for row in rows:
+                if row is None or row["holder"] == self.token:
+                    continue
                 stale = row["expires_at"] < now or not _holder_alive(row["pid"], row["pid_started"], row["host"])
                 if not stale:
                     raise LeaseBusy(
-                        f"The memory {self.name} is already running in process {row['pid']} on {row['host']}; "
-                        f"this run was skipped. It will run again at the next interval (the lease expires at "
-                        f"{time.strftime('%H:%M:%S', time.localtime(row['expires_at']))} if that process hangs)."
+                        f"The memory {row['name'].partition(':')[0]} is already running in process {row['pid']} on "
+                        f"{row['host']}; this run was skipped. It will run again at the next interval (the lease "
+                        f"expires at {time.strftime('%H:%M:%S', time.localtime(row['expires_at']))} if that process "
+                        "hangs)."
                     )
             db.execute(
                 "INSERT OR REPLACE INTO leases (name, holder, pid, pid_started, host, expires_at) VALUES (?,?,?,?,?,?)",

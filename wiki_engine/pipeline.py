@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Generator, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -267,74 +268,109 @@ def run_ingest(memory: Memory, synthesize: Synthesize, *, author: str = "agent:w
                  synthesize)
 
 
+PEN_WAIT_S = 15.0  # how long one scope's ingest waits for another's writing (a moment's work) before it skips
+
+
 def ingest_steps(memory: Memory, *, author: str = "agent:wiki-writer", max_sources: int = 200,
-                 lease_ttl: float = 1800.0, scopes: Callable[[str], bool] | None = None,
+                 lease_ttl: float = 1800.0, scopes: Callable[[str], bool] | None = None, claim: str | None = None,
                  ) -> Generator[IngestBatch, Sequence[Page], IngestReport]:
     """``run_ingest`` as steps: holds the lease, yields the batch, is sent the drafts, writes them. Memory may
     change while the model writes the drafts: each draft is checked as it is written (one citing a source
-    deleted meanwhile is rejected, and the sources it drew on wait in the inbox)."""
-    with Lease(memory.catalog, "ingest", ttl=lease_ttl) as lease:
-        memory.finish_deletions()
-        report = IngestReport()
-        sources: list[SourceRecord] = []
-        # whose each waiting source is, from the catalog: another scope's source file is not read (its damage is for
-        # its own writer's run to say, and stops no one else's pages)
-        for sid, scope in memory.waiting(1_000_000):
-            if scopes is not None and not scopes(scope):
-                continue
-            try:
-                sources.append(memory.get_source(sid))
-            except SourceUnreadable as e:
-                report.unreadable.append(e.tampered)
-                report.left_in_inbox.append(sid)
-                continue
-            if len(sources) >= max_sources:
-                break
-        stale: list[Page] = []
-        for key in memory.stale_pages():
-            scope, _, slug = key[len("page:") :].rpartition("/")
-            if scopes is not None and not scopes(scope):
-                continue
-            try:
-                p = memory.read_page(scope, slug)
-            except PageFormatError:
-                p = None
-            if p is not None:
-                stale.append(p)
-        existing: dict[str, list[Page]] = {}
-        for sc in sorted({s.scope for s in sources} | {p.scope for p in stale}):
-            existing[sc], _ = memory.list_pages(sc)
-        batch = IngestBatch(sources, stale, existing)
-        if not sources and not stale:
+    deleted meanwhile is rejected, and the sources it drew on wait in the inbox).
+
+    With ``claim`` (a scope), the run holds that scope's lease ``ingest:<scope>`` throughout, so no two ingests
+    write one scope's pages at once, and the whole wiki's ``ingest`` lease only while it reads its batch and while
+    it writes the drafts: another scope's ingest goes on while this one's model thinks (one person's hung model
+    never holds another's pages). Without it, ``ingest`` is held throughout and no scope's ingest may be running."""
+    whole = claim is None
+    with Lease(memory.catalog, "ingest" if whole else f"ingest:{claim}", ttl=lease_ttl,
+               excludes=("ingest:%",) if whole else ()) as lease:
+        with _pen(memory, whole):
+            batch, report = _ingest_batch(memory, max_sources, scopes)
+        if batch is None:
             return report
         drafts = list((yield batch))
         lease.renew()
-        landed_sources: set[str] = set()
-        ok = True
-        for page in drafts:
-            if scopes is not None and not scopes(str(page.scope)):
-                ok = False
-                report.rejected.append((page.title, f"the writer of this batch may not write in {page.scope}"))
-                continue
-            try:
-                res: PageWrite = memory.write_page(page, author=author)
-            except (CitationError, PageFormatError, ValueError) as e:
-                ok = False
-                report.rejected.append((page.title, str(e)))
-                continue
-            landed_sources |= set(page.citations.values())
-            if res.status == "proposed":
-                assert res.proposal_id is not None
-                report.proposed.append((res.key, res.proposal_id))
-            elif res.status == "written":
-                report.written.append(res.key)
-            lease.renew()
-        consumed = [s.id for s in sources if ok or s.id in landed_sources]
-        with memory.catalog.tx(immediate=True) as db:
-            db.executemany("DELETE FROM inbox WHERE source_id=?", [(c,) for c in consumed])
-        report.consumed = consumed
-        report.left_in_inbox += [s.id for s in sources if s.id not in set(consumed)]
-        return report
+        with _pen(memory, whole):
+            return _write_drafts(memory, batch, drafts, report, lease, author, scopes)
+
+
+def _pen(memory: Memory, whole: bool) -> Any:
+    """The whole wiki's writer lease, for one scope's ingest to read its batch or write its pages (a moment); the
+    whole wiki's writer holds it already."""
+    return nullcontext() if whole else Lease(memory.catalog, "ingest", ttl=600.0, wait=PEN_WAIT_S)
+
+
+def _ingest_batch(memory: Memory, max_sources: int, scopes: Callable[[str], bool] | None,
+                  ) -> tuple[IngestBatch | None, IngestReport]:
+    """The waiting sources and stale pages an ingest shows its model (None: nothing to do), after finishing the
+    deletions a crash cut short."""
+    memory.finish_deletions()
+    report = IngestReport()
+    sources: list[SourceRecord] = []
+    # whose each waiting source is, from the catalog: another scope's source file is not read (its damage is for
+    # its own writer's run to say, and stops no one else's pages)
+    for sid, scope in memory.waiting(1_000_000):
+        if scopes is not None and not scopes(scope):
+            continue
+        try:
+            sources.append(memory.get_source(sid))
+        except SourceUnreadable as e:
+            report.unreadable.append(e.tampered)
+            report.left_in_inbox.append(sid)
+            continue
+        if len(sources) >= max_sources:
+            break
+    stale: list[Page] = []
+    for key in memory.stale_pages():
+        scope, _, slug = key[len("page:") :].rpartition("/")
+        if scopes is not None and not scopes(scope):
+            continue
+        try:
+            p = memory.read_page(scope, slug)
+        except PageFormatError:
+            p = None
+        if p is not None:
+            stale.append(p)
+    existing: dict[str, list[Page]] = {}
+    for sc in sorted({s.scope for s in sources} | {p.scope for p in stale}):
+        existing[sc], _ = memory.list_pages(sc)
+    if not sources and not stale:
+        return None, report
+    return IngestBatch(sources, stale, existing), report
+
+
+def _write_drafts(memory: Memory, batch: IngestBatch, drafts: Sequence[Page], report: IngestReport, lease: Lease,
+                  author: str, scopes: Callable[[str], bool] | None) -> IngestReport:
+    """Writes an ingest model's drafts; takes the sources that reached a page (or all, when every draft was
+    written) out of the inbox."""
+    sources = batch.sources
+    landed_sources: set[str] = set()
+    ok = True
+    for page in drafts:
+        if scopes is not None and not scopes(str(page.scope)):
+            ok = False
+            report.rejected.append((page.title, f"the writer of this batch may not write in {page.scope}"))
+            continue
+        try:
+            res: PageWrite = memory.write_page(page, author=author)
+        except (CitationError, PageFormatError, ValueError) as e:
+            ok = False
+            report.rejected.append((page.title, str(e)))
+            continue
+        landed_sources |= set(page.citations.values())
+        if res.status == "proposed":
+            assert res.proposal_id is not None
+            report.proposed.append((res.key, res.proposal_id))
+        elif res.status == "written":
+            report.written.append(res.key)
+        lease.renew()
+    consumed = [s.id for s in sources if ok or s.id in landed_sources]
+    with memory.catalog.tx(immediate=True) as db:
+        db.executemany("DELETE FROM inbox WHERE source_id=?", [(c,) for c in consumed])
+    report.consumed = consumed
+    report.left_in_inbox += [s.id for s in sources if s.id not in set(consumed)]
+    return report
 
 
 # ---- nightly -----------------------------------------------------------------------------------
@@ -395,7 +431,7 @@ def nightly_steps(memory: Memory, *, merge: Callable[[Page, Page], Page] | None 
     """``run_nightly`` as steps: with ``resynthesize``, yields the stale pages (if any) and is sent their
     rewrites."""
     report = NightlyReport()
-    with Lease(memory.catalog, "ingest", ttl=3600.0):
+    with Lease(memory.catalog, "ingest", ttl=3600.0, excludes=("ingest:%",)):  # no scope's ingest under way either
         memory.finish_deletions()
         for scope in sorted(set(memory.scopes_on_disk()) | _page_scopes(memory)):
             pages, errors = memory.list_pages(scope)

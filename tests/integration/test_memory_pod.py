@@ -600,6 +600,75 @@ async def test_one_persons_broken_memory_model_never_stops_anothers_memory(pod, 
     assert rep["pulled"] == 1  # Alice's chat was left to pull again, not lost
 
 
+async def alice_hangs_and_bob_writes(pod, fake_model) -> tuple[object, object, str]:
+    """Alice's ingest model is a server that takes 150 s to answer (Hearth gives up after 120 s), a note of hers
+    waits; Bob's ingest model answers at once with a page of his bike lock code, whose note waits too. Gives the
+    hung server (to stop), Bob's PersonPod and his scope."""
+    from tests.helpers.fake_model import FakeModelServer, Hang
+
+    hung = FakeModelServer(lambda req: Hang(150)).start()
+    pod.add_provider("slow", kind="openai-compatible", base_url=hung.base_url, model="slow-1")
+    pod.set_role_model("ingest", "slow/slow-1")
+    await pod.in_memory_thread(lambda: pod.memory.add_source("My boiler code is 7731.", scope=f"private/{pod.person.id}"))
+    _bob, as_bob = bob_with_his_own_provider(pod)
+    as_bob.set_role_model("ingest", "fake/fake-1")
+    bscope = f"private/{as_bob.person.id}"
+    await pod.in_memory_thread(lambda: pod.memory.add_source("Bob's bike lock code is 4412.", scope=bscope))
+
+    def writer(req):
+        label = re.findall(r"\b(S\d+)\b", req.last_user)[0]
+        return Text(json.dumps([{"title": "Bike", "scope": bscope, "category": "things",
+                                 "body": "- The bike lock code is 4412 [1]", "citations": {"1": label}}]))
+
+    fake_model.script = writer
+    return hung, as_bob, bscope
+
+
+async def test_bobs_ingest_now_is_not_held_by_the_first_persons_hung_model(pod, fake_model) -> None:
+    """The 30-minute ingest is waiting on Alice's hung model when Bob presses Ingest now (or runs `memory ingest`):
+    his own model answers at once, but he saw "Ingesting…" and no page until her model's request timed out (120 s,
+    600 s for a dribbling stream). Now his pages are written at once and his run ends."""
+    hung, as_bob, bscope = await alice_hangs_and_bob_writes(pod, fake_model)
+    timed = asyncio.create_task(pod.pod.memory_ingest())  # the timer's run, for everyone
+    try:
+        for _ in range(200):
+            if hung.requests:
+                break
+            await asyncio.sleep(0.05)
+        assert hung.requests, "Alice's model was never asked"
+        try:
+            out = await asyncio.wait_for(as_bob.memory_ingest(), 45)
+        except TimeoutError:
+            pytest.fail("Bob's Ingest now waited on the first person's hung model")
+        assert not out.get("message") and out["left_in_inbox"] == 0  # his note is a page (this run's or the timer's)
+        assert as_bob.memory.read_page(bscope, "bike") is not None
+        assert not timed.done()  # Alice's run still waits on her model; nothing of hers was written meanwhile
+    finally:
+        timed.cancel()
+        hung.stop()
+
+
+async def test_the_timed_ingest_writes_bobs_pages_while_the_first_persons_model_hangs(pod, fake_model) -> None:
+    """The 30-minute ingest wrote each person's pages one after another: Bob's page waited (and his window was told
+    nothing) until Alice's hung model timed out. Now each person's model writes at once: Bob's page is there and he
+    is told within seconds, while Alice's model still hangs."""
+    hung, as_bob, bscope = await alice_hangs_and_bob_writes(pod, fake_model)
+    told = asyncio.Event()
+    pod.subscribe(lambda ev: told.set() if ev["type"] == "memory.ingested" and ev["person"] == as_bob.person.id
+                  else None)
+    timed = asyncio.create_task(pod.pod.memory_ingest())
+    try:
+        try:
+            await asyncio.wait_for(told.wait(), 45)
+        except TimeoutError:
+            pytest.fail("Bob's pages waited on the first person's hung model")
+        assert as_bob.memory.read_page(bscope, "bike") is not None
+        assert not timed.done()
+    finally:
+        timed.cancel()
+        hung.stop()
+
+
 async def test_memory_job_reports_show_a_person_only_their_own(pod, fake_model, tmp_path) -> None:
     """Bob runs the memory jobs (they run for everyone, as their timers do): the reports he gets used to hold Alice's
     quarantined chat text, her watched folder's path, her page titles and files, and her tampered source's path."""
@@ -638,6 +707,8 @@ async def test_memory_job_reports_show_a_person_only_their_own(pod, fake_model, 
         shown = json.dumps(report, default=str)
         for secret in ("Okoro", "okoro", "diary", alice_scope, pod.person.id, "alice-model"):
             assert secret not in shown, (secret, shown)
+    assert events == []  # Bob's Ingest now writes his pages alone (he has no model): Alice's wait for hers
+    await pod.pod.memory_ingest()  # the timer's run, for everyone
     assert [(e["person"], e["consumed"]) for e in events] == [(pod.person.id, 2)]  # hers, to her alone
     bob_ingest = await as_bob.memory_ingest()
     assert (bob_ingest["consumed"], bob_ingest["written_by"], bob_ingest["left_in_inbox"]) == (0, None, 1)
@@ -1934,15 +2005,15 @@ async def test_a_lost_or_damaged_note_file_waits_and_stops_no_one_elses_pages(po
                                  "body": "- What was said [1]", "citations": {"1": "S1"}}]))
 
     fake_model.script = writer
-    out = await asyncio.wait_for(as_bob.memory_ingest(), 60)
-    assert sorted(out["written"]) == sorted(["page:public/trips", f"page:{bob_scope}/allotment"]), out
+    out = await asyncio.wait_for(as_bob.memory_ingest(), 60)  # his Ingest now: the pages his own model writes
+    assert out["written"] == [f"page:{bob_scope}/allotment"], out
     assert out["unreadable"] == [{"scope": bob_scope, "sha": path.stem, "path": str(path),
                                   "problem": "missing" if damage == "lost" else "modified"}], out
-    assert (out["consumed"], out["left_in_inbox"]) == (1, 1), out
-    assert await pod.in_memory_thread(lambda: pod.memory.read_page(alice_scope, "dentist")) is not None
-    assert await pod.in_memory_thread(pod.memory.inbox) == [lock]
+    assert (out["consumed"], out["left_in_inbox"]) == (1, 2), out  # the shared note waits for the owner's model
     alices = await asyncio.wait_for(pod.memory_ingest(), 60)
+    assert sorted(alices["written"]) == sorted(["page:public/trips", f"page:{alice_scope}/dentist"]), alices
     assert alices["unreadable"] == [] and str(path) not in json.dumps(alices), alices  # Bob's file, told to Bob
+    assert await pod.in_memory_thread(pod.memory.inbox) == [lock]
     path.write_bytes(original)  # put back from a backup
     out = await asyncio.wait_for(as_bob.memory_ingest(), 60)
     assert (out["unreadable"], out["consumed"], out["left_in_inbox"]) == ([], 1, 0), out

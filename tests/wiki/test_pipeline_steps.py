@@ -56,3 +56,27 @@ def test_a_failing_model_part_releases_the_lease(mem: Memory) -> None:
     with Lease(mem.catalog, "ingest"):  # free again
         pass
     assert len(mem.inbox()) == 1
+
+
+def test_while_one_scopes_model_thinks_another_scope_is_written_but_never_the_same_scope_twice(mem: Memory) -> None:
+    """Ingest held the whole wiki's lease while a model thought, so Bob's pages (another process's ingest) waited on
+    Alice's hung model. Now a scope's ingest holds its own scope while its model thinks: Bob's scope is written
+    meanwhile, a second ingest of Alice's scope or a nightly pass is turned away, and Alice's drafts still land."""
+    from wiki_engine.lease import LeaseBusy
+
+    a = mem.add_source("Alice's dentist is Dr Alvarez.", scope="private/alice")
+    b = mem.add_source("Bob's allotment is plot 42.", scope="private/bob")
+    alices = ingest_steps(mem, scopes=lambda s: s == "private/alice", claim="private/alice")
+    assert [s.id for s in next(alices).sources] == [a]  # her model thinks...
+    with pytest.raises(LeaseBusy):
+        next(ingest_steps(mem, scopes=lambda s: s == "private/alice", claim="private/alice"))
+    with pytest.raises(LeaseBusy):
+        next(nightly_steps(mem))
+    bobs = drive(ingest_steps(mem, scopes=lambda s: s == "private/bob", claim="private/bob"),
+                 lambda batch: [Page("Allotment", "private/bob", "things", "- Plot 42 [1]", {1: b})])
+    assert bobs.written == ["page:private/bob/allotment"]
+    with pytest.raises(StopIteration) as done:
+        alices.send([Page("Dentist", "private/alice", "health", "- Dr Alvarez [1]", {1: a})])
+    assert done.value.value.written == ["page:private/alice/dentist"] and mem.inbox() == []
+    with Lease(mem.catalog, "ingest", excludes=("ingest:%",)):  # all free again
+        pass
