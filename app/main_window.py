@@ -404,6 +404,7 @@ class MainWindow(QMainWindow):
         self.agent = None
         self.conversation_id = None
         self._set_live_turn(None)
+        self.notices.clear()  # the previous person's notification (a run's answer, a mail) is not the next one's
         # Nothing the previous person typed stays, nor comes back with Ctrl+Z (setText and setPlainText wipe the
         # undo history; clear() on a line keeps it): their unsent message, conversation search, inbox and schedule.
         self.composer.setPlainText("")

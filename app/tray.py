@@ -53,6 +53,13 @@ class NotificationBar(QWidget):
         self.show()
         self._timer.start(timeout_ms)
 
+    def clear(self) -> None:
+        """Forgets what was shown (the window is handed to another person): hidden, its text and history gone."""
+        self._timer.stop()
+        self.hide()
+        self.label.setText("")
+        self.history.clear()
+
 
 class Tray(QObject):
     """Signals:

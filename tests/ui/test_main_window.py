@@ -450,3 +450,23 @@ def test_a_coloured_terminal_log_is_attached_as_text(qtbot, qloop, ui_pod, tmp_p
     (tmp_path / "build.log").write_text(log, encoding="utf-8")
     assert w.attach_file(str(tmp_path / "build.log")), w.statusBar().currentMessage()
     assert "dir39" in w.composer.toPlainText()
+
+
+def test_the_notification_bar_keeps_none_of_alices_run_result_on_bobs_screen(qtbot, qloop, ui_pod, script) -> None:
+    """Alice's background run finished and the bar showed its answer for 15 s; she handed the window to Bob right
+    away: the bar still showed her answer to Bob. Now the switch hides it and forgets it."""
+    script([Text("Your HIV test result is positive; call Dr Ames.")])
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show()
+    turn_id = ui_pod.create_background_run("helper", "check my lab results")
+    run = qloop.run(ui_pod.resume_turn(turn_id))
+    qloop.run(run.future)
+    qloop.wait_until(lambda: "HIV" in w.notices.label.text(), what="the run's notification")
+    assert w.notices.isVisible()
+    ui_pod.add_person("Bob")
+    w.refresh_people()
+    assert w.switch_person("Bob")
+    shown = w.notices.label.text() if w.notices.isVisible() else ""
+    assert "HIV" not in shown, f"Bob sees Alice's notification: {shown!r}"
+    assert "HIV" not in w.notices.label.text() and not w.notices.history
