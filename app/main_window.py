@@ -418,7 +418,7 @@ class MainWindow(QMainWindow):
         self.refresh_agents()
         self.refresh_model_picker()
         self.runs.load(self.pod.runs())
-        self.cards.refresh()
+        self._refresh_cards()  # their Approvals, and above the composer only their cards of the conversation shown
         self.tasks.refresh()
         self.wiki.reset()  # nothing of the previous person stays on the Wiki page, shown or not
         if self.pages.currentWidget() is self.wiki:

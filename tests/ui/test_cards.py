@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import email
 
 import pytest
 
 from app.main_window import MainWindow
 from runtime_host.mail.outbox import create_card
+from tests.helpers.fake_model import Text, ToolCalls
 from tests.helpers.mailservers import Dovecot, SmtpSink
 
 
@@ -58,7 +60,6 @@ def test_edit_then_approve_sends_once_and_reject_sends_nothing(qtbot, qloop, ui_
 def test_mail_page_adds_an_inbox_saves_rules_and_polls_into_a_card(qtbot, qloop, ui_pod, script) -> None:
     import json
 
-    from tests.helpers.fake_model import Text
     from tests.helpers.mailservers import make_mail
 
     script([Text("Yes, Friday works.")], repeat_last=True)
@@ -103,8 +104,6 @@ def test_mail_page_adds_an_inbox_saves_rules_and_polls_into_a_card(qtbot, qloop,
 def test_a_card_from_this_conversation_shows_inline_and_can_be_approved_there(qtbot, qloop, ui_pod, inbox, script) -> None:
     from PySide6.QtCore import Qt
 
-    from tests.helpers.fake_model import Text, ToolCalls
-
     acct, sink = inbox
     ui_pod.edit_agent("helper", toolkits=["mail"])
     script([ToolCalls([("draft_mail", {"to": "bob@example.org", "subject": "Tuesday", "body": "Tuesday works.",
@@ -122,3 +121,34 @@ def test_a_card_from_this_conversation_shows_inline_and_can_be_approved_there(qt
     inline.approve.click()
     qloop.wait_until(lambda: not w._inline, what="the card to go")
     assert len(sink.messages) == 1
+
+
+def test_alices_inline_card_above_the_composer_is_gone_when_bob_takes_the_window(qtbot, qloop, ui_pod, inbox,
+                                                                                  script) -> None:
+    """Alice's agent drafted a mail during her chat: the card showed above the composer. She switched the window to
+    Bob: her draft (recipient, subject, body) stayed above Bob's composer, with Approve and Reject."""
+    ui_pod.edit_agent("helper", toolkits=["mail"])
+    script([ToolCalls([("draft_mail", {"to": "clinic@example.org", "subject": "Rescheduling my therapy",
+                                        "body": "I need to move Thursday's session; things at home are bad.",
+                                        "why": "you asked me to"})]),
+            lambda req: Text("Drafted; it waits for your approval.")])
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show()
+    w.show_chat()
+    w.composer.setPlainText("move my therapy session")
+    w.send()
+    qloop.wait_until(lambda: len(w._inline) == 1, what="the inline card")
+    qloop.wait_until(lambda: "answered by" in w.header.text(), what="the answer")
+    qloop.wait_until(lambda: not w._cards_soon.isActive(), what="the card list read after the card's event")
+    me = ui_pod.person.name
+    ui_pod.add_person("Bob")
+    w.refresh_people()
+    assert w.switch_person("Bob")
+    qloop.run(asyncio.sleep(0.3))
+    w.show_chat()
+    shown = [c.body.toPlainText() for c in w._inline.values() if c.isVisibleTo(w)]
+    assert not shown, f"Bob's chat shows Alice's draft above the composer: {shown}"
+    assert w.switch_person(me)  # back on her conversation, her card is above the composer again
+    w.show_chat()
+    qloop.wait_until(lambda: [c for c in w._inline.values() if c.isVisibleTo(w)], what="her inline card back")
