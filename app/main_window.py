@@ -403,6 +403,8 @@ class MainWindow(QMainWindow):
                 view.pod = me
         self.agent = None
         self.conversation_id = None
+        self.header.setText("")  # no agent of the previous person is named, above the chat or on its messages
+        self.chat.agent_name = "Agent"
         self._set_live_turn(None)
         self.notices.clear()  # the previous person's notification (a run's answer, a mail) is not the next one's
         # Nothing the previous person typed stays, nor comes back with Ctrl+Z (setText and setPlainText wipe the

@@ -470,3 +470,20 @@ def test_the_notification_bar_keeps_none_of_alices_run_result_on_bobs_screen(qtb
     shown = w.notices.label.text() if w.notices.isVisible() else ""
     assert "HIV" not in shown, f"Bob sees Alice's notification: {shown!r}"
     assert "HIV" not in w.notices.label.text() and not w.notices.history
+
+
+def test_the_chat_header_names_none_of_alices_agents_once_bob_is_shown(qtbot, qloop, ui_pod) -> None:
+    """Bob, who has no agent yet, read "Divorce lawyer — new conversation" above the chat: the agent Alice had
+    open. Now the header names none of her agents."""
+    ui_pod.add_agent("Divorce lawyer", provider="fake", system="Test agent.")
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show()
+    w.select_agent("Divorce lawyer")
+    assert "Divorce lawyer" in w.header.text()
+    ui_pod.add_person("Bob")
+    w.refresh_people()
+    assert w.switch_person("Bob")
+    assert w.agents.count() == 0
+    assert "Divorce lawyer" not in w.header.text(), f"Bob reads {w.header.text()!r} above the chat"
+    assert "Divorce lawyer" not in w.chat.toPlainText(), w.chat.toPlainText()  # nor on the welcome it shows Bob
