@@ -23,16 +23,28 @@ from PySide6.QtWidgets import (
 from runtime_host.store import StoreError
 
 
+def drop_card(w: QWidget) -> None:
+    """Takes a card off the screen for good. One being sent is only hidden and detached: its send goes on and the
+    widget goes once it is done (deleted now, the send would end in a widget that no longer exists)."""
+    w.hide()
+    task = getattr(w, "_task", None)
+    if getattr(w, "sending", False) and task is not None and not task.done():
+        task.add_done_callback(lambda _t: w.deleteLater())
+    else:
+        w.deleteLater()
+
+
 class CardWidget(QFrame):
     """Signals:
-    decided(str, str, str): card id, its new state, its subject.
+    decided(str, str, str, str): card id, its new state, its subject, the id of the person whose card it is.
     """
 
-    decided = Signal(str, str, str)
+    decided = Signal(str, str, str, str)
 
     def __init__(self, pod: Any, card: dict[str, Any], parent: QWidget | None = None):
         super().__init__(parent)
         self.pod = pod
+        self.person = pod.person.id  # whose card: the window may show someone else by the time it is sent
         self.card = card
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self.setAccessibleName(f"Card: {card['subject']}")
@@ -111,7 +123,7 @@ class CardWidget(QFrame):
                 return
             self.message.setText({"sent": "Sent.", "rejected": "Rejected: nothing was sent."}.get(out["state"], out["state"]))
             self.sending = False
-            self.decided.emit(self.card["id"], out["state"], self.card["subject"])
+            self.decided.emit(self.card["id"], out["state"], self.card["subject"], self.person)
 
         self._task = asyncio.ensure_future(go())
 
@@ -120,14 +132,15 @@ class PartnerCardWidget(QFrame):
     """A message an agent wants to send to a partner agent of another company: exact text, approve or reject.
 
     Signals:
-    decided(str, str, str): card id, new state, a title.
+    decided(str, str, str, str): card id, new state, a title, the id of the person whose card it is.
     """
 
-    decided = Signal(str, str, str)
+    decided = Signal(str, str, str, str)
 
     def __init__(self, pod: Any, card: dict[str, Any], parent: QWidget | None = None):
         super().__init__(parent)
         self.pod = pod
+        self.person = pod.person.id
         self.card = card
         self.setFrameShape(QFrame.Shape.StyledPanel)
         title = QLabel(f"<b>Send to partner {card['partner']}</b> ({card['endpoint']}), {card['size']} characters. "
@@ -156,7 +169,8 @@ class PartnerCardWidget(QFrame):
         except StoreError as exc:
             self.message.setText(str(exc))
             return
-        self.decided.emit(self.card["id"], "approved" if approve else "rejected", f"to {self.card['partner']}")
+        self.decided.emit(self.card["id"], "approved" if approve else "rejected", f"to {self.card['partner']}",
+                          self.person)
 
     def _on_approve(self) -> None:
         self._decide(True)
@@ -192,11 +206,14 @@ class CardsView(QWidget):
         self.widgets: dict[str, CardWidget] = {}
 
     def refresh(self) -> None:
-        cards = self.pod.mail.cards(self.pod.person.id)  # waiting, and failed sends (with a Retry)
+        person = self.pod.person.id
+        cards = self.pod.mail.cards(person)  # waiting, and failed sends (with a Retry)
         partner_cards = self.pod.partner_cards()
         ids = {c["id"] for c in cards} | {c["id"] for c in partner_cards}
         for cid in list(self.widgets):
-            if cid not in ids and not getattr(self.widgets[cid], "sending", False):  # it goes once it says how it went
+            if self.widgets[cid].person != person:  # another person is shown now: none of the first one's cards
+                drop_card(self.widgets.pop(cid))  # stays, not even one being sent (its send goes on, out of sight)
+            elif cid not in ids and not getattr(self.widgets[cid], "sending", False):  # goes once it says how it went
                 self.widgets.pop(cid).deleteLater()
         for c in cards:
             shown = self.widgets.get(c["id"])
@@ -212,7 +229,9 @@ class CardsView(QWidget):
         self.empty.setVisible(not self.widgets)
         self.count_changed.emit(len(self.widgets))
 
-    def _on_decided(self, _card_id: str, state: str, subject: str) -> None:
+    def _on_decided(self, _card_id: str, state: str, subject: str, person: str) -> None:
+        if person != self.pod.person.id:  # how another person's card went is never said to the person shown now
+            return
         self.status.emit(f"“{subject}”: " + {"sent": "sent.", "approved": "approved, sending.",
                                              "rejected": "rejected, nothing was sent."}.get(state, state))
         self.refresh()

@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 
 from app.activity_view import ActivityView
 from app.bridge import PodBridge
-from app.cards_view import CardsView
+from app.cards_view import CardsView, drop_card
 from app.chat_view import RUN_CONVERSATION, ChatView, RunsList, StepsTree, cut_off_marker
 from app.conversation_list import ConversationList
 from app.dialogs import AddAgentDialog, SettingsDialog
@@ -812,7 +812,7 @@ class MainWindow(QMainWindow):
         """Cards created during a turn of this conversation show right above the composer, too."""
         for cid in list(self._inline):
             if cid not in self.cards.widgets:
-                self._inline.pop(cid).deleteLater()
+                drop_card(self._inline.pop(cid))  # one being sent finishes out of sight
         for cid, w in self.cards.widgets.items():
             if cid in self._inline and hasattr(w, "show_state"):
                 self._inline[cid].show_state(w.card)  # type: ignore[attr-defined]  # a failed send: reason, Retry

@@ -8,6 +8,7 @@ everything runs as that user. Each server is stopped by its PID.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import imaplib
 import os
@@ -216,10 +217,12 @@ class Received:
 @dataclass
 class SmtpSink:
     """An aiosmtpd server on 127.0.0.1 that keeps every message it accepts. After `stop()`, `start()` serves
-    again on the same port (a mail server that was down and came back)."""
+    again on the same port (a mail server that was down and came back). With `delay_s`, each message is accepted
+    that long after its data arrived (a slow mail server)."""
 
     messages: list[Received] = field(default_factory=list)
     port: int = 0
+    delay_s: float = 0
     _controller: Any = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -230,6 +233,8 @@ class SmtpSink:
 
         class Handler:
             async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+                if sink.delay_s:
+                    await asyncio.sleep(sink.delay_s)
                 with sink._lock:
                     sink.messages.append(Received(envelope.mail_from, list(envelope.rcpt_tos), bytes(envelope.content)))
                 return "250 OK"

@@ -152,3 +152,32 @@ def test_alices_inline_card_above_the_composer_is_gone_when_bob_takes_the_window
     assert w.switch_person(me)  # back on her conversation, her card is above the composer again
     w.show_chat()
     qloop.wait_until(lambda: [c for c in w._inline.values() if c.isVisibleTo(w)], what="her inline card back")
+
+
+def test_alices_card_being_sent_is_not_shown_in_bobs_approvals_nor_how_it_went(qtbot, qloop, ui_pod, inbox) -> None:
+    """Alice approved a drafted reply and her mail server was slow to answer; she switched the window to Bob: her
+    card (recipient, subject, whole body) stayed in Bob's Approvals, and "“Divorce papers”: sent." landed in Bob's
+    status bar. Now Bob sees neither, and the mail is still sent, once."""
+    acct, sink = inbox
+    sink.delay_s = 1.5
+    cid = card(ui_pod, acct, "Divorce papers")
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show()
+    qloop.wait_until(lambda: cid in w.cards.widgets, what="the card")
+    w.pages.setCurrentWidget(w.cards)
+    w.cards.widgets[cid].body.setPlainText("I want to file next week; he must not know.")
+    w.cards.widgets[cid].approve.click()
+    qloop.run(asyncio.sleep(0.3))
+    ui_pod.add_person("Bob")
+    w.refresh_people()
+    said: list[str] = []
+    w.statusBar().messageChanged.connect(said.append)
+    assert w.switch_person("Bob")
+    shown = [cw for cw in w.cards.widgets.values() if cw.isVisibleTo(w)]
+    assert not shown, f"Bob's Approvals shows Alice's card: {[cw.body.toPlainText() for cw in shown]}"
+    assert w.pages.tabText(w.pages.indexOf(w.cards)) == "Approvals"
+    qloop.wait_until(lambda: len(sink.messages) == 1, what="the slow send")
+    qloop.run(asyncio.sleep(0.3))
+    assert not [m for m in said if "Divorce" in m], f"Bob's status bar said {said}"
+    assert not [cw for cw in w.cards.widgets.values() if cw.isVisibleTo(w)]
