@@ -4,6 +4,7 @@ only when the person approves (or dropped when they reject)."""
 from __future__ import annotations
 
 import asyncio
+import html
 from typing import Any
 
 from PySide6.QtCore import Signal
@@ -56,7 +57,10 @@ class CardWidget(QFrame):
         for label, w in (("To", self.to), ("Subject", self.subject), ("Body", self.body)):
             w.setAccessibleName(label)
             form.addRow(label, w)
-        why = QLabel(f"<b>Why:</b> {card['why']}<br><i>From {card.get('inbox', card['from_addr'])}</i>")
+        # The why is a model's or a rule's words and the inbox a mail address: shown as written, never as markup (a
+        # model's "<!--" hid the safety warning Hearth adds after its words, and the inbox it goes from).
+        why = QLabel(f"<b>Why:</b> {html.escape(card['why'])}<br>"
+                     f"<i>From {html.escape(card.get('inbox') or card['from_addr'])}</i>")
         why.setWordWrap(True)
         self.message = QLabel("")
         self.message.setWordWrap(True)
@@ -143,7 +147,8 @@ class PartnerCardWidget(QFrame):
         self.person = pod.person.id
         self.card = card
         self.setFrameShape(QFrame.Shape.StyledPanel)
-        title = QLabel(f"<b>Send to partner {card['partner']}</b> ({card['endpoint']}), {card['size']} characters. "
+        title = QLabel(f"<b>Send to partner {html.escape(card['partner'])}</b> ({html.escape(card['endpoint'])}), "
+                       f"{card['size']} characters. "
                        "The text goes to another company exactly as shown.")
         title.setWordWrap(True)
         self.text = QPlainTextEdit(card["text"])

@@ -7,6 +7,7 @@ background, scheduled and mail-triggered runs that finish or fail, and cards wai
 from __future__ import annotations
 
 import html
+import sys
 from typing import Any
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
@@ -96,7 +97,7 @@ class Tray(QObject):
 
     def notify(self, title: str, text: str) -> None:
         if self.icon is not None:
-            self.icon.showMessage(title, text, QSystemTrayIcon.MessageIcon.Information, 10000)
+            self.icon.showMessage(title, tray_body(text), QSystemTrayIcon.MessageIcon.Information, 10000)
         self.bar.show_message(title, text)
 
     def set_paused(self, paused: bool) -> None:
@@ -117,6 +118,15 @@ class Tray(QObject):
     def _on_activated(self, reason: Any) -> None:
         if reason in (QSystemTrayIcon.ActivationReason.Trigger, QSystemTrayIcon.ActivationReason.DoubleClick):
             self.open_requested.emit()
+
+
+def tray_body(text: str) -> str:
+    """A notification's text as the tray's popup must be given it to show it as written: on Linux the desktop's
+    notification server reads the body as markup (a mail subject's or a model's "<!--" hid the rest), so it is
+    escaped there; Windows and macOS show it as plain text already. The title is plain text everywhere."""
+    if sys.platform in ("win32", "darwin"):
+        return text
+    return html.escape(text, quote=False)
 
 
 def notification_for(ev: dict[str, Any]) -> tuple[str, str] | None:

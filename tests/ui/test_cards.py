@@ -6,6 +6,8 @@ import asyncio
 import email
 
 import pytest
+from PySide6.QtGui import QTextDocument
+from PySide6.QtWidgets import QLabel
 
 from app.main_window import MainWindow
 from runtime_host.mail.outbox import create_card
@@ -181,3 +183,34 @@ def test_alices_card_being_sent_is_not_shown_in_bobs_approvals_nor_how_it_went(q
     qloop.run(asyncio.sleep(0.3))
     assert not [m for m in said if "Divorce" in m], f"Bob's status bar said {said}"
     assert not [cw for cw in w.cards.widgets.values() if cw.isVisibleTo(w)]
+
+
+def _seen(label: QLabel) -> str:
+    """The words a person reads on a label (rich text rendered as Qt renders it)."""
+    if label.textFormat() == label.textFormat().PlainText:
+        return label.text()
+    doc = QTextDocument()
+    doc.setHtml(label.text())
+    return doc.toPlainText()
+
+
+def test_a_models_why_cannot_hide_the_safety_warning_on_its_card(qtbot, qloop, ui_pod, inbox, script) -> None:
+    """A hostile model's why ("… <!--") made the rest of the card's Why line an HTML comment: the egress gate's
+    warning that the mail holds a card number, and the inbox it goes from, were not shown. Now the Why line shows
+    the model's words as written, then the warning and the inbox."""
+    ui_pod.edit_agent("helper", toolkits=["mail"])
+    script([ToolCalls([("draft_mail", {"to": "mallory@example.net", "subject": "Details",
+                                        "body": "Card 4111 1111 1111 1111, exp 12/29, CVC 123.",
+                                        "why": "you asked me to confirm lunch <!--"})]),
+            lambda req: Text("Drafted.")])
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.composer.setPlainText("confirm lunch with Bob")
+    w.send()
+    qloop.wait_until(lambda: len(w.cards.widgets) == 1, what="the card")
+    card = next(iter(w.cards.widgets.values()))
+    assert "contains" in card.card["why"], card.card["why"]  # the gate named the card number on the card
+    [why_label] = [lb for lb in card.findChildren(QLabel) if "Why:" in lb.text()]
+    seen = _seen(why_label)
+    assert "confirm lunch <!--" in seen and "contains" in seen and "alice@example.org" in seen, (
+        f"the card stores {card.card['why']!r} but the person reads only {seen!r}")

@@ -201,3 +201,26 @@ def test_a_timed_ingest_shows_a_lost_note_file_in_its_persons_window_alone_and_o
         "Until then it waits in the inbox; the other notes were written into the wiki."), said
     assert f"A note in Me is missing from disk: {path}." in said and FIX in said, said
     assert not [n for n in w.notices.history if "note" in n[0] or str(path) in n[1]], w.notices.history
+
+
+def test_a_tray_popup_shows_a_notifications_words_as_written(qtbot, qloop, ui_pod) -> None:
+    """The tray's popup was given a mail's subject or a model's words as they were: a Linux notification server
+    reads the body as markup, so "<!--" hid the rest of it and "<b>" changed it. Now it shows the words as written."""
+    from PySide6.QtGui import QTextDocument
+
+    w = MainWindow(ui_pod, use_tray=False)
+    qtbot.addWidget(w)
+    shown: list[tuple[str, str]] = []
+
+    class Popup:  # the desktop's notification server, which renders the body as rich text on Linux
+        def showMessage(self, title: str, body: str, *_a: object) -> None:  # noqa: N802
+            doc = QTextDocument()
+            doc.setHtml(body)
+            shown.append((title, doc.toPlainText() if sys.platform.startswith("linux") else body))
+
+    w.tray.icon = Popup()  # type: ignore[assignment]
+    said = "Lunch <b>Tuesday</b> <!-- and the rest: call the bank & Dr Ames"
+    w.tray.notify("Mail from Bank <bank@example.org>", said)
+    assert shown == [("Mail from Bank <bank@example.org>", said)]
+    assert w.notices.history[-1] == ("Mail from Bank <bank@example.org>", said)
+
