@@ -188,10 +188,13 @@ class CardsView(QWidget):
     """Signals:
     count_changed(int): how many cards wait for the person.
     status(str): the outcome of a decision, for the status bar.
+    away(str, str, str): person id, title, text: the outcome of a person's decision that came while another person
+    was shown, for them alone.
     """
 
     count_changed = Signal(int)
     status = Signal(str)
+    away = Signal(str, str, str)
 
     def __init__(self, pod: Any, parent: QWidget | None = None):
         super().__init__(parent)
@@ -235,8 +238,10 @@ class CardsView(QWidget):
         self.count_changed.emit(len(self.widgets))
 
     def _on_decided(self, _card_id: str, state: str, subject: str, person: str) -> None:
+        said = f"“{subject}”: " + {"sent": "sent.", "approved": "approved, sending.",
+                                   "rejected": "rejected, nothing was sent."}.get(state, state)
         if person != self.pod.person.id:  # how another person's card went is never said to the person shown now
+            self.away.emit(person, "Approvals", said)  # but to them, when they are back
             return
-        self.status.emit(f"“{subject}”: " + {"sent": "sent.", "approved": "approved, sending.",
-                                             "rejected": "rejected, nothing was sent."}.get(state, state))
+        self.status.emit(said)
         self.refresh()

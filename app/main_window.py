@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -126,6 +127,7 @@ class MainWindow(QMainWindow):
     """
 
     closed = Signal()
+    KEPT_NOTICES = 50
 
     def __init__(self, pod: Any, *, use_tray: bool = True):
         super().__init__()
@@ -143,6 +145,9 @@ class MainWindow(QMainWindow):
         self._editing: str | None = None  # a message of the person's being edited, to be answered again
         self._live_turn: str | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        # Notifications meant for a person not shown (a mail rule's "Notify me", a failed memory run, told once):
+        # kept for them alone, and shown when they are (the newest KEPT_NOTICES of each person).
+        self._kept: dict[str, deque[tuple[str, str]]] = {}
         self.setWindowTitle("Hearth")
         self.setWindowIcon(app_icon())
         self._quitting = False
@@ -322,6 +327,7 @@ class MainWindow(QMainWindow):
         self.pages.addTab(self.cards, "Approvals")
         self.cards.count_changed.connect(self._on_cards_count)
         self.cards.status.connect(self.statusBar().showMessage)
+        self.cards.away.connect(self._keep_for)
         self.tasks = TasksView(self.pod)
         self.tasks.status.connect(self.statusBar().showMessage)
         self.tasks.open_conversation.connect(self.open_conversation)
@@ -407,6 +413,9 @@ class MainWindow(QMainWindow):
         self.chat.agent_name = "Agent"
         self._set_live_turn(None)
         self.notices.clear()  # the previous person's notification (a run's answer, a mail) is not the next one's
+        kept = self._kept.pop(me.person.id, None)
+        if kept:  # what came for them while someone else was shown
+            self.notices.show_away(list(kept))
         # Nothing the previous person typed stays, nor comes back with Ctrl+Z (setText and setPlainText wipe the
         # undo history; clear() on a line keeps it): their unsent message, conversation search, inbox and schedule.
         self.composer.setPlainText("")
@@ -1048,9 +1057,15 @@ class MainWindow(QMainWindow):
                 self.refresh_conversations()
 
     # -- pod events
+    def _keep_for(self, person: str, title: str, text: str) -> None:
+        self._kept.setdefault(person, deque(maxlen=self.KEPT_NOTICES)).append((title, text))
+
     def _on_pod_event(self, ev: dict[str, Any]) -> None:
         if ev.get("person") not in (None, self.pod.person.id):
-            return  # another person's activity: never shown here, not even as a notification
+            note = notification_for(ev)  # another person's activity: never shown here while someone else is,
+            if note is not None:  # but a notification is theirs to see when they are shown again
+                self._keep_for(ev["person"], *note)
+            return
         note = notification_for(ev)
         if note is not None:
             self.tray.notify(*note)

@@ -54,6 +54,14 @@ class NotificationBar(QWidget):
         self.show()
         self._timer.start(timeout_ms)
 
+    def show_away(self, notes: list[tuple[str, str]]) -> None:
+        """The notifications meant for the person now shown that came while someone else was: in one message."""
+        self.history.extend(notes)
+        lines = "<br>".join(f"{html.escape(title)} — {html.escape(text)}" for title, text in notes)
+        self.label.setText(f"<b>While you were away</b> ({len(notes)}):<br>{lines}")
+        self.show()
+        self._timer.start(60000)
+
     def clear(self) -> None:
         """Forgets what was shown (the window is handed to another person): hidden, its text and history gone."""
         self._timer.stop()

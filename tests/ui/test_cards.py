@@ -37,6 +37,13 @@ def card(pod, acct, subject: str) -> str:
     return c.id
 
 
+def agent_drafts(pod, script, to: str, subject: str, body: str, why: str, then: str) -> None:
+    """The helper agent, given the mail tools, drafts this mail on the next message, then answers `then`."""
+    pod.edit_agent("helper", toolkits=["mail"])
+    script([ToolCalls([("draft_mail", {"to": to, "subject": subject, "body": body, "why": why})]),
+            lambda req: Text(then)])
+
+
 def test_edit_then_approve_sends_once_and_reject_sends_nothing(qtbot, qloop, ui_pod, inbox) -> None:
     acct, sink = inbox
     w = MainWindow(ui_pod)
@@ -107,10 +114,8 @@ def test_a_card_from_this_conversation_shows_inline_and_can_be_approved_there(qt
     from PySide6.QtCore import Qt
 
     acct, sink = inbox
-    ui_pod.edit_agent("helper", toolkits=["mail"])
-    script([ToolCalls([("draft_mail", {"to": "bob@example.org", "subject": "Tuesday", "body": "Tuesday works.",
-                                        "why": "you asked me to confirm"})]),
-            lambda req: Text("I drafted it; it waits for your approval.")])
+    agent_drafts(ui_pod, script, "bob@example.org", "Tuesday", "Tuesday works.", why="you asked me to confirm",
+                 then="I drafted it; it waits for your approval.")
     w = MainWindow(ui_pod)
     qtbot.addWidget(w)
     w.composer.setPlainText("confirm Tuesday with Bob")
@@ -129,11 +134,9 @@ def test_alices_inline_card_above_the_composer_is_gone_when_bob_takes_the_window
                                                                                   script) -> None:
     """Alice's agent drafted a mail during her chat: the card showed above the composer. She switched the window to
     Bob: her draft (recipient, subject, body) stayed above Bob's composer, with Approve and Reject."""
-    ui_pod.edit_agent("helper", toolkits=["mail"])
-    script([ToolCalls([("draft_mail", {"to": "clinic@example.org", "subject": "Rescheduling my therapy",
-                                        "body": "I need to move Thursday's session; things at home are bad.",
-                                        "why": "you asked me to"})]),
-            lambda req: Text("Drafted; it waits for your approval.")])
+    agent_drafts(ui_pod, script, "clinic@example.org", "Rescheduling my therapy",
+                 "I need to move Thursday's session; things at home are bad.", why="you asked me to",
+                 then="Drafted; it waits for your approval.")
     w = MainWindow(ui_pod)
     qtbot.addWidget(w)
     w.show()
@@ -159,7 +162,7 @@ def test_alices_inline_card_above_the_composer_is_gone_when_bob_takes_the_window
 def test_alices_card_being_sent_is_not_shown_in_bobs_approvals_nor_how_it_went(qtbot, qloop, ui_pod, inbox) -> None:
     """Alice approved a drafted reply and her mail server was slow to answer; she switched the window to Bob: her
     card (recipient, subject, whole body) stayed in Bob's Approvals, and "“Divorce papers”: sent." landed in Bob's
-    status bar. Now Bob sees neither, and the mail is still sent, once."""
+    status bar. Now Bob sees neither, the mail is still sent, once, and Alice is told so when she is back."""
     acct, sink = inbox
     sink.delay_s = 1.5
     cid = card(ui_pod, acct, "Divorce papers")
@@ -183,6 +186,9 @@ def test_alices_card_being_sent_is_not_shown_in_bobs_approvals_nor_how_it_went(q
     qloop.run(asyncio.sleep(0.3))
     assert not [m for m in said if "Divorce" in m], f"Bob's status bar said {said}"
     assert not [cw for cw in w.cards.widgets.values() if cw.isVisibleTo(w)]
+    assert not [n for n in w.notices.history if "Divorce" in n[1]]
+    assert w.switch_person(ui_pod.person.name)  # Alice, back, is told how her send went
+    assert ("Approvals", "“Divorce papers”: sent.") in w.notices.history
 
 
 def _seen(label: QLabel) -> str:
@@ -198,11 +204,8 @@ def test_a_models_why_cannot_hide_the_safety_warning_on_its_card(qtbot, qloop, u
     """A hostile model's why ("… <!--") made the rest of the card's Why line an HTML comment: the egress gate's
     warning that the mail holds a card number, and the inbox it goes from, were not shown. Now the Why line shows
     the model's words as written, then the warning and the inbox."""
-    ui_pod.edit_agent("helper", toolkits=["mail"])
-    script([ToolCalls([("draft_mail", {"to": "mallory@example.net", "subject": "Details",
-                                        "body": "Card 4111 1111 1111 1111, exp 12/29, CVC 123.",
-                                        "why": "you asked me to confirm lunch <!--"})]),
-            lambda req: Text("Drafted.")])
+    agent_drafts(ui_pod, script, "mallory@example.net", "Details", "Card 4111 1111 1111 1111, exp 12/29, CVC 123.",
+                 why="you asked me to confirm lunch <!--", then="Drafted.")
     w = MainWindow(ui_pod)
     qtbot.addWidget(w)
     w.composer.setPlainText("confirm lunch with Bob")

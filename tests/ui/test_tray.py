@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import subprocess
@@ -121,6 +122,41 @@ def test_a_notify_mail_rule_shows_the_mail_to_its_person_alone(qtbot, qloop, ui_
         qtbot.waitUntil(lambda: bool(w.notices.history) and w.notices.history[-1][0].startswith("Mail from"), timeout=5000)
         assert w.notices.history[-1] == ("Mail from Bank <bank@example.org>", "Your statement")
         assert not [n for n in bob.notices.history if "Mail" in n[0]]
+    finally:
+        s.stop()
+        d.stop()
+
+
+def test_a_notify_mail_rule_that_fires_while_bob_is_shown_reaches_alice_when_she_is_back(qtbot, qloop, ui_pod) -> None:
+    """Alice's "Notify me" rule fired while Bob used the window: the window rightly showed Bob nothing, but the Pod
+    tells a rule's notification once, so Alice never heard of the bank's mail, not even when she switched back.
+    Now it waits for her and shows when she is back; Bob is never told, then or later."""
+    from tests.helpers.mailservers import Dovecot, SmtpSink, make_mail
+    from tests.integration.test_mail_pod import _plain_inbox
+
+    d = Dovecot({"alice": "secret"}).start()
+    s = SmtpSink().start()
+    try:
+        acct = _plain_inbox(ui_pod, d, s, rules=[{"id": "bank", "name": "From the bank", "when": [
+            {"field": "from", "op": "contains", "value": "bank@"}], "then": [{"action": "notify"}]}])
+        me = ui_pod.person.name
+        w = MainWindow(ui_pod)
+        qtbot.addWidget(w)
+        w.show()
+        ui_pod.add_person("Bob")
+        w.refresh_people()
+        assert w.switch_person("Bob")
+        d.deliver(make_mail("Overdraft warning", "Your account is overdrawn.", sender="Bank <bank@example.org>"))
+        qloop.run(ui_pod.mail.poll(acct))
+        qloop.run(asyncio.sleep(0.3))
+        assert not [n for n in w.notices.history if "Overdraft" in n[1]] and not w.notices.isVisible()
+        assert w.switch_person(me)
+        assert ("Mail from Bank <bank@example.org>", "Overdraft warning") in w.notices.history
+        assert w.notices.isVisible() and "While you were away" in w.notices.label.text()
+        assert "Overdraft warning" in w.notices.label.text()
+        assert w.switch_person("Bob")  # told to Alice once, and never to Bob
+        assert w.switch_person(me) and not w.notices.history
+        assert w.switch_person("Bob") and not w.notices.history and not w.notices.isVisible()
     finally:
         s.stop()
         d.stop()
