@@ -668,6 +668,7 @@ class MainWindow(QMainWindow):
         self._new_conversation = conversation_id is None
         self._editing = None
         self.steps.clear_steps()
+        self._refresh_inline_cards()  # above the composer: the cards made in this conversation only
         if conversation_id is None:
             self.chat.set_messages([])
             self._set_live_turn(None)
@@ -819,8 +820,8 @@ class MainWindow(QMainWindow):
 
     def _refresh_inline_cards(self) -> None:
         """Cards created during a turn of this conversation show right above the composer, too."""
-        for cid in list(self._inline):
-            if cid not in self.cards.widgets:
+        for cid in list(self._inline):  # gone, or made in another conversation than the one now open
+            if cid not in self.cards.widgets or self._card_turns.get(cid) != self.conversation_id:
                 drop_card(self._inline.pop(cid))  # one being sent finishes out of sight
         for cid, w in self.cards.widgets.items():
             if cid in self._inline and hasattr(w, "show_state"):

@@ -159,6 +159,36 @@ def test_alices_inline_card_above_the_composer_is_gone_when_bob_takes_the_window
     qloop.wait_until(lambda: [c for c in w._inline.values() if c.isVisibleTo(w)], what="her inline card back")
 
 
+def test_a_draft_card_above_the_composer_belongs_to_its_conversation(qtbot, qloop, ui_pod, inbox, script) -> None:
+    """The agent drafted a mail in one chat: its card showed above the composer. Opening another conversation (or a
+    new one) kept it there, over a chat that never spoke of it; it shows again when its own chat is opened, and it
+    stays in Approvals all along."""
+    agent_drafts(ui_pod, script, "plumber@example.org", "Leak under the sink",
+                 "Could you come on Friday morning?", why="you asked me to", then="Drafted; it waits for your approval.")
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show()
+    w.show_chat()
+    w.composer.setPlainText("ask the plumber to come friday")
+    w.send()
+    qloop.wait_until(lambda: len(w._inline) == 1, what="the inline card")
+    qloop.wait_until(lambda: "answered by" in w.header.text(), what="the answer")
+    qloop.wait_until(lambda: not w._cards_soon.isActive(), what="the card list read after the card's event")
+    drafted_in = w.conversation_id
+
+    def above() -> list[str]:
+        return [c.body.toPlainText() for c in w._inline.values() if c.isVisibleTo(w)]
+
+    w.load_conversation(None)  # a new conversation
+    assert above() == [], above()
+    inst, _ = ui_pod.find_agent("helper")
+    w.load_conversation(ui_pod.store.create_conversation(inst.id, "Holiday plans").id)
+    assert above() == [], above()
+    assert len(w.cards.widgets) == 1  # still waiting in Approvals
+    w.load_conversation(drafted_in)
+    qloop.wait_until(lambda: above() == ["Could you come on Friday morning?"], what="the card back above the composer")
+
+
 def test_alices_card_being_sent_is_not_shown_in_bobs_approvals_nor_how_it_went(qtbot, qloop, ui_pod, inbox) -> None:
     """Alice approved a drafted reply and her mail server was slow to answer; she switched the window to Bob: her
     card (recipient, subject, whole body) stayed in Bob's Approvals, and "“Divorce papers”: sent." landed in Bob's
