@@ -19,6 +19,7 @@ import shutil
 import sqlite3
 import threading
 import time
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -210,13 +211,26 @@ def _first_line(text: str, width: int = 80) -> str:
 
 
 def _same_title(a: str, b: str) -> bool:
-    """Whether two titles name the same page: equal but for letter case, spacing and the shape of quotes."""
+    """Whether two titles name the same page: equal but for letter case, spacing and punctuation ("Dr. Smith" and
+    "Dr Smith"); symbols count ("C#" is not "C++")."""
     def key(t: str) -> str:
-        return " ".join(t.translate(_QUOTES).casefold().split())
+        return "".join(ch for ch in unicodedata.normalize("NFKC", t).casefold()
+                       if ch.isalnum() or unicodedata.category(ch).startswith("S") or ch in "#%&*/@\\")
     return key(a) == key(b)
 
 
-_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "`": "'"})
+def _numbered(title: str, n: int) -> str:
+    """``title n``, cut so that its file name still ends in ``-n`` (a file name is cut at 80 letters or 200 bytes)."""
+    base = title
+    while base:
+        tried = f"{base} {n}"
+        if slugify(tried).endswith(f"-{n}"):
+            return tried
+        base = base[:-1].rstrip()
+    return f"Page {n}"
+
+
+_MAX_NAMESAKES = 100  # pages of other titles one file name may have
 
 
 def _named_slug(name: str) -> str:
@@ -1241,19 +1255,37 @@ class Memory:
     def _own_file(self, sc: Scope, page: Page) -> Page:
         """``page``, titled ``title 2`` (3...) when the page file its title names holds a page of another title: "C#"
         and "C++" are both ``c.md``, and the second written used to replace the first, whose facts were then on no
-        page. The same title in other letter case, spacing or quotes is the same page. A file that cannot be read
-        is left to the caller (it is never overwritten)."""
-        n, title = 1, page.title
-        while True:
+        page. Titles that differ only in letter case, spacing and punctuation ("Dr. Smith", "Dr Smith") name the
+        same page; a file that cannot be read is left to the caller (it is never overwritten)."""
+        title, _ = self._title_slot(sc, page.title)
+        return page if title == page.title else replace(page, title=title)
+
+    def _title_slot(self, sc: Scope, title: str) -> tuple[str, bool]:
+        """The title under which the page ``title`` names lives (``title``, or ``title 2``, 3... when pages of other
+        titles hold those files) and whether its file exists."""
+        for n in range(1, _MAX_NAMESAKES + 1):
+            tried = title if n == 1 else _numbered(title, n)
             try:
-                text = self.pages.read_text(sc, slugify(title))
+                text = self.pages.read_text(sc, slugify(tried))
                 other = None if text is None else parse_page(text).title
             except PageFormatError:
-                other = None
-            if other is None or _same_title(other, title):
-                return page if title == page.title else replace(page, title=title)
-            n += 1
-            title = f"{page.title[:60].strip()} {n}"  # a slug is cut at 80 characters: "title 2" must differ
+                return tried, True
+            if other is None or _same_title(other, tried):
+                return tried, other is not None
+        raise PageRefused(f"The page “{title[:80]}” was not written: {_MAX_NAMESAKES} pages of other titles already "
+                          "have its file name. Rename or merge some of them in the Wiki.")
+
+    def _slug_of(self, sc: Scope, title_or_slug: str) -> str:
+        """The file a page is read by: a slug as it is; a title, the file of the page of that title (see
+        ``_title_slot``: "C++" is ``c-2.md`` when ``c.md`` holds "C#")."""
+        slug = slugify(title_or_slug)
+        if slug == title_or_slug:
+            return slug
+        try:
+            title, _ = self._title_slot(sc, title_or_slug)
+        except PageRefused:
+            return slug
+        return slugify(title)
 
     def _free_title(self, sc: Scope, title: str) -> str:
         """``title``, or ``title 2``, ``title 3``... : the first no page of the scope has."""
@@ -1491,7 +1523,8 @@ class Memory:
     # ---- pages -----------------------------------------------------------------------------------
 
     def read_page(self, scope: str, title_or_slug: str) -> Page | None:
-        return self.pages.read(Scope.parse(scope), slugify(title_or_slug))
+        sc = Scope.parse(scope)
+        return self.pages.read(sc, self._slug_of(sc, title_or_slug))
 
     def list_pages(self, scope: str) -> tuple[list[Page], list[str]]:
         """Pages of a scope plus one message per corrupt file skipped."""
@@ -1643,7 +1676,7 @@ class Memory:
 
     def delete_page(self, scope: str, title_or_slug: str) -> None:
         sc = Scope.parse(scope)
-        slug = slugify(title_or_slug)
+        slug = self._slug_of(sc, title_or_slug)
         self.pages.delete(sc, slug)
         with self.catalog.tx(immediate=True) as db:
             db.execute("DELETE FROM citations WHERE scope=? AND slug=?", (str(sc), slug))
