@@ -191,6 +191,20 @@ SYNTH_SYSTEM = (
 _FILLER = re.compile(
     r"^\s*(sure|certainly|of course|absolutely|okay|ok|great|here('s| is| are)|i('ve| have) (written|updated|created)|"
     r"below (is|are)|i hope|hope this|let me know|feel free|as an ai|happy to help)\b[^\[\n]*$", re.I)
+# Chat around an answer of plain lines (a summary cites nothing, so _FILLER's test of a citation cannot tell a fact from
+# chat): an opening word and its mark ("Sure!", "Okay,") is taken off a line, and a line is left out only when what
+# remains is empty, announces what follows ("Here is the summary:") or talks to the reader ("I hope this helps").
+_CHAT_OPENER = re.compile(r"^\s*(sure|certainly|of course|absolutely|okay|ok|great)\s*[!,.:;—–-]+\s*", re.I)
+_CHAT_LINE = re.compile(r"^\s*((here('s| is| are)|below (is|are))\b[^\n]*:|(i hope|hope this|let me know|feel free|"
+                        r"as an ai|happy to help|i('ve| have) (written|updated|created))\b[^\n]*)\s*$", re.I)
+
+
+def _without_opener(line: str) -> str:
+    """``line`` without the chat word it opens with ("Sure, the key is…" → "The key is…")."""
+    rest = _CHAT_OPENER.sub("", line, count=1)
+    return line if rest == line else rest[:1].upper() + rest[1:]
+
+
 _CITE = re.compile(r"\[(\d{1,6})\](?![(:])")
 _CITE_LIST = re.compile(r"\[(\d{1,6}(?:\s*,\s*\d{1,6})+)\](?![(:])")
 _FOOTNOTE = re.compile(r"\[\^(\d{1,6})\](?![(:])")
@@ -488,7 +502,8 @@ def summarize(route: dict[str, Any] | None, title: str, lines: list[tuple[str, s
             text = _ask(_usable(route), SUMMARY_SYSTEM, f"Conversation “{title}”:\n{transcript}", 4 * SUMMARY_CHARS)
         except ProviderError as exc:
             raise _provider_failed("summary", exc) from None
-        text = "\n".join(line for line in _bounded(text).splitlines() if not _FILLER.match(line))
+        text = "\n".join(line for line in map(_without_opener, _bounded(text).splitlines())
+                         if line.strip() and not _CHAT_LINE.match(line))
         text, _ = tidy_body(text) if _CITE.search(text) else (text.strip(), 0)
         # A model that repeats its instructions (whole, or among its bullets) wrote no summary: the rules write it.
         if text.strip() and not _echoes(text, (SUMMARY_SYSTEM, DECIDE_SYSTEM, SYNTH_SYSTEM, RECONCILE_SYSTEM, ASK_SYSTEM)):
