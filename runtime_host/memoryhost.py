@@ -33,6 +33,7 @@ class MemoryHost(MappingForgets):
         self._job_locks: dict[str, asyncio.Lock] = {}
         self._embedding_seen: tuple[str, str] | None = None  # the embedding choice open memory follows
         self._embedding_checked = 0.0
+        self._resuming: asyncio.Task[None] | None = None  # see resume_embedding
 
     def register_tools(self, tools: dict[str, Any]) -> None:
         """The Pod tools this part carries out for a worker."""
@@ -102,7 +103,36 @@ class MemoryHost(MappingForgets):
         """Whether memory was opened (it opens on first use)."""
         return self._memory is not None
 
+    def resume_embedding(self) -> None:
+        """At start-up: a re-embed cut short (Hearth quit or was killed partway through) goes on at once, on
+        memory's thread (the window never waits for it), with its progress in ``embedding_status`` for Settings →
+        Models; not only once a search touches each scope. Memory stays closed when nothing is left to re-embed."""
+        if self._memory is not None or not (self.pod.home / "memory" / "index").is_dir():
+            return
+
+        async def resume() -> None:
+            try:
+                await self.in_memory_thread(self._open_if_stale)
+            except Exception:  # noqa: BLE001 - memory opens on first use as before, and resumes then
+                log.exception("memory could not resume re-embedding at start-up")
+
+        self._resuming = asyncio.create_task(resume())
+
+    def _open_if_stale(self) -> None:
+        from wiki_engine.embed import KINDS
+        from wiki_engine.memory import stale_scopes
+
+        if self._memory is not None:
+            return
+        embedder, only_for = self.embedder_choice()
+        name = KINDS.get(embedder, embedder) if isinstance(embedder, str) else str(getattr(embedder, "name", "") or "")
+        if name and stale_scopes(self.pod.home / "memory", name, only_for=only_for):
+            _ = self.memory  # opening memory resumes the re-embed on its own background thread
+
     async def close_memory(self) -> None:
+        if self._resuming is not None:  # memory being opened at start-up: closed below, not left open after
+            with contextlib.suppress(Exception):
+                await self._resuming
         if self._memory is not None:
             await self.in_memory_thread(self._memory.close)
             self._memory = None

@@ -725,8 +725,10 @@ class Pod:
 
     # -- lifecycle
     def start_background(self) -> None:
-        """Supervision ticks, and the scheduler (schedules and memory timers) every 60 seconds."""
+        """Supervision ticks, the scheduler (schedules and memory timers) every 60 seconds, and a re-embed of
+        memory cut short by the last quit, resumed."""
         self.supervisor.start_ticker()
+        self.memory_host.resume_embedding()
         self.ensure_memory_timers()
         self.schedule_host.start_ticking()
         self.turn_driver.start_takeover()

@@ -349,6 +349,32 @@ EMBED_RETRY_MAX_S = 120.0
 LOCAL_EMBEDDER = "static"
 
 
+def _chosen_for(sc: Scope, only_for: str | None) -> bool:
+    """Whether the model chosen embeds this scope: a model chosen ``only_for`` a person (a provider reached with
+    their key) embeds their private and agent scopes alone; every other scope keeps the local model."""
+    return only_for is None or (sc.kind != "public" and sc.person == only_for)
+
+
+def _index_folders(root: Path) -> dict[Scope, Path]:
+    """The scopes that have an index folder under memory's ``root``, and their folders."""
+    base, out = root / "index", {}
+    for kind_dir in ("public", "private", "agent"):
+        if (base / kind_dir).exists():
+            for meta in (base / kind_dir).rglob("meta.db"):
+                with contextlib.suppress(ValueError):
+                    out[Scope.parse(str(meta.parent.relative_to(base)))] = meta.parent
+    return out
+
+
+def stale_scopes(root: str | Path, model: str, *, only_for: str | None = None) -> list[str]:
+    """The scopes of the memory in folder ``root`` whose vectors are another model's than ``model`` (the chosen
+    model's stored name; see ``Memory.set_embedder`` for ``only_for``): a re-embed still to do, such as one cut
+    short when Hearth quit or was killed. Cheap: no model loaded, no index opened. Memory resumes these when opened."""
+    local = KINDS[LOCAL_EMBEDDER]
+    return [str(sc) for sc, folder in sorted(_index_folders(Path(root)).items(), key=lambda kv: str(kv[0]))
+            if ScopeIndex.stored_embedder(folder) not in ("", model if _chosen_for(sc, only_for) else local)]
+
+
 def _vector_size(idx: ScopeIndex) -> int:
     """How many numbers the index's stored vectors hold (0 before any)."""
     return int(idx.vecs.shape[1]) if idx.vecs.shape[1] and idx.vecs.any() else 0
@@ -387,11 +413,14 @@ class Memory:
         self._scope_progress: dict[str, list[int]] = {}  # scope -> [done, total] of this choice's re-embedding
         self._say_unloadable(embedder)
         self._delete_files()  # source files of a deletion a kill cut short after its commit
-        if is_remote(self.embedder):
-            self._start_migration()  # vectors still queued when memory was last closed are filled again
         # Called as redactor(text, scope) on every text entering memory (sources, quarantine, pages); the Pod
         # sets it to its personal-data redaction, so no path into memory (producer, mail, imports) skips it.
         self.redactor: Callable[[str, str], str] | None = None
+        if is_remote(self.embedder) or (self.embedder is not None and stale_scopes(self.root, self.embedder.name,
+                                                                                   only_for=only_for)):
+            # Vectors still queued when memory was last closed are filled again, and a re-embed cut short (Hearth
+            # quit or was killed partway) goes on at once, with its progress, not when a search touches the scope.
+            self._start_migration()
 
     def clean_item(self, item: Item) -> Item:
         """The item as it may be stored: its text, subject, author, participants, key and meta values made valid
@@ -488,8 +517,7 @@ class Memory:
         (a provider reached with their key) never sees another scope: those keep the local model."""
         if self.embedder is None or self.only_for is None:
             return self.embedder
-        sc = Scope.parse(scope)
-        return self.embedder if sc.kind != "public" and sc.person == self.only_for else load_embedder(LOCAL_EMBEDDER)
+        return self.embedder if _chosen_for(Scope.parse(scope), self.only_for) else load_embedder(LOCAL_EMBEDDER)
 
     # ---- the embedding model -----------------------------------------------------------------------
 
@@ -624,15 +652,7 @@ class Memory:
         def stop() -> bool:
             return self._migration_stop.is_set() or self.embedder is not target
 
-        folders = {Scope.parse(s) for s in self.scopes_on_disk()}
-        base = self.root / "index"
-        for kind_dir in ("public", "private", "agent"):
-            if (base / kind_dir).exists():
-                for meta in (base / kind_dir).rglob("meta.db"):
-                    try:
-                        folders.add(Scope.parse(str(meta.parent.relative_to(base))))
-                    except ValueError:
-                        continue
+        folders = {Scope.parse(s) for s in self.scopes_on_disk()} | set(_index_folders(self.root))
         todo: list[tuple[Scope, ScopeIndex, Embedder]] = []
         fills: list[tuple[Scope, ScopeIndex, int]] = []
         answers: list[int] = []  # the size the chosen provider answers now, asked once if a scope needs it

@@ -237,3 +237,59 @@ async def test_each_person_sees_the_re_embedding_of_the_notes_they_read_alone(po
         mine, his = pod.embedding_status(), as_bob.embedding_status()
         assert (mine["done"], mine["total"]) == (41, 41), mine
         assert (his["done"], his["total"]) == (4, 4), his
+
+
+_REEMBED_KILLED_MIDWAY = """
+import os, signal, sys
+from runtime_host.pod import Pod
+from wiki_engine.embed import MiniLMEmbedder
+me = Pod(sys.argv[1]).first_person()
+me.memory  # open, as in the window, when the person chooses MiniLM in Settings → Models
+calls = []
+def embed(self, texts, *a, real=MiniLMEmbedder.embed, **k):
+    calls.append(len(texts))
+    if len(calls) == 2:  # the power goes: a person's first 128 notes re-embedded, no scope switched yet
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real(self, texts, *a, **k)
+MiniLMEmbedder.embed = embed
+me.set_role_model("embedding", "local/minilm")
+me.memory.wait_for_embedding(120)
+"""
+
+
+async def test_a_re_embed_cut_short_by_a_kill_goes_on_at_the_next_start_with_progress_for_each_person(pod, home) -> None:
+    """Hearth was killed while memory was re-embedded for MiniLM. At the next start nothing ran, and Settings →
+    Models showed no progress, until a search happened to touch each person's memory. Now the re-embed goes on at
+    start-up, in the background, and each person sees how far it is in the notes they read."""
+    import time
+
+    from tests.integration.test_memory_pod import killed_midway
+    from wiki_engine.embed import KINDS
+    from wiki_engine.index import ScopeIndex
+
+    bob = pod.add_person("Bob")
+    for n in range(300):
+        pod.memory.add_source(f"Note {n}: the plumber comes on day {n}.", scope=f"private/{pod.person.id}")
+    for n in range(130):  # each more than one batch: the kill comes within whichever is re-embedded first
+        pod.memory.add_source(f"Bob's note {n}: the boat needs paint on side {n}.", scope=f"private/{bob['id']}")
+    pod.memory.add_source("The bins go out on Tuesday.", scope="public")
+    again = await killed_midway(pod, home, _REEMBED_KILLED_MIDWAY)
+    scopes = [f"private/{pod.person.id}", f"private/{bob['id']}", "public"]
+    stored = [ScopeIndex.stored_embedder(home / "memory" / "index" / sc) for sc in scopes]
+    assert stored == [KINDS["static"]] * 3  # killed before any scope was switched
+    try:
+        assert again.embedding_model() == "minilm"
+        as_bob = again.pod.for_person(again.store.get_person("Bob"))
+        again.pod.start_background()  # Hearth starts; nobody searches
+        deadline = time.monotonic() + 60
+        while not ((st := again.embedding_status()) and st["model"] == KINDS["minilm"] and not st["running"]
+                   and st["total"]):
+            assert time.monotonic() < deadline, f"Settings → Models showed {st}"
+            await asyncio.sleep(0.05)
+        mine, his = again.embedding_status(), as_bob.embedding_status()
+        assert (mine["done"], mine["total"], mine["error"]) == (301, 301, ""), mine
+        assert (his["done"], his["total"]) == (131, 131), his
+        stored = [ScopeIndex.stored_embedder(home / "memory" / "index" / sc) for sc in scopes]
+        assert stored == [KINDS["minilm"]] * 3
+    finally:
+        await again.close()
