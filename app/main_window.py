@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -127,7 +126,6 @@ class MainWindow(QMainWindow):
     """
 
     closed = Signal()
-    KEPT_NOTICES = 50
 
     def __init__(self, pod: Any, *, use_tray: bool = True):
         super().__init__()
@@ -145,9 +143,6 @@ class MainWindow(QMainWindow):
         self._editing: str | None = None  # a message of the person's being edited, to be answered again
         self._live_turn: str | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
-        # Notifications meant for a person not shown (a mail rule's "Notify me", a failed memory run, told once):
-        # kept for them alone, and shown when they are (the newest KEPT_NOTICES of each person).
-        self._kept: dict[str, deque[tuple[str, str]]] = {}
         self.setWindowTitle("Hearth")
         self.setWindowIcon(app_icon())
         self._quitting = False
@@ -165,6 +160,7 @@ class MainWindow(QMainWindow):
         ok, why = sandbox_status()
         if not ok:
             self.notices.show_message("Sandbox off", why, timeout_ms=30000)
+        self._show_kept()  # what came for the person shown while another used the window, before a quit too
         settings = QSettings("Hearth", "Hearth")
         last_view = settings.value("window/view")
         if last_view is not None and str(last_view).isdigit():
@@ -413,9 +409,7 @@ class MainWindow(QMainWindow):
         self.chat.agent_name = "Agent"
         self._set_live_turn(None)
         self.notices.clear()  # the previous person's notification (a run's answer, a mail) is not the next one's
-        kept = self._kept.pop(me.person.id, None)
-        if kept:  # what came for them while someone else was shown
-            self.notices.show_away(list(kept))
+        self._show_kept()  # what came for them while someone else was shown
         # Nothing the previous person typed stays, nor comes back with Ctrl+Z (setText and setPlainText wipe the
         # undo history; clear() on a line keeps it): their unsent message, conversation search, inbox and schedule.
         self.composer.setPlainText("")
@@ -1059,7 +1053,14 @@ class MainWindow(QMainWindow):
 
     # -- pod events
     def _keep_for(self, person: str, title: str, text: str) -> None:
-        self._kept.setdefault(person, deque(maxlen=self.KEPT_NOTICES)).append((title, text))
+        """A notification meant for a person not shown (a mail rule's "Notify me", a failed memory run, told once):
+        kept in pod.db for them alone, so a quit before they are back does not lose it (the newest 50 each)."""
+        self.pod.keep_notice(person, title, text)
+
+    def _show_kept(self) -> None:
+        kept = self.pod.take_notices()
+        if kept:
+            self.notices.show_away(kept)
 
     def _on_pod_event(self, ev: dict[str, Any]) -> None:
         if ev.get("person") not in (None, self.pod.person.id):

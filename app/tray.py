@@ -55,9 +55,13 @@ class NotificationBar(QWidget):
         self._timer.start(timeout_ms)
 
     def show_away(self, notes: list[tuple[str, str]]) -> None:
-        """The notifications meant for the person now shown that came while someone else was: in one message."""
+        """The notifications meant for the person now shown that came while someone else was: in one message,
+        under the one still shown, if any (such as "Sandbox off" at start-up)."""
+        now = [self.history[-1]] if self.history and not self.isHidden() else []
         self.history.extend(notes)
         lines = "<br>".join(f"{html.escape(title)} — {html.escape(text)}" for title, text in notes)
+        if now:
+            lines += f"<br><br><b>{html.escape(now[0][0])}</b> — {html.escape(now[0][1])}"
         self.label.setText(f"<b>While you were away</b> ({len(notes)}):<br>{lines}")
         self.show()
         self._timer.start(60000)

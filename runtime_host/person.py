@@ -122,6 +122,11 @@ class PersonPod:
     def embedding_choices(self) -> list[dict[str, Any]]:
         return self.pod.embedding_choices(self.person_id)
 
+    def take_notices(self) -> list[tuple[str, str]]:
+        """The notifications (title, text) kept for this person while someone else was shown, oldest first, even
+        across a quit; given once: they are forgotten here."""
+        return self.pod.store.take_notices(self.person_id)
+
     def embedding_status(self) -> dict[str, Any] | None:
         """How far re-embedding is. The model is the first person's choice: a provider of theirs is used for
         their own notes alone, so anyone else is shown nothing of it (not its name, nor its errors). The items

@@ -172,6 +172,11 @@ class Pod:
         """Who shares this Hearth: names only (what each may see is theirs)."""
         return [{"id": p.id, "name": p.name, "has_passphrase": bool(p.passphrase_hash)} for p in self.store.list_people()]
 
+    def keep_notice(self, person_id: str, title: str, text: str) -> None:
+        """Keeps a notification meant for a person while someone else is shown (in pod.db: a quit does not lose
+        it), for them alone; ``PersonPod.take_notices`` gives it to them when they are shown."""
+        self.store.keep_notice(person_id, title, text)
+
     def add_person(self, name: str, passphrase: str | None = None) -> dict[str, Any]:
         name = name.strip()
         if not name:

@@ -182,6 +182,22 @@ class MappingCheck(SQLModel, table=True):
     mapping_id: str = Field(primary_key=True)
 
 
+class KeptNotice(SQLModel, table=True):
+    """A notification meant for a person while someone else was shown in the window (a mail rule's "Notify me",
+    a failed memory run, how their send went): kept until that person is shown (the newest KEPT_NOTICES each),
+    so a quit in between does not lose it."""
+
+    __tablename__ = "kept_notice"
+    id: str = Field(primary_key=True, default_factory=new_id)
+    person_id: str = Field(index=True)
+    title: str
+    text: str
+    created_at: float = Field(default_factory=now)
+
+
+KEPT_NOTICES = 50  # notifications kept for each person not shown: the newest
+
+
 # ---- migrations --------------------------------------------------------------------------------
 
 MIGRATIONS: list[tuple[str, list[str]]] = [
@@ -294,6 +310,11 @@ MIGRATIONS.append(("0014_message_order", ["CREATE INDEX ix_message_created ON me
 MIGRATIONS.append(("0015_message_copies", ["ALTER TABLE message ADD COLUMN copied_from TEXT"]))
 MIGRATIONS.append(("0016_mapping_checks", [
     "CREATE TABLE mapping_check (person_id TEXT NOT NULL, mapping_id TEXT NOT NULL, PRIMARY KEY (person_id, mapping_id))",
+]))
+MIGRATIONS.append(("0017_kept_notices", [
+    """CREATE TABLE kept_notice (id TEXT PRIMARY KEY, person_id TEXT NOT NULL, title TEXT NOT NULL, text TEXT NOT NULL,
+        created_at DOUBLE PRECISION NOT NULL)""",
+    "CREATE INDEX ix_kept_notice_person ON kept_notice (person_id, created_at)",
 ]))
 MIGRATIONS.sort(key=lambda m: m[0])  # applied in the order of their numbers, wherever they are declared
 
@@ -644,6 +665,30 @@ class Store:
                 if row is not None:
                     s.delete(row)
             s.commit()
+
+    # -- notifications kept for a person not shown (KeptNotice)
+    def keep_notice(self, person_id: str, title: str, text: str) -> None:
+        """Keeps a notification for a person not shown; past the newest KEPT_NOTICES of theirs, the oldest go."""
+        with self.session() as s:
+            s.add(KeptNotice(person_id=person_id, title=title, text=text))
+            s.commit()
+            old = s.exec(select(KeptNotice).where(KeptNotice.person_id == person_id)
+                         .order_by(KeptNotice.created_at.desc(), KeptNotice.id.desc())  # type: ignore[attr-defined]
+                         .offset(KEPT_NOTICES)).all()
+            for row in old:
+                s.delete(row)
+            s.commit()
+
+    def take_notices(self, person_id: str) -> list[tuple[str, str]]:
+        """The person's kept notifications (title, text), oldest first, and forgets them: each is told once."""
+        with self.session() as s:
+            rows = s.exec(select(KeptNotice).where(KeptNotice.person_id == person_id)
+                          .order_by(KeptNotice.created_at, KeptNotice.id)).all()  # type: ignore[arg-type]
+            out = [(r.title, r.text) for r in rows]
+            for row in rows:
+                s.delete(row)
+            s.commit()
+        return out
 
     def first_message_text(self, conversation_id: str) -> str:
         """The text of the conversation's first message from its person ("" if none)."""

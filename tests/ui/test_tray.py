@@ -127,10 +127,10 @@ def test_a_notify_mail_rule_shows_the_mail_to_its_person_alone(qtbot, qloop, ui_
         d.stop()
 
 
-def test_a_notify_mail_rule_that_fires_while_bob_is_shown_reaches_alice_when_she_is_back(qtbot, qloop, ui_pod) -> None:
-    """Alice's "Notify me" rule fired while Bob used the window: the window rightly showed Bob nothing, but the Pod
-    tells a rule's notification once, so Alice never heard of the bank's mail, not even when she switched back.
-    Now it waits for her and shows when she is back; Bob is never told, then or later."""
+@pytest.fixture
+def bank_mail(qloop, ui_pod):
+    """The first person's inbox on real mail servers, with a "Notify me" rule for the bank's mail; calling the value
+    delivers the bank's "Overdraft warning" and polls the inbox, so the rule fires."""
     from tests.helpers.mailservers import Dovecot, SmtpSink, make_mail
     from tests.integration.test_mail_pod import _plain_inbox
 
@@ -139,27 +139,77 @@ def test_a_notify_mail_rule_that_fires_while_bob_is_shown_reaches_alice_when_she
     try:
         acct = _plain_inbox(ui_pod, d, s, rules=[{"id": "bank", "name": "From the bank", "when": [
             {"field": "from", "op": "contains", "value": "bank@"}], "then": [{"action": "notify"}]}])
-        me = ui_pod.person.name
-        w = MainWindow(ui_pod)
-        qtbot.addWidget(w)
-        w.show()
-        ui_pod.add_person("Bob")
-        w.refresh_people()
-        assert w.switch_person("Bob")
-        d.deliver(make_mail("Overdraft warning", "Your account is overdrawn.", sender="Bank <bank@example.org>"))
-        qloop.run(ui_pod.mail.poll(acct))
-        qloop.run(asyncio.sleep(0.3))
-        assert not [n for n in w.notices.history if "Overdraft" in n[1]] and not w.notices.isVisible()
-        assert w.switch_person(me)
-        assert ("Mail from Bank <bank@example.org>", "Overdraft warning") in w.notices.history
-        assert w.notices.isVisible() and "While you were away" in w.notices.label.text()
-        assert "Overdraft warning" in w.notices.label.text()
-        assert w.switch_person("Bob")  # told to Alice once, and never to Bob
-        assert w.switch_person(me) and not w.notices.history
-        assert w.switch_person("Bob") and not w.notices.history and not w.notices.isVisible()
+
+        def overdraft() -> None:
+            d.deliver(make_mail("Overdraft warning", "Your account is overdrawn.", sender="Bank <bank@example.org>"))
+            qloop.run(ui_pod.mail.poll(acct))
+            qloop.run(asyncio.sleep(0.3))
+
+        yield overdraft
     finally:
         s.stop()
         d.stop()
+
+
+def test_a_notify_mail_rule_that_fires_while_bob_is_shown_reaches_alice_when_she_is_back(qtbot, qloop, ui_pod,
+                                                                                          bank_mail) -> None:
+    """Alice's "Notify me" rule fired while Bob used the window: the window rightly showed Bob nothing, but the Pod
+    tells a rule's notification once, so Alice never heard of the bank's mail, not even when she switched back.
+    Now it waits for her and shows when she is back; Bob is never told, then or later."""
+    me = ui_pod.person.name
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show()
+    ui_pod.add_person("Bob")
+    w.refresh_people()
+    assert w.switch_person("Bob")
+    bank_mail()
+    assert not [n for n in w.notices.history if "Overdraft" in n[1]] and not w.notices.isVisible()
+    assert w.switch_person(me)
+    assert ("Mail from Bank <bank@example.org>", "Overdraft warning") in w.notices.history
+    assert w.notices.isVisible() and "While you were away" in w.notices.label.text()
+    assert "Overdraft warning" in w.notices.label.text()
+    assert w.switch_person("Bob")  # told to Alice once, and never to Bob
+    assert w.switch_person(me) and not w.notices.history
+    assert w.switch_person("Bob") and not w.notices.history and not w.notices.isVisible()
+
+
+def test_alices_notification_kept_while_bob_was_shown_survives_a_quit_and_reaches_her_alone(qtbot, qloop, ui_pod,
+                                                                                            home, bank_mail) -> None:
+    """Alice's "Notify me" rule fired while Bob used the window, and Bob closed Hearth: what was kept for her lived
+    in the window's memory alone, so she never learned of the bank's mail. Now it waits in pod.db and shows when she
+    is next shown, after a restart, once, and never to Bob; and only the newest 50 of a person's are kept."""
+    from runtime_host.pod import Pod
+
+    me = ui_pod.person.name
+    bob = ui_pod.add_person("Bob")
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show()
+    for n in range(55):  # Bob's own, while Alice is shown: kept for him, the newest 50
+        ui_pod.emit({"type": "mail.rule_failed", "person": bob["id"], "rule": "Bills", "text": f"Bob's mail {n}."})
+    w.refresh_people()
+    assert w.switch_person("Bob")
+    assert [t for _, t in w.notices.history] == [f"Bob's mail {n}." for n in range(5, 55)]
+    bank_mail()
+    assert not [n for n in w.notices.history if "Overdraft" in n[1]]
+    w.close()  # Bob closes Hearth
+    qloop.run(ui_pod.close())
+
+    again = Pod(home).first_person()  # Hearth starts again, showing Alice
+    try:
+        w2 = MainWindow(again)
+        qtbot.addWidget(w2)
+        w2.show()
+        assert again.person.name == me
+        assert ("Mail from Bank <bank@example.org>", "Overdraft warning") in w2.notices.history
+        assert w2.notices.isVisible() and "While you were away" in w2.notices.label.text()
+        assert "Overdraft warning" in w2.notices.label.text()
+        assert w2.switch_person("Bob")  # never shown to Bob, and his own were told once
+        assert not w2.notices.history and not w2.notices.isVisible()
+        assert w2.switch_person(me) and not w2.notices.history  # told to Alice once
+    finally:
+        qloop.run(again.close())
 
 
 def test_a_timed_memory_run_whose_model_fails_is_told_to_its_person_once(qtbot, qloop, ui_pod, script) -> None:
