@@ -969,7 +969,9 @@ async def ingest(pod: Any, person_id: str | None = None) -> dict[str, Any]:
     page is written: the inbox waits, and the answer says so and how to choose one. With ``person_id`` (Ingest now,
     `memory ingest`), only the pages that person's model writes (theirs; the owner's also the shared ones); without
     (the timer), each person's at once, each with their own model: one person's hung or slow model never holds
-    another's pages, and each person hears of theirs as soon as they are written."""
+    another's pages, and each person hears of theirs as soon as they are written. The timer's run skips a person
+    whose writer is still going (their previous run's model has not answered yet, or their Ingest now): the
+    report's ``still_writing`` names them, ``ran`` those whose writer ran."""
     from wiki_engine.pipeline import LeaseBusy, ingest_steps
 
     writers = {pid: c for pid, c in _writers(pod).items()
@@ -979,7 +981,10 @@ async def ingest(pod: Any, person_id: str | None = None) -> dict[str, Any]:
         out = {"written_by": None, "written": [], "proposed": [], "rejected": [], "consumed": 0, "unreadable": [],
                "left_in_inbox": waiting, "message": NO_INGEST_MODEL}
         return out
-    out = {"written_by": None, "written": [], "proposed": [], "rejected": [], "consumed": 0, "unreadable": []}
+    still = [pid for pid in writers if person_id is None and pod.memory_host.job_lock(f"ingest:{pid}").locked()]
+    writers = {pid: c for pid, c in writers.items() if pid not in still}
+    out = {"written_by": None, "written": [], "proposed": [], "rejected": [], "consumed": 0, "unreadable": [],
+           "ran": list(writers), "still_writing": still}
     failed: list[tuple[str, MemoryModelError]] = []
     pending = await pod.in_memory_thread(pod.memory.pending_scopes)
 

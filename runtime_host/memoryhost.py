@@ -185,7 +185,9 @@ class MemoryHost(MappingForgets):
 
     async def run_steps(self, make_steps: Callable[[], Any], think: Callable[[Any], Any]) -> Any:
         """Runs a memory pipeline's steps (``wiki_engine.pipeline``) with its memory work on memory's thread and
-        its model part (``think``) on another, so search, typeahead and pages answer while a model thinks."""
+        its model part (``think``) on another, so search, typeahead and pages answer while a model thinks, or while
+        the steps wait (``Wait``) for a lease another writer holds a moment."""
+        from wiki_engine.pipeline import Wait
 
         def step(steps: Any, answer: Any) -> tuple[bool, Any]:
             try:
@@ -199,7 +201,11 @@ class MemoryHost(MappingForgets):
         done, value = await self.in_memory_thread(step, steps, None)
         while not done:
             try:
-                answer = list(await on_own_thread(think, value))
+                if isinstance(value, Wait):
+                    await asyncio.sleep(value.seconds)
+                    answer = None
+                else:
+                    answer = list(await on_own_thread(think, value))
             except BaseException:
                 await self.in_memory_thread(steps.close)  # the lease is released, nothing written
                 raise
@@ -554,7 +560,7 @@ class MemoryHost(MappingForgets):
                 def write(p: Any = page, b: str = body) -> bool:
                     # Under the single writer's lease, and only onto the page as the model read it: another process's
                     # ingest (or the person) may have written it while the model thought. Asked again next night.
-                    with Lease(self.memory.catalog, "ingest", ttl=600.0, excludes=("ingest:%",)):
+                    with Lease(self.memory.catalog, "ingest", ttl=600.0, excludes=("ingest:%",), moment=True):
                         if self.memory.read_page(p.scope, p.slug) != p:
                             return False
                         self.memory.write_page(replace(p, body=b), author="agent:nightly")
@@ -571,8 +577,33 @@ class MemoryHost(MappingForgets):
     async def memory_nightly(self) -> dict[str, Any]:
         from runtime_host import memory_jobs
 
+        locks = [self.job_lock("ingest")] + [self.job_lock(f"ingest:{pid}")
+                                             for pid in sorted(str(p.id) for p in self.pod.store.list_people())]
         async with contextlib.AsyncExitStack() as held:  # every person's ingest finished first, none begun meanwhile
-            await held.enter_async_context(self.job_lock("ingest"))
-            for pid in sorted(str(p.id) for p in self.pod.store.list_people()):
-                await held.enter_async_context(self.job_lock(f"ingest:{pid}"))
+            await self._take_all(locks, held)
             return await memory_jobs.nightly(self.pod)
+
+    @staticmethod
+    async def _take_all(locks: list[asyncio.Lock], held: contextlib.AsyncExitStack) -> None:
+        """Takes every lock, holding none while it waits for one still taken: a writer waited for (a person's hung
+        model) never holds another person's Ingest now through the locks taken before it."""
+        while True:
+            taken: list[asyncio.Lock] = []
+            busy = None
+            try:
+                for lock in locks:
+                    if lock.locked():
+                        busy = lock
+                        break
+                    await lock.acquire()  # free: taken at once
+                    taken.append(lock)
+            finally:
+                if busy is not None or len(taken) < len(locks):  # one still taken (or cancelled): none held
+                    for lock in taken:
+                        lock.release()
+            if busy is None:
+                for lock in taken:
+                    held.callback(lock.release)
+                return
+            async with busy:  # wait for that writer alone, then try them all again
+                pass

@@ -25,7 +25,8 @@ class ScheduleHost:
     def __init__(self, pod: Any):
         self.pod = pod
         self._scheduler_task: asyncio.Task[None] | None = None
-        self._memory_runs: dict[str, asyncio.Task[None]] = {}  # memory timer kind -> its run now going
+        self._memory_runs: dict[str, asyncio.Task[None]] = {}  # memory timer kind -> its latest run
+        self._memory_going: set[asyncio.Task[None]] = set()  # every memory run now going (to stop with the Pod)
         self._memory_failing: dict[tuple[str, str], str] = {}  # (timer kind, person) -> the failure they were told
         self._damaged_told: set[tuple[str, str, str]] = set()  # (person, note file, problem) a timed ingest told
         pod.subscribe(self._record_scheduled_turn)
@@ -128,10 +129,14 @@ class ScheduleHost:
             if job is None:
                 raise StoreError(f"unknown schedule kind {row.kind!r}")
             going = self._memory_runs.get(row.kind)
-            if going is not None and not going.done():
+            # the ingest starts beside its previous run: that run's writers still going are skipped (one person's
+            # model that has not answered yet holds no one else's pages); the other jobs wait for their last run
+            if row.kind != "memory.ingest" and going is not None and not going.done():
                 raise StoreError(f"the previous {row.kind} run was still going, so this one was not started")
             job_id = f"{row.kind}:{uuid.uuid4().hex}"
             task = self._memory_runs[row.kind] = asyncio.create_task(self._memory_run(job, job_id))
+            self._memory_going.add(task)
+            task.add_done_callback(self._memory_going.discard)
             memory_jobs.append(task)
             return job_id
 
@@ -163,19 +168,22 @@ class ScheduleHost:
             said = exc.plain() if isinstance(exc, MemoryModelError) else str(exc)
             log.warning("memory job %s failed: %s", job_id, said)
             schedule.record_turn_finished(self.pod.store.engine, job_id, ok=False, error=said)
-            self._tell_memory_failures(job_id.split(":", 1)[0], getattr(exc, "failures", None) or {})
-            self._tell_damaged_notes(job_id.split(":", 1)[0], getattr(exc, "report", None),
-                                     set(getattr(exc, "failures", None) or {}))
+            report = getattr(exc, "report", None)
+            failures = getattr(exc, "failures", None) or {}
+            self._tell_memory_failures(job_id.split(":", 1)[0], failures, _ran(report))
+            self._tell_damaged_notes(job_id.split(":", 1)[0], report, set(failures))
         else:
             schedule.record_turn_finished(self.pod.store.engine, job_id, ok=True)
-            self._tell_memory_failures(job_id.split(":", 1)[0], {})
+            self._tell_memory_failures(job_id.split(":", 1)[0], {}, _ran(report))
             self._tell_damaged_notes(job_id.split(":", 1)[0], report, set())
 
-    def _tell_memory_failures(self, kind: str, failures: dict[str, str]) -> None:
+    def _tell_memory_failures(self, kind: str, failures: dict[str, str], ran: set[str] | None = None) -> None:
         """Each person whose own memory model failed on a timer is told, alone (the error may quote what their
         model said), once: a model failing every 5 minutes (each time in other words) is said once, and again
-        only after a run of it worked."""
-        for key in [k for k in self._memory_failing if k[0] == kind and k[1] not in failures]:
+        only after a run of it worked. ``ran``: whose models this run used (None: everyone's); another's, skipped
+        while their previous run was still going, neither worked nor failed."""
+        for key in [k for k in self._memory_failing
+                    if k[0] == kind and k[1] not in failures and (ran is None or k[1] in ran)]:
             del self._memory_failing[key]  # worked this time
         for pid, why in failures.items():
             if (kind, pid) in self._memory_failing:
@@ -197,8 +205,11 @@ class ScheduleHost:
         for bad in report.get("unreadable", []):
             now.setdefault(writer_of(self.pod, bad["scope"]), []).append(bad)
         seen = {(pid, bad["path"], bad["problem"]) for pid, bads in now.items() for bad in bads}
-        # a note no longer reported was put back or deleted; a person whose model failed had theirs not read
-        self._damaged_told = {k for k in self._damaged_told if k in seen or k[0] in failed}
+        # a note no longer reported was put back or deleted; a person whose model failed (or was still writing: their
+        # previous run's) had theirs not read
+        ran = _ran(report)
+        self._damaged_told = {k for k in self._damaged_told
+                              if k in seen or k[0] in failed or (ran is not None and k[0] not in ran)}
         for pid, bads in now.items():
             new = [b for b in bads if (pid, b["path"], b["problem"]) not in self._damaged_told]
             if not new:
@@ -242,7 +253,7 @@ class ScheduleHost:
     def stop_ticking(self) -> None:
         if self._scheduler_task:
             self._scheduler_task.cancel()
-        for task in self._memory_runs.values():
+        for task in list(self._memory_going):
             task.cancel()
 
     async def _scheduler_loop(self) -> None:
@@ -252,3 +263,9 @@ class ScheduleHost:
             except Exception:  # a failed tick is logged and tried again next minute
                 log.exception("scheduler tick failed")
             await asyncio.sleep(60)
+
+
+def _ran(report: Any) -> set[str] | None:
+    """Whose writers a timed memory run used, from its report (None: everyone's, or not said)."""
+    ran = report.get("ran") if isinstance(report, dict) else None
+    return None if ran is None else set(ran)

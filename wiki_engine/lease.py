@@ -21,7 +21,15 @@ from .catalog import Catalog
 
 
 class LeaseBusy(RuntimeError):
-    """Another live process holds the lease."""
+    """Another live process holds the lease. ``moment``: its holder took it for a moment's work (one scope's ingest
+    reading its batch or writing its pages) and lets go soon; otherwise for a whole run (a nightly pass)."""
+
+    def __init__(self, message: str, *, moment: bool = False):
+        super().__init__(message)
+        self.moment = moment
+
+
+_MOMENT = "moment-"  # how a holder token says the lease is held for a moment's work
 
 
 def _proc_started(pid: int) -> float:
@@ -76,28 +84,22 @@ def _holder_alive(pid: int, started: float, host: str) -> bool:
 class Lease:
     """``with Lease(catalog, "ingest", ttl=...)``: holds the named lease or raises LeaseBusy. ``excludes`` (SQL LIKE
     patterns of other leases' names) are leases that must not be held either: the whole-wiki writer's ``ingest``
-    is not taken while one scope's ingest (``ingest:<scope>``) has its batch out with a model. With ``wait``, a
-    busy lease is tried again for that many seconds (for one held a moment, to write)."""
+    is not taken while one scope's ingest (``ingest:<scope>``) has its batch out with a model. ``moment`` says the
+    lease is taken for a moment's work: whoever finds it busy may try again shortly (LeaseBusy.moment) rather than
+    give up. Never waits: a caller that waits does so without holding its thread (see ``pipeline.Wait``)."""
 
     def __init__(self, catalog: Catalog, name: str, *, ttl: float = 600.0, excludes: tuple[str, ...] = (),
-                 wait: float = 0.0):
+                 moment: bool = False):
         self.catalog = catalog
         self.name = name
         self.ttl = ttl
         self.excludes = excludes
-        self.wait = wait
-        self.token = uuid.uuid4().hex
+        self.token = (_MOMENT if moment else "") + uuid.uuid4().hex
         self.held = False
 
     def acquire(self) -> None:
-        until = time.monotonic() + self.wait
-        while True:
-            try:
-                return self._acquire()
-            except LeaseBusy:
-                if time.monotonic() >= until:
-                    raise
-            time.sleep(0.05)
+        if not self.held:
+            self._acquire()
 
     def _acquire(self) -> None:
         pid = os.getpid()
@@ -116,7 +118,7 @@ class Lease:
                         f"The memory {row['name'].partition(':')[0]} is already running in process {row['pid']} on "
                         f"{row['host']}; this run was skipped. It will run again at the next interval (the lease "
                         f"expires at {time.strftime('%H:%M:%S', time.localtime(row['expires_at']))} if that process "
-                        "hangs)."
+                        "hangs).", moment=str(row["holder"]).startswith(_MOMENT)
                     )
             db.execute(
                 "INSERT OR REPLACE INTO leases (name, holder, pid, pid_started, host, expires_at) VALUES (?,?,?,?,?,?)",

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Generator, Sequence
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -126,12 +126,26 @@ _Ask = TypeVar("_Ask")
 _Done = TypeVar("_Done")
 
 
+@dataclass(frozen=True)
+class Wait:
+    """Yielded by a pipeline's steps instead of a question for the model: a lease they need is held a moment by
+    another writer. The host waits ``seconds`` without holding memory's thread (search, typeahead and pages answer
+    meanwhile), then sends None to have the steps try again."""
+
+    seconds: float = 0.05
+
+
 def drive(steps: Generator[_Ask, Any, _Done], think: Callable[[_Ask], Sequence[Any]]) -> _Done:
-    """Runs a pipeline's steps in one go: ``think`` (the model's part) answers each thing the steps yield.
-    If ``think`` fails, the steps are closed (their lease released, nothing written) and the error raised."""
+    """Runs a pipeline's steps in one go: ``think`` (the model's part) answers each thing the steps yield (a
+    ``Wait`` is slept here). If ``think`` fails, the steps are closed (their lease released, nothing written) and
+    the error raised."""
     try:
         ask = next(steps)
         while True:
+            if isinstance(ask, Wait):
+                time.sleep(ask.seconds)
+                ask = steps.send(None)
+                continue
             try:
                 answer = list(think(ask))
             except BaseException:
@@ -273,7 +287,7 @@ PEN_WAIT_S = 15.0  # how long one scope's ingest waits for another's writing (a 
 
 def ingest_steps(memory: Memory, *, author: str = "agent:wiki-writer", max_sources: int = 200,
                  lease_ttl: float = 1800.0, scopes: Callable[[str], bool] | None = None, claim: str | None = None,
-                 ) -> Generator[IngestBatch, Sequence[Page], IngestReport]:
+                 ) -> Generator[IngestBatch | Wait, Sequence[Page] | None, IngestReport]:
     """``run_ingest`` as steps: holds the lease, yields the batch, is sent the drafts, writes them. Memory may
     change while the model writes the drafts: each draft is checked as it is written (one citing a source
     deleted meanwhile is rejected, and the sources it drew on wait in the inbox).
@@ -281,24 +295,38 @@ def ingest_steps(memory: Memory, *, author: str = "agent:wiki-writer", max_sourc
     With ``claim`` (a scope), the run holds that scope's lease ``ingest:<scope>`` throughout, so no two ingests
     write one scope's pages at once, and the whole wiki's ``ingest`` lease only while it reads its batch and while
     it writes the drafts: another scope's ingest goes on while this one's model thinks (one person's hung model
-    never holds another's pages). Without it, ``ingest`` is held throughout and no scope's ingest may be running."""
+    never holds another's pages). While another scope's ingest holds the whole wiki's lease a moment, the steps
+    yield ``Wait`` (the host waits off memory's thread); held by a whole run (a nightly pass), LeaseBusy at once.
+    Without ``claim``, ``ingest`` is held throughout and no scope's ingest may be running."""
     whole = claim is None
     with Lease(memory.catalog, "ingest" if whole else f"ingest:{claim}", ttl=lease_ttl,
                excludes=("ingest:%",) if whole else ()) as lease:
-        with _pen(memory, whole):
+        with (yield from _pen(memory, whole)):
             batch, report = _ingest_batch(memory, max_sources, scopes)
         if batch is None:
             return report
-        drafts = list((yield batch))
+        drafts = list((yield batch) or ())
         lease.renew()
-        with _pen(memory, whole):
+        with (yield from _pen(memory, whole)):
             return _write_drafts(memory, batch, drafts, report, lease, author, scopes)
 
 
-def _pen(memory: Memory, whole: bool) -> Any:
-    """The whole wiki's writer lease, for one scope's ingest to read its batch or write its pages (a moment); the
-    whole wiki's writer holds it already."""
-    return nullcontext() if whole else Lease(memory.catalog, "ingest", ttl=600.0, wait=PEN_WAIT_S)
+def _pen(memory: Memory, whole: bool) -> Generator[Wait, Any, AbstractContextManager[Any]]:
+    """The whole wiki's writer lease, held, for one scope's ingest to read its batch or write its pages (a moment);
+    the whole wiki's writer holds it already. Held a moment by another scope's ingest, it is tried again every
+    50 ms for up to PEN_WAIT_S, each wait yielded; held for a whole run (a nightly pass), LeaseBusy at once."""
+    if whole:
+        return nullcontext()
+    pen = Lease(memory.catalog, "ingest", ttl=600.0, moment=True)
+    until = time.monotonic() + PEN_WAIT_S
+    while True:
+        try:
+            pen.acquire()
+            return pen
+        except LeaseBusy as busy:
+            if not busy.moment or time.monotonic() >= until:
+                raise
+        yield Wait(0.05)
 
 
 def _ingest_batch(memory: Memory, max_sources: int, scopes: Callable[[str], bool] | None,
@@ -546,7 +574,7 @@ def _append_merge(a: Page, b: Page) -> Page:
 
 
 __all__ = [
-    "Decision", "IngestBatch", "IngestReport", "LeaseBusy", "NightlyReport", "ProducerReport", "Watermark",
+    "Decision", "IngestBatch", "IngestReport", "LeaseBusy", "NightlyReport", "ProducerReport", "Wait", "Watermark",
     "WriterFailed", "drive", "failure_told", "get_watermark", "ingest_steps", "nightly_steps", "producer_steps", "run_ingest", "run_nightly",
     "run_producer",
 ]

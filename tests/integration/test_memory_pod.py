@@ -669,6 +669,123 @@ async def test_the_timed_ingest_writes_bobs_pages_while_the_first_persons_model_
         hung.stop()
 
 
+async def test_ingest_now_is_not_held_by_a_nightly_pass_waiting_on_another_persons_hung_model(pod, fake_model) -> None:
+    """At 03:00 the nightly pass waits for every person's ingest to finish. It took each person's turn in the order
+    of their ids and held those it had while it waited on the next: with one person's model hung, the other's
+    Ingest now (when their turn came first) waited on that hung model too. Now the nightly pass holds no one's
+    turn while it waits: their pages are written at once, and it runs once the hung model has answered."""
+    _bob, as_bob = bob_with_his_own_provider(pod)
+    # the hung one is the person whose turn the nightly pass took last
+    quick, hung = sorted([pod, as_bob], key=lambda p: str(p.person_id))
+    hung.set_role_model("ingest", "fake/slow")
+    quick.set_role_model("ingest", "fake/fake-1")
+    for who in (hung, quick):
+        await pod.in_memory_thread(lambda who=who: pod.memory.add_source(
+            f"{who.person.name}'s bike lock code is 4412.", scope=f"private/{who.person_id}"))
+    asked, go = threading.Event(), threading.Event()
+
+    def model(req):
+        if req.model == "slow":
+            asked.set()
+            go.wait(60)
+        label = (re.findall(r"\b(S\d+)\b", req.last_user) or ["S1"])[0]
+        sc = re.search(r"^- ((?:public|private|agent)[^:\s]*): ", req.last_user, re.M).group(1)
+        return Text(json.dumps([{"title": "Bike", "scope": sc, "category": "things", "body": "- code 4412 [1]",
+                                 "citations": {"1": label}}]))
+
+    fake_model.script = model
+    hungs = asyncio.create_task(hung.memory_ingest())
+    nightly = None
+    try:
+        assert await asyncio.to_thread(asked.wait, 30)
+        nightly = asyncio.create_task(pod.pod.memory_nightly())  # 03:00
+        await asyncio.sleep(0.3)
+        try:
+            out = await asyncio.wait_for(quick.memory_ingest(), 20)
+        except TimeoutError:
+            pytest.fail("Ingest now waited on the nightly pass, which waited on another person's hung model")
+        assert not out.get("message") and out["left_in_inbox"] == 0, out
+        assert quick.memory.read_page(f"private/{quick.person_id}", "bike") is not None
+        assert not nightly.done()  # it runs once the hung model has answered
+    finally:
+        go.set()
+        await asyncio.wait_for(hungs, 60)
+        if nightly is not None:
+            assert not (await asyncio.wait_for(nightly, 60)).get("message")
+    assert hung.memory.read_page(f"private/{hung.person_id}", "bike") is not None
+
+
+async def test_search_answers_and_the_timed_ingest_is_told_busy_at_once_while_a_terminals_nightly_writes(
+        pod, fake_model, home) -> None:
+    """A `memory nightly` in a terminal holds the whole wiki while its model rewrites a stale page; meanwhile the
+    window's 30-minute ingest ran and waited for the wiki on memory's one thread (15 s per scope): Alice's and Bob's
+    memory search, typeahead and pages froze that long. Now search answers at once, and the ingest ends at once
+    saying the wiki is busy (the notes wait for the next run)."""
+    import os
+    import subprocess
+    import sys
+
+    from runtime_host.memory_jobs import WIKI_BUSY
+    from wiki_engine import Page
+
+    scope = f"private/{pod.person_id}"
+    _bob, as_bob = bob_with_his_own_provider(pod)
+    as_bob.set_role_model("ingest", "fake/fake-1")
+    bscope = f"private/{as_bob.person.id}"
+
+    def setup() -> None:
+        m = pod.memory
+        a = m.add_source("We fly to Lisbon on 4 May.", scope="public")
+        b = m.add_source("We stay in the Alfama flat.", scope="public")
+        m.write_page(Page("Trips", "public", "travel", "- Lisbon 4 May [1]\n- Alfama flat [2]", {1: a, 2: b}),
+                     author="agent:wiki-writer")
+        with m.catalog.tx() as db:
+            db.execute("DELETE FROM inbox")
+        m.delete_source(b)  # the page is now stale: the nightly pass rewrites it
+        m.add_source("Alice's dentist is Dr Alvarez.", scope=scope)
+        m.add_source("Alice's garden note.", scope=f"agent/{pod.person_id}/{pod.find_agent('helper')[0].id}")
+        m.add_source("Bob's allotment is plot 42 in Lisbon.", scope=bscope)
+
+    await pod.in_memory_thread(setup)
+    pod.set_role_model("ingest", "fake/fake-1")
+    rewriting, go = threading.Event(), threading.Event()
+
+    def model(req):
+        if "Page to rewrite" in json.dumps(req.body):
+            rewriting.set()
+            go.wait(60)
+            return Text("[]")
+        label = (re.findall(r"\b(S\d+)\b", req.last_user) or ["S1"])[0]
+        sc = re.search(r"^- ((?:public|private|agent)[^:\s]*): ", req.last_user, re.M).group(1)
+        return Text(json.dumps([{"title": "Note", "scope": sc, "category": "misc", "body": "- a note [1]",
+                                 "citations": {"1": label}}]))
+
+    fake_model.script = model
+    nightly = subprocess.Popen([sys.executable, "-m", "runtime_host", "memory", "nightly"], text=True,
+                               env={**os.environ, "HEARTH_HOME": str(home)}, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    try:
+        assert await asyncio.to_thread(rewriting.wait, 60), nightly.communicate(timeout=5)
+        timed = asyncio.create_task(pod.pod.memory_ingest())  # the 30-minute ingest, in the window's Pod
+        await asyncio.sleep(0.5)
+        for who in (pod, as_bob):
+            t0 = time.monotonic()
+            found = await asyncio.wait_for(who.memory_search("Lisbon", mode="keyword"), 30)
+            took = time.monotonic() - t0
+            assert took < 3, f"memory search waited {took:.1f}s on the timed ingest"
+            assert found
+        out = await asyncio.wait_for(timed, 5)  # told at once, not after waiting out the nightly pass
+        assert out["message"] == WIKI_BUSY and out["written"] == [], out
+        assert await pod.in_memory_thread(lambda: len(pod.memory.inbox())) == 3  # nothing lost: they wait
+    finally:
+        go.set()
+        try:
+            nightly.communicate(timeout=60)  # the terminal's pass ends once its model answers
+        finally:
+            if nightly.poll() is None:
+                nightly.kill()
+
+
 async def test_memory_job_reports_show_a_person_only_their_own(pod, fake_model, tmp_path) -> None:
     """Bob runs the memory jobs (they run for everyone, as their timers do): the reports he gets used to hold Alice's
     quarantined chat text, her watched folder's path, her page titles and files, and her tampered source's path."""

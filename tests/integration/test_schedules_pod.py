@@ -130,6 +130,74 @@ async def test_one_persons_slow_memory_model_holds_neither_anothers_schedule_nor
     assert await pod.memory_search("Clara orchids", mode="keyword")
 
 
+async def test_the_next_timed_ingest_writes_bobs_new_note_while_alices_model_still_hangs(pod, fake_model) -> None:
+    """Alice's ingest model still had not answered when the next 30-minute ingest was due: the scheduler did not
+    start it for anyone ("the previous memory.ingest run was still going"), so Bob's note added since waited another
+    half hour or more. Now that tick writes Bob's new note at once and skips Alice alone, whose writer is still
+    going; her first run is recorded as ran when her model answers."""
+    import asyncio
+    import threading
+
+    from sqlalchemy import text
+
+    from runtime_host import schedule
+    from tests.integration.test_memory_pod import bob_with_his_own_provider
+
+    ascope = f"private/{pod.person_id}"
+    await pod.in_memory_thread(lambda: pod.memory.add_source("Alice's boiler code is 7731.", scope=ascope))
+    pod.set_role_model("ingest", "fake/alice-slow")
+    _bob, as_bob = bob_with_his_own_provider(pod)
+    as_bob.set_role_model("ingest", "fake/fake-1")
+    bscope = f"private/{as_bob.person.id}"
+    await pod.in_memory_thread(lambda: pod.memory.add_source("Bob's bike lock code is 4412.", scope=bscope))
+    asked, go = threading.Event(), threading.Event()
+
+    def model(req):
+        if req.model == "alice-slow":
+            asked.set()
+            go.wait(100)  # her model has not answered by the next half hour
+            return Text("[]")
+        label = re.findall(r"\b(S\d+)\b", req.last_user)[0]
+        title = "Bike" if "4412" in req.last_user else "Shed"
+        return Text(json.dumps([{"title": title, "scope": bscope, "category": "things",
+                                 "body": "- noted [1]", "citations": {"1": label}}]))
+
+    fake_model.script = model
+    told: list[dict] = []
+    pod.subscribe(lambda ev: told.append(ev) if ev["type"] in ("memory.ingested", "memory.failed") else None)
+    pod.ensure_memory_timers()
+    with pod.store.engine.begin() as c:
+        t = datetime(2030, 1, 1, 0, 20, 0, tzinfo=UTC).timestamp()
+        c.execute(text("UPDATE schedules SET last_checked = :t, created_at = :t"), {"t": t})
+        c.execute(text("UPDATE schedules SET paused = 1 WHERE kind != 'memory.ingest'"))
+    first = asyncio.create_task(pod.tick(datetime(2030, 1, 1, 0, 30, 10, tzinfo=UTC)))
+    try:
+        assert await asyncio.to_thread(asked.wait, 30)
+        for _ in range(200):
+            if as_bob.memory.read_page(bscope, "bike") is not None:
+                break
+            await asyncio.sleep(0.1)
+        assert as_bob.memory.read_page(bscope, "bike") is not None
+        await pod.in_memory_thread(lambda: pod.memory.add_source("Bob's shed key is under the blue pot.", scope=bscope))
+        await pod.schedule_host.tick(datetime(2030, 1, 1, 1, 0, 10, tzinfo=UTC), wait=False)
+        for _ in range(150):
+            if as_bob.memory.read_page(bscope, "shed") is not None:
+                break
+            await asyncio.sleep(0.1)
+        runs = [(r.outcome, r.error) for r in schedule.list_runs(pod.store.engine)
+                if (r.turn_id or "").startswith("memory.ingest") or "memory.ingest" in (r.error or "")]
+        assert as_bob.memory.read_page(bscope, "shed") is not None, runs
+        assert len([ev for ev in told if ev["type"] == "memory.ingested" and ev["person"] == as_bob.person.id]) == 2
+        assert [ev for ev in told if ev["type"] == "memory.failed"] == []  # a slow model is no failure
+        assert not first.done()  # Alice's first run still waits on her model, once (not asked twice)
+        assert [o for o, _ in runs] == ["ran", "running"], runs  # newest first: this half hour's, the first's
+    finally:
+        go.set()
+        await asyncio.wait_for(first, 60)
+    outcomes = [r.outcome for r in schedule.list_runs(pod.store.engine) if (r.turn_id or "").startswith("memory.ingest")]
+    assert outcomes == ["ran", "ran"], outcomes
+
+
 async def test_a_failed_timed_memory_run_keeps_the_persons_words_out_of_the_ledger_and_the_log(pod, fake_model) -> None:
     """The 5-minute run's extraction model answered in prose quoting the person's chat: the failure ("did not answer
     with JSON (it began 'Sure! 1. My locker word is …')") went into the schedule ledger in pod.db and into

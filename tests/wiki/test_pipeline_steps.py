@@ -80,3 +80,25 @@ def test_while_one_scopes_model_thinks_another_scope_is_written_but_never_the_sa
     assert done.value.value.written == ["page:private/alice/dentist"] and mem.inbox() == []
     with Lease(mem.catalog, "ingest", excludes=("ingest:%",)):  # all free again
         pass
+
+
+def test_a_scopes_ingest_waits_off_the_thread_for_anothers_moment_of_writing_and_skips_a_nightly_at_once(
+        mem: Memory) -> None:
+    """A scope's ingest waited for the whole wiki's lease by sleeping (15 s) on the thread that ran it: memory's one
+    thread, so search froze. Now, while another scope's ingest writes (a moment), its steps yield Wait for the host
+    to wait elsewhere and then go on; while a nightly pass holds the wiki, they skip at once."""
+    from wiki_engine.lease import LeaseBusy
+    from wiki_engine.pipeline import Wait
+
+    a = mem.add_source("Alice's dentist is Dr Alvarez.", scope="private/alice")
+    writing = Lease(mem.catalog, "ingest", moment=True)  # Bob's ingest, writing his pages
+    writing.acquire()
+    alices = ingest_steps(mem, scopes=lambda s: s == "private/alice", claim="private/alice")
+    assert isinstance(next(alices), Wait) and isinstance(alices.send(None), Wait)
+    writing.release()
+    assert [s.id for s in alices.send(None).sources] == [a]  # read, now the wiki is free
+    alices.close()
+    with Lease(mem.catalog, "ingest"):  # a nightly pass (another process), its model rewriting a page
+        with pytest.raises(LeaseBusy):
+            next(ingest_steps(mem, scopes=lambda s: s == "private/alice", claim="private/alice"))
+    assert len(mem.inbox()) == 1
