@@ -14,6 +14,7 @@ are written: sources stay searchable and cited, and wait in the inbox until an i
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
@@ -1274,3 +1275,28 @@ __all__ = [
     "model_synthesize", "nightly", "person_names", "produce", "redactor", "summarize",
     "summarize_conversations", "tidy_body", "next_run",
 ]
+
+
+async def take_all(locks: list[asyncio.Lock], held: contextlib.AsyncExitStack) -> None:
+    """Takes every lock, holding none while it waits for one still taken: a writer waited for (a person's hung
+    model) never holds another person's Ingest now through the locks taken before it."""
+    while True:
+        taken: list[asyncio.Lock] = []
+        busy = None
+        try:
+            for lock in locks:
+                if lock.locked():
+                    busy = lock
+                    break
+                await lock.acquire()  # free: taken at once
+                taken.append(lock)
+        finally:
+            if busy is not None or len(taken) < len(locks):  # one still taken (or cancelled): none held
+                for lock in taken:
+                    lock.release()
+        if busy is None:
+            for lock in taken:
+                held.callback(lock.release)
+            return
+        async with busy:  # wait for that writer alone, then try them all again
+            pass

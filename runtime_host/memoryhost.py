@@ -580,30 +580,5 @@ class MemoryHost(MappingForgets):
         locks = [self.job_lock("ingest")] + [self.job_lock(f"ingest:{pid}")
                                              for pid in sorted(str(p.id) for p in self.pod.store.list_people())]
         async with contextlib.AsyncExitStack() as held:  # every person's ingest finished first, none begun meanwhile
-            await self._take_all(locks, held)
+            await memory_jobs.take_all(locks, held)
             return await memory_jobs.nightly(self.pod)
-
-    @staticmethod
-    async def _take_all(locks: list[asyncio.Lock], held: contextlib.AsyncExitStack) -> None:
-        """Takes every lock, holding none while it waits for one still taken: a writer waited for (a person's hung
-        model) never holds another person's Ingest now through the locks taken before it."""
-        while True:
-            taken: list[asyncio.Lock] = []
-            busy = None
-            try:
-                for lock in locks:
-                    if lock.locked():
-                        busy = lock
-                        break
-                    await lock.acquire()  # free: taken at once
-                    taken.append(lock)
-            finally:
-                if busy is not None or len(taken) < len(locks):  # one still taken (or cancelled): none held
-                    for lock in taken:
-                        lock.release()
-            if busy is None:
-                for lock in taken:
-                    held.callback(lock.release)
-                return
-            async with busy:  # wait for that writer alone, then try them all again
-                pass
