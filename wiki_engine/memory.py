@@ -14,6 +14,7 @@ import concurrent.futures
 import contextlib
 import hashlib
 import json
+import os
 import re
 import shutil
 import sqlite3
@@ -1282,16 +1283,32 @@ class Memory:
 
     def _title_slot(self, sc: Scope, title: str) -> tuple[str, bool]:
         """The title under which the page ``title`` names lives (``title``, or ``title 2``, 3... when pages of other
-        titles hold those files) and whether its file exists."""
+        titles hold those files) and whether its file exists. A numbered page is found after its namesake before it
+        was deleted, too: a file name freed is not taken while the page of that title lives under a number."""
+        folder = self.pages.path_for(sc, "x").parent
+        try:
+            names = {e.name[:-3] for e in os.scandir(folder) if e.name.endswith(".md")}
+        except OSError:  # no folder yet (or not readable: the write says so)
+            names = set()
+        free = None
         for n in range(1, _MAX_NAMESAKES + 1):
             tried = title if n == 1 else _numbered(title, n)
+            if slugify(tried) not in names:
+                free = free or tried
+                continue
             try:
                 text = self.pages.read_text(sc, slugify(tried))
                 other = None if text is None else parse_page(text).title
             except PageFormatError:
+                if free is None:
+                    return tried, True  # the caller leaves a file it cannot read alone
+                continue
+            if other is not None and _same_title(other, tried):
                 return tried, True
-            if other is None or _same_title(other, tried):
-                return tried, other is not None
+            if other is None:
+                free = free or tried
+        if free is not None:
+            return free, False
         raise PageRefused(f"The page “{title[:80]}” was not written: {_MAX_NAMESAKES} pages of other titles already "
                           "have its file name. Rename or merge some of them in the Wiki.")
 
@@ -1299,8 +1316,9 @@ class Memory:
         """The file a page is read by: a slug as it is; a title, the file of the page of that title (see
         ``_title_slot``: "C++" is ``c-2.md`` when ``c.md`` holds "C#")."""
         slug = slugify(title_or_slug)
-        if slug == title_or_slug:
-            return slug
+        if slug == title_or_slug or (re.fullmatch(r"[\w-]+", title_or_slug)
+                                     and self.pages.path_for(sc, title_or_slug).is_file()):
+            return title_or_slug  # a page's own file name (one cut at a space ends in "-")
         try:
             title, _ = self._title_slot(sc, title_or_slug)
         except PageRefused:

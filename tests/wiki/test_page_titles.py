@@ -92,3 +92,35 @@ def test_a_link_to_the_renamed_page_opens_it_not_the_first_page(mem: Memory) -> 
     assert mem.view_page("private/bob", "C++", Viewer("bob")).body == "A book on loan [1]."
     mem.delete_page("private/alice", "C++")  # deletes the page of that title, not C#
     assert sorted(p.title for p in mem.list_pages("private/alice")[0]) == ["C#"]
+
+
+def test_verified_numbered_page_is_still_protected_after_its_namesake_is_deleted(mem: Memory) -> None:
+    """'C#' is c.md, the writer's 'C++' is stored as 'C++ 2' (c-2.md); Alice verifies her C++ page. Later she deletes
+    the C# page. The writer extends 'C++' again: it should be a proposal on her verified page (or at least not a
+    second unverified page beside it), and read_page('C++') should still open her page."""
+    a = mem.add_source("I started a C# course at work in May.", scope="private/alice")
+    b = mem.add_source("I read a C++ book in June.", scope="private/alice")
+    c = mem.add_source("The C++ book was by Stroustrup.", scope="private/alice")
+    mem.write_page(Page("C#", "private/alice", "learning", "- A C# course [1]", {1: a}), author="agent:writer")
+    mem.write_page(Page("C++", "private/alice", "learning", "- A C++ book in June [1]", {1: b}), author="agent:writer")
+    assert mem.read_page("private/alice", "C++").title == "C++ 2"
+    mem.set_verified("private/alice", "C++")
+    mem.delete_page("private/alice", "c")  # Alice deletes the C# page in the Wiki
+    assert mem.read_page("private/alice", "C++") is not None, "the C++ page is no longer found by its title once C# is gone"
+    res = mem.write_page(Page("C++", "private/alice", "learning", "- A C++ book [1], by Stroustrup [2]", {1: b, 2: c}),
+                         author="agent:writer")
+    pages, _ = mem.list_pages("private/alice")
+    assert res.status == "proposed" and [(p.title, p.verified) for p in pages] == [("C++ 2", True)], (
+        res.status, [(p.title, p.verified, p.body) for p in pages])
+
+
+def test_a_long_title_page_is_read_by_its_own_slug(mem: Memory) -> None:
+    """A title whose file name is cut at 80 letters just after a word ends: its slug ends in '-'. The Wiki and every
+    internal caller read a page by p.slug; read_page(scope, p.slug) must find the page listed."""
+    a = mem.add_source("The school trip note.", scope="private/alice")
+    title = "x" * 79 + " trip to the seaside for the whole class"
+    mem.write_page(Page(title, "private/alice", "school", "- trip [1]", {1: a}), author="agent:writer")
+    pages, _ = mem.list_pages("private/alice")
+    assert len(pages) == 1
+    p = pages[0]
+    assert mem.read_page("private/alice", p.slug) is not None, f"listed page {p.slug!r} cannot be read by its slug"
