@@ -195,7 +195,7 @@ _FILLER = re.compile(
 # Chat around an answer of plain lines (a summary cites nothing, so _FILLER's test of a citation cannot tell a fact from
 # chat): an opening word and its mark ("Sure!", "Okay,") is taken off a line, and a line is left out only when what
 # remains is empty, announces what follows ("Here is the summary:") or talks to the reader ("I hope this helps").
-_CHAT_OPENER = re.compile(r"^\s*(sure|certainly|of course|absolutely|okay|ok|great)\s*[!,.:;—–-]+\s*", re.I)
+_CHAT_OPENER = re.compile(r"^\s*(sure|certainly|of course|absolutely|okay|ok|great)(\s*[!,.:;]+|\s+[—–-]+)(\s+|$)", re.I)
 _CHAT_LINE = re.compile(r"^\s*((here('s| is| are)|below (is|are))\b[^\n]*:|(i hope|hope this|let me know|feel free|"
                         r"as an ai|happy to help|i('ve| have) (written|updated|created))\b[^\n]*)\s*$", re.I)
 

@@ -2160,7 +2160,8 @@ async def test_two_pages_of_one_ingest_whose_titles_make_one_file_name_are_both_
 def test_a_summary_of_plain_lines_keeps_the_facts_that_start_like_chat(monkeypatch) -> None:
     """A model summarising in plain lines (no bullets, no citations) wrote facts beginning with a word chat begins
     with: "Great Britain trip…", "Okay to call Dr Lee…", "Absolutely no peanuts…". Each was taken for chat filler
-    and silently left out of the person's note; only the chat around the facts goes."""
+    and silently left out of the person's note; only the chat around the facts goes ("Great-aunt Mary" keeps
+    her "Great")."""
     from runtime_host import memory_jobs
 
     answer = ("Sure! Here is the summary you asked for:\n"
@@ -2169,6 +2170,7 @@ def test_a_summary_of_plain_lines_keeps_the_facts_that_start_like_chat(monkeypat
               "Okay to call Dr Lee after 6 pm on weekdays.\n"
               "Absolutely no peanuts for Ana: she is allergic.\n"
               "Sure, the spare key is under the blue pot.\n"
+              "Great-aunt Mary arrives on 5 May.\n"
               "I hope this helps, let me know if you need anything else!")
     monkeypatch.setattr(memory_jobs, "_ask", lambda *a, **k: answer)
     route = {"kind": "openai-compatible", "provider": "p", "model": "m", "base_url": "http://127.0.0.1:9/v1"}
@@ -2176,4 +2178,4 @@ def test_a_summary_of_plain_lines_keeps_the_facts_that_start_like_chat(monkeypat
     assert out == ("Summary of the conversation “Family plans”:\nAna starts school on 2 September.\n"
                    "Great Britain trip booked for 4 to 12 June, flights from Porto.\n"
                    "Okay to call Dr Lee after 6 pm on weekdays.\nAbsolutely no peanuts for Ana: she is allergic.\n"
-                   "The spare key is under the blue pot."), out
+                   "The spare key is under the blue pot.\nGreat-aunt Mary arrives on 5 May."), out
