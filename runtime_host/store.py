@@ -668,9 +668,10 @@ class Store:
 
     # -- notifications kept for a person not shown (KeptNotice)
     def keep_notice(self, person_id: str, title: str, text: str) -> None:
-        """Keeps a notification for a person not shown; past the newest KEPT_NOTICES of theirs, the oldest go."""
+        """Keeps a notification for a person not shown, through the key redactor as every other row (a provider's
+        refusal may quote the key it was sent); past the newest KEPT_NOTICES of theirs, the oldest go."""
         with self.session() as s:
-            s.add(KeptNotice(person_id=person_id, title=title, text=text))
+            s.add(KeptNotice(person_id=person_id, title=redact(title), text=redact(text)))
             s.commit()
             old = s.exec(select(KeptNotice).where(KeptNotice.person_id == person_id)
                          .order_by(KeptNotice.created_at.desc(), KeptNotice.id.desc())  # type: ignore[attr-defined]

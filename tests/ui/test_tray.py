@@ -212,6 +212,32 @@ def test_alices_notification_kept_while_bob_was_shown_survives_a_quit_and_reache
         qloop.run(again.close())
 
 
+def test_a_notification_kept_for_bob_never_writes_his_key_into_pod_db(qtbot, qloop, ui_pod, home) -> None:
+    """Bob's memory model failed while Alice was shown, his provider's 401 quoting the key it was sent. Every other
+    pod.db row goes through the key redactor ("Keys and passwords are never written there"); the notification kept
+    for Bob was written raw. Now the key is hidden in pod.db, and Bob, when shown, still learns what failed."""
+    import sqlite3
+
+    bob = ui_pod.add_person("Bob")
+    key = "sk-bob-live-7f3a9c2e11d04b5f"
+    ui_pod.pod.add_provider(bob["id"], "bobs", kind="openai-compatible", base_url="http://127.0.0.1:9/v1", key=key)
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show()
+    # providers/http.py keeps up to 300 characters of the provider's message in the error
+    ui_pod.emit({"type": "memory.failed", "person": bob["id"], "job": "memory.producer",
+                 "error": f"The extraction model failed: Provider 'bobs' (m) refused the key (HTTP 401: Incorrect API "
+                          f"key provided: {key}). Check or replace the key in Settings → Providers."})
+    rows = list(sqlite3.connect(home / "pod.db").execute("SELECT title, text FROM kept_notice"))
+    assert len(rows) == 1 and key not in rows[0][0] + rows[0][1], rows
+    assert not w.notices.isVisible()  # nothing shown to Alice
+    w.refresh_people()
+    assert w.switch_person("Bob")
+    shown = w.notices.label.text()
+    assert w.notices.isVisible() and "Memory could not read your new chat and mail" in shown
+    assert "Incorrect API key provided: [secret hidden]" in shown and key not in shown
+
+
 def test_a_timed_memory_run_whose_model_fails_is_told_to_its_person_once(qtbot, qloop, ui_pod, script) -> None:
     """The person's extraction model answered no JSON on the 5-minute timer: the failure went to the ledger and a
     log line, and the window said nothing, run after run, while memory stopped learning their chat. Now they are
