@@ -142,6 +142,9 @@ class MainWindow(QMainWindow):
         self._new_conversation = False
         self._editing: str | None = None  # a message of the person's being edited, to be answered again
         self._live_turn: str | None = None
+        # What came for the person shown while another used the window (before a quit too) waits in pod.db until
+        # the window is first shown: started in the tray (--tray, at login), it is not yet.
+        self._kept_waiting = True
         self._tasks: set[asyncio.Task[Any]] = set()
         self.setWindowTitle("Hearth")
         self.setWindowIcon(app_icon())
@@ -160,7 +163,6 @@ class MainWindow(QMainWindow):
         ok, why = sandbox_status()
         if not ok:
             self.notices.show_message("Sandbox off", why, timeout_ms=30000)
-        self._show_kept()  # what came for the person shown while another used the window, before a quit too
         settings = QSettings("Hearth", "Hearth")
         last_view = settings.value("window/view")
         if last_view is not None and str(last_view).isdigit():
@@ -1058,9 +1060,18 @@ class MainWindow(QMainWindow):
         self.pod.keep_notice(person, title, text)
 
     def _show_kept(self) -> None:
+        """Shows the person shown what was kept for them, once the window is on screen (else at its next show)."""
+        self._kept_waiting = not self.isVisible()
+        if self._kept_waiting:
+            return
         kept = self.pod.take_notices()
         if kept:
             self.notices.show_away(kept)
+
+    def showEvent(self, event: Any) -> None:  # noqa: N802
+        super().showEvent(event)
+        if self._kept_waiting:
+            self._show_kept()
 
     def _on_pod_event(self, ev: dict[str, Any]) -> None:
         if ev.get("person") not in (None, self.pod.person.id):

@@ -36,42 +36,60 @@ class NotificationBar(QWidget):
         self.label.setAccessibleName("Notification")
         self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         close = QPushButton("Dismiss")
-        close.clicked.connect(self.hide)
+        close.clicked.connect(self.dismiss)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(8, 4, 8, 4)
         layout.addWidget(self.label, 1)
         layout.addWidget(close)
         self.setStyleSheet("background-color: palette(alternate-base); border-radius: 4px;")
         self.history: list[tuple[str, str]] = []
+        self._away: list[tuple[str, str]] = []  # "While you were away", on the bar until dismissed or timed out
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
-        self._timer.timeout.connect(self.hide)
+        self._timer.timeout.connect(self.dismiss)
         self.hide()
 
     def show_message(self, title: str, text: str, timeout_ms: int = 15000) -> None:
+        """Shows one notification; a "While you were away" still on the bar stays under it, for as long as it had."""
         self.history.append((title, text))
-        self.label.setText(f"<b>{html.escape(title)}</b> — {html.escape(text)}")  # a mail's subject is no markup
+        shown = f"<b>{html.escape(title)}</b> — {html.escape(text)}"  # a mail's subject is no markup
+        if self._away:
+            shown += "<br><br>" + _away_html(self._away)
+            timeout_ms = max(timeout_ms, self._timer.remainingTime())
+        self.label.setText(shown)
         self.show()
         self._timer.start(timeout_ms)
 
     def show_away(self, notes: list[tuple[str, str]]) -> None:
         """The notifications meant for the person now shown that came while someone else was: in one message,
-        under the one still shown, if any (such as "Sandbox off" at start-up)."""
+        under the one still shown, if any (such as "Sandbox off" at start-up). Later notifications show above it
+        until the person dismisses the bar or a minute has passed."""
         now = [self.history[-1]] if self.history and not self.isHidden() else []
         self.history.extend(notes)
-        lines = "<br>".join(f"{html.escape(title)} — {html.escape(text)}" for title, text in notes)
+        self._away = list(notes)
+        lines = _away_html(notes)
         if now:
             lines += f"<br><br><b>{html.escape(now[0][0])}</b> — {html.escape(now[0][1])}"
-        self.label.setText(f"<b>While you were away</b> ({len(notes)}):<br>{lines}")
+        self.label.setText(lines)
         self.show()
         self._timer.start(60000)
 
+    def dismiss(self) -> None:
+        """Hides the bar (the person's Dismiss, or its time is up): what it showed has been seen."""
+        self._timer.stop()
+        self._away = []
+        self.hide()
+
     def clear(self) -> None:
         """Forgets what was shown (the window is handed to another person): hidden, its text and history gone."""
-        self._timer.stop()
-        self.hide()
+        self.dismiss()
         self.label.setText("")
         self.history.clear()
+
+
+def _away_html(notes: list[tuple[str, str]]) -> str:
+    lines = "<br>".join(f"{html.escape(title)} — {html.escape(text)}" for title, text in notes)
+    return f"<b>While you were away</b> ({len(notes)}):<br>{lines}"
 
 
 class Tray(QObject):

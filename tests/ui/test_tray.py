@@ -212,6 +212,53 @@ def test_alices_notification_kept_while_bob_was_shown_survives_a_quit_and_reache
         qloop.run(again.close())
 
 
+def test_alices_kept_notification_waits_for_her_when_hearth_starts_in_the_tray(qtbot, qloop, ui_pod, home,
+                                                                             monkeypatch) -> None:
+    """Hearth started at login with --tray: the window was built but not shown, yet it took Alice's kept "Overdraft
+    warning" out of pod.db into its hidden bar, where "Hearth is running" replaced it; she never saw it. Now it waits
+    in pod.db until she opens the window, then shows under "While you were away", and a later notification shows
+    above it without replacing it. Bob's own stays his."""
+    import sqlite3
+
+    from PySide6.QtWidgets import QSystemTrayIcon
+
+    from runtime_host.pod import Pod
+
+    bob = ui_pod.add_person("Bob")
+    # Bob used the window while Alice's "Notify me" rule fired, and Alice's while his failed: each kept in pod.db
+    ui_pod.pod.keep_notice(ui_pod.person.id, "Mail from Bank <bank@example.org>", "Overdraft warning")
+    ui_pod.pod.keep_notice(bob["id"], "Mail rule 'Bills' failed", "Acme invoice could not be labelled.")
+    qloop.run(ui_pod.close())
+
+    def kept() -> list[str]:
+        return [t for (t,) in sqlite3.connect(home / "pod.db").execute("SELECT text FROM kept_notice ORDER BY text")]
+
+    monkeypatch.setattr(QSystemTrayIcon, "isSystemTrayAvailable", staticmethod(lambda: True))
+    again = Pod(home).first_person()  # Hearth starts at login, showing Alice
+    try:
+        w = MainWindow(again)  # as app/__main__.py does with --tray: built, not shown
+        qtbot.addWidget(w)
+        assert w.tray.available and not w.isVisible()
+        w.tray.notify("Hearth is running", "Schedules and mail go on; open Hearth from the tray icon.")
+        assert kept() == ["Acme invoice could not be labelled.", "Overdraft warning"]  # a quit now loses nothing
+        w.tray.open_requested.emit()  # Alice opens Hearth from the tray
+        assert w.isVisible() and w.notices.isVisible()
+        assert "While you were away" in w.notices.label.text() and "Overdraft warning" in w.notices.label.text()
+        assert kept() == ["Acme invoice could not be labelled."]  # told to Alice once; Bob's is not hers
+        assert "Acme invoice" not in w.notices.label.text()
+        w.tray.notify("Scheduled run by Assistant finished", "Weekly report done")  # before she read it
+        shown = w.notices.label.text()
+        assert "Weekly report done" in shown and "While you were away" in shown and "Overdraft warning" in shown
+        w.notices.dismiss()  # she read it and dismissed the bar: the next one shows alone
+        w.tray.notify("Scheduled run by Assistant finished", "Monthly report done")
+        assert w.notices.isVisible() and "Overdraft warning" not in w.notices.label.text()
+        w.refresh_people()
+        assert w.switch_person("Bob") and "Acme invoice could not be labelled." in w.notices.label.text()
+        assert "Overdraft warning" not in w.notices.label.text() and kept() == []
+    finally:
+        qloop.run(again.close())
+
+
 def test_a_notification_kept_for_bob_never_writes_his_key_into_pod_db(qtbot, qloop, ui_pod, home) -> None:
     """Bob's memory model failed while Alice was shown, his provider's 401 quoting the key it was sent. Every other
     pod.db row goes through the key redactor ("Keys and passwords are never written there"); the notification kept
