@@ -1091,8 +1091,10 @@ class MainWindow(QMainWindow):
                 self.statusBar().showMessage(f"Agent {e.agent} stopped: {e.reason}")
             return
         if isinstance(e, events.CardChanged):
-            if ev.get("type") == "card.created" and self._live_turn and ev.get("card_id"):
-                self._card_turns[ev["card_id"]] = self.conversation_id or ""  # shown above the composer, too
+            if ev.get("type") == "card.created" and e.card_id and e.conversation_id:
+                # made by a tool of a turn in that conversation: shown above its composer, too (a mail rule's card,
+                # made in no chat, waits in Approvals alone)
+                self._card_turns[e.card_id] = e.conversation_id
             self._cards_soon.start()
         elif isinstance(e, events.ConversationChanged) and not self.conversations.searching:
             self._conversations_soon.start()

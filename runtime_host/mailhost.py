@@ -385,11 +385,12 @@ class MailHost:
             raise MailError(f"Not drafted: {d.message}")
         return f" — contains {d.message}" if d.findings else ""
 
-    def _card_created(self, acct: ledger.AccountRow, card: Any) -> None:
+    def _card_created(self, acct: ledger.AccountRow, card: Any, made_in: dict[str, str] | None = None) -> None:
+        """Announces a card; ``made_in``: the turn and conversation whose tool drafted it (a rule's card has none)."""
         _ = self.pod.channels  # the card arbiter must exist before the card is announced
         self.pod.emit({"type": "card.created", "person": acct.person_id, "card_id": card.id, "kind": "send",
                        "summary": f"Send mail to {card.to}: {card.subject}",
-                       "body": f"**Subject:** {card.subject}\n\n{card.body}"})
+                       "body": f"**Subject:** {card.subject}\n\n{card.body}", **(made_in or {})})
 
     # -- cards
     def cards(self, person_id: str, state: str | tuple[str, ...] | None = ("pending", "failed")) -> list[dict[str, Any]]:
@@ -486,5 +487,5 @@ class MailHost:
             raise ValueError(str(exc)) from None
         card = create_card(self.engine, account_id=acct.id, from_addr=acct.address, to=str(args.get("to") or ""),
                            subject=subject, body=body, why=str(args.get("why") or "drafted by an agent") + note)
-        self._card_created(acct, card)
+        self._card_created(acct, card, self.pod.turn_driver.working_on(person_id, _agent))
         return f"draft {card.id} is waiting for the person's approval; nothing was sent"

@@ -83,7 +83,7 @@ class PartnerHost:
         _ = self.pod.channels
         self.pod.emit({"type": "card.created", "person": person_id, "card_id": pending.id, "kind": "partner",
                    "summary": f"Send to partner {partner.name} ({partner.endpoint})" + (f" — contains {d.message}" if d.findings else ""),
-                   "body": message})
+                   "body": message, **self.pod.turn_driver.working_on(person_id, instance_id)})
         try:
             approved, who = await asyncio.wait_for(asyncio.shield(decided), 240)
         except TimeoutError:

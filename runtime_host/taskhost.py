@@ -57,7 +57,7 @@ class TaskHost:
         _ = self.pod.channels
         self.pod.emit({"type": "card.created", "person": person_id, "card_id": t.id, "kind": "handoff",
                    "summary": f"{creator[0].name if creator else 'An agent'} wants to hand “{t.title}” to {name}",
-                   "body": t.description})
+                   "body": t.description, **self.pod.turn_driver.working_on(person_id, instance_id)})
         return (f"task {t.id} proposed to {name}; it starts when the person approves. "
                 f"Call wait_for_task with this id to wait for its result (waiting costs nothing).")
 

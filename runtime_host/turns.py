@@ -98,6 +98,13 @@ class Turns:
         self.lease_ok_at = time.monotonic()  # when this host last renewed its leases
         self._side_tasks: set[asyncio.Task[Any]] = set()  # Pod tool calls and worker stops beside the pipes
 
+    def working_on(self, person_id: str, instance_id: str) -> dict[str, str]:
+        """The turn an agent's worker runs now and its conversation, as fields of a Pod event (a card its tool made
+        is shown in that conversation); {} when it runs none."""
+        handle = self.pod.supervisor.handles.get((person_id, instance_id))
+        run = self.active.get(handle.active_turn or "") if handle is not None else None
+        return {"turn_id": run.turn_id, "conversation_id": run.conversation_id} if run is not None else {}
+
     # -- queueing
     def queue(self, inst: AgentInstance, profile: AgentProfile, conv: Any, text: str, *, origin: str,
               model: str | None) -> Run:

@@ -44,6 +44,17 @@ def agent_drafts(pod, script, to: str, subject: str, body: str, why: str, then: 
             lambda req: Text(then)])
 
 
+def chatting(qtbot, pod, text: str) -> MainWindow:
+    """The window, shown on the chat page, with `text` sent to the agent shown."""
+    w = MainWindow(pod)
+    qtbot.addWidget(w)
+    w.show()
+    w.show_chat()
+    w.composer.setPlainText(text)
+    w.send()
+    return w
+
+
 def test_edit_then_approve_sends_once_and_reject_sends_nothing(qtbot, qloop, ui_pod, inbox) -> None:
     acct, sink = inbox
     w = MainWindow(ui_pod)
@@ -137,12 +148,7 @@ def test_alices_inline_card_above_the_composer_is_gone_when_bob_takes_the_window
     agent_drafts(ui_pod, script, "clinic@example.org", "Rescheduling my therapy",
                  "I need to move Thursday's session; things at home are bad.", why="you asked me to",
                  then="Drafted; it waits for your approval.")
-    w = MainWindow(ui_pod)
-    qtbot.addWidget(w)
-    w.show()
-    w.show_chat()
-    w.composer.setPlainText("move my therapy session")
-    w.send()
+    w = chatting(qtbot, ui_pod, "move my therapy session")
     qloop.wait_until(lambda: len(w._inline) == 1, what="the inline card")
     qloop.wait_until(lambda: "answered by" in w.header.text(), what="the answer")
     qloop.wait_until(lambda: not w._cards_soon.isActive(), what="the card list read after the card's event")
@@ -165,12 +171,7 @@ def test_a_draft_card_above_the_composer_belongs_to_its_conversation(qtbot, qloo
     stays in Approvals all along."""
     agent_drafts(ui_pod, script, "plumber@example.org", "Leak under the sink",
                  "Could you come on Friday morning?", why="you asked me to", then="Drafted; it waits for your approval.")
-    w = MainWindow(ui_pod)
-    qtbot.addWidget(w)
-    w.show()
-    w.show_chat()
-    w.composer.setPlainText("ask the plumber to come friday")
-    w.send()
+    w = chatting(qtbot, ui_pod, "ask the plumber to come friday")
     qloop.wait_until(lambda: len(w._inline) == 1, what="the inline card")
     qloop.wait_until(lambda: "answered by" in w.header.text(), what="the answer")
     qloop.wait_until(lambda: not w._cards_soon.isActive(), what="the card list read after the card's event")
@@ -187,6 +188,28 @@ def test_a_draft_card_above_the_composer_belongs_to_its_conversation(qtbot, qloo
     assert len(w.cards.widgets) == 1  # still waiting in Approvals
     w.load_conversation(drafted_in)
     qloop.wait_until(lambda: above() == ["Could you come on Friday morning?"], what="the card back above the composer")
+
+
+def test_a_mail_rules_card_made_while_a_chat_answers_is_not_put_above_that_chat(qtbot, qloop, ui_pod, inbox,
+                                                                               script) -> None:
+    """Alice asked her helper about the weekend; while it answered, a mail rule drafted a reply to Bob's lunch mail
+    (in its own conversation). The card was put above the composer of the weekend chat, which never spoke of it,
+    and came back whenever that chat was opened. It waits in Approvals alone."""
+    acct, _ = inbox
+    script([Text("The weekend looks sunny on Saturday and rainy on Sunday, so plan the picnic early.",
+                 chunk_chars=2, delay_s=0.05)])
+    w = chatting(qtbot, ui_pod, "what's the weather this weekend?")
+    qloop.wait_until(lambda: w._live_turn is not None, what="the answer being written")
+    card(ui_pod, acct, "Re: Lunch on Tuesday")  # a mail rule's draft, announced as mailhost._card_created does
+    qloop.wait_until(lambda: "answered by" in w.header.text(), what="the answer", timeout=30)
+    qloop.wait_until(lambda: not w._cards_soon.isActive() and len(w.cards.widgets) == 1, what="the card list read")
+    above = [c.body.toPlainText() for c in w._inline.values() if c.isVisibleTo(w)]
+    assert above == [], f"a mail rule's card shows above the weekend chat's composer: {above}"
+    weekend = w.conversation_id
+    w.load_conversation(None)
+    w.load_conversation(weekend)  # opened again: still not there
+    assert [c for c in w._inline.values() if c.isVisibleTo(w)] == []
+    assert w.pages.tabText(w.pages.indexOf(w.cards)) == "Approvals (1)"
 
 
 def test_alices_card_being_sent_is_not_shown_in_bobs_approvals_nor_how_it_went(qtbot, qloop, ui_pod, inbox) -> None:
