@@ -1285,10 +1285,10 @@ async def take_all(locks: list[asyncio.Lock], held: contextlib.AsyncExitStack) -
         busy = None
         try:
             for lock in locks:
-                if lock.locked():
+                if _busy(lock):
                     busy = lock
                     break
-                await lock.acquire()  # free: taken at once
+                await lock.acquire()  # free, and no one queued for it: taken at once
                 taken.append(lock)
         finally:
             if busy is not None or len(taken) < len(locks):  # one still taken (or cancelled): none held
@@ -1300,3 +1300,9 @@ async def take_all(locks: list[asyncio.Lock], held: contextlib.AsyncExitStack) -
             return
         async with busy:  # wait for that writer alone, then try them all again
             pass
+
+
+def _busy(lock: asyncio.Lock) -> bool:
+    """Whether taking ``lock`` would wait: it is held, or a writer is queued for it (a lock just released to a queued
+    Ingest now reads as free, yet asyncio hands it to that writer first). asyncio keeps its queue in ``_waiters``."""
+    return lock.locked() or any(not w.cancelled() for w in (getattr(lock, "_waiters", None) or ()))

@@ -2179,3 +2179,64 @@ def test_a_summary_of_plain_lines_keeps_the_facts_that_start_like_chat(monkeypat
                    "Great Britain trip booked for 4 to 12 June, flights from Porto.\n"
                    "Okay to call Dr Lee after 6 pm on weekdays.\nAbsolutely no peanuts for Ana: she is allergic.\n"
                    "The spare key is under the blue pot.\nGreat-aunt Mary arrives on 5 May."), out
+
+
+async def test_the_nightly_pass_holds_no_ones_ingest_now_while_a_second_ingest_now_waits_on_a_hung_model(
+        pod, fake_model) -> None:
+    """Bob's model hangs; he pressed Ingest now, the nightly pass began waiting for him, and he pressed Ingest now
+    again. When his first run ended, the nightly took his lock back and forth (handing it to his queued second run),
+    then took the others' and queued behind his second run holding them: Alice's Ingest now waited on his hung model.
+    """
+    _bob, as_bob = bob_with_his_own_provider(pod)
+    quick, hung = sorted([pod, as_bob], key=lambda p: str(p.person_id))  # hung's lock is taken last
+    hung.set_role_model("ingest", "fake/slow")
+    quick.set_role_model("ingest", "fake/fake-1")
+    for who in (hung, quick):
+        await pod.in_memory_thread(lambda who=who: pod.memory.add_source(
+            f"{who.person.name}'s bike lock code is 4412.", scope=f"private/{who.person_id}"))
+    calls = []
+    asked1, go1, asked2, go2 = threading.Event(), threading.Event(), threading.Event(), threading.Event()
+
+    def model(req):
+        if req.model == "slow":
+            calls.append(1)
+            if len(calls) == 1:
+                asked1.set()
+                go1.wait(60)
+            else:
+                asked2.set()
+                go2.wait(60)
+        label = (re.findall(r"\b(S\d+)\b", req.last_user) or ["S1"])[0]
+        sc = re.search(r"^- ((?:public|private|agent)[^:\s]*): ", req.last_user, re.M).group(1)
+        title = "Shed" if "shed" in req.last_user else "Bike"
+        return Text(json.dumps([{"title": title, "scope": sc, "category": "things", "body": "- noted [1]",
+                                 "citations": {"1": label}}]))
+
+    fake_model.script = model
+    first = asyncio.create_task(hung.memory_ingest())  # Ingest now, the model slow
+    nightly = second = None
+    try:
+        assert await asyncio.to_thread(asked1.wait, 30)
+        nightly = asyncio.create_task(pod.pod.memory_nightly())  # 03:00: waits for hung's writer
+        await asyncio.sleep(0.3)
+        await pod.in_memory_thread(lambda: pod.memory.add_source(
+            f"{hung.person.name}'s shed key is under the pot.", scope=f"private/{hung.person_id}"))
+        second = asyncio.create_task(hung.memory_ingest())  # Ingest now pressed again: queued on the lock
+        await asyncio.sleep(0.3)
+        go1.set()  # the first answers; the second's model now hangs
+        assert await asyncio.to_thread(asked2.wait, 30)
+        await asyncio.sleep(0.3)
+        try:
+            out = await asyncio.wait_for(quick.memory_ingest(), 15)
+        except TimeoutError:
+            pytest.fail("Ingest now waited: the nightly pass held this person's lock while it waited on "
+                        "another person's second Ingest now (hung model)")
+        assert not out.get("message") and out["left_in_inbox"] == 0, out
+    finally:
+        go1.set()
+        go2.set()
+        await asyncio.wait_for(first, 60)
+        if second is not None:
+            await asyncio.wait_for(second, 60)
+        if nightly is not None:
+            await asyncio.wait_for(nightly, 60)
