@@ -160,7 +160,11 @@ def tray_body(text: str) -> str:
 
 
 def notification_for(ev: dict[str, Any]) -> tuple[str, str] | None:
-    """The (title, text) a Pod event deserves as a notification, or None."""
+    """The (title, text) a Pod event deserves as a notification, or None. Known keys in it are hidden before any of
+    it is cut to length (a key cut in two is no longer recognised: a provider's refusal may quote the key it got)."""
+    from vault import redact_value
+
+    ev = redact_value(ev)
     kind = ev.get("type")
     origin = ev.get("origin", "chat")
     if kind == "turn.finished" and origin not in ("chat", "telegram"):

@@ -383,3 +383,31 @@ def test_a_tray_popup_shows_a_notifications_words_as_written(qtbot, qloop, ui_po
     assert shown == [("Mail from Bank <bank@example.org>", said)]
     assert w.notices.history[-1] == ("Mail from Bank <bank@example.org>", said)
 
+
+def test_a_key_quoted_near_a_notifications_cut_is_not_half_kept_in_pod_db(qtbot, qloop, ui_pod, home) -> None:
+    """Bob's memory model failed while Alice was shown; his provider's 401 quoted his key around the 200th character,
+    where a notification's text is cut: the cut key was no longer recognised, and 38 of its 44 characters were
+    written to pod.db and shown to him under "While you were away"."""
+    import sqlite3
+
+    bob = ui_pod.add_person("Bob")
+    key = "sk-bob-live-7f3a9c2e11d04b5f9e8d7c6b5a4f3e2d"
+    ui_pod.pod.add_provider(bob["id"], "bobs", kind="openai-compatible", base_url="http://127.0.0.1:9/v1", key=key)
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show()
+    # As providers/http.py builds it: a LiteLLM-style proxy quoting the key it was sent, after a longer model name
+    error = ("The extraction model failed: Provider 'bobs' (gpt-4o-mini) refused the key "
+             "(HTTP 401: Authentication Error, Invalid proxy server token passed. Received API Key = "
+             f"{key}, Key Hash (Token) = 1f2e. Unable to find token in cache or the database). "
+             "Check or replace the key in Settings → Providers.")
+    assert 150 < error.index(key) < 200 < error.index(key) + len(key)  # the key straddles the 200th character
+    ui_pod.emit({"type": "memory.failed", "person": bob["id"], "job": "memory.producer", "error": error})
+    rows = list(sqlite3.connect(home / "pod.db").execute("SELECT title, text FROM kept_notice"))
+    assert len(rows) == 1
+    stored = rows[0][0] + rows[0][1]
+    leaked = key[:16]  # "sk-bob-live-7f3a": the first 16 characters of Bob's key
+    assert leaked not in stored, f"part of Bob's key written to pod.db: {stored!r}"
+    w.refresh_people()
+    assert w.switch_person("Bob")
+    assert leaked not in w.notices.label.text()
