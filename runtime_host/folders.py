@@ -630,14 +630,15 @@ def _is_mount_point(path: Path) -> bool:
     return os.path.ismount(path)
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# Control characters, and direction overrides ("invoice\u202efdp.md" reads as a PDF in the window)
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def safe_name(rel: str) -> str:
     """A relative path as it can be stored and shown: a name that is not UTF-8 (an old drive, a zip made on
-    Windows) keeps its odd bytes as \\xNN escapes, a control character (a newline, a terminal escape) is written
-    as \\xNN or \\uNNNN too, and a backslash of the name itself is written twice, so two files never get the
-    same name (b"caf\\xe9" and a file really named "caf\\xe9") and no name forges a line of a status list."""
+    Windows) keeps its odd bytes as \\xNN escapes, a control character (a newline, a terminal escape) or a
+    direction override is written as \\xNN or \\uNNNN too, and a backslash of the name itself is written twice, so
+    two files never get the same name (b"caf\\xe9" and a file really named "caf\\xe9") and no name forges a line of a status list."""
     if "\\" not in rel and not _CONTROL.search(rel):
         try:
             rel.encode("utf-8")

@@ -436,8 +436,11 @@ class Memory:
             text = without_controls(valid_text(text))
             return red(text, sc) if red is not None and text else text
 
-        return replace(item, text=clean(item.text), subject=clean(item.subject), author=clean(item.author),
-                       participants=tuple(clean(p) for p in item.participants), key=valid_text(item.key),
+        def named(text: str) -> str:  # a title or a name: no direction override ("invoice\u202efdp.md" read as a PDF)
+            return _DIRECTION.sub("", clean(text))
+
+        return replace(item, text=clean(item.text), subject=named(item.subject), author=named(item.author),
+                       participants=tuple(named(p) for p in item.participants), key=valid_text(item.key),
                        meta={k: clean(v) if isinstance(v, str) else v for k, v in item.meta.items()})
 
     def clean_page(self, page: Page) -> Page:

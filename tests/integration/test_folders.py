@@ -1457,3 +1457,18 @@ def test_a_disk_that_fills_during_an_import_is_said_in_a_line_and_a_rescan_with_
     (folder,) = json.loads((out / "list.out").read_text())
     assert folder["files"] == {"indexed": 150}, folder  # what was saved before the disk filled was not lost
     assert "zq149x" in (out / "search.out").read_text()
+
+
+async def test_an_imported_files_title_keeps_no_direction_override(pod, tmp_path) -> None:
+    """An imported file's name becomes its source's title with a right-to-left override kept: search results and a
+    page's Sources list in the window show "invoice<RLO>fdp.md" as "invoicedm.pdf". Page titles drop these
+    characters (Memory.clean_page: 'a direction override ... would make a title read otherwise in the window');
+    imported sources' titles do not."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "invoice\u202efdp.md").write_text("The plumber's invoice for the boiler repair is due on 30 April.\n")
+    folder = pod.folders.add(docs)
+    assert (await pod.folders.scan(folder.id)).indexed == 1
+    hits = await pod.memory_search("plumber invoice boiler repair", k=3)
+    assert hits
+    assert not re.search("[\u202a-\u202e\u2066-\u2069]", hits[0].title), f"title shown as {hits[0].title!r}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 
 from PySide6.QtCore import QTimer
@@ -495,3 +496,42 @@ def test_ingest_now_names_a_lost_note_file_and_writes_the_rest(qtbot, qloop, ui_
     qloop.run(w.wiki.ingest_panel.ingest())
     assert "Ingest wrote 1 page(s)" in messages[-1], messages
     assert f"A note in Me is missing from disk: {path}. Put the file back from a backup" in messages[-1], messages
+
+
+_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]")
+
+
+def _shown_plainly(text: str) -> bool:
+    """No direction override/embedding reaches the screen unless the name is isolated (FSI ... PDI)."""
+    bare = _BIDI.sub("", text.replace("\u2068", "").replace("\u2069", ""))
+    overrides = re.findall("[\u202a-\u202e]", text)
+    return not overrides or ("\u2068" in text and "\u2069" in text and bare)
+
+
+def test_a_file_name_with_a_right_to_left_override_is_not_shown_reversed(qtbot, qloop, ui_pod, tmp_path) -> None:
+    """A file name with a right-to-left override (U+202E) is shown raw in the watched-folders window: the file list
+    shows "invoice<RLO>fdp.mbox" as "invoicexobm.pdf", and the import line after the name reads backwards. The CLI
+    escapes these characters (runtime_host/cli.py) and page titles drop them (Memory.clean_page), the window does not."""
+    docs = tmp_path / "MailExport"
+    docs.mkdir()
+    name = "invoice\u202efdp.mbox"
+    with (docs / name).open("w") as fh:
+        for i in range(600):  # more parts than one step: the import line names the file being read
+            fh.write(f"From a@example.org Tue Mar  3 10:00:00 2026\nFrom: Ana <a@example.org>\nSubject: Diary {i}\n"
+                     f"Date: Tue, 03 Mar 2026 10:00:00 +0000\n\nDay {i}: Leo practised the piano piece number {i}.\n\n")
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show_wiki()
+    view = w.wiki.folders
+    w.wiki.tabs.setCurrentWidget(view)
+    shown: list[str] = []
+    view.bridge.event.connect(lambda ev: shown.append(view.progress_label.text())
+                              if ev.get("type") == "folders.progress" else None)
+    qloop.run(view.add_folder(str(docs)), timeout=300)
+    view.folders.setCurrentRow(0)
+    rows = [view.files.topLevelItem(i).text(0) for i in range(view.files.topLevelItemCount())]
+    reading = [t for t in shown if t.startswith("Reading invoice")]
+    assert rows and reading
+    # what the person sees: the list row reads "invoicexobm.pdf", the import line reads backwards after the name
+    assert all(_shown_plainly(r) for r in rows), f"file list shows a raw direction override: {rows!r}"
+    assert all(_shown_plainly(t) for t in reading), f"import line shows a raw direction override: {reading[0]!r}"
