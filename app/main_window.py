@@ -269,7 +269,6 @@ class MainWindow(QMainWindow):
         self.inline_cards = QVBoxLayout()  # approval cards from this conversation's turns, inline
         center_layout.addLayout(self.inline_cards)
         self._inline: dict[str, QWidget] = {}
-        self._card_turns: dict[str, str] = {}  # card id -> conversation id
         row = QHBoxLayout()
         self.composer = Composer()
         self.composer.submitted.connect(self.send)
@@ -814,15 +813,21 @@ class MainWindow(QMainWindow):
         self.cards.refresh()
         self._refresh_inline_cards()
 
+    def _made_here(self, card: QWidget) -> bool:
+        """Whether an agent made this card while answering in the conversation open now (the card says which: after
+        a restart, or made while another person was shown, too); a mail rule's card was made in none."""
+        made_in = getattr(card, "card", {}).get("conversation_id")
+        return bool(made_in) and made_in == self.conversation_id
+
     def _refresh_inline_cards(self) -> None:
         """Cards created during a turn of this conversation show right above the composer, too."""
         for cid in list(self._inline):  # gone, or made in another conversation than the one now open
-            if cid not in self.cards.widgets or self._card_turns.get(cid) != self.conversation_id:
+            if cid not in self.cards.widgets or not self._made_here(self.cards.widgets[cid]):
                 drop_card(self._inline.pop(cid))  # one being sent finishes out of sight
         for cid, w in self.cards.widgets.items():
             if cid in self._inline and hasattr(w, "show_state"):
                 self._inline[cid].show_state(w.card)  # type: ignore[attr-defined]  # a failed send: reason, Retry
-            if cid in self._inline or self._card_turns.get(cid) != self.conversation_id:
+            if cid in self._inline or not self._made_here(w):
                 continue
             clone = type(w)(self.pod, w.card)
             clone.decided.connect(self.cards._on_decided)
@@ -1091,11 +1096,7 @@ class MainWindow(QMainWindow):
                 self.statusBar().showMessage(f"Agent {e.agent} stopped: {e.reason}")
             return
         if isinstance(e, events.CardChanged):
-            if ev.get("type") == "card.created" and e.card_id and e.conversation_id:
-                # made by a tool of a turn in that conversation: shown above its composer, too (a mail rule's card,
-                # made in no chat, waits in Approvals alone)
-                self._card_turns[e.card_id] = e.conversation_id
-            self._cards_soon.start()
+            self._cards_soon.start()  # a card says the conversation it was made in: shown above its composer, too
         elif isinstance(e, events.ConversationChanged) and not self.conversations.searching:
             self._conversations_soon.start()
             if e.type == "conversation.deleted" and e.conversation_id == self.conversation_id:

@@ -485,7 +485,9 @@ class MailHost:
             note = self.egress(acct, found[0].name if found else _agent, subject, body)
         except MailError as exc:
             raise ValueError(str(exc)) from None
+        made_in = self.pod.turn_driver.working_on(person_id, _agent)
         card = create_card(self.engine, account_id=acct.id, from_addr=acct.address, to=str(args.get("to") or ""),
-                           subject=subject, body=body, why=str(args.get("why") or "drafted by an agent") + note)
-        self._card_created(acct, card, self.pod.turn_driver.working_on(person_id, _agent))
+                           subject=subject, body=body, why=str(args.get("why") or "drafted by an agent") + note,
+                           conversation_id=made_in.get("conversation_id"))
+        self._card_created(acct, card, made_in)
         return f"draft {card.id} is waiting for the person's approval; nothing was sent"

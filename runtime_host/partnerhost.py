@@ -79,11 +79,12 @@ class PartnerHost:
             raise ValueError(f"not sent: {d.message}")
         pending = prepare_send(partner, message)
         decided: asyncio.Future[tuple[bool, str]] = asyncio.get_running_loop().create_future()
-        self._partner_sends[pending.id] = (pending, decided, person_id)
+        made_in = self.pod.turn_driver.working_on(person_id, instance_id)
+        self._partner_sends[pending.id] = (pending, decided, person_id, made_in.get("conversation_id"))
         _ = self.pod.channels
         self.pod.emit({"type": "card.created", "person": person_id, "card_id": pending.id, "kind": "partner",
                    "summary": f"Send to partner {partner.name} ({partner.endpoint})" + (f" — contains {d.message}" if d.findings else ""),
-                   "body": message, **self.pod.turn_driver.working_on(person_id, instance_id)})
+                   "body": message, **made_in})
         try:
             approved, who = await asyncio.wait_for(asyncio.shield(decided), 240)
         except TimeoutError:
@@ -103,8 +104,8 @@ class PartnerHost:
         return reply.text_wrapped
 
     def partner_cards(self, person_id: str) -> list[dict[str, Any]]:
-        return [{"id": pid, "partner": p.partner_name, "endpoint": p.endpoint, "text": p.text, "size": p.size}
-                for pid, (p, _f, person) in self._partner_sends.items() if person == person_id]
+        return [{"id": pid, "partner": p.partner_name, "endpoint": p.endpoint, "text": p.text, "size": p.size,
+                 "conversation_id": conv} for pid, (p, _f, person, conv) in self._partner_sends.items() if person == person_id]
 
     def decide_partner_send(self, send_id: str, approve: bool, decided_by: str = "app", *,
                             person_id: str | None = None) -> None:

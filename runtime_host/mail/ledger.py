@@ -61,10 +61,15 @@ def tx(bind: Engine | Connection) -> Any:
     return bind.begin() if isinstance(bind, Engine) else contextlib.nullcontext(bind)
 
 
+# A draft card remembers the chat whose agent drafted it, to show above that chat's composer after a restart too.
+CARD_CONVERSATION_MIGRATION: tuple[str, list[str]] = (
+    "0018_card_conversation", ["ALTER TABLE outbox_cards ADD COLUMN conversation_id TEXT"])
+
+
 def create_tables(engine: Engine) -> None:
-    """Applies MAIL_MIGRATION directly (tests and benchmarks without the Store)."""
+    """Applies MAIL_MIGRATION and CARD_CONVERSATION_MIGRATION directly (tests and benchmarks without the Store)."""
     with engine.begin() as c:
-        for stmt in MAIL_MIGRATION[1]:
+        for stmt in MAIL_MIGRATION[1] + CARD_CONVERSATION_MIGRATION[1]:
             c.execute(text(stmt))
 
 

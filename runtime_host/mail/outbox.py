@@ -80,6 +80,7 @@ class Card:
     approved_at: float | None
     decided_at: float | None
     sent_at: float | None
+    conversation_id: str | None = None  # the chat whose agent drafted it (shown above its composer); a rule's: None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -90,7 +91,8 @@ class Card:
 def _card(m: Any) -> Card:
     return Card(m["id"], m["account_id"], m["mail_id"], m["from_addr"], m["to_addrs"], m["cc_addrs"], m["subject"],
                 m["body"], m["why"], m["message_id"], m["in_reply_to"], m["refs"], m["state"], m["error"],
-                int(m["attempts"]), float(m["created_at"]), m["approved_at"], m["decided_at"], m["sent_at"])
+                int(m["attempts"]), float(m["created_at"]), m["approved_at"], m["decided_at"], m["sent_at"],
+                m["conversation_id"])
 
 
 def _recipients(to: str, cc: str = "") -> list[str]:
@@ -105,19 +107,21 @@ def new_message_id(from_addr: str) -> str:
 
 def create_card(bind: Engine | Connection, *, account_id: str, from_addr: str, to: str, subject: str, body: str,
                 why: str, cc: str = "", mail_id: str | None = None, in_reply_to: str | None = None,
-                refs: str | None = None, card_id: str | None = None) -> Card:
-    """Writes a pending card (under ``card_id`` when given). Nothing is sent until a person approves it."""
+                refs: str | None = None, card_id: str | None = None, conversation_id: str | None = None) -> Card:
+    """Writes a pending card (under ``card_id`` when given; ``conversation_id``: the chat whose agent drafted it).
+    Nothing is sent until a person approves it."""
     if not _recipients(to, cc):
         raise OutboxError(f"No valid recipient in {to!r}: add an address like name@example.org.")
     now = time.time()
     card = Card(card_id or uuid.uuid4().hex, account_id, mail_id, from_addr, to, cc, subject, body, why,
-                new_message_id(from_addr), in_reply_to, refs, "pending", None, 0, now, None, None, None)
+                new_message_id(from_addr), in_reply_to, refs, "pending", None, 0, now, None, None, None, conversation_id)
     with tx(bind) as c:
         c.execute(text("INSERT INTO outbox_cards (id, account_id, mail_id, from_addr, to_addrs, cc_addrs, subject, body, "
-                       "why, message_id, in_reply_to, refs, state, attempts, created_at) VALUES (:id, :a, :mail, :f, :to, "
-                       ":cc, :s, :b, :w, :mid, :irt, :refs, 'pending', 0, :t)"),
+                       "why, message_id, in_reply_to, refs, state, attempts, created_at, conversation_id) VALUES (:id, "
+                       ":a, :mail, :f, :to, :cc, :s, :b, :w, :mid, :irt, :refs, 'pending', 0, :t, :conv)"),
                   {"id": card.id, "a": account_id, "mail": mail_id, "f": from_addr, "to": to, "cc": cc, "s": subject,
-                   "b": body, "w": why, "mid": card.message_id, "irt": in_reply_to, "refs": refs, "t": now})
+                   "b": body, "w": why, "mid": card.message_id, "irt": in_reply_to, "refs": refs, "t": now,
+                   "conv": conversation_id})
     return card
 
 

@@ -37,6 +37,7 @@ async def test_an_approved_partner_call_returns_a_wrapped_reply(pod_with_partner
         await asyncio.sleep(0.05)
     (card,) = pod.partner_cards()
     assert card["text"] == "Quote for 10 chairs?" and cards[-1]["kind"] == "partner"
+    assert card["conversation_id"] == run.conversation_id  # shown above that chat's composer, after a switch too
     pod.decide_partner_send(card["id"], True)
     result = await asyncio.wait_for(run.future, 60)
     assert result.ok, result.error
