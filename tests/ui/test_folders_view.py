@@ -332,27 +332,29 @@ def test_a_big_mail_export_shows_how_far_into_it_the_import_is(qtbot, qloop, ui_
     assert view.progress_label.text().endswith("MailExport: 1 indexed.")
 
 
+def _import_mail_export(qtbot, qloop, ui_pod, tmp_path, name: str) -> tuple[object, list[str]]:
+    """A mail export of 600 messages named ``name`` added in the Wiki's folders tab (more parts than one step: the
+    import line names the file being read); the view and every import line it showed."""
+    docs = tmp_path / "MailExport"
+    docs.mkdir()
+    with (docs / name).open("w") as fh:
+        for i in range(600):
+            fh.write(f"From a@example.org Tue Mar  3 10:00:00 2026\nFrom: Ana <a@example.org>\nSubject: Diary {i}\n"
+                     f"Date: Tue, 03 Mar 2026 10:00:00 +0000\n\nDay {i}: Leo practised the piano piece number {i}.\n\n")
+    _, view = _folders_tab(qtbot, ui_pod)
+    shown: list[str] = []
+    view.bridge.event.connect(lambda ev: shown.append(view.progress_label.text())
+                              if ev.get("type") == "folders.progress" else None)
+    qloop.run(view.add_folder(str(docs)), timeout=300)
+    return view, shown
+
+
 def test_a_file_named_like_html_is_shown_by_its_name_in_the_import_line(qtbot, qloop, ui_pod, tmp_path) -> None:
     """The import line names the file read inside a big export: a file named "<img src=x> all.mbox" made the
     label lay itself out as HTML (its name not shown, and Qt asked to load an image)."""
     from PySide6.QtCore import Qt
 
-    docs = tmp_path / "MailExport"
-    docs.mkdir()
-    name = "<img src=x> all.mbox"
-    with (docs / name).open("w") as fh:
-        for i in range(600):
-            fh.write(f"From a@example.org Tue Mar  3 10:00:00 2026\nFrom: Ana <a@example.org>\nSubject: Diary {i}\n"
-                     f"Date: Tue, 03 Mar 2026 10:00:00 +0000\n\nDay {i}: Leo practised the piano piece number {i}.\n\n")
-    w = MainWindow(ui_pod)
-    qtbot.addWidget(w)
-    w.show_wiki()
-    view = w.wiki.folders
-    w.wiki.tabs.setCurrentWidget(view)
-    shown: list[str] = []
-    view.bridge.event.connect(lambda ev: shown.append(view.progress_label.text())
-                              if ev.get("type") == "folders.progress" else None)
-    qloop.run(view.add_folder(str(docs)), timeout=300)
+    view, shown = _import_mail_export(qtbot, qloop, ui_pod, tmp_path, "<img src=x> all.mbox")
     qloop.wait_until(lambda: any(t.startswith("Reading <img") for t in shown), what="the file named")
     assert view.progress_label.textFormat() == Qt.TextFormat.PlainText
 
@@ -512,22 +514,7 @@ def test_a_file_name_with_a_right_to_left_override_is_not_shown_reversed(qtbot, 
     """A file name with a right-to-left override (U+202E) is shown raw in the watched-folders window: the file list
     shows "invoice<RLO>fdp.mbox" as "invoicexobm.pdf", and the import line after the name reads backwards. The CLI
     escapes these characters (runtime_host/cli.py) and page titles drop them (Memory.clean_page), the window does not."""
-    docs = tmp_path / "MailExport"
-    docs.mkdir()
-    name = "invoice\u202efdp.mbox"
-    with (docs / name).open("w") as fh:
-        for i in range(600):  # more parts than one step: the import line names the file being read
-            fh.write(f"From a@example.org Tue Mar  3 10:00:00 2026\nFrom: Ana <a@example.org>\nSubject: Diary {i}\n"
-                     f"Date: Tue, 03 Mar 2026 10:00:00 +0000\n\nDay {i}: Leo practised the piano piece number {i}.\n\n")
-    w = MainWindow(ui_pod)
-    qtbot.addWidget(w)
-    w.show_wiki()
-    view = w.wiki.folders
-    w.wiki.tabs.setCurrentWidget(view)
-    shown: list[str] = []
-    view.bridge.event.connect(lambda ev: shown.append(view.progress_label.text())
-                              if ev.get("type") == "folders.progress" else None)
-    qloop.run(view.add_folder(str(docs)), timeout=300)
+    view, shown = _import_mail_export(qtbot, qloop, ui_pod, tmp_path, "invoice\u202efdp.mbox")
     view.folders.setCurrentRow(0)
     rows = [view.files.topLevelItem(i).text(0) for i in range(view.files.topLevelItemCount())]
     reading = [t for t in shown if t.startswith("Reading invoice")]

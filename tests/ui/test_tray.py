@@ -259,18 +259,24 @@ def test_alices_kept_notification_waits_for_her_when_hearth_starts_in_the_tray(q
         qloop.run(again.close())
 
 
+def _bob_with_a_key_and_alice_shown(qtbot, ui_pod, key: str) -> tuple[dict, MainWindow]:
+    """Bob, with a provider of his own whose key is ``key``, and the window showing Alice."""
+    bob = ui_pod.add_person("Bob")
+    ui_pod.pod.add_provider(bob["id"], "bobs", kind="openai-compatible", base_url="http://127.0.0.1:9/v1", key=key)
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show()
+    return bob, w
+
+
 def test_a_notification_kept_for_bob_never_writes_his_key_into_pod_db(qtbot, qloop, ui_pod, home) -> None:
     """Bob's memory model failed while Alice was shown, his provider's 401 quoting the key it was sent. Every other
     pod.db row goes through the key redactor ("Keys and passwords are never written there"); the notification kept
     for Bob was written raw. Now the key is hidden in pod.db, and Bob, when shown, still learns what failed."""
     import sqlite3
 
-    bob = ui_pod.add_person("Bob")
     key = "sk-bob-live-7f3a9c2e11d04b5f"
-    ui_pod.pod.add_provider(bob["id"], "bobs", kind="openai-compatible", base_url="http://127.0.0.1:9/v1", key=key)
-    w = MainWindow(ui_pod)
-    qtbot.addWidget(w)
-    w.show()
+    bob, w = _bob_with_a_key_and_alice_shown(qtbot, ui_pod, key)
     # providers/http.py keeps up to 300 characters of the provider's message in the error
     ui_pod.emit({"type": "memory.failed", "person": bob["id"], "job": "memory.producer",
                  "error": f"The extraction model failed: Provider 'bobs' (m) refused the key (HTTP 401: Incorrect API "
@@ -390,12 +396,8 @@ def test_a_key_quoted_near_a_notifications_cut_is_not_half_kept_in_pod_db(qtbot,
     written to pod.db and shown to him under "While you were away"."""
     import sqlite3
 
-    bob = ui_pod.add_person("Bob")
     key = "sk-bob-live-7f3a9c2e11d04b5f9e8d7c6b5a4f3e2d"
-    ui_pod.pod.add_provider(bob["id"], "bobs", kind="openai-compatible", base_url="http://127.0.0.1:9/v1", key=key)
-    w = MainWindow(ui_pod)
-    qtbot.addWidget(w)
-    w.show()
+    bob, w = _bob_with_a_key_and_alice_shown(qtbot, ui_pod, key)
     # As providers/http.py builds it: a LiteLLM-style proxy quoting the key it was sent, after a longer model name
     error = ("The extraction model failed: Provider 'bobs' (gpt-4o-mini) refused the key "
              "(HTTP 401: Authentication Error, Invalid proxy server token passed. Received API Key = "
