@@ -44,7 +44,10 @@ def test_the_peak_before_the_measure_is_not_counted_and_the_fallback_samples(mon
     work = _touch(40)  # the import's own peak
     del work
     added = peak.stop() - before
-    assert peak.how == "VmHWM reset at the start" and 35 <= added < 100, added
+    # Setup's 150 MB counted would make this about 150. The 40 MB of work can read lower: on a busy machine
+    # the kernel may reclaim some of the process's file-backed pages (counted in `before`) meanwhile; CI once
+    # saw 27 MB.
+    assert peak.how == "VmHWM reset at the start" and 15 <= added < 100, added
 
     real_write = Path.write_text  # where clear_refs may not be written: sampled, and said so
 
