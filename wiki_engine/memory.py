@@ -1778,15 +1778,14 @@ class Memory:
         self._added(idx)
         return errors
 
-    def rebuild_index(self, scope: str) -> list[str]:
-        """Rebuilds a scope's index from its source files and pages."""
+    def refresh_index(self, scope: str) -> list[str]:
+        """Brings a scope's index in line with the catalog and its page files (the nightly pass): a source stored
+        or removed by a process that died in between is added or taken out, and every page is read again from its
+        file (hand edits). The vectors already made are kept: nothing stored is embedded again. Returns the
+        corrupt-file messages."""
         sc = Scope.parse(scope)
         with self._lock:
-            idx = self._indexes.pop(sc, None)
-            if idx is not None:
-                idx.close()
-            remove_index_folder(self.root / "index" / sc.relpath)
-            self.index(sc)  # repairs from the catalog: every source
+            self._repair(sc, self.index(sc))
             return self.reindex_pages(scope)
 
     def scopes_on_disk(self) -> list[str]:

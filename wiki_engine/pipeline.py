@@ -7,7 +7,7 @@ and tests can pass deterministic functions.
   sources in the inbox, and the watermark moves, all in one transaction.
 - Ingest: under the ``ingest`` lease, ``synthesize(batch) -> [Page]`` turns inbox sources into pages
   with citations. Verified pages get proposals. The inbox is cleared only for what landed.
-- Nightly: re-synthesise pages whose sources were deleted, merge duplicate pages, rebuild indexes.
+- Nightly: re-synthesise pages whose sources were deleted, merge duplicate pages, bring indexes in line.
 
 Without a capable model, ``rules_decide`` keeps or skips items by general rules (empty, small talk, too
 short, advertising) and no pages are written: sources stay searchable and wait in the inbox for a model.
@@ -433,9 +433,10 @@ def _norm_title(title: str) -> str:
 def run_nightly(memory: Memory, *, merge: Callable[[Page, Page], Page] | None = None,
                 resynthesize: Synthesize | None = None, author: str = "agent:wiki-writer") -> NightlyReport:
     """Merges duplicate pages (same normalised title in one scope), re-synthesises stale pages, and
-    rebuilds each scope's index. ``merge(a, b)`` is the model's merge; without it, the later page's
+    refreshes each scope's index. ``merge(a, b)`` is the model's merge; without it, the later page's
     text is appended to the earlier one. A merge that touches a verified page keeps the person's page
-    and files the other as a proposal (model against human resolves to the human).
+    and files the other as a proposal (model against human resolves to the human). Each index is brought in line
+    with the catalog and the page files, keeping its vectors (see ``Memory.refresh_index``).
     """
     steps = nightly_steps(memory, merge=merge, resynthesize=resynthesize is not None, author=author)
     return drive(steps, failure_told(resynthesize or (lambda batch: [])))
@@ -443,7 +444,7 @@ def run_nightly(memory: Memory, *, merge: Callable[[Page, Page], Page] | None = 
 
 def failure_told(resynthesize: Synthesize) -> Callable[[IngestBatch], list[Page | Exception]]:
     """The nightly writer, its failure handed to the steps as an answer: nightly says so in its report and goes
-    on (the pages stay stale for the next night) instead of ending before the indexes are rebuilt."""
+    on (the pages stay stale for the next night) instead of ending before the indexes are brought in line."""
 
     def told(batch: IngestBatch) -> list[Page | Exception]:
         try:
@@ -499,7 +500,7 @@ def nightly_steps(memory: Memory, *, merge: Callable[[Page, Page], Page] | None 
                     stale.append(found)
             if stale:
                 # One bad draft (a citation to a source deleted while the model wrote, say) or a failing model
-                # leaves its pages stale for the next night; the other pages and the index rebuild still happen.
+                # leaves its pages stale for the next night; the other pages and the index refresh still happen.
                 # Only the pages asked about are written, each once: a writer answering with other pages (hundreds
                 # of them, say) has them refused, and said, per scope.
                 asked = {(str(p.scope), p.slug) for p in stale}
@@ -527,7 +528,7 @@ def nightly_steps(memory: Memory, *, merge: Callable[[Page, Page], Page] | None 
                     report.rejected.append(("re-synthesis", f"the wiki writer answered {len(titles)} page(s) beyond the "
                                             f"ones it was asked to rewrite ({shown}); they were not written", sc))
         for scope in sorted(set(memory.scopes_on_disk()) | _page_scopes(memory)):
-            report.corrupt += [e for e in memory.rebuild_index(scope) if e not in report.corrupt]
+            report.corrupt += [e for e in memory.refresh_index(scope) if e not in report.corrupt]
             report.reindexed_scopes.append(scope)
     return report
 

@@ -702,3 +702,27 @@ async def test_an_embedding_choice_in_settings_does_not_freeze_the_event_loop(po
     await busy
     await pod.memory_search("anything", mode="keyword")  # memory's next work runs after the switch
     assert pod.pod.memory_host.embedding_status()["model"] == "minilm-l6-v2-int8"
+
+
+def test_the_nightly_pass_keeps_the_vectors_it_has_and_asks_the_provider_for_none_again(
+        tmp_path: Path, fake_model: FakeModelServer) -> None:
+    """The nightly pass made every scope's index anew: every source went to the provider again each night (paid
+    calls, rate limits), and search by meaning lost them until all were embedded again."""
+    from wiki_engine.pipeline import run_nightly
+
+    mem = open_memory(tmp_path / "memory", embedder=provider(fake_model))
+    try:
+        sid = mem.add_source(DENTIST, scope="private/me")
+        others = [mem.add_source(f"Note {i}: bought bread and milk at the market.", scope="private/me") for i in range(5)]
+        wait_until(lambda: idle(mem) and mem.embedding_status()["done"] == 6)
+        asked = len(fake_model.embedded)
+        fake_model.embed_fault = Error(500, "overloaded")  # the provider down tonight
+        rep = run_nightly(mem)
+        assert rep.reindexed_scopes == ["private/me"]
+        fake_model.embed_fault = None  # back in the morning: the question is embedded, the sources' vectors are there
+        assert mem.search("tooth", scopes=["private/me"], k=1, mode="meaning")[0].id == sid
+        time.sleep(0.5)
+        assert not [t for t in fake_model.embedded[asked:] if t == DENTIST or "market" in t], "sources embedded again"
+        assert {h.id for h in mem.search("market", scopes=["private/me"], k=10, mode="keyword")} == set(others)
+    finally:
+        mem.close()
