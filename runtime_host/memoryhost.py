@@ -235,6 +235,7 @@ class MemoryHost(MappingForgets):
             raise ValueError("scope must be agent, person or public")
         importance = args.get("importance")
         import wiki_engine
+        from wiki_engine.guard import held_because
 
         found = self.pod.store.get_instance(instance_id)
         gated = self.pod.gate("memory_write", fact, person_id=person_id, agent_id=instance_id,
@@ -250,7 +251,7 @@ class MemoryHost(MappingForgets):
             self.pod.emit({"type": "memory.quarantined", "person": person_id, "agent": instance_id, "reason": exc.reason})
             self.pod.audit(person_id=person_id, agent=found[0].name if found else instance_id, kind="memory",
                        phase="memory_write", action="quarantined", rule="memory.instruction_filter",
-                       summary=f"not remembered: {exc.reason}", detail={"quarantine_id": exc.quarantine_id})
+                       summary=f"not remembered: {held_because(exc.reason)}", detail={"quarantine_id": exc.quarantine_id})
             raise ValueError(f"not remembered: {exc.reason} (held for the person to review)") from None
         self.pod.emit({"type": "memory.remembered", "person": person_id, "agent": instance_id, "scope": scope,
                    "source_id": sid})
