@@ -373,7 +373,7 @@ class ModelsPage(QWidget):
             combo.setToolTip("")
             current = info["roles"][role]
             if "shared_by" in current:  # search by meaning is one index for everyone: the first person chooses
-                local = LOCAL_EMBEDDING_LABELS.get(current.get("model") or "", "a provider's embeddings")
+                local = LOCAL_EMBEDDING_LABELS.get(current["model"], current["model"])
                 combo.addItem(f"{local}, chosen by {current['shared_by']} for everyone", None)
                 combo.setEnabled(False)
                 combo.setToolTip(f"Search by meaning is shared by everyone on this Hearth, so {current['shared_by']}, "

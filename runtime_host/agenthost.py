@@ -330,11 +330,14 @@ class AgentHost:
         owner_id = memory_jobs.owner(self.pod)
         if person_id != owner_id:
             owner = self.pod.store.get_person_by_id(owner_id)
-            # Search by meaning is one index for everyone: its model is the first person's choice, shown as theirs
-            # (which local model, never which of their providers).
+            # Search by meaning is one index for everyone: its model is the first person's choice, shown as theirs.
+            # A provider of theirs embeds their own notes alone: this person's use the local model, the one shown
+            # (nothing of the provider is).
+            from wiki_engine.memory import LOCAL_EMBEDDER
+
             model = self.embedding_model()
             roles["embedding"] = {"source": "shared", "shared_by": owner.name if owner else "the first person",
-                                  "model": model if model in EMBEDDING_MODELS.values() else None}
+                                  "model": model if model in EMBEDDING_MODELS.values() else LOCAL_EMBEDDER}
         agents = {a["name"]: {"provider": a["provider"], "model": a["model"], "fallbacks": a["fallbacks"]}
                   for a in self.list_agents(person_id)}
         return {"providers": self.list_providers(person_id), "roles": roles, "agents": agents}

@@ -805,7 +805,7 @@ async def _amain(args: argparse.Namespace) -> int:
                 for role, r in info["roles"].items():
                     where = f"same as {r['inherits']}" if "inherits" in r else (
                         "/".join(str(x) for x in (r["provider"], r.get("model")) if x) if r.get("provider") else
-                        f"chosen by {r['shared_by']} for everyone ({r['model'] or 'a provider'})" if "shared_by" in r
+                        f"chosen by {r['shared_by']} for everyone ({r['model']})" if "shared_by" in r
                         else "not set")
                     print(f"role {role}\t{where}\t({r['source']})")
             return EXIT_OK

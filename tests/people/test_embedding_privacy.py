@@ -66,7 +66,8 @@ async def test_a_providers_embeddings_never_see_another_persons_or_shared_memory
     asked = len(fake_model.embed_requests)
     with pytest.raises(StoreError, match="chosen by Me, who set Hearth up"):
         bob.set_role_model("embedding", "fake/bob-embed")
-    assert bob.models()["roles"]["embedding"] == {"source": "shared", "shared_by": "Me", "model": None}
+    # he is shown the local model his notes use (he was told "a provider", as if his notes went to hers)
+    assert bob.models()["roles"]["embedding"] == {"source": "shared", "shared_by": "Me", "model": "static"}
     mem.add_source("Bob: the boiler service is in June.", scope=f"private/{bob.person.id}")
     await settled(me)
     assert all(r.headers["authorization"] != f"Bearer {BOB_KEY}" for r in fake_model.embed_requests[asked:])

@@ -117,7 +117,7 @@ def test_a_second_person_is_shown_nothing_of_the_first_persons_provider_for_sear
     dlg = SettingsDialog(bob)
     qtbot.addWidget(dlg)
     assert dlg.models.embedding_progress.text() == "" and bob.embedding_status() is None
-    assert "alices-openai-work" not in dlg.models.combos["embedding"].currentText()
+    assert dlg.models.combos["embedding"].currentText() == "On this computer — static (fast), chosen by Me for everyone"
 
 
 def test_a_provider_saved_in_settings_can_then_be_chosen_for_wiki_pages(qtbot, qloop, ui_pod, fake_model) -> None:
