@@ -224,12 +224,24 @@ class EncryptedFileStore:
         finally:
             os.close(fd)
         os.replace(tmp, self.path)
+        self._sweep()
         with contextlib.suppress(OSError):
             dfd = os.open(self.path.parent, os.O_RDONLY)
             try:
                 os.fsync(dfd)
             finally:
                 os.close(dfd)
+
+    def _sweep(self) -> None:
+        """Removes what a writer killed before its rename left (``<name>.tmp<pid>``): an older copy of the file, keys
+        since deleted or an old passphrase's encryption among them. Only where the file lock keeps every other
+        process's writer out meanwhile (POSIX): elsewhere a live writer's file could be taken from under it."""
+        if os.name != "posix":
+            return
+        for left in self.path.parent.glob(self.path.name + ".tmp*"):
+            if left.name[len(self.path.name) + 4:].isdigit():
+                with contextlib.suppress(OSError):
+                    left.unlink()
 
     @contextlib.contextmanager
     def _file_lock(self) -> Iterator[None]:

@@ -114,6 +114,27 @@ def test_change_passphrase(tmp_path: Path) -> None:
     assert Vault.open(ns, "second passphrase", tmp_path, backend="file").get("k") == "value-5678"
 
 
+def test_a_killed_writers_copy_of_a_deleted_key_is_swept(tmp_path: Path) -> None:
+    """A writer killed between writing its temporary copy and renaming it left `<vault>.tmp<pid>`: the keys as they
+    were, under the passphrase of then. Deleting the key, or changing the passphrase, left that copy on disk."""
+    import subprocess
+    import sys
+
+    ns = person_namespace("pod1", "alice")
+    v = Vault.open(ns, "first passphrase", tmp_path, backend="file", scrypt_n=FAST)
+    v.set("old", "sk-old-key-0a1b2c3d")
+    path = vault_file(tmp_path, ns)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    left = path.with_name(path.name + f".tmp{int(dead.stdout)}")
+    left.write_bytes(path.read_bytes())  # what the killed writer had written
+    other = path.with_name(path.name + ".tmpnotes")  # not a writer's: left alone
+    other.write_text("mine")
+    v.delete("old")
+    assert not left.exists() and other.exists()
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == sorted([path.name, path.name + ".lock",
+                                                                                  other.name])
+
+
 @pytest.fixture
 def no_keyring() -> Iterator[None]:
     import keyring
