@@ -110,21 +110,29 @@ def decode_bytes(data: bytes, declared: str | None, notes: list[str] | None = No
     """Bytes to text: the declared charset if it works, else UTF-8, else windows-1252; says what it guessed.
     Never raises: a label Python reads but no mail is written in (punycode, idna...) counts as unknown."""
     codec = _codec(declared)
+    if codec and not codec.startswith(("utf-", "ascii")) and not data.isascii():
+        # UTF-8 under another label (a server that labels every mail with its own charset): text in a legacy charset
+        # is almost never valid UTF-8 by chance, while read in the label's charset UTF-8 turns to mojibake or "?".
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+        else:
+            if notes is not None:
+                notes.append(f"{where}: labelled {declared} but written in UTF-8; read as UTF-8")
+            return text
     if codec:
         try:
             return data.decode(codec)
         except UnicodeDecodeError:
-            if codec in ("utf-8", "ascii"):  # mail labelled so but written in windows-1252 ("café" from an old client)
-                if notes is not None:
-                    notes.append(f"{where}: not valid {declared}; the bytes that are not were read as windows-1252")
-                return data.decode(codec, errors=_AS_CP1252)
+            # bytes the label cannot read ("café" from an old client under a UTF-8 label): read as windows-1252
             try:
-                text = data.decode(codec, errors="replace")
+                text = data.decode(codec, errors=_AS_CP1252)
             except (LookupError, UnicodeError):
                 codec = None
             else:
                 if notes is not None:
-                    notes.append(f"{where}: not valid {declared}; undecodable bytes replaced")
+                    notes.append(f"{where}: not valid {declared}; the bytes that are not were read as windows-1252")
                 return text
         except (LookupError, UnicodeError):
             codec = None
@@ -260,34 +268,84 @@ def _tag_end(markup: str, at: int, last_quote: dict[str, int]) -> tuple[int, boo
         j = markup.find(c, j + 1) + 1 if last_quote[c] > j else j + 1  # a quoted value, "<" and ">" and all
 
 
+_VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+_QUOTED = re.compile(r"\"[^\"]*\"|'[^']*'")
+_STYLE = re.compile(r"""\bstyle\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", re.I)
+_HIDDEN_ATTR = re.compile(r"\shidden(?=[\s=/>])", re.I)
+_INVISIBLE = re.compile(
+    r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*hidden|opacity\s*:\s*0*(?:\.0*)?\s*(?:;|$|!)"
+    r"|font-size\s*:\s*(?:0*(?:\.\d+)?|[0-2](?:\.\d+)?px|0*\.\d+(?:pt|em|rem))\s*(?:;|$|!)"
+    r"|max-height\s*:\s*0+(?:px)?\s*(?:;|$|!))", re.I)
+_COLOURS = re.compile(r"(?:^|;)\s*(background-color|background|color)\s*:\s*([^;!]+)", re.I)
+
+
+def _hidden(tag: str) -> bool:
+    """Whether a start tag hides what it holds from a person reading the mail: the ``hidden`` attribute, or a style of
+    display:none, visibility:hidden, zero opacity or height, a font of 2px or less, or text in its background's
+    colour (what a stranger writes for a model to read and the person never to see)."""
+    if _HIDDEN_ATTR.search(_QUOTED.sub('""', tag)):
+        return True
+    m = _STYLE.search(tag)
+    style = html.unescape(next((g for g in m.groups() if g is not None), "")) if m else ""
+    if not style or _INVISIBLE.search(style):
+        return bool(style)
+    colours = {k.lower(): _colour(v) for k, v in _COLOURS.findall(style)}
+    ground = colours.get("background-color") or colours.get("background")
+    return bool(ground and colours.get("color") == ground)
+
+
+def _colour(value: str) -> str:
+    """A CSS colour written one way: "#FFF", "#ffffff" and "white" alike."""
+    c = value.strip().lower()
+    c = {"white": "#ffffff", "black": "#000000"}.get(c, c)
+    return "#" + "".join(ch * 2 for ch in c[1:]) if re.fullmatch(r"#[0-9a-f]{3}", c) else c
+
+
 def html_to_text(markup: str) -> str:
     """The text a person reads in an HTML part, read in one pass: a mail of unclosed tags or quotes cannot hold the
     inbox (the standard parser read the rest of the part again at each one: 60 KB took 40 s, and every later check
-    started the same mail again). A "<" that opens no tag is text."""
+    started the same mail again). A "<" that opens no tag is text. What an element hides (see ``_hidden``) is left
+    out, up to its end tag (one never closed hides the rest, as in a browser)."""
     markup = _without_comments(markup)
     last_quote = {q: markup.rfind(q) for q in "\"'"}
     out: list[str] = []
     at = 0
+    hiding: str | None = None  # the hidden element's tag, while inside it
+    depth = 0  # how many of that tag are open inside it
+
+    def text(piece: str) -> None:
+        if hiding is None:
+            out.append(piece)
+
     while (lt := markup.find("<", at)) >= 0:
         end, closed = _tag_end(markup, lt, last_quote)
         name = _TAG_NAME.match(markup, lt)
         if not closed or (name is None and markup[lt + 1 : lt + 2] not in ("!", "?")):
-            out.append(markup[at:end])  # no tag: what was read is text, never read again
+            text(markup[at:end])  # no tag: what was read is text, never read again
             at = end
             continue
-        out.append(markup[at:lt])
+        text(markup[at:lt])
         at = end
         if name is None:  # <!DOCTYPE ...>, <?xml ...?>
             continue
-        tag = name.group(2).lower()
+        tag, closing = name.group(2).lower(), bool(name.group(1))
+        if hiding is not None:
+            if tag == hiding and not markup[lt:end].endswith("/>"):
+                depth += -1 if closing else 1
+                if depth == 0:
+                    hiding = None
+        elif not closing and tag not in _VOID and not markup[lt:end].endswith("/>") and _hidden(markup[lt:end]):
+            hiding, depth = tag, 1
         if tag in _BLOCK:
-            out.append("\n")
+            text("\n")
         elif tag in _CELL:
-            out.append(" ")
-        elif not name.group(1) and tag in ("script", "style", "head", "title"):
+            text(" ")
+        elif not closing and tag in ("script", "style", "head", "title"):
             skip = _SKIP_END.search(markup, at)
             at = skip.end() if skip else len(markup)
-    out.append(markup[at:])
+            if hiding == tag:  # a hidden <style>: skipped to its end, nothing more to hide
+                hiding = None
+    text(markup[at:])
     text = _SPACES.sub(" ", html.unescape("".join(out)))
     return re.sub(r"\n\s*\n+", "\n\n", text).strip()
 
