@@ -477,6 +477,16 @@ def detect_addresses(text: str) -> list[Finding]:
 
 # -------------------------------------------------------------------------------------------- secret
 
+# What names a credential: "password", "wifi-password", "API key", "access_token", "client secret". Read from the
+# start of a run like "db_admin_password" only (from each of its parts, a long run took the square of its length).
+_CREDENTIAL_LABEL = (r"(?i:(?<![A-Za-z0-9])(?<![A-Za-z0-9][_\-])(?:[A-Za-z0-9]+[_\-])*(?:passwords?|passwd|passphrases?|pwd|api[_\-\s]?keys?|"
+                     r"(?:access|auth|refresh)[_\-\s]?tokens?|client[_\-\s]?secrets?|secret[_\-\s]?keys?|tokens?|secrets?))")
+# What the credential is for, after its name: " for the cabin wifi", " to Mum's laptop", " of example.com"
+_WHAT_FOR = r"(?i:[^\S\n]+(?:for|of|to|on|at|in)(?:[^\S\n]+[\w'\-]+(?:\.[\w\-]+)*){1,5}?)"
+# The value, to its end: a sentence's full stop or colon after it is not part of it
+_CREDENTIAL_VALUE = r"([^\s\"'`<>,;()\[\]{}]{5,}(?<![.:]))"
+
+
 @cache
 def _secret_res() -> list[tuple[str, re.Pattern[str], int]]:
     """(kind, pattern, group holding the secret)."""
@@ -508,13 +518,19 @@ def _secret_res() -> list[tuple[str, re.Pattern[str], int]]:
         ("jwt", re.compile(rf"{b}eyJ[A-Za-z0-9_\-]{{8,}}\.eyJ[A-Za-z0-9_\-]{{8,}}\.[A-Za-z0-9_\-]*{e}"), 0),
         ("bearer_token", re.compile(r"(?i:(?<![A-Za-z0-9])bearer)\s+([A-Za-z0-9\-._~+/]{19,}[A-Za-z0-9\-_~+/]=*)(?![A-Za-z0-9\-_~+/=])"), 1),
         # A value labelled as a credential: "password: hunter2horse", PASSWORD=..., {"api_key": "..."}, "the wifi
-        # password is CorrectHorse99". Only a value that looks made up (see _looks_credential), not prose.
+        # password is CorrectHorse99", "Password for the cabin wifi: Qv7rT2mz". Only a value that looks made up (see
+        # _looks_credential), not prose; a "!" or "?" at its end is part of it (see detect_secrets).
         ("labelled_secret", re.compile(
-            r"(?i:(?<![A-Za-z0-9])(?:[A-Za-z0-9]+[_\-])*(?:passwords?|passwd|passphrases?|pwd|api[_\-\s]?keys?|"
-            r"(?:access|auth|refresh)[_\-\s]?tokens?|client[_\-\s]?secrets?|secret[_\-\s]?keys?|tokens?|secrets?)"
-            # "password: x", "PASSWORD=x", "the password is x", "the wifi password for the cabin is now: x"
-            r"(?:[\"']?\s*[:=]|(?:\s+[\w']+){0,3}?\s+(?:is|was)(?:\s+now)?\s*:?))"
-            r"\s*[\"'`]?([^\s\"'`<>,;()\[\]{}]{5,}(?<![.!?:]))"), 1),
+            rf"{_CREDENTIAL_LABEL}"
+            # "password: x", "PASSWORD=x", "the password is x", "the wifi password for the cabin is now: x",
+            # "password for the cabin wifi: x"
+            rf"(?:[\"']?\s*[:=]|{_WHAT_FOR}\s*:|(?:(?:\s+[\w']+){{0,3}}?|{_WHAT_FOR})\s+(?:is|was)(?:\s+now)?\s*:?)"
+            rf"\s*[\"'`]?{_CREDENTIAL_VALUE}"), 1),
+        # The same after a dash or an arrow, a note's "Wifi password - Qv7rT2mz", "API key for the NAS -> 3f9a8b7c6d":
+        # the value ends its line or clause ("the password manager - 1Password7 works well" is prose).
+        ("labelled_secret", re.compile(
+            rf"{_CREDENTIAL_LABEL}{_WHAT_FOR}?(?:[^\S\n]+-{{1,2}}[^\S\n]+|[^\S\n]*(?:-+>|=>|\u2192|\u21d2)[^\S\n]*)"
+            rf"[\"'`]?{_CREDENTIAL_VALUE}(?=[\"'`]?[^\S\n]*(?:$|[\n,;)]|\.(?!\w)))", re.M), 1),
     ]
 
 
@@ -551,6 +567,7 @@ _SECRET_TRIGGERS: tuple[tuple[str, ...], ...] = (
     ("ecret", "ECRET"), ("gh",), ("github_pat_",), ("glpat-",), ("xox",), ("xapp-",), ("hooks.slack.com",),
     ("AIza",), ("_live_", "_test_"), ("gsk_",), ("xai-",), ("hf_",), ("://",), ("eyJ",), ("earer", "EARER"),
     ("assw", "pwd", "ssphrase", "pi key", "pi_key", "pikey", "pi-key", "oken", "ecret"),  # read in lower case
+    ("assw", "pwd", "ssphrase", "pi key", "pi_key", "pikey", "pi-key", "oken", "ecret"),
 )
 _LOWER_CASE_TRIGGERS = frozenset({"labelled_secret"})
 
@@ -599,7 +616,9 @@ def detect_secrets(text: str) -> list[Finding]:
             elif kind == "slack_webhook":
                 conf = 0.99
             elif kind == "labelled_secret":
-                if not _looks_credential(value) or text.startswith("(", end):  # token = strdup16(...) is code
+                # "Xk9pq22!" is a password, "Monday!" a word said loudly: a final "!" or "?" is redacted with the
+                # value but does not make it one
+                if not _looks_credential(value.rstrip("!?")) or text.startswith("(", end):  # token = strdup16(...)
                     continue
                 conf = 0.85
             elif kind == "jwt":

@@ -196,6 +196,40 @@ def test_a_password_spoken_of_without_a_made_up_value_is_no_secret(said: str) ->
     assert not [f for f in detect(said) if f.detector == "secret"]
 
 
+
+@pytest.mark.parametrize(("said", "value"), [
+    ("Password for the shared drive at work: Zz81kkq0", "Zz81kkq0"),
+    ("API key for the weather station: 3f9a8b7c6d5e", "3f9a8b7c6d5e"),
+    ("Password for the garage door opener is Lm4np8qz", "Lm4np8qz"),
+    ("Guest wifi password - BlueFox44", "BlueFox44"),
+    ("guest wifi password \u2014 BlueFox44.", "BlueFox44"),
+    ("Netflix password -> Sunny2024", "Sunny2024"),
+    ("Alarm password \u2192 Hx83kd9q", "Hx83kd9q"),
+    ("Password for the NAS - Tr0ub4dor&3", "Tr0ub4dor&3"),
+    ("my password=Summer2024!", "Summer2024!"),
+    ("The router password is Bluebird77?!", "Bluebird77?!"),
+])
+def test_a_password_after_its_name_a_dash_or_an_arrow_is_redacted_whole(said: str, value: str) -> None:
+    """README: "a password written after its name" is redacted. "Password for the cabin wifi: ..." (words before the
+    colon), "Wifi password - ..." (a dash) were remembered as written, and "password=Xk9pq22!" left its "!" behind.
+    Found by review."""
+    assert _one(said, "secret").text == value
+
+
+@pytest.mark.parametrize("said", [
+    "password - forgot it again",
+    "Wifi password - on the fridge",
+    "The password manager - 1Password7 works well for us",
+    "Password for the cabin wifi: ask Dad",
+    "Passwords for the kids' tablets: same as last year",
+    "He said the password: Monday!",
+    "The password is hello!",
+    "password-protected PDF: report2024.pdf",
+    "Password reset link -> expired",
+])
+def test_a_dash_or_a_colon_after_a_password_spoken_of_is_no_secret(said: str) -> None:
+    assert not [f for f in detect(said) if f.detector == "secret"]
+
 def test_national_id_checksums() -> None:
     assert _one("DNI 12345678Z", "national_id").kind == "es_dni"
     assert not detect("DNI 12345678A")
