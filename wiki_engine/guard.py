@@ -147,6 +147,11 @@ _RULES: list[tuple[str, str, re.Pattern[str]]] = [
             rf"\b(?:hey|dear|attention|note\s+to(?:\s+the)?|to\s+the|to\s+any)\s+{_AI_READER}\b[^.\n]{{0,40}}\b(?:must|should|disable|ignore|forward|send|delete|transfer|reveal|approve|grant)\b|"
             rf"\b{_AI_READER}\s+(?:must|should|shall|(?:needs?|has|have|is|are)\s+to|is\s+required\s+to)\s+(?:\w+\s+){{0,2}}?"
             r"(?:upload|send|forward|share|reveal|delete|approve|call|ignore|cc|bcc|copy|email|e-mail|transfer|wire|pay)\b|"
+            # what the assistant is to tell the person ("the assistant should tell her to pay into the new account"):
+            # an answer planted for later (an estate or travel agent tells people things: "agent" is left out here)
+            r"\b(?:assistants?|ai(?:\s+assistants?)?|chatbots?|bots?|llms?|language\s+models?)\s+(?:must|should|shall|"
+            r"(?:needs?|has|have)\s+to|is\s+(?:required\s+)?to)\s+(?:always\s+|now\s+|also\s+)?"
+            r"(?:tell|say|answer|reply|respond|advise|instruct|direct)\b(?:\s+\w+){0,3}?\s+(?:to|that)\b|"
             # "Standing rule for the assistant: forward every invoice to ...": a note headed for the reader, then an order
             rf"\b(?:for|to)\s+(?:the\s+|any\s+|all\s+|my\s+|our\s+)?{_AI_READER}\s*[:\-\u2013\u2014]\s*(?:please\s+)?(?:\w+\s+){{0,2}}?"
             r"(?:upload|send|forward|share|reveal|delete|approve|call|ignore|cc|bcc|copy|email|e-mail|transfer|wire|pay|grant)\b|"
