@@ -194,9 +194,11 @@ def detect_phones(text: str) -> list[Finding]:
 @cache
 def _card_re() -> re.Pattern[str]:
     # Groups joined by one separator throughout (none, dots, slashes, spaces or dashes), or by spaces and dashes
-    # mixed ("4111 1111-1111 1111"); dots and slashes never mix, and never follow a slash (a path or an address).
+    # mixed ("4111 1111-1111 1111", "4111 - 1111 - 1111 - 1111", or "4111-1111-" ending a line); dots and slashes
+    # never mix, and never follow a slash (a path or an address).
     return re.compile(
-        r"(?<![\w.\-/])(?:\d{4}(?P<s>[ .\-/]?)\d{2,7}(?:(?P=s)\d{1,7}){1,4}|\d{4}[ \-]\d{2,7}(?:[ \-]\d{1,7}){1,4})"
+        r"(?<![\w.\-/])(?:\d{4}(?P<s>[ .\-/]?)\d{2,7}(?:(?P=s)\d{1,7}){1,4}"
+        r"|\d{4}(?: ?- ?| )\d{2,7}(?:(?: ?- ?| )\d{1,7}){1,4})"
         r"(?![\w]|[.\-/]\d)"
     )
 
@@ -275,6 +277,9 @@ def _iban_start_re() -> re.Pattern[str]:
     return re.compile(r"(?<![A-Za-z0-9])([A-Za-z]{2})(\d{2})")
 
 
+_IBAN_SEP = re.compile(r" ?[-/] ?| ")  # a space, a dash or a slash (with a space either side or not)
+
+
 def detect_ibans(text: str) -> list[Finding]:
     out: list[Finding] = []
     n = len(text)
@@ -293,8 +298,9 @@ def detect_ibans(text: str) -> list[Finding]:
                 chars.append(ch)
                 count += 1
                 i += 1
-            elif ch in " -" and i + 1 < n and text[i + 1].isascii() and text[i + 1].isalnum() and text[i - 1] not in " -":
-                i += 1
+            elif (sep := _IBAN_SEP.match(text, i)) and sep.end() < n and text[sep.end()].isascii() \
+                    and text[sep.end()].isalnum():
+                i = sep.end()  # one separator between groups
             else:
                 break
         if count != length:

@@ -82,6 +82,8 @@ def test_card_named_as_order_number_is_below_threshold() -> None:
     "4111\u200b 1111 1111\ufeff 1111",  # zero-width characters
     "4111\u20131111\u20131111\u20131111",  # en dashes
     "4111 1111-1111 1111",  # mixed separators
+    "4111 - 1111 - 1111 - 1111",  # a dash with a space either side
+    "4111-1111-\n1111-1111",  # dashes, split after one at the end of a line
 ])
 def test_a_card_is_found_however_it_is_written_and_its_span_is_the_original(written: str) -> None:
     text = f"Pay with {written}, thanks."
@@ -141,6 +143,17 @@ def test_iban_checks_mod97_and_country_length() -> None:
     assert not ck.iban_valid("GB82WEST1234569876543")  # length
     assert not ck.iban_valid("XX82WEST12345698765432")  # country
     assert not [f for f in detect("GB82 WEST 1234 5698 7654 33") if f.detector == "iban"]
+
+
+@pytest.mark.parametrize("written", ["GB82/WEST/1234/5698/7654/32", "GB82 - WEST - 1234 - 5698 - 7654 - 32",
+                                     "GB82-WEST-1234-\n5698-7654-32", "GB82 WEST 1234 5698 7654 32"])
+def test_an_iban_written_with_slashes_or_spaced_dashes_is_found_whole(written: str) -> None:
+    """An IBAN's groups joined by slashes or by " - " were not found (the account number reached memory as written)."""
+    text = f"Transfer to {written} today."
+    iban = _one(text, "iban")
+    assert text[iban.start:iban.end] == written
+    assert not [f for f in detect("GB82 / WEST / 1234 / 5698 / 7654 / 33") if f.detector == "iban"]  # mod 97
+    assert not [f for f in detect("GB82 -- WEST 1234 5698 7654 32") if f.detector == "iban"]
 
 
 def test_secret_shapes_and_pem_block() -> None:
