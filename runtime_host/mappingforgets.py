@@ -9,7 +9,10 @@ import contextlib
 import itertools
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from runtime_host.memory_jobs import JobLock
 
 log = logging.getLogger("hearth.memory")
 
@@ -20,7 +23,7 @@ class MappingForgets:
     memory: Any
     pod: Any
     in_memory_thread: Callable[..., Any]
-    job_lock: Callable[[str], asyncio.Lock]
+    job_lock: Callable[[str], JobLock]
 
     def _source_texts(self, source_ids: Iterable[str]) -> Iterator[str]:
         """(On memory's thread.) The text of each of these sources still stored."""

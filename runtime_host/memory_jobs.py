@@ -38,6 +38,8 @@ NO_INGEST_MODEL = ("Pages are written once an ingest model is chosen. Until then
 WIKI_BUSY = ("Another Hearth process is writing the wiki right now (a `memory ingest` or `memory nightly` run, or a "
              "second window); this run was skipped and nothing is lost: what waits in the inbox is written by that "
              "run or the next one. Try again in a minute.")
+INGEST_RUNNING = ("Your ingest is already running (the 30-minute one, or an Ingest now of yours): its model has not "
+                  "answered yet. Its pages show in the wiki when it ends; nothing waiting in the inbox is lost.")
 NO_ASK_MODEL = ("Ask memory needs a capable model: choose one for “Ask memory” in Settings → Models (a model "
                 "server on this machine, or a provider; in a terminal: `models set ask_memory PROVIDER/MODEL`). Meanwhile, search finds what memory holds.")
 
@@ -69,14 +71,21 @@ class MemoryModelError(Exception):
         return " ".join(f"For person {pid}: {said}" for pid, said in self.summaries.items())
 
 
+def _told(failed: list[tuple[str, MemoryModelError]]) -> tuple[dict[str, str], dict[str, str]]:
+    """What failed for each person (person id -> their model's failures, then -> the summaries of those)."""
+    failures: dict[str, str] = {}
+    summaries: dict[str, str] = {}
+    for pid, exc in failed:  # each of a person's failures said (their chat and their summaries, say), once
+        for told, what in ((failures, str(exc)), (summaries, exc.summary)):
+            said = told.get(pid)
+            told[pid] = what if said is None or what in said else f"{said} {what}"
+    return failures, summaries
+
+
 def _failed_run(failed: list[tuple[str, MemoryModelError]], report: Any) -> MemoryModelError:
     err = failed[0][1]
     err.report = report
-    err.failures, err.summaries = {}, {}
-    for pid, exc in failed:  # each of a person's failures said (their chat and their summaries, say), once
-        for told, what in ((err.failures, str(exc)), (err.summaries, exc.summary)):
-            said = told.get(pid)
-            told[pid] = what if said is None or what in said else f"{said} {what}"
+    err.failures, err.summaries = _told(failed)
     return err
 
 
@@ -965,28 +974,43 @@ async def _summarize_for(pod: Any, person: Any, internal: set[str], made: dict[s
             made[scope] = made.get(scope, 0) + 1
 
 
-async def ingest(pod: Any, person_id: str | None = None) -> dict[str, Any]:
+async def ingest(pod: Any, person_id: str | None = None,
+                 told: Callable[[str, str], None] | None = None) -> dict[str, Any]:
     """Turns the inbox into wiki pages with the ingest model (single writer). Without a capable model no
     page is written: the inbox waits, and the answer says so and how to choose one. With ``person_id`` (Ingest now,
-    `memory ingest`), only the pages that person's model writes (theirs; the owner's also the shared ones); without
-    (the timer), each person's at once, each with their own model: one person's hung or slow model never holds
-    another's pages, and each person hears of theirs as soon as they are written. The timer's run skips a person
-    whose writer is still going (their previous run's model has not answered yet, or their Ingest now): the
-    report's ``still_writing`` names them, ``ran`` those whose writer ran."""
-    from wiki_engine.pipeline import LeaseBusy, ingest_steps
-
+    `memory ingest`), only the pages that person's model writes (theirs; the owner's also the shared ones), and at
+    once INGEST_RUNNING while their ingest is still going; without (the timer), each person's at once, each with
+    their own model: one person's hung or slow model never holds another's pages, and each person hears of theirs as
+    soon as they are written, and ``told`` (person, what failed) of their model's failure as soon as their writer
+    ends. The timer's run skips a person whose writer is still going (their previous run's model has not answered
+    yet, or their Ingest now): the report's ``still_writing`` names them, ``ran`` those whose writer ran, ``busy``
+    those whose scopes another process was writing (skipped; ``message`` says so only when that was everyone)."""
+    host = pod.memory_host
     writers = {pid: c for pid, c in _writers(pod).items()
                if c.synthesize is not None and person_id in (None, pid)}
-    if not writers:
+    if not writers or person_id in host.ingesting:
         waiting = len(await pod.in_memory_thread(lambda: pod.memory.inbox(100000)))
-        out = {"written_by": None, "written": [], "proposed": [], "rejected": [], "consumed": 0, "unreadable": [],
-               "left_in_inbox": waiting, "message": NO_INGEST_MODEL}
-        return out
-    still = [pid for pid in writers if person_id is None and pod.memory_host.job_lock(f"ingest:{pid}").locked()]
+        return {"written_by": None, "written": [], "proposed": [], "rejected": [], "consumed": 0, "unreadable": [],
+                "left_in_inbox": waiting, "message": INGEST_RUNNING if writers else NO_INGEST_MODEL}
+    still = [pid for pid in writers
+             if person_id is None and (pid in host.ingesting or host.job_lock(f"ingest:{pid}").busy())]
     writers = {pid: c for pid, c in writers.items() if pid not in still}
+    going = set(writers)  # this run's writers not ended yet: each leaves ``ingesting`` as it ends
+    host.ingesting |= going  # before any wait: an Ingest now meanwhile is answered at once
+    try:
+        return await _ingest(pod, writers, still, told, going)
+    finally:
+        host.ingesting -= going
+
+
+async def _ingest(pod: Any, writers: dict[str, Choice], still: list[str],
+                  told: Callable[[str, str], None] | None, going: set[str]) -> dict[str, Any]:
+    from wiki_engine.pipeline import LeaseBusy, ingest_steps
+
     out = {"written_by": None, "written": [], "proposed": [], "rejected": [], "consumed": 0, "unreadable": [],
            "ran": list(writers), "still_writing": still}
     failed: list[tuple[str, MemoryModelError]] = []
+    busy: set[str] = set()
     pending = await pod.in_memory_thread(pod.memory.pending_scopes)
 
     async def write(pid: str, choice: Choice) -> list[Any]:
@@ -994,17 +1018,27 @@ async def ingest(pod: Any, person_id: str | None = None) -> dict[str, Any]:
         its owner's private sources (it could copy them into a page everyone reads), nor one agent's notes
         another's. The scope's lease keeps another process's ingest off it meanwhile."""
         reps: list[Any] = []
-        async with pod.memory_host.job_lock(f"ingest:{pid}"):
-            for scope in [sc for sc in pending if writer_of(pod, sc) == pid]:
-                try:
-                    reps.append(await pod.memory_host.run_steps(
-                        lambda sc=scope: ingest_steps(pod.memory, scopes=lambda s: s == sc, claim=sc), choice.synthesize))
-                except MemoryModelError as exc:  # that scope's inbox stays for the next run; the others' is written
-                    failed.append((pid, exc))
-                except LeaseBusy:  # another process writes this scope's pages (or the whole wiki) now
-                    out["message"] = WIKI_BUSY
+        mine: list[tuple[str, MemoryModelError]] = []
+        try:
+            async with pod.memory_host.job_lock(f"ingest:{pid}"):
+                for scope in [sc for sc in pending if writer_of(pod, sc) == pid]:
+                    try:
+                        reps.append(await pod.memory_host.run_steps(
+                            lambda sc=scope: ingest_steps(pod.memory, scopes=lambda s: s == sc, claim=sc),
+                            choice.synthesize))
+                    except MemoryModelError as exc:  # that scope's inbox stays for the next run; the others' is written
+                        mine.append((pid, exc))
+                    except LeaseBusy:  # another process writes this scope's pages (or the whole wiki) now
+                        busy.add(pid)
+        finally:
+            going.discard(pid)
+            pod.memory_host.ingesting.discard(pid)  # their next run (the timer's, their Ingest now) may start
         if reps:
             _announce_ingest(pod, {pid: _figures(choice, reps)})
+        if mine:
+            failed.extend(mine)
+            if told is not None:  # now, not once every other person's model has answered
+                told(pid, _told(mine)[0][pid])
         return reps
 
     written = await asyncio.gather(*(write(pid, c) for pid, c in writers.items()))
@@ -1023,6 +1057,9 @@ async def ingest(pod: Any, person_id: str | None = None) -> dict[str, Any]:
     out["written_by"] = ", ".join(dict.fromkeys(f["written_by"] for f in by_person.values() if f["written_by"])) or None
     out["left_in_inbox"] = len(await pod.in_memory_thread(lambda: pod.memory.inbox(100000)))
     out["by_person"] = by_person
+    out["busy"] = sorted(busy)  # a person's own report says the wiki was busy; another's is as if nothing happened
+    if busy and busy >= set(writers):
+        out["message"] = WIKI_BUSY
     if failed:
         raise _failed_run(failed, out)
     return out
@@ -1270,22 +1307,51 @@ def _passage(text: str, question: str, size: int = ASK_PASSAGE_CHARS) -> str:
 
 
 __all__ = [
-    "ANSWER_CHARS", "ASK_SYSTEM", "Choice", "MemoryAnswer", "MemoryModelError", "NO_ASK_MODEL", "NO_INGEST_MODEL", "SUMMARY_EVERY",
+    "ANSWER_CHARS", "ASK_SYSTEM", "Choice", "INGEST_RUNNING", "MemoryAnswer", "MemoryModelError", "NO_ASK_MODEL", "NO_INGEST_MODEL", "SUMMARY_EVERY",
     "ask", "capable", "chat_items", "choose", "ingest", "mail_items", "model_decide", "model_reconcile",
     "model_synthesize", "nightly", "person_names", "produce", "redactor", "summarize",
     "summarize_conversations", "tidy_body", "next_run",
 ]
 
 
-async def take_all(locks: list[asyncio.Lock], held: contextlib.AsyncExitStack) -> None:
+class JobLock:
+    """One run of a memory job at a time (an asyncio.Lock), knowing how many wait for it: ``busy`` is true while it is
+    held or someone is queued for it (a lock just released to a queued writer reads as free, yet is handed to that
+    writer first)."""
+
+    def __init__(self) -> None:
+        self._lock = asyncio.Lock()
+        self._queued = 0
+
+    def busy(self) -> bool:
+        return self._lock.locked() or self._queued > 0
+
+    async def acquire(self) -> None:
+        self._queued += 1
+        try:
+            await self._lock.acquire()
+        finally:
+            self._queued -= 1
+
+    def release(self) -> None:
+        self._lock.release()
+
+    async def __aenter__(self) -> None:
+        await self.acquire()
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.release()
+
+
+async def take_all(locks: list[JobLock], held: contextlib.AsyncExitStack) -> None:
     """Takes every lock, holding none while it waits for one still taken: a writer waited for (a person's hung
     model) never holds another person's Ingest now through the locks taken before it."""
     while True:
-        taken: list[asyncio.Lock] = []
+        taken: list[JobLock] = []
         busy = None
         try:
             for lock in locks:
-                if _busy(lock):
+                if lock.busy():
                     busy = lock
                     break
                 await lock.acquire()  # free, and no one queued for it: taken at once
@@ -1300,9 +1366,3 @@ async def take_all(locks: list[asyncio.Lock], held: contextlib.AsyncExitStack) -
             return
         async with busy:  # wait for that writer alone, then try them all again
             pass
-
-
-def _busy(lock: asyncio.Lock) -> bool:
-    """Whether taking ``lock`` would wait: it is held, or a writer is queued for it (a lock just released to a queued
-    Ingest now reads as free, yet asyncio hands it to that writer first). asyncio keeps its queue in ``_waiters``."""
-    return lock.locked() or any(not w.cancelled() for w in (getattr(lock, "_waiters", None) or ()))

@@ -12,10 +12,13 @@ import itertools
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runtime_host.mappingforgets import MappingForgets
 from runtime_host.turns import TurnFailed
+
+if TYPE_CHECKING:
+    from runtime_host.memory_jobs import JobLock
 
 log = logging.getLogger("hearth.memory")
 
@@ -30,7 +33,8 @@ class MemoryHost(MappingForgets):
         self.pod = pod
         self._memory: Any = None
         self._memory_pool: Any = None
-        self._job_locks: dict[str, asyncio.Lock] = {}
+        self._job_locks: dict[str, JobLock] = {}
+        self.ingesting: set[str] = set()  # people whose ingest (a timed run's or their Ingest now) is going
         self._embedding_seen: tuple[str, str] | None = None  # the embedding choice open memory follows
         self._embedding_checked = 0.0
         self._resuming: asyncio.Task[None] | None = None  # see resume_embedding
@@ -212,12 +216,14 @@ class MemoryHost(MappingForgets):
             done, value = await self.in_memory_thread(step, steps, answer)
         return value
 
-    def job_lock(self, name: str) -> asyncio.Lock:
+    def job_lock(self, name: str) -> JobLock:
         """One run of a memory job at a time in this Pod (``ingest:<person>`` one person's ingest; nightly takes
         ``ingest`` and every person's: one writer of pages)."""
+        from runtime_host.memory_jobs import JobLock
+
         lock = self._job_locks.get(name)
         if lock is None:
-            lock = self._job_locks[name] = asyncio.Lock()
+            lock = self._job_locks[name] = JobLock()
         return lock
 
     @staticmethod
@@ -495,13 +501,14 @@ class MemoryHost(MappingForgets):
 
         return await memory_jobs.ask(self.pod, person_id, question)
 
-    async def memory_ingest(self, person_id: str | None = None) -> dict[str, Any]:
+    async def memory_ingest(self, person_id: str | None = None,
+                            told: Callable[[str, str], None] | None = None) -> dict[str, Any]:
         """Turns the inbox into wiki pages once an ingest model is chosen: everyone's, or only those ``person_id``'s
         model writes. Each person's writer runs under a lock of its own (``ingest:<person>``), so one person's slow
-        model never holds another's pages; the nightly pass takes them all."""
+        model never holds another's pages; the nightly pass takes them all. ``told``: see memory_jobs.ingest."""
         from runtime_host import memory_jobs
 
-        return await memory_jobs.ingest(self.pod, person_id)
+        return await memory_jobs.ingest(self.pod, person_id, told)
 
     async def reconcile_pages(self) -> tuple[list[str], list[tuple[str, str, str]], list[tuple[str, Any]]]:
         """Model against model: the ingest model resolves contradicting claims on unverified pages, in favour

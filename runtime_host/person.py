@@ -339,7 +339,8 @@ class PersonPod:
         out = dict(await self._for_me(lambda: self.pod.memory_ingest(self.person_id)))
         mine = set(self.person_scopes())
         own = out.pop("by_person", {}).get(self.person_id, {})
-        for timers in ("ran", "still_writing"):  # whose writers ran or were still going: the timer's to know
+        for timers in ("ran", "still_writing", "busy"):  # whose writers ran, were still going or met another
+            # process writing: the timer's to know (their own run's ``message`` says it to them)
             out.pop(timers, None)
         waiting = await self.pod.in_memory_thread(lambda: self.pod.memory.inbox_count(mine))
         if waiting and not out.get("message") and not self.has_memory_model("ingest"):

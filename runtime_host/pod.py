@@ -610,10 +610,11 @@ class Pod:
         """The slow path: the person's "Ask memory" model answers from what search finds for them, citing it."""
         return await self.memory_host.ask_memory(person_id, question)
 
-    async def memory_ingest(self, person_id: str | None = None) -> dict[str, Any]:
-        """Turns the inbox into wiki pages once an ingest model is chosen: everyone's (the timer), or only the pages
-        ``person_id``'s own model writes (their Ingest now)."""
-        return await self.memory_host.memory_ingest(person_id)
+    async def memory_ingest(self, person_id: str | None = None,
+                            told: Callable[[str, str], None] | None = None) -> dict[str, Any]:
+        """Turns the inbox into wiki pages once an ingest model is chosen: everyone's (the timer, ``told`` of each
+        person's model failing as it fails), or only the pages ``person_id``'s own model writes (their Ingest now)."""
+        return await self.memory_host.memory_ingest(person_id, told)
 
     async def _reconcile_pages(self) -> tuple[list[str], list[tuple[str, str, str]], list[tuple[str, Any]]]:
         return await self.memory_host.reconcile_pages()

@@ -124,7 +124,7 @@ class ScheduleHost:
                 run = await self.pod.start_turn_for(*found, row.prompt, new_conversation=True, origin="schedule",
                                                 title=f"Scheduled: {row.name or row.prompt[:40]}")
                 return run.turn_id
-            job = {"memory.producer": self.pod.memory_produce, "memory.ingest": self.pod.memory_ingest,
+            job = {"memory.producer": self.pod.memory_produce, "memory.ingest": self._timed_ingest,
                    "memory.nightly": self.pod.memory_nightly}.get(row.kind)
             if job is None:
                 raise StoreError(f"unknown schedule kind {row.kind!r}")
@@ -147,6 +147,12 @@ class ScheduleHost:
         out = result.to_dict()
         self.pod.emit({"type": "schedule.ticked", **{k: v for k, v in out.items() if isinstance(v, int)}})
         return out
+
+    async def _timed_ingest(self) -> dict[str, Any]:
+        """Everyone's ingest; each person whose model fails is told as their writer ends (Bob's failure is not kept
+        until Alice's hung model gives up), and not again when the run ends."""
+        return dict(await self.pod.memory_ingest(
+            told=lambda pid, why: self._tell_memory_failures("memory.ingest", {pid: why}, set())))
 
     async def _memory_run(self, job: Callable[[], Awaitable[Any]], job_id: str) -> None:
         """One memory timer's job, its outcome written to the schedule ledger when it ends."""
@@ -199,14 +205,14 @@ class ScheduleHost:
         from runtime_host.memory_jobs import writer_of
         from wiki_engine.sources import said_of
 
-        if kind != "memory.ingest" or not isinstance(report, dict) or report.get("message"):
-            return  # not an ingest, or one that read no notes (no model chosen, or another process writing)
+        if kind != "memory.ingest" or not isinstance(report, dict) or "ran" not in report:
+            return  # not an ingest, or one that read no notes (no model chosen)
         now: dict[str, list[dict[str, Any]]] = {}
         for bad in report.get("unreadable", []):
             now.setdefault(writer_of(self.pod, bad["scope"]), []).append(bad)
         seen = {(pid, bad["path"], bad["problem"]) for pid, bads in now.items() for bad in bads}
         # a note no longer reported was put back or deleted; a person whose model failed (or was still writing: their
-        # previous run's) had theirs not read
+        # previous run's; or whose scope another process was writing) had theirs not read
         ran = _ran(report)
         self._damaged_told = {k for k in self._damaged_told
                               if k in seen or k[0] in failed or (ran is not None and k[0] not in ran)}
@@ -266,6 +272,7 @@ class ScheduleHost:
 
 
 def _ran(report: Any) -> set[str] | None:
-    """Whose writers a timed memory run used, from its report (None: everyone's, or not said)."""
+    """Whose writers a timed memory run used through every scope of theirs, from its report (None: everyone's, or
+    not said): not those skipped as still writing, nor those a scope of whom another process was writing."""
     ran = report.get("ran") if isinstance(report, dict) else None
-    return None if ran is None else set(ran)
+    return None if ran is None else set(ran) - set(report.get("busy", ()))

@@ -627,7 +627,10 @@ async def alice_hangs_and_bob_writes(pod, fake_model) -> tuple[object, object, s
 async def test_bobs_ingest_now_is_not_held_by_the_first_persons_hung_model(pod, fake_model) -> None:
     """The 30-minute ingest is waiting on Alice's hung model when Bob presses Ingest now (or runs `memory ingest`):
     his own model answers at once, but he saw "Ingesting…" and no page until her model's request timed out (120 s,
-    600 s for a dribbling stream). Now his pages are written at once and his run ends."""
+    600 s for a dribbling stream). Now his pages are written at once and his run ends (or, while the timer's run is
+    still writing his pages, he is told so at once and they are there a moment later)."""
+    from runtime_host.memory_jobs import INGEST_RUNNING
+
     hung, as_bob, bscope = await alice_hangs_and_bob_writes(pod, fake_model)
     timed = asyncio.create_task(pod.pod.memory_ingest())  # the timer's run, for everyone
     try:
@@ -640,7 +643,13 @@ async def test_bobs_ingest_now_is_not_held_by_the_first_persons_hung_model(pod, 
             out = await asyncio.wait_for(as_bob.memory_ingest(), 45)
         except TimeoutError:
             pytest.fail("Bob's Ingest now waited on the first person's hung model")
-        assert not out.get("message") and out["left_in_inbox"] == 0  # his note is a page (this run's or the timer's)
+        if out.get("message") == INGEST_RUNNING:  # the timer's writer for him was still writing: it ends at once
+            for _ in range(200):
+                if as_bob.memory.read_page(bscope, "bike") is not None:
+                    break
+                await asyncio.sleep(0.05)
+        else:
+            assert not out.get("message") and out["left_in_inbox"] == 0  # his note is a page (his run's or the timer's)
         assert as_bob.memory.read_page(bscope, "bike") is not None
         assert not timed.done()  # Alice's run still waits on her model; nothing of hers was written meanwhile
     finally:
@@ -2196,12 +2205,16 @@ def test_a_summary_of_plain_lines_keeps_the_facts_that_start_like_chat(monkeypat
                    "The spare key is under the blue pot.\nGreat-aunt Mary arrives on 5 May."), out
 
 
-async def test_the_nightly_pass_holds_no_ones_ingest_now_while_a_second_ingest_now_waits_on_a_hung_model(
+async def test_the_nightly_pass_holds_no_ones_ingest_now_while_a_hung_models_person_presses_ingest_now_again(
         pod, fake_model) -> None:
     """Bob's model hangs; he pressed Ingest now, the nightly pass began waiting for him, and he pressed Ingest now
     again. When his first run ended, the nightly took his lock back and forth (handing it to his queued second run),
     then took the others' and queued behind his second run holding them: Alice's Ingest now waited on his hung model.
+    Now his second Ingest now is answered at once (his ingest is already running), Alice's is written at once while
+    his model still hangs, and the nightly pass runs once his first run has ended; his newer note waits, not lost.
     """
+    from runtime_host.memory_jobs import INGEST_RUNNING
+
     _bob, as_bob = bob_with_his_own_provider(pod)
     quick, hung = sorted([pod, as_bob], key=lambda p: str(p.person_id))  # hung's lock is taken last
     hung.set_role_model("ingest", "fake/slow")
@@ -2210,48 +2223,84 @@ async def test_the_nightly_pass_holds_no_ones_ingest_now_while_a_second_ingest_n
         await pod.in_memory_thread(lambda who=who: pod.memory.add_source(
             f"{who.person.name}'s bike lock code is 4412.", scope=f"private/{who.person_id}"))
     calls = []
-    asked1, go1, asked2, go2 = threading.Event(), threading.Event(), threading.Event(), threading.Event()
+    asked1, go1 = threading.Event(), threading.Event()
 
     def model(req):
         if req.model == "slow":
             calls.append(1)
-            if len(calls) == 1:
-                asked1.set()
-                go1.wait(60)
-            else:
-                asked2.set()
-                go2.wait(60)
+            asked1.set()
+            go1.wait(60)
         label = (re.findall(r"\b(S\d+)\b", req.last_user) or ["S1"])[0]
         sc = re.search(r"^- ((?:public|private|agent)[^:\s]*): ", req.last_user, re.M).group(1)
-        title = "Shed" if "shed" in req.last_user else "Bike"
-        return Text(json.dumps([{"title": title, "scope": sc, "category": "things", "body": "- noted [1]",
+        return Text(json.dumps([{"title": "Bike", "scope": sc, "category": "things", "body": "- noted [1]",
                                  "citations": {"1": label}}]))
 
     fake_model.script = model
     first = asyncio.create_task(hung.memory_ingest())  # Ingest now, the model slow
-    nightly = second = None
+    nightly = None
     try:
         assert await asyncio.to_thread(asked1.wait, 30)
         nightly = asyncio.create_task(pod.pod.memory_nightly())  # 03:00: waits for hung's writer
         await asyncio.sleep(0.3)
         await pod.in_memory_thread(lambda: pod.memory.add_source(
             f"{hung.person.name}'s shed key is under the pot.", scope=f"private/{hung.person_id}"))
-        second = asyncio.create_task(hung.memory_ingest())  # Ingest now pressed again: queued on the lock
-        await asyncio.sleep(0.3)
-        go1.set()  # the first answers; the second's model now hangs
-        assert await asyncio.to_thread(asked2.wait, 30)
-        await asyncio.sleep(0.3)
+        try:
+            second = await asyncio.wait_for(hung.memory_ingest(), 10)  # Ingest now pressed again
+        except TimeoutError:
+            pytest.fail("the second Ingest now waited on the person's own hung model")
+        assert second["message"] == INGEST_RUNNING, second
         try:
             out = await asyncio.wait_for(quick.memory_ingest(), 15)
         except TimeoutError:
-            pytest.fail("Ingest now waited: the nightly pass held this person's lock while it waited on "
-                        "another person's second Ingest now (hung model)")
+            pytest.fail("Ingest now waited: the nightly pass held this person's lock while it waited on another "
+                        "person's hung model")
         assert not out.get("message") and out["left_in_inbox"] == 0, out
+        assert not nightly.done()  # it runs once the hung model has answered
     finally:
         go1.set()
-        go2.set()
         await asyncio.wait_for(first, 60)
-        if second is not None:
-            await asyncio.wait_for(second, 60)
         if nightly is not None:
-            await asyncio.wait_for(nightly, 60)
+            assert not (await asyncio.wait_for(nightly, 60)).get("message")
+    assert len(calls) == 1
+    assert await pod.in_memory_thread(lambda: pod.memory.inbox_count({f"private/{hung.person_id}"})) == 1
+
+
+async def test_ingest_now_while_the_persons_own_ingest_is_writing_says_so_at_once(pod, fake_model) -> None:
+    """Alice's model is slow; the 30-minute ingest (or her first Ingest now) is writing her pages when she presses
+    Ingest now (or runs `memory ingest`): it waited on her own ingest, up to her model's timeout, saying nothing.
+    Now it answers at once that her ingest is already running and its pages show when it ends; her model is asked
+    once, and the run going on writes her page."""
+    from runtime_host.memory_jobs import INGEST_RUNNING
+
+    scope = f"private/{pod.person_id}"
+    await pod.in_memory_thread(lambda: pod.memory.add_source("Alice's bike lock code is 4412.", scope=scope))
+    pod.set_role_model("ingest", "fake/fake-1")
+    asked, go = threading.Event(), threading.Event()
+    calls: list[int] = []
+
+    def model(req):
+        calls.append(1)
+        asked.set()
+        go.wait(60)
+        label = (re.findall(r"\b(S\d+)\b", req.last_user) or ["S1"])[0]
+        return Text(json.dumps([{"title": "Bike", "scope": scope, "category": "things", "body": "- code 4412 [1]",
+                                 "citations": {"1": label}}]))
+
+    fake_model.script = model
+    for first in (pod.pod.memory_ingest, pod.memory_ingest):  # the timer's run, then her own Ingest now
+        asked.clear()
+        go.clear()
+        going = asyncio.create_task(first())
+        try:
+            assert await asyncio.to_thread(asked.wait, 30)
+            try:
+                out = await asyncio.wait_for(pod.memory_ingest(), 10)
+            except TimeoutError:
+                pytest.fail("Ingest now waited on the person's own ingest already writing")
+            assert out["message"] == INGEST_RUNNING and out["written"] == [] and out["left_in_inbox"] == 1, out
+        finally:
+            go.set()
+            await asyncio.wait_for(going, 60)
+        assert pod.memory.read_page(scope, "bike") is not None
+        await pod.in_memory_thread(lambda: pod.memory.add_source("Alice's shed key is under the pot.", scope=scope))
+    assert len(calls) == 2  # one request per run: the Ingest now answered at once asked nothing

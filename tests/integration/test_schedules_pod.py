@@ -344,3 +344,128 @@ async def test_a_timed_ingest_tells_a_lost_note_file_to_its_person_alone_and_onc
 
     runs = [r for r in schedule.list_runs(pod.store.engine) if (r.turn_id or "").startswith("memory.ingest")]
     assert [r.outcome for r in runs] == ["ran", "ran"], runs  # it did run again, and read the note again
+
+
+async def test_a_timed_ingest_tells_bob_his_models_failure_while_alices_model_still_hangs(pod, fake_model) -> None:
+    """Alice's ingest model hangs, Bob's answers 500. The 30-minute run told Bob of his model's failure only once
+    every writer had ended, that is once Alice's hung model gave up (up to 600 s). Now Bob is told as soon as his
+    writer fails, Alice hears nothing of it, and he is not told a second time when the run ends (the ledger says it
+    failed)."""
+    import asyncio
+    import threading
+
+    from sqlalchemy import text
+
+    from runtime_host import schedule
+    from tests.helpers.fake_model import Error
+    from tests.integration.test_memory_pod import bob_with_his_own_provider
+
+    ascope = f"private/{pod.person_id}"
+    await pod.in_memory_thread(lambda: pod.memory.add_source("Alice's boiler code is 7731.", scope=ascope))
+    pod.set_role_model("ingest", "fake/alice-slow")
+    _bob, as_bob = bob_with_his_own_provider(pod)
+    as_bob.set_role_model("ingest", "fake/bob-broken")
+    bscope = f"private/{as_bob.person.id}"
+    await pod.in_memory_thread(lambda: pod.memory.add_source("Bob's bike lock code is 4412.", scope=bscope))
+    asked, go = threading.Event(), threading.Event()
+
+    def model(req):
+        if req.model == "alice-slow":
+            asked.set()
+            go.wait(100)
+            return Text("[]")
+        return Error(500, "bob-model-overloaded")
+
+    fake_model.script = model
+    told: list[dict] = []
+    bob_told = asyncio.Event()
+
+    def listen(ev: dict) -> None:
+        if ev["type"] == "memory.failed":
+            told.append(ev)
+            if ev["person"] == as_bob.person.id:
+                bob_told.set()
+
+    pod.subscribe(listen)
+    pod.ensure_memory_timers()
+    with pod.store.engine.begin() as c:
+        t = datetime(2030, 1, 1, 0, 20, 0, tzinfo=UTC).timestamp()
+        c.execute(text("UPDATE schedules SET last_checked = :t, created_at = :t"), {"t": t})
+        c.execute(text("UPDATE schedules SET paused = 1 WHERE kind != 'memory.ingest'"))
+    tick = asyncio.create_task(pod.tick(datetime(2030, 1, 1, 0, 30, 10, tzinfo=UTC)))
+    try:
+        assert await asyncio.to_thread(asked.wait, 30)
+        try:
+            await asyncio.wait_for(bob_told.wait(), 60)
+        except TimeoutError:
+            raise AssertionError("Bob was not told of his model's failure while Alice's model hung") from None
+        assert not tick.done()  # Alice's model has not answered yet
+        [ev] = told
+        assert ev["job"] == "memory.ingest" and "bob-model-overloaded" in ev["error"], ev
+    finally:
+        go.set()
+        await asyncio.wait_for(tick, 60)
+    assert [ev["person"] for ev in told] == [as_bob.person.id], told  # once; Alice hears nothing of his failure
+    [run] = [r for r in schedule.list_runs(pod.store.engine) if (r.turn_id or "").startswith("memory.ingest")]
+    assert run.outcome == "failed" and "bob-model-overloaded" not in (run.error or ""), (run.outcome, run.error)
+    assert await pod.in_memory_thread(lambda: pod.memory.inbox_count({bscope})) == 1  # his note waits for his model
+
+
+async def test_another_process_writing_bobs_pages_holds_back_neither_alices_report_nor_her_lost_note(
+        pod, fake_model) -> None:
+    """Another Hearth process (Bob's `memory ingest` in a terminal) writes Bob's pages when the 30-minute ingest
+    runs. The run's report said the wiki was busy for everyone, and so Alice was not told of her lost note file
+    until a later run. Now only Bob's part is skipped: Alice's pages are written and she is told of her lost file at
+    once (and once); Bob's notes wait for the next run, which writes them."""
+    import asyncio
+
+    from sqlalchemy import text
+
+    from tests.integration.test_memory_pod import bob_with_his_own_provider
+    from wiki_engine import Scope
+    from wiki_engine.lease import Lease
+
+    _bob, as_bob = bob_with_his_own_provider(pod)
+    ascope, bscope = f"private/{pod.person_id}", f"private/{as_bob.person.id}"
+    pod.set_role_model("ingest", "fake/alice-model")
+    as_bob.set_role_model("ingest", "fake/bob-model")
+
+    def seed() -> object:
+        pod.memory.add_source("Alice's dentist is Dr Alvarez on Rua Augusta.", scope=ascope)
+        lock = pod.memory.add_source("Alice's bike lock code is 3090.", scope=ascope)
+        pod.memory.add_source("Bob's allotment is plot 42 at Rosebank.", scope=bscope)
+        return pod.memory.sources.path_for(Scope.parse(ascope), pod.memory.get_source(lock).sha)
+
+    path = await pod.in_memory_thread(seed)
+    path.chmod(0o644)
+    path.unlink()
+    titles = {ascope: "Dentist", bscope: "Allotment"}
+
+    def writer(req):
+        scope = re.search(r"^- ([a-z]+(?:/\w+)*): ", req.body["messages"][-1]["content"], re.M).group(1)
+        return Text(json.dumps([{"title": titles[scope], "scope": scope, "category": "notes",
+                                 "body": "- What was said [1]", "citations": {"1": "S1"}}]))
+
+    fake_model.script = writer
+    told: list[dict] = []
+    pod.subscribe(lambda ev: told.append(ev) if ev.get("type") == "memory.failed" else None)
+    pod.ensure_memory_timers()
+    with pod.store.engine.begin() as c:
+        c.execute(text("UPDATE schedules SET last_checked = :t, created_at = :t"),
+                  {"t": datetime(2030, 1, 1, 0, 20, tzinfo=UTC).timestamp()})
+        c.execute(text("UPDATE schedules SET paused = 1 WHERE kind != 'memory.ingest'"))
+    other = Lease(pod.memory.catalog, f"ingest:{bscope}")  # held the way another live process holds it
+    await pod.in_memory_thread(other.acquire)
+    try:
+        out = await asyncio.wait_for(pod.pod.memory_ingest(), 60)  # the timer's run, its report as the scheduler gets it
+        assert not out.get("message") and out["busy"] == [as_bob.person.id], out
+        assert out["written"] == [f"page:{ascope}/dentist"], out
+        await asyncio.wait_for(pod.tick(datetime(2030, 1, 1, 0, 30, 10, tzinfo=UTC)), 60)
+        [ev] = told
+        assert ev["person"] == pod.person_id and str(path) in ev["error"], ev
+    finally:
+        await pod.in_memory_thread(other.release)
+    told.clear()
+    await asyncio.wait_for(pod.tick(datetime(2030, 1, 1, 1, 0, 10, tzinfo=UTC)), 60)
+    assert as_bob.memory.read_page(bscope, "allotment") is not None
+    assert told == []  # Alice was told of her file once

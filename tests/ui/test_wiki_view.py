@@ -945,6 +945,38 @@ def test_ingest_now_while_another_process_writes_the_wiki_says_so_and_keeps_the_
     assert qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.inbox_count({scope}))) == 1
 
 
+def test_ingest_now_while_the_timed_ingest_writes_your_pages_says_so_at_once(qtbot, qloop, ui_pod, fake_model) -> None:
+    """The 30-minute ingest is writing Me's pages (her model is slow) when she clicks Ingest now: the panel said
+    "Ingesting…" and nothing else until her model answered the timer's run (up to its timeout). Now the status bar
+    says at once that her ingest is already running and its pages show when it ends; the button works again."""
+    from runtime_host.memory_jobs import INGEST_RUNNING
+
+    scope = with_inbox(qloop, ui_pod)
+    asked, go = threading.Event(), threading.Event()
+
+    def slow(req):
+        asked.set()
+        go.wait(30)
+        return Text(json.dumps([{"title": "Trips", "scope": scope, "category": "travel",
+                                 "body": "- We fly to Lisbon on 4 May [1]", "citations": {"1": "S1"}}]))
+
+    fake_model.script = slow
+    timed = asyncio.ensure_future(ui_pod.pod.memory_ingest())  # the timer's run, for everyone
+    try:
+        qloop.wait_until(asked.is_set, what="the timed ingest to ask Me's model")
+        w = wiki_window(qtbot, ui_pod)
+        messages: list[str] = []
+        w.wiki.status.connect(messages.append)
+        task = w.wiki.ingest_panel.ingest()
+        qloop.wait_until(task.done, timeout=10, what="Ingest now to answer")
+        assert task.exception() is None and messages[-1] == INGEST_RUNNING, messages
+        assert w.wiki.ingest_panel.ingest_now.isEnabled()
+    finally:
+        go.set()
+        qloop.run(timed, timeout=60)
+    assert ui_pod.memory.read_page(scope, "trips") is not None  # the timer's run wrote it
+
+
 def test_an_ingest_that_fails_after_a_switch_is_not_told_to_the_next_person(qtbot, qloop, ui_pod, fake_model) -> None:
     """Me clicks Ingest now and the window is switched to Bob before Me's model answers; its failure quotes Me's
     private note, so only Me may be told it (Bob's status bar says nothing of it)."""
