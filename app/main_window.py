@@ -172,6 +172,8 @@ class MainWindow(QMainWindow):
             self.restoreGeometry(geometry)
         else:
             self.resize(1100, 720)
+        if self.wiki.give_back():  # their correction not saved while someone else was shown, before a quit
+            self.pages.setCurrentWidget(self.wiki)
 
     # -- layout
     def _build(self) -> None:

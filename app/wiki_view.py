@@ -46,7 +46,7 @@ from app.markdown import STYLE, plain_tooltip, render
 from app.memory_status import IngestPanel
 from app.when import local_time
 from runtime_host.safety.policy import MappingStoreFailed, keep_placeholders, reversible_placeholders
-from runtime_host.store import StoreError
+from runtime_host.store import KEPT_CORRECTIONS, StoreError
 
 log = logging.getLogger("hearth.app")
 
@@ -200,7 +200,8 @@ class SourceDialog(QDialog):
 @dataclasses.dataclass(frozen=True)
 class _Refused:
     """A correction memory did not save, kept for its owner while the editor no longer holds it (another person was
-    shown when it failed): the editor as they left it when they clicked Save, and why it was not saved."""
+    shown when it failed): the editor as they left it when they clicked Save, and why it was not saved. It is kept
+    in pod.db too, sealed with the owner's key (runtime_host/keptcorrections.py), so a quit does not lose it."""
 
     page: tuple[str, str]  # (scope, slug)
     title: str
@@ -209,6 +210,27 @@ class _Refused:
     base: tuple[str, dict[int, str]]
     restored: dict[str, str]
     why: str = ""
+    kept: str = ""  # its row in pod.db ("" while it is not kept there)
+
+    def fields(self) -> dict[str, Any]:
+        """As it is sealed in pod.db (JSON)."""
+        return {"page": list(self.page), "title": self.title, "typed": self.typed, "opened": self.opened,
+                "base": [self.base[0], {str(n): src for n, src in self.base[1].items()}],
+                "restored": self.restored, "why": self.why}
+
+    @classmethod
+    def from_fields(cls, f: dict[str, Any], kept: str) -> _Refused:
+        """One read back from pod.db; raises ValueError for anything not shaped as ``fields`` writes it."""
+        title, typed, opened, why = (f.get(k) for k in ("title", "typed", "opened", "why"))
+        page, base, restored = f.get("page"), f.get("base"), f.get("restored")
+        if not (isinstance(title, str) and isinstance(typed, str) and isinstance(opened, str) and isinstance(why, str)
+                and isinstance(page, list) and len(page) == 2 and all(isinstance(p, str) for p in page)
+                and isinstance(base, list) and len(base) == 2 and isinstance(base[0], str) and isinstance(base[1], dict)
+                and isinstance(restored, dict)
+                and all(isinstance(v, str) for v in [*base[1].values(), *restored.keys(), *restored.values()])):
+            raise ValueError("not shaped as a kept correction")
+        return cls((page[0], page[1]), title, typed, opened, (base[0], {int(n): v for n, v in base[1].items()}),
+                   dict(restored), why, kept)
 
 
 class WikiView(QWidget):
@@ -313,6 +335,7 @@ class WikiView(QWidget):
         self._edit_title = ""  # the title of the page in the editor, as the person reads it
         self._edit_restored: dict[str, str] = {}  # the owner's values the editor shows, by their placeholder
         self._refused: dict[str, list[_Refused]] = {}  # corrections not saved, by owner, to give back (_give_back)
+        self._kept_read: set[str] = set()  # the people whose corrections kept in pod.db were read into _refused
         self._shown_values: dict[str, str] = {}  # the owner's values suggestions and results show, by placeholder
         page_box = QWidget()
         pl = QVBoxLayout(page_box)
@@ -1044,14 +1067,55 @@ class WikiView(QWidget):
         if self.pod.person.id == person and self._editing == refused.page:
             self.status.emit(refused.why)
             return
-        self._refused.setdefault(person, []).append(refused)
+        from runtime_host import keptcorrections
+
+        try:  # in pod.db too, sealed for them: a quit before they are back does not lose it
+            refused = dataclasses.replace(refused, kept=keptcorrections.keep(self.pod, person, refused.fields()))
+        except Exception as exc:  # noqa: BLE001 - their vault did not open (a locked keyring): kept until Hearth quits
+            log.warning("a wiki correction not saved is kept until Hearth quits only: %s", type(exc).__name__)
+        waiting = self._refused.setdefault(person, [])
+        waiting.append(refused)
+        if len(waiting) > KEPT_CORRECTIONS:  # as in pod.db: the newest few
+            log.warning("%d older wiki correction(s) not saved were dropped (%d are kept per person)",
+                        len(waiting) - KEPT_CORRECTIONS, KEPT_CORRECTIONS)
+            del waiting[:-KEPT_CORRECTIONS]
         if self.pod.person.id == person:
             self.give_back()
 
+    def _read_kept(self) -> None:
+        """The person shown's corrections kept in pod.db (before a quit) join those waiting here, once per window.
+        One that cannot be read is dropped with a line in the log; pod.db or the vault not answering leaves them
+        there for their next show. Nothing of another person's is read."""
+        from runtime_host import keptcorrections
+
+        person = self.pod.person.id
+        try:
+            rows = keptcorrections.kept(self.pod, person)
+        except Exception as exc:  # noqa: BLE001 - the window starts all the same
+            log.warning("wiki corrections kept for the person shown wait for their next show: %s", type(exc).__name__)
+            return
+        self._kept_read.add(person)
+        here = {r.kept for r in self._refused.get(person, [])}
+        read: list[_Refused] = []
+        for row_id, fields in rows:
+            if row_id in here:
+                continue
+            try:
+                read.append(_Refused.from_fields(fields, row_id))
+            except (ValueError, TypeError) as exc:
+                log.warning("a kept wiki correction could not be read and is dropped (%s)", type(exc).__name__)
+                with contextlib.suppress(Exception):  # pod.db not answering now: it is skipped again next time
+                    keptcorrections.drop(self.pod, person, row_id)
+        if read:
+            self._refused[person] = read + self._refused.get(person, [])
+
     def give_back(self) -> bool:
-        """A correction of the person shown that was not saved while the editor no longer held it reopens in the
-        editor with the text they typed, and they are told why (above the editor, and in the status bar). It waits
-        while the editor holds another correction. Whether one was given back."""
+        """A correction of the person shown that was not saved while the editor no longer held it (kept in pod.db
+        across a quit) reopens in the editor with the text they typed, and they are told why (above the editor, and
+        in the status bar); it is forgotten then. It waits while the editor holds another correction. Whether one
+        was given back."""
+        if self.pod.person.id not in self._kept_read:
+            self._read_kept()
         waiting = self._refused.get(self.pod.person.id)
         if not waiting:
             return False
@@ -1062,6 +1126,13 @@ class WikiView(QWidget):
         r = waiting.pop(0)
         if not waiting:
             del self._refused[self.pod.person.id]
+        if r.kept:
+            from runtime_host import keptcorrections
+
+            try:
+                keptcorrections.drop(self.pod, self.pod.person.id, r.kept)
+            except Exception as exc:  # noqa: BLE001 - given back all the same; it may be given again after a restart
+                log.warning("a wiki correction given back stays in pod.db: %s", type(exc).__name__)
         self._opening = object()  # a page read under way is not shown over the editor
         self.current, self._shown_page = r.page, None
         self.page.clear()

@@ -198,6 +198,21 @@ class KeptNotice(SQLModel, table=True):
 KEPT_NOTICES = 50  # notifications kept for each person not shown: the newest
 
 
+class KeptCorrection(SQLModel, table=True):
+    """A wiki correction memory did not save while someone else was shown (app/wiki_view.py), kept until its owner
+    is shown, across a quit (the newest KEPT_CORRECTIONS each). ``sealed`` is the correction encrypted with a key
+    in the owner's vault (runtime_host/keptcorrections.py): pod.db holds no word of what they typed."""
+
+    __tablename__ = "kept_correction"
+    id: str = Field(primary_key=True, default_factory=new_id)
+    person_id: str = Field(index=True)
+    sealed: str
+    created_at: float = Field(default_factory=now)
+
+
+KEPT_CORRECTIONS = 5  # wiki corrections kept for each person not shown: the newest
+
+
 # ---- migrations --------------------------------------------------------------------------------
 
 MIGRATIONS: list[tuple[str, list[str]]] = [
@@ -316,6 +331,11 @@ MIGRATIONS.append(("0017_kept_notices", [
     """CREATE TABLE kept_notice (id TEXT PRIMARY KEY, person_id TEXT NOT NULL, title TEXT NOT NULL, text TEXT NOT NULL,
         created_at DOUBLE PRECISION NOT NULL)""",
     "CREATE INDEX ix_kept_notice_person ON kept_notice (person_id, created_at)",
+]))
+MIGRATIONS.append(("0019_kept_corrections", [
+    """CREATE TABLE kept_correction (id TEXT PRIMARY KEY, person_id TEXT NOT NULL, sealed TEXT NOT NULL,
+        created_at DOUBLE PRECISION NOT NULL)""",
+    "CREATE INDEX ix_kept_correction_person ON kept_correction (person_id, created_at)",
 ]))
 MIGRATIONS.sort(key=lambda m: m[0])  # applied in the order of their numbers, wherever they are declared
 
@@ -691,6 +711,33 @@ class Store:
                 s.delete(row)
             s.commit()
         return out
+
+    # -- wiki corrections kept for a person not shown (KeptCorrection), sealed by runtime_host/keptcorrections.py
+    def keep_correction(self, person_id: str, row_id: str, sealed: str) -> None:
+        """Keeps a sealed correction for its owner; past the newest KEPT_CORRECTIONS of theirs, the oldest go."""
+        with self.session() as s:
+            s.add(KeptCorrection(id=row_id, person_id=person_id, sealed=sealed))
+            s.commit()
+            old = s.exec(select(KeptCorrection).where(KeptCorrection.person_id == person_id)
+                         .order_by(KeptCorrection.created_at.desc(), KeptCorrection.id.desc())  # type: ignore[attr-defined]
+                         .offset(KEPT_CORRECTIONS)).all()
+            for row in old:
+                s.delete(row)
+            s.commit()
+
+    def kept_corrections(self, person_id: str) -> list[tuple[str, str]]:
+        """The person's kept corrections (id, sealed), oldest first; they stay until dropped."""
+        with self.session() as s:
+            rows = s.exec(select(KeptCorrection).where(KeptCorrection.person_id == person_id)
+                          .order_by(KeptCorrection.created_at, KeptCorrection.id)).all()  # type: ignore[arg-type]
+            return [(r.id, r.sealed) for r in rows]
+
+    def drop_kept_correction(self, person_id: str, row_id: str) -> None:
+        with self.session() as s:
+            row = s.get(KeptCorrection, row_id)
+            if row is not None and row.person_id == person_id:
+                s.delete(row)
+                s.commit()
 
     def first_message_text(self, conversation_id: str) -> str:
         """The text of the conversation's first message from its person ("" if none)."""
