@@ -480,6 +480,7 @@ class MemoryHost(MappingForgets):
         self.pod.folders.forget_person(person_id)
         async with self._forgetting(person_id, lambda: self._mappings_in(self.person_scopes(person_id))):
             n = int(await self.in_memory_thread(lambda: self.memory.forget_person(person_id)))
+        self.pod.store.drop_kept_correction(person_id)  # their wiki corrections not saved, kept for them sealed
         return n
 
     async def memory_produce(self) -> list[dict[str, Any]]:

@@ -732,12 +732,14 @@ class Store:
                           .order_by(KeptCorrection.created_at, KeptCorrection.id)).all()  # type: ignore[arg-type]
             return [(r.id, r.sealed) for r in rows]
 
-    def drop_kept_correction(self, person_id: str, row_id: str) -> None:
+    def drop_kept_correction(self, person_id: str, row_id: str | None = None) -> None:
+        """Forgets one of the person's kept corrections, or (no ``row_id``: Forget everything about me) all."""
         with self.session() as s:
-            row = s.get(KeptCorrection, row_id)
-            if row is not None and row.person_id == person_id:
-                s.delete(row)
-                s.commit()
+            rows = s.exec(select(KeptCorrection).where(KeptCorrection.person_id == person_id)).all()
+            for row in rows:
+                if row_id is None or row.id == row_id:
+                    s.delete(row)
+            s.commit()
 
     def first_message_text(self, conversation_id: str) -> str:
         """The text of the conversation's first message from its person ("" if none)."""

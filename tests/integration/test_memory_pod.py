@@ -400,7 +400,13 @@ async def test_what_was_forgotten_or_deleted_is_not_pulled_or_summarised_again(p
     assert sum((await pod.memory_summarize()).values()) == 0
     assert not [h for h in await pod.memory_search("diabetes Haas", mode="keyword") if h.id == summary]
 
+    from runtime_host import keptcorrections
+
+    # a wiki correction of hers not saved, kept for her (sealed): forgotten too
+    keptcorrections.keep(pod, pod.person.id, {"typed": "Dr Haas, diabetes clinic on Tuesdays"})
+    assert [f["typed"] for _, f in keptcorrections.kept(pod, pod.person.id)] == ["Dr Haas, diabetes clinic on Tuesdays"]
     assert await pod.memory_forget_me() >= 1
+    assert keptcorrections.kept(pod, pod.person.id) == [] and pod.store.kept_corrections(pod.person.id) == []
     for _ in range(2):  # the producer's timer, twice
         await pod.memory_produce()
         await pod.memory_summarize()
