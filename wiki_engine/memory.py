@@ -1768,15 +1768,25 @@ class Memory:
         return [f"page:{r[0]}/{r[1]}" for r in self.catalog.query("SELECT scope, slug FROM stale_pages ORDER BY scope, slug")]
 
     def reindex_pages(self, scope: str) -> list[str]:
-        """Re-reads a scope's page files into its index (after hand edits); returns the corrupt-file messages."""
+        """Re-reads a scope's page files into its index (after hand edits): a page whose file is gone leaves it, a new
+        or changed one is indexed (embedded) again, an unchanged one keeps its vector. Returns the corrupt-file
+        messages."""
         sc = Scope.parse(scope)
-        pages, errors = self.pages.scan(sc)
-        idx = self.index(sc)
-        idx.remove([i for i in idx.all_ids() if i.startswith("page:")])
-        idx.add([_page_doc(p) for p in pages])
-        idx.commit()
-        self._added(idx)
-        return errors
+        with self._lock:
+            pages, errors = self.pages.scan(sc)
+            idx = self.index(sc)
+            want = {d.id: d for d in map(_page_doc, pages)}
+            have = idx.docs([i for i in idx.all_ids() if i.startswith("page:")])
+            gone = sorted(set(have) - set(want))
+            changed = [d for i, d in want.items() if have.get(i) != ("page", d.title, d.body, d.ts, d.importance)]
+            if gone:
+                idx.remove(gone)
+            if changed:
+                idx.add(changed)
+            if gone or changed:
+                idx.commit()
+                self._added(idx)
+            return errors
 
     def refresh_index(self, scope: str) -> list[str]:
         """Brings a scope's index in line with the catalog and its page files (the nightly pass): a source stored

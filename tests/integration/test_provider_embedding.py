@@ -726,3 +726,36 @@ def test_the_nightly_pass_keeps_the_vectors_it_has_and_asks_the_provider_for_non
         assert {h.id for h in mem.search("market", scopes=["private/me"], k=10, mode="keyword")} == set(others)
     finally:
         mem.close()
+
+
+def test_the_nightly_pass_sends_an_unchanged_page_to_the_provider_no_more_and_a_hand_edited_one_again(
+        tmp_path: Path, fake_model: FakeModelServer) -> None:
+    """Each night every page was taken out of the index and put back: sent to the provider again, and without a
+    vector (not found by meaning) while the provider was down."""
+    from wiki_engine.pipeline import run_nightly
+
+    root = tmp_path / "memory"
+    mem = open_memory(root, embedder=provider(fake_model))
+    try:
+        sid = mem.add_source(DENTIST, scope="private/me")
+        mem.write_page(Page("Dentist", "private/me", "health", "Sees the dentist every Friday at nine [1].", {1: sid}),
+                       author="agent:ingest")
+        mem.write_page(Page("Garden", "private/me", "home", "Waters the tomatoes every evening [1].", {1: sid}),
+                       author="agent:ingest")
+        wait_until(lambda: idle(mem) and None not in stored_vectors(root, "private/me"))
+        asked = len(fake_model.embedded)
+        fake_model.embed_fault = Error(500, "overloaded")  # the provider down tonight
+        garden = root / "wiki" / "private" / "me" / "garden.md"
+        garden.write_text(garden.read_text().replace("tomatoes", "courgettes"))  # a hand edit
+        run_nightly(mem)
+        fake_model.embed_fault = None
+        wait_until(lambda: idle(mem) and None not in stored_vectors(root, "private/me"))
+        again = fake_model.embedded[asked:]
+        assert not [t for t in again if "dentist every Friday" in t], "the unchanged page was embedded again"
+        assert [t for t in again if "courgettes" in t], "the hand-edited page was not embedded again"
+        assert [h.title for h in mem.search("courgettes", scopes=["private/me"], k=1, mode="keyword")] == ["Garden"]
+        garden.unlink()  # a page file deleted by hand leaves the index
+        run_nightly(mem)
+        assert mem.search("courgettes", scopes=["private/me"], k=1, mode="keyword") == []
+    finally:
+        mem.close()
