@@ -483,12 +483,21 @@ def detect_addresses(text: str) -> list[Finding]:
 
 # -------------------------------------------------------------------------------------------- secret
 
-# What names a credential: "password", "wifi-password", "API key", "access_token", "client secret". Read from the
-# start of a run like "db_admin_password" only (from each of its parts, a long run took the square of its length).
-_CREDENTIAL_LABEL = (r"(?i:(?<![A-Za-z0-9])(?<![A-Za-z0-9][_\-])(?:[A-Za-z0-9]+[_\-])*(?:passwords?|passwd|passphrases?|pwd|api[_\-\s]?keys?|"
-                     r"(?:access|auth|refresh)[_\-\s]?tokens?|client[_\-\s]?secrets?|secret[_\-\s]?keys?|tokens?|secrets?))")
+# What names a credential: "password", "wifi-password", "API key", "access_token", "client secret", "passcode", "PIN",
+# "wifi key"; at the end of a name of code's ("GITHUB_TOKEN", "db-secret") a token or a secret too. Read from the
+# start of a run like "db_admin_password" only, once (from each of its parts, a long run took the square of its length).
+_LABEL_RUN = r"(?<![A-Za-z0-9])(?<![A-Za-z0-9][_\-])(?:[A-Za-z0-9]+[_\-])*"
+_CREDENTIAL_WORD = (r"(?i:passwords?|passwd|passphrases?|passcodes?|pwd|pins?(?:[_\-\s]?codes?)?|wi-?fi[_\-\s]?keys?|"
+                    r"api[_\-\s]?keys?|(?:access|auth|refresh)[_\-\s]?tokens?|client[_\-\s]?secrets?|secret[_\-\s]?keys?|"
+                    r"(?<=[_\-])(?:tokens?|secrets?))")
+# A token or a secret on its own names many things besides: "the token for the metro", "the secret to Nan's scones"
+_BARE_WORD = r"(?i:(?<![_\-])(?:tokens?|secrets?))"
 # What the credential is for, after its name: " for the cabin wifi", " to Mum's laptop", " of example.com"
 _WHAT_FOR = r"(?i:[^\S\n]+(?:for|of|to|on|at|in)(?:[^\S\n]+[\w'\-]+(?:\.[\w\-]+)*){1,5}?)"
+# "password: x", "PASSWORD=x", "the password is x", "the router password is now: x" (words before "is" that say what
+# it is for are read by _WHAT_FOR, after a credential's name only)
+_SAID = (r"(?:[\"']?\s*[:=]|(?i:(?![^\S\n]+(?:for|of|to|on|at|in)[^\S\n]))(?:\s+[\w']+){0,3}?\s+(?:is|was)"
+         r"(?:\s+now)?\s*:?)")
 # The value, to its end: a sentence's full stop or colon after it is not part of it
 _CREDENTIAL_VALUE = r"([^\s\"'`<>,;()\[\]{}]{5,}(?<![.:]))"
 
@@ -525,17 +534,19 @@ def _secret_res() -> list[tuple[str, re.Pattern[str], int]]:
         ("bearer_token", re.compile(r"(?i:(?<![A-Za-z0-9])bearer)\s+([A-Za-z0-9\-._~+/]{19,}[A-Za-z0-9\-_~+/]=*)(?![A-Za-z0-9\-_~+/=])"), 1),
         # A value labelled as a credential: "password: hunter2horse", PASSWORD=..., {"api_key": "..."}, "the wifi
         # password is CorrectHorse99", "Password for the cabin wifi: Qv7rT2mz". Only a value that looks made up (see
-        # _looks_credential), not prose; a "!" or "?" at its end is part of it (see detect_secrets).
+        # _looks_credential), not prose; a "!" or "?" at its end is part of it (see detect_secrets). What it is for
+        # is said of a credential's name only: "the token for the metro is 1.65EUR", "the secret to Nan's scones:
+        # 2tsp-baking-powder" are a fare and a recipe.
         ("labelled_secret", re.compile(
-            rf"{_CREDENTIAL_LABEL}"
-            # "password: x", "PASSWORD=x", "the password is x", "the wifi password for the cabin is now: x",
-            # "password for the cabin wifi: x"
-            rf"(?:[\"']?\s*[:=]|{_WHAT_FOR}\s*:|(?:(?:\s+[\w']+){{0,3}}?|{_WHAT_FOR})\s+(?:is|was)(?:\s+now)?\s*:?)"
+            # "the wifi password for the cabin is now: x", "password for the cabin wifi: x"
+            rf"{_LABEL_RUN}(?:{_CREDENTIAL_WORD}(?:{_WHAT_FOR}(?:\s*:|\s+(?:is|was)(?:\s+now)?\s*:?)|{_SAID})"
+            rf"|{_BARE_WORD}{_SAID})"
             rf"\s*[\"'`]?{_CREDENTIAL_VALUE}"), 1),
         # The same after a dash or an arrow, a note's "Wifi password - Qv7rT2mz", "API key for the NAS -> 3f9a8b7c6d":
         # the value ends its line or clause ("the password manager - 1Password7 works well" is prose).
         ("labelled_secret", re.compile(
-            rf"{_CREDENTIAL_LABEL}{_WHAT_FOR}?(?:[^\S\n]+-{{1,2}}[^\S\n]+|[^\S\n]*(?:-+>|=>|\u2192|\u21d2)[^\S\n]*)"
+            rf"{_LABEL_RUN}(?:{_CREDENTIAL_WORD}{_WHAT_FOR}?|{_BARE_WORD})"
+            r"(?:[^\S\n]+-{1,2}[^\S\n]+|[^\S\n]*(?:-+>|=>|\u2192|\u21d2)[^\S\n]*)"
             rf"[\"'`]?{_CREDENTIAL_VALUE}(?=[\"'`]?[^\S\n]*(?:$|[\n,;)]|\.(?!\w)))", re.M), 1),
     ]
 
@@ -572,8 +583,10 @@ _SECRET_TRIGGERS: tuple[tuple[str, ...], ...] = (
     ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "AIPA", "ANPA", "ANVA", "APKA"),
     ("ecret", "ECRET"), ("gh",), ("github_pat_",), ("glpat-",), ("xox",), ("xapp-",), ("hooks.slack.com",),
     ("AIza",), ("_live_", "_test_"), ("gsk_",), ("xai-",), ("hf_",), ("://",), ("eyJ",), ("earer", "EARER"),
-    ("assw", "pwd", "ssphrase", "pi key", "pi_key", "pikey", "pi-key", "oken", "ecret"),  # read in lower case
-    ("assw", "pwd", "ssphrase", "pi key", "pi_key", "pikey", "pi-key", "oken", "ecret"),
+    ("assw", "pwd", "ssphrase", "sscode", "pin", "fi key", "fi-key", "fi_key", "fikey", "pi key", "pi_key", "pikey",
+     "pi-key", "oken", "ecret"),  # read in lower case
+    ("assw", "pwd", "ssphrase", "sscode", "pin", "fi key", "fi-key", "fi_key", "fikey", "pi key", "pi_key", "pikey",
+     "pi-key", "oken", "ecret"),
 )
 _LOWER_CASE_TRIGGERS = frozenset({"labelled_secret"})
 

@@ -221,6 +221,11 @@ def test_a_password_spoken_of_without_a_made_up_value_is_no_secret(said: str) ->
     ("Password for the NAS - Tr0ub4dor&3", "Tr0ub4dor&3"),
     ("my password=Summer2024!", "Summer2024!"),
     ("The router password is Bluebird77?!", "Bluebird77?!"),
+    # a passcode, a PIN, a wifi key (their names were not read as a credential's)
+    ("Passcode for the garage keypad: 884172", "884172"),
+    ("PIN for the alarm panel is 90412877", "90412877"),
+    ("Wifi key for the caravan: Gull7harbour", "Gull7harbour"),
+    ("Passcode to the side gate - 5512093", "5512093"),
 ])
 def test_a_password_after_its_name_a_dash_or_an_arrow_is_redacted_whole(said: str, value: str) -> None:
     """README: "a password written after its name" is redacted. "Password for the cabin wifi: ..." (words before the
@@ -239,6 +244,12 @@ def test_a_password_after_its_name_a_dash_or_an_arrow_is_redacted_whole(said: st
     "The password is hello!",
     "password-protected PDF: report2024.pdf",
     "Password reset link -> expired",
+    # a token or a secret for something is a fare or a recipe, not a credential (these were redacted; found by review)
+    "The secret to a crisp pavlova is 1tbsp-cornflour.",
+    "Secret of the lasagne: 3x-bechamel layers",
+    "Token for the car wash - 2EUR50",
+    "Secret to getting Tom to sleep: 20min-bath then a story",
+    "The secret in Grandma's gravy is 2tbsp-marmite",
 ])
 def test_a_dash_or_a_colon_after_a_password_spoken_of_is_no_secret(said: str) -> None:
     assert not [f for f in detect(said) if f.detector == "secret"]
