@@ -498,8 +498,9 @@ _WHAT_FOR = r"(?i:[^\S\n]+(?:for|of|to|on|at|in)(?:[^\S\n]+[\w'\-]+(?:\.[\w\-]+)
 # it is for are read by _WHAT_FOR, after a credential's name only)
 _SAID = (r"(?:[\"']?\s*[:=]|(?i:(?![^\S\n]+(?:for|of|to|on|at|in)[^\S\n]))(?:\s+[\w']+){0,3}?\s+(?:is|was)"
          r"(?:\s+now)?\s*:?)")
-# The value, to its end: a sentence's full stop or colon after it is not part of it
-_CREDENTIAL_VALUE = r"([^\s\"'`<>,;()\[\]{}]{5,}(?<![.:]))"
+# The value, to its end: a sentence's full stop or colon after it is not part of it; a backtick inside it is
+# ("Qv7r`T2m`z9"), one around it is quoting
+_CREDENTIAL_VALUE = r"([^\s\"'`<>,;()\[\]{}][^\s\"'<>,;()\[\]{}]{3,}[^\s\"'`<>,;()\[\]{}](?<![.:]))"
 
 
 @cache

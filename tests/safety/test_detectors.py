@@ -226,6 +226,9 @@ def test_a_password_spoken_of_without_a_made_up_value_is_no_secret(said: str) ->
     ("PIN for the alarm panel is 90412877", "90412877"),
     ("Wifi key for the caravan: Gull7harbour", "Gull7harbour"),
     ("Passcode to the side gate - 5512093", "5512093"),
+    # a backtick inside the value is part of it (it was left as written), one around it is quoting
+    ("The cabin wifi password is Kp2r`W8m`z4", "Kp2r`W8m`z4"),
+    ("The cabin wifi password is `Kp2rW8mz4`.", "Kp2rW8mz4"),
 ])
 def test_a_password_after_its_name_a_dash_or_an_arrow_is_redacted_whole(said: str, value: str) -> None:
     """README: "a password written after its name" is redacted. "Password for the cabin wifi: ..." (words before the
