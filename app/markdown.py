@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import functools
 import html
+from collections.abc import Callable
 from typing import Any
 
 from markdown_it import MarkdownIt
+from markdown_it.rules_core import StateCore
+from markdown_it.token import Token
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_lexer_by_name
@@ -82,9 +85,80 @@ def _image_rule(self: Any, tokens: Any, idx: int, options: Any, env: Any) -> str
     return html.escape(f"[image: {alt}]" if alt.strip() else "[image]")
 
 
+# Splits a run of plain text into words (str) and links ((label, href)): how the wiki makes its [[Title]] and [n].
+Links = Callable[[str], list[str | tuple[str, str]]]
+
+
+def _links_rule(state: StateCore) -> None:
+    """``env["links"]`` on the text only: never in code, never in a link's own words, never in a character its
+    writer escaped (``\\[1]``: this runs before escapes join the text around them)."""
+    links: Links | None = state.env.get("links")
+    if links is None:
+        return
+    for block in state.tokens:
+        if block.type != "inline" or not block.children:
+            continue
+        out: list[Token] = []
+        inside = 0
+        for tok in block.children:
+            inside += tok.nesting if tok.type in ("link_open", "link_close") else 0
+            if tok.type != "text" or inside:
+                out.append(tok)
+                continue
+            for part in links(tok.content):
+                if isinstance(part, str):
+                    if part:
+                        out.append(Token("text", "", 0, content=part, level=tok.level))
+                else:
+                    out += [Token("link_open", "a", 1, attrs={"href": part[1]}, level=tok.level, meta={"own": True}),
+                            Token("text", "", 0, content=part[0], level=tok.level + 1),
+                            Token("link_close", "a", -1, level=tok.level)]
+        block.children = out
+
+
+def _shown_rule(state: StateCore) -> None:
+    """Once the markdown is read: ``env["restore"]`` puts values back in the words and code shown (a restored
+    "Sun*shine*" is not read as markdown, it shows as it is), and with ``env["addresses"]`` each link that leaves
+    Hearth shows its address, after its words and as its tooltip."""
+    restore: Callable[[str], str] | None = state.env.get("restore")
+    for tok in state.tokens:
+        if restore is not None and tok.type in ("fence", "code_block"):
+            tok.content = restore(tok.content)
+        if tok.children:
+            tok.children = _shown_inline(tok.children, restore, bool(state.env.get("addresses")))
+
+
+def _shown_inline(tokens: list[Token], restore: Callable[[str], str] | None, addresses: bool) -> list[Token]:
+    out: list[Token] = []
+    opened: list[tuple[Token, list[str]]] = []  # the web links being read, each with its words
+    for tok in tokens:
+        if restore is not None and tok.type in ("text", "code_inline"):
+            tok.content = restore(tok.content)
+        if tok.children:
+            tok.children = _shown_inline(tok.children, restore, False)
+        out.append(tok)
+        if not addresses:
+            continue
+        if tok.type == "link_open":
+            opened.append((tok, []))
+        elif tok.type in ("text", "code_inline") and opened:
+            opened[-1][1].append(tok.content)
+        elif tok.type == "link_close" and opened:
+            link, words = opened.pop()
+            href = str(link.attrGet("href") or "")
+            if link.meta.get("own") or href.startswith("hearth-"):
+                continue  # Hearth's own: a page or a source, named by its words (never by its id)
+            link.attrSet("title", href)
+            if "".join(words).strip() not in (href, href.removeprefix("mailto:")):
+                out.append(Token("text", "", 0, content=f" ({href})", level=tok.level))
+    return out
+
+
 _md.add_render_rule("fence", _code_rule)
 _md.add_render_rule("code_block", _code_rule)
 _md.add_render_rule("image", _image_rule)
+_md.core.ruler.after("inline", "hearth_links", _links_rule)
+_md.core.ruler.push("hearth_shown", _shown_rule)
 
 
 def render_with_code(text: str, copy_href: str | None = None) -> tuple[str, list[str]]:
@@ -94,8 +168,14 @@ def render_with_code(text: str, copy_href: str | None = None) -> tuple[str, list
     return _md.render(text, env), env["codes"]
 
 
-def render(text: str) -> str:
-    return render_with_code(text)[0]
+def render(text: str, links: Links | None = None, restore: Callable[[str], str] | None = None,
+           addresses: bool = False) -> str:
+    """``text`` as HTML. ``links`` makes links of the plain text (see _links_rule); ``restore`` puts the owner's
+    values back once the markdown is read, so each shows exactly as stored; ``addresses`` shows where each web
+    link goes (see _shown_rule)."""
+    env: dict[str, Any] = {"codes": [], "copy_href": None, "links": links, "restore": restore,
+                           "addresses": addresses}
+    return _md.render(text, env)
 
 
 def escape(text: str) -> str:

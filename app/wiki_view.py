@@ -53,8 +53,9 @@ log = logging.getLogger("hearth.app")
 # Events after which what the Wiki page shows (pages, Held back, the empty state) may have changed.
 MEMORY_CHANGED = ("memory.produced", "memory.ingested", "memory.quarantined", "memory.remembered", "folders.changed")
 
-_LINK = re.compile(r"\[\[([^\[\]|]+)(?:\|([^\[\]]+))?\]\]")
 _CITE = re.compile(r"\[(\d{1,6})\](?!\()")
+# A page link or a citation, as the text of a page or an answer holds them.
+_MARKS = re.compile(r"\[\[(?P<page>[^\[\]|]+)(?:\|(?P<label>[^\[\]]+))?\]\]|\[(?P<cite>\d{1,6})\](?!\()")
 _NAME = Qt.ItemDataRole.UserRole + 1  # a proposal's page, by its title
 
 
@@ -95,25 +96,35 @@ def unreadable_label(message: str, scope_names: dict[str, str]) -> tuple[str, st
     return f"⚠ {name} (unreadable: {reason})", message
 
 
-def page_html(body: str, citations: dict[int, str], scope: str) -> str:
-    """Markdown body to HTML with [[Title]] as page links and [n] as links to the cited source."""
-
-    def link(m: re.Match[str]) -> str:
-        target, label = m.group(1).strip(), (m.group(2) or m.group(1)).strip()
-        return f"[{label}]({page_href(scope, target)})"
-
-    return render(_cite_links(_LINK.sub(link, body), {n: f"hearth-source:{sid}" for n, sid in citations.items()}))
+def page_html(body: str, citations: dict[int, str], scope: str, restore: Any = lambda text: text) -> str:
+    """Markdown body to HTML with [[Title]] as page links and [n] as links to the cited source (in the text only:
+    code shows as written), ``restore``'s values shown exactly as stored, and each web link's address shown."""
+    hrefs = {n: f"hearth-source:{sid}" for n, sid in citations.items()}
+    return render(body, links=_wiki_links(hrefs, scope), restore=restore, addresses=True)
 
 
-def _cite_links(markdown: str, hrefs: dict[int, str]) -> str:
-    """Each [n] in markdown as a link to hrefs[n]; a number with no target stays plain text."""
+def _wiki_links(hrefs: dict[int, str], scope: str | None) -> Any:
+    """The text's [n] as links to hrefs[n] (a number with no target stays text) and, with a page's ``scope``, its
+    [[Title]] and [[Title|label]] as links to that page: markdown.render's ``links``."""
 
-    def cite(m: re.Match[str]) -> str:
-        n = int(m.group(1))
-        href = hrefs.get(n)
-        return f"[\\[{n}\\]]({href})" if href else f"\\[{n}\\]"
+    def links(text: str) -> list[str | tuple[str, str]]:
+        out: list[str | tuple[str, str]] = []
+        at = 0
+        for m in _MARKS.finditer(text):
+            if m["cite"]:
+                href = hrefs.get(int(m["cite"]))
+                if href is None:
+                    continue
+                label = f"[{m['cite']}]"
+            elif scope is None:
+                continue
+            else:
+                label, href = (m["label"] or m["page"]).strip(), page_href(scope, m["page"].strip())
+            out += [text[at:m.start()], (label, href)]
+            at = m.end()
+        return [*out, text[at:]] if out else [text]
 
-    return _CITE.sub(cite, markdown)
+    return links
 
 
 def answer_html(question: str, result: Any, scope_label: Any, restore: Any = lambda text: text) -> str:
@@ -140,8 +151,8 @@ def answer_html(question: str, result: Any, scope_label: Any, restore: Any = lam
         items.append(f"<li>[{n}] <a href='{html.escape(hrefs[n], quote=True)}'>{html.escape(title)}</a>"
                      f"{html.escape(where)}</li>")
     sources = f"<h4>Sources</h4><ul>{''.join(items)}</ul>" if items else ""
-    answer = _cite_links(_as_words(restore(result.text), hrefs), hrefs)
-    return f"<h3>{html.escape(question)}</h3>{render(answer)}{sources}"
+    answer = render(_as_words(result.text, hrefs), links=_wiki_links(hrefs, None), restore=restore)
+    return f"<h3>{html.escape(question)}</h3>{answer}{sources}"
 
 
 def _as_words(markdown: str, cited: Iterable[int]) -> str:
@@ -574,6 +585,7 @@ class WikiView(QWidget):
     async def _load(self) -> None:
         scopes = self.pod.person_scopes()
         listing = await self._mem(lambda: [(s, *self.pod.memory.list_pages(s)) for s in scopes])
+        restore = self.pod.restore_redactions  # the person's own titles: their redacted values put back
         self.tree.clear()
         for scope, pages, corrupt in listing:
             if not pages and not corrupt:
@@ -586,7 +598,7 @@ class WikiView(QWidget):
                 if cat is None:
                     cat = cats[p.category] = QTreeWidgetItem([p.category])
                     top.addChild(cat)
-                item = QTreeWidgetItem([("✔ " if p.verified else "") + p.title])
+                item = QTreeWidgetItem([("✔ " if p.verified else "") + restore(p.title)])
                 item.setData(0, Qt.ItemDataRole.UserRole, (scope, p.slug))
                 cat.addChild(item)
             for message in corrupt:
@@ -657,7 +669,7 @@ class WikiView(QWidget):
         if page is not None and page == shown:
             return
         if page is None:  # deleted meanwhile: by nightly (nothing it cited is left, or merged into another) or by hand
-            title = shown.title if shown is not None else slug
+            title = self.pod.restore_redactions(shown.title) if shown is not None else slug
             self.page.setHtml(f"<p>The page <b>{html.escape(title)}</b> was deleted: nothing it cited is left in "
                               "memory, or it was merged into another page. Search your memory above, or open a "
                               "page from the list.</p>")
@@ -801,10 +813,12 @@ class WikiView(QWidget):
         titles = await self._mem(lambda: self._source_titles(page.citations.values()))
         if stale():
             return
-        sources = "".join(f"<li>[{n}] <a href='hearth-source:{sid}'>{html.escape(titles.get(sid) or f'Source {n}')}</a></li>"
+        restore = self.pod.restore_redactions  # the owner's own view: redacted values put back, shown as stored
+        sources = "".join(f"<li>[{n}] <a href='hearth-source:{sid}'>"
+                          f"{html.escape(restore(titles.get(sid) or '') or f'Source {n}')}</a></li>"
                           for n, sid in sorted(page.citations.items()))
-        body = self.pod.restore_redactions(page.body)  # the owner's own view: redacted values put back
-        self.page.setHtml(f"<h2>{html.escape(page.title)}</h2>{meta}{page_html(body, page.citations, scope)}"
+        body = page_html(page.body, page.citations, scope, restore)
+        self.page.setHtml(f"<h2>{html.escape(restore(page.title))}</h2>{meta}{body}"
                           + (f"<h4>Sources</h4><ul>{sources}</ul>" if sources else ""))
         self._page_actions(True)
         self.verified.setChecked(page.verified)
@@ -823,6 +837,10 @@ class WikiView(QWidget):
             self.open_page(scope, title, link=True)
         elif target.startswith("hearth-source:"):
             self._show(self._show_source(target.removeprefix("hearth-source:")))
+        else:  # a web link a page or an answer holds: Hearth stays offline, the address is the person's to open
+            address = url.toString(QUrl.ComponentFormattingOption.FullyEncoded)
+            self.status.emit(f"Hearth does not open web links from memory: {address} (select it on the page and "
+                             "copy it to open it yourself).")
 
     async def _show_source(self, sid: str) -> None:
         scopes = set(self.pod.person_scopes())

@@ -1,0 +1,160 @@
+"""What a wiki page and an answer show: the owner's own values exactly as stored (to them alone), code as written,
+and web links with their address."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from PySide6.QtCore import QUrl
+
+from tests.helpers.fake_model import Text, ToolCalls
+from tests.ui.test_wiki_view import CARD, remembered_card, seed, wiki_window
+from wiki_engine import Page
+
+
+def remembered_password(qloop, pod, script, password: str) -> str:
+    """Me's wifi password, remembered by an agent with reversible redaction: memory keeps only its placeholder."""
+    pod.edit_agent("helper", toolkits=["memory"], safety={"reversible": True})
+    script([ToolCalls([("remember", {"fact": f"The cabin wifi password is {password}"})]), lambda req: Text("noted")])
+    assert qloop.run(pod.chat("helper", "remember the cabin wifi")).ok
+    stored = " ".join(f"{h.title} {h.snippet}" for h in qloop.run(pod.memory_search("cabin wifi password")))
+    assert password not in stored
+    return re.search(r"\[SECRET_\d+#[0-9a-f]{16}\]", stored).group(0)
+
+
+def switch_to_bob(qloop, w, pod, fake_model):
+    """Bob takes over the window, with a model of his own for Ask memory; returns his pod."""
+    pod.add_person("Bob")
+    w.refresh_people()
+    assert w.switch_person("Bob")
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the wiki to load for Bob")
+    bob = w.wiki.pod
+    bob.add_provider("fake", kind="openai-compatible", base_url=fake_model.base_url, model="fake-1")
+    bob.set_role_model("ask_memory", "fake/fake-1")
+    return bob
+
+
+def ask(qloop, w, question: str, shows: str) -> str:
+    w.wiki.search.setText(question)
+    w.wiki.ask.click()
+    qloop.wait_until(lambda: shows in w.wiki.page.toPlainText(), what="the answer")
+    return w.wiki.page.toPlainText()
+
+
+def quoting(req):
+    """A model that quotes the placeholder in the excerpt it was given, as a real one does."""
+    m = re.search(r"\[SECRET_\d+#[0-9a-f]+\]", req.last_user)
+    return Text(f"The cabin wifi password is {m.group(0) if m else 'unknown'} [1].")
+
+
+@pytest.mark.parametrize("password", ["Sun*shine*42x", "Kx9\\_fr33_q"])
+def test_the_owners_password_shows_exactly_as_stored_on_a_page_and_in_an_answer_to_her_alone(
+        qtbot, qloop, ui_pod, script, fake_model, password) -> None:
+    """The page put Me's value back into the markdown before rendering it: "Sun*shine*42x" showed as "Sunshine42x"
+    in italics and "Kx9\\_fr33_q" lost its backslash, in the page's text, its code and Ask memory's answer alike."""
+    placeholder = remembered_password(qloop, ui_pod, script, password)
+    sid = qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.add_source(
+        f"The cabin router login is {placeholder}.", scope="public")))
+    qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.write_page(
+        Page(title="Cabin", scope="public", category="home", citations={1: sid},
+             body=f"- The cabin wifi password is {placeholder} [1]\n- To join: `nmcli --ask {placeholder}` [1]\n\n"
+                  f"```bash\nnmcli dev wifi connect cabin password '{placeholder}'\n```"),
+        author="agent:wiki-writer")))
+    w = wiki_window(qtbot, ui_pod)
+    qloop.run(w.wiki.open_page("public", "Cabin"))
+    text = w.wiki.page.toPlainText()
+    assert f"password is {password} [1]" in text, text
+    assert f"nmcli --ask {password} [1]" in text and f"password '{password}'" in text, text
+    assert "SECRET_" not in text
+    ui_pod.set_role_model("ask_memory", "fake/fake-1")
+    script([quoting], repeat_last=True)
+    answer = ask(qloop, w, "What is the cabin wifi password?", "password is")
+    assert f"The cabin wifi password is {password} [1]" in answer and "SECRET_" not in answer, answer
+
+    switch_to_bob(qloop, w, ui_pod, fake_model)  # the public page and source hold Me's placeholder
+    qloop.run(w.wiki.open_page("public", "Cabin"))
+    bobs = w.wiki.page.toPlainText()
+    assert f"password is {placeholder} [1]" in bobs and f"password '{placeholder}'" in bobs, bobs
+    bobs_answer = ask(qloop, w, "What is the cabin router login?", "password is")
+    assert placeholder in bobs_answer, bobs_answer
+    for seen in (bobs, bobs_answer):
+        assert password not in seen and password.replace("*", "").replace("\\", "") not in seen
+
+
+def test_titles_of_a_page_and_of_its_sources_show_the_owner_her_card_and_bob_only_the_placeholder(
+        qtbot, qloop, ui_pod, script, fake_model) -> None:
+    """The list of pages, a page's heading and the Sources under it showed Me the bare "[CARD_1#…]" where search and
+    typeahead show her card."""
+    placeholder = remembered_card(qloop, ui_pod, script)
+
+    def write() -> None:
+        sid = ui_pod.memory.add_source(f"Paid with {placeholder} at the orchid shop.", scope="public")
+        assert placeholder in ui_pod.memory.get_source(sid).title
+        ui_pod.memory.write_page(Page(title=f"Card {placeholder}", scope="public", category="payments",
+                                      citations={1: sid}, body="- Used at the orchid shop [1]"),
+                                 author="agent:wiki-writer")
+
+    qloop.run(ui_pod.in_memory_thread(write))
+    slug = ui_pod.memory.list_pages("public")[0][0].slug
+
+    def shown(w) -> str:
+        qloop.wait_until(lambda: w.wiki.tree.topLevelItemCount() == 1, what="the list of pages")
+        qloop.run(w.wiki.open_page("public", slug))
+        listed = w.wiki.tree.topLevelItem(0).child(0).child(0).text(0)
+        return f"{listed}\n{w.wiki.page.toPlainText()}"
+
+    w = wiki_window(qtbot, ui_pod)
+    mine = shown(w)
+    assert mine.startswith(f"Card {CARD}\nCard {CARD}\n"), mine  # the list, then the heading
+    assert f"[1] Paid with {CARD} at the orchid shop" in mine and "CARD_" not in mine, mine
+    switch_to_bob(qloop, w, ui_pod, fake_model)
+    bobs = shown(w)
+    assert bobs.startswith(f"Card {placeholder}\nCard {placeholder}\n"), bobs
+    assert f"[1] Paid with {placeholder}" in bobs and "4111" not in bobs, bobs
+
+
+def test_code_on_a_page_shows_as_written_and_only_its_text_links(qtbot, qloop, ui_pod) -> None:
+    """[[…]] and [n] were made links over the raw markdown, code too: a shell test `[[ -f ~/x ]]` became a page link
+    showing the person's id, and `Gifts[1]` a citation."""
+    scope, sid = seed(qloop, ui_pod)
+    code = "if [[ -f ~/orchids.txt ]]; then cat ~/orchids.txt; fi"
+    qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.write_page(
+        Page(title="Family", scope=scope, category="family", citations={1: sid},
+             body=f"- Her list is the cell `Gifts[1]` [1]; see [[Gifts]]\n\nTo read it [1]:\n\n```bash\n{code}\n```"),
+        author="person:me")))
+    w = wiki_window(qtbot, ui_pod)
+    qloop.run(w.wiki.open_page(scope, "Family"))
+    text, page = w.wiki.page.toPlainText(), w.wiki.page.toHtml()
+    assert code in text and "cell Gifts[1] [1]; see Gifts" in text, text
+    assert ui_pod.person.id not in text and "hearth-" not in text
+    hrefs = re.findall(r'href="([^"]+)"', page)
+    # [1] twice, the Gifts link and the Sources list, nothing in the code
+    assert sorted(hrefs) == sorted([f"hearth-source:{sid}"] * 3 + [f"hearth-page:{scope}%7CGifts"]), hrefs
+
+
+def test_a_web_link_shows_its_address_and_a_click_says_hearth_does_not_open_it(qtbot, qloop, ui_pod) -> None:
+    """A page's web link was silently ignored when clicked, its address shown nowhere."""
+    scope = f"private/{ui_pod.person.id}"
+
+    def work() -> None:
+        sid = ui_pod.memory.add_source("Bin days: see the council website.", scope=scope)
+        ui_pod.memory.write_page(Page(
+            title="Bins", scope=scope, category="home", citations={1: sid},
+            body="- Bin days are on [the council's calendar](https://example.org/bins) [1]\n"
+                 "- Not [a script](javascript:alert(1)) nor [a file](file:///etc/passwd) nor <file:///etc/hosts> [1]"),
+            author="agent:wiki-writer")
+
+    qloop.run(ui_pod.in_memory_thread(work))
+    w = wiki_window(qtbot, ui_pod)
+    qloop.run(w.wiki.open_page(scope, "Bins"))
+    assert "the council's calendar (https://example.org/bins) [1]" in w.wiki.page.toPlainText()
+    hrefs = re.findall(r'href="([^"]+)"', w.wiki.page.toHtml())
+    assert "https://example.org/bins" in hrefs
+    assert not any(h.startswith(("javascript:", "file:")) for h in hrefs), hrefs
+    cursor = w.wiki.page.document().find("the council's calendar")
+    assert cursor.charFormat().toolTip() == "https://example.org/bins"
+    w.wiki.page.anchorClicked.emit(QUrl("https://example.org/bins"))
+    said = w.statusBar().currentMessage()
+    assert "does not open web links" in said and "https://example.org/bins" in said, said
+    assert w.wiki.current == (scope, "bins") and "Bin days" in w.wiki.page.toPlainText()  # the page stays
