@@ -57,6 +57,7 @@ _CITE = re.compile(r"\[(\d{1,6})\](?!\()")
 # A page link or a citation, as the text of a page or an answer holds them.
 _MARKS = re.compile(r"\[\[(?P<page>[^\[\]|]+)(?:\|(?P<label>[^\[\]]+))?\]\]|\[(?P<cite>\d{1,6})\](?!\()")
 _NAME = Qt.ItemDataRole.UserRole + 1  # a proposal's page, by its title
+_FOLD = Qt.ItemDataRole.UserRole + 2  # a scope or a category in the list of pages (what stays folded)
 
 
 def page_href(scope: str, title_or_slug: str) -> str:
@@ -348,6 +349,7 @@ class WikiView(QWidget):
         self._refused: dict[str, list[_Refused]] = {}  # corrections not saved, by owner, to give back (_give_back)
         self._kept_read: set[str] = set()  # the people whose corrections kept in pod.db were read into _refused
         self._shown_values: dict[str, str] = {}  # the owner's values suggestions and results show, by placeholder
+        self._tree_shown: Any = None  # what the list of pages shows (see _fill_tree)
         page_box = QWidget()
         pl = QVBoxLayout(page_box)
         pl.setContentsMargins(0, 0, 0, 0)
@@ -510,6 +512,7 @@ class WikiView(QWidget):
         self.search.completer().popup().hide()
         self.results.clear()
         self.tree.clear()
+        self._tree_shown = None
         self.proposals.clear()
         self.tabs.setTabText(1, "Proposals")
         self.held.clear()
@@ -585,31 +588,7 @@ class WikiView(QWidget):
     async def _load(self) -> None:
         scopes = self.pod.person_scopes()
         listing = await self._mem(lambda: [(s, *self.pod.memory.list_pages(s)) for s in scopes])
-        restore = self.pod.restore_redactions  # the person's own titles: their redacted values put back
-        self.tree.clear()
-        for scope, pages, corrupt in listing:
-            if not pages and not corrupt:
-                continue
-            top = QTreeWidgetItem([self.pod.scope_label(scope)])
-            self.tree.addTopLevelItem(top)
-            cats: dict[str, QTreeWidgetItem] = {}
-            for p in sorted(pages, key=lambda p: (p.category, p.title)):
-                cat = cats.get(p.category)
-                if cat is None:
-                    cat = cats[p.category] = QTreeWidgetItem([p.category])
-                    top.addChild(cat)
-                item = QTreeWidgetItem([("✔ " if p.verified else "") + restore(p.title)])
-                item.setData(0, Qt.ItemDataRole.UserRole, (scope, p.slug))
-                cat.addChild(item)
-            for message in corrupt:
-                label, detail = unreadable_label(message, {s: self.pod.scope_label(s) for s in scopes})
-                bad = QTreeWidgetItem([label])
-                bad.setToolTip(0, plain_tooltip(f"{detail}\nThis page file could not be read; it is skipped until "
-                                                "fixed or rebuilt."))
-                top.addChild(bad)
-            top.setExpanded(True)
-            for c in cats.values():
-                c.setExpanded(True)
+        self._fill_tree(listing, scopes)
         self.ingest_panel.refresh()
         self.folders.refresh()
         # The empty state, or once pages exist a pointer to them, takes a blank page area (or replaces the other),
@@ -626,6 +605,67 @@ class WikiView(QWidget):
         await self._load_proposals()
         await self._load_held()
         await self._drop_gone()
+
+    def _fill_tree(self, listing: list[tuple[str, list[Any], list[str]]], scopes: list[str]) -> None:
+        """The list of pages by scope and category, titles with the person's own values put back. It is rebuilt only
+        when what it shows changed (memory's 5-minute run mostly finds nothing new), and then the page selected
+        stays selected, the categories the person folded stay folded and the list keeps its place."""
+        restore = self.pod.restore_redactions
+        labels = {s: self.pod.scope_label(s) for s in scopes}
+        shown = []
+        for scope, pages, corrupt in listing:
+            if not pages and not corrupt:
+                continue
+            cats: dict[str, list[tuple[str, tuple[str, str]]]] = {}
+            for title, p in sorted(((restore(pg.title), pg) for pg in pages), key=lambda tp: (tp[1].category, tp[0])):
+                cats.setdefault(p.category, []).append((("✔ " if p.verified else "") + title, (scope, p.slug)))
+            shown.append((scope, labels[scope], cats, [unreadable_label(m, labels) for m in corrupt]))
+        if shown == self._tree_shown:
+            return
+        self._tree_shown = shown
+        folded, selected = set(), None
+        it = QTreeWidgetItemIterator(self.tree)
+        while it.value() is not None:
+            item = it.value()
+            if item.childCount() and not item.isExpanded():
+                folded.add(item.data(0, _FOLD))
+            if item is self.tree.currentItem():
+                ref = item.data(0, Qt.ItemDataRole.UserRole)
+                selected = ("page", ref) if ref else ("fold", item.data(0, _FOLD))
+            it += 1
+        at = self.tree.verticalScrollBar().value()
+        self.tree.blockSignals(True)  # what was selected before the person's last click stays known (Keep editing)
+        try:
+            self.tree.clear()
+            again = None
+            for scope, label, cats, bad in shown:
+                top = QTreeWidgetItem([label])
+                top.setData(0, _FOLD, scope)
+                self.tree.addTopLevelItem(top)
+                for category, items in cats.items():
+                    cat = QTreeWidgetItem([category])
+                    cat.setData(0, _FOLD, (scope, category))
+                    top.addChild(cat)
+                    for text, ref in items:
+                        item = QTreeWidgetItem([text])
+                        item.setData(0, Qt.ItemDataRole.UserRole, ref)
+                        cat.addChild(item)
+                        again = item if ("page", ref) == selected else again
+                    cat.setExpanded((scope, category) not in folded)
+                    again = cat if ("fold", (scope, category)) == selected else again
+                for text, detail in bad:
+                    item = QTreeWidgetItem([text])
+                    item.setToolTip(0, plain_tooltip(f"{detail}\nThis page file could not be read; it is skipped "
+                                                     "until fixed or rebuilt."))
+                    top.addChild(item)
+                top.setExpanded(scope not in folded)
+                again = top if ("fold", scope) == selected else again
+            if again is not None:
+                self.tree.setCurrentItem(again)
+        finally:
+            self.tree.blockSignals(False)
+        self.tree.doItemsLayout()  # the scroll bar's range as the list is now, for its place to be kept
+        self.tree.verticalScrollBar().setValue(at)
 
     async def _drop_gone(self) -> None:
         """Search results and an Ask memory answer citing what is gone meanwhile (a watched folder removed with its

@@ -1,12 +1,13 @@
 """What a wiki page and an answer show: the owner's own values exactly as stored (to them alone), code as written,
-and web links with their address."""
+web links with their address; and the list of pages keeping the person's place while memory changes."""
 
 from __future__ import annotations
 
 import re
 
 import pytest
-from PySide6.QtCore import QUrl
+from PySide6.QtCore import Qt, QUrl
+from PySide6.QtWidgets import QApplication
 
 from tests.helpers.fake_model import Text, ToolCalls
 from tests.ui.test_wiki_view import CARD, remembered_card, seed, wiki_window
@@ -158,3 +159,56 @@ def test_a_web_link_shows_its_address_and_a_click_says_hearth_does_not_open_it(q
     said = w.statusBar().currentMessage()
     assert "does not open web links" in said and "https://example.org/bins" in said, said
     assert w.wiki.current == (scope, "bins") and "Bin days" in w.wiki.page.toPlainText()  # the page stays
+
+
+def many_pages(qloop, pod, n: int = 120) -> str:
+    scope = f"private/{pod.person.id}"
+
+    def work() -> None:
+        sid = pod.memory.add_source("Clara loves orchids.", scope=scope)
+        pod.memory.write_pages([Page(title=f"Orchid {i:03d}", scope=scope, category=f"cat{i % 3}",
+                                     body=f"- Orchid number {i} [1]", citations={1: sid}) for i in range(n)],
+                               author="agent:wiki-writer")
+
+    qloop.run(pod.in_memory_thread(work), timeout=120)
+    return scope
+
+
+def test_the_list_of_pages_keeps_the_persons_place_when_memory_runs_or_a_page_is_verified(
+        qtbot, qloop, ui_pod) -> None:
+    """Each memory run (every 5 minutes, even with nothing new) and each Verified click rebuilt the list: the page
+    selected was no longer selected, the categories folded away opened again, the list jumped to its top."""
+    scope = many_pages(qloop, ui_pod)
+    w = wiki_window(qtbot, ui_pod, shown=True)
+    w.resize(1000, 600)
+    qloop.wait_until(lambda: w.wiki.tree.topLevelItemCount() == 1 and not w.wiki._tasks, what="the list")
+    item = w.wiki.tree.findItems("Orchid 119", Qt.MatchFlag.MatchExactly | Qt.MatchFlag.MatchRecursive)[0]
+    w.wiki.tree.setCurrentItem(item)
+    w.wiki.tree.scrollToItem(item)
+    w.wiki._on_tree_item(item)
+    qloop.wait_until(lambda: w.wiki.current is not None and not w.wiki._tasks, what="the page")
+    w.wiki.tree.topLevelItem(0).child(0).setExpanded(False)  # the person folds cat0 away
+    QApplication.processEvents()
+    bar = w.wiki.tree.verticalScrollBar()
+    bar.setValue(bar.maximum() // 2)  # and reads on further up, the page they opened out of sight
+
+    def place() -> tuple[str | None, int, bool]:
+        QApplication.processEvents()
+        cur = w.wiki.tree.currentItem()
+        return (cur.text(0) if cur else None, w.wiki.tree.verticalScrollBar().value(),
+                w.wiki.tree.topLevelItem(0).child(0).isExpanded())
+
+    before = place()
+    assert before[1] > 0 and not before[2]
+    qloop.run(ui_pod.memory_produce(), timeout=120)  # memory's 5-minute run, nothing new
+    qloop.wait_until(lambda: not w.wiki._memory_soon.isActive() and not w.wiki._tasks, what="the reload")
+    assert place() == before
+    w.wiki.verified.click()
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the verification")
+    assert place() == ("✔ Orchid 119", before[1], False)
+    qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.write_page(Page(  # memory gains a page meanwhile
+        title="Orchid 500", scope=scope, category="cat2", body="- One more [1]",
+        citations=ui_pod.memory.read_page(scope, "orchid-000").citations), author="agent:wiki-writer")))
+    qloop.run(w.wiki.refresh())
+    assert w.wiki.tree.findItems("Orchid 500", Qt.MatchFlag.MatchExactly | Qt.MatchFlag.MatchRecursive)
+    assert place() == ("✔ Orchid 119", before[1], False)
