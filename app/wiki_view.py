@@ -303,7 +303,8 @@ class WikiView(QWidget):
         self.page.setAccessibleName("Wiki page")
         self.page.document().setDefaultStyleSheet(STYLE.replace("<style>", "").replace("</style>", ""))
         self.page.anchorClicked.connect(self._on_anchor)
-        self.verified = QCheckBox("Verified by me — agents can only propose changes to this page")
+        # A household page is everyone's: whoever on this Hearth marked it verified, it is verified for all of them
+        self.verified = QCheckBox("Verified — agents can only propose changes to this page")
         self.verified.setAccessibleName("Verified")
         self.verified.setEnabled(False)
         self.verified.clicked.connect(self._on_verified)
@@ -862,6 +863,10 @@ class WikiView(QWidget):
                           + (f"<h4>Sources</h4><ul>{sources}</ul>" if sources else ""))
         self._page_actions(True)
         self.verified.setChecked(page.verified)
+        self.verified.setToolTip(
+            "A household page, shared by everyone on this Hearth: any of you may correct it, mark it verified, and "
+            "approve or reject what agents propose for it." if scope == "public" else
+            "Your page: only you correct it, mark it verified, and decide what agents propose for it.")
         self.tabs.setCurrentIndex(0)
 
     # -- slots

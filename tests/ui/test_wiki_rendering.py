@@ -212,3 +212,27 @@ def test_the_list_of_pages_keeps_the_persons_place_when_memory_runs_or_a_page_is
     qloop.run(w.wiki.refresh())
     assert w.wiki.tree.findItems("Orchid 500", Qt.MatchFlag.MatchExactly | Qt.MatchFlag.MatchRecursive)
     assert place() == ("✔ Orchid 119", before[1], False)
+
+
+def test_a_household_page_verified_by_one_person_is_not_shown_to_another_as_verified_by_them(
+        qtbot, qloop, ui_pod, fake_model) -> None:
+    """Me verified the household's page; Bob, who verified nothing, was shown it ticked "Verified by me". It is the
+    household's verification: the box says verified, and says who may change it; her own page says it is hers."""
+    scope, sid = seed(qloop, ui_pod)
+
+    def write() -> None:
+        shared = ui_pod.memory.add_source("The bins go out on Tuesday evening.", scope="public")
+        for sc, cited in (("public", shared), (scope, sid)):
+            ui_pod.memory.write_page(Page(title="Bins", scope=sc, category="home", citations={1: cited},
+                                          body="- The bins go out on Tuesday [1]"), author="person:me")
+            ui_pod.memory.set_verified(sc, "bins", True)
+
+    qloop.run(ui_pod.in_memory_thread(write))
+    w = wiki_window(qtbot, ui_pod)
+    qloop.run(w.wiki.open_page(scope, "bins"))
+    assert w.wiki.verified.isChecked() and w.wiki.verified.toolTip().startswith("Your page: only you")
+    switch_to_bob(qloop, w, ui_pod, fake_model)
+    qloop.run(w.wiki.open_page("public", "bins"))
+    box = w.wiki.verified
+    assert box.isChecked() and "by me" not in box.text() and box.text().startswith("Verified"), box.text()
+    assert box.toolTip().startswith("A household page, shared by everyone on this Hearth"), box.toolTip()
