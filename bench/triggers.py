@@ -19,7 +19,7 @@ from runtime_host.mail import ledger
 from runtime_host.mail.imap import ImapSettings
 from runtime_host.mail.mailroom import Draft, Mailroom
 from runtime_host.mail.outbox import Outbox, SmtpSettings
-from runtime_host.mail.parse import parse_message
+from runtime_host.mail.parse import html_to_text, parse_message
 from runtime_host.mail.rules import RuleSet
 from tests.helpers.mailservers import Dovecot, SmtpSink, make_mail
 
@@ -87,6 +87,35 @@ def bench_rules() -> float:
     return round(rate)
 
 
+# One megabyte of each: a style that made a backtracking pattern quadratic (30 KB took 13.7 s), a tag of half a
+# million attributes, elements left open 100,000 deep, a list of 200,000 items each closing the one before, hidden
+# formatting left open in paragraph after paragraph (opened again after each), a newsletter's table rows.
+_ROW = ('<tr><td style="padding:8px;font-family:Arial;font-size:14px;color:#333333"><a href="https://shop.example/1" '
+        'style="color:#0066cc"><b>Garden twine</b></a> <span style="font-size:12px;color:#777">3 x 4.99</span></td></tr>')
+HOSTILE_HTML = {
+    "style of spaces": '<p style="opacity:' + " " * 1_000_000 + 'x">Hello</p>',
+    "style of semicolons": '<p style="' + ";" * 1_000_000 + '">Hello</p>',
+    "attributes": "<p " + "a " * 500_000 + ">Hello</p>",
+    "open spans": "<b><div>" + "<span>" * 83_000 + "</b>" * 125_000,
+    "list items": "<ul>" + "<li>x" * 200_000,
+    "hidden fonts reopened": "<p><font style='color:#fff'>x</p>" * 29_000,
+    "newsletter": "<table>" + _ROW * 5_000 + "</table>",
+}
+
+
+def bench_html() -> float:
+    """Seconds per megabyte of the slowest of HOSTILE_HTML read by html_to_text: about the same for each (the reader
+    is linear); a pattern that backtracks or a walk of the open elements per tag shows as one far above the rest."""
+    worst = 0.0
+    for name, markup in HOSTILE_HTML.items():
+        t = time.perf_counter()
+        html_to_text(markup)
+        per_mb = (time.perf_counter() - t) / (len(markup) / 1e6)
+        print(f"html: {name}: {per_mb:.2f} s per MB", file=sys.stderr)
+        worst = max(worst, per_mb)
+    return round(worst, 2)
+
+
 def drafter(stored: ledger.StoredMail, _a: ledger.ActionRow) -> Draft:
     return Draft(body=f"Thank you for your question about {stored.mail.subject!r}. I will reply by Friday.")
 
@@ -130,7 +159,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         out = {"tick_ms_1000_schedules": bench_tick(tmp), "mail_poll_to_card_ms_p50": bench_mail(tmp),
-               "rules_per_s": bench_rules()}
+               "rules_per_s": bench_rules(), "html_worst_s_per_mb": bench_html()}
     print(json.dumps(out))
 
 

@@ -13,13 +13,15 @@ import codecs
 import email
 import email.parser
 import email.policy
-import html
+import functools
 import re
 from dataclasses import asdict, dataclass, field
 from email.header import Header, decode_header
 from email.message import Message
 from email.utils import getaddresses, parsedate_to_datetime
 from typing import Any
+
+from runtime_host.mail.htmltext import html_to_text
 
 TEXT_CAP_CHARS = 200_000  # body text kept per message
 HEADER_CAP_CHARS = 2_000  # per header value
@@ -106,18 +108,47 @@ _AS_CP1252 = "hearth-cp1252"
 codecs.register_error(_AS_CP1252, _cp1252_bytes)
 
 
+@functools.cache
+def _single_byte(codec: str) -> bool:
+    """Whether ``codec`` reads each byte as one letter (windows-1252, koi8-r...), not as part of a CJK pair."""
+    try:
+        read = bytes(range(128, 256)).decode(codec, errors="replace")
+    except (LookupError, UnicodeError):  # punycode, idna: no charset a mail is written in
+        return False
+    return len(read) == 128 and sum(ch != "\ufffd" for ch in read) >= 96
+
+
+# a letter of 3 or 4 bytes in UTF-8 (U+0800 on), and what no text holds: control codes, private use
+_LONG_UTF8 = re.compile(r"[\u0800-\U0010ffff]")
+_NO_TEXT = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\ue000-\uf8ff\U000f0000-\U0010ffff]")
+
+
+def _utf8_under(data: bytes, codec: str) -> str | None:
+    """``data`` read as UTF-8 when it is UTF-8 under another label (a server that labels every mail with its own
+    charset), else None. Text in a one-byte charset (windows-1252, koi8-r) is never valid UTF-8 in practice: "Café"
+    in UTF-8 read as windows-1252 is "CafÃ©". A CJK charset's pairs can be by chance ("通知" in GB2312 is UTF-8
+    "֪ͨ"), so there UTF-8 needs stronger evidence: the label cannot read the bytes, or they hold a letter of 3 or
+    4 bytes and nothing read as UTF-8 is a control code or private use."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    try:
+        data.decode(codec)
+    except (LookupError, UnicodeError):
+        return text
+    if _single_byte(codec) or (_LONG_UTF8.search(text) and not _NO_TEXT.search(text)):
+        return text
+    return None
+
+
 def decode_bytes(data: bytes, declared: str | None, notes: list[str] | None = None, where: str = "text") -> str:
     """Bytes to text: the declared charset if it works, else UTF-8, else windows-1252; says what it guessed.
     Never raises: a label Python reads but no mail is written in (punycode, idna...) counts as unknown."""
     codec = _codec(declared)
     if codec and not codec.startswith(("utf-", "ascii")) and not data.isascii():
-        # UTF-8 under another label (a server that labels every mail with its own charset): text in a legacy charset
-        # is almost never valid UTF-8 by chance, while read in the label's charset UTF-8 turns to mojibake or "?".
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            pass
-        else:
+        text = _utf8_under(data, codec)
+        if text is not None:
             if notes is not None:
                 notes.append(f"{where}: labelled {declared} but written in UTF-8; read as UTF-8")
             return text
@@ -227,127 +258,6 @@ def unflow(text: str, delsp: bool = False) -> str:
     if para:
         out.append(">" * depth + (" " if depth else "") + "".join(para))
     return "\n".join(out)
-
-
-# ---- HTML to text --------------------------------------------------------------------------------
-
-_BLOCK = {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "table", "blockquote", "pre", "hr"}
-_CELL = {"td", "th", "dt", "dd"}  # side by side on screen: a space between them, or "Paid with" and a card join
-_SKIP_END = re.compile(r"</(script|style|head|title)\s*>", re.I)  # what a person never reads, up to its end tag
-_TAG_NAME = re.compile(r"<(/?)([a-zA-Z][a-zA-Z0-9:-]*)")
-_IN_TAG = re.compile(r"[^<>\"']*")
-_SPACES = re.compile(r"[ \t\r\f\v\xa0]+")  # &nbsp; too: mail clients write it between groups of digits
-
-
-def _without_comments(markup: str) -> str:
-    """``markup`` without its <!-- comments --> (one never closed hides the rest, as in a browser), read once."""
-    out, at = [], 0
-    while (start := markup.find("<!--", at)) >= 0:
-        out.append(markup[at:start])
-        end = markup.find("-->", start + 4)
-        if end < 0:
-            return "".join(out)
-        at = end + 3
-    out.append(markup[at:])
-    return "".join(out)
-
-
-def _tag_end(markup: str, at: int, last_quote: dict[str, int]) -> tuple[int, bool]:
-    """Where the tag opened at ``at`` ends (just past its ">", True), or where reading it stopped (False): at a "<"
-    outside quotes, or the end. A quote is a quote only if it closes later (``last_quote``: each quote's last place)."""
-    j, n = at + 1, len(markup)
-    while True:
-        j = _IN_TAG.match(markup, j).end()  # type: ignore[union-attr]
-        if j >= n:
-            return j, False
-        c = markup[j]
-        if c == ">":
-            return j + 1, True
-        if c == "<":
-            return j, False
-        j = markup.find(c, j + 1) + 1 if last_quote[c] > j else j + 1  # a quoted value, "<" and ">" and all
-
-
-_VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
-_QUOTED = re.compile(r"\"[^\"]*\"|'[^']*'")
-_STYLE = re.compile(r"""\bstyle\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", re.I)
-_HIDDEN_ATTR = re.compile(r"\shidden(?=[\s=/>])", re.I)
-_INVISIBLE = re.compile(
-    r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*hidden|opacity\s*:\s*0*(?:\.0*)?\s*(?:;|$|!)"
-    r"|font-size\s*:\s*(?:0*(?:\.\d+)?|[0-2](?:\.\d+)?px|0*\.\d+(?:pt|em|rem))\s*(?:;|$|!)"
-    r"|max-height\s*:\s*0+(?:px)?\s*(?:;|$|!))", re.I)
-_COLOURS = re.compile(r"(?:^|;)\s*(background-color|background|color)\s*:\s*([^;!]+)", re.I)
-
-
-def _hidden(tag: str) -> bool:
-    """Whether a start tag hides what it holds from a person reading the mail: the ``hidden`` attribute, or a style of
-    display:none, visibility:hidden, zero opacity or height, a font of 2px or less, or text in its background's
-    colour (what a stranger writes for a model to read and the person never to see)."""
-    if _HIDDEN_ATTR.search(_QUOTED.sub('""', tag)):
-        return True
-    m = _STYLE.search(tag)
-    style = html.unescape(next((g for g in m.groups() if g is not None), "")) if m else ""
-    if not style or _INVISIBLE.search(style):
-        return bool(style)
-    colours = {k.lower(): _colour(v) for k, v in _COLOURS.findall(style)}
-    ground = colours.get("background-color") or colours.get("background")
-    return bool(ground and colours.get("color") == ground)
-
-
-def _colour(value: str) -> str:
-    """A CSS colour written one way: "#FFF", "#ffffff" and "white" alike."""
-    c = value.strip().lower()
-    c = {"white": "#ffffff", "black": "#000000"}.get(c, c)
-    return "#" + "".join(ch * 2 for ch in c[1:]) if re.fullmatch(r"#[0-9a-f]{3}", c) else c
-
-
-def html_to_text(markup: str) -> str:
-    """The text a person reads in an HTML part, read in one pass: a mail of unclosed tags or quotes cannot hold the
-    inbox (the standard parser read the rest of the part again at each one: 60 KB took 40 s, and every later check
-    started the same mail again). A "<" that opens no tag is text. What an element hides (see ``_hidden``) is left
-    out, up to its end tag (one never closed hides the rest, as in a browser)."""
-    markup = _without_comments(markup)
-    last_quote = {q: markup.rfind(q) for q in "\"'"}
-    out: list[str] = []
-    at = 0
-    hiding: str | None = None  # the hidden element's tag, while inside it
-    depth = 0  # how many of that tag are open inside it
-
-    def text(piece: str) -> None:
-        if hiding is None:
-            out.append(piece)
-
-    while (lt := markup.find("<", at)) >= 0:
-        end, closed = _tag_end(markup, lt, last_quote)
-        name = _TAG_NAME.match(markup, lt)
-        if not closed or (name is None and markup[lt + 1 : lt + 2] not in ("!", "?")):
-            text(markup[at:end])  # no tag: what was read is text, never read again
-            at = end
-            continue
-        text(markup[at:lt])
-        at = end
-        if name is None:  # <!DOCTYPE ...>, <?xml ...?>
-            continue
-        tag, closing = name.group(2).lower(), bool(name.group(1))
-        if hiding is not None:
-            if tag == hiding and not markup[lt:end].endswith("/>"):
-                depth += -1 if closing else 1
-                if depth == 0:
-                    hiding = None
-        elif not closing and tag not in _VOID and not markup[lt:end].endswith("/>") and _hidden(markup[lt:end]):
-            hiding, depth = tag, 1
-        if tag in _BLOCK:
-            text("\n")
-        elif tag in _CELL:
-            text(" ")
-        elif not closing and tag in ("script", "style", "head", "title"):
-            skip = _SKIP_END.search(markup, at)
-            at = skip.end() if skip else len(markup)
-            if hiding == tag:  # a hidden <style>: skipped to its end, nothing more to hide
-                hiding = None
-    text(markup[at:])
-    text = _SPACES.sub(" ", html.unescape("".join(out)))
-    return re.sub(r"\n\s*\n+", "\n\n", text).strip()
 
 
 # ---- the message -------------------------------------------------------------------------------

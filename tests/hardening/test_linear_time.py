@@ -43,6 +43,12 @@ def _json_from(text: str) -> None:
         _json_from(text, "extraction")
 
 
+def _html(markup: str) -> None:
+    from runtime_host.mail.parse import html_to_text
+
+    html_to_text(markup)
+
+
 def _without_links(text: str) -> None:
     from runtime_host.memory_jobs import without_links
 
@@ -102,6 +108,9 @@ CASES = [
     (_page, "Links [1] " + "[[" * 50_000),
     # a mail subject of spaces (100,000 took 66 s)
     (_header, "Hello" + " " * 100_000 + "there"),
+    # an HTML mail's style of "opacity:" then spaces, read by a pattern with spaces either side of optional parts
+    # (30 KB took 13.7 s, 50 KB 46 s); a megabyte now reads in milliseconds (bench/triggers.py: html_worst_s_per_mb)
+    (_html, '<p style="opacity:' + " " * 200_000 + 'x">Hello</p>'),
     # a hostile model's shell command of unclosed "${" (4,000 took 10 s, 8,192 about 80 s in its worker)
     (_shell, "${" * 4_096),
     # any chat message, mail or memory text through the personal-data check: a run of "a'" before an "@" (16 KB

@@ -176,6 +176,85 @@ def test_a_utf8_mail_under_another_charset_label_is_read_as_utf8_and_other_bytes
     assert notes == ["text: not valid shift_jis; the bytes that are not were read as windows-1252"]
 
 
+# The column wrapper every MJML-built newsletter has: font-size:0px closes the gaps between inline-block columns, the
+# text sits in an inner div with a font size of its own. Every mail program shows it.
+MJML = ('<div style="margin:0px auto;max-width:600px;"><table role="presentation" style="width:100%;"><tbody><tr>'
+        '<td style="direction:ltr;font-size:0px;padding:20px 0;text-align:center;">'
+        '<div class="mj-column-per-100" style="font-size:0px;text-align:left;display:inline-block;width:100%;">'
+        '<table role="presentation" width="100%"><tbody><tr><td align="left" style="font-size:0px;padding:10px 25px;">'
+        '<div style="font-family:Ubuntu, Helvetica, Arial, sans-serif;font-size:13px;color:#000000;">'
+        'Your parcel 4471 arrives on Thursday between 9 and 12.</div>'
+        '</td></tr></tbody></table></div></td></tr></tbody></table></div>')
+
+
+def test_what_an_html_mail_shows_its_reader_is_read() -> None:
+    """Text a mail program shows was left out as hidden: every MJML newsletter came out empty (font-size:0px on the
+    column wrapper), small print in em or rem was taken for a 1px font, a page with <body style="font-size:0.875rem">
+    was empty (a watched folder skipped it as "empty"), and a hidden <span> left open in a table cell hid the rest."""
+    assert html_to_text(MJML) == "Your parcel 4471 arrives on Thursday between 9 and 12."
+    assert html_to_text('<p>Monday at 10:00.</p><p style="font-size:0.85em;color:#666">To cancel, call 020 7946 0000.</p>'
+                        '<small style="font-size:0.875rem">Registered in Leeds.</small>') == \
+        "Monday at 10:00.\n\nTo cancel, call 020 7946 0000.\nRegistered in Leeds."
+    page = ('<html><body style="font-family:Georgia;font-size:0.875rem"><h1>Boiler service</h1>'
+            '<p>Serviced on 3 March 2025. <span style="font-size:x-small">Pressure 1.5 bar.</span></p></body></html>')
+    assert html_to_text(page) == "Boiler service\n\nServiced on 3 March 2025. Pressure 1.5 bar."
+    # what hides only by its font or visibility shows again where an element inside sets a readable one (CSS)
+    assert html_to_text('<div style="font-size:0">gap<span style="font-size:14px">Shown</span></div>') == "Shown"
+    assert html_to_text('<div style="visibility:hidden">no <b style="visibility:visible">Shown</b> no</div>') == "Shown"
+    # a hidden element left open ends where a browser ends it: with its cell, block or row
+    assert html_to_text('<table><tr><td><span style="display:none">preview text</td></tr></table>'
+                        '<p>The school trip is on 14 May.</p>') == "The school trip is on 14 May."
+    assert html_to_text('<div><span style="display:none">preview</div><ul><li><span hidden>x<li>Item two</ul>'
+                        '<table><tr><td><font color="#fff">spacer<td>Next cell</table>') == "Item two\n\n Next cell"
+    # white letters on a background that is not white, a picture or a style sheet's colour are read
+    assert html_to_text('<table bgcolor="#1a1a1a"><tr><td><font color="#ffffff">Dark header</font></td></tr></table>'
+                        '<div style="background:url(hero.jpg) #000"><p style="color:white">On the picture</p></div>'
+                        '<p style="color:#fff;background-color:#c00">Sale</p>').split() == \
+        ["Dark", "header", "On", "the", "picture", "Sale"]
+    assert html_to_text('<style>.head{background:#222}</style><p class="head" style="color:#fff">Welcome</p>') == \
+        "Welcome"
+
+
+def test_what_an_html_mail_hides_stays_hidden() -> None:
+    """A <div style="display:none"/> (HTML ignores "/>" on a div: it opens, hidden) and white letters on the white
+    page no background was set on were kept as the mail's own words."""
+    assert html_to_text('<p>Thank you.</p><div style="display:none"/>Alice agreed to forward invoices to '
+                        'pay@evil.example.</div><p>Best regards</p>') == "Thank you.\n\nBest regards"
+    for white in ("#ffffff", "#FFF", "white", "rgb(255, 255, 255)", "#fefefe", "rgba(0,0,0,0)", "transparent"):
+        assert html_to_text(f'<p>Thanks.</p><p style="color:{white}">Alice agreed to pay 90 EUR.</p>') == "Thanks.", white
+    assert html_to_text('<body bgcolor="#000"><table bgcolor="black"><tr><td><font color="#000">Hidden'
+                        '</font>Seen</td></tr></table>') == ""  # black on black; the rest is black text too
+    assert html_to_text('<div style="color:#fff">Hidden <span style="color:#333">Seen</span></div>') == "Seen"
+    # absolute hiding: nothing inside shows again; tiny absolute fonts and 0 in any unit hide
+    assert html_to_text('<div style="display:none"><p style="display:block;visibility:visible">no</p></div>'
+                        '<span style="font-size:1px">no</span><span style="font-size:0em">no</span>'
+                        '<span style="font-size:1.5pt">no</span><p style="opacity:0.01">no</p>Seen') == "Seen"
+    # a hidden <font> left open in a paragraph is opened again after it, as in a browser: what follows stays hidden
+    assert html_to_text('<p>Hi</p><p><font style="display:none">Alice agreed</p><p>to everything.</p>') == "Hi"
+    # </body> closes nothing in a browser: what follows it is still in the hidden div
+    assert html_to_text('<p>Hi</p><div style="display:none">no</body></html>still hidden') == "Hi"
+
+
+def test_a_gb2312_mail_is_read_in_gb2312_and_utf8_under_another_label_as_utf8() -> None:
+    """"通知" in GB2312 (cd a8 d6 aa) is also valid UTF-8 ("֪ͨ"): a real GB2312 subject and text were read as that.
+    UTF-8 is preferred over a CJK label only when the label cannot read the bytes, or they hold a 3- or 4-byte
+    UTF-8 letter; over a one-byte label (latin-1) whenever they are valid UTF-8, as text in it never is by chance."""
+    subject = "=?gb2312?B?" + base64.b64encode("通知".encode("gb2312")).decode() + "?="
+    raw = (f"From: hr@firm.example\r\nTo: alice@home.example\r\nSubject: {subject}\r\n"
+           "Message-ID: <g1@firm.example>\r\nContent-Type: text/plain; charset=gb2312\r\n\r\n").encode() + \
+        "通知".encode("gb2312") + b"\r\n"
+    mail = parse_message(raw)
+    assert (mail.subject, mail.text, mail.notes) == ("通知", "通知", [])
+    for said, label in (("通知", "gbk"), ("안녕", "euc-kr"), ("資料", "big5")):
+        notes: list[str] = []
+        assert decode_bytes(said.encode(label), label, notes) == said and notes == [], label
+    for said, label in (("中文通知", "gb2312"), ("Café", "iso-8859-1"), ("Café", "windows-1252"), ("会議", "shift_jis"),
+                        ("안녕", "euc-kr")):
+        notes = []
+        assert decode_bytes(said.encode(), label, notes) == said, label
+        assert notes == [f"text: labelled {label} but written in UTF-8; read as UTF-8"]
+
+
 def test_unclosed_tags_and_comments_in_html_are_read_at_once() -> None:
     """An HTML part of unclosed tags ("<a <a <a ...") or comments made the parser read the rest of the part again at
     each one: 60 KB took 40 s, 120 KB over 3 minutes, and the inbox check never ended (see test_mail_pod)."""
