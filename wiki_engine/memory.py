@@ -153,6 +153,17 @@ class Quarantined:
     subject: str = ""
     head: str = ""  # its item's whole header as JSON (participants, importance, meta, ...)
 
+    def item(self) -> Item:
+        """The item held, as it was read from its origin (what keeping it stores; what discarding it keeps out)."""
+        try:
+            head = json.loads(self.head) if self.head else {}
+        except ValueError:
+            head = {}
+        return Item(text=self.text, scope=self.scope, ts=self.ts, kind=self.kind, key=self.item_key, owner=self.owner,
+                    agent=self.agent, author=self.author, subject=self.subject,
+                    participants=tuple(head.get("participants") or ()), importance=head.get("importance"),
+                    meta=dict(head.get("meta") or {}))
+
 
 # Ranked-path weights. Keywords (bm25, scaled by the best score) and meaning (cosine, scaled between the
 # best and the MEANING_POOL-th best) carry the ranking; a source also gains a share of the scores of the sources
@@ -274,10 +285,13 @@ def _parse_iso(text: str) -> float:
         return 0.0
 
 
-def hold(db: sqlite3.Connection, item: Item, rule: str, reason: str) -> int:
+def hold(db: sqlite3.Connection, item: Item, rule: str, reason: str) -> int | None:
     """Holds an item that tried to give orders (in the caller's transaction), with whose it is: the item's owner
     (else the scope's person) and agent, so its owner alone reviews it and forgetting them deletes it. An item
-    already held is not held twice. Returns the held row's id."""
+    already held is not held twice. Returns the held row's id; None for an item the person deleted or discarded
+    before (``deleted_by_person``): it is not held again."""
+    if deleted_by_person(db, item):
+        return None
     row = db.execute("SELECT id FROM quarantine WHERE scope=? AND item_key=? AND status='held'",
                      (item.scope, item.item_key())).fetchone()
     if row is not None:
@@ -293,6 +307,18 @@ def hold(db: sqlite3.Connection, item: Item, rule: str, reason: str) -> int:
          item.owner or sc.person or "", item.agent or sc.agent or "", json.dumps(head, ensure_ascii=False)),
     )
     return int(cur.lastrowid or 0)
+
+
+def deleted_by_person(db: sqlite3.Connection, item: Item, markdown: str | None = None) -> bool:
+    """Whether an item read from its origin is one the person deleted as a source, or discarded when it was held
+    back (in the caller's transaction): the same key, or the same text under another key (a mail of an inbox
+    added again, a file's part after an edit; see ``content_print``). ``markdown``: the item rendered, when the
+    caller has it. An item with no origin key is never one."""
+    if not item.key:
+        return False
+    printed = content_print(markdown if markdown is not None else render_item(item))
+    return db.execute("SELECT 1 FROM deleted_by_person WHERE scope=? AND (print=? OR item_key=?) LIMIT 1",
+                      (str(Scope.parse(item.scope)), printed, item.item_key())).fetchone() is not None
 
 
 def forgotten(db: sqlite3.Connection, item: Item) -> bool:
@@ -857,7 +883,7 @@ class Memory:
         items = [self.clean_item(i) for i in items]
         ids = [valid_text(i) if i else None for i in source_ids] if source_ids is not None else [None] * len(items)
         # The filter reads the text before memory is locked: a long document takes seconds, and search goes on.
-        verdicts = [check_instructions(f"{item.subject}\n{item.text}") for item in items] if check else []
+        verdicts = [check_instructions(item.said()) for item in items] if check else []
         with self._lock:
             self._check_open()
             refused: set[int] = set()
@@ -870,6 +896,9 @@ class Memory:
                     refused.add(n)
                     continue
                 qid = self._quarantine(items[n], verdict.rule, verdict.reason)
+                if qid is None:  # the person deleted or discarded this very item before: not stored, not held
+                    refused.add(n)
+                    continue
                 if not skip_refused:
                     raise InstructionRefused(verdict.reason, qid)
                 refused.add(n)
@@ -945,8 +974,7 @@ class Memory:
                 f"Item {key!r} in {sc} is already stored with different text. Sources are immutable: delete the "
                 "old source first, or store the new text under a new id."
             )
-        if item.key and db.execute("SELECT 1 FROM deleted_by_person WHERE scope=? AND (print=? OR item_key=?) LIMIT 1",
-                                   (str(sc), content_print(md), key)).fetchone() is not None:
+        if deleted_by_person(db, item, md):
             return "", None  # the person deleted this very source: read again from its origin, it stays deleted
         sha = self.sources.put(sc, md)  # a no-op when _prewrite already wrote it
         sid = sid or sha
@@ -970,7 +998,7 @@ class Memory:
             db.execute("INSERT OR IGNORE INTO inbox VALUES (?,?,?)", (sid, str(sc), time.time()))
         return sid, Doc(sid, "source", title, item.text, item.ts, item.importance)
 
-    def _quarantine(self, item: Item, rule: str, reason: str) -> int:
+    def _quarantine(self, item: Item, rule: str, reason: str) -> int | None:
         with self.catalog.tx(immediate=True) as db:
             return hold(db, item, rule, reason)
 
@@ -1050,25 +1078,25 @@ class Memory:
             q = self.held_item(qid)
             if q is None:
                 raise KeyError(f"No held quarantine item #{qid}: it was released, discarded or forgotten already.")
-            try:
-                head = json.loads(q.head) if q.head else {}
-            except ValueError:
-                head = {}
-            item = Item(text=q.text, scope=q.scope, ts=q.ts, kind=q.kind, key=q.item_key, owner=q.owner, agent=q.agent,
-                        author=q.author, subject=q.subject, participants=tuple(head.get("participants") or ()),
-                        importance=head.get("importance"), meta=dict(head.get("meta") or {}))
-            sid = self.add_items([item], check=False)[0]
+            sid = self.add_items([q.item()], check=False)[0]
             with self.catalog.tx() as db:
                 db.execute("UPDATE quarantine SET status='released', text='', reason='', head='' WHERE id=?", (qid,))
             self.catalog.purge()
             return sid
 
     def discard_quarantined(self, qid: int) -> None:
-        """Drops a held item; its text leaves the catalog's files."""
-        with self.catalog.tx() as db:
-            db.execute("UPDATE quarantine SET status='discarded', text='', reason='', head='' WHERE id=?",
-                       (qid,))  # reason quotes it, head names who wrote it
-        self.catalog.purge()
+        """Drops a held item; its text leaves the catalog's files. It stays thrown away: read again from its origin
+        (an inbox added again, a file's part after an edit), it is neither held nor stored again, as a source the
+        person deleted (``deleted_by_person``: a print of its text and its key, no word of it)."""
+        with self._lock:
+            q = self.held_item(qid)
+            with self.catalog.tx(immediate=True) as db:
+                if q is not None:
+                    db.execute("INSERT OR REPLACE INTO deleted_by_person VALUES (?,?,?,?)",
+                               (q.scope, content_print(render_item(q.item())), q.item_key, time.time()))
+                db.execute("UPDATE quarantine SET status='discarded', text='', reason='', head='' WHERE id=?",
+                           (qid,))  # reason quotes it, head names who wrote it
+            self.catalog.purge()
 
     def get_source(self, source_id: str) -> SourceRecord:
         rows = self.catalog.query("SELECT * FROM sources WHERE id=?", (source_id,))

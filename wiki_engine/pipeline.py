@@ -183,7 +183,7 @@ def producer_steps(memory: Memory, *, scope: str, origin: str,
     clean: list[Item] = []
     held: list[tuple[Item, str, str]] = []
     for it in items:
-        v = check_instructions(f"{it.subject}\n{it.text}")
+        v = check_instructions(it.said())
         if v.ok:
             clean.append(it)
         else:
@@ -222,9 +222,10 @@ def producer_steps(memory: Memory, *, scope: str, origin: str,
                 db.execute("INSERT INTO skips (scope, item_key, reason, at) VALUES (?,?,?,?)", (sc, it.item_key(), reason, now))
                 report.skipped.append((it.item_key(), reason))
         for it, rule, reason in held:
-            if forgotten(db, it):
+            # forgotten, or deleted (or thrown away) by the person before: read again from its origin (an inbox
+            # added again), it is not held again
+            if forgotten(db, it) or hold(db, it, rule, reason) is None:
                 continue
-            hold(db, it, rule, reason)
             report.quarantined.append((it.item_key(), reason))
         db.execute(
             "INSERT OR REPLACE INTO watermarks (scope, origin, ts, item_key) VALUES (?,?,?,?)",

@@ -42,6 +42,11 @@ class Item:
         h = hashlib.sha256(f"{self.scope}\n{self.kind}\n{self.ts!r}\n{self.text}".encode()).hexdigest()
         return f"h:{h[:32]}"
 
+    def said(self) -> str:
+        """Everything of the item a model reads as said: who wrote it and who took part (a mail's sender's display
+        name, free text anyone can set), its subject and its text. The instruction filter reads it all."""
+        return "\n".join(part for part in (self.author, *self.participants, self.subject, self.text) if part)
+
 
 def iso_utc(ts: float) -> str:
     return _dt.datetime.fromtimestamp(ts, _dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
