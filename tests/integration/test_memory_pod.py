@@ -1291,6 +1291,61 @@ async def test_the_model_writing_shared_pages_is_never_shown_private_sources(pod
     assert not [h for h in await pod.pod.unlock("Bob").memory_search("HIV test positive", k=5) if "HIV" in h.snippet]
 
 
+async def test_the_memory_models_are_told_who_said_each_item_and_that_a_mails_i_is_its_sender(
+        pod, servers, script, fake_model) -> None:
+    """The keep-or-skip model and the wiki writer were shown an item's text alone: a stranger's mail ("I am moving
+    to Lisbon") read as the person's own words, and the writer made it a claim about her. Each line now says what
+    it is and who said it, and the instructions say a mail's "I" is its sender. Bob's models are told of his own
+    words alone."""
+    from tests.helpers.mailservers import make_mail
+    from tests.integration.test_mail_pod import add_inbox
+
+    d, s = servers
+    bob, as_bob = bob_with_his_own_provider(pod)
+    as_bob.add_agent("buddy", provider="fake")
+    pod.edit_agent("helper", toolkits=["memory"])
+    script([ToolCalls([("remember", {"fact": "The spare key to the shed is under the blue flowerpot.",
+                                     "scope": "person"})]), Text("Done, noted for you.")])
+    assert (await asyncio.wait_for(pod.chat("helper", "I sold my old bike to my neighbour Tomasz today."), 30)).ok
+    script([Text("Good luck with the course.")])
+    assert (await asyncio.wait_for(as_bob.chat("buddy", "I start my pottery course at the college on Monday."), 30)).ok
+    d.deliver(make_mail("The flat", "I am moving to Lisbon next month and I sold my car to Tomasz.",
+                        sender="Ana Quintero <ana@example.org>"))
+    acct = add_inbox(pod, d, s, rules=[])
+    await asyncio.wait_for(pod.mail.poll(acct), 60)
+    for who in (pod, as_bob):
+        who.set_role_model("extraction", "fake/keeper")
+        who.set_role_model("ingest", "fake/writer")
+    asked: list[tuple[str, str]] = []  # (system, user) of every memory model's request
+
+    def model(req):
+        asked.append((req.system, req.last_user))
+        if "Sources:" in req.last_user:
+            return Text("[]")
+        items = re.findall(r"^(\d+)\. ", req.last_user, re.M)
+        return Text(json.dumps([{"n": int(n), "keep": True, "reason": "a fact"} for n in items]))
+
+    fake_model.script = model
+    await pod.memory_produce()
+    await pod.memory_ingest()
+    await as_bob.memory_ingest()
+
+    def line(saying: str, writing: bool) -> str:
+        (found,) = [ln for system, user in asked if ("Sources:" in user) == writing
+                    for ln in user.splitlines() if saying in ln]
+        return found
+
+    for writing in (False, True):
+        assert "mail from Ana Quintero <[EMAIL_1]>, subject “The flat”): I am moving" in line("Lisbon", writing)
+        assert f"chat, said by {pod.person.name}): I sold" in line("old bike", writing)
+        assert "chat, said by the agent helper): Done" in line("noted for you", writing)
+        assert "chat, said by Bob): I start" in line("pottery", writing)
+    assert "; said by the agent helper): The spare key" in line("blue flowerpot", True)  # remembered: straight to the writer
+    for system, user in asked:
+        assert "a mail, \"I\", \"me\" and \"my\" are the sender" in system, system
+        assert not ("pottery" in user and ("Lisbon" in user or "bike" in user)), user  # each person's own model
+
+
 async def test_a_held_note_is_reviewed_by_its_person_alone_and_forget_me_clears_it(pod, script, fake_model) -> None:
     """An injected page makes Alice's agent try to store orders in everyone's memory: the note is held back. Alice
     sees it (with why) and may keep or discard it; Bob neither sees it nor can release it by its number (the

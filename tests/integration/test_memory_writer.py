@@ -252,6 +252,20 @@ async def test_a_writer_copying_the_prompts_scaffolding_puts_no_labels_on_the_pa
     assert page.citations == {1: first, 2: second}
 
 
+def test_a_copied_source_line_saying_who_sent_a_mail_keeps_its_claim_alone() -> None:
+    """A source's line says what it is and who said it; a sender's name and a subject are a stranger's free text (round
+    brackets, "): " and all). A writer copying the line gets the claim alone on its page, never the sender or the
+    prompt's labels; a line of the page that merely looks alike stays."""
+    from runtime_host.memory_jobs import _SOURCE_LINE, said_by, without_scaffolding
+
+    said = said_by("mail", "Ana (the landlord): <[EMAIL_1]>", "Re: (urgent) the flat")
+    assert said == "mail from Ana [the landlord]: <[EMAIL_1]>, subject “Re: [urgent] the flat”"
+    copied = _SOURCE_LINE.format(label="S1", scope="private/p1", said=said, text="Ana moves to Lisbon. [1]")
+    body = f"{copied}\n- S1 (scope elsewhere; note): stays [2]"
+    assert without_scaffolding(body, {"private/p1"}, {"S1": "x"}) == (
+        "- Ana moves to Lisbon. [1]\n- S1 (scope elsewhere; note): stays [2]")
+
+
 async def test_a_contradiction_check_cannot_wipe_claims_it_does_not_contradict(pod, fake_model) -> None:
     """Nightly's contradiction check is asked to drop only the older of two contradicting claims, and nothing held
     it to that: a reconciler answering changed=true with a body of one line wiped every other claim off the page
