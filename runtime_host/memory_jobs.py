@@ -194,6 +194,36 @@ def said_by(kind: str, author: str = "", subject: str = "", owner: str = "", age
     return (f"note of {short(owner)}'s" if owner else "note") + (f", “{about}”" if about else "")
 
 
+def found_for_agent(memory: Any, hits: Sequence[Any]) -> str:
+    """What an agent's ``search_memory`` answers, one hit a line (on memory's thread). A mail's source (from an inbox,
+    or a mail export in a watched folder) holds a stranger's words: it is wrapped as untrusted, as ``read_mail``
+    wraps a mail, its sender and subject inside the wrapper (a display name or subject can carry an order), so the
+    agent's model takes it as data, never as the person's own memory. The person's chat, notes, their agents'
+    remembered facts and the wiki's pages are shown as they are. A source deleted since the search is left out."""
+    from runtime_host.safety.untrusted import wrap_untrusted
+    from wiki_engine import SourceUnreadable
+    from wiki_engine.render import parse_source
+
+    ids = [h.id for h in hits if h.kind == "source"]
+    kinds = {r[0]: r[1] for r in memory.catalog.query(
+        f"SELECT id, kind FROM sources WHERE id IN ({','.join('?' * len(ids))})", tuple(ids))} if ids else {}
+    out = []
+    for h in hits:
+        if h.kind == "source" and h.id not in kinds:
+            continue
+        if kinds.get(h.id) != "mail":
+            out.append(f"[{h.kind} {h.id[:12]}{' · ' + h.title if h.title else ''}] {h.snippet}")
+            continue
+        try:
+            head, _ = parse_source(memory.get_source(h.id).markdown)
+        except SourceUnreadable:  # its file is damaged: who sent it is not known, and it is a mail all the same
+            head = {}
+        sender = head.get("author") or "an unknown sender"
+        said = f"From: {sender}\nSubject: {head.get('subject', '')}\n\n{h.snippet}"
+        out.append(f"[mail {h.id[:12]}]\n{wrap_untrusted(said, 'mail', origin=sender).text}")
+    return "\n".join(out) or "nothing found in memory"
+
+
 def model_decide(route: Route, redact: Callable[[str, str], str] | None = None,
                  names: dict[str, str] | None = None) -> Any:
     """Keep or skip by the model. ``redact`` (text, scope) is applied to each reason before it is cut to length: a

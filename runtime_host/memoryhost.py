@@ -269,12 +269,11 @@ class MemoryHost(MappingForgets):
             raise ValueError("search_memory needs a query")
         k = max(1, min(int(args.get("k") or 8), 20))
         import wiki_engine
+        from runtime_host.memory_jobs import found_for_agent
 
-        viewer = wiki_engine.Viewer(person_id, instance_id)
-        hits = await self.in_memory_thread(lambda: self.memory.search(query, scopes=viewer, k=k))
-        if not hits:
-            return "nothing found in memory"
-        return "\n".join(f"[{h.kind} {h.id[:12]}{' · ' + h.title if h.title else ''}] {h.snippet}" for h in hits)
+        viewer = wiki_engine.Viewer(person_id, instance_id)  # a mail's hit comes wrapped as a stranger's words
+        return await self.in_memory_thread(
+            lambda: found_for_agent(self.memory, self.memory.search(query, scopes=viewer, k=k)))
 
     def has_memory_model(self, person_id: str, role: str = "ingest") -> bool:
         """Whether the model chosen for a memory role (ingest, extraction, ...) can do that job."""

@@ -1346,6 +1346,49 @@ async def test_the_memory_models_are_told_who_said_each_item_and_that_a_mails_i_
         assert not ("pottery" in user and ("Lisbon" in user or "bike" in user)), user  # each person's own model
 
 
+async def test_an_agent_searching_memory_is_given_a_mail_as_a_strangers_words_and_bob_none_of_it(
+        pod, servers, script) -> None:
+    """search_memory gave a stranger's mail back as plain text, like the person's own memory: no sender, no subject,
+    not wrapped as untrusted as read_mail and list_mail wrap it, so the agent's model could take the sender's words
+    as the person's (and an order slipping past the filter as one of theirs). A mail's hit is wrapped now, its
+    sender and subject inside; the person's own chat stays as it was. Bob's agent finds nothing of her mail."""
+    from tests.helpers.mailservers import make_mail
+    from tests.integration.test_mail_pod import add_inbox
+
+    d, s = servers
+    bob, as_bob = bob_with_his_own_provider(pod)
+    as_bob.add_agent("buddy", provider="fake")
+    as_bob.edit_agent("buddy", toolkits=["memory"])
+    pod.edit_agent("helper", toolkits=["memory"])
+    d.deliver(make_mail("The flat", "Hello Alice, from June the rent for the flat goes to the new Ledgerwick account.",
+                        sender="Landlord Office <office@ledgerwick.example>"))
+    acct = add_inbox(pod, d, s, rules=[])
+    await asyncio.wait_for(pod.mail.poll(acct), 60)
+    script([Text("Noted.")])
+    assert (await asyncio.wait_for(pod.chat("helper", "I pay the rent for the flat by standing order."), 30)).ok
+    script([Text("Noted.")])
+    assert (await asyncio.wait_for(as_bob.chat("buddy", "My rent for the flat is paid to my landlord Frank."), 30)).ok
+    await pod.memory_produce()
+
+    async def searched(who, agent: str) -> str:
+        script([ToolCalls([("search_memory", {"query": "rent for the flat Ledgerwick account"})]),
+                lambda req: Text(req.tool_results[-1])])
+        return (await asyncio.wait_for(who.chat(agent, "Where do I pay the rent?"), 60)).text
+
+    hers = await searched(pod, "helper")
+    wrapped = re.findall(r"^\[mail \w{12}\]\n.*?\n<<<UNTRUSTED id=(\w+) source=mail origin=\"([^\"]*)\">>>\n(.*?)\n"
+                         r"<<<END_UNTRUSTED id=\1>>>$", hers, re.S | re.M)
+    assert len(wrapped) == 1, hers
+    (_, origin, said), = wrapped
+    assert origin.startswith("Landlord Office <") and said.startswith(f"From: {origin}\nSubject: The flat\n\n")
+    assert "new Ledgerwick account" in said
+    outside = re.sub(r"<<<UNTRUSTED.*?<<<END_UNTRUSTED[^\n]*", "", hers, flags=re.S)
+    assert "Ledgerwick" not in outside and "The flat" not in outside, hers
+    assert "] I pay the rent for the flat by standing order." in outside  # her own words, as they were
+    his = await searched(as_bob, "buddy")
+    assert "paid to my landlord Frank" in his and "Ledgerwick" not in his and "UNTRUSTED" not in his, his
+
+
 async def test_a_held_note_is_reviewed_by_its_person_alone_and_forget_me_clears_it(pod, script, fake_model) -> None:
     """An injected page makes Alice's agent try to store orders in everyone's memory: the note is held back. Alice
     sees it (with why) and may keep or discard it; Bob neither sees it nor can release it by its number (the
