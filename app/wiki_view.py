@@ -162,14 +162,25 @@ def _as_words(markdown: str, cited: Iterable[int]) -> str:
     so the only links shown are Hearth's."""
     keep = {f"[{n}]" for n in cited}
     out: list[str] = []
-    for i, part in enumerate(re.split(r"(\[\d+\](?!\())", markdown)):
-        if i % 2 and part in keep:
-            if out and out[-1].endswith("!"):  # "![1]" would make the citation an image
-                out[-1] = out[-1][:-1] + "\\!"
-            out.append(part)
-        else:
-            out.append(re.sub(r"([\[\]<])", r"\\\1", part))
+    at = 0
+    for code in [*_CODE.finditer(markdown), None]:
+        piece = markdown[at:code.start() if code else len(markdown)]
+        for i, part in enumerate(re.split(r"(\[\d+\](?!\())", piece)):
+            if i % 2 and part in keep:
+                if out and out[-1].endswith("!"):  # "![1]" would make the citation an image
+                    out[-1] = out[-1][:-1] + "\\!"
+                out.append(part)
+            else:
+                out.append(re.sub(r"([\[\]<])", r"\\\1", part))
+        if code:  # code makes no link, and a backslash in it is shown: kept as written
+            out.append(code.group())
+            at = code.end()
     return "".join(out)
+
+
+# A fenced code block (to its closing fence, or the end) or an inline code span: kept whole by _as_words
+_CODE = re.compile(r"(?m:^[ ]{0,3}(?P<fence>`{3,}|~{3,})[^\n]*\n)(?:.*?(?m:^[ ]{0,3}(?P=fence)[`~]*[ \t]*$)|.*\Z)"
+                   r"|(?P<ticks>`+)(?:(?!(?P=ticks)).)+?(?P=ticks)", re.S)
 
 
 class SourceDialog(QDialog):

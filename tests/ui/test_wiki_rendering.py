@@ -44,9 +44,10 @@ def ask(qloop, w, question: str, shows: str) -> str:
 
 
 def quoting(req):
-    """A model that quotes the placeholder in the excerpt it was given, as a real one does."""
+    """A model that quotes the placeholder in the excerpt it was given, as a real one does, in code too."""
     m = re.search(r"\[SECRET_\d+#[0-9a-f]+\]", req.last_user)
-    return Text(f"The cabin wifi password is {m.group(0) if m else 'unknown'} [1].")
+    said = m.group(0) if m else "unknown"
+    return Text(f"The cabin wifi password is {said} [1]. To type it: `{said}` [1]")
 
 
 @pytest.mark.parametrize("password", ["Sun*shine*42x", "Kx9\\_fr33_q"])
@@ -72,13 +73,14 @@ def test_the_owners_password_shows_exactly_as_stored_on_a_page_and_in_an_answer_
     script([quoting], repeat_last=True)
     answer = ask(qloop, w, "What is the cabin wifi password?", "password is")
     assert f"The cabin wifi password is {password} [1]" in answer and "SECRET_" not in answer, answer
+    assert f"To type it: {password} [1]" in answer, answer  # in code, the escaped placeholder was shown
 
     switch_to_bob(qloop, w, ui_pod, fake_model)  # the public page and source hold Me's placeholder
     qloop.run(w.wiki.open_page("public", "Cabin"))
     bobs = w.wiki.page.toPlainText()
     assert f"password is {placeholder} [1]" in bobs and f"password '{placeholder}'" in bobs, bobs
     bobs_answer = ask(qloop, w, "What is the cabin router login?", "password is")
-    assert placeholder in bobs_answer, bobs_answer
+    assert f"password is {placeholder} [1]" in bobs_answer and f"type it: {placeholder} [1]" in bobs_answer, bobs_answer
     for seen in (bobs, bobs_answer):
         assert password not in seen and password.replace("*", "").replace("\\", "") not in seen
 
