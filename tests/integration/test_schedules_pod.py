@@ -287,34 +287,29 @@ async def test_a_nightly_pass_whose_model_fails_tells_its_person_and_not_the_led
     assert await pod.in_memory_thread(pod.memory.stale_pages) == [f"page:{scope}/dentist"]  # asked again next night
 
 
-async def test_a_timed_ingest_tells_a_lost_note_file_to_its_person_alone_and_once(pod, fake_model) -> None:
-    """One of Bob's note files was lost (a backup restored in part). "memory ingest" and "Ingest now" named it, but
-    the ingest that runs by itself every 30 minutes said nothing: the note waited in the inbox for good and Bob never
-    learned why. Now the timed ingest tells Bob (the file, and what to do), Alice hears nothing of it, and the next
-    runs do not tell him again."""
-    import asyncio
-
-    from sqlalchemy import text
-
+async def _two_writers_and_a_lost_note(pod, fake_model, lost: str):
+    """Alice and Bob each with an ingest model of their own and a note each; a second note of ``lost``'s ("Alice" or
+    "Bob") whose file is then lost (a backup restored in part); each writer makes one page of its scope. Gives Bob's
+    PersonPod, Alice's and Bob's scopes and the lost file's path."""
     from tests.integration.test_memory_pod import bob_with_his_own_provider
     from wiki_engine import Scope
-    from wiki_engine.sources import FIX
 
-    bob, as_bob = bob_with_his_own_provider(pod)
-    alice_scope, bob_scope = f"private/{pod.person_id}", f"private/{bob['id']}"
+    _bob, as_bob = bob_with_his_own_provider(pod)
+    ascope, bscope = f"private/{pod.person_id}", f"private/{as_bob.person.id}"
     pod.set_role_model("ingest", "fake/alice-model")
     as_bob.set_role_model("ingest", "fake/bob-model")
+    owner = ascope if lost == "Alice" else bscope
 
     def seed() -> object:
-        pod.memory.add_source("Alice's dentist is Dr Alvarez on Rua Augusta.", scope=alice_scope)
-        pod.memory.add_source("Bob's allotment is plot 42 at Rosebank.", scope=bob_scope)
-        lock = pod.memory.add_source("Bob's bike lock code is 3090.", scope=bob_scope)
-        return pod.memory.sources.path_for(Scope.parse(bob_scope), pod.memory.get_source(lock).sha)
+        pod.memory.add_source("Alice's dentist is Dr Alvarez on Rua Augusta.", scope=ascope)
+        pod.memory.add_source("Bob's allotment is plot 42 at Rosebank.", scope=bscope)
+        lock = pod.memory.add_source(f"{lost}'s bike lock code is 3090.", scope=owner)
+        return pod.memory.sources.path_for(Scope.parse(owner), pod.memory.get_source(lock).sha)
 
     path = await pod.in_memory_thread(seed)
     path.chmod(0o644)
     path.unlink()
-    titles = {alice_scope: "Dentist", bob_scope: "Allotment"}
+    titles = {ascope: "Dentist", bscope: "Allotment"}
 
     def writer(req):
         scope = re.search(r"^- ([a-z]+(?:/\w+)*): ", req.body["messages"][-1]["content"], re.M).group(1)
@@ -322,16 +317,36 @@ async def test_a_timed_ingest_tells_a_lost_note_file_to_its_person_alone_and_onc
                                  "body": "- What was said [1]", "citations": {"1": "S1"}}]))
 
     fake_model.script = writer
-    told = []
-    pod.subscribe(lambda ev: told.append(ev))
+    return as_bob, ascope, bscope, path
+
+
+def _ingest_alone_due_at_half_past(pod) -> None:
+    """Memory's timers made, the 30-minute ingest alone left running, next due at 00:30 on 1 January 2030."""
+    from sqlalchemy import text
+
     pod.ensure_memory_timers()
     with pod.store.engine.begin() as c:
         c.execute(text("UPDATE schedules SET last_checked = :t, created_at = :t"),
                   {"t": datetime(2030, 1, 1, 0, 20, tzinfo=UTC).timestamp()})
         c.execute(text("UPDATE schedules SET paused = 1 WHERE kind != 'memory.ingest'"))
+
+
+async def test_a_timed_ingest_tells_a_lost_note_file_to_its_person_alone_and_once(pod, fake_model) -> None:
+    """One of Bob's note files was lost (a backup restored in part). "memory ingest" and "Ingest now" named it, but
+    the ingest that runs by itself every 30 minutes said nothing: the note waited in the inbox for good and Bob never
+    learned why. Now the timed ingest tells Bob (the file, and what to do), Alice hears nothing of it, and the next
+    runs do not tell him again."""
+    import asyncio
+
+    from wiki_engine.sources import FIX
+
+    as_bob, _alice_scope, bob_scope, path = await _two_writers_and_a_lost_note(pod, fake_model, lost="Bob")
+    told = []
+    pod.subscribe(lambda ev: told.append(ev))
+    _ingest_alone_due_at_half_past(pod)
     await asyncio.wait_for(pod.tick(datetime(2030, 1, 1, 0, 30, 10, tzinfo=UTC)), 60)
     [ev] = [ev for ev in told if ev.get("type") == "memory.failed"]
-    assert ev["person"] == bob["id"] and ev["job"] == "memory.ingest", ev
+    assert ev["person"] == as_bob.person.id and ev["job"] == "memory.ingest", ev
     assert str(path) in ev["error"] and "is missing from disk" in ev["error"] and FIX in ev["error"], ev["error"]
     assert await pod.in_memory_thread(pod.memory.inbox) != []  # the note waits; Bob's other note became a page
     assert await pod.in_memory_thread(lambda: pod.memory.read_page(bob_scope, "allotment")) is not None
@@ -419,41 +434,12 @@ async def test_another_process_writing_bobs_pages_holds_back_neither_alices_repo
     once (and once); Bob's notes wait for the next run, which writes them."""
     import asyncio
 
-    from sqlalchemy import text
-
-    from tests.integration.test_memory_pod import bob_with_his_own_provider
-    from wiki_engine import Scope
     from wiki_engine.lease import Lease
 
-    _bob, as_bob = bob_with_his_own_provider(pod)
-    ascope, bscope = f"private/{pod.person_id}", f"private/{as_bob.person.id}"
-    pod.set_role_model("ingest", "fake/alice-model")
-    as_bob.set_role_model("ingest", "fake/bob-model")
-
-    def seed() -> object:
-        pod.memory.add_source("Alice's dentist is Dr Alvarez on Rua Augusta.", scope=ascope)
-        lock = pod.memory.add_source("Alice's bike lock code is 3090.", scope=ascope)
-        pod.memory.add_source("Bob's allotment is plot 42 at Rosebank.", scope=bscope)
-        return pod.memory.sources.path_for(Scope.parse(ascope), pod.memory.get_source(lock).sha)
-
-    path = await pod.in_memory_thread(seed)
-    path.chmod(0o644)
-    path.unlink()
-    titles = {ascope: "Dentist", bscope: "Allotment"}
-
-    def writer(req):
-        scope = re.search(r"^- ([a-z]+(?:/\w+)*): ", req.body["messages"][-1]["content"], re.M).group(1)
-        return Text(json.dumps([{"title": titles[scope], "scope": scope, "category": "notes",
-                                 "body": "- What was said [1]", "citations": {"1": "S1"}}]))
-
-    fake_model.script = writer
+    as_bob, ascope, bscope, path = await _two_writers_and_a_lost_note(pod, fake_model, lost="Alice")
     told: list[dict] = []
     pod.subscribe(lambda ev: told.append(ev) if ev.get("type") == "memory.failed" else None)
-    pod.ensure_memory_timers()
-    with pod.store.engine.begin() as c:
-        c.execute(text("UPDATE schedules SET last_checked = :t, created_at = :t"),
-                  {"t": datetime(2030, 1, 1, 0, 20, tzinfo=UTC).timestamp()})
-        c.execute(text("UPDATE schedules SET paused = 1 WHERE kind != 'memory.ingest'"))
+    _ingest_alone_due_at_half_past(pod)
     other = Lease(pod.memory.catalog, f"ingest:{bscope}")  # held the way another live process holds it
     await pod.in_memory_thread(other.acquire)
     try:
