@@ -6,14 +6,19 @@ cannot hold the inbox. Elements are opened and closed as a browser's parser does
 closes an open paragraph, a cell the cell before it; a formatting element left open is opened again after the block
 it was in), so what an element hides ends where a browser ends it. What it hides, as a browser shows it:
 
-- ``display:none``, the ``hidden`` attribute, no opacity, a box of no height or width whose overflow is hidden:
-  nothing inside can show again;
+- ``display:none``, the ``hidden`` attribute, no opacity, a box of no height or width whose overflow is hidden,
+  what a browser never shows (``<template>``, ``<datalist>``, a ``<dialog>`` not open, a closed ``<details>``
+  but its first ``<summary>``; script, style, title and the fallback of iframe, noembed and noframes are skipped as
+  raw text): nothing inside can show again;
 - ``visibility:hidden``: until an element inside says ``visibility:visible`` (CSS lets it);
-- a font of 2px or less as computed (``0`` in any unit, ``1px``, ``0.5pt``, ``0.1em`` of a 16px font): until an
-  element inside sets a font size that is more; small print (``0.8em``, ``0.875rem``, ``x-small``) is read;
+- a font of 2px or less as computed, by ``font-size`` or the ``font`` shorthand (``0`` in any unit, ``1px``,
+  ``0.5pt``, ``0.1em`` of a 16px font): until an element inside sets a font size that is more; small print
+  (``0.8em``, ``0.875rem``, ``x-small``) is read;
 - text in the colour of what is behind it: the nearest background set on it or around it (``background``,
   ``bgcolor``), or the white page when none is and no style sheet of the mail paints one. A background picture, a
   colour this reader does not know or a text shadow is never judged.
+
+A style's /* comments */ are read as CSS reads them; a <head> whose end tag is left out ends where a browser ends it.
 """
 
 from __future__ import annotations
@@ -23,10 +28,15 @@ import math
 import re
 from typing import NamedTuple
 
-_BLOCK = {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "table", "blockquote", "pre", "hr"}
+_BLOCK = {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "table", "blockquote", "pre", "hr",
+          "details", "summary"}
 _CELL = {"td", "th", "dt", "dd"}  # side by side on screen: a space between them, or "Paid with" and a card join
-_SKIP = ("script", "style", "head", "title")  # what a person never reads, up to its end tag
-_SKIP_END = re.compile(r"</(script|style|head|title)\s*>", re.I)
+# what a person never reads, up to its own end tag (raw text: no tag inside counts, as in a browser)
+_SKIP = ("script", "style", "title", "iframe", "noembed", "noframes")
+_SKIP_END = {tag: re.compile(rf"</{tag}\s*>", re.I) for tag in _SKIP}
+# what a <head> may hold; any other start tag (or text) ends a head left open, as a browser ends it (13.2.6.4.4)
+_IN_HEAD = {"base", "basefont", "bgsound", "link", "meta", "noscript", "template", "head", *_SKIP}
+_NEVER_SHOWN = {"template", "datalist", "dialog"}  # a <dialog> shows once it is "open"
 _TAG_NAME = re.compile(r"<(/?)([a-zA-Z][a-zA-Z0-9:-]*)")
 _IN_TAG = re.compile(r"[^<>\"']*")
 _SPACES = re.compile(r"[ \t\r\f\v\xa0]+")  # &nbsp; too: mail clients write it between groups of digits
@@ -55,14 +65,21 @@ _AGAIN = "#formatting"  # formatting elements a block closed around, opened agai
 # ---- markup --------------------------------------------------------------------------------------
 
 def _without_comments(markup: str) -> str:
-    """``markup`` without its <!-- comments --> (one never closed hides the rest, as in a browser), read once."""
-    out, at = [], 0
+    """``markup`` without its <!-- comments --> (one never closed hides the rest, as in a browser), read once.
+    "<!-->" and "<!--->" are whole empty comments, and "--!>" ends one, as in a browser (WHATWG 13.2.5.43-52)."""
+    out, at, ends = [], 0, {"-->": 0, "--!>": 0}  # where each end is next found (-1: nowhere), each looked up once
     while (start := markup.find("<!--", at)) >= 0:
         out.append(markup[at:start])
-        end = markup.find("-->", start + 4)
-        if end < 0:
+        if markup.startswith((">", "->"), start + 4):
+            at = markup.find(">", start + 4) + 1
+            continue
+        for mark, found in ends.items():
+            if 0 <= found < start + 4:
+                ends[mark] = markup.find(mark, start + 4)
+        found = [e + len(mark) for mark, e in ends.items() if e >= 0]
+        if not found:
             return "".join(out)
-        at = end + 3
+        at = min(found)
     out.append(markup[at:])
     return "".join(out)
 
@@ -186,6 +203,44 @@ def _font(value: str) -> tuple[bool, float] | None:
     return True, (16.0 if v else 0.0)  # vw, vh...: the window's size is unknown
 
 
+_NOT_A_SIZE = {"deg", "grad", "rad", "turn"}  # an oblique angle in ``font``
+
+
+def _font_shorthand(value: str) -> tuple[bool, float] | None:
+    """The size ``font`` sets ("bold 0/0 a", "italic 1px serif"): the first length or size word (a bare number but
+    0 is a weight), before any "/" of a line height. None if it names none (``inherit``, ``caption``)."""
+    for word in value.replace("/", " ").split():
+        if word in _FONT_KEYWORDS or word in ("smaller", "larger") or word.startswith("calc("):
+            return _font(word)
+        size = _length(word)
+        if size is not None and (size[1] or size[0] == 0) and size[1] not in _NOT_A_SIZE:
+            return _font(word)
+    return None
+
+
+_CSS_SKIP = re.compile(r"/\*|\"(?:[^\"\\\n]|\\.)*\"?|'(?:[^'\\\n]|\\.)*'?", re.S)
+
+
+def _without_css_comments(style: str) -> str:
+    """``style`` with each /* comment */ a space, as CSS reads it (one never closed runs to the end); a "/*" in a
+    quoted string is no comment. The cursor only moves on: each character is read a fixed number of times."""
+    if "/*" not in style:
+        return style
+    out, at = [], 0
+    while (m := _CSS_SKIP.search(style, at)) is not None:
+        if m.group() != "/*":
+            out.append(style[at : m.end()])
+            at = m.end()
+            continue
+        out.append(style[at : m.start()] + " ")
+        end = style.find("*/", m.end())
+        if end < 0:
+            return "".join(out)
+        at = end + 2
+    out.append(style[at:])
+    return "".join(out)
+
+
 def _channel(s: str, whole: float) -> float | None:
     size = _length(s)
     if size is None or size[1] not in ("", "%"):
@@ -239,7 +294,7 @@ def _ground(value: str) -> Colour:
 def _delta(tag: str, attrs: dict[str, str]) -> _Delta:
     """What the element hides or changes, from its attributes and inline style (read by splitting on ";" and ":",
     each declaration in order, the last one of a property kept: no pattern that can read a character twice)."""
-    gone = "hidden" in attrs or tag == "template"
+    gone = "hidden" in attrs or (tag in _NEVER_SHOWN and (tag != "dialog" or "open" not in attrs))
     invisible: bool | None = None
     font: tuple[bool, float] | None = None
     said = attrs.get("color") if tag == "font" else attrs.get("text") if tag == "body" else None
@@ -251,7 +306,7 @@ def _delta(tag: str, attrs: dict[str, str]) -> _Delta:
     if attrs.get("background"):
         ground = _UNKNOWN  # a picture
     overflow_hidden, no_box, fill, shadow = False, False, None, False
-    for declaration in attrs.get("style", "").split(";"):
+    for declaration in _without_css_comments(attrs.get("style", "")).split(";"):
         prop, colon, value = declaration.partition(":")
         if not colon:
             continue
@@ -266,6 +321,8 @@ def _delta(tag: str, attrs: dict[str, str]) -> _Delta:
                 gone = gone or size[0] / (100 if size[1] == "%" else 1) < 0.05
         elif prop == "font-size":
             font = _font(value) or font
+        elif prop == "font":
+            font = _font_shorthand(value) or font
         elif prop == "color":
             colour = _colour(value)
         elif prop == "-webkit-text-fill-color":
@@ -340,6 +397,7 @@ class _Open:
         self.places: dict[str, list[int]] = {}  # tag -> where it is open, lowest first
         self.scope: list[int] = [-1]  # where the elements an end tag stops looking at are
         self.special: list[int] = [-1]
+        self.closed: list[tuple[int, _Look | None]] = []  # each closed <details>: where, and its <summary>'s look
 
     @property
     def hidden(self) -> bool:
@@ -351,15 +409,16 @@ class _Open:
         top = places[-1] if places else -1
         return max(top, other_places[-1]) if other_places else top
 
-    def _push(self, tag: str, delta: _Delta) -> None:
+    def _push(self, tag: str, delta: _Delta, around: _Look | None = None) -> None:
+        """Opens ``tag`` inside what is open; ``around``: the look it is in, if not that of the element it is in."""
         at = len(self.tags)
         self.tags.append(tag)
         self.deltas.append(delta)
-        if delta is _PLAIN:
+        if delta is _PLAIN and around is None:
             self.looks.append(self.looks[-1])
             self.hiding.append(self.hiding[-1])
         else:
-            look = _look(self.looks[-1], delta)
+            look = _look(self.looks[-1] if around is None else around, delta)
             self.looks.append(look)
             self.hiding.append(_hides(look))
         places = self.places.get(tag)
@@ -390,6 +449,8 @@ class _Open:
             self.scope.pop()
         while self.special[-1] >= i:
             self.special.pop()
+        while self.closed and self.closed[-1][0] >= i:
+            self.closed.pop()
         if again is not None:
             self._push(_AGAIN, again)
 
@@ -402,7 +463,15 @@ class _Open:
             return
         if markup.endswith("/>") and (tag in ("svg", "math") or self._top("svg", "math") >= 0):
             return
-        self._push(tag, _delta(tag, _attributes(markup)) if len(markup) > len(tag) + 2 else _PLAIN)
+        attrs = _attributes(markup) if len(markup) > len(tag) + 2 else {}
+        delta = _delta(tag, attrs) if attrs or tag in _NEVER_SHOWN else _PLAIN
+        around: _Look | None = None
+        if tag == "details" and "open" not in attrs:  # closed: it shows its first <summary> alone
+            self.closed.append((len(self.tags), _look(self.looks[-1], delta)))
+            delta = delta._replace(gone=True)
+        elif tag == "summary" and self.closed and self.closed[-1][0] == len(self.tags) - 1:
+            around, self.closed[-1] = self.closed[-1][1], (len(self.tags) - 1, None)  # a second one is hidden
+        self._push(tag, delta, around)
 
     def _end_before(self, tag: str) -> None:
         """What a browser closes before it opens ``tag``: an open paragraph before a block, the list item, cell or
@@ -456,10 +525,13 @@ def html_to_text(markup: str) -> str:
     last_quote = {q: markup.rfind(q) for q in "\"'"}
     out: list[str] = []
     tree = _Open(page)
-    at = 0
+    at, in_head = 0, False  # in a <head>: its end tag may be left out, and text or a tag of the body ends it
 
     def text(piece: str) -> None:
-        if not tree.hidden:
+        nonlocal in_head
+        if in_head and piece.strip():
+            in_head = False
+        if not tree.hidden and not in_head:
             out.append(piece)
 
     while (lt := markup.find("<", at)) >= 0:
@@ -474,6 +546,12 @@ def html_to_text(markup: str) -> str:
         if name is None:  # <!DOCTYPE ...>, <?xml ...?>
             continue
         tag, closing = name.group(2).lower(), bool(name.group(1))
+        if tag == "head" or (in_head and (tag not in _IN_HEAD if not closing else tag in ("body", "html", "br"))):
+            in_head = tag == "head" and not closing
+            if tag == "head":
+                continue
+        if in_head and tag == "noscript":
+            continue
         if closing:
             tree.end(tag)
         else:
@@ -483,7 +561,7 @@ def html_to_text(markup: str) -> str:
         elif tag in _CELL:
             text(" ")
         elif not closing and tag in _SKIP:
-            skip = _SKIP_END.search(markup, at)
+            skip = _SKIP_END[tag].search(markup, at)
             at = skip.end() if skip else len(markup)
     text(markup[at:])
     result = _SPACES.sub(" ", html.unescape("".join(out)))

@@ -111,6 +111,8 @@ CASES = [
     # an HTML mail's style of "opacity:" then spaces, read by a pattern with spaces either side of optional parts
     # (30 KB took 13.7 s, 50 KB 46 s); a megabyte now reads in milliseconds (bench/triggers.py: html_worst_s_per_mb)
     (_html, '<p style="opacity:' + " " * 200_000 + 'x">Hello</p>'),
+    # a style of CSS comments never closed, each "/*" a start a reader could look for its end from again
+    (_html, '<p style="' + "/* " * 200_000 + '">Hello</p>'),
     # a hostile model's shell command of unclosed "${" (4,000 took 10 s, 8,192 about 80 s in its worker)
     (_shell, "${" * 4_096),
     # any chat message, mail or memory text through the personal-data check: a run of "a'" before an "@" (16 KB
