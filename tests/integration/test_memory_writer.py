@@ -252,18 +252,28 @@ async def test_a_writer_copying_the_prompts_scaffolding_puts_no_labels_on_the_pa
     assert page.citations == {1: first, 2: second}
 
 
-def test_a_copied_source_line_saying_who_sent_a_mail_keeps_its_claim_alone() -> None:
+def test_a_copied_source_line_of_a_mail_keeps_who_sent_it() -> None:
     """A source's line says what it is and who said it; a sender's name and a subject are a stranger's free text (round
-    brackets, "): " and all). A writer copying the line gets the claim alone on its page, never the sender or the
-    prompt's labels; a line of the page that merely looks alike stays."""
+    brackets, "): " and all). A writer copying a mail's line kept the claim alone, so Alice's own page read "I am
+    moving to Lisbon". Now a copied line keeps who said it (a mail's sender, a chat's speaker, a watched folder's
+    document: their "I" is theirs) and loses the prompt's labels; a note typed into memory keeps its claim alone; a
+    line of the page that merely looks alike stays."""
     from runtime_host.memory_jobs import _SOURCE_LINE, said_by, without_scaffolding
 
     said = said_by("mail", "Ana (the landlord): <[EMAIL_1]>", "Re: (urgent) the flat")
     assert said == "mail from Ana [the landlord]: <[EMAIL_1]>, subject “Re: [urgent] the flat”"
-    copied = _SOURCE_LINE.format(label="S1", scope="private/p1", said=said, text="Ana moves to Lisbon. [1]")
-    body = f"{copied}\n- S1 (scope elsewhere; note): stays [2]"
-    assert without_scaffolding(body, {"private/p1"}, {"S1": "x"}) == (
-        "- Ana moves to Lisbon. [1]\n- S1 (scope elsewhere; note): stays [2]")
+    lines = [(said, "I am moving to Lisbon. [1]"),
+             (said_by("chat", "Bob", owner="Bob"), "I start pottery on Monday. [2]"),
+             (said_by("note", subject="lisbon.html", owner="Alice", key="file:f1:ab:cd#0"), "I left Porto. [3]"),
+             (said_by("note", owner="Alice"), "Clara loves orchids. [4]")]
+    body = "\n".join(_SOURCE_LINE.format(label=f"S{n}", scope="private/p1", said=said, text=text)
+                     for n, (said, text) in enumerate(lines, 1)) + "\n- S1 (scope elsewhere; note): stays [5]"
+    assert without_scaffolding(body, {"private/p1"}, {f"S{n}": "x" for n in range(1, 5)}).split("\n") == [
+        "- Mail from Ana [the landlord]: <[EMAIL_1]>, subject “Re: [urgent] the flat”: I am moving to Lisbon. [1]",
+        "- Chat, said by Bob: I start pottery on Monday. [2]",
+        "- Document “lisbon.html” from Alice's watched folder, its writer unknown: I left Porto. [3]",
+        "- Clara loves orchids. [4]",
+        "- S1 (scope elsewhere; note): stays [5]"]
 
 
 async def test_a_contradiction_check_cannot_wipe_claims_it_does_not_contradict(pod, fake_model) -> None:
