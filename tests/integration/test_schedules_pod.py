@@ -130,33 +130,46 @@ async def test_one_persons_slow_memory_model_holds_neither_anothers_schedule_nor
     assert await pod.memory_search("Clara orchids", mode="keyword")
 
 
-async def test_the_next_timed_ingest_writes_bobs_new_note_while_alices_model_still_hangs(pod, fake_model) -> None:
-    """Alice's ingest model still had not answered when the next 30-minute ingest was due: the scheduler did not
-    start it for anyone ("the previous memory.ingest run was still going"), so Bob's note added since waited another
-    half hour or more. Now that tick writes Bob's new note at once and skips Alice alone, whose writer is still
-    going; her first run is recorded as ran when her model answers."""
-    import asyncio
+async def _alice_hangs_beside_bob(pod, bob_model: str):
+    """Alice's ingest model ("alice-slow") and Bob's (``bob_model``), and a note each. Gives their scopes, Bob's
+    PersonPod, and two events for _alice_hangs: her model was asked, her model may answer."""
     import threading
 
-    from sqlalchemy import text
-
-    from runtime_host import schedule
     from tests.integration.test_memory_pod import bob_with_his_own_provider
 
     ascope = f"private/{pod.person_id}"
     await pod.in_memory_thread(lambda: pod.memory.add_source("Alice's boiler code is 7731.", scope=ascope))
     pod.set_role_model("ingest", "fake/alice-slow")
     _bob, as_bob = bob_with_his_own_provider(pod)
-    as_bob.set_role_model("ingest", "fake/fake-1")
+    as_bob.set_role_model("ingest", f"fake/{bob_model}")
     bscope = f"private/{as_bob.person.id}"
     await pod.in_memory_thread(lambda: pod.memory.add_source("Bob's bike lock code is 4412.", scope=bscope))
-    asked, go = threading.Event(), threading.Event()
+    return ascope, bscope, as_bob, threading.Event(), threading.Event()
+
+
+def _alice_hangs(req, asked, go):
+    """Alice's model's answer once it may answer (up to 100 s), or None for Bob's."""
+    if req.model != "alice-slow":
+        return None
+    asked.set()
+    go.wait(100)
+    return Text("[]")
+
+
+async def test_the_next_timed_ingest_writes_bobs_new_note_while_alices_model_still_hangs(pod, fake_model) -> None:
+    """Alice's ingest model still had not answered when the next 30-minute ingest was due: the scheduler did not
+    start it for anyone ("the previous memory.ingest run was still going"), so Bob's note added since waited another
+    half hour or more. Now that tick writes Bob's new note at once and skips Alice alone, whose writer is still
+    going; her first run is recorded as ran when her model answers."""
+    import asyncio
+
+    from runtime_host import schedule
+
+    ascope, bscope, as_bob, asked, go = await _alice_hangs_beside_bob(pod, "fake-1")
 
     def model(req):
-        if req.model == "alice-slow":
-            asked.set()
-            go.wait(100)  # her model has not answered by the next half hour
-            return Text("[]")
+        if (hung := _alice_hangs(req, asked, go)) is not None:  # her model has not answered by the next half hour
+            return hung
         label = re.findall(r"\b(S\d+)\b", req.last_user)[0]
         title = "Bike" if "4412" in req.last_user else "Shed"
         return Text(json.dumps([{"title": title, "scope": bscope, "category": "things",
@@ -165,11 +178,7 @@ async def test_the_next_timed_ingest_writes_bobs_new_note_while_alices_model_sti
     fake_model.script = model
     told: list[dict] = []
     pod.subscribe(lambda ev: told.append(ev) if ev["type"] in ("memory.ingested", "memory.failed") else None)
-    pod.ensure_memory_timers()
-    with pod.store.engine.begin() as c:
-        t = datetime(2030, 1, 1, 0, 20, 0, tzinfo=UTC).timestamp()
-        c.execute(text("UPDATE schedules SET last_checked = :t, created_at = :t"), {"t": t})
-        c.execute(text("UPDATE schedules SET paused = 1 WHERE kind != 'memory.ingest'"))
+    _ingest_alone_due_at_half_past(pod)
     first = asyncio.create_task(pod.tick(datetime(2030, 1, 1, 0, 30, 10, tzinfo=UTC)))
     try:
         assert await asyncio.to_thread(asked.wait, 30)
@@ -367,29 +376,14 @@ async def test_a_timed_ingest_tells_bob_his_models_failure_while_alices_model_st
     writer fails, Alice hears nothing of it, and he is not told a second time when the run ends (the ledger says it
     failed)."""
     import asyncio
-    import threading
-
-    from sqlalchemy import text
 
     from runtime_host import schedule
     from tests.helpers.fake_model import Error
-    from tests.integration.test_memory_pod import bob_with_his_own_provider
 
-    ascope = f"private/{pod.person_id}"
-    await pod.in_memory_thread(lambda: pod.memory.add_source("Alice's boiler code is 7731.", scope=ascope))
-    pod.set_role_model("ingest", "fake/alice-slow")
-    _bob, as_bob = bob_with_his_own_provider(pod)
-    as_bob.set_role_model("ingest", "fake/bob-broken")
-    bscope = f"private/{as_bob.person.id}"
-    await pod.in_memory_thread(lambda: pod.memory.add_source("Bob's bike lock code is 4412.", scope=bscope))
-    asked, go = threading.Event(), threading.Event()
+    ascope, bscope, as_bob, asked, go = await _alice_hangs_beside_bob(pod, "bob-broken")
 
     def model(req):
-        if req.model == "alice-slow":
-            asked.set()
-            go.wait(100)
-            return Text("[]")
-        return Error(500, "bob-model-overloaded")
+        return _alice_hangs(req, asked, go) or Error(500, "bob-model-overloaded")
 
     fake_model.script = model
     told: list[dict] = []
@@ -402,11 +396,7 @@ async def test_a_timed_ingest_tells_bob_his_models_failure_while_alices_model_st
                 bob_told.set()
 
     pod.subscribe(listen)
-    pod.ensure_memory_timers()
-    with pod.store.engine.begin() as c:
-        t = datetime(2030, 1, 1, 0, 20, 0, tzinfo=UTC).timestamp()
-        c.execute(text("UPDATE schedules SET last_checked = :t, created_at = :t"), {"t": t})
-        c.execute(text("UPDATE schedules SET paused = 1 WHERE kind != 'memory.ingest'"))
+    _ingest_alone_due_at_half_past(pod)
     tick = asyncio.create_task(pod.tick(datetime(2030, 1, 1, 0, 30, 10, tzinfo=UTC)))
     try:
         assert await asyncio.to_thread(asked.wait, 30)
