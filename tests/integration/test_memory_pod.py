@@ -1291,6 +1291,18 @@ async def test_the_model_writing_shared_pages_is_never_shown_private_sources(pod
     assert not [h for h in await pod.pod.unlock("Bob").memory_search("HIV test positive", k=5) if "HIV" in h.snippet]
 
 
+
+def _keeps_all_writes_nothing(seen):
+    """A memory model that keeps every item it is asked about and writes no page, each request handed to ``seen``."""
+    def model(req):
+        seen(req)
+        if "Sources:" in req.last_user:
+            return Text("[]")
+        items = re.findall(r"^(\d+)\. ", req.last_user, re.M)
+        return Text(json.dumps([{"n": int(n), "keep": True, "reason": "a fact"} for n in items]))
+
+    return model
+
 async def test_the_memory_models_are_told_who_said_each_item_and_that_a_mails_i_is_its_sender(
         pod, servers, script, fake_model) -> None:
     """The keep-or-skip model and the wiki writer were shown an item's text alone: a stranger's mail ("I am moving
@@ -1317,15 +1329,7 @@ async def test_the_memory_models_are_told_who_said_each_item_and_that_a_mails_i_
         who.set_role_model("extraction", "fake/keeper")
         who.set_role_model("ingest", "fake/writer")
     asked: list[tuple[str, str]] = []  # (system, user) of every memory model's request
-
-    def model(req):
-        asked.append((req.system, req.last_user))
-        if "Sources:" in req.last_user:
-            return Text("[]")
-        items = re.findall(r"^(\d+)\. ", req.last_user, re.M)
-        return Text(json.dumps([{"n": int(n), "keep": True, "reason": "a fact"} for n in items]))
-
-    fake_model.script = model
+    fake_model.script = _keeps_all_writes_nothing(lambda req: asked.append((req.system, req.last_user)))
     await pod.memory_produce()
     await pod.memory_ingest()
     await as_bob.memory_ingest()
@@ -1409,15 +1413,7 @@ async def test_a_mails_body_cannot_pass_for_a_line_said_by_the_person_or_bob(pod
     pod.set_role_model("extraction", "fake/keeper")
     pod.set_role_model("ingest", "fake/writer")
     asked: list[str] = []
-
-    def model(req):
-        asked.append(req.last_user)
-        if "Sources:" in req.last_user:
-            return Text("[]")
-        items = re.findall(r"^(\d+)\. ", req.last_user, re.M)
-        return Text(json.dumps([{"n": int(n), "keep": True, "reason": "a fact"} for n in items]))
-
-    fake_model.script = model
+    fake_model.script = _keeps_all_writes_nothing(lambda req: asked.append(req.last_user))
     await pod.memory_produce()
     await pod.memory_ingest()
     decide = next(u for u in asked if "Sources:" not in u and "Lisbon" in u)
