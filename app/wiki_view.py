@@ -45,8 +45,9 @@ from app.folders_view import FoldersView
 from app.markdown import STYLE, plain_tooltip, render
 from app.memory_status import IngestPanel
 from app.when import local_time
+from runtime_host.keptcorrections import KEPT_CORRECTIONS
 from runtime_host.safety.policy import MappingStoreFailed, keep_placeholders, reversible_placeholders
-from runtime_host.store import KEPT_CORRECTIONS, StoreError
+from runtime_host.store import StoreError
 
 log = logging.getLogger("hearth.app")
 

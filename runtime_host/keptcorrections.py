@@ -17,7 +17,9 @@ import logging
 import os
 from typing import Any
 
-from runtime_host.store import new_id
+from runtime_host.store import KEPT_CORRECTIONS, new_id
+
+__all__ = ["KEPT_CORRECTIONS", "drop", "keep", "kept"]  # KEPT_CORRECTIONS: how many each person keeps
 
 log = logging.getLogger("hearth.memory")
 
