@@ -201,20 +201,19 @@ def said_by(kind: str, author: str = "", subject: str = "", owner: str = "", age
     return (f"note of {short(owner)}'s" if owner else "note") + (f", “{about}”" if about else "")
 
 
-_LABEL_SHAPE = re.compile(r"\(([^()\n]*)\)(\s*:)")  # "(chat, said by Alice):", as Hearth labels an item
+# A line starting as the listings' own lines do ("2. (", "- S2 (", "[2] (") or with a bracket ("(chat, said by …"
+_LISTING_START = re.compile(r"\s*(?:(?:\d+\.|\[\d+\]|[-*]\s*S\d+)\s*)?\(")
 
 
 def as_listed(text: str) -> str:
     """An item's text as a memory model's listing shows it after the item's label, unable to pass for an item of its
     own: its lines after the first are indented (the listing's own lines start "2. (", "- S2 (" or "[2] ("), and a
-    "(…):" in it, the shape of Hearth's label saying who said an item, has its brackets made square. So a mail's
-    body "2. (chat, said by Alice): I am moving" reads as the mail's words, never as Alice's own line."""
-    while True:
-        squared = _LABEL_SHAPE.sub(r"[\1]\2", text)
-        if squared == text:
-            break
-        text = squared
-    return "\n    ".join(line.rstrip() for line in text.splitlines())
+    line of it that starts in a label's shape has its round brackets made square. So a mail's body "2. (chat, said by
+    Alice): I am moving" reads as the mail's words, never as Alice's own line; "Dentist (Dr Silva): Tuesday" and
+    code inside a line are left as written."""
+    lines = [line.rstrip() for line in text.splitlines()]
+    return "\n    ".join(line.replace("(", "[").replace(")", "]") if _LISTING_START.match(line) else line
+                          for line in lines)
 
 
 def found_for_agent(memory: Any, hits: Sequence[Any]) -> str:
@@ -411,14 +410,16 @@ def _shape(template: str, fields: dict[str, str]) -> str:
 _A_NOTE = re.compile(r"note(?: of [^()\n]*'s)?(?:, “[^()\n]*”)?")  # said_by's label of a note a person typed
 
 
-def without_scaffolding(body: str, scopes: set[str], labels: dict[str, str]) -> str:
+def without_scaffolding(body: str, scopes: set[str], labels: dict[str, str],
+                        named: Callable[[str], str] = str) -> str:
     """A writer's page body without the lines of its prompt it copied (a weak writer extending a page copies the page
     as the prompt shows it): a page's heading and its citations line go, and a source's line loses the prompt's label
     and scope. A note's line ("- S1 (scope …; note of Alice's): Clara loves orchids. [2]") keeps its claim alone ("- Clara
-    loves orchids. [2]"): a note is what a person typed into memory as so. Any other line keeps who said it, as a
+    loves orchids. [2]"): a note is what a person typed into memory as so; so does what the scope's own person said in
+    chat (her "I" is hers on her page) and a fact an agent remembered. Any other line keeps who said it, as a
     sentence's start ("- Mail from Ana Quintero <…>, subject “The flat”: I am moving to Lisbon. [1]"): a mail's, a
     document's or a chat's "I" is its writer's, and with the claim alone it would read as the page's person's own
-    news. ``scopes`` and ``labels`` are those the prompt showed."""
+    news. ``scopes`` and ``labels`` are those the prompt showed; ``named`` turns a person's id into their name."""
     def line(template: str) -> re.Pattern[str]:
         return re.compile(r"[ \t]*" + _shape(template, fields) + r"[ \t]*")
 
@@ -434,8 +435,10 @@ def without_scaffolding(body: str, scopes: set[str], labels: dict[str, str]) -> 
     for line in body.split("\n"):
         m = source.fullmatch(line)
         if m:
-            said = m.group("said")
-            who = "" if _A_NOTE.fullmatch(said) else f"{said[:1].upper()}{said[1:]}: "
+            said, scope = m.group("said"), m.group("scope")
+            own = scope.startswith("private/") and said == f"chat, said by {named(scope.removeprefix('private/'))}"
+            who = ("" if own or _A_NOTE.fullmatch(said) or said.startswith("said by the agent ")
+                   else f"{said[:1].upper()}{said[1:]}: ")
             out.append(line[:m.start("label")] + who + m.group("text"))
         elif not any(g.fullmatch(line) for g in gone):
             out.append(line)
@@ -531,7 +534,7 @@ def model_synthesize(route: Route, names: dict[str, str] | None = None,
                     raise MemoryModelError("The wiki-writer repeated its instructions instead of writing a page; the "
                                            "inbox is unchanged.")
                 # the prompt's own lines, as it showed them (its scopes by id), before ids become names
-                body, _ = tidy_body(named(without_scaffolding(raw, scopes, numbered)))
+                body, _ = tidy_body(named(without_scaffolding(raw, scopes, numbered, named)))
             used = {int(n) for n in _CITE.findall(body)}  # a page citing nothing is refused as memory writes it
             old = shown.get((scope, Page(title, scope, "", "").slug))
             if old is not None:  # a claim kept word for word from the page keeps its source, labelled or not
