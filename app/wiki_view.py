@@ -61,6 +61,41 @@ _NAME = Qt.ItemDataRole.UserRole + 1  # a proposal's page, by its title
 _FOLD = Qt.ItemDataRole.UserRole + 2  # a scope or a category in the list of pages (what stays folded)
 
 
+def _refill(view: QListWidget, rows: list[tuple[str, Any, dict[int, Any]]]) -> bool:
+    """Shows ``rows`` (text, the item's data with an ``id``, further roles) in ``view``. A list that shows the same
+    already is left alone, and a list rebuilt keeps the item selected (by its id) and its place: memory's 5-minute
+    run and every import reload the Wiki page, and the note or proposal being read must stay. Whether the item
+    that was selected (if any) is still there and selected."""
+    shown = [(view.item(i).text(), view.item(i).data(Qt.ItemDataRole.UserRole).id) for i in range(view.count())]
+    if shown == [(text, data.id) for text, data, _ in rows]:
+        for i, (_, data, roles) in enumerate(rows):  # the same notes: their data anew (what they hold may have changed)
+            view.item(i).setData(Qt.ItemDataRole.UserRole, data)
+            for role, value in roles.items():
+                view.item(i).setData(role, value)
+        return True
+    current = view.currentItem()
+    was = current.data(Qt.ItemDataRole.UserRole).id if current is not None else None
+    at = view.verticalScrollBar().value()
+    view.blockSignals(True)  # the note being read is not cleared and shown again: it stays as it is
+    try:
+        view.clear()
+        again = None
+        for text, data, roles in rows:
+            item = QListWidgetItem(text)
+            item.setData(Qt.ItemDataRole.UserRole, data)
+            for role, value in roles.items():
+                item.setData(role, value)
+            view.addItem(item)
+            again = item if was is not None and data.id == was else again
+        if again is not None:
+            view.setCurrentItem(again)
+    finally:
+        view.blockSignals(False)
+    view.doItemsLayout()
+    view.verticalScrollBar().setValue(at)
+    return was is None or again is not None
+
+
 def page_href(scope: str, title_or_slug: str) -> str:
     """The link to a page: `hearth-page:<scope>|<title>`, percent-encoded (titles have spaces; a markdown
     link target may not). `WikiView._on_anchor` decodes it."""
@@ -736,16 +771,15 @@ class WikiView(QWidget):
 
     async def _load_held(self) -> None:
         held = await self.pod.memory_held()  # the person's own and their agents', as on the CLI
-        self.held.clear()
-        self._show_held(None)
+        rows = []
         for q in held:
             who = (self.pod.agent_label(q.agent) or "a deleted agent") if q.agent else "you"
             said = f"{q.subject}: {q.text}" if q.subject else q.text  # a held mail or file part: named first
             first = " ".join(self.pod.restore_redactions(said).split())  # the owner's own values put back
-            item = QListWidgetItem(f"{first[:80]}{'…' if len(first) > 80 else ''} — from {who}, for "
-                                   f"{self.pod.scope_label(q.scope)}")
-            item.setData(Qt.ItemDataRole.UserRole, q)
-            self.held.addItem(item)
+            rows.append((f"{first[:80]}{'…' if len(first) > 80 else ''} — from {who}, for "
+                         f"{self.pod.scope_label(q.scope)}", q, {}))
+        if not _refill(self.held, rows):
+            self._show_held(None)  # the note being read is gone (kept or discarded from the CLI, or forgotten)
         self.tabs.setTabText(2, f"Held back ({self.held.count()})" if self.held.count() else "Held back")
 
     def _show_held(self, q: Any) -> None:
@@ -790,14 +824,14 @@ class WikiView(QWidget):
             memory = self.pod.memory
             names |= await self._mem(lambda: {p.id: _page_name(memory, p) for p in props if p.id not in names})
         restore = self.pod.restore_redactions  # the person's own titles: their redacted values put back
-        self.proposals.clear()
+        rows = []
         for p in props:
             author = p.author.removeprefix("agent:").replace("-", " ")
             name = restore(names[p.id])
-            item = QListWidgetItem(f"{name} ({self.pod.scope_label(p.scope)}) — by {author}")
-            item.setData(Qt.ItemDataRole.UserRole, p)
-            item.setData(_NAME, name)
-            self.proposals.addItem(item)
+            rows.append((f"{name} ({self.pod.scope_label(p.scope)}) — by {author}", p, {_NAME: name}))
+        if not _refill(self.proposals, rows):
+            self.diff_old.clear()  # the proposal being read is gone (decided from the CLI, or withdrawn)
+            self.diff_new.clear()
         self.tabs.setTabText(1, f"Proposals ({self.proposals.count()})" if self.proposals.count() else "Proposals")
 
     def open_page(self, scope: str, slug_or_title: str, link: bool = False) -> asyncio.Task[Any]:
