@@ -7,10 +7,11 @@ import json
 import time
 from typing import Any
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices, QGuiApplication, QTextCursor
 from PySide6.QtWidgets import QTextBrowser, QTreeWidget, QTreeWidgetItem
 
+from app.confirm import confirm
 from app.markdown import STYLE, escape, render_with_code
 
 ROLE_LABEL = {"user": "You", "assistant": "Agent", "error": "Hearth"}
@@ -67,10 +68,12 @@ class ChatView(QTextBrowser):
     Signals:
     action(str, str): a message action was chosen: (copy|regenerate|edit|branch, message id).
     copied(str): something was put on the clipboard (a short description of what).
+    said(str): a sentence for the status bar (a link Hearth does not open).
     """
 
     action = Signal(str, str)
     copied = Signal(str)
+    said = Signal(str)
 
     PAGE = 150  # messages rendered at once; earlier ones load page by page
     MAX_CHARS = 88  # readable line length: the text column stops growing past this many characters
@@ -374,7 +377,21 @@ class ChatView(QTextBrowser):
                 self.copied.emit("the message")
             else:
                 self.action.emit(kind, ref)
-        else:
+        else:  # a link the message holds: a model's words (perhaps after reading a stranger's mail)
+            self._open_web_link(url)
+
+    def _open_web_link(self, url: Any) -> None:
+        """Opens a web or mail address in the person's browser or mail program once they said yes to the address
+        itself (it may carry what the model read in its query); any other kind of address (a file, a share, another
+        program's) is never opened from a conversation."""
+        address = url.toString(QUrl.ComponentFormattingOption.FullyEncoded)
+        if url.scheme().lower() not in ("http", "https", "mailto"):
+            self.said.emit(f"Hearth does not open this kind of link from a conversation: {address[:300]} "
+                           "(copy it from the message to open it yourself).")
+            return
+        if confirm(self, "Open link", "Open this address outside Hearth?", "Open",
+                   detail=f"{address[:2000]}\n\nIt was written in the conversation: check it is where you meant "
+                          "to go. Anything in the address is sent to that site."):
             QDesktopServices.openUrl(url)
 
     def _find_turn(self, key: str) -> dict[str, Any] | None:

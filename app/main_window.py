@@ -249,6 +249,7 @@ class MainWindow(QMainWindow):
         self.chat = ChatView()
         self.chat.action.connect(self._on_message_action)
         self.chat.copied.connect(lambda what: self.statusBar().showMessage(f"Copied {what}.", 3000))
+        self.chat.said.connect(lambda text: self.statusBar().showMessage(text, 10000))
         self.steps = StepsTree()
         self.runs = RunsList()
         self.runs.setToolTip("Double-click a run to open its conversation and answer it there")

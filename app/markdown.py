@@ -141,14 +141,19 @@ def _shown_inline(tokens: list[Token], restore: Callable[[str], str] | None, add
             continue
         if tok.type == "link_open":
             opened.append((tok, []))
+            if not tok.meta.get("own") and str(tok.attrGet("href") or "").startswith("hearth-"):
+                out.pop()  # a Hearth address written in the text: its words stay, as words
         elif tok.type in ("text", "code_inline") and opened:
             opened[-1][1].append(tok.content)
         elif tok.type == "link_close" and opened:
             link, words = opened.pop()
             href = str(link.attrGet("href") or "")
-            if link.meta.get("own") or href.startswith("hearth-"):
+            if link.meta.get("own"):
                 continue  # Hearth's own: a page or a source, named by its words (never by its id)
-            link.attrSet("title", href)
+            if href.startswith("hearth-"):  # written to look like Hearth's own (a page, an action): no link
+                out.pop()
+            else:
+                link.attrSet("title", href)
             if "".join(words).strip() not in (href, href.removeprefix("mailto:")):
                 out.append(Token("text", "", 0, content=f" ({href})", level=tok.level))
     return out
@@ -162,9 +167,10 @@ _md.core.ruler.push("hearth_shown", _shown_rule)
 
 
 def render_with_code(text: str, copy_href: str | None = None) -> tuple[str, list[str]]:
-    """Renders `text`; returns the HTML and the code blocks' text in order. With `copy_href`, each code block
-    gets a Copy link to `{copy_href}{n}`."""
-    env: dict[str, Any] = {"codes": [], "copy_href": copy_href}
+    """Renders a conversation's message `text`; returns the HTML and the code blocks' text in order. With
+    `copy_href`, each code block gets a Copy link to `{copy_href}{n}`. Each web link shows its address after its
+    words where they differ, and a link to a Hearth address written in the text is no link."""
+    env: dict[str, Any] = {"codes": [], "copy_href": copy_href, "addresses": True}
     return _md.render(text, env), env["codes"]
 
 

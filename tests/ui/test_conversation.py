@@ -137,6 +137,54 @@ def test_code_blocks_are_highlighted_and_copied(qtbot, qloop, ui_pod, script) ->
     assert QGuiApplication.clipboard().text() == "def f(x):\n    return x * 2\n"
 
 
+def test_a_link_in_an_answer_shows_where_it_goes_and_opens_only_once_the_person_says_yes(qtbot, qloop, ui_pod,
+                                                                                         script) -> None:
+    """A model (one that read a stranger's mail, say) wrote "[your bank](https://…)": the chat showed "your bank"
+    alone and a click opened the address in the browser at once, whatever it carried; a link to a file or a share
+    went to the desktop's handler too, and a link written to a Hearth address ("hearth-act:…") ran a message action.
+    Now the address shows after the words, a web link opens only after the person says yes to the address itself,
+    other kinds are never opened (the status bar says so), and a Hearth address in the text is no link."""
+    from PySide6.QtCore import QObject, Slot
+    from PySide6.QtGui import QDesktopServices
+
+    class Browser(QObject):
+        def __init__(self) -> None:
+            super().__init__()
+            self.opened: list[str] = []
+
+        @Slot(QUrl)
+        def open(self, url: QUrl) -> None:
+            self.opened.append(url.toString())
+
+    bank = "https://bank.example/login?code=7731"
+    script([Text(f"Sign in at [your bank]({bank}), see [the notes](smb://files.example/notes) or "
+                 "[continue](hearth-act:regenerate:99999).")])
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    send(qtbot, w, "where do I pay?")
+    qloop.wait_until(lambda: answered(w), what="the answer")
+    assert f"your bank ({bank})" in w.chat.toPlainText()
+    assert "continue (hearth-act:regenerate:99999)" in w.chat.toPlainText()
+    assert 'href="hearth-act:regenerate:99999"' not in w.chat.document().toHtml(), "a message action in the text"
+    browser = Browser()
+    for scheme in ("https", "smb"):
+        QDesktopServices.setUrlHandler(scheme, browser, "open")
+    try:
+        seen = answer_confirm("Cancel")
+        w.chat.anchorClicked.emit(QUrl(bank))
+        assert seen == ["Open this address outside Hearth?"] and browser.opened == []
+        answer_confirm("Open")
+        w.chat.anchorClicked.emit(QUrl(bank))
+        assert browser.opened == [bank]
+        w.chat.anchorClicked.emit(QUrl("smb://files.example/notes"))
+        assert browser.opened == [bank]
+        assert "does not open this kind of link" in w.statusBar().currentMessage()
+        assert "smb://files.example/notes" in w.statusBar().currentMessage()
+    finally:
+        for scheme in ("https", "smb"):
+            QDesktopServices.unsetUrlHandler(scheme)
+
+
 def test_a_cut_off_answer_says_so(qtbot, qloop, ui_pod, script) -> None:
     script([Text("The list goes on and on and", finish="length")])
     w = MainWindow(ui_pod)
