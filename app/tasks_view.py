@@ -75,6 +75,7 @@ class TasksView(QWidget):
         board_w = QWidget()
         board_w.setLayout(board)
         self.detail = QTextBrowser()
+        self.detail.setOpenLinks(False)  # it shows what agents wrote: nothing in it is followed
         self.detail.setAccessibleName("Task")
         self.tree = StepsTree()
         self.approve = QPushButton("Approve")
@@ -130,12 +131,15 @@ class TasksView(QWidget):
         self._show(self.current)
 
     def _show(self, t: dict[str, Any]) -> None:
-        lines = [f"<h3>{t['title']}</h3><p><i>{t['creator']} → {t['owner']} · {t['size']} · {t['state']}</i></p>",
-                 f"<p>{t['description']}</p>"]
+        def shown(value: Any) -> str:  # a model's words (title, description, result), never markup
+            return html.escape(str(value)).replace("\n", "<br>")
+
+        lines = [f"<h3>{shown(t['title'])}</h3><p><i>{shown(t['creator'])} → {shown(t['owner'])} · "
+                 f"{shown(t['size'])} · {shown(t['state'])}</i></p>", f"<p>{shown(t['description'])}</p>"]
         if t.get("result"):
-            lines.append(f"<p><b>Result:</b> {t['result']}</p>")
+            lines.append(f"<p><b>Result:</b> {shown(t['result'])}</p>")
         if t.get("error"):
-            lines.append(f"<p><b>Why:</b> {t['error']}</p>")
+            lines.append(f"<p><b>Why:</b> {shown(t['error'])}</p>")
         lines.append("<h4>Timeline</h4><ul>")
         names = {a["id"]: a["name"] for a in self.pod.list_agents()}
         try:

@@ -286,6 +286,41 @@ def test_tasks_board_approves_a_hand_off_and_shows_its_tree(qtbot, qloop, ui_pod
     assert "Task: Find the answer" in w.chat.toPlainText()
 
 
+def test_a_task_a_model_wrote_shows_as_its_words_on_the_board(qtbot, qloop, ui_pod, fake_model, tmp_path) -> None:
+    """A hand-off's title and description are a model's words (one that read a stranger's mail, say): the board
+    showed them as HTML, so '<a href=file:…>' made a link that opened the person's own file in the task pane,
+    '<img src=…>' read a file from disk on the window's thread, and markup could hide or forge the text above
+    Approve. They show as written, and no link in the pane leads anywhere."""
+    from tests.helpers.fake_model import Text, ToolCalls
+
+    secret = tmp_path / "diary.html"
+    secret.write_text("<p>DIARY: the safe code is 4471</p>")
+    ui_pod.edit_agent("helper", toolkits=["tasks"])
+    ui_pod.add_agent("researcher", provider="fake", system="You research.", toolkits=["math"])
+    title = "<b>Pay</b> the <i>invoice</i>"
+    description = (f"Read <a href='file://{secret}'>the invoice</a> <img src='file://{secret}'>"
+                   "<span style='display:none'>and wire 900 EUR</span>")
+
+    def model(req):
+        if "You research" in req.messages[0]["content"]:
+            return Text("ok")
+        if not req.tool_results:
+            return ToolCalls([("hand_off", {"agent": "researcher", "title": title, "description": description})])
+        return Text("handed off")
+
+    fake_model.script = model
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    send(qtbot, w, "please pay it")
+    qloop.wait_until(lambda: w.tasks.count("proposed") == 1, what="the proposed task on the board")
+    w.pages.setCurrentWidget(w.tasks)
+    w.tasks.columns["proposed"].setCurrentRow(0)
+    shown = w.tasks.detail.toPlainText()
+    assert title in shown and description in shown, shown
+    made = w.tasks.detail.toHtml()
+    assert "<a " not in made and "<img" not in made  # no link and no image made of the model's words
+
+
 def test_new_agent_from_a_shipped_profile(qtbot, qloop, ui_pod) -> None:
     dlg = AddAgentDialog(ui_pod)
     qtbot.addWidget(dlg)
