@@ -1430,14 +1430,14 @@ class WikiView(QWidget):
             self._answer = (None, set())
             self.page.clear()  # blank: the reload that follows shows the empty state or the pointer
 
-    def _forget(self, coro: Any, what: str) -> None:
+    def _forget(self, coro: Any, what: str, also: str = "") -> None:
         async def go() -> None:
             try:
                 n = await coro
             except Exception as exc:  # an unknown agent name, say
                 self.status.emit(f"Nothing forgotten: {exc}")
                 return
-            self.status.emit(f"Forgot {n} item(s) {what}.")
+            self.status.emit(f"Forgot {n} item(s) {what}{also}.")
             self._drop_forgotten(None)
             await self._load()
 
@@ -1459,11 +1459,15 @@ class WikiView(QWidget):
     def _on_forget_me(self) -> None:
         from app.confirm import confirm
 
+        watched = len(self.pod.folders.list_folders())  # forgetting stops them, or they would import it all again
+        folders = (f" Your {watched} watched folder(s) are no longer watched (their files stay where they are; add "
+                   "a folder again to import it anew)." if watched else "")
         if not confirm(self, "Forget", f"Forget everything remembered about {self.pod.person.name}?", "Forget everything",
-                       "Every source about you is deleted and taken out of search. This cannot be undone."):
+                       f"Every source about you is deleted and taken out of search.{folders} This cannot be undone."):
             self.status.emit("Nothing forgotten.")
             return
-        self._forget(self.pod.memory_forget_me(), "about you")
+        self._forget(self.pod.memory_forget_me(), "about you",
+                     f"; stopped watching {watched} folder(s)" if watched else "")
 
     def _on_approve(self) -> None:
         self._decide(True)

@@ -628,13 +628,17 @@ async def _memory(me: Any, args: argparse.Namespace) -> int:
             print(f"Discarded held note #{args.id}.")
         elif args.action in ("forget-agent", "forget-me") and not args.yes:
             what = f"everything {args.name} learned" if args.action == "forget-agent" else "everything remembered about you"
-            print(f"error: this forgets {what} for good (sources, pages and what waits to be kept); add --yes to "
-                  "do it.", file=sys.stderr)
+            also = "" if args.action == "forget-agent" else ", and stops watching your folders"
+            print(f"error: this forgets {what} for good (sources, pages and what waits to be kept{also}); add --yes "
+                  "to do it.", file=sys.stderr)
             return EXIT_USAGE
         elif args.action == "forget-agent":
             print(f"Forgot {await me.memory_forget_agent(args.name)} item(s) learned by {args.name}.")
         elif args.action == "forget-me":
-            print(f"Forgot {await me.memory_forget_me()} item(s) about you.")
+            watched = len(me.folders.list_folders())
+            n = await me.memory_forget_me()
+            print(f"Forgot {n} item(s) about you" + (f"; stopped watching {watched} folder(s) (their files stay where "
+                                                   "they are; `folder add` imports one anew)." if watched else "."))
     except MemoryModelError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_FAILED

@@ -27,6 +27,10 @@ def test_forget_me_asks_first_like_every_other_cli_deletion(home, tmp_path) -> N
     assert r.returncode == 2 and "--yes" in r.stderr, (r.returncode, r.stdout, r.stderr)
     assert "Dr Alvarez" in cli(home, "memory", "search", "dentist").stdout
     assert str(notes) in cli(home, "folder", "list").stdout
+    assert "stops watching your folders" in r.stderr
+    r = cli(home, "memory", "forget-me", "--yes")
+    assert r.returncode == 0 and "stopped watching 1 folder(s)" in r.stdout, (r.stdout, r.stderr)
+    assert str(notes) not in cli(home, "folder", "list").stdout
 
 
 def test_forget_agent_asks_first(home, fake_model, script) -> None:

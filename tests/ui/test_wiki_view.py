@@ -1006,6 +1006,41 @@ def _results_shown(w) -> str:
                     for i in range(w.wiki.results.count()))
 
 
+def test_forget_me_says_it_stops_watching_the_persons_folders(qtbot, qloop, ui_pod, tmp_path) -> None:
+    """Forget everything about me stops watching the person's folders (or the next rescan would import it all
+    again), but neither the question nor the status line said so: the folders vanished from Watched folders and new
+    notes silently stopped coming in. Both say it now; Bob's folder stays watched."""
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication, QMessageBox
+
+    docs, bob_docs = tmp_path / "notes", tmp_path / "bob"
+    for d in (docs, bob_docs):
+        d.mkdir()
+        (d / "trip.md").write_text("We fly to Lisbon on 4 May and stay in the Alfama flat.\n")
+    qloop.run(ui_pod.folders.scan(ui_pod.folders.add(docs).id))
+    ui_pod.add_person("Bob")
+    as_bob = ui_pod.pod.unlock("Bob")
+    as_bob.folders.add(bob_docs)
+    w = wiki_window(qtbot, ui_pod)
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the wiki to load")
+    seen: list[str] = []
+
+    def answer() -> None:
+        box = QApplication.activeModalWidget()
+        if not isinstance(box, QMessageBox):
+            QTimer.singleShot(10, answer)
+            return
+        seen.append(box.informativeText())
+        next(b for b in box.buttons() if b.text().replace("&", "") == "Forget everything").click()
+
+    QTimer.singleShot(0, answer)
+    w.wiki.forget_me.click()
+    qloop.wait_until(lambda: "Forgot" in w.statusBar().currentMessage(), what="forgetting")
+    assert "Your 1 watched folder(s) are no longer watched" in seen[0]
+    assert "stopped watching 1 folder(s)" in w.statusBar().currentMessage()
+    assert ui_pod.folders.list_folders() == [] and len(as_bob.folders.list_folders()) == 1
+
+
 def test_what_was_forgotten_or_deleted_leaves_the_results_and_the_answer_on_screen(qtbot, qloop, ui_pod,
                                                                                    script) -> None:
     """After forget-me the search results still listed the forgotten source and pages (their text in the tooltip,
