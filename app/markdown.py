@@ -125,30 +125,34 @@ def _shown_rule(state: StateCore) -> None:
         if restore is not None and tok.type in ("fence", "code_block"):
             tok.content = restore(tok.content)
         if tok.children:
-            tok.children = _shown_inline(tok.children, restore, bool(state.env.get("addresses")))
+            tok.children = _shown_inline(tok.children, restore, bool(state.env.get("addresses")),
+                                         bool(state.env.get("hearth_in_text")))
 
 
-def _shown_inline(tokens: list[Token], restore: Callable[[str], str] | None, addresses: bool) -> list[Token]:
+def _shown_inline(tokens: list[Token], restore: Callable[[str], str] | None, addresses: bool,
+                  hearth_in_text: bool = False) -> list[Token]:
+    """See _shown_rule; ``hearth_in_text``: a link to a Hearth address written in the text stays a link (a wiki
+    writer's link to a page, checked when clicked), else its words are shown without it."""
     out: list[Token] = []
     opened: list[tuple[Token, list[str]]] = []  # the web links being read, each with its words
     for tok in tokens:
         if restore is not None and tok.type in ("text", "code_inline"):
             tok.content = restore(tok.content)
         if tok.children:
-            tok.children = _shown_inline(tok.children, restore, False)
+            tok.children = _shown_inline(tok.children, restore, False, hearth_in_text)
         out.append(tok)
         if not addresses:
             continue
         if tok.type == "link_open":
             opened.append((tok, []))
-            if not tok.meta.get("own") and str(tok.attrGet("href") or "").startswith("hearth-"):
+            if not tok.meta.get("own") and not hearth_in_text and str(tok.attrGet("href") or "").startswith("hearth-"):
                 out.pop()  # a Hearth address written in the text: its words stay, as words
         elif tok.type in ("text", "code_inline") and opened:
             opened[-1][1].append(tok.content)
         elif tok.type == "link_close" and opened:
             link, words = opened.pop()
             href = str(link.attrGet("href") or "")
-            if link.meta.get("own"):
+            if link.meta.get("own") or (hearth_in_text and href.startswith("hearth-")):
                 continue  # Hearth's own: a page or a source, named by its words (never by its id)
             if href.startswith("hearth-"):  # written to look like Hearth's own (a page, an action): no link
                 out.pop()
@@ -169,7 +173,7 @@ _md.core.ruler.push("hearth_shown", _shown_rule)
 def render_with_code(text: str, copy_href: str | None = None) -> tuple[str, list[str]]:
     """Renders a conversation's message `text`; returns the HTML and the code blocks' text in order. With
     `copy_href`, each code block gets a Copy link to `{copy_href}{n}`. Each web link shows its address after its
-    words where they differ, and a link to a Hearth address written in the text is no link."""
+    words where they differ, and a link to a Hearth address written in the text (a message action, say) is no link."""
     env: dict[str, Any] = {"codes": [], "copy_href": copy_href, "addresses": True}
     return _md.render(text, env), env["codes"]
 
@@ -180,7 +184,7 @@ def render(text: str, links: Links | None = None, restore: Callable[[str], str] 
     values back once the markdown is read, so each shows exactly as stored; ``addresses`` shows where each web
     link goes (see _shown_rule)."""
     env: dict[str, Any] = {"codes": [], "copy_href": None, "links": links, "restore": restore,
-                           "addresses": addresses}
+                           "addresses": addresses, "hearth_in_text": True}
     return _md.render(text, env)
 
 
