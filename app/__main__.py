@@ -191,9 +191,11 @@ def _cannot_start(problem: str, quit_after: float | None) -> int:
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication, QMessageBox
 
+    from app.confirm import message_box
+
     print(f"error: {problem}", file=sys.stderr, flush=True)
     app = QApplication.instance() or QApplication(sys.argv[:1])
-    box = QMessageBox(QMessageBox.Icon.Critical, "Hearth cannot start", problem)
+    box = message_box(None, QMessageBox.Icon.Critical, "Hearth cannot start", problem)
     if quit_after is not None:
         QTimer.singleShot(int(quit_after * 1000), box.accept)
     box.exec()

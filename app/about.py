@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from app import __version__
+from app.markdown import plain_label, rich_label
 
 DESCRIPTION = ("A private AI pod on your own machine: agents with their own memory and permissions, "
                "your keys in the OS keyring, and an offline model that answers with no key at all.")
@@ -74,15 +75,15 @@ class AboutDialog(QDialog):
         top = QHBoxLayout()
         icon = _icon()
         if icon is not None:
-            pic = QLabel()
+            pic = plain_label()
             pic.setPixmap(icon.scaled(72, 72, Qt.AspectRatioMode.KeepAspectRatio,
                                       Qt.TransformationMode.SmoothTransformation))
             top.addWidget(pic, 0, Qt.AlignmentFlag.AlignTop)
         head = QVBoxLayout()
-        self.title = QLabel(f"<h2>Hearth {__version__}</h2>")
+        self.title = rich_label(f"<h2>Hearth {__version__}</h2>")
         self.title.setAccessibleName("Version")
         head.addWidget(self.title)
-        blurb = QLabel(DESCRIPTION)
+        blurb = plain_label(DESCRIPTION)
         blurb.setWordWrap(True)
         head.addWidget(blurb)
         top.addLayout(head, 1)
@@ -95,7 +96,7 @@ class AboutDialog(QDialog):
         for key, label in labels.items():
             if key not in self.info:
                 continue
-            value = QLabel(self.info[key])
+            value = plain_label(self.info[key])
             value.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             value.setAccessibleName(label)
             self.fields[key] = value

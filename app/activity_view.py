@@ -11,13 +11,14 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
     QHeaderView,
-    QLabel,
     QPushButton,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
+
+from app.markdown import plain_label, plain_tooltip
 
 COLUMNS = ("When", "Kind", "Agent", "Phase", "Decision", "Rule", "What")
 
@@ -33,9 +34,9 @@ class ActivityView(QWidget):
         self.kind.currentIndexChanged.connect(self._on_filter)
         self.export_button = QPushButton("Export…")
         self.export_button.clicked.connect(self._on_export)
-        self.count = QLabel("")
+        self.count = plain_label("")
         top = QHBoxLayout()
-        top.addWidget(QLabel("Show"))
+        top.addWidget(plain_label("Show"))
         top.addWidget(self.kind)
         top.addStretch(1)
         top.addWidget(self.count)
@@ -63,7 +64,7 @@ class ActivityView(QWidget):
                       r["phase"] or "", r["action"], r["rule"] or "", r["summary"] or "")
             for j, v in enumerate(values):
                 item = QTableWidgetItem(str(v))
-                item.setToolTip(str(v))
+                item.setToolTip(plain_tooltip(str(v)))
                 self.table.setItem(i, j, item)
         self.count.setText(f"{len(self.rows)} event(s)")
 

@@ -12,7 +12,6 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QFrame,
     QHBoxLayout,
-    QLabel,
     QLineEdit,
     QPlainTextEdit,
     QPushButton,
@@ -21,6 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.markdown import plain_label, rich_label
 from runtime_host.store import StoreError
 
 
@@ -59,10 +59,10 @@ class CardWidget(QFrame):
             form.addRow(label, w)
         # The why is a model's or a rule's words and the inbox a mail address: shown as written, never as markup (a
         # model's "<!--" hid the safety warning Hearth adds after its words, and the inbox it goes from).
-        why = QLabel(f"<b>Why:</b> {html.escape(card['why'])}<br>"
-                     f"<i>From {html.escape(card.get('inbox') or card['from_addr'])}</i>")
+        why = rich_label(f"<b>Why:</b> {html.escape(card['why'])}<br>"
+                         f"<i>From {html.escape(card.get('inbox') or card['from_addr'])}</i>")
         why.setWordWrap(True)
-        self.message = QLabel("")
+        self.message = plain_label("")
         self.message.setWordWrap(True)
         self.approve = QPushButton("Approve and send")
         self.reject = QPushButton("Reject")
@@ -147,9 +147,9 @@ class PartnerCardWidget(QFrame):
         self.person = pod.person.id
         self.card = card
         self.setFrameShape(QFrame.Shape.StyledPanel)
-        title = QLabel(f"<b>Send to partner {html.escape(card['partner'])}</b> ({html.escape(card['endpoint'])}), "
-                       f"{card['size']} characters. "
-                       "The text goes to another company exactly as shown.")
+        title = rich_label(f"<b>Send to partner {html.escape(card['partner'])}</b> ({html.escape(card['endpoint'])}), "
+                           f"{card['size']} characters. "
+                           "The text goes to another company exactly as shown.")
         title.setWordWrap(True)
         self.text = QPlainTextEdit(card["text"])
         self.text.setReadOnly(True)
@@ -158,7 +158,7 @@ class PartnerCardWidget(QFrame):
         self.reject = QPushButton("Reject")
         self.approve.clicked.connect(self._on_approve)
         self.reject.clicked.connect(self._on_reject)
-        self.message = QLabel("")
+        self.message = plain_label("")
         row = QHBoxLayout()
         row.addWidget(self.message, 1)
         row.addWidget(self.reject)
@@ -199,8 +199,8 @@ class CardsView(QWidget):
     def __init__(self, pod: Any, parent: QWidget | None = None):
         super().__init__(parent)
         self.pod = pod
-        self.empty = QLabel("Nothing waits for your approval. Mail an agent drafts, and anything that would "
-                            "leave this machine, shows up here first.")
+        self.empty = plain_label("Nothing waits for your approval. Mail an agent drafts, and anything that would "
+                                 "leave this machine, shows up here first.")
         self.empty.setWordWrap(True)
         self.inner = QWidget()
         self.list = QVBoxLayout(self.inner)

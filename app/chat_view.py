@@ -12,7 +12,7 @@ from PySide6.QtGui import QDesktopServices, QGuiApplication, QTextCursor
 from PySide6.QtWidgets import QTextBrowser, QTreeWidget, QTreeWidgetItem
 
 from app.confirm import confirm
-from app.markdown import STYLE, escape, render_with_code
+from app.markdown import STYLE, escape, plain_tooltip, render_with_code
 
 ROLE_LABEL = {"user": "You", "assistant": "Agent", "error": "Hearth"}
 
@@ -606,7 +606,7 @@ class RunsList(QTreeWidget):
             state = r["status"] if r["status"] not in ("pending", "running") or r["live"] else f"{r['status']} (no owner)"
             result = r["result"] or r["error"] or ""
             item = QTreeWidgetItem([r["agent"], r["origin"], state, r["prompt"][:80], result[:120]])
-            item.setToolTip(4, result[:2000])
+            item.setToolTip(4, plain_tooltip(result[:2000]))
             item.setData(0, Qt.ItemDataRole.UserRole, r["id"])
             item.setData(0, RUN_CONVERSATION, (r["agent"], r["conversation_id"]))
             self.addTopLevelItem(item)

@@ -16,6 +16,8 @@ from typing import Any
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QMenu, QTreeWidget, QTreeWidgetItem
 
+from app.markdown import plain_tooltip
+
 ORIGIN_GROUP = {"background": "Background runs", "mail": "Runs from mail", "handoff": "Hand-offs"}
 ID, MESSAGE, AGENT, TITLE = (Qt.ItemDataRole.UserRole + i for i in range(4))
 
@@ -51,7 +53,7 @@ class ConversationList(QTreeWidget):
         item.setData(0, AGENT, agent)
         item.setData(0, TITLE, title)
         if tooltip:
-            item.setToolTip(0, tooltip)
+            item.setToolTip(0, plain_tooltip(tooltip))  # a message's words
         return item
 
     def load(self, conversations: list[dict[str, Any]], current: str | None) -> None:

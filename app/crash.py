@@ -226,7 +226,9 @@ def install_crash_handler(home: Path, parent: Callable[[], Any] | None = None) -
 def _dialog_class() -> type:
     from PySide6.QtCore import QUrl
     from PySide6.QtGui import QDesktopServices
-    from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QPlainTextEdit, QVBoxLayout, QWidget
+    from PySide6.QtWidgets import QDialog, QDialogButtonBox, QPlainTextEdit, QVBoxLayout, QWidget
+
+    from app.markdown import plain_label
 
     class _CrashDialog(QDialog):
         """Says that Hearth hit an unexpected error, where the report is, and offers to open it,
@@ -237,14 +239,14 @@ def _dialog_class() -> type:
             self.path = path
             self.setWindowTitle("Hearth hit an unexpected error")
             layout = QVBoxLayout(self)
-            intro = QLabel(
+            intro = plain_label(
                 "Something in Hearth failed that should not have. Your data is safe: pods keep every "
                 "finished step on disk.\n\nA report was saved on this computer. It contains no keys and no "
                 "environment variables; you can read it before sharing it with anyone."
             )
             intro.setWordWrap(True)
             layout.addWidget(intro)
-            self.path_label = QLabel(str(path))
+            self.path_label = plain_label(str(path))
             self.path_label.setTextInteractionFlags(self.path_label.textInteractionFlags().TextSelectableByMouse)
             self.path_label.setAccessibleName("Report file")
             layout.addWidget(self.path_label)

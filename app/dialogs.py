@@ -11,7 +11,6 @@ from PySide6.QtWidgets import (
     QDialogButtonBox,
     QFormLayout,
     QHBoxLayout,
-    QLabel,
     QLineEdit,
     QListWidget,
     QPlainTextEdit,
@@ -21,6 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.markdown import plain_label, plain_tooltip, rich_label
 from runtime_host.store import StoreError
 from vault import VaultUnavailable
 
@@ -44,7 +44,7 @@ class ProvidersPage(QWidget):
         self.list = QListWidget()
         self.list.setAccessibleName("Providers")
         self.list.currentRowChanged.connect(self._on_selected)
-        layout.addWidget(QLabel("Model providers (pick one to edit it)"))
+        layout.addWidget(plain_label("Model providers (pick one to edit it)"))
         layout.addWidget(self.list)
         list_row = QHBoxLayout()
         self.new_button = QPushButton("New provider")
@@ -100,7 +100,7 @@ class ProvidersPage(QWidget):
         buttons.addWidget(self.check_button)
         buttons.addWidget(self.save_button)
         layout.addLayout(buttons)
-        self.message = QLabel("")
+        self.message = plain_label("")
         self.message.setWordWrap(True)
         self.message.setAccessibleName("Provider status")
         self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -325,12 +325,12 @@ class ModelsPage(QWidget):
         super().__init__(parent)
         self.pod = pod
         layout = QVBoxLayout(self)
-        note = QLabel("Each kind of work has its own model. Chat models are set per agent (Edit agent). Memory work "
-                      "defaults to the local model so it costs nothing and needs no network. Search by meaning runs "
-                      "on this computer unless you choose a provider's embeddings: then only your own notes go to "
-                      "it (shared and other people's memory stay on the local model). Changing it re-embeds your "
-                      "memory in the background, and search keeps working meanwhile. Speech to text runs on a fixed "
-                      "local model.")
+        note = plain_label("Each kind of work has its own model. Chat models are set per agent (Edit agent). Memory work "
+                           "defaults to the local model so it costs nothing and needs no network. Search by meaning runs "
+                           "on this computer unless you choose a provider's embeddings: then only your own notes go to "
+                           "it (shared and other people's memory stay on the local model). Changing it re-embeds your "
+                           "memory in the background, and search keeps working meanwhile. Speech to text runs on a fixed "
+                           "local model.")
         note.setWordWrap(True)
         layout.addWidget(note)
         form = QFormLayout()
@@ -343,11 +343,11 @@ class ModelsPage(QWidget):
             form.addRow(label, combo)
         self.refresh()
         layout.addLayout(form)
-        self.message = QLabel("")
+        self.message = plain_label("")
         self.message.setWordWrap(True)
         self.message.setAccessibleName("Models status")
         layout.addWidget(self.message)
-        self.embedding_progress = QLabel("")
+        self.embedding_progress = plain_label("")
         self.embedding_progress.setWordWrap(True)
         self.embedding_progress.setAccessibleName("Re-embedding progress")
         layout.addWidget(self.embedding_progress)
@@ -376,8 +376,8 @@ class ModelsPage(QWidget):
                 local = LOCAL_EMBEDDING_LABELS.get(current["model"], current["model"])
                 combo.addItem(f"{local}, chosen by {current['shared_by']} for everyone", None)
                 combo.setEnabled(False)
-                combo.setToolTip(f"Search by meaning is shared by everyone on this Hearth, so {current['shared_by']}, "
-                                 "who set Hearth up, chooses its model.")
+                combo.setToolTip(plain_tooltip(f"Search by meaning is shared by everyone on this Hearth, so "
+                                               f"{current['shared_by']}, who set Hearth up, chooses its model."))
                 continue
             if "inherits" in current:
                 combo.addItem(f"Same as {ROLE_LABELS.get(current['inherits'], current['inherits'])}", None)
@@ -441,8 +441,8 @@ class ChannelsPage(QWidget):
         super().__init__(parent)
         self.pod = pod
         layout = QVBoxLayout(self)
-        intro = QLabel("Reach your agents from your phone through a Telegram bot. Hearth polls Telegram, so your "
-                       "computer needs no public address. Create a bot with @BotFather and paste its token here.")
+        intro = plain_label("Reach your agents from your phone through a Telegram bot. Hearth polls Telegram, so your "
+                            "computer needs no public address. Create a bot with @BotFather and paste its token here.")
         intro.setWordWrap(True)
         layout.addWidget(intro)
         form = QFormLayout()
@@ -462,9 +462,9 @@ class ChannelsPage(QWidget):
         layout.addLayout(row)
         self.links = QListWidget()
         self.links.setAccessibleName("Linked chats")
-        layout.addWidget(QLabel("Linked chats"))
+        layout.addWidget(plain_label("Linked chats"))
         layout.addWidget(self.links)
-        self.message = QLabel("")
+        self.message = plain_label("")
         self.message.setWordWrap(True)
         self.message.setTextInteractionFlags(self.message.textInteractionFlags() | Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.message)
@@ -515,8 +515,8 @@ class PartnersPage(QWidget):
         super().__init__(parent)
         self.pod = pod
         layout = QVBoxLayout(self)
-        intro = QLabel("A partner is another company's agent. Its address, key and certificate are fixed when you "
-                       "add it, every message to it needs your approval, and its replies are treated as untrusted.")
+        intro = plain_label("A partner is another company's agent. Its address, key and certificate are fixed when you "
+                            "add it, every message to it needs your approval, and its replies are treated as untrusted.")
         intro.setWordWrap(True)
         layout.addWidget(intro)
         self.list = QListWidget()
@@ -538,7 +538,7 @@ class PartnersPage(QWidget):
         self.add = QPushButton("Add partner")
         self.add.clicked.connect(self.save)
         layout.addWidget(self.add)
-        self.message = QLabel("")
+        self.message = plain_label("")
         self.message.setWordWrap(True)
         layout.addWidget(self.message)
         self.refresh()
@@ -568,9 +568,9 @@ class McpPage(QWidget):
         super().__init__(parent)
         self.pod = pod
         layout = QVBoxLayout(self)
-        intro = QLabel("An MCP server gives agents more tools. Its tools are offered to an agent only after you allow "
-                       "them here; a tool the server adds later stays off until you allow it too. What the tools "
-                       "return is treated as untrusted text.")
+        intro = plain_label("An MCP server gives agents more tools. Its tools are offered to an agent only after you allow "
+                            "them here; a tool the server adds later stays off until you allow it too. What the tools "
+                            "return is treated as untrusted text.")
         intro.setWordWrap(True)
         layout.addWidget(intro)
         self.list = QListWidget()
@@ -593,7 +593,7 @@ class McpPage(QWidget):
         row.addWidget(self.add)
         row.addWidget(self.allow)
         layout.addLayout(row)
-        self.message = QLabel("")
+        self.message = plain_label("")
         self.message.setWordWrap(True)
         layout.addWidget(self.message)
         self._tasks: set[Any] = set()
@@ -654,7 +654,7 @@ class SecurityPage(QWidget):
         from runtime_host.sandbox import sandbox_status
 
         layout = QVBoxLayout(self)
-        sandbox = QLabel(sandbox_status()[1])
+        sandbox = plain_label(sandbox_status()[1])
         sandbox.setWordWrap(True)
         layout.addWidget(sandbox)
         form = QFormLayout()
@@ -668,7 +668,7 @@ class SecurityPage(QWidget):
         self.save_button = QPushButton("Set passphrase")
         self.save_button.clicked.connect(self.save)
         layout.addWidget(self.save_button)
-        self.message = QLabel("")
+        self.message = plain_label("")
         self.message.setWordWrap(True)
         layout.addWidget(self.message)
         layout.addStretch(1)
@@ -746,7 +746,7 @@ class AddAgentDialog(QDialog):
                          ("Instructions", self.system)):
             w.setAccessibleName(label)
             form.addRow(label, w)
-        self.message = QLabel("")
+        self.message = plain_label("")
         self.message.setWordWrap(True)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         buttons.accepted.connect(self._save)
@@ -774,7 +774,7 @@ class AddAgentDialog(QDialog):
         inst, _profile = pod.find_agent(name)
         dlg.safety = SafetyForm(pod.safety_policy(inst.id, name).to_dict())
         dlg.safety.setAccessibleName("Safety policy")
-        dlg.layout().insertWidget(1, QLabel("<b>Safety</b>: what Hearth's gates do for this agent"))
+        dlg.layout().insertWidget(1, rich_label("<b>Safety</b>: what Hearth's gates do for this agent"))
         dlg.layout().insertWidget(2, dlg.safety)
         return dlg
 

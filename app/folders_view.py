@@ -13,7 +13,6 @@ from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
     QHBoxLayout,
-    QLabel,
     QListWidget,
     QListWidgetItem,
     QProgressBar,
@@ -25,7 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.bridge import PodBridge
-from app.markdown import plain_tooltip
+from app.markdown import plain_label, plain_tooltip
 
 SHOWN_FILES = 5000  # rows in the file list; `folder status` on the command line lists every file
 NO_FOLDERS = "No watched folders yet: Add folder… picks one."
@@ -51,9 +50,9 @@ class FoldersView(QWidget):
         super().__init__(parent)
         self.pod = pod
         self._tasks: set[asyncio.Task[Any]] = set()
-        intro = QLabel("Folders of notes, documents (text, Markdown, PDF, HTML) and mail exports (.eml, .mbox) "
-                       "that Hearth keeps in your memory. Only you see what they hold; files are never changed. "
-                       "Changes are picked up every few minutes, or now with Rescan.")
+        intro = plain_label("Folders of notes, documents (text, Markdown, PDF, HTML) and mail exports (.eml, .mbox) "
+                            "that Hearth keeps in your memory. Only you see what they hold; files are never changed. "
+                            "Changes are picked up every few minutes, or now with Rescan.")
         intro.setWordWrap(True)
         self.folders = QListWidget()
         self.folders.setAccessibleName("Watched folders")
@@ -73,9 +72,8 @@ class FoldersView(QWidget):
         self.progress = QProgressBar()
         self.progress.setAccessibleName("Import progress")
         self.progress.setVisible(False)
-        self.progress_label = QLabel("")
+        self.progress_label = plain_label("")  # it names files
         self.progress_label.setWordWrap(True)
-        self.progress_label.setTextFormat(Qt.TextFormat.PlainText)  # it names files: never read as HTML
         self.only = QComboBox()
         self.only.setAccessibleName("Show files")
         for text, value in (("All files", None), ("Indexed", "indexed"), ("Skipped", "skipped"), ("Failed", "failed")):
@@ -95,7 +93,7 @@ class FoldersView(QWidget):
         layout.addWidget(self.progress)
         layout.addWidget(self.progress_label)
         row = QHBoxLayout()
-        row.addWidget(QLabel("Files:"))
+        row.addWidget(plain_label("Files:"))
         row.addWidget(self.only)
         row.addStretch(1)
         layout.addLayout(row)

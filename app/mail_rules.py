@@ -16,7 +16,6 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QHBoxLayout,
     QHeaderView,
-    QLabel,
     QLineEdit,
     QListWidget,
     QPlainTextEdit,
@@ -26,6 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.markdown import plain_label
 from runtime_host.mail.rules import ACTIONS, FIELDS, OPS
 
 FIELD_LABELS = {"from": "From", "to": "To", "cc": "Cc", "recipients": "Any recipient", "subject": "Subject",
@@ -115,7 +115,7 @@ class RulesEditor(QWidget):
         cond_buttons.addWidget(self.remove_condition)
         cond_buttons.addStretch(1)
         form_layout.addLayout(cond_buttons)
-        form_layout.addWidget(QLabel("Then"))
+        form_layout.addWidget(plain_label("Then"))
         self.actions = QTableWidget(0, 3)
         self.actions.setHorizontalHeaderLabels(["Action", "Agent", "Label or instructions"])
         self.actions.setAccessibleName("Actions")
@@ -142,7 +142,7 @@ class RulesEditor(QWidget):
         self.json.setVisible(False)
         layout.addWidget(self.json_toggle)
         layout.addWidget(self.json, 1)
-        self.error = QLabel("")
+        self.error = plain_label("")
         self.error.setWordWrap(True)
         layout.addWidget(self.error)
 

@@ -10,7 +10,6 @@ from PySide6.QtWidgets import (
     QComboBox,
     QFormLayout,
     QHBoxLayout,
-    QLabel,
     QLineEdit,
     QListWidget,
     QPushButton,
@@ -20,6 +19,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.mail_rules import RulesEditor
+from app.markdown import plain_label, rich_label
 from runtime_host.store import StoreError
 
 
@@ -45,16 +45,16 @@ class MailView(QWidget):
         self.problems = QListWidget()  # the rule actions that failed: which rule, which mail, why, what to do
         self.problems.setAccessibleName("Rule problems")
         self.problems.setWordWrap(True)
-        self.problems_title = QLabel("Rule problems (the latest actions your rules could not carry out)")
+        self.problems_title = plain_label("Rule problems (the latest actions your rules could not carry out)")
         top = QHBoxLayout()
         left = QVBoxLayout()
-        left.addWidget(QLabel("Inboxes"))
+        left.addWidget(plain_label("Inboxes"))
         left.addWidget(self.accounts, 1)
         left.addWidget(self.remove)
         top.addLayout(left, 1)
         right = QVBoxLayout()
-        rules_note = QLabel("Rules for this inbox (no model involved: sender, subject, header, body → label, hand "
-                            "to an agent, draft a reply, notify)")
+        rules_note = plain_label("Rules for this inbox (no model involved: sender, subject, header, body → label, hand "
+                                 "to an agent, draft a reply, notify)")
         rules_note.setWordWrap(True)
         right.addWidget(rules_note)
         right.addWidget(self.rules, 3)
@@ -65,7 +65,7 @@ class MailView(QWidget):
         right.addLayout(buttons)
         right.addWidget(self.problems_title)
         right.addWidget(self.problems, 1)
-        right.addWidget(QLabel("Recent mail"))
+        right.addWidget(plain_label("Recent mail"))
         right.addWidget(self.recent, 1)
         top.addLayout(right, 2)
 
@@ -93,7 +93,7 @@ class MailView(QWidget):
             form.addRow(label, w)
         self.add = QPushButton("Add inbox")
         self.add.clicked.connect(self._on_add)
-        self.message = QLabel("")
+        self.message = plain_label("")
         self.message.setWordWrap(True)
         self.add_toggle = QPushButton("Add an inbox…")
         self.add_toggle.setCheckable(True)
@@ -102,8 +102,8 @@ class MailView(QWidget):
         self.add_box = QWidget()
         add_layout = QVBoxLayout(self.add_box)
         add_layout.setContentsMargins(0, 0, 0, 0)
-        add_note = QLabel("<b>Add an inbox</b> — Hearth reads with BODY.PEEK (your mail stays unread) and "
-                          "never sends without your approval.")
+        add_note = rich_label("<b>Add an inbox</b> — Hearth reads with BODY.PEEK (your mail stays unread) and "
+                              "never sends without your approval.")
         add_note.setWordWrap(True)
         add_layout.addWidget(add_note)
         add_layout.addLayout(form)

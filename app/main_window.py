@@ -11,8 +11,6 @@ from PySide6.QtGui import QAction, QKeyEvent, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
-    QInputDialog,
-    QLabel,
     QLineEdit,
     QListWidget,
     QListWidgetItem,
@@ -29,9 +27,11 @@ from app.activity_view import ActivityView
 from app.bridge import PodBridge
 from app.cards_view import CardsView, drop_card
 from app.chat_view import RUN_CONVERSATION, ChatView, RunsList, StepsTree, cut_off_marker
+from app.confirm import ask_text
 from app.conversation_list import ConversationList
 from app.dialogs import AddAgentDialog, SettingsDialog
 from app.mail_view import MailView
+from app.markdown import plain_label, plain_tooltip
 from app.schedules_view import SchedulesView
 from app.tasks_view import TasksView
 from app.tray import NotificationBar, Tray, app_icon, notification_for
@@ -77,7 +77,7 @@ def ask_passphrase(name: str, error: str | None) -> str | None:
     text = f"Hearth is locked. Passphrase for {name}:"
     if error:
         text = f"{error}\n\n{text}"
-    phrase, ok = QInputDialog.getText(None, "Unlock Hearth", text, QLineEdit.EchoMode.Password)
+    phrase, ok = ask_text(None, "Unlock Hearth", text, QLineEdit.EchoMode.Password)
     return phrase if ok else None
 
 
@@ -191,7 +191,7 @@ class MainWindow(QMainWindow):
         person_row.addWidget(self.person_box, 1)
         person_row.addWidget(self.add_person_button)
         side_layout.addLayout(person_row)
-        side_layout.addWidget(QLabel("Agents"))
+        side_layout.addWidget(plain_label("Agents"))
         self.agents = QListWidget()
         self.agents.setAccessibleName("Agents")
         self.agents.currentItemChanged.connect(self._on_agent_selected)
@@ -210,7 +210,7 @@ class MainWindow(QMainWindow):
         self.new_agent_button.clicked.connect(self.open_new_agent)
         self.settings_button = QPushButton("Settings")
         self.settings_button.clicked.connect(self.open_settings)
-        side_layout.addWidget(QLabel("Conversations"))
+        side_layout.addWidget(plain_label("Conversations"))
         self.conversation_search = QLineEdit()
         self.conversation_search.setPlaceholderText("Search all conversations")
         self.conversation_search.setAccessibleName("Search conversations")
@@ -237,7 +237,7 @@ class MainWindow(QMainWindow):
         center = QWidget()
         center_layout = QVBoxLayout(center)
         top = QHBoxLayout()
-        self.header = QLabel("")
+        self.header = plain_label("")
         self._progress: dict[str, str] = {}  # the live turn's "step n/90" and "model calls n/100"
         self.header.setAccessibleName("Conversation status")
         top.addWidget(self.header, 1)
@@ -311,7 +311,7 @@ class MainWindow(QMainWindow):
         row.addWidget(self.composer, 1)
         row.addLayout(side_col)
         center_layout.addLayout(row)
-        self.model_hint = QLabel("")
+        self.model_hint = plain_label("")
         self.model_hint.setWordWrap(True)
         self.model_hint.setAccessibleName("Model note")
         center_layout.addWidget(self.model_hint)
@@ -389,7 +389,7 @@ class MainWindow(QMainWindow):
         entry = next((p for p in self.pod.people() if p["name"] == name), None)
         passphrase = None
         if entry and entry["has_passphrase"]:
-            passphrase, ok = QInputDialog.getText(self, "Unlock", f"Passphrase for {name}:", QLineEdit.EchoMode.Password)
+            passphrase, ok = ask_text(self, "Unlock", f"Passphrase for {name}:", QLineEdit.EchoMode.Password)
             if not ok:
                 self.refresh_people()
                 return
@@ -440,12 +440,12 @@ class MainWindow(QMainWindow):
         return True
 
     def open_add_person(self) -> None:
-        name, ok = QInputDialog.getText(self, "Add a person", "Name:")
+        name, ok = ask_text(self, "Add a person", "Name:")
         if not ok or not name.strip():
             return
-        passphrase, ok = QInputDialog.getText(self, "Add a person",
-                                              f"Passphrase for {name} (8 characters or more; empty for none):",
-                                              QLineEdit.EchoMode.Password)
+        passphrase, ok = ask_text(self, "Add a person",
+                                 f"Passphrase for {name} (8 characters or more; empty for none):",
+                                 QLineEdit.EchoMode.Password)
         if not ok:
             return
         try:
@@ -463,7 +463,7 @@ class MainWindow(QMainWindow):
         self.agents.clear()
         for a in self.pod.list_agents():
             item = QListWidgetItem(self._agent_label(a))
-            item.setToolTip(self._agent_tooltip(a))
+            item.setToolTip(plain_tooltip(self._agent_tooltip(a)))
             item.setData(Qt.ItemDataRole.UserRole, a["name"])
             self.agents.addItem(item)
             if a["name"] == current:
@@ -582,7 +582,7 @@ class MainWindow(QMainWindow):
         return choose(self, title, text, actions, detail)
 
     def _on_rename_requested(self, conversation_id: str, current: str) -> None:
-        title, ok = QInputDialog.getText(self, "Rename conversation", "Title:", QLineEdit.EchoMode.Normal, current)
+        title, ok = ask_text(self, "Rename conversation", "Title:", QLineEdit.EchoMode.Normal, current)
         if ok:
             self.rename_conversation(conversation_id, title)
 
@@ -1203,7 +1203,7 @@ class MainWindow(QMainWindow):
             a = by_name.get(item.data(Qt.ItemDataRole.UserRole))
             if a:
                 item.setText(self._agent_label(a))
-                item.setToolTip(self._agent_tooltip(a))
+                item.setToolTip(plain_tooltip(self._agent_tooltip(a)))
 
     def bring_to_front(self) -> None:
         if self.isMinimized():

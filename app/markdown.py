@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import html
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from markdown_it import MarkdownIt
 from markdown_it.rules_core import StateCore
@@ -15,6 +15,9 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
+
+if TYPE_CHECKING:
+    from PySide6.QtWidgets import QLabel, QWidget
 
 _md = MarkdownIt("commonmark", {"html": False, "linkify": False, "breaks": True}).enable(["table", "strikethrough"])
 _formatters = {False: HtmlFormatter(nowrap=True, noclasses=True, style="friendly"),
@@ -197,3 +200,28 @@ def plain_tooltip(text: str) -> str:
     (Qt.mightBeRichText), and would then load an <img src> it names from disk on the GUI thread (a named pipe hangs
     the window); every tooltip showing words someone else wrote (a mail, a file, a model) goes through this."""
     return f"<p>{html.escape(text, quote=False).replace(chr(10), '<br>')}</p>" if text else ""
+
+
+def plain_label(text: str = "", parent: QWidget | None = None) -> QLabel:
+    """A label that shows ``text`` word for word, now and after every setText. A QLabel guesses by default
+    (Qt.mightBeRichText): a provider's error body, a file's or a person's name, a model's words holding
+    '<img src=…>' would load that file from disk on the GUI thread (a named pipe hangs the window), '<a href>'
+    would make a link and 'display:none' hide words next to a button. Every label in Hearth is this one, or
+    ``rich_label`` for markup Hearth wrote itself."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QLabel
+
+    label = QLabel(text, parent)
+    label.setTextFormat(Qt.TextFormat.PlainText)
+    return label
+
+
+def rich_label(markup: str) -> QLabel:
+    """A label showing markup Hearth wrote (a bold heading, a paragraph of help); any words from outside put in it
+    go through ``escape`` first. Its links are never followed by the label itself."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QLabel
+
+    label = QLabel(markup)
+    label.setTextFormat(Qt.TextFormat.RichText)
+    return label

@@ -11,7 +11,9 @@ from datetime import datetime
 from typing import Any
 
 from PySide6.QtCore import QTimer, Signal
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSizePolicy, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QPushButton, QSizePolicy, QWidget
+
+from app.markdown import plain_label
 
 log = logging.getLogger("hearth.app")
 
@@ -40,12 +42,12 @@ class IngestPanel(QWidget):
         self.pod = pod
         self._tasks: set[asyncio.Task[Any]] = set()
         self._found: Any = None
-        self.next_label = QLabel("")
+        self.next_label = plain_label("")
         self.next_label.setAccessibleName("Next ingest")
         self.ingest_now = QPushButton("Ingest now")
         self.ingest_now.setToolTip("Write wiki pages from what memory has kept since the last ingest")
         self.ingest_now.clicked.connect(self._on_ingest_now)
-        self.no_model = QLabel(NO_MODEL)
+        self.no_model = plain_label(NO_MODEL)
         self.no_model.setAccessibleName("No ingest model")
         self.no_model.setWordWrap(True)  # the bar fits a 900 px window
         self.find_local = QPushButton("Find a local model server")

@@ -9,7 +9,6 @@ from typing import Any
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QHBoxLayout,
-    QLabel,
     QListWidget,
     QMainWindow,
     QPlainTextEdit,
@@ -20,6 +19,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.chat_view import ChatView
+from app.markdown import plain_label
 
 
 class RemoteWindow(QMainWindow):
@@ -36,7 +36,7 @@ class RemoteWindow(QMainWindow):
         self.composer.setFixedHeight(80)
         self.send_button = QPushButton("Send")
         self.send_button.clicked.connect(self.send)
-        self.status_line = QLabel(f"Connected to {url}")
+        self.status_line = plain_label(f"Connected to {url}")
         self.status_line.setAccessibleName("Connection")
         row = QHBoxLayout()
         row.addWidget(self.composer, 1)

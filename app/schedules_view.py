@@ -11,7 +11,6 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QHBoxLayout,
     QHeaderView,
-    QLabel,
     QLineEdit,
     QPlainTextEdit,
     QPushButton,
@@ -21,6 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.markdown import plain_label, plain_tooltip, rich_label
 from app.when import local_time
 from runtime_host.schedule import local_zone as schedule_local_zone
 from runtime_host.store import StoreError
@@ -41,7 +41,7 @@ def _fit(table: QTableWidget, stretch: int) -> None:
 
 def _cell(text: str) -> QTableWidgetItem:
     item = QTableWidgetItem(text)
-    item.setToolTip(text)
+    item.setToolTip(plain_tooltip(text))
     return item
 
 
@@ -90,7 +90,7 @@ class SchedulesView(QWidget):
         self.prompt = QPlainTextEdit()
         self.prompt.setPlaceholderText("What should the agent do each time?")
         self.prompt.setFixedHeight(70)
-        self.preview = QLabel("")
+        self.preview = plain_label("")
         self.preview.setWordWrap(True)
         self.preview.setAccessibleName("Schedule preview")
         for label, w in (("Agent", self.agent), ("Cron", self.cron), ("Time zone", self.tz),
@@ -100,7 +100,7 @@ class SchedulesView(QWidget):
         form.addRow("", self.preview)
         self.add = QPushButton("Add schedule")
         self.add.clicked.connect(self._on_add)
-        self.message = QLabel("")
+        self.message = plain_label("")
         self.message.setWordWrap(True)
         self.ledger = QTableWidget(0, 5)
         self.ledger.setHorizontalHeaderLabels(["Due", "Agent", "Schedule", "Outcome", "Note"])
@@ -121,7 +121,7 @@ class SchedulesView(QWidget):
         layout.addWidget(self.add, 0, Qt.AlignmentFlag.AlignRight)
         layout.addWidget(self.message)
         ledger_title = QHBoxLayout()
-        ledger_title.addWidget(QLabel("<b>Run ledger</b>"))
+        ledger_title.addWidget(rich_label("<b>Run ledger</b>"))
         ledger_title.addStretch(1)
         ledger_title.addWidget(self.open_run_button)
         layout.addLayout(ledger_title)

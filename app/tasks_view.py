@@ -11,7 +11,6 @@ from typing import Any
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QHBoxLayout,
-    QLabel,
     QListWidget,
     QListWidgetItem,
     QPushButton,
@@ -22,6 +21,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.chat_view import StepsTree
+from app.markdown import rich_label
 from runtime_host.store import StoreError
 
 COLUMNS = (("proposed", "Waiting for you"), ("active", "Working"), ("done", "Done"),
@@ -65,7 +65,7 @@ class TasksView(QWidget):
         board = QHBoxLayout()
         for state, label in COLUMNS:
             col = QVBoxLayout()
-            col.addWidget(QLabel(f"<b>{label}</b>"))
+            col.addWidget(rich_label(f"<b>{label}</b>"))
             lst = QListWidget()
             lst.setAccessibleName(label)
             lst.currentItemChanged.connect(self._on_selected)

@@ -12,8 +12,9 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QIcon
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QMenu, QPushButton, QSystemTrayIcon, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QMenu, QPushButton, QSystemTrayIcon, QWidget
 
+from app.markdown import rich_label
 from runtime_host.profiles import resources_dir
 
 
@@ -31,7 +32,7 @@ class NotificationBar(QWidget):
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
-        self.label = QLabel("")
+        self.label = rich_label("")
         self.label.setWordWrap(True)
         self.label.setAccessibleName("Notification")
         self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)

@@ -18,8 +18,9 @@ from typing import Any
 import numpy as np
 from PySide6.QtCore import QByteArray, QElapsedTimer, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QProgressBar, QToolButton, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QPlainTextEdit, QProgressBar, QToolButton, QWidget
 
+from app.markdown import plain_label
 from runtime_host.speech import SpeechEngine, SpeechError, SpeechSettings, Transcript
 from runtime_host.speech.audio import SAMPLE_RATE, decode_file
 from runtime_host.speech.stream import DictationStream
@@ -398,7 +399,7 @@ class VoiceButton(QWidget):
         self.meter.setFixedWidth(80)
         self.meter.setFixedHeight(8)
         self.meter.setVisible(False)
-        self.status = QLabel(self)
+        self.status = plain_label(parent=self)
         self.status.setWordWrap(True)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout = QHBoxLayout(self)

@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QDialog, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QDialog, QHBoxLayout, QPushButton, QVBoxLayout, QWidget
+
+from app.markdown import rich_label
 
 WELCOME = (
     "<h2>Welcome to Hearth</h2>"
@@ -29,7 +31,7 @@ class WelcomeDialog(QDialog):
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.setWindowTitle("Welcome to Hearth")
-        text = QLabel(WELCOME)
+        text = rich_label(WELCOME)
         text.setWordWrap(True)
         text.setAccessibleName("Welcome")
         self.text = text

@@ -23,7 +23,6 @@ from PySide6.QtWidgets import (
     QCompleter,
     QDialog,
     QHBoxLayout,
-    QLabel,
     QLineEdit,
     QListWidget,
     QListWidgetItem,
@@ -42,7 +41,7 @@ from PySide6.QtWidgets import (
 
 from app.bridge import PodBridge
 from app.folders_view import FoldersView
-from app.markdown import STYLE, plain_tooltip, render
+from app.markdown import STYLE, plain_label, plain_tooltip, render
 from app.memory_status import IngestPanel
 from app.when import local_time
 from runtime_host.keptcorrections import KEPT_CORRECTIONS
@@ -235,11 +234,10 @@ class SourceDialog(QDialog):
         self.text = QPlainTextEdit(text)
         self.text.setReadOnly(True)
         self.text.setAccessibleName("Source text")
-        self.about = QLabel(about)  # what it is, whose memory holds it, and when, in words
-        self.about.setTextFormat(Qt.TextFormat.PlainText)
+        self.about = plain_label(about)  # what it is, whose memory holds it, and when, in words
         self.about.setVisible(bool(about))
         layout.addWidget(self.about)
-        layout.addWidget(QLabel("The exact text Hearth stored; it cannot be edited, only deleted by its owner."))
+        layout.addWidget(plain_label("The exact text Hearth stored; it cannot be edited, only deleted by its owner."))
         layout.addWidget(self.text)
         self.delete = QPushButton("Delete this source")
         self.delete.clicked.connect(self._on_delete)
@@ -365,14 +363,13 @@ class WikiView(QWidget):
         self.save_edit.clicked.connect(self._on_save_edit)
         self.cancel_edit = QPushButton("Cancel")
         self.cancel_edit.clicked.connect(self._on_cancel_edit)
-        edit_note = QLabel("Correct the text below. A number like [1] points at a source listed under the page: keep it "
-                           "on the line it supports. Saving marks the page verified, so the next ingest proposes "
-                           "its changes instead of rewriting your correction.")
+        edit_note = plain_label("Correct the text below. A number like [1] points at a source listed under the page: keep it "
+                                "on the line it supports. Saving marks the page verified, so the next ingest proposes "
+                                "its changes instead of rewriting your correction.")
         edit_note.setWordWrap(True)
-        self.edit_refused = QLabel()  # why a correction given back to its owner was not saved (see _give_back)
+        self.edit_refused = plain_label()  # why a correction given back to its owner was not saved (see _give_back)
         self.edit_refused.setAccessibleName("Why not saved")
         self.edit_refused.setWordWrap(True)
-        self.edit_refused.setTextFormat(Qt.TextFormat.PlainText)
         self.edit_refused.setVisible(False)
         edit_box = QWidget()
         el = QVBoxLayout(edit_box)
@@ -434,15 +431,14 @@ class WikiView(QWidget):
         self.held = QListWidget()
         self.held.setAccessibleName("Held back notes")
         self.held.currentItemChanged.connect(self._on_held)
-        held_note = QLabel("These notes were not remembered because they read like orders to the assistant "
-                           "(\u201cignore your instructions\u201d, \u201cfrom now on always\u2026\u201d). Keep one if "
-                           "it is only something you wanted remembered; discard the rest.")
+        held_note = plain_label("These notes were not remembered because they read like orders to the assistant "
+                                "(\u201cignore your instructions\u201d, \u201cfrom now on always\u2026\u201d). Keep one if "
+                                "it is only something you wanted remembered; discard the rest.")
         held_note.setWordWrap(True)
         self.held_text = QTextBrowser()
         self.held_text.setAccessibleName("Held back note")
-        self.held_why = QLabel()
+        self.held_why = plain_label()  # the reason quotes the held text
         self.held_why.setWordWrap(True)
-        self.held_why.setTextFormat(Qt.TextFormat.PlainText)  # the reason quotes the held text
         self.keep_held = QPushButton("Keep it")
         self.keep_held.setToolTip("Store this note in memory after all; it reaches your pages at the next ingest.")
         self.discard_held = QPushButton("Discard")
@@ -463,8 +459,8 @@ class WikiView(QWidget):
 
         forget_box = QWidget()
         fl = QVBoxLayout(forget_box)
-        note = QLabel("Forgetting deletes the stored sources and takes them out of search; pages that cited them "
-                      "are marked to be written again. It cannot be undone.")
+        note = plain_label("Forgetting deletes the stored sources and takes them out of search; pages that cited them "
+                           "are marked to be written again. It cannot be undone.")
         note.setWordWrap(True)
         fl.addWidget(note)
         self.forget_agent_name = QLineEdit()

@@ -17,6 +17,7 @@ Wire formats, each built from the vendor's published documentation:
   with reason API_KEY_INVALID, as Google answers).
 GET {base_url}/models lists `models` in the wire's own shape (local-server discovery probes this). With `shows`
 (model -> what Ollama's POST /api/show answers of it: "capabilities", "details" with "family"), that too is answered.
+`list_fault` (an Error) makes the model list answer that error instead, in the wire's error shape.
 
 Embeddings: POST /v1/embeddings (openai: {"model", "input": [...]} -> {"object": "list", "data":
 [{"object": "embedding", "embedding": [...], "index": i}], "model", "usage"}) and POST
@@ -253,6 +254,7 @@ class FakeModelServer:
         self.embedded: list[str] = []  # every text the embeddings endpoint received, in order
         self.embed_requests: list[Request] = []  # the embedding requests answered (headers show the key sent)
         self.embed_fault: Error | Hang | str | None = None  # see the module docstring
+        self.list_fault: Error | None = None  # see the module docstring
         self.embed_delay_s = 0.0  # each embedding answer waits this long (to watch progress)
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -356,6 +358,9 @@ class FakeModelServer:
     def _list_models(self, h: BaseHTTPRequestHandler) -> None:
         if not urlsplit(h.path).path.rstrip("/").endswith("/models"):
             return self._send(h, 404, b'{"error": {"message": "not found"}}', "application/json")
+        if self.list_fault is not None:
+            status, body_bytes, ctype, headers = self._error_body(self.list_fault)
+            return self._send(h, status, body_bytes, ctype, headers)
         if self.key:  # like the real servers: listing models needs the key too
             sent = {"openai": (h.headers.get("authorization") or "").removeprefix("Bearer "),
                     "anthropic": h.headers.get("x-api-key"), "gemini": h.headers.get("x-goog-api-key")}[self.wire]
