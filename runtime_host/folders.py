@@ -489,13 +489,38 @@ class _Fail(Exception):
 NOT_REGULAR = "not a regular file (a named pipe, a socket or a device): Hearth reads files only"
 
 
-def _open_within(root: Path, path: Path) -> BinaryIO:
+def _root_id(root: Path) -> tuple[int, int] | None:
+    """The watched folder as it is now (device, inode), opened without following a link at its last name; None
+    when it is not there or is a link now."""
+    try:
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+    finally:
+        os.close(fd)
+    return st.st_dev, st.st_ino
+
+
+def _through_link(root: Path) -> bool:
+    """Whether the watched folder's path (stored with no link in it: ``add`` resolves it) leads through a link now,
+    at its last name or at a folder on the way."""
+    return os.path.realpath(root) != str(root)
+
+
+def _open_within(root: Path, path: Path, root_id: tuple[int, int] | None = None) -> BinaryIO:
     """``path`` opened for reading, reached from ``root`` one name at a time without following a link (a folder
     swapped for a link since it was listed cannot lead out of the folder: OSError ELOOP or ENOTDIR) and without
-    waiting on a pipe; what it is now (fstat) must be a regular file, else _Skip."""
+    waiting on a pipe; what it is now (fstat) must be a regular file, else _Skip. ``root_id``: the watched folder
+    as the scan found it (``_root_id``); a root that is another folder now (replaced by a link, at its last name
+    or on the way) is OSError ESTALE."""
     names = path.relative_to(root).parts
-    at = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    at = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     try:
+        st = os.fstat(at)
+        if root_id is not None and (st.st_dev, st.st_ino) != root_id:
+            raise OSError(errno.ESTALE, "the watched folder was replaced while it was read")
         for name in names[:-1]:
             inner = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=at)
             os.close(at)
@@ -509,11 +534,13 @@ def _open_within(root: Path, path: Path) -> BinaryIO:
     return os.fdopen(fd, "rb")
 
 
-def read_file(path: Path, rel: str, mtime_ns: int, size: int, known_sha: str = "", root: Path | None = None) -> _Read:
+def read_file(path: Path, rel: str, mtime_ns: int, size: int, known_sha: str = "", root: Path | None = None,
+              root_id: tuple[int, int] | None = None) -> _Read:
     """Reads one file into the whole texts to store, or a skip or failure with its reason. Never raises (an
     mbox's messages are read later, from ``parts``). ``known_sha``: the bytes last indexed; the same bytes
     again leave the file alone (``unchanged``). ``root``: the watched folder; the file is opened from it without
-    following links, and its size is what the open file holds now (it may have grown since it was listed)."""
+    following links, and its size is what the open file holds now (it may have grown since it was listed).
+    ``root_id``: the folder as the scan found it; once it is not (a link now), the file is unreadable (kept)."""
     r = _Read(rel, mtime_ns, size)
     ext = path.suffix.lower()
     kinds = TEXT_TYPES | HTML_TYPES | MAIL_TYPES | MBOX_TYPES | PDF_TYPES
@@ -538,7 +565,7 @@ def read_file(path: Path, rel: str, mtime_ns: int, size: int, known_sha: str = "
         return r
     fh: BinaryIO | None = None
     try:
-        fh = _open_within(root, path) if root is not None else path.open("rb")
+        fh = _open_within(root, path, root_id) if root is not None else path.open("rb")
         now = os.fstat(fh.fileno()).st_size
         if now > limit:  # grown since it was listed
             fh.close()
@@ -565,7 +592,9 @@ def read_file(path: Path, rel: str, mtime_ns: int, size: int, known_sha: str = "
     except OSError as exc:
         if fh is not None:
             fh.close()
-        if exc.errno in (errno.ELOOP, errno.ENOTDIR):  # a link, or a folder on the way swapped for one
+        if root is not None and root_id is not None and _root_id(root) != root_id:
+            r.read_error(exc)  # the watched folder itself is gone or a link now: the file keeps what it imported
+        elif exc.errno in (errno.ELOOP, errno.ENOTDIR):  # a link, or a folder on the way swapped for one
             r.skip(_passed_over_reason(path) if path.is_symlink() else
                    "a link on the way to it: Hearth does not follow links (one could lead out of the folder)")
         else:
@@ -847,8 +876,8 @@ class WatchedFolders:
             root = root.resolve()
         except OSError as exc:  # a name too long, a folder under one you may not enter
             raise FolderError(f"{root} cannot be looked at ({exc.strerror or exc}): pick a folder you can open.") from None
-        home = Path(self.pod.home).resolve()
-        if root == home or home in root.parents or root in home.parents:
+        if self._holds_hearth_data(root):
+            home = Path(self.pod.home).resolve()
             raise FolderError(f"{root} holds Hearth's own data ({home}); pick a folder of your documents instead.")
         pid = person_id
         for f in self.list_folders(pid):
@@ -943,6 +972,10 @@ class WatchedFolders:
             self.pod.emit({"type": "folders.changed", "person": person_id, "folder": ""})
         return len(ids)
 
+    def _holds_hearth_data(self, root: Path) -> bool:
+        home = Path(self.pod.home).resolve()
+        return root == home or home in root.parents or root in home.parents
+
     def _all_sources(self, folder_id: str) -> list[str]:
         return [s for (raw,) in self.db.q("SELECT sources FROM files WHERE folder_id=?", (folder_id,))
                 for s in json.loads(raw)]
@@ -983,10 +1016,16 @@ class WatchedFolders:
 
     # -- scanning
     async def rescan_all(self) -> list[dict[str, Any]]:
-        """Scans every person's folders (the memory producer calls this on its timer)."""
-        rows = self.db.q("SELECT id, person_id FROM folders ORDER BY added_at")
+        """Scans every person's folders (the memory producer calls this on its timer). A folder being read now (an
+        import from the window, `folder rescan`) or removed is left to that: never waited for, however long it takes."""
+        rows = self.db.q("SELECT id, person_id, path FROM folders ORDER BY added_at")
         out = []
-        for fid, pid in rows:
+        for fid, pid, path in rows:
+            if self._lock(fid).locked():
+                busy = ScanReport(fid, path, note="Being read now (an import or rescan is going): left to it; the next "
+                                  "memory run reads anything changed since.")
+                out.append({**busy.to_dict(), "scope": f"private/{pid}", "busy": True})
+                continue
             try:
                 out.append({**(await self.scan(fid, person_id=pid)).to_dict(), "scope": f"private/{pid}"})
             except Exception as exc:  # one broken folder must not stop the others, nor the producer
@@ -1025,9 +1064,24 @@ class WatchedFolders:
         if on_progress is not None:
             on_progress(ev)
 
+    def _refused_root(self, root: Path) -> str:
+        """Why a watched folder is not read now, or "": its path leads through a link (the folder, or one it is
+        in, was replaced by a link after it was added: Hearth follows none, it could lead anywhere, into Hearth's own
+        data too), or it holds Hearth's own data (which ``add`` refuses)."""
+        if _through_link(root):
+            return ("The folder's path leads through a link now (the folder, or a folder it is in, was replaced by a "
+                    "link): Hearth does not follow links, so it was not read. What it imported is kept; remove this "
+                    "folder and add the folder the link points to, if it is yours.")
+        if self._holds_hearth_data(root):
+            return (f"The folder holds Hearth's own data ({Path(self.pod.home).resolve()}), so it is not read. What "
+                    "it imported is kept; remove this folder and add a folder of your documents instead.")
+        return ""
+
     def _missing(self, folder: Folder, rep: ScanReport, on_progress: Callable[[dict[str, Any]], None] | None,
-                 t0: float, *, during: bool = False, unmounted: bool = False) -> ScanReport:
-        if unmounted:
+                 t0: float, *, during: bool = False, unmounted: bool = False, why: str = "") -> ScanReport:
+        if why:
+            rep.note = why
+        elif unmounted:
             rep.note = ("The drive this folder is on is not mounted (unplugged?): only its empty mount point is "
                         "there. What it imported is kept until the drive is back, or you remove the folder.")
         else:
@@ -1044,7 +1098,12 @@ class WatchedFolders:
         rep = ScanReport(folder.id, folder.path)
         root = Path(folder.path)
         self._progress(folder, "listing", 0, 0, rep, on_progress)
+        root_id = _root_id(root)  # the folder as found now; its files are read only while it is still this one
+        if why := self._refused_root(root):
+            return self._missing(folder, rep, on_progress, t0, why=why)
         listing, unlisted = await asyncio.to_thread(walk, root) if root.is_dir() else ([], [])
+        if why := self._refused_root(root):  # replaced by a link while it was listed
+            return self._missing(folder, rep, on_progress, t0, why=why)
         if not root.is_dir():  # not there, or gone while it was listed (then the listing is not the folder)
             return self._missing(folder, rep, on_progress, t0)
         mounted = _is_mount_point(root)
@@ -1081,7 +1140,7 @@ class WatchedFolders:
             self.db.q("UPDATE folders SET state='importing' WHERE id=?", (folder.id,))
             memory = await self.pod.in_memory_thread(lambda: self.pod.memory)  # opened off the event loop
             batches = _ThreadSteps(lambda stop: self._batches(
-                root, todo, known, lambda part: _cleaned(memory, part, scope), stop, mounted))
+                root, todo, known, lambda part: _cleaned(memory, part, scope), stop, mounted, root_id))
             done = 0
             try:
                 while (batch := await batches.next()) is not None:
@@ -1094,7 +1153,8 @@ class WatchedFolders:
                     done += len(batch.finished)
                     self._progress(folder, "importing", done, total, rep, on_progress, batch)
                     if batch.root_gone:
-                        return self._missing(folder, rep, on_progress, t0, during=True)
+                        return self._missing(folder, rep, on_progress, t0, during=True,
+                                             why=self._refused_root(root))
             finally:
                 await batches.close()  # stopped (Ctrl+C): what was stored is kept, the next scan reads the rest
         if todo or unfinished:
@@ -1113,7 +1173,7 @@ class WatchedFolders:
     @staticmethod
     def _batches(root: Path, todo: list[tuple[str, Path, int, int]], known: dict[str, _Known],
                  clean: Callable[[dict[str, Any]], dict[str, Any]], stop: threading.Event,
-                 mounted: bool = False) -> Iterator[_Batch]:
+                 mounted: bool = False, root_id: tuple[int, int] | None = None) -> Iterator[_Batch]:
         """Reads the files to import (on a worker thread, one step per ``next``) and hands them out in steps of
         at most BATCH_FILES files and BATCH_ITEMS parts, so a mail export or a long text never sits in memory
         whole: its parts may span several steps. Each whole text is redacted before it is cut into parts. Once
@@ -1123,7 +1183,7 @@ class WatchedFolders:
             if stop.is_set():
                 return
             prev = known.get(rel)
-            r = read_file(path, rel, mtime_ns, size, prev.sha if prev and prev.status == INDEXED else "", root)
+            r = read_file(path, rel, mtime_ns, size, prev.sha if prev and prev.status == INDEXED else "", root, root_id)
             if r.status == INDEXED and rel != path.relative_to(root).as_posix():
                 r.notes.append("the name holds bytes that are not UTF-8 or control characters, so it is shown with "
                                "\\x escapes; rename the file to see it")
@@ -1148,8 +1208,9 @@ class WatchedFolders:
             except Exception as exc:  # a parser bug must cost one file, never the scan
                 log.exception("import of %s failed", rel)
                 r.fail(f"could not be read ({type(exc).__name__}: {str(exc)[:120]})")
-            if (r.unreadable or r.vanished) and (not root.is_dir() or (mounted and not _is_mount_point(root))):
-                batch.root_gone = True  # the drive went away: this file keeps its old row, the scan stops
+            if (r.unreadable or r.vanished) and (not root.is_dir() or (mounted and not _is_mount_point(root))
+                                                 or (root_id is not None and _root_id(root) != root_id)):
+                batch.root_gone = True  # the drive went away (or the folder is a link now): this file keeps its old row
                 yield batch
                 return
             batch.finished.append(r)

@@ -881,8 +881,10 @@ def mail_items(pod: Any, account: Any, since: Any) -> list[Any]:
     return _within_budget(out)
 
 
-async def produce(pod: Any) -> list[dict[str, Any]]:
-    """Pulls new chat and mail of every person into the memory inbox (keep or skip), then summaries."""
+async def produce(pod: Any, *, folders: bool = True) -> list[dict[str, Any]]:
+    """Pulls new chat and mail of every person into the memory inbox (keep or skip), then summaries, then
+    (``folders``) reads what changed in everyone's watched folders; the timer reads them as a job of its own
+    (``ScheduleHost._timed_produce``)."""
     from wiki_engine.guard import held_because
     from wiki_engine.pipeline import producer_steps
 
@@ -932,7 +934,7 @@ async def produce(pod: Any) -> list[dict[str, Any]]:
             for rep in reports:
                 if rep["scope"] == f"private/{pid}":
                     rep.setdefault("error", why)
-    scans = await pod.folders.rescan_all()  # watched folders: only what changed is read again
+    scans = await pod.folders.rescan_all() if folders else []  # watched folders: only what changed is read again
     for rep in reports:
         rep["summaries"] = summaries.get(rep["scope"], 0)
         rep["folders"] = [s for s in scans if s.get("scope") == rep["scope"]]

@@ -482,13 +482,13 @@ class MemoryHost(MappingForgets):
         self.pod.store.drop_kept_correction(person_id)  # their wiki corrections not saved, kept for them sealed
         return n
 
-    async def memory_produce(self) -> list[dict[str, Any]]:
+    async def memory_produce(self, *, folders: bool = True) -> list[dict[str, Any]]:
         """Pulls new chat and mail into the memory inbox (keep or skip by the extraction model), then summaries."""
         from runtime_host import memory_jobs
 
         async with self.job_lock("produce"):
             await self.forget_mappings_left()
-            return await memory_jobs.produce(self.pod)
+            return await memory_jobs.produce(self.pod, folders=folders)
 
     async def memory_summarize(self) -> dict[str, int]:
         from runtime_host import memory_jobs

@@ -599,9 +599,10 @@ class Pod:
     async def memory_discard(self, person_id: str, qid: int) -> None:
         await self.memory_host.memory_discard(person_id, qid)
 
-    async def memory_produce(self) -> list[dict[str, Any]]:
-        """Pulls new chat and mail into the memory inbox (keep or skip by the extraction model), then summaries."""
-        return await self.memory_host.memory_produce()
+    async def memory_produce(self, *, folders: bool = True) -> list[dict[str, Any]]:
+        """Pulls new chat and mail into the memory inbox (keep or skip by the extraction model), then summaries,
+        then (``folders``) reads what changed in watched folders."""
+        return await self.memory_host.memory_produce(folders=folders)
 
     async def memory_summarize(self) -> dict[str, int]:
         return await self.memory_host.memory_summarize()

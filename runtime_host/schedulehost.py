@@ -26,7 +26,8 @@ class ScheduleHost:
         self.pod = pod
         self._scheduler_task: asyncio.Task[None] | None = None
         self._memory_runs: dict[str, asyncio.Task[None]] = {}  # memory timer kind -> its latest run
-        self._memory_going: set[asyncio.Task[None]] = set()  # every memory run now going (to stop with the Pod)
+        self._memory_going: set[asyncio.Task[Any]] = set()  # every memory run now going (to stop with the Pod)
+        self._folder_rescan: asyncio.Task[Any] | None = None  # the producer timer's rescan of watched folders
         self._memory_failing: dict[tuple[str, str], str] = {}  # (timer kind, person) -> the failure they were told
         self._damaged_told: set[tuple[str, str, str]] = set()  # (person, note file, problem) a timed ingest told
         pod.subscribe(self._record_scheduled_turn)
@@ -107,14 +108,15 @@ class ScheduleHost:
     async def tick(self, now: Any = None, *, wait: bool = True) -> dict[str, Any]:
         """Runs what is due at `now` (default: the current time) exactly once, across every Pod. A memory timer's
         job runs beside the schedules due with it, never before them (one person's slow memory model must not
-        hold another's runs); `wait` waits for the memory jobs this tick started (the scheduler's own ticks do
-        not: a job still going when its timer is next due is not started twice)."""
+        hold another's runs); `wait` waits for the memory jobs this tick started, its producer's folder rescan too
+        (the scheduler's own ticks do not: a job still going when its timer is next due is not started twice)."""
         from datetime import UTC, datetime
 
         from runtime_host import schedule
 
         now = now or datetime.now(UTC)
         memory_jobs: list[asyncio.Task[None]] = []
+        rescan = self._folder_rescan
 
         async def start_run(row: Any, due_at: Any) -> str:
             if row.kind == "agent":
@@ -124,7 +126,7 @@ class ScheduleHost:
                 run = await self.pod.start_turn_for(*found, row.prompt, new_conversation=True, origin="schedule",
                                                 title=f"Scheduled: {row.name or row.prompt[:40]}")
                 return run.turn_id
-            job = {"memory.producer": self.pod.memory_produce, "memory.ingest": self._timed_ingest,
+            job = {"memory.producer": self._timed_produce, "memory.ingest": self._timed_ingest,
                    "memory.nightly": self.pod.memory_nightly}.get(row.kind)
             if job is None:
                 raise StoreError(f"unknown schedule kind {row.kind!r}")
@@ -144,9 +146,29 @@ class ScheduleHost:
         result = await schedule.atick(self.pod.store.engine, now, start_run, owner=self.pod.owner)
         if wait and memory_jobs:
             await asyncio.wait(memory_jobs)
+            if self._folder_rescan is not rescan and self._folder_rescan is not None:  # the one its producer started
+                await asyncio.wait([self._folder_rescan])
         out = result.to_dict()
         self.pod.emit({"type": "schedule.ticked", **{k: v for k, v in out.items() if isinstance(v, int)}})
         return out
+
+    async def _timed_produce(self) -> list[dict[str, Any]]:
+        """Everyone's chat and mail into memory, then the watched folders' rescan as a job of its own: a folder
+        with thousands of new files holds no one's next chat and mail (the next run is not refused as still going).
+        A rescan still going when the next is due is not started twice; the one after reads what changed since."""
+        try:
+            reports = await self.pod.memory_produce(folders=False)
+        except Exception:  # one person's failing model: everyone's folders are still read
+            self._rescan_folders()
+            raise
+        self._rescan_folders()
+        return reports
+
+    def _rescan_folders(self) -> None:
+        if self._folder_rescan is None or self._folder_rescan.done():
+            task = self._folder_rescan = asyncio.create_task(self.pod.folders.rescan_all())
+            self._memory_going.add(task)  # stopped with the Pod, like the memory runs
+            task.add_done_callback(self._memory_going.discard)
 
     async def _timed_ingest(self) -> dict[str, Any]:
         """Everyone's ingest; each person whose model fails is told as their writer ends (Bob's failure is not kept

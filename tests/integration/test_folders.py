@@ -400,6 +400,109 @@ async def test_the_memory_producer_picks_up_watched_folders(pod, tmp_path) -> No
     assert any("recycling" in h.snippet for h in await pod.memory_search("recycling bin Tuesday"))
 
 
+def _held_reading(monkeypatch, docs: Path) -> tuple[threading.Event, threading.Event]:
+    """Files of ``docs`` are read only once ``go`` is set, ``reading`` set when the first is opened: an import of
+    thousands of files, or of a slow disk, that goes on for hours (held deterministically)."""
+    from runtime_host import folders
+
+    reading, go = threading.Event(), threading.Event()
+    real = folders._open_within
+
+    def held(root: Path, path: Path, *rest):
+        if root == docs.resolve():
+            reading.set()
+            go.wait(60)
+        return real(root, path, *rest)
+
+    monkeypatch.setattr(folders, "_open_within", held)
+    return reading, go
+
+
+async def test_anothers_long_folder_import_holds_neither_my_chat_nor_my_folders(pod, tmp_path, monkeypatch) -> None:
+    """Bob's import of a big folder (Add folder in the window) holds that folder's lock for hours; the 5-minute
+    memory run reached his folder, waited on it while holding its own job, and every later run was refused as
+    still going: Alice's chat and mail stopped reaching memory and her folders were not read until his import
+    ended. The run leaves a folder being read to that import."""
+    from tests.integration.test_memory_pod import _say
+
+    pod.add_person("Bob")
+    bob = pod.pod.unlock("Bob")
+    bobs = tmp_path / "bob"
+    bobs.mkdir()
+    for i in range(3):
+        (bobs / f"plot{i}.txt").write_text(f"Bob's allotment plot {i} gets the runner beans this year.\n")
+    reading, go = _held_reading(monkeypatch, bobs)
+    importing = asyncio.create_task(bob.folders.scan(bob.folders.add(bobs).id))
+    try:
+        assert await asyncio.to_thread(reading.wait, 30)
+        docs = tmp_path / "notes"
+        docs.mkdir()
+        pod.folders.add(docs)
+        (docs / "bins.md").write_text("The green recycling bin goes out every other Tuesday night.\n")
+        inst = pod.find_agent("helper")[0]
+        _say(pod, pod.store.create_conversation(inst.id, "Family"), inst,
+             "My sister Clara's birthday is on 3 June and she loves orchids.")
+        try:
+            [mine] = await asyncio.wait_for(pod.memory_produce(), 20)
+        except TimeoutError:
+            raise AssertionError("the memory run waited for Bob's folder import") from None
+        assert mine["kept"] >= 1 and [f["indexed"] for f in mine["folders"]] == [1], mine
+        assert any("orchids" in h.snippet for h in await pod.memory_search("Clara birthday orchids"))
+        assert any("recycling" in h.snippet for h in await pod.memory_search("recycling bin Tuesday"))
+        [busy] = (await asyncio.wait_for(bob.memory_produce(), 20))[0]["folders"]
+        assert busy["busy"] and "Being read now" in busy["note"]
+    finally:
+        go.set()
+        rep = await asyncio.wait_for(importing, 60)
+    assert rep.indexed == 3  # his import went on to its end
+    assert any("runner beans" in h.snippet for h in await bob.memory_search("allotment runner beans"))
+
+
+async def test_a_folder_the_memory_timer_reads_for_hours_holds_no_ones_next_chat(pod, tmp_path, monkeypatch) -> None:
+    """The 5-minute memory run read everyone's watched folders inside its own job: Alice's folder with thousands of
+    new files (hours of reading) held it, every next run was refused as still going, and Bob's new chat did not
+    reach his memory meanwhile. The timer reads folders as a job of its own."""
+    from datetime import UTC, datetime
+
+    from sqlalchemy import text
+
+    from runtime_host import schedule
+    from tests.integration.test_memory_pod import _say, bob_with_his_own_provider
+
+    bob, as_bob = bob_with_his_own_provider(pod)
+    as_bob.add_agent("bobs", provider="fake")
+    docs = tmp_path / "notes"
+    docs.mkdir()
+    (docs / "bins.md").write_text("The green recycling bin goes out every other Tuesday night.\n")
+    pod.folders.add(docs)
+    reading, go = _held_reading(monkeypatch, docs)
+    produced, read = asyncio.Event(), asyncio.Event()
+    pod.subscribe(lambda ev: produced.set() if ev["type"] == "memory.produced" and ev["person"] == bob["id"]
+                  and ev["report"]["kept"] else None)
+    pod.subscribe(lambda ev: read.set() if ev["type"] == "folders.progress" and ev["phase"] == "done" else None)
+    pod.ensure_memory_timers()
+    with pod.store.engine.begin() as c:
+        c.execute(text("UPDATE schedules SET last_checked = :t, created_at = :t"),
+                  {"t": datetime(2030, 1, 1, 0, 0, 30, tzinfo=UTC).timestamp()})
+    try:
+        await pod.schedule_host.tick(datetime(2030, 1, 1, 0, 5, 10, tzinfo=UTC), wait=False)
+        assert await asyncio.to_thread(reading.wait, 30)  # the run reads Alice's folder
+        inst = as_bob.find_agent("bobs")[0]
+        _say(pod, pod.store.create_conversation(inst.id, "Family"), inst,
+             "My brother Tom's birthday is on 9 August and he loves kites.")
+        await pod.schedule_host.tick(datetime(2030, 1, 1, 0, 10, 10, tzinfo=UTC), wait=False)
+        try:
+            await asyncio.wait_for(produced.wait(), 20)
+        except TimeoutError:
+            raise AssertionError("the next memory run did not run while Alice's folder was read") from None
+        assert any("kites" in h.snippet for h in await as_bob.memory_search("Tom birthday kites"))
+        assert not any("still going" in (r.error or "") for r in schedule.list_runs(pod.store.engine))
+    finally:
+        go.set()
+    await asyncio.wait_for(read.wait(), 60)
+    assert any("recycling" in h.snippet for h in await pod.memory_search("recycling bin Tuesday"))
+
+
 def sources_of(pod, folder_id: str, rel: str) -> list[str]:
     """The source ids the folder's status row gives for one file."""
     rows = pod.folders.db.q("SELECT sources FROM files WHERE folder_id=? AND rel=?", (folder_id, rel))
@@ -431,10 +534,10 @@ async def test_a_file_that_could_not_be_read_is_read_once_it_can_be(pod, tmp_pat
 
     real = folders._open_within
 
-    def locked(root: Path, path: Path):
+    def locked(root: Path, path: Path, *rest):
         if path.name == "notes.md":
             raise PermissionError(13, "Permission denied", str(path))
-        return real(root, path)
+        return real(root, path, *rest)
 
     monkeypatch.setattr(folders, "_open_within", locked)
     folder = pod.folders.add(docs)
@@ -703,10 +806,10 @@ async def test_a_read_error_keeps_what_the_file_imported_before(pod, tmp_path, m
 
     real = folders._open_within
 
-    def failing(root: Path, path: Path):
+    def failing(root: Path, path: Path, *rest):
         if path.name == "notes.md":
             raise OSError(5, "Input/output error", str(path))  # a failing disk
-        return real(root, path)
+        return real(root, path, *rest)
 
     monkeypatch.setattr(folders, "_open_within", failing)
     await pod.folders.scan(folder.id)

@@ -1,7 +1,8 @@
 """Watched folders against what a real disk holds or a stranger can put in a shared folder: a folder swapped for a
 link, a file that grows or becomes a named pipe after the folder was listed, pipes and sockets, a tree deeper than
 Python's recursion, one message nested a thousand deep or one endless line in a mail export, a small PDF that draws
-without end. Each once followed a link out of the folder, read a file whole, hung the scan, failed the whole
+without end, a watched folder replaced by a link (into Hearth's own data) after it was added. Each once followed a
+link out of the folder, read a file whole, hung the scan, failed the whole
 folder or export, or held the folder's lock for hours."""
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ import asyncio
 import os
 import subprocess
 import sys
+
+import pytest
 
 import runtime_host.folders as folders
 from tests.hardening.test_linear_time import finishes
@@ -215,3 +218,104 @@ def test_a_skipped_files_reason_is_words_not_an_argument_tuple(tmp_path, monkeyp
     r = folders.read_file(pdf, pdf.name, 0, pdf.stat().st_size, root=tmp_path)
     assert r.status == "skipped" and r.reason.startswith("PDF text needs the pypdf package"), r.reason
     assert r.again
+
+
+async def _alice_and_bobs_folders(pod, tmp_path):
+    """Alice's watched notes (the spare key's place), imported; Bob's folder at ``tmp_path/bob/docs``, imported.
+    Gives Bob's PersonPod, his folder and its path."""
+    alice = tmp_path / "alice" / "docs"
+    alice.mkdir(parents=True)
+    (alice / "todo.txt").write_text("Alice's secret: the spare key is under the blue flowerpot.\n")
+    await pod.folders.scan(pod.folders.add(alice).id)
+    pod.add_person("Bob")
+    bob = pod.pod.unlock("Bob")
+    docs = tmp_path / "bob" / "docs"
+    docs.mkdir(parents=True)
+    (docs / "todo.txt").write_text("Buy milk and oat flakes on Saturday.\n")
+    folder = bob.folders.add(docs)
+    await bob.folders.scan(folder.id)
+    return bob, folder, docs
+
+
+def _bobs_texts(pod, bob) -> str:
+    return " ".join(pod.memory.get_source(sid).markdown for (sid,) in pod.memory.catalog.query(
+        "SELECT id FROM sources WHERE scope=?", (f"private/{bob.person.id}",)))
+
+
+@pytest.mark.parametrize("swapped", ["the folder, for a link into Hearth's data", "a folder on its path"])
+async def test_a_watched_folder_replaced_by_a_link_later_is_not_followed(pod, tmp_path, swapped) -> None:
+    """`folder add` refuses Hearth's own data and the README says a link is never followed, but each scan opened
+    the stored path again and followed whatever was there: Bob replaced his watched folder by a link to Alice's
+    private memory files (or a folder on its path by a link to hers) and her spare key's place reached his memory
+    search. The folder is said to be a link now, what to do, and what it imported stays."""
+    bob, folder, docs = await _alice_and_bobs_folders(pod, tmp_path)
+    (docs / "todo.txt").unlink()
+    if swapped.startswith("the folder"):
+        docs.rmdir()
+        sources = pod.memory.root / "sources"
+        alices = next(p.parent for p in sources.rglob("*.md") if "flowerpot" in p.read_text(errors="replace"))
+        docs.symlink_to(alices, target_is_directory=True)
+    else:
+        docs.rmdir()
+        docs.parent.rmdir()
+        docs.parent.symlink_to(tmp_path / "alice", target_is_directory=True)
+    rep = await bob.folders.scan(folder.id)
+    assert "flowerpot" not in _bobs_texts(pod, bob)
+    assert not any("flowerpot" in h.snippet for h in await bob.memory_search("spare key flowerpot"))
+    assert "link" in rep.note and "remove this folder" in rep.note and rep.indexed == 0, rep
+    [shown] = bob.folders.list_folders()
+    assert shown.state == "missing" and shown.note == rep.note
+    assert "oat flakes" in _bobs_texts(pod, bob)  # what it imported is kept, as for a folder not there
+    await bob.memory_produce()  # the memory run's rescan does not follow it either
+    assert "flowerpot" not in _bobs_texts(pod, bob)
+
+
+@pytest.mark.parametrize("when", ["after it was listed", "between two of its files"])
+async def test_a_watched_folder_replaced_by_a_link_while_it_is_read_is_not_followed(
+        pod, tmp_path, monkeypatch, when) -> None:
+    """The same swap made while the folder is scanned: its files were opened from the folder's path, following
+    the link at its end."""
+    bob, folder, docs = await _alice_and_bobs_folders(pod, tmp_path)
+    (docs / "a.txt").write_text("Return the library books on Monday.\n")  # read first (by name), then todo.txt
+    (docs / "todo.txt").write_text("Buy milk, oat flakes and eggs on Saturday.\n")  # changed: read again
+
+    def swap():
+        (docs / "a.txt").unlink()
+        (docs / "todo.txt").unlink()
+        docs.rmdir()
+        docs.symlink_to(tmp_path / "alice" / "docs", target_is_directory=True)
+
+    if when == "after it was listed":
+        _after_listing(monkeypatch, swap)
+    else:
+        real = folders._cleaned
+
+        def cleaned(memory, part, scope):  # a.txt has been read; todo.txt is next
+            if not docs.is_symlink():
+                swap()
+            return real(memory, part, scope)
+
+        monkeypatch.setattr(folders, "_cleaned", cleaned)
+    rep = await bob.folders.scan(folder.id)
+    assert "flowerpot" not in _bobs_texts(pod, bob)
+    assert "link" in rep.note and "remove this folder" in rep.note, rep
+    assert "oat flakes" in _bobs_texts(pod, bob)
+
+
+async def test_a_watched_folder_that_holds_hearths_data_now_is_not_read(pod, tmp_path, home) -> None:
+    """`folder add` refuses Hearth's own data, but only when the folder is added: a data folder later moved into
+    a watched one (HEARTH_HOME set to ~/Documents/hearth while ~/Documents is watched) was read by every scan,
+    another person's private memory files too."""
+    (tmp_path / "alice").mkdir()
+    alice = tmp_path / "alice" / "notes.md"
+    alice.write_text("Alice's secret: the spare key is under the blue flowerpot.\n")
+    await pod.folders.scan(pod.folders.add(alice.parent).id)
+    pod.add_person("Bob")
+    bob = pod.pod.unlock("Bob")
+    (tmp_path / "bob").mkdir()
+    folder = bob.folders.add(tmp_path / "bob")
+    # Hearth's data folder is where his watched folder was (moved there, HEARTH_HOME changed, Hearth restarted)
+    pod.folders.db.q("UPDATE folders SET path=? WHERE id=?", (str(home.resolve()), folder.id))
+    rep = await bob.folders.scan(folder.id)
+    assert "Hearth's own data" in rep.note and "remove this folder" in rep.note and rep.indexed == 0, rep
+    assert "flowerpot" not in _bobs_texts(pod, bob)
