@@ -33,7 +33,7 @@ NO_FOLDERS = "No watched folders yet: Add folder… picks one."
 def scan_said(rep: dict[str, Any]) -> str:
     """A finished scan in words (``rep``: its report or its last progress event): the counts that are not zero (a
     Rescan that found nothing new says "30 unchanged", not "0 indexed"), then its note (a folder not there, say)."""
-    counts = ", ".join(f"{n} {what}" for what in ("indexed", "skipped", "failed", "unchanged", "removed")
+    counts = ", ".join(f"{n} {what}" for what in ("indexed", "skipped", "failed", "unchanged", "moved", "removed")
                        if (n := int(rep.get(what) or 0)))
     said = " ".join(n for n in (f"{counts}." if counts else "", rep.get("note") or "") if n)
     return f"{rep['path']}: {said or 'no files to read.'}"

@@ -671,7 +671,8 @@ async def _folder(me: Any, args: argparse.Namespace) -> int:
     def report(rep: Any) -> None:
         end_progress_line()
         print(f"{shown(rep.path)}: {rep.indexed} indexed, {rep.skipped} skipped, {rep.failed} failed, {rep.unchanged} "
-              f"unchanged, {rep.removed} removed ({rep.seconds:.1f} s).{' ' + rep.note if rep.note else ''}")
+              f"unchanged, {f'{rep.moved} moved, ' if rep.moved else ''}{rep.removed} removed ({rep.seconds:.1f} s)."
+              f"{' ' + rep.note if rep.note else ''}")
 
     async def scan(fid: str) -> None:
         try:

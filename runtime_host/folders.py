@@ -3,8 +3,9 @@ memory as sources, with one status per file (indexed, skipped or failed, each wi
 
 A scan compares each file's size and modification time with the last scan and reads what changed, and again
 what failed or was skipped for a reason that can change; an indexed file whose bytes hash the same is left
-alone, one whose bytes changed replaces its sources, and a deleted file's sources are deleted (its claims leave
-the pages that cited them). A read error never deletes imports, and a folder gone during a scan stops it.
+alone, one whose bytes changed replaces its sources, a file renamed or moved within the folder (the same bytes
+under a new path) keeps its sources and row, and a deleted file's sources are deleted (its claims leave the pages
+that cited them). A read error never deletes imports, and a folder gone during a scan stops it.
 Every whole text passes the memory's personal-data redaction before it is cut into parts; text that tries to
 give orders is quarantined. Work runs off the event loop's thread in batches of at most 250 files and 500
 parts (a mail export spans many), and each batch emits a ``folders.progress`` event.
@@ -63,7 +64,7 @@ CREATE TABLE IF NOT EXISTS files (
   folder_id TEXT NOT NULL, rel TEXT NOT NULL, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
   sha TEXT NOT NULL DEFAULT '', status TEXT NOT NULL, reason TEXT NOT NULL DEFAULT '',
   sources TEXT NOT NULL DEFAULT '[]', at REAL NOT NULL, again INTEGER NOT NULL DEFAULT 0,
-  PRIMARY KEY (folder_id, rel));
+  key TEXT NOT NULL DEFAULT '', PRIMARY KEY (folder_id, rel));
 """
 
 
@@ -110,6 +111,7 @@ class ScanReport:
     skipped: int = 0
     failed: int = 0
     removed: int = 0
+    moved: int = 0  # renamed or moved within the folder, bytes unchanged: its sources and status went with it
     sources_added: int = 0
     sources_deleted: int = 0
     seconds: float = 0.0
@@ -168,6 +170,7 @@ class _Known(NamedTuple):
     reason: str
     sources: list[str]
     again: int
+    key: str  # the start of its items' memory keys (see `_key_prefix`): a moved file keeps its own
 
 
 @dataclass
@@ -754,6 +757,13 @@ class FolderDB:
             self._db.execute("UPDATE files SET again=1 WHERE status<>'indexed'")
         if "mount" not in {r[1] for r in self._db.execute("PRAGMA table_info(folders)")}:
             self._db.execute("ALTER TABLE folders ADD COLUMN mount INTEGER NOT NULL DEFAULT 0")
+        if "key" not in {r[1] for r in self._db.execute("PRAGMA table_info(files)")}:
+            # a folders.db of an earlier Hearth: each file's keys began with the hash of its path (one transaction)
+            self._db.execute("BEGIN")
+            self._db.execute("ALTER TABLE files ADD COLUMN key TEXT NOT NULL DEFAULT ''")
+            self._db.executemany("UPDATE files SET key=? WHERE folder_id=? AND rel=?", [
+                (_key_prefix(f, rel), f, rel) for f, rel in self._db.execute("SELECT folder_id, rel FROM files").fetchall()])
+            self._db.execute("COMMIT")
         self._lock = threading.Lock()
 
     def q(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
@@ -820,11 +830,76 @@ _HELD_NOTE = re.compile(r"\d+ part\(s\) held (?:in quarantine|back)\b.*?\((?:see
 _KEPT_NOTE = re.compile(r"\d+ part\(s\) you kept from Held back")
 
 
-def _key_prefix(folder_id: str, rel: str) -> str:
-    """The start of the memory keys of one file's items. A file's name may be personal ("Lease for 221B Baker
-    Street.txt") and keys are stored unredacted (source headers, catalog), so the key holds a hash of the path;
-    the name itself reaches memory only as the redacted title, and folders.db keeps it for the person's own view."""
-    return f"file:{folder_id}:{hashlib.sha256(f'{folder_id}/{rel}'.encode()).hexdigest()[:24]}:"
+ESCAPED_NAME = ("the name holds bytes that are not UTF-8 or control characters, so it is shown with \\x escapes; "
+                "rename the file to see it")
+_MOVED = re.compile(r"(?:; )?renamed or moved from (.+?) \(memory shows it under that name until the file changes\)")
+
+
+def _moved_reason(k: _Known, old: str, new: str, escaped: bool) -> str:
+    """A moved file's status reason: its notes, the escaped-name one as its new name needs it, and, while memory
+    holds its text, under which name (the one it was read under: a source is never rewritten)."""
+    first = m[1] if (m := _MOVED.search(k.reason)) else old
+    notes = [n for n in _MOVED.sub("", k.reason).replace(ESCAPED_NAME, "").split("; ") if n]
+    if escaped and k.status == INDEXED:
+        notes.append(ESCAPED_NAME)
+    if k.sources and first != new:
+        notes.append(f"renamed or moved from {first} (memory shows it under that name until the file changes)")
+    return "; ".join(notes)
+
+
+def _reader(path: Path) -> int:
+    """Which reader a file's kind gets (-1: none): a file renamed within one (notes.txt → notes.md) reads the same."""
+    ext = path.suffix.lower()
+    return next((i for i, kinds in enumerate((TEXT_TYPES, HTML_TYPES, MAIL_TYPES, MBOX_TYPES, PDF_TYPES))
+                 if ext in kinds), -1)
+
+
+def _moves(root: Path, listing: list[tuple[str, Path, int, int]], known: dict[str, _Known],
+           gone: list[str]) -> dict[str, tuple[str, Path, int, int]]:
+    """Files of ``gone`` found again under a new path of ``listing`` (renamed, or moved to another folder within
+    the watched one): the same bytes (sha256), the same kind of file; a file copied too (two new paths with those
+    bytes) moves to the one with its own name, else the first. Only new paths of a gone file's size are read,
+    opened as a scan opens them (a hidden file or a link is no new place: it is never read)."""
+    lost = [g for g in gone if known[g].sha]
+    sizes = {known[g].size for g in lost}
+    found: dict[str, list[tuple[str, Path, int, int]]] = {}
+    for rel, path, mtime_ns, size in listing:
+        if rel in known or size not in sizes or _reader(path) < 0 or _passed_over(path):
+            continue
+        try:
+            with _open_within(root, path) as fh:
+                sha = _file_sha(fh, MAX_MBOX_BYTES if path.suffix.lower() in MBOX_TYPES else MAX_BYTES)
+        except (OSError, _Skip):
+            continue
+        found.setdefault(sha, []).append((rel, path, mtime_ns, size))
+    out: dict[str, tuple[str, Path, int, int]] = {}
+    to: set[str] = set()
+    for own_name in (True, False):
+        for g in lost:
+            for f in found.get(known[g].sha, []):
+                if g in out or f[0] in to or _reader(f[1]) != _reader(Path(g)):
+                    continue
+                if own_name and f[0].rsplit("/", 1)[-1] != g.rsplit("/", 1)[-1]:
+                    continue
+                out[g] = f
+                to.add(f[0])
+    return out
+
+
+def _key_prefix(folder_id: str, rel: str, taken: set[str] | frozenset[str] = frozenset()) -> str:
+    """The start of the memory keys of a file's items, given when it is first read (folders.db keeps it: a file
+    renamed or moved within the folder keeps its own, so its later edits replace its own sources). A file's name
+    may be personal ("Lease for 221B Baker Street.txt") and keys are stored unredacted (source headers, catalog),
+    so the key holds a hash of the path; the name itself reaches memory only as the redacted title, and folders.db
+    keeps it for the person's own view. ``taken``: starts other files of the folder hold (a file moved away from
+    this path keeps the one this path gives), which a new file never gets."""
+    n = 0
+    while True:
+        said = f"{folder_id}/{rel}" + (f"\0{n}" if n else "")  # no name holds a NUL (see safe_name)
+        start = f"file:{folder_id}:{hashlib.sha256(said.encode()).hexdigest()[:24]}:"
+        if start not in taken:
+            return start
+        n += 1
 
 
 class WatchedFolders:
@@ -931,16 +1006,10 @@ class WatchedFolders:
         """After Keep it or Discard on a held part of a watched file: the file's status says how many of its parts
         are still held and how many the person kept (it went on saying "held" until the file was read again), and
         a file whose only parts were held, once one is kept, counts as indexed."""
-        if not item_key.startswith("file:"):
+        found = self._file_of(item_key)
+        if found is None:
             return
-        folder_id = item_key.split(":")[1]
-        prefix = item_key[: len(_key_prefix(folder_id, ""))]
-        row = next(((rel, st, why) for rel, st, why in self.db.q(
-            "SELECT rel, status, reason FROM files WHERE folder_id=?", (folder_id,))
-            if _key_prefix(folder_id, rel) == prefix), None)
-        if row is None:
-            return
-        rel, status, reason = row
+        folder_id, prefix, (rel, status, reason, _) = found
 
         def count(state: str) -> tuple[int, str]:
             found = [q for q in self.pod.memory.quarantine(state) if q.item_key.startswith(prefix)]
@@ -955,6 +1024,36 @@ class WatchedFolders:
         if status == SKIPPED and not notes:
             notes = [ALL_DISCARDED]
         self.db.q("UPDATE files SET status=?, reason=? WHERE folder_id=? AND rel=?", (status, "; ".join(notes), folder_id, rel))
+        self._changed(folder_id)
+
+    def _file_of(self, item_key: str) -> tuple[str, str, tuple[Any, ...]] | None:
+        """The folder, key start and row (rel, status, reason, sources) of the watched file a memory key is of."""
+        if not item_key.startswith("file:"):
+            return None
+        folder_id = item_key.split(":")[1]
+        prefix = item_key[: len(_key_prefix(folder_id, ""))]
+        rows = self.db.q("SELECT rel, status, reason, sources FROM files WHERE folder_id=? AND key=?", (folder_id, prefix))
+        return (folder_id, prefix, rows[0]) if rows else None
+
+    async def source_deleted(self, item_key: str, source_id: str) -> None:
+        """After the person deleted a source of a watched file from memory (Wiki → Delete, `memory delete`): the
+        file's row no longer names it, and a file with nothing left in memory is skipped with the reason a scan
+        reading it again gives (it was shown "indexed" with its sources until the file changed)."""
+        found = self._file_of(item_key)
+        if found is None:
+            return
+        folder_id, _, (rel, status, reason, raw) = found
+        sources = json.loads(raw)
+        if source_id not in sources:
+            return
+        sources.remove(source_id)
+        if status == INDEXED and not sources:
+            status, reason = SKIPPED, "; ".join(n for n in (reason, DELETED_BEFORE) if n)
+        self.db.q("UPDATE files SET status=?, reason=?, sources=? WHERE folder_id=? AND rel=?",
+                  (status, reason, json.dumps(sources), folder_id, rel))
+        self._changed(folder_id)
+
+    def _changed(self, folder_id: str) -> None:
         person = self.db.q("SELECT person_id FROM folders WHERE id=?", (folder_id,))
         if person:
             self.pod.emit({"type": "folders.changed", "person": person[0][0], "folder": folder_id})
@@ -1050,7 +1149,7 @@ class WatchedFolders:
         messages (or parts) were read so far: ``file``, ``file_parts``, ``file_mail``."""
         ev = {"type": "folders.progress", "person": folder.person_id, "folder": folder.id, "path": folder.path,
               "phase": phase, "done": done, "total": total, "indexed": rep.indexed, "skipped": rep.skipped,
-              "failed": rep.failed, "unchanged": rep.unchanged, "removed": rep.removed, "note": rep.note, "stopped": rep.stopped}
+              "failed": rep.failed, "unchanged": rep.unchanged, "moved": rep.moved, "removed": rep.removed, "note": rep.note, "stopped": rep.stopped}
         if batch is not None and batch.pieces:
             r, k, _many, part = batch.pieces[-1]
             if r.status == INDEXED and not any(f is r for f in batch.finished):
@@ -1112,23 +1211,29 @@ class WatchedFolders:
             # not every file deleted.
             return self._missing(folder, rep, on_progress, t0, unmounted=True)
         rep.seen = len(listing)
-        known = {r[0]: _Known(*r[1:6], json.loads(r[6]), r[7]) for r in self.db.q(
-            "SELECT rel, mtime_ns, size, sha, status, reason, sources, again FROM files WHERE folder_id=?", (folder.id,))}
+        known = {r[0]: _Known(*r[1:6], json.loads(r[6]), *r[7:]) for r in self.db.q(
+            "SELECT rel, mtime_ns, size, sha, status, reason, sources, again, key FROM files WHERE folder_id=?",
+            (folder.id,))}
+        taken = {k.key for k in known.values()}  # a new file never gets a start another file holds
         present = {rel for rel, *_ in listing}
         hidden = tuple(d + "/" for d in unlisted)  # folders that could not be listed: their files are not gone
         gone = sorted(rel for rel in set(known) - present if "." not in unlisted and not rel.startswith(hidden))
+        moved = await self._follow_moves(folder, root, listing, known, gone, rep) if gone else set()
+        gone = [rel for rel in gone if rel in known]  # really gone: not found again under another name
         if gone:
             sids = [s for rel in gone for s in known[rel].sources]
             # and the parts the person kept from quarantine: folders.db does not name them
-            sids += await self._unrecorded(folder, set(sids), rels=gone, kept_parts=False)
+            sids += await self._unrecorded(folder, set(sids), starts=[known[rel].key for rel in gone], kept_parts=False)
             rep.sources_deleted += await self._delete_sources(folder, sids)
-            await self._drop_held(folder, gone)
+            await self._drop_held(folder, [known[rel].key for rel in gone])
             self.db.many("DELETE FROM files WHERE folder_id=? AND rel=?", [(folder.id, rel) for rel in gone])
             rep.removed = len(gone)
         # read: what is new or changed, and what failed or was skipped for a reason that can change
         todo = [f for f in listing if f[0] not in known or known[f[0]].again
                 or (known[f[0]].mtime_ns, known[f[0]].size) != (f[2], f[3])]
-        rep.unchanged = len(listing) - len(todo)
+        reading = {f[0] for f in todo}
+        rep.unchanged = sum(1 for f in listing if f[0] not in reading and f[0] not in moved)
+        keys = {rel: known[rel].key if rel in known else _key_prefix(folder.id, rel, taken) for rel in reading}
         total = len(todo)
         # an import that did not finish (killed between memory's commit and ours, or its drive went away) may
         # have left sources that folders.db does not know: they are looked for once this scan is complete
@@ -1144,7 +1249,7 @@ class WatchedFolders:
             done = 0
             try:
                 while (batch := await batches.next()) is not None:
-                    await self._store(folder, scope, batch, known, decide, rep)
+                    await self._store(folder, scope, batch, known, keys, decide, rep)
                     if not self._watched(folder.id):  # forgotten or removed meanwhile: the import stops here
                         rep.note = "No longer watched: the import stopped and kept nothing more."
                         rep.stopped = True
@@ -1185,8 +1290,7 @@ class WatchedFolders:
             prev = known.get(rel)
             r = read_file(path, rel, mtime_ns, size, prev.sha if prev and prev.status == INDEXED else "", root, root_id)
             if r.status == INDEXED and rel != path.relative_to(root).as_posix():
-                r.notes.append("the name holds bytes that are not UTF-8 or control characters, so it is shown with "
-                               "\\x escapes; rename the file to see it")
+                r.notes.append(ESCAPED_NAME)
             many = not isinstance(r.parts, list)  # a mail export: parts however many messages it holds
             k = 0
             try:
@@ -1241,7 +1345,26 @@ class WatchedFolders:
 
         return decide
 
-    async def _store(self, folder: Folder, scope: str, batch: _Batch, known: dict[str, _Known],
+    async def _follow_moves(self, folder: Folder, root: Path, listing: list[tuple[str, Path, int, int]],
+                            known: dict[str, _Known], gone: list[str], rep: ScanReport) -> set[str]:
+        """Gone files found again elsewhere in the folder (see `_moves`) take their new path with their row: their
+        sources (claims on pages stay), held parts and status; memory is not touched (their keys stay, see
+        `_key_prefix`). One transaction in folders.db, before anything is deleted: a crash leaves them under their
+        old or their new path, never gone. ``known`` follows. Returns the new paths."""
+        moves = await asyncio.to_thread(_moves, root, listing, known, gone)
+        if not moves:
+            return set()
+        rows = []
+        for old, (new, path, mtime_ns, size) in moves.items():
+            k = known.pop(old)
+            reason = _moved_reason(k, old, new, new != path.relative_to(root).as_posix())
+            known[new] = k._replace(mtime_ns=mtime_ns, size=size, reason=reason)
+            rows.append((new, mtime_ns, size, reason, time.time(), folder.id, old))
+        self.db.many("UPDATE files SET rel=?, mtime_ns=?, size=?, reason=?, at=? WHERE folder_id=? AND rel=?", rows)
+        rep.moved = len(moves)
+        return {new for new, *_ in moves.values()}
+
+    async def _store(self, folder: Folder, scope: str, batch: _Batch, known: dict[str, _Known], keys: dict[str, str],
                      decide: Callable[[list[Any]], list[Any]], rep: ScanReport) -> None:
         from runtime_host.memory_jobs import on_own_thread
         from wiki_engine import Item
@@ -1257,7 +1380,7 @@ class WatchedFolders:
             if part.get("kind") == "mail" and part.get("subject"):
                 subject = f"{part['subject']} ({r.rel})"
             items.append(Item(text=part["text"], scope=scope, ts=part.get("ts") or r.mtime_ns / 1e9,
-                              kind=part.get("kind", "note"), key=f"{_key_prefix(folder.id, r.rel)}{r.sha[:16]}#{k}",
+                              kind=part.get("kind", "note"), key=f"{keys[r.rel]}{r.sha[:16]}#{k}",
                               author=part.get("author") or "", subject=subject, owner=folder.person_id))
             owner.append(r)
         # mail messages in exports: keep or skip (the import role's model, or the rules)
@@ -1304,7 +1427,7 @@ class WatchedFolders:
                 continue
             if r.unchanged and prev is not None:
                 rows.append((folder.id, r.rel, r.mtime_ns, r.size, r.sha, prev.status, prev.reason,
-                             json.dumps(prev.sources), now, 0))
+                             json.dumps(prev.sources), now, 0, prev.key))
                 rep.unchanged += 1
                 continue
             sids, status, reason = list(r.sids), r.status, r.reason
@@ -1336,9 +1459,9 @@ class WatchedFolders:
             elif prev is not None:
                 old_to_delete += [s for s in prev.sources if s not in sids]
                 if prev.sha and prev.sha != r.sha:  # what the old text had held back is no longer in the file
-                    old_held.append(_key_prefix(folder.id, r.rel) + prev.sha[:16])
+                    old_held.append(prev.key + prev.sha[:16])
             rows.append((folder.id, r.rel, r.mtime_ns, r.size, r.sha, status, reason, json.dumps(sids), now,
-                         int(status == FAILED or r.again)))
+                         int(status == FAILED or r.again), keys[r.rel]))
             rep.sources_added += len([s for s in r.sids if not prev or s not in prev.sources])
             if status == INDEXED:
                 rep.indexed += 1
@@ -1350,14 +1473,14 @@ class WatchedFolders:
             return
         if rows:
             self.db.many("INSERT OR REPLACE INTO files (folder_id, rel, mtime_ns, size, sha, status, reason, sources, at, "
-                         "again) VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
+                         "again, key) VALUES (?,?,?,?,?,?,?,?,?,?,?)", rows)
         if old_to_delete:  # after the rows that no longer name them (a kill in between leaves strays, swept later)
             rep.sources_deleted += await self._delete_sources(folder, old_to_delete)
         if old_held:
             await self.pod.in_memory_thread(lambda: self.pod.memory.drop_held(scope, old_held))
         if vanished:
             self.db.many("DELETE FROM files WHERE folder_id=? AND rel=?", [(folder.id, rel) for rel in vanished])
-            await self._drop_held(folder, vanished)
+            await self._drop_held(folder, [keys[rel] for rel in vanished])
 
     def _watched(self, folder_id: str) -> bool:
         """Whether the folder is still watched: not forgotten, and not being removed (an import of it stops)."""
@@ -1412,17 +1535,17 @@ class WatchedFolders:
 
         return list(await self.pod.in_memory_thread(work))
 
-    async def _unrecorded(self, folder: Folder, recorded: set[str], *, rels: list[str] | None = None,
+    async def _unrecorded(self, folder: Folder, recorded: set[str], *, starts: list[str] | None = None,
                           kept_parts: bool = True) -> list[str]:
-        """Sources in memory from this folder (or from its files ``rels``) that folders.db does not name (an import
+        """Sources in memory from this folder (or from its files of key ``starts``) that folders.db does not name (an import
         killed between the two commits, for a file since deleted or changed): found by the start every key of the
         folder's items has. A part the person kept from quarantine (Wiki → Held back) is not named by folders.db
         either: with ``kept_parts`` it is left while its file still holds it (same file, same content)."""
         start = f"file:{folder.id}:"
-        only = {_key_prefix(folder.id, r) for r in rels} if rels is not None else None
+        only = set(starts) if starts is not None else None
         scope = f"private/{folder.person_id}"
-        current = {_key_prefix(folder.id, r) + (sha or "")[:16]
-                   for r, sha in self.db.q("SELECT rel, sha FROM files WHERE folder_id=?", (folder.id,))} if kept_parts else set()
+        current = {key + (sha or "")[:16]
+                   for key, sha in self.db.q("SELECT key, sha FROM files WHERE folder_id=?", (folder.id,))} if kept_parts else set()
 
         def work() -> list[str]:
             mem = self.pod.memory
@@ -1436,10 +1559,10 @@ class WatchedFolders:
 
         return [s for s in await self.pod.in_memory_thread(work) if s not in recorded]
 
-    async def _drop_held(self, folder: Folder, rels: list[str] | None = None) -> None:
-        """What the files (all the folder's without ``rels``) had held back goes with them: they are gone."""
+    async def _drop_held(self, folder: Folder, starts: list[str] | None = None) -> None:
+        """What the files of key ``starts`` (all the folder's without) had held back goes with them: they are gone."""
         scope = f"private/{folder.person_id}"
-        starts = [_key_prefix(folder.id, r) for r in rels] if rels is not None else [f"file:{folder.id}:"]
+        starts = starts if starts is not None else [f"file:{folder.id}:"]
         await self.pod.in_memory_thread(lambda: self.pod.memory.drop_held(scope, starts))
 
     def close(self) -> None:

@@ -341,6 +341,8 @@ class MemoryHost(MappingForgets):
 
         async with self._forgetting(person_id, lambda: self._mappings_in([], said())):
             stale = await self.in_memory_thread(delete)
+        if rows:  # a watched file's: its status says so (it said "indexed" until the file changed)
+            await self.pod.folders.source_deleted(rows[0][1], source_id)
         return stale
 
     async def memory_held(self, person_id: str) -> list[Any]:

@@ -1576,3 +1576,225 @@ async def test_an_imported_files_title_keeps_no_direction_override(pod, tmp_path
     hits = await pod.memory_search("plumber invoice boiler repair", k=3)
     assert hits
     assert not re.search("[\u202a-\u202e\u2066-\u2069]", hits[0].title), f"title shown as {hits[0].title!r}"
+
+
+def _status(pod, folder_id: str) -> dict[str, tuple[str, str, list[str]]]:
+    """Each file's status, reason and source ids, by path."""
+    return {f.rel: (f.status, f.reason, sources_of(pod, folder_id, f.rel)) for f in pod.folders.files(folder_id)}
+
+
+async def test_a_file_moved_or_renamed_within_its_folder_keeps_its_sources_and_the_claims_citing_them(pod, tmp_path) -> None:
+    """The person tidied a watched folder (a note into a subfolder, a subfolder renamed, a mail export renamed,
+    bytes untouched): each file was taken as deleted plus new, so its sources went and every claim citing them left
+    the person's pages (a verified page too), and the same text came back only as a new inbox item. Bob, watching a
+    folder with a copy of the same note, is not touched."""
+    docs = tmp_path / "notes"
+    (docs / "old").mkdir(parents=True)
+    (docs / "trip.md").write_text("We fly to Lisbon on 4 May and stay in the Alfama flat.\n")
+    (docs / "boiler.md").write_text("The boiler service is due every October with Heatwise.\n")
+    (docs / "old" / "plants.md").write_text("The orchids need water every Sunday morning.\n")
+    (docs / "bills.md").write_text("The water bill is paid by direct debit on the 3rd.\n")
+    (docs / "mail.mbox").write_bytes(MBOX)
+    folder = pod.folders.add(docs)
+    await pod.folders.scan(folder.id)
+    pod.add_person("Bob")
+    bob = pod.pod.unlock("Bob")
+    (tmp_path / "bob").mkdir()
+    (tmp_path / "bob" / "trip.md").write_text("We fly to Lisbon on 4 May and stay in the Alfama flat.\n")
+    bobs = bob.folders.add(tmp_path / "bob")
+    await bob.folders.scan(bobs.id)
+    bob_before = _status(bob, bobs.id)
+    before = _status(pod, folder.id)
+    trip, boiler = before["trip.md"][2][0], before["boiler.md"][2][0]
+    scope = f"private/{pod.person.id}"
+    await pod.in_memory_thread(lambda: pod.memory.write_page(Page(
+        title="Household", scope=scope, category="home",
+        body="- Lisbon trip on 4 May, Alfama flat [1]\n- Boiler service every October [2]",
+        citations={1: trip, 2: boiler}), author="agent:wiki-writer"))
+    await pod.in_memory_thread(lambda: pod.memory.set_verified(scope, "Household"))
+    inbox = set(await pod.in_memory_thread(pod.memory.inbox))
+
+    (docs / "2026").mkdir()
+    os.rename(docs / "trip.md", docs / "2026" / "trip.md")  # into a subfolder
+    os.rename(docs / "old", docs / "archive")  # a subfolder renamed
+    os.rename(docs / "mail.mbox", docs / "mail-2025.mbox")  # a mail export renamed
+    (docs / "home").mkdir()
+    shutil.copy(docs / "boiler.md", docs / "boiler copy.md")  # the same bytes twice: moved, and copied
+    os.rename(docs / "boiler.md", docs / "home" / "boiler.md")
+    (docs / ".trash").mkdir()
+    os.rename(docs / "bills.md", docs / ".trash" / "bills.md")  # into a hidden folder: out of the folder, deleted
+    rep = await pod.folders.scan(folder.id)
+    page = pod.memory.read_page(scope, "Household")
+    assert page is not None and page.verified and set(page.citations.values()) == {trip, boiler}, page
+    assert "Lisbon" in page.body and "Boiler" in page.body
+    assert (rep.moved, rep.removed, rep.indexed, rep.unchanged) == (4, 1, 1, 0), rep
+    after = _status(pod, folder.id)
+    for old, new in (("trip.md", "2026/trip.md"), ("old/plants.md", "archive/plants.md"),
+                     ("mail.mbox", "mail-2025.mbox"), ("boiler.md", "home/boiler.md")):
+        assert old not in after and after[new][2] == before[old][2], (old, new, after)
+        assert after[new][0] == "indexed" and f"moved from {old} (memory shows it under that name" in after[new][1]
+    assert "bills.md" not in after and not any("bills" in rel for rel in after)
+    assert after["boiler copy.md"][0] == "indexed" and not set(after["boiler copy.md"][2]) & {boiler}
+    assert await pod.memory_search("debit", mode="keyword") == []
+    assert len(await pod.memory_search("piano lessons Leo Varga", mode="keyword")) == 1
+    # no text came back to be written again: only the copy is new in the inbox
+    assert set(await pod.in_memory_thread(pod.memory.inbox)) == inbox - set(before["bills.md"][2]) | set(
+        after["boiler copy.md"][2])
+    # nothing changed since: nothing is read again, and the status is kept
+    again = await pod.folders.scan(folder.id)
+    assert (again.moved, again.indexed, again.unchanged, again.sources_deleted) == (0, 0, 6, 0)
+    assert _status(pod, folder.id) == after
+    # the moved note, edited: its new text replaces its own source (no stray of the old text), under its new name
+    (docs / "2026" / "trip.md").write_text("We fly to Porto on 6 May and stay by the river.\n")
+    edited = await pod.folders.scan(folder.id)
+    assert (edited.indexed, edited.sources_added, edited.sources_deleted) == (1, 1, 1)
+    assert await pod.memory_search("Lisbon Alfama", mode="keyword") == []
+    assert [h.title for h in await pod.memory_search("Porto river", mode="keyword")] == ["2026/trip.md"]
+    assert "moved from" not in _status(pod, folder.id)["2026/trip.md"][1]
+    # moved and edited in one go: deleted plus new
+    os.rename(docs / "archive" / "plants.md", docs / "plants.md")
+    (docs / "plants.md").write_text("The orchids need water every Saturday now.\n")
+    both = await pod.folders.scan(folder.id)
+    assert (both.moved, both.removed, both.indexed) == (0, 1, 1)
+    assert [h.title for h in await pod.memory_search("orchids", mode="keyword")] == ["plants.md"]
+    # a new file where a moved one was gets keys of its own: the moved file's sources stay
+    (docs / "boiler.md").write_text("A new boiler note: the pressure should read 1.5 bar.\n")
+    assert (await pod.folders.scan(folder.id)).indexed == 1
+    assert _status(pod, folder.id)["home/boiler.md"][2] == [boiler]
+    assert pod.memory.source_scope(boiler) == scope
+    (docs / "boiler.md").unlink()
+    assert (await pod.folders.scan(folder.id)).removed == 1
+    assert pod.memory.source_scope(boiler) == scope and "Boiler" in pod.memory.read_page(scope, "Household").body
+    # Bob's folder and sources are as they were
+    assert _status(bob, bobs.id) == bob_before
+    assert (await bob.folders.scan(bobs.id)).unchanged == 1
+    assert len(await bob.memory_search("Lisbon Alfama", mode="keyword")) == 1
+
+
+async def test_a_move_is_one_step_in_folders_db_a_failure_in_it_loses_no_source(pod, tmp_path, monkeypatch) -> None:
+    """The move is written to folders.db in one transaction before anything is deleted: when that write fails (a
+    full disk, a kill), every source is still in memory and the next scan finishes the move."""
+    from runtime_host import folders
+    from runtime_host.store import StorageError
+
+    docs = tmp_path / "notes"
+    docs.mkdir()
+    for name in ("a.md", "b.md"):
+        (docs / name).write_text(f"The {name} note says the heronword is {name[0]}-{name[0]}.\n")
+    folder = pod.folders.add(docs)
+    await pod.folders.scan(folder.id)
+    before = _status(pod, folder.id)
+    (docs / "sub").mkdir()
+    for name in ("a.md", "b.md"):
+        os.rename(docs / name, docs / "sub" / name)
+    real = folders.FolderDB.many
+
+    def full(self, sql, rows):
+        if sql.startswith("UPDATE files SET rel"):
+            raise StorageError("The disk is full")
+        return real(self, sql, rows)
+
+    monkeypatch.setattr(folders.FolderDB, "many", full)
+    with pytest.raises(StorageError):
+        await pod.folders.scan(folder.id)
+    assert _status(pod, folder.id) == before
+    assert len(await pod.memory_search("heronword", mode="keyword")) == 2
+    monkeypatch.setattr(folders.FolderDB, "many", real)
+    rep = await pod.folders.scan(folder.id)
+    assert (rep.moved, rep.removed, rep.sources_deleted) == (2, 0, 0)
+    assert {rel: srcs for rel, (_, _, srcs) in _status(pod, folder.id).items()} == {
+        "sub/a.md": before["a.md"][2], "sub/b.md": before["b.md"][2]}
+
+
+async def test_a_held_part_of_a_moved_file_is_kept_under_its_new_path(pod, tmp_path) -> None:
+    """A file whose part was held back, moved: Keep it updates the status of the file where it is now, and the kept
+    part stays in memory through later scans (it is not swept as a stray of a file gone)."""
+    docs, folder = await _two_files_that_give_orders(pod, tmp_path)
+    before = {q.id for q in await pod.memory_held()}
+    (docs / "garden").mkdir()
+    os.rename(docs / "shed.md", docs / "garden" / "shed.md")
+    rep = await pod.folders.scan(folder.id)
+    held = {("kestrelkey" if "kestrelkey" in q.text else "plovercode"): q for q in await pod.memory_held()}
+    assert {q.id for q in held.values()} == before  # the moved file's held part is the one held, not held anew
+    assert (rep.moved, rep.removed) == (1, 0)
+    await pod.memory_release(held["kestrelkey"].id)
+    status = _status(pod, folder.id)
+    assert status["garden/shed.md"][:2] == ("indexed", "1 part(s) you kept from Held back")
+    (docs / "new.txt").write_text("The gate code is 1234.\n")  # another file changes: a scan sweeps strays
+    for _ in range(2):
+        await pod.folders.scan(folder.id)
+        assert await pod.memory_search("kestrelkey under the pot", mode="keyword")
+    os.rename(docs / "garden" / "shed.md", docs / ".shed.md")  # hidden: out of the folder
+    await pod.folders.scan(folder.id)
+    assert await pod.memory_search("kestrelkey under the pot", mode="keyword") == []
+    assert [q.text for q in await pod.memory_held()] == [held["plovercode"].text]
+
+
+def test_a_folders_db_of_an_earlier_hearth_keeps_the_keys_its_files_were_imported_under(tmp_path) -> None:
+    """folders.db now keeps each file's key start (a moved file keeps its own); a folders.db written before has
+    them filled in as its files were imported: from their paths."""
+    import sqlite3
+
+    from runtime_host.folders import FolderDB, _key_prefix
+
+    old = sqlite3.connect(tmp_path / "folders.db")
+    old.executescript("""
+      CREATE TABLE folders (id TEXT PRIMARY KEY, person_id TEXT NOT NULL, path TEXT NOT NULL, added_at REAL NOT NULL,
+        scanned_at REAL, state TEXT NOT NULL DEFAULT 'new', note TEXT NOT NULL DEFAULT '', UNIQUE (person_id, path));
+      CREATE TABLE files (folder_id TEXT NOT NULL, rel TEXT NOT NULL, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
+        sha TEXT NOT NULL DEFAULT '', status TEXT NOT NULL, reason TEXT NOT NULL DEFAULT '',
+        sources TEXT NOT NULL DEFAULT '[]', at REAL NOT NULL, PRIMARY KEY (folder_id, rel));
+      INSERT INTO folders VALUES ('f1', 'p1', '/docs', 0, NULL, 'watching', '');
+      INSERT INTO files VALUES ('f1', 'trip.md', 0, 10, 'ab', 'indexed', '', '["s1"]', 0);
+      INSERT INTO files VALUES ('f1', 'sub/bills.md', 0, 10, 'cd', 'skipped', 'binary', '[]', 0);""")
+    old.commit()
+    old.close()
+    db = FolderDB(tmp_path / "folders.db")
+    assert db.q("SELECT rel, key FROM files ORDER BY rel") == [
+        ("sub/bills.md", _key_prefix("f1", "sub/bills.md")), ("trip.md", _key_prefix("f1", "trip.md"))]
+    assert _key_prefix("f1", "trip.md") == "file:f1:" + __import__("hashlib").sha256(b"f1/trip.md").hexdigest()[:24] + ":"
+
+
+async def test_a_watched_files_status_follows_deleting_its_source(pod, tmp_path) -> None:
+    """The person deleted a watched file's source from memory (Wiki → the source → Delete): the file went on being
+    listed "indexed" with its source, in the window and `folder status`, until it changed. Bob's copy of the same
+    note, in his own folder, stays indexed."""
+    docs = tmp_path / "notes"
+    docs.mkdir()
+    (docs / "trip.md").write_text("We fly to Lisbon on 4 May and stay in the Alfama flat.\n")
+    (docs / "boiler.md").write_text("The boiler service is due every October with Heatwise.\n")
+    (docs / "mail.mbox").write_bytes(MBOX.replace(b"Huge sale! 50% off everything, unsubscribe here, limited time offer.",
+                                                  b"The joint account statement for March is ready."))
+    folder = pod.folders.add(docs)
+    await pod.folders.scan(folder.id)
+    pod.add_person("Bob")
+    bob = pod.pod.unlock("Bob")
+    (tmp_path / "bob").mkdir()
+    (tmp_path / "bob" / "trip.md").write_text("We fly to Lisbon on 4 May and stay in the Alfama flat.\n")
+    bobs = bob.folders.add(tmp_path / "bob")
+    await bob.folders.scan(bobs.id)
+    changed: list[dict] = []
+    pod.subscribe(lambda ev: changed.append(ev) if ev.get("type") == "folders.changed" else None)
+
+    [trip] = sources_of(pod, folder.id, "trip.md")
+    await pod.memory_delete_source(trip)
+    for _ in range(2):  # and after a Rescan
+        st = {f.rel: f for f in pod.folders.files(folder.id)}
+        assert (st["trip.md"].status, st["trip.md"].reason, st["trip.md"].sources) == (
+            "skipped", "what it holds you deleted from memory before", 0)
+        assert (st["boiler.md"].status, st["boiler.md"].sources) == ("indexed", 1)
+        await pod.folders.scan(folder.id)
+    assert changed and {e["person"] for e in changed} == {pod.person.id}
+    # one mail of an export: the export stays indexed with the other; both gone, it is skipped
+    mails = sources_of(pod, folder.id, "mail.mbox")
+    assert len(mails) == 2
+    await pod.memory_delete_source(mails[0])
+    st = {f.rel: f for f in pod.folders.files(folder.id)}["mail.mbox"]
+    assert (st.status, st.sources) == ("indexed", 1)
+    await pod.memory_delete_source(mails[1])
+    st = {f.rel: f for f in pod.folders.files(folder.id)}["mail.mbox"]
+    assert (st.status, st.sources) == ("skipped", 0) and st.reason.endswith("what it holds you deleted from memory before")
+    # Bob's copy is his own
+    [b] = bob.folders.files(bobs.id)
+    assert (b.status, b.sources) == ("indexed", 1)
+    assert len(await bob.memory_search("Lisbon Alfama", mode="keyword")) == 1

@@ -268,7 +268,16 @@ def test_rescan_of_an_imported_folder_says_its_files_are_unchanged(qtbot, qloop,
     qloop.wait_until(lambda: not view._tasks, timeout=60, what="the rescan")
     assert view.progress_label.text().endswith("Receipts: 30 unchanged."), view.progress_label.text()
     assert said and said[-1].endswith("Receipts: 30 unchanged.") and not any("0 indexed" in s for s in said), said
-    (docs / "y0" / "n0000.md").rename(docs / "y0" / "renamed.md")
+    (docs / "y0" / "n0000.md").rename(docs / "y0" / "renamed.md")  # its sources go with it (not deleted plus new)
+    view.rescan.click()
+    qloop.wait_until(lambda: not view._tasks, timeout=60, what="the rescan")
+    assert view.progress_label.text().endswith("Receipts: 29 unchanged, 1 moved."), view.progress_label.text()
+    rows = {view.files.topLevelItem(i).text(0): (view.files.topLevelItem(i).text(1), view.files.topLevelItem(i).text(2))
+            for i in range(view.files.topLevelItemCount())}
+    assert "y0/n0000.md" not in rows and rows["y0/renamed.md"][0] == "indexed", rows.get("y0/renamed.md")
+    assert "moved from y0/n0000.md" in rows["y0/renamed.md"][1]
+    (docs / "y0" / "renamed.md").write_text("Receipt for a new kettle.\n")  # moved and changed: deleted plus new
+    (docs / "y0" / "renamed.md").rename(docs / "y0" / "kettle.md")
     view.rescan.click()
     qloop.wait_until(lambda: not view._tasks, timeout=60, what="the rescan")
     assert view.progress_label.text().endswith("Receipts: 1 indexed, 29 unchanged, 1 removed.")
