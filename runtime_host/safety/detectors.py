@@ -79,6 +79,15 @@ class _Ctx:
         return text[max(0, start - self.before):start]
 
 
+_DIGIT_RUN = re.compile(r"\d+")
+
+
+def _longest_digits(text: str) -> int:
+    """The longest run of digits (of any script, as the patterns' ``\\d`` reads them) in ``text``: a pattern that
+    needs a longer one cannot match, and is not run (most texts hold no number longer than a date's)."""
+    return max(map(len, _DIGIT_RUN.findall(text)), default=0)
+
+
 def _boundary_ok(text: str, start: int, end: int, chars: str = "") -> bool:
     """True when text[start:end] is not glued to letters, digits or the given extra characters."""
     if start > 0 and (text[start - 1].isalnum() or text[start - 1] in chars):
@@ -149,10 +158,18 @@ _PHONE_WORDS = re.compile(r"(?i)\b(?:call|phone|tel|telephone|mobile|cell|text|s
 _PHONE_NEG = re.compile(r"(?i)(?:order|invoice|tracking|serial|sn|isbn|ref|reference|version|build|ticket|id|account|lot|no\.)\W{0,3}$")
 
 
+# What each phone pattern needs of a text: a literal, and a run of digits at least this long.
+_PHONE_NEEDS = {"intl": ("+", 1), "intl00": ("00", 3), "nanp": ("", 4), "trunk": ("0", 2), "bare": ("", 10)}
+
+
 def detect_phones(text: str) -> list[Finding]:
     res = _phone_res()
     out: list[Finding] = []
+    longest = _longest_digits(text)
     for kind, rx in res.items():
+        literal, digits = _PHONE_NEEDS[kind]
+        if longest < digits or literal not in text:
+            continue
         for m in rx.finditer(text):
             start, end = m.span()
             value = m.group(0)
@@ -240,6 +257,8 @@ _CARD_POS = re.compile(
 
 def detect_cards(text: str) -> list[Finding]:
     out: list[Finding] = []
+    if _longest_digits(text) < 4:  # every card pattern starts with four digits
+        return out
     rx, pos = _card_re(), 0
     while (m := rx.search(text, pos)) is not None:
         pos = m.end()
@@ -348,15 +367,27 @@ _AADHAAR_CTX = re.compile(r"(?i)\b(?:aadhaar|aadhar|uid|uidai)\b")
 _BSN_CTX = re.compile(r"(?i)\b(?:bsn|burgerservicenummer|sofi)")
 
 
+# The longest run of digits each national id pattern needs ("\d{3}" and "\d{4}" of "123-45-6789": four).
+_NID_DIGITS = {"us_ssn": 4, "us_ssn_bare": 9, "uk_nino": 2, "es_dni": 8, "es_nie": 7, "it_codice_fiscale": 3,
+               "se_personnummer": 6, "fi_hetu": 6, "ca_sin": 3, "in_aadhaar": 4, "nl_bsn": 9, "fr_nir": 3}
+
+
 def _near(rx: re.Pattern[str], text: str, start: int, before: int = 40) -> bool:
     return rx.search(text[max(0, start - before):start]) is not None
 
 
 def detect_national_ids(text: str) -> list[Finding]:
+    longest = _longest_digits(text)
+    if longest < 2:
+        return []
     res = _nid_res()
+
+    def found(kind: str) -> Iterable[re.Match[str]]:
+        return res[kind].finditer(text) if longest >= _NID_DIGITS[kind] else ()
+
     out: list[Finding] = []
     add = out.append
-    for m in res["us_ssn"].finditer(text):
+    for m in found("us_ssn"):
         if not ck.us_ssn_valid(m.group(1), m.group(3), m.group(4)):
             continue
         s = m.start()
@@ -365,39 +396,39 @@ def detect_national_ids(text: str) -> list[Finding]:
         elif m.group(2) == "-" and not _SSN_NEG.search(text[max(0, s - 20):s]):
             add(Finding("national_id", s, m.end(), m.group(0), 0.6, "us_ssn"))
     lowered = text.lower()
-    for m in (res["us_ssn_bare"].finditer(text) if ("ssn" in lowered or "social sec" in lowered or "soc" in lowered) else ()):
+    for m in (found("us_ssn_bare") if ("ssn" in lowered or "social sec" in lowered or "soc" in lowered) else ()):
         if ck.us_ssn_valid(m.group(1), m.group(2), m.group(3)) and _near(_SSN_CTX, text, m.start(), 30):
             add(Finding("national_id", m.start(), m.end(), m.group(0), 0.85, "us_ssn"))
-    for m in res["uk_nino"].finditer(text):
+    for m in found("uk_nino"):
         letters = m.group(1)
         if not (letters.isupper() == m.group(5).isupper()) or not ck.uk_nino_prefix_valid(letters):
             continue
         add(Finding("national_id", m.start(), m.end(), m.group(0), 0.85, "uk_nino"))
-    for m in res["es_dni"].finditer(text):
+    for m in found("es_dni"):
         if ck.es_dni_valid(m.group(1), m.group(2)):
             add(Finding("national_id", m.start(), m.end(), m.group(0), 0.9, "es_dni"))
-    for m in res["es_nie"].finditer(text):
+    for m in found("es_nie"):
         if ck.es_dni_valid(m.group(1) + m.group(2), m.group(3)):
             add(Finding("national_id", m.start(), m.end(), m.group(0), 0.9, "es_nie"))
-    for m in res["it_codice_fiscale"].finditer(text):
+    for m in found("it_codice_fiscale"):
         if ck.it_codice_fiscale_valid(m.group(0)):
             add(Finding("national_id", m.start(), m.end(), m.group(0), 0.95, "it_codice_fiscale"))
-    for m in res["se_personnummer"].finditer(text):
+    for m in found("se_personnummer"):
         yy, mm, dd, nnn, c = m.groups()
         day = str(int(dd) - 60) if int(dd) > 60 else dd  # coordination numbers add 60 to the day
         if _DATE_ID_NEG.search(text[max(0, m.start() - 20):m.start()]):
             continue  # "build 20240611-1423" is a timestamp
         if ck.plausible_date(yy, mm, day) and ck.luhn_valid(yy + mm + dd + nnn + c):
             add(Finding("national_id", m.start(), m.end(), m.group(0), 0.8, "se_personnummer"))
-    for m in res["fi_hetu"].finditer(text):
+    for m in found("fi_hetu"):
         dd, mm, yy, sep, nnn, c = m.groups()
         if ck.plausible_date(yy, mm, dd) and ck.fi_hetu_valid(dd + mm + yy, nnn, c):
             add(Finding("national_id", m.start(), m.end(), m.group(0), 0.9, "fi_hetu"))
-    for m in (res["ca_sin"].finditer(text) if ("sin" in lowered or "social insurance" in lowered or "nas" in lowered) else ()):
+    for m in (found("ca_sin") if ("sin" in lowered or "social insurance" in lowered or "nas" in lowered) else ()):
         digits = m.group(1) + m.group(3) + m.group(4)
         if ck.luhn_valid(digits) and _near(_SIN_CTX, text, m.start()):
             add(Finding("national_id", m.start(), m.end(), m.group(0), 0.85, "ca_sin"))
-    for m in res["in_aadhaar"].finditer(text):
+    for m in found("in_aadhaar"):
         digits = m.group(1) + m.group(3) + m.group(4)
         if not ck.verhoeff_valid(digits):
             continue
@@ -405,10 +436,10 @@ def detect_national_ids(text: str) -> list[Finding]:
             add(Finding("national_id", m.start(), m.end(), m.group(0), 0.9, "in_aadhaar"))
         elif m.group(2) == " ":
             add(Finding("national_id", m.start(), m.end(), m.group(0), 0.55, "in_aadhaar"))
-    for m in (res["nl_bsn"].finditer(text) if ("bsn" in lowered or "burgerservice" in lowered or "sofi" in lowered) else ()):
+    for m in (found("nl_bsn") if ("bsn" in lowered or "burgerservice" in lowered or "sofi" in lowered) else ()):
         if ck.nl_bsn_valid(m.group(1)) and _near(_BSN_CTX, text, m.start()):
             add(Finding("national_id", m.start(), m.end(), m.group(0), 0.85, "nl_bsn"))
-    for m in res["fr_nir"].finditer(text):
+    for m in found("fr_nir"):
         g = m.groups()
         if ck.fr_nir_valid("".join(g[:6]), g[6]):
             add(Finding("national_id", m.start(), m.end(), m.group(0), 0.9, "fr_nir"))
@@ -471,9 +502,16 @@ def _address_res() -> dict[str, re.Pattern[str]]:
     }
 
 
+# The longest run of digits each address pattern needs: a house number, a French postcode.
+_ADDRESS_DIGITS = {"number_first": 1, "small_letters": 1, "name_first": 1, "po_box": 1, "french": 5}
+
+
 def detect_addresses(text: str) -> list[Finding]:
     out: list[Finding] = []
+    longest = _longest_digits(text)
     for kind, rx in _address_res().items():
+        if longest < _ADDRESS_DIGITS[kind]:
+            continue
         for m in rx.finditer(text):
             value = m.group(0)
             has_post = bool(re.search(r"\d{4,5}|[A-Z]\d[A-Z]? ?\d[A-Z]{2}", value[len(value.split(" ", 1)[0]):]))

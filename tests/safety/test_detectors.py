@@ -369,3 +369,85 @@ def test_values_written_other_common_ways_are_found_whole(text: str, detector: s
                                   "Dates 2024/1111/1111/1111 are not cards"])
 def test_slashes_are_no_card_outside_the_four_by_four_form_or_inside_a_path(said: str) -> None:
     assert not [f for f in detect(said) if f.detector == "card"]
+
+
+# ---- what a pattern needs before it is run: a text without it cannot match, so the pattern is skipped ----------
+
+
+def _digit_run(items: list) -> tuple[bool, int, int]:  # type: ignore[type-arg]
+    """(only digits, fewest characters, longest run of digits every match holds) of parsed pattern items: what a
+    pattern's shape guarantees, read from the pattern, against the figures detectors.py writes down by hand."""
+    from re import _constants as c  # type: ignore[attr-defined]
+
+    def node(op, av) -> tuple[bool, int, int]:  # type: ignore[no-untyped-def]
+        if op is c.LITERAL:
+            return chr(av).isdigit() and chr(av).isascii(), 1, int(chr(av).isdigit() and chr(av).isascii())
+        if op is c.IN:
+            digit = all((o is c.LITERAL and 48 <= a <= 57) or (o is c.RANGE and 48 <= a[0] and a[1] <= 57)
+                        or (o is c.CATEGORY and a is c.CATEGORY_DIGIT) for o, a in av)
+            return digit, 1, int(digit)
+        if op in (c.AT, c.ASSERT, c.ASSERT_NOT):
+            return True, 0, 0  # a place: the digits either side of it are one run
+        if op is c.SUBPATTERN:
+            return _digit_run(av[3].data)
+        if op is c.BRANCH:
+            alts = [_digit_run(b.data) for b in av[1]]
+            return all(a[0] for a in alts), min(a[1] for a in alts), min(a[2] for a in alts)
+        if op in (c.MAX_REPEAT, c.MIN_REPEAT):
+            digit, least, run = _digit_run(av[2].data)
+            return digit, av[0] * least, (av[0] * least if digit else run if av[0] else 0)
+        return False, 0, 0  # a back-reference, a condition, any character: nothing known
+
+    only, total, best, run = True, 0, 0, 0
+    for op, av in items:
+        digit, least, inner = node(op, av)
+        total += least
+        if digit:
+            run += least
+        else:
+            only, best, run = False, max(best, run, inner), 0
+    return only, total, max(best, run)
+
+
+def _needs_digits(rx) -> int:  # type: ignore[no-untyped-def]
+    from re import _parser as p  # type: ignore[attr-defined]
+
+    return _digit_run(p.parse(rx.pattern, rx.flags).data)[2]
+
+
+def test_a_pattern_skipped_for_want_of_digits_could_not_have_matched() -> None:
+    """Each figure detectors.py skips a pattern by is at most the run of digits the pattern's every match holds."""
+    from runtime_host.safety import detectors as d
+
+    for kind, rx in d._nid_res().items():
+        assert d._NID_DIGITS[kind] <= _needs_digits(rx), kind
+    for kind, rx in d._phone_res().items():
+        assert d._PHONE_NEEDS[kind][1] <= _needs_digits(rx), kind
+    for kind, rx in d._address_res().items():
+        assert d._ADDRESS_DIGITS[kind] <= _needs_digits(rx), kind
+    assert _needs_digits(d._card_re()) >= 4
+    assert min(d._NID_DIGITS.values()) >= 2  # detect_national_ids returns at once below two
+
+
+def test_a_phone_pattern_skipped_for_want_of_a_character_could_not_have_matched() -> None:
+    import re
+
+    from runtime_host.safety import detectors as d
+    from wiki_engine.literals import formula
+
+    def holds(f, word: str) -> bool:  # type: ignore[no-untyped-def]  # every match of f holds the word
+        if isinstance(f, str):
+            return word in f
+        return isinstance(f, tuple) and (any if f[0] == "and" else all)(holds(p, word) for p in f[1])
+
+    for kind, rx in d._phone_res().items():
+        word = d._PHONE_NEEDS[kind][0]
+        assert not word or holds(formula(rx), word), kind
+    assert _needs_digits(re.compile(r"a\d{3}(?:-\d{2})?\d")) == 3 and _needs_digits(re.compile(r"(?:19|20)?\d{6}")) == 6
+
+
+@pytest.mark.parametrize("text", ["+44 20 7946 0958", "0044 20 7946 0958", "(415) 555-0132", "020 7946 0958",
+                                  "call 4155550132", "SSN 123-45-6789", "AB 12 34 56 C", "4111 1111 1111 1111",
+                                  "12 rue de la Paix, 75002 Paris", "42 Elm Street"])
+def test_a_value_with_few_digits_around_it_is_still_found(text: str) -> None:
+    assert detect(text)
