@@ -12,9 +12,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from re import _constants as _c  # type: ignore[attr-defined]
-from re import _parser as _p  # type: ignore[attr-defined]
 from typing import Any, Union
+
+try:  # private modules of the standard library: a Python without them (or with another shape) gets no skipping
+    from re import _constants as _c  # type: ignore[attr-defined]
+    from re import _parser as _p  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - Python 3.11 and 3.12 have them
+    _c = _p = None
 
 # Letters beyond ASCII that IGNORECASE matches to an ASCII letter but whose lower case is not it (dotted and
 # dotless i, long s): read as that letter. Every other character an ASCII letter matches lowers to it.
@@ -150,7 +154,12 @@ def _node(op: Any, av: Any) -> tuple[Formula, set[str] | None]:
 
 def formula(pattern: re.Pattern[str]) -> Formula:
     """What every match of ``pattern`` needs a ``lowered`` text to hold (True: nothing that can be told)."""
-    need, spell = _sequence(_p.parse(pattern.pattern, pattern.flags).data)
+    if _p is None:
+        return True
+    try:
+        need, spell = _sequence(_p.parse(pattern.pattern, pattern.flags).data)
+    except (AttributeError, TypeError, ValueError, IndexError, re.error):  # a parser of another shape: run it always
+        return True
     return _all([need, _words(spell)]) if spell is not None and "" not in spell else need
 
 
