@@ -191,6 +191,11 @@ def render(text: str, links: Links | None = None, restore: Callable[[str], str] 
     return _md.render(text, env)
 
 
+def makes_links(text: str) -> bool:
+    """Whether ``text``, read as markdown, makes a link or an image of its own (before any Hearth adds)."""
+    return any(tok.type in ("link_open", "image") for block in _md.parse(text, {}) for tok in block.children or ())
+
+
 def escape(text: str) -> str:
     return html.escape(text)
 

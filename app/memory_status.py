@@ -41,6 +41,7 @@ class IngestPanel(QWidget):
         super().__init__(parent)
         self.pod = pod
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._ingesting: list[str] = []  # whose Ingest now from here is still writing (once per run)
         self._found: Any = None
         self.next_label = plain_label("")
         self.next_label.setAccessibleName("Next ingest")
@@ -82,8 +83,10 @@ class IngestPanel(QWidget):
 
     def reset(self) -> None:
         """Closes what was opened for the previous person: the Settings window from "Choose a provider…" (it lists
-        their providers and acts on them), and the model server found for them and its offer."""
+        their providers and acts on them), and the model server found for them and its offer. The bar shows the
+        next person's own ingest: another's Ingest now still writing neither greys out theirs nor reads "Ingesting…"."""
         self._forget_found()
+        self.refresh()
         dlg = self.__dict__.pop("settings_dialog", None)
         if dlg is not None:
             dlg.finished.disconnect(self._on_settings_closed)
@@ -104,7 +107,9 @@ class IngestPanel(QWidget):
         return f"Next ingest {_when(next_run(self.pod))}"
 
     def refresh(self) -> None:
-        self.next_label.setText(self.next_text())
+        mine = self.pod.person.id in self._ingesting  # the person shown's own Ingest now is still writing
+        self.ingest_now.setEnabled(not mine)
+        self.next_label.setText("Ingesting…" if mine else self.next_text())
         missing = not self.has_model()
         for w in (self.no_model, self.find_local, self.choose):
             w.setVisible(missing)
@@ -140,7 +145,7 @@ class IngestPanel(QWidget):
 
     def show_next(self) -> None:
         """The next ingest's time anew (the clock moved on, or schedules were paused or resumed)."""
-        if self.isVisible() and self.ingest_now.isEnabled():  # not over "Ingesting…"
+        if self.isVisible() and self.pod.person.id not in self._ingesting:  # not over "Ingesting…"
             self.next_label.setText(self.next_text())
 
     def _on_ingest_now(self) -> None:
@@ -149,13 +154,15 @@ class IngestPanel(QWidget):
     def ingest(self) -> asyncio.Task[Any]:
         from runtime_host.memory_jobs import MemoryModelError
 
-        who = self.pod.person.id  # its outcome (a failure quotes their model's answer) is told to them only
+        # Whose run it is: its outcome (a failure quotes their model's answer) is told to them only, and only their
+        # Ingest now waits for it (another person shown meanwhile has theirs).
+        pod, who = self.pod, self.pod.person.id
 
         async def go() -> None:
-            self.ingest_now.setEnabled(False)
-            self.next_label.setText("Ingesting…")
+            self._ingesting.append(who)
+            self.refresh()
             try:
-                out = await self.pod.memory_ingest()
+                out = await pod.memory_ingest()
             except MemoryModelError as exc:
                 if self.pod.person.id == who:
                     self.status.emit(f"Ingest failed: {exc}")
@@ -167,7 +174,7 @@ class IngestPanel(QWidget):
                                      "see Hearth's log.")
                 return
             finally:
-                self.ingest_now.setEnabled(True)
+                self._ingesting.remove(who)
                 self.refresh()
             if self.pod.person.id != who:  # the person was switched meanwhile: the report is not the new one's
                 self.ingested.emit()  # what the run wrote may be theirs too: the wiki reloads for them

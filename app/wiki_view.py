@@ -41,7 +41,7 @@ from PySide6.QtWidgets import (
 
 from app.bridge import PodBridge
 from app.folders_view import FoldersView
-from app.markdown import STYLE, plain_label, plain_tooltip, render
+from app.markdown import STYLE, makes_links, plain_label, plain_tooltip, render
 from app.memory_status import IngestPanel
 from app.when import local_time
 from runtime_host.keptcorrections import KEPT_CORRECTIONS
@@ -54,8 +54,11 @@ log = logging.getLogger("hearth.app")
 MEMORY_CHANGED = ("memory.produced", "memory.ingested", "memory.quarantined", "memory.remembered", "folders.changed")
 
 _CITE = re.compile(r"\[(\d{1,6})\](?!\()")
-# A page link or a citation, as the text of a page or an answer holds them.
-_MARKS = re.compile(r"\[\[(?P<page>[^\[\]|]+)(?:\|(?P<label>[^\[\]]+))?\]\]|\[(?P<cite>\d{1,6})\](?!\()")
+# A page link or a citation, as the text of a page or an answer holds them. A link may name a part of its page
+# ([[Family#Birthdays]]: memory reads it as a link to Family, wiki_engine/pages.py _LINK); one to a part alone
+# ([[#Birthdays]], within the page) has no page to open.
+_MARKS = re.compile(r"\[\[(?P<page>[^\[\]|#]*)(?P<part>#[^\[\]|]*)?(?:\|(?P<label>[^\[\]]+))?\]\]"
+                    r"|\[(?P<cite>\d{1,6})\](?!\()")
 _NAME = Qt.ItemDataRole.UserRole + 1  # a proposal's page, by its title
 _FOLD = Qt.ItemDataRole.UserRole + 2  # a scope or a category in the list of pages (what stays folded)
 
@@ -141,7 +144,7 @@ def page_html(body: str, citations: dict[int, str], scope: str, restore: Any = l
 
 def _wiki_links(hrefs: dict[int, str], scope: str | None) -> Any:
     """The text's [n] as links to hrefs[n] (a number with no target stays text) and, with a page's ``scope``, its
-    [[Title]] and [[Title|label]] as links to that page: markdown.render's ``links``."""
+    [[Title]], [[Title#part]] and [[Title|label]] as links to that page: markdown.render's ``links``."""
 
     def links(text: str) -> list[str | tuple[str, str]]:
         out: list[str | tuple[str, str]] = []
@@ -154,8 +157,16 @@ def _wiki_links(hrefs: dict[int, str], scope: str | None) -> Any:
                 label = f"[{m['cite']}]"
             elif scope is None:
                 continue
+            elif not m["page"].strip():  # a part of this page, or nothing: its words, no link
+                words = (m["label"] or (m["part"] or "").removeprefix("#")).strip()
+                if not words:
+                    continue
+                out += [text[at:m.start()], words]
+                at = m.end()
+                continue
             else:
-                label, href = (m["label"] or m["page"]).strip(), page_href(scope, m["page"].strip())
+                label = (m["label"] or m["page"] + (m["part"] or "")).strip()
+                href = page_href(scope, m["page"].strip())
             out += [text[at:m.start()], (label, href)]
             at = m.end()
         return [*out, text[at:]] if out else [text]
@@ -194,28 +205,99 @@ def answer_html(question: str, result: Any, scope_label: Any, restore: Any = lam
 def _as_words(markdown: str, cited: Iterable[int]) -> str:
     """The model's brackets as text: besides its [n] citations (``cited``), an answer makes no link or image (an
     autolink, a reference link or image, a link definition in a quote or list, a bracketed number it did not cite),
-    so the only links shown are Hearth's."""
-    keep = {f"[{n}]" for n in cited}
+    so the only links shown are Hearth's. Code is kept as written (a backslash in it would be shown)."""
+    keep = {str(n) for n in cited}
+
+    def word(m: re.Match[str]) -> str:
+        if m["cite"] is None:  # a bracket or "<" (escaped), or a character its writer escaped already (as it is)
+            return m.group() if m.group().startswith("\\") else f"\\{m.group()}"
+        if m["n"] not in keep:
+            return f"{m['bang']}\\[{m['n']}\\]{m['colon']}"
+        # "![1]" would make the citation an image, and "[1]: http://…" a definition turning each [1] into a web link
+        return ("\\!" if m["bang"] else "") + f"[{m['n']}]" + ("\\:" if m["colon"] else "")
+
+    def words(text: str) -> str:
+        return _WORDS.sub(word, text)
+
     out: list[str] = []
     at = 0
-    for code in [*_CODE.finditer(markdown), None]:
-        piece = markdown[at:code.start() if code else len(markdown)]
-        for i, part in enumerate(re.split(r"(\[\d+\](?!\())", piece)):
-            if i % 2 and part in keep:
-                if out and out[-1].endswith("!"):  # "![1]" would make the citation an image
-                    out[-1] = out[-1][:-1] + "\\!"
-                out.append(part)
-            else:
-                out.append(re.sub(r"([\[\]<])", r"\\\1", part))
-        if code:  # code makes no link, and a backslash in it is shown: kept as written
-            out.append(code.group())
-            at = code.end()
-    return "".join(out)
+    for start, end in _code_spans(markdown):  # code makes no link, and a backslash in it is shown: kept as written
+        out += [words(markdown[at:start]), markdown[start:end]]
+        at = end
+    out.append(words(markdown[at:]))
+    shown = "".join(out)
+    # Code that CommonMark ends where _code_spans does not (across a table's rows, say): no link all the same, and
+    # the brackets in the answer's code show their backslashes.
+    return words(markdown) if makes_links(shown) else shown
 
 
-# A fenced code block (to its closing fence, or the end) or an inline code span: kept whole by _as_words
-_CODE = re.compile(r"(?m:^[ ]{0,3}(?P<fence>`{3,}|~{3,})[^\n]*\n)(?:.*?(?m:^[ ]{0,3}(?P=fence)[`~]*[ \t]*$)|.*\Z)"
-                   r"|(?P<ticks>`+)(?:(?!(?P=ticks)).)+?(?P=ticks)", re.S)
+# What _as_words escapes outside code: a character escaped already, a citation, or a bracket or "<".
+_WORDS = re.compile(r"\\[\s\S]|(?P<cite>(?P<bang>!?)\[(?P<n>\d+)\](?!\()(?P<colon>:?))|[\[\]<]")
+_FENCE_OPEN = re.compile(r" {0,3}(?:(`{3,}+)[^`]*+|(~{3,}+).*+)")
+# A line that starts a block of its own (a heading, a quote, a list item, a rule or an underline): a code span
+# does not go on across it (nor across a blank line or a table's row, a line with "|")
+_BLOCK_START = re.compile(r" {0,3}(?:#{1,6}(?:[ \t]|$)|>|[-*+](?:[ \t]|$)|\d{1,9}[.)](?:[ \t]|$)|[-=]++[ \t]*+$"
+                          r"|[_*][ \t_*]*+$)")
+_TICKS = re.compile(r"`+")
+
+
+def _code_spans(markdown: str) -> list[tuple[int, int]]:
+    """Where code is in ``markdown``, in order, as CommonMark reads it: a fenced block (to its closing fence, or the
+    end) and a code span (a run of backticks to the next run of exactly as many in its paragraph; a backtick its
+    writer escaped opens none). In linear time: an answer is a model's text, read on the window's thread."""
+    spans: list[tuple[int, int]] = []
+    para = at = 0  # where the paragraph being read starts; where the next line starts
+    fence: tuple[str, int, int] | None = None  # the open fence: its character, its length, where it starts
+    for line in markdown.split("\n"):
+        start, at = at, at + len(line) + 1
+        row = line.removesuffix("\r")
+        if fence is not None:
+            char, n, begun = fence
+            body = row.lstrip(" ")
+            closing = body.rstrip(" \t")
+            if len(row) - len(body) <= 3 and len(closing) >= n and not closing.strip(char):
+                spans.append((begun, start + len(row)))
+                fence, para = None, min(at, len(markdown))
+            continue
+        opened = _FENCE_OPEN.fullmatch(row)
+        if opened or not row.strip() or _BLOCK_START.match(row) or "|" in row:
+            _code_in(markdown, para, start, spans)  # the paragraph ends before this line
+            para = start
+        if opened:
+            ticks = opened[1] or opened[2]
+            fence = (ticks[0], len(ticks), start)
+    if fence is not None:
+        spans.append((fence[2], len(markdown)))
+    else:
+        _code_in(markdown, para, len(markdown), spans)
+    return spans
+
+
+def _code_in(markdown: str, start: int, end: int, spans: list[tuple[int, int]]) -> None:
+    """The code spans of one paragraph (``markdown[start:end]``) added to ``spans``: each run of backticks is
+    looked for once, and where a run of each length comes next is kept as the walk moves on."""
+    runs = [(m.start(), m.end()) for m in _TICKS.finditer(markdown, start, end)]
+    by_length: dict[int, list[int]] = {}  # the runs of each length, in order (by index in runs)
+    for i, (s, e) in enumerate(runs):
+        by_length.setdefault(e - s, []).append(i)
+    seen = dict.fromkeys(by_length, 0)  # for each length, the first of its runs not behind the walk
+    i, text = 0, start  # the run looked at; where the text after the last code span starts
+    while i < len(runs):
+        s, e = runs[i]
+        k = s
+        while k > text and markdown[k - 1] == "\\":
+            k -= 1
+        s += (s - k) % 2  # "\``": its first backtick is escaped, the run opens with the rest
+        later = by_length.get(e - s, [])
+        p = seen.get(e - s, 0)
+        while p < len(later) and later[p] <= i:
+            p += 1
+        seen[e - s] = p
+        if s < e and p < len(later):
+            spans.append((s, runs[later[p]][1]))
+            text, i = runs[later[p]][1], later[p] + 1
+        else:
+            i += 1
 
 
 class SourceDialog(QDialog):
@@ -629,9 +711,22 @@ class WikiView(QWidget):
     def refresh(self) -> asyncio.Task[Any]:
         return self._show(self._load())
 
+    def _reload(self, person: str) -> None:
+        """After a change made for ``person`` (Keep, Discard, Verified, a delete, a forget, a decided proposal): the
+        Wiki page read again for them, as a read a person switch cancels; after a switch, nothing (the view was
+        reset and loaded for the person shown)."""
+        if self.pod.person.id == person:
+            self._show(self._load())
+
+    def _switched(self, person: str) -> bool:
+        """Whether another person than ``person`` (whose read this is) is shown now: what was read is dropped."""
+        return self.pod.person.id != person
+
     async def _load(self) -> None:
-        scopes = self.pod.person_scopes()
+        person, scopes = self.pod.person.id, self.pod.person_scopes()
         listing = await self._mem(lambda: [(s, *self.pod.memory.list_pages(s)) for s in scopes])
+        if self._switched(person):
+            return
         self._fill_tree(listing, scopes)
         self.ingest_panel.refresh()
         self.folders.refresh()
@@ -640,6 +735,8 @@ class WikiView(QWidget):
         has_pages = any(pages for _, pages, _ in listing)
         sources = 0 if has_pages else await self._mem(lambda: sum(self.pod.memory.count_sources(s) for s in scopes))
         held = 0 if has_pages else len(await self.pod.memory_held())
+        if self._switched(person):
+            return
         shown = self.page.toPlainText()
         if self.current is None and (not shown.strip() or shown == self._placeholder):
             self.page.setHtml("<p>Open a page from the list, or search your memory above.</p>" if has_pages
@@ -649,6 +746,11 @@ class WikiView(QWidget):
         await self._load_proposals()
         await self._load_held()
         await self._drop_gone()
+
+    async def _load_and_open(self, scope: str, slug: str) -> None:
+        """The Wiki page read again, then the page just corrected shown anew."""
+        await self._load()
+        await self._open(scope, slug, reload=True)
 
     def _fill_tree(self, listing: list[tuple[str, list[Any], list[str]]], scopes: list[str]) -> None:
         """The list of pages by scope and category, titles with the person's own values put back. It is rebuilt only
@@ -766,7 +868,10 @@ class WikiView(QWidget):
         self.tabs.setCurrentIndex(tab)
 
     async def _load_held(self) -> None:
+        person = self.pod.person.id
         held = await self.pod.memory_held()  # the person's own and their agents', as on the CLI
+        if self._switched(person):
+            return
         rows = []
         for q in held:
             who = (self.pod.agent_label(q.agent) or "a deleted agent") if q.agent else "you"
@@ -796,29 +901,34 @@ class WikiView(QWidget):
         if item is None:
             return
         q = item.data(Qt.ItemDataRole.UserRole)
+        pod, person = self.pod, self.pod.person.id  # whose note: what is said is said to them only
 
         async def go() -> None:
             try:
                 if keep:
-                    await self.pod.memory_release(q.id)
+                    await pod.memory_release(q.id)
                 else:
-                    await self.pod.memory_discard(q.id)
+                    await pod.memory_discard(q.id)
             except Exception as exc:  # released meanwhile from the CLI, or forgotten
-                self.status.emit(f"Nothing changed: {exc}")
+                self._say(person, f"Nothing changed: {exc}")
             else:
-                self.status.emit("Kept the note; it reaches your pages at the next ingest." if keep
-                                 else "Discarded the note.")
-            await self._load_held()
+                self._say(person, "Kept the note; it reaches your pages at the next ingest." if keep
+                          else "Discarded the note.")
+            if not self._switched(person):
+                self._show(self._load_held())
 
         self._run(go())
 
     async def _load_proposals(self) -> None:
+        person = self.pod.person.id
         props = await self.pod.memory_proposals()  # the person's own, as on the CLI
         names = {p.id: proposed.title for p in props
                  if (proposed := _proposed_page(p.proposed_text)) is not None and proposed.title.strip()}
         if len(names) < len(props):  # a proposal that does not parse: named by the page it is for
             memory = self.pod.memory
             names |= await self._mem(lambda: {p.id: _page_name(memory, p) for p in props if p.id not in names})
+        if self._switched(person):
+            return
         restore = self.pod.restore_redactions  # the person's own titles: their redacted values put back
         rows = []
         for p in props:
@@ -967,15 +1077,18 @@ class WikiView(QWidget):
         if not sid:
             return
 
+        pod, person = self.pod, self.pod.person.id  # whose source: what is said is said to them only
+
         async def go() -> None:
             try:
-                stale = await self.pod.memory_delete_source(sid)
+                stale = await pod.memory_delete_source(sid)
             except (StoreError, LookupError):  # gone meanwhile: another source window, a terminal, a folder removed
-                self.status.emit(_SOURCE_ALREADY_GONE)
+                said = _SOURCE_ALREADY_GONE
             else:
-                self.status.emit(f"Source deleted; {len(stale)} page(s) will be written again without it.")
-            self._drop_forgotten({sid})
-            await self._load()
+                said = f"Source deleted; {len(stale)} page(s) will be written again without it."
+            if self._say(person, said):  # after a switch, the next person's results and answer stay
+                self._drop_forgotten({sid})
+                self._reload(person)
 
         self._run(go())
 
@@ -989,10 +1102,12 @@ class WikiView(QWidget):
             self._not_mine("Not changed")
             return
 
+        memory, person = self.pod.memory, self.pod.person.id
+
         async def go() -> None:
-            await self._mem(lambda: self.pod.memory.set_verified(scope, slug, checked))
-            self.status.emit(f"Page {'verified: agents now propose changes instead of writing' if checked else 'no longer verified'}.")
-            await self._load()
+            await self._mem(lambda: memory.set_verified(scope, slug, checked))
+            self._say(person, f"Page {'verified: agents now propose changes instead of writing' if checked else 'no longer verified'}.")
+            self._reload(person)
 
         self._run(go())
 
@@ -1160,8 +1275,7 @@ class WikiView(QWidget):
                 return  # the person moved on (another page, another person) while it saved
             self._close_editor()
             self.give_back()  # another correction of theirs that was not saved: its turn now
-            await self._load()
-            await self._open(scope, slug, reload=True)
+            self._show(self._load_and_open(scope, slug))  # a read: a switch cancels it
 
         self._run(go())
 
@@ -1378,14 +1492,14 @@ class WikiView(QWidget):
         import wiki_engine
 
         page = item.data(_NAME) or p.slug  # as the list names it: the page's title
-        person, memory = self.pod.person.id, self.pod.memory  # whose proposal: what is said is said to them only
+        pod, person = self.pod, self.pod.person.id  # whose proposal: what is said is said to them only
 
         async def go() -> None:
             try:
                 if approve:
-                    await self._mem(lambda: memory.approve_proposal(p.id))
+                    await pod.memory_approve_proposal(p.id)
                 else:
-                    await self._mem(lambda: memory.reject_proposal(p.id))
+                    await pod.memory_reject_proposal(p.id)
             except KeyError:  # decided meanwhile from the CLI or another window
                 said = (f"Nothing changed: the proposal for {page} was already approved or rejected elsewhere. The "
                         "list now shows what is still open.")
@@ -1406,7 +1520,7 @@ class WikiView(QWidget):
                 return  # another person is shown now: their view was reset and loaded for them
             self.diff_old.clear()
             self.diff_new.clear()
-            await self._load()
+            self._reload(person)
 
         self._run(go())
 
@@ -1427,15 +1541,17 @@ class WikiView(QWidget):
             self.page.clear()  # blank: the reload that follows shows the empty state or the pointer
 
     def _forget(self, coro: Any, what: str, also: str = "") -> None:
+        person = self.pod.person.id  # who clicked: told to them only; another person shown by then keeps their view
+
         async def go() -> None:
             try:
                 n = await coro
             except Exception as exc:  # an unknown agent name, say
-                self.status.emit(f"Nothing forgotten: {exc}")
+                self._say(person, f"Nothing forgotten: {exc}")
                 return
-            self.status.emit(f"Forgot {n} item(s) {what}{also}.")
-            self._drop_forgotten(None)
-            await self._load()
+            if self._say(person, f"Forgot {n} item(s) {what}{also}."):
+                self._drop_forgotten(None)
+                self._reload(person)
 
         self._run(go())
 

@@ -292,6 +292,28 @@ class PersonPod:
         mine = set(self.person_scopes())
         return [p for p in await self.pod.in_memory_thread(self.pod.memory.proposals) if p.scope in mine]
 
+    async def memory_approve_proposal(self, proposal_id: int) -> Any:
+        """The person accepts an agent's change to one of their verified pages (a household page is everyone's): the
+        page as approved. KeyError for one that is not open, or not theirs (refused in the same words)."""
+        await self._own_proposal(proposal_id)
+        return await self.pod.in_memory_thread(lambda: self.pod.memory.approve_proposal(proposal_id))
+
+    async def memory_reject_proposal(self, proposal_id: int) -> None:
+        """The person turns down an agent's change to one of their verified pages; as memory_approve_proposal."""
+        await self._own_proposal(proposal_id)
+        await self.pod.in_memory_thread(lambda: self.pod.memory.reject_proposal(proposal_id))
+
+    async def _own_proposal(self, proposal_id: int) -> None:
+        """Refuses a proposal for a page of another person's memory as one that is not open (already decided, or
+        never made), and audits the attempt."""
+        mine = set(self.person_scopes())
+        scope = next((p.scope for p in await self.pod.in_memory_thread(self.pod.memory.proposals)
+                      if p.id == proposal_id), None)
+        if scope is None or scope not in mine:
+            if scope is not None:
+                self.pod.refuse(self.person_id, "", f"tried to decide proposal {proposal_id} of another person")
+            raise KeyError(f"No open proposal #{proposal_id} of yours.")
+
     async def _for_me(self, job: Any) -> Any:
         """Runs a memory job for everyone; raises only this person's own model's failure (another's error quotes
         their model's answer, and is theirs to fix), else gives the run's report."""

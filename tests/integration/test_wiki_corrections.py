@@ -144,3 +144,26 @@ async def test_a_page_of_megabytes_from_the_writer_is_refused_and_its_sources_wa
     assert out["written"] == [] and out["rejected"] and "at most 100,000" in out["rejected"][0]["why"]
     assert pod.memory.read_page(scope, "Clara") is None
     assert out["left_in_inbox"] == 1  # the source waits for the next ingest
+
+
+async def test_only_the_pages_person_decides_a_proposal_for_it(pod) -> None:
+    """The window decided a proposal by its id straight in memory, whoever was shown: one read for Me and decided
+    after the window changed hands was decided by Bob, and nothing stopped a proposal for Me's private page being
+    approved as Bob. The pod decides only the person's own, and refuses another's as one that is not open."""
+    import pytest
+
+    scope = await _two_pages(pod)
+    await pod.memory_nightly()
+    (prop,) = await pod.memory_proposals()
+    pod.add_person("Bob")
+    bob = pod.pod.unlock("Bob")
+    for decide in (bob.memory_approve_proposal, bob.memory_reject_proposal):
+        with pytest.raises(KeyError, match="No open proposal"):
+            await decide(prop.id)
+    assert [p.id for p in await pod.memory_proposals()] == [prop.id]  # still open for Me
+    assert pod.memory.read_page(scope, "Garden plans").body == "- Tomatoes in May [1]"
+    assert any("proposal" in e["summary"] for e in bob.audit_log(kind="access"))
+    page = await pod.memory_approve_proposal(prop.id)
+    assert "Roses" in page.body and "Roses" in pod.memory.read_page(scope, "Garden plans").body
+    with pytest.raises(KeyError, match="No open proposal"):
+        await pod.memory_reject_proposal(prop.id)  # decided already

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import threading
 
 import pytest
 
@@ -264,3 +265,41 @@ def test_the_next_ingest_time_follows_pausing_and_resuming_schedules_from_the_tr
     qloop.wait_until(lambda: panel.next_label.text().startswith("Next ingest at") and not w.wiki._tasks, timeout=2,
                      what="the bar to name the next ingest again")
     assert "Next ingest at" in w.wiki.page.toPlainText(), w.wiki.page.toPlainText()
+
+
+def test_one_persons_running_ingest_now_does_not_hold_the_next_persons(qtbot, qloop, ui_pod, fake_model) -> None:
+    """Me clicks Ingest now, her model is slow, and hands the window to Bob: his bar read "Ingesting…" and his Ingest
+    now was greyed out until her model answered (README: Ingest now never waits for anyone else's). Each person's
+    bar shows their own run: Bob's is free, Me's still reads "Ingesting…" when she is back, until hers ends."""
+    scope = with_inbox(qloop, ui_pod)
+    asked, go = threading.Event(), threading.Event()
+
+    def slow(req):
+        asked.set()
+        go.wait(30)
+        return Text(json.dumps([{"title": "Trips", "scope": scope, "category": "travel",
+                                 "body": "- We fly to Lisbon on 4 May [1]", "citations": {"1": "S1"}}]))
+
+    fake_model.script = slow
+    ui_pod.add_person("Bob")
+    w = wiki_window(qtbot, ui_pod)
+    panel = w.wiki.ingest_panel
+    panel.ingest_now.click()
+    try:
+        qloop.wait_until(asked.is_set, what="Me's ingest to reach her model")
+        assert panel.next_label.text() == "Ingesting…" and not panel.ingest_now.isEnabled()
+        w.refresh_people()
+        assert w.switch_person("Bob")
+        qloop.wait_until(lambda: not w.wiki._reads, what="Bob's wiki")
+        bar = (panel.next_label.text(), panel.ingest_now.isEnabled())
+        assert bar[0].startswith("Next ingest") and bar[1], f"Bob's bar while Me's ingest runs: {bar}"
+        panel.show_next()  # the clock moving on leaves it so
+        assert panel.next_label.text().startswith("Next ingest")
+        w.refresh_people()
+        assert w.switch_person("Me")
+        qloop.wait_until(lambda: not w.wiki._reads, what="Me's wiki")
+        assert panel.next_label.text() == "Ingesting…" and not panel.ingest_now.isEnabled()
+    finally:
+        go.set()
+    qloop.wait_until(lambda: not panel._tasks, timeout=60, what="Me's ingest to end")
+    assert panel.next_label.text().startswith("Next ingest") and panel.ingest_now.isEnabled()

@@ -238,3 +238,82 @@ def test_a_household_page_verified_by_one_person_is_not_shown_to_another_as_veri
     box = w.wiki.verified
     assert box.isChecked() and "by me" not in box.text() and box.text().startswith("Verified"), box.text()
     assert box.toolTip().startswith("A household page, shared by everyone on this Hearth"), box.toolTip()
+
+
+def test_an_answer_of_backticks_and_letters_shows_at_once_and_its_code_as_written(qtbot, qloop, ui_pod, script) -> None:
+    """A model's answer of runs of backticks then letters (1,600 characters) stopped the whole window for 20 s, over
+    3 minutes at 3,200: the code spans in it were found by a regex that backtracked cubically on the window's thread.
+    They are found in one walk now, as CommonMark finds them (a run of backticks ends at the next run as long)."""
+    import time
+
+    from PySide6.QtCore import QTimer
+
+    from app.wiki_view import _as_words
+
+    hostile = "`" * 10_000 + "a" * 10_000  # as long as an answer may be (ANSWER_CHARS); no run closes the first
+    t0 = time.monotonic()
+    _as_words(hostile, [1])
+    _as_words("".join("`" * k + "b" for k in range(198, 0, -1)), [1])  # every run a length of its own: none closes
+    alone = time.monotonic() - t0
+    assert alone < 5, f"reading an answer's code took {alone:.1f} s on the window's thread"  # was minutes, hours
+    # code as written, and nothing else of the answer as markdown, as before
+    assert _as_words("Use `a[0]` or ``b`c`` [1], then <x> [2]", [1]) == "Use `a[0]` or ``b`c`` [1], then \\<x> \\[2\\]"
+    assert _as_words("```py\nx = [1]\n```\n[1] and [3]", [1]) == "```py\nx = [1]\n```\n[1] and \\[3\\]"
+
+    seed(qloop, ui_pod)
+    ui_pod.set_role_model("ask_memory", "fake/fake-1")
+    script([Text("Clara's birthday is on 3 June [1]. " + hostile[:19_000], chunk_chars=4000)])
+    w = wiki_window(qtbot, ui_pod, shown=True)
+    beats: list[float] = []
+    beat = QTimer()
+    beat.setInterval(50)
+    beat.timeout.connect(lambda: beats.append(time.monotonic()))
+    beat.start()
+    ask(qloop, w, "When is Clara's birthday?", "3 June")
+    beat.stop()
+    worst = max((b - a for a, b in zip(beats, beats[1:], strict=False)), default=0.0)
+    assert worst < 5, f"the window did not answer for {worst:.1f} s while it showed one answer"
+    assert "`" * 5000 + "a" * 5000 in w.wiki.page.toPlainText()
+
+
+@pytest.mark.parametrize("said", [
+    "``[x](http://evil.example/a)`",  # a run of two backticks is closed by none of one
+    "\\`[x](http://evil.example/b)`",  # an escaped backtick opens no code
+    "```x```\n[x](http://evil.example/c)",  # code on one line, not a fence: the next line is text
+    "`a\n\n[x](http://evil.example/d) `",  # code does not go on past its paragraph
+    "`a\n- [x](http://evil.example/e) `",  # nor into a list
+    "\\[x\\](http://evil.example/f)",  # an escaped bracket, not escaped again (that escaped the backslash)
+    "\\<http://evil.example/g>",
+    "Clara's birthday is on 3 June [1].\n\n[1]: http://evil.example/h",  # a definition would turn [1] into a web link
+])
+def test_an_answer_makes_no_web_link_around_what_reads_like_code(said) -> None:
+    """Each of these made a link to evil.example in an Ask memory answer: what was taken for code (kept as written)
+    was no code to the markdown that showed it, and a backslash written before a bracket escaped the backslash."""
+    from app.markdown import render
+    from app.wiki_view import _as_words, _wiki_links
+
+    hrefs = {1: "hearth-source:s1"}
+    shown = render(_as_words(said, hrefs), links=_wiki_links(hrefs, None))
+    assert "evil.example" in shown and 'href="http' not in shown, shown
+    if "[1]" in said:
+        assert 'href="hearth-source:s1"' in shown, shown  # the citation is still one
+
+
+def test_a_link_to_a_part_of_a_page_opens_that_page(qtbot, qloop, ui_pod) -> None:
+    """Memory reads [[Family#Birthdays]] as a link to Family (nightly and tidying keep it so); the window made it a
+    link to a page titled "Family#Birthdays", and a click said there was no such page. A link to a part of the
+    page itself ([[#Birthdays]]) has no page to open: it shows as its words."""
+    scope, sid = seed(qloop, ui_pod)
+    qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.write_page(
+        Page(title="Cards", scope=scope, category="family", citations={1: sid},
+             body="- Orchids for Clara, see [[Family#Birthdays]] and [[#Later|below]] [1]\n\n## Later\n\n- [[#Later]]"),
+        author="agent:wiki-writer")))
+    w = wiki_window(qtbot, ui_pod)
+    qloop.run(w.wiki.open_page(scope, "Cards"))
+    hrefs = re.findall(r'href="(hearth-page:[^"]+)"', w.wiki.page.toHtml())
+    assert len(hrefs) == 1, hrefs  # Family's; the page's own parts are words
+    text = w.wiki.page.toPlainText()
+    assert "see Family#Birthdays and below [1]" in text and "[[" not in text, text
+    w.wiki._on_anchor(QUrl(hrefs[0]))
+    qloop.wait_until(lambda: not w.wiki._reads, what="the link to open")
+    assert "Clara's birthday is on 3 June" in w.wiki.page.toPlainText(), w.wiki.page.toPlainText()
