@@ -407,9 +407,10 @@ class ModelsPage(QWidget):
                 f"Re-embedding memory for search by meaning: {st['done']} of {st['total']} items done. "
                 "Search keeps working meanwhile.")
         elif st.get("total"):
-            self.embedding_progress.setText(f"Memory is re-embedded: {st['total']} items, ready for search by meaning.")
+            self.embedding_progress.setText(f"Memory is re-embedded: {st['total']} items, ready for search by meaning."
+                                            + (f" {st['note']}" if st.get("note") else ""))
         else:
-            self.embedding_progress.setText("")
+            self.embedding_progress.setText(str(st.get("note") or ""))
 
     def _on_chosen(self, role: str) -> None:
         """A choice takes effect at once (the next memory run uses it) and says so."""

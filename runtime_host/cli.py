@@ -529,6 +529,8 @@ async def _reembed(me: Any) -> int:
         return EXIT_FAILED
     done = f"{st['total']} items re-embedded" if st["total"] else "nothing needed re-embedding"
     print(f"Memory search by meaning now uses {st['model']} ({done}).")
+    if st.get("note"):  # notes the model refused one by one: found by their words alone
+        print(st["note"])
     return EXIT_OK
 
 

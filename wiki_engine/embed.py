@@ -32,12 +32,16 @@ MINILM_TOKENIZER_SHA = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f4
 # What of a text is tokenized for its meaning vector: its start. The static model reads a text's first 512 tokens and
 # MiniLM its first 256, which ordinary text spells in 1,000 to 3,000 characters; 16,384 leaves them the very same
 # tokens, and spares tokenizing all of a page pasted by hand (50 MB of a log: minutes and gigabytes, six times a
-# nightly pass) only for all but its start to be thrown away.
+# nightly pass) only for all but its start to be thrown away. A provider is sent no more (about 4,000 tokens of
+# English, within the 8,192 of OpenAI's embedding models): a long document imported from a folder would be refused.
 MAX_EMBED_CHARS = 16_384
+# The text a remote model is asked to embed to learn the size of its vectors, or whether it answers at all.
+SIZE_PROBE = "size"
 
 
 def meaning_part(text: str) -> str:
-    """The part of ``text`` a local embedder reads: its first ``MAX_EMBED_CHARS`` characters."""
+    """The part of ``text`` an embedder reads (a local one) or is sent (a provider): its first ``MAX_EMBED_CHARS``
+    characters."""
     return text[:MAX_EMBED_CHARS]
 
 
@@ -61,6 +65,54 @@ class EmbeddingError(ValueError):
 def is_remote(embedder: Embedder | None) -> bool:
     """Whether vectors come over the network (queued and filled in the background, never inline)."""
     return bool(getattr(embedder, "remote", False))
+
+
+def embed_each(embedder: Embedder, texts: list[str]) -> tuple[np.ndarray, dict[int, str]]:
+    """Vectors for ``texts``, and {position: why} of the texts set aside: those a remote model refuses one by one
+    (a text still too long for it, an answer for it that is not a vector) while it answers others. The vectors are
+    the other texts', in order. A request refused whole is split in halves until the texts it refuses are found,
+    so one of them never keeps the others from their vectors; a model that refuses even a word (a wrong model, a
+    bad key, a server down) fails as it did: that is the model's failure, not a text's."""
+    try:
+        return embedder.embed(texts), {}
+    except Exception as exc:
+        refuses = getattr(embedder, "refuses", None)
+        if refuses is None or not refuses(exc):
+            raise
+        try:
+            embedder.embed([SIZE_PROBE])
+        except Exception:
+            raise exc from None
+        first = exc
+    got: list[np.ndarray | None] = [None] * len(texts)
+    why: dict[int, str] = {}
+
+    def split(lo: int, hi: int) -> None:
+        try:
+            vecs = embedder.embed(texts[lo:hi])
+        except Exception as exc:
+            if not refuses(exc):
+                raise
+            if hi - lo == 1:
+                why[lo] = str(exc)
+                return
+            mid = (lo + hi) // 2
+            split(lo, mid)
+            split(mid, hi)
+            return
+        got[lo:hi] = list(vecs)
+
+    if len(texts) == 1:
+        why[0] = str(first)
+    else:
+        split(0, len(texts) // 2)
+        split(len(texts) // 2, len(texts))
+    kept = [v for v in got if v is not None]
+    sizes = sorted({v.shape[0] for v in kept})
+    if len(sizes) > 1:  # another model behind the name between two of these requests
+        raise EmbeddingError(f"The embedding model {embedder.name} answered vectors of {sizes[-1]} numbers where "
+                             f"{sizes[0]} were expected.")
+    return np.asarray(kept, dtype=np.float32).reshape(len(kept), sizes[0] if sizes else 0), why
 
 
 def checked_vectors(name: str, vecs: object, count: int, dim: int = 0) -> np.ndarray:

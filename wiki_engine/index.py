@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import tantivy
 
-from .embed import Embedder, checked_vectors, is_remote
+from .embed import Embedder, checked_vectors, embed_each, is_remote
 from .lease import _holder_alive, _proc_started
 
 log = logging.getLogger(__name__)
@@ -246,6 +246,9 @@ def _writer_alive(mark: str) -> bool:
 # index's lock; the last few (at most LATE_UNDER_LOCK, unless an import outran every round) under it, with the swap.
 LATE_UNDER_LOCK = 32
 LATE_ROUNDS = 8
+# What a source's vector reads of the source said just before it (its context): its last 1,000 characters, about
+# 250 tokens (no turn of LoCoMo's chats is longer than 434).
+CONTEXT_CHARS = 1_000
 TYPEAHEAD_WORDS = 12  # typed words a suggestion must hold: more only narrows what already fits
 
 class ScopeIndex:
@@ -369,7 +372,9 @@ class ScopeIndex:
     def _meaning_text(kind: str, title: str, body: str, ctx: str) -> str:
         if kind == "page":
             return f"{title}\n{body}"
-        return f"{ctx}\n{body}" if ctx else body
+        # Of the source said before, its end (the question a short reply answers): a note stored after a long
+        # document was embedded as that document's start, its own words past what a model reads.
+        return f"{ctx[-CONTEXT_CHARS:]}\n{body}" if ctx else body
 
     def _rebuild_keywords(self) -> None:
         """Re-creates the keyword index (and the context of each source) from meta.db."""
@@ -516,14 +521,23 @@ class ScopeIndex:
 
     def switch_embedder(self, new: Embedder, progress: Callable[[int, int], None],
                         stop: Callable[[], bool] = lambda: False,
-                        fresh: dict[str, tuple[int, np.ndarray]] | None = None) -> bool:
+                        fresh: dict[str, tuple[int, np.ndarray]] | None = None,
+                        aside: dict[str, tuple[int, str, str]] | None = None,
+                        new_size: Callable[[int, int], bool] | None = None) -> bool:
         """Re-embeds every document with ``new`` while search goes on with the current model's vectors;
         the new vectors (and model) replace the old ones at once when all are done. False if stopped.
         ``fresh`` keeps the vectors computed so far with ``new`` (each with the hash of the text it was made
         from), so a retry after a failed request goes on from there; a document whose text changed meanwhile
-        (a page rewritten, the source after a deleted one re-indexed without it) is embedded again."""
+        (a page rewritten, the source after a deleted one re-indexed without it) is embedded again.
+        A remote model's: ``aside`` gets {id: (hash of its text, what it is, why)} of the documents it refuses one
+        by one (``embed_each``): they are found by their words, never sent again while their text is the same,
+        and the others are embedded all the same. ``new_size(size answered, size of fresh)``, asked of each answer
+        once some vectors are kept: True (the sizes differ) when the vectors kept are another model's (see
+        ``Memory._answered_size``), and all is embedded again at the new size; else an answer of another size is
+        refused (EmbeddingError)."""
         remote = is_remote(new)
         batch = 64 if remote else 128
+        aside = {} if aside is None else aside
         with self._lock:
             listed = self.meta.execute("SELECT id, rowid FROM docs ORDER BY rowid").fetchall()
         ids = [i for i, _ in listed]
@@ -534,18 +548,36 @@ class ScopeIndex:
         done = total - len(todo)
         progress(done, total)
         for rounds in itertools.count(1):
-            for start in range(0, len(todo), batch):
+            at = 0
+            while at < len(todo):
                 if stop():
                     return False
-                chunk = todo[start : start + batch]
+                chunk = todo[at : at + batch]
+                at += len(chunk)
                 with self._lock:
                     marks = ",".join("?" * len(chunk))
                     rows = self.meta.execute(f"SELECT id, kind, title, body, ctx FROM docs WHERE id IN ({marks})", chunk).fetchall()
                 texts = [self._meaning_text(k, t, b, c) for _, k, t, b, c in rows]
-                vecs = new.embed(texts)
-                if remote:
-                    vecs = checked_vectors(new.name, vecs, len(rows), next((v.shape[0] for _, v in fresh.values()), 0))
-                fresh.update({r[0]: (hash(t), v) for r, t, v in zip(rows, texts, vecs, strict=True)})
+                if not remote:
+                    fresh.update({r[0]: (hash(t), v) for r, t, v in zip(rows, texts, new.embed(texts), strict=True)})
+                else:
+                    sent = [(r, t) for r, t in zip(rows, texts, strict=True)
+                            if (a := aside.get(r[0])) is None or a[0] != hash(t)]
+                    vecs, why = embed_each(new, [t for _, t in sent])
+                    for n, reason in why.items():
+                        r, t = sent[n]
+                        aside[r[0]] = (hash(t), self._what(r[1], r[2], r[3]), reason)
+                    sent = [rt for n, rt in enumerate(sent) if n not in why]
+                    have = next((v.shape[0] for _, v in fresh.values()), 0)
+                    if sent and have and new_size is not None and new_size(vecs.shape[1], have):
+                        # The model behind the name changed: what was embedded so far is embedded again, at the new size.
+                        redo = list(fresh)
+                        fresh.clear()
+                        todo.extend(redo)
+                        done -= len(redo)
+                        have = 0
+                    vecs = checked_vectors(new.name, vecs, len(sent), have) if sent else vecs
+                    fresh.update({r[0]: (hash(t), v) for (r, t), v in zip(sent, vecs, strict=True)})
                 done += len(chunk)
                 progress(min(done, total), total)
             if remote:  # documents added meanwhile are queued for the background (see below)
@@ -575,7 +607,7 @@ class ScopeIndex:
             late = [i for i in texts if i not in vec_of]
             if late and not remote:
                 vec_of.update(zip(late, new.embed([texts[i] for i in late]), strict=True))
-            dim = new.dim or next((v.shape[0] for v in vec_of.values()), 0)
+            dim = next((v.shape[0] for v in vec_of.values()), new.dim)
             mat = np.zeros((len(self.ids), dim), dtype=np.float32)  # built first: a bad vector changes nothing
             for n, i in enumerate(self.ids):
                 v = vec_of.get(i)
@@ -597,12 +629,37 @@ class ScopeIndex:
         with self._lock:
             return int(self.meta.execute("SELECT COUNT(*) FROM docs WHERE vec IS NULL").fetchone()[0])
 
-    def queued(self, limit: int) -> list[tuple[str, str]]:
-        """Up to ``limit`` (id, text to embed) of documents without a vector, oldest first."""
+    def queued(self, limit: int, skip: dict[str, tuple[int, str, str]] | None = None) -> list[tuple[str, str, str]]:
+        """Up to ``limit`` (id, text to embed, what it is) of documents without a vector, oldest first; not those in
+        ``skip`` (set aside, see ``switch_embedder``) while their text is the same."""
+        out: list[tuple[str, str, str]] = []
         with self._lock:
-            rows = self.meta.execute("SELECT id, kind, title, body, ctx FROM docs WHERE vec IS NULL ORDER BY rowid LIMIT ?",
-                                     (limit,)).fetchall()
-        return [(r[0], self._meaning_text(r[1], r[2], r[3], r[4])) for r in rows]
+            cur = self.meta.execute("SELECT id, kind, title, body, ctx FROM docs WHERE vec IS NULL ORDER BY rowid")
+            try:
+                for i, k, ti, b, c in cur:
+                    text = self._meaning_text(k, ti, b, c)
+                    if skip and (a := skip.get(i)) is not None and a[0] == hash(text):
+                        continue
+                    out.append((i, text, self._what(k, ti, b)))
+                    if len(out) >= limit:
+                        break
+            finally:
+                cur.close()
+        return out
+
+    def without_vector(self, ids: list[str]) -> set[str]:
+        """Which of ``ids`` are stored and wait for a vector."""
+        with self._lock:
+            return {i for at in range(0, len(ids), 500) for (i,) in self.meta.execute(
+                f"SELECT id FROM docs WHERE vec IS NULL AND id IN ({','.join('?' * len(ids[at:at + 500]))})",
+                ids[at:at + 500])}
+
+    @staticmethod
+    def _what(kind: str, title: str, body: str) -> str:
+        """A document as a person knows it, in a few words: a page's or a source's title, else its first line."""
+        first = next((line.strip() for line in body.splitlines() if line.strip()), "")
+        what = " ".join((title or first).split())
+        return f"“{what[:60]}…”" if len(what) > 60 else f"“{what}”"
 
     def fill(self, ids: list[str], vecs: object) -> None:
         """Stores the vectors of queued documents (checked first: a bad answer changes nothing)."""

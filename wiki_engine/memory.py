@@ -29,7 +29,17 @@ import numpy as np
 
 from . import rerank
 from .catalog import Catalog
-from .embed import KINDS, Embedder, ModelFileError, checked_vectors, is_remote, kind_of, load_embedder
+from .embed import (
+    KINDS,
+    SIZE_PROBE,
+    Embedder,
+    ModelFileError,
+    checked_vectors,
+    embed_each,
+    is_remote,
+    kind_of,
+    load_embedder,
+)
 from .guard import check_instructions, without_controls
 from .index import (
     Doc,
@@ -435,6 +445,10 @@ class Memory:
         self._resized: set[Path] = set()
         self._recheck_size = False
         self._sizes_seen: dict[Path, tuple[int, int]] = {}  # folder -> (another size answered, how many times running)
+        self._choices = 0  # models chosen so far: a choice (again) is tried at once, its waits starting anew
+        # scope -> {id: (hash of its text, what it is, why)}: the texts the model refuses one by one (``embed_each``):
+        # found by their words alone, never sent again while their text is the same, until a model is chosen (again).
+        self._aside: dict[str, dict[str, tuple[int, str, str]]] = {}
         self._progress: dict[str, object] = {"model": self.embedder.name if self.embedder else "", "done": 0, "total": 0,
                                              "running": False, "error": ""}
         self._scope_progress: dict[str, list[int]] = {}  # scope -> [done, total] of this choice's re-embedding
@@ -568,6 +582,8 @@ class Memory:
             self._scope_progress.clear()
             self._say_unloadable(embedder)
             self._recheck_size = is_remote(new)
+            self._choices += 1
+            self._aside.clear()  # a model chosen (again) is sent them again: it may take them now
             if new is not None:
                 self._start_migration(kick=True)
 
@@ -593,15 +609,32 @@ class Memory:
                 f"in Settings → Models (`models set embedding local/static`)."))
 
     def embedding_status(self, scopes: Sequence[str] | None = None) -> dict[str, object]:
-        """{"model", "done", "total", "running", "error"}: how far re-embedding with the chosen model is: the
-        items it re-embeds (or fills) since the model was chosen, in ``scopes`` (all, when None: a person is
-        shown the scopes they may read, never another person's items)."""
+        """{"model", "done", "total", "running", "error", "set_aside", "note"}: how far re-embedding with the chosen
+        model is: the items it re-embeds (or fills) since the model was chosen, in ``scopes`` (all, when None: a
+        person is shown the scopes they may read, never another person's items). ``set_aside`` counts the items the
+        model refused one by one, found by their words alone; ``note`` names them and says what to do."""
         with self._lock:
             st = dict(self._progress)
+            wanted = None if scopes is None else {str(Scope.parse(sc)) for sc in scopes}
             if scopes is not None:
                 counts = [self._scope_progress.get(str(Scope.parse(sc)), [0, 0]) for sc in scopes]
                 st.update(done=sum(c[0] for c in counts), total=sum(c[1] for c in counts))
+            aside = [v for sc, a in sorted(self._aside.items()) if wanted is None or sc in wanted for v in a.values()]
+            st.update(set_aside=len(aside), note=self._aside_note(aside))
             return st
+
+    def _aside_note(self, aside: list[tuple[int, str, str]]) -> str:
+        if not aside:
+            return ""
+        n = len(aside)
+        named = ", ".join(what for _, what, _ in aside[:3]) + (f" and {n - 3} more" if n > 3 else "")
+        one = n == 1
+        return (f"{n} note{'' if one else 's'} ({named}) could not get a vector for search by meaning: "
+                f"{self._progress.get('model')} refused {'it' if one else 'them'} ({aside[0][2].rstrip('.')}). "
+                f"{'It is' if one else 'They are'} found by {'its' if one else 'their'} words alone; the others by "
+                f"meaning too. To have {'it' if one else 'them'} found by meaning, split {'it' if one else 'them'} "
+                f"into shorter notes, or choose another model in Settings → Models (choosing this one again tries "
+                f"{'it' if one else 'them'} again).")
 
     def wait_for_embedding(self, timeout: float | None = None) -> bool:
         """Blocks until re-embedding is done (True) or ``timeout`` seconds passed (False)."""
@@ -615,7 +648,8 @@ class Memory:
         """Starts the background thread (or has it look again). ``kick`` also ends a wait before a retry: a
         person chose a model; new sources alone do not, so a provider that is down is not hammered."""
         with self._lock:
-            if self._migration is not None and self._migration.is_alive():
+            # A thread that has decided to end (``running`` False, said in the same step) would not look again
+            if self._migration is not None and self._migration.is_alive() and self._progress.get("running"):
                 self._progress["again"] = True
                 if kick:
                     self._kick.set()
@@ -626,17 +660,22 @@ class Memory:
 
     def _migrate(self) -> None:
         """The background thread: re-embeds scopes whose model changed and fills queued vectors, trying again
-        after a failure (waits doubling up to EMBED_RETRY_MAX_S) until all is done or memory closes."""
-        # Vectors already computed, per index folder and model, kept across retries (never another model's).
+        after a failure (waits doubling up to EMBED_RETRY_MAX_S) until all is done or memory closes. A model chosen
+        (again) is tried at once, its waits starting anew."""
+        # Vectors already computed, per index folder and model, kept across retries (never another model's), and
+        # the choice under which each began (see ``_answered_size``).
         fresh: dict[tuple[Path, str], dict[str, tuple[int, np.ndarray]]] = {}
-        failures = 0
+        begun: dict[tuple[Path, str], int] = {}
+        failures, choice = 0, -1
         try:
             while not self._migration_stop.is_set():
                 self._kick.clear()
                 target = self.embedder
+                with self._lock:
+                    if choice != self._choices:
+                        failures, choice = 0, self._choices
                 try:
-                    if not self._embed_pass(fresh):
-                        return
+                    ok = self._embed_pass(fresh, begun)
                 except Exception as exc:  # a model that fails mid-way: say so; search keeps the vectors it has
                     if self.embedder is not target:  # a model the person turned away from: not theirs to read
                         failures = 0
@@ -663,24 +702,34 @@ class Memory:
                     continue
                 failures = 0
                 with self._lock:
-                    self._progress["error"] = ""
-                    if self.embedder is not None and not self._progress.get("again"):
-                        break
+                    if ok:
+                        self._progress["error"] = ""
+                    # Decided and said in one step: a model chosen from here on starts a new thread, never left to
+                    # one that has already decided to end.
+                    if self._migration_stop.is_set() or not self._progress.get("again"):
+                        self._progress["running"] = False
+                        return
                     self._progress["again"] = False
         finally:
             with self._lock:
-                self._progress["running"] = False
+                if self._migration is threading.current_thread():
+                    self._progress["running"] = False
 
-    def _embed_pass(self, fresh: dict[tuple[Path, str], dict[str, tuple[int, np.ndarray]]]) -> bool:
+    def _embed_pass(self, fresh: dict[tuple[Path, str], dict[str, tuple[int, np.ndarray]]],
+                    begun: dict[tuple[Path, str], int]) -> bool:
         """One pass over every scope: switch the ones on another model, then fill queued vectors. False if
         memory is closing (or the model was unset). A model chosen meanwhile ends the pass at once (True: the
-        thread looks again), so nothing more is sent to a model the person no longer wants."""
+        thread looks again), so nothing more is sent to a model the person no longer wants. A scope forgotten
+        meanwhile is passed over: nothing of it is the model's failure."""
         target = self.embedder
         if target is None:
             return False
 
         def stop() -> bool:
             return self._migration_stop.is_set() or self.embedder is not target
+
+        def gone(sc: Scope, idx: ScopeIndex) -> bool:  # forgotten (or deleted) since the pass opened it
+            return self._indexes.get(sc) is not idx
 
         folders = {Scope.parse(s) for s in self.scopes_on_disk()} | set(_index_folders(self.root))
         todo: list[tuple[Scope, ScopeIndex, Embedder]] = []
@@ -693,21 +742,25 @@ class Memory:
             if not (self._recheck_size and want is target and (have := _vector_size(idx))):
                 return False
             if not answers:
-                answers.append(checked_vectors(want.name, want.embed(["size"]), 1).shape[1])
+                answers.append(checked_vectors(want.name, want.embed([SIZE_PROBE]), 1).shape[1])
             return answers[0] != have
 
         for sc in sorted(folders, key=str):
             if self._migration_stop.is_set():
                 return False
-            idx, want = self.index(sc), self.embedder_for(sc)
+            with self._lock:  # a scope forgotten since the pass began is not made again here
+                if not (sc in self._indexes or (self.root / "index" / sc.relpath).is_dir()
+                        or self.catalog.query("SELECT 1 FROM sources WHERE scope=? LIMIT 1", (str(sc),))):
+                    continue
+                idx, want = self.index(sc), self.embedder_for(sc)
             if want is None:
                 continue
             if idx.embedder is None or idx.embedder.name != want.name or (is_remote(want) and resized(idx, want)):
                 todo.append((sc, idx, want))
                 continue
             idx.embedder = want  # the same model, perhaps reached with a new key
-            if queued := idx.queued_count():  # a local model's too: stored while its file could not be loaded
-                fills.append((sc, idx, queued))
+            if queued := idx.queued_count() - self._still_aside(sc, idx):  # a local model's too: stored while its
+                fills.append((sc, idx, queued))  # file could not be loaded
         counts = [i.count() for _, i, _ in todo]
         total = sum(counts) + sum(n for _, _, n in fills)
         done = 0
@@ -739,9 +792,27 @@ class Memory:
                     self._progress["done"] = min(grown, base_done + d)
                     count(sc, min(d, t), t)
 
-            if not idx.switch_embedder(want, report, stop, fresh.setdefault((idx.folder, want.name), {})):
+            key = (idx.folder, want.name)
+            if key not in fresh:
+                fresh[key], begun[key] = {}, self._choices
+
+            def new_size(size: int, have: int, key: tuple[Path, str] = key) -> bool:
+                return self._size_changed(key[0], size, have, chosen_again=begun[key] != self._choices)
+
+            try:
+                switched = idx.switch_embedder(want, report, lambda sc=sc, idx=idx: stop() or gone(sc, idx),
+                                               fresh[key], self._aside.setdefault(str(sc), {}), new_size)
+            except Exception:
+                if not gone(sc, idx):
+                    raise
+                switched = False
+            if gone(sc, idx) or switched:
+                fresh.pop(key, None)
+                begun.pop(key, None)
+            if gone(sc, idx):
+                continue
+            if not switched:
                 return not self._migration_stop.is_set()
-            fresh.pop((idx.folder, want.name), None)
             self._resized.discard(idx.folder)
             done = base_done + idx.count()
             total = max(total, total + idx.count() - n)
@@ -752,27 +823,41 @@ class Memory:
         self._recheck_size = False
         for sc, idx, _ in fills:
             assert idx.embedder is not None
-            while not stop():
-                rows = idx.queued(EMBED_BATCH)
-                if not rows:
-                    break
-                emb = idx.embedder
-                vecs = checked_vectors(emb.name, emb.embed([t for _, t in rows]), len(rows))
-                if self._answered_size(idx, vecs.shape[1]):
-                    # The provider answers another size than the scope's vectors, again and again (another model
-                    # behind the name): they can no longer be compared, so the whole scope is embedded again.
-                    fresh.setdefault((idx.folder, emb.name), {}).update(
-                        {i: (hash(t), v) for (i, t), v in zip(rows, vecs, strict=True)})
+            aside = self._aside.setdefault(str(sc), {})
+            try:
+                while not stop():
+                    rows = idx.queued(EMBED_BATCH, aside)
+                    if not rows:
+                        break
+                    emb = idx.embedder
+                    vecs, why = embed_each(emb, [t for _, t, _ in rows])
                     with self._lock:
-                        self._progress["again"] = True
-                    break
-                idx.fill([i for i, _ in rows], vecs)  # an answer of another size once is refused (and retried)
-                done += len(rows)
-                total = max(total, done)
-                with self._lock:
-                    if self.embedder is target:
-                        self._progress.update(done=done, total=total)
-                        count(sc, len(rows), 0, add=True)
+                        for n, reason in why.items():  # refused alone: found by its words, the others by meaning too
+                            i, t, what = rows[n]
+                            aside[i] = (hash(t), what, reason)
+                    kept = [r for n, r in enumerate(rows) if n not in why]
+                    if kept:
+                        vecs = checked_vectors(emb.name, vecs, len(kept))
+                        if self._answered_size(idx, vecs.shape[1]):
+                            # The provider answers another size than the scope's vectors, again and again (another
+                            # model behind the name): they can no longer be compared, so the scope is embedded again.
+                            key = (idx.folder, emb.name)
+                            if key not in fresh:
+                                fresh[key], begun[key] = {}, self._choices
+                            fresh[key].update({i: (hash(t), v) for (i, t, _), v in zip(kept, vecs, strict=True)})
+                            with self._lock:
+                                self._progress["again"] = True
+                            break
+                        idx.fill([i for i, _, _ in kept], vecs)  # an answer of another size once is refused (and retried)
+                    done += len(rows)
+                    total = max(total, done)
+                    with self._lock:
+                        if self.embedder is target:
+                            self._progress.update(done=done, total=total)
+                            count(sc, len(rows), 0, add=True)
+            except Exception:
+                if not gone(sc, idx):
+                    raise
         with self._lock:
             if total and self.embedder is target:
                 self._progress.update(done=total, total=total)  # one rewritten or deleted meanwhile counted in the total
@@ -780,23 +865,44 @@ class Memory:
                     c[0] = c[1]
         return not self._migration_stop.is_set()
 
+    def _still_aside(self, sc: Scope, idx: ScopeIndex) -> int:
+        """How many of the scope's documents set aside still wait for a vector (those deleted, or given one since,
+        are let go)."""
+        aside = self._aside.get(str(sc))
+        if not aside:
+            return 0
+        still = idx.without_vector(list(aside))
+        with self._lock:
+            for i in [i for i in aside if i not in still]:
+                aside.pop(i, None)
+            return len(aside)
+
     def _answered_size(self, idx: ScopeIndex, size: int) -> bool:
-        """A provider answered vectors of ``size`` numbers for this scope. True (and the scope marked for the
-        background pass to embed again) once it has answered a size other than the scope's vectors
+        """A provider answered vectors of ``size`` numbers for this scope's queued documents. True (and the scope
+        marked for the background pass to embed again) once it has answered a size other than the scope's vectors
         SIZE_CHANGE_ANSWERS times running: the model behind the name changed. Once is refused as a bad answer."""
         # the same size as the vectors' width (every answer, as a rule): nothing to check, the vectors not read
         have = 0 if size == idx.vecs.shape[1] else _vector_size(idx)
+        if not self._size_changed(idx.folder, size, have):
+            return False
+        with self._lock:
+            self._resized.add(idx.folder)
+        return True
+
+    def _size_changed(self, folder: Path, size: int, have: int, *, chosen_again: bool = False) -> bool:
+        """Whether vectors of ``have`` numbers (an index folder's, or those a re-embed made so far) are another
+        model's than the one answering ``size`` now: it answered that size SIZE_CHANGE_ANSWERS times running, or
+        once after the person chose the model again since they were made. Fewer are refused as bad answers."""
         with self._lock:
             if not have or size == have:
-                self._sizes_seen.pop(idx.folder, None)
+                self._sizes_seen.pop(folder, None)
                 return False
-            seen = self._sizes_seen.get(idx.folder)
+            seen = self._sizes_seen.get(folder)
             n = seen[1] + 1 if seen is not None and seen[0] == size else 1
-            self._sizes_seen[idx.folder] = (size, n)
-            if n < SIZE_CHANGE_ANSWERS:
+            self._sizes_seen[folder] = (size, n)
+            if n < SIZE_CHANGE_ANSWERS and not chosen_again:
                 return False
-            self._sizes_seen.pop(idx.folder, None)
-            self._resized.add(idx.folder)
+            self._sizes_seen.pop(folder, None)
             return True
 
     def _query_vector(self, emb: Embedder, query: str) -> np.ndarray | None:
@@ -1456,6 +1562,7 @@ class Memory:
     def _drop_scope(self, sc: Scope) -> None:
         with self._lock:
             idx = self._indexes.pop(sc, None)
+            self._aside.pop(str(sc), None)
             if idx is not None:
                 idx.close()
             for base in ("sources", "wiki", "index"):

@@ -4,7 +4,8 @@ embed) that memory treats as remote, so its vectors are queued and filled in the
 Wire formats: OpenAI-compatible POST {base_url}/embeddings {"model", "input": [...]} -> {"data": [{"embedding",
 "index"}], ...}; Gemini POST {base_url}/models/{model}:batchEmbedContents {"requests": [{"model", "content"}]}
 -> {"embeddings": [{"values"}]}. Anthropic and the embedded model have no embeddings API. The size of the
-vectors is learnt from the first answer; an answer of the wrong count, size or with non-numbers is refused.
+vectors is learnt from the first answer; an answer of the wrong count, size or with non-numbers is refused. A
+provider is sent no more of a text than a local model reads (``wiki_engine.embed.meaning_part``).
 The key travels only in a header; every error is passed through the vault's redaction.
 """
 
@@ -74,9 +75,10 @@ class ProviderEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         from runtime_host.providers.http import bounded_body, open_stream
+        from wiki_engine.embed import EmbeddingError, checked_vectors, meaning_part
 
-        try:
-            url, headers, body = self._request(texts)
+        try:  # no more of a text than a local model reads: a long document would be refused whole
+            url, headers, body = self._request([meaning_part(t) for t in texts])
             with open_stream(self.route, url, headers, body, timeout=timeout or TIMEOUT_S) as resp:
                 raw = bounded_body(resp, self.route, max_s=timeout)
             vectors = self._vectors(raw)
@@ -84,8 +86,6 @@ class ProviderEmbedder:
             msg = (f"Provider {self.route.provider!r} had a server error (HTTP {exc.status})." if exc.kind == "server"
                    else str(exc))
             raise ProviderError(exc.kind, redact(msg), status=exc.status) from None
-        from wiki_engine.embed import EmbeddingError, checked_vectors
-
         try:  # the size is memory's to check against the vectors it holds: a wrong one is never learned here
             out = checked_vectors(self.name, vectors, len(texts))
         except EmbeddingError as exc:
@@ -93,6 +93,13 @@ class ProviderEmbedder:
                                              "Models (it must be an embedding model).") from None
         self.dim = out.shape[1]
         return out
+
+    @staticmethod
+    def refuses(exc: Exception) -> bool:
+        """Whether ``exc`` may be the provider refusing one of the texts sent (a text still too long for its model,
+        an answer that is not a vector for each): memory then finds which by asking for fewer at a time, and sets
+        aside the ones refused alone (see ``wiki_engine.embed.embed_each``)."""
+        return isinstance(exc, ProviderError) and exc.kind in ("bad_request", "malformed")
 
     def _request(self, texts: list[str]) -> tuple[str, dict[str, str], dict[str, Any]]:
         r = self.route

@@ -26,6 +26,8 @@ Embeddings: POST /v1/embeddings (openai: {"model", "input": [...]} -> {"object":
 sharing a concept, see CONCEPTS), so search by meaning works in tests. `embedded` records every input
 embedded (`embed_requests` the requests); `embed_fault` makes the endpoint fail: an Error, a Hang, or "wrong-dims", "nan", "wrong-count",
 "half-size" (every vector of half the usual size), "drip" (headers at once, then the body a byte every half second).
+`embed_max_chars` makes it refuse a request holding a longer input (HTTP 400, as real providers refuse an input
+past their model's context: OpenAI's 8,192 tokens, Gemini's 2,048), the other inputs of that request with it.
 
 Like the real APIs, every wire refuses (HTTP 400, before any model runs) a conversation whose tool
 calls and results do not pair: a call with no result right after it, or a result with no call
@@ -256,6 +258,8 @@ class FakeModelServer:
         self.embed_fault: Error | Hang | str | None = None  # see the module docstring
         self.list_fault: Error | None = None  # see the module docstring
         self.embed_delay_s = 0.0  # each embedding answer waits this long (to watch progress)
+        self.embed_max_chars: int | None = None  # see the module docstring
+        self.embed_refused: list[str] = []  # the inputs too long for it (each time it refused one)
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -393,6 +397,14 @@ class FakeModelServer:
         fault = self.embed_fault
         if isinstance(fault, Error | Hang):
             return self._answer(h, req, fault)
+        if self.embed_max_chars is not None and (long := [t for t in texts if len(t) > self.embed_max_chars]):
+            self.embed_refused.extend(long)
+            tokens = max(len(t) for t in long) // 4
+            limit = self.embed_max_chars // 4
+            return self._send(h, *self._error_body(Error(400, (
+                f"The input token count ({tokens}) exceeds the maximum number of tokens allowed ({limit})." if gemini
+                else f"This model's maximum context length is {limit} tokens, however you requested {tokens} tokens "
+                     f"({tokens} in your prompt). Please reduce your prompt."))))
         if self.embed_delay_s:
             time.sleep(self.embed_delay_s)
         self.embedded.extend(texts)

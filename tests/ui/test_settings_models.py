@@ -200,3 +200,22 @@ def test_find_local_in_providers_fills_in_a_chat_model_not_the_embedding_model_l
                 assert "embedding models alone" in page.message.text(), page.message.text()
         finally:
             here.stop()
+
+
+def test_a_note_the_provider_refuses_on_its_own_is_named_with_what_to_do(qtbot, qloop, ui_pod, fake_model) -> None:
+    """A long document made every later note wait for its vector, Settings saying "tries again in 16 s" for good."""
+    scope = f"private/{ui_pod.person.id}"
+    fake_model.embed_max_chars = 8_000  # a model of a small context: even a note's first 16,384 characters are refused
+    ui_pod.memory.add_source("Committee minutes. " + "The committee discussed the budget at length. " * 400, scope=scope)
+    dentist = ui_pod.memory.add_source("Appointment with the dentist on Friday at nine.", scope=scope)
+    dlg = SettingsDialog(ui_pod)
+    qtbot.addWidget(dlg)
+    page = dlg.models
+    combo = page.combos["embedding"]
+    combo.setCurrentIndex(combo.findData("fake/fake-1"))
+    combo.activated.emit(combo.currentIndex())
+    qtbot.waitUntil(lambda: "Memory is re-embedded: 2 items" in page.embedding_progress.text(), timeout=30_000)
+    text = page.embedding_progress.text()
+    assert "“Committee minutes." in text and "HTTP 400" in text and "words alone" in text, text
+    assert "Settings → Models" in text and "tries again" not in text
+    assert qloop.run(ui_pod.memory_search("tooth", k=1, mode="meaning"))[0].id == dentist
