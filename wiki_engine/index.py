@@ -15,6 +15,7 @@ import collections
 import datetime as _dt
 import itertools
 import logging
+import math
 import os
 import re
 import shutil
@@ -1024,6 +1025,41 @@ class ScopeIndex:
     def count(self) -> int:
         return len(self.row)
 
+    def _keyword_query(self, terms: list[str]) -> tantivy.Query:
+        """Any of the terms (OR), each counted once per document, by the field that matches it best: the title
+        weighted up, the preceding source's words (context) weighted down. In a run of turns about one thing
+        every turn holds its words both in its own text and in its context: a sum would count them twice over a
+        lone turn that says them once. And a word is as rare in a context as in the sources it was said in (a
+        context is another source's text): counted in the context field alone, over fewer documents (not every
+        source has one), a word every source says would look rare there."""
+        searcher = self.searcher
+        n = max(1, searcher.num_docs)
+
+        def idf(df: int) -> float:
+            return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+        per_term = []
+        seen: set[str] = set()
+        for term in terms:
+            toks = stems(term)
+            if not toks or " ".join(toks) in seen:  # nothing the index holds (a word over 40 letters), or said already
+                continue
+            seen.add(" ".join(toks))
+            if len(toks) > 1:  # written as more than one token (a word with marks the index splits): a phrase
+                per_term.append(tantivy.Query.disjunction_max_query([
+                    tantivy.Query.boost_query(self.index.parse_query(term, [field]), boost)
+                    for field, boost in (("title", 1.5), ("body", 1.0), ("ctx", CONTEXT_BOOST))]))
+                continue
+            tok = toks[0]
+            in_ctx = searcher.doc_freq("ctx", tok)
+            said = max(searcher.doc_freq("body", tok), in_ctx)
+            per_term.append(tantivy.Query.disjunction_max_query([
+                tantivy.Query.boost_query(tantivy.Query.term_query(self.schema, "title", tok), 1.5),
+                tantivy.Query.term_query(self.schema, "body", tok),
+                tantivy.Query.boost_query(tantivy.Query.term_query(self.schema, "ctx", tok),
+                                          CONTEXT_BOOST * (idf(said) / idf(in_ctx) if in_ctx else 1.0))]))
+        return tantivy.Query.boolean_query([(tantivy.Occur.Should, q) for q in per_term])
+
     def keyword(self, terms: list[str], limit: int) -> list[tuple[str, float]]:
         """bm25 top ``limit`` (id, score) for any of the terms (OR), title matches weighted up and the
         preceding source's words (context) weighted down."""
@@ -1031,8 +1067,7 @@ class ScopeIndex:
             return []
         if self._dirty:
             self.commit()
-        q = self.index.parse_query(" ".join(terms), ["title", "body", "ctx"],
-                                   field_boosts={"title": 1.5, "ctx": CONTEXT_BOOST})
+        q = self._keyword_query(terms)
         searcher = self.searcher
         # never more than it holds: the search engine sets room aside for as many as it is asked for
         res = searcher.search(q, max(1, min(limit, searcher.num_docs)), count=False)
@@ -1044,8 +1079,7 @@ class ScopeIndex:
             return []
         if self._dirty:
             self.commit()
-        q = self.index.parse_query(" ".join(terms), ["title", "body", "ctx"],
-                                   field_boosts={"title": 1.5, "ctx": CONTEXT_BOOST})
+        q = self._keyword_query(terms)
         only = tantivy.Query.const_score_query(tantivy.Query.term_set_query(self.schema, "id", ids), 0.0)
         both = tantivy.Query.boolean_query([(tantivy.Occur.Must, q), (tantivy.Occur.Must, only)])
         searcher = self.searcher

@@ -29,13 +29,35 @@ def test_ranked_path_finds_a_paraphrase_that_keywords_miss(mem: Memory) -> None:
 
 
 def test_importance_and_recency_break_ties(mem: Memory) -> None:
+    """Two sources that match a question equally (the same words, in two scopes the person reads): the more
+    important one comes first, and of two equally important ones the more recent. (The same words said twice in
+    a row in one scope no longer count twice for the second, whose context holds the first.)"""
     now = time.time()
-    low = mem.add_source("Parking permit renewal is due for the blue car.", scope="public", ts=now, importance=0.0)
-    high = mem.add_source("Parking permit renewal is due for the red car.", scope="public", ts=now, importance=1.0)
-    assert [h.id for h in mem.search("parking permit renewal", scopes=["public"], k=2)] == [high, low]
-    old = mem.add_source("Gym membership renewal for the blue plan.", scope="public", ts=now - 3 * 365 * 86400)
-    new = mem.add_source("Gym membership renewal for the red plan.", scope="public", ts=now - 86400)
-    assert [h.id for h in mem.search("gym membership renewal", scopes=["public"], k=2)] == [new, old]
+    scopes = ["public", "private/alice"]
+    low = mem.add_source("Parking permit renewal is due for the car.", scope="public", ts=now, importance=0.0)
+    high = mem.add_source("Parking permit renewal is due for the car.", scope="private/alice", ts=now, importance=1.0)
+    assert [h.id for h in mem.search("parking permit renewal", scopes=scopes, k=2)] == [high, low]
+    old = mem.add_source("Gym membership renewal for the plan.", scope="private/alice", ts=now - 3 * 365 * 86400)
+    new = mem.add_source("Gym membership renewal for the plan.", scope="public", ts=now - 86400)
+    assert [h.id for h in mem.search("gym membership renewal", scopes=scopes, k=2)] == [new, old]
+
+
+def test_a_word_counts_once_whether_a_turn_or_the_turn_before_it_says_it(mem: Memory) -> None:
+    """Each chat turn is indexed with the turn said just before it as context. In a run of turns about one thing
+    every turn held the question's word twice (its own and its context's, the context's counted as far rarer: not
+    every turn has one), so the one old turn that answers, said on its own, ranked 10th of 11 by keywords (300th of
+    301 among 300 reminders). A word counts once per source now, by the field that matches it best."""
+    from wiki_engine import Item
+
+    now = time.time()
+    old = mem.add_items([Item(text="Alice: my passport is in the blue folder in the study desk drawer.",
+                              scope="private/alice", ts=now - 240 * 86400, kind="chat", author="Alice")])[0]
+    mem.add_items([Item(text=f"Alice: reminder {n}, renew the passport photos and check the folder of travel "
+                             f"receipts for trip {n}.", scope="private/alice", ts=now - 3600 + n, importance=0.95,
+                        kind="chat", author="Alice") for n in range(10)])
+    for q in ("Where is my passport kept?", "passport folder"):
+        hits = mem.search(q, scopes=["private/alice"], mode="keyword", k=3)
+        assert hits[0].id == old, (q, [h.snippet[:50] for h in hits])
 
 
 def test_keyword_path_and_typeahead_basics(mem: Memory) -> None:
