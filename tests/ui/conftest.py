@@ -95,9 +95,10 @@ def ui_pod(home, fake_model, qloop) -> Iterator[Any]:
         qloop.run(pod.close())
 
 
-def answer_confirm(choice: str) -> list[str]:
+def answer_confirm(choice: str, details: bool = False) -> list[str]:
     """Answers the next confirmation box (app.confirm) by clicking the button whose text is `choice`
-    ("Cancel" or the action's name), as a person would; returns the texts the box showed."""
+    ("Cancel" or the action's name), as a person would; returns the texts the box showed (with `details`, each
+    followed by a line break and the box's informative text)."""
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication, QMessageBox
 
@@ -108,7 +109,7 @@ def answer_confirm(choice: str) -> list[str]:
         if not isinstance(box, QMessageBox):
             QTimer.singleShot(10, click)
             return
-        seen.append(box.text())
+        seen.append(f"{box.text()}\n{box.informativeText()}" if details else box.text())
         for b in box.buttons():
             if b.text().replace("&", "") == choice:
                 b.click()

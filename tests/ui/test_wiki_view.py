@@ -1010,9 +1010,6 @@ def test_forget_me_says_it_stops_watching_the_persons_folders(qtbot, qloop, ui_p
     """Forget everything about me stops watching the person's folders (or the next rescan would import it all
     again), but neither the question nor the status line said so: the folders vanished from Watched folders and new
     notes silently stopped coming in. Both say it now; Bob's folder stays watched."""
-    from PySide6.QtCore import QTimer
-    from PySide6.QtWidgets import QApplication, QMessageBox
-
     docs, bob_docs = tmp_path / "notes", tmp_path / "bob"
     for d in (docs, bob_docs):
         d.mkdir()
@@ -1023,17 +1020,7 @@ def test_forget_me_says_it_stops_watching_the_persons_folders(qtbot, qloop, ui_p
     as_bob.folders.add(bob_docs)
     w = wiki_window(qtbot, ui_pod)
     qloop.wait_until(lambda: not w.wiki._tasks, what="the wiki to load")
-    seen: list[str] = []
-
-    def answer() -> None:
-        box = QApplication.activeModalWidget()
-        if not isinstance(box, QMessageBox):
-            QTimer.singleShot(10, answer)
-            return
-        seen.append(box.informativeText())
-        next(b for b in box.buttons() if b.text().replace("&", "") == "Forget everything").click()
-
-    QTimer.singleShot(0, answer)
+    seen = answer_confirm("Forget everything", details=True)
     w.wiki.forget_me.click()
     qloop.wait_until(lambda: "Forgot" in w.statusBar().currentMessage(), what="forgetting")
     assert "Your 1 watched folder(s) are no longer watched" in seen[0]
