@@ -854,26 +854,35 @@ def _reader(path: Path) -> int:
                  if ext in kinds), -1)
 
 
+def _sha_of(root: Path, path: Path) -> str | None:
+    """A listed file's sha256 as a scan reads it; None if it cannot be opened or is past the size read."""
+    try:
+        with _open_within(root, path) as fh:
+            return _file_sha(fh, MAX_MBOX_BYTES if path.suffix.lower() in MBOX_TYPES else MAX_BYTES)
+    except (OSError, _Skip):
+        return None
+
+
 def _moves(root: Path, listing: list[tuple[str, Path, int, int]], known: dict[str, _Known],
-           gone: list[str]) -> dict[str, tuple[str, Path, int, int]]:
+           gone: list[str], changed: Sequence[tuple[str, Path]] = ()) -> dict[str, tuple[str, Path, int, int]]:
     """Files of ``gone`` found again under a new path of ``listing`` (renamed, or moved to another folder within
     the watched one): the same bytes (sha256), the same kind of file; a file copied too (two new paths with those
     bytes) moves to the one with its own name, else the first. Only new paths of a gone file's size are read,
-    opened as a scan opens them (a hidden file or a link is no new place: it is never read)."""
-    lost = [g for g in gone if known[g].sha]
+    opened as a scan opens them (a hidden file or a link is no new place: it is never read). ``changed``: known
+    files still listed whose size or time changed (rel, path): one moved away and a new file begun under its
+    name (a mail export rotated, a journal archived) moves too, if its old path's bytes now hash otherwise."""
+    lost = [g for g in gone if known[g].sha] + [g for g, _ in changed if known[g].sha]
+    now_at = dict(changed)
     sizes = {known[g].size for g in lost}
     found: dict[str, list[tuple[str, Path, int, int]]] = {}
     for rel, path, mtime_ns, size in listing:
         if rel in known or size not in sizes or _reader(path) < 0 or _passed_over(path):
             continue
-        try:
-            with _open_within(root, path) as fh:
-                sha = _file_sha(fh, MAX_MBOX_BYTES if path.suffix.lower() in MBOX_TYPES else MAX_BYTES)
-        except (OSError, _Skip):
-            continue
-        found.setdefault(sha, []).append((rel, path, mtime_ns, size))
+        if (sha := _sha_of(root, path)) is not None:
+            found.setdefault(sha, []).append((rel, path, mtime_ns, size))
     out: dict[str, tuple[str, Path, int, int]] = {}
     to: set[str] = set()
+    still: dict[str, bool] = {}  # a changed file's old path: whether it still holds its old bytes (only touched)
     for own_name in (True, False):
         for g in lost:
             for f in found.get(known[g].sha, []):
@@ -881,6 +890,11 @@ def _moves(root: Path, listing: list[tuple[str, Path, int, int]], known: dict[st
                     continue
                 if own_name and f[0].rsplit("/", 1)[-1] != g.rsplit("/", 1)[-1]:
                     continue
+                if g in now_at:
+                    if g not in still:
+                        still[g] = _sha_of(root, now_at[g]) in (known[g].sha, None)
+                    if still[g]:  # the same bytes (a copy made and the file touched), or unreadable now
+                        continue
                 out[g] = f
                 to.add(f[0])
     return out
@@ -1047,6 +1061,8 @@ class WatchedFolders:
         if source_id not in sources:
             return
         sources.remove(source_id)
+        if not sources:  # memory shows it under no name now
+            reason = "; ".join(n for n in _MOVED.sub("", reason).split("; ") if n)
         if status == INDEXED and not sources:
             status, reason = SKIPPED, "; ".join(n for n in (reason, DELETED_BEFORE) if n)
         self.db.q("UPDATE files SET status=?, reason=?, sources=? WHERE folder_id=? AND rel=?",
@@ -1121,8 +1137,10 @@ class WatchedFolders:
         out = []
         for fid, pid, path in rows:
             if self._lock(fid).locked():
-                busy = ScanReport(fid, path, note="Being read now (an import or rescan is going): left to it; the next "
-                                  "memory run reads anything changed since.")
+                now = ("Being removed now (its imports are being deleted): left to that" if fid in self._removing else
+                       "Being read now (an import or rescan is going): left to it; the next memory run reads "
+                       "anything changed since")
+                busy = ScanReport(fid, path, note=now + ".")
                 out.append({**busy.to_dict(), "scope": f"private/{pid}", "busy": True})
                 continue
             try:
@@ -1218,7 +1236,10 @@ class WatchedFolders:
         present = {rel for rel, *_ in listing}
         hidden = tuple(d + "/" for d in unlisted)  # folders that could not be listed: their files are not gone
         gone = sorted(rel for rel in set(known) - present if "." not in unlisted and not rel.startswith(hidden))
-        moved = await self._follow_moves(folder, root, listing, known, gone, rep) if gone else set()
+        # a file moved away and a new one begun under its name: its path is listed, changed
+        changed = [(rel, path) for rel, path, mtime_ns, size in listing
+                   if rel in known and known[rel].sha and (known[rel].mtime_ns, known[rel].size) != (mtime_ns, size)]
+        moved = await self._follow_moves(folder, root, listing, known, gone, rep, changed) if gone or changed else set()
         gone = [rel for rel in gone if rel in known]  # really gone: not found again under another name
         if gone:
             sids = [s for rel in gone for s in known[rel].sources]
@@ -1346,12 +1367,14 @@ class WatchedFolders:
         return decide
 
     async def _follow_moves(self, folder: Folder, root: Path, listing: list[tuple[str, Path, int, int]],
-                            known: dict[str, _Known], gone: list[str], rep: ScanReport) -> set[str]:
+                            known: dict[str, _Known], gone: list[str], rep: ScanReport,
+                            changed: Sequence[tuple[str, Path]] = ()) -> set[str]:
         """Gone files found again elsewhere in the folder (see `_moves`) take their new path with their row: their
         sources (claims on pages stay), held parts and status; memory is not touched (their keys stay, see
         `_key_prefix`). One transaction in folders.db, before anything is deleted: a crash leaves them under their
-        old or their new path, never gone. ``known`` follows. Returns the new paths."""
-        moves = await asyncio.to_thread(_moves, root, listing, known, gone)
+        old or their new path, never gone. ``known`` follows: a moved file's old path still listed (a new file
+        begun under its name) is then read as a new file, with keys of its own. Returns the new paths."""
+        moves = await asyncio.to_thread(_moves, root, listing, known, gone, changed)
         if not moves:
             return set()
         rows = []

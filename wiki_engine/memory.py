@@ -65,7 +65,7 @@ from .pages import (
     text_without_sources,
     unified_diff,
 )
-from .render import Item, content_print, iso_utc, parse_source, render_item, said_in
+from .render import Item, content_print, content_prints, iso_utc, parse_source, render_item, said_in
 from .rerank import PartScores
 from .scopes import Scope, Viewer, parse_scopes
 from .sources import SourceStore, Tampered
@@ -326,9 +326,10 @@ def deleted_by_person(db: sqlite3.Connection, item: Item, markdown: str | None =
     caller has it. An item with no origin key is never one."""
     if not item.key:
         return False
-    printed = content_print(markdown if markdown is not None else render_item(item))
-    return db.execute("SELECT 1 FROM deleted_by_person WHERE scope=? AND (print=? OR item_key=?) LIMIT 1",
-                      (str(Scope.parse(item.scope)), printed, item.item_key())).fetchone() is not None
+    prints = content_prints(markdown if markdown is not None else render_item(item))
+    return db.execute(f"SELECT 1 FROM deleted_by_person WHERE scope=? AND (print IN ({','.join('?' * len(prints))}) "
+                      "OR item_key=?) LIMIT 1",
+                      (str(Scope.parse(item.scope)), *prints, item.item_key())).fetchone() is not None
 
 
 def forgotten(db: sqlite3.Connection, item: Item) -> bool:

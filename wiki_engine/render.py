@@ -97,25 +97,40 @@ _KEY_LINE = re.compile(r"^key: .*\n", re.M)
 _DATE_LINE = re.compile(r"^date: .*\n", re.M)
 _SENT_LINE = re.compile(r"^sent: .*\n", re.M)
 _MAIL_KIND = re.compile(r"^kind: mail\n", re.M)
+_SUBJECT_LINE = re.compile(r"^subject: .*\n", re.M)
+_TITLE_LINE = re.compile(r"\A---\n\n# .*\n")  # the title line right after the header
 
 
-def content_print(markdown: str) -> str:
+def content_print(markdown: str, *, named: bool = False) -> str:
     """A rendered source's fingerprint without its origin key: the same text read again from a changed file (whose
     items' keys carry the file's version) prints the same. A watched file's part (key "file:...") is dated by the
-    file's time of change, which any edit moves: its date is left out too. So is a mail's: it is dated by when Hearth
-    read it, and the same mail read again (moved to another folder and back, or its inbox added again) prints the
-    same. Its own date (the Date header, ``sent:``) or, lacking one, its Message-ID (hashed, ``message-print:``)
-    stays, so the same words sent on another day (or as another message), or by someone else, print apart."""
+    file's time of change, which any edit moves: its date is left out too, and so are its subject and title, which
+    hold the file's path and the part's number (a file renamed or moved, or a part shifted by an edit above it,
+    prints the same). So is a mail's date: it is dated by when Hearth read it, and the same mail read again (moved
+    to another folder and back, or its inbox added again) prints the same. Its own date (the Date header, ``sent:``)
+    or, lacking one, its Message-ID (hashed, ``message-print:``) stays, so the same words sent on another day (or
+    as another message), or by someone else, print apart. ``named``: the print earlier Hearths made, a file's part
+    with its subject and title (what a person deleted then is stored with it, see ``content_prints``)."""
     head_end = markdown.find("\n---\n", 4)
     if head_end <= 0:
         return hashlib.sha256(markdown.encode("utf-8")).hexdigest()
-    head = markdown[:head_end + 1]
+    head, rest = markdown[:head_end + 1], markdown[head_end + 1:]
     key = _KEY_LINE.search(head)
-    if (key is not None and key.group(0).startswith("key: file:")) or _SENT_LINE.search(head) \
-            or _MAIL_KIND.search(head):
+    of_file = key is not None and key.group(0).startswith("key: file:")
+    if of_file or _SENT_LINE.search(head) or _MAIL_KIND.search(head):
         head = _DATE_LINE.sub("", head, count=1)
+    if of_file and not named:
+        head = _SUBJECT_LINE.sub("", head, count=1)
+        rest = _TITLE_LINE.sub("---\n", rest, count=1)
     head = _KEY_LINE.sub("", head, count=1)
-    return hashlib.sha256((head + markdown[head_end + 1:]).encode("utf-8")).hexdigest()
+    return hashlib.sha256((head + rest).encode("utf-8")).hexdigest()
+
+
+def content_prints(markdown: str) -> tuple[str, ...]:
+    """The prints a rendered source may have been stored under: ``content_print``'s, and, for a watched file's
+    part, the one with its name that earlier Hearths stored (a part deleted before an upgrade stays deleted)."""
+    now, named = content_print(markdown), content_print(markdown, named=True)
+    return (now,) if named == now else (now, named)
 
 
 def parse_source(markdown: str) -> tuple[dict[str, str], str]:

@@ -1798,3 +1798,190 @@ async def test_a_watched_files_status_follows_deleting_its_source(pod, tmp_path)
     [b] = bob.folders.files(bobs.id)
     assert (b.status, b.sources) == ("indexed", 1)
     assert len(await bob.memory_search("Lisbon Alfama", mode="keyword")) == 1
+
+
+async def test_a_file_moved_away_and_begun_anew_under_its_name_keeps_its_sources(pod, tmp_path) -> None:
+    """The commonest rename of all: a journal archived into 2025/ and a new journal.md begun, a mail export
+    rotated (mail.mbox -> mail-2025.mbox, the mail client starts a fresh mail.mbox). The old path was still listed,
+    so the move was never looked for: it was read again as an edited file, the archived file's sources were deleted
+    (their claims left a verified page) and its text came back as new inbox items. Bob's copy is not touched."""
+    docs = tmp_path / "notes"
+    docs.mkdir()
+    (docs / "journal.md").write_text("We fly to Lisbon on 4 May and stay in the Alfama flat.\n")
+    (docs / "mail.mbox").write_bytes(MBOX)
+    (docs / "boiler.md").write_text("The boiler service is due every October with Heatwise.\n")
+    folder = pod.folders.add(docs)
+    await pod.folders.scan(folder.id)
+    pod.add_person("Bob")
+    bob = pod.pod.unlock("Bob")
+    (tmp_path / "bob").mkdir()
+    (tmp_path / "bob" / "journal.md").write_text("We fly to Lisbon on 4 May and stay in the Alfama flat.\n")
+    bobs = bob.folders.add(tmp_path / "bob")
+    await bob.folders.scan(bobs.id)
+    bob_before = _status(bob, bobs.id)
+    before = _status(pod, folder.id)
+    [trip] = before["journal.md"][2]
+    scope = f"private/{pod.person.id}"
+    await pod.in_memory_thread(lambda: pod.memory.write_page(Page(
+        title="Household", scope=scope, category="home", body="- Lisbon trip on 4 May, Alfama flat [1]",
+        citations={1: trip}), author="agent:wiki-writer"))
+    await pod.in_memory_thread(lambda: pod.memory.set_verified(scope, "Household"))
+    inbox = set(await pod.in_memory_thread(pod.memory.inbox))
+
+    (docs / "2025").mkdir()
+    os.rename(docs / "journal.md", docs / "2025" / "journal.md")  # archived...
+    (docs / "journal.md").write_text("New year: the boiler pressure should read 1.5 bar.\n")  # ...and begun anew
+    os.rename(docs / "mail.mbox", docs / "mail-2025.mbox")
+    (docs / "mail.mbox").write_bytes(MBOX.split(b"\n\nFrom shop")[0].replace(b"Piano", b"Violin") + b"\n")
+    # a copy made and the original only touched (the same bytes) is no move: the copy is a new file
+    shutil.copy(docs / "boiler.md", docs / "boiler-2025.md")
+    st = (docs / "boiler.md").stat()
+    os.utime(docs / "boiler.md", (st.st_atime, st.st_mtime + 5))
+    rep = await pod.folders.scan(folder.id)
+    after = _status(pod, folder.id)
+    assert (rep.moved, rep.sources_deleted) == (2, 0), rep
+    for old, new in (("journal.md", "2025/journal.md"), ("mail.mbox", "mail-2025.mbox")):
+        assert after[new][2] == before[old][2] and after[new][0] == "indexed", (new, after)
+        assert f"renamed or moved from {old} (memory shows it under that name" in after[new][1]
+        # the new file under the old name is read as new, with keys of its own
+        assert after[old][0] == "indexed" and after[old][2] and not set(after[old][2]) & set(before[old][2])
+        assert "moved from" not in after[old][1]
+    assert after["boiler.md"] == before["boiler.md"]
+    assert after["boiler-2025.md"][2] and not set(after["boiler-2025.md"][2]) & set(before["boiler.md"][2])
+    page = pod.memory.read_page(scope, "Household")
+    assert page is not None and page.verified and set(page.citations.values()) == {trip}, page
+    assert pod.memory.source_scope(trip) == scope
+    assert sorted(h.title for h in await pod.memory_search("lessons Leo Varga", mode="keyword")) == [
+        "Piano lessons (mail.mbox)", "Violin lessons (mail.mbox)"]  # the archived one under the name it was read with
+    assert (await pod.memory_search("pressure bar", mode="keyword"))[0].title == "journal.md"
+    # no archived text came back as new: only the new files' sources are new in the inbox
+    new = {s for rel in ("journal.md", "mail.mbox", "boiler-2025.md") for s in after[rel][2]}
+    assert set(await pod.in_memory_thread(pod.memory.inbox)) == inbox | new
+    # the next scan reads nothing again; the new journal's edits replace its own source only
+    assert (await pod.folders.scan(folder.id)).unchanged == 6
+    (docs / "journal.md").write_text("New year: the boiler pressure should read 1.2 bar.\n")
+    edited = await pod.folders.scan(folder.id)
+    assert (edited.indexed, edited.sources_added, edited.sources_deleted) == (1, 1, 1)
+    assert _status(pod, folder.id)["2025/journal.md"][2] == [trip] and pod.memory.source_scope(trip) == scope
+    assert _status(bob, bobs.id) == bob_before
+    assert len(await bob.memory_search("Lisbon Alfama", mode="keyword")) == 1
+
+
+_MORE = (b"\nFrom bank@example.org Thu Mar  5 10:00:00 2026\nFrom: Bank <bank@example.org>\nSubject: Statement\n"
+         b"Date: Thu, 05 Mar 2026 10:00:00 +0000\n\nThe joint account statement for March is ready.\n")
+
+
+async def test_a_deleted_part_stays_deleted_after_its_file_moved_then_changed(pod, tmp_path) -> None:
+    """A mail the person deleted from a watched export, and a part of a long text, stay deleted when the file grows
+    (test_a_deleted_mail_of_a_growing_export_stays_deleted). Renamed or moved first (a tracked move: same row, same
+    sources), the next edit brought the deleted part back: its print held its title, which holds the file's path
+    (and the part's number, so a part shifted by an edit above it came back as well)."""
+    docs = tmp_path / "notes"
+    docs.mkdir()
+    first = ("The heronword safe code is 4471 and it sits behind the painting. " * 40).strip()
+    second = ("Shopping list for the week ahead with bread milk and apples. " * 40).strip()
+    garden = ("A new line about the garden shed and its leaking roof. " * 45).strip()
+    (docs / "journal.txt").write_text(first + "\n\n" + second + "\n")
+    (docs / "inbox.mbox").write_bytes(MBOX)
+    folder = pod.folders.add(docs)
+    await pod.folders.scan(folder.id)
+    for words in ("heronword", "piano lessons Leo Varga"):
+        hits = await pod.memory_search(words, mode="keyword")
+        assert hits
+        for h in hits:
+            await pod.memory_delete_source(h.id)
+    (docs / "2026").mkdir()
+    os.rename(docs / "inbox.mbox", docs / "2026" / "inbox.mbox")
+    os.rename(docs / "journal.txt", docs / "journal-2025.txt")
+    assert (await pod.folders.scan(folder.id)).moved == 2
+    with open(docs / "2026" / "inbox.mbox", "ab") as fh:
+        fh.write(_MORE)
+    with open(docs / "journal-2025.txt", "a") as fh:
+        fh.write("\n" + garden + "\n")
+    await pod.folders.scan(folder.id)
+    assert await pod.memory_search("joint account statement", mode="keyword")
+    assert await pod.memory_search("garden shed", mode="keyword")
+    for words in ("heronword", "piano lessons Leo Varga"):
+        back = await pod.memory_search(words, mode="keyword")
+        assert back == [], [(h.title, h.snippet[:60]) for h in back]
+    # a paragraph written above it: the deleted part is now part 2, and stays deleted
+    (docs / "journal-2025.txt").write_text(("Dear diary, a new start. " * 100).strip() + "\n\n" + first + "\n\n"
+                                           + second + "\n\n" + garden + "\n")
+    await pod.folders.scan(folder.id)
+    assert await pod.memory_search("dear diary", mode="keyword")
+    assert await pod.memory_search("heronword", mode="keyword") == []
+
+
+def _print_before(markdown: str) -> str:
+    """content_print as Hearth made it before file parts were printed without their title (what a person deleted
+    until then is stored under this print)."""
+    import hashlib
+
+    head_end = markdown.find("\n---\n", 4)
+    head = markdown[:head_end + 1]
+    if re.search(r"^key: file:", head, re.M) or re.search(r"^sent: ", head, re.M) or re.search(r"^kind: mail\n", head, re.M):
+        head = re.sub(r"^date: .*\n", "", head, count=1, flags=re.M)
+    head = re.sub(r"^key: .*\n", "", head, count=1, flags=re.M)
+    return hashlib.sha256((head + markdown[head_end + 1:]).encode("utf-8")).hexdigest()
+
+
+async def test_a_part_deleted_before_the_print_changed_stays_deleted(pod, tmp_path) -> None:
+    """What a person deleted before this Hearth is stored under the print that held the part's title: a file read
+    again after the upgrade must not bring it back."""
+    from wiki_engine import Scope
+
+    docs = tmp_path / "notes"
+    docs.mkdir()
+    first = ("The heronword safe code is 4471 and it sits behind the painting. " * 40).strip()
+    second = ("Shopping list for the week ahead with bread milk and apples. " * 40).strip()
+    (docs / "journal.txt").write_text(first + "\n\n" + second + "\n")
+    folder = pod.folders.add(docs)
+    await pod.folders.scan(folder.id)
+    scope = f"private/{pod.person.id}"
+    hits = await pod.memory_search("heronword", mode="keyword")
+    assert hits
+    for h in hits:
+        sha, key = pod.memory.catalog.query("SELECT sha, item_key FROM sources WHERE id=?", (h.id,))[0]
+        markdown = pod.memory.sources.read(Scope.parse(scope), sha)
+        await pod.memory_delete_source(h.id)
+        with pod.memory.catalog.tx(immediate=True) as db:  # as an earlier Hearth stored it
+            assert db.execute("UPDATE deleted_by_person SET print=? WHERE scope=? AND item_key=?",
+                              (_print_before(markdown), scope, key)).rowcount == 1
+    with open(docs / "journal.txt", "a") as fh:
+        fh.write("\nA new line about the garden shed.\n")
+    st = (docs / "journal.txt").stat()
+    os.utime(docs / "journal.txt", (st.st_atime, st.st_mtime + 5))
+    await pod.folders.scan(folder.id)
+    assert await pod.memory_search("garden shed", mode="keyword")
+    assert await pod.memory_search("heronword", mode="keyword") == []
+
+
+async def test_a_moved_file_whose_sources_were_deleted_says_so_alone(pod, tmp_path, monkeypatch) -> None:
+    """A moved file whose one source the person then deleted said "renamed or moved from trip.md (memory shows it
+    under that name until the file changes); what it holds you deleted from memory before": memory shows it under
+    no name. And a memory run reaching a folder while it is being removed said it was being read."""
+    docs = tmp_path / "notes"
+    docs.mkdir()
+    (docs / "trip.md").write_text("We fly to Lisbon on 4 May and stay in the Alfama flat.\n")
+    folder = pod.folders.add(docs)
+    await pod.folders.scan(folder.id)
+    os.rename(docs / "trip.md", docs / "lisbon.md")
+    assert (await pod.folders.scan(folder.id)).moved == 1
+    [sid] = _status(pod, folder.id)["lisbon.md"][2]
+    await pod.memory_delete_source(sid)
+    assert _status(pod, folder.id)["lisbon.md"] == ("skipped", "what it holds you deleted from memory before", [])
+
+    (docs / "bins.md").write_text("The green recycling bin goes out every other Tuesday night.\n")
+    reading, go = _held_reading(monkeypatch, docs)
+    importing = asyncio.create_task(pod.folders.scan(folder.id))
+    try:
+        assert await asyncio.to_thread(reading.wait, 30)
+        removing = asyncio.create_task(pod.folders.remove(folder.id))  # waits for the import, which stops
+        await asyncio.sleep(0)
+        [busy] = await pod.folders.rescan_all()
+        assert busy["busy"] and busy["note"].startswith("Being removed now"), busy
+    finally:
+        go.set()
+        await asyncio.wait_for(importing, 60)
+    assert (await asyncio.wait_for(removing, 60))["path"] == str(docs.resolve())
+    assert pod.folders.list_folders() == []
