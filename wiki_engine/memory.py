@@ -450,6 +450,7 @@ class Memory:
         # scope -> {id: (hash of its text, what it is, why)}: the texts the model refuses one by one (``embed_each``):
         # found by their words alone, never sent again while their text is the same, until a model is chosen (again).
         self._aside: dict[str, dict[str, tuple[int, str, str]]] = {}
+        self._drops = 0  # scopes dropped (forgotten) so far: a pass that fails meanwhile is run again, not blamed
         self._progress: dict[str, object] = {"model": self.embedder.name if self.embedder else "", "done": 0, "total": 0,
                                              "running": False, "error": ""}
         self._scope_progress: dict[str, list[int]] = {}  # scope -> [done, total] of this choice's re-embedding
@@ -675,11 +676,14 @@ class Memory:
                 with self._lock:
                     if choice != self._choices:
                         failures, choice = 0, self._choices
+                drops = self._drops
                 try:
                     ok = self._embed_pass(fresh, begun)
                 except Exception as exc:  # a model that fails mid-way: say so; search keeps the vectors it has
                     if self.embedder is not target:  # a model the person turned away from: not theirs to read
                         failures = 0
+                        continue
+                    if self._drops != drops:  # a scope forgotten under the pass (its index closed): go again at once
                         continue
                     failures += 1
                     wait = min(EMBED_RETRY_MAX_S, EMBED_RETRY_S * 2 ** (failures - 1))
@@ -1562,6 +1566,7 @@ class Memory:
 
     def _drop_scope(self, sc: Scope) -> None:
         with self._lock:
+            self._drops += 1
             idx = self._indexes.pop(sc, None)
             self._aside.pop(str(sc), None)
             if idx is not None:
