@@ -119,6 +119,12 @@ def _links_rule(state: StateCore) -> None:
         block.children = out
 
 
+def _hearth_address(href: str) -> bool:
+    """Whether ``href`` is one of Hearth's own addresses (a page, a source, a message action), in whatever case it is
+    written: a link's scheme is read without regard to case ("HEARTH-ACT:…" is clicked as "hearth-act:…")."""
+    return href.strip().lower().startswith("hearth-")
+
+
 def _shown_rule(state: StateCore) -> None:
     """Once the markdown is read: ``env["restore"]`` puts values back in the words and code shown (a restored
     "Sun*shine*" is not read as markdown, it shows as it is), and with ``env["addresses"]`` each link that leaves
@@ -148,16 +154,16 @@ def _shown_inline(tokens: list[Token], restore: Callable[[str], str] | None, add
             continue
         if tok.type == "link_open":
             opened.append((tok, []))
-            if not tok.meta.get("own") and not hearth_in_text and str(tok.attrGet("href") or "").startswith("hearth-"):
+            if not tok.meta.get("own") and not hearth_in_text and _hearth_address(str(tok.attrGet("href") or "")):
                 out.pop()  # a Hearth address written in the text: its words stay, as words
         elif tok.type in ("text", "code_inline") and opened:
             opened[-1][1].append(tok.content)
         elif tok.type == "link_close" and opened:
             link, words = opened.pop()
             href = str(link.attrGet("href") or "")
-            if link.meta.get("own") or (hearth_in_text and href.startswith("hearth-")):
+            if link.meta.get("own") or (hearth_in_text and _hearth_address(href)):
                 continue  # Hearth's own: a page or a source, named by its words (never by its id)
-            if href.startswith("hearth-"):  # written to look like Hearth's own (a page, an action): no link
+            if _hearth_address(href):  # written to look like Hearth's own (a page, an action): no link
                 out.pop()
             else:
                 link.attrSet("title", href)

@@ -751,20 +751,33 @@ class FolderDB:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA secure_delete=ON")  # a removed file's status (it may quote the file) is overwritten
         self._db.executescript(_SCHEMA)
-        if "again" not in {r[1] for r in self._db.execute("PRAGMA table_info(files)")}:
-            # a folders.db of an earlier Hearth: every file it did not index is read once more
-            self._db.execute("ALTER TABLE files ADD COLUMN again INTEGER NOT NULL DEFAULT 0")
-            self._db.execute("UPDATE files SET again=1 WHERE status<>'indexed'")
-        if "mount" not in {r[1] for r in self._db.execute("PRAGMA table_info(folders)")}:
-            self._db.execute("ALTER TABLE folders ADD COLUMN mount INTEGER NOT NULL DEFAULT 0")
-        if "key" not in {r[1] for r in self._db.execute("PRAGMA table_info(files)")}:
-            # a folders.db of an earlier Hearth: each file's keys began with the hash of its path (one transaction)
-            self._db.execute("BEGIN")
-            self._db.execute("ALTER TABLE files ADD COLUMN key TEXT NOT NULL DEFAULT ''")
-            self._db.executemany("UPDATE files SET key=? WHERE folder_id=? AND rel=?", [
-                (_key_prefix(f, rel), f, rel) for f, rel in self._db.execute("SELECT folder_id, rel FROM files").fetchall()])
-            self._db.execute("COMMIT")
+        self._migrate()
         self._lock = threading.Lock()
+
+    def _migrate(self) -> None:
+        """A folders.db of an earlier Hearth gains what this one keeps, in one transaction that holds the file for
+        writing from its start: two processes opening it at once (the window and the CLI) migrate it once, and the
+        second finds it done."""
+        def cols(table: str) -> set[str]:
+            return {r[1] for r in self._db.execute(f"PRAGMA table_info({table})")}
+
+        if {"again", "key"} <= cols("files") and "mount" in cols("folders"):
+            return
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            if "again" not in cols("files"):  # every file it did not index is read once more
+                self._db.execute("ALTER TABLE files ADD COLUMN again INTEGER NOT NULL DEFAULT 0")
+                self._db.execute("UPDATE files SET again=1 WHERE status<>'indexed'")
+            if "mount" not in cols("folders"):
+                self._db.execute("ALTER TABLE folders ADD COLUMN mount INTEGER NOT NULL DEFAULT 0")
+            if "key" not in cols("files"):  # each file's keys began with the hash of its path
+                self._db.execute("ALTER TABLE files ADD COLUMN key TEXT NOT NULL DEFAULT ''")
+                self._db.executemany("UPDATE files SET key=? WHERE folder_id=? AND rel=?", [
+                    (_key_prefix(f, rel), f, rel) for f, rel in self._db.execute("SELECT folder_id, rel FROM files").fetchall()])
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
 
     def q(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock, self._said_as_storage():

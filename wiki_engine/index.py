@@ -1033,7 +1033,7 @@ class ScopeIndex:
         context is another source's text): counted in the context field alone, over fewer documents (not every
         source has one), a word every source says would look rare there."""
         searcher = self.searcher
-        n = max(1, searcher.num_docs)
+        n = max(1, searcher.num_docs)  # raised below past a word's count of documents deleted but not yet merged away
 
         def idf(df: int) -> float:
             return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
@@ -1047,12 +1047,13 @@ class ScopeIndex:
             seen.add(" ".join(toks))
             if len(toks) > 1:  # written as more than one token (a word with marks the index splits): a phrase
                 per_term.append(tantivy.Query.disjunction_max_query([
-                    tantivy.Query.boost_query(self.index.parse_query(term, [field]), boost)
+                    tantivy.Query.boost_query(tantivy.Query.phrase_query(self.schema, field, toks), boost)
                     for field, boost in (("title", 1.5), ("body", 1.0), ("ctx", CONTEXT_BOOST))]))
                 continue
             tok = toks[0]
             in_ctx = searcher.doc_freq("ctx", tok)
             said = max(searcher.doc_freq("body", tok), in_ctx)
+            n = max(n, said)  # a count that holds deleted documents: never a negative rarity
             per_term.append(tantivy.Query.disjunction_max_query([
                 tantivy.Query.boost_query(tantivy.Query.term_query(self.schema, "title", tok), 1.5),
                 tantivy.Query.term_query(self.schema, "body", tok),

@@ -1749,7 +1749,26 @@ def test_a_folders_db_of_an_earlier_hearth_keeps_the_keys_its_files_were_importe
       INSERT INTO files VALUES ('f1', 'sub/bills.md', 0, 10, 'cd', 'skipped', 'binary', '[]', 0);""")
     old.commit()
     old.close()
-    db = FolderDB(tmp_path / "folders.db")
+    # the window and the CLI open it at the same moment: one migrates it, the other finds it done (the second
+    # failed with "duplicate column name" and left its transaction open)
+    import threading
+
+    start, opened, failed = threading.Barrier(4), [], []
+
+    def open_it() -> None:
+        start.wait()
+        try:
+            opened.append(FolderDB(tmp_path / "folders.db"))
+        except Exception as exc:  # noqa: BLE001 - what a person would see instead of their folders
+            failed.append(exc)
+
+    threads = [threading.Thread(target=open_it) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not failed, failed
+    db = opened[0]
     assert db.q("SELECT rel, key FROM files ORDER BY rel") == [
         ("sub/bills.md", _key_prefix("f1", "sub/bills.md")), ("trip.md", _key_prefix("f1", "trip.md"))]
     assert _key_prefix("f1", "trip.md") == "file:f1:" + __import__("hashlib").sha256(b"f1/trip.md").hexdigest()[:24] + ":"

@@ -158,14 +158,16 @@ def test_a_link_in_an_answer_shows_where_it_goes_and_opens_only_once_the_person_
 
     bank = "https://bank.example/login?code=7731"
     script([Text(f"Sign in at [your bank]({bank}), see [the notes](smb://files.example/notes) or "
-                 "[continue](hearth-act:regenerate:99999).")])
+                 "[continue](hearth-act:regenerate:99999), [go on](HEARTH-ACT:branch:99998) or <Hearth-Act:edit:99997>.")])
     w = MainWindow(ui_pod)
     qtbot.addWidget(w)
     send(qtbot, w, "where do I pay?")
     qloop.wait_until(lambda: answered(w), what="the answer")
     assert f"your bank ({bank})" in w.chat.toPlainText()
     assert "continue (hearth-act:regenerate:99999)" in w.chat.toPlainText()
-    assert 'href="hearth-act:regenerate:99999"' not in w.chat.document().toHtml(), "a message action in the text"
+    made = w.chat.document().toHtml().lower()
+    assert not [n for n in ("99999", "99998", "99997") if 'href="hearth-act:' in made and f':{n}"' in made], \
+        "a message action in the text (a link's scheme is read in any case)"
     browser = Browser()
     for scheme in ("https", "smb"):
         QDesktopServices.setUrlHandler(scheme, browser, "open")

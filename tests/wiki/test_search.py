@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from pytest import approx
 
-from wiki_engine import Item, Memory, Viewer, open_memory
+from wiki_engine import Item, Memory, Scope, Viewer, open_memory
 from wiki_engine.embed import load_embedder
 
 
@@ -58,6 +58,9 @@ def test_a_word_counts_once_whether_a_turn_or_the_turn_before_it_says_it(mem: Me
     for q in ("Where is my passport kept?", "passport folder"):
         hits = mem.search(q, scopes=["private/alice"], mode="keyword", k=3)
         assert hits[0].id == old, (q, [h.snippet[:50] for h in hits])
+    # a word the index splits is a phrase, never read as the search engine's query syntax
+    idx = mem.index(Scope.parse("private/alice"))
+    assert [i for i, _ in idx.keyword(["don't", "a:b", "desk-drawer"], 3)] == [old]
 
 
 def test_keyword_path_and_typeahead_basics(mem: Memory) -> None:
