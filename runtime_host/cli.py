@@ -711,6 +711,9 @@ async def _folder(me: Any, args: argparse.Namespace) -> int:
             if args.json:
                 _print_json([r.to_dict() for r in rows])
             else:
+                folder = me.folders.find(args.folder)
+                if folder.note:  # an import cut short, a drive not there: said first, beside the file rows
+                    print(f"{shown(folder.path)}: {shown(folder.note)}", file=sys.stderr)
                 for r in rows:
                     print(f"{r.status}\t{r.rel}{chr(9) + r.reason if r.reason else ''}")
         elif args.action == "rescan":

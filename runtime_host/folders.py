@@ -5,7 +5,8 @@ A scan compares each file's size and modification time with the last scan and re
 what failed or was skipped for a reason that can change; an indexed file whose bytes hash the same is left
 alone, one whose bytes changed replaces its sources, a file renamed or moved within the folder (the same bytes
 under a new path) keeps its sources and row, and a deleted file's sources are deleted (its claims leave the pages
-that cited them). A read error never deletes imports, and a folder gone during a scan stops it.
+that cited them). A read error never deletes imports, and a folder gone during a scan stops it. Hearth quitting
+stops a scan between files (``WatchedFolders.stop``); its folder's note says how far it got.
 Every whole text passes the memory's personal-data redaction before it is cut into parts; text that tries to
 give orders is quarantined. Work runs off the event loop's thread in batches of at most 250 files and 500
 parts (a mail export spans many), and each batch emits a ``folders.progress`` event.
@@ -52,6 +53,7 @@ BATCH_FILES = 250  # files read and stored per step at most (one memory transact
 DELETE_BATCH = 500  # sources deleted per step when a folder is removed or files go
 BATCH_ITEMS = 500  # parts stored per step at most: a mail export or a long text goes to memory in several steps
 MAIL_DECIDE_GROUP = 20  # mail items per keep-or-skip request to the import model
+STOP_WAIT_S = 10.0  # Hearth quitting: how long a folder import may take to end its step before it is cancelled
 
 INDEXED, SKIPPED, FAILED = "indexed", "skipped", "failed"
 
@@ -117,6 +119,7 @@ class ScanReport:
     seconds: float = 0.0
     note: str = ""
     stopped: bool = False  # the folder was removed (or forgotten) during the scan: what it counted is gone with it
+    cut_short: bool = False  # Hearth quit (or the scan was stopped) before every file was read: the note says so
 
     def to_dict(self) -> dict[str, Any]:
         return dict(vars(self))
@@ -836,6 +839,8 @@ def _held_note(n: int, why: str) -> str:
 
 
 HELD_WHERE = "review them in Wiki → Held back"
+UNFINISHED = ("Its import did not finish (Hearth was stopped during it, or another Hearth process is reading it now): "
+              "the next memory run (every 5 minutes) or Rescan reads the rest.")
 ALL_DISCARDED = "what it held was discarded from Held back"  # a file whose every part the person discarded
 DELETED_BEFORE = "what it holds you deleted from memory before"  # read again, every part one the person had deleted
 # a file status's note on its held parts, as written now and by earlier Hearths
@@ -940,12 +945,18 @@ class WatchedFolders:
         self.running: dict[str, dict[str, Any]] = {}  # folder id -> last progress event
         self._removing: set[str] = set()  # folders being removed: their imports stop
         self._purges_held: set[str] = set()  # folders whose scan or removal holds memory's purges (_delete_sources)
+        self._scans: set[asyncio.Task[Any]] = set()  # tasks scanning a folder now
+        self._steps: set[_ThreadSteps] = set()  # the imports going now (their readers stop between files)
+        self.closing = False  # Hearth is quitting (see ``stop``): no scan starts, those going stop between files
 
     # -- registry
     def _row(self, r: tuple[Any, ...]) -> Folder:
         counts = {s: n for s, n in self.db.q("SELECT status, COUNT(*) FROM files WHERE folder_id=? GROUP BY status",
                                             (r[0],))}
-        return Folder(r[0], r[1], r[2], r[3], r[4], r[5], r[6], counts)
+        note = r[6]
+        if r[5] == "importing" and not note and not self._lock(r[0]).locked():  # no import of it going in this Hearth
+            note = UNFINISHED
+        return Folder(r[0], r[1], r[2], r[3], r[4], r[5], note, counts)
 
     def list_folders(self, person_id: str) -> list[Folder]:
         pid = person_id
@@ -1149,6 +1160,8 @@ class WatchedFolders:
         rows = self.db.q("SELECT id, person_id, path FROM folders ORDER BY added_at")
         out = []
         for fid, pid, path in rows:
+            if self.closing:  # Hearth is quitting: the next start's memory run reads them
+                break
             if self._lock(fid).locked():
                 now = ("Being removed now (its imports are being deleted): left to that" if fid in self._removing else
                        "Being read now (an import or rescan is going): left to it; the next memory run reads "
@@ -1168,10 +1181,51 @@ class WatchedFolders:
         """Imports what is new or changed in one folder and removes what was deleted; see the module text."""
         folder = self.find(ref, person_id)
         async with self._lock(folder.id):
+            if self.closing:
+                raise FolderError("Hearth is quitting, so the folder was not read; its next start reads it (within "
+                                  "5 minutes), or Rescan then.")
+            task = asyncio.current_task()
+            if task is not None:
+                self._scans.add(task)
             try:
                 return await self._scan(folder, on_progress)
             finally:
+                self._scans.discard(task)  # type: ignore[arg-type]
                 await self._release_purges(folder)
+
+    async def stop(self, wait: float = STOP_WAIT_S) -> None:
+        """Hearth is quitting (``Pod.close``, before memory closes): an import going stops between files, after
+        the step it is storing, so what it read is recorded and nothing is stored into a closed memory; its folder's
+        note says how far it got (see ``_cut_short``). One that has not stopped within ``wait`` seconds is
+        cancelled. No scan starts after this."""
+        self.closing = True
+        for steps in list(self._steps):
+            steps.stop.set()
+        going = [t for t in self._scans if not t.done()]
+        if not going:
+            return
+        log.info("Hearth is quitting: stopping %d folder import(s); what they read is kept, the next scan reads the "
+                 "rest", len(going))
+        _, late = await asyncio.wait(going, timeout=wait)
+        for t in late:
+            t.cancel()
+        if late:
+            await asyncio.wait(late, timeout=wait)
+
+    def _cut_short(self, folder: Folder, rep: ScanReport, done: int, total: int,
+                   on_progress: Callable[[dict[str, Any]], None] | None, t0: float) -> ScanReport:
+        """An import that ended before every file was read (Hearth quit, Ctrl+C): its folder stays 'importing' (the
+        next scan finishes it, and looks for what a step being stored then left) and its note says so."""
+        when = "when Hearth quit" if self.closing else "when it was stopped"
+        rep.note = (f"Import cut short {when}: {done} of {total} file(s) read; the rest is read at the next memory run "
+                    "(every 5 minutes while Hearth runs, the first within 5 minutes of its start) or with Rescan "
+                    "(`folder rescan`).")
+        rep.cut_short = True
+        rep.seconds = round(time.perf_counter() - t0, 3)
+        self.db.q("UPDATE folders SET state='importing', note=?, scanned_at=? WHERE id=?",
+                  (rep.note, time.time(), folder.id))
+        self._progress(folder, "done", done, total, rep, on_progress)
+        return rep
 
     def _progress(self, folder: Folder, phase: str, done: int, total: int, rep: ScanReport,
                   on_progress: Callable[[dict[str, Any]], None] | None, batch: _Batch | None = None) -> None:
@@ -1276,10 +1330,14 @@ class WatchedFolders:
         decide = self._mail_decider(folder)
         scope = f"private/{folder.person_id}"
         if todo:
-            self.db.q("UPDATE folders SET state='importing' WHERE id=?", (folder.id,))
+            # its note is written again when the scan ends; killed before, it says the import did not finish
+            self.db.q("UPDATE folders SET state='importing', note='' WHERE id=?", (folder.id,))
             memory = await self.pod.in_memory_thread(lambda: self.pod.memory)  # opened off the event loop
             batches = _ThreadSteps(lambda stop: self._batches(
                 root, todo, known, lambda part: _cleaned(memory, part, scope), stop, mounted, root_id))
+            self._steps.add(batches)
+            if self.closing:
+                batches.stop.set()
             done = 0
             try:
                 while (batch := await batches.next()) is not None:
@@ -1294,7 +1352,13 @@ class WatchedFolders:
                     if batch.root_gone:
                         return self._missing(folder, rep, on_progress, t0, during=True,
                                              why=self._refused_root(root))
+                if batches.stop.is_set() and done < total:  # Hearth is quitting: it ended before the next file
+                    return self._cut_short(folder, rep, done, total, on_progress, t0)
+            except asyncio.CancelledError:  # Ctrl+C, or quitting took too long: what was stored is kept
+                self._cut_short(folder, rep, done, total, on_progress, t0)
+                raise
             finally:
+                self._steps.discard(batches)
                 await batches.close()  # stopped (Ctrl+C): what was stored is kept, the next scan reads the rest
         if todo or unfinished:
             stray = await self._unrecorded(folder, set(self._all_sources(folder.id)))
@@ -1329,6 +1393,8 @@ class WatchedFolders:
             k = 0
             try:
                 for whole in r.parts:
+                    if stop.is_set():  # a mail export's next message: Hearth is quitting, the file is read again
+                        return
                     whole = clean(whole)
                     texts = chunks(whole["text"])
                     for text in texts:

@@ -801,6 +801,8 @@ class Pod:
         if self._closed:
             return
         self._closed = True
+        if self.__dict__.get("_folders") is not None:  # an import going stops between files, before memory closes
+            await self.__dict__["_folders"].stop()
         self.schedule_host.stop_ticking()
         self.stops.close()
         self.turn_driver.close()  # releases the leases: another host (or the next start) resumes these at once

@@ -503,6 +503,87 @@ async def test_a_folder_the_memory_timer_reads_for_hours_holds_no_ones_next_chat
     assert any("recycling" in h.snippet for h in await pod.memory_search("recycling bin Tuesday"))
 
 
+async def test_quitting_during_an_import_stops_it_cleanly_and_its_folder_says_so(pod, home, tmp_path, monkeypatch,
+                                                                                 caplog) -> None:
+    """Quitting the window (``Pod.close``) while a folder imported: the scan went on into a closed memory (a traceback
+    per file of the batch in flight, "memory is closed", then "cannot schedule new futures after shutdown"), and
+    until the next 5-minute run the window and `folder status` showed "20 indexed · last read never", nothing of
+    an import cut short. Quitting stops it between files with one log line, its note says how far it got, and the
+    first memory run after the start reads the rest. Bob's folder, read before, stays as it was."""
+    import logging
+    from datetime import UTC, datetime
+
+    from sqlalchemy import text
+
+    from runtime_host import folders
+    from runtime_host.pod import Pod
+
+    monkeypatch.setattr(folders, "BATCH_FILES", 10)
+    pod.add_person("Bob")
+    bob = pod.pod.unlock("Bob")
+    bobs = tmp_path / "bob"
+    bobs.mkdir()
+    for i in range(3):
+        (bobs / f"plot{i}.txt").write_text(f"Bob's allotment plot {i} gets the runner beans this year.\n")
+    bob_folder = bob.folders.add(bobs)
+    assert (await bob.folders.scan(bob_folder.id)).indexed == 3
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(40):
+        (docs / f"n{i:02d}.md").write_text(f"Note {i}: the allotment shed number {i} needs a new padlock.\n")
+    reading, go = threading.Event(), threading.Event()
+    real = folders._open_within
+
+    def held(root: Path, path: Path, *rest):  # the third step's reading, when Hearth is told to quit
+        if path.name == "n25.md":
+            reading.set()
+            go.wait(60)
+        return real(root, path, *rest)
+
+    monkeypatch.setattr(folders, "_open_within", held)
+    folder = pod.folders.add(docs)
+    importing = asyncio.ensure_future(pod.folders.scan(folder.id))
+    assert await asyncio.to_thread(reading.wait, 30)
+    caplog.set_level(logging.INFO)
+    closing = asyncio.ensure_future(pod.close())
+    await asyncio.sleep(0.5)  # the quit under way while the file is read
+    go.set()
+    await asyncio.wait_for(closing, 30)
+    assert importing.done()
+    rep = importing.result()  # not "cannot schedule new futures after shutdown"
+    said = "Import cut short when Hearth quit: 20 of 40 file(s) read"
+    assert rep.cut_short and rep.note.startswith(said) and (rep.indexed, rep.failed) == (20, 0), rep
+    told = [r for r in caplog.records if r.name == "hearth.folders"]
+    assert [r.levelno for r in told] == [logging.INFO] and "stopping 1 folder import" in told[0].getMessage(), [
+        (r.levelname, r.getMessage()[:120]) for r in told]
+    status = cli(home, "folder", "status", str(docs))
+    assert status.returncode == 0 and said in status.stderr and "Rescan" in status.stderr, status.stderr[-600:]
+    assert status.stdout.count("indexed\t") == 20
+    again = Pod(home).first_person()  # Hearth started again
+    try:
+        [f] = again.folders.list_folders()
+        assert f.state == "importing" and f.note.startswith(said) and f.counts == {"indexed": 20}, f
+        assert f.scanned_at is not None
+        as_bob = again.pod.unlock("Bob")
+        [b] = as_bob.folders.list_folders()
+        assert (b.state, b.note, b.counts) == ("watching", "", {"indexed": 3}), b
+        # a 5-minute mark passed while Hearth was closed: its first tick runs the memory run, which reads the rest
+        again.ensure_memory_timers()
+        with again.store.engine.begin() as c:
+            c.execute(text("UPDATE schedules SET last_checked = :t"),
+                      {"t": datetime(2030, 1, 1, 0, 4, 0, tzinfo=UTC).timestamp()})
+        await again.schedule_host.tick(datetime(2030, 1, 1, 0, 7, 0, tzinfo=UTC), wait=True)
+        [f] = again.folders.list_folders()
+        assert (f.state, f.note, f.counts) == ("watching", "", {"indexed": 40}), f
+        scope = f"private/{again.person.id}"
+        assert again.memory.catalog.query("SELECT COUNT(*) FROM sources WHERE scope=?", (scope,))[0][0] == 40
+        [b] = as_bob.folders.list_folders()
+        assert (b.state, b.note, b.counts) == ("watching", "", {"indexed": 3}), b
+        assert any("runner beans" in h.snippet for h in await as_bob.memory_search("allotment runner beans"))
+    finally:
+        await asyncio.wait_for(again.close(), 20)
+
+
 def sources_of(pod, folder_id: str, rel: str) -> list[str]:
     """The source ids the folder's status row gives for one file."""
     rows = pod.folders.db.q("SELECT sources FROM files WHERE folder_id=? AND rel=?", (folder_id, rel))
@@ -740,9 +821,12 @@ async def test_a_file_deleted_after_an_import_was_killed_leaves_memory(home, tmp
     pod = Pod(home).first_person()
     try:
         (folder,) = pod.folders.list_folders()
+        # its list line said "not read yet · last read never", nothing of an import that did not finish
+        assert folder.state == "importing" and folder.note.startswith("Its import did not finish"), folder
         if then == "rescan":
             await pod.folders.scan(folder.id)
             assert [f.rel for f in pod.folders.files(folder.id)] == ["keep.md"]
+            assert pod.folders.find(folder.id).note == ""
         else:
             assert (await pod.folders.remove(folder.id))["sources_deleted"] == 2
             assert await pod.memory_search("spare key flowerpot", mode="keyword") == []
