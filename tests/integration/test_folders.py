@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -86,6 +87,18 @@ def small_limit(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(folders, "MAX_BYTES", 1024 * 1024)
 
+
+
+async def _bob_with_folder(pod, tmp_path, name: str, text: str) -> tuple[Any, Any]:
+    """A second person, Bob, watching a folder of his own that holds one note (often the same words as the
+    person's), read: his PersonPod and his folder."""
+    pod.add_person("Bob")
+    bob = pod.pod.unlock("Bob")
+    (tmp_path / "bob").mkdir()
+    (tmp_path / "bob" / name).write_text(text)
+    bobs = bob.folders.add(tmp_path / "bob")
+    await bob.folders.scan(bobs.id)
+    return bob, bobs
 
 async def test_folder_import_status_redaction_and_people_apart(pod, tmp_path, small_limit) -> None:
     docs = documents(tmp_path / "Documents")
@@ -1681,12 +1694,7 @@ async def test_a_file_moved_or_renamed_within_its_folder_keeps_its_sources_and_t
     (docs / "mail.mbox").write_bytes(MBOX)
     folder = pod.folders.add(docs)
     await pod.folders.scan(folder.id)
-    pod.add_person("Bob")
-    bob = pod.pod.unlock("Bob")
-    (tmp_path / "bob").mkdir()
-    (tmp_path / "bob" / "trip.md").write_text("We fly to Lisbon on 4 May and stay in the Alfama flat.\n")
-    bobs = bob.folders.add(tmp_path / "bob")
-    await bob.folders.scan(bobs.id)
+    bob, bobs = await _bob_with_folder(pod, tmp_path, "trip.md", "We fly to Lisbon on 4 May and stay in the Alfama flat.\n")
     bob_before = _status(bob, bobs.id)
     before = _status(pod, folder.id)
     trip, boiler = before["trip.md"][2][0], before["boiler.md"][2][0]
@@ -1870,12 +1878,7 @@ async def test_a_watched_files_status_follows_deleting_its_source(pod, tmp_path)
                                                   b"The joint account statement for March is ready."))
     folder = pod.folders.add(docs)
     await pod.folders.scan(folder.id)
-    pod.add_person("Bob")
-    bob = pod.pod.unlock("Bob")
-    (tmp_path / "bob").mkdir()
-    (tmp_path / "bob" / "trip.md").write_text("We fly to Lisbon on 4 May and stay in the Alfama flat.\n")
-    bobs = bob.folders.add(tmp_path / "bob")
-    await bob.folders.scan(bobs.id)
+    bob, bobs = await _bob_with_folder(pod, tmp_path, "trip.md", "We fly to Lisbon on 4 May and stay in the Alfama flat.\n")
     changed: list[dict] = []
     pod.subscribe(lambda ev: changed.append(ev) if ev.get("type") == "folders.changed" else None)
 
@@ -1915,12 +1918,7 @@ async def test_a_file_moved_away_and_begun_anew_under_its_name_keeps_its_sources
     (docs / "boiler.md").write_text("The boiler service is due every October with Heatwise.\n")
     folder = pod.folders.add(docs)
     await pod.folders.scan(folder.id)
-    pod.add_person("Bob")
-    bob = pod.pod.unlock("Bob")
-    (tmp_path / "bob").mkdir()
-    (tmp_path / "bob" / "journal.md").write_text("We fly to Lisbon on 4 May and stay in the Alfama flat.\n")
-    bobs = bob.folders.add(tmp_path / "bob")
-    await bob.folders.scan(bobs.id)
+    bob, bobs = await _bob_with_folder(pod, tmp_path, "journal.md", "We fly to Lisbon on 4 May and stay in the Alfama flat.\n")
     bob_before = _status(bob, bobs.id)
     before = _status(pod, folder.id)
     [trip] = before["journal.md"][2]

@@ -2269,6 +2269,20 @@ def _listed_for(w, view, name):
     return listed
 
 
+def _bob_takes_over(qloop, w, view, release):
+    """Me hands the window to Bob while memory holds a read made for her (``release`` lets it go): the rows ``view``
+    took in and what the status bar said while Bob was shown."""
+    listed = _listed_for(w, view, "Bob")
+    w.refresh_people()
+    assert w.switch_person("Bob")
+    said: list[str] = []
+    _said_to(w, said)
+    release()
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the Wiki page to settle for Bob")
+    qloop.run(asyncio.sleep(0.1))
+    return listed, said
+
+
 def test_me_discarding_a_held_note_never_lists_her_others_for_bob(qtbot, qloop, ui_pod) -> None:
     """Me discards a held note; memory lists her held notes again for her, slowly, while she hands the window to Bob:
     the list read for her landed in Bob's Held back tab (her note about the spare key, to him), and he was told
@@ -2283,14 +2297,7 @@ def test_me_discarding_a_held_note_never_lists_her_others_for_bob(qtbot, qloop, 
     closed.set()
     w.wiki.discard_held.click()
     qloop.wait_until(entered.is_set, what="Me's held notes to be read again")
-    listed = _listed_for(w, w.wiki.held, "Bob")
-    w.refresh_people()
-    assert w.switch_person("Bob")
-    said: list[str] = []
-    _said_to(w, said)
-    release()
-    qloop.wait_until(lambda: not w.wiki._tasks, what="the Wiki page to settle for Bob")
-    qloop.run(asyncio.sleep(0.1))
+    listed, said = _bob_takes_over(qloop, w, w.wiki.held, release)
     assert not listed and not w.wiki.held.count(), f"Bob's Held back tab listed: {listed}"
     assert not [s for s in said if "Discarded" in s], said
     assert [q.text for q in qloop.run(ui_pod.memory_held())] == [
@@ -2313,14 +2320,7 @@ def test_me_verifying_her_page_never_fills_bobs_list_with_her_pages(qtbot, qloop
     closed.set()
     w.wiki.verified.click()
     qloop.wait_until(entered.is_set, what="Me's pages to be listed again")
-    listed = _listed_for(w, w.wiki.tree, "Bob")
-    w.refresh_people()
-    assert w.switch_person("Bob")
-    said: list[str] = []
-    _said_to(w, said)
-    release()
-    qloop.wait_until(lambda: not w.wiki._tasks, what="the Wiki page to settle for Bob")
-    qloop.run(asyncio.sleep(0.1))
+    listed, said = _bob_takes_over(qloop, w, w.wiki.tree, release)
     assert not [t for t in listed if "Glaucoma" in t], f"Bob's list of pages listed: {listed}"
     assert not [s for s in said if "verified" in s], said
     assert ui_pod.memory.read_page(scope, "Glaucoma").verified  # Me's change was made all the same
