@@ -89,6 +89,15 @@ def small_limit(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 
+def _two_part_journal(docs: Path) -> tuple[str, str]:
+    """A notes file long enough to be stored as two parts (a safe code, then a shopping list): journal.txt in
+    ``docs``; returns the two parts' words."""
+    first = ("The heronword safe code is 4471 and it sits behind the painting. " * 40).strip()
+    second = ("Shopping list for the week ahead with bread milk and apples. " * 40).strip()
+    (docs / "journal.txt").write_text(first + "\n\n" + second + "\n")
+    return first, second
+
+
 async def _bob_with_folder(pod, tmp_path, name: str, text: str) -> tuple[Any, Any]:
     """A second person, Bob, watching a folder of his own that holds one note (often the same words as the
     person's), read: his PersonPod and his folder."""
@@ -1537,9 +1546,7 @@ async def test_a_deleted_part_of_a_growing_text_file_stays_deleted(pod, tmp_path
     reads the first part again (same words) and must not store it again."""
     docs = tmp_path / "notes"
     docs.mkdir()
-    first = ("The heronword safe code is 4471 and it sits behind the painting. " * 40).strip()
-    second = ("Shopping list for the week ahead with bread milk and apples. " * 40).strip()
-    (docs / "journal.txt").write_text(first + "\n\n" + second + "\n")
+    first, second = _two_part_journal(docs)
     folder = pod.folders.add(docs)
     await pod.folders.scan(folder.id)
     hits = await pod.memory_search("heronword", mode="keyword")
@@ -1979,10 +1986,8 @@ async def test_a_deleted_part_stays_deleted_after_its_file_moved_then_changed(po
     (and the part's number, so a part shifted by an edit above it came back as well)."""
     docs = tmp_path / "notes"
     docs.mkdir()
-    first = ("The heronword safe code is 4471 and it sits behind the painting. " * 40).strip()
-    second = ("Shopping list for the week ahead with bread milk and apples. " * 40).strip()
+    first, second = _two_part_journal(docs)
     garden = ("A new line about the garden shed and its leaking roof. " * 45).strip()
-    (docs / "journal.txt").write_text(first + "\n\n" + second + "\n")
     (docs / "inbox.mbox").write_bytes(MBOX)
     folder = pod.folders.add(docs)
     await pod.folders.scan(folder.id)
@@ -2033,9 +2038,7 @@ async def test_a_part_deleted_before_the_print_changed_stays_deleted(pod, tmp_pa
 
     docs = tmp_path / "notes"
     docs.mkdir()
-    first = ("The heronword safe code is 4471 and it sits behind the painting. " * 40).strip()
-    second = ("Shopping list for the week ahead with bread milk and apples. " * 40).strip()
-    (docs / "journal.txt").write_text(first + "\n\n" + second + "\n")
+    first, second = _two_part_journal(docs)
     folder = pod.folders.add(docs)
     await pod.folders.scan(folder.id)
     scope = f"private/{pod.person.id}"

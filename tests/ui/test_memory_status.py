@@ -8,12 +8,11 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import threading
 
 import pytest
 
 from tests.helpers.fake_model import Error, FakeModelServer, Text, echo
-from tests.ui.test_wiki_view import seed, wiki_window, window_on_family, with_inbox
+from tests.ui.test_wiki_view import seed, slow_writer, wiki_window, window_on_family, with_inbox
 
 
 def test_cancel_after_an_ingest_rewrote_the_page_shows_the_page_as_rewritten(qtbot, qloop, ui_pod, fake_model) -> None:
@@ -272,15 +271,7 @@ def test_one_persons_running_ingest_now_does_not_hold_the_next_persons(qtbot, ql
     now was greyed out until her model answered (README: Ingest now never waits for anyone else's). Each person's
     bar shows their own run: Bob's is free, Me's still reads "Ingesting…" when she is back, until hers ends."""
     scope = with_inbox(qloop, ui_pod)
-    asked, go = threading.Event(), threading.Event()
-
-    def slow(req):
-        asked.set()
-        go.wait(30)
-        return Text(json.dumps([{"title": "Trips", "scope": scope, "category": "travel",
-                                 "body": "- We fly to Lisbon on 4 May [1]", "citations": {"1": "S1"}}]))
-
-    fake_model.script = slow
+    asked, go = slow_writer(fake_model, scope)
     ui_pod.add_person("Bob")
     w = wiki_window(qtbot, ui_pod)
     panel = w.wiki.ingest_panel

@@ -773,6 +773,21 @@ def test_editing_is_refused_for_a_page_outside_the_persons_memory(qtbot, qloop, 
     assert not w.wiki.editor.isVisibleTo(w)
 
 
+def slow_writer(fake_model, scope: str):
+    """The ingest model writes one page ("Trips") of ``scope`` only once let go: (asked, go), the events saying it
+    was asked and letting it answer (within 30 s)."""
+    asked, go = threading.Event(), threading.Event()
+
+    def slow(req):
+        asked.set()
+        go.wait(30)
+        return Text(json.dumps([{"title": "Trips", "scope": scope, "category": "travel",
+                                 "body": "- We fly to Lisbon on 4 May [1]", "citations": {"1": "S1"}}]))
+
+    fake_model.script = slow
+    return asked, go
+
+
 def with_inbox(qloop, pod) -> str:
     """One kept item waiting for ingest, and the fake model as the ingest model."""
     scope = f"private/{pod.person.id}"
@@ -952,15 +967,7 @@ def test_ingest_now_while_the_timed_ingest_writes_your_pages_says_so_at_once(qtb
     from runtime_host.memory_jobs import INGEST_RUNNING
 
     scope = with_inbox(qloop, ui_pod)
-    asked, go = threading.Event(), threading.Event()
-
-    def slow(req):
-        asked.set()
-        go.wait(30)
-        return Text(json.dumps([{"title": "Trips", "scope": scope, "category": "travel",
-                                 "body": "- We fly to Lisbon on 4 May [1]", "citations": {"1": "S1"}}]))
-
-    fake_model.script = slow
+    asked, go = slow_writer(fake_model, scope)
     timed = asyncio.ensure_future(ui_pod.pod.memory_ingest())  # the timer's run, for everyone
     try:
         qloop.wait_until(asked.is_set, what="the timed ingest to ask Me's model")

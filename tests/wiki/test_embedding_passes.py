@@ -151,15 +151,22 @@ def swapped_after_first_answer(fake: FakeModelServer) -> list[int]:
     return calls
 
 
+def re_embedding_as_the_model_is_swapped(tmp_path: Path, fake_model: FakeModelServer) -> tuple[Memory, str]:
+    """151 notes (the dentist's among them, its id returned) re-embedded with the provider, whose model behind the
+    name answers 64 numbers a vector to the first batch and 32 after."""
+    mem = open_memory(tmp_path / "memory", embedder="static")
+    mem.add_items(shopping(150))
+    sid = mem.add_source(DENTIST, scope="private/me")
+    swapped_after_first_answer(fake_model)
+    mem.set_embedder(provider(fake_model))
+    return mem, sid
+
+
 def test_a_model_swapped_behind_the_name_mid_reembed_is_taken_up_after_three_answers(
         tmp_path: Path, fake_model: FakeModelServer) -> None:
     """The vectors of the first batch fixed the size: every answer after was refused, the switch stuck at 64/151."""
-    mem = open_memory(tmp_path / "memory", embedder="static")
+    mem, sid = re_embedding_as_the_model_is_swapped(tmp_path, fake_model)
     try:
-        mem.add_items(shopping(150))
-        sid = mem.add_source(DENTIST, scope="private/me")
-        swapped_after_first_answer(fake_model)
-        mem.set_embedder(provider(fake_model))
         assert wait_until(lambda: settled(mem), 20), mem.embedding_status()
         st = mem.embedding_status()
         assert st["done"] == st["total"] == 151, st
@@ -175,12 +182,8 @@ def test_choosing_the_model_again_takes_up_its_new_size_at_once(
     from wiki_engine import memory
 
     monkeypatch.setattr(memory, "SIZE_CHANGE_ANSWERS", 1000)  # not on its own: the person's choice does it
-    mem = open_memory(tmp_path / "memory", embedder="static")
+    mem, sid = re_embedding_as_the_model_is_swapped(tmp_path, fake_model)
     try:
-        mem.add_items(shopping(150))
-        sid = mem.add_source(DENTIST, scope="private/me")
-        swapped_after_first_answer(fake_model)
-        mem.set_embedder(provider(fake_model))
         assert wait_until(lambda: "32 numbers where 64" in str(mem.embedding_status()["error"]), 20)
         mem.set_embedder(provider(fake_model))
         assert wait_until(lambda: settled(mem), 10), mem.embedding_status()
