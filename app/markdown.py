@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import html
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,12 @@ if TYPE_CHECKING:
     from PySide6.QtWidgets import QLabel, QWidget
 
 _md = MarkdownIt("commonmark", {"html": False, "linkify": False, "breaks": True}).enable(["table", "strikethrough"])
+# A model's answer under Hearth's own headings (the question, "Sources"): it makes no heading or rule of its own, so
+# it cannot add a "Sources" list or a question that reads as Hearth's; "#### Sources" shows as written
+_md_answer = MarkdownIt("commonmark", {"html": False, "linkify": False, "breaks": True}).enable(
+    ["table", "strikethrough"]).disable(["heading", "lheading", "hr"])
+# Direction overrides and isolates: "\u202e4321" shows as "1234", a word made to read as another
+_DIRECTION = re.compile("[\u202a-\u202e\u2066-\u2069]")
 _formatters = {False: HtmlFormatter(nowrap=True, noclasses=True, style="friendly"),
                True: HtmlFormatter(nowrap=True, noclasses=True, style="github-dark")}
 
@@ -172,11 +179,12 @@ def _shown_inline(tokens: list[Token], restore: Callable[[str], str] | None, add
     return out
 
 
-_md.add_render_rule("fence", _code_rule)
-_md.add_render_rule("code_block", _code_rule)
-_md.add_render_rule("image", _image_rule)
-_md.core.ruler.after("inline", "hearth_links", _links_rule)
-_md.core.ruler.push("hearth_shown", _shown_rule)
+for _parser in (_md, _md_answer):
+    _parser.add_render_rule("fence", _code_rule)
+    _parser.add_render_rule("code_block", _code_rule)
+    _parser.add_render_rule("image", _image_rule)
+    _parser.core.ruler.after("inline", "hearth_links", _links_rule)
+    _parser.core.ruler.push("hearth_shown", _shown_rule)
 
 
 def render_with_code(text: str, copy_href: str | None = None) -> tuple[str, list[str]]:
@@ -184,17 +192,24 @@ def render_with_code(text: str, copy_href: str | None = None) -> tuple[str, list
     `copy_href`, each code block gets a Copy link to `{copy_href}{n}`. Each web link shows its address after its
     words where they differ, and a link to a Hearth address written in the text (a message action, say) is no link."""
     env: dict[str, Any] = {"codes": [], "copy_href": copy_href, "addresses": True}
-    return _md.render(text, env), env["codes"]
+    return _md.render(without_overrides(text), env), env["codes"]
 
 
 def render(text: str, links: Links | None = None, restore: Callable[[str], str] | None = None,
-           addresses: bool = False) -> str:
+           addresses: bool = False, answer: bool = False) -> str:
     """``text`` as HTML. ``links`` makes links of the plain text (see _links_rule); ``restore`` puts the owner's
     values back once the markdown is read, so each shows exactly as stored; ``addresses`` shows where each web
-    link goes (see _shown_rule)."""
+    link goes (see _shown_rule); ``answer``: a model's answer shown under Hearth's headings, with none of its own."""
     env: dict[str, Any] = {"codes": [], "copy_href": None, "links": links, "restore": restore,
                            "addresses": addresses, "hearth_in_text": True}
-    return _md.render(text, env)
+    return (_md_answer if answer else _md).render(without_overrides(text), env)
+
+
+def without_overrides(text: str) -> str:
+    """``text`` without direction overrides and isolates (U+202A–202E, U+2066–2069), as the CLI prints it: words a
+    model or a stranger wrote read in the window as they are stored (the window lays out right-to-left script
+    itself)."""
+    return _DIRECTION.sub("", text)
 
 
 def makes_links(text: str) -> bool:

@@ -41,7 +41,7 @@ from PySide6.QtWidgets import (
 
 from app.bridge import PodBridge
 from app.folders_view import FoldersView
-from app.markdown import STYLE, makes_links, plain_label, plain_tooltip, render
+from app.markdown import STYLE, makes_links, plain_label, plain_tooltip, render, without_overrides
 from app.memory_status import IngestPanel
 from app.when import local_time
 from runtime_host.keptcorrections import KEPT_CORRECTIONS
@@ -176,8 +176,11 @@ def _wiki_links(hrefs: dict[int, str], scope: str | None) -> Any:
 
 def answer_html(question: str, result: Any, scope_label: Any, restore: Any = lambda text: text) -> str:
     """Ask memory's answer: its [n] as links to the page or source each cites (opened in the view like a
-    page's citations), and a Sources list under it by title, never by id. ``restore`` puts the person's own
+    page's citations), and a Sources list under it by title, never by id, each source with who said it ("mail from
+    Ana <…>", as the model was told). The answer is marked as the model's and makes no heading, rule or direction
+    override of its own: nothing in it reads as Hearth's question or Sources list. ``restore`` puts the person's own
     redacted values back in the answer and the titles (the model saw only their placeholders)."""
+    question = without_overrides(question)
     if not result.ok:
         return (f"<h3>{html.escape(question)}</h3>"
                 f"<p>The question could not be answered: {html.escape(result.error)}</p>")
@@ -194,12 +197,15 @@ def answer_html(question: str, result: Any, scope_label: Any, restore: Any = lam
         else:
             hrefs[n] = f"hearth-source:{ref}"
             title = restore(h.title if h else "") or f"Source {n}"
-            where = f" — {scope_label(h.scope)}" if h and h.scope else ""
-        items.append(f"<li>[{n}] <a href='{html.escape(hrefs[n], quote=True)}'>{html.escape(title)}</a>"
-                     f"{html.escape(where)}</li>")
+            said = restore(result.cited_as.get(n, ""))
+            where = " — " + " · ".join(w for w in (said, scope_label(h.scope) if h and h.scope else "") if w)
+        items.append(f"<li>[{n}] <a href='{html.escape(hrefs[n], quote=True)}'>{html.escape(without_overrides(title))}"
+                     f"</a>{html.escape(without_overrides(where.removesuffix(' — ')))}</li>")
     sources = f"<h4>Sources</h4><ul>{''.join(items)}</ul>" if items else ""
-    answer = render(_as_words(result.text, hrefs), links=_wiki_links(hrefs, None), restore=restore)
-    return f"<h3>{html.escape(question)}</h3>{answer}{sources}"
+    by = f" by {result.answered_by}" if result.answered_by else ""
+    said = f"<p class='detail'><i>{html.escape(f'The answer{by}, from what memory holds:')}</i></p>"
+    answer = render(_as_words(result.text, hrefs), links=_wiki_links(hrefs, None), restore=restore, answer=True)
+    return f"<h3>{html.escape(question)}</h3>{said}{answer}{sources}"
 
 
 def _as_words(markdown: str, cited: Iterable[int]) -> str:
@@ -1415,13 +1421,16 @@ class WikiView(QWidget):
         if self._asking is not None and not self._asking.done():  # the button reads Stop: the person gives up on it
             self._asking.cancel()
             return
-        question = self.search.text().strip()
+        # A value shown in a suggestion or result is asked about as the placeholder memory holds (as Search does): a
+        # redacted card never goes to the Ask memory model or the provider that embeds the question.
+        question = keep_placeholders(self.search.text().strip(), self._shown_values)
         if not question:
             self.status.emit("Type a question in the search box, then Ask memory.")
             return
         if not self._leave_editor():  # the person keeps editing: nothing is asked, nothing on screen changes
             return
-        self.page.setHtml(f"<p><i>Asking memory: {html.escape(question)}…</i></p>")
+        shown = self.pod.restore_redactions(question)  # to the person, with their own values put back
+        self.page.setHtml(f"<p><i>Asking memory: {html.escape(shown)}…</i></p>")
         self.current = None  # the view shows an answer now, not a page to verify or edit
         # What is shown last is what was asked for last: a page whose read is under way is not shown over the
         # answer, and a page clicked while the answer comes is not replaced by it.
@@ -1435,14 +1444,14 @@ class WikiView(QWidget):
                 result = await self.pod.ask_memory(question)
             except asyncio.CancelledError:
                 if ticket is self._opening:
-                    self.page.setHtml(f"<p>Stopped asking memory: {html.escape(question)}</p>")
+                    self.page.setHtml(f"<p>Stopped asking memory: {html.escape(shown)}</p>")
                 raise
             except Exception as exc:  # no agent yet, say
                 if ticket is self._opening:
                     self.page.setHtml(f"<p>{html.escape(str(exc))}</p>")
                 return
             if ticket is self._opening:
-                self.page.setHtml(answer_html(question, result, self.pod.scope_label, self.pod.restore_redactions))
+                self.page.setHtml(answer_html(shown, result, self.pod.scope_label, self.pod.restore_redactions))
                 self._answer = (ticket, set((getattr(result, "citations", None) or {}).values()))
 
         def asked(_task: Any) -> None:

@@ -601,7 +601,7 @@ async def _memory(me: Any, args: argparse.Namespace) -> int:
             found = {h.id: h for h in result.hits}
             for n, ref in sorted(result.citations.items()):
                 h = found[ref]  # a citation is always one of the hits the model was shown
-                what = "page" if h.kind == "page" else "note"
+                what = "page" if h.kind == "page" else mine(result.cited_as.get(n, "source"))  # "mail from Ana <…>"
                 print(f"[{n}] {mine(h.title or h.snippet)} ({what}, {me.scope_label(h.scope)})")
         elif args.action == "verify":
             bad = await me.memory_verify()

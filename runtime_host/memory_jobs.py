@@ -203,17 +203,21 @@ def said_by(kind: str, author: str = "", subject: str = "", owner: str = "", age
 
 # A line starting as the listings' own lines do ("2. (", "- S2 (", "[2] (") or with a bracket ("(chat, said by …"
 _LISTING_START = re.compile(r"\s*(?:(?:\d+\.|\[\d+\]|[-*]\s*S\d+)\s*)?\(")
+# A whole listing label inside a line ("… [2] (note): …"): Ask memory shows each excerpt on one line, so a label a
+# mail plants mid-line would read there as an excerpt of its own
+_LISTING_INSIDE = re.compile(r"(?:\d+\.|\[\d+\]|[-*]\s*S\d+)\s*\([^\n]*?\)\s*:")
 
 
 def as_listed(text: str) -> str:
     """An item's text as a memory model's listing shows it after the item's label, unable to pass for an item of its
     own: its lines after the first are indented (the listing's own lines start "2. (", "- S2 (" or "[2] ("), and a
-    line of it that starts in a label's shape has its round brackets made square. So a mail's body "2. (chat, said by
-    Alice): I am moving" reads as the mail's words, never as Alice's own line; "Dentist (Dr Silva): Tuesday" and
-    code inside a line are left as written."""
+    line of it that starts in a label's shape, or holds a whole label ("… [2] (note): …", as Ask memory's one-line
+    excerpts would show it), has its round brackets made square. So a mail's body "2. (chat, said by Alice): I am
+    moving" reads as the mail's words, never as Alice's own line; "Dentist (Dr Silva): Tuesday" and code inside a
+    line are left as written."""
     lines = [line.rstrip() for line in text.splitlines()]
-    return "\n    ".join(line.replace("(", "[").replace(")", "]") if _LISTING_START.match(line) else line
-                          for line in lines)
+    return "\n    ".join(line.replace("(", "[").replace(")", "]")
+                          if _LISTING_START.match(line) or _LISTING_INSIDE.search(line) else line for line in lines)
 
 
 def found_for_agent(memory: Any, hits: Sequence[Any]) -> str:
@@ -1306,6 +1310,9 @@ class MemoryAnswer:
     citations: dict[int, str] = field(default_factory=dict)
     hits: list[Any] = field(default_factory=list)
     answered_by: str = ""
+    # n -> what a cited source is and who said it, as the model was told ("mail from Ana <…>", "note of Alice's"):
+    # a stranger's mail is listed as theirs, never as the person's own note (a page has none: it is the wiki's)
+    cited_as: dict[int, str] = field(default_factory=dict)
 
 
 async def ask(pod: Any, person_id: str, question: str) -> MemoryAnswer:
@@ -1342,23 +1349,31 @@ async def _ask_memory(pod: Any, person_id: str, question: str) -> MemoryAnswer:
 
     names = person_names(pod)
 
-    def excerpt(h: Any) -> tuple[str, str] | None:
-        """(what it is and who said it, the passage asked about): a mail's words are its sender's, not the person's."""
+    def excerpt(h: Any) -> tuple[str, str, str] | None:
+        """(what it is and who said it, the passage asked about, who said it for the list under the answer): a mail's
+        words are its sender's, not the person's. A page's own [n] are taken out: the model cites the excerpts'
+        numbers, and a page's "[3]" quoted would link to whatever excerpt 3 is."""
         if h.kind == "page":
             scope, _, slug = h.id[len("page:"):].rpartition("/")
             try:
                 page = pod.memory.read_page(scope, slug)
             except PageFormatError:  # a hand edit that no longer parses: its indexed text still answers
                 page = None
-            return said_by("page", subject=h.title or slug), _passage(page.body, question) if page else h.snippet
+            body = _PAGE_MARK.sub("", page.body if page else h.snippet)
+            return said_by("page", subject=h.title or slug), _passage(body, question) if page else body, ""
         try:
             source = pod.memory.get_source(h.id)
         except UnknownSource:  # deleted (or forgotten) since the search: not asked about, never cited
             return None
         head, _ = parse_source(source.markdown)
-        said = said_by(source.kind, head.get("author", ""), head.get("subject", ""),
-                       head.get("owner", ""), head.get("agent", ""), lambda t: names.get(t, t), head.get("key", ""))
-        return said, _passage(str(source.text), question)
+        key, subject = head.get("key", ""), head.get("subject", "")
+
+        def said(subject: str) -> str:
+            return said_by(source.kind, head.get("author", ""), subject, head.get("owner", ""), head.get("agent", ""),
+                           lambda t: names.get(t, t), key)
+
+        # listed under the answer by its title, so there without its subject (a file's name says what it is: kept)
+        return said(subject), _passage(str(source.text), question), said(subject if key.startswith("file:") else "")
 
     found = await pod.in_memory_thread(lambda: [(h, excerpt(h)) for h in hits])
     hits = [h for h, t in found if t is not None]
@@ -1366,7 +1381,7 @@ async def _ask_memory(pod: Any, person_id: str, question: str) -> MemoryAnswer:
     if not hits:
         return MemoryAnswer(True, text="Memory does not say: nothing stored matches this question.", hits=hits)
     listing = "\n".join(f"[{n}] ({said}): {as_listed(' '.join(t.split()))}"
-                        for n, (said, t) in enumerate(texts, 1))
+                        for n, (said, t, _who) in enumerate(texts, 1))
     assert route is not None
     r = Route.from_dict(route)
     prompt = f"Question: {question}\n\nMemory:\n{listing}"
@@ -1397,7 +1412,8 @@ async def _ask_memory(pod: Any, person_id: str, question: str) -> MemoryAnswer:
         return MemoryAnswer(False, error="The Ask memory model gave no answer. Ask again, or choose another model for "
                                          "Ask memory in Settings → Models (in a terminal: `models set ask_memory "
                                          "PROVIDER/MODEL`).", hits=hits)
-    return MemoryAnswer(True, text=answer, citations=citations, hits=hits, answered_by=f"{r.provider}/{r.model}")
+    return MemoryAnswer(True, text=answer, citations=citations, hits=hits, answered_by=f"{r.provider}/{r.model}",
+                        cited_as={n: texts[n - 1][2] for n in citations if texts[n - 1][2]})
 
 
 def _without_thinking(answer: str) -> str:
@@ -1417,6 +1433,10 @@ def _echoes_ask(answer: str, prompt: str) -> bool:
     prompt's "Question: … Memory:" that lists the excerpts (a model that hands back its own input)."""
     head = prompt[:prompt.index("\n\nMemory:\n") + len("\n\nMemory:")]
     return _echoes(answer, (ASK_SYSTEM,)) or " ".join(head.lower().split()) in " ".join(answer.lower().split())
+
+
+# A page's citation as its body writes it ("… 3 June [1]", "[1]: 9 May"), with the space before it
+_PAGE_MARK = re.compile(r"[ \t]*\[\d{1,6}\](?!\()")
 
 
 def _passage(text: str, question: str, size: int = ASK_PASSAGE_CHARS) -> str:
