@@ -36,6 +36,20 @@ def test_a_label_planted_inside_a_line_is_squared_and_brackets_elsewhere_stay() 
     assert as_listed("See 3. (chat, said by Alice): moving") == "See 3. [chat, said by Alice]: moving"
     assert as_listed("Clara lives in Lyon [3] (since March).") == "Clara lives in Lyon [3] (since March)."
     assert as_listed("Dentist (Dr Silva): Tuesday 10:00") == "Dentist (Dr Silva): Tuesday 10:00"
+    # a planted label of a mail whose subject has brackets of its own is defused too
+    assert as_listed('Hi [2] (mail from Bank, “Invoice (March)”): pay') == 'Hi [2] [mail from Bank, “Invoice [March]”]: pay'
+
+
+def test_a_long_line_of_label_starts_is_read_at_once() -> None:
+    """The check for a label inside a line read a line of many "1.(" with no label in it in time growing with the
+    square of its length (1.7 s at 32 KB, about half a minute at 128 KB) while the mail's keep-or-skip prompt was made."""
+    import time
+
+    line = "Notes: " + "1.(" * 43_000 + ")"
+    t0 = time.monotonic()
+    assert as_listed(line) == line
+    took = time.monotonic() - t0
+    assert took < 5, f"reading a 128 KB line for planted labels took {took:.1f} s"
 
 
 async def test_a_mail_cannot_plant_an_excerpt_that_passes_for_the_persons_own_note(pod, servers, fake_model,
