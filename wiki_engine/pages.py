@@ -287,10 +287,21 @@ _BLOCK_START = re.compile(r"^\s*(?:[-*+]\s|\d+[.)]\s|#|>|\|)")
 _QUOTE = re.compile(r"^\s*>\s?")
 
 
-_WIDE_ENDS = ("。", "！", "？", "．")
-# Where a sentence ends: after . ! ? or a citation's ] and a space, or after Chinese and Japanese full stops,
-# which need no space after them.
-_SENTENCE_END = re.compile(r"(?<=[.!?\]])\s+(?=\S)|(?<=[。！？．])\s*(?=\S)")
+_CLOSERS = "*_\"'”’)」』）"  # what may close a sentence after its stop: emphasis, a quote, a bracket
+_CITES_AFTER = r"(?:\s*\[\d{1,6}\](?!:))*+"  # the citations of the sentence just ended ("fever. [1]", "发烧了。[2]")
+# Where a sentence ends: after . ! ? and a space, or after a Chinese or Japanese full stop (no space needed), each
+# with what closes it and the citations right after it. A citation inside a sentence ("Dr Haas [1] said") ends
+# none: the words after it are the same claim's.
+_SENTENCE_END = re.compile(rf"(?:[.!?][{_CLOSERS}]*{_CITES_AFTER}(?=\s+\S)|[。！？．][{_CLOSERS}]*{_CITES_AFTER}(?=\s*\S))\s*")
+
+
+def _sentences(text: str) -> list[str]:
+    """``text`` cut into its sentences, each with the space that follows it (joined, they give ``text`` back)."""
+    out, start = [], 0
+    for m in _SENTENCE_END.finditer(text):
+        out.append(text[start:m.end()])
+        start = m.end()
+    return [*out, text[start:]] if start < len(text) else out
 
 
 def _drop_cited(block: list[str], dead: set[int]) -> list[str]:
@@ -304,7 +315,7 @@ def _drop_cited(block: list[str], dead: set[int]) -> list[str]:
     text = " ".join(line.strip() for line in [block[0][len(head):], *rest_lines])
     kept: list[str] = []
     resting: list[str] = []  # uncited sentences waiting for the citation they rest on
-    for sentence in _SENTENCE_END.split(text):
+    for sentence in _sentences(text):
         nums = {int(n) for n in _CITE_USE.findall(sentence)}
         if not nums:
             resting.append(sentence)
@@ -313,10 +324,7 @@ def _drop_cited(block: list[str], dead: set[int]) -> list[str]:
             kept += resting
             kept.append(sentence)
         resting = []
-    kept += resting
-    rest = ""
-    for k in (k.strip() for k in kept if k.strip()):  # Chinese and Japanese sentences follow without a space
-        rest += (" " if rest and not rest.endswith(_WIDE_ENDS) else "") + k
+    rest = "".join(kept + resting).strip()  # each sentence keeps the space after it (none after 。)
     return [head + rest] if rest else []
 
 

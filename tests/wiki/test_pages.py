@@ -283,6 +283,27 @@ def test_deleting_a_source_leaves_every_other_cited_line_its_heading_and_code(me
     assert router is not None and "# then wait two minutes" in router.body and "Bob" not in router.body
 
 
+def test_a_citation_inside_a_sentence_takes_its_whole_sentence_when_its_source_is_deleted(mem: Memory) -> None:
+    """Writers put [n] after the name they credit: "Dr Haas [1] diagnosed me with zorblax fever." Deleting note 1
+    left "diagnosed me with zorblax fever." on the page, now resting on the bins note: a citation and a space were
+    read as a sentence's end. A citation after a stop ("fever. [1]", "热。[1]") belongs to the sentence before it:
+    it used to take the next sentence, the kept note's, with it."""
+    gone, kept = (mem.add_source(t, scope="public") for t in (
+        "Dr Haas diagnosed me with zorblax fever; it lasts a week. 哈斯医生说我得了佐布拉克斯热。",
+        "The bins go out on Thursday night, early, and the green bin too. 垃圾周四晚上拿出去。"))
+    mem.write_page(Page("Household", "public", "home",
+                        "Dr Haas [1] diagnosed me with zorblax fever. The bins go out on Thursday night [2].\n\n"
+                        "The bins are collected early [2]. Dr Haas [1] said zorblax fever lasts a week.\n\n"
+                        "I have zorblax fever. [1] The green bin goes out too. [2]\n\n"
+                        "哈斯医生[1]说我得了佐布拉克斯热。垃圾周四晚上拿出去 [2]。\n\n"
+                        "我得了佐布拉克斯热。[1]垃圾周四晚上拿出去。[2]", {1: gone, 2: kept}), author="agent:writer")
+    mem.delete_source(gone)
+    page = mem.read_page("public", "household")
+    assert page is not None and page.body == (
+        "The bins go out on Thursday night [2].\n\nThe bins are collected early [2].\n\n"
+        "The green bin goes out too. [2]\n\n垃圾周四晚上拿出去 [2]。\n\n垃圾周四晚上拿出去。[2]"), page.body
+
+
 def test_deleting_a_source_takes_its_claim_out_of_a_page_file_that_no_longer_parses(mem: Memory) -> None:
     """A hand edit broke a page's front matter; deleting a source then left its claim in the file (the page was
     only taken out of the index), though deleting promises its words leave every page. The rest of the file, the
