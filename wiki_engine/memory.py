@@ -1338,9 +1338,10 @@ class Memory:
                 only = self._drop_claims(Scope.parse(scope), slug, gone, said)
                 if only:
                     titles_gone.setdefault(Scope.parse(scope), {})[slug] = only
+            linked: set[Scope] = set()  # scopes whose pages linked to them
             for sc, slugs in titles_gone.items():
-                self._unlink_gone_titles(sc, slugs)
-            for sc in {Scope.parse(scope) for scope, _ in stale}:
+                linked |= self._unlink_gone_titles(sc, slugs)
+            for sc in {Scope.parse(scope) for scope, _ in stale} | linked:
                 self.index(sc).purge(now=not held)  # the page's earlier text, with the dropped claims, leaves the log
             if by_scope:
                 self.catalog.purge()
@@ -1533,17 +1534,27 @@ class Memory:
         idx.commit()
         return title_gone
 
-    def _unlink_gone_titles(self, sc: Scope, titles: dict[str, set[str]]) -> None:
+    def _unlink_gone_titles(self, sc: Scope, titles: dict[str, set[str]]) -> set[Scope]:
         """Pages of ``sc`` deleted (or renamed) because their title named what only deleted sources said
         (``titles``: their slugs, each with those stems): the links other pages give to them name it too, and go
         as a page's own links naming only what a deleted source said go, unless the linking page's own sentences
-        or sources say those words."""
-        def to_gone(text: str) -> bool:
-            return _named_slug(text) in titles and not self.pages.path_for(sc, _named_slug(text)).exists()
+        or sources say those words. A link opens a page of its own scope, else one of its reader's other scopes
+        (the Wiki's ``open_page``): the pages looked at are those of every scope a reader of ``sc`` may link from
+        (each private and agent scope for a public page; public and the person's own for theirs), a link to a page
+        its own scope still has left alone. Returns the scopes whose pages changed."""
+        have = self.pages.scopes()
+        linking = [ln for ln in have if ln == sc or "public" in (ln.kind, sc.kind) or ln.person == sc.person]
+        return {ln for ln in linking if self._unlink_in(ln, titles, {sc, ln} | {o for o in have if o.person == ln.person})}
 
-        idx = self.index(sc)
-        changed = False
-        for page in self.pages.scan(sc)[0]:
+    def _unlink_in(self, ln: Scope, titles: dict[str, set[str]], opens_in: set[Scope]) -> bool:
+        """``_unlink_gone_titles`` for the pages of one linking scope ``ln``, whose links open a page of the scopes
+        ``opens_in`` (one still there there keeps its links); whether any page changed."""
+        def to_gone(text: str) -> bool:
+            slug = _named_slug(text)
+            return slug in titles and not any(self.pages.path_for(s, slug).exists() for s in opens_in)
+
+        idx = None
+        for page in self.pages.scan(ln)[0]:
             named = [n for n in names_in(page.body) if to_gone(n)]
             only = self._said_only_by_gone(page, set().union(*(titles[_named_slug(n)] for n in named))) if named else set()
             if not only:
@@ -1551,18 +1562,19 @@ class Memory:
             kept = page.without_names(lambda text, only=only: to_gone(text) and bool(telling_stems(text) & only))
             if kept is page:
                 continue
-            changed = True
             left = any(holds_something(line) for line in kept.body.split("\n"))
             had = any(holds_something(line) for line in page.body.split("\n"))
+            idx = idx or self.index(ln)
             # A page that said something and is left with nothing but bare links goes; a page of links the person
             # wrote or verified (a "Family links" page) keeps its other links
             if not page.verified and not left and (had or not kept.body.strip()):
-                self.delete_page(str(sc), kept.slug)
+                self.delete_page(str(ln), kept.slug)
             else:
                 self.pages.write(kept)
                 idx.add([_page_doc(kept)])
-        if changed:
+        if idx is not None:
             idx.commit()
+        return idx is not None
 
     def _drop_scope(self, sc: Scope) -> None:
         with self._lock:

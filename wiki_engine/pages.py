@@ -451,6 +451,15 @@ class PageStore:
         except OSError as e:
             raise PageWriteError(_not_written(path, e, "deleted")) from e
 
+    def scopes(self) -> list[Scope]:
+        """The scopes that have pages (a folder ``wiki/<scope>/`` holding a ``.md`` file)."""
+        out: list[Scope] = []
+        for folder in (self.root / "public", *self.root.glob("private/*"), *self.root.glob("agent/*/*")):
+            with contextlib.suppress(ValueError):  # a folder named as no scope is (ScopeError) holds no pages
+                if folder.is_dir() and next(folder.glob("*.md"), None) is not None:
+                    out.append(Scope.parse(folder.relative_to(self.root).as_posix()))
+        return sorted(out, key=str)
+
     def scan(self, scope: Scope) -> tuple[list[Page], list[str]]:
         """All readable pages of a scope, and one message per file that was skipped as corrupt."""
         base = self.root / scope.relpath

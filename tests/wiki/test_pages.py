@@ -431,6 +431,37 @@ def test_deleting_a_page_titled_with_what_only_a_deleted_source_said_takes_the_l
     assert {h.title for h in mem.search("zorblax", scopes=["public"], mode="keyword") if h.kind == "page"} == {"School"}
 
 
+def test_links_from_other_scopes_to_a_page_titled_with_a_deleted_sources_words_go_too(mem: Memory) -> None:
+    """The Wiki opens a link in the linking page's scope, else in its reader's other scopes: Alice's private "See also:
+    [[Zorblax fever and bins]]" opens the household's page, and her writer writes both scopes. That page went with
+    the note its title came from; Alice's link stayed (only the public pages were looked at), and so did Bob's, and
+    his keyword search still found "zorblax" on his own page. Carol's link names her own page of that title, which
+    is still there, and stays."""
+    gone, kept = (mem.add_source(t, scope="public") for t in ("Bob was diagnosed with zorblax fever by Dr Haas.",
+                                                              "The bins go out on Thursday night."))
+    plants = mem.add_source("I water the plants on Sundays.", scope="private/alice")
+    shed = mem.add_source("I fixed the shed roof on Saturday.", scope="private/bob")
+    hers, read = (mem.add_source(t, scope="private/carol") for t in (
+        "Zorblax fever and bins: my notes on both.", "I read two books in May."))
+    _ingested(mem, Page("Zorblax fever and bins", "public", "home",
+                        "Bob was diagnosed by Dr Haas [1].\n\nThe bins go out on Thursday night [2].", {1: gone, 2: kept}),
+              Page("Alice's week", "private/alice", "notes",
+                   "I water the plants on Sundays [1].\n\nSee also: [[Zorblax fever and bins]]", {1: plants}),
+              Page("Shed", "private/bob", "home", "I fixed the shed roof on Saturday [1].\n\nSee [[Zorblax fever and "
+                   "bins]].", {1: shed}),
+              Page("Zorblax fever and bins", "private/carol", "notes", "My notes on both [1].", {1: hers}),
+              Page("Reading", "private/carol", "notes", "I read two books in May [1].\n\nSee also: [[Zorblax fever "
+                   "and bins]]", {1: read}))
+    mem.delete_source(gone)
+    assert mem.read_page("public", "zorblax-fever-and-bins") is None
+    assert mem.read_page("private/alice", "alice-s-week").body == "I water the plants on Sundays [1]."
+    assert mem.read_page("private/bob", "shed").body == "I fixed the shed roof on Saturday [1]."
+    assert "[[Zorblax fever and bins]]" in mem.read_page("private/carol", "reading").body
+    for who in ("alice", "bob"):
+        assert mem.search("zorblax", scopes=Viewer(who), mode="keyword") == [], who
+        assert not [p for p in (mem.root / "wiki" / "private" / who).rglob("*") if b"zorblax" in p.read_bytes().lower()]
+
+
 def test_a_persons_own_page_of_links_keeps_its_other_links_when_one_names_a_deleted_source(mem: Memory) -> None:
     """The person's own "Family links" page (verified, nothing but links) was deleted whole, its link to Garden
     with it, when the source one of its links' titles came from was deleted: a page left with bare links was taken
