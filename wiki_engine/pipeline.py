@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -291,7 +291,8 @@ def ingest_steps(memory: Memory, *, author: str = "agent:wiki-writer", max_sourc
                  ) -> Generator[IngestBatch | Wait, Sequence[Page] | None, IngestReport]:
     """``run_ingest`` as steps: holds the lease, yields the batch, is sent the drafts, writes them. Memory may
     change while the model writes the drafts: each draft is checked as it is written (one citing a source
-    deleted meanwhile is rejected, and the sources it drew on wait in the inbox).
+    deleted meanwhile is rejected, and the sources it drew on wait in the inbox), and none is written when a source
+    the model read (``_shown_ids``) was deleted meanwhile: its words may be in a draft citing another.
 
     With ``claim`` (a scope), the run holds that scope's lease ``ingest:<scope>`` throughout, so no two ingests
     write one scope's pages at once, and the whole wiki's ``ingest`` lease only while it reads its batch and while
@@ -302,14 +303,16 @@ def ingest_steps(memory: Memory, *, author: str = "agent:wiki-writer", max_sourc
     whole = claim is None
     with Lease(memory.catalog, "ingest" if whole else f"ingest:{claim}", ttl=lease_ttl,
                excludes=("ingest:%",) if whole else ()) as lease:
-        with (yield from _pen(memory, whole)):
+        # no deletion comes between what the writer is shown and the note of which sources that was
+        with (yield from _pen(memory, whole)), memory._lock:
             batch, report = _ingest_batch(memory, max_sources, scopes)
+            seen = _stored(memory, _shown_ids(batch)) if batch is not None else set()
         if batch is None:
             return report
         drafts = list((yield batch) or ())
         lease.renew()
-        with (yield from _pen(memory, whole)):
-            return _write_drafts(memory, batch, drafts, report, lease, author, scopes)
+        with (yield from _pen(memory, whole)), memory._lock:
+            return _write_drafts(memory, batch, drafts, report, lease, author, scopes, seen)
 
 
 def _pen(memory: Memory, whole: bool) -> Generator[Wait, Any, AbstractContextManager[Any]]:
@@ -369,11 +372,38 @@ def _ingest_batch(memory: Memory, max_sources: int, scopes: Callable[[str], bool
     return IngestBatch(sources, stale, existing), report
 
 
+def _shown_ids(batch: IngestBatch) -> set[str]:
+    """The sources whose words a writer shown ``batch`` read: its sources, and those its pages' claims cite."""
+    pages = [*batch.stale_pages, *(p for ps in batch.existing_pages.values() for p in ps)]
+    return {s.id for s in batch.sources} | {sid for p in pages for sid in p.citations.values()}
+
+
+def _stored(memory: Memory, ids: Iterable[str]) -> set[str]:
+    """Which of these source ids memory holds now."""
+    ids, out = sorted(ids), set()
+    for part in range(0, len(ids), 500):
+        chunk = ids[part:part + 500]
+        out |= {r[0] for r in memory.catalog.query(
+            f"SELECT id FROM sources WHERE id IN ({','.join('?' * len(chunk))})", tuple(chunk))}
+    return out
+
+
+_DELETED_MEANWHILE = ("a note it was shown was deleted while it wrote, so none of its {n} page(s) were written: none "
+                      "of the deleted note's words reach a page. {what}")
+
+
 def _write_drafts(memory: Memory, batch: IngestBatch, drafts: Sequence[Page], report: IngestReport, lease: Lease,
-                  author: str, scopes: Callable[[str], bool] | None) -> IngestReport:
+                  author: str, scopes: Callable[[str], bool] | None, seen: set[str]) -> IngestReport:
     """Writes an ingest model's drafts; takes the sources that reached a page (or all, when every draft was
-    written) out of the inbox."""
+    written) out of the inbox. A source of the ``seen`` ones (see ``_shown_ids``) deleted while the model wrote
+    had its words read by it, and a draft may hold them citing another source: none is written then, and the
+    batch's other sources wait in the inbox for a writer that never reads the deleted one."""
     sources = batch.sources
+    if seen - _stored(memory, seen):
+        report.rejected.append(("ingest", _DELETED_MEANWHILE.format(
+            n=len(drafts), what="Its other notes wait in the inbox for the next ingest.")))
+        report.left_in_inbox += [s.id for s in sources if s.id in _stored(memory, {s.id for s in sources})]
+        return report
     landed_sources: set[str] = set()
     ok = True
     for page in drafts:
@@ -491,60 +521,66 @@ def nightly_steps(memory: Memory, *, merge: Callable[[Page, Page], Page] | None 
                     keep = reread if reread is not None else keep
         if resynthesize:
             stale: list[Page] = []
-            for key in memory.stale_pages():
-                sc, _, slug = key[len("page:") :].rpartition("/")
-                try:
-                    found = memory.read_page(sc, slug)
-                except PageFormatError:
-                    continue  # listed in report.corrupt above; stays stale until the person mends the file
-                if found is not None:
-                    stale.append(found)
-            if stale:
-                # One bad draft (a citation to a source deleted while the model wrote, say) or a failing model
-                # leaves its pages stale for the next night; the other pages and the index refresh still happen.
-                # Only the pages asked about are written, each once: a writer answering with other pages (hundreds
-                # of them, say) has them refused, and said, per scope.
-                asked = {(str(p.scope), p.slug) for p in stale}
-                unasked: dict[str, list[str]] = {}
-                for page in (yield IngestBatch([], stale, {})):
-                    if isinstance(page, Exception):
-                        failed = page.scopes if isinstance(page, WriterFailed) else sorted({str(p.scope) for p in stale})
-                        report.rejected += [("re-synthesis", f"the wiki writer failed: {page}", sc) for sc in failed]
-                        continue
-                    if (str(page.scope), page.slug) not in asked:
-                        unasked.setdefault(str(page.scope), []).append(page.title)
-                        continue
-                    asked.discard((str(page.scope), page.slug))
+            with memory._lock:  # no deletion comes between the pages read and the note of the sources they cite
+                for key in memory.stale_pages():
+                    sc, _, slug = key[len("page:") :].rpartition("/")
                     try:
-                        res = memory.write_page(page, author=author)
-                    except (CitationError, PageFormatError, ValueError) as e:
-                        report.rejected.append((page.title, str(e), str(page.scope)))
-                        continue
-                    if res.status == "written":
-                        report.resynthesized.append(res.key)
-                    elif res.status == "proposed":
-                        report.proposed.append(res.key)
-                for sc, titles in sorted(unasked.items()):
-                    shown = ", ".join(f"“{t}”" for t in titles[:3]) + (f" and {len(titles) - 3} more" if len(titles) > 3 else "")
-                    report.rejected.append(("re-synthesis", f"the wiki writer answered {len(titles)} page(s) beyond the "
-                                            f"ones it was asked to rewrite ({shown}); they were not written", sc))
+                        found = memory.read_page(sc, slug)
+                    except PageFormatError:
+                        continue  # listed in report.corrupt above; stays stale until the person mends the file
+                    if found is not None:
+                        stale.append(found)
+                seen = _stored(memory, _shown_ids(IngestBatch([], stale, {})))
+            if stale:
+                answer = list((yield IngestBatch([], stale, {})))
+                with memory._lock:  # no deletion comes between the check and the writes
+                    _write_rewrites(memory, stale, answer, seen, report, author)
         for scope in sorted(set(memory.scopes_on_disk()) | _page_scopes(memory)):
             report.corrupt += [e for e in memory.refresh_index(scope) if e not in report.corrupt]
             report.reindexed_scopes.append(scope)
     return report
 
 
-def _page_scopes(memory: Memory) -> set[str]:
-    base = memory.root / "wiki"
-    out: set[str] = set()
-    if not base.exists():
-        return out
-    for p in base.rglob("*.md"):
-        try:
-            out.add(str(Scope.parse("/".join(p.parent.relative_to(base).parts))))
-        except ValueError:
+def _write_rewrites(memory: Memory, stale: list[Page], answer: list[Page | Exception], seen: set[str],
+                    report: NightlyReport, author: str) -> None:
+    """Writes nightly's rewrites of the ``stale`` pages. One bad draft (a citation to a source deleted while the
+    model wrote, say) or a failing model leaves its pages stale for the next night; the other pages and the index
+    refresh still happen. Only the pages asked about are written, each once: a writer answering with other pages
+    (hundreds of them, say) has them refused, and said, per scope. A source of the ``seen`` ones (the pages' cited
+    sources) deleted while the model wrote had its words shown to it in the pages' claims: none is written then."""
+    if seen - _stored(memory, seen):
+        drafts = [p for p in answer if not isinstance(p, Exception)]
+        report.rejected += [("re-synthesis", _DELETED_MEANWHILE.format(
+            n=len(drafts), what="The pages stay to be rewritten next night."), sc) for sc in sorted({str(p.scope) for p in stale})]
+        answer = [p for p in answer if isinstance(p, Exception)]
+    asked = {(str(p.scope), p.slug) for p in stale}
+    unasked: dict[str, list[str]] = {}
+    for page in answer:
+        if isinstance(page, Exception):
+            failed = page.scopes if isinstance(page, WriterFailed) else sorted({str(p.scope) for p in stale})
+            report.rejected += [("re-synthesis", f"the wiki writer failed: {page}", sc) for sc in failed]
             continue
-    return out
+        if (str(page.scope), page.slug) not in asked:
+            unasked.setdefault(str(page.scope), []).append(page.title)
+            continue
+        asked.discard((str(page.scope), page.slug))
+        try:
+            res = memory.write_page(page, author=author)
+        except (CitationError, PageFormatError, ValueError) as e:
+            report.rejected.append((page.title, str(e), str(page.scope)))
+            continue
+        if res.status == "written":
+            report.resynthesized.append(res.key)
+        elif res.status == "proposed":
+            report.proposed.append(res.key)
+    for sc, titles in sorted(unasked.items()):
+        shown = ", ".join(f"“{t}”" for t in titles[:3]) + (f" and {len(titles) - 3} more" if len(titles) > 3 else "")
+        report.rejected.append(("re-synthesis", f"the wiki writer answered {len(titles)} page(s) beyond the "
+                                f"ones it was asked to rewrite ({shown}); they were not written", sc))
+
+
+def _page_scopes(memory: Memory) -> set[str]:
+    return {str(sc) for sc in memory.pages.scopes()}
 
 
 _CITE = re.compile(r"\[(\d{1,6})\](?!:)")

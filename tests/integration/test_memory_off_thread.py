@@ -1,6 +1,7 @@
 """A memory job's model thinks off memory's thread: while the ingest or extraction model (the fake model on
 127.0.0.1, holding its answer) thinks, search answers and sources can be deleted; the draft is checked again
-when it is written, so a source deleted meanwhile never comes back as a citation."""
+when it is written, so a source deleted meanwhile never comes back as a citation, and no draft of a model that read
+a source deleted meanwhile is written."""
 
 from __future__ import annotations
 
@@ -84,7 +85,10 @@ async def test_search_answers_while_ingest_waits_on_a_slow_model(pod, fake_model
     assert len(out["written"]) == 2 and out["left_in_inbox"] == 0, out
 
 
-async def test_a_source_deleted_while_the_model_writes_is_not_cited(pod, fake_model) -> None:
+async def test_a_source_deleted_while_the_model_writes_reaches_no_page(pod, fake_model) -> None:
+    """The person deletes a note while the ingest model writes from it: the draft citing it was refused and the
+    other written, though the model had read the deleted note and any draft could hold its words. None is written
+    now; the other note waits in the inbox, and the next ingest's model never reads the deleted one."""
     scope, (trip, birthday), held, ingest = await _ingest_held(pod, fake_model)
     try:
         await pod.memory_delete_source(trip)  # the person deletes it while the model is still writing
@@ -92,13 +96,22 @@ async def test_a_source_deleted_while_the_model_writes_is_not_cited(pod, fake_mo
     finally:
         held.release.set()
         out = await asyncio.wait_for(ingest, 30)
-    assert [r["title"] for r in out["rejected"]] == ["Trips"], out
-    assert "not a stored source" in out["rejected"][0]["why"]
+    assert [r["title"] for r in out["rejected"]] == ["ingest"], out
+    assert "deleted while it wrote" in out["rejected"][0]["why"] and out["written"] == []
+    assert await pod.in_memory_thread(lambda: (pod.memory.list_pages(scope), pod.memory.inbox(100))) == (
+        ([], []), [birthday])
+    asked: list[str] = []
+
+    def family(req: Request) -> Text:
+        asked.append(req.last_user)
+        return pages_for(scope, {"Family": "Clara"})(req)
+
+    fake_model.script = family
+    out = await asyncio.wait_for(pod.memory_ingest(), 30)
     pages, _ = await pod.in_memory_thread(lambda: pod.memory.list_pages(scope))
-    assert [p.title for p in pages] == ["Family"]
-    assert all(trip not in p.citations.values() for p in pages)
-    assert birthday in pages[0].citations.values()
-    assert await pod.in_memory_thread(lambda: pod.memory.inbox(100)) == []  # the gone source left the inbox too
+    assert [p.title for p in pages] == ["Family"] and list(pages[0].citations.values()) == [birthday]
+    assert asked and not [a for a in asked if "Lisbon" in a]
+    assert await pod.in_memory_thread(lambda: pod.memory.inbox(100)) == []
 
 
 async def test_one_ingest_at_a_time_the_second_is_answered_at_once(pod, fake_model) -> None:

@@ -7,23 +7,58 @@ import pytest
 
 from wiki_engine import Memory, Page
 from wiki_engine.lease import Lease
-from wiki_engine.pipeline import drive, ingest_steps, nightly_steps
+from wiki_engine.pipeline import IngestBatch, drive, ingest_steps, nightly_steps
 
 
-def test_a_source_deleted_between_the_batch_and_the_drafts_is_not_cited(mem: Memory) -> None:
-    a = mem.add_source("We fly to Lisbon on 4 May.", scope="private/alice")
-    b = mem.add_source("Clara's birthday is on 3 June.", scope="private/alice")
+def test_no_draft_is_written_when_a_source_the_writer_read_is_deleted_while_it_writes(mem: Memory) -> None:
+    """Ingest showed the writer two notes; while it wrote, Alice deleted one. A draft citing the deleted note was
+    refused, but its "Household" page put the deleted note's words in a sentence citing the other note, and was
+    written: the zorblax fever on a page after the deletion said its words had left every page. None of the
+    batch's drafts is written now; the other note waits in the inbox, and the next writer never reads the deleted one."""
+    gone = mem.add_source("I was diagnosed with zorblax fever by Dr Haas.", scope="private/alice")
+    bins = mem.add_source("The bins go out on Thursday night.", scope="private/alice")
     steps = ingest_steps(mem)
     batch = next(steps)
-    assert {s.id for s in batch.sources} == {a, b}
-    mem.delete_source(a)  # while the model was writing
+    assert {s.id for s in batch.sources} == {gone, bins}
+    mem.delete_source(gone)  # while the model was writing
     with pytest.raises(StopIteration) as done:
-        steps.send([Page("Trips", "private/alice", "travel", "- Lisbon on 4 May [1]", {1: a}),
-                    Page("Family", "private/alice", "family", "- Clara: 3 June [1]", {1: b})])
+        steps.send([Page("Health", "private/alice", "health", "- Zorblax fever, says Dr Haas [1]", {1: gone}),
+                    Page("Household", "private/alice", "home",
+                         "I have zorblax fever and the bins go out on Thursday night [1].", {1: bins})])
     report = done.value.value
-    assert report.written == ["page:private/alice/family"]
-    assert [t for t, _ in report.rejected] == ["Trips"] and "not a stored source" in report.rejected[0][1]
-    assert mem.read_page("private/alice", "trips") is None and mem.inbox() == []
+    assert report.written == [] and report.consumed == [] and report.left_in_inbox == [bins]
+    assert [t for t, _ in report.rejected] == ["ingest"] and "deleted while it wrote" in report.rejected[0][1]
+    assert mem.list_pages("private/alice") == ([], []) and mem.inbox() == [bins]
+    seen: list[str] = []
+
+    def writer(batch: IngestBatch) -> list[Page]:
+        seen.extend(s.text for s in batch.sources)
+        return [Page("Household", "private/alice", "home", "The bins go out on Thursday night [1].", {1: bins})]
+
+    assert drive(ingest_steps(mem), writer).written == ["page:private/alice/household"]
+    assert seen == ["The bins go out on Thursday night."] and mem.inbox() == []
+
+
+def test_no_rewrite_is_written_when_a_source_its_page_cited_is_deleted_while_the_writer_rewrites(mem: Memory) -> None:
+    """Nightly showed the writer a page to rewrite, its claims with their notes; while it wrote, Alice deleted the
+    aisle-seat note. The rewrite said "aisle seats" citing the Gatwick note and was written; now the page stays as
+    the deletion left it, to be rewritten next night."""
+    a = mem.add_source("Alice's passport expires in November.", scope="private/alice")
+    b = mem.add_source("Alice prefers aisle seats on flights.", scope="private/alice")
+    c = mem.add_source("Alice flies from Gatwick.", scope="private/alice")
+    mem.write_page(Page("Travel", "private/alice", "travel", "Passport: November [1]. Aisle seats [2]. Gatwick [3].",
+                        {1: a, 2: b, 3: c}), author="agent:writer")
+    mem.delete_source(a)
+    steps = nightly_steps(mem, resynthesize=True)
+    assert [p.body for p in next(steps).stale_pages] == ["Aisle seats [2]. Gatwick [3]."]
+    mem.delete_source(b)  # while the model was rewriting the page
+    with pytest.raises(StopIteration) as done:
+        steps.send([Page("Travel", "private/alice", "travel", "Alice takes an aisle seat from Gatwick [1].", {1: c})])
+    report = done.value.value
+    assert report.resynthesized == [] and [(t, sc) for t, _, sc in report.rejected] == [("re-synthesis", "private/alice")]
+    assert "deleted while it wrote" in report.rejected[0][1]
+    page = mem.read_page("private/alice", "travel")
+    assert page is not None and page.body == "Gatwick [3]." and mem.stale_pages() == ["page:private/alice/travel"]
 
 
 def test_a_stale_page_rewritten_from_a_source_deleted_meanwhile_stays_stale(mem: Memory) -> None:
