@@ -291,8 +291,10 @@ _CLOSERS = "*_\"'”’)」』）"  # what may close a sentence after its stop: 
 _CITES_AFTER = r"(?:\s*\[\d{1,6}\](?!:))*+"  # the citations of the sentence just ended ("fever. [1]", "发烧了。[2]")
 # Where a sentence ends: after . ! ? and a space, or after a Chinese or Japanese full stop (no space needed), each
 # with what closes it and the citations right after it. A citation inside a sentence ("Dr Haas [1] said") ends
-# none: the words after it are the same claim's.
-_SENTENCE_END = re.compile(rf"(?:[.!?][{_CLOSERS}]*{_CITES_AFTER}(?=\s+\S)|[。！？．][{_CLOSERS}]*{_CITES_AFTER}(?=\s*\S))\s*")
+# none: the words after it are the same claim's. Citations ending a line of a paragraph end its sentence too, with
+# no stop ("Tea with Ana [1]" then "Coffee with Sam [2]" on the next line are two claims).
+_SENTENCE_END = re.compile(rf"(?:[.!?][{_CLOSERS}]*{_CITES_AFTER}(?=\s+\S)|[。！？．][{_CLOSERS}]*{_CITES_AFTER}(?=\s*\S)"
+                           rf"|\[\d{{1,6}}\](?!:){_CITES_AFTER}[ \t]*(?=\n))\s*")
 
 
 def _sentences(text: str) -> list[str]:
@@ -312,7 +314,7 @@ def _drop_cited(block: list[str], dead: set[int]) -> list[str]:
     prefix = re.match(r"^\s*(?:[-*+]|\d+[.)]|>)?\s*", block[0])
     head = prefix.group(0) if prefix else ""
     rest_lines = [_QUOTE.sub("", line, count=1) for line in block[1:]] if head.strip() == ">" else block[1:]
-    text = " ".join(line.strip() for line in [block[0][len(head):], *rest_lines])
+    text = "\n".join(line.strip() for line in [block[0][len(head):], *rest_lines])
     kept: list[str] = []
     resting: list[str] = []  # uncited sentences waiting for the citation they rest on
     for sentence in _sentences(text):
@@ -324,7 +326,7 @@ def _drop_cited(block: list[str], dead: set[int]) -> list[str]:
             kept += resting
             kept.append(sentence)
         resting = []
-    rest = "".join(kept + resting).strip()  # each sentence keeps the space after it (none after 。)
+    rest = re.sub(r"[ \t]*\n[ \t]*", " ", "".join(kept + resting).strip())  # each keeps the space after it (none after 。)
     return [head + rest] if rest else []
 
 

@@ -304,6 +304,19 @@ def test_a_citation_inside_a_sentence_takes_its_whole_sentence_when_its_source_i
         "The green bin goes out too. [2]\n\n垃圾周四晚上拿出去 [2]。\n\n垃圾周四晚上拿出去。[2]"), page.body
 
 
+def test_claims_on_lines_of_one_paragraph_without_stops_go_one_by_one(mem: Memory) -> None:
+    """A paragraph of claims one per line with no full stops ("Tea with Ana [1]" then "Coffee with Sam [2]"): once a
+    citation inside a sentence ended none, deleting note 1 took the coffee line, the kept note's claim, with it.
+    Citations ending a line end its claim; a sentence wrapped over two lines still goes whole."""
+    tea, coffee = (mem.add_source(t, scope="public") for t in ("Tea with Ana on Sundays.", "Coffee with Sam on Mondays."))
+    mem.write_page(Page("Habits", "public", "home", "Tea with Ana on Sundays [1]\nCoffee with Sam on Mondays [2]\n\n"
+                        "Ana [1] pours the tea\nfor everyone. Sam brings the coffee [2].", {1: tea, 2: coffee}),
+                   author="agent:writer")
+    mem.delete_source(tea)
+    page = mem.read_page("public", "habits")
+    assert page is not None and page.body == "Coffee with Sam on Mondays [2]\n\nSam brings the coffee [2].", page.body
+
+
 def test_deleting_a_source_takes_its_claim_out_of_a_page_file_that_no_longer_parses(mem: Memory) -> None:
     """A hand edit broke a page's front matter; deleting a source then left its claim in the file (the page was
     only taken out of the index), though deleting promises its words leave every page. The rest of the file, the
