@@ -680,10 +680,11 @@ class WikiView(QWidget):
             self._on_clock()  # the empty page names it too
             return
         # Another person's memory: nothing of it is shown here. Nightly's event (counts only) is everyone's: it
-        # rewrites and reconciles pages of every scope.
-        if kind != "memory.nightly" and ev.get("person") != self.pod.person.id:
+        # rewrites and reconciles pages of every scope; so does another person's ingest for the household's pages
+        # (the page being read, the list, their proposals), which are this person's too: read again, as their own.
+        if kind not in ("memory.nightly", "memory.ingested") and ev.get("person") != self.pod.person.id:
             return
-        if kind == "memory.nightly":
+        if kind in ("memory.nightly", "memory.ingested"):
             self._memory_soon.start()
             return
         if kind in MEMORY_CHANGED or (kind == "folders.progress" and ev.get("phase") == "done"):
@@ -1108,10 +1109,20 @@ class WikiView(QWidget):
             self._not_mine("Not changed")
             return
 
-        memory, person = self.pod.memory, self.pod.person.id
+        memory, person, shown = self.pod.memory, self.pod.person.id, self._shown_page
+        read = (shown.body, dict(shown.citations)) if shown is not None else None  # what the person vouches for
+
+        from wiki_engine import PageChanged
 
         async def go() -> None:
-            await self._mem(lambda: memory.set_verified(scope, slug, checked))
+            try:
+                await self._mem(lambda: memory.set_verified(scope, slug, checked, read=read))
+            except PageChanged:  # rewritten since it was shown (a timed ingest, `memory ingest` in a terminal)
+                if self._say(person, "Not verified: this page changed since it was shown (an ingest wrote it). It "
+                                     "is shown again as it reads now: read it, then mark it verified."):
+                    self.verified.setChecked(not checked)
+                    self._reload(person)
+                return
             self._say(person, f"Page {'verified: agents now propose changes instead of writing' if checked else 'no longer verified'}.")
             self._reload(person)
 

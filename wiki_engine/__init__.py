@@ -9,6 +9,7 @@ from .memory import (
     Hit,
     InstructionRefused,
     Memory,
+    PageChanged,
     PageRefused,
     PageWrite,
     Proposal,
@@ -23,7 +24,7 @@ from .scopes import Scope, ScopeError, Viewer
 from .sources import SourceUnreadable, Tampered
 
 __all__ = [
-    "CitationError", "Hit", "InstructionRefused", "Item", "Memory", "Page", "PageFormatError", "PageRefused", "PageWrite",
+    "CitationError", "Hit", "InstructionRefused", "Item", "Memory", "Page", "PageChanged", "PageFormatError", "PageRefused", "PageWrite",
     "PageWriteError",
     "Proposal", "Scope", "ScopeError", "SourceConflict", "SourceRecord", "SourceUnreadable", "Tampered", "UnknownSource", "Verdict", "Viewer",
     "check_instructions", "open_memory", "parse_page", "render_item", "slugify",

@@ -40,7 +40,7 @@ from .embed import (
     kind_of,
     load_embedder,
 )
-from .guard import check_instructions, without_controls
+from .guard import check_instructions, held_because, without_controls
 from .index import (
     Doc,
     ScopeIndex,
@@ -57,6 +57,7 @@ from .pages import (
     Page,
     PageFormatError,
     PageStore,
+    as_claim,
     holds_something,
     names_in,
     parse_page,
@@ -73,6 +74,10 @@ from .sources import SourceStore, Tampered
 
 class PageRefused(ValueError):
     """A model's page tried to give the assistant orders; it was not written."""
+
+
+class PageChanged(ValueError):
+    """The page changed since the person was shown it: what they vouched for is not what it says now."""
 
 
 class InstructionRefused(ValueError):
@@ -184,6 +189,20 @@ class Quarantined:
 # dev conversations and checked by leave-one-conversation-out (each conversation scored with the weights best on
 # the other four); nothing is tuned to names or ids.
 _UPDATED = re.compile(r"(?m)^updated: .*$")  # a page file's time of writing: not part of what it says
+_BLANKS = re.compile(r"\n{3,}")
+
+
+def _as_read(text: str) -> object:
+    """What a page file says, as a person reads it: its fields but the time of writing, and its body's lines with
+    each [n] read as the source it cites, without the spaces around them or the blank lines between them (a writer
+    handing back a page with a space or a blank line more, or citing a source under another number, changes
+    nothing). A file that does not parse is compared as it is."""
+    try:
+        page = parse_page(text)
+    except PageFormatError:
+        return _UPDATED.sub("", text, 1)
+    lines = [as_claim(line, page.citations) for line in page.body.split("\n") if line.strip()]
+    return page.title, page.scope, page.category, page.verified, sorted(page.extra.items()), lines
 
 W_KEYWORDS = 0.75
 W_MEANING = 0.27
@@ -503,7 +522,10 @@ class Memory:
         title = field(page.title)
         if not title:
             raise PageRefused("A page needs a title; it was not written.")
-        return replace(page, title=title, category=field(page.category) or "notes", body=clean(page.body),
+        # a body's lines without the spaces at their ends, one blank line at most between them (a space left at a
+        # line's end is seen by no one, and made a page handed back as it reads a change to decide)
+        body = _BLANKS.sub("\n\n", "\n".join(line.rstrip() for line in clean(page.body).split("\n")))
+        return replace(page, title=title, category=field(page.category) or "notes", body=body,
                        citations={n: valid_text(sid) for n, sid in page.citations.items()},
                        extra={k: field(v) if isinstance(v, str) else v for k, v in page.extra.items()})
 
@@ -1792,9 +1814,15 @@ class Memory:
         if not _is_person(author) and not page.cited_numbers():
             raise PageRefused(f"The page “{page.title}” cites no source (memory keeps only what it can cite); it was "
                               "not written.")
-        if not _is_person(author):  # memory is data: a model's page that gives the assistant orders is not written
-            # Every part of the page that reaches its file and the index: title, category, extra fields, body.
+        if not _is_person(author) or sc.kind == "public":  # memory is data: a page that gives the assistant orders
+            # is not written, a model's, or a person's correction of a household page (everyone's assistants read it
+            # as memory; a person's own page is theirs to write). Every part of the page that reaches its file and
+            # the index: title, category, extra fields, body.
             verdict = check_instructions("\n".join([page.title, page.category, *page.extra.values(), page.body]))
+            if not verdict.ok and _is_person(author):
+                raise PageRefused(f"everyone's assistants read the household page “{page.title}” as memory, and it "
+                                  f"would hold a line that {held_because(verdict.reason)} (“{verdict.excerpt}”). "
+                                  "Take that out, or write it on a page of your own.")
             if not verdict.ok:
                 raise PageRefused(f"{verdict.reason} The page “{page.title}” was not written; its sources stay.")
         page = self._own_file(sc, page)
@@ -1815,16 +1843,19 @@ class Memory:
                 # A rewrite asked for (a source the page cited was deleted) is done once the person has it to decide,
                 # has turned it down, or it changes nothing: the page is not sent to the model again, run after run.
                 db.execute("DELETE FROM stale_pages WHERE scope=? AND slug=?", (str(sc), page.slug))
-                if cur_page is not None and _UPDATED.sub("", current or "", 1) == _UPDATED.sub("", text, 1):
-                    return PageWrite("unchanged", new.key)  # the page handed back as it is: nothing to ask
+                said = _as_read(text)  # what it says, as the person reads it (spaces, numbering aside)
+                if cur_page is not None and _as_read(current or "") == said:
+                    return PageWrite("unchanged", new.key)  # the page handed back as it reads: nothing to ask
                 # The same change still waiting (an ingest that ran again after a crash, before its inbox was
                 # emptied, proposes it anew): the person is asked once. The same change the person already
-                # turned down, on the page as it still is, is not asked again.
+                # turned down, on the page as it still reads, is not asked again. (An open one is on the page as
+                # it is, byte for byte: that is the page its approval checks.)
                 same = next(((r["id"], r["status"]) for r in db.execute(
                     "SELECT id, status, base_text, proposed_text FROM proposals WHERE scope=? AND slug=? "
                     "AND status IN ('open', 'rejected') ORDER BY status='open' DESC, id DESC", (str(sc), page.slug))
-                    if r["base_text"] == (current or "")
-                    and _UPDATED.sub("", r["proposed_text"], 1) == _UPDATED.sub("", text, 1)), None)
+                    if (r["base_text"] == (current or "") if r["status"] == "open"
+                        else _as_read(r["base_text"]) == _as_read(current or ""))
+                    and _as_read(r["proposed_text"]) == said), None)
                 if same is not None:
                     return PageWrite("proposed" if same[1] == "open" else "rejected", new.key, int(same[0]), diff)
                 cur = db.execute(
@@ -1859,14 +1890,22 @@ class Memory:
             idx.commit()
         self._added(idx)
 
-    def set_verified(self, scope: str, title_or_slug: str, verified: bool = True) -> Page:
-        """A person marks a page verified (or not); agents then can only propose changes to it."""
-        page = self.read_page(scope, title_or_slug)
-        if page is None:
-            raise KeyError(f"No page {title_or_slug!r} in {scope}.")
-        page = replace(page, verified=verified)
-        self.pages.write(page)
-        return page
+    def set_verified(self, scope: str, title_or_slug: str, verified: bool = True, *,
+                     read: tuple[str, dict[int, str]] | None = None) -> Page:
+        """A person marks a page verified (or not); agents then can only propose changes to it. With ``read`` (the
+        body and citations the person was shown), a page that says something else now (an ingest rewrote it since)
+        is not verified: PageChanged, and they read it again first."""
+        with self._lock:
+            self._check_open()
+            page = self.read_page(scope, title_or_slug)
+            if page is None:
+                raise KeyError(f"No page {title_or_slug!r} in {scope}.")
+            if verified and read is not None and (page.body, dict(page.citations)) != (read[0], dict(read[1])):
+                raise PageChanged(f"The page “{page.title}” changed since it was shown (an ingest wrote it): it was "
+                                  "not marked verified.")
+            page = replace(page, verified=verified)
+            self.pages.write(page)
+            return page
 
     def delete_page(self, scope: str, title_or_slug: str) -> None:
         sc = Scope.parse(scope)

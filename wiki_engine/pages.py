@@ -31,7 +31,7 @@ import os
 import re
 import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -245,6 +245,12 @@ def says_anything(line: str) -> bool:
 def holds_something(line: str) -> bool:
     """Whether a line is content: it cites a source, or states something of its own."""
     return bool(_CITE_USE.search(line)) or says_anything(line)
+
+
+def as_claim(line: str, citations: Mapping[int, str]) -> str:
+    """A page's line with its [n] read as the source it cites, without the spaces around it: the same claim whatever
+    its number, and however much space a writer left at its end."""
+    return _CITE_USE.sub(lambda m: f"[{citations.get(int(m.group(1)), m.group(1))}]", line).strip()
 
 
 def _heading_levels(lines: list[str]) -> list[int | None]:

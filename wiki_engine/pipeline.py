@@ -29,7 +29,15 @@ from typing import Any, TypeVar
 from .guard import check_instructions
 from .lease import Lease, LeaseBusy
 from .memory import CitationError, Memory, PageWrite, SourceConflict, SourceRecord, forgotten, hold
-from .pages import Page, PageFormatError, holds_something, is_heading, slugify, without_empty_sections
+from .pages import (
+    Page,
+    PageFormatError,
+    as_claim,
+    holds_something,
+    is_heading,
+    slugify,
+    without_empty_sections,
+)
 from .render import Item
 from .scopes import Scope
 from .sources import SourceUnreadable, Tampered
@@ -586,21 +594,16 @@ def _page_scopes(memory: Memory) -> set[str]:
 _CITE = re.compile(r"\[(\d{1,6})\](?!:)")
 
 
-def _claim(line: str, citations: dict[int, str]) -> str:
-    """A page's line with its [n] read as the source it cites: the same claim whatever its number."""
-    return _CITE.sub(lambda m: f"[{citations.get(int(m.group(1)), m.group(1))}]", line).strip()
-
-
 def _append_merge(a: Page, b: Page) -> Page:
     """Deterministic merge: b's lines that a does not already hold (the same text citing the same sources: a
     nightly killed after writing a merge and before deleting the page merged in does it again) are appended, its
     citations renumbered after a's."""
     offset = max(a.citations, default=0)
-    have = {_claim(line, a.citations) for line in a.body.split("\n")}
+    have = {as_claim(line, a.citations) for line in a.body.split("\n")}
     # b's headings stay (a new line keeps its own section), the lines a already holds go, then any heading left
     # over nothing
     lines = [line for line in b.body.split("\n")
-             if is_heading(line) or not line.strip() or _claim(line, b.citations) not in have]
+             if is_heading(line) or not line.strip() or as_claim(line, b.citations) not in have]
     body_b = without_empty_sections(_CITE.sub(lambda m: f"[{int(m.group(1)) + offset}]", "\n".join(lines))).strip()
     if not any(holds_something(line) for line in body_b.split("\n")):
         body_b = ""

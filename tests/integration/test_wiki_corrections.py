@@ -167,3 +167,133 @@ async def test_only_the_pages_person_decides_a_proposal_for_it(pod) -> None:
     assert "Roses" in page.body and "Roses" in pod.memory.read_page(scope, "Garden plans").body
     with pytest.raises(KeyError, match="No open proposal"):
         await pod.memory_reject_proposal(prop.id)  # decided already
+
+
+_COUSINS = [f"- Cousin {n} of Clara loves orchids and visits in spring [1]" for n in range(1, 51)]  # 2,950 chars
+_TOM = "- Tom's birthday is on 9 May."
+
+
+def _faithful_writer(title: str):
+    """A sensible writer: it keeps every line it is shown of the page ``title`` (copied as shown, its [n] cited by
+    the labels listed) and adds the new source's fact; of a page it was not shown it knows only that fact."""
+
+    def write(req) -> Text:
+        prompt = req.last_user
+        label = list(re.finditer(r"- (S\d+) \(scope (\S+);[^\n]*?\): (.*)", prompt))[-1]  # the newest source
+        m = re.search(rf"Existing page '{title}' in \S+ \([^)]*\):\n(.*?)\nIts citations: (.*)", prompt, re.S)
+        shown, cites = (m.group(1), dict(re.findall(r"\[(\d+)\] = (P\d+-\d+)", m.group(2)))) if m else ("", {})
+        new = max((int(n) for n in cites), default=0) + 1
+        body = (shown + "\n" if shown else "") + f"- {label.group(3)} [{new}]"
+        return Text(json.dumps([{"title": title, "scope": label.group(2), "category": "family", "body": body,
+                                 "citations": {**cites, str(new): label.group(1)}}]))
+
+    return write
+
+
+async def _long_family_page(pod, *, verified: bool) -> str:
+    from wiki_engine import Page
+
+    scope = _scope(pod)
+    pod.set_role_model("ingest", "fake/writer-1")
+    sid = await pod.in_memory_thread(lambda: pod.memory.add_source(
+        "Clara's cousins all love orchids and visit in spring.", scope=scope))
+    author = f"person:{pod.person.id}" if verified else "agent:wiki-writer"  # the person's own correction is verified
+    await pod.in_memory_thread(lambda: pod.memory.write_page(Page(
+        "Family", scope, "family", "\n".join(_COUSINS), {1: sid}, verified=verified), author=author))
+    await pod.in_memory_thread(lambda: pod.memory.add_source("Tom's birthday is on 9 May.", scope=scope))
+    return scope
+
+
+async def test_a_long_corrected_page_is_proposed_whole_with_the_new_fact(pod, script, fake_model) -> None:
+    """The writer was shown a page cut at 1,500 characters, with no word that it went on: a writer keeping every line
+    it was shown proposed the person's 50-line correction without its last 25 lines, at every ingest."""
+    scope = await _long_family_page(pod, verified=True)
+    script([_faithful_writer("Family")])
+    await pod.memory_ingest()
+    prompt = fake_model.requests[-1].last_user
+    assert "more characters of this page not shown" in prompt  # the writer is told the page goes on
+    (prop,) = await pod.memory_proposals()
+    from wiki_engine.pages import parse_page
+
+    proposed = parse_page(prop.proposed_text).body.split("\n")
+    assert proposed[:50] == _COUSINS, f"the proposal drops {len(set(_COUSINS) - set(proposed))} of the 50 lines"
+    assert proposed[50].startswith(_TOM) and len(proposed) == 51
+    assert "not shown" not in prop.proposed_text  # the prompt's own line, copied by the writer, is taken off
+    assert pod.memory.read_page(scope, "Family").body == "\n".join(_COUSINS)  # the page waits for the person
+
+
+async def test_a_long_page_is_not_rewritten_without_its_end(pod, script) -> None:
+    """Not verified, the page was rewritten without the lines the writer was not shown; their sources had left the
+    inbox, so no ingest ever wrote them again."""
+    scope = await _long_family_page(pod, verified=False)
+    script([_faithful_writer("Family")])
+    out = await pod.memory_ingest()
+    assert out["written"] == [f"page:{scope}/family"]
+    page = pod.memory.read_page(scope, "Family")
+    lines = page.body.split("\n")
+    assert lines[:50] == _COUSINS, f"ingest rewrote the page without {len(set(_COUSINS) - set(lines))} of its lines"
+    assert lines[50].startswith(_TOM) and len(lines) == 51
+    assert len(page.citations) == 2  # the cousins' source under one number, as before, and the new one
+
+
+async def test_a_page_the_writer_was_not_shown_keeps_its_lines(pod, script, fake_model) -> None:
+    """The writer is shown 50 pages of a scope; a draft of a 51st it never saw (its title found in the new source)
+    replaced that page with the new fact alone."""
+    from wiki_engine import Page
+
+    scope = _scope(pod)
+    pod.set_role_model("ingest", "fake/writer-1")
+    sid = await pod.in_memory_thread(lambda: pod.memory.add_source("Notes on the garden, one a topic.", scope=scope))
+    pages = [Page(f"Garden topic {n:02}", scope, "home", f"- Garden topic {n} is noted [1]", {1: sid})
+             for n in range(1, 51)]
+    pages.append(Page("Zoe", scope, "family", "- Zoe plays the cello [1]\n- Zoe lives in Porto [1]", {1: sid}))
+    await pod.in_memory_thread(lambda: pod.memory.write_pages(pages, author="agent:wiki-writer"))
+    await pod.in_memory_thread(lambda: pod.memory.add_source("Zoe's birthday is on 9 May.", scope=scope))
+    script([_faithful_writer("Zoe")])
+    await pod.memory_ingest()
+    assert "Existing page 'Zoe'" not in fake_model.requests[-1].last_user  # the 51st page is not shown
+    page = pod.memory.read_page(scope, "Zoe")
+    claims = [re.sub(r"\[(\d+)\]", lambda m: f"[{page.citations[int(m.group(1))]}]", line)
+              for line in page.body.split("\n") if line]
+    assert claims[:2] == [f"- Zoe plays the cello [{sid}]", f"- Zoe lives in Porto [{sid}]"], page.body
+    assert claims[2].startswith("- Zoe's birthday is on 9 May.") and len(claims) == 3
+
+
+async def test_a_page_file_with_spaces_at_line_ends_handed_back_as_it_reads_asks_nothing(pod) -> None:
+    """A verified page whose file keeps spaces at its lines' ends and blank lines more (saved before Hearth took
+    them off, or by hand), handed back as it reads, its two sources under each other's numbers: a proposal the
+    person could see no change in."""
+    from wiki_engine import Page, Scope
+
+    scope = _scope(pod)
+    a = await pod.in_memory_thread(lambda: pod.memory.add_source("Clara's birthday is on 3 June.", scope=scope))
+    b = await pod.in_memory_thread(lambda: pod.memory.add_source("Clara loves orchids.", scope=scope))
+    stored = Page("Family", scope, "family", "- Clara's birthday is on 3 June [1]  \n\n\n\n- She loves orchids [2] ",
+                  {1: a, 2: b}, verified=True)
+    await pod.in_memory_thread(lambda: pod.memory.pages.write_text(Scope.parse(scope), "family", stored.to_markdown()))
+    res = await pod.in_memory_thread(lambda: pod.memory.write_page(Page(
+        "Family", scope, "family", "- Clara's birthday is on 3 June [2]\n- She loves orchids [1]", {1: b, 2: a}),
+        author="agent:wiki-writer"))
+    assert res.status == "unchanged", res.diff
+    assert await pod.memory_proposals() == []
+    changed = await pod.in_memory_thread(lambda: pod.memory.write_page(Page(
+        "Family", scope, "family", "- Clara's birthday is on 4 June [2]\n- She loves orchids [1]", {1: b, 2: a}),
+        author="agent:wiki-writer"))
+    assert changed.status == "proposed"  # a word changed is still asked
+
+
+async def test_an_agents_page_hit_names_the_page_it_reads(pod) -> None:
+    """search_memory labelled a page hit "[page page:public/ · Bills]": its id cut at 12 characters, the agent
+    could not tell which page, or whose, it was reading."""
+    from wiki_engine import Page
+
+    sid = await pod.in_memory_thread(lambda: pod.memory.add_source("The orchid shop is paid by card.", scope="public"))
+    await pod.in_memory_thread(lambda: pod.memory.write_pages([
+        Page("Bills", "public", "home", "- The orchid shop is paid by card [1]", {1: sid}),
+        Page("Orchid shop", _scope(pod), "home", "- The orchid shop is paid by card [1]", {1: sid})],
+        author="agent:wiki-writer"))
+    helper = next(i for i, _ in pod.store.list_agents(pod.person.id))
+    found = await pod.pod.memory_host._tool_search_memory(pod.person.id, helper.id, {"query": "orchid shop card"})
+    lines = [line for line in found.split("\n") if line.startswith("[page")]
+    assert sorted(lines) == ["[page “Bills”, household] home - The orchid shop is paid by card [1]",
+                             "[page “Orchid shop”, private] home - The orchid shop is paid by card [1]"], found
