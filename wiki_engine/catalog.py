@@ -116,6 +116,19 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX sources_sha ON sources(sha)
         """,
     ),
+    (
+        "0008_deletions_cut_short",
+        # What a deletion still owes the pages, written with it and cleared as each page is done, so the next ingest
+        # or nightly finishes one a kill cut short: the sources whose claims each page must lose (a summary deleted
+        # to be made again under the same id is in no deleted_ids), and the pages that go (titled by a deleted
+        # source; a verified one ``once`` its copy under its category's name is written). Ids and slugs only.
+        """
+        CREATE TABLE claims_to_drop (scope TEXT NOT NULL, slug TEXT NOT NULL, source_id TEXT NOT NULL,
+                                     PRIMARY KEY (scope, slug, source_id));
+        CREATE TABLE pages_to_delete (scope TEXT NOT NULL, slug TEXT NOT NULL, once TEXT NOT NULL DEFAULT '',
+                                      PRIMARY KEY (scope, slug))
+        """,
+    ),
 ]
 
 

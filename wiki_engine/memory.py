@@ -1326,6 +1326,8 @@ class Memory:
                     db.execute("DELETE FROM inbox WHERE source_id=?", (sid,))
                     citing = db.execute("SELECT scope, slug FROM citations WHERE source_id=?", (sid,)).fetchall()
                     stale |= {(r[0], r[1]) for r in citing}
+                    # what each page owes this deletion, till its claims are off (``finish_deletions`` after a kill)
+                    db.executemany("INSERT OR IGNORE INTO claims_to_drop VALUES (?,?,?)", [(*r, sid) for r in citing])
                     if citing:  # read before its file goes: a page may name what it said outside a cited sentence
                         said[sid] = self._said(sc, row[1])
                     db.execute("DELETE FROM citations WHERE source_id=?", (sid,))
@@ -1382,21 +1384,43 @@ class Memory:
             db.executemany("DELETE FROM files_to_delete WHERE scope=? AND sha=?", [(r[0], r[1]) for r in gone])
 
     def finish_deletions(self) -> int:
-        """Takes off their pages the claims that still cite a deleted source: a process killed after memory forgot
-        the source and before the claims left its pages (they would stay for good: the page is only marked for a
-        rewrite, which a model may never do); the temporary copies of pages and sources a killed writer left go
-        too. Run by ingest and nightly under the writer's lease. Returns how many pages changed."""
+        """Finishes the deletions a kill cut short, from what each recorded in its transaction: the claims a page owes
+        it leave the page (also those of a summary deleted to be made again under the same id, and of a page that
+        still cites a source recorded as deleted), the page is indexed again as its file now reads (the file may
+        have lost them before the index was told), and a page titled by a deleted source goes (a verified one only
+        once its copy under its category's name was written). The temporary copies of pages and sources a killed
+        writer left go too. Run by ingest and nightly under the writer's lease. Returns how many pages changed."""
         changed: set[Scope] = set()
         pages = 0
         with self._lock:
             remove_dead_temps(self.pages.root, self.sources.root)  # a killed writer's copy of a page or a source
-            for scope, slug in self.catalog.query("SELECT scope, slug FROM stale_pages ORDER BY scope, slug"):
+            for scope, slug, once in self.catalog.query("SELECT scope, slug, once FROM pages_to_delete"):
                 sc = Scope.parse(scope)
+                if once and not self.pages.path_for(sc, once).is_file():
+                    # killed before the verified page's copy was written: it stays, and loses its claims below (the
+                    # catalog may name what the copy would have cited: too many, which is harmless)
+                    with self.catalog.tx(immediate=True) as db:
+                        db.execute("DELETE FROM pages_to_delete WHERE scope=? AND slug=?", (scope, slug))
+                    continue
+                if once:
+                    self._renamed(sc, slug, once)
+                else:
+                    self.delete_page(scope, slug)
+                changed.add(sc)
+                pages += 1
+            owed: dict[tuple[str, str], set[str]] = {}
+            for scope, slug, sid in self.catalog.query("SELECT scope, slug, source_id FROM claims_to_drop"):
+                owed.setdefault((scope, slug), set()).add(sid)
+            for scope, slug in self.catalog.query(
+                    "SELECT scope, slug FROM stale_pages UNION SELECT scope, slug FROM claims_to_drop ORDER BY 1, 2"):
+                sc = Scope.parse(scope)
+                gone = owed.get((scope, slug), set())
                 try:
                     page = self.pages.read(sc, slug)
                 except PageFormatError:
-                    continue  # the person's to mend (nightly names it); deleting a source again finds its claims
-                gone = {sid for sid in (page.citations.values() if page else ()) if self.was_deleted(sid)}
+                    page = None  # the person's to mend (nightly names it): only the claims it owes leave it
+                # a deletion from before deletions recorded what each page owes: the ids it cites that were deleted
+                gone = gone | {sid for sid in (page.citations.values() if page else ()) if self.was_deleted(sid)}
                 if gone:
                     self._drop_claims(sc, slug, gone)
                     changed.add(sc)
@@ -1429,14 +1453,17 @@ class Memory:
     def _unwrite_titled(self, sc: Scope, slug: str, page: Page) -> None:
         """Deletes a page whose title names what only deleted sources said (file, index, titles, proposals); the
         sources it still cites wait in the inbox again, so the next ingest writes their facts under a title of
-        their own (until then they are found as sources)."""
-        self.delete_page(str(sc), slug)
+        their own (until then they are found as sources). The sources are back and the page marked to go in one
+        transaction, before its file goes: a kill in between leaves the page for the next run to delete, never the
+        sources' facts on no page and out of the inbox."""
         with self.catalog.tx(immediate=True) as db:
             for pid, status in db.execute("SELECT id, status FROM proposals WHERE scope=? AND slug=?",
                                           (str(sc), slug)).fetchall():
                 _withdraw(db, pid, status)
             for sid in sorted(set(page.citations.values())):
                 db.execute("INSERT OR IGNORE INTO inbox SELECT id, scope, ? FROM sources WHERE id=?", (time.time(), sid))
+            db.execute("INSERT OR REPLACE INTO pages_to_delete VALUES (?,?,'')", (str(sc), slug))
+        self.delete_page(str(sc), slug)
 
     def _own_file(self, sc: Scope, page: Page) -> Page:
         """``page``, titled ``title 2`` (3...) when the page file its title names holds a page of another title: "C#"
@@ -1522,6 +1549,7 @@ class Memory:
         if page is None:
             idx.remove([f"page:{sc}/{slug}"])
             idx.commit()
+            self._claims_dropped(sc, slug, gone)
             return set()
         told = set().union(*(said.get(sid, set()) for sid in page.citations.values() if sid in gone)) if said else set()
         page = page.without_sources(gone)
@@ -1532,19 +1560,19 @@ class Memory:
             if telling_stems(page.category) & only:
                 page = replace(page, category="notes")
         title_gone = only if only & telling_stems(page.title) else set()
+        renamed = ""
         if title_gone:
             if not page.verified:
                 self._unwrite_titled(sc, slug, page)
                 return title_gone
-            # A verified page holds the person's own corrections: it stays, under its category for a title.
+            # A verified page holds the person's own corrections: it stays, under its category for a title. Its
+            # copy is written before the page goes (once it is: a kill in between leaves the next run to do that).
             page = replace(page, title=self._free_title(sc, page.category.strip().capitalize() or "Notes"))
-            self.delete_page(str(sc), slug)
-            slug = page.slug
+            renamed, slug = slug, page.slug
             with self.catalog.tx(immediate=True) as db:
                 db.executemany("INSERT OR IGNORE INTO citations VALUES (?,?,?)",
                                [(str(sc), slug, sid) for sid in page.citations.values()])
-                db.execute("INSERT OR REPLACE INTO stale_pages VALUES (?,?,?,?)",
-                           (str(sc), slug, "a cited source was deleted", time.time()))
+                db.execute("INSERT OR REPLACE INTO pages_to_delete VALUES (?,?,?)", (str(sc), renamed, slug))
         if not any(holds_something(line) for line in page.body.split("\n")):  # nothing but bare links was left
             self.pages.delete(sc, slug)
             with self.catalog.tx(immediate=True) as db:
@@ -1554,7 +1582,25 @@ class Memory:
             self.pages.write(page)
             idx.add([_page_doc(page)])
         idx.commit()
+        if renamed:
+            self._renamed(sc, renamed, slug)
+        self._claims_dropped(sc, slug, gone)
         return title_gone
+
+    def _renamed(self, sc: Scope, old: str, slug: str) -> None:
+        """A verified page's copy under a new title (file ``slug``) is written: it waits for a rewrite, as the page
+        did, and the page under the old title (file ``old``) goes."""
+        with self.catalog.tx(immediate=True) as db:
+            if self.pages.path_for(sc, slug).is_file():  # not if nothing but bare links was left of it
+                db.execute("INSERT OR REPLACE INTO stale_pages VALUES (?,?,?,?)",
+                           (str(sc), slug, "a cited source was deleted", time.time()))
+        self.delete_page(str(sc), old)
+
+    def _claims_dropped(self, sc: Scope, slug: str, gone: set[str]) -> None:
+        """The page lost the claims of the ``gone`` sources, in its file and its index: it owes them nothing now."""
+        with self.catalog.tx(immediate=True) as db:
+            db.executemany("DELETE FROM claims_to_drop WHERE scope=? AND slug=? AND source_id=?",
+                           [(str(sc), slug, sid) for sid in gone])
 
     def _unlink_gone_titles(self, sc: Scope, titles: dict[str, set[str]]) -> set[Scope]:
         """Pages of ``sc`` deleted (or renamed) because their title named what only deleted sources said
@@ -1609,7 +1655,8 @@ class Memory:
                 shutil.rmtree(self.root / base / sc.relpath, ignore_errors=True)
             with self.catalog.tx(immediate=True) as db:
                 # The watermarks stay: what was forgotten is never pulled again from chats or mail.
-                for table in ("inbox", "citations", "stale_pages", "proposals", "deleted_by_person"):
+                for table in ("inbox", "citations", "stale_pages", "proposals", "deleted_by_person", "claims_to_drop",
+                              "pages_to_delete"):
                     db.execute(f"DELETE FROM {table} WHERE scope=?", (str(sc),))
                 db.execute("INSERT OR REPLACE INTO forgotten VALUES (?,?)", (str(sc), time.time()))
                 db.execute("DELETE FROM quarantine WHERE scope=?", (str(sc),))
@@ -1912,8 +1959,8 @@ class Memory:
         slug = self._slug_of(sc, title_or_slug)
         self.pages.delete(sc, slug)
         with self.catalog.tx(immediate=True) as db:
-            db.execute("DELETE FROM citations WHERE scope=? AND slug=?", (str(sc), slug))
-            db.execute("DELETE FROM stale_pages WHERE scope=? AND slug=?", (str(sc), slug))
+            for table in ("citations", "stale_pages", "claims_to_drop", "pages_to_delete"):
+                db.execute(f"DELETE FROM {table} WHERE scope=? AND slug=?", (str(sc), slug))
         idx = self.index(sc)
         idx.remove([f"page:{sc}/{slug}"])
         idx.commit()
