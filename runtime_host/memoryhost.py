@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from runtime_host.mappingforgets import MappingForgets
+from runtime_host.store import storage_errors_said
 from runtime_host.turns import TurnFailed
 
 if TYPE_CHECKING:
@@ -160,7 +161,8 @@ class MemoryHost(MappingForgets):
 
             self._embedding_seen, self._embedding_checked = self._embedding_key(), time.monotonic()
             embedder, only_for = self.embedder_choice()
-            self._memory = wiki_engine.open_memory(self.pod.home / "memory", embedder=embedder, only_for=only_for)
+            with storage_errors_said(self.pod.home / "memory"):
+                self._memory = wiki_engine.open_memory(self.pod.home / "memory", embedder=embedder, only_for=only_for)
             self._memory.redactor = redactor(self.pod)  # personal data redacted on every path into memory
             unloadable = self._memory.embedding_status().get("error")
             if unloadable:  # the local model's file damaged or gone: memory answers by keywords; said once here
@@ -182,7 +184,8 @@ class MemoryHost(MappingForgets):
                 except Exception:  # noqa: BLE001 - the memory work asked for goes on; the next look tries again
                     log.exception("memory could not take up the embedding model chosen elsewhere")
                     self._embedding_seen = None
-            return fn(*args, **kw)
+            with storage_errors_said(self.pod.home / "memory"):  # a read-only memory folder, a full disk: in words
+                return fn(*args, **kw)
 
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._memory_pool, run)

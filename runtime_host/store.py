@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import sqlite3
 import time
 import uuid
 from collections.abc import Iterator
@@ -346,6 +347,22 @@ class StoreError(Exception):
 
 class StorageError(StoreError):
     """The database could not be written (a full disk, a lock, a read-only folder); says what to do next."""
+
+
+@contextmanager
+def storage_errors_said(folder: Path) -> Iterator[None]:
+    """A block whose SQLite storage failure (a read-only folder, a full disk, a lock) is raised as one StorageError
+    naming ``folder`` and what to do (``describe_storage_error``), not as sqlite's "unable to open database file";
+    any other error stays as it is. For databases kept outside pod.db (memory's catalog and indexes)."""
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        from runtime_host.paths import describe_storage_error
+
+        problem = describe_storage_error(exc, folder)
+        if problem is None:
+            raise
+        raise StorageError(problem) from exc
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

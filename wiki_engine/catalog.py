@@ -136,10 +136,12 @@ class CatalogDamaged(sqlite3.DatabaseError):
     """memory.db cannot be read as a database (a disk error, a file written over), or is empty while memory's folder
     holds what it lists: said in words, nothing written."""
 
-    def __init__(self, path: Path, cause: Exception | str):
+    def __init__(self, path: Path, cause: Exception | str, *, at_open: bool = True):
         what = cause if isinstance(cause, str) else f"is damaged ({cause})"
+        then = (", so memory cannot be opened; nothing was changed" if at_open else
+                ": memory found it while using it, and stopped what it was doing without saving it")
         super().__init__(
-            f"Memory's catalog {path} {what}, so memory cannot be opened; nothing was changed. Restore "
+            f"Memory's catalog {path} {what}{then}. Restore "
             f"memory.db from a backup (quit Hearth first). Your notes' files in {path.parent / 'sources'} and your "
             f"pages in {path.parent / 'wiki'} are untouched. Without a backup, quit Hearth and move the folder "
             f"{path.parent} elsewhere: memory starts empty, and what it held stays in the folder you moved.")
@@ -217,26 +219,44 @@ class Catalog:
                 db.execute("INSERT INTO schema_migrations VALUES (?, ?)", (name, time.time()))
 
     @contextmanager
+    def _said_damaged(self) -> Iterator[None]:
+        """A page of memory.db found damaged by a later read or write (its header and schema whole, so it opened):
+        said in words like damage found at open (``CatalogDamaged``), not as sqlite's "database disk image is
+        malformed". Constraint, lock, full-disk and other errors stay as they are."""
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            if type(exc) is not sqlite3.DatabaseError:  # IntegrityError, OperationalError, CatalogDamaged, ...
+                raise
+            raise CatalogDamaged(self.path, exc, at_open=False) from exc
+
+    @contextmanager
     def tx(self, *, immediate: bool = False) -> Iterator[sqlite3.Connection]:
         """One transaction: committed when the block ends, rolled back if it raises."""
-        with self._lock:
+        with self._lock, self._said_damaged():
             self.db.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
             try:
                 yield self.db
             except BaseException:
-                self.db.execute("ROLLBACK")
+                self._rollback()
                 raise
             else:
                 try:
                     for hook in self.before_commit:
                         hook()
                 except BaseException:
-                    self.db.execute("ROLLBACK")
+                    self._rollback()
                     raise
                 self.db.execute("COMMIT")
 
+    def _rollback(self) -> None:
+        """Rolls back the transaction SQLite has not already ended itself (it does on a full disk, say): the error
+        that ended it is the one raised, not "cannot rollback - no transaction is active"."""
+        if self.db.in_transaction:
+            self.db.execute("ROLLBACK")
+
     def query(self, sql: str, args: tuple[object, ...] = ()) -> list[sqlite3.Row]:
-        with self._lock:
+        with self._lock, self._said_damaged():
             return list(self.db.execute(sql, args))
 
     def purge(self) -> None:

@@ -817,6 +817,7 @@ class ScopeIndex:
                 self.meta.executemany(
                     "INSERT OR REPLACE INTO docs (id, kind, title, body, ts, importance, vec, ctx) VALUES (?,?,?,?,?,?,?,?)", rows)
                 self._insert_titles(titles)
+                self.page_settled([d.id for d in docs if d.kind == "page"])
                 self._mark_keywords_pending()
                 self.meta.execute("COMMIT")
             except BaseException:
@@ -859,10 +860,12 @@ class ScopeIndex:
         with self._lock:
             present = [i for i in ids if i in self.row]
             if not present:
+                self.page_settled([i for i in ids if i.startswith("page:")])
                 return
             w = self._w()
             gone: list[tuple[str, float, int]] = []
             self.meta.execute("BEGIN")
+            self.page_settled([i for i in ids if i.startswith("page:")])
             self._drop_titles(present)
             for i in present:
                 row = self.meta.execute("SELECT body, ts, rowid FROM docs WHERE id=? AND kind!='page'", (i,)).fetchone()
@@ -893,6 +896,33 @@ class ScopeIndex:
             followers = list(found.values())
             if followers:
                 self.add(followers)
+
+    # ---- pages owed: a page file changed before its document (``Memory.index`` catches up a killed writer's) ----
+
+    @staticmethod
+    def _owed_key(doc_id: str) -> str:
+        return f"page_pending|{_pending_mark()}|{doc_id}"
+
+    def owe_page(self, doc_id: str) -> None:
+        """Before a page's file is written or deleted: this process owes the index that page's document until it
+        adds or removes it (which clears the mark in the same transaction). A process killed in between leaves the
+        mark, and the next opening reads the scope's page files again, rather than search finding the old words."""
+        with self._lock:
+            self.meta.execute("INSERT OR IGNORE INTO info VALUES (?, ?)", (self._owed_key(doc_id), doc_id))
+
+    def page_settled(self, doc_ids: list[str]) -> None:
+        """What this process owed for these pages is settled (their documents as their files are)."""
+        with self._lock:
+            self.meta.executemany("DELETE FROM info WHERE key=?", [(self._owed_key(i),) for i in doc_ids])
+
+    def owed_by_the_dead(self) -> list[str]:
+        """Marks of pages a process that has died since owed this index (see ``owe_page``)."""
+        marks = self.meta.execute("SELECT key FROM info WHERE key LIKE 'page_pending|%'").fetchall()
+        return [k for (k,) in marks if not _writer_alive(k.split("|")[1])]
+
+    def forget_owed(self, keys: list[str]) -> None:
+        with self._lock:
+            self.meta.executemany("DELETE FROM info WHERE key=?", [(k,) for k in keys])
 
     def _mark_keywords_pending(self) -> None:
         """Inside meta.db's transaction: this process's keyword index lags behind until ``commit`` (``__init__``)."""

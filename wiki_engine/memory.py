@@ -446,6 +446,7 @@ class Memory:
         self.catalog = Catalog(self.root / "memory.db")
         self.sources = SourceStore(self.root / "sources")
         self.pages = PageStore(self.root / "wiki")
+        self.pages.before_change = lambda sc, slug: self.index(sc).owe_page(f"page:{sc}/{slug}")
         self._unloadable = ""  # why the local model chosen could not be loaded (see ``_chosen``)
         self.embedder: Embedder | None = self._chosen(embedder)
         self.only_for = only_for
@@ -574,6 +575,11 @@ class Memory:
                     if pages:
                         idx.add([_page_doc(p) for p in pages])
                         idx.commit()
+                elif owed := idx.owed_by_the_dead():
+                    # A page file written (a correction saved, a proposal approved, claims dropped) by a process
+                    # killed before the index took it: its words are found, not the page's old ones, from now on.
+                    self.reindex_pages(str(sc))
+                    idx.forget_owed(owed)
                 if target is not None and (idx.embedder is not target or idx.queued_count()):
                     # re-embed, or fill the vectors still queued when memory was closed (a provider's; or a local
                     # model's, of what was stored while its file could not be loaded)
@@ -1952,6 +1958,7 @@ class Memory:
                                   "not marked verified.")
             page = replace(page, verified=verified)
             self.pages.write(page)
+            self.index(page.scope).page_settled([page.key])  # the same words: its document stays as it is
             return page
 
     def delete_page(self, scope: str, title_or_slug: str) -> None:
@@ -1966,8 +1973,36 @@ class Memory:
         idx.commit()
 
     def proposals(self, status: str = "open") -> list[Proposal]:
+        if status == "open":
+            self._settle_applied()
         rows = self.catalog.query("SELECT * FROM proposals WHERE status=? ORDER BY id", (status,))
         return [Proposal(r["id"], r["scope"], r["slug"], r["diff"], r["proposed_text"], r["author"], r["status"], r["created_at"]) for r in rows]
+
+    @staticmethod
+    def _approved_text(proposed_text: str, proposal_id: int) -> str:
+        """The page file approving a proposal writes."""
+        return replace(parse_page(proposed_text, where=f"proposal #{proposal_id}"), verified=True).to_markdown()
+
+    def _settle_applied(self, only: int | None = None) -> list[int]:
+        """Open proposals whose change is on their page already (an approval cut short by a kill after the page was
+        written, or the person made the same edit) are approved: not left waiting, refused as out of date, or
+        rejected while their change stays. Returns their ids."""
+        done = []
+        for r in self.catalog.query("SELECT id, scope, slug, proposed_text FROM proposals WHERE status='open'"
+                                    + ("" if only is None else " AND id=?"), () if only is None else (only,)):
+            try:
+                current = self.pages.read_text(Scope.parse(r["scope"]), r["slug"])
+                applied = current is not None and (_UPDATED.sub("", current, 1) == _UPDATED.sub(
+                    "", self._approved_text(r["proposed_text"], r["id"]), 1))
+            except PageFormatError:
+                continue
+            if applied:
+                done.append(int(r["id"]))
+        if done:
+            with self.catalog.tx() as db:
+                db.executemany("UPDATE proposals SET status='approved', decided_at=? WHERE id=? AND status='open'",
+                               [(time.time(), pid) for pid in done])
+        return done
 
     def approve_proposal(self, proposal_id: int) -> Page:
         """The person accepts an agent's change to a verified page; the page stays verified."""
@@ -1977,6 +2012,8 @@ class Memory:
         r = rows[0]
         sc = Scope.parse(r["scope"])
         current = self.pages.read_text(sc, r["slug"]) or ""
+        if current != r["base_text"] and self._settle_applied(proposal_id):
+            return parse_page(r["proposed_text"], where=f"proposal #{proposal_id}")  # already on the page
         if current != r["base_text"]:
             raise ValueError(
                 f"The page {r['slug']!r} changed after proposal #{proposal_id} was made: review the page, then reject "
@@ -1990,6 +2027,9 @@ class Memory:
         return page
 
     def reject_proposal(self, proposal_id: int) -> None:
+        if self._settle_applied(proposal_id):
+            raise ValueError(f"The change of proposal #{proposal_id} is on its page already (it was approved just "
+                             "before Hearth stopped): it stays approved. Edit the page to take it back.")
         with self.catalog.tx() as db:
             cur = db.execute(
                 "UPDATE proposals SET status='rejected', decided_at=? WHERE id=? AND status='open'", (time.time(), proposal_id)

@@ -405,6 +405,9 @@ class PageStore:
 
     def __init__(self, root: Path):
         self.root = root
+        # Called as before_change(scope, slug) before a page file is written or deleted: Memory marks the page as
+        # owed to its scope's search index, so a process killed before the index takes the change is caught up.
+        self.before_change: Callable[[Scope, str], None] | None = None
 
     def path_for(self, scope: Scope, slug: str) -> Path:
         return self.root / scope.relpath / f"{slug}.md"
@@ -439,6 +442,8 @@ class PageStore:
     def write_text(self, scope: Scope, slug: str, text: str) -> Path:
         """Replaces the page file at once (a reader sees the old file or the new one, never half of one)."""
         path = self.path_for(scope, slug)
+        if self.before_change is not None:
+            self.before_change(scope, slug)
         tmp = path.with_suffix(f".tmp{os.getpid()}")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -454,6 +459,8 @@ class PageStore:
 
     def delete(self, scope: Scope, slug: str) -> None:
         path = self.path_for(scope, slug)
+        if self.before_change is not None and path.exists():
+            self.before_change(scope, slug)
         try:
             path.unlink(missing_ok=True)
         except OSError as e:
