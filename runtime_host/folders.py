@@ -1154,10 +1154,12 @@ class WatchedFolders:
         await self.pod.in_memory_thread(release)
 
     # -- scanning
-    async def rescan_all(self) -> list[dict[str, Any]]:
-        """Scans every person's folders (the memory producer calls this on its timer). A folder being read now (an
-        import from the window, `folder rescan`) or removed is left to that: never waited for, however long it takes."""
-        rows = self.db.q("SELECT id, person_id, path FROM folders ORDER BY added_at")
+    async def rescan_all(self, person_id: str | None = None) -> list[dict[str, Any]]:
+        """Scans every person's folders (the memory producer calls this on its timer), or ``person_id``'s (their part
+        of a producer run). A folder being read now (an import from the window, `folder rescan`) or removed is left to
+        that: never waited for, however long it takes."""
+        rows = [r for r in self.db.q("SELECT id, person_id, path FROM folders ORDER BY added_at")
+                if person_id in (None, r[1])]
         out = []
         for fid, pid, path in rows:
             if self.closing:  # Hearth is quitting: the next start's memory run reads them

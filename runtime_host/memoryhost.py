@@ -487,13 +487,14 @@ class MemoryHost(MappingForgets):
         self.pod.store.drop_kept_correction(person_id)  # their wiki corrections not saved, kept for them sealed
         return n
 
-    async def memory_produce(self, *, folders: bool = True) -> list[dict[str, Any]]:
-        """Pulls new chat and mail into the memory inbox (keep or skip by the extraction model), then summaries."""
+    async def memory_produce(self, *, folders: bool = True, waits_for: str | None = None,
+                             told: Callable[[str, str], None] | None = None) -> list[dict[str, Any]]:
+        """Pulls new chat and mail into the memory inbox (keep or skip by the extraction model), then summaries;
+        each person's part under a lock of their own (see memory_jobs.produce)."""
         from runtime_host import memory_jobs
 
-        async with self.job_lock("produce"):
-            await self.forget_mappings_left()
-            return await memory_jobs.produce(self.pod, folders=folders)
+        await self.forget_mappings_left()
+        return await memory_jobs.produce(self.pod, folders=folders, waits_for=waits_for, told=told)
 
     async def memory_summarize(self) -> dict[str, int]:
         from runtime_host import memory_jobs

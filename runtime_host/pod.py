@@ -599,10 +599,11 @@ class Pod:
     async def memory_discard(self, person_id: str, qid: int) -> None:
         await self.memory_host.memory_discard(person_id, qid)
 
-    async def memory_produce(self, *, folders: bool = True) -> list[dict[str, Any]]:
+    async def memory_produce(self, *, folders: bool = True, waits_for: str | None = None,
+                             told: Callable[[str, str], None] | None = None) -> list[dict[str, Any]]:
         """Pulls new chat and mail into the memory inbox (keep or skip by the extraction model), then summaries,
-        then (``folders``) reads what changed in watched folders."""
-        return await self.memory_host.memory_produce(folders=folders)
+        then (``folders``) reads what changed in watched folders. ``waits_for``, ``told``: see memory_jobs.produce."""
+        return await self.memory_host.memory_produce(folders=folders, waits_for=waits_for, told=told)
 
     async def memory_summarize(self) -> dict[str, int]:
         return await self.memory_host.memory_summarize()

@@ -131,9 +131,9 @@ class ScheduleHost:
             if job is None:
                 raise StoreError(f"unknown schedule kind {row.kind!r}")
             going = self._memory_runs.get(row.kind)
-            # the ingest starts beside its previous run: that run's writers still going are skipped (one person's
-            # model that has not answered yet holds no one else's pages); the other jobs wait for their last run
-            if row.kind != "memory.ingest" and going is not None and not going.done():
+            # the ingest and producer start beside their previous run: that run's people still going are skipped (one
+            # person's model that has not answered yet holds no one else's pages or chat); nightly waits for its last
+            if row.kind == "memory.nightly" and going is not None and not going.done():
                 raise StoreError(f"the previous {row.kind} run was still going, so this one was not started")
             job_id = f"{row.kind}:{uuid.uuid4().hex}"
             task = self._memory_runs[row.kind] = asyncio.create_task(self._memory_run(job, job_id))
@@ -155,9 +155,12 @@ class ScheduleHost:
     async def _timed_produce(self) -> list[dict[str, Any]]:
         """Everyone's chat and mail into memory, then the watched folders' rescan as a job of its own: a folder
         with thousands of new files holds no one's next chat and mail (the next run is not refused as still going).
-        A rescan still going when the next is due is not started twice; the one after reads what changed since."""
+        A rescan still going when the next is due is not started twice; the one after reads what changed since.
+        Each person whose model fails is told as their part ends (Bob's failure is not kept until Alice's hung model
+        gives up), and not again when the run ends."""
         try:
-            reports = await self.pod.memory_produce(folders=False)
+            reports = await self.pod.memory_produce(folders=False, told=lambda pid, why: self._tell_memory_failures(
+                "memory.producer", {pid: why}, set()))
         except Exception:  # one person's failing model: everyone's folders are still read
             self._rescan_folders()
             raise
@@ -295,6 +298,9 @@ class ScheduleHost:
 
 def _ran(report: Any) -> set[str] | None:
     """Whose writers a timed memory run used through every scope of theirs, from its report (None: everyone's, or
-    not said): not those skipped as still writing, nor those a scope of whom another process was writing."""
+    not said): not those skipped as still writing, nor those a scope of whom another process was writing. A producer
+    run's report (a list, one per person whose part ran) names them by scope."""
+    if isinstance(report, list):
+        return {str(r.get("scope", "")).removeprefix("private/") for r in report if isinstance(r, dict)}
     ran = report.get("ran") if isinstance(report, dict) else None
     return None if ran is None else set(ran) - set(report.get("busy", ()))
