@@ -200,7 +200,8 @@ def said_by(kind: str, author: str = "", subject: str = "", owner: str = "", age
         return f"wiki page “{about}”"
     if key.startswith("file:"):
         whose = f"{short(owner)}'s" if owner else "a"
-        return f"document “{about or 'untitled'}” from {whose} watched folder, its writer unknown"
+        named_as = f" “{about}”" if about else ""  # no name: the list under an answer shows it already
+        return f"document{named_as} from {whose} watched folder, its writer unknown"
     if key.startswith("summary-") and not (who and owner and who == short(owner)):
         whose, with_agent = short(owner) or "the person", f" with the agent {short(agent)}" if agent else ""
         return f"summary by a model of {whose}'s chat{with_agent}, not {whose}'s own words"
@@ -1485,8 +1486,8 @@ async def _ask_memory(pod: Any, person_id: str, question: str) -> MemoryAnswer:
             return said_by(source.kind, head.get("author", ""), subject, head.get("owner", ""), head.get("agent", ""),
                            lambda t: names.get(t, t), key)
 
-        # listed under the answer by its title, so there without its subject (a file's name says what it is: kept)
-        return said(subject), _passage(str(source.text), question), said(subject if key.startswith("file:") else "")
+        # listed under the answer by its title, so there without its subject (a file's name too)
+        return said(subject), _passage(str(source.text), question), said("")
 
     found = await pod.in_memory_thread(lambda: [(h, excerpt(h)) for h in hits])
     hits = [h for h, t in found if t is not None]
