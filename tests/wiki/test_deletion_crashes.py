@@ -95,7 +95,9 @@ def test_a_kill_after_the_page_lost_the_claim_does_not_leave_it_in_keyword_searc
     _killed(_KILLED_AFTER_THE_PAGE_FILE, str(root), gone)
     with open_memory(root, embedder=None) as mem:
         assert "custody" not in mem.read_page("public", "family").body
-        assert mem.search("custody hearing", scopes=["public"], mode="keyword")  # what the kill left
+        # the page change the kill left owed to the index is caught up as it opens (a dead writer's mark); the next
+        # ingest, which also indexes again the pages a deletion owed claims, leaves it so
+        assert mem.search("custody hearing", scopes=["public"], mode="keyword") == []
         run_ingest(mem, lambda batch: [])
         assert mem.search("custody hearing", scopes=["public"], mode="keyword") == []
         assert "page:public/family" in [h.id for h in mem.search("dentist Okafor", scopes=["public"], mode="keyword")]
