@@ -1439,10 +1439,13 @@ class WatchedFolders:
 
         def decide(items: list[Any]) -> list[Any]:
             out: list[Any] = []
-            for i in range(0, len(items), MAIL_DECIDE_GROUP):
+            while len(out) < len(items):  # a model that decided only a group's first items is asked for the rest
                 if not self._watched(folder.id):
                     return out + [Decision(False, "no longer watched")] * (len(items) - len(out))
-                out += choice.decide(items[i:i + MAIL_DECIDE_GROUP])
+                got = choice.decide(items[len(out):len(out) + MAIL_DECIDE_GROUP])
+                if not got:
+                    raise ValueError("the import model decided none of the messages it was shown")
+                out += got
             return out
 
         return decide

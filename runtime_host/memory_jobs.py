@@ -111,7 +111,8 @@ def _usable(route: dict[str, Any]) -> Route:
 
 
 def _ask(route: Route, system: str, user: str, limit: int | None = None) -> str:
-    """The model's answer; with ``limit``, no more of it is read once that many characters have come."""
+    """The model's answer, without the thinking a reasoning model writes first (``_without_thinking``: an answer
+    that is all thinking is none); with ``limit``, no more of it is read once that many characters have come."""
     provider = open_provider(route)
     text: list[str] = []
     size = 0
@@ -121,12 +122,20 @@ def _ask(route: Route, system: str, user: str, limit: int | None = None) -> str:
             size += len(ev.text)
             if limit is not None and size >= limit:
                 break
-    return "".join(text)
+    return _without_thinking("".join(text))
+
+
+# What a person does about a memory model whose answer could not be used.
+PICK_STRONGER = ("Nothing was stored; the next run asks again. Pick a stronger model for this role in Settings → Models "
+                 "(in a terminal: `models` lists the roles, `models set ROLE PROVIDER/MODEL` chooses).")
 
 
 def _json_from(answer: str, what: str) -> Any:
     """The JSON value in a model answer (tolerates a ```json fence), or a clear error."""
     text = answer.strip()
+    if not text:
+        raise MemoryModelError(f"The {what} model gave no answer (a reasoning model may have spent it all thinking). "
+                               f"{PICK_STRONGER}", f"The {what} model gave no answer; nothing was stored.")
     m = re.match(r"```(?:json)?(.*?)```", text, re.S)  # a fence around the whole answer, not one quoted in it
     raw = (m.group(1) if m else text).strip()
     fenced = [f.group(1).strip() for f in re.finditer(r"```(?:json)?(.*?)```", text, re.S)][:10]
@@ -143,9 +152,7 @@ def _json_from(answer: str, what: str) -> Any:
             return decoder.raw_decode(raw, at)[0]
         except (json.JSONDecodeError, RecursionError):
             continue
-    raise MemoryModelError(f"The {what} model did not answer with JSON (it began {answer[:80]!r}). Nothing was "
-                           "stored; the next run asks again. Pick a stronger model for this role in Settings → Models (in a "
-                           "terminal: `models` lists the roles, `models set ROLE PROVIDER/MODEL` chooses).",
+    raise MemoryModelError(f"The {what} model did not answer with JSON (it began {answer[:80]!r}). {PICK_STRONGER}",
                            f"The {what} model did not answer with JSON; nothing was stored.")
 
 
@@ -266,11 +273,53 @@ def found_for_agent(memory: Any, hits: Sequence[Any]) -> str:
     return "\n".join(out) or "nothing found in memory"
 
 
+_YES = {"true", "yes", "keep", "kept"}
+_NO = {"false", "no", "skip", "skipped"}
+
+
+def _decision_fields(d: Any) -> tuple[int, bool] | None:
+    """(n, keep) of one entry of a keep-or-skip answer, as models write them: "n" a number or a numeral ("3"),
+    "keep" true/false or the words yes/no, keep/skip; None for an entry that says neither."""
+    if not isinstance(d, dict):
+        return None
+    n, keep = d.get("n"), d.get("keep")
+    if isinstance(n, str) and n.strip().isdecimal():
+        n = int(n)
+    if isinstance(keep, str) and keep.strip().lower() in _YES | _NO:
+        keep = keep.strip().lower() in _YES
+    if isinstance(n, bool) or not isinstance(n, int) or not isinstance(keep, bool):
+        return None
+    return n, keep
+
+
+def _whole_entries(answer: str) -> list[Any]:
+    """The whole entries of a list of objects cut off before its end ('[{…}, {…}, {"n": 3, "ke'): a model stopped at
+    its token limit."""
+    start = re.search(r"\[\s*\{", answer)
+    if start is None:
+        return []
+    decoder = json.JSONDecoder()
+    out: list[Any] = []
+    at = start.start() + 1
+    while True:
+        while at < len(answer) and answer[at] in " \t\r\n,":
+            at += 1
+        try:
+            value, at = decoder.raw_decode(answer, at)
+        except (json.JSONDecodeError, RecursionError):
+            return out
+        out.append(value)
+
+
 def model_decide(route: Route, redact: Callable[[str, str], str] | None = None,
                  names: dict[str, str] | None = None) -> Any:
     """Keep or skip by the model. ``redact`` (text, scope) is applied to each reason before it is cut to length: a
     model may quote the item it skipped, and a card number cut in half is no longer found by the redactor.
-    ``names`` maps ids (person, agent) to the names people use, to say who said each item."""
+    ``names`` maps ids (person, agent) to the names people use, to say who said each item.
+
+    Answers the decisions of the first items, 1 to k, the model decided (a small model stops early in a long list):
+    the producer stores those and asks for the rest in its next step. Only an answer with no decision for item 1
+    fails."""
     from wiki_engine.pipeline import Decision
 
     def named(text: str) -> str:
@@ -284,19 +333,32 @@ def model_decide(route: Route, redact: Callable[[str, str], str] | None = None,
         except ProviderError as exc:
             raise _provider_failed("extraction", exc) from None
         data = _json_from(answer, "extraction")
+        if isinstance(data, dict):  # {"decisions": [...]}; one item's decision alone, or the first of a list cut off
+            lists = [v for v in data.values() if isinstance(v, list)]
+            data = lists[0] if len(lists) == 1 else (_whole_entries(answer) or [data]) if _decision_fields(data) else data
         if not isinstance(data, list):
-            raise MemoryModelError("The extraction model's JSON is not a list of decisions; nothing was stored.")
+            raise MemoryModelError(f"The extraction model's JSON is not a list of keep-or-skip decisions. {PICK_STRONGER}",
+                                   "The extraction model's JSON is not a list of decisions; nothing was stored.")
         by_n: dict[int, Any] = {}
         for d in data:
-            if isinstance(d, dict) and isinstance(d.get("n"), int) and isinstance(d.get("keep"), bool):
-                reason = valid_text(str(d.get("reason") or ""))  # a lone surrogate is not stored
-                if redact is not None and 1 <= d["n"] <= len(items):
-                    reason = redact(reason, str(items[d["n"] - 1].scope))
-                by_n[d["n"]] = Decision(d["keep"], reason[:200])
-        missing = [n for n in range(1, len(items) + 1) if n not in by_n]
-        if missing:
-            raise MemoryModelError(f"The extraction model gave no decision for item(s) {missing[:10]}; nothing was stored.")
-        return [by_n[n] for n in range(1, len(items) + 1)]
+            fields = _decision_fields(d)
+            if fields is None or not 1 <= fields[0] <= len(items):
+                continue
+            n, keep = fields
+            reason = valid_text(str(d.get("reason") or ""))  # a lone surrogate is not stored
+            if redact is not None:
+                reason = redact(reason, str(items[n - 1].scope))
+            by_n[n] = Decision(keep, reason[:200])
+        decided = next(n for n in range(1, len(items) + 2) if n not in by_n) - 1
+        if not decided:
+            raise MemoryModelError(
+                f"The extraction model answered no keep-or-skip decision for the first of the {len(items)} new "
+                f"messages it was shown{' (it answered for later ones only)' if by_n else ''}. {PICK_STRONGER}",
+                "The extraction model answered no decision for the first item; nothing was stored.")
+        if decided < len(items):
+            log.info("The extraction model decided the first %d of %d items; the rest are asked for again.",
+                     decided, len(items))
+        return [by_n[n] for n in range(1, decided + 1)]
 
     return decide
 
@@ -1507,7 +1569,6 @@ async def _ask_memory(pod: Any, person_id: str, question: str) -> MemoryAnswer:
         return MemoryAnswer(False, error=f"The Ask memory model did not answer within {ASK_TIMEOUT_S:g} s. Ask again, "
                                          "or choose another model for Ask memory in Settings → Models (in a terminal: "
                                          "`models set ask_memory PROVIDER/MODEL`).", hits=hits)
-    answer = _without_thinking(answer)
     if _echoes_ask(answer, prompt):
         return MemoryAnswer(False, error="The Ask memory model repeated its instructions instead of answering (a model "
                                          "that does not follow a conversation). Choose another model for Ask memory "

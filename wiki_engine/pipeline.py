@@ -4,7 +4,8 @@ and tests can pass deterministic functions.
 
 - Producer: ``fetch(watermark) -> items``; the instruction filter quarantines orders; one batched
   ``decide(items) -> [Decision]`` call keeps or skips each item (with a reason); kept items become
-  sources in the inbox, and the watermark moves, all in one transaction.
+  sources in the inbox, and the watermark moves, all in one transaction. A model that decides only the first
+  items (a small one stops early in a long list) has those stored and the watermark moved past them alone.
 - Ingest: under the ``ingest`` lease, ``synthesize(batch) -> [Page]`` turns inbox sources into pages
   with citations. Verified pages get proposals. The inbox is cleared only for what landed.
 - Nightly: re-synthesise pages whose sources were deleted, merge duplicate pages, bring indexes in line.
@@ -175,7 +176,9 @@ def run_producer(memory: Memory, *, scope: str, origin: str, fetch: Fetch, decid
 
 def producer_steps(memory: Memory, *, scope: str, origin: str,
                    fetch: Fetch) -> Generator[list[Item], Sequence[Decision], ProducerReport]:
-    """``run_producer`` as steps: yields the items to keep or skip, is sent one Decision per item."""
+    """``run_producer`` as steps: yields the items to keep or skip, is sent one Decision per item, or for the first
+    items only (at least one): those are stored and the watermark moves to the last of them; the rest is pulled
+    again by the next run."""
     sc = str(Scope.parse(scope))
     report = ProducerReport(sc, origin)
     mark = get_watermark(memory, sc, origin)
@@ -197,11 +200,17 @@ def producer_steps(memory: Memory, *, scope: str, origin: str,
         else:
             held.append((it, v.rule, v.reason))
     decisions = list((yield clean)) if clean else []
-    if len(decisions) != len(clean):
+    if len(decisions) > len(clean) or (clean and not decisions):
         raise ValueError(
             f"The extraction model answered {len(decisions)} decisions for {len(clean)} items; nothing was stored. "
             "The next run will ask again."
         )
+    if len(decisions) < len(clean):  # the first items decided only: they are stored, the rest is asked again
+        upto = next(i for i, it in enumerate(items) if it is clean[len(decisions)])
+        items, clean = items[:upto], clean[:len(decisions)]
+        before = {id(it) for it in items}
+        held = [h for h in held if id(h[0]) in before]
+        report.pulled = len(items)
     last = items[-1]
     new_mark = Watermark(last.ts, last.item_key())
     docs: dict[str, list] = {}
