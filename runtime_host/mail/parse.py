@@ -2,7 +2,8 @@
 
 Robust on purpose: legacy and missing charsets (iso-8859-1 read as windows-1252 as browsers do,
 shift_jis, undeclared 8-bit), malformed MIME (the parser's defects are reported, never raised),
-huge mail (body text capped, attachment contents never kept, only listed), and a message that
+huge mail (body text capped, attachment contents never kept, only listed: a forwarded mail attached and a
+version in a form other than plain text or HTML too), and a message that
 was read only in part. Every cut is said in `notes`. Nothing here interprets the text: it is data
 for rules and, wrapped as untrusted by the Pod, for agents.
 """
@@ -177,6 +178,20 @@ def decode_bytes(data: bytes, declared: str | None, notes: list[str] | None = No
         return data.decode("cp1252", errors="replace")
 
 
+# <meta charset="koi8-r"> or <meta http-equiv="Content-Type" content="text/html; charset=windows-1251">
+_META_CHARSET = re.compile(rb"<meta\s[^>]*?charset\s*=\s*[\"']?\s*([a-z0-9_.:-]+)", re.IGNORECASE)
+
+
+def meta_charset(html: bytes) -> str | None:
+    """The charset an HTML document names in a <meta> in its first 1,024 bytes, where a browser looks for it when
+    nothing else names one (a UTF-16 label there reads as UTF-8, as in browsers: the bytes that said it are ASCII)."""
+    found = _META_CHARSET.search(html[:1024])
+    if not found:
+        return None
+    label = found.group(1).decode("ascii")
+    return "utf-8" if label.lower().startswith(("utf-16", "utf16")) else label
+
+
 def _unescape_header_bytes(value: str) -> str:
     """compat32 keeps raw 8-bit header bytes as surrogates: decode them as UTF-8, else windows-1252."""
     if not any("\udc80" <= ch <= "\udcff" for ch in value):
@@ -274,11 +289,14 @@ def _filename(part: Message) -> str | None:
 
 
 def _is_attachment(part: Message) -> bool:
+    """Whether the part is a file to list, not text to read: one sent as an attachment or with a file name, one
+    not of text (an attached mail, message/rfc822, included: its words are not the sender's), and text Hearth does
+    not read as a mail's words (a calendar invite, a vCard; text/plain and text/html are its words)."""
     if part.get_content_disposition() == "attachment":
         return True
     if _filename(part):
         return True
-    return part.get_content_maintype() not in ("text", "multipart", "message")
+    return part.get_content_type() not in ("text/plain", "text/html") and part.get_content_maintype() != "multipart"
 
 
 def _payload_bytes(part: Message, notes: list[str], where: str) -> bytes:
@@ -294,6 +312,80 @@ def _payload_bytes(part: Message, notes: list[str], where: str) -> bytes:
             return raw.encode("ascii", "surrogateescape")
         return b""
     return data if isinstance(data, bytes) else b""
+
+
+def _attachment(part: Message, notes: list[str]) -> Attachment:
+    """The part listed as a file: its name, type and size, its contents not kept."""
+    fname = header_text(_filename(part) or "") or "(no name)"
+    enc = (part.get("Content-Transfer-Encoding") or "").strip().lower()
+    payload = part.get_payload()
+    if isinstance(payload, list):  # an attached mail (or parts sent as one file): its size as written
+        dsize = 0
+        for inner in payload:
+            try:
+                dsize += len(inner.as_bytes(policy=email.policy.compat32))
+            except Exception:  # noqa: BLE001 - a size is a courtesy; the listing stands without it
+                pass
+    elif isinstance(payload, str) and enc == "base64":  # size without decoding megabytes
+        chars = len(payload) - sum(payload.count(w) for w in ("\n", "\r", " ", "\t"))
+        dsize = max(0, chars * 3 // 4 - payload.rstrip()[-2:].count("="))
+    else:
+        dsize = len(_payload_bytes(part, notes, f"attachment {fname!r}"))
+    return Attachment(fname, part.get_content_type(), dsize)
+
+
+class _Body:
+    """A message's parts read as a mail client shows them: its text/plain and text/html parts in order (of a
+    multipart/alternative, one version), every other part listed as a file. Text comes out as (from HTML, text)."""
+
+    def __init__(self) -> None:
+        self.notes: list[str] = []
+        self.attachments: list[Attachment] = []
+        self.defects: set[str] = set()
+        self.blank_plain = False  # a plain-text part with no words was passed over
+        self.last_listed = False  # the last part read was listed (cut off, when the message was read only in part)
+
+    def read(self, part: Message, top: bool = False) -> list[tuple[bool, str]]:
+        self.defects.update(type(d).__name__ for d in part.defects)
+        # before the parts inside: an attached mail is a file, and its words are not the sender's (the mail itself is
+        # read, even one whose headers call it an attachment or a mail inside)
+        if _is_attachment(part) and not (top and part.is_multipart()):
+            self.attachments.append(_attachment(part, self.notes))
+            self.last_listed = True
+            return []
+        if part.is_multipart():
+            inner = [p for p in part.get_payload() if isinstance(p, Message)]
+            if part.get_content_type() == "multipart/alternative":
+                return self._one_of(inner)
+            return [text for p in inner for text in self.read(p)]
+        if part.get_content_maintype() != "text":  # a multipart whose boundary never comes: nothing to read
+            return []
+        self.last_listed = False
+        return [self._text(part)]
+
+    def _one_of(self, versions: list[Message]) -> list[tuple[bool, str]]:
+        """multipart/alternative: one message in several forms, of which a client shows one. The plain version with
+        words is read (the last, if more), else the last with words (the HTML one). Files inside any version are
+        listed; a version in a form Hearth does not read (AMP, a watch's HTML, a calendar invite) is listed too."""
+        reads = [self.read(v) for v in versions]
+        worded = [r for r in reads if any(t.strip() for _, t in r)]
+        plain = [r for r in worded if not any(html for html, _ in r)]
+        return (plain or worded or [[]])[-1]
+
+    def _text(self, part: Message) -> tuple[bool, str]:
+        ctype = part.get_content_type()
+        data = _payload_bytes(part, self.notes, f"{ctype} part")
+        charset = part.get_content_charset()
+        if charset is None and ctype == "text/html":  # named only inside the HTML, as browsers read it
+            charset = meta_charset(data)
+        body = decode_bytes(data, charset, self.notes, f"{ctype} part")
+        body = body.replace("\r\n", "\n").replace("\r", "\n")
+        if ctype == "text/plain" and str(part.get_param("format") or "").lower() == "flowed":
+            body = unflow(body, delsp=str(part.get_param("delsp") or "").lower() == "yes")
+        body = body.strip("\n").rstrip()
+        if ctype == "text/plain" and not body.strip():
+            self.blank_plain = True
+        return ctype == "text/html", body
 
 
 def _addresses(values: list[str]) -> list[str]:
@@ -337,13 +429,15 @@ def parse_message(raw: bytes, *, size: int | None = None, partial: bool = False,
     if partial:
         notes.append(f"message is {total:,} bytes; only the first {len(raw):,} were read, so text and "
                       "attachments after that point are missing")
+    body = _Body()
     try:
         msg = email.message_from_bytes(raw, policy=_POLICY)
-        parts = list(msg.walk())
+        texts = body.read(msg, top=True)
     except RecursionError:  # parts nested deeper than Python's parser follows: the headers are still read
         msg = email.parser.BytesParser(policy=_POLICY).parsebytes(raw, headersonly=True)
-        parts = []
-        notes.append("its parts are nested deeper than Hearth reads, so only its headers were kept")
+        body, texts = _Body(), []
+        body.notes.append("its parts are nested deeper than Hearth reads, so only its headers were kept")
+    notes += body.notes
     headers: dict[str, list[str]] = {}
     for i, (k, v) in enumerate(msg.items()):
         if i >= MAX_HEADERS:
@@ -351,47 +445,20 @@ def parse_message(raw: bytes, *, size: int | None = None, partial: bool = False,
             break
         headers.setdefault(k.lower(), []).append(header_text(v))
 
-    texts: list[str] = []
-    html_texts: list[str] = []
-    attachments: list[Attachment] = []
-    defects: set[str] = {type(d).__name__ for d in msg.defects}
-    for n, part in enumerate(parts):
-        defects.update(type(d).__name__ for d in part.defects)
-        if part.is_multipart():
-            continue
-        ctype = part.get_content_type()
-        is_last = n == len(parts) - 1
-        if _is_attachment(part):
-            fname = header_text(_filename(part) or "") or "(no name)"
-            enc = (part.get("Content-Transfer-Encoding") or "").strip().lower()
-            payload = part.get_payload()
-            if isinstance(payload, str) and enc == "base64":  # size without decoding megabytes
-                chars = len(payload) - sum(payload.count(w) for w in ("\n", "\r", " ", "\t"))
-                dsize = max(0, chars * 3 // 4 - payload.rstrip()[-2:].count("="))
-            else:
-                dsize = len(_payload_bytes(part, notes, f"attachment {fname!r}"))
-            attachments.append(Attachment(fname, ctype, dsize, cut_off=partial and is_last))
-            continue
-        if ctype not in ("text/plain", "text/html") and part.get_content_maintype() != "text":
-            continue
-        data = _payload_bytes(part, notes, f"{ctype} part")
-        body = decode_bytes(data, part.get_content_charset(), notes, f"{ctype} part")
-        body = body.replace("\r\n", "\n").replace("\r", "\n")
-        if ctype == "text/plain" and str(part.get_param("format") or "").lower() == "flowed":
-            body = unflow(body, delsp=str(part.get_param("delsp") or "").lower() == "yes")
-        body = body.strip("\n").rstrip()
-        (html_texts if ctype == "text/html" else texts).append(body)
+    attachments = body.attachments
+    if partial and body.last_listed:
+        attachments[-1].cut_off = True
+    defects = body.defects | {type(d).__name__ for d in msg.defects}
     if defects:
         notes.append("malformed MIME, read as far as possible: " + ", ".join(sorted(defects)))
-
-    if any(t.strip() for t in texts):
-        body_text = "\n\n".join(texts)
-    elif html_texts:  # a plain part left blank beside the HTML one is what a mail client would not show either
-        body_text = "\n\n".join(html_to_text(h) for h in html_texts)
-        notes.append(("the plain-text part is empty" if texts else "no plain-text part") +
+    read = [(html, html_to_text(t) if html else t) for html, t in texts]
+    read = [(html, t) for html, t in read if t.strip()]
+    if read and all(html for html, _ in read):  # a plain part left blank beside the HTML one: no client shows it
+        notes.append(("the plain-text part is empty" if body.blank_plain else "no plain-text part") +
                      "; text taken from the HTML part")
-    else:
-        body_text = ""
+    elif any(html for html, _ in read):
+        notes.append("some of the text taken from an HTML part")
+    body_text = "\n\n".join(t for _, t in read)
     body_text = body_text.replace("\x00", "")
     truncated = len(body_text) > text_cap
     if truncated:

@@ -420,3 +420,73 @@ async def test_a_rule_on_a_mail_away_from_the_inbox_says_so_and_acts_when_it_com
     to_archive_and_back(d, out=False)
     await asyncio.wait_for(pod.mail.poll(acct), 60)
     await _set_where_it_is_now(pod, d, acct, bobs, bob, old)
+
+
+def _mixed(subject: str, mid: str, boundary: str, parts: list[tuple[str, str]]) -> bytes:
+    """A multipart mail of ``parts`` (headers, body) as a mail client sends it."""
+    body = "".join(f"--{boundary}\r\n{head}\r\n\r\n{text}\r\n" for head, text in parts)
+    kind = "alternative" if boundary == "ALT" else "mixed"
+    return (f"From: Ana <ana@example.org>\r\nTo: alice@example.org\r\nSubject: {subject}\r\nMessage-ID: <{mid}>\r\n"
+            f"Date: Mon, 03 Jun 2024 09:00:00 +0000\r\nMIME-Version: 1.0\r\n"
+            f"Content-Type: multipart/{kind}; boundary={boundary}\r\n\r\n{body}--{boundary}--\r\n").encode()
+
+
+async def _kept_read_and_remembered(pod, servers, raw: bytes) -> tuple:
+    """The one mail as the inbox keeps it (what Mail lists and the rules read), as an agent's read_mail gives it, and
+    memory's sources folder after the mail was remembered."""
+    from runtime_host.mail import ledger
+
+    acct = add_inbox(pod, servers)
+    servers[0].deliver(raw)
+    await asyncio.wait_for(pod.mail.poll(acct), 60)
+    rep = (await pod.memory_produce())[0]
+    assert rep["kept"] == 1, rep
+    (row,) = ledger.list_messages(pod.store.engine, acct, None, 10)
+    read = await pod.mail.tool_read_mail(pod.person.id, "helper", {"mail_id": row["id"]})
+    return ledger.get_message(pod.store.engine, row["id"]).mail, read, pod.home / "memory" / "sources"
+
+
+@pytest.mark.parametrize("note", ["html", "plain"])
+async def test_a_forwarded_mail_attached_is_listed_and_the_senders_own_words_are_the_mail(pod, servers, note) -> None:
+    """"Forward as attachment": the sender's note, the forwarded mail attached as trip.eml (message/rfc822). Under an
+    HTML note the attached mail's plain text became the mail's whole text, the note gone from Mail, memory and
+    agents; under a plain note it was glued onto the note. Either way it was remembered as the sender's words and
+    not listed as an attachment, though the README says attachments are listed, their contents not kept."""
+    from tests.integration.test_memory_pod import files_holding
+
+    own = "the Tarrowby school trip is moved to Thursday 12 June; the head's mail is attached."
+    forwarded = ("From: Head <head@school.example>\r\nTo: parents@school.example\r\nSubject: Trip\r\n"
+                 "Content-Type: text/plain; charset=utf-8\r\n\r\nDear parents, the Quennell coach leaves at 8am.")
+    raw = _mixed("Tarrowby trip", "fwd@example.org", "MIX", [
+        (f"Content-Type: text/{note}; charset=utf-8", f"<p>Alice, {own}</p>" if note == "html" else f"Alice, {own}"),
+        ('Content-Type: message/rfc822\r\nContent-Disposition: attachment; filename="trip.eml"', forwarded)])
+    mail, read, sources = await _kept_read_and_remembered(pod, servers, raw)
+    assert mail.text == f"Alice, {own}", mail.text
+    assert [(a.filename, a.content_type) for a in mail.attachments] == [("trip.eml", "message/rfc822")]
+    assert mail.attachments[0].size > len(forwarded) - 10, mail.attachments
+    assert own in read and "- trip.eml (message/rfc822" in read and "Quennell" not in read, read
+    assert files_holding(sources, "Tarrowby school trip") != []
+    assert files_holding(sources, "Quennell") == [], "the attached mail's words are remembered as the sender's"
+
+
+async def test_a_version_of_a_mail_in_a_form_hearth_does_not_read_is_neither_kept_as_text_nor_remembered(
+        pod, servers) -> None:
+    """Gmail's AMP for Email: multipart/alternative of text/plain, text/x-amp-html and text/html, of which a mail
+    client shows one. Every text/* part but text/html was read as plain text and glued on: the AMP version's raw
+    markup, its boilerplate style and a display:none block included, was the mail's text in Mail, memory and an
+    agent's read_mail."""
+    from tests.integration.test_memory_pod import files_holding
+
+    plain = "Your Brackenridge booking is confirmed for the weekend of 14 June, check-in from 3pm at the lodge."
+    amp = ('<!doctype html><html \u26a14email><head><style amp4email-boilerplate>body{visibility:hidden}</style>'
+           '</head><body><p>Your Brackenridge booking is confirmed.</p>'
+           '<div style="display:none">Quillonby words nobody sees</div></body></html>')
+    raw = _mixed("Brackenridge booking", "amp@example.org", "ALT", [
+        ("Content-Type: text/plain; charset=utf-8", plain), ("Content-Type: text/x-amp-html; charset=utf-8", amp),
+        ("Content-Type: text/html; charset=utf-8", "<p>Your Brackenridge booking is <b>confirmed</b>.</p>")])
+    mail, read, sources = await _kept_read_and_remembered(pod, servers, raw)
+    assert mail.text == plain, mail.text
+    assert [a.content_type for a in mail.attachments] == ["text/x-amp-html"]
+    assert plain in read and "Quillonby" not in read and "amp4email" not in read, read
+    assert files_holding(sources, "Brackenridge") != []
+    assert files_holding(sources, "Quillonby") == [] and files_holding(sources, "amp4email") == []

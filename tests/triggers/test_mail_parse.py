@@ -394,3 +394,78 @@ def test_a_flowed_line_before_the_signature_separator_ends_there() -> None:
                           "See you Friday \r\n-- \r\nAnn Berg\r\n".encode())
         first, separator, name = m.text.split("\n")
         assert (first.rstrip(), separator, name) == ("See you Friday", "-- ", "Ann Berg"), m.text
+
+
+def _mail(content_type: str, body: bytes) -> bytes:
+    return (b"From: Ana <ana@example.org>\r\nTo: alice@example.org\r\nSubject: s\r\nMIME-Version: 1.0\r\n"
+            b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + body + b"\r\n")
+
+
+def _alternative(*parts: tuple[str, str]) -> bytes:
+    return _mail("multipart/alternative; boundary=A", b"".join(
+        b"--A\r\nContent-Type: %s\r\n\r\n%s\r\n" % (c.encode(), t.encode()) for c, t in parts) + b"--A--")
+
+
+def test_of_a_mail_in_several_versions_one_is_read_and_the_others_are_listed_not_glued_on() -> None:
+    """Every text/* part but text/html was read as plain text: a watch's HTML version (Apple's text/watch-html)
+    came in as raw markup, its hidden block included, and an invite's text/calendar version as BEGIN:VCALENDAR
+    lines, both glued onto the plain version."""
+    watch = parse_message(_alternative(
+        ("text/plain; charset=utf-8", "Lunch at the Oakridge on Friday."),
+        ("text/watch-html; charset=utf-8", "<b>Lunch</b><div style='display:none'>Vellacott hidden</div>"),
+        ("text/html; charset=utf-8", "<p>Lunch at the <b>Oakridge</b> on Friday.</p>")))
+    assert watch.text == "Lunch at the Oakridge on Friday."
+    assert [a.content_type for a in watch.attachments] == ["text/watch-html"]
+    invite = parse_message(_alternative(
+        ("text/plain; charset=utf-8", "Ana invites you to the Oakridge lunch."),
+        ("text/html; charset=utf-8", "<p>Ana invites you to the <b>Oakridge</b> lunch.</p>"),
+        ("text/calendar; method=REQUEST; charset=utf-8", "BEGIN:VCALENDAR\r\nSUMMARY:Lunch\r\nEND:VCALENDAR")))
+    assert invite.text == "Ana invites you to the Oakridge lunch."
+    assert [(a.filename, a.content_type) for a in invite.attachments] == [("(no name)", "text/calendar")]
+    assert "- (no name) (text/calendar, " in invite.for_agent()
+    # with no words in the plain version, the HTML one is read; never the version Hearth does not read
+    html = parse_message(_alternative(("text/plain; charset=utf-8", " "),
+                                      ("text/html; charset=utf-8", "<p>Lunch at the <b>Oakridge</b>.</p>"),
+                                      ("text/x-amp-html; charset=utf-8", "<p>AMP Quorndale</p>")))
+    assert html.text == "Lunch at the Oakridge."
+    assert "the plain-text part is empty; text taken from the HTML part" in html.notes
+    # a calendar invite or vCard sent on its own, outside any alternative, is a file too
+    card = parse_message(_mail("multipart/mixed; boundary=M", b"--M\r\nContent-Type: text/plain\r\n\r\nMy card.\r\n"
+                               b"--M\r\nContent-Type: text/vcard\r\n\r\nBEGIN:VCARD\r\nFN:Ana\r\nEND:VCARD\r\n--M--"))
+    assert card.text == "My card." and [a.content_type for a in card.attachments] == ["text/vcard"]
+
+
+def test_a_report_of_a_mail_not_delivered_lists_the_returned_mail_and_reads_its_explanation() -> None:
+    """A bounce (multipart/report): the server's explanation is the text; its delivery status and the mail it
+    returns are listed, the returned mail's words not read as the bounce's."""
+    raw = _mail("multipart/report; report-type=delivery-status; boundary=R",
+                b"--R\r\nContent-Type: text/plain\r\n\r\nYour mail to bob@example.net could not be delivered.\r\n"
+                b"--R\r\nContent-Type: message/delivery-status\r\n\r\nReporting-MTA: dns; mx.example.net\r\n\r\n"
+                b"Final-Recipient: rfc822; bob@example.net\r\nAction: failed\r\n"
+                b"--R\r\nContent-Type: message/rfc822\r\n\r\nFrom: Alice <alice@example.org>\r\nSubject: Hi\r\n\r\n"
+                b"Hello Bob, the Pendlebury keys are under the mat.\r\n--R--")
+    m = parse_message(raw)
+    assert m.text == "Your mail to bob@example.net could not be delivered."
+    assert [a.content_type for a in m.attachments] == ["message/delivery-status", "message/rfc822"]
+
+
+@pytest.mark.parametrize("codec, head", [
+    ("cp1251", '<meta http-equiv="Content-Type" content="text/html; charset=windows-1251">'),
+    ("koi8_r", "<meta charset=koi8-r>"),
+    ("cp1252", '<META CHARSET="iso-8859-1">')])
+def test_an_html_mail_is_read_in_the_charset_its_meta_names_when_its_content_type_names_none(codec, head) -> None:
+    """An HTML part whose Content-Type names no charset, its <meta> one (as browsers read it): read as windows-1252,
+    a Russian mail was kept and remembered as "Ïðèâåò, Àëèñà!" and its words never found."""
+    words = "Café Olé" if codec == "cp1252" else "Привет, Алиса! Встреча в библиотеке."
+    html = f"<html><head>{head}<title>t</title></head><body><p>{words}</p></body></html>".encode(codec)
+    m = parse_message(_mail("text/html", html))
+    assert m.text == words, m.text
+    assert not any("charset" in n for n in m.notes), m.notes
+
+
+def test_an_html_mails_content_type_charset_comes_before_its_meta() -> None:
+    """A browser reads the charset of the HTTP header over the page's <meta>; a mail's Content-Type is that header."""
+    html = '<meta charset="windows-1251"><p>Привет</p>'.encode("koi8_r")
+    assert parse_message(_mail("text/html; charset=koi8-r", html)).text == "Привет"
+    utf16 = parse_message(_mail("text/html", '<meta charset="utf-16"><p>Привет</p>'.encode()))
+    assert utf16.text == "Привет"  # a UTF-16 label in ASCII bytes is wrong about them: read as UTF-8, as browsers do
