@@ -632,12 +632,17 @@ def read_file(path: Path, rel: str, mtime_ns: int, size: int, known_sha: str = "
             if read is None:
                 raise _Skip(binary)
             text, note = read
+            if ext in HTML_TYPES:
+                from runtime_host.mail.parse import decode_bytes, html_to_text, meta_charset
+
+                named = meta_charset(data) if note and not note.startswith("read as UTF") else None
+                if named:  # not UTF-8, and the page names its charset where a browser looks (koi8-r, windows-1251)
+                    said: list[str] = []
+                    text = decode_bytes(data, named, said, where="the page")
+                    note = "; ".join(said) or f"read as {named}, as its <meta> says"
+                text = html_to_text(text)
             if note:
                 r.notes.append(note)
-            if ext in HTML_TYPES:
-                from runtime_host.mail.parse import html_to_text
-
-                text = html_to_text(text)
             if not text.strip():
                 raise _Skip("the file is empty")
             r.parts = [{"text": text, "kind": "note"}]

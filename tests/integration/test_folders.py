@@ -226,6 +226,26 @@ async def test_a_file_name_with_personal_data_reaches_memory_redacted(pod, tmp_p
     assert await pod.memory_search("lease deposit agency", mode="keyword") == []
 
 
+async def test_a_saved_web_page_is_read_in_the_charset_its_meta_names(pod, tmp_path) -> None:
+    """A page saved from the web in windows-1251 or koi8-r names its charset only in a <meta>: it was read as
+    Windows-1252, so memory held "Ïðèâåò" and a search for its Russian words found nothing. A UTF-8 page whose
+    <meta> still names an old charset stays UTF-8."""
+    docs = tmp_path / "Saved pages"
+    docs.mkdir()
+    words = "Привет, Алиса! Книги ждут тебя в библиотеке до пятницы."
+    (docs / "cp1251.html").write_bytes(b'<html><head><meta http-equiv="Content-Type" content="text/html; '
+                                       b'charset=windows-1251"></head><body><p>' + words.encode("cp1251") + b"</p></body></html>")
+    (docs / "koi8.htm").write_bytes(b'<meta charset="koi8-r"><p>' + "Самовар стоит на даче у Веры.".encode("koi8_r") + b"</p>")
+    (docs / "utf8.html").write_bytes(b'<meta charset="windows-1251"><p>' + "Ключи под ковриком.".encode() + b"</p>")
+    folder = pod.folders.add(docs)
+    assert (await pod.folders.scan(folder.id)).indexed == 3
+    for query in ("библиотеке пятницы", "Самовар даче", "Ключи ковриком"):
+        assert await pod.memory_search(query, mode="keyword"), query
+    notes = {f.rel: f.reason for f in pod.folders.files(folder.id)}
+    assert "windows-1251" in notes["cp1251.html"] and "koi8-r" in notes["koi8.htm"], notes
+    assert "Ïðèâåò" not in _stored_text(pod.home)
+
+
 async def test_import_role_model_decides_mail_exports(pod, tmp_path, script, fake_model) -> None:
     pod.set_role_model("import", "fake/fake-1")
     docs = tmp_path / "mail"
