@@ -9,6 +9,7 @@ first use so that importing this module costs next to nothing.
 from __future__ import annotations
 
 import re
+import unicodedata
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -738,7 +739,29 @@ def _dedupe_same_detector(findings: list[Finding]) -> list[Finding]:
 # Arabic-Indic digits, with typographic dashes. The detectors run on a folded copy that writes all of these the
 # ASCII way; each finding is then mapped back to the span of the original text it came from.
 
-_ZERO_WIDTH = "\u200b\u200c\u200d\u2060\ufeff"
+# Unicode's default-ignorable characters (DerivedCoreProperties.txt), which text shows nothing for: a number split
+# by them (a soft hyphen from HTML's &shy;, a zero-width space, a direction mark, an invisible "times", a tag
+# character) reads as one. Its definition: format characters (Cf), the variation selectors and the others the
+# standard names (the combining grapheme joiner, Hangul fillers, ...), less the marks shown as a sign before
+# digits (Arabic number signs) and the interlinear annotation and Egyptian hieroglyph format controls.
+_OTHER_IGNORABLE = ((0x034F, 0x034F), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x2065, 0x2065), (0x3164, 0x3164),
+                    (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0xE0000, 0xE0000), (0xE0002, 0xE001F),
+                    (0xE0080, 0xE00FF), (0xE01F0, 0xE0FFF))
+_VARIATION_SELECTORS = ((0x180B, 0x180D), (0x180F, 0x180F), (0xFE00, 0xFE0F), (0xE0100, 0xE01EF))
+_SHOWN_FORMAT = ((0x0600, 0x0605), (0x06DD, 0x06DD), (0x070F, 0x070F), (0x0890, 0x0891), (0x08E2, 0x08E2),
+                 (0x110BD, 0x110BD), (0x110CD, 0x110CD), (0xFFF9, 0xFFFB), (0x13430, 0x1343F))
+
+
+@cache
+def _invisible() -> frozenset[int]:
+    """The default-ignorable code points (see above), from the character database (no Cf lies elsewhere)."""
+    def each(ranges: Iterable[tuple[int, int]]) -> set[int]:
+        return {c for a, b in ranges for c in range(a, b + 1)}
+
+    formats = {c for c in (*range(0x20000), *range(0xE0000, 0xE1000)) if unicodedata.category(chr(c)) == "Cf"}
+    return frozenset((formats | each(_OTHER_IGNORABLE) | each(_VARIATION_SELECTORS)) - each(_SHOWN_FORMAT))
+
+
 _DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d"
 _INLINE_SPACES = "\t\x1f\xa0"
 _LATIN1_LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85"
@@ -781,11 +804,12 @@ def _char_class(codes: Iterable[int]) -> str:
 
 
 @cache
-def _fold_res() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
-    """(runs of characters beyond Latin-1 folded one for one, runs of spaces, runs of spaces and zero-width
-    characters)."""
-    zw = _ZERO_WIDTH
-    return re.compile(_char_class(_fold_table()) + "+"), re.compile(" {2,}"), re.compile(f"[ {zw}]{{2,}}|[{zw}]")
+def _fold_res() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """(runs of characters beyond Latin-1 folded one for one, runs of spaces, runs of spaces and invisible
+    characters, an invisible character)."""
+    invisible = _char_class(_invisible())
+    return (re.compile(_char_class(_fold_table()) + "+"), re.compile(" {2,}"),
+            re.compile(f"[ {invisible[1:-1]}]{{2,}}|{invisible}"), re.compile(invisible))
 
 
 @dataclass(frozen=True, slots=True)
@@ -815,7 +839,7 @@ def _quote_marks_re() -> re.Pattern[str]:
 def _fold(text: str, *, lines: bool = False) -> _Folded | None:
     """The text as the detectors read it, or None when it is already written that way. With ``lines``, line
     breaks stay as they are; without, they are read as spaces too."""
-    beyond, spaces, spaces_zw = _fold_res()
+    beyond, spaces, spaces_zw, invisible = _fold_res()
     one_for_one, rx = text, spaces
     if not lines and ">" in text:  # a mail's quoted reply: a line's "> " marks are read as spaces too
         one_for_one = _quote_marks_re().sub(lambda m: " " * len(m.group()), text)
@@ -827,13 +851,15 @@ def _fold(text: str, *, lines: bool = False) -> _Folded | None:
         if lines:
             table = {**table, 0x2028: 0x2028, 0x2029: 0x2029}
         one_for_one = beyond.sub(lambda m: m.group().translate(table), one_for_one)
-        if any(z in one_for_one for z in _ZERO_WIDTH):
+        if invisible.search(one_for_one):
             rx = spaces_zw
+    elif "\xad" in one_for_one:  # a soft hyphen, the one invisible character in Latin-1
+        rx = spaces_zw
     f_pos, o_pos, last, shift = [0], [0], 0, 0
     parts: list[str] = []
     for m in rx.finditer(one_for_one):
         s, e = m.span()
-        folded = " " if " " in m.group() else ""  # a run of zero-width characters alone goes
+        folded = " " if " " in m.group() else ""  # a run of invisible characters alone goes
         parts += (one_for_one[last:s], folded)
         shift += e - s - len(folded)
         f_pos.append(e - shift)

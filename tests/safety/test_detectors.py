@@ -80,6 +80,9 @@ def test_card_named_as_order_number_is_below_threshold() -> None:
     "４１１１ １１１１ １１１１ １１１１",  # full-width digits
     "٤١١١ ١١١١ ١١١١ ١١١١",  # Arabic-Indic digits
     "4111\u200b 1111 1111\ufeff 1111",  # zero-width characters
+    "4111\u00ad1111\u00ad1111\u00ad1111",  # soft hyphens (HTML's &shy;): the number shows as 4111111111111111
+    "4111\u200e1111\u200f1111\u034f1111",  # direction marks, a combining grapheme joiner
+    "4111\u180e1111\u20621111\U000e00201111",  # a Mongolian vowel separator, an invisible "times", a tag character
     "4111\u20131111\u20131111\u20131111",  # en dashes
     "4111 1111-1111 1111",  # mixed separators
     "4111 - 1111 - 1111 - 1111",  # a dash with a space either side
@@ -154,6 +157,18 @@ def test_an_iban_written_with_slashes_or_spaced_dashes_is_found_whole(written: s
     assert text[iban.start:iban.end] == written
     assert not [f for f in detect("GB82 / WEST / 1234 / 5698 / 7654 / 33") if f.detector == "iban"]  # mod 97
     assert not [f for f in detect("GB82 -- WEST 1234 5698 7654 32") if f.detector == "iban"]
+
+
+@pytest.mark.parametrize("gap", ["\u00ad", "\u200e", "\u2063", "\U000e0020"])
+def test_an_iban_split_by_invisible_characters_is_found_whole(gap: str) -> None:
+    """An IBAN (or card) whose groups are split by a soft hyphen, a direction mark, an invisible separator or a tag
+    character reads as one number, and reached memory as written: only zero-width spaces and joiners were read as
+    nothing."""
+    written = gap.join(["GB82", "WEST", "1234", "5698", "7654", "32"])
+    text = f"Transfer to {written} today."
+    iban = _one(text, "iban")
+    assert text[iban.start:iban.end] == written
+    assert not [f for f in detect(written[:-1] + "3") if f.detector == "iban"]  # mod 97 still checked
 
 
 def test_secret_shapes_and_pem_block() -> None:
