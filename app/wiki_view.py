@@ -875,17 +875,20 @@ class WikiView(QWidget):
         self.tabs.setCurrentIndex(tab)
 
     async def _load_held(self) -> None:
+        from runtime_host.memory_jobs import held_from
+
         person = self.pod.person.id
         held = await self.pod.memory_held()  # the person's own and their agents', as on the CLI
         if self._switched(person):
             return
         rows = []
-        for q in held:
-            who = (self.pod.agent_label(q.agent) or "a deleted agent") if q.agent else "you"
+        from_whom = held_from(self.pod, held)  # "from you", "mail from Ana Quintero <ana@…>", …
+        for q, who in zip(held, from_whom, strict=True):
             said = f"{q.subject}: {q.text}" if q.subject else q.text  # a held mail or file part: named first
             first = " ".join(self.pod.restore_redactions(said).split())  # the owner's own values put back
-            rows.append((f"{first[:80]}{'…' if len(first) > 80 else ''} — from {who}, for "
-                         f"{self.pod.scope_label(q.scope)}", q, {}))
+            rows.append((without_overrides(f"{first[:80]}{'…' if len(first) > 80 else ''} — "
+                                           f"{self.pod.restore_redactions(who)}, for {self.pod.scope_label(q.scope)}"),
+                         q, {}))
         if not _refill(self.held, rows):
             self._show_held(None)  # the note being read is gone (kept or discarded from the CLI, or forgotten)
         self.tabs.setTabText(2, f"Held back ({self.held.count()})" if self.held.count() else "Held back")
@@ -893,7 +896,7 @@ class WikiView(QWidget):
     def _show_held(self, q: Any) -> None:
         """Shows one held note as plain text (never as HTML: it is text that tried to give orders)."""
         restore = self.pod.restore_redactions  # the person's own held notes: their redacted values put back
-        head = "".join(f"{label}: {restore(value)}\n" for label, value in
+        head = "".join(f"{label}: {without_overrides(restore(value))}\n" for label, value in
                        (("From", q.author), ("Subject", q.subject)) if value) if q else ""
         self.held_text.setPlainText(f"{head}\n{restore(q.text)}" if head else restore(q.text) if q else "")
         self.held_why.setText(f"Held because it {restore(q.reason.removeprefix('Quarantined: the item '))}" if q else "")

@@ -613,12 +613,13 @@ async def _memory(me: Any, args: argparse.Namespace) -> int:
             _print_json([{**{k: mine(v) if isinstance(v, str) and k != "scope" else v for k, v in vars(p).items()},
                           "scope": me.scope_label(p.scope)} for p in await me.memory_proposals()])
         elif args.action == "held":
+            from runtime_host.memory_jobs import held_from
+
             held = await me.memory_held()
-            for q in held:
-                who = me.agent_label(q.agent) if q.agent else "you"
+            for q, who in zip(held, held_from(me, held), strict=True):  # "from you", "mail from Ana <ana@…>", …
                 text = " ".join(mine(q.text).split())
                 wrote = " · ".join(mine(v) for v in (q.author, q.subject) if v)
-                print(f"#{q.id}\t{me.scope_label(q.scope)}\tfrom {who}\t{mine(q.reason)}"
+                print(f"#{q.id}\t{me.scope_label(q.scope)}\t{mine(who)}\t{mine(q.reason)}"
                       + (f"\n\t{wrote}" if wrote else "") + f"\n\t{text[:300]}{'…' if len(text) > 300 else ''}")
             if not held:
                 print("Nothing is held back.")

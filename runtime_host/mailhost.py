@@ -105,6 +105,17 @@ class MailHost:
         """The inbox's latest kept messages, newest first, without their body text."""
         return ledger.list_messages(self.engine, self._account(account_id, person_id).id, limit=limit, newest=True)
 
+    def sender(self, person_id: str, mail_id: str) -> str:
+        """Who sent the person's kept mail ``mail_id`` (a mail item's key in memory), as their Mail shows it ("Ana
+        Quintero <ana@example.org>"); "" when it is no mail of theirs. For the person's own eyes: memory keeps the
+        address redacted (agents, models and other people never read it), so a look-alike sender of the same name
+        is told apart where the person decides about a mail (Held back, Ask memory's sources)."""
+        stored = ledger.get_message(self.engine, mail_id) if mail_id else None
+        if stored is None:
+            return ""
+        acct = ledger.get_account(self.engine, stored.account_id)
+        return stored.mail.from_addr if acct is not None and acct.person_id == person_id else ""
+
     def set_rules(self, account_id: str, person_id: str, rules: list[Any]) -> None:
         """Replaces the inbox's rules (RuleError when one is wrong); the next check of mail uses them."""
         acct = self._account(account_id, person_id)

@@ -215,6 +215,26 @@ def said_by(kind: str, author: str = "", subject: str = "", owner: str = "", age
     return (f"note of {short(owner)}'s" if owner else "note") + (f", “{about}”" if about else "")
 
 
+def held_from(pod: Any, held: Sequence[Any]) -> list[str]:
+    """Who each held item is from, as its owner's Held back list and `memory held` say it: "from you" for their
+    own line in a chat, else what the models are told (``said_by``): "mail from Ana Quintero <…>", "document from
+    Alice's watched folder, its writer unknown", "chat, said by the agent Helper", "said by the agent Helper". An
+    item whose agent was deleted since is "the agent that was deleted"'s."""
+    names = person_names(pod)
+
+    def one(q: Any) -> str:
+        known = {**names, q.agent: names.get(q.agent, "that was deleted")} if q.agent else names
+
+        def named(text: str) -> str:
+            return known.get(text, text)
+
+        said = said_by(q.kind, q.author, "", q.owner, q.agent, named, q.item_key)
+        mine = q.kind == "chat" and bool(q.owner) and said == said_by("chat", q.owner, owner=q.owner, named=named)
+        return "from you" if mine else said
+
+    return [one(q) for q in held]
+
+
 # A line starting as the listings' own lines do ("2. (", "- S2 (", "[2] (") or with a bracket ("(chat, said by …"
 _LISTING_START = re.compile(r"\s*(?:(?:\d+\.|\[\d+\]|[-*]\s*S\d+)\s*)?\(")
 # A whole listing label inside a line ("… [2] (note): …"): Ask memory shows each excerpt on one line, so a label a
@@ -1524,11 +1544,13 @@ async def _ask_memory(pod: Any, person_id: str, question: str) -> MemoryAnswer:
         return MemoryAnswer(True, text="Memory does not say: nothing stored matches this question.", hits=hits)
 
     names = person_names(pod)
+    mail = pod.mail
 
     def excerpt(h: Any) -> tuple[str, str, str] | None:
         """(what it is and who said it, the passage asked about, who said it for the list under the answer): a mail's
-        words are its sender's, not the person's. A page's own [n] are taken out: the model cites the excerpts'
-        numbers, and a page's "[3]" quoted would link to whatever excerpt 3 is."""
+        words are its sender's, not the person's; the list, for the person alone, names the sender as their Mail
+        does (the model reads the address redacted, as memory keeps it). A page's own [n] are taken out: the model
+        cites the excerpts' numbers, and a page's "[3]" quoted would link to whatever excerpt 3 is."""
         if h.kind == "page":
             scope, _, slug = h.id[len("page:"):].rpartition("/")
             try:
@@ -1544,12 +1566,13 @@ async def _ask_memory(pod: Any, person_id: str, question: str) -> MemoryAnswer:
         head, _ = parse_source(source.markdown)
         key, subject = head.get("key", ""), head.get("subject", "")
 
-        def said(subject: str) -> str:
-            return said_by(source.kind, head.get("author", ""), subject, head.get("owner", ""), head.get("agent", ""),
+        def said(subject: str, author: str = head.get("author", "")) -> str:
+            return said_by(source.kind, author, subject, head.get("owner", ""), head.get("agent", ""),
                            lambda t: names.get(t, t), key)
 
         # listed under the answer by its title, so there without its subject (a file's name too)
-        return said(subject), _passage(str(source.text), question), said("")
+        sender = mail.sender(person_id, key) if source.kind == "mail" else ""
+        return said(subject), _passage(str(source.text), question), said("", sender) if sender else said("")
 
     found = await pod.in_memory_thread(lambda: [(h, excerpt(h)) for h in hits])
     hits = [h for h, t in found if t is not None]

@@ -407,7 +407,13 @@ class PersonPod:
         return await self.pod.memory_delete_source(self.person_id, source_id)
 
     async def memory_held(self) -> list[Any]:
-        return await self.pod.memory_held(self.person_id)
+        """The person's held items, a mail's with its sender as their Mail shows it (memory keeps the address
+        redacted): to keep or discard it they need to see who sent it, a look-alike of a known name told apart."""
+        import dataclasses
+
+        held = await self.pod.memory_held(self.person_id)
+        return [dataclasses.replace(q, author=self.pod.mail.sender(self.person_id, q.item_key) or q.author)
+                if q.kind == "mail" else q for q in held]
 
     async def memory_release(self, qid: int) -> str:
         return await self.pod.memory_release(self.person_id, qid)

@@ -1117,7 +1117,7 @@ def test_held_back_notes_are_shown_as_text_and_kept_or_discarded_by_their_person
                 text, person=ui_pod.person.id, agent=agent, scope=f"private/{ui_pod.person.id}")))
     w = wiki_window(qtbot, ui_pod)
     qloop.wait_until(lambda: w.wiki.held.count() == 2, what="the held notes")
-    assert w.wiki.tabs.tabText(2) == "Held back (2)" and "from helper" in w.wiki.held.item(0).text()
+    assert w.wiki.tabs.tabText(2) == "Held back (2)" and "— said by the agent helper, for Me" in w.wiki.held.item(0).text()
     assert not w.wiki.keep_held.isEnabled()
     w.wiki.held.setCurrentRow(0)
     assert w.wiki.held_text.toPlainText() == texts[0]
