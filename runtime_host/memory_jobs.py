@@ -21,7 +21,7 @@ import logging
 import re
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -40,6 +40,9 @@ WIKI_BUSY = ("Another Hearth process is writing the wiki right now (a `memory in
              "run or the next one. Try again in a minute.")
 INGEST_RUNNING = ("Your ingest is already running (the 30-minute one, or an Ingest now of yours): its model has not "
                   "answered yet. Its pages show in the wiki when it ends; nothing waiting in the inbox is lost.")
+NIGHTLY_WRITING = ("Memory's nightly pass is writing your pages right now (rewriting those whose notes were deleted, "
+                   "and checking them for contradictions) with your model. Ingest now again once it ends; nothing "
+                   "waiting in the inbox is lost.")
 NO_ASK_MODEL = ("Ask memory needs a capable model: choose one for “Ask memory” in Settings → Models (a model "
                 "server on this machine, or a provider; in a terminal: `models set ask_memory PROVIDER/MODEL`). Meanwhile, search finds what memory holds.")
 
@@ -656,7 +659,7 @@ def model_synthesize(route: Route, names: dict[str, str] | None = None,
             if old is not None:  # a claim kept word for word from the page keeps its source, labelled or not
                 cites.update(_kept_citations(old, body, used - set(cites)))
             pages.append(Page(title=title, scope=scope, category=fit(str(d.get("category") or "notes"), 40),
-                              body=body, citations={n: v for n, v in cites.items() if n in used}))
+                              body=body, citations=only_cited(cites, body)))
         return pages
 
     return synthesize
@@ -709,6 +712,12 @@ def _with_unshown(old: Any, shown: int, body: str, cites: dict[int, str]) -> tup
     if at is None:
         return body.rstrip("\n") + "\n\n" + block, cites
     return "\n".join([*draft[:at], block, *draft[at:]]), cites
+
+
+def only_cited(citations: dict[int, str], body: str) -> dict[int, str]:
+    """The ``citations`` a page ``body`` still uses: a claim taken off takes its source off the page's list."""
+    used = {int(n) for n in _CITE.findall(body)}
+    return {n: sid for n, sid in citations.items() if n in used}
 
 
 def _kept_citations(old: Any, body: str, numbers: set[int]) -> dict[int, str]:
@@ -840,21 +849,30 @@ RECONCILE_SYSTEM = (
 
 
 def model_reconcile(route: Route) -> Any:
-    """page, sources -> (new body or None, why): the nightly reconciliation of contradicting claims.
+    """page, sources -> (new body or None, why): the nightly check of contradicting claims (its body's citations
+    are the page's: the caller keeps those it still uses, ``only_cited``).
 
     The model may only drop lines of the page, each for a newer claim it keeps: its body is taken only when every
     line of it is a line of the page (chat filler aside), and every claim line it left out cites only numbers its
     ``dropped`` names, each against a number still cited on the page whose sources are no older. Anything else is
-    refused (MemoryModelError) and the page stays as it was."""
+    refused (MemoryModelError, naming the page first) and the page stays as it was."""
     from wiki_engine.memory import MAX_PAGE_CHARS
     from wiki_engine.pages import without_empty_sections
 
     def refused(what: str) -> MemoryModelError:
-        return MemoryModelError(f"The reconciliation model {what}; the page is unchanged (a contradiction check may "
-                                "only drop a claim that a newer one on the page contradicts). Pick a stronger model for "
-                                "“Memory: writing wiki pages” in Settings → Models if this happens again.")
+        return MemoryModelError(f"its model {what}, and a check may only drop a claim that a newer one contradicts. "
+                                "If this keeps happening, choose a stronger model for “Memory: writing wiki pages” in "
+                                "Settings → Models.")
 
     def reconcile(page: Any, sources: list[Any]) -> tuple[str | None, str]:
+        """The page named, first: a notification cut to its first lines still says which page it was."""
+        try:
+            return checked(page, sources)
+        except MemoryModelError as exc:
+            said = "was not checked for contradictions and stays as it was:"
+            raise MemoryModelError(f"“{page.title}” {said} {exc}", f"A page {said} {exc.summary}") from None
+
+    def checked(page: Any, sources: list[Any]) -> tuple[str | None, str]:
         from datetime import UTC, datetime
 
         cited = "\n".join(f"[{n}] ({datetime.fromtimestamp(s.ts, UTC).date()}) {s.text[:1200]}"
@@ -865,19 +883,18 @@ def model_reconcile(route: Route) -> Any:
             raise _provider_failed("reconciliation", exc) from None
         data = _json_from(answer, "reconciliation")
         if not isinstance(data, dict) or not isinstance(data.get("changed"), bool):
-            raise MemoryModelError("The reconciliation model's JSON has no 'changed'; the page is unchanged.")
+            raise MemoryModelError("its model's JSON has no 'changed'.")
         if not data["changed"]:
             return None, str(data.get("why") or "")
         raw = str(data.get("body") or "")
         if len(raw) > MAX_PAGE_CHARS:  # longer than any page: not read further (a hostile one took minutes)
             raise refused(f"answered a body of {len(raw):,} characters")
         if _echoes(raw, (SYNTH_SYSTEM, RECONCILE_SYSTEM, DECIDE_SYSTEM, SUMMARY_SYSTEM, ASK_SYSTEM)):
-            raise MemoryModelError("The reconciliation model repeated its instructions; the page is unchanged.")
+            raise MemoryModelError("its model repeated its instructions.")
         said = [line.strip() for line in raw.replace("\r\n", "\n").split("\n")
                 if line.strip() and not _FILLER.match(line)]
         if not any(_CITE.search(line) for line in said):
-            raise MemoryModelError("The reconciliation model returned a page that cites no source; the page is "
-                                   "unchanged.")
+            raise MemoryModelError("its model returned a page that cites no source.")
         lines = page.body.split("\n")
         if not set(said) <= {line.strip() for line in lines}:
             raise refused("added or reworded lines instead of only dropping claims")
@@ -1296,7 +1313,8 @@ async def ingest(pod: Any, person_id: str | None = None,
     """Turns the inbox into wiki pages with the ingest model (single writer). Without a capable model no
     page is written: the inbox waits, and the answer says so and how to choose one. With ``person_id`` (Ingest now,
     `memory ingest`), only the pages that person's model writes (theirs; the owner's also the shared ones), and at
-    once INGEST_RUNNING while their ingest is still going; without (the timer), each person's at once, each with
+    once INGEST_RUNNING while their ingest is still going (NIGHTLY_WRITING while the nightly pass writes their pages with
+    their model); without (the timer), each person's at once, each with
     their own model: one person's hung or slow model never holds another's pages, and each person hears of theirs as
     soon as they are written, and ``told`` (person, what failed) of their model's failure as soon as their writer
     ends. The timer's run skips a person whose writer is still going (their previous run's model has not answered
@@ -1306,9 +1324,10 @@ async def ingest(pod: Any, person_id: str | None = None,
     writers = {pid: c for pid, c in _writers(pod).items()
                if c.synthesize is not None and person_id in (None, pid)}
     if not writers or person_id in host.ingesting:
+        said = NO_INGEST_MODEL if not writers else NIGHTLY_WRITING if person_id in host.nightly else INGEST_RUNNING
         waiting = len(await pod.in_memory_thread(lambda: pod.memory.inbox(100000)))
         return {"written_by": None, "written": [], "proposed": [], "rejected": [], "consumed": 0, "unreadable": [],
-                "left_in_inbox": waiting, "message": INGEST_RUNNING if writers else NO_INGEST_MODEL}
+                "left_in_inbox": waiting, "message": said}
     still = [pid for pid in writers
              if person_id is None and (pid in host.ingesting or host.job_lock(f"ingest:{pid}").busy())]
     writers = {pid: c for pid, c in writers.items() if pid not in still}
@@ -1393,50 +1412,6 @@ def _announce_ingest(pod: Any, by_person: dict[str, dict[str, Any]]) -> None:
     not theirs to see)."""
     for pid, figures in by_person.items():
         pod.emit({"type": "memory.ingested", "person": pid, **figures})
-
-
-async def nightly(pod: Any) -> dict[str, Any]:
-    """Merges duplicates, re-synthesises pages whose sources were deleted (with the ingest model, if any),
-    rebuilds indexes, then reconciles contradictions. A person's model that failed (a rewrite or a reconciliation)
-    is raised (MemoryModelError with ``failures`` and the run's ``report``) once everything else is done."""
-    from wiki_engine.pipeline import LeaseBusy, NightlyReport, WriterFailed, failure_told, nightly_steps
-
-    writers = {pid: c for pid, c in _writers(pod).items() if c.synthesize is not None}
-    failed: list[tuple[str, MemoryModelError]] = []  # (person, their model's failure), raised once the pass is done
-
-    def resynthesize(batch: Any) -> Any:
-        """Each stale page is rewritten by its own writer's model, one scope at a time (as ingest does: a model
-        rewriting a shared page is never shown its owner's private pages, which it could copy into it); a page
-        whose writer has none stays stale. One writer's failure leaves that scope's pages stale and is reported
-        against it; the others go on."""
-        for pid, choice in writers.items():
-            for scope in sorted({str(p.scope) for p in batch.stale_pages if writer_of(pod, str(p.scope)) == pid}):
-                mine = [p for p in batch.stale_pages if str(p.scope) == scope]
-                try:
-                    pages = [page for page in choice.synthesize(replace(batch, stale_pages=mine))
-                             if str(page.scope) == scope]
-                except Exception as e:  # whatever the model's failure, its person's report says it
-                    failed.append((pid, e if isinstance(e, MemoryModelError)
-                                   else MemoryModelError(str(e), "The wiki-writer model failed; the page stays stale.")))
-                    yield WriterFailed(str(e), [scope])
-                    continue
-                yield from pages
-
-    try:
-        rep = await pod.memory_host.run_steps(lambda: nightly_steps(pod.memory, resynthesize=bool(writers)),
-                                              failure_told(resynthesize))
-    except LeaseBusy:
-        return {**vars(NightlyReport()), "reconciled": [], "message": WIKI_BUSY}
-    out = dict(vars(rep))
-    out["reconciled"], unreconciled, unreconciled_by = await pod._reconcile_pages()
-    out["rejected"] += unreconciled  # a page whose owner's model failed to reconcile it, told to that person alone
-    failed += unreconciled_by
-    # counts only: the lists name pages and files of every person, and every subscriber hears this event
-    pod.emit({"type": "memory.nightly", **{k: len(v) if isinstance(v, list) else v for k, v in out.items()
-                                           if isinstance(v, int | list)}})
-    if failed:  # the run says it failed (for each person whose model did), once the rest of the pass is done
-        raise _failed_run(failed, out)
-    return out
 
 
 def next_run(pod: Any, kind: str = "memory.ingest", now: datetime | None = None) -> datetime | None:
@@ -1652,9 +1627,9 @@ def _passage(text: str, question: str, size: int = ASK_PASSAGE_CHARS) -> str:
 
 
 __all__ = [
-    "ANSWER_CHARS", "ASK_SYSTEM", "Choice", "INGEST_RUNNING", "MemoryAnswer", "MemoryModelError", "NO_ASK_MODEL", "NO_INGEST_MODEL", "SUMMARY_EVERY",
+    "ANSWER_CHARS", "ASK_SYSTEM", "Choice", "INGEST_RUNNING", "MemoryAnswer", "NIGHTLY_WRITING", "MemoryModelError", "NO_ASK_MODEL", "NO_INGEST_MODEL", "SUMMARY_EVERY",
     "ask", "capable", "chat_items", "choose", "ingest", "mail_items", "model_decide", "model_reconcile",
-    "model_synthesize", "nightly", "person_names", "produce", "redactor", "summarize",
+    "model_synthesize", "only_cited", "person_names", "produce", "redactor", "summarize",
     "summarize_conversations", "tidy_body", "next_run",
 ]
 

@@ -36,6 +36,7 @@ class MemoryHost(MappingForgets):
         self._memory_pool: Any = None
         self._job_locks: dict[str, JobLock] = {}
         self.ingesting: set[str] = set()  # people whose ingest (a timed run's or their Ingest now) is going
+        self.nightly: set[str] = set()  # those of them whose pages the nightly pass is writing
         self._embedding_seen: tuple[str, str] | None = None  # the embedding choice open memory follows
         self._embedding_checked = 0.0
         self._resuming: asyncio.Task[None] | None = None  # see resume_embedding
@@ -221,7 +222,7 @@ class MemoryHost(MappingForgets):
 
     def job_lock(self, name: str) -> JobLock:
         """One run of a memory job at a time in this Pod (``ingest:<person>`` one person's ingest; nightly takes
-        ``ingest`` and every person's: one writer of pages)."""
+        ``ingest`` and every person's for its part that asks no model, then each person's for their own part)."""
         from runtime_host.memory_jobs import JobLock
 
         lock = self._job_locks.get(name)
@@ -511,88 +512,13 @@ class MemoryHost(MappingForgets):
                             told: Callable[[str, str], None] | None = None) -> dict[str, Any]:
         """Turns the inbox into wiki pages once an ingest model is chosen: everyone's, or only those ``person_id``'s
         model writes. Each person's writer runs under a lock of its own (``ingest:<person>``), so one person's slow
-        model never holds another's pages; the nightly pass takes them all. ``told``: see memory_jobs.ingest."""
+        model never holds another's pages; the nightly pass takes them all only for its part that asks no model. ``told``: see memory_jobs.ingest."""
         from runtime_host import memory_jobs
 
         return await memory_jobs.ingest(self.pod, person_id, told)
 
-    async def reconcile_pages(self) -> tuple[list[str], list[tuple[str, str, str]], list[tuple[str, Any]]]:
-        """Model against model: the ingest model resolves contradicting claims on unverified pages, in favour
-        of the newest source. A page a person verified is never touched (human against model: the human wins).
-        Without a real model for the role, nothing is changed (rules cannot judge a contradiction).
-
-        Gives the pages changed (``scope/slug: why``) and those left as they were because their owner's model
-        failed (page title, why, scope), as nightly's ``rejected``: one person's failing model is told to them
-        alone (its error quotes their model's answer) and the other pages go on; and those failures as (person whose
-        model it is, MemoryModelError), for nightly to raise."""
-        from dataclasses import replace
-
-        from runtime_host.memory_jobs import (
-            UNUSABLE,
-            MemoryModelError,
-            model_reconcile,
-            on_own_thread,
-            writer_of,
-        )
-        from runtime_host.providers import Route
-        from wiki_engine import CitationError, PageFormatError, SourceUnreadable, UnknownSource
-        from wiki_engine.lease import Lease, LeaseBusy
-
-        changed: list[str] = []
-        failed: list[tuple[str, str, str]] = []
-        model_failed: list[tuple[str, MemoryModelError]] = []
-        scopes = await self.in_memory_thread(self.memory.scopes_on_disk)
-        for scope in scopes:
-            # each person's pages go only to their own ingest model, never to another person's provider
-            route = self.memory_route(writer_of(self.pod, str(scope)), "ingest")
-            if route is None or route.get("kind") in ("embedded", UNUSABLE):  # ingest says why it cannot write
-                continue
-            reconcile = model_reconcile(Route.from_dict(route))
-            pages, _corrupt = await self.in_memory_thread(lambda sc=scope: self.memory.list_pages(sc))
-            for page in pages:
-                if page.verified or len(set(page.citations.values())) < 2:
-                    continue
-                def cited(p: Any = page) -> list[tuple[int, Any]]:
-                    # A page file citing what is not stored, or what its readers may not see, goes to no model.
-                    self.memory.check_citations(p)
-                    return [(n, self.memory.get_source(sid)) for n, sid in sorted(p.citations.items())]
-
-                try:
-                    sources = await self.in_memory_thread(cited)
-                except (CitationError, UnknownSource, SourceUnreadable) as exc:  # told to the page's owner, like a
-                    # failed model; a lost note file (named, with what to do) stops no other page
-                    failed.append((page.title, f"not checked for contradictions: {exc}", str(scope)))
-                    continue
-                try:
-                    body, why = await on_own_thread(reconcile, page, sources)
-                except MemoryModelError as exc:  # this page stays as it is until the next night
-                    failed.append((page.title, str(exc), str(scope)))
-                    model_failed.append((writer_of(self.pod, str(scope)), exc))
-                    continue
-                if body is None:
-                    continue
-                def write(p: Any = page, b: str = body) -> bool:
-                    # Under the single writer's lease, and only onto the page as the model read it: another process's
-                    # ingest (or the person) may have written it while the model thought. Asked again next night.
-                    with Lease(self.memory.catalog, "ingest", ttl=600.0, excludes=("ingest:%",), moment=True):
-                        if self.memory.read_page(p.scope, p.slug) != p:
-                            return False
-                        self.memory.write_page(replace(p, body=b), author="agent:nightly")
-                    return True
-
-                try:
-                    if not await self.in_memory_thread(write):
-                        continue
-                except (CitationError, PageFormatError, ValueError, LeaseBusy):
-                    continue  # a source was deleted while the model thought, or another process writes: left as it is
-                changed.append(f"{scope}/{page.slug}: {why}")
-        return changed, failed, model_failed
-
     async def memory_nightly(self) -> dict[str, Any]:
-        from runtime_host import memory_jobs
+        """The nightly pass (runtime_host/memory_nightly.py): each person's own part under their own lock alone."""
+        from runtime_host import memory_nightly
 
-        locks = [self.job_lock("ingest")] + [self.job_lock(f"ingest:{pid}")
-                                             for pid in sorted(str(p.id) for p in self.pod.store.list_people())]
-        async with contextlib.AsyncExitStack() as held:  # every person's ingest finished first, none begun meanwhile
-            await memory_jobs.take_all(locks, held)
-            return await memory_jobs.nightly(self.pod)
+        return await memory_nightly.nightly(self.pod)

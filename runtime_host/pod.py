@@ -618,9 +618,6 @@ class Pod:
         person's model failing as it fails), or only the pages ``person_id``'s own model writes (their Ingest now)."""
         return await self.memory_host.memory_ingest(person_id, told)
 
-    async def _reconcile_pages(self) -> tuple[list[str], list[tuple[str, str, str]], list[tuple[str, Any]]]:
-        return await self.memory_host.reconcile_pages()
-
     async def memory_nightly(self) -> dict[str, Any]:
         return await self.memory_host.memory_nightly()
 

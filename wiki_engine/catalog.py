@@ -129,6 +129,15 @@ MIGRATIONS: list[tuple[str, str]] = [
                                       PRIMARY KEY (scope, slug))
         """,
     ),
+    (
+        "0009_checked_pages",
+        # The pages the nightly contradiction check found nothing on, as a digest of each page's text and of the
+        # sources it cites (no word of either): a page not changed since is not sent to the model again.
+        """
+        CREATE TABLE IF NOT EXISTS checked_pages (scope TEXT NOT NULL, digest TEXT NOT NULL, at REAL NOT NULL,
+                                                  PRIMARY KEY (scope, digest))
+        """,
+    ),
 ]
 
 

@@ -1662,7 +1662,7 @@ class Memory:
             with self.catalog.tx(immediate=True) as db:
                 # The watermarks stay: what was forgotten is never pulled again from chats or mail.
                 for table in ("inbox", "citations", "stale_pages", "proposals", "deleted_by_person", "claims_to_drop",
-                              "pages_to_delete"):
+                              "pages_to_delete", "checked_pages"):
                     db.execute(f"DELETE FROM {table} WHERE scope=?", (str(sc),))
                 db.execute("INSERT OR REPLACE INTO forgotten VALUES (?,?)", (str(sc), time.time()))
                 db.execute("DELETE FROM quarantine WHERE scope=?", (str(sc),))
@@ -2041,6 +2041,20 @@ class Memory:
         """Scopes with sources waiting in the inbox or pages waiting for re-synthesis (what ingest has to do)."""
         return [r[0] for r in self.catalog.query(
             "SELECT scope FROM inbox UNION SELECT scope FROM stale_pages ORDER BY 1")]
+
+    def checked_pages(self, scope: str) -> set[str]:
+        """The digests the nightly contradiction check found nothing on in ``scope`` (see ``mark_checked``)."""
+        return {r[0] for r in self.catalog.query("SELECT digest FROM checked_pages WHERE scope=?", (scope,))}
+
+    def mark_checked(self, scope: str, digests: set[str]) -> None:
+        """Records the digests of ``scope``'s pages (their text and the sources they cite, in the caller's words) that
+        the nightly contradiction check found nothing on, in place of those recorded before: a page changed since,
+        or gone, is no longer among them."""
+        now = time.time()
+        with self.catalog.tx(immediate=True) as db:
+            db.execute("DELETE FROM checked_pages WHERE scope=?", (scope,))
+            db.executemany("INSERT INTO checked_pages (scope, digest, at) VALUES (?, ?, ?)",
+                           [(scope, d, now) for d in sorted(digests)])
 
     def stale_pages(self) -> list[str]:
         """Keys of pages that cite deleted sources and wait for re-synthesis."""
