@@ -404,6 +404,7 @@ class MainWindow(QMainWindow):
             self.refresh_people()
             return False
         self.pod = me  # the window keeps which person is shown; the Pod keeps none
+        me.restored.keep_only(me.person_id)  # the values the previous person read back leave memory
         for view in self.findChildren(QWidget):  # every view (wiki, folders, cards, mail, ...) acts for them now
             if "pod" in vars(view):
                 view.pod = me

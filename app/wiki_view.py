@@ -731,7 +731,14 @@ class WikiView(QWidget):
 
     async def _load(self) -> None:
         person, scopes = self.pod.person.id, self.pod.person_scopes()
-        listing = await self._mem(lambda: [(s, *self.pod.memory.list_pages(s)) for s in scopes])
+        me = self.pod
+
+        def read() -> list[tuple[str, list[Any], list[str]]]:
+            found = [(s, *me.memory.list_pages(s)) for s in scopes]
+            me.read_redactions(*(p.title for _, pages, _ in found for p in pages))  # off the window's thread
+            return found
+
+        listing = await self._mem(read)
         if self._switched(person):
             return
         self._fill_tree(listing, scopes)
@@ -992,7 +999,7 @@ class WikiView(QWidget):
             except wiki_engine.ScopeError:  # a link naming no real scope (`hearth-page:agent`): no such page either
                 return None
 
-        def read() -> tuple[str, Any]:
+        def find() -> tuple[str, Any]:
             page = read_in(scope)
             if page is None and link:  # the person's own scopes alone (their private first), never another's
                 mine = self.pod.person_scopes()
@@ -1001,6 +1008,13 @@ class WikiView(QWidget):
                         return where, page
             return scope, page
 
+        def read() -> tuple[str, Any]:
+            where, page = find()
+            if page is not None:  # the owner's values read from the vault here, never on the window's thread
+                me.read_redactions(page.title, page.body)
+            return where, page
+
+        me = self.pod
         scope, page = await self._mem(read)
         if stale():
             return
@@ -1013,7 +1027,13 @@ class WikiView(QWidget):
         self.current = (scope, page.slug)
         self._shown_page = page
         meta = f"<p><i>{html.escape(self.pod.scope_label(scope))} · {html.escape(page.category)} · updated {html.escape(local_time(page.updated, '%d %b %Y %H:%M'))}</i></p>"
-        titles = await self._mem(lambda: self._source_titles(page.citations.values()))
+
+        def source_titles() -> dict[str, str]:
+            found = self._source_titles(page.citations.values())
+            me.read_redactions(*found.values())
+            return found
+
+        titles = await self._mem(source_titles)
         if stale():
             return
         restore = self.pod.restore_redactions  # the owner's own view: redacted values put back, shown as stored
@@ -1140,8 +1160,16 @@ class WikiView(QWidget):
             self._not_mine("Not opened for editing")
             return
 
+        def read() -> Any:
+            page = me.memory.read_page(scope, slug)
+            if page is not None:  # the owner's values read from the vault here, never on the window's thread
+                me.read_redactions(page.title, page.body)
+            return page
+
+        me = self.pod
+
         async def go() -> None:
-            page = await self._mem(lambda: self.pod.memory.read_page(scope, slug))
+            page = await self._mem(read)
             if page is None:
                 self.status.emit("This page is gone (deleted or rebuilt meanwhile); choose it again from the list.")
                 return

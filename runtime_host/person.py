@@ -277,6 +277,10 @@ class PersonPod:
     def restore_redactions(self, text: str) -> str:
         return self.pod.restore_redactions(self.person_id, text)
 
+    def read_redactions(self, *texts: str) -> None:
+        """Off the window's thread: reads what ``restore_redactions`` will put back into ``texts``."""
+        self.pod.read_redactions(self.person_id, texts)
+
     def redact_own(self, text: str) -> str:
         return self.pod.redact_own(self.person_id, text)
 

@@ -507,14 +507,18 @@ class Pod:
 
         def keep_mapping(mapping_id: str, mapping: dict[str, str]) -> None:
             self.vault_for(person_id).set(f"redactions/{mapping_id}", json.dumps(mapping))
+            self.restored.kept(person_id, mapping_id, mapping)
 
         return keep_mapping
 
     def forget_mappings(self, person_id: str, ids: set[str]) -> None:
         """Deletes reversible redactions' mappings (the real values) from the person's vault: nothing uses them."""
-        vault = self.vault_for(person_id)
-        for mapping_id in sorted(ids):
-            vault.delete(f"redactions/{mapping_id}")
+        try:
+            vault = self.vault_for(person_id)
+            for mapping_id in sorted(ids):
+                vault.delete(f"redactions/{mapping_id}")
+        finally:  # none is shown from memory again, deleted or not (one left in the vault is read anew)
+            self.restored.forget(person_id, ids)
 
     def redact_own(self, person_id: str, text: str) -> str:
         """Text the person wrote into memory themself (a page they correct), its personal data redacted as memory
@@ -528,11 +532,25 @@ class Pod:
         """The owner's own view of reversibly redacted text (never given to an agent or another person)."""
         from runtime_host.safety.policy import restore
 
-        def lookup(mapping_id: str) -> dict[str, str] | None:
+        return restore(text, lambda mapping_id: self.restored.mapping(person_id, mapping_id))
+
+    def read_redactions(self, person_id: str, texts: Any) -> None:
+        """Reads from the person's vault what ``restore_redactions`` puts back into ``texts`` (a keyring read each
+        entry not read before): call it off the window's thread, so showing them there reads nothing."""
+        self.restored.read_ahead(person_id, texts)
+
+    @property
+    def restored(self) -> Any:
+        """The person's own values, each vault entry read once and kept in memory (runtime_host/restored.py)."""
+        if (found := self.__dict__.get("_restored")) is not None:
+            return found
+        from runtime_host.restored import RestoredValues
+
+        def read(person_id: str, mapping_id: str) -> dict[str, str] | None:
             raw = self.vault_for(person_id).get(f"redactions/{mapping_id}")
             return json.loads(raw) if raw else None
 
-        return restore(text, lookup)
+        return self.__dict__.setdefault("_restored", RestoredValues(read))  # one, whichever thread asks first
 
     # -- memory
     @property

@@ -317,3 +317,72 @@ def test_a_link_to_a_part_of_a_page_opens_that_page(qtbot, qloop, ui_pod) -> Non
     w.wiki._on_anchor(QUrl(hrefs[0]))
     qloop.wait_until(lambda: not w.wiki._reads, what="the link to open")
     assert "Clara's birthday is on 3 June" in w.wiki.page.toPlainText(), w.wiki.page.toPlainText()
+
+
+def test_a_page_of_the_persons_own_numbers_opens_and_edits_without_stopping_the_window(
+        qtbot, qloop, ui_pod, monkeypatch) -> None:
+    """Me's Contacts page: 150 numbers she typed into one correction (one vault entry) and 150 an agent with reversible
+    redaction remembered one by one (an entry each). Each placeholder shown was its own keyring read (~10 ms) on the
+    window's thread, every time: opening the page stopped the window for over 3 s and Edit for longer. The values
+    are read from the vault off the window's thread now, each entry once."""
+    import threading
+    import time
+
+    from PySide6.QtCore import QTimer
+
+    import vault
+
+    scope = f"private/{ui_pod.person.id}"
+    corrected = ui_pod.redact_own("\n".join(f"- Person{i} the plumber: +44 7700 900{i:03d} [1]" for i in range(150)))
+    remembered = [ui_pod.redact_own(f"- Person{i} the roofer is on +44 7700 901{i:03d} [1]") for i in range(150)]
+    body = f"{corrected}\n" + "\n".join(remembered)
+    assert "7700 90" not in body and body.count("#") >= 300
+
+    def write() -> None:
+        sid = ui_pod.memory.add_source("Our household contacts.", scope=scope)
+        ui_pod.memory.write_page(Page(title="Contacts", scope=scope, category="home", citations={1: sid}, body=body,
+                                      verified=True), author=f"person:{ui_pod.person.id}")
+
+    qloop.run(ui_pod.in_memory_thread(write))
+    ui_pod.pod.__dict__.pop("_restored", None)  # as at a new start of Hearth: no value read back yet
+    on_window = []
+    real_get = vault.Vault.get
+    monkeypatch.setattr(vault.Vault, "get", lambda self, key: (
+        on_window.append(key) if threading.current_thread() is threading.main_thread() else None,
+        real_get(self, key))[1])
+    w = wiki_window(qtbot, ui_pod, shown=True)
+    qloop.wait_until(lambda: w.wiki.tree.topLevelItemCount() == 1 and not w.wiki._reads, what="the list of pages")
+    beats: list[float] = []
+    beat = QTimer()
+    beat.setInterval(50)
+    beat.timeout.connect(lambda: beats.append(time.monotonic()))
+    beat.start()
+    qloop.run(w.wiki.open_page(scope, "Contacts"), timeout=300)
+    shown = w.wiki.page.toPlainText()
+    w.wiki.edit.click()
+    qloop.wait_until(lambda: w.wiki._editing is not None, timeout=300, what="the editor")
+    beat.stop()
+    worst = max((b - a for a, b in zip(beats, beats[1:], strict=False)), default=0.0)
+    assert "Person149 the plumber: +44 7700 900149 [1]" in shown and "Person149 the roofer is on +44 7700 901149" in shown
+    assert "#" not in shown and "#" not in w.wiki.editor.toPlainText()
+    print(f"worst gap {worst:.2f} s, {len(on_window)} keyring read(s) on the window's thread")
+    assert worst < 1.0, f"opening and editing her Contacts page stopped the window for {worst:.1f} s"
+    assert on_window == [], f"{len(on_window)} keyring read(s) on the window's thread"
+
+
+def test_a_value_forgotten_is_not_shown_again_nor_kept_once_someone_else_is_shown(
+        qtbot, qloop, ui_pod, fake_model) -> None:
+    """The values read back are kept in memory: one whose vault entry a forget deletes is not shown from there, and
+    the person's all leave memory when someone else takes the window."""
+    scope = f"private/{ui_pod.person.id}"
+    said = ui_pod.redact_own("The plumber is on +44 7700 900123.")
+    sid = qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.add_source(said, scope=scope)))
+    assert ui_pod.restore_redactions(said) == "The plumber is on +44 7700 900123."
+    qloop.run(ui_pod.memory_delete_source(sid))  # nothing holds its placeholder: its value leaves the vault
+    assert ui_pod.restore_redactions(said) == said
+    kept = ui_pod.redact_own("The roofer is on +44 7700 900456.")
+    assert "900456" in ui_pod.restore_redactions(kept) and ui_pod.pod.restored.holds(ui_pod.person.id)
+    w = wiki_window(qtbot, ui_pod)
+    switch_to_bob(qloop, w, ui_pod, fake_model)
+    assert ui_pod.pod.restored.holds(ui_pod.person.id) == 0
+    assert ui_pod.restore_redactions(kept) == "The roofer is on +44 7700 900456."  # read from her vault again
