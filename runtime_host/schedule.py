@@ -15,7 +15,8 @@ Daylight saving (wall-clock semantics, chosen on purpose):
 
 Exactly once: every due instant is claimed by INSERTing its ledger row; `schedule_runs` has
 UNIQUE(schedule_id, due_at), so a second Pod (or `hearth tick` from the OS scheduler) that sees the
-same due instant loses the insert and does not run it.
+same due instant loses the insert and does not run it. A clock set back (it ran ahead, then was corrected)
+moves the checkpoint back to the time now: what is due from then runs when it comes, except what already ran.
 """
 
 from __future__ import annotations
@@ -25,16 +26,19 @@ import contextlib
 import functools
 import heapq
 import json
+import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
+
+log = logging.getLogger("hearth.schedule")
 
 # ---- cron expressions --------------------------------------------------------------------------
 
@@ -289,6 +293,7 @@ def describe(expr: str) -> str:
 
 CATCH_UP_POLICIES = ("once", "skip")
 ON_TIME_GRACE = timedelta(seconds=150)  # a due instant this close to "now" is on time (ticks come every 60 s)
+CLOCK_SET_BACK = timedelta(minutes=5)  # "now" this far behind a checkpoint: the clock was set back, not two clocks
 
 
 @functools.lru_cache(maxsize=512)
@@ -631,6 +636,10 @@ def plan_tick(engine: Engine, now: datetime, *, owner: str = "") -> tuple[list[C
     global_pause = is_globally_paused(engine)
     for s in list_schedules(engine):
         last = datetime.fromtimestamp(s.last_checked, UTC)
+        if now_u < last - CLOCK_SET_BACK:
+            if (back := _clock_set_back(engine, s, now_u)) is None:
+                continue
+            s, last = back
         if now_u <= last:
             continue
         sched = s.schedule
@@ -675,6 +684,25 @@ def plan_tick(engine: Engine, now: datetime, *, owner: str = "") -> tuple[list[C
                 if run_id:
                     recorded.append(RunRecord(run_id, s.id, d, outcome, finished_at=now_ts, error=why))
     return claims, recorded
+
+
+def _clock_set_back(engine: Engine, s: ScheduleRow, now: datetime) -> tuple[ScheduleRow, datetime] | None:
+    """The machine's clock was set back (it ran ahead, then was corrected): the checkpoint, which only moves forward,
+    stood at a time that has not come yet, so nothing ran until the clock passed it again (days, after a big
+    correction). It goes back to just before ``now``, and the due times after it that the clock running ahead
+    recorded as missed or skipped are struck off the ledger: they have not come yet and run when they do. A due
+    time that ran then keeps its row, so it never runs twice. None when another ticker moved the checkpoint first."""
+    back = now - ON_TIME_GRACE  # what is due now is on time, as in any tick
+    with engine.begin() as c:
+        if not c.execute(text("UPDATE schedules SET last_checked = :n WHERE id = :id AND last_checked = :old"),
+                         {"n": back.timestamp(), "id": s.id, "old": s.last_checked}).rowcount:
+            return None
+        c.execute(text("DELETE FROM schedule_runs WHERE schedule_id = :id AND due_at > :after "
+                       "AND outcome IN ('missed', 'skipped')"), {"id": s.id, "after": int(back.timestamp())})
+    log.warning("The clock was set back (schedule %s last checked at %s, the time now is %s): its next due times "
+                "run when they come.", s.name or s.kind, _fmt(datetime.fromtimestamp(s.last_checked, UTC), s.tz),
+                _fmt(now, s.tz))
+    return replace(s, last_checked=back.timestamp()), back
 
 
 def _count_due(sched: Schedule, last: datetime, now: datetime) -> int:

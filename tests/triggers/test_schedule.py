@@ -257,6 +257,39 @@ def test_stale_claim_becomes_failed_never_rerun(engine: Engine) -> None:
     assert sch.list_runs(engine, row.id)[0].outcome == "failed"
 
 
+def test_after_the_clock_is_set_back_what_comes_due_runs_and_nothing_runs_twice(engine: Engine, caplog) -> None:
+    """The clock ran two hours ahead while Hearth ran, then was corrected: the checkpoint stayed at the time the clock
+    had shown, and nothing ran (a person's hourly schedule, memory's 30-minute ingest) until the clock passed it again.
+    Now what comes due runs when it comes; a due time that ran while the clock was ahead does not run again."""
+    t0 = datetime(2024, 6, 3, 7, 19, tzinfo=UTC)
+    hourly = sch.create_schedule(engine, person_id="p", instance_id="a", cron="0 * * * *", prompt="news", now=t0)
+    ingest = sch.create_schedule(engine, person_id="pod", instance_id="", cron="*/30 * * * *", prompt="",
+                                 kind="memory.ingest", now=t0)
+    start = Starter()
+    sch.tick(engine, t0 + timedelta(hours=2), start)  # the clock shows 09:19: 09:00 runs, earlier ones "missed"
+    assert sorted((sid, d.strftime("%H:%M")) for sid, d in start.calls) == sorted([(hourly.id, "09:00"),
+                                                                                   (ingest.id, "09:00")])
+    start.calls.clear()
+    with caplog.at_level("WARNING", logger="hearth.schedule"):
+        assert not sch.tick(engine, t0 + timedelta(seconds=30), start).started  # corrected: 07:19:30
+    ran = []
+    for hm in ("07:30", "08:00", "08:30", "09:00", "09:30", "10:00"):
+        h, m = map(int, hm.split(":"))
+        sch.tick(engine, datetime(2024, 6, 3, h, m, 20, tzinfo=UTC), start)
+        ran.append(sorted("hourly" if sid == hourly.id else "ingest" for sid, _ in start.calls))
+        start.calls.clear()
+    assert ran == [["ingest"], ["hourly", "ingest"], ["ingest"], [], ["ingest"], ["hourly", "ingest"]]  # 09:00 ran
+    assert "The clock was set back" in caplog.text
+    for row in (hourly, ingest):  # one row per due time, each run once
+        runs = sch.list_runs(engine, row.id)
+        assert len(runs) == len({r.due_at for r in runs})
+        assert {r.due_at.strftime("%H:%M") for r in runs if r.outcome == "missed"} == set()
+    # a clock a minute behind another ticker's (two Hearths on one folder) is not a clock set back
+    sch.tick(engine, datetime(2024, 6, 3, 9, 59, 30, tzinfo=UTC), start)
+    assert start.calls == [] and sch.get_schedule(engine, ingest.id).last_checked == datetime(
+        2024, 6, 3, 10, 0, 20, tzinfo=UTC).timestamp()
+
+
 def test_pausing_one_schedule_and_all(engine: Engine) -> None:
     t0 = datetime(2024, 6, 3, 8, 0, 30, tzinfo=UTC)
     a = sch.create_schedule(engine, person_id="p", instance_id="a", cron="0 * * * *", prompt="a", now=t0)
