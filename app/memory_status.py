@@ -108,9 +108,10 @@ class IngestPanel(QWidget):
 
     def refresh(self) -> None:
         mine = self.pod.person.id in self._ingesting  # the person shown's own Ingest now is still writing
-        self.ingest_now.setEnabled(not mine)
-        self.next_label.setText("Ingesting…" if mine else self.next_text())
         missing = not self.has_model()
+        self.ingest_now.setEnabled(not mine)
+        # no time with no model: the timed ingest writes nothing of theirs (NO_MODEL beside says why)
+        self.next_label.setText("Ingesting…" if mine else "" if missing else self.next_text())
         for w in (self.no_model, self.find_local, self.choose):
             w.setVisible(missing)
         if not missing:
@@ -146,7 +147,7 @@ class IngestPanel(QWidget):
     def show_next(self) -> None:
         """The next ingest's time anew (the clock moved on, or schedules were paused or resumed)."""
         if self.isVisible() and self.pod.person.id not in self._ingesting:  # not over "Ingesting…"
-            self.next_label.setText(self.next_text())
+            self.next_label.setText(self.next_text() if self.has_model() else "")
 
     def _on_ingest_now(self) -> None:
         self.ingest()

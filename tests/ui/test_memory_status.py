@@ -266,13 +266,33 @@ def test_the_next_ingest_time_follows_pausing_and_resuming_schedules_from_the_tr
     assert "Next ingest at" in w.wiki.page.toPlainText(), w.wiki.page.toPlainText()
 
 
+def test_with_no_ingest_model_the_bar_names_no_next_ingest(qtbot, qloop, ui_pod) -> None:
+    """A new person with no ingest model: the bar read "Next ingest at 07:30 (in 11 min)" beside "No ingest model
+    chosen: pages are written once one is.", for an ingest that writes nothing of theirs. It names no time until a
+    model is chosen, on the bar's own 20 s clock as on a reload."""
+    scope = f"private/{ui_pod.person.id}"
+    qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.add_source("We fly to Lisbon on 4 May.", scope=scope)))
+    w = wiki_window(qtbot, ui_pod, shown=True)
+    qloop.wait_until(lambda: not w.wiki._reads and not w.wiki._tasks, what="the wiki")
+    panel = w.wiki.ingest_panel
+    assert panel.no_model.isVisibleTo(w) and "No wiki pages yet" in w.wiki.page.toPlainText()
+    assert "Next ingest" not in panel.next_label.text(), f"{panel.next_label.text()!r} beside {panel.no_model.text()!r}"
+    panel.show_next()  # the bar's clock
+    assert "Next ingest" not in panel.next_label.text(), panel.next_label.text()
+    ui_pod.set_role_model("ingest", "fake/fake-1")
+    panel.show_next()
+    assert panel.next_label.text().startswith("Next ingest at"), panel.next_label.text()
+
+
 def test_one_persons_running_ingest_now_does_not_hold_the_next_persons(qtbot, qloop, ui_pod, fake_model) -> None:
     """Me clicks Ingest now, her model is slow, and hands the window to Bob: his bar read "Ingesting…" and his Ingest
     now was greyed out until her model answered (README: Ingest now never waits for anyone else's). Each person's
     bar shows their own run: Bob's is free, Me's still reads "Ingesting…" when she is back, until hers ends."""
+    from tests.integration.test_memory_pod import bob_with_his_own_provider
+
     scope = with_inbox(qloop, ui_pod)
     asked, go = slow_writer(fake_model, scope)
-    ui_pod.add_person("Bob")
+    bob_with_his_own_provider(ui_pod)[1].set_role_model("ingest", "fake/fake-1")  # his bar names his next ingest
     w = wiki_window(qtbot, ui_pod)
     panel = w.wiki.ingest_panel
     panel.ingest_now.click()

@@ -1348,6 +1348,7 @@ def test_the_next_ingest_time_moves_on_by_itself_once_that_ingest_is_past(qtbot,
 
     monkeypatch.setattr(runtime_host.memory_jobs, "datetime", Later)
     monkeypatch.setattr(app.memory_status, "datetime", Later)
+    ui_pod.set_role_model("ingest", "fake/fake-1")  # with none, the bar names no time
     w = wiki_window(qtbot, ui_pod, shown=True)
     qloop.wait_until(lambda: not w.wiki._tasks, what="the wiki to load")
     panel = w.wiki.ingest_panel
