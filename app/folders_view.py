@@ -265,11 +265,16 @@ class FoldersView(QWidget):
 
     def _on_remove(self) -> None:
         from app.confirm import confirm
+        from runtime_host.folders import FolderError
 
         fid = self.current_id()
         if fid is None:
             return
-        folder = self.pod.folders.find(fid)
+        try:
+            folder = self.pod.folders.find(fid)
+        except FolderError:  # removed elsewhere (`folder remove` in a terminal): this window heard nothing of it
+            self._gone()
+            return
         if not confirm(self, "Remove watched folder", f"Stop watching {folder.path}?", "Remove",
                        "What it imported is deleted from your memory; the files themselves stay as they are."):
             return
@@ -279,7 +284,14 @@ class FoldersView(QWidget):
         who = self.pod.person.id
 
         async def go() -> None:
-            out = await self.pod.folders.remove(folder_id)
+            from runtime_host.folders import FolderError
+
+            try:
+                out = await self.pod.folders.remove(folder_id)
+            except FolderError:  # removed elsewhere meanwhile
+                if self.pod.person.id == who:
+                    self._gone()
+                return
             if self.pod.person.id != who:
                 return
             said = f"No longer watching {out['path']}; {out['sources_deleted']} imported source(s) deleted."
@@ -288,6 +300,14 @@ class FoldersView(QWidget):
             self.status.emit(said)
 
         return self._run(go())
+
+    def _gone(self) -> None:
+        """The folder chosen is no longer watched: said, and the list shows what is watched now."""
+        said = ("That folder is no longer watched: it was removed elsewhere (in a terminal, say), with what it "
+                "imported. The list shows the folders watched now.")
+        self.refresh()
+        self.progress_label.setText(said)
+        self.status.emit(said)
 
     def closeEvent(self, event: Any) -> None:  # noqa: N802 (Qt's name)
         self.bridge.close()

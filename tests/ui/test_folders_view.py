@@ -532,3 +532,36 @@ def test_a_file_name_with_a_right_to_left_override_is_not_shown_reversed(qtbot, 
     # what the person sees: the list row reads "invoicexobm.pdf", the import line reads backwards after the name
     assert all(_shown_plainly(r) for r in rows), f"file list shows a raw direction override: {rows!r}"
     assert all(_shown_plainly(t) for t in reading), f"import line shows a raw direction override: {reading[0]!r}"
+
+
+def test_remove_on_a_folder_removed_in_a_terminal_says_so_and_lists_what_is_watched(
+        qtbot, qloop, ui_pod, home, tmp_path) -> None:
+    """The person removed a watched folder with `folder remove` in a terminal (another process: the window hears
+    nothing of it) while the Wiki's Watched folders tab still listed it; Remove… there did nothing they could see
+    (an error raised in the click's handler). It says the folder is no longer watched, and the list is read anew."""
+    from tests.integration.test_cli import cli
+    from tests.ui.test_wiki_view import wiki_window
+
+    docs = tmp_path / "notes"
+    docs.mkdir()
+    (docs / "boiler.txt").write_text("The boiler service is due in March; call Sam.")
+    w = wiki_window(qtbot, ui_pod, shown=True)
+    view = w.wiki.folders
+    qloop.run(view.add_folder(str(docs)), timeout=120)
+    assert view.folders.count() == 1
+    r = cli(home, "folder", "remove", view.current_id(), timeout=120)
+    assert r.returncode == 0, r.stderr
+    said: list[str] = []
+    view.status.connect(said.append)
+    view.remove.click()  # no "Stop watching …?" for a folder no longer watched
+    qloop.wait_until(lambda: not view._tasks, timeout=30, what="the removal")
+    assert said and "no longer watched" in said[-1] and "no longer watched" in view.progress_label.text(), said
+    assert view.folders.count() == 0  # the list as it is now
+
+    # the same while the confirmation is open: the terminal's removal comes between it and the click on Remove
+    qloop.run(view.add_folder(str(docs)), timeout=120)
+    fid = view.current_id()
+    said.clear()
+    assert cli(home, "folder", "remove", fid, timeout=120).returncode == 0
+    qloop.run(view.remove_folder(fid))
+    assert said and "no longer watched" in said[-1] and view.folders.count() == 0, said
