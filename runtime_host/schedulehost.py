@@ -20,7 +20,7 @@ class ScheduleHost:
     """Schedules and the memory timers. `pod` is the Pod (kept loose: this module never imports it)."""
 
     MEMORY_TIMERS = (("memory.producer", "*/5 * * * *"), ("memory.ingest", "*/30 * * * *"),
-                     ("memory.nightly", "0 3 * * *"))
+                     ("memory.nightly", "0 3 * * *"))  # on this machine's clock (ensure_memory_timers)
 
     def __init__(self, pod: Any):
         self.pod = pod
@@ -96,14 +96,30 @@ class ScheduleHost:
         self.pod.emit({"type": "schedule.changed", "person": row.person_id, "schedule_id": row.id})
 
     def ensure_memory_timers(self) -> None:
-        """The memory producer, ingest and nightly pass run on the same scheduler and ledger."""
+        """The memory producer, ingest and nightly pass run on the same scheduler and ledger, on this machine's clock
+        (the nightly pass at 03:00 where the machine is, as people's own schedules are). Timers made on another clock
+        (UTC, as they all were: the "nightly" pass ran at 19:00 in Los Angeles; or before the machine moved zone) are
+        set to this one, keeping when they last ran, so a missed nightly still runs once."""
+        from sqlalchemy import text
+
         from runtime_host import schedule
 
-        have = {r.kind for r in schedule.list_schedules(self.pod.store.engine, "pod")}
+        tz = schedule.local_zone()
+        try:
+            schedule.zone(tz)
+        except schedule.CronError:  # a TZ that names no zone ("EST+5"): the timers keep to UTC
+            tz = "UTC"
+        rows = schedule.list_schedules(self.pod.store.engine, "pod")
+        have = {r.kind for r in rows}
         for kind, cron in self.MEMORY_TIMERS:
             if kind not in have:
                 schedule.create_schedule(self.pod.store.engine, person_id="pod", instance_id="", cron=cron, prompt="",
-                                         tz="UTC", catch_up="once", name=kind, kind=kind)
+                                         tz=tz, catch_up="once", name=kind, kind=kind)
+        moved = [r.id for r in rows if r.tz != tz and r.kind in {k for k, _ in self.MEMORY_TIMERS}]
+        if moved:
+            with self.pod.store.engine.begin() as c:
+                for sid in moved:
+                    c.execute(text("UPDATE schedules SET tz = :tz WHERE id = :id"), {"tz": tz, "id": sid})
 
     async def tick(self, now: Any = None, *, wait: bool = True) -> dict[str, Any]:
         """Runs what is due at `now` (default: the current time) exactly once, across every Pod. A memory timer's

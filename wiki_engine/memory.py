@@ -251,13 +251,16 @@ def _first_line(text: str, width: int = 80) -> str:
     return line if len(line) <= width else line[: width - 1].rsplit(" ", 1)[0] + "…"
 
 
+def title_key(title: str) -> str:
+    """What names a page in its title: its letters, digits and symbols, whatever their case, spacing and punctuation
+    ("Dr. Smith" and "Dr Smith" are ``drsmith``; "C#" is not "C++")."""
+    return "".join(ch for ch in unicodedata.normalize("NFKC", title).casefold()
+                   if ch.isalnum() or unicodedata.category(ch).startswith("S") or ch in "#%&*/@\\")
+
+
 def _same_title(a: str, b: str) -> bool:
-    """Whether two titles name the same page: equal but for letter case, spacing and punctuation ("Dr. Smith" and
-    "Dr Smith"); symbols count ("C#" is not "C++")."""
-    def key(t: str) -> str:
-        return "".join(ch for ch in unicodedata.normalize("NFKC", t).casefold()
-                       if ch.isalnum() or unicodedata.category(ch).startswith("S") or ch in "#%&*/@\\")
-    return key(a) == key(b)
+    """Whether two titles name the same page (``title_key``)."""
+    return title_key(a) == title_key(b)
 
 
 def _numbered(title: str, n: int) -> str:
@@ -1616,9 +1619,45 @@ class Memory:
         (the Wiki's ``open_page``): the pages looked at are those of every scope a reader of ``sc`` may link from
         (each private and agent scope for a public page; public and the person's own for theirs), a link to a page
         its own scope still has left alone. Returns the scopes whose pages changed."""
+        return {ln for ln, opens_in in self._linking_scopes(sc) if self._unlink_in(ln, titles, opens_in)}
+
+    def _linking_scopes(self, sc: Scope) -> list[tuple[Scope, set[Scope]]]:
+        """The scopes whose pages' links may open a page of ``sc``, each with the scopes its links open a page of. A
+        link opens a page of its own scope, else one of its reader's other scopes (the Wiki's ``open_page``): every
+        scope a reader of ``sc`` may link from (each private and agent scope for a public page; public and the
+        person's own for theirs)."""
         have = self.pages.scopes()
-        linking = [ln for ln in have if ln == sc or "public" in (ln.kind, sc.kind) or ln.person == sc.person]
-        return {ln for ln in linking if self._unlink_in(ln, titles, {sc, ln} | {o for o in have if o.person == ln.person})}
+        return [(ln, {sc, ln} | {o for o in have if o.person == ln.person}) for ln in have
+                if ln == sc or "public" in (ln.kind, sc.kind) or ln.person == sc.person]
+
+    def relink_merged(self, scope: str, gone: str, kept: Page) -> set[Scope]:
+        """The page of file ``gone`` in ``scope`` was merged into ``kept`` (nightly) and deleted: the links other pages
+        give to it, in every scope whose links could open it, open ``kept`` now ([[Dentists]] becomes
+        [[Dentist|Dentists]]), where no page of that name is left for them to open and ``kept``'s title opens
+        ``kept`` there. A person's merge changes their own scopes' pages only (a household page's link opens each
+        reader's own page of that name). Returns the scopes whose pages changed."""
+        sc = Scope.parse(scope)
+        changed: set[Scope] = set()
+        with self._lock:
+            for ln, opens_in in self._linking_scopes(sc):
+                if sc.kind != "public" and ln.person != sc.person:
+                    continue  # the household's page links open everyone's pages: it is not one person's to aim
+                if ln != sc and self.pages.path_for(ln, kept.slug).exists():
+                    continue  # there a link to the kept title opens a page of that scope's own
+                if any(self.pages.path_for(s, gone).exists() for s in opens_in):
+                    continue  # a page of the old name is there still: its links open it
+                idx = None
+                for page in self.pages.scan(ln)[0]:
+                    new = page.relinked(lambda name: kept.title if _named_slug(name) == gone else None)
+                    if new is page:
+                        continue
+                    self.pages.write(new)
+                    idx = idx or self.index(ln)
+                    idx.add([_page_doc(new)])
+                if idx is not None:
+                    idx.commit()
+                    changed.add(ln)
+        return changed
 
     def _unlink_in(self, ln: Scope, titles: dict[str, set[str]], opens_in: set[Scope]) -> bool:
         """``_unlink_gone_titles`` for the pages of one linking scope ``ln``, whose links open a page of the scopes
@@ -1830,15 +1869,17 @@ class Memory:
                     f"Write the page in {s} instead."
                 )
 
-    def write_page(self, page: Page, *, author: str) -> PageWrite:
+    def write_page(self, page: Page, *, author: str, propose: bool = False) -> PageWrite:
         """Writes a page. ``author`` is ``person:<name>`` or ``agent:<name>``.
 
         An agent's write to a verified page, or to a page file that no longer parses (a hand edit with a typo
-        in its front matter), becomes a proposal with a unified diff; persons write directly.
+        in its front matter), becomes a proposal with a unified diff; persons write directly. With ``propose``, an
+        agent's write to any page that exists is a proposal (a merge of two pages whose titles differ, for the person
+        to approve).
         """
-        return self.write_pages([page], author=author)[0]
+        return self.write_pages([page], author=author, propose=propose)[0]
 
-    def write_pages(self, pages: Sequence[Page], *, author: str) -> list[PageWrite]:
+    def write_pages(self, pages: Sequence[Page], *, author: str, propose: bool = False) -> list[PageWrite]:
         """Writes several pages with one index commit per scope (see ``write_page``). Stops at the first
         page whose citations are invalid, after committing the pages before it."""
         if not (author.startswith("person:") or author.startswith("agent:")):
@@ -1849,13 +1890,13 @@ class Memory:
             self._check_open()
             try:
                 for page in pages:
-                    out.append(self._write_one(page, author, touched))
+                    out.append(self._write_one(page, author, touched, propose))
             finally:
                 for sc in touched:
                     self.index(sc).commit()
         return out
 
-    def _write_one(self, page: Page, author: str, touched: set[Scope]) -> PageWrite:
+    def _write_one(self, page: Page, author: str, touched: set[Scope], propose: bool = False) -> PageWrite:
         if not _is_person(author) and len(page.body) > MAX_PAGE_CHARS:  # a looping or hostile writer: the window;
             # refused before its text is cleaned and redacted (megabytes of it held the writer's thread)
             title = self.clean_page(replace(page, body="")).title
@@ -1888,7 +1929,7 @@ class Memory:
             except PageFormatError:
                 unreadable = True  # a hand edit gone wrong, say: it is the person's to mend, never overwritten
         new = replace(page, updated=iso_utc(time.time()))
-        if not _is_person(author) and (unreadable or (cur_page is not None and cur_page.verified)):
+        if not _is_person(author) and (unreadable or (cur_page is not None and (cur_page.verified or propose))):
             new = replace(new, verified=cur_page is not None)
             text = new.to_markdown()
             diff = unified_diff(current or "", text, f"{sc}/{page.slug}.md")

@@ -163,6 +163,27 @@ class Page:
         body = re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip("\n")
         return self if body == self.body else replace(self, body=body)
 
+    def relinked(self, to: Callable[[str], str | None]) -> Page:
+        """This page with each [[link]] whose title ``to`` maps to another title pointing there instead, reading as
+        it did: [[Old]] becomes [[New|Old]]; [[Old|label]] and [[Old#part]] keep their label and part. A title a link
+        cannot hold ("[", "]", "|", "#" in it) is left alone, and so is code, shown as written."""
+        def one(m: re.Match[str]) -> str:
+            name = m.group(1).strip()
+            new = to(name)
+            if new is None or re.search(r"[\[\]|#]", new):
+                return m.group(0)
+            rest = m.group(0)[2 + len(m.group(1)):-2]  # "|label", "#part" or nothing
+            return f"[[{new}{rest or '|' + name}]]"
+
+        out: list[str] = []
+        fenced = False
+        for line in self.body.split("\n"):
+            if _FENCE.match(line):
+                fenced = not fenced
+            out.append(line if fenced or _FENCE.match(line) else _LINK.sub(one, line))
+        body = "\n".join(out)
+        return self if body == self.body else replace(self, body=body)
+
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:\s|$)")
 _FENCE = re.compile(r"^ {0,3}(?:```|~~~)")

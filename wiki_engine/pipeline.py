@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 import time
+import unicodedata
 from collections.abc import Callable, Generator, Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -29,14 +30,13 @@ from typing import Any, TypeVar
 
 from .guard import check_instructions
 from .lease import Lease, LeaseBusy
-from .memory import CitationError, Memory, PageWrite, SourceConflict, SourceRecord, forgotten, hold
+from .memory import CitationError, Memory, PageWrite, SourceConflict, SourceRecord, forgotten, hold, title_key
 from .pages import (
     Page,
     PageFormatError,
     as_claim,
     holds_something,
     is_heading,
-    slugify,
     without_empty_sections,
 )
 from .render import Item
@@ -473,9 +473,11 @@ class WriterFailed(Exception):
         self.scopes = tuple(scopes)
 
 
-def _norm_title(title: str) -> str:
-    words = [w for w in slugify(title).split("-") if w not in ("the", "a", "an", "of", "and")]
-    return "-".join(w[:-1] if w.endswith("s") and len(w) > 3 else w for w in words)
+def _near_title(title: str) -> str:
+    """Titles of pages a merge is proposed for, never done unasked: the same but for letter case, spacing,
+    punctuation and a word's final "s" ("Dentist" and "Dentists", but also "Andrea" and "Andreas", two people: the
+    person tells). Titles that are the same but for case, spacing and punctuation (``title_key``) are one page's."""
+    return title_key(re.sub(r"(?<=\w{3})s\b", "", unicodedata.normalize("NFKC", title).casefold()))
 
 
 def run_nightly(memory: Memory, *, merge: Callable[[Page, Page], Page] | None = None,
@@ -513,29 +515,14 @@ def nightly_steps(memory: Memory, *, merge: Callable[[Page, Page], Page] | None 
         for scope in sorted(set(memory.scopes_on_disk()) | _page_scopes(memory)):
             pages, errors = memory.list_pages(scope)
             report.corrupt += errors
-            groups: dict[str, list[Page]] = {}
-            for p in pages:
-                groups.setdefault(_norm_title(p.title), []).append(p)
-            for group in groups.values():
-                if len(group) < 2:
-                    continue
-                group.sort(key=lambda p: (not p.verified, p.updated, p.slug))
-                keep = group[0]
-                for other in group[1:]:
-                    merged = merge(keep, other) if merge else _append_merge(keep, other)
-                    merged = Page(keep.title, keep.scope, merged.category, merged.body, merged.citations,
-                                  verified=keep.verified, extra=merged.extra)
-                    try:
-                        res = memory.write_page(merged, author=author)
-                    except (CitationError, PageFormatError, ValueError) as e:
-                        report.rejected.append((keep.title, str(e), scope))
-                        continue
-                    # "unchanged": the page already holds what the duplicate said (a merge the person approved)
-                    if res.status in ("written", "unchanged") and not other.verified:
-                        memory.delete_page(scope, other.slug)
-                        report.merged.append((keep.key, other.key))
-                    reread = memory.read_page(scope, keep.slug)
-                    keep = reread if reread is not None else keep
+            for key in (title_key, _near_title):  # one page's files merged; then near titles proposed
+                groups: dict[str, list[Page]] = {}
+                for p in pages:
+                    groups.setdefault(key(p.title), []).append(p)
+                for group in groups.values():
+                    if len(group) > 1:
+                        _merge_group(memory, scope, group, merge, report, author)
+                pages = memory.list_pages(scope)[0]
         if resynthesize:
             stale: list[Page] = []
             with memory._lock:  # no deletion comes between the pages read and the note of the sources they cite
@@ -601,6 +588,39 @@ def _page_scopes(memory: Memory) -> set[str]:
 
 
 _CITE = re.compile(r"\[(\d{1,6})\](?!:)")
+
+
+def _merge_group(memory: Memory, scope: str, group: list[Page], merge: Callable[[Page, Page], Page] | None,
+                 report: NightlyReport, author: str) -> None:
+    """Merges the pages of ``group`` into its first (the person's verified page, else the oldest). A page of the same
+    title (``title_key``) is merged and deleted at once; one of another title is merged only once the person
+    approved it: the merged page is proposed (a proposal that says which page goes into it), and the next night,
+    finding the page as approved, deletes the other. A verified page is never deleted. Links to the page merged away
+    open the kept page."""
+    group.sort(key=lambda p: (not p.verified, p.updated, p.slug))
+    keep = group[0]
+    for other in group[1:]:
+        ask = title_key(keep.title) != title_key(other.title)
+        merged = merge(keep, other) if merge else _append_merge(keep, other)
+        merged = Page(keep.title, keep.scope, merged.category, merged.body, merged.citations,
+                      verified=keep.verified, extra=merged.extra)
+        try:
+            res = memory.write_page(merged, author=f"{author} (merging “{other.title}” into this page)" if ask
+                                    else author, propose=ask)
+        except (CitationError, PageFormatError, ValueError) as e:
+            report.rejected.append((keep.title, str(e), scope))
+            continue
+        # "unchanged": the page already holds what the duplicate said (a merge the person approved: for pages of
+        # other titles, only that; a page that merely happens to hold the other's lines is no approval)
+        done = res.status == "written" or (res.status == "unchanged" and (keep.verified or not ask))
+        if done and not other.verified:
+            memory.delete_page(scope, other.slug)
+            memory.relink_merged(scope, other.slug, keep)
+            report.merged.append((keep.key, other.key))
+        elif res.status == "proposed":
+            report.proposed.append(res.key)
+        reread = memory.read_page(scope, keep.slug)
+        keep = reread if reread is not None else keep
 
 
 def _append_merge(a: Page, b: Page) -> Page:

@@ -6,6 +6,8 @@ import json
 import re
 from datetime import UTC, datetime
 
+import pytest
+
 from tests.helpers.fake_model import Text
 from tests.integration.test_cli import cli, setup_agent
 
@@ -253,7 +255,8 @@ async def test_a_failed_timed_memory_run_keeps_the_persons_words_out_of_the_ledg
         remove_logging()
 
 
-async def test_a_nightly_pass_whose_model_fails_tells_its_person_and_not_the_ledger_what_it_said(pod, fake_model) -> None:
+async def test_a_nightly_pass_whose_model_fails_tells_its_person_and_not_the_ledger_what_it_said(
+        pod, fake_model, monkeypatch) -> None:
     """At 03:00 the ingest model answers every rewrite and every reconciliation in prose quoting the page: the ledger
     said "ran" and nobody heard of it. Now the run is failed in the ledger (saying what failed, quoting nothing) and
     the person is told, with what their model said."""
@@ -284,6 +287,7 @@ async def test_a_nightly_pass_whose_model_fails_tells_its_person_and_not_the_led
     fake_model.script = chatty
     told = []
     pod.subscribe(lambda ev: told.append(ev) if ev.get("type") == "memory.failed" else None)
+    monkeypatch.setattr(schedule, "local_zone", lambda: "UTC")  # the memory timers keep the machine's clock
     pod.ensure_memory_timers()
     with pod.store.engine.begin() as c:
         t = datetime(2030, 1, 1, 2, 59, 30, tzinfo=UTC).timestamp()
@@ -447,3 +451,34 @@ async def test_another_process_writing_bobs_pages_holds_back_neither_alices_repo
     await asyncio.wait_for(pod.tick(datetime(2030, 1, 1, 1, 0, 10, tzinfo=UTC)), 60)
     assert as_bob.memory.read_page(bscope, "allotment") is not None
     assert told == []  # Alice was told of her file once
+
+
+@pytest.mark.parametrize("tz", ["America/Los_Angeles", "Asia/Tokyo"])
+async def test_the_nightly_pass_runs_at_night_on_this_machines_clock(pod, monkeypatch, tz) -> None:
+    """The memory timers were made on UTC: the "nightly" pass (rewrites, merges, a model call per page) ran at 19:00
+    in Los Angeles and at noon in Tokyo. A Pod made before keeps its timer rows (when they last ran too), now on the
+    machine's clock."""
+    import time
+    from zoneinfo import ZoneInfo
+
+    from sqlalchemy import text
+
+    from runtime_host import memory_jobs, schedule
+
+    pod.ensure_memory_timers()
+    with pod.store.engine.begin() as c:  # as an earlier Hearth made them
+        c.execute(text("UPDATE schedules SET tz = 'UTC' WHERE person_id = 'pod'"))
+    before = {r.id: r.last_checked for r in schedule.list_schedules(pod.store.engine, "pod")}
+    monkeypatch.setenv("TZ", tz)
+    time.tzset()
+    schedule.local_zone.cache_clear()
+    try:
+        now = datetime(2025, 1, 15, 12, 0, tzinfo=UTC)
+        local = memory_jobs.next_run(pod, "memory.nightly", now=now).astimezone(ZoneInfo(tz))
+        assert 0 <= local.hour < 6, f"on a machine in {tz} the nightly pass runs at {local:%H:%M} local time"
+        rows = schedule.list_schedules(pod.store.engine, "pod")
+        assert {r.id: r.last_checked for r in rows} == before and {r.tz for r in rows} == {tz}
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+        schedule.local_zone.cache_clear()

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from tests.helpers.fake_model import Text
 
 
@@ -84,6 +86,67 @@ async def test_an_approved_nightly_merge_does_not_come_back_as_an_empty_proposal
     await pod.memory_nightly()
     again = await pod.memory_proposals()
     assert again == [], f"a proposal that changes nothing but the date: {[p.diff for p in again]}"
+
+
+def _fact_page(pod, scope: str, title: str, fact: str, body: str = "") -> None:
+    from wiki_engine import Page
+
+    sid = pod.memory.add_source(fact, scope=scope)
+    pod.memory.write_page(Page(title, scope, "people", body or f"- {fact} [1]", {1: sid}), author="agent:wiki-writer")
+
+
+@pytest.mark.parametrize("a,b", [("Andrea", "Andreas"), ("Luca", "Lucas"), ("Plan A", "Plan"), ("Marie", "Maria")])
+async def test_the_nightly_pass_merges_no_pages_of_other_titles_unasked(pod, a, b) -> None:
+    """Alice's "Andrea" (a nurse in Turin) and "Andreas" (allergic to penicillin): after 03:00 "Andreas" was gone
+    and "Andrea" said "Andreas is allergic to penicillin" (a title's final "s", "a" and "the" were dropped to find
+    duplicates). Pages of other titles are merged only once the person approves it; a near title ("Andreas") is
+    proposed, saying which page goes into which."""
+    scope = _scope(pod)
+
+    def seed() -> None:
+        _fact_page(pod, scope, a, f"{a} lives in Turin and works as a nurse.")
+        _fact_page(pod, scope, b, f"{b} is allergic to penicillin.")
+
+    await pod.in_memory_thread(seed)
+    before = {p.title: p.body for p in pod.memory.list_pages(scope)[0]}
+    out = await pod.memory_nightly()
+    after = {p.title: p.body for p in pod.memory.list_pages(scope)[0]}
+    assert after == before and out["merged"] == [], f"nightly merged {b!r} into {a!r}: {before} -> {after}"
+    props = await pod.memory_proposals()
+    assert all(f"“{b}”" in p.author for p in props), [p.author for p in props]
+    await pod.memory_nightly()
+    assert [p.id for p in await pod.memory_proposals()] == [p.id for p in props]  # asked once, not every night
+
+
+async def test_an_approved_merge_points_the_links_to_the_merged_page_at_the_kept_one(pod) -> None:
+    """"Dentist" and "Dentists" merged: Clara's page still said "See [[Dentists]]", and the link opened "No page
+    Dentists here yet". The merge, once approved, is done the next night and the link opens "Dentist", reading as
+    it did."""
+    from wiki_engine import Page, Viewer
+
+    scope = _scope(pod)
+
+    def seed() -> None:
+        _fact_page(pod, scope, "Dentist", "The dentist is Dr Okafor.")
+        _fact_page(pod, scope, "Dentists", "The dentist's practice opens at 8.")
+        sid = pod.memory.add_source("Clara goes to the dentist on Fridays.", scope=scope)
+        pod.memory.write_page(Page("Clara", scope, "people", "- Clara goes on Fridays [1]\n- See [[Dentists]] and "
+                                   "[[Dentists#Hours|the hours]]", {1: sid}),
+                              author="agent:wiki-writer")
+
+    await pod.in_memory_thread(seed)
+    out = await pod.memory_nightly()
+    (prop,) = await pod.memory_proposals()
+    assert out["merged"] == [] and prop.slug == "dentist" and "“Dentists”" in prop.author
+    await pod.memory_approve_proposal(prop.id)
+    out = await pod.memory_nightly()
+    assert out["merged"] == [(f"page:{scope}/dentist", f"page:{scope}/dentists")], out
+    assert pod.memory.read_page(scope, "dentists") is None
+    assert "practice opens at 8" in pod.memory.read_page(scope, "dentist").body
+    clara = pod.memory.read_page(scope, "clara")
+    assert "See [[Dentist|Dentists]] and [[Dentist#Hours|the hours]]" in clara.body, clara.body
+    opened = [t for t in clara.links if pod.memory.view_page(scope, t, Viewer(pod.person.id)) is not None]
+    assert opened == clara.links == ["Dentist", "Dentist"], clara.links
 
 
 async def test_an_ingest_that_keeps_a_verified_page_as_it_is_proposes_nothing(pod, script) -> None:

@@ -469,6 +469,10 @@ def test_nightly_merges_duplicates_and_rebuilds_indexes(mem: Memory) -> None:
     mem.write_page(Page("Dog", "public", "pets", "Feeding [1].", {1: s1}), author="agent:writer")
     mem.write_page(Page("Dogs", "public", "pets", "Booster [1].", {1: s2}), author="agent:writer")
     (mem.root / "wiki" / "public" / "junk.md").write_text("not a page")
+    rep = run_nightly(mem)  # titles that differ: merged once the person approves
+    assert rep.merged == [] and rep.proposed == ["page:public/dog"] and mem.read_page("public", "Dogs") is not None
+    (prop,) = mem.proposals()
+    mem.approve_proposal(prop.id)
     rep = run_nightly(mem)
     assert rep.merged == [("page:public/dog", "page:public/dogs")]
     page = mem.read_page("public", "Dog")
@@ -476,6 +480,52 @@ def test_nightly_merges_duplicates_and_rebuilds_indexes(mem: Memory) -> None:
     assert mem.read_page("public", "Dogs") is None
     assert any("junk.md" in e for e in rep.corrupt)
     assert [h.id for h in mem.search("booster", scopes=["public"], mode="keyword", kinds=("page",))] == ["page:public/dog"]
+
+
+def test_pages_of_one_title_are_merged_at_once_and_links_open_the_kept_page_where_they_could_open_the_other(
+        mem: Memory) -> None:
+    """"Straße" and "STRASSE" are one title (case aside) in two files: merged without asking. The links to the page
+    merged away open the kept one: in its scope, and (a household page) in each person's pages whose own scopes have
+    no page of that name; Alice's own "STRASSE" page keeps her link. A person's merge never aims the household's
+    links."""
+    a = mem.add_source("The street is closed on Sundays.", scope="public")
+    b = mem.add_source("The street has a bakery.", scope="public")
+    mem.write_page(Page("Straße", "public", "places", "- Closed on Sundays [1]", {1: a}), author="agent:w")
+    mem.write_page(Page("STRASSE", "public", "places", "- Has a bakery [1]", {1: b}), author="agent:w")
+    for who in ("alice", "bob"):
+        s = mem.add_source(f"{who} walks down the street.", scope=f"private/{who}")
+        mem.write_page(Page("Walks", f"private/{who}", "habits", "- Walks there [1]\n- See [[STRASSE]]", {1: s}),
+                       author="agent:w")
+    own = mem.add_source("Alice's note on the street.", scope="private/alice")
+    mem.write_page(Page("STRASSE", "private/alice", "places", "- Her note [1]", {1: own}), author="agent:w")
+    rep = run_nightly(mem)
+    assert rep.merged == [("page:public/stra-e", "page:public/strasse")] and rep.proposed == []
+    assert set(mem.read_page("public", "stra-e").citations.values()) == {a, b}
+    assert mem.read_page("private/bob", "walks").links == ["Straße"]
+    assert "[[Straße|STRASSE]]" in mem.read_page("private/bob", "walks").body
+    assert mem.read_page("private/alice", "walks").links == ["STRASSE"]  # her own page of that name opens
+    # Alice's own near-duplicate, approved: the household page linking [[Dogs]] is not hers to aim
+    d1 = mem.add_source("Alice walks Rex at 7.", scope="private/alice")
+    d2 = mem.add_source("Alice feeds Rex at 8.", scope="private/alice")
+    mem.write_page(Page("Dog", "private/alice", "pets", "- Walks at 7 [1]", {1: d1}), author="agent:w")
+    mem.write_page(Page("Dogs", "private/alice", "pets", "- Fed at 8 [1]", {1: d2}), author="agent:w")
+    h = mem.add_source("The household has pets.", scope="public")
+    mem.write_page(Page("Pets", "public", "pets", "- Pets [1]\n- [[Dogs]]", {1: h}), author="agent:w")
+    run_nightly(mem)
+    (prop,) = mem.proposals()
+    mem.approve_proposal(prop.id)
+    rep = run_nightly(mem)
+    assert rep.merged == [("page:private/alice/dog", "page:private/alice/dogs")]
+    assert mem.read_page("public", "pets").links == ["Dogs"]
+
+
+def test_a_link_is_pointed_at_another_title_as_it_reads_and_code_stays_as_written() -> None:
+    page = Page("Clara", "public", "people", "- See [[Dentists]], [[dentists|her dentist]] and [[Dentists#Hours]]\n"
+                "```\n[[Dentists]]\n```\n- [[Doctors]]")
+    out = page.relinked(lambda name: "Dentist" if name.lower() == "dentists" else None)
+    assert out.body == ("- See [[Dentist|Dentists]], [[Dentist|her dentist]] and [[Dentist#Hours]]\n"
+                        "```\n[[Dentists]]\n```\n- [[Doctors]]")
+    assert page.relinked(lambda name: "C#") is page  # a title no link can hold
 
 
 def test_a_page_file_saved_in_another_encoding_is_named_and_left_as_it_is(mem: Memory) -> None:

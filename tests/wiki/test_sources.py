@@ -396,8 +396,8 @@ with open_memory(sys.argv[1], embedder=None) as mem:
 
 
 def test_a_nightly_killed_mid_merge_does_not_double_a_pages_claims(tmp_path) -> None:
-    """Nightly merges "Trips" into "Trip" and is killed before deleting "Trips": the next nightly merged them again,
-    and the page said each of the merged claims twice."""
+    """Nightly merges "Trips" into "Trip" (the person approved it) and is killed before deleting "Trips": the next
+    nightly merged them again, and the page said each of the merged claims twice."""
     import signal
     import subprocess
     import sys
@@ -413,6 +413,9 @@ def test_a_nightly_killed_mid_merge_does_not_double_a_pages_claims(tmp_path) -> 
         mem.write_page(Page("Trip", "public", "travel", "- We fly to Lisbon on 4 May [1]", {1: a}), author="agent:w")
         mem.write_page(Page("Trips", "public", "travel", "- We stay in the Alfama flat [1]\n- We fly home on 9 May",
                             {1: b}), author="agent:w")
+        run_nightly(mem)
+        (prop,) = mem.proposals()
+        mem.approve_proposal(prop.id)
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
     done = subprocess.run([sys.executable, "-c", _KILLED_MID_MERGE, str(root)], env=env, timeout=120)
     assert done.returncode == -signal.SIGKILL
@@ -515,8 +518,9 @@ def test_deletions_under_a_hold_write_the_keyword_index_once_and_a_kill_before_i
 
 
 def test_a_merged_duplicates_claim_stays_under_its_own_heading(tmp_path) -> None:
-    """Nightly merges "The Bob" into "Bob": the duplicate's "## Health" heading is a line the kept page holds too, so
-    it was left out, and its claim landed under the kept page's last heading (Bob allergic to peanuts, at work)."""
+    """Nightly merges "Bobs" into "Bob" (the person approved it): the duplicate's "## Health" heading is a line the
+    kept page holds too, so it was left out, and its claim landed under the kept page's last heading (Bob allergic to
+    peanuts, at work)."""
     from wiki_engine import Page, open_memory
     from wiki_engine.pipeline import run_nightly
 
@@ -527,8 +531,11 @@ def test_a_merged_duplicates_claim_stays_under_its_own_heading(tmp_path) -> None
         mem.write_page(Page("Bob", "public", "people",
                             "## Health\n- Likes green tea [1]\n\n## Work\n- Works at the bakery [2]", {1: tea, 2: job}),
                        author="agent:w")
-        mem.write_page(Page("The Bob", "public", "people", "## Health\n- Likes green tea [1]\n- Allergic to peanuts [2]",
+        mem.write_page(Page("Bobs", "public", "people", "## Health\n- Likes green tea [1]\n- Allergic to peanuts [2]",
                             {1: tea, 2: nuts}), author="agent:w")
+        run_nightly(mem)
+        (prop,) = mem.proposals()
+        mem.approve_proposal(prop.id)
         run_nightly(mem)
         pages, _ = mem.list_pages("public")
         assert len(pages) == 1
