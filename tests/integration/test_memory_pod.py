@@ -1432,21 +1432,13 @@ async def test_ask_memory_is_told_a_mail_is_its_senders_words(pod, servers, fake
     "I sold my car to Tomasz" answered "You sold your car to Tomasz". Each excerpt now says what it is and who
     said it, as the keep-or-skip model and the writer are told, and its instructions say a mail's "I" is its
     sender. The person's own note is hers."""
-    from tests.helpers.mailservers import make_mail
-    from tests.integration.test_mail_pod import add_inbox
+    from tests.integration.test_ask_memory_excerpts import kept_mail
 
-    d, s = servers
     scope = f"private/{pod.person.id}"
     await pod.in_memory_thread(lambda: pod.memory.add_source("My car was a blue Skoda; Tomasz wants one too.",
                                                              scope=scope))
-    d.deliver(make_mail("The flat", "I am moving to Lisbon next month and I sold my car to Tomasz.",
-                        sender="Ana Quintero <ana@example.org>"))
-    acct = add_inbox(pod, d, s, rules=[])
-    await asyncio.wait_for(pod.mail.poll(acct), 60)
-    pod.set_role_model("extraction", "fake/keeper")
-    fake_model.script = lambda req: Text(json.dumps(
-        [{"n": int(n), "keep": True, "reason": "a fact"} for n in re.findall(r"^(\d+)\. ", req.last_user, re.M)]))
-    await pod.memory_produce()
+    await kept_mail(pod, servers, fake_model, "The flat", "I am moving to Lisbon next month and I sold my car to "
+                    "Tomasz.", "Ana Quintero <ana@example.org>")
     pod.add_provider("strong", kind="openai-compatible", base_url=fake_model.base_url, model="strong-1")
     pod.set_role_model("ask_memory", "strong/strong-1")
     fake_model.script = None

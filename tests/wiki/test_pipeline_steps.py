@@ -39,15 +39,21 @@ def test_no_draft_is_written_when_a_source_the_writer_read_is_deleted_while_it_w
     assert seen == ["The bins go out on Thursday night."] and mem.inbox() == []
 
 
-def test_no_rewrite_is_written_when_a_source_its_page_cited_is_deleted_while_the_writer_rewrites(mem: Memory) -> None:
-    """Nightly showed the writer a page to rewrite, its claims with their notes; while it wrote, Alice deleted the
-    aisle-seat note. The rewrite said "aisle seats" citing the Gatwick note and was written; now the page stays as
-    the deletion left it, to be rewritten next night."""
+def _alices_travel_page(mem: Memory) -> tuple[str, str, str]:
+    """Alice's Travel page citing three notes of hers (passport, aisle seats, Gatwick): their ids."""
     a = mem.add_source("Alice's passport expires in November.", scope="private/alice")
     b = mem.add_source("Alice prefers aisle seats on flights.", scope="private/alice")
     c = mem.add_source("Alice flies from Gatwick.", scope="private/alice")
     mem.write_page(Page("Travel", "private/alice", "travel", "Passport: November [1]. Aisle seats [2]. Gatwick [3].",
                         {1: a, 2: b, 3: c}), author="agent:writer")
+    return a, b, c
+
+
+def test_no_rewrite_is_written_when_a_source_its_page_cited_is_deleted_while_the_writer_rewrites(mem: Memory) -> None:
+    """Nightly showed the writer a page to rewrite, its claims with their notes; while it wrote, Alice deleted the
+    aisle-seat note. The rewrite said "aisle seats" citing the Gatwick note and was written; now the page stays as
+    the deletion left it, to be rewritten next night."""
+    a, b, c = _alices_travel_page(mem)
     mem.delete_source(a)
     steps = nightly_steps(mem, resynthesize=True)
     assert [p.body for p in next(steps).stale_pages] == ["Aisle seats [2]. Gatwick [3]."]
@@ -62,11 +68,7 @@ def test_no_rewrite_is_written_when_a_source_its_page_cited_is_deleted_while_the
 
 
 def test_a_stale_page_rewritten_from_a_source_deleted_meanwhile_stays_stale(mem: Memory) -> None:
-    a = mem.add_source("Alice's passport expires in November.", scope="private/alice")
-    b = mem.add_source("Alice prefers aisle seats on flights.", scope="private/alice")
-    c = mem.add_source("Alice flies from Gatwick.", scope="private/alice")
-    mem.write_page(Page("Travel", "private/alice", "travel", "Passport: November [1]. Aisle seats [2]. Gatwick [3].",
-                        {1: a, 2: b, 3: c}), author="agent:writer")
+    a, b, c = _alices_travel_page(mem)
     mem.delete_source(a)
     steps = nightly_steps(mem, resynthesize=True)
     batch = next(steps)
