@@ -77,7 +77,7 @@ async def own_part(pod: Any, pid: str, choice: Choice) -> tuple[Any, Checked]:
     one scope at a time (a model rewriting a shared page is never shown its owner's private pages), then those scopes'
     pages checked for contradictions. Under their ingest lock (after their own ingest still going, if any): their
     Ingest now meanwhile is answered at once (NIGHTLY_WRITING); everyone else's goes on."""
-    from wiki_engine.pipeline import LeaseBusy, NightlyReport
+    from wiki_engine.pipeline import LeaseBusy, NightlyReport, rewrite_steps
 
     host = pod.memory_host
     rewritten, checked = NightlyReport(), Checked()
@@ -120,38 +120,6 @@ def _rewriter(pid: str, scope: str, choice: Choice, checked: Checked) -> Any:
             return [WriterFailed(str(e), [scope])]
 
     return rewrite
-
-
-def rewrite_steps(memory: Any, scope: str, author: str = "agent:wiki-writer") -> Generator[Any, Any, Any]:
-    """Nightly's re-synthesis of one scope's stale pages, as one scope's ingest writes (``pipeline.ingest_steps`` with
-    ``claim``): the scope's lease held throughout, the whole wiki's only while the pages are read and while the
-    rewrites are written (``Wait`` while another scope's writer holds it a moment; LeaseBusy while a whole run does)."""
-    from wiki_engine.lease import Lease
-    from wiki_engine.pages import PageFormatError
-    from wiki_engine.pipeline import IngestBatch, NightlyReport, _pen, _shown_ids, _stored, _write_rewrites
-
-    report = NightlyReport()
-    with Lease(memory.catalog, f"ingest:{scope}", ttl=1800.0) as lease:
-        with (yield from _pen(memory, False)), memory._lock:  # no deletion between the pages read and what they cite
-            stale = []
-            for key in memory.stale_pages():
-                sc, _, slug = key[len("page:"):].rpartition("/")
-                if sc != scope:
-                    continue
-                try:
-                    found = memory.read_page(sc, slug)
-                except PageFormatError:
-                    continue  # listed in the report's corrupt; stays stale until the person mends the file
-                if found is not None:
-                    stale.append(found)
-            seen = _stored(memory, _shown_ids(IngestBatch([], stale, {})))
-        if not stale:
-            return report
-        answer = list((yield IngestBatch([], stale, {})))
-        lease.renew()
-        with (yield from _pen(memory, False)), memory._lock:  # no deletion between the check and the writes
-            _write_rewrites(memory, stale, answer, seen, report, author)
-    return report
 
 
 def checked_digest(page: Any, sources: list[tuple[int, Any]]) -> str:
@@ -197,7 +165,7 @@ def check_steps(memory: Any, scope: str, pid: str, checked: Checked) -> Generato
     written it meanwhile (asked again next night). Records the digests of the pages found clean."""
     from wiki_engine import CitationError, PageFormatError, SourceUnreadable, UnknownSource
     from wiki_engine.lease import Lease
-    from wiki_engine.pipeline import LeaseBusy, _pen
+    from wiki_engine.pipeline import LeaseBusy, wiki_pen
 
     clean = memory.checked_pages(scope)
     still: set[str] = set()
@@ -226,7 +194,7 @@ def check_steps(memory: Any, scope: str, pid: str, checked: Checked) -> Generato
             continue
         try:
             with Lease(memory.catalog, f"ingest:{scope}", ttl=600.0, moment=True), \
-                    (yield from _pen(memory, False)), memory._lock:
+                    (yield from wiki_pen(memory, False)), memory._lock:
                 if memory.read_page(page.scope, page.slug) != page:
                     continue
                 memory.write_page(replace(page, body=body, citations=only_cited(page.citations, body)),

@@ -321,18 +321,18 @@ def ingest_steps(memory: Memory, *, author: str = "agent:wiki-writer", max_sourc
     with Lease(memory.catalog, "ingest" if whole else f"ingest:{claim}", ttl=lease_ttl,
                excludes=("ingest:%",) if whole else ()) as lease:
         # no deletion comes between what the writer is shown and the note of which sources that was
-        with (yield from _pen(memory, whole)), memory._lock:
+        with (yield from wiki_pen(memory, whole)), memory._lock:
             batch, report = _ingest_batch(memory, max_sources, scopes)
             seen = _stored(memory, _shown_ids(batch)) if batch is not None else set()
         if batch is None:
             return report
         drafts = list((yield batch) or ())
         lease.renew()
-        with (yield from _pen(memory, whole)), memory._lock:
+        with (yield from wiki_pen(memory, whole)), memory._lock:
             return _write_drafts(memory, batch, drafts, report, lease, author, scopes, seen)
 
 
-def _pen(memory: Memory, whole: bool) -> Generator[Wait, Any, AbstractContextManager[Any]]:
+def wiki_pen(memory: Memory, whole: bool) -> Generator[Wait, Any, AbstractContextManager[Any]]:
     """The whole wiki's writer lease, held, for one scope's ingest to read its batch or write its pages (a moment);
     the whole wiki's writer holds it already. Held a moment by another scope's ingest, it is tried again every
     50 ms for up to PEN_WAIT_S, each wait yielded; held for a whole run (a nightly pass), LeaseBusy at once."""
@@ -503,6 +503,35 @@ def failure_told(resynthesize: Synthesize) -> Callable[[IngestBatch], list[Page 
             return [e]
 
     return told
+
+
+def rewrite_steps(memory: Memory, scope: str, author: str = "agent:wiki-writer"
+                  ) -> Generator[IngestBatch | Wait, Sequence[Page | Exception], NightlyReport]:
+    """Nightly's re-synthesis of one scope's stale pages, as one scope's ingest writes (``pipeline.ingest_steps`` with
+    ``claim``): the scope's lease held throughout, the whole wiki's only while the pages are read and while the
+    rewrites are written (``Wait`` while another scope's writer holds it a moment; LeaseBusy while a whole run does)."""
+    report = NightlyReport()
+    with Lease(memory.catalog, f"ingest:{scope}", ttl=1800.0) as lease:
+        with (yield from wiki_pen(memory, False)), memory._lock:  # no deletion between the pages read and what they cite
+            stale = []
+            for key in memory.stale_pages():
+                sc, _, slug = key[len("page:"):].rpartition("/")
+                if sc != scope:
+                    continue
+                try:
+                    found = memory.read_page(sc, slug)
+                except PageFormatError:
+                    continue  # listed in the report's corrupt; stays stale until the person mends the file
+                if found is not None:
+                    stale.append(found)
+            seen = _stored(memory, _shown_ids(IngestBatch([], stale, {})))
+        if not stale:
+            return report
+        answer = list((yield IngestBatch([], stale, {})))
+        lease.renew()
+        with (yield from wiki_pen(memory, False)), memory._lock:  # no deletion between the check and the writes
+            _write_rewrites(memory, stale, answer, seen, report, author)
+    return report
 
 
 def nightly_steps(memory: Memory, *, merge: Callable[[Page, Page], Page] | None = None, resynthesize: bool = False,
