@@ -561,7 +561,7 @@ def model_synthesize(route: Route, names: dict[str, str] | None = None,
     scopes labelled with them, and an id that still reaches a title or body is replaced by its name. ``redact``
     (text, scope) is applied to a title and category before they are cut to length (memory redacts the whole page
     again as it stores it, but a card number cut in half is no longer found)."""
-    from wiki_engine.memory import MAX_PAGE_CHARS
+    from wiki_engine.memory import MAX_PAGE_CHARS, title_key
     from wiki_engine.pages import Page
     from wiki_engine.render import parse_source
 
@@ -590,6 +590,7 @@ def model_synthesize(route: Route, names: dict[str, str] | None = None,
         # every page of the scopes shown, shown or not: a draft of one keeps what the writer was not shown of it
         existing = {(str(p.scope), p.slug): p for p in [*batch.stale_pages, *(
             p for pages in batch.existing_pages.values() for p in pages)]}
+        by_title = {(scope, title_key(p.title)): p for (scope, _), p in existing.items()}
 
         def show(head: str, page: Any, limit: int) -> None:
             # Each page is shown once, its [n] with a label of its own (P<page>-<n>): a claim kept is cited again.
@@ -651,11 +652,13 @@ def model_synthesize(route: Route, names: dict[str, str] | None = None,
                                            "inbox is unchanged.")
                 # the prompt's own lines, as it showed them (its scopes by id), before ids become names
                 body, _ = tidy_body(named(without_scaffolding(raw, scopes, numbered, named)))
-            key = (scope, Page(title, scope, "", "").slug)
-            if key in existing:  # the lines of the page the writer was not shown (all, for a page never shown) stay
-                body, cites = _with_unshown(existing[key], lines_shown.get(key, 0), body, cites)
+            # the page a draft is of: the one its title names ("C++" is not "C#", though both would be c.md)
+            mine = by_title.get((scope, title_key(title)))
+            key = (str(mine.scope), mine.slug) if mine is not None else None
+            if mine is not None:  # the lines of the page the writer was not shown (all, for a page never shown) stay
+                body, cites = _with_unshown(mine, lines_shown.get(key, 0), body, cites)
             used = {int(n) for n in _CITE.findall(body)}  # a page citing nothing is refused as memory writes it
-            old = shown.get(key)
+            old = shown.get(key) if key is not None else None
             if old is not None:  # a claim kept word for word from the page keeps its source, labelled or not
                 cites.update(_kept_citations(old, body, used - set(cites)))
             pages.append(Page(title=title, scope=scope, category=fit(str(d.get("category") or "notes"), 40),

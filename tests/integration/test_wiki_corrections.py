@@ -322,6 +322,39 @@ async def test_a_page_the_writer_was_not_shown_keeps_its_lines(pod, script, fake
     assert claims[2].startswith("- Zoe's birthday is on 9 May.") and len(claims) == 3
 
 
+def _writer_of(title: str, fact: str):
+    """A wiki writer that writes one page ``title`` holding ``fact``, citing the last new note it is shown."""
+    def write(req) -> Text:
+        label = list(re.finditer(r"- (S\d+) \(scope (\S+);[^\n]*?\): (.*)", req.last_user))[-1]
+        return Text(json.dumps([{"title": title, "scope": label.group(2), "category": "people",
+                                 "body": f"- {fact} [1]", "citations": {"1": label.group(1)}}]))
+    return write
+
+
+@pytest.mark.parametrize(("old", "new"), [("Frau Müller", "Frau Möller"), ("C#", "C++")])
+async def test_a_new_page_whose_title_shares_a_file_name_gets_none_of_the_other_pages_lines(pod, script, old,
+                                                                                          new) -> None:
+    """Titles sharing a file name ("C#" and "C++" are both c.md) get pages of their own, but the writer's new page
+    was matched to the other page by its file name: "Frau Möller 2" came out holding the end of Frau Müller's long
+    page the writer was not shown, her penicillin allergy included, cited to her note."""
+    from wiki_engine import Page
+
+    scope = _scope(pod)
+    pod.set_role_model("ingest", "fake/writer-1")
+    sid = await pod.in_memory_thread(lambda: pod.memory.add_source(f"Notes on {old}.", scope=scope))
+    long = "\n".join([f"- {old} marked Tom's maths test {n} on time [1]" for n in range(1, 40)]
+                     + [f"- {old} is allergic to penicillin [1]"])  # past what the writer is shown of a page
+    await pod.in_memory_thread(lambda: pod.memory.write_page(Page(old, scope, "people", long, {1: sid}),
+                                                             author="agent:wiki-writer"))
+    await pod.in_memory_thread(lambda: pod.memory.add_source(f"{new} is our new neighbour.", scope=scope))
+    script([_writer_of(new, f"{new} is our new neighbour.")])
+    await pod.memory_ingest()
+    pages = {p.title: p.body for p in pod.memory.list_pages(scope)[0]}
+    made = [t for t in pages if t.startswith(new)]
+    assert made and pages[made[0]] == f"- {new} is our new neighbour. [1]", pages
+    assert pages[old] == long
+
+
 async def test_a_page_file_with_spaces_at_line_ends_handed_back_as_it_reads_asks_nothing(pod) -> None:
     """A verified page whose file keeps spaces at its lines' ends and blank lines more (saved before Hearth took
     them off, or by hand), handed back as it reads, its two sources under each other's numbers: a proposal the
