@@ -1952,6 +1952,10 @@ class Memory:
                     and _as_read(r["proposed_text"]) == said), None)
                 if same is not None:
                     return PageWrite("proposed" if same[1] == "open" else "rejected", new.key, int(same[0]), diff)
+                if propose:  # a merge proposed anew (its pages changed since) replaces the one still waiting: one card
+                    for r in db.execute("SELECT id FROM proposals WHERE scope=? AND slug=? AND status='open' AND "
+                                        "author=?", (str(sc), page.slug, author)).fetchall():
+                        _withdraw(db, int(r["id"]), "open")
                 cur = db.execute(
                     "INSERT INTO proposals (scope, slug, base_text, proposed_text, diff, author, created_at) "
                     "VALUES (?,?,?,?,?,?,?)",

@@ -640,8 +640,10 @@ def _merge_group(memory: Memory, scope: str, group: list[Page], merge: Callable[
             report.rejected.append((keep.title, str(e), scope))
             continue
         # "unchanged": the page already holds what the duplicate said (a merge the person approved: for pages of
-        # other titles, only that; a page that merely happens to hold the other's lines is no approval)
-        done = res.status == "written" or (res.status == "unchanged" and (keep.verified or not ask))
+        # other titles, only that, found among the approved proposals; a page that merely happens to hold the
+        # other's lines, verified or not, is no approval)
+        done = res.status == "written" or (res.status == "unchanged" and (
+            not ask or _merge_approved(memory, keep, f"{author} (merging “{other.title}” into this page)")))
         if done and not other.verified:
             memory.delete_page(scope, other.slug)
             memory.relink_merged(scope, other.slug, keep)
@@ -650,6 +652,13 @@ def _merge_group(memory: Memory, scope: str, group: list[Page], merge: Callable[
             report.proposed.append(res.key)
         reread = memory.read_page(scope, keep.slug)
         keep = reread if reread is not None else keep
+
+
+def _merge_approved(memory: Memory, keep: Page, author: str) -> bool:
+    """Whether the person approved the merge proposed by ``author`` into ``keep`` (a proposal of that page, by that
+    author, approved)."""
+    return any(p.scope == str(keep.scope) and p.slug == keep.slug and p.author == author
+               for p in memory.proposals("approved"))
 
 
 def _append_merge(a: Page, b: Page) -> Page:

@@ -118,6 +118,57 @@ async def test_the_nightly_pass_merges_no_pages_of_other_titles_unasked(pod, a, 
     assert [p.id for p in await pod.memory_proposals()] == [p.id for p in props]  # asked once, not every night
 
 
+async def test_a_verified_page_holding_a_near_titled_pages_lines_deletes_nothing_unasked(pod) -> None:
+    """Alice verified her "Andrea" page; the writer also made "Andreas" (her brother) from the same note, the same
+    line. The nightly pass took the verified page holding that line for an approved merge: "Andreas" was deleted
+    and her links to him opened Andrea's page. Only a merge she approved deletes a page of another title."""
+    from wiki_engine import Page
+
+    scope = _scope(pod)
+
+    def seed() -> None:
+        sid = pod.memory.add_source("Andrea and her brother Andreas came for dinner on Sunday.", scope=scope)
+        line = "- Andrea and her brother Andreas came for dinner on Sunday [1]"
+        pod.memory.write_page(Page("Andrea", scope, "people", line, {1: sid}), author="agent:wiki-writer")
+        pod.memory.set_verified(scope, "Andrea", True)
+        pod.memory.write_page(Page("Andreas", scope, "people", line, {1: sid}), author="agent:wiki-writer")
+        pod.memory.write_page(Page("Family", scope, "people", "- See [[Andreas]] [1]", {1: sid}),
+                              author="agent:wiki-writer")
+
+    await pod.in_memory_thread(seed)
+    out = await pod.memory_nightly()
+    assert out["merged"] == [] and pod.memory.read_page(scope, "andreas") is not None, out
+    assert pod.memory.read_page(scope, "family").body == "- See [[Andreas]] [1]"
+
+
+async def test_a_merge_proposed_again_after_its_pages_changed_is_one_card(pod) -> None:
+    """"Garden plan" and "Garden plans": the nightly pass proposed the merge; an ingest then added a line to the
+    page it would keep, and the next night proposed the merge again with the new line beside the first card, which
+    could still be approved without it. The newer card replaces the one still waiting."""
+    from wiki_engine import Page
+
+    scope, w = _scope(pod), "agent:wiki-writer"
+
+    def seed() -> list[str]:
+        ids = [pod.memory.add_source(t, scope=scope) for t in ("We plant tomatoes in May.",
+                                                              "Roses go in along the fence in June.",
+                                                              "Basil goes by the door.")]
+        pod.memory.write_page(Page("Garden plans", scope, "home", "- Tomatoes in May [1]", {1: ids[0]}), author=w)
+        pod.memory.write_page(Page("Garden plan", scope, "home", "- Roses along the fence in June [1]", {1: ids[1]}),
+                              author=w)
+        return ids
+
+    ids = await pod.in_memory_thread(seed)
+    await pod.memory_nightly()
+    (first,) = await pod.memory_proposals()
+    await pod.in_memory_thread(lambda: pod.memory.write_page(Page(
+        "Garden plans", scope, "home", "- Tomatoes in May [1]\n- Basil by the door [2]", {1: ids[0], 2: ids[2]}),
+        author=w))
+    await pod.memory_nightly()
+    (card,) = await pod.memory_proposals()
+    assert card.id != first.id and "Basil" in card.proposed_text, card
+
+
 async def test_an_approved_merge_points_the_links_to_the_merged_page_at_the_kept_one(pod) -> None:
     """"Dentist" and "Dentists" merged: Clara's page still said "See [[Dentists]]", and the link opened "No page
     Dentists here yet". The merge, once approved, is done the next night and the link opens "Dentist", reading as
