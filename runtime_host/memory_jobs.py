@@ -197,7 +197,7 @@ def said_by(kind: str, author: str = "", subject: str = "", owner: str = "", age
     who, about = short(author), short(subject)
     titled = f", subject “{about}”" if about else ""
     if kind == "mail":
-        return f"mail from {who or 'an unknown sender'}{titled}"
+        return f"mail from {_sender(author, short) or 'an unknown sender'}{titled}"
     if kind == "chat":
         if who and owner and who == short(owner):
             return f"chat, said by {who}"
@@ -216,6 +216,25 @@ def said_by(kind: str, author: str = "", subject: str = "", owner: str = "", age
         whose, with_agent = short(owner) or "the person", f" with the agent {short(agent)}" if agent else ""
         return f"summary by a model of {whose}'s chat{with_agent}, not {whose}'s own words"
     return (f"note of {short(owner)}'s" if owner else "note") + (f", “{about}”" if about else "")
+
+
+_ADDRESSED = re.compile(r"(.*?)\s*<([^<>]*)>\s*", re.S)  # "Ana Quintero <ana@example.org>": name, then address
+
+
+def _sender(author: str, short: Callable[[str], str]) -> str:
+    """A mail's sender as said_by names it: the display name cut to SAID_CHARS, the address after it whole (a long
+    one keeps its domain), and no angle bracket in the name: a name written to start like a known contact ("Ana
+    Quintero <ana@example.org> via …" <ana.q@lookalike.example>) cannot push the real address out of sight or pass
+    for it."""
+    m = _ADDRESSED.fullmatch(" ".join(author.split()))
+    if m is None:
+        return short(author)
+    name = short(m.group(1).strip().strip('"').replace("<", "‹").replace(">", "›"))
+    addr = "".join(m.group(2).split())
+    if len(addr) > SAID_CHARS:
+        local, _, domain = addr.rpartition("@")
+        addr = f"{local[:20]}…@{domain[-(SAID_CHARS - 22):]}" if domain else addr[:SAID_CHARS - 1] + "…"
+    return f"{name} <{addr}>" if name else f"<{addr}>"
 
 
 def held_from(pod: Any, held: Sequence[Any]) -> list[str]:

@@ -40,6 +40,32 @@ async def test_a_held_mail_is_listed_as_its_senders_with_the_address_it_came_fro
     assert files_holding(pod.home / "memory", "lookalike-bank") == []
 
 
+async def test_a_long_display_name_cannot_push_the_real_address_out_of_sight(pod, servers, fake_model, script,
+                                                                            home) -> None:
+    """A sender named '"Ana Quintero <ana@example.org> via Banco Atlantico Secure Messaging …" <ana.q@lookalike…>':
+    the whole sender was cut at 120 characters, so Held back and Ask memory's sources showed only the address the
+    sender typed into its name. The name is cut, the address it came from is shown whole, and the name holds no
+    angle brackets to pass for one."""
+    name = ("Ana Quintero <ana@example.org> via Banco Atlantico Secure Messaging for private customers, Lisbon and "
+            "Porto branch")
+    evil = "ana.q@lookalike-bank.example"
+    d, s = servers
+    acct = add_inbox(pod, d, s, rules=[])
+    d.deliver(make_mail("Quarterly figures", ORDERS, sender=f'"{name}" <{evil}>'))
+    await asyncio.wait_for(pod.mail.poll(acct), 60)
+    await kept_mail(pod, servers, fake_model, "Porto", "Hi Alice, we are moving to Porto in June, the Halvering flat "
+                    "is sold.", f'"{name}" <{evil}>')
+    r = await asyncio.to_thread(cli, home, "memory", "held")
+    held = next(line for line in r.stdout.splitlines() if line.startswith("#")).split("\t")[2]
+    assert held.endswith(f" <{evil}>") and "<ana@example.org>" not in held, held
+    pod.set_role_model("ask_memory", "fake/fake-1")
+    script([Text("Ana is moving to Porto [1].")])
+    r = await asyncio.to_thread(cli, home, "memory", "ask", "Where is Ana moving after the Halvering flat is sold?")
+    assert r.returncode == 0, r.stderr
+    cited = next(line for line in r.stdout.splitlines() if line.startswith("[1]"))
+    assert f" <{evil}>" in cited and "<ana@example.org>" not in cited, cited
+
+
 async def test_a_held_file_of_a_watched_folder_is_listed_as_a_document_not_as_yours(pod, tmp_path, home) -> None:
     """A file read from a watched folder (a saved page, someone's letter) held for giving orders was listed as
     "from you"; it is listed as the models are told of it, a document whose writer is not known."""
