@@ -621,12 +621,14 @@ _CITE = re.compile(r"\[(\d{1,6})\](?!:)")
 
 def _merge_group(memory: Memory, scope: str, group: list[Page], merge: Callable[[Page, Page], Page] | None,
                  report: NightlyReport, author: str) -> None:
-    """Merges the pages of ``group`` into its first (the person's verified page, else the oldest). A page of the same
+    """Merges the pages of ``group`` into its first (the person's verified page, else the one of the shortest file
+    name, "dentist" before "dentists": the same each night, whichever an ingest wrote last, so a merge waiting for
+    the person is never proposed the other way round beside it). A page of the same
     title (``title_key``) is merged and deleted at once; one of another title is merged only once the person
     approved it: the merged page is proposed (a proposal that says which page goes into it), and the next night,
     finding the page as approved, deletes the other. A verified page is never deleted. Links to the page merged away
     open the kept page."""
-    group.sort(key=lambda p: (not p.verified, p.updated, p.slug))
+    group.sort(key=lambda p: (not p.verified, len(p.slug), p.slug))
     keep = group[0]
     for other in group[1:]:
         ask = title_key(keep.title) != title_key(other.title)

@@ -167,6 +167,15 @@ async def test_a_merge_proposed_again_after_its_pages_changed_is_one_card(pod) -
     await pod.memory_nightly()
     (card,) = await pod.memory_proposals()
     assert card.id != first.id and "Basil" in card.proposed_text, card
+    # an ingest writes the page the merge keeps, now the newer of the two (the other one written long ago): the
+    # merge was proposed the other way round too, a second card beside the first; it is still merged into it
+    await pod.in_memory_thread(lambda: pod.memory.write_page(Page(
+        "Garden plan", scope, "home", "- Roses along the fence in June [1]\n- Basil by the door [2]",
+        {1: ids[1], 2: ids[2]}), author=w))
+    other = pod.memory.root / "wiki" / scope / "garden-plans.md"
+    other.write_text(re.sub(r"(?m)^updated: .*$", "updated: 2020-01-01T00:00:00Z", other.read_text()))
+    await pod.memory_nightly()
+    assert [(p.slug, "“Garden plans”" in p.author) for p in await pod.memory_proposals()] == [("garden-plan", True)]
 
 
 async def test_an_approved_merge_points_the_links_to_the_merged_page_at_the_kept_one(pod) -> None:
