@@ -109,6 +109,17 @@ async def _bob_with_folder(pod, tmp_path, name: str, text: str) -> tuple[Any, An
     await bob.folders.scan(bobs.id)
     return bob, bobs
 
+def _bob_with_three_plots(pod, tmp_path) -> tuple[Any, Path]:
+    """A second person, Bob, and a folder of his (not yet watched) of three notes on his allotment plots."""
+    pod.add_person("Bob")
+    bob = pod.pod.unlock("Bob")
+    bobs = tmp_path / "bob"
+    bobs.mkdir()
+    for i in range(3):
+        (bobs / f"plot{i}.txt").write_text(f"Bob's allotment plot {i} gets the runner beans this year.\n")
+    return bob, bobs
+
+
 async def test_folder_import_status_redaction_and_people_apart(pod, tmp_path, small_limit) -> None:
     docs = documents(tmp_path / "Documents")
     folder = pod.folders.add(docs)
@@ -467,12 +478,7 @@ async def test_anothers_long_folder_import_holds_neither_my_chat_nor_my_folders(
     ended. The run leaves a folder being read to that import."""
     from tests.integration.test_memory_pod import _say
 
-    pod.add_person("Bob")
-    bob = pod.pod.unlock("Bob")
-    bobs = tmp_path / "bob"
-    bobs.mkdir()
-    for i in range(3):
-        (bobs / f"plot{i}.txt").write_text(f"Bob's allotment plot {i} gets the runner beans this year.\n")
+    bob, bobs = _bob_with_three_plots(pod, tmp_path)
     reading, go = _held_reading(monkeypatch, bobs)
     importing = asyncio.create_task(bob.folders.scan(bob.folders.add(bobs).id))
     try:
@@ -561,12 +567,7 @@ async def test_quitting_during_an_import_stops_it_cleanly_and_its_folder_says_so
     from runtime_host.pod import Pod
 
     monkeypatch.setattr(folders, "BATCH_FILES", 10)
-    pod.add_person("Bob")
-    bob = pod.pod.unlock("Bob")
-    bobs = tmp_path / "bob"
-    bobs.mkdir()
-    for i in range(3):
-        (bobs / f"plot{i}.txt").write_text(f"Bob's allotment plot {i} gets the runner beans this year.\n")
+    bob, bobs = _bob_with_three_plots(pod, tmp_path)
     bob_folder = bob.folders.add(bobs)
     assert (await bob.folders.scan(bob_folder.id)).indexed == 3
     docs = tmp_path / "docs"
