@@ -109,6 +109,17 @@ async def _bob_with_folder(pod, tmp_path, name: str, text: str) -> tuple[Any, An
     await bob.folders.scan(bobs.id)
     return bob, bobs
 
+async def _journal_grows_a_line(pod, folder, docs: Path) -> None:
+    """The watched journal.txt gains a line about the garden shed (its time moved on) and the folder is read again:
+    the new line is found."""
+    with open(docs / "journal.txt", "a") as fh:
+        fh.write("\nA new line about the garden shed.\n")
+    st = (docs / "journal.txt").stat()
+    os.utime(docs / "journal.txt", (st.st_atime, st.st_mtime + 5))
+    await pod.folders.scan(folder.id)
+    assert await pod.memory_search("garden shed", mode="keyword")
+
+
 def _bob_with_three_plots(pod, tmp_path) -> tuple[Any, Path]:
     """A second person, Bob, and a folder of his (not yet watched) of three notes on his allotment plots."""
     pod.add_person("Bob")
@@ -1575,12 +1586,7 @@ async def test_a_deleted_part_of_a_growing_text_file_stays_deleted(pod, tmp_path
     for h in hits:
         await pod.memory_delete_source(h.id)
     assert await pod.memory_search("heronword", mode="keyword") == []
-    with open(docs / "journal.txt", "a") as fh:
-        fh.write("\nA new line about the garden shed.\n")
-    st = (docs / "journal.txt").stat()
-    os.utime(docs / "journal.txt", (st.st_atime, st.st_mtime + 5))
-    await pod.folders.scan(folder.id)
-    assert await pod.memory_search("garden shed", mode="keyword")
+    await _journal_grows_a_line(pod, folder, docs)
     back = [h for h in await pod.memory_search("heronword", mode="keyword") if h.title.endswith("(part 1)")]
     assert back == [], [(h.title, h.snippet[:80]) for h in back]  # part 1's words are exactly as they were
 
@@ -2072,12 +2078,7 @@ async def test_a_part_deleted_before_the_print_changed_stays_deleted(pod, tmp_pa
         with pod.memory.catalog.tx(immediate=True) as db:  # as an earlier Hearth stored it
             assert db.execute("UPDATE deleted_by_person SET print=? WHERE scope=? AND item_key=?",
                               (_print_before(markdown), scope, key)).rowcount == 1
-    with open(docs / "journal.txt", "a") as fh:
-        fh.write("\nA new line about the garden shed.\n")
-    st = (docs / "journal.txt").stat()
-    os.utime(docs / "journal.txt", (st.st_atime, st.st_mtime + 5))
-    await pod.folders.scan(folder.id)
-    assert await pod.memory_search("garden shed", mode="keyword")
+    await _journal_grows_a_line(pod, folder, docs)
     assert await pod.memory_search("heronword", mode="keyword") == []
 
 
