@@ -1091,14 +1091,18 @@ class ScopeIndex:
                                           CONTEXT_BOOST * (idf(said) / idf(in_ctx) if in_ctx else 1.0))]))
         return tantivy.Query.boolean_query([(tantivy.Occur.Should, q) for q in per_term])
 
-    def keyword(self, terms: list[str], limit: int) -> list[tuple[str, float]]:
+    def keyword(self, terms: list[str], limit: int, *, pages: bool = False) -> list[tuple[str, float]]:
         """bm25 top ``limit`` (id, score) for any of the terms (OR), title matches weighted up and the
-        preceding source's words (context) weighted down."""
+        preceding source's words (context) weighted down. With ``pages``, of pages alone: among a scope's thousands
+        of sources, its pages would be past any ``limit`` asked."""
         if not terms:
             return []
         if self._dirty:
             self.commit()
         q = self._keyword_query(terms)
+        if pages:
+            only = tantivy.Query.const_score_query(tantivy.Query.regex_query(self.schema, "id", "page:.*"), 0.0)
+            q = tantivy.Query.boolean_query([(tantivy.Occur.Must, q), (tantivy.Occur.Must, only)])
         searcher = self.searcher
         # never more than it holds: the search engine sets room aside for as many as it is asked for
         res = searcher.search(q, max(1, min(limit, searcher.num_docs)), count=False)

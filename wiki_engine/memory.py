@@ -2145,7 +2145,8 @@ class Memory:
                kinds: tuple[str, ...] = ("source", "page")) -> list[Hit]:
         """Searches only the given scopes. ``mode``: ``hybrid`` (meaning + keywords + importance +
         recency, the default), ``keyword`` (the fast full-text path), or ``meaning``. ``kinds`` limits
-        hits to sources and/or pages."""
+        hits to sources and/or pages (the keyword path asks the index for pages alone, however many sources
+        say the same words)."""
         if mode not in ("hybrid", "keyword", "meaning"):
             raise ValueError("mode must be 'hybrid', 'keyword' or 'meaning'.")
         scs = parse_scopes(scopes)
@@ -2181,7 +2182,9 @@ class Memory:
             if not self._searchable(sc):
                 continue
             idx = self.index(sc)
-            found += [(score, sc, i) for i, score in idx.keyword(terms, k if keep("page:") and keep("") else 3 * k) if keep(i)]
+            pages = keep("page:") and not keep("")  # pages alone: asked of the index, never found among sources
+            want = k if pages or (keep("page:") and keep("")) else 3 * k
+            found += [(score, sc, i) for i, score in idx.keyword(terms, want, pages=pages) if keep(i)]
         found.sort(key=lambda t: -t[0])
         return self._hits([(s, sc, i) for s, sc, i in found[:k]], terms)
 

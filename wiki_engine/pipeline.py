@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from .guard import check_instructions
+from .index import query_terms, words
 from .lease import Lease, LeaseBusy
 from .memory import CitationError, Memory, PageWrite, SourceConflict, SourceRecord, forgotten, hold, title_key
 from .pages import (
@@ -259,14 +260,20 @@ def producer_steps(memory: Memory, *, scope: str, origin: str,
 # ---- ingest ------------------------------------------------------------------------------------
 
 
+PAGES_SHOWN = 50  # of a scope's existing pages, the wiki writer is shown the first this many of ``existing_pages``
+SOURCE_CHARS_SHOWN = 2000  # of a source, the wiki writer is shown its first this many characters
+
+
 @dataclass(frozen=True)
 class IngestBatch:
     """What the wiki writer sees: inbox sources, pages that need re-synthesis, and the existing pages
-    of the scopes involved (so it can extend a page and link to others)."""
+    of the scopes involved (so it can extend a page and link to others). A scope's pages are all there (a draft of
+    one the writer was not shown keeps that page's lines), those that matter to the batch first (``_pages_first``):
+    the writer is shown the first ``PAGES_SHOWN``."""
 
     sources: list[SourceRecord]
     stale_pages: list[Page]
-    existing_pages: dict[str, list[Page]]  # scope -> pages
+    existing_pages: dict[str, list[Page]]  # scope -> pages, those that matter to the batch first
 
 
 @dataclass
@@ -381,12 +388,45 @@ def _ingest_batch(memory: Memory, max_sources: int, scopes: Callable[[str], bool
             p = None
         if p is not None:
             stale.append(p)
-    existing: dict[str, list[Page]] = {}
-    for sc in sorted({s.scope for s in sources} | {p.scope for p in stale}):
-        existing[sc], _ = memory.list_pages(sc)
     if not sources and not stale:
         return None, report
+    existing: dict[str, list[Page]] = {}
+    for sc in sorted({s.scope for s in sources} | {p.scope for p in stale}):
+        pages, _ = memory.list_pages(sc)
+        existing[sc] = _pages_first(memory, sc, pages, [s for s in sources if s.scope == sc],
+                                    [p for p in stale if str(p.scope) == sc])
     return IngestBatch(sources, stale, existing), report
+
+
+def _pages_first(memory: Memory, scope: str, pages: list[Page], sources: list[SourceRecord], stale: list[Page],
+                 ) -> list[Page]:
+    """A scope's ``pages``, those that matter to its batch first: its stale pages, then for each source in turn
+    (one page of each source's before a second of any) the pages whose title the part of it the writer is shown
+    names (each of the title's words in it), then those memory's keyword search of that part finds (its first
+    ``PAGES_SHOWN`` pages shared out among the sources), then the others as listed. A person with many pages gets
+    new facts on the page that holds their topic, and links to the pages the sources name."""
+    by_key = {p.key: p for p in pages}
+    at = {p.key: n for n, p in enumerate(pages)}
+    by_first: dict[str, list[tuple[set[str], Page]]] = {}  # a title's first word -> (its words, the page)
+    for p in pages:
+        terms = query_terms(p.title)
+        if terms:
+            by_first.setdefault(terms[0], []).append((set(terms), p))
+    k = -(-PAGES_SHOWN // max(1, len(sources)))
+    picks: list[list[Page]] = []
+    for s in sources:
+        text = s.text[:SOURCE_CHARS_SHOWN]
+        said = set(words(text))
+        named = [p for w in said for terms, p in by_first.get(w, ()) if terms <= said]
+        found = [by_key[h.id] for h in memory.search(text, scopes=[scope], k=k, mode="keyword", kinds=("page",))
+                 if h.id in by_key]
+        picks.append(sorted(named, key=lambda p: at[p.key]) + found)
+    order = {p.key: p for p in stale}
+    for rank in range(max((len(ps) for ps in picks), default=0)):
+        for ps in picks:
+            if rank < len(ps):
+                order.setdefault(ps[rank].key, ps[rank])
+    return list(order.values()) + [p for p in pages if p.key not in order]
 
 
 def _shown_ids(batch: IngestBatch) -> set[str]:

@@ -609,6 +609,24 @@ def test_typeahead_suggests_the_page_before_many_sources_sharing_its_word(tmp_pa
         assert (first.kind, first.title) == ("page", "Boiler")
 
 
+def test_a_keyword_search_for_pages_finds_the_page_among_many_sources_saying_its_words(tmp_path) -> None:
+    """Searching pages alone took the best 3 × k documents and kept their pages: with 40 boiler notes, more about the
+    boiler than the page, the page "Boiler" was never found (the wiki writer is shown what this search finds)."""
+    from wiki_engine import Page
+
+    with open_memory(tmp_path / "memory", embedder=None) as mem:
+        now = time.time()
+        notes = [f"Boiler pressure dropped to 0.{i % 9 + 1} bar, the boiler topped up again." for i in range(40)]
+        mem.add_items([Item(text=t, scope="private/alice", ts=now - i * 3600, kind="note") for i, t in enumerate(notes)])
+        sid = mem.add_source("The plumber who fixed the boiler is Tomasz Wojcik.", scope="private/alice")
+        mem.write_page(Page("Plumbing", "private/alice", "home", "- Tomasz Wojcik fixed the boiler [1]", {1: sid}),
+                       author="agent:writer")
+        hits = mem.search("boiler pressure dropped", scopes=["private/alice"], k=3, mode="keyword", kinds=("page",))
+        assert [(h.kind, h.title) for h in hits] == [("page", "Plumbing")]
+        both = mem.search("boiler pressure dropped", scopes=["private/alice"], k=3, mode="keyword")
+        assert [h.kind for h in both] == ["source"] * 3  # unasked, the notes that say it more still come first
+
+
 class _SlowProvider:
     remote = True
     name = "provider:local/fake-embed"
