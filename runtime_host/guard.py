@@ -274,7 +274,8 @@ class Guard:
         self.data_dir = os.path.realpath(data_dir)
         self.wiki_dir = os.path.realpath(os.path.join(data_dir, "wiki"))
         self.rw_roots = [self.scratch]
-        self.ro_roots = [os.path.realpath(public_wiki)] + ([os.path.realpath(private_slice)] if private_slice else [])
+        self.household = os.path.realpath(public_wiki)  # the household's pages: everyone's agents read them
+        self.ro_roots = [self.household] + ([os.path.realpath(private_slice)] if private_slice else [])
         self.env = dict(os.environ if env is None else env)
         self.home = os.path.realpath(home if home is not None else self.env.get("HOME") or os.path.expanduser("~"))
         self.env.setdefault("HOME", self.home)
@@ -398,6 +399,14 @@ class Guard:
             raise _Deny("args.shape", f"{where} has an argument kind {kind!r} the guard does not know")
 
     # ---- public helpers (raise nothing; return a Decision)
+    def reads_household(self, path: Any) -> bool:
+        """Whether a file a tool opened at ``path`` (from the agent's folder, as the tool named it) is in the
+        household's wiki: pages any person of the household writes, screened as they are given
+        (runtime_host/household.py)."""
+        if not isinstance(path, str) or not path:
+            return False
+        return self._contained(os.path.realpath(os.path.join(self.scratch, path)), self.household)
+
     def path_decision(self, raw: str, access: Access = "read") -> Decision:
         try:
             self.check_path(raw, access)

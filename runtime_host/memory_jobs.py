@@ -285,10 +285,13 @@ def found_for_agent(memory: Any, hits: Sequence[Any]) -> str:
     """What an agent's ``search_memory`` answers, one hit a line (on memory's thread). A mail's source (from an inbox,
     or a mail export in a watched folder) holds a stranger's words: it is wrapped as untrusted, as ``read_mail``
     wraps a mail, its sender and subject inside the wrapper (a display name or subject can carry an order), so the
-    agent's model takes it as data, never as the person's own memory. The person's chat, notes, their agents'
-    remembered facts and the wiki's pages are shown as they are. A source deleted since the search is left out."""
+    agent's model takes it as data, never as the person's own memory. The household's pages and notes are screened
+    by memory's guard as they are given (``household.as_given``): whoever put an order there, it comes wrapped under
+    the guard's label. The person's chat, notes, their agents' remembered facts and their own pages are shown as
+    they are. A source deleted since the search is left out."""
+    from runtime_host.household import as_given
     from runtime_host.safety.untrusted import wrap_untrusted
-    from wiki_engine import SourceUnreadable
+    from wiki_engine import PageFormatError, Scope, SourceUnreadable
     from wiki_engine.render import parse_source
 
     ids = [h.id for h in hits if h.kind == "source"]
@@ -299,11 +302,25 @@ def found_for_agent(memory: Any, hits: Sequence[Any]) -> str:
         if h.kind == "source" and h.id not in kinds:
             continue
         if h.kind == "page":  # by its title and whose it is (its id, cut, named neither)
-            out.append(f"[page “{h.title or h.id.rpartition('/')[2]}”, {_PAGE_WHOSE[h.scope.partition('/')[0]]}] "
-                       f"{h.snippet}")
+            title = h.title or h.id.rpartition('/')[2]
+            line = f"[page “{title}”, {_PAGE_WHOSE[h.scope.partition('/')[0]]}] {h.snippet}"
+            if h.scope == "public":  # the page as its file reads now, too (the index may hold an older text)
+                try:
+                    whole = memory.pages.read_text(Scope.parse(h.scope), h.id.rpartition("/")[2]) or ""
+                except PageFormatError:  # not a file, or not UTF-8: what the index holds of it is all there is
+                    whole = ""
+                line = as_given(line, "this household page", whole)
+            out.append(line)
             continue
         if kinds.get(h.id) != "mail":
-            out.append(f"[{h.kind} {h.id[:12]}{' · ' + h.title if h.title else ''}] {h.snippet}")
+            line = f"[{h.kind} {h.id[:12]}{' · ' + h.title if h.title else ''}] {h.snippet}"
+            if h.scope == "public":
+                try:
+                    whole = memory.get_source(h.id).text
+                except (SourceUnreadable, LookupError):
+                    whole = ""
+                line = as_given(line, "this household note", whole)
+            out.append(line)
             continue
         try:
             head, _ = parse_source(memory.get_source(h.id).markdown)
