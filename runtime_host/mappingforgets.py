@@ -24,6 +24,7 @@ class MappingForgets:
     pod: Any
     in_memory_thread: Callable[..., Any]
     job_lock: Callable[[str], JobLock]
+    person_scopes: Callable[[str], list[str]]
 
     def _source_texts(self, source_ids: Iterable[str]) -> Iterator[str]:
         """(On memory's thread.) The text of each of these sources still stored."""
@@ -59,18 +60,22 @@ class MappingForgets:
 
     async def _forget_unused_mappings(self, person_id: str, ids: set[str]) -> None:
         """After a forget: the real values behind reversible placeholders (kept in the person's vault) go too,
-        once nothing of memory (a source, page, proposal, held item, skip reason, in any scope) nor of any
-        conversation (a message, a step's call or result) holds a placeholder of theirs: one remembered fact's
-        mapping may still be quoted by a page, an agent's answer or a conversation not forgotten. Those written
-        down for the person by a forget cut short are checked too. A mapping the vault could not delete (the
-        keyring locked or missing) stays written down, to be checked again at the next producer run."""
+        once nothing the person reads of memory (a source, page, proposal, held item, skip reason: the household's,
+        their own and their agents') nor of their conversations (a message, a step's call or result) holds a
+        placeholder of theirs: one remembered fact's mapping may still be quoted by a page, an agent's answer or a
+        conversation not forgotten. Another person's copy of the placeholder (read in the household's memory, then
+        pasted into their own note or chat) keeps nothing: it never shows them the value, and it is not the
+        person's to keep. Those written down for the person by a forget cut short are checked too. A mapping the
+        vault could not delete (the keyring locked or missing) stays written down, to be checked again at the next
+        producer run."""
         ids = ids | (await asyncio.to_thread(self.pod.store.mappings_to_check, person_id)).get(person_id, set())
         if not ids:
             return
+        scopes = self.person_scopes(person_id)
 
         def used_in_memory() -> set[str]:
             used: set[str] = set()
-            texts = self.memory.stored_texts()
+            texts = self.memory.stored_texts(scopes)
             try:
                 for t in texts:
                     used |= {mid for mid in ids - used if f"#{mid}]" in t}
@@ -82,7 +87,8 @@ class MappingForgets:
 
         used = await self.in_memory_thread(used_in_memory)
         # a scan of every message and step per id: off the event loop
-        used |= {needle[1:-1] for needle in await asyncio.to_thread(self.pod.store.holding, {f"#{mid}]" for mid in ids - used})}
+        used |= {needle[1:-1] for needle in await asyncio.to_thread(self.pod.store.holding, {f"#{mid}]" for mid in ids - used},
+                                                                   person_id)}
         checked = ids
         try:
             self.pod.forget_mappings(person_id, ids - used)

@@ -665,14 +665,23 @@ class Store:
         return sorted(msgs, key=lambda m: (turn_times.get(m.turn_id, m.created_at) if m.turn_id else m.created_at,
                                            0 if m.role == "user" else 1, m.created_at, m.id))
 
-    def holding(self, needles: set[str]) -> set[str]:
-        """Which of ``needles`` some message or turn step (its arguments or result) still holds."""
+    def holding(self, needles: set[str], person_id: str) -> set[str]:
+        """Which of ``needles`` some message or turn step (its arguments or result) of the person's conversations
+        (with their agents) still holds. Another person's are not looked at: what they copied is theirs."""
         found: set[str] = set()
         with self.session() as s:
+            agents = select(AgentInstance.id).where(AgentInstance.person_id == person_id)
             for needle in needles:
-                if s.exec(select(Message.id).where(Message.content.contains(needle, autoescape=True)).limit(1)).first() \
-                        or s.exec(select(TurnStep.id).where(TurnStep.arguments.contains(needle, autoescape=True)
-                                                            | TurnStep.result.contains(needle, autoescape=True))
+                if s.exec(select(Message.id)
+                          .join(Conversation, Message.conversation_id == Conversation.id)  # type: ignore[arg-type]
+                          .where(Message.content.contains(needle, autoescape=True),
+                                 Conversation.instance_id.in_(agents))  # type: ignore[attr-defined]
+                          .limit(1)).first() \
+                        or s.exec(select(TurnStep.id)
+                                  .join(Turn, TurnStep.turn_id == Turn.id)  # type: ignore[arg-type]
+                                  .where(TurnStep.arguments.contains(needle, autoescape=True)
+                                         | TurnStep.result.contains(needle, autoescape=True),
+                                         Turn.instance_id.in_(agents))  # type: ignore[attr-defined]
                                   .limit(1)).first():
                     found.add(needle)
         return found

@@ -1,0 +1,58 @@
+"""A person's own values behind reversible placeholders (a card an agent kept out of memory, in their keyring) with
+a second person on the same Hearth: another person's copy of a placeholder keeps nothing in the keyring and shows
+nothing. Real keyring; the model is the fake one on 127.0.0.1. Found by review; it failed on the code before it, but
+for the boundary said so."""
+from __future__ import annotations
+
+import asyncio
+
+from tests.helpers.fake_model import Text, ToolCalls
+from tests.integration.test_memory_pod import bob_with_his_own_provider
+
+CARD = "4111 1111 1111 1111"
+
+
+def _digits(text: str) -> str:
+    return "".join(ch for ch in text if ch.isdigit())
+
+
+async def _alice_keeps_her_card(pod, script, scope: str) -> tuple[str, str]:
+    """Alice's helper (reversible redaction) remembers the card she pays the plumber with; returns its source and
+    the placeholder memory keeps instead of it (its value in Alice's keyring)."""
+    from runtime_host.safety.policy import reversible_placeholders
+
+    pod.edit_agent("helper", toolkits=["memory"], safety={"reversible": True})
+    script([ToolCalls([("remember", {"fact": f"The plumber is paid with the card {CARD}.", "scope": scope})]),
+            Text("Noted.")])
+    assert (await asyncio.wait_for(pod.chat("helper", "remember how we pay the plumber"), 60)).ok
+    where = "public" if scope == "public" else f"private/{pod.person_id}"
+    [(sid,)] = pod.memory.catalog.query("SELECT id FROM sources WHERE scope=?", (where,))
+    [placeholder] = reversible_placeholders(pod.memory.get_source(sid).markdown)
+    assert _digits(CARD) in _digits(pod.restore_redactions(placeholder))  # Alice reads her own card back
+    return sid, placeholder
+
+
+async def test_bobs_copy_of_alices_placeholder_keeps_nothing_in_her_keyring_and_shows_him_nothing(
+        pod, script, secure_keyring) -> None:
+    """Alice's helper kept the household's plumber card as a placeholder, the card in her keyring. Bob read the
+    placeholder in the household's memory and copied it into his own note and his chat. Alice deleted the household
+    note; nothing of hers showed the placeholder any more, yet the clean-up counted Bob's copies as uses and her
+    keyring kept the card for good. Now only what Alice can read (the household's memory, her own, her
+    conversations) keeps it; Bob's copies are his words, and they never show him her card."""
+    sid, placeholder = await _alice_keeps_her_card(pod, script, "public")
+    mapping_id = placeholder.rpartition("#")[2].rstrip("]")
+    alices = pod.pod.vault_for(pod.person_id)
+    _, bob = bob_with_his_own_provider(pod)
+    bob.add_agent("bobs", provider="fake", toolkits=["memory"])
+    copied = f"The plumber's card is {placeholder}; pay the boiler service with it too."
+    script([ToolCalls([("remember", {"fact": copied, "scope": "person"})]), Text(f"Noted: {placeholder}")])
+    assert (await asyncio.wait_for(bob.chat("bobs", f"Remember this: {copied}"), 60)).ok
+    found = await bob.memory_search("plumber's card boiler service", mode="keyword")
+    assert [h for h in found if h.scope == f"private/{bob.person_id}"], found  # his own note holds her placeholder
+    # the boundary: Bob is never shown Alice's card, from his note or anywhere else (this held before the fix)
+    assert bob.restore_redactions(copied) == copied and _digits(CARD) not in _digits(bob.restore_redactions(placeholder))
+
+    await pod.memory_delete_source(sid)
+    assert alices.get(f"redactions/{mapping_id}") is None, \
+        "Bob's copy of Alice's placeholder kept her forgotten card in her keyring"
+    assert bob.restore_redactions(copied) == copied
