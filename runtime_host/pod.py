@@ -512,13 +512,18 @@ class Pod:
         return keep_mapping
 
     def forget_mappings(self, person_id: str, ids: set[str]) -> None:
-        """Deletes reversible redactions' mappings (the real values) from the person's vault: nothing uses them."""
+        """Deletes reversible redactions' mappings (the real values) from the person's vault: nothing uses them.
+        pod.db says so after (a new token), for the window of another process that keeps some (restored.py)."""
+        from runtime_host.restored import FORGOTTEN_KEY
+
         try:
             vault = self.vault_for(person_id)
             for mapping_id in sorted(ids):
                 vault.delete(f"redactions/{mapping_id}")
         finally:  # none is shown from memory again, deleted or not (one left in the vault is read anew)
             self.restored.forget(person_id, ids)
+            if ids:
+                self.store.set_meta(FORGOTTEN_KEY.format(person=person_id), uuid.uuid4().hex)
 
     def redact_own(self, person_id: str, text: str) -> str:
         """Text the person wrote into memory themself (a page they correct), its personal data redacted as memory
@@ -544,13 +549,16 @@ class Pod:
         """The person's own values, each vault entry read once and kept in memory (runtime_host/restored.py)."""
         if (found := self.__dict__.get("_restored")) is not None:
             return found
-        from runtime_host.restored import RestoredValues
+        from runtime_host.restored import FORGOTTEN_KEY, RestoredValues
 
         def read(person_id: str, mapping_id: str) -> dict[str, str] | None:
             raw = self.vault_for(person_id).get(f"redactions/{mapping_id}")
             return json.loads(raw) if raw else None
 
-        return self.__dict__.setdefault("_restored", RestoredValues(read))  # one, whichever thread asks first
+        def forgotten(person_id: str) -> str | None:  # another process's forget of the person's values
+            return self.store.meta(FORGOTTEN_KEY.format(person=person_id))
+
+        return self.__dict__.setdefault("_restored", RestoredValues(read, forgotten))  # one, whichever thread asks first
 
     # -- memory
     @property

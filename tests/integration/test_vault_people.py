@@ -1,12 +1,15 @@
 """A person's own values behind reversible placeholders (a card an agent kept out of memory, in their keyring) with
-a second person on the same Hearth: another person's copy of a placeholder keeps nothing in the keyring and shows
-nothing. Real keyring; the model is the fake one on 127.0.0.1. Found by review; it failed on the code before it, but
-for the boundary said so."""
+a second person on the same Hearth and a second process on the same data: another person's copy of a placeholder
+keeps nothing in the keyring and shows nothing, the window keeps a bounded number of values read back, and a value
+forgotten from a terminal leaves the window's too. Real keyring, real CLI process; the model is the fake one on
+127.0.0.1. Found by review; each failed on the code before it, but for the boundary said so."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 from tests.helpers.fake_model import Text, ToolCalls
+from tests.integration.test_cli import cli
 from tests.integration.test_memory_pod import bob_with_his_own_provider
 
 CARD = "4111 1111 1111 1111"
@@ -56,3 +59,35 @@ async def test_bobs_copy_of_alices_placeholder_keeps_nothing_in_her_keyring_and_
     assert alices.get(f"redactions/{mapping_id}") is None, \
         "Bob's copy of Alice's placeholder kept her forgotten card in her keyring"
     assert bob.restore_redactions(copied) == copied
+
+
+async def test_the_window_keeps_a_bounded_number_of_values_read_back(pod, secure_keyring, monkeypatch) -> None:
+    """Every value a person read back stayed in the window's memory until they switched person: 100,000 values,
+    all of them, for good. The window keeps the ones read last (KEPT at most); one read long ago is read from the
+    keyring again, still the person's own."""
+    import runtime_host.restored as restored
+
+    monkeypatch.setattr(restored, "KEPT", 20, raising=False)  # the bound, made small for a test: 25 real entries
+    me = pod.person_id
+    said = [pod.pod.redact_own(me, f"Cousin {n} writes from cousin{n}@example.org") for n in range(25)]
+    assert all("@" not in text for text in said), said  # each address kept in the keyring, a placeholder in its place
+    pod.pod.restored.keep_only(None)  # nothing read back yet: every value comes from the keyring
+    for n, text in enumerate(said):
+        assert f"cousin{n}@example.org" in pod.restore_redactions(text)
+    assert pod.pod.restored.holds(me) <= 20, f"the window holds {pod.pod.restored.holds(me)} values"
+    assert "cousin0@example.org" in pod.restore_redactions(said[0])  # the first, read again from the keyring
+
+
+async def test_a_value_forgotten_from_a_terminal_leaves_the_window(pod, script, home, secure_keyring) -> None:
+    """The window showed Alice her card behind a placeholder (read from her keyring once, then kept). In a terminal
+    she ran `python -m runtime_host memory forget-agent helper --yes`: the card left her keyring, but the window
+    went on showing it from what it kept, until she switched person or quit. The window learns of a forget done by
+    another process within a few seconds, and reads the keyring again: the card is gone there too."""
+    _, placeholder = await _alice_keeps_her_card(pod, script, "person")
+    r = await asyncio.to_thread(cli, home, "memory", "forget-agent", "helper", "--yes")
+    assert r.returncode == 0, r.stderr
+    assert pod.pod.vault_for(pod.person_id).get(f"redactions/{placeholder.rpartition('#')[2].rstrip(']')}") is None
+    deadline = time.monotonic() + 10
+    while _digits(CARD) in _digits(pod.restore_redactions(placeholder)) and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+    assert pod.restore_redactions(placeholder) == placeholder, "the window still shows the card forgotten elsewhere"
