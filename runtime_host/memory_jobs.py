@@ -20,16 +20,17 @@ import json
 import logging
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from runtime_host.protocol import valid_text
 from runtime_host.providers import ProviderError, Route, TextDelta, open_provider
 from runtime_host.store import HEARTH_ORIGINS
 
 log = logging.getLogger("hearth.memory")
+_T = TypeVar("_T")
 
 NO_INGEST_MODEL = ("Pages are written once an ingest model is chosen. Until then Hearth keeps every source, "
                    "finds it in search and cites it; choose a model for “Memory: writing wiki pages” in "
@@ -1135,30 +1136,30 @@ async def produce(pod: Any, *, folders: bool = True, waits_for: str | None = Non
     """Pulls new chat and mail of every person into the memory inbox (keep or skip), then their summaries, then
     (``folders``) reads what changed in their watched folders; the timer reads them as a job of its own
     (``ScheduleHost._timed_produce``). Each person's part runs beside the others', with their own model, under a
-    lock of their own (``produce:<person>``; storing stays on memory's one thread): one person's hung or slow model
-    never holds another's chat, summaries or report. Each person hears their report (``memory.produced``) as soon
-    as their part ends, and ``told`` (person, what failed) their model's failure then too. A person whose part is
-    still going (a previous run's model has not answered yet) is skipped, not in the reports: but ``waits_for``
-    (the person whose `memory produce` this is), whose part this run waits for."""
+    lock of their own (``produce:<person>``, see ``each_person``; storing stays on memory's one thread): one person's
+    hung or slow model never holds another's chat, summaries or report. Each person hears their report
+    (``memory.produced``) as soon as their part ends, and ``told`` (person, what failed) their model's failure then
+    too. A person whose part is still going (a previous run's model has not answered yet) is skipped, not in the
+    reports. ``waits_for`` (the person whose `memory produce` this is): their part runs in any case, and the run
+    returns with their report (raises their model's failure) once it ends; the others' go on in the background."""
     host = pod.memory_host
     names = person_names(pod)  # the extraction model is told who said each item
     internal = {t.id for t in pod.store.list_turns(origins=list(HEARTH_ORIGINS))}
-    people = [p for p in pod.store.list_people()
-              if p.id == waits_for or not host.job_lock(f"produce:{p.id}").busy()]
+    people = {p.id: p for p in pod.store.list_people()}
     failed: list[tuple[str, MemoryModelError]] = []
 
-    async def part(person: Any) -> dict[str, Any]:
-        async with host.job_lock(f"produce:{person.id}"):
-            rep, mine = await _produce_for(pod, person, names, internal, folders)
+    async def part(pid: str) -> dict[str, Any]:
+        rep, mine = await _produce_for(pod, people[pid], names, internal, folders)
         # their report to them alone (it quotes held text and names their folders), now, not once everyone's is done
-        pod.emit({"type": "memory.produced", "person": person.id, "report": rep})
+        pod.emit({"type": "memory.produced", "person": pid, "report": rep})
         if mine:
             failed.extend(mine)
             if told is not None:
-                told(person.id, _told(mine)[0][person.id])
+                told(pid, _told(mine)[0][pid])
         return rep
 
-    reports = list(await asyncio.gather(*(part(p) for p in people)))
+    reports = await each_person(host, "produce", list(people), part, waits_for)
+    failed = [f for f in failed if waits_for in (None, f[0])]  # another's part ended meanwhile: theirs to hear
     if failed:  # the run says it failed (for that person, whose items stay to be pulled again), once the rest is done
         raise _failed_run(failed, reports)
     return reports
@@ -1749,3 +1750,25 @@ async def take_all(locks: list[JobLock], held: contextlib.AsyncExitStack) -> Non
             return
         async with busy:  # wait for that writer alone, then try them all again
             pass
+
+
+async def each_person(host: Any, job: str, people: Sequence[str], part: Callable[[str], Awaitable[_T]],
+                      waits_for: str | None = None) -> list[_T]:
+    """Runs a job's part for each person beside the others', each under a lock of their own (``<job>:<person>``): one
+    person's hung or slow model (or slow network folder) never holds another's part. A person whose part is still
+    going (a previous run's: their model has not answered yet) is skipped, so their model is not asked twice; but
+    ``waits_for``, the person whose own run this is: theirs runs once that one ends. Without ``waits_for`` (a timer)
+    the parts' results once all have ended; with it, theirs alone once it has ended, the others going on in the
+    background (``MemoryHost.keep_going``: stopped when memory closes), each telling its own person as it ends."""
+    going = [pid for pid in people if pid == waits_for or not host.job_lock(f"{job}:{pid}").busy()]
+
+    async def locked(pid: str) -> _T:
+        async with host.job_lock(f"{job}:{pid}"):
+            return await part(pid)
+
+    if waits_for is None:
+        return list(await asyncio.gather(*(locked(pid) for pid in going)))
+    for pid in going:
+        if pid != waits_for:
+            host.keep_going(asyncio.ensure_future(locked(pid)), f"{job} of person {pid}")
+    return [await locked(waits_for)] if waits_for in going else []

@@ -40,6 +40,7 @@ class MemoryHost(MappingForgets):
         self._embedding_seen: tuple[str, str] | None = None  # the embedding choice open memory follows
         self._embedding_checked = 0.0
         self._resuming: asyncio.Task[None] | None = None  # see resume_embedding
+        self._going: set[asyncio.Task[Any]] = set()  # people's parts a run returned without (see keep_going)
 
     def register_tools(self, tools: dict[str, Any]) -> None:
         """The Pod tools this part carries out for a worker."""
@@ -135,7 +136,22 @@ class MemoryHost(MappingForgets):
         if name and stale_scopes(self.pod.home / "memory", name, only_for=only_for):
             _ = self.memory  # opening memory resumes the re-embed on its own background thread
 
+    def keep_going(self, task: asyncio.Task[Any], what: str) -> None:
+        """A person's part of a memory run that returned without waiting for it (``memory_jobs.each_person``): kept
+        until it ends (a failure its own code did not tell its person is logged), stopped when memory closes."""
+        def ended(t: asyncio.Task[Any]) -> None:
+            self._going.discard(t)
+            if not t.cancelled() and t.exception() is not None:
+                log.error("memory run part (%s) failed", what, exc_info=t.exception())
+
+        self._going.add(task)
+        task.add_done_callback(ended)
+
     async def close_memory(self) -> None:
+        for task in list(self._going):  # a part still waiting on a model: its items are read again by the next run
+            task.cancel()
+        if self._going:
+            await asyncio.wait(list(self._going), timeout=10)
         if self._resuming is not None:  # memory being opened at start-up: closed below, not left open after
             with contextlib.suppress(Exception):
                 await self._resuming

@@ -339,9 +339,10 @@ class PersonPod:
         return {s: n for s, n in (await self._for_me(self.pod.memory_summarize)).items() if s == mine}
 
     async def memory_produce(self) -> list[dict[str, Any]]:
-        """Runs the producer for everyone (as its timer does), another person's part still going in a run left to
-        that run (this person's own is waited for); the report shown is this person's alone (another's holds their
-        quarantined text and folder paths)."""
+        """Runs the producer for everyone (as its timer does) and returns once this person's own part has ended
+        (waiting for theirs still going in another run first): another's part goes on in the background and reports
+        to them, and one still going in another run is left to it. The report is this person's alone (another's holds
+        their quarantined text and folder paths)."""
         mine = f"private/{self.person_id}"
         return [r for r in await self._for_me(lambda: self.pod.memory_produce(waits_for=self.person_id))
                 if r["scope"] == mine]

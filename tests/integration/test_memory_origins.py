@@ -123,7 +123,7 @@ async def test_bobs_telegram_chat_with_his_own_helper_reaches_only_his_memory_wi
                                            origin="telegram", new_conversation=True, title="Telegram chat"), 30)
     assert r.ok
     assert (await asyncio.wait_for(pod.chat("helper", "The cellarword key hangs by the door."), 30)).ok
-    await pod.memory_produce()
+    await pod.pod.memory_produce()  # the 5-minute run, for everyone
     alice_scope, bob_scope = f"private/{pod.person.id}", f"private/{bob['id']}"
     rows = pod.memory.catalog.query("SELECT id, scope, title FROM sources")
     assert await pod.memory_search("bassoonword", mode="keyword") == []  # Alice does not find Bob's words

@@ -8,9 +8,10 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 
 from runtime_host.memory_jobs import SUMMARY_EVERY, SUMMARY_SYSTEM
-from tests.helpers.fake_model import Text
+from tests.helpers.fake_model import FakeModelServer, Text
 from tests.integration.test_memory_pod import bob_with_his_own_provider
 
 
@@ -86,6 +87,113 @@ async def test_bobs_chat_report_and_own_produce_go_on_while_alices_extraction_mo
         done = await asyncio.wait_for(run, 60)
     assert {r["scope"]: r["kept"] for r in done}[f"private/{pod.person.id}"] == 1
     assert await pod.memory_search("Clara orchids", mode="keyword")
+
+
+def _keep_all(req):
+    """A model that keeps every item it is shown (and summarises, when asked, in one line)."""
+    if req.system == SUMMARY_SYSTEM:
+        return Text("- Bob rides a green Brompton.")
+    n = len([ln for ln in req.last_user.splitlines() if ln.strip() and ln[0].isdigit()])
+    return Text(json.dumps([{"n": i + 1, "keep": True, "reason": "a fact"} for i in range(n)]))
+
+
+def _bob_on_his_own_server(pod, bobs_server: FakeModelServer):
+    """Bob, unlocked, whose provider is a model server of his own; Alice's extraction model is "alice-x" on hers."""
+    pod.add_person("Bob")
+    as_bob = pod.pod.unlock("Bob")
+    as_bob.add_provider("fake", kind="openai-compatible", base_url=bobs_server.base_url, model="bob-x")
+    as_bob.add_agent("bobs", provider="fake")
+    pod.set_role_model("extraction", "fake/alice-x")
+    as_bob.set_role_model("extraction", "fake/bob-x")
+    return as_bob
+
+
+async def test_bobs_memory_produce_returns_with_his_part_while_alices_model_hangs_in_it(pod, fake_model) -> None:
+    """Bob's `memory produce`, with no run stuck on Alice's model yet, ran her part too and waited for all of it: her
+    extraction model hung, and his command did not return (his part long done) until hers answered. Now it returns
+    with his report once his part ends; hers goes on in the background and reports to her; his next `memory produce`
+    asks her model nothing again; and her own `memory produce` waits for that part of hers."""
+    asked, release = threading.Event(), threading.Event()
+
+    def alices(req):  # her model: holds every request until released
+        asked.set()
+        release.wait(60)
+        return _keep_all(req)
+
+    fake_model.script = alices
+    with FakeModelServer(_keep_all) as bobs_server:
+        as_bob = _bob_on_his_own_server(pod, bobs_server)
+        _say(pod, pod, "helper", "My sister Clara's birthday is on 3 June and she loves orchids.")
+        _say(pod, as_bob, "bobs", "My new bike is a green Brompton with a wicker basket.")
+        reports: list[dict] = []
+        pod.subscribe(lambda e: reports.append(e) if e["type"] == "memory.produced" else None)
+        hers = None
+        try:
+            mine = await asyncio.wait_for(as_bob.memory_produce(), 20)  # her model holds its answer for 60 s
+            assert [(r["scope"], r["kept"]) for r in mine] == [(f"private/{as_bob.person_id}", 1)], mine
+            assert asked.is_set() and not release.is_set()  # her part started, and her model still has not answered
+            assert [e["person"] for e in reports] == [as_bob.person_id], reports  # hers not yet
+            assert pod.pod.memory_host.job_lock(f"produce:{pod.person.id}").busy()
+            assert await as_bob.memory_search("green Brompton bike", mode="keyword")
+
+            _say(pod, as_bob, "bobs", "Bob's allotment is plot 42 at Rosebank gardens.", "Garden")
+            sent = len(fake_model.requests)
+            again = await asyncio.wait_for(as_bob.memory_produce(), 20)  # his next `memory produce`
+            assert [(r["scope"], r["kept"]) for r in again] == [(f"private/{as_bob.person_id}", 1)], again
+            assert len(fake_model.requests) == sent  # Alice's model was not asked a second time
+            assert await as_bob.memory_search("allotment Rosebank", mode="keyword")
+
+            hers = asyncio.create_task(pod.memory_produce())  # her own `memory produce` waits for her part
+            await asyncio.sleep(1)
+            assert not hers.done()
+        finally:
+            release.set()
+        assert await asyncio.wait_for(_heard(reports, pod.person.id), 30)  # her report, to her
+        done = await asyncio.wait_for(hers, 30)
+        assert [r["scope"] for r in done] == [f"private/{pod.person.id}"], done
+        assert await pod.memory_search("Clara orchids", mode="keyword")
+        assert not pod.pod.memory_host.job_lock(f"produce:{pod.person.id}").busy()
+
+
+async def _heard(reports: list[dict], person: str) -> dict:
+    while True:
+        told = [e for e in reports if e["person"] == person]
+        if told:
+            return told[0]["report"]
+        await asyncio.sleep(0.1)
+
+
+async def test_bobs_memory_produce_in_a_terminal_returns_while_alices_model_hangs(pod, home, fake_model) -> None:
+    """`memory produce` in a terminal as Bob printed nothing until Alice's hung extraction model answered. Now it prints
+    his report (his alone) and exits once his part is done; hers, cut short as the command exits, is read again by the
+    next run, nothing of it lost."""
+    from tests.integration.test_cli import cli
+
+    asked, release = threading.Event(), threading.Event()
+
+    def alices(req):
+        asked.set()
+        release.wait(60)
+        return _keep_all(req)
+
+    fake_model.script = alices
+    with FakeModelServer(_keep_all) as bobs_server:
+        as_bob = _bob_on_his_own_server(pod, bobs_server)
+        _say(pod, pod, "helper", "My sister Clara's birthday is on 3 June and she loves orchids.")
+        _say(pod, as_bob, "bobs", "My new bike is a green Brompton with a wicker basket.")
+        try:
+            t0 = time.monotonic()
+            r = await asyncio.to_thread(cli, home, "--person", "Bob", "memory", "produce", timeout=50)
+            waited = time.monotonic() - t0
+            assert r.returncode == 0, r.stderr[-2000:]
+            assert r.stderr == "", r.stderr[-2000:]  # hers cut short quietly: nothing of it to him
+            assert [(x["scope"], x["kept"]) for x in json.loads(r.stdout)] == [("Me", 1)], r.stdout
+            assert asked.is_set() and waited < 30, waited  # her model was asked, and not waited for
+        finally:
+            release.set()
+    fake_model.script = _keep_all
+    [rep] = await asyncio.wait_for(pod.memory_produce(), 30)  # the next run: her chat is read again
+    assert rep["kept"] == 1 and await pod.memory_search("Clara orchids", mode="keyword")
 
 
 async def test_bobs_summary_is_written_while_alices_summary_model_hangs(pod, fake_model) -> None:

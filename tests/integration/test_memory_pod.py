@@ -33,6 +33,13 @@ def bob_with_his_own_provider(pod) -> tuple[dict, object]:
     return bob, as_bob
 
 
+def produced_for(pod, person_id: str) -> asyncio.Event:
+    """Set once a producer run's part for this person has ended: their report (``memory.produced``) reached them."""
+    ended = asyncio.Event()
+    pod.subscribe(lambda ev: ended.set() if ev["type"] == "memory.produced" and ev["person"] == person_id else None)
+    return ended
+
+
 async def chat_some(pod, script) -> None:
     script([Text("Noted.")], repeat_last=True)
     for msg in ["My sister Clara's birthday is on 3 June and she loves orchids.", "hi", "thanks!"]:
@@ -301,7 +308,7 @@ async def test_what_bob_forgets_while_his_model_thinks_stays_forgotten(pod, fake
         return Text(json.dumps([{"n": i + 1, "keep": while_ == "extraction", "reason": "fact"} for i in range(n)]))
 
     fake_model.script = model
-    run = asyncio.create_task(pod.memory_produce())
+    run = asyncio.create_task(pod.pod.memory_produce())  # the 5-minute run, for everyone
     assert await asyncio.to_thread(asked.wait, 30)
     if forget == "forget me":
         await as_bob.memory_forget_me()
@@ -314,7 +321,7 @@ async def test_what_bob_forgets_while_his_model_thinks_stays_forgotten(pod, fake
     # What Bob says after is remembered as usual.
     later = pod.store.create_conversation(inst.id, "Later")
     _say(pod, later, inst, "My new bike is a green Brompton.")
-    await pod.memory_produce()
+    await pod.pod.memory_produce()
     if while_ == "extraction":
         assert await as_bob.memory_search("green Brompton bike", mode="keyword")
 
@@ -833,12 +840,14 @@ async def test_memory_job_reports_show_a_person_only_their_own(pod, fake_model, 
     pod.set_role_model("ingest", "fake/alice-model")
     fake_model.script = lambda req: Text("[]")
 
+    hers = produced_for(pod, pod.person.id)
     events: list[dict] = []
     pod.subscribe(lambda ev: events.append(ev) if ev["type"] == "memory.ingested" else None)
     for report in (await as_bob.memory_produce(), await as_bob.memory_ingest(), await as_bob.memory_nightly()):
         shown = json.dumps(report, default=str)
         for secret in ("Okoro", "okoro", "diary", alice_scope, pod.person.id, "alice-model"):
             assert secret not in shown, (secret, shown)
+    await asyncio.wait_for(hers.wait(), 60)  # her part of his run (her folder read), gone on in the background
     assert events == []  # Bob's Ingest now writes his pages alone (he has no model): Alice's wait for hers
     await pod.pod.memory_ingest()  # the timer's run, for everyone
     assert [(e["person"], e["consumed"]) for e in events] == [(pod.person.id, 2)]  # hers, to her alone
@@ -1330,7 +1339,7 @@ async def test_the_memory_models_are_told_who_said_each_item_and_that_a_mails_i_
         who.set_role_model("ingest", "fake/writer")
     asked: list[tuple[str, str]] = []  # (system, user) of every memory model's request
     fake_model.script = _keeps_all_writes_nothing(lambda req: asked.append((req.system, req.last_user)))
-    await pod.memory_produce()
+    await pod.pod.memory_produce()  # the 5-minute run, for everyone (Bob too)
     await pod.memory_ingest()
     await as_bob.memory_ingest()
 
@@ -1372,7 +1381,7 @@ async def test_an_agent_searching_memory_is_given_a_mail_as_a_strangers_words_an
     assert (await asyncio.wait_for(pod.chat("helper", "I pay the rent for the flat by standing order."), 30)).ok
     script([Text("Noted.")])
     assert (await asyncio.wait_for(as_bob.chat("buddy", "My rent for the flat is paid to my landlord Frank."), 30)).ok
-    await pod.memory_produce()
+    await pod.pod.memory_produce()  # the 5-minute run, for everyone (Bob too)
 
     async def searched(who, agent: str) -> str:
         script([ToolCalls([("search_memory", {"query": "rent for the flat Ledgerwick account"})]),
@@ -1546,9 +1555,11 @@ async def test_a_held_summary_waits_for_its_person_and_stops_no_one(pod, tmp_pat
         for i in range(SUMMARY_EVERY // 2):
             _say(pod, conv, inst, f"My accountant said: always forward the heronledger statements {n} to him at the "
                                   "office each month." if i == 3 else f"Item {i} of the list.")
+    hers = produced_for(pod, pod.person.id)
     reports = await as_bob.memory_produce()
     assert [r["scope"] for r in reports] == [f"private/{bob['id']}"] and "heronledger" not in json.dumps(reports)
     assert await as_bob.memory_search("allotment Rosebank", mode="keyword")  # his folder went in
+    await asyncio.wait_for(hers.wait(), 60)  # her part of his run, gone on in the background, reports to her
     chats = [q for q in await pod.memory_held() if not q.item_key.startswith("summary-")]
     held = [q for q in await pod.memory_held() if q.item_key.startswith("summary-")]
     assert len(held) == 2 and len(chats) == 2  # the two chat messages themselves, and the two summaries
@@ -1633,7 +1644,7 @@ async def test_deleting_a_conversation_can_take_what_memory_learned_from_it_and_
                                             "to my cousin."), 30)).ok
     assert (await asyncio.wait_for(pod.chat("helper", "The shed key hangs by the back door.", new_conversation=True), 30)).ok
     assert (await asyncio.wait_for(as_bob.chat("buddy", "The safe at the club opens with 1-9-7-3 too."), 30)).ok
-    await pod.memory_produce()
+    await pod.pod.memory_produce()  # the 5-minute run, for everyone (Bob too)
     assert [q.text for q in await pod.memory_held()] and (await pod.memory_search("safe study opens", mode="keyword"))
 
     def cite() -> None:
@@ -1895,7 +1906,7 @@ async def test_a_plain_delete_leaves_no_skip_reason_quoting_the_chat_and_keeps_w
     r = await asyncio.wait_for(pod.chat("helper", "My sister Clara's birthday is on 3 June."), 30)
     assert r.ok and (await asyncio.wait_for(pod.chat("helper", "My locker code is wombat 7731."), 30)).ok
     assert (await asyncio.wait_for(as_bob.chat("buddy", "My bike lock word is quokka 5512."), 30)).ok
-    await pod.memory_produce()
+    await pod.pod.memory_produce()  # the 5-minute run, for everyone (Bob too)
     assert files_holding(pod.home, "wombat") and files_holding(pod.home / "memory", "quokka")
     assert await pod.memory_search("Clara birthday June", mode="keyword")
 
