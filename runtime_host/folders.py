@@ -1160,11 +1160,19 @@ class WatchedFolders:
 
     # -- scanning
     async def rescan_all(self, person_id: str | None = None) -> list[dict[str, Any]]:
-        """Scans every person's folders (the memory producer calls this on its timer), or ``person_id``'s (their part
-        of a producer run). A folder being read now (an import from the window, `folder rescan`) or removed is left to
-        that: never waited for, however long it takes."""
+        """Scans every person's folders (the memory producer's timer), each person's beside the others' under a lock
+        of their own (``memory_jobs.each_person``: one person's folder waiting on their import model, or on a slow
+        network drive, never holds another's; a person whose folders are still being read is skipped, their model
+        not asked twice); or ``person_id``'s (their part of a producer run). A folder being read now (an import from
+        the window, `folder rescan`) or removed is left to that: never waited for, however long it takes."""
         rows = [r for r in self.db.q("SELECT id, person_id, path FROM folders ORDER BY added_at")
                 if person_id in (None, r[1])]
+        if person_id is None:
+            from runtime_host.memory_jobs import each_person
+
+            people = list(dict.fromkeys(pid for _, pid, _ in rows))
+            return [f for part in await each_person(self.pod.memory_host, "folders", people, self.rescan_all)
+                    for f in part]
         out = []
         for fid, pid, path in rows:
             if self.closing:  # Hearth is quitting: the next start's memory run reads them

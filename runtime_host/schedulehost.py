@@ -27,7 +27,7 @@ class ScheduleHost:
         self._scheduler_task: asyncio.Task[None] | None = None
         self._memory_runs: dict[str, asyncio.Task[None]] = {}  # memory timer kind -> its latest run
         self._memory_going: set[asyncio.Task[Any]] = set()  # every memory run now going (to stop with the Pod)
-        self._folder_rescan: asyncio.Task[Any] | None = None  # the producer timer's rescan of watched folders
+        self._folder_rescan: asyncio.Task[Any] | None = None  # the producer timer's latest rescan of watched folders
         self._memory_failing: dict[tuple[str, str], str] = {}  # (timer kind, person) -> the failure they were told
         self._damaged_told: set[tuple[str, str, str]] = set()  # (person, note file, problem) a timed ingest told
         pod.subscribe(self._record_scheduled_turn)
@@ -171,7 +171,9 @@ class ScheduleHost:
     async def _timed_produce(self) -> list[dict[str, Any]]:
         """Everyone's chat and mail into memory, then the watched folders' rescan as a job of its own: a folder
         with thousands of new files holds no one's next chat and mail (the next run is not refused as still going).
-        A rescan still going when the next is due is not started twice; the one after reads what changed since.
+        Each person's folders are read beside the others' (``WatchedFolders.rescan_all``): a person's still being
+        read when the next rescan is due (their import model has not answered yet, a slow network folder) are left to
+        that rescan, not read twice, while everyone else's are read again; the one after reads what changed since.
         Each person whose model fails is told as their part ends (Bob's failure is not kept until Alice's hung model
         gives up), and not again when the run ends."""
         try:
@@ -184,10 +186,9 @@ class ScheduleHost:
         return reports
 
     def _rescan_folders(self) -> None:
-        if self._folder_rescan is None or self._folder_rescan.done():
-            task = self._folder_rescan = asyncio.create_task(self.pod.folders.rescan_all())
-            self._memory_going.add(task)  # stopped with the Pod, like the memory runs
-            task.add_done_callback(self._memory_going.discard)
+        task = self._folder_rescan = asyncio.create_task(self.pod.folders.rescan_all())
+        self._memory_going.add(task)  # stopped with the Pod, like the memory runs
+        task.add_done_callback(self._memory_going.discard)
 
     async def _timed_ingest(self) -> dict[str, Any]:
         """Everyone's ingest; each person whose model fails is told as their writer ends (Bob's failure is not kept

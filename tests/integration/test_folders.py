@@ -562,6 +562,68 @@ async def test_a_folder_the_memory_timer_reads_for_hours_holds_no_ones_next_chat
     assert any("recycling" in h.snippet for h in await pod.memory_search("recycling bin Tuesday"))
 
 
+async def test_alices_folder_waiting_on_her_import_model_holds_not_bobs_folder_on_the_timer(pod, tmp_path,
+                                                                                          fake_model) -> None:
+    """The timer read everyone's watched folders one after another: Alice's mail export, its keep-or-skip request
+    to her import model hanging (a slow network folder alike), held Bob's folder behind it, and every next rescan
+    was not started while that one went on: Bob's changed notes did not reach his memory until her model answered.
+    Each person's folders are read beside the others' now, under a lock of their own; the next rescan reads Bob's
+    again and does not ask Alice's model a second time."""
+    from datetime import UTC, datetime
+
+    from sqlalchemy import text
+
+    asked, release, requests = threading.Event(), threading.Event(), []
+
+    def alices(req):  # her import model: holds every request until released, then keeps every message
+        requests.append(req.model)
+        asked.set()
+        release.wait(60)
+        n = len([ln for ln in req.last_user.splitlines() if ln.strip() and ln[0].isdigit()])
+        return Text(json.dumps([{"n": i + 1, "keep": True, "reason": "a plan"} for i in range(n)]))
+
+    fake_model.script = alices
+    pod.set_role_model("import", "fake/alice-i")
+    mail = tmp_path / "mail"
+    mail.mkdir()
+    pod.folders.add(mail)  # hers first: the timer reached it first
+    (mail / "dentist.eml").write_bytes(MAIL)
+    bob, bobs = await _bob_with_folder(pod, tmp_path, "plot.txt", "Bob's allotment plot gets the runner beans.\n")
+    pod.ensure_memory_timers()
+    with pod.store.engine.begin() as c:
+        c.execute(text("UPDATE schedules SET last_checked = :t, created_at = :t"),
+                  {"t": datetime(2030, 1, 1, 0, 0, 30, tzinfo=UTC).timestamp()})
+
+    read = asyncio.Event()  # Bob's folder read to its end
+    pod.subscribe(lambda ev: read.set() if ev["type"] == "folders.progress" and ev["phase"] == "done"
+                  and ev["folder"] == bobs.id else None)
+
+    async def bob_writes(words: str, minute: int) -> bool:
+        (tmp_path / "bob" / "plot.txt").write_text(f"Bob's allotment plot gets {words} this year.\n")
+        os.utime(tmp_path / "bob" / "plot.txt", (time.time(), time.time() + minute))
+        read.clear()
+        await pod.schedule_host.tick(datetime(2030, 1, 1, 0, minute, 10, tzinfo=UTC), wait=False)
+        try:
+            await asyncio.wait_for(read.wait(), 20)
+        except TimeoutError:
+            return False
+        return bool(await bob.memory_search(words, mode="keyword"))
+
+    try:
+        assert await bob_writes("purple sprouting broccoli", 5), "Bob's folder waited for Alice's import model"
+        assert asked.is_set() and not release.is_set()
+        assert await bob_writes("yellow courgettes", 10), "the next rescan was not started while hers went on"
+        assert requests == ["alice-i"]  # her model was asked once, her rescan still going left to itself
+    finally:
+        release.set()
+    for _ in range(300):
+        if await pod.memory_search("dentist Okafor Thursday", mode="keyword"):
+            break
+        await asyncio.sleep(0.1)
+    else:
+        raise AssertionError("Alice's mail export was not read once her model answered")
+
+
 async def test_quitting_during_an_import_stops_it_cleanly_and_its_folder_says_so(pod, home, tmp_path, monkeypatch,
                                                                                  caplog) -> None:
     """Quitting the window (``Pod.close``) while a folder imported: the scan went on into a closed memory (a traceback
