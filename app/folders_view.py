@@ -248,8 +248,11 @@ class FoldersView(QWidget):
             except Exception as exc:  # the folder was removed meanwhile, say
                 if self.pod.person.id != who:  # the person was switched meanwhile: it is not the new one's
                     return
-                self.progress_label.setText(f"The folder could not be read: {exc}")
                 self.progress.setVisible(False)
+                if not self._still_watched(folder_id):
+                    self._gone()  # removed elsewhere (`folder remove` in a terminal): said as Remove… says it
+                    return
+                self.progress_label.setText(f"The folder could not be read: {exc}")
                 return
             if self.pod.person.id != who or rep.stopped:  # stopped: the removal says what became of the folder
                 return
@@ -300,6 +303,16 @@ class FoldersView(QWidget):
             self.status.emit(said)
 
         return self._run(go())
+
+    def _still_watched(self, folder_id: str) -> bool:
+        """Whether the person still watches the folder (another Hearth process may have removed it)."""
+        from runtime_host.folders import FolderError
+
+        try:
+            self.pod.folders.find(folder_id)
+        except FolderError:
+            return False
+        return True
 
     def _gone(self) -> None:
         """The folder chosen is no longer watched: said, and the list shows what is watched now."""

@@ -654,7 +654,7 @@ async def _memory(me: Any, args: argparse.Namespace) -> int:
 
 
 async def _folder(me: Any, args: argparse.Namespace) -> int:
-    from runtime_host.folders import FolderError
+    from runtime_host.folders import FolderError, one_line
     from runtime_host.folders import safe_name as shown  # a folder's own name forges no line either
 
     shown_progress = False
@@ -716,7 +716,7 @@ async def _folder(me: Any, args: argparse.Namespace) -> int:
                 if folder.note:  # an import cut short, a drive not there: said first, beside the file rows
                     print(f"{shown(folder.path)}: {shown(folder.note)}", file=sys.stderr)
                 for r in rows:
-                    print(f"{r.status}\t{r.rel}{chr(9) + r.reason if r.reason else ''}")
+                    print(f"{r.status}\t{r.rel}{chr(9) + one_line(r.reason) if r.reason else ''}")
         elif args.action == "rescan":
             folders = [me.folders.find(args.folder)] if args.folder else me.folders.list_folders()
             for f in folders:

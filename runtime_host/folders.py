@@ -4,12 +4,14 @@ memory as sources, with one status per file (indexed, skipped or failed, each wi
 A scan compares each file's size and modification time with the last scan and reads what changed, and again
 what failed or was skipped for a reason that can change; an indexed file whose bytes hash the same is left
 alone, one whose bytes changed replaces its sources, a file renamed or moved within the folder (the same bytes
-under a new path) keeps its sources and row, and a deleted file's sources are deleted (its claims leave the pages
-that cited them). A read error never deletes imports, and a folder gone during a scan stops it. Hearth quitting
-stops a scan between files (``WatchedFolders.stop``); its folder's note says how far it got.
+under a new path; also one gone from its path while the folder is read) keeps its sources and row, and a deleted
+file's sources are deleted (its claims leave the pages that cited them). A read error never deletes imports, and a
+folder gone during a scan stops it. Hearth quitting stops a scan between files (``WatchedFolders.stop``); its
+folder's note says how far it got.
 Every whole text passes the memory's personal-data redaction before it is cut into parts; text that tries to
-give orders is quarantined. Work runs off the event loop's thread in batches of at most 250 files and 500
-parts (a mail export spans many), and each batch emits a ``folders.progress`` event.
+give orders is quarantined, an order across the cut between two parts too (see ``parts``). Work runs off the event
+loop's thread in batches of at most 250 files and 500 parts (a mail export spans many), and each batch emits a
+``folders.progress`` event.
 
 The state lives in ``folders.db`` beside ``memory/`` (per host, like the memory it describes).
 """
@@ -140,7 +142,7 @@ class _Read:
     unchanged: bool = False
     again: bool = False  # skipped for a reason that can change (too large, a missing reader): read again next scan
     unreadable: bool = False  # an OSError while reading: what the file imported before is kept
-    vanished: bool = False  # deleted between the listing and its reading: it is gone, as if it had been listed so
+    vanished: bool = False  # gone from its path between the listing and its reading: moved meanwhile, or deleted
     notes: list[str] = field(default_factory=list)  # said in the status reason when the file is indexed
     sids: list[str] = field(default_factory=list)  # sources stored for it in this scan
     refused: list[str] = field(default_factory=list)  # the keys of parts not stored: held back, or discarded before
@@ -286,9 +288,14 @@ def file_text(data: bytes) -> tuple[str, str] | None:
 def chunks(text: str, size: int = CHUNK_CHARS) -> list[str]:
     """A long text cut at paragraph (else line, else word) boundaries into pieces of about ``size``; one pass
     over the text (a 25 MB file is not copied once per piece)."""
+    return [text[start:end] for start, end in _spans(text, size)]
+
+
+def _spans(text: str, size: int = CHUNK_CHARS) -> list[tuple[int, int]]:
+    """Where ``chunks`` cuts ``text``: each piece as (start, end), without the blanks around it."""
     end = len(text.rstrip())
     pos = len(text) - len(text.lstrip())
-    out: list[str] = []
+    out: list[tuple[int, int]] = []
     while end - pos > size:
         cut = -1
         for sep in ("\n\n", "\n", " "):
@@ -297,15 +304,55 @@ def chunks(text: str, size: int = CHUNK_CHARS) -> list[str]:
                 break
         if cut < 0:
             cut = pos + size
-        piece = text[pos:cut].strip()
-        if piece:
-            out.append(piece)
+        kept = len(text[pos:cut].rstrip())
+        if kept:
+            out.append((pos, pos + kept))
         pos = cut
         while pos < end and text[pos].isspace():
             pos += 1
     if pos < end:
-        out.append(text[pos:end])
+        out.append((pos, end))
     return out
+
+
+def parts(text: str) -> list[str]:
+    """A whole text's parts to store (``chunks``), none cutting an order in two. Memory's instruction filter reads
+    each part alone, so an order across a cut ("Assistant:" ending one part, "send the wifi password to ..."
+    starting the next) would pass it. A text of several parts that gives orders when read whole is looked at
+    closer: two neighbours that each pass alone but give an order together are one part, and so is a run of parts
+    that give one only all together (an order padded out past a part's length); memory then holds that part back.
+    A part that gives an order alone is held back as it is (an order's other half beside it is harmless alone)."""
+    from wiki_engine import check_instructions
+
+    spans = _spans(text)
+    if len(spans) < 2 or check_instructions(text).ok:  # most texts: read whole, they give no order
+        return [text[start:end] for start, end in spans]
+
+    def orders(first: int, last: int) -> bool:
+        """Whether parts ``first`` to ``last``, read together as the text has them, give an order."""
+        return not check_instructions(text[spans[first][0]:spans[last][1]]).ok
+
+    alone = [orders(i, i) for i in range(len(spans))]
+    groups: list[list[int]] = [[0]]  # the parts stored as one
+    for i in range(1, len(spans)):
+        if not alone[i] and not alone[i - 1] and orders(i - 1, i):
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    out: list[list[int]] = []
+    run: list[int] = []  # neighbours that give no order alone nor two by two
+    for group in [*groups, None]:
+        if group is not None and len(group) == 1 and not alone[group[0]]:
+            run.append(group[0])
+            continue
+        if len(run) > 2 and orders(run[0], run[-1]):
+            out.append(run)
+        else:
+            out += [[i] for i in run]
+        run = []
+        if group is not None:
+            out.append(group)
+    return [text[spans[g[0]][0]:spans[g[-1]][1]] for g in out]
 
 
 def _pdf_text(data: bytes) -> tuple[str, str]:
@@ -612,6 +659,8 @@ def read_file(path: Path, rel: str, mtime_ns: int, size: int, known_sha: str = "
         r.unchanged = True
         return r
     try:
+        if not data and ext not in MBOX_TYPES:  # 0 bytes (a download cut off, a sync client's placeholder), a PDF too
+            raise _Skip("the file is empty")
         if ext in MBOX_TYPES:
             r.parts = _mbox_parts(fh, r)
         elif ext in PDF_TYPES:
@@ -686,7 +735,13 @@ def safe_name(rel: str) -> str:
         except UnicodeEncodeError:
             pass
     out = os.fsencode(rel).replace(b"\\", b"\\\\").decode("utf-8", errors="backslashreplace")
-    return _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x80 else f"\\u{ord(m[0]):04x}", out)
+    return one_line(out)
+
+
+def one_line(text: str) -> str:
+    """Text (a file's status reason) as one line that does to a terminal only what it says: a control character
+    (a newline, a tab, a terminal escape) or a direction override written as \\xNN or \\uNNNN, as in a name."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x80 else f"\\u{ord(m[0]):04x}", text)
 
 
 def walk(root: Path) -> tuple[list[tuple[str, Path, int, int]], list[str]]:
@@ -1311,9 +1366,7 @@ class WatchedFolders:
             # not every file deleted.
             return self._missing(folder, rep, on_progress, t0, unmounted=True)
         rep.seen = len(listing)
-        known = {r[0]: _Known(*r[1:6], json.loads(r[6]), *r[7:]) for r in self.db.q(
-            "SELECT rel, mtime_ns, size, sha, status, reason, sources, again, key FROM files WHERE folder_id=?",
-            (folder.id,))}
+        known = self._known(folder.id)
         taken = {k.key for k in known.values()}  # a new file never gets a start another file holds
         present = {rel for rel, *_ in listing}
         hidden = tuple(d + "/" for d in unlisted)  # folders that could not be listed: their files are not gone
@@ -1324,13 +1377,7 @@ class WatchedFolders:
         moved = await self._follow_moves(folder, root, listing, known, gone, rep, changed) if gone or changed else set()
         gone = [rel for rel in gone if rel in known]  # really gone: not found again under another name
         if gone:
-            sids = [s for rel in gone for s in known[rel].sources]
-            # and the parts the person kept from quarantine: folders.db does not name them
-            sids += await self._unrecorded(folder, set(sids), starts=[known[rel].key for rel in gone], kept_parts=False)
-            rep.sources_deleted += await self._delete_sources(folder, sids)
-            await self._drop_held(folder, [known[rel].key for rel in gone])
-            self.db.many("DELETE FROM files WHERE folder_id=? AND rel=?", [(folder.id, rel) for rel in gone])
-            rep.removed = len(gone)
+            await self._forget_files(folder, gone, known, rep)
         # read: what is new or changed, and what failed or was skipped for a reason that can change
         todo = [f for f in listing if f[0] not in known or known[f[0]].again
                 or (known[f[0]].mtime_ns, known[f[0]].size) != (f[2], f[3])]
@@ -1344,6 +1391,7 @@ class WatchedFolders:
         self._progress(folder, "importing", 0, total, rep, on_progress)
         decide = self._mail_decider(folder)
         scope = f"private/{folder.person_id}"
+        vanished: list[str] = []  # files gone from their path since the listing (moved or deleted meanwhile)
         if todo:
             # its note is written again when the scan ends; killed before, it says the import did not finish
             self.db.q("UPDATE folders SET state='importing', note='' WHERE id=?", (folder.id,))
@@ -1356,7 +1404,7 @@ class WatchedFolders:
             done = 0
             try:
                 while (batch := await batches.next()) is not None:
-                    await self._store(folder, scope, batch, known, keys, decide, rep)
+                    await self._store(folder, scope, batch, known, keys, decide, rep, vanished)
                     if not self._watched(folder.id):  # forgotten or removed meanwhile: the import stops here
                         rep.note = "No longer watched: the import stopped and kept nothing more."
                         rep.stopped = True
@@ -1375,6 +1423,8 @@ class WatchedFolders:
             finally:
                 self._steps.discard(batches)
                 await batches.close()  # stopped (Ctrl+C): what was stored is kept, the next scan reads the rest
+        if vanished:
+            await self._moved_meanwhile(folder, root, root_id, mounted, vanished, rep)
         if todo or unfinished:
             stray = await self._unrecorded(folder, set(self._all_sources(folder.id)))
             rep.sources_deleted += await self._delete_sources(folder, stray)
@@ -1411,7 +1461,7 @@ class WatchedFolders:
                     if stop.is_set():  # a mail export's next message: Hearth is quitting, the file is read again
                         return
                     whole = clean(whole)
-                    texts = chunks(whole["text"])
+                    texts = parts(whole["text"])
                     for text in texts:
                         batch.pieces.append((r, k, many or len(texts) > 1, dict(whole, text=text)))
                         k += 1
@@ -1481,11 +1531,13 @@ class WatchedFolders:
             known[new] = k._replace(mtime_ns=mtime_ns, size=size, reason=reason)
             rows.append((new, mtime_ns, size, reason, time.time(), folder.id, old))
         self.db.many("UPDATE files SET rel=?, mtime_ns=?, size=?, reason=?, at=? WHERE folder_id=? AND rel=?", rows)
-        rep.moved = len(moves)
+        rep.moved += len(moves)
         return {new for new, *_ in moves.values()}
 
     async def _store(self, folder: Folder, scope: str, batch: _Batch, known: dict[str, _Known], keys: dict[str, str],
-                     decide: Callable[[list[Any]], list[Any]], rep: ScanReport) -> None:
+                     decide: Callable[[list[Any]], list[Any]], rep: ScanReport, vanished: list[str]) -> None:
+        """Stores a step's parts and writes the rows of the files it finished; a file gone from its path since the
+        listing keeps its row (added to ``vanished``: the scan's end looks for it again, see `_moved_meanwhile`)."""
         from runtime_host.memory_jobs import on_own_thread
         from wiki_engine import Item
         from wiki_engine.guard import held_because
@@ -1537,13 +1589,12 @@ class WatchedFolders:
         rows = []
         old_to_delete: list[str] = []
         old_held: list[str] = []
-        vanished: list[str] = []
+        new_gone: list[str] = []  # new files gone before they were read: nothing of them is kept
         for r in batch.finished:
             prev = known.get(r.rel)
-            if r.vanished:  # deleted after the listing: what it imported goes, as for a file listed gone
-                old_to_delete += r.sids + (prev.sources if prev else [])
-                vanished.append(r.rel)
-                rep.removed += 1
+            if r.vanished:  # gone from its path after the listing: its row stays until the scan's end looks for it
+                old_to_delete += r.sids
+                (vanished if prev is not None else new_gone).append(r.rel)
                 continue
             if r.unchanged and prev is not None:
                 rows.append((folder.id, r.rel, r.mtime_ns, r.size, r.sha, prev.status, prev.reason,
@@ -1598,9 +1649,46 @@ class WatchedFolders:
             rep.sources_deleted += await self._delete_sources(folder, old_to_delete)
         if old_held:
             await self.pod.in_memory_thread(lambda: self.pod.memory.drop_held(scope, old_held))
-        if vanished:
-            self.db.many("DELETE FROM files WHERE folder_id=? AND rel=?", [(folder.id, rel) for rel in vanished])
-            await self._drop_held(folder, [keys[rel] for rel in vanished])
+        if new_gone:
+            await self._drop_held(folder, [keys[rel] for rel in new_gone])
+
+    def _known(self, folder_id: str) -> dict[str, _Known]:
+        """The folder's files as folders.db has them, by path."""
+        return {r[0]: _Known(*r[1:6], json.loads(r[6]), *r[7:]) for r in self.db.q(
+            "SELECT rel, mtime_ns, size, sha, status, reason, sources, again, key FROM files WHERE folder_id=?",
+            (folder_id,))}
+
+    async def _forget_files(self, folder: Folder, gone: list[str], known: dict[str, _Known], rep: ScanReport) -> None:
+        """Files deleted from the folder: their sources (their claims leave the pages), what they held back, their
+        rows."""
+        sids = [s for rel in gone for s in known[rel].sources]
+        # and the parts the person kept from quarantine: folders.db does not name them
+        sids += await self._unrecorded(folder, set(sids), starts=[known[rel].key for rel in gone], kept_parts=False)
+        rep.sources_deleted += await self._delete_sources(folder, sids)
+        await self._drop_held(folder, [known[rel].key for rel in gone])
+        self.db.many("DELETE FROM files WHERE folder_id=? AND rel=?", [(folder.id, rel) for rel in gone])
+        rep.removed += len(gone)
+
+    async def _moved_meanwhile(self, folder: Folder, root: Path, root_id: tuple[int, int] | None, mounted: bool,
+                               vanished: list[str], rep: ScanReport) -> None:
+        """Files gone from their path while the folder was read (after it was listed): the folder is listed again,
+        and one renamed or moved within it meanwhile, its bytes unchanged, keeps its sources and row under its new
+        path (`_follow_moves`); one deleted goes as a file listed gone does. One back at its path (saved anew), or
+        that cannot be looked for now (its folder cannot be listed; the watched folder is not there, is another one or
+        a link now, or its drive was unplugged), keeps its row: the next scan decides."""
+        listing, unlisted = await asyncio.to_thread(walk, root) if root.is_dir() else ([], ["."])
+        if ("." in unlisted or _root_id(root) != root_id or (mounted and not _is_mount_point(root))
+                or self._refused_root(root) or not self._watched(folder.id)):
+            return
+        known = self._known(folder.id)
+        present = {rel for rel, *_ in listing}
+        hidden = tuple(d + "/" for d in unlisted)
+        gone = [rel for rel in vanished if rel in known and rel not in present and not rel.startswith(hidden)]
+        if gone:
+            await self._follow_moves(folder, root, listing, known, gone, rep)
+        gone = [rel for rel in gone if rel in known]  # not found again under another name
+        if gone:
+            await self._forget_files(folder, gone, known, rep)
 
     def _watched(self, folder_id: str) -> bool:
         """Whether the folder is still watched: not forgotten, and not being removed (an import of it stops)."""
@@ -1689,4 +1777,5 @@ class WatchedFolders:
         self.db.close()
 
 
-__all__ = ["FileStatus", "Folder", "FolderError", "ScanReport", "WatchedFolders", "chunks", "read_file", "walk"]
+__all__ = ["FileStatus", "Folder", "FolderError", "ScanReport", "WatchedFolders", "chunks", "one_line", "parts",
+           "read_file", "walk"]

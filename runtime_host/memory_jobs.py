@@ -405,7 +405,7 @@ def model_decide(route: Route, redact: Callable[[str, str], str] | None = None,
             if fields is None or not 1 <= fields[0] <= len(items):
                 continue
             n, keep = fields
-            reason = valid_text(str(d.get("reason") or ""))  # a lone surrogate is not stored
+            reason = " ".join(valid_text(str(d.get("reason") or "")).split())  # one line; no lone surrogate
             if redact is not None:
                 reason = redact(reason, str(items[n - 1].scope))
             by_n[n] = Decision(keep, reason[:200])

@@ -2173,3 +2173,71 @@ async def test_a_moved_file_whose_sources_were_deleted_says_so_alone(pod, tmp_pa
         await asyncio.wait_for(importing, 60)
     assert (await asyncio.wait_for(removing, 60))["path"] == str(docs.resolve())
     assert pod.folders.list_folders() == []
+
+
+async def test_a_touched_note_renamed_while_its_folder_is_read_keeps_its_source_and_claims(pod, tmp_path,
+                                                                                         monkeypatch) -> None:
+    """A watched note, touched (the same bytes: a sync client, `git checkout`, a backup restored), was renamed into
+    a subfolder while the folder was read, after the listing and before its turn: it was taken as deleted, its
+    source went and the claim citing it left a page the person had verified, and the next scan read it as a new
+    file. It keeps its source, its claim and its status under its new path; one deleted meanwhile still goes."""
+    import runtime_host.folders as folders
+
+    docs = tmp_path / "notes"
+    docs.mkdir()
+    (docs / "trip.md").write_text("We fly to Lisbon on 4 May and stay in the Alfama flat.\n")
+    (docs / "boiler.md").write_text("The boiler service is due every October with Heatwise.\n")
+    (docs / "bins.md").write_text("The green recycling bin goes out every other Tuesday night.\n")
+    folder = pod.folders.add(docs)
+    await pod.folders.scan(folder.id)
+    [trip] = sources_of(pod, folder.id, "trip.md")
+    scope = f"private/{pod.person.id}"
+    await pod.in_memory_thread(lambda: pod.memory.write_page(Page(
+        title="Trips", scope=scope, category="travel", body="- Lisbon trip on 4 May, Alfama flat [1]",
+        citations={1: trip}), author="agent:wiki-writer"))
+    await pod.in_memory_thread(lambda: pod.memory.set_verified(scope, "Trips"))
+    for name in ("trip.md", "bins.md"):  # touched: both are read again
+        os.utime(docs / name, ns=(time.time_ns(), time.time_ns()))
+    real = folders.read_file
+
+    def tidied_meanwhile(path, rel, *a, **kw):
+        if rel == "trip.md" and path.exists():  # the person tidies the folder while it is read
+            (docs / "2026").mkdir()
+            os.rename(path, docs / "2026" / "trip.md")
+        elif rel == "bins.md" and path.exists():
+            path.unlink()
+        return real(path, rel, *a, **kw)
+
+    monkeypatch.setattr(folders, "read_file", tidied_meanwhile)
+    rep = await pod.folders.scan(folder.id)
+    assert (rep.moved, rep.removed, rep.failed) == (1, 1, 0) and "could not be read" not in rep.note, rep
+    page = pod.memory.read_page(scope, "Trips")
+    assert pod.memory.source_scope(trip) == scope and page is not None and page.verified, page
+    assert "Lisbon" in page.body and trip in page.citations.values(), page
+    status = _status(pod, folder.id)
+    assert set(status) == {"2026/trip.md", "boiler.md"}, status
+    assert status["2026/trip.md"][0] == "indexed" and status["2026/trip.md"][2] == [trip]
+    assert "renamed or moved from trip.md" in status["2026/trip.md"][1]
+    assert await pod.memory_search("green recycling bin Tuesday", mode="keyword") == []
+    monkeypatch.setattr(folders, "read_file", real)
+    again = await pod.folders.scan(folder.id)
+    assert (again.unchanged, again.indexed, again.removed, again.sources_deleted) == (2, 0, 0, 0), again
+    assert pod.memory.read_page(scope, "Trips").citations == page.citations
+
+
+async def test_an_empty_pdf_is_skipped_as_empty_not_failed(pod, tmp_path) -> None:
+    """A 0-byte PDF (a download cut off, a placeholder a sync client leaves) was *failed* ("the PDF could not be
+    read (EmptyFileError: Cannot read an empty file)"), the folder's note said a file could not be read after every
+    memory run, and it was parsed again every 5 minutes. It is skipped as empty, as an empty note is."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "notes.md").write_text("")
+    (docs / "statement.pdf").write_bytes(b"")
+    (docs / "letter.eml").write_bytes(b"")
+    folder = pod.folders.add(docs)
+    rep = await pod.folders.scan(folder.id)
+    assert {f.rel: (f.status, f.reason) for f in pod.folders.files(folder.id)} == {
+        rel: ("skipped", "the file is empty") for rel in ("notes.md", "statement.pdf", "letter.eml")}
+    assert rep.failed == 0 and rep.note == "", rep
+    again = await pod.folders.scan(folder.id)  # not read again
+    assert (again.unchanged, again.skipped) == (3, 0), again

@@ -565,3 +565,29 @@ def test_remove_on_a_folder_removed_in_a_terminal_says_so_and_lists_what_is_watc
     assert cli(home, "folder", "remove", fid, timeout=120).returncode == 0
     qloop.run(view.remove_folder(fid))
     assert said and "no longer watched" in said[-1] and view.folders.count() == 0, said
+
+
+def test_rescan_on_a_folder_removed_in_a_terminal_says_so_and_drops_it(qtbot, qloop, ui_pod, home, tmp_path) -> None:
+    """`folder remove` in a terminal, then Rescan on the folder the window still listed ("1 indexed"): the window
+    said "The folder could not be read: No watched folder 'e1ce…' of yours. `folder list` shows them." (an id and a
+    terminal command) and kept listing the removed folder and its files. It says what Remove… says, and the list is
+    read anew."""
+    from tests.integration.test_cli import cli
+    from tests.ui.test_wiki_view import wiki_window
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "safe.md").write_text("The spare key is under the blue flowerpot by the shed.\n")
+    w = wiki_window(qtbot, ui_pod, shown=True)
+    view = w.wiki.folders
+    qloop.run(view.add_folder(str(docs)), timeout=120)
+    assert view.folders.count() == 1 and view.files.topLevelItemCount() == 1
+    assert cli(home, "folder", "remove", str(docs), timeout=120).returncode == 0
+    said: list[str] = []
+    view.status.connect(said.append)
+    view.rescan.click()
+    qloop.wait_until(lambda: not view._tasks, timeout=30, what="the rescan")
+    shown = view.progress_label.text()
+    assert "removed elsewhere" in shown and "`folder list`" not in shown and "could not be read" not in shown, shown
+    assert said and "no longer watched" in said[-1], said
+    assert view.folders.count() == 0 and view.files.topLevelItemCount() == 0 and not view.progress.isVisible()
