@@ -35,7 +35,7 @@ test: venv-test
 	scripts/with-keyring $(PY) -m pytest $(PYTEST_ARGS)
 
 lint: venv-test
-	$(PY) -m ruff check app runtime_host wiki_engine vault tests bench
+	$(PY) -m ruff check app runtime_host wiki_engine vault unseen tests bench
 
 bench: venv-test
 	@for b in bench/*.py; do echo "== $$b"; scripts/with-keyring $(PY) $$b || exit 1; done

@@ -10,6 +10,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+import unseen
+
 from .literals import lowered, needs
 
 _AI_NAMES = "assistant|ai|agent|bot|model|llm|chatgpt|claude|gpt|hearth"
@@ -271,7 +273,6 @@ _LOOKALIKE = str.maketrans(
 _WORD = re.compile(r"\w+")  # a run of letters, read once (\w*[…]\w* took the square of a long run's length)
 _NON_LATIN = re.compile(r"[\u0370-\u03ff\u0400-\u04ff\u0500-\u052f]")
 _LATIN = re.compile("[a-zA-Z]")
-_INVISIBLE = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\ufff9-\ufffb]")
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _LONE_CR = re.compile("\r(?!\n)")
 _ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]")
@@ -289,7 +290,7 @@ def as_read(text: str) -> str:
     invisible format characters (zero-width spaces, soft hyphens, direction marks) and other control characters
     removed, and look-alike letters inside a Latin word made Latin. What the filter checks, so such tricks do not
     hide an order from it."""
-    text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", _ESCAPES.sub("", text)))
+    text = unseen.without(unicodedata.normalize("NFKC", _ESCAPES.sub("", text)))
     text = _CONTROL.sub(" ", text)
     if not _NON_LATIN.search(text):
         return text

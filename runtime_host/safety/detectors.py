@@ -9,12 +9,12 @@ first use so that importing this module costs next to nothing.
 from __future__ import annotations
 
 import re
-import unicodedata
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
 
+import unseen
 from runtime_host.safety import _checksums as ck
 
 DETECTOR_NAMES: tuple[str, ...] = ("secret", "card", "iban", "national_id", "email", "phone", "address")
@@ -739,29 +739,6 @@ def _dedupe_same_detector(findings: list[Finding]) -> list[Finding]:
 # Arabic-Indic digits, with typographic dashes. The detectors run on a folded copy that writes all of these the
 # ASCII way; each finding is then mapped back to the span of the original text it came from.
 
-# Unicode's default-ignorable characters (DerivedCoreProperties.txt), which text shows nothing for: a number split
-# by them (a soft hyphen from HTML's &shy;, a zero-width space, a direction mark, an invisible "times", a tag
-# character) reads as one. Its definition: format characters (Cf), the variation selectors and the others the
-# standard names (the combining grapheme joiner, Hangul fillers, ...), less the marks shown as a sign before
-# digits (Arabic number signs) and the interlinear annotation and Egyptian hieroglyph format controls.
-_OTHER_IGNORABLE = ((0x034F, 0x034F), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x2065, 0x2065), (0x3164, 0x3164),
-                    (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0xE0000, 0xE0000), (0xE0002, 0xE001F),
-                    (0xE0080, 0xE00FF), (0xE01F0, 0xE0FFF))
-_VARIATION_SELECTORS = ((0x180B, 0x180D), (0x180F, 0x180F), (0xFE00, 0xFE0F), (0xE0100, 0xE01EF))
-_SHOWN_FORMAT = ((0x0600, 0x0605), (0x06DD, 0x06DD), (0x070F, 0x070F), (0x0890, 0x0891), (0x08E2, 0x08E2),
-                 (0x110BD, 0x110BD), (0x110CD, 0x110CD), (0xFFF9, 0xFFFB), (0x13430, 0x1343F))
-
-
-@cache
-def _invisible() -> frozenset[int]:
-    """The default-ignorable code points (see above), from the character database (no Cf lies elsewhere)."""
-    def each(ranges: Iterable[tuple[int, int]]) -> set[int]:
-        return {c for a, b in ranges for c in range(a, b + 1)}
-
-    formats = {c for c in (*range(0x20000), *range(0xE0000, 0xE1000)) if unicodedata.category(chr(c)) == "Cf"}
-    return frozenset((formats | each(_OTHER_IGNORABLE) | each(_VARIATION_SELECTORS)) - each(_SHOWN_FORMAT))
-
-
 _DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d"
 _INLINE_SPACES = "\t\x1f\xa0"
 _LATIN1_LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85"
@@ -792,24 +769,15 @@ def _fold_table() -> dict[int, int]:
     return table
 
 
-def _char_class(codes: Iterable[int]) -> str:
-    """A regex character class of the code points, as ranges (a class of hundreds of single characters is slow)."""
-    ranges: list[list[int]] = []
-    for c in sorted(codes):
-        if ranges and c == ranges[-1][1] + 1:
-            ranges[-1][1] = c
-        else:
-            ranges.append([c, c])
-    return "[" + "".join(re.escape(chr(a)) + ("-" + re.escape(chr(b)) if b > a else "") for a, b in ranges) + "]"
-
-
 @cache
 def _fold_res() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
     """(runs of characters beyond Latin-1 folded one for one, runs of spaces, runs of spaces and invisible
-    characters, an invisible character)."""
-    invisible = _char_class(_invisible())
-    return (re.compile(_char_class(_fold_table()) + "+"), re.compile(" {2,}"),
-            re.compile(f"[ {invisible[1:-1]}]{{2,}}|{invisible}"), re.compile(invisible))
+    characters, an invisible character). Invisible: the characters text shows nothing for (``unseen``: a soft
+    hyphen from HTML's &shy;, a zero-width space, a direction mark, an invisible "times", a tag character), so a
+    number split by them reads as one."""
+    invisible = unseen.char_class(unseen.codes())
+    return (re.compile(unseen.char_class(_fold_table()) + "+"), re.compile(" {2,}"),
+            re.compile(f"[ {invisible[1:-1]}]{{2,}}|{invisible}"), unseen.pattern())
 
 
 @dataclass(frozen=True, slots=True)

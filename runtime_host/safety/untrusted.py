@@ -3,7 +3,8 @@
 `wrap_untrusted` labels mail bodies, attachments, partner replies, fetched pages and MCP tool outputs with
 a random per-call marker and neutralises anything inside that could close or imitate the wrapper (our
 angle-bracket markers, chat-template tokens, invisible characters). `score_injection` is a deterministic
-0..1 score with the rules that fired, so a card can say why an item was flagged or quarantined. Stdlib only.
+0..1 score with the rules that fired, so a card can say why an item was flagged or quarantined. Stdlib only
+(with ``unseen``, the characters text shows nothing for).
 """
 
 from __future__ import annotations
@@ -11,9 +12,12 @@ from __future__ import annotations
 import json
 import re
 import secrets
+import unicodedata
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Literal
+
+import unseen
 
 SOURCES: dict[str, str] = {
     "mail": "the body of an email",
@@ -28,8 +32,6 @@ SOURCES: dict[str, str] = {
 BEGIN = "<<<UNTRUSTED"
 END = "<<<END_UNTRUSTED"
 
-# Invisible characters that can hide text from a person but not from a model.
-_INVISIBLE = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\U000e0000-\U000e007f]")
 _CHAT_TOKENS = re.compile(
     r"<\|[^|<>\n]{0,40}\|>|\[/?INST\]|<</?SYS>>|</?s>|<(?:start|end)_of_turn>|</?(?:system|assistant|user|tool)>",
     re.IGNORECASE,
@@ -61,7 +63,7 @@ def neutralise(text: str) -> tuple[str, dict[str, int]]:
     but are no longer the tokens a model was trained on.
     """
     counts: dict[str, int] = {}
-    text, n = _INVISIBLE.subn("", text)
+    text, n = unseen.pattern().subn("", text)  # they can hide text from a person but not from a model
     if n:
         counts["invisible_characters"] = n
     text = text.replace("\r\n", "\n").replace("\r", "\n")
@@ -213,11 +215,43 @@ def _compiled() -> tuple[tuple[str, float, re.Pattern[str], str], ...]:
     return tuple((name, w, re.compile(rx, re.IGNORECASE | re.MULTILINE), expl) for name, w, rx, expl in _RULES)
 
 
+_EXPLICIT_DIRECTION = frozenset({"LRE", "RLE", "LRO", "RLO", "PDF", "LRI", "RLI", "FSI", "PDI"})  # bidi classes
+
+
+@cache
+def _invisible_runs() -> tuple[re.Pattern[str], frozenset[str], re.Pattern[str]]:
+    """(a run of invisible characters, the variation selectors, the tag letters naming a subdivision's flag)."""
+    selectors = frozenset(chr(c) for a, b in unseen.VARIATION_SELECTORS for c in range(a, b + 1))
+    # after a black flag, a CLDR subdivision id (a region's two letters or three digits and one to four letters or
+    # digits, written in tag characters) and the cancel tag: 🏴 with "gbsct" is Scotland's flag
+    return (re.compile(unseen.char_class(unseen.codes()) + "+"), selectors,
+            re.compile("[\U000e0030-\U000e0039\U000e0061-\U000e007a]{3,7}\U000e007f"))
+
+
+def _hiding(text: str) -> int:
+    """How many of the invisible characters in ``text`` hide something. Not one that shapes the visible character it
+    follows: a variation selector choosing its glyph (❤️ is ❤ and U+FE0F), a joiner in an emoji (👩‍❤️‍👨) or a word
+    (Persian writes a non-joiner inside words), a soft hyphen inside a word (HTML's &shy;), a selector and a joiner
+    together (❤️‍🔥), or the tags of a subdivision's flag after 🏴. Hidden text needs a run of them of its own. A
+    direction override, embedding or isolate always counts: it turns around what follows ("‮moc.knab")."""
+    runs, selectors, flag = _invisible_runs()
+    hidden = 0
+    for m in runs.finditer(text):
+        run = m.group()
+        before = text[m.start() - 1] if m.start() else " "
+        if not before.isspace() and ((len(run) == 1 and unicodedata.bidirectional(run) not in _EXPLICIT_DIRECTION)
+                                     or (len(run) == 2 and run[0] in selectors)
+                                     or (before == "\U0001f3f4" and flag.fullmatch(run))):
+            continue
+        hidden += len(run)
+    return hidden
+
+
 def score_injection(text: str, thresholds: Thresholds = Thresholds()) -> InjectionScore:
     """Scores how much `text` tries to instruct the assistant: 1 - prod(1 - weight) over the rules that fired
     (each rule name counts once, at its strongest match). Deterministic: same text, same score and reasons."""
-    invisible = len(_INVISIBLE.findall(text))
-    plain = _INVISIBLE.sub("", text)
+    invisible = _hiding(text)
+    plain = unseen.without(text)
     best: dict[str, Reason] = {}
     if invisible >= 3:
         best["invisible_text"] = Reason("invisible_text", 0.4, 0, 0, f"{invisible} invisible characters",

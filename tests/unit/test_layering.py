@@ -45,7 +45,7 @@ import ast  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-PRODUCT = ("runtime_host", "wiki_engine", "vault", "app")
+PRODUCT = ("runtime_host", "wiki_engine", "vault", "unseen", "app")
 
 
 def _modules() -> dict[str, Path]:
@@ -117,6 +117,12 @@ def test_no_core_module_imports_qt_or_the_app_anywhere() -> None:
 def test_wiki_engine_and_vault_import_nothing_of_ours_anywhere() -> None:
     assert _offenders(("wiki_engine",), ("runtime_host", "vault", "app")) == []
     assert _offenders(("vault",), ("runtime_host", "wiki_engine", "app")) == []
+
+
+def test_unseen_imports_nothing_of_ours_and_nothing_but_the_standard_library() -> None:
+    """The characters text shows nothing for, defined once for the core packages and the worker alike."""
+    assert _offenders(("unseen",), ("runtime_host", "wiki_engine", "vault", "app")) == []
+    assert {i.split(".")[0] for i in _imports("unseen")} <= set(sys.stdlib_module_names) | {"__future__"}
 
 
 def test_the_worker_imports_no_qt_orm_store_or_pod_anywhere() -> None:

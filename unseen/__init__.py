@@ -1,0 +1,58 @@
+"""The characters text shows nothing for: the one definition that everything reading text as a person sees it
+uses (the memory guard, the wrapper around text from strangers, the personal-data detectors). Stdlib only and
+imports nothing of ours, so the core packages and the worker may all import it.
+
+Unicode's default-ignorable characters (DerivedCoreProperties.txt): format characters (Cf), the variation
+selectors and the others the standard names (the combining grapheme joiner, Hangul fillers, ...), less the marks
+shown as a sign before digits (Arabic number signs) and the Egyptian hieroglyph format controls. Read from the
+character database of the Python that runs (no Cf lies elsewhere than the ranges scanned). The interlinear
+annotation controls (U+FFF9–FFFB) are added: the standard leaves them out for a reader that lays out annotations,
+but the window (Qt), terminals and browsers show nothing for them, so they hide what they split as well as any.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+from functools import cache
+
+_OTHER_IGNORABLE = ((0x034F, 0x034F), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x2065, 0x2065), (0x3164, 0x3164),
+                    (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0xE0000, 0xE0000), (0xE0002, 0xE001F),
+                    (0xE0080, 0xE00FF), (0xE01F0, 0xE0FFF))
+VARIATION_SELECTORS = ((0x180B, 0x180D), (0x180F, 0x180F), (0xFE00, 0xFE0F), (0xE0100, 0xE01EF))
+_SHOWN_FORMAT = ((0x0600, 0x0605), (0x06DD, 0x06DD), (0x070F, 0x070F), (0x0890, 0x0891), (0x08E2, 0x08E2),
+                 (0x110BD, 0x110BD), (0x110CD, 0x110CD), (0x13430, 0x1343F))
+
+
+def _each(ranges: Iterable[tuple[int, int]]) -> set[int]:
+    return {c for a, b in ranges for c in range(a, b + 1)}
+
+
+@cache
+def codes() -> frozenset[int]:
+    """The code points text shows nothing for (see above)."""
+    formats = {c for c in (*range(0x20000), *range(0xE0000, 0xE1000)) if unicodedata.category(chr(c)) == "Cf"}
+    return frozenset((formats | _each(_OTHER_IGNORABLE) | _each(VARIATION_SELECTORS)) - _each(_SHOWN_FORMAT))
+
+
+def char_class(chars: Iterable[int]) -> str:
+    """A regex character class of the code points, as ranges (a class of hundreds of single characters is slow)."""
+    ranges: list[list[int]] = []
+    for c in sorted(chars):
+        if ranges and c == ranges[-1][1] + 1:
+            ranges[-1][1] = c
+        else:
+            ranges.append([c, c])
+    return "[" + "".join(re.escape(chr(a)) + ("-" + re.escape(chr(b)) if b > a else "") for a, b in ranges) + "]"
+
+
+@cache
+def pattern() -> re.Pattern[str]:
+    """One character text shows nothing for."""
+    return re.compile(char_class(codes()))
+
+
+def without(text: str) -> str:
+    """``text`` without the characters it shows nothing for."""
+    return pattern().sub("", text)
