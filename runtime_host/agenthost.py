@@ -286,10 +286,10 @@ class AgentHost:
                     f"Providers or with `python -m runtime_host provider add {name} --key-from-stdin`."
                 )
         else:
-            from runtime_host.providers.vendors import VENDORS
+            from runtime_host.providers.vendors import cloud_vendor
 
-            v = VENDORS.get(name)
-            if v is not None and v.needs_key and prov["base_url"].rstrip("/") == v.base_url.rstrip("/"):
+            v = cloud_vendor(name, prov["base_url"])
+            if v is not None and v.needs_key:
                 raise TurnFailed(v.missing_key_message())
         return {"provider": name, "kind": prov["kind"], "base_url": prov["base_url"],
                 "model": ref_model or model or prov["model"], "key": key}

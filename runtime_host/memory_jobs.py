@@ -126,7 +126,7 @@ def _ask(route: Route, system: str, user: str, limit: int | None = None) -> str:
             size += len(ev.text)
             if limit is not None and size >= limit:
                 break
-    return _without_thinking("".join(text))
+    return _without_thinking("".join(text), route)
 
 
 # What a person does about a memory model whose answer could not be used.
@@ -1653,14 +1653,21 @@ async def _ask_memory(pod: Any, person_id: str, question: str) -> MemoryAnswer:
                         cited_as={n: texts[n - 1][2] for n in citations if texts[n - 1][2]})
 
 
-def _without_thinking(answer: str) -> str:
-    """The answer without the thinking a reasoning model on a local server (DeepSeek-R1, Qwen3 with no reasoning
-    parser) writes before it: a leading <think>…</think>, a </think> whose <think> the chat template wrote, or a
-    <think> never closed (all thinking, no answer)."""
+def _without_thinking(answer: str, route: Route) -> str:
+    """The answer without the thinking a reasoning model writes before it: a leading <think>…</think>, or a
+    <think> never closed (all thinking, no answer). On a model server of the person's own (DeepSeek-R1 or Qwen3 on
+    LM Studio, llama.cpp or Ollama with no reasoning parser) the chat template may open the thinking itself, so
+    the answer starts inside it and shows only its end: there, what comes before a first </think> that no <think>
+    opened is thinking too. A cloud vendor's API sends thinking apart from the answer (or opens it with <think>):
+    its answer is never cut at a </think> it quotes (a mail or a page mentioning the tag)."""
+    from runtime_host.providers.vendors import cloud_vendor
+
     text = answer.lstrip()
     if text.startswith("<think>"):
         end = text.find("</think>")
         return "" if end < 0 else text[end + len("</think>"):].strip()
+    if cloud_vendor(route.provider, route.base_url) is not None:
+        return answer
     end = text.find("</think>")
     return text[end + len("</think>"):].strip() if end >= 0 and "<think>" not in text[:end] else answer
 

@@ -32,14 +32,14 @@ def embedder_name(provider: str, model: str) -> str:
 def embedding_model_of(provider: dict[str, Any]) -> str | None:
     """The embedding model to offer for one of a person's providers, or None when it has no embeddings API:
     a cloud vendor's own (OpenAI, Google, Qwen), else the provider's model (a local or self-hosted server)."""
-    from runtime_host.providers.vendors import VENDORS
+    from runtime_host.providers.vendors import VENDORS, cloud_vendor
 
     if provider.get("kind") not in EMBEDDING_KINDS:
         return None
     v = VENDORS.get(provider["name"])
     if v is not None and v.embedding_model:
         return v.embedding_model
-    if v is not None and not v.local and provider["base_url"].rstrip("/") == v.base_url.rstrip("/"):
+    if cloud_vendor(provider["name"], provider["base_url"]) is not None:
         return None  # a cloud vendor without an embeddings API (xAI, DeepSeek, Groq, ...)
     return provider.get("model") or None
 

@@ -85,6 +85,14 @@ VENDORS: dict[str, Vendor] = {
 LOCAL_SERVERS: tuple[Vendor, ...] = tuple(v for v in VENDORS.values() if v.local and v.kind == "openai")
 
 
+def cloud_vendor(provider: str, base_url: str) -> Vendor | None:
+    """The cloud vendor a person's provider is: a known vendor's name at that vendor's own address. None for a model
+    server of the person's own (Ollama, LM Studio, llama.cpp, any server added by its address, a vendor's name
+    given to another address)."""
+    v = VENDORS.get(provider)
+    return v if v is not None and not v.local and base_url.rstrip("/") == v.base_url.rstrip("/") else None
+
+
 def vendor(name: str) -> Vendor:
     """The vendor entry by name; raises KeyError with the known names."""
     try:

@@ -2168,6 +2168,31 @@ async def test_ask_memory_does_not_show_a_local_reasoning_models_thinking(pod, s
     assert result.citations == {1: result.hits[0].id}
 
 
+@pytest.mark.parametrize("cloud", [True, False])
+async def test_ask_memory_keeps_an_answer_that_quotes_a_closing_think_tag(pod, script, fake_model, monkeypatch,
+                                                                          cloud: bool) -> None:
+    """Ana's note says her parser chokes on "</think>": the answer quoting it lost everything before the tag, as if it
+    were a reasoning model's thinking. A cloud vendor's API never opens the thinking in the answer, so nothing is cut
+    there; on the person's own server a leading <think>…</think> still goes and the quote stays."""
+    import dataclasses
+
+    from runtime_host.providers.vendors import VENDORS
+
+    # DeepSeek's API, reached on loopback: the vendor's address is data (tests never reach the internet)
+    monkeypatch.setitem(VENDORS, "deepseek", dataclasses.replace(VENDORS["deepseek"], base_url=fake_model.base_url))
+    pod.add_provider("deepseek", kind="openai", base_url=fake_model.base_url, model="deepseek-chat", key="sk-ds-4471")
+    await pod.in_memory_thread(lambda: pod.memory.add_source(
+        "Ana: my notes parser chokes on the </think> tag, so I strip it before parsing.",
+        scope=f"private/{pod.person.id}"))
+    pod.set_role_model("ask_memory", "deepseek/deepseek-chat" if cloud else "fake/fake-1")
+    answer = "Ana strips the </think> tag from her notes before her parser reads them [1]."
+    script([Text(answer if cloud else "<think>Excerpt [1] is Ana's note about her parser.</think>\n\n" + answer)])
+    result = await asyncio.wait_for(pod.ask_memory("What does Ana do about her notes parser?"), 60)
+    assert result.ok and result.text == answer, (result.text, result.error)
+    if cloud:
+        assert fake_model.requests[-1].headers.get("authorization") == "Bearer sk-ds-4471"
+
+
 async def test_ask_memory_whose_model_only_thought_says_it_gave_no_answer(pod, script) -> None:
     await pod.in_memory_thread(lambda: pod.memory.add_source("The boiler code is 7731.", scope=f"private/{pod.person.id}"))
     pod.set_role_model("ask_memory", "fake/fake-1")
