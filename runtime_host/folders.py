@@ -1497,7 +1497,7 @@ class WatchedFolders:
         from wiki_engine.pipeline import Decision
 
         # the folder's person's own model; a skip reason (shown in the file's status) may quote the message
-        choice = choose(self.pod._memory_route(folder.person_id, "import"), redact=redactor(self.pod))
+        choice = choose(self.pod._memory_route(folder.person_id, "import"), redact=redactor(self.pod), role="import")
         self.decided_by = choice.who
 
         def decide(items: list[Any]) -> list[Any]:
@@ -1562,9 +1562,12 @@ class WatchedFolders:
             try:
                 verdicts = await on_own_thread(decide, [items[i] for i in mail_at])
             except Exception as exc:
-                verdicts = None
+                from runtime_host.memory_jobs import MemoryModelError
+
+                verdicts = None  # a memory model's error names the import model and what to do about it
+                said = str(exc).rstrip(".") if isinstance(exc, MemoryModelError) else f"the import model failed ({exc})"
                 for i in mail_at:
-                    owner[i].fail(f"the import model failed ({exc}); the next scan tries again")
+                    owner[i].fail(f"{said}; the next scan tries again")
             if verdicts is not None:
                 for i, v in zip(mail_at, verdicts, strict=True):
                     if not v.keep:

@@ -132,14 +132,23 @@ def _ask(route: Route, system: str, user: str, limit: int | None = None) -> str:
 # What a person does about a memory model whose answer could not be used.
 PICK_STRONGER = ("Nothing was stored; the next run asks again. Pick a stronger model for this role in Settings → Models "
                  "(in a terminal: `models` lists the roles, `models set ROLE PROVIDER/MODEL` chooses).")
+# The roles that keep or skip, each with where its model is chosen: watched folders' mail exports are the import
+# model's (Settings → Models → import; the extraction model's while none is chosen), chat and mail the extraction's.
+_DECIDERS = {
+    "extraction": PICK_STRONGER,
+    "import": ("Pick a stronger model for the import role in Settings → Models → import (in a terminal: "
+               "`models set import PROVIDER/MODEL`)."),
+}
 
 
 def _json_from(answer: str, what: str) -> Any:
-    """The JSON value in a model answer (tolerates a ```json fence), or a clear error."""
+    """The JSON value in a model answer (tolerates a ```json fence), or a clear error (naming where to choose
+    another model for the role ``what``, where it is one)."""
+    pick_stronger = _DECIDERS.get(what, PICK_STRONGER)
     text = answer.strip()
     if not text:
         raise MemoryModelError(f"The {what} model gave no answer (a reasoning model may have spent it all thinking). "
-                               f"{PICK_STRONGER}", f"The {what} model gave no answer; nothing was stored.")
+                               f"{pick_stronger}", f"The {what} model gave no answer; nothing was stored.")
     m = re.match(r"```(?:json)?(.*?)```", text, re.S)  # a fence around the whole answer, not one quoted in it
     raw = (m.group(1) if m else text).strip()
     fenced = [f.group(1).strip() for f in re.finditer(r"```(?:json)?(.*?)```", text, re.S)][:10]
@@ -156,7 +165,7 @@ def _json_from(answer: str, what: str) -> Any:
             return decoder.raw_decode(raw, at)[0]
         except (json.JSONDecodeError, RecursionError):
             continue
-    raise MemoryModelError(f"The {what} model did not answer with JSON (it began {answer[:80]!r}). {PICK_STRONGER}",
+    raise MemoryModelError(f"The {what} model did not answer with JSON (it began {answer[:80]!r}). {pick_stronger}",
                            f"The {what} model did not answer with JSON; nothing was stored.")
 
 
@@ -372,10 +381,11 @@ def _whole_entries(answer: str) -> list[Any]:
 
 
 def model_decide(route: Route, redact: Callable[[str, str], str] | None = None,
-                 names: dict[str, str] | None = None) -> Any:
+                 names: dict[str, str] | None = None, role: str = "extraction") -> Any:
     """Keep or skip by the model. ``redact`` (text, scope) is applied to each reason before it is cut to length: a
     model may quote the item it skipped, and a card number cut in half is no longer found by the redactor.
-    ``names`` maps ids (person, agent) to the names people use, to say who said each item.
+    ``names`` maps ids (person, agent) to the names people use, to say who said each item. ``role`` is whose model
+    it is (extraction, or import for watched folders): what a failure names, and where it says to choose another.
 
     Answers the decisions of the first items, 1 to k, the model decided (a small model stops early in a long list):
     the producer stores those and asks for the rest in its next step. Only an answer with no decision for item 1
@@ -391,14 +401,14 @@ def model_decide(route: Route, redact: Callable[[str, str], str] | None = None,
         try:
             answer = _ask(route, DECIDE_SYSTEM, listing)
         except ProviderError as exc:
-            raise _provider_failed("extraction", exc) from None
-        data = _json_from(answer, "extraction")
+            raise _provider_failed(role, exc) from None
+        data = _json_from(answer, role)
         if isinstance(data, dict):  # {"decisions": [...]}; one item's decision alone, or the first of a list cut off
             lists = [v for v in data.values() if isinstance(v, list)]
             data = lists[0] if len(lists) == 1 else (_whole_entries(answer) or [data]) if _decision_fields(data) else data
         if not isinstance(data, list):
-            raise MemoryModelError(f"The extraction model's JSON is not a list of keep-or-skip decisions. {PICK_STRONGER}",
-                                   "The extraction model's JSON is not a list of decisions; nothing was stored.")
+            raise MemoryModelError(f"The {role} model's JSON is not a list of keep-or-skip decisions. {_DECIDERS[role]}",
+                                   f"The {role} model's JSON is not a list of decisions; nothing was stored.")
         by_n: dict[int, Any] = {}
         for d in data:
             fields = _decision_fields(d)
@@ -412,12 +422,12 @@ def model_decide(route: Route, redact: Callable[[str, str], str] | None = None,
         decided = next(n for n in range(1, len(items) + 2) if n not in by_n) - 1
         if not decided:
             raise MemoryModelError(
-                f"The extraction model answered no keep-or-skip decision for the first of the {len(items)} new "
-                f"messages it was shown{' (it answered for later ones only)' if by_n else ''}. {PICK_STRONGER}",
-                "The extraction model answered no decision for the first item; nothing was stored.")
+                f"The {role} model answered no keep-or-skip decision for the first of the {len(items)} new "
+                f"messages it was shown{' (it answered for later ones only)' if by_n else ''}. {_DECIDERS[role]}",
+                f"The {role} model answered no decision for the first item; nothing was stored.")
         if decided < len(items):
-            log.info("The extraction model decided the first %d of %d items; the rest are asked for again.",
-                     decided, len(items))
+            log.info("The %s model decided the first %d of %d items; the rest are asked for again.",
+                     role, decided, len(items))
         return [by_n[n] for n in range(1, decided + 1)]
 
     return decide
@@ -815,9 +825,10 @@ class Choice:
 
 
 def choose(route: dict[str, Any] | None, names: dict[str, str] | None = None,
-           redact: Callable[[str, str], str] | None = None) -> Choice:
+           redact: Callable[[str, str], str] | None = None, role: str = "extraction") -> Choice:
     """The keep/skip and page-writing functions for a role route: a capable model, or the rules and no writer.
-    ``redact`` is memory's redactor (``redactor(pod)``) for what the model writes that memory keeps."""
+    ``redact`` is memory's redactor (``redactor(pod)``) for what the model writes that memory keeps; ``role`` the
+    role whose model keeps or skips (see ``model_decide``)."""
     from wiki_engine.pipeline import rules_decide
 
     if not capable(route):
@@ -830,7 +841,7 @@ def choose(route: dict[str, Any] | None, names: dict[str, str] | None = None,
 
         return Choice("the chosen model (unusable)", unusable, unusable)
     r = Route.from_dict(route)
-    return Choice(f"{r.provider}/{r.model}", model_decide(r, redact, names), model_synthesize(r, names, redact))
+    return Choice(f"{r.provider}/{r.model}", model_decide(r, redact, names, role), model_synthesize(r, names, redact))
 
 
 SUMMARY_EVERY = 30  # messages: a conversation gets a new summary each time it grows by this many

@@ -506,8 +506,9 @@ class MemoryHost(MappingForgets):
 
     async def memory_produce(self, *, folders: bool = True, waits_for: str | None = None,
                              told: Callable[[str, str], None] | None = None) -> list[dict[str, Any]]:
-        """Pulls new chat and mail into the memory inbox (keep or skip by the extraction model), then summaries;
-        each person's part under a lock of their own (see memory_jobs.produce)."""
+        """Pulls new chat and mail into the memory inbox (keep or skip by the extraction model; a watched folder's mail
+        exports by the import model), then summaries; each person's part under a lock of their own (see
+        memory_jobs.produce)."""
         from runtime_host import memory_jobs
 
         await self.forget_mappings_left()

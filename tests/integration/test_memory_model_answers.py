@@ -236,3 +236,23 @@ async def test_an_import_model_deciding_only_the_first_message_is_asked_for_the_
     [status] = pod.folders.files(folder.id)
     assert status.status == "indexed" and "advertising" in status.reason, status
     assert any("piano" in h.snippet.lower() for h in await pod.memory_search("piano lessons Leo", mode="keyword"))
+
+
+@pytest.mark.parametrize("answer", [{"verdict": "keep them all"}, "I cannot decide on mail.", [{"n": 2, "keep": True}]])
+async def test_a_watched_folders_import_model_that_answered_badly_is_named_with_where_to_change_it(
+        pod, tmp_path, fake_model, answer) -> None:
+    """A mail export's keep-or-skip answer that could not be used told the person "The extraction model's JSON is
+    not a list…" and to pick a model "for this role": the folder's mail is decided by the import model, so changing
+    the extraction model (what the message named) changed nothing."""
+    pod.set_role_model("import", "fake/fake-1")
+    docs = tmp_path / "mail"
+    docs.mkdir()
+    (docs / "old.mbox").write_bytes(MBOX)
+    fake_model.script = lambda req: Text(answer if isinstance(answer, str) else json.dumps(answer))
+    folder = pod.folders.add(docs)
+    await asyncio.wait_for(pod.folders.scan(folder.id), 60)
+    [status] = pod.folders.files(folder.id)
+    said = status.reason
+    assert status.status != "indexed" and "The import model" in said, said
+    assert "Settings → Models → import" in said and "models set import PROVIDER/MODEL" in said, said
+    assert "extraction" not in said, said
