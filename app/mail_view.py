@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.mail_rules import RulesEditor
-from app.markdown import plain_label, rich_label
+from app.markdown import plain_label, rich_label, without_overrides
 from runtime_host.store import StoreError
 
 
@@ -161,15 +161,15 @@ class MailView(QWidget):
             return
         self.rules.set_rules(acct.rules)
         self.recent.clear()
-        for m in self.pod.mail.messages(acct.id, self.pod.person.id, limit=50):
-            self.recent.addItem(f"{m.get('from_addr', '')} — {m.get('subject', '')}")
+        for m in self.pod.mail.messages(acct.id, self.pod.person.id, limit=50):  # a stranger's words, as stored
+            self.recent.addItem(without_overrides(f"{m.get('from_addr', '')} — {m.get('subject', '')}"))
         self._show_problems(self.pod.mail.rule_problems(acct.id, self.pod.person.id))
 
     def _show_problems(self, problems: list[dict[str, Any]]) -> None:
         """The list of failed rule actions, shown only while there is one."""
         self.problems.clear()
         for p in problems:
-            self.problems.addItem(p["text"])
+            self.problems.addItem(without_overrides(p["text"]))  # it names the mail's subject and sender
         self.problems.setVisible(bool(problems))
         self.problems_title.setVisible(bool(problems))
 

@@ -14,7 +14,7 @@ from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QIcon
 from PySide6.QtWidgets import QHBoxLayout, QMenu, QPushButton, QSystemTrayIcon, QWidget
 
-from app.markdown import rich_label
+from app.markdown import rich_label, without_overrides
 from runtime_host.profiles import resources_dir
 
 
@@ -177,7 +177,13 @@ def _cut(text: str, limit: int = NOTICE_CHARS) -> str:
 
 def notification_for(ev: dict[str, Any]) -> tuple[str, str] | None:
     """The (title, text) a Pod event deserves as a notification, or None. Known keys in it are hidden before any of
-    it is cut to length (a key cut in two is no longer recognised: a provider's refusal may quote the key it got)."""
+    it is cut to length (a key cut in two is no longer recognised: a provider's refusal may quote the key it got).
+    A mail's sender and subject, a model's words: shown as written, their direction overrides not obeyed."""
+    note = _notification_for(ev)
+    return None if note is None else (without_overrides(note[0]), without_overrides(note[1]))
+
+
+def _notification_for(ev: dict[str, Any]) -> tuple[str, str] | None:
     from vault import redact_value
 
     ev = redact_value(ev)

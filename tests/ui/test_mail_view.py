@@ -200,3 +200,42 @@ def test_a_rule_that_could_not_act_is_shown_in_its_owners_mail_view_alone(qtbot,
     finally:
         s.stop()
         d.stop()
+
+
+def test_a_senders_and_subjects_direction_overrides_are_not_obeyed_in_the_mail_view(qtbot, qloop, ui_pod) -> None:
+    """A stranger's name "\u202emoc.knab@ecivres" showed as "service@bank.com" in Recent mail, in the rule problem
+    and in the notification (a right-to-left override turns the rest of the line around), and a subject "Invoice
+    \u202efdp.exe" as "Invoice exe.pdf". Now each shows as it is stored, without the overrides, as the wiki does."""
+    from email.header import Header
+    from email.utils import formataddr
+
+    from app.markdown import without_overrides
+    from tests.helpers.mailservers import Dovecot, SmtpSink, make_mail
+    from tests.integration.test_mail_pod import _plain_inbox
+
+    name, subject = "\u202emoc.knab@ecivres", "Invoice \u202efdp.exe\u202c now"
+    d = Dovecot({"alice": "secret"}).start()
+    s = SmtpSink().start()
+    try:
+        _plain_inbox(ui_pod, d, s, rules=[
+            {"id": "all", "name": "Everything", "when": [{"field": "from", "op": "contains", "value": "@"}],
+             "then": [{"action": "notify"}, {"action": "hand", "agent": "Bookkeeper", "prompt": "File it."}]}])
+        w = MainWindow(ui_pod)
+        qtbot.addWidget(w)
+        w.show()
+        d.deliver(make_mail(Header(subject, "utf-8").encode(), "Please pay.",
+                            sender=formataddr((name, "billing@lookalike.example"), charset="utf-8")))
+        w.pages.setCurrentWidget(w.mail)
+        w.mail.poll.click()
+        qloop.wait_until(lambda: w.mail.problems.count() == 1 and w.mail.recent.count() == 1,
+                         what="the mail and its rule's problem in the Mail view")
+        qloop.wait_until(lambda: any(t.startswith("Mail from") for t, _ in w.notices.history), what="the notice")
+        listed = w.mail.recent.item(0).text()
+        assert listed == f"{without_overrides(name)} <billing@lookalike.example> — Invoice fdp.exe now", listed
+        shown = [listed, w.mail.problems.item(0).text(), *(t + " " + x for t, x in w.notices.history),
+                 w.notices.label.text()]
+        assert not [t for t in shown if without_overrides(t) != t], shown
+        assert "moc.knab@ecivres" in w.mail.problems.item(0).text() and "fdp.exe" in w.notices.label.text()
+    finally:
+        s.stop()
+        d.stop()
