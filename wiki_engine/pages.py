@@ -31,6 +31,7 @@ import os
 import re
 import stat
 import time
+from bisect import bisect_right
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -41,8 +42,11 @@ from .scopes import Scope
 REQUIRED = ("title", "scope", "category", "updated", "verified")
 _CITE_DEF = re.compile(r"^\[(\d{1,6})\]:\s*(\S+)\s*$", re.M)
 _CITE_USE = re.compile(r"\[(\d{1,6})\](?!:)")
-_LINK = re.compile(r"\[\[([^\[\]|#]+)(?:[|#][^\[\]]*)?\]\]")
-_ANY_LINK = re.compile(r"\[\[[^\[\]]*\]\]")  # a link to a page, or within this one ([[#part]]); never spans a "["
+# A link to a page ([[Title]], [[Title|label]], [[Title#part]]) on one line, as the window makes it (never across a
+# line break); any link, to a page or within this one ([[#part]]). Neither spans a "[". Read outside code only
+# (``_outside_code``).
+_LINK = re.compile(r"\[\[([^\[\]|#\n]+)(?:[|#][^\[\]\n]*)?\]\]")
+_ANY_LINK = re.compile(r"\[\[[^\[\]\n]*\]\]")
 _SOURCES_HEADING = "\n## Sources\n"
 
 
@@ -148,15 +152,17 @@ class Page:
         stay; a paragraph or list item that cites nothing and is left with none of its links goes (its "See also:"
         with it); the lines under a heading stay. A sentence that cites a kept source keeps its words."""
         out: list[str] = []
-        fenced = False
-        for block in paragraphs(self.body.split("\n")):
-            if any(_FENCE.match(line) for line in block) or fenced:
-                fenced = fenced != (sum(1 for line in block if _FENCE.match(line)) % 2 == 1)
+        all_lines = self.body.split("\n")
+        fenced, code = _fenced(all_lines), _code_by_line(self.body)
+        at = 0
+        for block in paragraphs(all_lines):
+            at += len(block)
+            if any(fenced[at - len(block):at]):
                 out.extend(block)  # code is shown as written: a "[[" or "#" in it names nothing
                 continue
             if is_heading(block[0]) and not _CITE_USE.search(block[0]) and names_gone(block[0]):
                 continue
-            lines = [_without_links(line, names_gone) for line in block]
+            lines = [_without_links(line, names_gone, code[at - len(block) + i]) for i, line in enumerate(block)]
             if lines != block and not links_in("\n".join(lines)) and not _CITE_USE.search("\n".join(lines)):
                 continue  # a line of links that named the forgotten, and its label
             out.extend(lines)
@@ -175,29 +181,134 @@ class Page:
             rest = m.group(0)[2 + len(m.group(1)):-2]  # "|label", "#part" or nothing
             return f"[[{new}{rest or '|' + name}]]"
 
-        out: list[str] = []
-        fenced = False
-        for line in self.body.split("\n"):
-            if _FENCE.match(line):
-                fenced = not fenced
-            out.append(line if fenced or _FENCE.match(line) else _LINK.sub(one, line))
-        body = "\n".join(out)
+        body = _replaced(self.body, _outside_code(_LINK, self.body), one)
         return self if body == self.body else replace(self, body=body)
 
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:\s|$)")
-_FENCE = re.compile(r"^ {0,3}(?:```|~~~)")
 _LIST_MARK = re.compile(r"^\s*(?:[-*+>|]|\d+[.)])\s*")
+# A code fence: three or more backticks or tildes (in a list item or a quote too), with what follows it.
+_FENCE = re.compile(r"^[ \t]*(?:>[ \t]?)*(`{3,}|~{3,})(.*)$")
+_TICKS = re.compile(r"`+")
+
+
+def _fenced(lines: list[str]) -> list[bool]:
+    """Whether each line belongs to a fenced code block, its fences included. As CommonMark (and so the window)
+    reads them: a fence of backticks or tildes (three or more; a backtick fence's words after it hold no backtick,
+    else the line is inline code) is closed by a fence of the same character at least as long with nothing after
+    it, or by the end of the page."""
+    out: list[bool] = []
+    fence = ""
+    for line in lines:
+        m = _FENCE.match(line) if "``" in line or "~~" in line else None
+        if fence:
+            out.append(True)
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not m.group(2).strip():
+                fence = ""
+        elif m and not (m.group(1)[0] == "`" and "`" in m.group(2)):
+            fence = m.group(1)
+            out.append(True)
+        else:
+            out.append(False)
+    return out
+
+
+def _inline_code(text: str, at: int, out: list[tuple[int, int]]) -> None:
+    """Adds the `code spans` of one block of text (a paragraph, a list item), at offset ``at``, to ``out``: a run of
+    backticks opens one that the next run of as many closes; a run with no such partner is a backtick shown as it
+    is, and so is one escaped by a backslash."""
+    runs = [m.span() for m in _TICKS.finditer(text)]
+    by_size: dict[int, list[int]] = {}
+    for i, (s, e) in enumerate(runs):
+        by_size.setdefault(e - s, []).append(i)
+    i = 0
+    while i < len(runs):
+        s, e = runs[i]
+        b = s
+        while b and text[b - 1] == "\\":
+            b -= 1
+        if (s - b) % 2:  # an escaped first backtick opens nothing
+            s += 1
+        later = by_size.get(e - s, [])
+        k = bisect_right(later, i)
+        j = later[k] if s < e and k < len(later) else None
+        if j is None:
+            i += 1
+            continue
+        out.append((at + s, at + runs[j][1]))
+        i = j + 1
+
+
+def _code_ranges(text: str) -> list[tuple[int, int]]:
+    """Where ``text`` (a page body, or a line of one) holds code, in order: its fenced blocks, line by line, and its
+    `code spans` (which may run on over the lines of their paragraph). A [[link]] or "#" there is code, shown as
+    written: the one reading of code for everything that reads links."""
+    if "`" not in text and "~~~" not in text:
+        return []
+    lines = text.split("\n")
+    out: list[tuple[int, int]] = []
+    at, run = 0, []  # run: the lines outside a fence since the last one, each with its offset
+    for line, fenced in zip([*lines, ""], [*_fenced(lines), True], strict=True):
+        if not fenced:
+            run.append((at, line))
+        else:
+            start = 0
+            for block in paragraphs([ln for _, ln in run]):
+                first = run[start][0]
+                _inline_code("\n".join(block), first, out)
+                start += len(block)
+            run = []
+            if at < len(text):
+                out.append((at, at + len(line)))
+        at += len(line) + 1
+    return sorted(out)
+
+
+def _outside_code(pattern: re.Pattern[str], text: str,
+                  code: list[tuple[int, int]] | None = None) -> list[re.Match[str]]:
+    """The matches of ``pattern`` (a link) in ``text`` that touch no code (``code``: its ranges, if known)."""
+    code = _code_ranges(text) if code is None else code
+    found = list(pattern.finditer(text))
+    if not code or not found:
+        return found
+    starts = [s for s, _ in code]
+    return [m for m in found
+            if not ((i := bisect_right(starts, m.end() - 1)) and code[i - 1][1] > m.start())]
+
+
+def _replaced(text: str, found: list[re.Match[str]], by: Callable[[re.Match[str]], str]) -> str:
+    """``text`` with each match ``found`` in it replaced by what ``by`` makes of it."""
+    parts, last = [], 0
+    for m in found:
+        parts += (text[last:m.start()], by(m))
+        last = m.end()
+    return "".join(parts) + text[last:] if parts else text
+
+
+def _code_by_line(body: str) -> list[list[tuple[int, int]]]:
+    """``_code_ranges(body)``, each line's part of it relative to the line."""
+    lines = body.split("\n")
+    out: list[list[tuple[int, int]]] = [[] for _ in lines]
+    starts, at = [], 0
+    for line in lines:
+        starts.append(at)
+        at += len(line) + 1
+    for s, e in _code_ranges(body):
+        n = bisect_right(starts, s) - 1
+        while n < len(lines) and starts[n] < e:
+            out[n].append((max(s, starts[n]) - starts[n], min(e, starts[n] + len(lines[n])) - starts[n]))
+            n += 1
+    return out
 
 
 def links_in(text: str) -> list[str]:
-    """The titles ``text`` links to ([[Title]], [[Title|label]], [[Title#part]] all name Title)."""
-    return [m.strip() for m in _LINK.findall(text)]
+    """The titles ``text`` links to ([[Title]], [[Title|label]], [[Title#part]] all name Title), outside code."""
+    return [m.group(1).strip() for m in _outside_code(_LINK, text)]
 
 
 def has_link(text: str) -> bool:
-    """Whether ``text`` holds a [[link]] of any kind: to a page, or to a part of this one ([[#part]])."""
-    return _ANY_LINK.search(text) is not None
+    """Whether ``text`` holds a [[link]] of any kind outside code: to a page, or to a part of this one ([[#part]])."""
+    return bool(_outside_code(_ANY_LINK, text))
 
 
 def names_in(body: str) -> list[str]:
@@ -205,13 +316,14 @@ def names_in(body: str) -> list[str]:
     lines = body.split("\n")
     heads = [ln for ln, level in zip(lines, _heading_levels(lines), strict=True)
              if level is not None and not _CITE_USE.search(ln)]
-    return [m.group(0)[2:-2] for m in _LINK.finditer(body)] + heads
+    return [m.group(0)[2:-2] for m in _outside_code(_LINK, body)] + heads
 
 
 def prose(body: str) -> str:
-    """What ``body`` states in its own words: without its [[links]] and its headings that cite nothing."""
-    lines = body.split("\n")
-    return "\n".join(_LINK.sub(" ", ln) for ln, level in zip(lines, _heading_levels(lines), strict=True)
+    """What ``body`` states in its own words: without its [[links]] (code keeps its own) and its headings that cite
+    nothing."""
+    lines = _replaced(body, _outside_code(_LINK, body), lambda m: " ").split("\n")
+    return "\n".join(ln for ln, level in zip(lines, _heading_levels(body.split("\n")), strict=True)
                      if level is None or _CITE_USE.search(ln))
 
 
@@ -219,8 +331,9 @@ def prose(body: str) -> str:
 _LINK_RUN = re.compile(rf"{_LINK.pattern}(?:(?:\s*[,;·|/&]\s*|\s+(?:and|or)\s+){_LINK.pattern})*")
 
 
-def _without_links(line: str, names_gone: Callable[[str], bool]) -> str:
-    """``line`` without its links whose text ``names_gone`` holds; each kept link keeps the separator before it."""
+def _without_links(line: str, names_gone: Callable[[str], bool], code: list[tuple[int, int]] | None = None) -> str:
+    """``line`` without its links whose text ``names_gone`` holds; each kept link keeps the separator before it.
+    Code (``code``: its ranges in the line, if known) is left as written."""
     def run(m: re.Match[str]) -> str:
         text = m.group(0)
         links = list(_LINK.finditer(text))
@@ -230,7 +343,7 @@ def _without_links(line: str, names_gone: Callable[[str], bool]) -> str:
         return "".join((text[links[n - 1].end():links[n].start()] if k else "") + links[n].group(0)
                        for k, n in enumerate(kept))
 
-    out = _LINK_RUN.sub(run, line)
+    out = _replaced(line, _outside_code(_LINK_RUN, line, code), run)
     if out == line:
         return line
     lead = out[: len(out) - len(out.lstrip())]  # a nested list item's indent stays
@@ -260,7 +373,8 @@ def paragraphs(lines: list[str]) -> list[list[str]]:
 def says_anything(line: str) -> bool:
     """Whether a line states something: a word or number of its own, besides [[links]], [n] citations and its
     list marker. A line of links alone points to other pages and claims nothing."""
-    return bool(re.search(r"\w", _CITE_USE.sub("", _LINK.sub("", _LIST_MARK.sub("", line, count=1)))))
+    line = _LIST_MARK.sub("", line, count=1)
+    return bool(re.search(r"\w", _CITE_USE.sub("", _replaced(line, _outside_code(_LINK, line), lambda m: ""))))
 
 
 def holds_something(line: str) -> bool:
@@ -277,12 +391,7 @@ def as_claim(line: str, citations: Mapping[int, str]) -> str:
 def _heading_levels(lines: list[str]) -> list[int | None]:
     """Each line's heading level, or None (not a heading, or inside a code fence, where "#" is a comment)."""
     out: list[int | None] = []
-    fenced = False
-    for line in lines:
-        if _FENCE.match(line):
-            fenced = not fenced
-            out.append(None)
-            continue
+    for line, fenced in zip(lines, _fenced(lines), strict=True):
         m = None if fenced else _HEADING.match(line)
         out.append(len(m.group(1)) if m else None)
     return out

@@ -136,6 +136,20 @@ def test_code_on_a_page_shows_as_written_and_only_its_text_links(qtbot, qloop, u
     assert sorted(hrefs) == sorted([f"hearth-source:{sid}"] * 3 + [f"hearth-page:{scope}%7CGifts"]), hrefs
 
 
+def test_the_window_links_what_memory_reads_as_links_and_no_code() -> None:
+    """Memory (its link graph, unlinking a deleted page, relinking a merged one) and the window read code alike: the
+    page links the window makes are the links memory counts, none of them in code."""
+    from urllib.parse import unquote
+
+    from app.wiki_view import page_html
+    from tests.wiki.test_pages import CODE_PAGE
+    from wiki_engine.pages import links_in
+
+    html = page_html(CODE_PAGE, {1: "s1"}, "public")
+    linked = [unquote(h).removeprefix("hearth-page:public|") for h in re.findall(r'href="(hearth-page:[^"]+)"', html)]
+    assert linked == links_in(CODE_PAGE) == ["Dentists", "Garden", "Shed"], linked
+
+
 def test_a_web_link_shows_its_address_and_a_click_says_hearth_does_not_open_it(qtbot, qloop, ui_pod) -> None:
     """A page's web link was silently ignored when clicked, its address shown nowhere."""
     scope = f"private/{ui_pod.person.id}"

@@ -661,3 +661,35 @@ def test_a_read_only_wiki_folder_is_said_and_the_other_scopes_pages_written(mem:
     assert mem.inbox() == [pub] and report.left_in_inbox == [pub]
     assert mem.read_page("private/alice", "Bike") is not None and mem.read_page("public", "Trips") is None
     assert "page:public/trips" in run_ingest(mem, writer).written  # writable again: the waiting page is written
+
+
+# A page with [[…]] in code: a shell test in inline code, a link written as code to show its syntax, a fence of four
+# tildes holding a ``` line that closes nothing, a bash block, a code span running onto the next line of its
+# paragraph; and one backtick alone, which opens no code, before a real link.
+CODE_PAGE = ("- Her check is `[[ -f ~/orchids.txt ]]` and ``[[Dentists]]`` links a page [1]\n"
+             "- See [[Dentists]] and [[Garden]] [1]\n\n"
+             "~~~~\n[[Dentists]]\n```\n[[Doctors]]\n~~~~\n\n"
+             "```bash\nif [[ -d ~/Doctors ]]; then ls; fi\n```\n\n"
+             "Write `[[Shed\n]]` to link it, or ` once before [[Shed]] [1]")
+
+
+def test_a_link_in_code_is_code_wherever_links_are_read() -> None:
+    """A [[link]] in inline code or a fenced block counted as a link: in a page's links (the link graph, what a page
+    names), in what it states, and when links were taken off or pointed elsewhere (a page deleted or merged), while
+    the window showed it as code. Now code is code everywhere, as the window shows it."""
+    from wiki_engine.pages import has_link, links_in, names_in, prose, says_anything
+
+    page = Page("Clara", "public", "people", CODE_PAGE, {1: "s"})
+    assert page.links == links_in(CODE_PAGE) == ["Dentists", "Garden", "Shed"], page.links
+    assert names_in(CODE_PAGE) == ["Dentists", "Garden", "Shed"]
+    assert not has_link("Type `[[Title]]` or `[[#part]]` to link.") and has_link("See [[#Hours]] and `x`.")
+    assert says_anything("- `[[Dentists]]`") and not says_anything("- [[Dentists]]")
+    stated = prose(CODE_PAGE)
+    assert "`[[ -f ~/orchids.txt ]]`" in stated and "``[[Dentists]]``" in stated and "[[Doctors]]" in stated
+    assert "See   and   [1]" in stated, stated  # a link is read as a space
+
+    moved = page.relinked(lambda name: "Dentist" if name == "Dentists" else None)
+    assert moved.body == CODE_PAGE.replace("See [[Dentists]]", "See [[Dentist|Dentists]]"), moved.body
+    gone = page.without_names(lambda text: text in ("Dentists", "Shed"))
+    assert gone.body == CODE_PAGE.replace("See [[Dentists]] and [[Garden]]", "See [[Garden]]").replace(
+        " before [[Shed]] [1]", " before [1]"), gone.body
