@@ -25,8 +25,9 @@ from pathlib import Path
 # Files under /etc a networked worker needs for DNS and TLS; nothing else of /etc is visible.
 NET_ETC_FILES: tuple[str, ...] = ("/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/gai.conf",
                                   "/etc/host.conf", "/etc/ssl/certs", "/etc/ca-certificates", "/etc/pki/tls/certs")
-# Hearth's code a worker runs: memory's guard (wiki_engine) screens the household's pages it reads (household.py).
-DEFAULT_PACKAGES: tuple[str, ...] = ("runtime_host", "vault", "wiki_engine")
+# Hearth's code a worker runs: memory's guard (wiki_engine, and unseen, its list of invisible characters) screens the
+# household's pages it reads (household.py).
+DEFAULT_PACKAGES: tuple[str, ...] = ("runtime_host", "vault", "wiki_engine", "unseen")
 _ROOT_LINKS: tuple[str, ...] = ("/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin")
 
 
