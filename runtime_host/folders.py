@@ -1707,10 +1707,15 @@ class WatchedFolders:
         if not items:
             return []
         memory = self.pod.memory
+        try:  # the local model's vectors, made off memory's thread: search and typeahead answer meanwhile
+            ahead = await asyncio.to_thread(memory.vectors_ahead, items)
+        except Exception:  # noqa: BLE001 - storing makes them itself, and says what fails
+            log.info("embedding a batch of imported files ahead failed; they are embedded as they are stored", exc_info=True)
+            ahead = None
 
         def one_file(its: list[Any]) -> list[str]:
             try:
-                return list(memory.add_items(its, skip_refused=True))
+                return list(memory.add_items(its, skip_refused=True, ahead=ahead))
             except wiki_engine.SourceConflict:
                 # Stored before under the same keys with other text: an import killed before folders.db recorded
                 # it, and the file touched since (the same bytes, another date). The old sources are this
@@ -1719,13 +1724,13 @@ class WatchedFolders:
                 marks = ",".join("?" * len(keys))
                 memory.delete_sources([sid for (sid,) in memory.catalog.query(
                     f"SELECT id FROM sources WHERE scope=? AND item_key IN ({marks})", (scope, *keys))])
-                return list(memory.add_items(its, skip_refused=True))
+                return list(memory.add_items(its, skip_refused=True, ahead=ahead))
 
         def work() -> list[str | None]:
             if not self._watched(folder_id):
                 return [None] * len(items)
             try:
-                return list(memory.add_items(items, skip_refused=True))
+                return list(memory.add_items(items, skip_refused=True, ahead=ahead))
             except Exception:
                 log.info("storing a batch of imported files failed; storing them one file at a time")
             out: list[str | None] = [None] * len(items)

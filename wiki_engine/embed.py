@@ -217,18 +217,20 @@ class MiniLMEmbedder:
     def embed(self, texts: list[str], batch: int = 32) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        with self._lock:
-            for start in range(0, len(order), batch):
-                idx = order[start : start + batch]
+        for start in range(0, len(order), batch):
+            idx = order[start : start + batch]
+            # The tokenizer is used by one thread at a time; the model runs calls side by side: a search's question
+            # is embedded while an import's parts are, not after all of them.
+            with self._lock:
                 encs = self.tokenizer.encode_batch([meaning_part(texts[i]) for i in idx])
-                ids = np.array([e.ids for e in encs], dtype=np.int64)
-                mask = np.array([e.attention_mask for e in encs], dtype=np.int64)
-                feed = {"input_ids": ids, "attention_mask": mask}
-                if "token_type_ids" in self.inputs:
-                    feed["token_type_ids"] = np.zeros_like(ids)
-                hidden = self.session.run(None, feed)[0]
-                pooled = (hidden * mask[..., None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1)
-                out[idx] = pooled
+            ids = np.array([e.ids for e in encs], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in encs], dtype=np.int64)
+            feed = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in self.inputs:
+                feed["token_type_ids"] = np.zeros_like(ids)
+            hidden = self.session.run(None, feed)[0]
+            pooled = (hidden * mask[..., None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1)
+            out[idx] = pooled
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
         return (out / norms).astype(np.float32)

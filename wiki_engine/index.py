@@ -252,6 +252,34 @@ LATE_ROUNDS = 8
 CONTEXT_CHARS = 1_000
 TYPEAHEAD_WORDS = 12  # typed words a suggestion must hold: more only narrows what already fits
 
+def _contexts_of(docs: list[Doc], meta: sqlite3.Connection | None, row: dict[str, int]) -> list[str]:
+    """For each source, the text of the source said just before it (same conversation), else "": one of ``docs`` or
+    one stored in ``meta`` (an index's, whose documents' rows are ``row``; None for a scope without an index yet)."""
+    out = [""] * len(docs)
+    order = sorted((n for n, d in enumerate(docs) if d.kind != "page"), key=lambda n: docs[n].ts)
+    # Documents being replaced must not be their own context (new ones are not in meta.db yet).
+    replaced = [d.id for d in docs if d.id in row][:500]
+    marks = ",".join("?" * len(replaced))
+    prev: Doc | None = None
+    for n in order:
+        d = docs[n]
+        best: tuple[str, float] | None = (prev.body, prev.ts) if prev is not None else None
+        found = None if meta is None else meta.execute(
+            f"SELECT body, ts FROM docs WHERE kind!='page' AND ts<=? AND id NOT IN ({marks}) ORDER BY ts DESC, rowid DESC LIMIT 1",
+            (d.ts, *replaced),
+        ).fetchone()
+        if found is not None and (best is None or found[1] > best[1]):
+            best = (found[0], found[1])
+        if best is not None and d.ts - best[1] <= GAP_S:
+            out[n] = best[0]
+        prev = d
+    return out
+
+
+# Vectors made ahead of storing (``ScopeIndex.add``): (model name, hash of the text embedded) -> its vector.
+Ahead = dict[tuple[str, int], np.ndarray]
+
+
 class ScopeIndex:
     def __init__(self, folder: Path, embedder: Embedder | None):
         self.folder = folder
@@ -766,36 +794,37 @@ class ScopeIndex:
 
     def _contexts(self, docs: list[Doc]) -> list[str]:
         """For each source, the text of the source said just before it (same conversation), else ""."""
-        out = [""] * len(docs)
-        order = sorted((n for n, d in enumerate(docs) if d.kind != "page"), key=lambda n: docs[n].ts)
-        # Documents being replaced must not be their own context (new ones are not in meta.db yet).
-        replaced = [d.id for d in docs if d.id in self.row][:500]
-        marks = ",".join("?" * len(replaced))
-        prev: Doc | None = None
-        for n in order:
-            d = docs[n]
-            best: tuple[str, float] | None = (prev.body, prev.ts) if prev is not None else None
-            row = self.meta.execute(
-                f"SELECT body, ts FROM docs WHERE kind!='page' AND ts<=? AND id NOT IN ({marks}) ORDER BY ts DESC, rowid DESC LIMIT 1",
-                (d.ts, *replaced),
-            ).fetchone()
-            if row is not None and (best is None or row[1] > best[1]):
-                best = (row[0], row[1])
-            if best is not None and d.ts - best[1] <= GAP_S:
-                out[n] = best[0]
-            prev = d
-        return out
+        return _contexts_of(docs, self.meta, self.row)
 
-    def add(self, docs: list[Doc]) -> None:
-        """Adds (or replaces) documents. Visible to search after ``commit``."""
+    def meaning_texts(self, docs: list[Doc]) -> list[str]:
+        """What each of ``docs`` is embedded as if added now: its text with the context this index gives it."""
+        with self._lock:
+            return [self._meaning_text(d.kind, d.title, d.body, c) for d, c in zip(docs, self._contexts(docs), strict=True)]
+
+    @staticmethod
+    def new_meaning_texts(docs: list[Doc]) -> list[str]:
+        """``meaning_texts`` for a scope that has no index yet: each source's context is found among ``docs``."""
+        return [ScopeIndex._meaning_text(d.kind, d.title, d.body, c) for d, c in zip(docs, _contexts_of(docs, None, {}),
+                                                                                    strict=True)]
+
+    def add(self, docs: list[Doc], ahead: Ahead | None = None) -> None:
+        """Adds (or replaces) documents. Visible to search after ``commit``. ``ahead``: vectors made before, outside
+        the locks (``Memory.vectors_ahead``), by the text they were made of. As in ``switch_embedder``, a document
+        whose text is not the one embedded ahead (a source said just before it stored since: another context;
+        another model chosen) is embedded here, under the lock."""
         if not docs:
             return
         with self._lock:
             ctxs = self._contexts(docs)
-            vecs: np.ndarray | None = (  # a remote model's vectors are queued: storing never waits on the network
-                self.embedder.embed([self._meaning_text(d.kind, d.title, d.body, c) for d, c in zip(docs, ctxs, strict=True)])
-                if self.embedder and not is_remote(self.embedder) else None
-            )
+            vecs: list[np.ndarray] | None = None  # a remote model's vectors are queued: storing never waits on the network
+            if self.embedder and not is_remote(self.embedder):
+                name, ahead = self.embedder.name, ahead or {}
+                texts = [self._meaning_text(d.kind, d.title, d.body, c) for d, c in zip(docs, ctxs, strict=True)]
+                got = [ahead.get((name, hash(t))) for t in texts]
+                late = [n for n, v in enumerate(got) if v is None]
+                for n, v in zip(late, self.embedder.embed([texts[n] for n in late]) if late else [], strict=True):
+                    got[n] = v
+                vecs = [v for v in got if v is not None]
             w = self._w()
             self.meta.execute("BEGIN")
             try:

@@ -42,6 +42,7 @@ from .embed import (
 )
 from .guard import check_instructions, held_because, without_controls
 from .index import (
+    Ahead,
     Doc,
     ScopeIndex,
     asks_when,
@@ -304,6 +305,11 @@ def _withdraw(db: sqlite3.Connection, pid: int, status: str) -> None:
                "diff='' WHERE id=?", ("withdrawn" if status == "open" else status, time.time(), pid))
 
 
+def _item_doc(item: Item, sid: str) -> Doc:
+    """The index document of an item stored as source ``sid``."""
+    return Doc(sid, "source", item.subject or _first_line(item.text), item.text, item.ts, item.importance)
+
+
 def _page_doc(page: Page) -> Doc:
     return Doc(page.key, "page", page.title, f"{page.category}\n{page.body}", _parse_iso(page.updated), None)
 
@@ -405,6 +411,8 @@ EMBED_RETRY_S = 0.5
 # the model behind its name changed, and the scope is embedded again. Fewer are refused as bad answers.
 SIZE_CHANGE_ANSWERS = 3
 EMBED_RETRY_MAX_S = 120.0
+# Parts embedded ahead of storing (``vectors_ahead``) between looks whether memory closed (MiniLM: seconds).
+AHEAD_CHUNK = 64
 # The model of the scopes a remote model does not apply to (see ``set_embedder(only_for=...)``).
 LOCAL_EMBEDDER = "static"
 
@@ -474,6 +482,9 @@ class Memory:
         # found by their words alone, never sent again while their text is the same, until a model is chosen (again).
         self._aside: dict[str, dict[str, tuple[int, str, str]]] = {}
         self._drops = 0  # scopes dropped (forgotten) so far: a pass that fails meanwhile is run again, not blamed
+        # Guards what ``embedding_status`` reads (``_progress``, ``_scope_progress``, ``_aside``), taken after
+        # ``_lock`` where both are: the status never waits for memory's lock, held through a deletion or an import.
+        self._status = threading.RLock()
         self._progress: dict[str, object] = {"model": self.embedder.name if self.embedder else "", "done": 0, "total": 0,
                                              "running": False, "error": ""}
         self._scope_progress: dict[str, list[int]] = {}  # scope -> [done, total] of this choice's re-embedding
@@ -607,7 +618,7 @@ class Memory:
         scope keeps the local model. A remote model's vectors are queued and filled in the background,
         retried after failures; meanwhile new sources are found by keywords."""
         new = self._chosen(embedder)
-        with self._lock:
+        with self._lock, self._status:
             self._check_open()
             self.embedder, self.only_for = new, only_for
             # counted anew: what this choice re-embeds, not what an earlier one (or one turned away from) did
@@ -646,13 +657,13 @@ class Memory:
         model is: the items it re-embeds (or fills) since the model was chosen, in ``scopes`` (all, when None: a
         person is shown the scopes they may read, never another person's items). ``set_aside`` counts the items the
         model refused one by one, found by their words alone; ``note`` names them and says what to do."""
-        with self._lock:
+        with self._status:  # never memory's lock: Settings reads this on the window's event loop
             st = dict(self._progress)
             wanted = None if scopes is None else {str(Scope.parse(sc)) for sc in scopes}
             if scopes is not None:
                 counts = [self._scope_progress.get(str(Scope.parse(sc)), [0, 0]) for sc in scopes]
                 st.update(done=sum(c[0] for c in counts), total=sum(c[1] for c in counts))
-            aside = [v for sc, a in sorted(self._aside.items()) if wanted is None or sc in wanted for v in a.values()]
+            aside = [v for sc, a in sorted(self._aside.items()) if wanted is None or sc in wanted for v in list(a.values())]
             st.update(set_aside=len(aside), note=self._aside_note(aside))
             return st
 
@@ -680,7 +691,7 @@ class Memory:
     def _start_migration(self, kick: bool = False) -> None:
         """Starts the background thread (or has it look again). ``kick`` also ends a wait before a retry: a
         person chose a model; new sources alone do not, so a provider that is down is not hammered."""
-        with self._lock:
+        with self._lock, self._status:
             # A thread that has decided to end (``running`` False, said in the same step) would not look again
             if self._migration is not None and self._migration.is_alive() and self._progress.get("running"):
                 self._progress["again"] = True
@@ -724,7 +735,7 @@ class Memory:
                                   if idx.embedder is not None and is_remote(idx.embedder)}
                     except Exception:  # noqa: BLE001 - an index closing meanwhile: the next pass counts again
                         queued = {}
-                    with self._lock:
+                    with self._lock, self._status:
                         done = int(self._progress.get("done") or 0)
                         self._progress["total"] = max(int(self._progress.get("total") or 0), done + sum(queued.values()))
                         for sc, n in queued.items():
@@ -737,7 +748,7 @@ class Memory:
                     self._kick.wait(wait)
                     continue
                 failures = 0
-                with self._lock:
+                with self._lock, self._status:
                     if ok:
                         self._progress["error"] = ""
                     # Decided and said in one step: a model chosen from here on starts a new thread, never left to
@@ -747,7 +758,7 @@ class Memory:
                         return
                     self._progress["again"] = False
         finally:
-            with self._lock:
+            with self._lock, self._status:
                 if self._migration is threading.current_thread():
                     self._progress["running"] = False
 
@@ -807,7 +818,7 @@ class Memory:
             c[1] = max(c[1], c[0]) if add else t
 
         if total:
-            with self._lock:
+            with self._lock, self._status:
                 if self.embedder is not target:
                     return True
                 self._progress.update(model=target.name, done=0, total=total)
@@ -821,7 +832,7 @@ class Memory:
 
             # Documents added to the scope while it re-embeds count too (``t`` grows): never done while some wait.
             def report(d: int, t: int, base_done: int = base_done, total: int = total, n: int = n, sc: Scope = sc) -> None:
-                with self._lock:
+                with self._lock, self._status:
                     if self.embedder is not target:  # a model chosen meanwhile counts anew: not this one's items
                         return
                     self._progress["total"] = grown = max(total, total + t - n)
@@ -852,7 +863,7 @@ class Memory:
             self._resized.discard(idx.folder)
             done = base_done + idx.count()
             total = max(total, total + idx.count() - n)
-            with self._lock:
+            with self._lock, self._status:
                 count(sc, idx.count(), idx.count())
             if is_remote(want) and idx.queued_count():  # added while it ran: queued for this model
                 fills.append((sc, idx, 0))
@@ -867,7 +878,7 @@ class Memory:
                         break
                     emb = idx.embedder
                     vecs, why = embed_each(emb, [t for _, t, _ in rows])
-                    with self._lock:
+                    with self._lock, self._status:
                         for n, reason in why.items():  # refused alone: found by its words, the others by meaning too
                             i, t, what = rows[n]
                             aside[i] = (hash(t), what, reason)
@@ -881,20 +892,20 @@ class Memory:
                             if key not in fresh:
                                 fresh[key], begun[key] = {}, self._choices
                             fresh[key].update({i: (hash(t), v) for (i, t, _), v in zip(kept, vecs, strict=True)})
-                            with self._lock:
+                            with self._lock, self._status:
                                 self._progress["again"] = True
                             break
                         idx.fill([i for i, _, _ in kept], vecs)  # an answer of another size once is refused (and retried)
                     done += len(rows)
                     total = max(total, done)
-                    with self._lock:
+                    with self._lock, self._status:
                         if self.embedder is target:
                             self._progress.update(done=done, total=total)
                             count(sc, len(rows), 0, add=True)
             except Exception:
                 if not gone(sc, idx):
                     raise
-        with self._lock:
+        with self._lock, self._status:
             if total and self.embedder is target:
                 self._progress.update(done=total, total=total)  # one rewritten or deleted meanwhile counted in the total
                 for c in self._scope_progress.values():
@@ -908,7 +919,7 @@ class Memory:
         if not aside:
             return 0
         still = idx.without_vector(list(aside))
-        with self._lock:
+        with self._lock, self._status:
             for i in [i for i in aside if i not in still]:
                 aside.pop(i, None)
             return len(aside)
@@ -1013,19 +1024,24 @@ class Memory:
         return self.add_items([item], source_ids=[source_id])[0]
 
     def add_items(self, items: Sequence[Item], *, source_ids: Sequence[str | None] | None = None,
-                  check: bool = True, to_inbox: bool = True, skip_refused: bool = False) -> list[str]:
+                  check: bool = True, to_inbox: bool = True, skip_refused: bool = False,
+                  ahead: Ahead | None = None) -> list[str]:
         """Stores many items at once (one transaction, one index commit). Returns their source ids.
 
         An item that gives the assistant orders is quarantined; then InstructionRefused is raised and
         nothing of the batch is stored, or with ``skip_refused`` its id comes back as "" and the rest is stored.
         An item from an origin (with a key) that the person deleted before, the same text read again from it, is not
         stored: its id comes back as "".
+        ``ahead``: the items' vectors, made by ``vectors_ahead`` (on another thread); else they are made here, before
+        memory is locked.
         """
         self._check_open()
         items = [self.clean_item(i) for i in items]
         ids = [valid_text(i) if i else None for i in source_ids] if source_ids is not None else [None] * len(items)
         # The filter reads the text before memory is locked: a long document takes seconds, and search goes on.
         verdicts = [check_instructions(item.said()) for item in items] if check else []
+        if ahead is None:
+            ahead = self._vectors_ahead([it for n, it in enumerate(items) if not verdicts or verdicts[n].ok])
         with self._lock:
             self._check_open()
             refused: set[int] = set()
@@ -1061,10 +1077,50 @@ class Memory:
                         docs.setdefault(Scope.parse(item.scope), []).append(doc)
             for sc, ds in docs.items():
                 idx = self.index(sc)
-                idx.add(ds)
+                idx.add(ds, ahead)
                 idx.commit()
                 self._added(idx)
             return out
+
+    def vectors_ahead(self, items: Sequence[Item]) -> Ahead:
+        """The local model's vectors of items about to be stored (``add_items(items, ahead=...)``), made without
+        memory's lock on the caller's thread: a large batch (a folder import) is embedded off memory's thread, and
+        search, typeahead and Settings' progress answer meanwhile (MiniLM takes about a tenth of a second for a long
+        part). Made of the items as given (a folder import's texts are cleaned already: cleaning them again would
+        cost as much as the static model's embedding); one whose text cleaning changes, or whose context changed
+        before it is stored, is embedded again as it is stored. None for a provider's model (its vectors are filled
+        in the background)."""
+        self._check_open()
+        return self._vectors_ahead(items)
+
+    def _vectors_ahead(self, items: Sequence[Item]) -> Ahead:
+        """``vectors_ahead``: (model, hash of the text embedded) -> vector, what ``ScopeIndex.add`` then takes for
+        the documents it stores of that very text and model (and embeds the others itself)."""
+        out: Ahead = {}
+        by_scope: dict[Scope, list[Item]] = {}
+        for it in items:
+            by_scope.setdefault(Scope.parse(it.scope), []).append(it)
+        for sc, its in by_scope.items():
+            with self._lock:  # a scope forgotten meanwhile is not made again here
+                self._check_open()
+                idx = self.index(sc) if self._searchable(sc) else None
+                emb = idx.embedder if idx is not None else self.embedder_for(sc)
+            if emb is None or is_remote(emb):
+                continue
+            keys = [it.item_key() for it in its]
+            stored = {k for at in range(0, len(keys), 500) for (k,) in self.catalog.query(  # read again: nothing to embed
+                f"SELECT item_key FROM sources WHERE scope=? AND item_key IN ({','.join('?' * len(keys[at:at + 500]))})",
+                (str(sc), *keys[at:at + 500]))}
+            docs = [_item_doc(it, "") for it, k in zip(its, keys, strict=True) if k not in stored]
+            if not docs:
+                continue
+            texts = idx.meaning_texts(docs) if idx is not None else ScopeIndex.new_meaning_texts(docs)
+            for at in range(0, len(texts), AHEAD_CHUNK):
+                if self._closed:  # Hearth quits: the import stops, and so does this
+                    return out
+                chunk = texts[at:at + AHEAD_CHUNK]
+                out.update(zip(((emb.name, hash(t)) for t in chunk), emb.embed(chunk), strict=True))
+        return out
 
     def _added(self, idx: ScopeIndex) -> None:
         """Documents were added to ``idx``: a remote model's vectors for them are filled in the background."""
@@ -1130,15 +1186,15 @@ class Memory:
             )
         owner = item.owner or (sc.person or "")
         agent = item.agent or (sc.agent or "")
-        title = item.subject or _first_line(item.text)
+        doc = _item_doc(item, sid)
         db.execute(
             "INSERT INTO sources (id, sha, scope, kind, ts, importance, owner, agent, item_key, title, created_at) "
             "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-            (sid, sha, str(sc), item.kind, item.ts, item.importance, owner, agent, key, title, time.time()),
+            (sid, sha, str(sc), item.kind, item.ts, item.importance, owner, agent, key, doc.title, time.time()),
         )
         if to_inbox:
             db.execute("INSERT OR IGNORE INTO inbox VALUES (?,?,?)", (sid, str(sc), time.time()))
-        return sid, Doc(sid, "source", title, item.text, item.ts, item.importance)
+        return sid, doc
 
     def _quarantine(self, item: Item, rule: str, reason: str) -> int | None:
         with self.catalog.tx(immediate=True) as db:
@@ -1693,7 +1749,8 @@ class Memory:
         with self._lock:
             self._drops += 1
             idx = self._indexes.pop(sc, None)
-            self._aside.pop(str(sc), None)
+            with self._status:
+                self._aside.pop(str(sc), None)
             if idx is not None:
                 idx.close()
             for base in ("sources", "wiki", "index"):

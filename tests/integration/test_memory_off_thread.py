@@ -1,16 +1,21 @@
 """A memory job's model thinks off memory's thread: while the ingest or extraction model (the fake model on
 127.0.0.1, holding its answer) thinks, search answers and sources can be deleted; the draft is checked again
 when it is written, so a source deleted meanwhile never comes back as a citation, and no draft of a model that read
-a source deleted meanwhile is written."""
+a source deleted meanwhile is written. A folder import's parts are embedded off memory's thread too."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import re
+import sqlite3
 import threading
+import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from tests.helpers.fake_model import Request, Text
 
@@ -157,3 +162,61 @@ async def test_search_answers_while_the_extraction_model_thinks(pod, fake_model,
         held.release.set()
         reports = await asyncio.wait_for(produce, 30)
     assert reports[0]["kept"] == 2, reports
+
+
+MINUTES = ("The allotment committee met on Tuesday to discuss the new water butts, the compost rota and the shed "
+           "roof, and agreed that the hedge on the north side needs cutting before the birds nest. ")
+
+
+def minutes_folder(root: Path, files: int = 6) -> Path:
+    """A watched folder of a committee's long minutes: ``files`` text files that are 14 long parts each."""
+    folder = root / "journal"
+    folder.mkdir()
+    for n in range(files):
+        (folder / f"minutes-{n}.txt").write_text("\n\n".join(f"Item {n}.{i}: " + MINUTES * 6 for i in range(40)))
+    return folder
+
+
+async def test_typeahead_and_search_answer_while_a_folder_import_is_embedded_with_minilm(pod, tmp_path) -> None:
+    """With MiniLM chosen for search by meaning, each batch of a watched folder (up to 500 parts) was embedded on
+    memory's one thread, under memory's lock: a typeahead or a search typed meanwhile waited for the whole batch
+    (12.9 s for these 84 long parts on a busy 2-core machine). The parts are embedded off memory's thread now, and
+    the search's question beside them; each part is stored with the vector of its own text."""
+    from wiki_engine.embed import load_embedder
+    from wiki_engine.index import ScopeIndex
+
+    scope = f"private/{pod.person.id}"
+    await pod.in_memory_thread(lambda: pod.memory.add_source("Dentist: Dr. Nwosu at Brightsmile, check-up on 3 March.",
+                                                             scope=scope))
+    pod.set_role_model("embedding", "local/minilm")
+    await pod.memory_search("anything", mode="keyword")  # memory takes up MiniLM
+    assert await asyncio.to_thread(pod.memory.wait_for_embedding, 60)
+    folder = minutes_folder(tmp_path)
+    pod.folders.add(folder)
+    scan = asyncio.ensure_future(pod.folders.scan(str(folder)))
+    typed: list[float] = []
+    searched: list[float] = []
+    await asyncio.sleep(1.0)  # the files are read; their parts are being embedded
+    while not scan.done():
+        t = time.monotonic()
+        assert await pod.in_memory_thread(lambda: pod.memory.typeahead("Dent", scopes=pod.person_scopes()))
+        typed.append(time.monotonic() - t)
+        t = time.monotonic()
+        hits = await pod.memory_search("when do I see the tooth doctor", k=3)
+        searched.append(time.monotonic() - t)
+        assert "Brightsmile" in hits[0].snippet
+        await asyncio.sleep(0.2)
+    rep = await asyncio.wait_for(scan, 300)
+    assert rep.sources_added == 84 and typed, rep
+    assert max(typed) < 1.5, f"a typeahead typed during the import waited {max(typed):.1f} s for its suggestions"
+    assert max(searched) < 1.5, f"a search asked during the import waited {max(searched):.1f} s for its answer"
+    con = sqlite3.connect(str(pod.home / "memory" / "index" / scope / "meta.db"))
+    try:
+        rows = con.execute("SELECT kind, title, body, ctx, vec FROM docs WHERE body LIKE 'Item %' ORDER BY rowid").fetchall()
+    finally:
+        con.close()
+    assert len(rows) == 84
+    minilm = load_embedder("minilm")
+    for k, t, b, c, v in (rows[0], rows[14], rows[-1]):  # a file's first part, the next file's, the last
+        want = minilm.embed([ScopeIndex._meaning_text(k, t, b, c)])[0]
+        assert v is not None and np.allclose(np.frombuffer(v, dtype=np.float32), want, atol=1e-5), b[:40]

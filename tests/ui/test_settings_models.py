@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
+from typing import Any
+
 import pytest
 
 from app.dialogs import SettingsDialog
 from runtime_host.store import StoreError
+from tests.integration.test_memory_off_thread import minutes_folder
 
 
 def test_models_page_shows_only_roles_that_do_something_and_each_choice_is_used(qtbot, qloop, ui_pod) -> None:
@@ -43,6 +48,34 @@ def test_choosing_minilm_for_search_reembeds_memory_with_visible_progress(qtbot,
     assert ui_pod.memory.index(scope).vecs.shape[1] == 384
     hits = qloop.run(ui_pod.memory_search("when do I see the tooth doctor", k=1))
     assert hits[0].id == target
+
+
+def test_settings_left_open_while_a_folder_imports_on_minilm_keeps_the_window_answering(qtbot, qloop, ui_pod,
+                                                                                         tmp_path) -> None:
+    """Settings → Models reads memory's re-embedding progress every 400 ms on the window's event loop, and that read
+    waited for memory's lock, which was held while MiniLM embedded each batch of a watched folder: with Settings
+    open, the whole window stood still for a batch (11.7 s for these 84 long parts on a busy 2-core machine)."""
+    ui_pod.set_role_model("embedding", "local/minilm")
+    qloop.run(ui_pod.memory_search("anything", mode="keyword"))  # memory open, on MiniLM
+    folder = minutes_folder(tmp_path)
+    ui_pod.folders.add(folder)
+    dlg = SettingsDialog(ui_pod)
+    qtbot.addWidget(dlg)
+    dlg.show()
+    gaps: list[float] = []
+
+    async def import_watching_the_window() -> Any:
+        scan = asyncio.ensure_future(ui_pod.folders.scan(str(folder)))
+        last = time.monotonic()
+        while not scan.done():
+            await asyncio.sleep(0.05)
+            gaps.append(time.monotonic() - last)
+            last = time.monotonic()
+        return await scan
+
+    rep = qloop.run(import_watching_the_window(), timeout=300)
+    assert rep.sources_added == 84, rep
+    assert max(gaps) < 1.0, f"with Settings open, the window stood still for {max(gaps):.1f} s during the import"
 
 
 def test_a_providers_embeddings_can_be_chosen_for_search_and_memory_is_reembedded(qtbot, qloop, ui_pod, fake_model) -> None:

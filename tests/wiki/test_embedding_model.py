@@ -302,3 +302,75 @@ def test_a_huge_page_pasted_by_hand_is_tokenized_only_as_far_as_the_model_reads(
             hits = mem.search("where is the spare key, heron", scopes=["private/alice"], kinds=("page",))
             assert [h.id for h in hits] == ["page:private/alice/shed-log"]
         monkeypatch.setattr(emb, "tokenizer", seen.inner)
+
+
+def test_the_re_embedding_progress_never_waits_for_memorys_lock(tmp_path: Path) -> None:
+    """Settings → Models reads the progress every 400 ms on the window's event loop: the read waited for memory's
+    lock, so while memory's thread held it (a folder's batch being stored, a large deletion) the window stood still."""
+    mem = open_memory(tmp_path / "memory", embedder="static")
+    held, release = threading.Event(), threading.Event()
+
+    def long_work() -> None:  # memory's thread, in a long piece of work under its lock
+        with mem._lock:
+            held.set()
+            release.wait(10)
+
+    worker = threading.Thread(target=long_work, daemon=True)
+    try:
+        mem.add_source("Dr. Nwosu at Brightsmile Dental: check-up on 3 March at 10:40.", scope="private/alice")
+        worker.start()
+        assert held.wait(5)
+        started = time.monotonic()
+        st = mem.embedding_status(["private/alice"])
+        took = time.monotonic() - started
+        assert took < 1.0, f"reading the progress waited {took:.1f} s for memory's lock"
+        assert st["model"] == load_embedder("static").name and st["running"] is False and not st["error"], st
+    finally:
+        release.set()
+        worker.join(10)
+        mem.close()
+
+
+def stored_rows(root: Path, scope: str) -> dict[str, tuple[str, str, str, str, bytes | None]]:
+    """id -> (kind, title, body, context, vector) of a scope's index as stored on disk."""
+    con = sqlite3.connect(str(root / "index" / scope / "meta.db"))
+    try:
+        return {r[0]: r[1:] for r in con.execute("SELECT id, kind, title, body, ctx, vec FROM docs")}
+    finally:
+        con.close()
+
+
+def test_vectors_made_before_storing_are_kept_only_for_the_text_and_model_they_were_made_of(tmp_path: Path) -> None:
+    """A folder import's parts are embedded before memory is locked, off memory's thread, while other notes may be
+    stored and another model chosen. A part stored after a turn said just before it (its context is then that
+    turn), or after MiniLM was chosen, gets the vector of the text and model it is stored with, never the one made
+    ahead; the others keep the one made ahead."""
+    root, scope = tmp_path / "memory", "private/alice"
+    mem = open_memory(root, embedder="static")
+    try:
+        chat = [Item(text="Bob: The plumber comes on Tuesday at nine.", scope=scope, ts=1000.0, key="chat:1"),
+                Item(text="Alice: Good, I will be home then.", scope=scope, ts=1010.0, key="chat:2")]
+        ahead = mem.vectors_ahead(chat)
+        assert len(ahead) == 2
+        asked = mem.add_items([Item(text="Alice: When does the plumber come?", scope=scope, ts=990.0, key="chat:0")])[0]
+        first, second = mem.add_items(chat, ahead=ahead)
+        rows = stored_rows(root, scope)
+        assert rows[first][3] == rows[asked][2] and rows[second][3] == rows[first][2]  # the contexts they have now
+        static = load_embedder("static")
+        for sid in (asked, first, second):
+            k, t, b, c, v = rows[sid]
+            want = static.embed([ScopeIndex._meaning_text(k, t, b, c)])[0]
+            assert v is not None and np.allclose(np.frombuffer(v, dtype=np.float32), want, atol=1e-6), b
+
+        later = [Item(text="Bob: And the electrician on Friday.", scope=scope, ts=1020.0, key="chat:3")]
+        ahead = mem.vectors_ahead(later)  # the static model's
+        mem.set_embedder("minilm")
+        assert mem.wait_for_embedding(60)
+        (last,) = mem.add_items(later, ahead=ahead)
+        k, t, b, c, v = stored_rows(root, scope)[last]
+        want = load_embedder("minilm").embed([ScopeIndex._meaning_text(k, t, b, c)])[0]
+        assert v is not None and np.allclose(np.frombuffer(v, dtype=np.float32), want, atol=1e-5)
+        hits = mem.search("someone to wire the house", scopes=[scope], k=1, mode="meaning")
+        assert hits[0].id == last
+    finally:
+        mem.close()
