@@ -5,7 +5,9 @@
 It starts the fake model server (`python -m tests.helpers.fake_model`, which prints its base URL),
 runs the bundle offscreen in a temporary data folder, checks the one line of JSON it prints (a turn
 answered through the window by a FROZEN worker, streamed; optionally the offline model and speech),
-stops the server by its PID, and exits non-zero with the reasons when anything is off. Its last line
+stops the server by its PID, and exits non-zero with the reasons when anything is off. Besides the turn,
+the bundle's memory is checked: a folder watched from the Wiki view found again by keyword and by meaning
+(the static model), and a household page read by the frozen worker under memory's guard. Its last line
 is "smoke: N passed, M failed". Run it under scripts/with-keyring so the real keyring is there.
 """
 
@@ -23,6 +25,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 PROMPT = "Hello from the Hearth smoke test"  # app.__main__.SMOKE_PROMPT; the fake model echoes it
+STATIC_MODEL = "static-wordllama-l2supercat-256"  # wiki_engine.embed.StaticEmbedder.name: memory's default
 SPEECH_TEXT = "Hello, this is a test of the Hearth speech model."
 
 
@@ -84,6 +87,15 @@ def check_result(result: dict[str, Any], *, offline: bool = False, speech: bool 
     check("worker without Qt", result.get("worker_loads_qt") is False, "the frozen worker loaded Qt libraries")
     check("turn", result.get("answer") == f"You said: {PROMPT}" and int(result.get("deltas") or 0) > 1,
           f"expected the echoed prompt, streamed; got {result.get('answer')!r} in {result.get('deltas')} pieces")
+    memory = result.get("memory") or {}
+    check("memory", memory.get("model") == STATIC_MODEL and bool(memory.get("by_keyword"))
+          and bool(memory.get("by_meaning")),
+          f"the Wiki view's search found {memory.get('by_keyword')!r} by keyword and {memory.get('by_meaning')!r} "
+          f"by meaning with the model {memory.get('model')!r}" if memory else "the bundle did not search its memory")
+    household = result.get("household") or {}
+    check("household page", household.get("guarded") is True,
+          f"the frozen worker was given {household.get('answer')!r}" if household
+          else "the bundle's worker read no household page")
     if require_keyring:
         check("keyring", str(result.get("keyring", "")).startswith("keyring.backends.")
               and result.get("log_redacted") is True,

@@ -194,6 +194,31 @@ def echo(req: Request) -> Answer:
     return Text(f"You said: {req.last_user}")
 
 
+TOOL_ASK = re.compile(r"/tool (\w+) (\{.*\})", re.S)
+
+
+def _answers_a_tool(req: Request) -> bool:
+    """Whether the request's last message carries a tool's result (the model is asked to go on after its call)."""
+    last = req.messages[-1] if req.messages else {}
+    if req.wire == "openai":
+        return last.get("role") == "tool"
+    if req.wire == "anthropic":
+        content = last.get("content")
+        return isinstance(content, list) and any(b.get("type") == "tool_result" for b in content)
+    return any("functionResponse" in p for p in last.get("parts", []))
+
+
+def echo_tools(req: Request) -> Answer:
+    """`echo`, and a person's message `/tool NAME {json arguments}` makes the model call that tool; the tool's
+    result comes back whole as its answer (the bundle's self-test reads a household page in a frozen worker so)."""
+    if _answers_a_tool(req):
+        return Text(req.tool_results[-1])
+    asked = TOOL_ASK.fullmatch(req.last_user.strip())
+    if asked:
+        return ToolCalls([(asked.group(1), json.loads(asked.group(2)))])
+    return echo(req)
+
+
 _ANTHROPIC_ERROR_TYPES = {
     400: "invalid_request_error", 401: "authentication_error", 403: "permission_error", 404: "not_found_error",
     413: "request_too_large", 429: "rate_limit_error", 500: "api_error", 529: "overloaded_error",
@@ -769,14 +794,15 @@ def _merge_text(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def main() -> None:
-    """`python -m tests.helpers.fake_model`: an echoing fake model for trying the app by hand."""
+    """`python -m tests.helpers.fake_model`: an echoing fake model (``echo_tools``) for trying the app by hand and
+    for the bundle's self-test (packaging/smoke.py)."""
     import argparse
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--wire", choices=WIRES, default="openai")
     args = ap.parse_args()
-    srv = FakeModelServer(echo, wire=args.wire, port=args.port).start()
+    srv = FakeModelServer(echo_tools, wire=args.wire, port=args.port).start()
     print(srv.base_url, flush=True)
     try:
         while True:

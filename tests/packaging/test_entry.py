@@ -100,6 +100,9 @@ def test_smoke_without_a_model_url_says_what_to_pass(tmp_path: Path) -> None:
 
 
 def test_smoke_from_source_completes_a_turn_through_the_window(tmp_path: Path, fake_model) -> None:
+    from tests.helpers.fake_model import echo_tools
+
+    fake_model.script = echo_tools  # as packaging/smoke.py's fake model: the household page is read by a tool call
     out = subprocess.run([sys.executable, ENTRY, "--smoke", "--smoke-model-url", fake_model.base_url,
                           "--smoke-timeout", "60"], capture_output=True, text=True, timeout=90,
                          env=_env(tmp_path), cwd=ROOT)
@@ -109,4 +112,8 @@ def test_smoke_from_source_completes_a_turn_through_the_window(tmp_path: Path, f
     assert result["answer"] == "You said: Hello from the Hearth smoke test"
     assert result["deltas"] > 1  # streamed, not delivered whole
     assert result["worker_command"][1:] == ["-m", "runtime_host.worker"]
-    assert len(fake_model.requests) == 1
+    # memory: the watched folder's notes found from the Wiki view by a name one holds, and by meaning alone
+    assert result["memory"]["model"] == "static-wordllama-l2supercat-256"
+    assert result["memory"]["by_keyword"][0] == "boiler.txt" and result["memory"]["by_meaning"][0] == "sourdough.md"
+    assert result["household"]["guarded"] is True  # the worker read the household page under memory's guard
+    assert len(fake_model.requests) == 3  # the turn; the household read's tool call and its answer
