@@ -160,6 +160,14 @@ def verified_file(path: Path, sha256: str) -> Path:
     return path
 
 
+def packaged_model_files() -> list[tuple[Path, str]]:
+    """(file, its path under site-packages) of each model file this module loads from another package, each checked
+    against its pinned sha256 (ModelFileError otherwise): what a bundle carries beside wiki_engine/data
+    (packaging/hearth.spec), laid out as here, so that the same lookup finds it frozen."""
+    return [(verified_file(_package_file(package, rel, package.replace("_", "-")), sha), f"{package}/{rel}")
+            for package, rel, sha in (WORDLLAMA_WEIGHTS, WORDLLAMA_TOKENIZER, MINILM_MODEL)]
+
+
 class StaticEmbedder:
     """Mean of WordLlama token vectors: very fast, good enough to bridge synonyms keyword search misses."""
 

