@@ -180,7 +180,7 @@ class Turns:
             except Exception as exc:  # never leave a turn hanging: record why it could not start
                 log.exception("turn %s could not start", run.turn_id)
                 self.finish(run, {"status": "failed", "error_kind": "internal",
-                                  "error": f"The turn could not start: {exc}. Check the agent's settings."})
+                                  "error": f"The turn could not start: {str(exc).rstrip('.')}. Check the agent's settings."})
             with contextlib.suppress(asyncio.CancelledError):
                 try:
                     await asyncio.wait_for(asyncio.shield(run.future), self._time_left(run) + TURN_STOP_GRACE_S)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import sys
 import threading
 from functools import lru_cache
 from pathlib import Path
@@ -145,17 +146,19 @@ def _package_file(package: str, rel: str, pip_name: str) -> Path:
 
 def verified_file(path: Path, sha256: str) -> Path:
     """Returns ``path`` after checking its sha256; raises ModelFileError with what to do otherwise."""
+    # in the double-click app the file came with Hearth, not with a package its person installed
+    remedy = "reinstall Hearth" if getattr(sys, "frozen", False) else "reinstall the package that provides it"
     try:
         h = hashlib.sha256()
         with open(path, "rb") as f:
             for chunk in iter(lambda: f.read(1 << 20), b""):
                 h.update(chunk)
     except FileNotFoundError:
-        raise ModelFileError(f"Model file {path} is missing: reinstall the package that provides it.") from None
+        raise ModelFileError(f"Model file {path} is missing: {remedy}.") from None
     if h.hexdigest() != sha256:
         raise ModelFileError(
             f"Model file {path} does not match its pinned checksum (sha256 {h.hexdigest()[:16]}…, expected "
-            f"{sha256[:16]}…). It may have been tampered with: reinstall the package; Hearth will not load it."
+            f"{sha256[:16]}…). It may have been tampered with: {remedy}; Hearth will not load it."
         )
     return path
 

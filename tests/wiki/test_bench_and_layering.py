@@ -101,6 +101,21 @@ def test_wiki_engine_imports_nothing_of_ours_and_no_qt() -> None:
         assert "import requests" not in text and "huggingface" not in text.lower(), path
 
 
+def test_a_changed_model_file_in_the_double_click_app_says_to_reinstall_hearth(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whoever double-clicked Hearth installed no package: the remedy names Hearth, not a package."""
+    f = tmp_path / "model.onnx"
+    f.write_bytes(b"not the model")
+    with pytest.raises(ModelFileError, match="reinstall the package"):
+        verified_file(f, "0" * 64)
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    with pytest.raises(ModelFileError, match="reinstall Hearth; Hearth will not load it") as err:
+        verified_file(f, "0" * 64)
+    assert "package" not in str(err.value)
+    with pytest.raises(ModelFileError, match="missing: reinstall Hearth"):
+        verified_file(tmp_path / "nope.onnx", "0" * 64)
+
+
 def test_model_files_are_checked_against_their_pinned_checksum(tmp_path: Path) -> None:
     f = tmp_path / "model.onnx"
     f.write_bytes(b"not the model")
