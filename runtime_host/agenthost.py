@@ -314,10 +314,10 @@ class AgentHost:
                  if (r["provider"], r["model"]) != (chosen["provider"], chosen["model"])]
         return [chosen, *chain]
 
-    def models(self, person_id: str) -> dict[str, Any]:
-        """The person's providers, what each can do, and the model they chose for each role."""
+    def _own_roles(self, person_id: str) -> dict[str, dict[str, Any]]:
+        """The model the person chose for each role, or the role's default."""
         chosen = self.pod.store.role_models(person_id)
-        roles = {}
+        roles: dict[str, dict[str, Any]] = {}
         for role, default in ROLES.items():
             row = chosen.get(role)
             if row is not None:
@@ -327,6 +327,11 @@ class AgentHost:
             else:
                 prov, _, model = default.partition("/")
                 roles[role] = {"provider": prov or None, "model": model or None, "source": "default"}
+        return roles
+
+    def models(self, person_id: str) -> dict[str, Any]:
+        """The person's providers, what each can do, and the model they chose for each role."""
+        roles = self._own_roles(person_id)
         owner_id = memory_jobs.owner(self.pod)
         if person_id != owner_id:
             owner = self.pod.store.get_person_by_id(owner_id)
@@ -405,7 +410,7 @@ class AgentHost:
         """The embedding role's model: "static" or "minilm" (on this computer), or "PROVIDER/MODEL". Memory has
         one index per scope for everyone, so it follows the first person's choice (the one who set Hearth up);
         a provider's model embeds only that person's scopes (see MemoryHost.embedder_choice)."""
-        info = self.models(memory_jobs.owner(self.pod))["roles"]["embedding"]
+        info = self._own_roles(memory_jobs.owner(self.pod))["embedding"]  # read often (memory's background pass)
         if info.get("provider") and info["provider"] != "local":
             return f"{info['provider']}/{info.get('model') or ''}"
         return EMBEDDING_MODELS.get(info.get("model") or "", "static")

@@ -10,6 +10,7 @@ import concurrent.futures
 import contextlib
 import itertools
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -23,7 +24,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("hearth.memory")
 
-EMBEDDING_RECHECK_S = 2.0  # how often open memory looks whether another process chose another embedding model
+# How often open memory looks whether another process chose another embedding model: before memory work, and
+# while the window is idle (a thread of its own, see ``_watch_embedding_choice``).
+EMBEDDING_RECHECK_S = 2.0
 
 
 class MemoryHost(MappingForgets):
@@ -41,6 +44,9 @@ class MemoryHost(MappingForgets):
         self._embedding_checked = 0.0
         self._resuming: asyncio.Task[None] | None = None  # see resume_embedding
         self._going: set[asyncio.Task[Any]] = set()  # people's parts a run returned without (see keep_going)
+        self._watching: threading.Thread | None = None  # see _watch_embedding_choice
+        self._watch_stop = threading.Event()
+        self._following: concurrent.futures.Future[None] | None = None  # its last look, on memory's thread
 
     def register_tools(self, tools: dict[str, Any]) -> None:
         """The Pod tools this part carries out for a worker."""
@@ -85,6 +91,47 @@ class MemoryHost(MappingForgets):
         if self._embedding_key() != self._embedding_seen:
             self._embedding_seen = self._embedding_key()
             self._take_up_embedding()
+
+    def _still_chosen(self, embedder: Any) -> bool:
+        """Whether ``embedder`` (a provider's, that memory is about to send notes or a question) is still the
+        embedding model chosen: another process may have chosen another since (a terminal's `models set embedding`),
+        and memory's background pass asks before each request, whatever the window is doing."""
+        from runtime_host.providers.embeddings import embedder_name
+
+        choice = self.pod.embedding_model()
+        return "/" in choice and embedder_name(*choice.split("/", 1)) == embedder.name
+
+    def _follow_due(self) -> bool:
+        """Whether open memory is to look at the embedding choice again now (every EMBEDDING_RECHECK_S at most);
+        True counts as the look."""
+        if self._memory is None or time.monotonic() - self._embedding_checked < EMBEDDING_RECHECK_S:
+            return False
+        self._embedding_checked = time.monotonic()
+        return True
+
+    def _follow_here(self) -> None:
+        """``_follow_embedding_choice`` on memory's thread, whatever asked it: a failure is logged, and the next
+        look tries again."""
+        try:
+            self._follow_embedding_choice()
+        except Exception:  # noqa: BLE001 - the memory work asked for goes on; the next look tries again
+            log.exception("memory could not take up the embedding model chosen elsewhere")
+            self._embedding_seen = None
+
+    def _watch_embedding_choice(self) -> None:
+        """A thread of its own while memory's thread runs: the embedding model another process chose is taken up
+        within a few seconds even when nothing runs in the window (README: "taken up by the window within a few
+        seconds"), the look ``in_memory_thread`` makes before memory work made on memory's thread every
+        EMBEDDING_RECHECK_S. A thread, not a task on the window's loop: it never waits for that loop, nor it for
+        this."""
+        while not self._watch_stop.wait(max(EMBEDDING_RECHECK_S, 0.5)):
+            pool, last = self._memory_pool, self._following
+            if pool is None or (last is not None and not last.done()) or not self._follow_due():
+                continue  # (a look still waiting behind long memory work is not asked again)
+            try:
+                self._following = pool.submit(self._follow_here)
+            except RuntimeError:  # memory's thread ended: memory is closing
+                return
 
     def embedder_choice(self) -> tuple[Any, str | None]:
         """The embedding role's model as memory takes it, and whose scopes it may see. A local model embeds
@@ -152,6 +199,7 @@ class MemoryHost(MappingForgets):
             task.cancel()
         if self._going:
             await asyncio.wait(list(self._going), timeout=10)
+        self._watch_stop.set()
         if self._resuming is not None:  # memory being opened at start-up: closed below, not left open after
             with contextlib.suppress(Exception):
                 await self._resuming
@@ -181,6 +229,7 @@ class MemoryHost(MappingForgets):
             with storage_errors_said(self.pod.home / "memory"):
                 self._memory = wiki_engine.open_memory(self.pod.home / "memory", embedder=embedder, only_for=only_for)
             self._memory.redactor = redactor(self.pod)  # personal data redacted on every path into memory
+            self._memory.still_chosen = self._still_chosen  # nothing more to a provider chosen no more elsewhere
             unloadable = self._memory.embedding_status().get("error")
             if unloadable:  # the local model's file damaged or gone: memory answers by keywords; said once here
                 log.warning("%s", unloadable)  # (a terminal's one line), and in Settings → Models for good
@@ -190,17 +239,15 @@ class MemoryHost(MappingForgets):
         """Runs memory work on one background thread (never on the UI thread, one writer at a time)."""
         if self._memory_pool is None:
             self._memory_pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory")
-        follow = self._memory is not None and time.monotonic() - self._embedding_checked >= EMBEDDING_RECHECK_S
-        if follow:
-            self._embedding_checked = time.monotonic()
+        if self._watching is None and not self._watch_stop.is_set():
+            self._watching = threading.Thread(target=self._watch_embedding_choice, name="memory-choice-watch",
+                                              daemon=True)
+            self._watching.start()
+        follow = self._follow_due()
 
         def run() -> Any:
             if follow:
-                try:
-                    self._follow_embedding_choice()
-                except Exception:  # noqa: BLE001 - the memory work asked for goes on; the next look tries again
-                    log.exception("memory could not take up the embedding model chosen elsewhere")
-                    self._embedding_seen = None
+                self._follow_here()
             with storage_errors_said(self.pod.home / "memory"):  # a read-only memory folder, a full disk: in words
                 return fn(*args, **kw)
 

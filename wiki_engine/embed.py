@@ -38,6 +38,10 @@ MINILM_TOKENIZER_SHA = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f4
 MAX_EMBED_CHARS = 16_384
 # The text a remote model is asked to embed to learn the size of its vectors, or whether it answers at all.
 SIZE_PROBE = "size"
+# Texts per request to a remote model (memory's background batches). One that the model does not answer in time (a
+# model server on a CPU given 64 long notes) is sent again in halves, and the model is sent no more per request from
+# then on: ``embed_each`` keeps the size that it answers in time as the embedder's ``batch``.
+REMOTE_BATCH = 64
 
 
 def meaning_part(text: str) -> str:
@@ -68,15 +72,26 @@ def is_remote(embedder: Embedder | None) -> bool:
     return bool(getattr(embedder, "remote", False))
 
 
+def batch_size(embedder: Embedder) -> int:
+    """How many texts a remote model is sent per request: REMOTE_BATCH, or fewer once it did not answer that many
+    in time (see ``embed_each``)."""
+    return int(getattr(embedder, "batch", 0) or REMOTE_BATCH)
+
+
 def embed_each(embedder: Embedder, texts: list[str]) -> tuple[np.ndarray, dict[int, str]]:
     """Vectors for ``texts``, and {position: why} of the texts set aside: those a remote model refuses one by one
     (a text still too long for it, an answer for it that is not a vector) while it answers others. The vectors are
     the other texts', in order. A request refused whole is split in halves until the texts it refuses are found,
     so one of them never keeps the others from their vectors; a model that refuses even a word (a wrong model, a
-    bad key, a server down) fails as it did: that is the model's failure, not a text's."""
+    bad key, a server down) fails as it did: that is the model's failure, not a text's. A request the model does
+    not answer in time (its ``too_slow``) is sent again in halves, halved again if need be, and the size it answered
+    is kept (``batch_size``) for the requests that follow; a single text it does not answer in time is its failure."""
     try:
         return embedder.embed(texts), {}
     except Exception as exc:
+        too_slow = getattr(embedder, "too_slow", None)
+        if len(texts) > 1 and too_slow is not None and too_slow(exc):
+            return _in_smaller_requests(embedder, texts)
         refuses = getattr(embedder, "refuses", None)
         if refuses is None or not refuses(exc):
             raise
@@ -108,12 +123,33 @@ def embed_each(embedder: Embedder, texts: list[str]) -> tuple[np.ndarray, dict[i
     else:
         split(0, len(texts) // 2)
         split(len(texts) // 2, len(texts))
-    kept = [v for v in got if v is not None]
-    sizes = sorted({v.shape[0] for v in kept})
-    if len(sizes) > 1:  # another model behind the name between two of these requests
+    return _stacked(embedder, [v for v in got if v is not None]), why
+
+
+def _in_smaller_requests(embedder: Embedder, texts: list[str]) -> tuple[np.ndarray, dict[int, str]]:
+    """``embed_each`` for texts the model did not answer in time in one request: half as many per request from now
+    on (the embedder's ``batch``), each request halved again while the model does not answer it in time."""
+    embedder.batch = min(batch_size(embedder), max(1, len(texts) // 2))  # type: ignore[attr-defined]
+    rows: list[np.ndarray] = []
+    why: dict[int, str] = {}
+    at = 0
+    while at < len(texts):
+        part = texts[at : at + batch_size(embedder)]
+        vecs, refused = embed_each(embedder, part)
+        rows.extend(np.asarray(vecs, dtype=np.float32))
+        why.update({at + n: reason for n, reason in refused.items()})
+        at += len(part)
+    return _stacked(embedder, rows), why
+
+
+def _stacked(embedder: Embedder, rows: list[np.ndarray]) -> np.ndarray:
+    """The vectors of several requests as one array; EmbeddingError if they are of different sizes (another model
+    behind the name between two of the requests)."""
+    sizes = sorted({v.shape[0] for v in rows})
+    if len(sizes) > 1:
         raise EmbeddingError(f"The embedding model {embedder.name} answered vectors of {sizes[-1]} numbers where "
                              f"{sizes[0]} were expected.")
-    return np.asarray(kept, dtype=np.float32).reshape(len(kept), sizes[0] if sizes else 0), why
+    return np.asarray(rows, dtype=np.float32).reshape(len(rows), sizes[0] if sizes else 0)
 
 
 def checked_vectors(name: str, vecs: object, count: int, dim: int = 0) -> np.ndarray:

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import tantivy
 
-from .embed import Embedder, checked_vectors, embed_each, is_remote
+from .embed import Embedder, batch_size, checked_vectors, embed_each, is_remote
 from .lease import _holder_alive, _proc_started
 
 log = logging.getLogger(__name__)
@@ -565,7 +565,6 @@ class ScopeIndex:
         ``Memory._answered_size``), and all is embedded again at the new size; else an answer of another size is
         refused (EmbeddingError)."""
         remote = is_remote(new)
-        batch = 64 if remote else 128
         aside = {} if aside is None else aside
         with self._lock:
             listed = self.meta.execute("SELECT id, rowid FROM docs ORDER BY rowid").fetchall()
@@ -581,7 +580,7 @@ class ScopeIndex:
             while at < len(todo):
                 if stop():
                     return False
-                chunk = todo[at : at + batch]
+                chunk = todo[at : at + (batch_size(new) if remote else 128)]  # a remote model's: fewer once it was slow
                 at += len(chunk)
                 with self._lock:
                     marks = ",".join("?" * len(chunk))
@@ -626,6 +625,8 @@ class ScopeIndex:
             if len(todo) <= LATE_UNDER_LOCK or rounds >= LATE_ROUNDS:
                 break
         with self._lock:
+            if stop():  # given up on while its last request was answered (another model chosen): nothing swapped in
+                return False
             if self._dirty:
                 self.commit()
             # Documents added, or whose text changed, since they were read: embed them now (a remote model's are
@@ -690,10 +691,13 @@ class ScopeIndex:
         what = " ".join((title or first).split())
         return f"“{what[:60]}…”" if len(what) > 60 else f"“{what}”"
 
-    def fill(self, ids: list[str], vecs: object) -> None:
-        """Stores the vectors of queued documents (checked first: a bad answer changes nothing)."""
+    def fill(self, ids: list[str], vecs: object, keep: Callable[[], bool] = lambda: True) -> bool:
+        """Stores the vectors of queued documents (checked first: a bad answer changes nothing). ``keep``, asked under
+        the index's lock: False throws them away (their model is no longer chosen). Returns whether they were stored."""
         assert self.embedder is not None
         with self._lock:
+            if not keep():
+                return False
             if self._dirty:
                 self.commit()
             have = self.vecs.shape[1] if self.vecs.shape[1] and self.meta.execute(
@@ -709,6 +713,7 @@ class ScopeIndex:
                 n = self.row.get(i)
                 if n is not None and n >= 0:
                     self.vecs[n] = v
+        return True
 
     def _load_arrays(self) -> None:
         ids: list[str] = []

@@ -34,6 +34,7 @@ from .embed import (
     SIZE_PROBE,
     Embedder,
     ModelFileError,
+    batch_size,
     checked_vectors,
     embed_each,
     is_remote,
@@ -393,9 +394,8 @@ def _is_person(author: str) -> bool:
     return author.startswith("person:")
 
 
-# A remote embedding model (a provider's): texts per request, how long a search waits for its question's
-# vector before ranking by keywords alone, and the wait before trying again after a failure (doubling).
-EMBED_BATCH = 64
+# A remote embedding model (a provider's; texts per request: ``embed.batch_size``): how long a search waits for its
+# question's vector before ranking by keywords alone, and the wait before trying again after a failure (doubling).
 QUERY_EMBED_TIMEOUT_S = 3.0
 QUERY_EMBED_REST_S = 30.0  # after a question the provider did not embed in time, questions go by keywords this long
 _QUERY_POOL: list[concurrent.futures.ThreadPoolExecutor] = []
@@ -493,6 +493,10 @@ class Memory:
         # Called as redactor(text, scope) on every text entering memory (sources, quarantine, pages); the Pod
         # sets it to its personal-data redaction, so no path into memory (producer, mail, imports) skips it.
         self.redactor: Callable[[str, str], str] | None = None
+        # Asked still_chosen(model) before each request of notes to a remote model (the background pass) and before a
+        # question goes to one: False once another model was chosen elsewhere (a terminal's `models set embedding`,
+        # which the Pod takes up within seconds), so nothing more goes to a provider no longer chosen meanwhile.
+        self.still_chosen: Callable[[Embedder], bool] | None = None
         if is_remote(self.embedder) or (self.embedder is not None and stale_scopes(self.root, self.embedder.name,
                                                                                    only_for=only_for)):
             # Vectors still queued when memory was last closed are filled again, and a re-embed cut short (Hearth
@@ -558,8 +562,11 @@ class Memory:
                 with contextlib.suppress(Exception):
                     idx.abandon()
                 idx = None
-            elif idx is not None:
-                idx.follow_others()  # what another process stored (or removed) meanwhile is found here too
+            elif idx is not None and idx.follow_others() and idx.embedder is not None and idx.queued_count():
+                # What another process stored (or removed) meanwhile is found here too; notes it stored without their
+                # vector (a provider's, filled in the background: a terminal that ended first left them queued) get it
+                # from this process's background pass.
+                self._start_migration()
             if idx is None:
                 folder = self.root / "index" / sc.relpath
                 use = target = self.embedder_for(sc)
@@ -620,6 +627,12 @@ class Memory:
         new = self._chosen(embedder)
         with self._lock, self._status:
             self._check_open()
+            if (self.embedder.name if self.embedder else "") != (new.name if new else ""):
+                # Another model: the pass under way, perhaps waiting on the old model's answer, is left to end on
+                # its own (what it is answered is thrown away), and a new one starts at once.
+                self._migration = None
+                self._progress["running"] = False
+                self._kick.set()  # (one waiting to try the old model again ends now)
             self.embedder, self.only_for = new, only_for
             # counted anew: what this choice re-embeds, not what an earlier one (or one turned away from) did
             self._progress.update(model=new.name if new else "", error="", done=0, total=0)
@@ -713,6 +726,8 @@ class Memory:
         failures, choice = 0, -1
         try:
             while not self._migration_stop.is_set():
+                if self._migration is not threading.current_thread():
+                    return  # another model chosen: a new pass took over
                 self._kick.clear()
                 target = self.embedder
                 with self._lock:
@@ -722,6 +737,8 @@ class Memory:
                 try:
                     ok = self._embed_pass(fresh, begun)
                 except Exception as exc:  # a model that fails mid-way: say so; search keeps the vectors it has
+                    if self._migration is not threading.current_thread():
+                        return  # given up on (another model chosen) while it failed: not the new model's failure
                     if self.embedder is not target:  # a model the person turned away from: not theirs to read
                         failures = 0
                         continue
@@ -772,8 +789,13 @@ class Memory:
         if target is None:
             return False
 
-        def stop() -> bool:
-            return self._migration_stop.is_set() or self.embedder is not target
+        me = threading.current_thread()
+
+        def current() -> bool:  # still this pass's model, and this pass (not one a new choice started)
+            return self.embedder is target and self._migration is me and not self._migration_stop.is_set()
+
+        def stop() -> bool:  # also before each request: a model turned away from elsewhere is sent nothing more
+            return not current() or not self._sends_to(target)
 
         def gone(sc: Scope, idx: ScopeIndex) -> bool:  # forgotten (or deleted) since the pass opened it
             return self._indexes.get(sc) is not idx
@@ -867,17 +889,21 @@ class Memory:
                 count(sc, idx.count(), idx.count())
             if is_remote(want) and idx.queued_count():  # added while it ran: queued for this model
                 fills.append((sc, idx, 0))
+        if not current():
+            return not self._migration_stop.is_set()
         self._recheck_size = False
         for sc, idx, _ in fills:
             assert idx.embedder is not None
             aside = self._aside.setdefault(str(sc), {})
             try:
                 while not stop():
-                    rows = idx.queued(EMBED_BATCH, aside)
+                    rows = idx.queued(batch_size(idx.embedder), aside)
                     if not rows:
                         break
                     emb = idx.embedder
                     vecs, why = embed_each(emb, [t for _, t, _ in rows])
+                    if not current():  # answered after another model was chosen: thrown away
+                        break
                     with self._lock, self._status:
                         for n, reason in why.items():  # refused alone: found by its words, the others by meaning too
                             i, t, what = rows[n]
@@ -895,7 +921,10 @@ class Memory:
                             with self._lock, self._status:
                                 self._progress["again"] = True
                             break
-                        idx.fill([i for i, _, _ in kept], vecs)  # an answer of another size once is refused (and retried)
+                        # an answer of another size once is refused (and retried); one that comes as another model
+                        # is chosen is thrown away (checked under the index's lock, which the new pass's swap takes)
+                        if not idx.fill([i for i, _, _ in kept], vecs, keep=current):
+                            break
                     done += len(rows)
                     total = max(total, done)
                     with self._lock, self._status:
@@ -952,12 +981,22 @@ class Memory:
             self._sizes_seen.pop(folder, None)
             return True
 
+    def _sends_to(self, model: Embedder) -> bool:
+        """Whether texts may go to ``model``: a local one's never leave; a remote one's only while it is still the one
+        chosen (``still_chosen``: another process may have chosen another model since)."""
+        still = self.still_chosen
+        return not is_remote(model) or still is None or still(model)
+
     def _query_vector(self, emb: Embedder, query: str) -> np.ndarray | None:
-        """The question's vector, or None: a remote model that fails, is known to be failing, or takes longer
-        than QUERY_EMBED_TIMEOUT_S leaves search to rank by keywords (it never raises for that)."""
+        """The question's vector, or None: a remote model that fails, is known to be failing, takes longer than
+        QUERY_EMBED_TIMEOUT_S or is no longer chosen leaves search to rank by keywords (it never raises for that)."""
         if not is_remote(emb):
             return emb.embed([query])[0]
-        if self._progress.get("error") or time.monotonic() < self._query_rest_until:
+        try:  # a model chosen no more (elsewhere, not yet taken up here) is sent no question
+            sends = self._sends_to(emb)
+        except Exception:  # noqa: BLE001 - the choice could not be read: keywords answer, nothing is sent
+            sends = False
+        if not sends or self._progress.get("error") or time.monotonic() < self._query_rest_until:
             return None
         # A total deadline, whatever the provider does (a body dripping a byte a second never times out a read):
         # the call runs on its own thread, and a question it has not embedded by then is ranked by keywords.

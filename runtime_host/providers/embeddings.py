@@ -20,7 +20,8 @@ from runtime_host.providers import ProviderError, Route
 from vault import redact
 
 EMBEDDING_KINDS = ("openai", "openai-compatible", "gemini")
-# One batch of texts (memory sends at most 64) gets this long; a search's question gets less (its caller says).
+# One request of texts (memory sends at most 64, fewer once one was not answered in time) gets this long, its whole
+# answer included (a body sent a byte at a time is cut off); a search's question gets less (its caller says).
 TIMEOUT_S = 30.0
 
 
@@ -80,7 +81,7 @@ class ProviderEmbedder:
         try:  # no more of a text than a local model reads: a long document would be refused whole
             url, headers, body = self._request([meaning_part(t) for t in texts])
             with open_stream(self.route, url, headers, body, timeout=timeout or TIMEOUT_S) as resp:
-                raw = bounded_body(resp, self.route, max_s=timeout)
+                raw = bounded_body(resp, self.route, max_s=timeout or TIMEOUT_S)
             vectors = self._vectors(raw)
         except ProviderError as exc:
             msg = (f"Provider {self.route.provider!r} had a server error (HTTP {exc.status})." if exc.kind == "server"
@@ -100,6 +101,12 @@ class ProviderEmbedder:
         an answer that is not a vector for each): memory then finds which by asking for fewer at a time, and sets
         aside the ones refused alone (see ``wiki_engine.embed.embed_each``)."""
         return isinstance(exc, ProviderError) and exc.kind in ("bad_request", "malformed")
+
+    @staticmethod
+    def too_slow(exc: Exception) -> bool:
+        """Whether ``exc`` is the provider not answering a request in time (a model server on a CPU given 64 long
+        notes at once): memory then sends it half as many texts per request, from then on (``embed_each``)."""
+        return isinstance(exc, ProviderError) and exc.kind == "timeout"
 
     def _request(self, texts: list[str]) -> tuple[str, dict[str, str], dict[str, Any]]:
         r = self.route

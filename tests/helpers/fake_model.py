@@ -26,6 +26,7 @@ Embeddings: POST /v1/embeddings (openai: {"model", "input": [...]} -> {"object":
 sharing a concept, see CONCEPTS), so search by meaning works in tests. `embedded` records every input
 embedded (`embed_requests` the requests); `embed_fault` makes the endpoint fail: an Error, a Hang, or "wrong-dims", "nan", "wrong-count",
 "half-size" (every vector of half the usual size), "drip" (headers at once, then the body a byte every half second).
+`embed_per_text_s` makes each text of a request add that long before the answer (a model server on a CPU).
 `embed_max_chars` makes it refuse a request holding a longer input (HTTP 400, as real providers refuse an input
 past their model's context: OpenAI's 8,192 tokens, Gemini's 2,048), the other inputs of that request with it.
 
@@ -283,6 +284,7 @@ class FakeModelServer:
         self.embed_fault: Error | Hang | str | None = None  # see the module docstring
         self.list_fault: Error | None = None  # see the module docstring
         self.embed_delay_s = 0.0  # each embedding answer waits this long (to watch progress)
+        self.embed_per_text_s = 0.0  # and this long more for each text it embeds
         self.embed_max_chars: int | None = None  # see the module docstring
         self.embed_refused: list[str] = []  # the inputs too long for it (each time it refused one)
         self._server: ThreadingHTTPServer | None = None
@@ -430,8 +432,8 @@ class FakeModelServer:
                 f"The input token count ({tokens}) exceeds the maximum number of tokens allowed ({limit})." if gemini
                 else f"This model's maximum context length is {limit} tokens, however you requested {tokens} tokens "
                      f"({tokens} in your prompt). Please reduce your prompt."))))
-        if self.embed_delay_s:
-            time.sleep(self.embed_delay_s)
+        if self.embed_delay_s or self.embed_per_text_s:
+            time.sleep(self.embed_delay_s + self.embed_per_text_s * len(texts))
         self.embedded.extend(texts)
         self.embed_requests.append(req)
         vecs = [fake_vector(t) for t in texts]

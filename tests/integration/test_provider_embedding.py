@@ -574,6 +574,72 @@ async def test_choosing_a_providers_embeddings_from_the_terminal_reaches_the_ope
         f"with the provider")
 
 
+async def _sending_private_notes(pod, fake_model: FakeModelServer, n: int, how: str = "re-embedding") -> None:
+    """Me's ``n`` private notes and the provider's embeddings chosen in the window (Settings → Models): memory sends
+    the notes to it in the background, a batch of 64 a second, re-embedding them (stored before the choice) or
+    filling their vectors (stored after it, as a folder import); returns once the provider has received some."""
+    me = pod.person.id
+
+    def store() -> None:
+        pod.memory.add_items([Item(text=f"Private note {k}: my savings account number ends in {k:04d}.",
+                                   scope=f"private/{me}", ts=1e6 + k) for k in range(n)])
+
+    if how == "re-embedding":
+        await pod.in_memory_thread(store)
+    fake_model.embed_delay_s = 1.0
+    pod.set_role_model("embedding", "fake/fake-embed")
+    if how == "filling":
+        await pod.in_memory_thread(store)
+    deadline = time.monotonic() + 15
+    while not fake_model.embedded:
+        assert time.monotonic() < deadline, pod.embedding_status()
+        await asyncio.sleep(0.1)
+
+
+@pytest.mark.parametrize("how", ["re-embedding", "filling"])
+async def test_the_background_pass_sends_nothing_more_to_a_provider_turned_off_in_a_terminal(
+        pod, fake_model, home, monkeypatch, how: str) -> None:
+    """Me changes his mind in a terminal (`models set embedding local/static`) while memory sends his notes to the
+    provider, and leaves the window alone. The window looked at the choice only when some memory work ran in it
+    (a search, a store): left idle, it went on sending every note (924 to 1,052 more in 8 s). README: "nothing more
+    goes to a provider you no longer chose". Here the window does not look for a minute: the pass itself reads the
+    choice before each batch (one already on the wire may finish), and a question asked meanwhile stays here too
+    (with the notes filled, search by meaning uses the provider)."""
+    from runtime_host import memoryhost
+    from tests.integration.test_cli import cli
+
+    monkeypatch.setattr(memoryhost, "EMBEDDING_RECHECK_S", 60.0)
+    await _sending_private_notes(pod, fake_model, 1000, how)
+    r = await asyncio.to_thread(cli, home, "models", "set", "embedding", "local/static")
+    assert r.returncode == 0, r.stderr
+    at_choice = len(fake_model.embedded)
+    await asyncio.sleep(4)
+    more = len(fake_model.embedded) - at_choice
+    assert more <= 64, (f"{more} more private notes went to the provider in the 4 s after the terminal chose the "
+                        f"local model ({pod.embedding_status()})")
+    before = len(fake_model.embedded)
+    assert await pod.memory_search("my savings account number", k=3)  # found by its words
+    assert len(fake_model.embedded) == before, "the question went to the provider no longer chosen"
+
+
+async def test_an_idle_window_takes_up_a_model_chosen_in_a_terminal_within_seconds(pod, fake_model, home) -> None:
+    """README: "A model chosen in another Hearth process ... is taken up by the window within a few seconds". An
+    idle window never did: it kept the provider (and Settings its progress) until some memory work ran in it."""
+    from tests.integration.test_cli import cli
+
+    await _sending_private_notes(pod, fake_model, 1000)
+    r = await asyncio.to_thread(cli, home, "models", "set", "embedding", "local/static")
+    assert r.returncode == 0, r.stderr
+    chosen = time.monotonic()
+    static = load_embedder("static").name
+    while pod.embedding_status()["model"] != static:  # Settings' progress: no memory work in the window
+        assert time.monotonic() - chosen < 6, f"6 s after the terminal's choice the window shows {pod.embedding_status()}"
+        await asyncio.sleep(0.1)
+    assert await asyncio.to_thread(pod.memory.wait_for_embedding, 30)
+    folder = home / "memory" / "index" / "private" / pod.person.id
+    assert ScopeIndex.stored_embedder(folder) == static
+
+
 async def test_after_the_terminal_chose_a_provider_a_restart_leaves_no_vector_of_the_old_model(
         pod, fake_model, home, monkeypatch) -> None:
     """The terminal re-embedded memory with the provider while the window's memory, still on the local model,

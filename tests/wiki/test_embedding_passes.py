@@ -1,9 +1,14 @@
 """Memory's background embedding pass with a provider's embeddings (the fake model server: a real HTTP server)
 where real providers break it: a long document, another model behind the provider's name mid re-embed, a model
-chosen just as the pass ends, a person forgotten mid re-embed."""
+chosen just as the pass ends, a person forgotten mid re-embed, a server too slow for a whole batch, one that drips
+its answer, notes another process stored and left without their vectors."""
 
 from __future__ import annotations
 
+import os
+import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -11,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
+import runtime_host.providers.embeddings as embeddings
 from runtime_host.providers import Route
 from runtime_host.providers.embeddings import ProviderEmbedder
-from tests.helpers.fake_model import Error, FakeModelServer
+from tests.helpers.fake_model import Error, FakeModelServer, echo
 from wiki_engine import Item, Memory, open_memory
 from wiki_engine.embed import load_embedder
 from wiki_engine.index import ScopeIndex
@@ -303,5 +309,157 @@ def test_forgetting_a_person_mid_reembed_is_no_failure_of_the_model(tmp_path: Pa
         assert not [s for s in _index_folders(root) if s.person == "alice"]
         assert not errors, errors[0]
         assert mem.search("tooth", scopes=["private/bob"], k=1)[0].id == bob
+    finally:
+        mem.close()
+
+
+# ---- a model server slower than a request may take ---------------------------------------------------------------
+
+def test_a_server_too_slow_for_a_whole_batch_is_sent_fewer_notes_a_request_and_embeds_them_all(
+        tmp_path: Path, fake_model: FakeModelServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model server on this machine (Ollama on a CPU) that embeds about two long notes a second answers a request
+    of 64 in ~32 s, past the 30 s a request may take: it timed out, was sent again whole with growing waits, timed
+    out again, for ever; the re-embed stayed at 0 of N and nothing was found by meaning. Scaled down here (a request
+    may take 1 s, the server takes 0.05 s a note): 64 and 32 time out, 16 are answered, and the notes after (the
+    rest of the switch, and those stored later) go 16 to a request, none timing out first."""
+    monkeypatch.setattr(embeddings, "TIMEOUT_S", 1.0)
+    fake_model.embed_per_text_s = 0.05
+    root = tmp_path / "memory"
+    mem = open_memory(root, embedder="static")
+    try:
+        mem.add_items(shopping(100))
+        sid = mem.add_source(DENTIST, scope="private/me")
+        mem.set_embedder(provider(fake_model), only_for="me")
+        assert wait_until(lambda: settled(mem), 40), f"after 40 s: {mem.embedding_status()}"
+        assert ScopeIndex.stored_embedder(root / "index" / "private" / "me") == "provider:fake/fake-embed"
+        mem.add_items([Item(text=f"Garden note {k}: water the roses.", scope="private/me", ts=1.8e9 + k)
+                       for k in range(40)])
+        assert wait_until(lambda: settled(mem) and mem.index("private/me").queued_count() == 0, 40), \
+            mem.embedding_status()
+        assert mem.search("tooth", scopes=["private/me"], k=1, mode="meaning")[0].id == sid
+        big = [len(r.body["input"]) for r in fake_model.embed_requests if len(r.body["input"]) > 16]
+        assert sorted(big) == [32, 64], f"requests of more than 16 notes: {big}"
+    finally:
+        mem.close()
+
+
+# ---- a provider that drips its answer ----------------------------------------------------------------------------
+
+def test_a_provider_dripping_its_answer_is_cut_off_and_said_within_a_request_s_time(
+        tmp_path: Path, fake_model: FakeModelServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A provider that sends its answer a byte every half second (no read ever times out) held the background
+    pass for 600 s per batch, Settings showing "0 of 1" and no error. Now a request's whole answer gets the time a
+    request may take (30 s; 1.5 s here), and Settings says what happened."""
+    monkeypatch.setattr(embeddings, "TIMEOUT_S", 1.5)
+    fake_model.embed_fault = "drip"
+    mem = open_memory(tmp_path / "memory", embedder=provider(fake_model))
+    try:
+        mem.add_source(DENTIST, scope="private/me")
+        assert wait_until(lambda: mem.embedding_status()["error"], 10), mem.embedding_status()
+        error = str(mem.embedding_status()["error"])
+        assert "more than 1.5 s without ending it" in error and "tries again in" in error, error
+    finally:
+        mem.close()
+
+
+def test_choosing_the_local_model_while_a_provider_drips_its_answer_switches_at_once(
+        tmp_path: Path, fake_model: FakeModelServer) -> None:
+    """The person gives up on a provider that answers the re-embed a byte at a time and chooses the local model
+    again: Settings showed "Re-embedding … 0 of 0", and search by meaning was off, until the dripping answer ended
+    (up to 10 minutes). Now the local model's pass starts at once; the provider's answer is thrown away."""
+    root = tmp_path / "memory"
+    mem = open_memory(root, embedder="static")
+    try:
+        mem.add_items(shopping(100))
+        sid = mem.add_source(DENTIST, scope="private/me")
+        fake_model.embed_fault = "drip"
+        mem.set_embedder(provider(fake_model), only_for="me")
+        assert wait_until(lambda: fake_model.embedded, 10)
+        time.sleep(1.0)  # its first batch is being answered, a byte at a time
+        started = time.monotonic()
+        mem.set_embedder("static")
+        assert mem.wait_for_embedding(20), f"20 s after choosing the local model: {mem.embedding_status()}"
+        assert time.monotonic() - started < 10
+        assert ScopeIndex.stored_embedder(root / "index" / "private" / "me") == load_embedder("static").name
+        assert mem.search("tooth", scopes=["private/me"], k=1, mode="meaning")[0].id == sid
+    finally:
+        mem.close()
+
+
+def test_a_provider_given_up_on_mid_answer_leaves_none_of_its_vectors(tmp_path: Path,
+                                                                      fake_model: FakeModelServer) -> None:
+    """The pass given up on (another provider chosen while its last request was answered) ends on its own once
+    its answer comes, after the new provider's pass made every vector: what it was answered is thrown away, never
+    swapped in over the new vectors (it answers vectors of another size here, which would show)."""
+    root = tmp_path / "memory"
+    old = FakeModelServer(echo).start()
+    mem = open_memory(root, embedder="static")
+    try:
+        mem.add_items(shopping(10))
+        old.embed_fault, old.embed_delay_s = "half-size", 2.0
+        mem.set_embedder(ProviderEmbedder.for_route(Route("old", "openai-compatible", old.base_url, "old-embed", KEY)),
+                         only_for="me")
+        time.sleep(0.5)  # its one request is on the wire
+        mem.set_embedder(provider(fake_model), only_for="me")
+        assert mem.wait_for_embedding(20)
+        assert wait_until(lambda: old.embedded, 10)
+        time.sleep(1.0)  # its answer read, and thrown away
+        folder = root / "index" / "private" / "me"
+        assert ScopeIndex.stored_embedder(folder) == "provider:fake/fake-embed"
+        con = sqlite3.connect(str(folder / "meta.db"))
+        try:
+            sizes = {len(v) // 4 for (v,) in con.execute("SELECT vec FROM docs")}
+        finally:
+            con.close()
+        assert sizes == {mem.index("private/me").vecs.shape[1]} and len(sizes) == 1, sizes
+        assert not mem.embedding_status()["error"]
+    finally:
+        mem.close()
+        old.stop()
+
+
+# ---- notes another process stored without their vectors -----------------------------------------------------------
+
+_TERMINAL_IMPORT = """
+import sys
+from runtime_host.providers import Route
+from runtime_host.providers.embeddings import ProviderEmbedder
+from wiki_engine import Item, open_memory
+emb = ProviderEmbedder.for_route(Route("fake", "openai-compatible", sys.argv[2], "fake-embed", None))
+with open_memory(sys.argv[1], embedder=emb, only_for="me") as mem:
+    mem.add_items([Item(text=f"Imported chapter {n}: the heron came to the pond at {n}.", scope="private/me",
+                        ts=1.7e9 + n) for n in range(300)])
+    print(mem.add_source("The greenhouse tomatoes need watering twice a day.", scope="private/me"))
+"""
+
+
+def test_notes_a_terminal_stored_get_their_vectors_in_the_open_window(tmp_path: Path,
+                                                                      fake_model: FakeModelServer) -> None:
+    """With a provider's embeddings chosen, a terminal (`folder add ~/notes`) stores 300 notes and ends before its
+    background pass filled their vectors. The open window found them by their words at once but never by meaning:
+    nothing there started filling them, until it stored something itself or was restarted."""
+    fake_model.embed_delay_s = 0.5
+    root = tmp_path / "memory"
+    mem = open_memory(root, embedder=provider(fake_model), only_for="me")  # the window
+    try:
+        mem.add_source(DENTIST, scope="private/me")
+        assert wait_until(lambda: settled(mem), 20)
+        env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+        done = subprocess.run([sys.executable, "-c", _TERMINAL_IMPORT, str(root), fake_model.base_url], env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        sid = done.stdout.strip()
+        idx = mem.index("private/me")
+        assert mem.search("greenhouse tomatoes", scopes=["private/me"], k=1, mode="keyword")[0].id == sid
+        assert idx.queued_count() > 64, "the terminal filled its notes' vectors itself: nothing left to show"
+
+        def searched_and_filled() -> bool:
+            mem.search("greenhouse", scopes=["private/me"], k=1)  # the person searches now and then in the window
+            return idx.queued_count() == 0
+
+        assert wait_until(searched_and_filled, 20), \
+            f"{idx.queued_count()} of its 301 notes still have no vector: {mem.embedding_status()}"
+        hits = mem.search("greenhouse tomatoes need watering", scopes=["private/me"], k=3, mode="meaning")
+        assert sid in [h.id for h in hits], [h.snippet for h in hits]
     finally:
         mem.close()
