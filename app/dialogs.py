@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.markdown import plain_label, plain_tooltip, rich_label
-from runtime_host.store import StoreError
+from runtime_host.store import UNNAMED_AS, StoreError
 from vault import VaultUnavailable
 
 
@@ -376,8 +376,10 @@ class ModelsPage(QWidget):
                 local = LOCAL_EMBEDDING_LABELS.get(current["model"], current["model"])
                 combo.addItem(f"{local}, chosen by {current['shared_by']} for everyone", None)
                 combo.setEnabled(False)
+                who = current["shared_by"]
+                who += "" if who == UNNAMED_AS else ", who set Hearth up,"
                 combo.setToolTip(plain_tooltip(f"Search by meaning is shared by everyone on this Hearth, so "
-                                               f"{current['shared_by']}, who set Hearth up, chooses its model."))
+                                               f"{who} chooses its model."))
                 continue
             if "inherits" in current:
                 combo.addItem(f"Same as {ROLE_LABELS.get(current['inherits'], current['inherits'])}", None)

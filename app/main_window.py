@@ -39,7 +39,7 @@ from app.voice import VoiceButton
 from app.wiki_view import WikiView
 from runtime_host import events
 from runtime_host.pod import EMBEDDED, EMBEDDED_NOTE
-from runtime_host.store import StoreError
+from runtime_host.store import UNNAMED, StoreError
 
 EMPTY_HINT = (
     "**Welcome to Hearth.** Your agents, their memory and your keys stay on this machine.\n\n"
@@ -188,7 +188,13 @@ class MainWindow(QMainWindow):
         self.add_person_button.setToolTip("Add a person")
         self.add_person_button.setFixedWidth(32)
         self.add_person_button.clicked.connect(self.open_add_person)
+        self.rename_person_button = QPushButton("✎")
+        self.rename_person_button.setToolTip("Change your name (the one others on this Hearth and your memory see)")
+        self.rename_person_button.setAccessibleName("Change your name")
+        self.rename_person_button.setFixedWidth(32)
+        self.rename_person_button.clicked.connect(lambda: self.rename_me())
         person_row.addWidget(self.person_box, 1)
+        person_row.addWidget(self.rename_person_button)
         person_row.addWidget(self.add_person_button)
         side_layout.addLayout(person_row)
         side_layout.addWidget(plain_label("Agents"))
@@ -440,7 +446,27 @@ class MainWindow(QMainWindow):
             self.pages.setCurrentWidget(self.wiki)
         return True
 
+    def rename_me(self, why: str = "") -> bool:
+        """Asks the person shown for their name and gives it (only their own: the list's others are theirs to
+        rename). ``why`` goes before the question. Answers whether they were renamed."""
+        current = self.pod.person.name
+        while True:
+            name, ok = ask_text(self, "Your name", f"{why}Your name:", text="" if current == UNNAMED else current)
+            if not ok or not name.strip() or name.strip() == current:
+                return False
+            try:
+                self.pod.rename(name)
+            except StoreError as exc:
+                why = f"{exc}\n\n"
+                continue
+            self.refresh_people()
+            self.statusBar().showMessage(f"You are now called {self.pod.person.name}.")
+            return True
+
     def open_add_person(self) -> None:
+        if self.pod.person.name == UNNAMED:  # the first person, never asked: the one added would read "chosen by Me"
+            self.rename_me(f"Others on this Hearth will see your name: until you give it, you are “{UNNAMED}” "
+                           "(✎ next to the person list changes it later).\n\n")
         name, ok = ask_text(self, "Add a person", "Name:")
         if not ok or not name.strip():
             return

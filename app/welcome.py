@@ -1,13 +1,15 @@
-"""The first-run welcome: what works offline, what needs a key, and a way to add a provider."""
+"""The first-run welcome: the person's name, what works offline, what needs a key, and a way to add a provider."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QDialog, QHBoxLayout, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QDialog, QFormLayout, QHBoxLayout, QLineEdit, QPushButton, QVBoxLayout, QWidget
 
-from app.markdown import rich_label
+from app.markdown import plain_label, rich_label
+from runtime_host.store import UNNAMED, StoreError
 
 WELCOME = (
     "<h2>Welcome to Hearth</h2>"
@@ -28,8 +30,11 @@ class WelcomeDialog(QDialog):
 
     add_provider = Signal()
 
-    def __init__(self, parent: QWidget | None = None):
+    def __init__(self, parent: QWidget | None = None, rename: Callable[[str], Any] | None = None):
+        """``rename`` gives the person the name they typed (left empty, they stay "Me" until they change it with
+        ✎ next to the person list); a name it refuses (StoreError) is said here and the welcome stays open."""
         super().__init__(parent)
+        self._rename = rename
         self.setWindowTitle("Welcome to Hearth")
         text = rich_label(WELCOME)
         text.setWordWrap(True)
@@ -37,24 +42,56 @@ class WelcomeDialog(QDialog):
         self.text = text
         self.add_button = QPushButton("Add a model provider")
         self.later = QPushButton("Start with the offline model")
+        self.name = QLineEdit()
+        self.name.setAccessibleName("Your name")
+        self.name.setPlaceholderText(f"what your agents, your memory and others here call you (else “{UNNAMED}”)")
+        self.problem = plain_label("")
+        self.problem.setWordWrap(True)
+        self.problem.hide()
         self.add_button.clicked.connect(self._on_add)
-        self.later.clicked.connect(self.accept)
+        self.later.clicked.connect(self._on_later)
         row = QHBoxLayout()
         row.addStretch(1)
         row.addWidget(self.later)
         row.addWidget(self.add_button)
         layout = QVBoxLayout(self)
         layout.addWidget(text)
+        if rename is not None:
+            form = QFormLayout()
+            form.addRow("Your name:", self.name)
+            layout.addLayout(form)
+            layout.addWidget(self.problem)
         layout.addLayout(row)
         self.resize(560, 360)
 
+    def _named(self) -> bool:
+        name = self.name.text().strip()
+        if self._rename is None or not name:
+            return True
+        try:
+            self._rename(name)
+        except StoreError as exc:
+            self.problem.setText(str(exc))
+            self.problem.show()
+            return False
+        return True
+
+    def _on_later(self) -> None:
+        if self._named():
+            self.accept()
+
     def _on_add(self) -> None:
-        self.accept()
-        self.add_provider.emit()
+        if self._named():
+            self.accept()
+            self.add_provider.emit()
 
 
 def show_welcome(window: Any) -> WelcomeDialog:
-    dlg = WelcomeDialog(window)
+    def rename(name: str) -> None:
+        window.pod.rename(name)
+        window.refresh_people()
+
+    dlg = WelcomeDialog(window, rename if window.pod.person.name == UNNAMED else None)
     dlg.add_provider.connect(window.open_settings)
     dlg.show()
     return dlg

@@ -15,7 +15,7 @@ from runtime_host import memory_jobs
 from runtime_host.paths import agent_dir
 from runtime_host.profiles import shipped_profiles
 from runtime_host.states import WorkerState
-from runtime_host.store import AgentInstance, AgentProfile, StoreError
+from runtime_host.store import UNNAMED, UNNAMED_AS, AgentInstance, AgentProfile, StoreError, called
 from runtime_host.supervisor import WorkerHandle
 from runtime_host.turns import TurnFailed
 from vault import VaultUnavailable
@@ -341,7 +341,7 @@ class AgentHost:
             from wiki_engine.memory import LOCAL_EMBEDDER
 
             model = self.embedding_model()
-            roles["embedding"] = {"source": "shared", "shared_by": owner.name if owner else "the first person",
+            roles["embedding"] = {"source": "shared", "shared_by": called(owner) if owner else UNNAMED_AS,
                                   "model": model if model in EMBEDDING_MODELS.values() else LOCAL_EMBEDDER}
         agents = {a["name"]: {"provider": a["provider"], "model": a["model"], "fallbacks": a["fallbacks"]}
                   for a in self.list_agents(person_id)}
@@ -357,9 +357,10 @@ class AgentHost:
             owner_id = memory_jobs.owner(self.pod)
             if person_id != owner_id:
                 owner = self.pod.store.get_person_by_id(owner_id)
-                who = owner.name if owner else "the first person"
+                who, name = (called(owner), owner.name) if owner else (UNNAMED_AS, UNNAMED)
+                set_up = "" if who == UNNAMED_AS else ", who set Hearth up"
                 raise StoreError(f"Search by meaning is shared by everyone on this Hearth, so its model is chosen by "
-                                 f"{who}, who set Hearth up (Settings → Models as {who}; in a terminal: `--person {who} "
+                                 f"{who}{set_up} (Settings → Models as {name}; in a terminal: `--person {name!r} "
                                  f"models set embedding MODEL`). Nothing was changed.")
             model = self._embedding_ref(person_id, name, model)
         elif (prov := self._provider(person_id, name)) is None:  # "local/..." names the local embedders alone

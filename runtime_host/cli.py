@@ -71,6 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     pea.add_argument("name")
     pea.add_argument("--passphrase-stdin", action="store_true", default=argparse.SUPPRESS,
                      help="read their passphrase from the first line of standard input")
+    per = pe.add_parser("rename", help="give the current person (--person, else the first) a new name")
+    per.add_argument("name")
     pel = pe.add_parser("list", help="list people")
     pel.add_argument("--json", action="store_true")
     pe.add_parser("set-passphrase", help="protect the current person (and, without a keyring, their keys) with a "
@@ -747,6 +749,10 @@ async def _amain(args: argparse.Namespace) -> int:
             new = sys.stdin.readline().rstrip("\n")
             me.set_passphrase(new, old=passphrase)
             print(f"{target} is now protected by a passphrase.")
+            return EXIT_OK
+        if args.cmd == "person" and args.action == "rename":
+            name = me.rename(args.name)
+            print(f"{target} is now called {name}" + (f": use --person {name!r} from now on." if args.person else "."))
             return EXIT_OK
         if args.cmd == "person":
             rows = me.people()

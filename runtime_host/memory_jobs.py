@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from runtime_host.protocol import valid_text
 from runtime_host.providers import ProviderError, Route, TextDelta, open_provider
-from runtime_host.store import HEARTH_ORIGINS
+from runtime_host.store import HEARTH_ORIGINS, called
 
 log = logging.getLogger("hearth.memory")
 _T = TypeVar("_T")
@@ -1049,7 +1049,7 @@ def person_names(pod: Any) -> dict[str, str]:
     """Ids to the names people use (people and their agents), for titles and for the model's eyes."""
     out: dict[str, str] = {}
     for person in pod.store.list_people():
-        out[person.id] = person.name
+        out[person.id] = called(person)  # read afresh each run: a rename reaches the next prompt
         for inst, _ in pod.store.list_agents(person.id):
             out[inst.id] = inst.name
     return out
@@ -1094,7 +1094,7 @@ def chat_items(pod: Any, person_id: str, since: Any) -> list[Any]:
     from wiki_engine import Item
 
     scope = f"private/{person_id}"
-    person = next((p.name for p in pod.store.list_people() if p.id == person_id), "person")
+    person = next((called(p) for p in pod.store.list_people() if p.id == person_id), "person")
     agents = {i.id: i.name for i, _ in pod.store.list_agents(person_id)}
     rows = pod.store.messages_after(list(agents), (since.ts, since.key) if since is not None else None, BATCH_ITEMS,
                                     skip_origins=HEARTH_ORIGINS)
@@ -1343,19 +1343,20 @@ async def _summarize_for(pod: Any, person: Any, internal: set[str], made: dict[s
             done, start, deleted = await pod.in_memory_thread(read)
             if done:
                 continue  # summarised already; its summary deleted by the person; or held back for their review
-            lines = [(person.name if m.role == "user" else inst.name, m.content) for m in msgs[start:upto]
+            who = called(person)  # as person_names tells the wiki writer
+            lines = [(who if m.role == "user" else inst.name, m.content) for m in msgs[start:upto]
                      if m.id not in deleted]
             if not lines:
                 continue
             title = memory_title(pod, scope, conv.title, pod.store.first_message_text(conv.id)) or "untitled"
-            text = await on_own_thread(summarize, route, title, lines, person.name, clean)
+            text = await on_own_thread(summarize, route, title, lines, who, clean)
             if not text:
                 continue
             # a model's retelling is labelled as such for the wiki writer (said_by); the rules' is the person's lines
-            own = text.startswith(_OWN_STATEMENTS.format(title=title, person=person.name) + "\n")
+            own = text.startswith(_OWN_STATEMENTS.format(title=title, person=who) + "\n")
             item = Item(text=text, scope=scope, ts=msgs[upto - 1].created_at, key=sid, importance=0.6,
                         owner=person.id, agent=inst.id,  # what forgetting that agent forgets
-                        author=person.name if own else "")
+                        author=who if own else "")
             # A summary that reads like orders (the person quoted some) is held for them like any note; the
             # run goes on for everyone else.
             def store(it: Any = item, i: str = sid, c: str = conv.id, read: tuple[str, ...] = tuple(m.id for m in msgs[:upto]),

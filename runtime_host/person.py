@@ -93,6 +93,17 @@ class PersonPod:
     def set_passphrase(self, passphrase: str, old: str | None = None) -> None:
         self.pod.set_passphrase(self.person_id, passphrase, old)
 
+    def rename(self, name: str) -> str:
+        """Gives this person a new name (the rules of adding one: `Store.person_name`) and answers it. Only the
+        person does it, in their own window or `person rename`: no agent holds a tool that reaches it. Lists,
+        Settings and the memory models' prompts read names afresh, so the new one shows from the next read."""
+        before = self._person.name
+        row = self.pod.store.rename_person(self.person_id, name)
+        self._person.name = row.name  # this handle (the window's, the CLI command's) says it at once
+        self.pod.audit(person_id=self.person_id, agent=None, kind="access", action="renamed",
+                       summary=f"{before} is now called {row.name}")
+        return row.name
+
     # -- providers, models, agents
     def add_provider(self, name: str, **kw: Any) -> dict[str, Any]:
         return self.pod.add_provider(self.person_id, name, **kw)

@@ -178,9 +178,7 @@ class Pod:
         self.store.keep_notice(person_id, title, text)
 
     def add_person(self, name: str, passphrase: str | None = None) -> dict[str, Any]:
-        name = name.strip()
-        if not name:
-            raise StoreError("A person needs a name.")
+        name = self.store.person_name(name)  # the rules a rename follows too
         if passphrase is not None and len(passphrase) < 8:
             raise StoreError("A passphrase needs at least 8 characters.")
         p = self.store.add_person(name, hash_passphrase(passphrase) if passphrase else None)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sqlite3
 import time
 import uuid
@@ -345,6 +346,20 @@ class StoreError(Exception):
     """A store operation a person asked for that cannot be done (unknown name, duplicate, ...)."""
 
 
+UNNAMED = "Me"  # the first person's name until they give theirs (Hearth never asked it before the first window did)
+UNNAMED_AS = "the person who set Hearth up"  # how others and the memory models are told of them meanwhile
+NAME_CHARS = 60
+# A name is shown in lists, menus, terminals and models' prompts: no line break, terminal control or direction
+# override (which turns around what follows it), no invisible character that makes two names look the same.
+_NAME_UNSEEN = re.compile("[\x00-\x1f\x7f-\x9f\u00ad\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+
+
+def called(person: Person) -> str:
+    """What a person is called where others read it (another person's window, the CLI, a memory model's prompt):
+    their name, or UNNAMED_AS while they are still the UNNAMED first person."""
+    return UNNAMED_AS if person.name == UNNAMED else person.name
+
+
 class StorageError(StoreError):
     """The database could not be written (a full disk, a lock, a read-only folder); says what to do next."""
 
@@ -460,19 +475,52 @@ class Store:
         with self.session() as s:
             person = s.exec(select(Person).order_by(Person.created_at)).first()
             if person is None:
-                person = Person(name="Me")
+                person = Person(name=UNNAMED)
                 s.add(person)
                 s.commit()
             return person
 
-    def add_person(self, name: str, passphrase_hash: str | None) -> Person:
+    def person_name(self, name: str, person_id: str | None = None) -> str:
+        """``name`` as a person's name (trimmed), or a StoreError saying why not: empty, longer than NAME_CHARS,
+        with a control, direction or invisible character, UNNAMED itself, or already someone else's in any case
+        ("alice" when there is an "Alice"). ``person_id``: whose name it becomes (their own current one is free)."""
+        name = name.strip()
+        if not name:
+            raise StoreError("A person needs a name.")
+        if len(name) > NAME_CHARS:
+            raise StoreError(f"That name has {len(name)} characters; a name has at most {NAME_CHARS}. Choose a shorter one.")
+        if _NAME_UNSEEN.search(name):
+            raise StoreError("That name holds a line break, a control or direction character or an invisible one; "
+                             "type the name with letters, digits, spaces and punctuation only.")
+        if name.casefold() == UNNAMED.casefold():
+            raise StoreError(f"“{UNNAMED}” is what Hearth calls a person who has not given a name: choose your own.")
         with self.session() as s:
-            if s.exec(select(Person).where(Person.name == name)).first():
-                raise StoreError(f"There is already a person named {name!r} on this Hearth.")
+            taken = next((p for p in s.exec(select(Person)) if p.name.casefold() == name.casefold()
+                          and p.id != person_id), None)
+        if taken is not None:
+            raise StoreError(f"There is already a person named {taken.name!r} on this Hearth: choose another name.")
+        return name
+
+    def add_person(self, name: str, passphrase_hash: str | None) -> Person:
+        name = self.person_name(name)
+        with self.session() as s:
             person = Person(name=name, passphrase_hash=passphrase_hash)
             s.add(person)
             s.commit()
             return person
+
+    def rename_person(self, person_id: str, name: str) -> Person:
+        """Gives a person a new name (``person_name``'s rules). Only a person renames themselves: this is reached
+        from their own window or `person rename`, never from a tool an agent holds."""
+        name = self.person_name(name, person_id)
+        with self.session() as s:
+            row = s.get(Person, person_id)
+            if row is None:
+                raise StoreError("No such person on this Hearth.")
+            row.name = name
+            s.add(row)
+            s.commit()
+            return row
 
     def get_person(self, name: str) -> Person | None:
         with self.session() as s:

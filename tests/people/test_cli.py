@@ -53,8 +53,8 @@ def test_two_people_through_the_cli(home, backend, fake_model, script, secure_ke
     assert {r.body["model"] for r in fake_model.requests if "Bob's shopping" in r.last_user} == {"bobs-model"}
     # search by meaning is one index for everyone: Bob is told who chooses its model, and nothing changes
     r = as_bob(home, "models", "set", "embedding", "local/minilm")
-    assert r.returncode == 2 and "chosen by Me, who set Hearth up" in r.stderr, r.stderr
-    assert "role embedding\tchosen by Me for everyone (static)" in as_bob(home, "models").stdout
+    assert r.returncode == 2 and "chosen by the person who set Hearth up (Settings → Models as Me;" in r.stderr, r.stderr
+    assert "role embedding\tchosen by the person who set Hearth up for everyone (static)" in as_bob(home, "models").stdout
     # turns --json lists only the person's own turns
     my_turns = json.loads(cli(home, "turns", "--json").stdout)
     bobs_turns = json.loads(as_bob(home, "turns", "--json").stdout)

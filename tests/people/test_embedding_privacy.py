@@ -64,10 +64,11 @@ async def test_a_providers_embeddings_never_see_another_persons_or_shared_memory
     # Bob cannot choose the shared index's model (it would silently do nothing): he is told who chooses it; and
     # nothing is sent with his key.
     asked = len(fake_model.embed_requests)
-    with pytest.raises(StoreError, match="chosen by Me, who set Hearth up"):
+    with pytest.raises(StoreError, match="chosen by the person who set Hearth up \\(Settings → Models as Me;"):
         bob.set_role_model("embedding", "fake/bob-embed")
     # he is shown the local model his notes use (he was told "a provider", as if his notes went to hers)
-    assert bob.models()["roles"]["embedding"] == {"source": "shared", "shared_by": "Me", "model": "static"}
+    assert bob.models()["roles"]["embedding"] == {"source": "shared", "shared_by": "the person who set Hearth up",
+                                                  "model": "static"}
     mem.add_source("Bob: the boiler service is in June.", scope=f"private/{bob.person.id}")
     await settled(me)
     assert all(r.headers["authorization"] != f"Bearer {BOB_KEY}" for r in fake_model.embed_requests[asked:])
