@@ -21,7 +21,8 @@ from PySide6.QtWidgets import (
 )
 
 from app.markdown import plain_label, plain_tooltip, rich_label
-from runtime_host.store import UNNAMED_AS, StoreError
+from runtime_host.pod import UNNAMED_AS
+from runtime_host.store import StoreError
 from vault import VaultUnavailable
 
 

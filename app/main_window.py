@@ -38,8 +38,8 @@ from app.tray import NotificationBar, Tray, app_icon, notification_for
 from app.voice import VoiceButton
 from app.wiki_view import WikiView
 from runtime_host import events
-from runtime_host.pod import EMBEDDED, EMBEDDED_NOTE
-from runtime_host.store import UNNAMED, StoreError
+from runtime_host.pod import EMBEDDED, EMBEDDED_NOTE, UNNAMED
+from runtime_host.store import StoreError
 
 EMPTY_HINT = (
     "**Welcome to Hearth.** Your agents, their memory and your keys stay on this machine.\n\n"

@@ -9,7 +9,8 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QDialog, QFormLayout, QHBoxLayout, QLineEdit, QPushButton, QVBoxLayout, QWidget
 
 from app.markdown import plain_label, rich_label
-from runtime_host.store import UNNAMED, StoreError
+from runtime_host.pod import UNNAMED
+from runtime_host.store import StoreError
 
 WELCOME = (
     "<h2>Welcome to Hearth</h2>"

@@ -30,6 +30,8 @@ from runtime_host.paths import data_dir, folder_problem
 from runtime_host.schedulehost import ScheduleHost
 from runtime_host.store import (
     HEARTH_ORIGINS,
+    UNNAMED,
+    UNNAMED_AS,
     AgentInstance,
     AgentProfile,
     StorageError,
@@ -47,8 +49,8 @@ from vault import Vault, redact_value
 log = logging.getLogger("hearth.pod")
 
 # What app, serve and tests import from here (each has its home in a part of the Pod).
-__all__ = ["EMBEDDED", "EMBEDDED_NOTE", "MessageTooLarge", "Pod", "StoreError", "TurnFailed", "TurnResult",
-           "UnknownAgent", "check_passphrase", "hash_passphrase"]
+__all__ = ["EMBEDDED", "EMBEDDED_NOTE", "UNNAMED", "UNNAMED_AS", "MessageTooLarge", "Pod", "StoreError", "TurnFailed",
+           "TurnResult", "UnknownAgent", "check_passphrase", "hash_passphrase"]
 
 
 def hash_passphrase(passphrase: str) -> str:

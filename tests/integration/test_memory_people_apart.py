@@ -11,6 +11,7 @@ import threading
 import time
 
 from runtime_host.memory_jobs import SUMMARY_EVERY, SUMMARY_SYSTEM
+from runtime_host.store import called
 from tests.helpers.fake_model import FakeModelServer, Text
 from tests.integration.test_memory_pod import bob_with_his_own_provider
 
@@ -263,7 +264,7 @@ async def test_the_writer_is_told_a_summary_is_a_models_retelling_not_the_person
     await pod.memory_produce()
     await pod.memory_ingest()
     (line,) = [ln for p in prompts for ln in p.splitlines() if "Summary of the conversation" in ln]
-    name, agent = pod.person.name, pod.find_agent("helper")[0].name
+    name, agent = called(pod.person), pod.find_agent("helper")[0].name  # "Me" is "the person who set Hearth up"
     assert f"; summary by a model of {name}'s chat with the agent {agent}, not {name}'s own words): " in line, line
     assert f"note of {name}'s" not in line, line
     assert "summary by a model of a chat" in SYNTH_SYSTEM.lower()
@@ -278,4 +279,4 @@ async def test_a_summary_hearths_rules_made_of_the_persons_own_lines_stays_their
     await pod.memory_produce()
     await pod.memory_ingest()
     (line,) = [ln for p in prompts for ln in p.splitlines() if "Summary of the conversation" in ln]
-    assert f"; note of {pod.person.name}'s): " in line, line
+    assert f"; note of {called(pod.person)}'s): " in line, line

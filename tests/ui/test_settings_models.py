@@ -117,15 +117,17 @@ def test_a_second_person_sees_who_chooses_search_by_meaning_and_cannot_change_it
     """Search by meaning is one index for everyone. Bob could pick MiniLM in Settings → Models: it was saved and
     shown as his, and nothing changed. Now his page says whose choice it is, and the choice is not offered."""
     ui_pod.set_role_model("embedding", "local/minilm")
+    ui_pod.rename("Alice")
     ui_pod.add_person("Bob")
     bob = ui_pod.pod.for_person(ui_pod.store.get_person("Bob"))
     dlg = SettingsDialog(bob)
     qtbot.addWidget(dlg)
     combo = dlg.models.combos["embedding"]
     assert not combo.isEnabled() and combo.count() == 1
-    assert combo.currentText() == "On this computer — MiniLM (better at meaning, slower to index), chosen by Me for everyone"
+    assert combo.currentText() == "On this computer — MiniLM (better at meaning, slower to index), chosen by Alice for everyone"
+    assert "so Alice, who set Hearth up, chooses its model" in combo.toolTip()
     assert dlg.models.save()  # saving Bob's other choices is not stopped by it
-    with pytest.raises(StoreError, match="chosen by Me"):
+    with pytest.raises(StoreError, match="chosen by Alice, who set Hearth up"):
         bob.set_role_model("embedding", "local/static")
     assert ui_pod.embedding_model() == "minilm"
 
@@ -150,7 +152,8 @@ def test_a_second_person_is_shown_nothing_of_the_first_persons_provider_for_sear
     dlg = SettingsDialog(bob)
     qtbot.addWidget(dlg)
     assert dlg.models.embedding_progress.text() == "" and bob.embedding_status() is None
-    assert dlg.models.combos["embedding"].currentText() == "On this computer — static (fast), chosen by Me for everyone"
+    assert dlg.models.combos["embedding"].currentText() == ("On this computer — static (fast), chosen by the person "
+                                                            "who set Hearth up for everyone")
 
 
 def test_a_provider_saved_in_settings_can_then_be_chosen_for_wiki_pages(qtbot, qloop, ui_pod, fake_model) -> None:
