@@ -1343,17 +1343,17 @@ async def _summarize_for(pod: Any, person: Any, internal: set[str], made: dict[s
             done, start, deleted = await pod.in_memory_thread(read)
             if done:
                 continue  # summarised already; its summary deleted by the person; or held back for their review
-            who = called(person)  # as person_names tells the wiki writer
-            lines = [(who if m.role == "user" else inst.name, m.content) for m in msgs[start:upto]
+            lines = [(person.name if m.role == "user" else inst.name, m.content) for m in msgs[start:upto]
                      if m.id not in deleted]
             if not lines:
                 continue
             title = memory_title(pod, scope, conv.title, pod.store.first_message_text(conv.id)) or "untitled"
-            text = await on_own_thread(summarize, route, title, lines, who, clean)
+            text = await on_own_thread(summarize, route, title, lines, person.name, clean)
             if not text:
                 continue
             # a model's retelling is labelled as such for the wiki writer (said_by); the rules' is the person's lines
-            own = text.startswith(_OWN_STATEMENTS.format(title=title, person=who) + "\n")
+            own = text.startswith(_OWN_STATEMENTS.format(title=title, person=person.name) + "\n")
+            who = called(person)  # the author said_by compares with the owner's name as person_names tells it
             item = Item(text=text, scope=scope, ts=msgs[upto - 1].created_at, key=sid, importance=0.6,
                         owner=person.id, agent=inst.id,  # what forgetting that agent forgets
                         author=who if own else "")
