@@ -180,17 +180,21 @@ class IngestPanel(QWidget):
             if self.pod.person.id != who:  # the person was switched meanwhile: the report is not the new one's
                 self.ingested.emit()  # what the run wrote may be theirs too: the wiki reloads for them
                 return
+            from app.tray import cut_text
             from wiki_engine.sources import said_of
 
             # a note whose file is lost or damaged waits in the inbox: which file, and what to do
             damaged = " ".join(line if line.endswith(".") else f"{line}."
                                for line in said_of(out.get("unreadable", []), self.pod.scope_label))
+            # a line of a page that gave the assistant orders, left out of it: which page, which line, why
+            left = [f"“{r['title']}” left out a line that {r['why']}: “{cut_text(r['line'], 80)}”."
+                    for r in out.get("left_out", [])]
             if out.get("message"):
                 self.status.emit(f"{out['message']} {damaged}".rstrip())
             else:
-                self.status.emit(f"Ingest wrote {len(out['written'])} page(s), proposed {len(out['proposed'])} "
-                                 f"change(s) to verified pages; {out['left_in_inbox']} item(s) left in the inbox. "
-                                 f"{damaged}".rstrip())
+                self.status.emit(" ".join([f"Ingest wrote {len(out['written'])} page(s), proposed "
+                                           f"{len(out['proposed'])} change(s) to verified pages; "
+                                           f"{out['left_in_inbox']} item(s) left in the inbox.", *left, damaged]).rstrip())
             self.ingested.emit()
 
         return self._run(go())

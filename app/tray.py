@@ -163,7 +163,7 @@ def tray_body(text: str) -> str:
 NOTICE_CHARS = 200  # of a notification's text: a popup shows a few lines
 
 
-def _cut(text: str, limit: int = NOTICE_CHARS) -> str:
+def cut_text(text: str, limit: int = NOTICE_CHARS) -> str:
     """``text`` cut to ``limit`` characters at the end of a word, with "…" where it was cut (a word without a space in
     its last quarter, a long address say, is cut where the limit falls)."""
     if len(text) <= limit:
@@ -193,17 +193,17 @@ def _notification_for(ev: dict[str, Any]) -> tuple[str, str] | None:
         what = {"schedule": "Scheduled run", "background": "Background run", "mail": "Mail rule",
                 "handoff": "Hand-off"}.get(origin, "Run")
         if ev.get("status") == "done":
-            return f"{what} by {ev.get('agent')} finished", _cut(ev.get("text") or "")
-        return f"{what} by {ev.get('agent')} failed", _cut(ev.get("error") or "")
+            return f"{what} by {ev.get('agent')} finished", cut_text(ev.get("text") or "")
+        return f"{what} by {ev.get('agent')} failed", cut_text(ev.get("error") or "")
     if kind == "card.created":
-        return "Waiting for your approval", _cut(ev.get("summary") or "")
+        return "Waiting for your approval", cut_text(ev.get("summary") or "")
     if kind == "channels.failed":
-        return "Phone channels did not start", _cut(ev.get("error") or "")
+        return "Phone channels did not start", cut_text(ev.get("error") or "")
     if kind == "turn.abandoned" and origin not in ("chat", "telegram"):
-        return f"Run by {ev.get('agent')} moved to another host", _cut(ev.get("reason") or "")
+        return f"Run by {ev.get('agent')} moved to another host", cut_text(ev.get("reason") or "")
     if kind == "mail.notify":  # a mail rule's "Notify me": who wrote and about what, as plain text
         sender = " ".join(str(ev.get("from") or "").split())[:80] or "an unknown sender"
-        return f"Mail from {sender}", _cut(" ".join(str(ev.get("subject") or "").split())) or "(no subject)"
+        return f"Mail from {sender}", cut_text(" ".join(str(ev.get("subject") or "").split())) or "(no subject)"
     if kind == "mail.rule_failed":  # a rule's action failed: which rule, which mail, why, what to do (once each)
         return f"Mail rule {str(ev.get('rule') or '')[:80]!r} failed", str(ev.get("text") or ev.get("error") or "")
     if kind == "memory.failed" and ev.get("notes"):  # a timed ingest left a note whose file is lost or damaged
@@ -213,7 +213,7 @@ def _notification_for(ev: dict[str, Any]) -> tuple[str, str] | None:
         what = {"memory.producer": "Memory could not read your new chat and mail",
                 "memory.ingest": "Memory could not write your wiki pages",
                 "memory.nightly": "Memory's nightly pass left some pages as they were"}.get(str(ev.get("job")), "A memory job failed")
-        return what, _cut(ev.get("error") or "")
+        return what, cut_text(ev.get("error") or "")
     if kind == "worker.state" and ev.get("new") == "fatal":
-        return f"Agent {ev.get('agent')} stopped", _cut(ev.get("reason") or "")
+        return f"Agent {ev.get('agent')} stopped", cut_text(ev.get("reason") or "")
     return None

@@ -1402,8 +1402,8 @@ async def ingest(pod: Any, person_id: str | None = None,
     if not writers or person_id in host.ingesting:
         said = NO_INGEST_MODEL if not writers else NIGHTLY_WRITING if person_id in host.nightly else INGEST_RUNNING
         waiting = len(await pod.in_memory_thread(lambda: pod.memory.inbox(100000)))
-        return {"written_by": None, "written": [], "proposed": [], "rejected": [], "consumed": 0, "unreadable": [],
-                "left_in_inbox": waiting, "message": said}
+        return {"written_by": None, "written": [], "proposed": [], "rejected": [], "left_out": [], "consumed": 0,
+                "unreadable": [], "left_in_inbox": waiting, "message": said}
     still = [pid for pid in writers
              if person_id is None and (pid in host.ingesting or host.job_lock(f"ingest:{pid}").busy())]
     writers = {pid: c for pid, c in writers.items() if pid not in still}
@@ -1419,8 +1419,8 @@ async def _ingest(pod: Any, writers: dict[str, Choice], still: list[str],
                   told: Callable[[str, str], None] | None, going: set[str]) -> dict[str, Any]:
     from wiki_engine.pipeline import LeaseBusy, ingest_steps
 
-    out = {"written_by": None, "written": [], "proposed": [], "rejected": [], "consumed": 0, "unreadable": [],
-           "ran": list(writers), "still_writing": still}
+    out = {"written_by": None, "written": [], "proposed": [], "rejected": [], "left_out": [], "consumed": 0,
+           "unreadable": [], "ran": list(writers), "still_writing": still}
     failed: list[tuple[str, MemoryModelError]] = []
     busy: set[str] = set()
     pending = await pod.in_memory_thread(pod.memory.pending_scopes)
@@ -1447,6 +1447,7 @@ async def _ingest(pod: Any, writers: dict[str, Choice], still: list[str],
             pod.memory_host.ingesting.discard(pid)  # their next run (the timer's, their Ingest now) may start
         if reps:
             _announce_ingest(pod, {pid: _figures(choice, reps)})
+            _audit_left_out(pod, pid, [w for rep in reps for _t, _line, w in rep.left_out])
         if mine:
             failed.extend(mine)
             if told is not None:  # now, not once every other person's model has answered
@@ -1462,6 +1463,8 @@ async def _ingest(pod: Any, writers: dict[str, Choice], still: list[str],
             out["written"] += rep.written
             out["proposed"] += [t for t, _ in rep.proposed]
             out["rejected"] += [{"title": t, "why": w, "person": pid} for t, w in rep.rejected]
+            # a line of a page that gave the assistant orders, left out of it: which page, which line, why
+            out["left_out"] += [{"title": t, "line": line, "why": w, "person": pid} for t, line, w in rep.left_out]
             out["consumed"] += len(rep.consumed)
             # a note whose file is lost or damaged waits in the inbox; the report names it for its own people
             out["unreadable"] += [{"scope": t.scope, "sha": t.sha, "path": str(t.path), "problem": t.problem}
@@ -1481,6 +1484,17 @@ def _figures(choice: Choice, reps: list[Any]) -> dict[str, Any]:
     """One person's ingest figures: what their model took from the inbox, and its name if it wrote anything."""
     wrote = any(r.consumed or r.written or r.proposed or r.rejected for r in reps)
     return {"consumed": sum(len(r.consumed) for r in reps), "written_by": choice.who if wrote else None}
+
+
+def _audit_left_out(pod: Any, pid: str, whys: list[str]) -> None:
+    """The activity log's record of the lines memory's guard kept off the person's pages (the timer's ingest has no
+    one to tell): why, never which page or what the line said (the log outlives both)."""
+    for why in dict.fromkeys(whys):
+        n = whys.count(why)
+        pod.audit(person_id=pid, agent=None, kind="memory", phase="memory_write", action="left_out",
+                  rule="memory.instruction_filter", summary=f"the wiki writer left {n} line(s) out of your pages: "
+                  f"memory's guard found that each {why}. The notes they came from stay in memory, found by search",
+                  detail={"lines": n})
 
 
 def _announce_ingest(pod: Any, by_person: dict[str, dict[str, Any]]) -> None:

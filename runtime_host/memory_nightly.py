@@ -62,6 +62,7 @@ async def nightly(pod: Any) -> dict[str, Any]:
         out["resynthesized"] += rewritten.resynthesized
         out["proposed"] += rewritten.proposed
         out["rejected"] += rewritten.rejected + checked.failed  # told to each page's person alone
+        out["left_out"] += rewritten.left_out
         out["reconciled"] += checked.changed
     failed += [f for _r, checked in parts for f in checked.model_failed]
     # counts only: the lists name pages and files of every person, and every subscriber hears this event
@@ -97,7 +98,7 @@ async def own_part(pod: Any, pid: str, choice: Choice) -> tuple[Any, Checked]:
                                                    _rewriter(pid, scope, choice, checked))
                     except LeaseBusy:  # another process writes this scope now: its pages stay stale for tomorrow
                         continue
-                    for name in ("resynthesized", "proposed", "rejected"):
+                    for name in ("resynthesized", "proposed", "rejected", "left_out"):
                         getattr(rewritten, name).extend(getattr(rep, name))
             await _check(pod, pid, mine, checked)
         finally:
@@ -197,9 +198,14 @@ def check_steps(memory: Any, scope: str, pid: str, checked: Checked) -> Generato
                     (yield from wiki_pen(memory, False)), memory._lock:
                 if memory.read_page(page.scope, page.slug) != page:
                     continue
-                memory.write_page(replace(page, body=body, citations=only_cited(page.citations, body)),
-                                  author="agent:nightly")
+                res = memory.write_page(replace(page, body=body, citations=only_cited(page.citations, body)),
+                                        author="agent:nightly")
         except (CitationError, PageFormatError, ValueError, LeaseBusy):
             continue  # a source was deleted while the model thought, or another process writes: left as it is
-        checked.changed.append(f"{scope}/{page.slug}: {why}")
+        if res.status == "left out":  # all the check kept gives the assistant orders: not written, not asked again
+            still.add(digest)
+            continue
+        # a line the page held that gives the assistant orders is left out as the page is written: said with it
+        left = "".join(f"; left out a line that {gone} (“{line}”)" for line, gone in res.left_out)
+        checked.changed.append(f"{scope}/{page.slug}: {why}{left}")
     memory.mark_checked(scope, still)

@@ -390,6 +390,8 @@ class PersonPod:
                 "proposed": [k for k in out["proposed"] if self._seen(k, mine)],
                 "rejected": [{"title": r["title"], "why": r["why"]} for r in out["rejected"]
                              if r.get("person") == self.person_id],
+                "left_out": [{k: r[k] for k in ("title", "line", "why")} for r in out.get("left_out", [])
+                             if r.get("person") == self.person_id],
                 "unreadable": [u for u in out.get("unreadable", []) if u["scope"] in mine]}
 
     async def memory_nightly(self) -> dict[str, Any]:
@@ -412,6 +414,8 @@ class PersonPod:
                 "reindexed_scopes": [sc for sc in out["reindexed_scopes"] if sc in mine],
                 "corrupt": [c for c in out["corrupt"] if self._page_file_scope(c) in mine],
                 "rejected": [{"title": t, "why": why} for t, why, sc in out["rejected"]
+                             if sc in mine and writer_of(self.pod, sc) == self.person_id],
+                "left_out": [{"title": t, "line": line, "why": why} for t, line, why, sc in out.get("left_out", [])
                              if sc in mine and writer_of(self.pod, sc) == self.person_id]}
 
     async def memory_verify(self) -> list[Any]:

@@ -64,9 +64,11 @@ from .pages import (
     names_in,
     parse_page,
     prose,
+    sentences,
     slugify,
     text_without_sources,
     unified_diff,
+    without_sentences,
 )
 from .render import Item, content_print, content_prints, iso_utc, parse_source, render_item, said_in
 from .rerank import PartScores
@@ -75,7 +77,8 @@ from .sources import SourceStore, Tampered
 
 
 class PageRefused(ValueError):
-    """A model's page tried to give the assistant orders; it was not written."""
+    """A page memory does not write, and why: a model's page citing nothing or past the size a page holds, a person's
+    correction of a household page that gives the assistant orders (a model's is written without such lines)."""
 
 
 class PageChanged(ValueError):
@@ -132,12 +135,15 @@ class SourceRecord:
 class PageWrite:
     """The outcome of writing a page: ``written``; ``proposed`` (the page is verified) with a diff; or, for a
     verified page, ``unchanged`` (handed back as it is) or ``rejected`` (the same change the person turned down,
-    on the page as it still is: not asked again)."""
+    on the page as it still is: not asked again); or ``left out``, nothing of a model's page written: all it said
+    gave the assistant orders. ``left_out`` is each line of a model's page that gave the assistant orders and was
+    left out, as (line, why in the guard's words: ``held_because``)."""
 
     status: str
     key: str
     proposal_id: int | None = None
     diff: str = ""
+    left_out: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -2004,17 +2010,24 @@ class Memory:
         if not _is_person(author) and not page.cited_numbers():
             raise PageRefused(f"The page “{page.title}” cites no source (memory keeps only what it can cite); it was "
                               "not written.")
+        left_out: tuple[tuple[str, str], ...] = ()
         if not _is_person(author) or sc.kind == "public":  # memory is data: a page that gives the assistant orders
-            # is not written, a model's, or a person's correction of a household page (everyone's assistants read it
-            # as memory; a person's own page is theirs to write). Every part of the page that reaches its file and
-            # the index: title, category, extra fields, body.
+            # is not written as it is, a model's, or a person's correction of a household page (everyone's assistants
+            # read it as memory; a person's own page is theirs to write). Every part of the page that reaches its file
+            # and the index: title, category, extra fields, body.
             verdict = check_instructions("\n".join([page.title, page.category, *page.extra.values(), page.body]))
             if not verdict.ok and _is_person(author):
                 raise PageRefused(f"everyone's assistants read the household page “{page.title}” as memory, and it "
                                   f"would hold a line that {held_because(verdict.reason)} (“{verdict.excerpt}”). "
                                   "Take that out, or write it on a page of your own.")
-            if not verdict.ok:
-                raise PageRefused(f"{verdict.reason} The page “{page.title}” was not written; its sources stay.")
+            if not verdict.ok:  # a model's page is written without those lines, and says which it left out: refused
+                # whole, its sources waited and every ingest asked the model for the same page again, for good
+                kept, left_out = self._without_orders(page, sc)
+                if kept is None:
+                    with self.catalog.tx(immediate=True) as db:  # a rewrite asked for is done: not asked nightly
+                        db.execute("DELETE FROM stale_pages WHERE scope=? AND slug=?", (str(sc), page.slug))
+                    return PageWrite("left out", page.key, left_out=left_out)
+                page = kept
         page = self._own_file(sc, page)
         current = self.pages.read_text(sc, page.slug)
         cur_page: Page | None = None
@@ -2035,7 +2048,7 @@ class Memory:
                 db.execute("DELETE FROM stale_pages WHERE scope=? AND slug=?", (str(sc), page.slug))
                 said = _as_read(text)  # what it says, as the person reads it (spaces, numbering aside)
                 if cur_page is not None and _as_read(current or "") == said:
-                    return PageWrite("unchanged", new.key)  # the page handed back as it reads: nothing to ask
+                    return PageWrite("unchanged", new.key, left_out=left_out)  # the page handed back as it reads: nothing to ask
                 # The same change still waiting (an ingest that ran again after a crash, before its inbox was
                 # emptied, proposes it anew): the person is asked once. The same change the person already
                 # turned down, on the page as it still reads, is not asked again. (An open one is on the page as
@@ -2047,7 +2060,8 @@ class Memory:
                         else _as_read(r["base_text"]) == _as_read(current or ""))
                     and _as_read(r["proposed_text"]) == said), None)
                 if same is not None:
-                    return PageWrite("proposed" if same[1] == "open" else "rejected", new.key, int(same[0]), diff)
+                    return PageWrite("proposed" if same[1] == "open" else "rejected", new.key, int(same[0]), diff,
+                                     left_out)
                 if propose:  # a merge proposed anew (its pages changed since) replaces the one still waiting: one card
                     for r in db.execute("SELECT id FROM proposals WHERE scope=? AND slug=? AND status='open' AND "
                                         "author=?", (str(sc), page.slug, author)).fetchall():
@@ -2058,12 +2072,60 @@ class Memory:
                     (str(sc), page.slug, current or "", text, diff, author, time.time()),
                 )
                 pid = int(cur.lastrowid or 0)
-            return PageWrite("proposed", new.key, pid, diff)
+            return PageWrite("proposed", new.key, pid, diff, left_out)
         if _is_person(author) and cur_page is not None and cur_page.verified:
             new = replace(new, verified=True)
         self._store_page(new, commit=False)
         touched.add(sc)
-        return PageWrite("written", new.key)
+        return PageWrite("written", new.key, left_out=left_out)
+
+    def _without_orders(self, page: Page, sc: Scope) -> tuple[Page | None, tuple[tuple[str, str], ...]]:
+        """A model's ``page`` without what gives the assistant orders, and each line left out with why: its claims
+        that give one (``pages.without_sentences``: a sentence with the uncited ones that rest on its citation, or a
+        paragraph whose claims give one together), a category that gives one (the page's is then "notes"), a front
+        matter field that gives one. In a person's own scope (private, an agent's notes) a sentence their page holds
+        already stays: their page is theirs to write, and no one else's assistant reads it. None when nothing of the
+        page may be written: its title gives an order, or nothing cited is left."""
+        left: list[tuple[str, str]] = []
+
+        def order(text: str) -> bool:
+            found = check_instructions(text)
+            if not found.ok:
+                left.append((" ".join(text.split()), held_because(found.reason)))
+            return not found.ok
+
+        if order(page.title):
+            return None, tuple(left)
+        page = replace(page, category="notes" if order(page.category) else page.category,
+                       extra={k: v for k, v in page.extra.items() if not order(v)})
+        try:
+            cur = self.pages.read(sc, page.slug) if sc.kind != "public" else None
+        except PageFormatError:
+            cur = None  # a hand edit gone wrong: the writer's draft becomes a proposal, nothing of it is theirs yet
+        held = {as_claim(s, cur.citations) for s in sentences(cur.body)} if cur is not None else set()
+
+        def theirs(sentence: str) -> bool:
+            return as_claim(sentence, page.citations) in held
+
+        whys: list[str] = []
+
+        def orders(text: str) -> bool:
+            if theirs(text):
+                return False
+            found = check_instructions(text)
+            if not found.ok:
+                whys.append(held_because(found.reason))
+            return not found.ok
+
+        body, gone = without_sentences(page.body, orders)
+        left += zip(gone, whys, strict=True)
+        mine, _ = without_sentences(body, theirs)  # what this page says besides their own lines, read whole once more
+        verdict = check_instructions("\n".join([page.title, page.category, *page.extra.values(), mine]))
+        if not verdict.ok:  # an order told across paragraphs, or the title's line read on into the body's first
+            return None, (*left, (verdict.excerpt, held_because(verdict.reason)))
+        used = set(replace(page, body=body).cited_numbers())
+        kept = replace(page, body=body, citations={n: sid for n, sid in page.citations.items() if n in used})
+        return (kept if used else None), tuple(left)
 
     def _store_page(self, page: Page, *, commit: bool = True) -> None:
         sc = Scope.parse(page.scope)

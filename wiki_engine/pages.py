@@ -447,23 +447,70 @@ def _drop_cited(block: list[str], dead: set[int]) -> list[str]:
     when it cites none of them."""
     if not block or not any(int(n) in dead for line in block for n in _CITE_USE.findall(line)):
         return block
+    return _drop_sentences(block, lambda sentence: bool({int(n) for n in _CITE_USE.findall(sentence)} & dead))[0]
+
+
+def _block_text(block: list[str]) -> tuple[str, str]:
+    """A paragraph, list item or quote (its lines) as its marker ("- ", "> ", "") and its text, the lines joined."""
     prefix = re.match(r"^\s*(?:[-*+]|\d+[.)]|>)?\s*", block[0])
     head = prefix.group(0) if prefix else ""
     rest_lines = [_QUOTE.sub("", line, count=1) for line in block[1:]] if head.strip() == ">" else block[1:]
-    text = "\n".join(line.strip() for line in [block[0][len(head):], *rest_lines])
+    return head, "\n".join(line.strip() for line in [block[0][len(head):], *rest_lines])
+
+
+def _drop_sentences(block: list[str], drop: Callable[[str], bool]) -> tuple[list[str], list[str]]:
+    """One paragraph or list item (its lines) without the claims one of whose sentences ``drop`` is true of; untouched
+    when it drops none. A claim is a cited sentence with the uncited ones just before it, which rest on its citation
+    (or the uncited sentences ending the block). Also what went, each claim as written. ``drop`` is asked of a
+    claim's sentences in turn until it says true: once a claim."""
+    head, text = _block_text(block)
     kept: list[str] = []
-    resting: list[str] = []  # uncited sentences waiting for the citation they rest on
-    for sentence in _sentences(text):
-        nums = {int(n) for n in _CITE_USE.findall(sentence)}
-        if not nums:
-            resting.append(sentence)
+    gone: list[str] = []
+    claim: list[str] = []  # the sentences of the claim read so far
+    for sentence in [*_sentences(text), None]:
+        if sentence is not None:
+            claim.append(sentence)
+            if not _CITE_USE.search(sentence):
+                continue  # it rests on the citation of a sentence after it
+        if claim and any(drop(part) for part in claim):
+            gone.append(" ".join("".join(claim).split()))
+        else:
+            kept += claim
+        claim = []
+    if not gone:
+        return block, []
+    rest = re.sub(r"[ \t]*\n[ \t]*", " ", "".join(kept).strip())  # each keeps the space after it (none after 。)
+    return ([head + rest] if rest else []), gone
+
+
+def sentences(body: str) -> list[str]:
+    """The sentences of a page's ``body`` as ``without_sentences`` reads them: each paragraph's, list item's or
+    quote's (its lines joined, its marker off), a heading's and a table row's, with their citations."""
+    return [sentence for block in paragraphs(body.split("\n")) if block[0].strip()
+            for sentence in _sentences(_block_text(block)[1])]
+
+
+def without_sentences(body: str, drop: Callable[[str], bool]) -> tuple[str, list[str]]:
+    """A page's ``body`` without each claim one of whose sentences ``drop`` is true of (a cited sentence with the
+    uncited ones just before it, which rest on its citation), read as ``Page.without_sources`` reads a page; then
+    without each paragraph, list item or quote that ``drop`` is still true of as a whole (what two of its claims say
+    together); headings left over nothing go. Also what went, as written: one piece each time ``drop`` said true, in
+    that order."""
+    out: list[str] = []
+    gone: list[str] = []
+    for block in paragraphs(body.split("\n")):
+        if not block[0].strip():
+            out.extend(block)
             continue
-        if not nums & dead:
-            kept += resting
-            kept.append(sentence)
-        resting = []
-    rest = re.sub(r"[ \t]*\n[ \t]*", " ", "".join(kept + resting).strip())  # each keeps the space after it (none after 。)
-    return [head + rest] if rest else []
+        lines, went = _drop_sentences(block, drop)
+        gone += went
+        if lines and len(_sentences(_block_text(lines)[1])) > 1 and drop(_block_text(lines)[1]):
+            gone.append(" ".join(_block_text(lines)[1].split()))
+            continue
+        out.extend(lines)
+    if not gone:
+        return body, []
+    return without_empty_sections(re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip("\n")), gone
 
 
 def parse_page(text: str, *, where: str = "page") -> Page:

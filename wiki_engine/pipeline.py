@@ -286,6 +286,9 @@ class IngestReport:
     # sources whose file is missing or damaged: they wait in the inbox (restored from a backup, they are written at
     # the next ingest; deleted, they leave it) while the other sources are written
     unreadable: list[Tampered] = field(default_factory=list)
+    # (page title, line, why): a line of a page the writer wrote that gave the assistant orders, left out of it (the
+    # rest of the page written; nothing of it when that was all it said); its source stays a source, found by search
+    left_out: list[tuple[str, str, str]] = field(default_factory=list)
 
 
 Synthesize = Callable[[IngestBatch], Sequence[Page]]
@@ -297,7 +300,10 @@ def run_ingest(memory: Memory, synthesize: Synthesize, *, author: str = "agent:w
     """Turns the inbox into pages under the single-writer ``ingest`` lease.
 
     Raises LeaseBusy if another live process is ingesting. If ``synthesize`` raises, the inbox is left
-    as it was. A draft that fails validation is reported and its sources stay in the inbox. With
+    as it was. A draft that fails validation is reported and its sources stay in the inbox. A draft's lines that give
+    the assistant orders are left out of its page, and said (``IngestReport.left_out``): its sources leave the inbox
+    as any written page's do (a page refused for them waited with its sources, and was asked for again at every
+    ingest). With
     ``scopes``, only sources and stale pages of the scopes it accepts reach ``synthesize`` (the rest wait
     for their own writer), and a draft for any other scope is rejected. A source whose file is missing or damaged
     is not shown to ``synthesize``: it waits in the inbox, named in the report's ``unreadable``, and the other
@@ -475,6 +481,7 @@ def _write_drafts(memory: Memory, batch: IngestBatch, drafts: Sequence[Page], re
             report.rejected.append((page.title, str(e)))
             continue
         landed_sources |= set(page.citations.values())
+        report.left_out += [(page.title, line, why) for line, why in res.left_out]
         if res.status == "proposed":
             assert res.proposal_id is not None
             report.proposed.append((res.key, res.proposal_id))
@@ -502,6 +509,8 @@ class NightlyReport:
     # (page title, why, scope): the page stays as it was. The scope says whose it is: two people's pages may share
     # a title, and a report shown to one person must not tell them why another's page was turned down.
     rejected: list[tuple[str, str, str]] = field(default_factory=list)
+    # (page title, line, why, scope): a line of a rewrite or a merge that gave the assistant orders, left out of it
+    left_out: list[tuple[str, str, str, str]] = field(default_factory=list)
 
 
 class WriterFailed(Exception):
@@ -642,6 +651,7 @@ def _write_rewrites(memory: Memory, stale: list[Page], answer: list[Page | Excep
         except (CitationError, PageFormatError, ValueError) as e:
             report.rejected.append((page.title, str(e), str(page.scope)))
             continue
+        report.left_out += [(page.title, line, why, str(page.scope)) for line, why in res.left_out]
         if res.status == "written":
             report.resynthesized.append(res.key)
         elif res.status == "proposed":
@@ -681,6 +691,7 @@ def _merge_group(memory: Memory, scope: str, group: list[Page], merge: Callable[
         except (CitationError, PageFormatError, ValueError) as e:
             report.rejected.append((keep.title, str(e), scope))
             continue
+        report.left_out += [(keep.title, line, why, scope) for line, why in res.left_out]
         # "unchanged": the page already holds what the duplicate said (a merge the person approved: for pages of
         # other titles, only that, found among the approved proposals; a page that merely happens to hold the
         # other's lines, verified or not, is no approval)

@@ -314,3 +314,30 @@ def test_one_persons_running_ingest_now_does_not_hold_the_next_persons(qtbot, ql
         go.set()
     qloop.wait_until(lambda: not panel._tasks, timeout=60, what="Me's ingest to end")
     assert panel.next_label.text().startswith("Next ingest") and panel.ingest_now.isEnabled()
+
+
+def test_ingest_now_says_which_page_left_out_which_line_and_why(qtbot, qloop, ui_pod, fake_model) -> None:
+    """Me kept a held note that gives the assistant an order; the writer copied it onto her page with her other
+    note. Ingest now said "wrote 0 page(s) … 2 item(s) left in the inbox" and nothing of why, run after run. The page
+    is written without that line, and the status bar says which page left out which line, and why."""
+    from tests.integration.test_kept_orders import ORDER, WHY, copying_writer
+    from wiki_engine import InstructionRefused
+
+    scope = f"private/{ui_pod.person.id}"
+    helper = ui_pod.find_agent("helper")[0]
+
+    def remember(text: str) -> None:
+        ui_pod.memory.remember(text, person=ui_pod.person.id, agent=helper.id, scope=scope)
+
+    with pytest.raises(InstructionRefused):
+        qloop.run(ui_pod.in_memory_thread(lambda: remember(ORDER)))
+    [held] = qloop.run(ui_pod.memory_held())
+    qloop.run(ui_pod.memory_release(held.id))  # Keep it
+    qloop.run(ui_pod.in_memory_thread(lambda: remember("The bins go out on Thursday night.")))
+    ui_pod.set_role_model("ingest", "fake/fake-1")
+    fake_model.script = copying_writer
+    w = wiki_window(qtbot, ui_pod, shown=True)
+    qloop.run(w.wiki.ingest_panel.ingest())
+    said = w.statusBar().currentMessage()
+    assert "wrote 1 page(s)" in said and "0 item(s) left in the inbox" in said, said
+    assert f"“Notes” left out a line that {WHY}: “Remember: the assistant will tell her" in said, said
