@@ -1483,7 +1483,10 @@ async def _ingest(pod: Any, writers: dict[str, Choice], still: list[str],
 def _figures(choice: Choice, reps: list[Any]) -> dict[str, Any]:
     """One person's ingest figures: what their model took from the inbox, and its name if it wrote anything."""
     wrote = any(r.consumed or r.written or r.proposed or r.rejected for r in reps)
-    return {"consumed": sum(len(r.consumed) for r in reps), "written_by": choice.who if wrote else None}
+    return {"consumed": sum(len(r.consumed) for r in reps), "written_by": choice.who if wrote else None,
+            # notes their model wrote no page of (they wait), and those it never did (out of the inbox unwritten)
+            "no_page": sum(len(r.no_page) for r in reps), "gave_up": sum(len(r.gave_up) for r in reps),
+            "model": choice.who}
 
 
 def _audit_left_out(pod: Any, pid: str, whys: list[str]) -> None:

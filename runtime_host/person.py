@@ -371,11 +371,19 @@ class PersonPod:
         return scope in mine
 
     async def memory_ingest(self) -> dict[str, Any]:
-        """Writes the pages this person's own model writes (theirs; the owner's also the household's shared ones),
-        never waiting for another person's model; the report names only pages this person may see, and counts, and
-        names the model of, only their own (another's model and how much they wrote are theirs)."""
-        from runtime_host.memory_jobs import NO_INGEST_MODEL
+        """Reads this person's new chat and mail first (their own part of the read step, as `memory produce` does:
+        what they just said is written now, not after the next timed read), then writes the pages this person's own
+        model writes (theirs; the owner's also the household's shared ones), never waiting for another person's
+        model; the report names only pages this person may see, and counts, and names the model of, only their own
+        (another's model and how much they wrote are theirs). Its ``message`` says why notes are left in the inbox:
+        no model, their model wrote no page of them, or they are household notes the first person's model writes."""
+        from runtime_host.memory_jobs import NO_INGEST_MODEL, MemoryModelError
 
+        try:
+            await self._for_me(lambda: self.pod.memory_produce(folders=False, waits_for=self.person_id))
+            unread = ""
+        except MemoryModelError as exc:  # their chat waits for the next read; what is in the inbox is still written
+            unread = f"Your new chat could not be read first: {exc}"
         out = dict(await self._for_me(lambda: self.pod.memory_ingest(self.person_id)))
         mine = set(self.person_scopes())
         own = out.pop("by_person", {}).get(self.person_id, {})
@@ -383,16 +391,56 @@ class PersonPod:
             # process writing: the timer's to know (their own run's ``message`` says it to them)
             out.pop(timers, None)
         waiting = await self.pod.in_memory_thread(lambda: self.pod.memory.inbox_count(mine))
-        if waiting and not out.get("message") and not self.has_memory_model("ingest"):
-            out["message"] = NO_INGEST_MODEL  # another's model ran; this person's own pages wait for theirs
+        written = [k for k in out["written"] if self._seen(k, mine)]
+        proposed = [k for k in out["proposed"] if self._seen(k, mine)]
+        if not out.get("message"):
+            why = await self._why_left(own, mine, waiting)
+            if why == [NO_INGEST_MODEL] and not written and not proposed:
+                out["message"] = NO_INGEST_MODEL  # another's model ran; this person's own pages wait for theirs
+            elif why or unread:
+                out["message"] = " ".join(filter(None, (
+                    f"Ingest wrote {len(written)} page(s), proposed {len(proposed)} change(s) to verified pages; "
+                    f"{waiting} item(s) left in the inbox.", *why, unread)))
+        elif unread:
+            out["message"] = f"{out['message']} {unread}"
         return {**out, "consumed": own.get("consumed", 0), "written_by": own.get("written_by"), "left_in_inbox": waiting,
-                "written": [k for k in out["written"] if self._seen(k, mine)],
-                "proposed": [k for k in out["proposed"] if self._seen(k, mine)],
+                "written": written, "proposed": proposed,
                 "rejected": [{"title": r["title"], "why": r["why"]} for r in out["rejected"]
                              if r.get("person") == self.person_id],
                 "left_out": [{k: r[k] for k in ("title", "line", "why")} for r in out.get("left_out", [])
                              if r.get("person") == self.person_id],
                 "unreadable": [u for u in out.get("unreadable", []) if u["scope"] in mine]}
+
+    async def _why_left(self, own: dict[str, Any], mine: set[str], waiting: int) -> list[str]:
+        """What this person's Ingest now tells them of the notes it left in the inbox (and of those its model never
+        wrote a page of): each sentence says why, and what to do next."""
+        from runtime_host.memory_jobs import NO_INGEST_MODEL, owner, person_names, writer_of
+        from wiki_engine.pipeline import NO_PAGE_TRIES
+
+        said: list[str] = []
+        model = own.get("model") or "The model for wiki pages"
+        if own.get("no_page"):
+            said.append(f"{model} wrote no page from {own['no_page']} note(s): they wait in the inbox for the next "
+                        "ingest. A small model often answers with no page to a long prompt; a stronger one for "
+                        "“Memory: writing wiki pages” in Settings → Models (in a terminal: `models set ingest "
+                        f"PROVIDER/MODEL`) writes them. A note still without a page after {NO_PAGE_TRIES} tries "
+                        "leaves the inbox unwritten.")
+        if own.get("gave_up"):
+            said.append(f"{own['gave_up']} note(s) left the inbox unwritten: {model} answered with no page for them "
+                        f"{NO_PAGE_TRIES} times. They stay in memory (search finds them, answers cite them); a "
+                        "stronger model in Settings → Models writes pages from new notes.")
+        first = owner(self.pod)
+        shared = [sc for sc in mine if writer_of(self.pod, sc) != self.person_id]
+        theirs = await self.pod.in_memory_thread(lambda: self.pod.memory.inbox_count(shared)) if shared else 0
+        if theirs:
+            name = person_names(self.pod).get(first, "the first person")
+            when = ("at the next timed ingest" if self.pod.has_memory_model(first, "ingest")
+                    else f"once {name} chooses one in Settings → Models")
+            said.append(f"{theirs} household note(s) wait for {name}'s ingest model: household pages are written by "
+                        f"the model of the person who set Hearth up, {when}.")
+        if waiting > theirs and not self.has_memory_model("ingest"):
+            said.append(NO_INGEST_MODEL)  # another's model ran; this person's own pages wait for theirs
+        return said
 
     async def memory_nightly(self) -> dict[str, Any]:
         """Runs the nightly pass for everyone; the report names only this person's pages, files and scopes, and

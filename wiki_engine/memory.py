@@ -1238,7 +1238,7 @@ class Memory:
             (sid, sha, str(sc), item.kind, item.ts, item.importance, owner, agent, key, doc.title, time.time()),
         )
         if to_inbox:
-            db.execute("INSERT OR IGNORE INTO inbox VALUES (?,?,?)", (sid, str(sc), time.time()))
+            db.execute("INSERT OR IGNORE INTO inbox (source_id, scope, added_at) VALUES (?,?,?)", (sid, str(sc), time.time()))
         return sid, doc
 
     def _quarantine(self, item: Item, rule: str, reason: str) -> int | None:
@@ -1571,7 +1571,7 @@ class Memory:
                                           (str(sc), slug)).fetchall():
                 _withdraw(db, pid, status)
             for sid in sorted(set(page.citations.values())):
-                db.execute("INSERT OR IGNORE INTO inbox SELECT id, scope, ? FROM sources WHERE id=?", (time.time(), sid))
+                db.execute("INSERT OR IGNORE INTO inbox (source_id, scope, added_at) SELECT id, scope, ? FROM sources WHERE id=?", (time.time(), sid))
             db.execute("INSERT OR REPLACE INTO pages_to_delete VALUES (?,?,'')", (str(sc), slug))
         self.delete_page(str(sc), slug)
 

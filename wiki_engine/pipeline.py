@@ -283,6 +283,8 @@ class IngestReport:
     rejected: list[tuple[str, str]] = field(default_factory=list)  # (page title, why)
     consumed: list[str] = field(default_factory=list)
     left_in_inbox: list[str] = field(default_factory=list)
+    no_page: list[str] = field(default_factory=list)  # the writer wrote no page of these: they wait (see _no_page)
+    gave_up: list[str] = field(default_factory=list)  # ... NO_PAGE_TRIES times: out of the inbox, pages never written
     # sources whose file is missing or damaged: they wait in the inbox (restored from a backup, they are written at
     # the next ingest; deleted, they leave it) while the other sources are written
     unreadable: list[Tampered] = field(default_factory=list)
@@ -467,6 +469,8 @@ def _write_drafts(memory: Memory, batch: IngestBatch, drafts: Sequence[Page], re
             n=len(drafts), what="Its other notes wait in the inbox for the next ingest.")))
         report.left_in_inbox += [s.id for s in sources if s.id in _stored(memory, {s.id for s in sources})]
         return report
+    if sources and not drafts:
+        return _no_page(memory, sources, report)
     landed_sources: set[str] = set()
     ok = True
     for page in drafts:
@@ -493,6 +497,27 @@ def _write_drafts(memory: Memory, batch: IngestBatch, drafts: Sequence[Page], re
         db.executemany("DELETE FROM inbox WHERE source_id=?", [(c,) for c in consumed])
     report.consumed = consumed
     report.left_in_inbox += [s.id for s in sources if s.id not in set(consumed)]
+    return report
+
+
+NO_PAGE_TRIES = 3  # answers of no page a note waits through before it leaves the inbox unwritten
+
+
+def _no_page(memory: Memory, sources: Sequence[SourceRecord], report: IngestReport) -> IngestReport:
+    """A writer's answer of no page at all for a batch of notes. Its prompt never asks it to leave a note out, so
+    this is a weak model's failure (a small model lost in a long prompt), no verdict on the notes: they wait in the
+    inbox for the next ingest, a stronger model's say. A note shown NO_PAGE_TRIES times without a page leaves the
+    inbox (it stays in memory, found by search and cited in answers): a batch that never becomes a page does not ask
+    the model again at every run for ever, and the report says which."""
+    ids = [(s.id,) for s in sources]
+    with memory.catalog.tx(immediate=True) as db:
+        db.executemany("UPDATE inbox SET no_page = no_page + 1 WHERE source_id=?", ids)
+        done = {r[0] for sid in ids for r in db.execute(
+            "SELECT source_id FROM inbox WHERE source_id=? AND no_page >= ?", (sid[0], NO_PAGE_TRIES))}
+        db.executemany("DELETE FROM inbox WHERE source_id=?", [(d,) for d in sorted(done)])
+    report.gave_up = [s.id for s in sources if s.id in done]
+    report.no_page = [s.id for s in sources if s.id not in done]
+    report.left_in_inbox += report.no_page
     return report
 
 

@@ -851,7 +851,8 @@ async def test_memory_job_reports_show_a_person_only_their_own(pod, fake_model, 
     await asyncio.wait_for(hers.wait(), 60)  # her part of his run (her folder read), gone on in the background
     assert events == []  # Bob's Ingest now writes his pages alone (he has no model): Alice's wait for hers
     await pod.pod.memory_ingest()  # the timer's run, for everyone
-    assert [(e["person"], e["consumed"]) for e in events] == [(pod.person.id, 2)]  # hers, to her alone
+    # hers, to her alone: her model wrote no page of her 2 notes ("[]"), so they wait in her inbox
+    assert [(e["person"], e["consumed"], e["no_page"]) for e in events] == [(pod.person.id, 0, 2)]
     bob_ingest = await as_bob.memory_ingest()
     assert (bob_ingest["consumed"], bob_ingest["written_by"], bob_ingest["left_in_inbox"]) == (0, None, 1)
     assert [r["scope"] for r in await as_bob.memory_produce()] == [bob_scope]
