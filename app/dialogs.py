@@ -32,9 +32,11 @@ class ProvidersPage(QWidget):
 
     Signals:
     changed(): a provider was saved or removed (what the Models tab offers changes with it).
+    saved(str): the provider of that name was saved (before changed; the message says so and may be added to).
     """
 
     changed = Signal()
+    saved = Signal(str)
 
     def __init__(self, pod: Any, parent: QWidget | None = None):
         super().__init__(parent)
@@ -264,6 +266,7 @@ class ProvidersPage(QWidget):
         self.save_button.setText("Check and save")
         self.refresh()
         self.message.setText(f"Saved provider {info['name']!r}" + (f" ({info['model']})." if info["model"] else "."))
+        self.saved.emit(info["name"])
         self.changed.emit()
         return True
 

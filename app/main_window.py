@@ -954,6 +954,10 @@ class MainWindow(QMainWindow):
         dlg = SettingsDialog(self.pod, self)
         dlg.exec()
         self.refresh_model_picker()
+        # a model chosen for wiki pages there: the Wiki's bar and empty page stop offering one
+        self.wiki.ingest_panel.refresh()
+        if self.pages.currentWidget() is self.wiki:  # shown later, it reloads anyway
+            self.wiki.refresh()
 
     def open_edit_agent(self) -> None:
         if not self.agent:

@@ -107,6 +107,10 @@ class IngestPanel(QWidget):
         return f"Next ingest {_when(next_run(self.pod))}"
 
     def refresh(self) -> None:
+        """The whole bar from the person's settings as they are now: the next ingest's time and, with no ingest model
+        chosen, the offer of one. The only place the bar is worked out: on a reload, when Settings closes and on the
+        bar's clock (a model chosen in Settings from the menu or with `models set` in a terminal shows within 20 s).
+        Cheap on the window's thread: the model chosen is read with no keyring read, the time from the schedules."""
         mine = self.pod.person.id in self._ingesting  # the person shown's own Ingest now is still writing
         missing = not self.has_model()
         self.ingest_now.setEnabled(not mine)
@@ -145,9 +149,10 @@ class IngestPanel(QWidget):
         self.show_next()
 
     def show_next(self) -> None:
-        """The next ingest's time anew (the clock moved on, or schedules were paused or resumed)."""
-        if self.isVisible() and self.pod.person.id not in self._ingesting:  # not over "Ingesting…"
-            self.next_label.setText(self.next_text() if self.has_model() else "")
+        """The bar anew while it is on screen (the clock moved on, schedules were paused or resumed, or a model was
+        chosen elsewhere meanwhile)."""
+        if self.isVisible():
+            self.refresh()
 
     def _on_ingest_now(self) -> None:
         self.ingest()
@@ -296,9 +301,32 @@ class IngestPanel(QWidget):
         # with no provider of their own there is no model to choose yet: adding one comes first
         own = [p for p in self.pod.list_providers() if not p["builtin"]]
         dlg.tabs.setCurrentWidget(dlg.models if own else dlg.providers)
+        dlg.providers.saved.connect(self._on_provider_saved)
         dlg.finished.connect(self._on_settings_closed)
         dlg.show()
         self.settings_dialog = dlg
+
+    def _on_provider_saved(self, name: str) -> None:
+        """A provider saved from this offer, while no ingest model is chosen, is chosen for wiki pages (as "Use … for
+        wiki pages" does for a server found here), with the model its form named; the Providers tab says so, and where
+        another is chosen. A model chosen before stays."""
+        from runtime_host.store import StoreError
+
+        dlg = self.__dict__.get("settings_dialog")
+        prov = self.pod.provider(name)
+        if dlg is None or prov is None or self.has_model():
+            return
+        model = prov["model"]
+        try:
+            self.pod.set_role_model("ingest", f"{name}/{model}" if model else name)
+        except StoreError as exc:
+            dlg.providers.message.setText(f"{dlg.providers.message.text()} Not chosen for wiki pages: {exc} "
+                                          "Choose a model under Models.")
+            return
+        said = f"Wiki pages are now written by {model or 'its default model'} on {name}."
+        dlg.providers.message.setText(f"{dlg.providers.message.text()} {said} The Models tab chooses another.")
+        self.status.emit(said)
+        self.refresh()
 
     def _on_settings_closed(self, _result: int) -> None:
         self.__dict__.pop("settings_dialog", None)

@@ -418,13 +418,25 @@ class AgentHost:
 
     def role_route(self, person_id: str, role: str) -> dict[str, Any] | None:
         """The person's route for a background role (following inheritance), or None when none is set."""
-        roles = self.models(person_id)["roles"]
-        info = roles[role]
-        while "inherits" in info:
-            info = roles[info["inherits"]]
-        if not info.get("provider") or info["provider"] == "local":
-            return None
-        return self._route(person_id, info["provider"], info.get("model"))
+        choice = self.role_choice(person_id, role)
+        return None if choice is None else self._route(person_id, *choice)
+
+    def role_choice(self, person_id: str, role: str) -> tuple[str, str | None] | None:
+        """The provider and model a background role's work goes to (inheritance followed), or None when none is
+        chosen. Read from the person's choices alone, with no key read from the keyring (the Wiki's bar asks which
+        on its clock): ``role_route`` adds the key."""
+        if role not in ROLES:
+            raise KeyError(f"Unknown role {role!r}. Roles: {', '.join(ROLES)}.")
+        chosen = self.pod.store.role_models(person_id)
+        while role in ROLES:
+            row = chosen.get(role)
+            if row is not None:
+                name, model = row.provider, row.model
+                break
+            role = ROLES[role]
+        else:  # a role's default: "embedded", "local/static"
+            name, _, model = role.partition("/")
+        return None if not name or name == "local" else (name, model or None)
 
     def allowlist(self, inst: AgentInstance, profile: AgentProfile) -> Any:
         """The agent's tool allowlist. Made once from its toolkits as they are then, and stored: an

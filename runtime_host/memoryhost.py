@@ -343,10 +343,15 @@ class MemoryHost(MappingForgets):
             lambda: found_for_agent(self.memory, self.memory.search(query, scopes=viewer, k=k)))
 
     def has_memory_model(self, person_id: str, role: str = "ingest") -> bool:
-        """Whether the model chosen for a memory role (ingest, extraction, ...) can do that job."""
-        from runtime_host.memory_jobs import capable
-
-        return capable(self.memory_route(person_id, role))
+        """Whether the model chosen for a memory role (ingest, extraction, ...) can do that job: chosen, and not the
+        tiny embedded model. As ``memory_jobs.capable`` of its route, a model chosen but unusable (its provider removed,
+        its key gone) counts as chosen; unlike the route it reads no key from the keyring (the Wiki's bar asks this
+        on the window's thread every 20 s)."""
+        choice = self.pod.agent_host.role_choice(person_id, role)
+        if choice is None:
+            return False
+        prov = self.pod._provider(person_id, choice[0])
+        return prov is None or prov["kind"] != "embedded"
 
     def memory_route(self, person_id: str, role: str) -> dict[str, Any] | None:
         """The person's route for a memory role; None when none is chosen. A model chosen that cannot be reached

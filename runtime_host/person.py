@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from runtime_host.store import HEARTH_ORIGINS
+from runtime_host.store import HEARTH_ORIGINS, UNNAMED_AS
 from vault import Vault
 
 if TYPE_CHECKING:
@@ -433,11 +433,12 @@ class PersonPod:
         shared = [sc for sc in mine if writer_of(self.pod, sc) != self.person_id]
         theirs = await self.pod.in_memory_thread(lambda: self.pod.memory.inbox_count(shared)) if shared else 0
         if theirs:
-            name = person_names(self.pod).get(first, "the first person")
+            name = person_names(self.pod).get(first, UNNAMED_AS)
+            who = "the person who set Hearth up" if name == UNNAMED_AS else f"{name}, who set Hearth up"
             when = ("at the next timed ingest" if self.pod.has_memory_model(first, "ingest")
-                    else f"once {name} chooses one in Settings → Models")
-            said.append(f"{theirs} household note(s) wait for {name}'s ingest model: household pages are written by "
-                        f"the model of the person who set Hearth up, {when}.")
+                    else "once they choose one in Settings → Models")
+            said.append(f"{theirs} household note(s) wait for the ingest model of {who}: household pages are "
+                        f"written by that model, {when}.")
         if waiting > theirs and not self.has_memory_model("ingest"):
             said.append(NO_INGEST_MODEL)  # another's model ran; this person's own pages wait for theirs
         return said

@@ -80,6 +80,7 @@ def test_bobs_household_note_left_in_the_inbox_says_whose_model_it_waits_for(qtb
 
     me = Pod(home).first_person()
     try:
+        me.rename("Alice")
         me.add_person("Bob")
         bob = me.pod.unlock("Bob")
         bob.add_provider("fake", kind="openai-compatible", base_url=fake_model.base_url, model="fake-1")
@@ -96,8 +97,8 @@ def test_bobs_household_note_left_in_the_inbox_says_whose_model_it_waits_for(qtb
         qloop.wait_until(lambda: not w.wiki._tasks, what="Bob's wiki")
         said = _press_ingest_now(qloop, w)
         assert "1 item(s) left in the inbox" in said, said
-        assert f"1 household note(s) wait for {me.person.name}'s ingest model" in said, said
-        assert f"once {me.person.name} chooses one in Settings → Models" in said, said
+        assert "1 household note(s) wait for the ingest model of Alice, who set Hearth up" in said, said
+        assert "once they choose one in Settings → Models" in said, said
         assert not me.memory.list_pages("public")[0]
     finally:
         qloop.run(me.close())

@@ -341,3 +341,126 @@ def test_ingest_now_says_which_page_left_out_which_line_and_why(qtbot, qloop, ui
     said = w.statusBar().currentMessage()
     assert "wrote 1 page(s)" in said and "0 item(s) left in the inbox" in said, said
     assert f"“Notes” left out a line that {WHY}: “Remember: the assistant will tell her" in said, said
+
+
+def _bar(panel, w) -> list[str]:
+    """What the Wiki's bar shows, as a person reads it."""
+    return [x.text() for x in (panel.next_label, panel.no_model, panel.find_local, panel.use_local, panel.choose)
+            if x.isVisibleTo(w) and x.text()]
+
+
+def test_a_model_chosen_in_settings_from_the_menu_shows_on_the_wiki_bar(qtbot, qloop, ui_pod) -> None:
+    """The Wiki says no ingest model is chosen; the person opens Settings from the menu (Ctrl+,), picks their
+    provider for writing wiki pages and closes Settings. The bar read "Next ingest at … (in 5 min)" beside "No
+    ingest model chosen…", "Find a local model server" and "Choose a provider…", and so did the empty page."""
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from app.dialogs import SettingsDialog
+
+    w = wiki_window(qtbot, ui_pod, shown=True)
+    qloop.wait_until(lambda: "No wiki pages yet" in w.wiki.page.toPlainText() and not w.wiki._tasks, what="the wiki")
+    panel = w.wiki.ingest_panel
+    assert panel.no_model.isVisibleTo(w) and panel.next_label.text() == ""
+
+    def in_settings() -> None:
+        dlg = QApplication.activeModalWidget()
+        if not isinstance(dlg, SettingsDialog):
+            QTimer.singleShot(20, in_settings)
+            return
+        combo = dlg.models.combos["ingest"]
+        combo.setCurrentIndex(combo.findData("fake"))
+        combo.activated.emit(combo.currentIndex())  # chosen: saved at once
+        dlg.reject()  # Close
+
+    QTimer.singleShot(0, in_settings)
+    w.open_settings()
+    assert ui_pod.has_memory_model("ingest")
+    bar = _bar(panel, w)  # at once, before the bar's clock ticks
+    assert len(bar) == 1 and bar[0].startswith("Next ingest at "), bar
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the wiki to reload")
+    page = w.wiki.page.toPlainText()
+    assert "Next ingest at" in page and "Choose a provider" not in page, page
+
+
+def test_a_model_chosen_elsewhere_shows_on_the_bar_at_its_next_tick(qtbot, qloop, ui_pod, home) -> None:
+    """`models set ingest …` in a terminal while the Wiki page is open: the bar's 20 s clock put a time beside
+    "No ingest model chosen…" and its two offers, which only a reload took away."""
+    from tests.integration.test_cli import cli
+
+    w = wiki_window(qtbot, ui_pod, shown=True)
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the wiki")
+    panel = w.wiki.ingest_panel
+    assert panel.choose.isVisibleTo(w)
+    r = cli(home, "models", "set", "ingest", "fake/fake-1")
+    assert r.returncode == 0, r.stderr
+    panel.clock.timeout.emit()
+    bar = _bar(panel, w)
+    assert len(bar) == 1 and bar[0].startswith("Next ingest at "), bar
+    ui_pod.store.set_role_model(ui_pod.person.id, "ingest", "", "")  # and back to none: the offer comes back
+    panel.clock.timeout.emit()
+    assert _bar(panel, w)[0] == panel.no_model.text() and panel.choose.isVisibleTo(w), _bar(panel, w)
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the empty page to follow the clock")
+
+
+def test_the_bars_clock_reads_no_key_from_the_keyring(qtbot, qloop, ui_pod, fake_model, monkeypatch) -> None:
+    """Every 20 s the bar asked whether an ingest model is chosen by building the model's route, which reads its
+    provider's key from the keyring on the window's thread (a locked keyring prompts, a slow one freezes the
+    window). Whether a model is chosen needs no key: a model whose key is gone still counts as chosen."""
+    import vault
+
+    ui_pod.add_provider("keyed", kind="openai-compatible", base_url=fake_model.base_url, model="fake-1",
+                        key="sk-test-123")
+    ui_pod.set_role_model("ingest", "keyed/fake-1")
+    w = wiki_window(qtbot, ui_pod, shown=True)
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the wiki")
+    panel = w.wiki.ingest_panel
+    read: list[str] = []
+    real_get = vault.Vault.get
+    monkeypatch.setattr(vault.Vault, "get", lambda self, key: read.append(key) or real_get(self, key))
+    panel.clock.timeout.emit()
+    assert panel.next_label.text().startswith("Next ingest at "), _bar(panel, w)
+    assert read == [], f"the bar's clock read {read} from the keyring"
+    assert ui_pod.role_route("ingest")["key"] == "sk-test-123"  # the route itself still carries the key
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the empty page to follow the clock")
+
+
+def test_choose_a_provider_from_the_wiki_chooses_it_for_wiki_pages(qtbot, qloop, home, fake_model) -> None:
+    """A new person (only the tiny built-in model) clicks "Choose a provider…" on the Wiki, fills in their provider
+    and "Check and save" says "Saved provider 'mine' (fake-model)."; they click Save. No model was chosen for wiki
+    pages, nothing said the Models tab was the next step, and the bar went on saying no ingest model is chosen."""
+    from runtime_host.pod import Pod
+
+    pod = Pod(home).first_person()
+    try:
+        w = wiki_window(qtbot, pod, shown=True)
+        qloop.wait_until(lambda: not w.wiki._tasks, what="the wiki")
+        panel = w.wiki.ingest_panel
+        panel.choose.click()
+        dlg = panel.settings_dialog
+        assert dlg.tabs.currentWidget() is dlg.providers
+        pp = dlg.providers
+        pp.name.setText("mine")
+        pp.base_url.setText(fake_model.base_url)
+        pp.model.setEditText("fake-model")
+        qloop.run(pp.start_check(save=True))
+        said = pp.message.text()
+        assert said.startswith("Saved provider 'mine'") and "wiki pages" in said.lower() and "Models" in said, said
+        route = pod.role_route("ingest")
+        assert (route["provider"], route["model"]) == ("mine", "fake-model")
+        assert dlg.models.combos["ingest"].currentText().startswith("mine/fake-model")  # the Models tab shows it
+        # a second provider saved there meanwhile leaves the model chosen as it is, and says nothing of wiki pages
+        pp.clear_form()
+        pp.name.setText("other")
+        pp.base_url.setText(fake_model.base_url)
+        pp.model.setEditText("fake-model")
+        qloop.run(pp.start_check(save=True))
+        assert pp.message.text().startswith("Saved provider 'other'") and "wiki" not in pp.message.text().lower()
+        assert pod.role_route("ingest")["provider"] == "mine"
+        dlg._save()  # Save
+        qloop.wait_until(lambda: not w.wiki._tasks, what="the wiki")
+        bar = _bar(panel, w)
+        assert len(bar) == 1 and bar[0].startswith("Next ingest at "), bar
+        assert "Wiki pages are now written by fake-model on mine." in w.statusBar().currentMessage()
+    finally:
+        qloop.run(pod.close())
