@@ -36,7 +36,8 @@ class RestoredValues:
         self._lock = threading.Lock()
         self._kept: OrderedDict[tuple[str, str], Mapping | None] = OrderedDict()  # the one read last, last
         self._epochs: dict[str, int] = {}  # a person's forgets so far: a read begun before one is kept nowhere
-        self._looked: dict[str, tuple[float, str | None]] = {}  # person -> when pod.db was asked, the token it said
+        self._asked: dict[str, float] = {}  # person -> when pod.db was last asked
+        self._tokens: dict[str, str | None] = {}  # person -> the token pod.db said at the last look that answered
 
     def mapping(self, person_id: str, mapping_id: str) -> Mapping | None:
         """One mapping of the person's, read from their vault the first time only (or again once it was let go).
@@ -102,23 +103,24 @@ class RestoredValues:
     def _follow(self, person_id: str) -> None:
         """At most every RECHECK_S: whether pod.db says another forget of the person's values was done since the
         last look (another process's: the CLI, `serve`); then every one kept of theirs is let go, and read from the
-        vault again as it is now."""
+        vault again as it is now. The first look that answers lets go of all kept of theirs too: a value kept before
+        it (one the window wrote itself, ``kept``) may have been forgotten elsewhere before any token was known."""
         if self._forgotten is None:
             return
         now = time.monotonic()
         with self._lock:
-            looked = self._looked.get(person_id)
-            if looked is not None and now - looked[0] < RECHECK_S:
+            asked = self._asked.get(person_id)
+            if asked is not None and now - asked < RECHECK_S:
                 return
-            self._looked[person_id] = (now, looked[1] if looked else None)  # one look at a time, whichever thread
+            self._asked[person_id] = now  # one look at a time, whichever thread
         try:
             token = self._forgotten(person_id)
         except Exception as exc:  # noqa: BLE001 - pod.db busy or gone a moment: the next value read back looks again
             log.info("could not look whether another process forgot values: %s", type(exc).__name__)
             with self._lock:
-                self._looked[person_id] = (0.0, looked[1] if looked else None)
+                self._asked.pop(person_id, None)
             return
         with self._lock:
-            if looked is not None and token != looked[1]:
+            if person_id not in self._tokens or token != self._tokens[person_id]:
                 self._drop(person_id, lambda _mapping_id: True)
-            self._looked[person_id] = (now, token)
+            self._tokens[person_id] = token

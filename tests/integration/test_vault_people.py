@@ -91,3 +91,28 @@ async def test_a_value_forgotten_from_a_terminal_leaves_the_window(pod, script, 
     while _digits(CARD) in _digits(pod.restore_redactions(placeholder)) and time.monotonic() < deadline:
         await asyncio.sleep(0.2)
     assert pod.restore_redactions(placeholder) == placeholder, "the window still shows the card forgotten elsewhere"
+
+
+async def test_a_value_the_window_wrote_then_forgotten_from_a_terminal_leaves_the_window(
+        pod, script, home, secure_keyring) -> None:
+    """Alice's helper remembered her card in the window (the window keeps the value it wrote to her keyring) and,
+    before the window had read any value back, she ran `memory forget-agent helper --yes` in a terminal: the card
+    left her keyring, but the window's first look at pod.db only took note of the forget's token, and went on
+    showing the card it had written. The first look lets go of what was kept before it: the card is gone there too."""
+    from runtime_host.safety.policy import reversible_placeholders
+
+    pod.edit_agent("helper", toolkits=["memory"], safety={"reversible": True})
+    script([ToolCalls([("remember", {"fact": f"The plumber is paid with the card {CARD}.", "scope": "person"})]),
+            Text("Noted.")])
+    assert (await asyncio.wait_for(pod.chat("helper", "remember how we pay the plumber"), 60)).ok
+    [(sid,)] = pod.memory.catalog.query("SELECT id FROM sources WHERE scope=?", (f"private/{pod.person_id}",))
+    [placeholder] = reversible_placeholders(pod.memory.get_source(sid).markdown)
+    assert pod.pod.restored.holds(pod.person_id) >= 1  # the window keeps the value it wrote, none read back yet
+
+    r = await asyncio.to_thread(cli, home, "memory", "forget-agent", "helper", "--yes")
+    assert r.returncode == 0, r.stderr
+    assert pod.pod.vault_for(pod.person_id).get(f"redactions/{placeholder.rpartition('#')[2].rstrip(']')}") is None
+    shown = pod.restore_redactions(placeholder)  # the window's first look at pod.db since it wrote the card
+    assert _digits(CARD) not in _digits(shown), f"the window still shows the card forgotten in a terminal: {shown!r}"
+    await asyncio.sleep(1.2)  # past RECHECK_S: a second look changes nothing
+    assert pod.restore_redactions(placeholder) == placeholder
