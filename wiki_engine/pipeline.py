@@ -269,7 +269,7 @@ class IngestBatch:
     """What the wiki writer sees: inbox sources, pages that need re-synthesis, and the existing pages
     of the scopes involved (so it can extend a page and link to others). A scope's pages are all there (a draft of
     one the writer was not shown keeps that page's lines), those that matter to the batch first (``_pages_first``):
-    the writer is shown the first ``PAGES_SHOWN``."""
+    the writer is shown the first ``PAGES_SHOWN``, the stale pages (shown as pages to rewrite) last among them."""
 
     sources: list[SourceRecord]
     stale_pages: list[Page]
@@ -408,11 +408,13 @@ def _ingest_batch(memory: Memory, max_sources: int, scopes: Callable[[str], bool
 
 def _pages_first(memory: Memory, scope: str, pages: list[Page], sources: list[SourceRecord], stale: list[Page],
                  ) -> list[Page]:
-    """A scope's ``pages``, those that matter to its batch first: its stale pages, then for each source in turn
-    (one page of each source's before a second of any) the pages whose title the part of it the writer is shown
-    names (each of the title's words in it), then those memory's keyword search of that part finds (its first
-    ``PAGES_SHOWN`` pages shared out among the sources), then the others as listed. A person with many pages gets
-    new facts on the page that holds their topic, and links to the pages the sources name."""
+    """A scope's ``pages``, those that matter to its batch first: for each source in turn (one page of each
+    source's before a second of any) the pages whose title the part of it the writer is shown names (each of the
+    title's words in it), then those memory's keyword search of that part finds (its first ``PAGES_SHOWN`` pages
+    shared out among the sources), then the others as listed, and its ``stale`` pages last: the writer is shown
+    them anyway, as pages to rewrite, and one among the first ``PAGES_SHOWN`` would take another page's place. A
+    person with many pages gets new facts on the page that holds their topic, and links to the pages the sources
+    name."""
     by_key = {p.key: p for p in pages}
     at = {p.key: n for n, p in enumerate(pages)}
     by_first: dict[str, list[tuple[set[str], Page]]] = {}  # a title's first word -> (its words, the page)
@@ -429,12 +431,14 @@ def _pages_first(memory: Memory, scope: str, pages: list[Page], sources: list[So
         found = [by_key[h.id] for h in memory.search(text, scopes=[scope], k=k, mode="keyword", kinds=("page",))
                  if h.id in by_key]
         picks.append(sorted(named, key=lambda p: at[p.key]) + found)
-    order = {p.key: p for p in stale}
+    last = {p.key for p in stale}
+    order: dict[str, Page] = {}
     for rank in range(max((len(ps) for ps in picks), default=0)):
         for ps in picks:
-            if rank < len(ps):
+            if rank < len(ps) and ps[rank].key not in last:
                 order.setdefault(ps[rank].key, ps[rank])
-    return list(order.values()) + [p for p in pages if p.key not in order]
+    return [*order.values(), *(p for p in pages if p.key not in order and p.key not in last),
+            *(p for p in pages if p.key in last)]
 
 
 def _shown_ids(batch: IngestBatch) -> set[str]:

@@ -120,3 +120,40 @@ async def test_a_page_whose_first_line_is_past_what_is_shown_keeps_it_once_and_w
     claims = [re.sub(r"\[(\d+)\]", lambda m: f"[{page.citations[int(m.group(1))]}]", line)
               for line in page.body.split("\n") if line.strip()]
     assert claims == [_LONG.replace("[1]", f"[{sid}]"), f"- Clara's birthday is on 9 May. [{new}]"], page.body
+
+
+async def test_a_named_page_is_shown_beside_many_pages_to_rewrite(pod, script, fake_model) -> None:
+    """The pages to rewrite (stale: a note they cite was deleted) are shown under their own heading, and they also
+    came first among the 50 existing pages shown, each taking a place for nothing: with the club's handbook deleted
+    under 50 errand pages, the writer was shown no other page, not even Zoe's that the new note names, and wrote a
+    second page about Zoe. The 50 are pages not already shown to rewrite."""
+    from wiki_engine import Page
+
+    scope = _scope(pod)
+    pod.set_role_model("ingest", "fake/writer-1")
+
+    def fifty_errands_and_zoe() -> str:
+        mem = pod.memory
+        doc = mem.add_source("The club's handbook: what each errand needs.", scope=scope)
+        own = [mem.add_source(f"Errand {n} is done on Saturdays.", scope=scope) for n in range(50)]
+        fam = mem.add_source("Zoe plays the cello and is eight.", scope=scope)
+        pages = [Page(f"Errand {n:02}", scope, "home", f"- Errand {n} is done on Saturdays [1]\n- It needs the "
+                      f"handbook [2]", {1: own[n], 2: doc}) for n in range(50)]
+        mem.write_pages([*pages, Page("Zoe", scope, "family", "- Zoe plays the cello [1]", {1: fam})],
+                        author="agent:wiki-writer")
+        with mem.catalog.tx(immediate=True) as db:
+            db.execute("DELETE FROM inbox")
+        return doc
+
+    doc = await pod.in_memory_thread(fifty_errands_and_zoe)
+    await pod.memory_delete_source(doc)  # the handbook is deleted: the 50 errand pages wait to be written again
+    assert len(await pod.in_memory_thread(pod.memory.stale_pages)) == 50
+    await pod.in_memory_thread(lambda: pod.memory.add_source("Zoe starts at Hillside school in September.",
+                                                             scope=scope))
+    script([_writer_of_what_it_sees("Zoe's school")])
+    out = await pod.memory_ingest()
+    prompt = fake_model.requests[-1].last_user
+    assert len(re.findall(r"^Page to rewrite ", prompt, re.M)) == 50  # each shown once, to rewrite
+    assert "Zoe" in _shown(prompt), f"existing pages shown: {sorted(_shown(prompt))}"
+    assert out["written"] == [f"page:{scope}/zoe"], out
+    assert "Zoe's school" not in {p.title for p in pod.memory.list_pages(scope)[0]}
