@@ -296,10 +296,11 @@ def found_for_agent(memory: Any, hits: Sequence[Any]) -> str:
     or a mail export in a watched folder) holds a stranger's words: it is wrapped as untrusted, as ``read_mail``
     wraps a mail, its sender and subject inside the wrapper (a display name or subject can carry an order), so the
     agent's model takes it as data, never as the person's own memory. The household's pages and notes are screened
-    by memory's guard as they are given (``household.as_given``): whoever put an order there, it comes wrapped under
-    the guard's label. The person's chat, notes, their agents' remembered facts and their own pages are shown as
-    they are. A source deleted since the search is left out."""
-    from runtime_host.household import as_given
+    by memory's guard as they are given (``household.as_given``, with the text around each hit in its page or note:
+    ``household.near``): whoever put an order there, it comes wrapped under the guard's label. The person's chat,
+    notes, their agents' remembered facts and their own pages are shown as they are. A source deleted since the
+    search is left out."""
+    from runtime_host.household import as_given, near
     from runtime_host.safety.untrusted import wrap_untrusted
     from wiki_engine import PageFormatError, Scope, SourceUnreadable
     from wiki_engine.render import parse_source
@@ -319,7 +320,7 @@ def found_for_agent(memory: Any, hits: Sequence[Any]) -> str:
                     whole = memory.pages.read_text(Scope.parse(h.scope), h.id.rpartition("/")[2]) or ""
                 except PageFormatError:  # not a file, or not UTF-8: what the index holds of it is all there is
                     whole = ""
-                line = as_given(line, "this household page", whole)
+                line = as_given(line, "this household page", near(whole, h.snippet))
             out.append(line)
             continue
         if kinds.get(h.id) != "mail":
@@ -329,7 +330,7 @@ def found_for_agent(memory: Any, hits: Sequence[Any]) -> str:
                     whole = memory.get_source(h.id).text
                 except (SourceUnreadable, LookupError):
                     whole = ""
-                line = as_given(line, "this household note", whole)
+                line = as_given(line, "this household note", near(whole, h.snippet))
             out.append(line)
             continue
         try:
