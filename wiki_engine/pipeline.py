@@ -408,13 +408,17 @@ def _ingest_batch(memory: Memory, max_sources: int, scopes: Callable[[str], bool
 
 def _pages_first(memory: Memory, scope: str, pages: list[Page], sources: list[SourceRecord], stale: list[Page],
                  ) -> list[Page]:
-    """A scope's ``pages``, those that matter to its batch first: for each source in turn (one page of each
-    source's before a second of any) the pages whose title the part of it the writer is shown names (each of the
-    title's words in it), then those memory's keyword search of that part finds (its first ``PAGES_SHOWN`` pages
-    shared out among the sources), then the others as listed, and its ``stale`` pages last: the writer is shown
-    them anyway, as pages to rewrite, and one among the first ``PAGES_SHOWN`` would take another page's place. A
-    person with many pages gets new facts on the page that holds their topic, and links to the pages the sources
-    name."""
+    """A scope's ``pages``, those that matter to its batch first (as far as the first ``PAGES_SHOWN``, the pages the
+    writer is shown): for each source in turn (one page of each source's before a second of any) the pages whose
+    title the part of it the writer is shown names (each of the title's words in it), then those memory's keyword
+    search of that part finds (its first ``PAGES_SHOWN`` pages shared out among the sources), then the others as
+    listed, and its ``stale`` pages last: the writer is shown them anyway, as pages to rewrite, and one among the
+    first ``PAGES_SHOWN`` would take another page's place. A person with many pages gets new facts on the page that
+    holds their topic, and links to the pages the sources name.
+
+    A source is searched only when its turn comes for a place, and at most ``PAGES_SHOWN`` sources are (a search
+    for each place): a backlog of 200 notes searched each one under memory's lock and the writer's lease, ~3 s at
+    5,000 pages, while the window's search waited; the places are filled before the 51st source's turn comes."""
     by_key = {p.key: p for p in pages}
     at = {p.key: n for n, p in enumerate(pages)}
     by_first: dict[str, list[tuple[set[str], Page]]] = {}  # a title's first word -> (its words, the page)
@@ -423,20 +427,35 @@ def _pages_first(memory: Memory, scope: str, pages: list[Page], sources: list[So
         if terms:
             by_first.setdefault(terms[0], []).append((set(terms), p))
     k = -(-PAGES_SHOWN // max(1, len(sources)))
-    picks: list[list[Page]] = []
-    for s in sources:
-        text = s.text[:SOURCE_CHARS_SHOWN]
+    texts = [s.text[:SOURCE_CHARS_SHOWN] for s in sources]
+    named: list[list[Page]] = []
+    for text in texts:
         said = set(words(text))
-        named = [p for w in said for terms, p in by_first.get(w, ()) if terms <= said]
-        found = [by_key[h.id] for h in memory.search(text, scopes=[scope], k=k, mode="keyword", kinds=("page",))
-                 if h.id in by_key]
-        picks.append(sorted(named, key=lambda p: at[p.key]) + found)
+        named.append(sorted((p for w in said for terms, p in by_first.get(w, ()) if terms <= said),
+                            key=lambda p: at[p.key]))
+    found: dict[int, list[Page]] = {}  # a source's search's pages, once its turn came
+
+    def pick(n: int, rank: int) -> Page | None:
+        """The source's page at this rank: the ones its words name, then the ones its search finds."""
+        if rank < len(named[n]):
+            return named[n][rank]
+        if n not in found:
+            if len(found) >= PAGES_SHOWN:
+                return None
+            found[n] = [by_key[h.id] for h in memory.search(texts[n], scopes=[scope], k=k, mode="keyword",
+                                                             kinds=("page",)) if h.id in by_key]
+        rank -= len(named[n])
+        return found[n][rank] if rank < len(found[n]) else None
+
     last = {p.key for p in stale}
     order: dict[str, Page] = {}
-    for rank in range(max((len(ps) for ps in picks), default=0)):
-        for ps in picks:
-            if rank < len(ps) and ps[rank].key not in last:
-                order.setdefault(ps[rank].key, ps[rank])
+    ranks = max((len(ps) for ps in named), default=0) + k  # no source has a page past these
+    for rank, n in ((rank, n) for rank in range(ranks) for n in range(len(sources))):
+        if len(order) >= PAGES_SHOWN:
+            break
+        p = pick(n, rank)
+        if p is not None and p.key not in last:
+            order.setdefault(p.key, p)
     return [*order.values(), *(p for p in pages if p.key not in order and p.key not in last),
             *(p for p in pages if p.key in last)]
 

@@ -139,3 +139,53 @@ def test_a_scopes_ingest_waits_off_the_thread_for_anothers_moment_of_writing_and
         with pytest.raises(LeaseBusy):
             next(ingest_steps(mem, scopes=lambda s: s == "private/alice", claim="private/alice"))
     assert len(mem.inbox()) == 1
+
+
+def test_reading_a_backlog_batch_holds_memory_a_moment_and_shows_the_pages_of_its_first_notes(tmp_path) -> None:
+    """A backlog of 200 mail-sized notes (the Pod's batch takes up to 200: a watched-folder import, a week's mail)
+    and 5,000 pages: reading the batch ran a keyword search of each note to choose the pages the writer is shown,
+    under memory's lock and the whole wiki's writer lease: ~3 s (~7 s at 20,000 pages), while the window's search
+    and typeahead and other people's ingests waited. A note is searched only when its turn for one of the
+    PAGES_SHOWN places comes; the writer is still shown each of the first notes' own page."""
+    import random
+    import time
+
+    from wiki_engine import open_memory
+    from wiki_engine.pipeline import PAGES_SHOWN, _pages_first
+
+    scope = "private/alice"
+    rnd = random.Random(1)
+    vocab = [f"w{n}" for n in range(20000)]
+    names = ["Zoe", "Rosa", "Tom", "school", "garden", "bank", "doctor", "car", "holiday", "boiler"]
+    mem = open_memory(tmp_path / "memory", embedder=None)
+    try:
+        seed = mem.add_source("seed note", scope=scope)
+        pages = [Page(f"{rnd.choice(names)} {vocab[n]} {vocab[n + 1]}", scope, "notes",
+                      "\n".join(f"- {' '.join(rnd.choices(vocab, k=12))} [1]" for _ in range(5)), {1: seed})
+                 for n in range(0, 10000, 2)]
+        mem.write_pages(pages, author="agent:wiki-writer")
+        with mem.catalog.tx(immediate=True) as db:
+            db.execute("DELETE FROM inbox")
+        quotes: dict[str, Page] = {}  # each note quotes a line of one page, then goes on as a long mail does
+        for page in rnd.sample(pages, 200):
+            line = page.body.split("\n")[0].strip("- [1]")
+            more = " ".join(rnd.choices(vocab[10000:] + names * 50, k=330))  # words of no page's title
+            quotes[mem.add_source(f"{line} {more}"[:2000], scope=scope)] = page
+        searched: list[str] = []
+        search = mem.search
+        mem.search = lambda query, **kw: searched.append(query) or search(query, **kw)  # type: ignore[method-assign]
+        steps = ingest_steps(mem, scopes=lambda s: s == scope, claim=scope)
+        batch = next(steps)  # read under memory's lock and the whole wiki's lease
+        steps.close()
+        assert isinstance(batch, IngestBatch) and len(batch.sources) == 200
+        shown = {p.key for p in batch.existing_pages[scope][:PAGES_SHOWN]}
+        assert shown == {quotes[s.id].key for s in batch.sources[:PAGES_SHOWN]}, "not shown the first notes' pages"
+        assert len(searched) <= PAGES_SHOWN, f"{len(searched)} searches for {PAGES_SHOWN} places"
+        listed, _ = mem.list_pages(scope)
+        with mem._lock:  # as reading the batch chooses them
+            t0 = time.perf_counter()
+            _pages_first(mem, scope, listed, batch.sources, [])
+            took = time.perf_counter() - t0
+        assert took < 1.0, f"choosing the pages shown held memory's lock {took:.2f} s for one batch"
+    finally:
+        mem.close()
