@@ -109,23 +109,35 @@ def _bob_on_his_own_server(pod, bobs_server: FakeModelServer):
     return as_bob
 
 
-async def test_bobs_memory_produce_returns_with_his_part_while_alices_model_hangs_in_it(pod, fake_model) -> None:
-    """Bob's `memory produce`, with no run stuck on Alice's model yet, ran her part too and waited for all of it: her
-    extraction model hung, and his command did not return (his part long done) until hers answered. Now it returns
-    with his report once his part ends; hers goes on in the background and reports to her; his next `memory produce`
-    asks her model nothing again; and her own `memory produce` waits for that part of hers."""
+def _alice_holds(fake_model) -> tuple[threading.Event, threading.Event]:
+    """Alice's model holds every request until released: (asked, release)."""
     asked, release = threading.Event(), threading.Event()
 
-    def alices(req):  # her model: holds every request until released
+    def alices(req):
         asked.set()
         release.wait(60)
         return _keep_all(req)
 
     fake_model.script = alices
+    return asked, release
+
+
+def _bob_and_alice_said_one_thing_each(pod, bobs_server: FakeModelServer):
+    """Bob on his own model server (see _bob_on_his_own_server); Alice and Bob each told their agent one thing."""
+    as_bob = _bob_on_his_own_server(pod, bobs_server)
+    _say(pod, pod, "helper", "My sister Clara's birthday is on 3 June and she loves orchids.")
+    _say(pod, as_bob, "bobs", "My new bike is a green Brompton with a wicker basket.")
+    return as_bob
+
+
+async def test_bobs_memory_produce_returns_with_his_part_while_alices_model_hangs_in_it(pod, fake_model) -> None:
+    """Bob's `memory produce`, with no run stuck on Alice's model yet, ran her part too and waited for all of it: her
+    extraction model hung, and his command did not return (his part long done) until hers answered. Now it returns
+    with his report once his part ends; hers goes on in the background and reports to her; his next `memory produce`
+    asks her model nothing again; and her own `memory produce` waits for that part of hers."""
+    asked, release = _alice_holds(fake_model)
     with FakeModelServer(_keep_all) as bobs_server:
-        as_bob = _bob_on_his_own_server(pod, bobs_server)
-        _say(pod, pod, "helper", "My sister Clara's birthday is on 3 June and she loves orchids.")
-        _say(pod, as_bob, "bobs", "My new bike is a green Brompton with a wicker basket.")
+        as_bob = _bob_and_alice_said_one_thing_each(pod, bobs_server)
         reports: list[dict] = []
         pod.subscribe(lambda e: reports.append(e) if e["type"] == "memory.produced" else None)
         hers = None
@@ -170,18 +182,9 @@ async def test_bobs_memory_produce_in_a_terminal_returns_while_alices_model_hang
     next run, nothing of it lost."""
     from tests.integration.test_cli import cli
 
-    asked, release = threading.Event(), threading.Event()
-
-    def alices(req):
-        asked.set()
-        release.wait(60)
-        return _keep_all(req)
-
-    fake_model.script = alices
+    asked, release = _alice_holds(fake_model)
     with FakeModelServer(_keep_all) as bobs_server:
-        as_bob = _bob_on_his_own_server(pod, bobs_server)
-        _say(pod, pod, "helper", "My sister Clara's birthday is on 3 June and she loves orchids.")
-        _say(pod, as_bob, "bobs", "My new bike is a green Brompton with a wicker basket.")
+        _bob_and_alice_said_one_thing_each(pod, bobs_server)
         try:
             t0 = time.monotonic()
             r = await asyncio.to_thread(cli, home, "--person", "Bob", "memory", "produce", timeout=50)
