@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from runtime_host.protocol import valid_text
 from runtime_host.providers import ProviderError, Route, TextDelta, open_provider
-from runtime_host.store import HEARTH_ORIGINS, called
+from runtime_host.store import HEARTH_ORIGINS, UNNAMED_AS, called
 
 log = logging.getLogger("hearth.memory")
 _T = TypeVar("_T")
@@ -218,14 +218,20 @@ def said_by(kind: str, author: str = "", subject: str = "", owner: str = "", age
         return f"said by the agent {short(agent)}" if agent else "remembered by an agent"
     if kind == "page":
         return f"wiki page “{about}”"
+    def of(thing: str) -> str:  # "Alice's watched folder"; "the watched folder of the person who set Hearth up"
+        name = short(owner)
+        return f"the {thing} of {name}" if name == UNNAMED_AS else f"{name}'s {thing}"
+
     if key.startswith("file:"):
-        whose = f"{short(owner)}'s" if owner else "a"
         named_as = f" “{about}”" if about else ""  # no name: the list under an answer shows it already
-        return f"document{named_as} from {whose} watched folder, its writer unknown"
+        return f"document{named_as} from {of('watched folder') if owner else 'a watched folder'}, its writer unknown"
     if key.startswith("summary-") and not (who and owner and who == short(owner)):
-        whose, with_agent = short(owner) or "the person", f" with the agent {short(agent)}" if agent else ""
-        return f"summary by a model of {whose}'s chat{with_agent}, not {whose}'s own words"
-    return (f"note of {short(owner)}'s" if owner else "note") + (f", “{about}”" if about else "")
+        with_agent = f" with the agent {short(agent)}" if agent else ""
+        if not owner:
+            return f"summary by a model of the person's chat{with_agent}, not the person's own words"
+        return f"summary by a model of {of('chat')}{with_agent}, not {of('own words')}"
+    return (f"note of {short(owner)}'s" if owner and short(owner) != UNNAMED_AS else
+            f"note of {UNNAMED_AS}" if owner else "note") + (f", “{about}”" if about else "")
 
 
 _ADDRESSED = re.compile(r"(.*?)\s*<([^<>]*)>\s*", re.S)  # "Ana Quintero <ana@example.org>": name, then address

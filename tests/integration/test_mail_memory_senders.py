@@ -75,7 +75,7 @@ async def test_a_held_file_of_a_watched_folder_is_listed_as_a_document_not_as_yo
     await pod.folders.scan(pod.folders.add(docs).id)
     r = await asyncio.to_thread(cli, home, "memory", "held")
     first = next(line for line in r.stdout.splitlines() if line.startswith("#"))
-    assert first.split("\t")[2] == "document from the person who set Hearth up's watched folder, its writer unknown", r.stdout
+    assert first.split("\t")[2] == "document from the watched folder of the person who set Hearth up, its writer unknown", r.stdout
     assert "from you" not in r.stdout
 
 

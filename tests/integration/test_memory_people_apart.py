@@ -11,7 +11,6 @@ import threading
 import time
 
 from runtime_host.memory_jobs import SUMMARY_EVERY, SUMMARY_SYSTEM
-from runtime_host.store import called
 from tests.helpers.fake_model import FakeModelServer, Text
 from tests.integration.test_memory_pod import bob_with_his_own_provider
 
@@ -260,6 +259,7 @@ async def test_the_writer_is_told_a_summary_is_a_models_retelling_not_the_person
     as a model's summary of her chat with the agent, and the writer's instructions say what that means."""
     from runtime_host.memory_jobs import SYNTH_SYSTEM
 
+    pod.rename("Alice")
     _mail_chat(pod, "Ana Quintero wrote that she is moving to Porto in June.")
     pod.set_role_model("extraction", "fake/x")
     pod.set_role_model("ingest", "fake/writer")
@@ -267,7 +267,7 @@ async def test_the_writer_is_told_a_summary_is_a_models_retelling_not_the_person
     await pod.memory_produce()
     await pod.memory_ingest()
     (line,) = [ln for p in prompts for ln in p.splitlines() if "Summary of the conversation" in ln]
-    name, agent = called(pod.person), pod.find_agent("helper")[0].name  # "Me" is "the person who set Hearth up"
+    name, agent = "Alice", pod.find_agent("helper")[0].name
     assert f"; summary by a model of {name}'s chat with the agent {agent}, not {name}'s own words): " in line, line
     assert f"note of {name}'s" not in line, line
     assert "summary by a model of a chat" in SYNTH_SYSTEM.lower()
@@ -275,11 +275,11 @@ async def test_the_writer_is_told_a_summary_is_a_models_retelling_not_the_person
 
 async def test_a_summary_hearths_rules_made_of_the_persons_own_lines_stays_their_note(pod, fake_model) -> None:
     """With no capable extraction model, the summary is the person's own statements the rules keep: it stays
-    labelled as their note."""
+    labelled as their note (of "the person who set Hearth up" while they have no name)."""
     _mail_chat(pod, "Ana Quintero wrote that she is moving to Porto in June.")
     pod.set_role_model("ingest", "fake/writer")
     prompts = _writer_sees(fake_model, None)
     await pod.memory_produce()
     await pod.memory_ingest()
     (line,) = [ln for p in prompts for ln in p.splitlines() if "Summary of the conversation" in ln]
-    assert f"; note of {called(pod.person)}'s): " in line, line
+    assert "; note of the person who set Hearth up): " in line, line

@@ -1497,8 +1497,8 @@ async def test_a_file_from_a_watched_folder_is_told_to_the_writer_as_a_document_
         return found
 
     alices, bobs = (next(u for u in asked if f"Tomasz ({name})" in u) for name in ("mine", "bobs"))
-    for prompt, whose in ((alices, called(pod.person)), (bobs, "Bob")):
-        assert f"; document “lisbon-blog.html” from {whose}'s watched folder, its writer unknown): Why we left" \
+    for prompt, folder in ((alices, f"the watched folder of {called(pod.person)}"), (bobs, "Bob's watched folder")):
+        assert f"; document “lisbon-blog.html” from {folder}, its writer unknown): Why we left" \
             in prompt, prompt
         assert "note of" not in prompt, prompt
     assert "Clara" not in bobs and line("Clara loves orchids").endswith("; note): Clara loves orchids.")
