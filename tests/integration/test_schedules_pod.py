@@ -229,7 +229,8 @@ async def test_a_failed_timed_memory_run_keeps_the_persons_words_out_of_the_ledg
     try:
         def model(req):
             if "json" in (req.system or "").lower():  # a chatty extraction model quoting what it read
-                return Text("Sure! " + req.last_user.split("\n")[0][:200])
+                said = next(ln for ln in req.last_user.splitlines() if "heronword" in ln)
+                return Text("Sure! " + said[said.index("My locker"):][:200])
             return Text("Noted.")
 
         fake_model.script = model
