@@ -811,10 +811,19 @@ class FolderDB:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._path = path
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA secure_delete=ON")  # a removed file's status (it may quote the file) is overwritten
-        self._db.executescript(_SCHEMA)
-        self._migrate()
+        # Opened at the same moment by the window and the CLI: switching to WAL can be refused at once ("database is
+        # locked", SQLite's busy wait does not cover it), so the opening steps (each safe to repeat) are tried again.
+        for tries_left in range(50, -1, -1):
+            try:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA secure_delete=ON")  # a removed file's status (it may quote it) is overwritten
+                self._db.executescript(_SCHEMA)
+                self._migrate()
+                break
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or not tries_left:
+                    raise
+                time.sleep(0.1)
         self._lock = threading.Lock()
 
     def _migrate(self) -> None:
