@@ -254,8 +254,13 @@ def valid_text(text: str) -> str:
         return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")  # a pair becomes its character
 
 
+_DIRECTION = re.compile("[\u202a-\u202e\u2066-\u2069]")  # embeddings, overrides and isolates of direction
+
+
 def _first_line(text: str, width: int = 80) -> str:
-    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    """A source's title when it has no subject: its first line, cut at ``width``, with no direction override (a
+    remembered "Plumber invoice \u202eexe.fdp paid" would read as a ".pdf" in every list it is shown in)."""
+    line = next((ln.strip() for ln in _DIRECTION.sub("", text).splitlines() if ln.strip()), "")
     return line if len(line) <= width else line[: width - 1].rsplit(" ", 1)[0] + "…"
 
 
@@ -301,9 +306,6 @@ def _cited_in(texts: Sequence[str], ids: set[str], where: str) -> bool:
             if any(i in text for i in ids):
                 return True
     return False
-
-
-_DIRECTION = re.compile("[\u202a-\u202e\u2066-\u2069]")  # embeddings, overrides and isolates of direction
 
 
 def _withdraw(db: sqlite3.Connection, pid: int, status: str) -> None:

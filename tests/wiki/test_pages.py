@@ -594,6 +594,17 @@ def test_a_models_title_and_category_keep_no_direction_override(mem: Memory) -> 
     assert pages == {("Dentist gnp.exe x", "health"), ("רופא שיניים", "health")}
 
 
+def test_a_remembered_facts_first_line_gives_its_title_without_direction_override(mem: Memory) -> None:
+    """A model's remembered "Plumber invoice \u202eexe.fdp paid on Monday" (no subject: its first line is its title)
+    was listed in the window's results and typeahead reading "…pdf.exe", the list's own label drawn reversed after
+    it. The title memory gives such a source has no direction override; its text keeps what was said."""
+    sid = mem.add_source("Plumber invoice \u202eexe.fdp paid on Monday\nIt was 120 pounds.", scope=SC)
+    hits = mem.typeahead("Plumber", scopes=[SC], k=5)
+    assert [h.title for h in hits] == ["Plumber invoice exe.fdp paid on Monday"], hits
+    assert [h.title for h in mem.search("plumber invoice", scopes=[SC], k=5) if h.id == sid] == [
+        "Plumber invoice exe.fdp paid on Monday"]
+
+
 def _listed_within(mem: Memory, scope: str, seconds: float = 20) -> tuple[list[Page], list[str]]:
     """``mem.list_pages(scope)``, or AssertionError if it hangs (a named pipe opened to read waits for a writer)."""
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
