@@ -1604,8 +1604,9 @@ async def ask(pod: Any, person_id: str, question: str) -> MemoryAnswer:
 
 
 async def _ask_memory(pod: Any, person_id: str, question: str) -> MemoryAnswer:
+    from runtime_host.household import as_given, near
     from runtime_host.turns import TurnFailed
-    from wiki_engine import PageFormatError, UnknownSource
+    from wiki_engine import PageFormatError, Scope, UnknownSource
     from wiki_engine.render import parse_source
 
     hits = await pod.memory_search(person_id, question, k=8)
@@ -1622,10 +1623,13 @@ async def _ask_memory(pod: Any, person_id: str, question: str) -> MemoryAnswer:
     mail = pod.mail
 
     def excerpt(h: Any) -> tuple[str, str, str] | None:
-        """(what it is and who said it, the passage asked about, who said it for the list under the answer): a mail's
-        words are its sender's, not the person's; the list, for the person alone, names the sender as their Mail
-        does (the model reads the address redacted, as memory keeps it). A page's own [n] are taken out: the model
-        cites the excerpts' numbers, and a page's "[3]" quoted would link to whatever excerpt 3 is."""
+        """(what it is and who said it, the passage asked about on one line, who said it for the list under the
+        answer): a mail's words are its sender's, not the person's; the list, for the person alone, names the sender
+        as their Mail does (the model reads the address redacted, as memory keeps it). A page's own [n] are taken
+        out: the model cites the excerpts' numbers, and a page's "[3]" quoted would link to whatever excerpt 3 is.
+        The household's pages and notes (anyone of the household puts things there) are screened by memory's guard
+        as an agent's search is given them (``household.as_given``, with the text around the passage in its page or
+        note, and its label): an order comes wrapped as a stranger's words under the guard's label."""
         if h.kind == "page":
             scope, _, slug = h.id[len("page:"):].rpartition("/")
             try:
@@ -1633,7 +1637,15 @@ async def _ask_memory(pod: Any, person_id: str, question: str) -> MemoryAnswer:
             except PageFormatError:  # a hand edit that no longer parses: its indexed text still answers
                 page = None
             body = _PAGE_MARK.sub("", page.body if page else h.snippet)
-            return said_by("page", subject=h.title or slug), _passage(body, question) if page else body, ""
+            label, passage = said_by("page", subject=h.title or slug), _passage(body, question) if page else body
+            if scope != "public":
+                return label, " ".join(passage.split()), ""
+            try:  # the page as its file reads, front matter (its title) and all
+                whole = _PAGE_MARK.sub("", pod.memory.pages.read_text(Scope.parse(scope), slug) or "")
+            except PageFormatError:
+                whole = ""
+            return label, as_given(" ".join(passage.split()), "this household page",
+                                   [label, *near(whole, passage)]), ""
         try:
             source = pod.memory.get_source(h.id)
         except UnknownSource:  # deleted (or forgotten) since the search: not asked about, never cited
@@ -1647,14 +1659,19 @@ async def _ask_memory(pod: Any, person_id: str, question: str) -> MemoryAnswer:
 
         # listed under the answer by its title, so there without its subject (a file's name too)
         sender = mail.sender(person_id, key) if source.kind == "mail" else ""
-        return said(subject), _passage(str(source.text), question), said("", sender) if sender else said("")
+        whole, label = str(source.text), said(subject)
+        passage = _passage(whole, question)
+        text = " ".join(passage.split())
+        if str(source.scope) == "public":
+            text = as_given(text, "this household note", [label, *near(whole, passage)])
+        return label, text, said("", sender) if sender else said("")
 
     found = await pod.in_memory_thread(lambda: [(h, excerpt(h)) for h in hits])
     hits = [h for h, t in found if t is not None]
     texts = [t for _, t in found if t is not None]
     if not hits:
         return MemoryAnswer(True, text="Memory does not say: nothing stored matches this question.", hits=hits)
-    listing = "\n".join(f"[{n}] ({said}): {as_listed(' '.join(t.split()))}"
+    listing = "\n".join(f"[{n}] ({said}): {as_listed(t)}"
                         for n, (said, t, _who) in enumerate(texts, 1))
     assert route is not None
     r = Route.from_dict(route)
