@@ -370,7 +370,11 @@ class AgentHost:
             raise StoreError(f"The tiny built-in model cannot {work}: choose a model server on this machine (Ollama, "
                              f"LM Studio, llama.cpp) or a provider: `models set {role} PROVIDER/MODEL` (add one with "
                              "`provider add`). Nothing was changed.")
+        ingest_before = self.role_choice(person_id, "ingest")
         self.pod.store.set_role_model(person_id, role, name, model)
+        if self.role_choice(person_id, "ingest") != ingest_before:  # chosen, or followed (extraction's)
+            # what the model before answered no page for (left the inbox unwritten) waits for the new one's say
+            self.pod.memory_host.soon(memory_jobs.write_again, self.pod, person_id)
         if role == "embedding" and self.pod.memory_host.is_open:
             # Re-embeds every source in the background; search keeps working meanwhile.
             self.pod.memory_host.embedding_changed()

@@ -44,6 +44,12 @@ INGEST_RUNNING = ("Your ingest is already running (the 30-minute one, or an Inge
 NIGHTLY_WRITING = ("Memory's nightly pass is writing your pages right now (rewriting those whose notes were deleted, "
                    "and checking them for contradictions) with your model. Ingest now again once it ends; nothing "
                    "waiting in the inbox is lost.")
+# Notes an ingest model answered no page for NO_PAGE_TRIES times (wiki_engine.pipeline._no_page), as their person is
+# told: the Ingest now's message and `memory ingest`'s, and Activity after the timer's run
+GAVE_UP = ("{n} note(s) left the inbox unwritten: {model} answered with no page for them {tries} times. They stay in "
+           "memory (search finds them, answers cite them), and wait in the inbox again when you choose another model "
+           "for “Memory: writing wiki pages” in Settings → Models (in a terminal: `models set ingest PROVIDER/MODEL`): "
+           "the next ingest writes them.")
 NO_ASK_MODEL = ("Ask memory needs a capable model: choose one for “Ask memory” in Settings → Models (a model "
                 "server on this machine, or a provider; in a terminal: `models set ask_memory PROVIDER/MODEL`). Meanwhile, search finds what memory holds.")
 
@@ -1453,8 +1459,10 @@ async def _ingest(pod: Any, writers: dict[str, Choice], still: list[str],
             going.discard(pid)
             pod.memory_host.ingesting.discard(pid)  # their next run (the timer's, their Ingest now) may start
         if reps:
-            _announce_ingest(pod, {pid: _figures(choice, reps)})
+            figures = _figures(choice, reps)
+            _announce_ingest(pod, {pid: figures})
             _audit_left_out(pod, pid, [w for rep in reps for _t, _line, w in rep.left_out])
+            _audit_gave_up(pod, pid, figures)
         if mine:
             failed.extend(mine)
             if told is not None:  # now, not once every other person's model has answered
@@ -1505,6 +1513,41 @@ def _audit_left_out(pod: Any, pid: str, whys: list[str]) -> None:
                   rule="memory.instruction_filter", summary=f"the wiki writer left {n} line(s) out of your pages: "
                   f"memory's guard found that each {why}. The notes they came from stay in memory, found by search",
                   detail={"lines": n})
+
+
+def _audit_gave_up(pod: Any, pid: str, figures: dict[str, Any]) -> None:
+    """The activity log's record of the notes the person's ingest model left unwritten (the timer's ingest has no
+    one to tell, and its event is counts the Wiki reads again by)."""
+    from wiki_engine.pipeline import NO_PAGE_TRIES
+
+    if figures["gave_up"]:
+        pod.audit(person_id=pid, agent=None, kind="memory", phase="memory_write", action="left_unwritten",
+                  rule="memory.no_page", summary=GAVE_UP.format(n=figures["gave_up"], model=figures["model"],
+                                                                tries=NO_PAGE_TRIES),
+                  detail={"notes": figures["gave_up"]})
+
+
+def write_again(pod: Any, person_id: str) -> None:
+    """The person chose another ingest model (``AgentHost.set_role_model``; Settings → Models and `models set`
+    alike): the notes of the scopes their model writes (``writer_of``: their own; the first person's, the household's
+    too) that the model before left unwritten wait in the inbox again, for the next ingest. Another person's stay as
+    they are. Open memory does it (on its thread: see ``MemoryHost.soon``), closed memory its catalog alone.
+    Nobody waits for it: a failure is logged, and the notes stay as they were."""
+    from wiki_engine.memory import unwritten_again
+
+    def whose(scope: str) -> bool:
+        return writer_of(pod, scope) == person_id
+
+    try:
+        if pod.memory_host.is_open:
+            back = pod.memory.unwritten_again(whose)
+        else:
+            back = unwritten_again(pod.home / "memory", whose)
+    except Exception:  # noqa: BLE001 - the model is chosen all the same; its notes wait as they were
+        log.exception("the notes left unwritten could not be put back in the inbox for the ingest model chosen")
+        return
+    if back:
+        log.info("%d note(s) left unwritten wait in the inbox again for the ingest model chosen", back)
 
 
 def _announce_ingest(pod: Any, by_person: dict[str, dict[str, Any]]) -> None:

@@ -74,6 +74,12 @@ class MemoryHost(MappingForgets):
 
         return self._memory_pool.submit(switch)
 
+    def soon(self, fn: Callable[..., None], *args: Any) -> concurrent.futures.Future[None] | None:
+        """``fn(*args)``, memory's thread's next work while it runs (the window never waits for it), else here."""
+        if self._memory is None or self._memory_pool is None:
+            return fn(*args)
+        return self._memory_pool.submit(fn, *args)
+
     def _take_up_embedding(self) -> None:
         embedder, only_for = self.embedder_choice()
         self._memory.set_embedder(embedder, only_for=only_for)

@@ -414,7 +414,7 @@ class PersonPod:
     async def _why_left(self, own: dict[str, Any], mine: set[str], waiting: int) -> list[str]:
         """What this person's Ingest now tells them of the notes it left in the inbox (and of those its model never
         wrote a page of): each sentence says why, and what to do next."""
-        from runtime_host.memory_jobs import NO_INGEST_MODEL, owner, person_names, writer_of
+        from runtime_host.memory_jobs import GAVE_UP, NO_INGEST_MODEL, owner, person_names, writer_of
         from wiki_engine.pipeline import NO_PAGE_TRIES
 
         said: list[str] = []
@@ -424,11 +424,9 @@ class PersonPod:
                         "ingest. A small model often answers with no page to a long prompt; a stronger one for "
                         "“Memory: writing wiki pages” in Settings → Models (in a terminal: `models set ingest "
                         f"PROVIDER/MODEL`) writes them. A note still without a page after {NO_PAGE_TRIES} tries "
-                        "leaves the inbox unwritten.")
+                        "leaves the inbox unwritten, until another model is chosen.")
         if own.get("gave_up"):
-            said.append(f"{own['gave_up']} note(s) left the inbox unwritten: {model} answered with no page for them "
-                        f"{NO_PAGE_TRIES} times. They stay in memory (search finds them, answers cite them); a "
-                        "stronger model in Settings → Models writes pages from new notes.")
+            said.append(GAVE_UP.format(n=own["gave_up"], model=model, tries=NO_PAGE_TRIES))
         first = owner(self.pod)
         shared = [sc for sc in mine if writer_of(self.pod, sc) != self.person_id]
         theirs = await self.pod.in_memory_thread(lambda: self.pod.memory.inbox_count(shared)) if shared else 0

@@ -141,7 +141,8 @@ MIGRATIONS: list[tuple[str, str]] = [
     (
         "0010_inbox_no_page",
         # How many times an ingest model answered no page at all for a batch holding the note: it waits for a
-        # later (or stronger) model, and leaves the inbox unwritten after NO_PAGE_TRIES (see pipeline._no_page).
+        # later (or stronger) model, and leaves the inbox unwritten after NO_PAGE_TRIES (see pipeline._no_page): its
+        # row stays, read by no ingest, till its person chooses another ingest model (Memory.unwritten_again).
         """
         ALTER TABLE inbox ADD COLUMN no_page INTEGER NOT NULL DEFAULT 0
         """,

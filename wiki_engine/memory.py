@@ -229,6 +229,10 @@ DEFAULT_IMPORTANCE = 0.5
 # A page a model writes holds at most this many characters: a wiki page is read by a person (one of megabytes,
 # from a looping or hostile writer, held the window for half a minute as it was laid out).
 MAX_PAGE_CHARS = 100_000
+# Answers of no page at all an ingest model gives for a batch holding a note before the note leaves the inbox
+# unwritten (pipeline._no_page): its row stays in the inbox, its ``no_page`` at this or more, read by no ingest until
+# the person chooses another ingest model (``unwritten_again``).
+NO_PAGE_TRIES = 3
 
 
 def _snippet(body: str, terms: list[str], width: int = 180) -> str:
@@ -1370,15 +1374,24 @@ class Memory:
         return [sid for sid, _ in self.waiting(limit)]
 
     def waiting(self, limit: int = 1000) -> list[tuple[str, str]]:
-        """The sources waiting for ingest, with their scope, oldest first (whose they are, without reading a file)."""
+        """The sources waiting for ingest, with their scope, oldest first (whose they are, without reading a file);
+        not those left unwritten (see NO_PAGE_TRIES)."""
         return [(r[0], r[1]) for r in self.catalog.query(
-            "SELECT source_id, scope FROM inbox ORDER BY added_at, source_id LIMIT ?", (limit,))]
+            "SELECT source_id, scope FROM inbox WHERE no_page < ? ORDER BY added_at, source_id LIMIT ?",
+            (NO_PAGE_TRIES, limit))]
 
     def inbox_count(self, scopes: Iterable[str]) -> int:
-        """How many sources of these scopes wait for ingest."""
+        """How many sources of these scopes wait for ingest (not those left unwritten)."""
         wanted = [str(Scope.parse(s)) for s in scopes]
         marks = ",".join("?" * len(wanted))
-        return int(self.catalog.query(f"SELECT COUNT(*) FROM inbox WHERE scope IN ({marks})", tuple(wanted))[0][0]) if wanted else 0
+        return int(self.catalog.query(f"SELECT COUNT(*) FROM inbox WHERE scope IN ({marks}) AND no_page < ?",
+                                      (*wanted, NO_PAGE_TRIES))[0][0]) if wanted else 0
+
+    def unwritten_again(self, whose: Callable[[str], bool]) -> int:
+        """A person chose another ingest model: the notes of the scopes ``whose`` says yes to (those their model
+        writes) wait in the inbox again with no answer of no page counted (the new model's say), those the model
+        before left unwritten (NO_PAGE_TRIES answers of no page) too. Returns how many of those came back."""
+        return _unwritten_again(self.catalog, whose)
 
     # ---- forgetting ------------------------------------------------------------------------------
 
@@ -1573,7 +1586,8 @@ class Memory:
                                           (str(sc), slug)).fetchall():
                 _withdraw(db, pid, status)
             for sid in sorted(set(page.citations.values())):
-                db.execute("INSERT OR IGNORE INTO inbox (source_id, scope, added_at) SELECT id, scope, ? FROM sources WHERE id=?", (time.time(), sid))
+                db.execute("INSERT INTO inbox (source_id, scope, added_at) SELECT id, scope, ? FROM sources WHERE id=? "
+                           "ON CONFLICT (source_id) DO UPDATE SET no_page = 0", (time.time(), sid))
             db.execute("INSERT OR REPLACE INTO pages_to_delete VALUES (?,?,'')", (str(sc), slug))
         self.delete_page(str(sc), slug)
 
@@ -2245,7 +2259,7 @@ class Memory:
     def pending_scopes(self) -> list[str]:
         """Scopes with sources waiting in the inbox or pages waiting for re-synthesis (what ingest has to do)."""
         return [r[0] for r in self.catalog.query(
-            "SELECT scope FROM inbox UNION SELECT scope FROM stale_pages ORDER BY 1")]
+            "SELECT scope FROM inbox WHERE no_page < ? UNION SELECT scope FROM stale_pages ORDER BY 1", (NO_PAGE_TRIES,))]
 
     def checked_pages(self, scope: str) -> set[str]:
         """The digests the nightly contradiction check found nothing on in ``scope`` (see ``mark_checked``)."""
@@ -2574,6 +2588,30 @@ class Memory:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _unwritten_again(catalog: Catalog, whose: Callable[[str], bool]) -> int:
+    with catalog.tx(immediate=True) as db:
+        scopes = [r[0] for r in db.execute("SELECT DISTINCT scope FROM inbox WHERE no_page > 0") if whose(r[0])]
+        back = 0
+        for sc in scopes:
+            back += db.execute("SELECT COUNT(*) FROM inbox WHERE scope=? AND no_page >= ?",
+                               (sc, NO_PAGE_TRIES)).fetchone()[0]
+            db.execute("UPDATE inbox SET no_page = 0 WHERE scope=?", (sc,))
+    return int(back)
+
+
+def unwritten_again(path: str | Path, whose: Callable[[str], bool]) -> int:
+    """``Memory.unwritten_again`` for the memory in folder ``path`` while it is not open: its catalog alone is
+    opened (no search index, no embedding model); a folder holding no memory yet has nothing to write again."""
+    db = Path(path) / "memory.db"
+    if not db.is_file():
+        return 0
+    catalog = Catalog(db)
+    try:
+        return _unwritten_again(catalog, whose)
+    finally:
+        catalog.close()
 
 
 def open_memory(path: str | Path, *, embedder: Embedder | str | None = "static", only_for: str | None = None) -> Memory:

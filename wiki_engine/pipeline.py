@@ -31,7 +31,17 @@ from typing import Any, TypeVar
 from .guard import check_instructions
 from .index import query_terms, words
 from .lease import Lease, LeaseBusy
-from .memory import CitationError, Memory, PageWrite, SourceConflict, SourceRecord, forgotten, hold, title_key
+from .memory import (
+    NO_PAGE_TRIES,
+    CitationError,
+    Memory,
+    PageWrite,
+    SourceConflict,
+    SourceRecord,
+    forgotten,
+    hold,
+    title_key,
+)
 from .pages import (
     Page,
     PageFormatError,
@@ -523,21 +533,18 @@ def _write_drafts(memory: Memory, batch: IngestBatch, drafts: Sequence[Page], re
     return report
 
 
-NO_PAGE_TRIES = 3  # answers of no page a note waits through before it leaves the inbox unwritten
-
-
 def _no_page(memory: Memory, sources: Sequence[SourceRecord], report: IngestReport) -> IngestReport:
     """A writer's answer of no page at all for a batch of notes. Its prompt never asks it to leave a note out, so
     this is a weak model's failure (a small model lost in a long prompt), no verdict on the notes: they wait in the
     inbox for the next ingest, a stronger model's say. A note shown NO_PAGE_TRIES times without a page leaves the
-    inbox (it stays in memory, found by search and cited in answers): a batch that never becomes a page does not ask
-    the model again at every run for ever, and the report says which."""
+    inbox unwritten (it stays in memory, found by search and cited in answers): a batch that never becomes a page
+    does not ask the model again at every run for ever, and the report says which. Its row stays, read by no ingest
+    (``Memory.waiting``), till its person chooses another ingest model (``Memory.unwritten_again``)."""
     ids = [(s.id,) for s in sources]
     with memory.catalog.tx(immediate=True) as db:
         db.executemany("UPDATE inbox SET no_page = no_page + 1 WHERE source_id=?", ids)
         done = {r[0] for sid in ids for r in db.execute(
             "SELECT source_id FROM inbox WHERE source_id=? AND no_page >= ?", (sid[0], NO_PAGE_TRIES))}
-        db.executemany("DELETE FROM inbox WHERE source_id=?", [(d,) for d in sorted(done)])
     report.gave_up = [s.id for s in sources if s.id in done]
     report.no_page = [s.id for s in sources if s.id not in done]
     report.left_in_inbox += report.no_page
