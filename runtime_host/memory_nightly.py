@@ -166,7 +166,7 @@ def check_steps(memory: Any, scope: str, pid: str, checked: Checked) -> Generato
     written it meanwhile (asked again next night). Records the digests of the pages found clean."""
     from wiki_engine import CitationError, PageFormatError, SourceUnreadable, UnknownSource
     from wiki_engine.lease import Lease
-    from wiki_engine.pipeline import LeaseBusy, wiki_pen
+    from wiki_engine.pipeline import Embed, LeaseBusy, wiki_pen
 
     clean = memory.checked_pages(scope)
     still: set[str] = set()
@@ -193,13 +193,14 @@ def check_steps(memory: Any, scope: str, pid: str, checked: Checked) -> Generato
         if body is None:
             still.add(digest)
             continue
+        fixed = replace(page, body=body, citations=only_cited(page.citations, body))
+        ahead = yield Embed(memory, pages=[fixed])  # off memory's thread, before it is locked
         try:
             with Lease(memory.catalog, f"ingest:{scope}", ttl=600.0, moment=True), \
                     (yield from wiki_pen(memory, False)), memory._lock:
                 if memory.read_page(page.scope, page.slug) != page:
                     continue
-                res = memory.write_page(replace(page, body=body, citations=only_cited(page.citations, body)),
-                                        author="agent:nightly")
+                res = memory.write_page(fixed, author="agent:nightly", ahead=ahead)
         except (CitationError, PageFormatError, ValueError, LeaseBusy):
             continue  # a source was deleted while the model thought, or another process writes: left as it is
         if res.status == "left out":  # all the check kept gives the assistant orders: not written, not asked again

@@ -262,9 +262,10 @@ class MemoryHost(MappingForgets):
 
     async def run_steps(self, make_steps: Callable[[], Any], think: Callable[[Any], Any]) -> Any:
         """Runs a memory pipeline's steps (``wiki_engine.pipeline``) with its memory work on memory's thread and
-        its model part (``think``) on another, so search, typeahead and pages answer while a model thinks, or while
-        the steps wait (``Wait``) for a lease another writer holds a moment."""
-        from wiki_engine.pipeline import Wait
+        its model part (``think``) on another, so search, typeahead and pages answer while a model thinks, while
+        the steps wait (``Wait``) for a lease another writer holds a moment, or while the local model embeds what
+        they are about to store (``Embed``: a first mail sync's mails, an ingest's pages)."""
+        from wiki_engine.pipeline import Embed, Wait
 
         def step(steps: Any, answer: Any) -> tuple[bool, Any]:
             try:
@@ -281,6 +282,8 @@ class MemoryHost(MappingForgets):
                 if isinstance(value, Wait):
                     await asyncio.sleep(value.seconds)
                     answer = None
+                elif isinstance(value, Embed):
+                    answer = await asyncio.to_thread(value.made)
                 else:
                     answer = list(await on_own_thread(think, value))
             except BaseException:

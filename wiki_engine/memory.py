@@ -494,6 +494,7 @@ class Memory:
         # found by their words alone, never sent again while their text is the same, until a model is chosen (again).
         self._aside: dict[str, dict[str, tuple[int, str, str]]] = {}
         self._drops = 0  # scopes dropped (forgotten) so far: a pass that fails meanwhile is run again, not blamed
+        self._touched: set[Scope] | None = None  # scopes written within ``one_commit``, committed at its end
         # Guards what ``embedding_status`` reads (``_progress``, ``_scope_progress``, ``_aside``), taken after
         # ``_lock`` where both are: the status never waits for memory's lock, held through a deletion or an import.
         self._status = threading.RLock()
@@ -1133,25 +1134,36 @@ class Memory:
                 self._added(idx)
             return out
 
-    def vectors_ahead(self, items: Sequence[Item]) -> Ahead:
-        """The local model's vectors of items about to be stored (``add_items(items, ahead=...)``), made without
-        memory's lock on the caller's thread: a large batch (a folder import) is embedded off memory's thread, and
-        search, typeahead and Settings' progress answer meanwhile (MiniLM takes about a tenth of a second for a long
-        part). Made of the items as given (a folder import's texts are cleaned already: cleaning them again would
-        cost as much as the static model's embedding); one whose text cleaning changes, or whose context changed
-        before it is stored, is embedded again as it is stored. None for a provider's model (its vectors are filled
-        in the background)."""
+    def vectors_ahead(self, items: Sequence[Item], *, pages: Sequence[Page] = ()) -> Ahead:
+        """The local model's vectors of items about to be stored (``add_items(items, ahead=...)``) and of pages about
+        to be written (``write_pages(pages, ahead=...)``), made without memory's lock on the caller's thread: a large
+        batch (a folder import, a first mail sync, an ingest's pages) is embedded off memory's thread, and search,
+        typeahead and Settings' progress answer meanwhile (MiniLM takes about a tenth of a second for a long part or
+        page). Made of the items as given (a folder import's texts are cleaned already: cleaning them again would
+        cost as much as the static model's embedding) and of the pages as ``write_pages`` cleans them; one whose text
+        cleaning changes, whose context changed before it is stored, or a page written otherwise (its lines that
+        give orders left out, titled "2" beside a namesake), is embedded again as it is stored. None for a
+        provider's model (its vectors are filled in the background)."""
         self._check_open()
-        return self._vectors_ahead(items)
+        return self._vectors_ahead(items, pages)
 
-    def _vectors_ahead(self, items: Sequence[Item]) -> Ahead:
+    def _vectors_ahead(self, items: Sequence[Item], pages: Sequence[Page] = ()) -> Ahead:
         """``vectors_ahead``: (model, hash of the text embedded) -> vector, what ``ScopeIndex.add`` then takes for
         the documents it stores of that very text and model (and embeds the others itself)."""
         out: Ahead = {}
-        by_scope: dict[Scope, list[Item]] = {}
+        by_scope: dict[Scope, tuple[list[Item], list[Doc]]] = {}
         for it in items:
-            by_scope.setdefault(Scope.parse(it.scope), []).append(it)
-        for sc, its in by_scope.items():
+            by_scope.setdefault(Scope.parse(it.scope), ([], []))[0].append(it)
+        for page in pages:
+            try:  # a page refused as it is written (no title, no such scope, too long) is not embedded for nothing
+                if len(page.body) > MAX_PAGE_CHARS:
+                    continue
+                page = self.clean_page(page)
+                sc = Scope.parse(page.scope)
+            except ValueError:
+                continue
+            by_scope.setdefault(sc, ([], []))[1].append(_page_doc(page))
+        for sc, (its, page_docs) in by_scope.items():
             with self._lock:  # a scope forgotten meanwhile is not made again here
                 self._check_open()
                 idx = self.index(sc) if self._searchable(sc) else None
@@ -1163,9 +1175,8 @@ class Memory:
                 f"SELECT item_key FROM sources WHERE scope=? AND item_key IN ({','.join('?' * len(keys[at:at + 500]))})",
                 (str(sc), *keys[at:at + 500]))}
             docs = [_item_doc(it, "") for it, k in zip(its, keys, strict=True) if k not in stored]
-            if not docs:
-                continue
-            texts = idx.meaning_texts(docs) if idx is not None else ScopeIndex.new_meaning_texts(docs)
+            texts = (idx.meaning_texts(docs) if idx is not None else ScopeIndex.new_meaning_texts(docs)) if docs else []
+            texts += ScopeIndex.new_meaning_texts(page_docs)  # a page's is its own text alone
             for at in range(0, len(texts), AHEAD_CHUNK):
                 if self._closed:  # Hearth quits: the import stops, and so does this
                     return out
@@ -1987,7 +1998,7 @@ class Memory:
                     f"Write the page in {s} instead."
                 )
 
-    def write_page(self, page: Page, *, author: str, propose: bool = False) -> PageWrite:
+    def write_page(self, page: Page, *, author: str, propose: bool = False, ahead: Ahead | None = None) -> PageWrite:
         """Writes a page. ``author`` is ``person:<name>`` or ``agent:<name>``.
 
         An agent's write to a verified page, or to a page file that no longer parses (a hand edit with a typo
@@ -1995,26 +2006,49 @@ class Memory:
         agent's write to any page that exists is a proposal (a merge of two pages whose titles differ, for the person
         to approve).
         """
-        return self.write_pages([page], author=author, propose=propose)[0]
+        return self.write_pages([page], author=author, propose=propose, ahead=ahead)[0]
 
-    def write_pages(self, pages: Sequence[Page], *, author: str, propose: bool = False) -> list[PageWrite]:
+    def write_pages(self, pages: Sequence[Page], *, author: str, propose: bool = False,
+                    ahead: Ahead | None = None) -> list[PageWrite]:
         """Writes several pages with one index commit per scope (see ``write_page``). Stops at the first
-        page whose citations are invalid, after committing the pages before it."""
+        page whose citations are invalid, after committing the pages before it. ``ahead``: the pages' vectors, made by
+        ``vectors_ahead(pages=...)`` before memory was locked (an ingest's pages: its steps yield ``pipeline.Embed``);
+        a page without one is embedded as it is written."""
         if not (author.startswith("person:") or author.startswith("agent:")):
             raise ValueError("author must be 'person:<name>' or 'agent:<name>'.")
         out: list[PageWrite] = []
-        touched: set[Scope] = set()
         with self._lock:
             self._check_open()
+            batch = self._touched
+            touched: set[Scope] = set() if batch is None else batch
             try:
                 for page in pages:
-                    out.append(self._write_one(page, author, touched, propose))
+                    out.append(self._write_one(page, author, touched, propose, ahead))
             finally:
-                for sc in touched:
-                    self.index(sc).commit()
+                if batch is None:
+                    for sc in touched:
+                        self.index(sc).commit()
         return out
 
-    def _write_one(self, page: Page, author: str, touched: set[Scope], propose: bool = False) -> PageWrite:
+    @contextlib.contextmanager
+    def one_commit(self) -> Iterator[None]:
+        """Holds memory's lock; the pages written meanwhile (``write_page`` one by one, each page's failure its own)
+        share one index commit per scope, made at the end, as ``write_pages``' do: a commit of the full-text index
+        takes 20-60 ms, and an ingest's 61 pages committed one by one held memory's thread 1.5-3.5 s."""
+        with self._lock:
+            if self._touched is not None:  # within one already: its end commits
+                yield
+                return
+            self._touched = set()
+            try:
+                yield
+            finally:
+                touched, self._touched = self._touched, None
+                for sc in touched:
+                    self.index(sc).commit()
+
+    def _write_one(self, page: Page, author: str, touched: set[Scope], propose: bool = False,
+                   ahead: Ahead | None = None) -> PageWrite:
         if not _is_person(author) and len(page.body) > MAX_PAGE_CHARS:  # a looping or hostile writer: the window;
             # refused before its text is cleaned and redacted (megabytes of it held the writer's thread)
             title = self.clean_page(replace(page, body="")).title
@@ -2091,7 +2125,7 @@ class Memory:
             return PageWrite("proposed", new.key, pid, diff, left_out)
         if _is_person(author) and cur_page is not None and cur_page.verified:
             new = replace(new, verified=True)
-        self._store_page(new, commit=False)
+        self._store_page(new, commit=False, ahead=ahead)
         touched.add(sc)
         return PageWrite("written", new.key, left_out=left_out)
 
@@ -2143,7 +2177,7 @@ class Memory:
         kept = replace(page, body=body, citations={n: sid for n, sid in page.citations.items() if n in used})
         return (kept if used else None), tuple(left)
 
-    def _store_page(self, page: Page, *, commit: bool = True) -> None:
+    def _store_page(self, page: Page, *, commit: bool = True, ahead: Ahead | None = None) -> None:
         sc = Scope.parse(page.scope)
         cites = [(str(sc), page.slug, sid) for sid in page.citations.values()]
         # What the page will cite is recorded before its file is written: a process killed in between leaves the
@@ -2157,7 +2191,7 @@ class Memory:
             db.executemany("INSERT OR IGNORE INTO citations VALUES (?,?,?)", cites)
             db.execute("DELETE FROM stale_pages WHERE scope=? AND slug=?", (str(sc), page.slug))
         idx = self.index(sc)
-        idx.add([_page_doc(page)])
+        idx.add([_page_doc(page)], ahead)
         if commit:
             idx.commit()
         self._added(idx)

@@ -20,6 +20,7 @@ thread and let the model think on another (``drive`` runs the steps in one go, a
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 import unicodedata
@@ -29,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from .guard import check_instructions
-from .index import query_terms, words
+from .index import Ahead, query_terms, words
 from .lease import Lease, LeaseBusy
 from .memory import (
     NO_PAGE_TRIES,
@@ -53,6 +54,8 @@ from .pages import (
 from .render import Item
 from .scopes import Scope
 from .sources import SourceUnreadable, Tampered
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -155,16 +158,45 @@ class Wait:
     seconds: float = 0.05
 
 
+@dataclass(frozen=True, eq=False)
+class Embed:
+    """Yielded by a pipeline's steps instead of a question for the model: the items they are about to store and the
+    pages they are about to write, whose vectors the local model makes before memory is locked
+    (``Memory.vectors_ahead``). The host makes them off memory's thread (``made``), so search and typeahead answer
+    meanwhile (MiniLM: about a tenth of a second a long mail or page; a first mail sync's hundreds of mails held
+    them seconds), and sends them back (an ``Ahead``): what is stored of that very text and model takes them, the
+    rest is embedded as it is stored."""
+
+    memory: Memory
+    items: Sequence[Item] = ()
+    pages: Sequence[Page] = ()
+
+    def made(self) -> Ahead:
+        """The vectors, or none when making them failed (memory closing, say): storing then makes them itself, and
+        says what fails."""
+        if not self.items and not self.pages:
+            return {}
+        try:
+            return self.memory.vectors_ahead(self.items, pages=self.pages)
+        except Exception:  # noqa: BLE001 - storing embeds them itself
+            log.info("embedding %d items and %d pages ahead of storing them failed; they are embedded as they are "
+                     "stored", len(self.items), len(self.pages), exc_info=True)
+            return {}
+
+
 def drive(steps: Generator[_Ask, Any, _Done], think: Callable[[_Ask], Sequence[Any]]) -> _Done:
     """Runs a pipeline's steps in one go: ``think`` (the model's part) answers each thing the steps yield (a
-    ``Wait`` is slept here). If ``think`` fails, the steps are closed (their lease released, nothing written) and
-    the error raised."""
+    ``Wait`` is slept here, an ``Embed`` made here). If ``think`` fails, the steps are closed (their lease released,
+    nothing written) and the error raised."""
     try:
         ask = next(steps)
         while True:
             if isinstance(ask, Wait):
                 time.sleep(ask.seconds)
                 ask = steps.send(None)
+                continue
+            if isinstance(ask, Embed):
+                ask = steps.send(ask.made())
                 continue
             try:
                 answer = list(think(ask))
@@ -186,10 +218,10 @@ def run_producer(memory: Memory, *, scope: str, origin: str, fetch: Fetch, decid
 
 
 def producer_steps(memory: Memory, *, scope: str, origin: str,
-                   fetch: Fetch) -> Generator[list[Item], Sequence[Decision], ProducerReport]:
+                   fetch: Fetch) -> Generator[list[Item] | Embed, Any, ProducerReport]:
     """``run_producer`` as steps: yields the items to keep or skip, is sent one Decision per item, or for the first
     items only (at least one): those are stored and the watermark moves to the last of them; the rest is pulled
-    again by the next run."""
+    again by the next run. Then yields ``Embed`` (the kept items' vectors, made off memory's thread)."""
     sc = str(Scope.parse(scope))
     report = ProducerReport(sc, origin)
     mark = get_watermark(memory, sc, origin)
@@ -225,9 +257,11 @@ def producer_steps(memory: Memory, *, scope: str, origin: str,
     last = items[-1]
     new_mark = Watermark(last.ts, last.item_key())
     docs: dict[str, list] = {}
-    now = time.time()
     for s in {i.scope for i in clean}:
         memory.index(s)  # open (and repair) first, so new items are indexed once
+    # the kept items' vectors, made off memory's thread (a first mail sync: hundreds of mails) before it is locked
+    ahead = yield Embed(memory, [it for it, d in zip(clean, decisions, strict=True) if d.keep])
+    now = time.time()
     with memory._lock, memory.catalog.tx(immediate=True) as db:
         for it, d in zip(clean, decisions, strict=True):
             if forgotten(db, it):  # the person forgot it while the model decided: nothing of it is kept
@@ -261,7 +295,7 @@ def producer_steps(memory: Memory, *, scope: str, origin: str,
         )
     for s, ds in docs.items():
         idx = memory.index(s)
-        idx.add(ds)
+        idx.add(ds, ahead)
         idx.commit()
     report.watermark = new_mark
     return report
@@ -330,7 +364,7 @@ PEN_WAIT_S = 15.0  # how long one scope's ingest waits for another's writing (a 
 
 def ingest_steps(memory: Memory, *, author: str = "agent:wiki-writer", max_sources: int = 200,
                  lease_ttl: float = 1800.0, scopes: Callable[[str], bool] | None = None, claim: str | None = None,
-                 ) -> Generator[IngestBatch | Wait, Sequence[Page] | None, IngestReport]:
+                 ) -> Generator[IngestBatch | Wait | Embed, Any, IngestReport]:
     """``run_ingest`` as steps: holds the lease, yields the batch, is sent the drafts, writes them. Memory may
     change while the model writes the drafts: each draft is checked as it is written (one citing a source
     deleted meanwhile is rejected, and the sources it drew on wait in the inbox), and none is written when a source
@@ -353,8 +387,12 @@ def ingest_steps(memory: Memory, *, author: str = "agent:wiki-writer", max_sourc
             return report
         drafts = list((yield batch) or ())
         lease.renew()
-        with (yield from wiki_pen(memory, whole)), memory._lock:
-            return _write_drafts(memory, batch, drafts, report, lease, author, scopes, seen)
+        # the pages' vectors, made off memory's thread before it is locked (MiniLM: about a tenth of a second a page)
+        ahead = yield Embed(memory, pages=[p for p in drafts if isinstance(p, Page)
+                                           and (scopes is None or scopes(str(p.scope)))])
+        lease.renew()
+        with (yield from wiki_pen(memory, whole)), memory.one_commit():
+            return _write_drafts(memory, batch, drafts, report, lease, author, scopes, seen, ahead)
 
 
 def wiki_pen(memory: Memory, whole: bool) -> Generator[Wait, Any, AbstractContextManager[Any]]:
@@ -491,7 +529,7 @@ _DELETED_MEANWHILE = ("a note it was shown was deleted while it wrote, so none o
 
 
 def _write_drafts(memory: Memory, batch: IngestBatch, drafts: Sequence[Page], report: IngestReport, lease: Lease,
-                  author: str, scopes: Callable[[str], bool] | None, seen: set[str]) -> IngestReport:
+                  author: str, scopes: Callable[[str], bool] | None, seen: set[str], ahead: Ahead) -> IngestReport:
     """Writes an ingest model's drafts; takes the sources that reached a page (or all, when every draft was
     written) out of the inbox. A source of the ``seen`` ones (see ``_shown_ids``) deleted while the model wrote
     had its words read by it, and a draft may hold them citing another source: none is written then, and the
@@ -512,7 +550,7 @@ def _write_drafts(memory: Memory, batch: IngestBatch, drafts: Sequence[Page], re
             report.rejected.append((page.title, f"the writer of this batch may not write in {page.scope}"))
             continue
         try:
-            res: PageWrite = memory.write_page(page, author=author)
+            res: PageWrite = memory.write_page(page, author=author, ahead=ahead)
         except (CitationError, PageFormatError, ValueError) as e:
             ok = False
             report.rejected.append((page.title, str(e)))
@@ -610,7 +648,7 @@ def failure_told(resynthesize: Synthesize) -> Callable[[IngestBatch], list[Page 
 
 
 def rewrite_steps(memory: Memory, scope: str, author: str = "agent:wiki-writer"
-                  ) -> Generator[IngestBatch | Wait, Sequence[Page | Exception], NightlyReport]:
+                  ) -> Generator[IngestBatch | Wait | Embed, Any, NightlyReport]:
     """Nightly's re-synthesis of one scope's stale pages, as one scope's ingest writes (``pipeline.ingest_steps`` with
     ``claim``): the scope's lease held throughout, the whole wiki's only while the pages are read and while the
     rewrites are written (``Wait`` while another scope's writer holds it a moment; LeaseBusy while a whole run does)."""
@@ -633,13 +671,15 @@ def rewrite_steps(memory: Memory, scope: str, author: str = "agent:wiki-writer"
             return report
         answer = list((yield IngestBatch([], stale, {})))
         lease.renew()
-        with (yield from wiki_pen(memory, False)), memory._lock:  # no deletion between the check and the writes
-            _write_rewrites(memory, stale, answer, seen, report, author)
+        ahead = yield Embed(memory, pages=_rewrites_asked(stale, answer))  # off memory's thread, before it is locked
+        lease.renew()
+        with (yield from wiki_pen(memory, False)), memory.one_commit():  # no deletion between check and writes
+            _write_rewrites(memory, stale, answer, seen, report, author, ahead)
     return report
 
 
 def nightly_steps(memory: Memory, *, merge: Callable[[Page, Page], Page] | None = None, resynthesize: bool = False,
-                  author: str = "agent:wiki-writer") -> Generator[IngestBatch, Sequence[Page | Exception], NightlyReport]:
+                  author: str = "agent:wiki-writer") -> Generator[IngestBatch | Embed, Any, NightlyReport]:
     """``run_nightly`` as steps: with ``resynthesize``, yields the stale pages (if any) and is sent their
     rewrites."""
     report = NightlyReport()
@@ -670,16 +710,24 @@ def nightly_steps(memory: Memory, *, merge: Callable[[Page, Page], Page] | None 
                 seen = _stored(memory, _shown_ids(IngestBatch([], stale, {})))
             if stale:
                 answer = list((yield IngestBatch([], stale, {})))
-                with memory._lock:  # no deletion comes between the check and the writes
-                    _write_rewrites(memory, stale, answer, seen, report, author)
+                ahead = yield Embed(memory, pages=_rewrites_asked(stale, answer))  # before memory is locked
+                with memory.one_commit():  # no deletion comes between the check and the writes
+                    _write_rewrites(memory, stale, answer, seen, report, author, ahead)
         for scope in sorted(set(memory.scopes_on_disk()) | _page_scopes(memory)):
             report.corrupt += [e for e in memory.refresh_index(scope) if e not in report.corrupt]
             report.reindexed_scopes.append(scope)
     return report
 
 
+def _rewrites_asked(stale: list[Page], answer: list[Page | Exception]) -> list[Page]:
+    """Of a nightly writer's answer, the rewrites of the ``stale`` pages it was asked for (``_write_rewrites`` writes
+    those alone)."""
+    asked = {(str(p.scope), p.slug) for p in stale}
+    return [p for p in answer if isinstance(p, Page) and (str(p.scope), p.slug) in asked]
+
+
 def _write_rewrites(memory: Memory, stale: list[Page], answer: list[Page | Exception], seen: set[str],
-                    report: NightlyReport, author: str) -> None:
+                    report: NightlyReport, author: str, ahead: Ahead) -> None:
     """Writes nightly's rewrites of the ``stale`` pages. One bad draft (a citation to a source deleted while the
     model wrote, say) or a failing model leaves its pages stale for the next night; the other pages and the index
     refresh still happen. Only the pages asked about are written, each once: a writer answering with other pages
@@ -702,7 +750,7 @@ def _write_rewrites(memory: Memory, stale: list[Page], answer: list[Page | Excep
             continue
         asked.discard((str(page.scope), page.slug))
         try:
-            res = memory.write_page(page, author=author)
+            res = memory.write_page(page, author=author, ahead=ahead)
         except (CitationError, PageFormatError, ValueError) as e:
             report.rejected.append((page.title, str(e), str(page.scope)))
             continue
@@ -790,7 +838,8 @@ def _append_merge(a: Page, b: Page) -> Page:
 
 
 __all__ = [
-    "Decision", "IngestBatch", "IngestReport", "LeaseBusy", "NightlyReport", "ProducerReport", "Wait", "Watermark",
+    "Decision", "Embed", "IngestBatch", "IngestReport", "LeaseBusy", "NightlyReport", "ProducerReport", "Wait",
+    "Watermark",
     "WriterFailed", "drive", "failure_told", "get_watermark", "ingest_steps", "nightly_steps", "producer_steps", "run_ingest", "run_nightly",
     "run_producer",
 ]

@@ -177,27 +177,24 @@ def minutes_folder(root: Path, files: int = 6) -> Path:
     return folder
 
 
-async def test_typeahead_and_search_answer_while_a_folder_import_is_embedded_with_minilm(pod, tmp_path) -> None:
-    """With MiniLM chosen for search by meaning, each batch of a watched folder (up to 500 parts) was embedded on
-    memory's one thread, under memory's lock: a typeahead or a search typed meanwhile waited for the whole batch
-    (12.9 s for these 84 long parts on a busy 2-core machine). The parts are embedded off memory's thread now, and
-    the search's question beside them; each part is stored with the vector of its own text."""
-    from wiki_engine.embed import load_embedder
-    from wiki_engine.index import ScopeIndex
-
+async def on_minilm(pod: Any) -> str:
+    """Alice's dentist noted, and MiniLM chosen for search by meaning (memory re-embedded with it): her scope."""
     scope = f"private/{pod.person.id}"
     await pod.in_memory_thread(lambda: pod.memory.add_source("Dentist: Dr. Nwosu at Brightsmile, check-up on 3 March.",
                                                              scope=scope))
     pod.set_role_model("embedding", "local/minilm")
     await pod.memory_search("anything", mode="keyword")  # memory takes up MiniLM
     assert await asyncio.to_thread(pod.memory.wait_for_embedding, 60)
-    folder = minutes_folder(tmp_path)
-    pod.folders.add(folder)
-    scan = asyncio.ensure_future(pod.folders.scan(str(folder)))
+    return scope
+
+
+async def answering_while(pod: Any, job: Any, settle: float = 0.0) -> tuple[Any, list[float], list[float]]:
+    """Alice types "Dent" and searches for her dentist again and again while ``job`` (a future) runs, after
+    ``settle`` s: (its result, how long each typeahead waited, how long each search waited)."""
     typed: list[float] = []
     searched: list[float] = []
-    await asyncio.sleep(1.0)  # the files are read; their parts are being embedded
-    while not scan.done():
+    await asyncio.sleep(settle)
+    while not job.done():
         t = time.monotonic()
         assert await pod.in_memory_thread(lambda: pod.memory.typeahead("Dent", scopes=pod.person_scopes()))
         typed.append(time.monotonic() - t)
@@ -206,17 +203,94 @@ async def test_typeahead_and_search_answer_while_a_folder_import_is_embedded_wit
         searched.append(time.monotonic() - t)
         assert "Brightsmile" in hits[0].snippet
         await asyncio.sleep(0.2)
-    rep = await asyncio.wait_for(scan, 300)
+    return await asyncio.wait_for(job, 300), typed, searched
+
+
+def stored_with_minilm(pod: Any, scope: str, where: str, want: int) -> None:
+    """The ``want`` documents of the scope's index matching ``where`` are stored, a few of them (the first, one in
+    the middle, the last) each with the MiniLM vector of its own text."""
+    from wiki_engine.embed import load_embedder
+    from wiki_engine.index import ScopeIndex
+
+    con = sqlite3.connect(str(pod.home / "memory" / "index" / scope / "meta.db"))
+    try:
+        rows = con.execute(f"SELECT kind, title, body, ctx, vec FROM docs WHERE {where} ORDER BY rowid").fetchall()
+    finally:
+        con.close()
+    assert len(rows) == want
+    minilm = load_embedder("minilm")
+    for k, t, b, c, v in (rows[0], rows[len(rows) // 2], rows[-1]):
+        wanted = minilm.embed([ScopeIndex._meaning_text(k, t, b, c)])[0]
+        assert v is not None and np.allclose(np.frombuffer(v, dtype=np.float32), wanted, atol=1e-5), b[:40]
+
+
+async def test_typeahead_and_search_answer_while_a_folder_import_is_embedded_with_minilm(pod, tmp_path) -> None:
+    """With MiniLM chosen for search by meaning, each batch of a watched folder (up to 500 parts) was embedded on
+    memory's one thread, under memory's lock: a typeahead or a search typed meanwhile waited for the whole batch
+    (12.9 s for these 84 long parts on a busy 2-core machine). The parts are embedded off memory's thread now, and
+    the search's question beside them; each part is stored with the vector of its own text."""
+    scope = await on_minilm(pod)
+    folder = minutes_folder(tmp_path)
+    pod.folders.add(folder)
+    # the files are read for a second; then their parts are being embedded
+    rep, typed, searched = await answering_while(pod, asyncio.ensure_future(pod.folders.scan(str(folder))), 1.0)
     assert rep.sources_added == 84 and typed, rep
     assert max(typed) < 1.5, f"a typeahead typed during the import waited {max(typed):.1f} s for its suggestions"
     assert max(searched) < 1.5, f"a search asked during the import waited {max(searched):.1f} s for its answer"
-    con = sqlite3.connect(str(pod.home / "memory" / "index" / scope / "meta.db"))
-    try:
-        rows = con.execute("SELECT kind, title, body, ctx, vec FROM docs WHERE body LIKE 'Item %' ORDER BY rowid").fetchall()
-    finally:
-        con.close()
-    assert len(rows) == 84
-    minilm = load_embedder("minilm")
-    for k, t, b, c, v in (rows[0], rows[14], rows[-1]):  # a file's first part, the next file's, the last
-        want = minilm.embed([ScopeIndex._meaning_text(k, t, b, c)])[0]
-        assert v is not None and np.allclose(np.frombuffer(v, dtype=np.float32), want, atol=1e-5), b[:40]
+    stored_with_minilm(pod, scope, "body LIKE 'Item %'", 84)
+
+
+BOILER = "Zebulon the plumber comes on Tuesday at nine to service the gas boiler and bleed the radiators."
+
+
+async def test_typeahead_and_search_answer_while_a_first_mail_sync_is_stored_with_minilm(pod, servers) -> None:
+    """With MiniLM chosen, the 5-minute memory run stored a first mail sync's mail (up to 200 a step) embedding each
+    on memory's one thread: a typeahead or a search typed meanwhile waited for the whole step (several seconds for
+    these 84 long mails). The mails kept are embedded off memory's thread now, before memory is locked; each is
+    stored with the vector of its own text, and found by meaning."""
+    from tests.helpers.mailservers import make_mail
+    from tests.integration.test_mail_pod import _plain_inbox
+
+    scope = await on_minilm(pod)
+    d, s = servers
+    for n in range(84):
+        d.deliver(make_mail(f"Minutes {n}", f"Item {n}: " + MINUTES * 6, message_id=f"<minutes-{n}@example.org>"))
+    d.deliver(make_mail("Boiler service", BOILER, message_id="<boiler@example.org>"))
+    acct = _plain_inbox(pod, d, s)
+    await asyncio.wait_for(pod.mail.poll(acct), 120)
+    reports, typed, searched = await answering_while(pod, asyncio.ensure_future(pod.memory_produce()))
+    assert reports[0]["mail"] == 85 and typed, reports
+    assert max(typed) < 1.5, f"a typeahead typed while the mail was stored waited {max(typed):.1f} s"
+    assert max(searched) < 1.5, f"a search asked while the mail was stored waited {max(searched):.1f} s"
+    stored_with_minilm(pod, scope, "body LIKE 'Item %'", 84)
+    hits = await pod.memory_search("who fixes the heating", k=1, mode="meaning")
+    assert hits and "Zebulon" in hits[0].snippet, hits
+
+
+async def test_typeahead_and_search_answer_while_ingest_writes_pages_with_minilm(pod, fake_model) -> None:
+    """With MiniLM chosen, ingest wrote its model's pages embedding each under memory's lock on memory's one thread
+    (about a tenth of a second a page): a typeahead or a search typed meanwhile waited for all of them. The pages are
+    embedded off memory's thread now, before memory is locked; each is stored with the vector of its own text, and
+    found by meaning."""
+    scope = await on_minilm(pod)
+    await _seed(pod, "The allotment committee's minutes are kept in the shed.")
+    pages = 60
+
+    def writer(req: Request) -> Text:
+        sn = re.search(r"^- (S\d+) \(scope [^)]*\): The allotment", req.last_user, re.M)
+        assert sn, req.last_user[:400]
+        out = [{"title": f"Minutes {n}", "scope": scope, "category": "allotment",
+                "body": f"- Item {n}: {MINUTES * 6}[1]", "citations": {"1": sn.group(1)}} for n in range(pages)]
+        out.append({"title": "Boiler", "scope": scope, "category": "home", "body": f"- {BOILER} [1]",
+                    "citations": {"1": sn.group(1)}})
+        return Text(json.dumps(out))
+
+    fake_model.script = writer
+    pod.set_role_model("ingest", "fake/fake-1")
+    out, typed, searched = await answering_while(pod, asyncio.ensure_future(pod.memory_ingest()))
+    assert len(out["written"]) == pages + 1 and typed, out
+    assert max(typed) < 1.5, f"a typeahead typed while ingest wrote its pages waited {max(typed):.1f} s"
+    assert max(searched) < 1.5, f"a search asked while ingest wrote its pages waited {max(searched):.1f} s"
+    stored_with_minilm(pod, scope, "kind='page' AND title LIKE 'Minutes %'", pages)
+    hits = await pod.memory_search("who fixes the heating", k=1, mode="meaning")
+    assert hits and hits[0].title == "Boiler", hits

@@ -7,7 +7,15 @@ import pytest
 
 from wiki_engine import Memory, Page
 from wiki_engine.lease import Lease
-from wiki_engine.pipeline import IngestBatch, drive, ingest_steps, nightly_steps
+from wiki_engine.pipeline import Embed, IngestBatch, drive, ingest_steps, nightly_steps
+
+
+def answered(steps, drafts: list[Page]) -> None:
+    """The writer's drafts sent to the steps, then the pages' vectors they ask for (``Embed``), made here as a host
+    makes them off memory's thread: the steps end (StopIteration)."""
+    ask = steps.send(drafts)
+    assert isinstance(ask, Embed) and [p.title for p in ask.pages] == [p.title for p in drafts]
+    steps.send(ask.made())
 
 
 def test_no_draft_is_written_when_a_source_the_writer_read_is_deleted_while_it_writes(mem: Memory) -> None:
@@ -22,7 +30,7 @@ def test_no_draft_is_written_when_a_source_the_writer_read_is_deleted_while_it_w
     assert {s.id for s in batch.sources} == {gone, bins}
     mem.delete_source(gone)  # while the model was writing
     with pytest.raises(StopIteration) as done:
-        steps.send([Page("Health", "private/alice", "health", "- Zorblax fever, says Dr Haas [1]", {1: gone}),
+        answered(steps, [Page("Health", "private/alice", "health", "- Zorblax fever, says Dr Haas [1]", {1: gone}),
                     Page("Household", "private/alice", "home",
                          "I have zorblax fever and the bins go out on Thursday night [1].", {1: bins})])
     report = done.value.value
@@ -59,7 +67,7 @@ def test_no_rewrite_is_written_when_a_source_its_page_cited_is_deleted_while_the
     assert [p.body for p in next(steps).stale_pages] == ["Aisle seats [2]. Gatwick [3]."]
     mem.delete_source(b)  # while the model was rewriting the page
     with pytest.raises(StopIteration) as done:
-        steps.send([Page("Travel", "private/alice", "travel", "Alice takes an aisle seat from Gatwick [1].", {1: c})])
+        answered(steps, [Page("Travel", "private/alice", "travel", "Alice takes an aisle seat from Gatwick [1].", {1: c})])
     report = done.value.value
     assert report.resynthesized == [] and [(t, sc) for t, _, sc in report.rejected] == [("re-synthesis", "private/alice")]
     assert "deleted while it wrote" in report.rejected[0][1]
@@ -75,7 +83,7 @@ def test_a_stale_page_rewritten_from_a_source_deleted_meanwhile_stays_stale(mem:
     assert [p.title for p in batch.stale_pages] == ["Travel"]
     mem.delete_source(b)  # while the model was rewriting the page
     with pytest.raises(StopIteration) as done:
-        steps.send([Page("Travel", "private/alice", "travel", "Aisle seats [1]. Gatwick [2].", {1: b, 2: c})])
+        answered(steps, [Page("Travel", "private/alice", "travel", "Aisle seats [1]. Gatwick [2].", {1: b, 2: c})])
     assert done.value.value.resynthesized == []
     page = mem.read_page("private/alice", "travel")
     assert page is not None and page.citations == {3: c}  # the rewrite did not bring b back
@@ -113,7 +121,7 @@ def test_while_one_scopes_model_thinks_another_scope_is_written_but_never_the_sa
                  lambda batch: [Page("Allotment", "private/bob", "things", "- Plot 42 [1]", {1: b})])
     assert bobs.written == ["page:private/bob/allotment"]
     with pytest.raises(StopIteration) as done:
-        alices.send([Page("Dentist", "private/alice", "health", "- Dr Alvarez [1]", {1: a})])
+        answered(alices, [Page("Dentist", "private/alice", "health", "- Dr Alvarez [1]", {1: a})])
     assert done.value.value.written == ["page:private/alice/dentist"] and mem.inbox() == []
     with Lease(mem.catalog, "ingest", excludes=("ingest:%",)):  # all free again
         pass
