@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy import text
 
-from runtime_host.store import Conversation, Message, StoreError
+from runtime_host.store import BRANCH_MARK, TITLE_GIVEN, TITLE_MADE_BRANCH, Conversation, Message, StoreError
 
 ACTIVE = ("pending", "running")
 
@@ -93,6 +93,7 @@ def rename(me: Any, conversation_id: str, title: str) -> dict[str, Any]:
     with me.store.session() as s:
         conv = s.get(Conversation, conversation_id)
         conv.title = title  # type: ignore[union-attr]
+        conv.title_auto = TITLE_GIVEN  # type: ignore[union-attr]  # never made again from the first message
         s.add(conv)
         s.commit()
     me.emit({"type": "conversation.changed", "conversation_id": conversation_id, "person": me.person_id})
@@ -232,13 +233,17 @@ def branch(me: Any, conversation_id: str, message_id: str, *, include: bool = Tr
     if idx is None:
         raise StoreError("That message is not in this conversation any more.")
     keep = msgs[:idx + 1] if include else msgs[:idx]
-    new = me.store.create_conversation(conv.instance_id, title=f"{conv.title or 'Conversation'} (branch)"[:120])
+    if conv.title_auto:  # made from its first message, as the branch's is from its own (made again if edited)
+        new = me.store.create_conversation(conv.instance_id, how=TITLE_MADE_BRANCH)
+    else:
+        new = me.store.create_conversation(conv.instance_id, title=f"{conv.title or 'Conversation'}{BRANCH_MARK}"[:120])
     with me.store.session() as s:
         base = time.time() - len(keep) * 0.001
         for i, m in enumerate(keep):  # copies keep their order; their turns stay with the original
             s.add(Message(conversation_id=new.id, role=m.role, content=m.content, created_at=base + i * 0.001,
                           copied_from=m.copied_from or m.id))
         s.commit()
+    me.store.title_again(new.id)
     me.emit({"type": "conversation.changed", "conversation_id": new.id, "person": me.person_id})
     return new.id
 
@@ -283,6 +288,7 @@ async def answer_again(me: Any, conversation_id: str, message_id: str, new_text:
                 _delete_turns(c, [prompt.turn_id])
             for m in msgs[idx:]:
                 c.execute(text("DELETE FROM message WHERE id = :m"), {"m": m.id})
+        me.store.title_again(conversation_id)  # its first message edited: a title made from it goes with it
         me.store.purge()  # an edited message's earlier text (a pasted password, say) leaves the files too
         await me.pod.memory_host.forget_messages(me.person_id, [m.id for m in msgs[idx:]], conversation_id, said)  # and memory
     return await me.start_turn(agent, text_out, conversation_id=target)

@@ -867,10 +867,11 @@ SUMMARY_SYSTEM = (
 )
 
 
-def summarize(route: dict[str, Any] | None, title: str, lines: list[tuple[str, str]], person: str = "person",
+def summarize(route: dict[str, Any] | None, named: str, lines: list[tuple[str, str]], person: str = "person",
               redact: Callable[[str], str] | None = None) -> str:
     """A conversation's summary: by the role's model, or (no capable model) the person's own statements
-    that the rules keep, one per line. ``lines`` are (speaker, text); ``person`` is the person's speaker name.
+    that the rules keep, one per line. ``named``: the conversation as ``conversation_named`` names it; ``lines`` are
+    (speaker, text); ``person`` is the person's speaker name.
     ``redact`` (memory's redactor) is applied to each line before it is cut to length: a card number cut in half
     is no longer found by the redactor, and the summary (or a model repeating its transcript) would keep its digits."""
     clean = redact or (lambda text: text)
@@ -885,7 +886,7 @@ def summarize(route: dict[str, Any] | None, title: str, lines: list[tuple[str, s
                 break
         transcript = "\n".join(reversed(said))
         try:
-            text = _ask(_usable(route), SUMMARY_SYSTEM, f"Conversation “{title}”:\n{transcript}", 4 * SUMMARY_CHARS)
+            text = _ask(_usable(route), SUMMARY_SYSTEM, f"{named[0].upper()}{named[1:]}:\n{transcript}", 4 * SUMMARY_CHARS)
         except ProviderError as exc:
             raise _provider_failed("summary", exc) from None
         text = "\n".join(line for line in map(_without_opener, _bounded(text).splitlines())
@@ -893,7 +894,7 @@ def summarize(route: dict[str, Any] | None, title: str, lines: list[tuple[str, s
         text, _ = tidy_body(text) if _CITE.search(text) else (text.strip(), 0)
         # A model that repeats its instructions (whole, or among its bullets) wrote no summary: the rules write it.
         if text.strip() and not _echoes(text, (SUMMARY_SYSTEM, DECIDE_SYSTEM, SYNTH_SYSTEM, RECONCILE_SYSTEM, ASK_SYSTEM)):
-            return f"Summary of the conversation “{title}”:\n{text.strip()}"
+            return f"Summary of {named}:\n{text.strip()}"
     from wiki_engine.pipeline import rules_decide
     from wiki_engine.render import Item
 
@@ -901,11 +902,11 @@ def summarize(route: dict[str, Any] | None, title: str, lines: list[tuple[str, s
     keep = [t for t, d in zip(said, rules_decide([Item(text=t, scope="public", ts=0) for t in said]), strict=True)
             if d.keep]
     bullets = "\n".join(f"- {' '.join(clean(t).split())[:300]}" for t in keep[-12:])
-    return f"{_OWN_STATEMENTS.format(title=title, person=person)}\n{bullets}" if bullets else ""
+    return f"{_OWN_STATEMENTS.format(named=named, person=person)}\n{bullets}" if bullets else ""
 
 
 # The head of the summary Hearth's rules make (no capable model): the person's own lines, a note of theirs.
-_OWN_STATEMENTS = "Summary of the conversation “{title}” ({person}'s statements):"
+_OWN_STATEMENTS = "Summary of {named} ({person}'s statements):"
 
 
 def _bounded(summary: str) -> str:
@@ -1090,14 +1091,11 @@ def _within_budget(items: list[Any]) -> list[Any]:
     return out
 
 
-def memory_title(pod: Any, scope: str, title: str, first: str) -> str:
-    """A conversation's title as memory keeps it. Hearth titles a conversation with the first 60 characters of its
-    first message's first line: cut there, or at the line's end (a card wrapped onto the next line), a number is
-    no longer one the redactor knows. So that title is made again from the whole message, redacted, then cut."""
-    said = first.strip()
-    if not title or not said or title != said.splitlines()[0][:60]:
-        return title  # a title the person gave: memory's redaction of the item reads it as written
-    return (redactor(pod)(said, scope).splitlines() or [title])[0][:60]
+def conversation_named(title: str, agent: str) -> str:
+    """How a conversation summary names its conversation: by the title the person (or Hearth, for a run it
+    started) gave it, else by its agent. A title Hearth made from the first message is that message's words: a
+    summary written again without it (its note deleted, or the message edited) must not keep them."""
+    return f"the conversation “{title}”" if title else f"the conversation with {agent}"
 
 
 def chat_items(pod: Any, person_id: str, since: Any) -> list[Any]:
@@ -1111,15 +1109,13 @@ def chat_items(pod: Any, person_id: str, since: Any) -> list[Any]:
     agents = {i.id: i.name for i, _ in pod.store.list_agents(person_id)}
     rows = pod.store.messages_after(list(agents), (since.ts, since.key) if since is not None else None, BATCH_ITEMS,
                                     skip_origins=HEARTH_ORIGINS)
-    titles: dict[str, str] = {}
     items = []
     for m, title, conv_agent in rows:  # every row is an item: one left out here could hold the watermark back for good
-        if m.conversation_id not in titles:
-            first = pod.store.first_message_text(m.conversation_id)
-            titles[m.conversation_id] = memory_title(pod, scope, title, first)
         who = person if m.role == "user" else agents[conv_agent]
+        # subject: the title given to the conversation, if any. One Hearth made from the first message is not
+        # every note's subject: deleting that message's note, or editing it, would leave its words on the others.
         items.append(Item(text=m.content, scope=scope, ts=m.created_at, kind="chat", key=m.id, author=who,
-                          owner=person_id, agent=conv_agent, subject=titles[m.conversation_id]))
+                          owner=person_id, agent=conv_agent, subject=title))
     return _within_budget(items)
 
 
@@ -1360,12 +1356,12 @@ async def _summarize_for(pod: Any, person: Any, internal: set[str], made: dict[s
                      if m.id not in deleted]
             if not lines:
                 continue
-            title = memory_title(pod, scope, conv.title, pod.store.first_message_text(conv.id)) or "untitled"
-            text = await on_own_thread(summarize, route, title, lines, person.name, clean)
+            named = conversation_named("" if conv.title_auto else conv.title, inst.name)
+            text = await on_own_thread(summarize, route, named, lines, person.name, clean)
             if not text:
                 continue
             # a model's retelling is labelled as such for the wiki writer (said_by); the rules' is the person's lines
-            own = text.startswith(_OWN_STATEMENTS.format(title=title, person=person.name) + "\n")
+            own = text.startswith(_OWN_STATEMENTS.format(named=named, person=person.name) + "\n")
             who = called(person)  # the author said_by compares with the owner's name as person_names tells it
             item = Item(text=text, scope=scope, ts=msgs[upto - 1].created_at, key=sid, importance=0.6,
                         owner=person.id, agent=inst.id,  # what forgetting that agent forgets

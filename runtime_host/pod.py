@@ -37,6 +37,7 @@ from runtime_host.store import (
     StorageError,
     Store,
     StoreError,
+    made_title,
     now,
     step_tree,
 )
@@ -800,7 +801,7 @@ class Pod:
         problem = message_problem(prompt)
         if problem is not None:
             raise MessageTooLarge(problem)
-        conv = self.store.create_conversation(inst.id, title=f"Background: {prompt.strip().splitlines()[0][:50]}")
+        conv = self.store.create_conversation(inst.id, title=f"Background: {made_title(prompt)[:50]}")
         turn = self.store.create_turn(conv.id, inst.id, origin="background", text=prompt)
         return turn.id
 

@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from runtime_host.store import StoreError
+from runtime_host.store import StoreError, made_title
 
 log = logging.getLogger("hearth.pod")
 
@@ -140,7 +140,7 @@ class ScheduleHost:
                 if found is None:
                     raise StoreError("the schedule's agent no longer exists")
                 run = await self.pod.start_turn_for(*found, row.prompt, new_conversation=True, origin="schedule",
-                                                title=f"Scheduled: {row.name or row.prompt[:40]}")
+                                                title=f"Scheduled: {row.name or made_title(row.prompt)[:40]}")
                 return run.turn_id
             job = {"memory.producer": self._timed_produce, "memory.ingest": self._timed_ingest,
                    "memory.nightly": self.pod.memory_nightly}.get(row.kind)

@@ -93,6 +93,9 @@ class Conversation(SQLModel, table=True):
     id: str = Field(primary_key=True, default_factory=new_id)
     instance_id: str = Field(foreign_key="agent_instance.id")
     title: str = ""
+    # How it came by its title: TITLE_GIVEN (the person's, or Hearth's for a run it started), else made from its
+    # person's first message (``made_title``), made again when that message is edited: TITLE_MADE, TITLE_MADE_BRANCH.
+    title_auto: int = 0
     created_at: float = Field(default_factory=now)
     updated_at: float = Field(default_factory=now)
 
@@ -217,7 +220,8 @@ KEPT_CORRECTIONS = 5  # wiki corrections kept for each person not shown: the new
 
 # ---- migrations --------------------------------------------------------------------------------
 
-MIGRATIONS: list[tuple[str, list[str]]] = [
+# A step is SQL, or a function given the migration's connection (work SQL cannot do, as ``_titles_made_again``).
+MIGRATIONS: list[tuple[str, list[Any]]] = [
     (
         "0001_initial",
         [
@@ -339,7 +343,52 @@ MIGRATIONS.append(("0019_kept_corrections", [
         created_at DOUBLE PRECISION NOT NULL)""",
     "CREATE INDEX ix_kept_correction_person ON kept_correction (person_id, created_at)",
 ]))
+MIGRATIONS.append(("0020_conversation_title_auto", [
+    "ALTER TABLE conversation ADD COLUMN title_auto INTEGER NOT NULL DEFAULT 0",
+    lambda c: _titles_made_again(c),
+]))
 MIGRATIONS.sort(key=lambda m: m[0])  # applied in the order of their numbers, wherever they are declared
+
+
+TITLE_GIVEN, TITLE_MADE, TITLE_MADE_BRANCH = 0, 1, 2  # Conversation.title_auto
+TITLE_CHARS = 60
+BRANCH_MARK = " (branch)"
+
+
+def made_title(first: str, how: int = TITLE_MADE) -> str:
+    """The title Hearth makes a conversation from its person's first message: the first line of that message with
+    its personal data redacted (cards, IBANs, national ids, addresses, phones, mail addresses, secrets: memory's own
+    redaction), then cut at TITLE_CHARS. Cut first, a card number cut in half (or wrapped onto the next line) is no
+    longer one the redactor finds, and the chat list, an export and every branch showed its digits."""
+    from runtime_host.safety.policy import Policy, decide
+
+    said = first.strip()
+    if not said:
+        return ""
+    line = decide("memory_write", said, Policy(agent="memory")).text.strip().splitlines()[0][:TITLE_CHARS]
+    return line + BRANCH_MARK if how == TITLE_MADE_BRANCH else line
+
+
+def _first_said(c: Any, conversation_id: str) -> str:
+    row = c.execute(text("SELECT content FROM message WHERE conversation_id = :c AND role = 'user' "
+                         "ORDER BY created_at, id LIMIT 1"), {"c": conversation_id}).first()
+    return row[0] if row else ""
+
+
+def _titles_made_again(c: Any) -> None:
+    """Once, on upgrade: which titles Hearth made from a first message (empty, or that message's first line as
+    older Hearths cut it, a branch's with its mark), and those made again, redacted. Older Hearths kept no record of
+    it, so this compares titles (here alone); a title the person gave stays as it is."""
+    for cid, title in c.execute(text("SELECT id, title FROM conversation")).all():
+        said = _first_said(c, cid).strip()
+        base = title
+        while base.endswith(BRANCH_MARK):
+            base = base.removesuffix(BRANCH_MARK)
+        if base != (said.splitlines()[0][:TITLE_CHARS] if said else ""):
+            continue
+        how = TITLE_MADE_BRANCH if base != title else TITLE_MADE
+        c.execute(text("UPDATE conversation SET title = :t, title_auto = :h WHERE id = :c"),
+                  {"t": made_title(said, how), "h": how, "c": cid})
 
 
 class StoreError(Exception):
@@ -439,7 +488,10 @@ class Store:
                 continue
             with self.engine.begin() as conn:
                 for stmt in statements:
-                    conn.execute(text(stmt))
+                    if callable(stmt):
+                        stmt(conn)
+                    else:
+                        conn.execute(text(stmt))
                 conn.execute(text("INSERT INTO schema_migrations (name, applied_at) VALUES (:n, :t)"), {"n": name, "t": now()})
             applied_now.append(name)
         return applied_now
@@ -641,11 +693,15 @@ class Store:
             return [(i, p) for i, p in rows]
 
     # -- conversations and messages
-    def create_conversation(self, instance_id: str, title: str = "", *, conversation_id: str | None = None) -> Conversation:
-        """A new conversation; ``conversation_id`` gives it a known id (one Hearth can look for again after a crash)."""
+    def create_conversation(self, instance_id: str, title: str = "", *, conversation_id: str | None = None,
+                            how: int | None = None) -> Conversation:
+        """A new conversation; ``conversation_id`` gives it a known id (one Hearth can look for again after a crash).
+        Without a ``title`` (or with ``how`` TITLE_MADE or TITLE_MADE_BRANCH), its title is made from its first
+        message (``made_title``)."""
+        how = (TITLE_MADE if not title else TITLE_GIVEN) if how is None else how
         with self.session() as s:
-            conv = Conversation(instance_id=instance_id, title=redact(title), **({"id": conversation_id}
-                                                                                 if conversation_id else {}))
+            conv = Conversation(instance_id=instance_id, title="" if how else redact(title), title_auto=how,
+                                **({"id": conversation_id} if conversation_id else {}))
             s.add(conv)
             s.commit()
             return conv
@@ -699,8 +755,8 @@ class Store:
         conv = s.get(Conversation, conversation_id)
         if conv is not None:
             conv.updated_at = msg.created_at
-            if not conv.title and role == "user":  # from the kept (redacted) text: a key pasted first is no title
-                conv.title = msg.content.strip().splitlines()[0][:60] if msg.content.strip() else ""
+            if conv.title_auto and not conv.title and role == "user":
+                conv.title = made_title(msg.content, conv.title_auto)
             s.add(conv)
         return msg
 
@@ -815,24 +871,30 @@ class Store:
                     s.delete(row)
             s.commit()
 
-    def first_message_text(self, conversation_id: str) -> str:
-        """The text of the conversation's first message from its person ("" if none)."""
-        with self.session() as s:
-            row = s.exec(select(Message.content).where(Message.conversation_id == conversation_id, Message.role == "user")
-                         .order_by(Message.created_at, Message.id).limit(1)).first()  # type: ignore[arg-type]
-        return row or ""
+    def title_again(self, conversation_id: str) -> None:
+        """Makes a made title again from the conversation's first message as it is now (its first message edited,
+        or copied into a branch); "" while it has none. A title the person gave stays."""
+        with self.engine.begin() as c:
+            how = c.execute(text("SELECT title_auto FROM conversation WHERE id = :c"), {"c": conversation_id}).scalar()
+            if how:
+                c.execute(text("UPDATE conversation SET title = :t WHERE id = :c"),
+                          {"t": made_title(_first_said(c, conversation_id), how), "c": conversation_id})
 
     def messages_after(self, instance_ids: list[str], after: tuple[float, str] | None, limit: int,
                        skip_origins: tuple[str, ...] = ()) -> list[tuple[Message, str, str]]:
         """The agents' user and assistant messages with text, strictly past ``after`` (time, id) in that order,
-        at most ``limit``, each with its conversation's title and agent; read at once (one snapshot), so a message written
+        at most ``limit``, each with its conversation's given title and agent (a title Hearth made from the first
+        message is left out, "": that message's words are its own, not every message's); read at once (one snapshot), so a message written
         meanwhile to a conversation read earlier is never passed by one read later. Messages of turns of
         ``skip_origins`` are left out, and a branch's copies of messages (read where they were first said)."""
         from sqlalchemy import and_, or_
 
         if not instance_ids or limit < 1:
             return []
-        q = (select(Message, Conversation.title, Conversation.instance_id)
+        from sqlalchemy import case
+
+        given = case((Conversation.title_auto == TITLE_GIVEN, Conversation.title), else_="")  # type: ignore[arg-type]
+        q = (select(Message, given, Conversation.instance_id)
              .join(Conversation, Message.conversation_id == Conversation.id)  # type: ignore[arg-type]
              .outerjoin(Turn, Message.turn_id == Turn.id)  # type: ignore[arg-type]
              .where(Conversation.instance_id.in_(instance_ids),  # type: ignore[attr-defined]

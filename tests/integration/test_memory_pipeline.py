@@ -597,7 +597,7 @@ async def test_a_card_cut_in_half_by_the_conversation_title_is_still_redacted(po
     assert (await asyncio.wait_for(pod.chat("helper", prefix + "4111 1111 1111 1111 on Friday, at noon."), 30)).ok
     inst = pod.find_agent("helper")[0]
     [conv] = pod.store.list_conversations(inst.id)
-    assert conv.title == (prefix + "4111 1111 1111 1111")[:60]  # the title Hearth gave it: cut inside the card
+    assert conv.title.startswith(prefix) and "4111" not in conv.title  # made from the message redacted, then cut
     for n in range(40):  # long enough for a summary too
         _say(pod, conv, inst, f"And note {n}: the shed roof leaks.")
     assert (await pod.memory_produce())[0]["kept"] >= 1

@@ -2444,7 +2444,7 @@ def test_a_summary_of_plain_lines_keeps_the_facts_that_start_like_chat(monkeypat
               "I hope this helps, let me know if you need anything else!")
     monkeypatch.setattr(memory_jobs, "_ask", lambda *a, **k: answer)
     route = {"kind": "openai-compatible", "provider": "p", "model": "m", "base_url": "http://127.0.0.1:9/v1"}
-    out = memory_jobs.summarize(route, "Family plans", [("person", "We booked the trip."), ("agent", "Noted.")])
+    out = memory_jobs.summarize(route, memory_jobs.conversation_named("Family plans", "helper"), [("person", "We booked the trip."), ("agent", "Noted.")])
     assert out == ("Summary of the conversation “Family plans”:\nAna starts school on 2 September.\n"
                    "Great Britain trip booked for 4 to 12 June, flights from Porto.\n"
                    "Okay to call Dr Lee after 6 pm on weekdays.\nAbsolutely no peanuts for Ana: she is allergic.\n"
