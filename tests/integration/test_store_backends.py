@@ -199,7 +199,7 @@ def test_chat_past_a_watermark_is_read_in_one_order_on_every_backend(db_url: str
     last = rows[-1][0]
     rest = s.messages_after([a.id, b.id], (last.created_at, last.id), 100, skip_origins=("schedule",))
     assert [m.id for m, _t, _i in rest] == said[4:]
-    assert s.get_conversation(cb.id).title == "fact 2"  # the first line of its person's first message
+    assert s.get_conversation(cb.id).title == "fact 1"  # the first line of its person's first message
     assert rows[0][1] == ""  # a title made from the first message is that message's words: not given with the others
     renamed = s.create_conversation(a.id, "Garden")
     s.add_message(renamed.id, "user", "fact 7")
