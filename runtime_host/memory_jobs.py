@@ -300,49 +300,85 @@ def as_listed(text: str) -> str:
                           if _LISTING_START.match(line) or _LISTING_INSIDE.search(line) else line for line in lines)
 
 
+def household_by(kind: str, owner: str, agent: str, names: dict[str, str], key: str = "") -> str:
+    """Who put a household source there, in the names people use, for the line an agent is given it under:
+    "remembered by Alice's agent Helper", "note of Alice's" (``said_by``'s words for the rest). A person or agent
+    deleted since is said so, never by id."""
+    person = names.get(owner) or ("someone no longer in the household" if owner else "")
+    if kind == "remember":
+        name = names.get(agent, "")
+        if not person or not name:
+            return f"remembered by an agent{f' of {person}' if person else ''}{', since deleted' if agent else ''}"
+        if owner not in names or person == UNNAMED_AS:  # "the agent Helper of the person who set Hearth up"
+            return f"remembered by the agent {name} of {person}"
+        return f"remembered by {person}'s agent {name}"
+
+    def named(text: str) -> str:  # as held_from says an agent deleted since
+        return names.get(text) or ("that was deleted" if text == agent else person if text == owner else text)
+
+    return said_by(kind, "", "", owner, agent, named, key)
+
+
+def _page_by(memory: Any, scope: str, slug: str, names: dict[str, str]) -> str:
+    """Who a household page is written from: the people (and agents) whose sources it cites, named."""
+    rows = memory.catalog.query("SELECT DISTINCT s.owner FROM citations c JOIN sources s ON s.id = c.source_id "
+                                "WHERE c.scope=? AND c.slug=? ORDER BY s.owner", (scope, slug))
+    who = sorted({names.get(r[0]) or "someone no longer in the household" for r in rows if r[0]})
+    said = " and ".join([", ".join(who[:-1]), who[-1]] if len(who) > 1 else who)
+    return f"written by the wiki writer from what {said} put in memory" if said else "written by the wiki writer"
+
+
 _PAGE_WHOSE = {"public": "household", "private": "private", "agent": "this agent's own notes"}  # a page hit's scope
 
 
-def found_for_agent(memory: Any, hits: Sequence[Any]) -> str:
+def found_for_agent(memory: Any, hits: Sequence[Any], *, person: str = "", names: dict[str, str] | None = None) -> str:
     """What an agent's ``search_memory`` answers, one hit a line (on memory's thread). A mail's source (from an inbox,
     or a mail export in a watched folder) holds a stranger's words: it is wrapped as untrusted, as ``read_mail``
     wraps a mail, its sender and subject inside the wrapper (a display name or subject can carry an order), so the
-    agent's model takes it as data, never as the person's own memory. The household's pages and notes are screened
-    by memory's guard as they are given (``household.as_given``, with the text around each hit in its page or note:
-    ``household.near``): whoever put an order there, it comes wrapped under the guard's label. The person's chat,
-    notes, their agents' remembered facts and their own pages are shown as they are. A source deleted since the
-    search is left out."""
+    agent's model takes it as data, never as the person's own memory. The household's pages, and its notes that
+    ``person`` (the agent's own person) did not put there, come wrapped as data under a line saying who put them
+    there (``household.as_given``'s ``by``, named by ``names``: ids to the names people use), whatever memory's guard
+    says; the guard reads each too (with the text around each hit in its page or note: ``household.near``) and
+    labels an order it finds, the person's own household notes too. The person's chat, notes, their agents'
+    remembered facts and their own pages are shown as they are. A source deleted since the search is left out."""
     from runtime_host.household import as_given, near
     from runtime_host.safety.untrusted import wrap_untrusted
     from wiki_engine import PageFormatError, Scope, SourceUnreadable
     from wiki_engine.render import parse_source
 
+    names = names or {}
     ids = [h.id for h in hits if h.kind == "source"]
-    kinds = {r[0]: r[1] for r in memory.catalog.query(
-        f"SELECT id, kind FROM sources WHERE id IN ({','.join('?' * len(ids))})", tuple(ids))} if ids else {}
+    rows = {r[0]: r[1:] for r in memory.catalog.query(
+        f"SELECT id, kind, owner, agent, item_key FROM sources WHERE id IN ({','.join('?' * len(ids))})",
+        tuple(ids))} if ids else {}
     out = []
     for h in hits:
-        if h.kind == "source" and h.id not in kinds:
+        if h.kind == "source" and h.id not in rows:
             continue
         if h.kind == "page":  # by its title and whose it is (its id, cut, named neither)
             title = h.title or h.id.rpartition('/')[2]
             line = f"[page “{title}”, {_PAGE_WHOSE[h.scope.partition('/')[0]]}] {h.snippet}"
             if h.scope == "public":  # the page as its file reads now, too (the index may hold an older text)
+                slug = h.id.rpartition("/")[2]
                 try:
-                    whole = memory.pages.read_text(Scope.parse(h.scope), h.id.rpartition("/")[2]) or ""
+                    whole = memory.pages.read_text(Scope.parse(h.scope), slug) or ""
                 except PageFormatError:  # not a file, or not UTF-8: what the index holds of it is all there is
                     whole = ""
-                line = as_given(line, "this household page", near(whole, h.snippet))
+                line = as_given(line, "this household page", near(whole, h.snippet),
+                                by=_page_by(memory, h.scope, slug, names))
             out.append(line)
             continue
-        if kinds.get(h.id) != "mail":
+        kind, owner, agent, key = rows[h.id]
+        if kind != "mail":
             line = f"[{h.kind} {h.id[:12]}{' · ' + h.title if h.title else ''}] {h.snippet}"
             if h.scope == "public":
                 try:
                     whole = memory.get_source(h.id).text
                 except (SourceUnreadable, LookupError):
                     whole = ""
-                line = as_given(line, "this household note", near(whole, h.snippet))
+                mine = bool(person) and owner == person
+                line = as_given(line, "this household note", near(whole, h.snippet),
+                                by="" if mine else household_by(kind, owner or "", agent or "", names, key))
             out.append(line)
             continue
         try:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from runtime_host.mappingforgets import MappingForgets
+from runtime_host.remembering import RememberCounts
 from runtime_host.store import storage_errors_said
 from runtime_host.turns import TurnFailed
 
@@ -38,6 +39,7 @@ class MemoryHost(MappingForgets):
         self._memory: Any = None
         self._memory_pool: Any = None
         self._job_locks: dict[str, JobLock] = {}
+        self.remember_counts = RememberCounts()  # facts each running turn remembered (remembering.PER_TURN)
         self.ingesting: set[str] = set()  # people whose ingest (a timed run's or their Ingest now) is going
         self.nightly: set[str] = set()  # those of them whose pages the nightly pass is writing
         self._embedding_seen: tuple[str, str] | None = None  # the embedding choice open memory follows
@@ -308,36 +310,9 @@ class MemoryHost(MappingForgets):
                 "public": "public"}.get(which) or ""
 
     async def _tool_remember(self, person_id: str, instance_id: str, args: dict[str, Any]) -> str:
-        fact = str(args.get("fact") or "").strip()
-        if not fact:
-            raise ValueError("remember needs a fact")
-        which = str(args.get("scope") or "person")
-        scope = self.memory_scope(person_id, instance_id, which)
-        if not scope:
-            raise ValueError("scope must be agent, person or public")
-        importance = args.get("importance")
-        import wiki_engine
-        from wiki_engine.guard import held_because
+        from runtime_host.remembering import remember
 
-        found = self.pod.store.get_instance(instance_id)
-        gated = self.pod.gate("memory_write", fact, person_id=person_id, agent_id=instance_id,
-                          agent_name=found[0].name if found else instance_id)
-        if not gated.proceed:
-            raise ValueError(f"not remembered: {gated.message}")
-        fact = gated.text
-        try:
-            sid = await self.in_memory_thread(lambda: self.memory.remember(
-                fact, person=person_id, agent=instance_id, scope=scope,
-                importance=float(importance) if importance is not None else None))
-        except wiki_engine.InstructionRefused as exc:
-            self.pod.emit({"type": "memory.quarantined", "person": person_id, "agent": instance_id, "reason": exc.reason})
-            self.pod.audit(person_id=person_id, agent=found[0].name if found else instance_id, kind="memory",
-                       phase="memory_write", action="quarantined", rule="memory.instruction_filter",
-                       summary=f"not remembered: {held_because(exc.reason)}", detail={"quarantine_id": exc.quarantine_id})
-            raise ValueError(f"not remembered: {exc.reason} (held for the person to review)") from None
-        self.pod.emit({"type": "memory.remembered", "person": person_id, "agent": instance_id, "scope": scope,
-                   "source_id": sid})
-        return f"remembered in {which} memory (source {sid[:12]}); it will appear in the wiki after the next ingest"
+        return await remember(self, person_id, instance_id, args)
 
     async def _tool_search_memory(self, person_id: str, instance_id: str, args: dict[str, Any]) -> str:
         query = str(args.get("query") or "").strip()
@@ -345,11 +320,12 @@ class MemoryHost(MappingForgets):
             raise ValueError("search_memory needs a query")
         k = max(1, min(int(args.get("k") or 8), 20))
         import wiki_engine
-        from runtime_host.memory_jobs import found_for_agent
+        from runtime_host.memory_jobs import found_for_agent, person_names
 
         viewer = wiki_engine.Viewer(person_id, instance_id)  # a mail's hit comes wrapped as a stranger's words
-        return await self.in_memory_thread(
-            lambda: found_for_agent(self.memory, self.memory.search(query, scopes=viewer, k=k)))
+        names = person_names(self.pod)  # who put a household note there, by the names people use
+        return await self.in_memory_thread(lambda: found_for_agent(
+            self.memory, self.memory.search(query, scopes=viewer, k=k), person=person_id, names=names))
 
     def has_memory_model(self, person_id: str, role: str = "ingest") -> bool:
         """Whether the model chosen for a memory role (ingest, extraction, ...) can do that job: chosen, and not the

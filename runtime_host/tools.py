@@ -256,6 +256,7 @@ def calculate(expression: str) -> str:
 # Notes: a markdown file in the agent's own scratch folder. Each appended line carries the id of the
 # step that wrote it, so after a crash Hearth can tell whether an interrupted call took effect.
 NOTES_FILE = "notes.md"
+NOTE_CHARS = 2000  # the most characters of a note, and of a fact an agent remembers (runtime_host/remembering.py)
 
 
 def _notes_recover(step_id: str) -> str | None:
@@ -283,8 +284,8 @@ def append_note(text: str, _context: dict[str, Any] | None = None) -> str:
     line = " ".join(text.split())
     if not line:
         raise ToolInputError("the note is empty")
-    if len(line) > 2000:
-        raise ToolInputError("a note is at most 2000 characters")
+    if len(line) > NOTE_CHARS:
+        raise ToolInputError(f"a note is at most {NOTE_CHARS} characters")
     step_id = (_context or {}).get("step_id", "")
     data = f"- {line} <!-- step:{step_id} -->\n".encode()
     # One write() of one line: the note and its step marker land together or not at all.
@@ -382,7 +383,7 @@ def remember(fact: str, scope: typing.Literal["agent", "person", "public"] = "pe
     written from it later (you never write pages directly).
 
     Args:
-        fact: one self-contained fact, in plain words, with names and dates.
+        fact: one self-contained fact, in plain words, with names and dates; at most 2000 characters.
         scope: agent = only you; person = every agent of your person; public = everyone in this pod.
         importance: 0 to 1, how much this matters later.
     """

@@ -360,6 +360,14 @@ def hold(db: sqlite3.Connection, item: Item, rule: str, reason: str) -> int | No
     return int(cur.lastrowid or 0)
 
 
+def remembered_key(scope: str, text: str) -> str:
+    """A remembered fact's origin key: its words (spacing and case aside) in its scope, never when it was said, so
+    the same fact remembered again is the same item (not stored twice; one the person deleted stays deleted)."""
+    words = " ".join(text.split()).casefold()
+    said = f"{Scope.parse(scope)}\n{words}".encode("utf-8", "surrogatepass")  # a lone surrogate is stored too
+    return "remember:" + hashlib.sha256(said).hexdigest()[:32]
+
+
 def deleted_by_person(db: sqlite3.Connection, item: Item, markdown: str | None = None) -> bool:
     """Whether an item read from its origin is one the person deleted as a source, or discarded when it was held
     back (in the caller's transaction): the same key, or the same text under another key (a mail of an inbox
@@ -1200,8 +1208,15 @@ class Memory:
                 f"or 'agent/{person}/{agent}'."
             )
         item = Item(text=text, scope=str(Scope.parse(scope)), ts=time.time() if ts is None else ts, kind="remember",
-                    importance=importance, owner=person, agent=agent)
+                    key=remembered_key(scope, text), importance=importance, owner=person, agent=agent)
         return self.add_items([item])[0]
+
+    def remembered(self, text: str, scope: str) -> str | None:
+        """The source that already holds this fact in this scope (the same words, spacing and case aside), as an
+        agent's ``remember`` stored it; None when none does. A fact remembered again is not stored twice."""
+        rows = self.catalog.query("SELECT id FROM sources WHERE scope=? AND item_key=?",
+                                  (str(Scope.parse(scope)), remembered_key(scope, text)))
+        return rows[0][0] if rows else None
 
     def _prewrite(self, items: Sequence[Item]) -> None:
         """Writes many source files in parallel (file creation waits on the disk, not the CPU)."""

@@ -398,10 +398,12 @@ def _run_tool(ctx: TurnContext, call: dict[str, Any], tools: dict[str, Tool], pa
             output = run_limited(call["name"], lambda: call_tool(tool, call["arguments"], context),
                                  time_s=tool.time_limit_s, memory_mb=tool.memory_mb, input_error=ToolInputError)
             if tool.name == "read_file" and ctx.guard is not None and ctx.guard.reads_household(call["arguments"]["path"]):
-                # memory's guard, loaded by the first household page read; failing, the page is not given at all
+                # as data, who put it there said, and memory's guard's label on an order it finds (household.py,
+                # loaded by the first household page read; failing, the page is not given at all)
                 from runtime_host.household import as_given
 
-                output = as_given(output, "this household page")
+                output = as_given(output, "this household page", by="written from what the household's people and "
+                                  "their agents put in memory")
     except ToolInputError as exc:
         output = f"error: {exc}"
         ctx.finish_step(step_id, "failed", {"output": output})

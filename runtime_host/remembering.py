@@ -1,0 +1,99 @@
+"""An agent's ``remember``, as the Pod carries it out: what the worker asks is checked here, never trusted.
+
+A remembered fact is a fact: at most NOTE_CHARS characters (an agent's note's most, ``append_note``), refused past
+that before anything reads it. A turn stores at most PER_TURN new facts, counted by the Pod per turn (a resumed turn
+keeps its count): past that the model is told, as a tool error, to ask the person. The same fact already in the
+scope (spacing and case aside) is not stored again: the agent is told it is already remembered. Then the agent's
+safety policy (redaction) and memory's own checks (may this agent write there; an order held back) as before."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runtime_host.tools import NOTE_CHARS
+
+# New facts one turn may store. A person who says "remember these" names a handful of things (a family's birthdays,
+# a home's details), and a list of related facts fits one fact of NOTE_CHARS; 20 is more than one answer's 16 calls
+# and 40,000 characters at most, where a turn that ran unchecked stored 104 MB in a minute.
+PER_TURN = 20
+
+
+class RememberCounts:
+    """How many facts each running turn stored, reserved before memory is written (one answer's calls run at once)."""
+
+    def __init__(self) -> None:
+        self._by_turn: dict[str, int] = {}
+
+    def take(self, turn_id: str, running: set[str]) -> bool:
+        """Reserves one of the turn's facts; False when it has stored PER_TURN. Turns no longer ``running`` are
+        forgotten."""
+        self._by_turn = {t: n for t, n in self._by_turn.items() if t in running}
+        n = self._by_turn.get(turn_id, 0)
+        if n >= PER_TURN:
+            return False
+        self._by_turn[turn_id] = n + 1
+        return True
+
+    def give_back(self, turn_id: str) -> None:
+        """A reserved fact that was not stored (refused, or already remembered)."""
+        if self._by_turn.get(turn_id):
+            self._by_turn[turn_id] -= 1
+
+
+async def remember(host: Any, person_id: str, instance_id: str, args: dict[str, Any]) -> str:
+    """``host`` the MemoryHost. Returns what the model reads; a refusal raises ValueError (a tool error)."""
+    import wiki_engine
+    from wiki_engine.guard import held_because
+
+    pod = host.pod
+    fact = str(args.get("fact") or "").strip()
+    if not fact:
+        raise ValueError("remember needs a fact")
+    if len(fact) > NOTE_CHARS:
+        raise ValueError(f"not remembered: a fact is at most {NOTE_CHARS:,} characters and this one has {len(fact):,}; "
+                         "remember what matters in a few sentences (who, what, when), or as a few separate facts")
+    which = str(args.get("scope") or "person")
+    scope = host.memory_scope(person_id, instance_id, which)
+    if not scope:
+        raise ValueError("scope must be agent, person or public")
+    importance = args.get("importance")
+    handle = pod.supervisor.handles.get((person_id, instance_id))
+    turn_id = (handle.active_turn if handle else None) or ""
+    if not host.remember_counts.take(turn_id, set(pod.turn_driver.active)):
+        raise ValueError(f"not remembered: memory took {PER_TURN} facts this turn, the most one turn stores; ask the "
+                         "person which of the rest to remember, or put related facts together in one")
+    stored = False
+    try:
+        found = pod.store.get_instance(instance_id)
+        name = found[0].name if found else instance_id
+        gated = pod.gate("memory_write", fact, person_id=person_id, agent_id=instance_id, agent_name=name)
+        if not gated.proceed:
+            raise ValueError(f"not remembered: {gated.message}")
+        fact = gated.text
+
+        def store() -> tuple[str, bool]:
+            already = host.memory.remembered(fact, scope)
+            if already:
+                return already, False
+            sid = host.memory.remember(fact, person=person_id, agent=instance_id, scope=scope,
+                                       importance=float(importance) if importance is not None else None)
+            return sid, bool(sid)
+
+        try:
+            sid, stored = await host.in_memory_thread(store)
+        except wiki_engine.InstructionRefused as exc:
+            pod.emit({"type": "memory.quarantined", "person": person_id, "agent": instance_id, "reason": exc.reason})
+            pod.audit(person_id=person_id, agent=name, kind="memory", phase="memory_write", action="quarantined",
+                      rule="memory.instruction_filter", summary=f"not remembered: {held_because(exc.reason)}",
+                      detail={"quarantine_id": exc.quarantine_id})
+            raise ValueError(f"not remembered: {exc.reason} (held for the person to review)") from None
+    finally:
+        if not stored:
+            host.remember_counts.give_back(turn_id)
+    if not sid:  # the person deleted this very fact, or forgot what this agent learned, since
+        raise ValueError("not remembered: the person deleted this fact from memory, so it is not stored again")
+    if not stored:
+        return f"already remembered in {which} memory (source {sid[:12]}); it is not stored twice"
+    pod.emit({"type": "memory.remembered", "person": person_id, "agent": instance_id, "scope": scope,
+              "source_id": sid})
+    return f"remembered in {which} memory (source {sid[:12]}); it will appear in the wiki after the next ingest"
