@@ -90,8 +90,9 @@ async def remember(host: Any, person_id: str, instance_id: str, args: dict[str, 
     finally:
         if not stored:
             host.remember_counts.give_back(turn_id)
-    if not sid:  # the person deleted this very fact, or forgot what this agent learned, since
-        raise ValueError("not remembered: the person deleted this fact from memory, so it is not stored again")
+    if not sid:  # the person deleted this very fact, or discarded it when it was held back
+        raise ValueError("not remembered: the person deleted this fact from memory (or discarded it when it was held "
+                         "back), so it is not stored again")
     if not stored:
         return f"already remembered in {which} memory (source {sid[:12]}); it is not stored twice"
     pod.emit({"type": "memory.remembered", "person": person_id, "agent": instance_id, "scope": scope,
