@@ -313,7 +313,12 @@ def household_by(kind: str, owner: str, agent: str, names: dict[str, str], key: 
             return f"remembered by the agent {name} of {person}"
         return f"remembered by {person}'s agent {name}"
 
+    if not owner:  # stored before memory kept whose a note is (or by a test): no one to name
+        return "put there by someone Hearth does not know"
+
     def named(text: str) -> str:  # as held_from says an agent deleted since
+        if not text:
+            return ""
         return names.get(text) or ("that was deleted" if text == agent else person if text == owner else text)
 
     return said_by(kind, "", "", owner, agent, named, key)
@@ -1702,9 +1707,10 @@ async def _ask_memory(pod: Any, person_id: str, question: str) -> MemoryAnswer:
         answer): a mail's words are its sender's, not the person's; the list, for the person alone, names the sender
         as their Mail does (the model reads the address redacted, as memory keeps it). A page's own [n] are taken
         out: the model cites the excerpts' numbers, and a page's "[3]" quoted would link to whatever excerpt 3 is.
-        The household's pages and notes (anyone of the household puts things there) are screened by memory's guard
-        as an agent's search is given them (``household.as_given``, with the text around the passage in its page or
-        note, and its label): an order comes wrapped as a stranger's words under the guard's label."""
+        The household's pages and notes (anyone of the household puts things there) are given as an agent's search
+        gives them (``household.as_given``, with the text around the passage in its page or note, and its label): a
+        page, and a note the person did not put there, wrapped as data under who put it there; an order the guard
+        finds, the person's own household notes too, under the guard's label."""
         if h.kind == "page":
             scope, _, slug = h.id[len("page:"):].rpartition("/")
             try:
@@ -1719,8 +1725,8 @@ async def _ask_memory(pod: Any, person_id: str, question: str) -> MemoryAnswer:
                 whole = _PAGE_MARK.sub("", pod.memory.pages.read_text(Scope.parse(scope), slug) or "")
             except PageFormatError:
                 whole = ""
-            return label, as_given(" ".join(passage.split()), "this household page",
-                                   [label, *near(whole, passage)]), ""
+            return label, as_given(" ".join(passage.split()), "this household page", [label, *near(whole, passage)],
+                                   by=_page_by(pod.memory, scope, slug, names)), ""
         try:
             source = pod.memory.get_source(h.id)
         except UnknownSource:  # deleted (or forgotten) since the search: not asked about, never cited
@@ -1738,7 +1744,10 @@ async def _ask_memory(pod: Any, person_id: str, question: str) -> MemoryAnswer:
         passage = _passage(whole, question)
         text = " ".join(passage.split())
         if str(source.scope) == "public":
-            text = as_given(text, "this household note", [label, *near(whole, passage)])
+            owner = head.get("owner", "")
+            text = as_given(text, "this household note", [label, *near(whole, passage)],
+                            by="" if owner == person_id else household_by(source.kind, owner, head.get("agent", ""),
+                                                                         names, key))
         return label, text, said("", sender) if sender else said("")
 
     found = await pod.in_memory_thread(lambda: [(h, excerpt(h)) for h in hits])
