@@ -17,8 +17,8 @@ from PySide6.QtWidgets import (
 from runtime_host.safety.detectors import DETECTOR_NAMES
 
 DETECTOR_LABELS = {"secret": "Passwords and keys", "card": "Card numbers", "iban": "Bank accounts (IBAN)",
-                   "national_id": "National ID numbers", "email": "Email addresses", "phone": "Phone numbers",
-                   "address": "Postal addresses"}
+                   "account": "Bank account, sort code and routing numbers", "national_id": "National ID numbers",
+                   "email": "Email addresses", "phone": "Phone numbers", "address": "Postal addresses"}
 INGRESS = {"flag": "Note personal data (the agent sees it)", "redact": "Hide personal data from the agent",
            "off": "Do nothing"}
 EGRESS = {"block": "Block", "ask": "Ask me first", "allow": "Allow"}

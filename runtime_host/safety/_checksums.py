@@ -1,4 +1,5 @@
-"""Check-digit algorithms used by the detectors: Luhn, IBAN mod 97, Verhoeff, and national-id checks. Stdlib only."""
+"""Check-digit algorithms used by the detectors: Luhn, IBAN mod 97, ABA routing, Verhoeff, and national-id checks.
+Stdlib only."""
 
 from __future__ import annotations
 
@@ -55,6 +56,18 @@ _V_P = (
     (8, 9, 1, 6, 0, 4, 3, 5, 2, 7), (9, 4, 5, 3, 1, 2, 6, 8, 7, 0), (4, 2, 8, 6, 5, 7, 3, 9, 0, 1),
     (2, 7, 9, 3, 8, 0, 6, 4, 1, 5), (7, 0, 4, 6, 9, 1, 3, 2, 5, 8),
 )
+
+
+def aba_routing_valid(digits: str) -> bool:
+    """True for a US ABA routing number: nine digits, a Federal Reserve prefix (00-12, 21-32, 61-72, 80) and
+    3·(d1+d4+d7) + 7·(d2+d5+d8) + (d3+d6+d9) a multiple of 10."""
+    if len(digits) != 9 or not digits.isdigit():
+        return False
+    prefix = int(digits[:2])
+    if not (prefix <= 12 or 21 <= prefix <= 32 or 61 <= prefix <= 72 or prefix == 80):
+        return False
+    d = [int(c) for c in digits]
+    return (3 * (d[0] + d[3] + d[6]) + 7 * (d[1] + d[4] + d[7]) + d[2] + d[5] + d[8]) % 10 == 0
 
 
 def verhoeff_valid(digits: str) -> bool:

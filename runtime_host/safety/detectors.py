@@ -17,7 +17,9 @@ from functools import cache
 import unseen
 from runtime_host.safety import _checksums as ck
 
-DETECTOR_NAMES: tuple[str, ...] = ("secret", "card", "iban", "national_id", "email", "phone", "address")
+DETECTOR_NAMES: tuple[str, ...] = (
+    "secret", "card", "iban", "account", "national_id", "email", "phone", "address",
+)
 # Where two findings overlap, the detector earlier in DETECTOR_NAMES wins (a password inside a URL is a
 # secret, not an email; an IBAN's digits are not a phone number).
 _PRIORITY = {name: i for i, name in enumerate(DETECTOR_NAMES)}
@@ -65,6 +67,7 @@ class Finding:
 _LABELS = {
     "email": "email address", "phone": "phone number", "card": "payment card", "iban": "IBAN",
     "national_id": "national id number", "address": "street address", "secret": "secret",
+    "account": "bank account number",
 }
 
 
@@ -211,12 +214,12 @@ def detect_phones(text: str) -> list[Finding]:
 
 @cache
 def _card_re() -> re.Pattern[str]:
-    # Groups joined by one separator throughout (none, dots, slashes, spaces or dashes), or by spaces and dashes
-    # mixed ("4111 1111-1111 1111", "4111 - 1111 - 1111 - 1111", or "4111-1111-" ending a line); dots and slashes
-    # never mix, and never follow a slash (a path or an address).
+    # Groups joined by one separator throughout (none, dots, slashes, spaces or dashes), or by spaces, dashes and
+    # slashes mixed ("4111 1111-1111 1111", "4111 - 1111 - 1111 - 1111", "4111 1111 / 1111 1111", or "4111-1111-"
+    # ending a line); dots never mix, and a card never follows a slash (a path or an address).
     return re.compile(
         r"(?<![\w.\-/])(?:\d{4}(?P<s>[ .\-/]?)\d{2,7}(?:(?P=s)\d{1,7}){1,4}"
-        r"|\d{4}(?: ?- ?| )\d{2,7}(?:(?: ?- ?| )\d{1,7}){1,4})"
+        r"|\d{4}(?: ?[-/] ?| )\d{2,7}(?:(?: ?[-/] ?| )\d{1,7}){1,4})"
         r"(?![\w]|[.\-/]\d)"
     )
 
@@ -266,8 +269,9 @@ def detect_cards(text: str) -> list[Finding]:
         value = m.group(0)
         spans = [g.span() for g in re.finditer(r"\d+", value)]
         groups = [value[a:b] for a, b in spans]
-        if ("." in value or "/" in value) and not (len(groups) == 4 and all(len(g) == 4 for g in groups)):
-            continue  # dots and slashes only in 4-4-4-4 form; anything else is a version, an amount or a date
+        four_by_four = len(groups) >= 4 and all(len(g) == 4 for g in groups[:4])
+        if "." in value and not (four_by_four and len(groups) == 4):
+            continue  # dots only in 4-4-4-4 form; anything else is a version, an amount or a date
         # The longest run of whole groups, from the start, that is a valid card.
         for k in range(len(groups), 0, -1):
             digits = "".join(groups[:k])
@@ -275,6 +279,8 @@ def detect_cards(text: str) -> list[Finding]:
                 break
             if len(digits) > 19:
                 continue
+            if "/" in value[:spans[k - 1][1]] and not (k == 4 and four_by_four):
+                continue  # slashes between a card's groups only in 4-4-4-4 form ("4111 1111 / 1111 1111", not a date)
             brand = _card_brand(digits)
             if brand and ck.luhn_valid(digits):
                 start = m.start()
@@ -334,6 +340,81 @@ def detect_ibans(text: str) -> list[Finding]:
             pass  # mixed case inside the BBAN is unusual but mod 97 already passed
         out.append(Finding("iban", m.start(), i, text[m.start():i], 0.97, cc.upper()))
     return out
+
+
+# ------------------------------------------------------------------------------------------- account
+# A domestic bank account number is digits like any other: only the words before it say what it is ("account
+# 31926819", "acct #…", "Kontonummer …", "numéro de compte …", "numero di conto …"), in the languages the other
+# detectors read. A bank's code is checked where it can be: a US routing (ABA) number by its check digit, a UK
+# sort code by its NN-NN-NN shape, an Australian BSB by NNN-NNN, a German Bankleitzahl by its eight digits.
+
+# en "account", "acct", "acc", "a/c"; de, sv, da, no "Konto", "Kto"; fr "compte", "RIB"; es "cuenta"; it "conto",
+# "c/c"; nl "rekening"; fi "tili"; pt "conta". A kind of account may come first ("savings account").
+_ACCOUNT_WORD = (r"(?:(?:bank|checking|chequing|savings|current|deposit|personal|joint)[ -])?"
+                 r"(?:account|acct|acc|a/c|konto|kto|compte|(?-i:RIB)|cuenta|conto|c/c|rekening|tili|conta)"
+                 r"(?: (?:corrente|corriente|courant))?")  # "conto corrente", "cuenta corriente", "compte courant"
+_ACCOUNT_COMPOUND = r"(?:kontonummer|kontonr|kontonumero|rekeningnummer|rekeningnr|tilinumero|girokonto)"
+_NUMBER_WORD = r"(?:number|num|no|nr|n[°º]|n(?=\.)|nummer|numéro|numero|número|#)"
+# "numéro de compte", "n° de compte", "número de cuenta", "numero di conto", "número da conta"
+_NUMBER_OF = r"(?:(?:numéro|numero|número|n[°º]|no|nr)\.? (?:de |di |da |do |del |of )?)"
+# Between the name and the value: "account: 1234", "account number is 1234", "Kontonummer lautet 1234"
+_GAP = r"(?: ?[:=#-] ?| (?:is|was|ist|lautet|est|es|è|é|är|er|on|ja)(?: ?:)? | )?"
+_NUMBER_END = r"(?![\w]|[.,/]\d|[ -]\d)"
+# A number named as money, not as an account: "an account of 250 000 EUR"
+_MONEY_AFTER = re.compile(
+    r"(?i) ?(?:[€$£¥₹%]|(?:eur|euros?|usd|gbp|chf|jpy|cad|aud|dollars?|pounds?|pesos?|lire|lira|yen|yuan|rupees?|francs?"
+    r"|kr|kronor|kroner|krona|sek|nok|dkk|zloty|złoty|rand|reais)\b)")
+_DATE_LIKE = re.compile(r"(?:19|20)\d\d-\d\d-\d\d|\d\d-\d\d-(?:19|20)\d\d|(?:19|20)\d\d-(?:19|20)\d\d")
+# Literal substrings (of the text in small letters) one of which every match of the pattern holds: a pattern whose
+# triggers are all absent is not run.
+_ACCOUNT_TRIGGERS = {
+    "account": ("acc", "a/c", "kont", "kto", "compt", "rib", "cuent", "cont", "c/c", "rekening", "tili"),
+    "uk_sort_code": ("sort", "s/c"), "us_routing": ("routing", "aba", "rtn"), "au_bsb": ("bsb",),
+    "de_blz": ("blz", "bankleitzahl"),
+}
+
+
+@cache
+def _account_res() -> dict[str, re.Pattern[str]]:
+    named = r"(?<![\w/])"
+    number_word = rf"(?:[ -]?{_NUMBER_WORD}\.?)?"
+    return {
+        "account": re.compile(
+            rf"(?i){named}(?:{_NUMBER_OF}?{_ACCOUNT_WORD}\.?{number_word}|{_ACCOUNT_COMPOUND}\.?){_GAP}"
+            rf"(?<![^\W\d])(\d{{2,}}(?:[ -]\d+){{0,5}}){_NUMBER_END}"),
+        "uk_sort_code": re.compile(rf"(?i){named}(?:sort[ -]?code|s/c){_GAP}(\d\d([ -]?)\d\d\2\d\d){_NUMBER_END}"),
+        "us_routing": re.compile(
+            rf"(?i){named}(?:(?:aba|ach|wire)[ -])?(?:routing|aba|rtn)(?:[ -]transit)?{number_word}{_GAP}"
+            rf"(\d{{9}}){_NUMBER_END}"),
+        "au_bsb": re.compile(rf"(?i){named}bsb{number_word}{_GAP}(\d{{3}}[ -]?\d{{3}}){_NUMBER_END}"),
+        "de_blz": re.compile(rf"{named}(?:BLZ|[Bb]ankleitzahl){_GAP}(\d{{3}} ?\d{{3}} ?\d\d){_NUMBER_END}"),
+    }
+
+
+def detect_accounts(text: str) -> list[Finding]:
+    lowered = text.lower()
+    kinds = [kind for kind, triggers in _ACCOUNT_TRIGGERS.items() if any(t in lowered for t in triggers)]
+    if not kinds or _longest_digits(text) < 2:
+        return []
+    out: list[Finding] = []
+    for kind in kinds:
+        rx = _account_res()[kind]
+        for m in rx.finditer(text):
+            start, end = m.span(1)
+            value = m.group(1)
+            digits = "".join(c for c in value if c.isdigit())
+            if kind == "account":
+                if not 6 <= len(digits) <= 24 or _DATE_LIKE.fullmatch(value) or _MONEY_AFTER.match(text, end):
+                    continue
+                conf = 0.8
+            elif kind == "us_routing":
+                if not ck.aba_routing_valid(digits):
+                    continue
+                conf = 0.9
+            else:
+                conf = 0.85
+            out.append(Finding("account", start, end, value, conf, "" if kind == "account" else kind))
+    return _dedupe_same_detector(out)
 
 
 # --------------------------------------------------------------------------------------- national id
@@ -478,6 +559,10 @@ def _address_res() -> dict[str, re.Pattern[str]]:
              r"along|across|blocks?|miles?|km|kilometres?|kilometers?|metres?|meters?|feet|foot|yards?|hours?|"
              r"minutes?|mins?|days?|weeks?|times?|" + _STREET_TYPES.lower() + ")")
     lower = rf"(?!{small}\b)[a-z][a-z'\-]*"
+    # After the street type, a postcode (UK, US with its state, Canadian) typed the same way, a town before it or not:
+    # words after a street type without one are no town ("3 long road trips", "42 elm street, springfield last spring")
+    small_town = rf"{lower}(?: {lower}){{0,2}}"
+    small_post = r"(?:[a-z]{1,2}\d[a-z\d]? ?\d[a-z]{2}|(?:[a-z]{2} )?(?:\d{5}(?:-\d{4})?|[a-z]\d[a-z] ?\d[a-z]\d))\b"
     return {
         "number_first": re.compile(
             rf"(?<![\w.,\-])\d{{1,5}}[A-Za-z]?(?: (?:[NSEW]|North|South|East|West)\.?)? {word}(?: {word}){{0,3}} "
@@ -488,7 +573,7 @@ def _address_res() -> dict[str, re.Pattern[str]]:
         ),
         "small_letters": re.compile(
             rf"(?i)(?<![\w.,\-])\d{{1,5}}[a-z]? {lower}(?: {lower}){{0,2}} (?:{_PLAIN_STREET_TYPES})\b"
-            rf"(?=[ \t]*(?:[,.;:!?)\n]|$))"
+            rf"(?:(?:,? {small_town})?,? {small_post}|(?=[ \t]*(?:[,.;:!?)\n]|$)))"  # "12 elm road leeds ls6 2ab"
         ),
         "name_first": re.compile(
             rf"(?<![\w\-])(?:(?:Via|Viale|Calle|Carrer|Avenida|Rua|Piazza|Plaza|Paseo)(?: (?:de|del|della|da|do|dos|la|las|los))*"
@@ -696,6 +781,7 @@ DETECTORS: dict[str, Callable[[str], list[Finding]]] = {
     "secret": detect_secrets,
     "card": detect_cards,
     "iban": detect_ibans,
+    "account": detect_accounts,
     "national_id": detect_national_ids,
     "email": detect_emails,
     "phone": detect_phones,
@@ -746,7 +832,7 @@ _LINE_BREAKS = _LATIN1_LINE_BREAKS + "\u2028\u2029"
 # Values people split over two lines ("4111 1111" then "1111 1111", a street then its town): these detectors also
 # read the text with its line breaks folded into spaces. The others would glue the number ending one line to the
 # one starting the next, so every detector first reads the text with its line breaks kept.
-_ACROSS_LINES = frozenset({"card", "iban", "address"})
+_ACROSS_LINES = frozenset({"card", "iban", "account", "address"})
 
 
 def _is_latin1(text: str) -> bool:

@@ -40,7 +40,7 @@ class Action(StrEnum):
 EgressRule = Literal["block", "ask", "allow"]
 _EGRESS_RULES = ("block", "ask", "allow")
 _DEFAULT_EGRESS: dict[str, EgressRule] = {
-    "secret": "block", "card": "ask", "iban": "ask", "national_id": "ask",
+    "secret": "block", "card": "ask", "iban": "ask", "account": "ask", "national_id": "ask",
     "email": "ask", "phone": "ask", "address": "ask",
 }
 
@@ -154,7 +154,7 @@ def describe(findings: Iterable[Finding]) -> str:
     return ", ".join(parts)
 
 
-_PLACEHOLDER_RE = re.compile(r"\[(EMAIL|PHONE|CARD|IBAN|NATIONAL_ID|ADDRESS|SECRET)_(\d+)(?:#([0-9a-f]{16}))?\]")
+_PLACEHOLDER_RE = re.compile(r"\[(EMAIL|PHONE|CARD|IBAN|ACCOUNT|NATIONAL_ID|ADDRESS|SECRET)_(\d+)(?:#([0-9a-f]{16}))?\]")
 
 
 def redact(

@@ -16,7 +16,8 @@ DATA = Path(__file__).resolve().parent.parent / "data" / "safety"
 ROWS = load_labelled(DATA / "labelled.jsonl")
 COUNTS = score(ROWS)
 # Targets from the issue for cards, IBANs, emails and key shapes; the rest are held to what they reach now.
-FLOOR = {"card": 0.95, "iban": 0.95, "email": 0.95, "secret": 0.95, "national_id": 0.9, "phone": 0.9, "address": 0.85}
+FLOOR = {"card": 0.95, "iban": 0.95, "email": 0.95, "secret": 0.95, "national_id": 0.9, "phone": 0.9, "address": 0.85,
+         "account": 0.9}
 
 
 def test_dataset_is_large_and_covers_every_detector_with_negatives() -> None:
@@ -466,3 +467,73 @@ def test_a_phone_pattern_skipped_for_want_of_a_character_could_not_have_matched(
                                   "12 rue de la Paix, 75002 Paris", "42 Elm Street"])
 def test_a_value_with_few_digits_around_it_is_still_found(text: str) -> None:
     assert detect(text)
+
+
+# ---- bank accounts, cards split by a slash, addresses in small letters with their town (review rev95, finding 3) ----
+
+
+@pytest.mark.parametrize("said, values", [
+    ("Ihre Kontonummer lautet 2345678901.", ["2345678901"]),
+    ("Mon RIB : 30004 00550 00012345678 68", ["30004 00550 00012345678 68"]),
+    ("Sort code: 83-91-46 Account no: 10293847", ["83-91-46", "10293847"]),
+    ("send it to acct# 445566778899 by Friday", ["445566778899"]),
+    ("rekeningnr. 987654321 t.n.v. P. Jansen", ["987654321"]),
+    ("our checking account number is 7719 2200 4431", ["7719 2200 4431"]),
+    ("Wire to routing 026009593 then account 8812 0044 5519", ["026009593", "8812 0044 5519"]),
+    ("Paid into BSB 032-001 account 123456 yesterday", ["032-001", "123456"]),
+    ("la cuenta número 0182 5322 40 0201504123", ["0182 5322 40 0201504123"]),
+])
+def test_a_bank_account_named_by_the_words_before_it_is_found(said: str, values: list[str]) -> None:
+    """A domestic account number, with its sort code, routing number or BSB, was remembered as written: no detector
+    read it (only IBANs were found)."""
+    assert [f.text for f in detect(said) if f.detector == "account"] == values
+
+
+def test_a_routing_number_is_one_only_with_its_check_digit() -> None:
+    assert ck.aba_routing_valid("021000021") and ck.aba_routing_valid("122105155")
+    assert not ck.aba_routing_valid("021000022") and not ck.aba_routing_valid("421000021")  # check digit, prefix
+    assert [f.kind for f in detect("ABA 021000021")] == ["us_routing"]
+    assert not detect("ABA 021000022")
+
+
+@pytest.mark.parametrize("said", [
+    "my account was suspended on 12/03/2024", "she has 3 accounts and 2 cards", "account: 2,500 followers",
+    "the account 2019-2020 was audited", "An account of 300000 refugees crossing the border", "routing 16 lanes",
+    "Kontostand 125000 Euro", "compte rendu 2024-2025", "conto: 145000 euro a testa", "sort code 12-345",
+    "account 1234", "I'll take it into account 100%",
+])
+def test_account_words_without_an_account_number_find_nothing(said: str) -> None:
+    assert not [f for f in detect(said) if f.detector == "account"]
+
+
+@pytest.mark.parametrize("said, card", [
+    ("Card: 5555 5555 / 5555 4444 exp 03/27", "5555 5555 / 5555 4444"),
+    ("use 4111-1111 / 1111-1111 for the deposit", "4111-1111 / 1111-1111"),
+    ("4012 8888/8888 1881 is the card", "4012 8888/8888 1881"),
+])
+def test_a_card_split_by_a_slash_is_a_card(said: str, card: str) -> None:
+    """A card's groups split by "/" ("4111 1111 / 1111 1111") were cut at the slash: half a card, no card."""
+    assert _one(said, "card").text == card
+
+
+@pytest.mark.parametrize("said", ["4111 1111 / 1111 1112", "pages 1200 / 1300 / 1400 / 1500", "ratio 4111 / 1111111"])
+def test_a_slash_between_groups_that_fail_the_check_is_no_card(said: str) -> None:
+    assert not [f for f in detect(said) if f.detector == "card"]
+
+
+@pytest.mark.parametrize("said, address", [
+    ("flat 2, 9 mill lane bristol bs1 4dj.", "9 mill lane bristol bs1 4dj"),
+    ("ship to 1200 oak avenue austin tx 78701 asap", "1200 oak avenue austin tx 78701"),
+    ("she is at 10 queen street toronto on m5h 2n2", "10 queen street toronto on m5h 2n2"),
+    ("post it to 7 church lane, york yo1 7hh please", "7 church lane, york yo1 7hh"),
+])
+def test_an_address_in_small_letters_keeps_its_town_and_postcode(said: str, address: str) -> None:
+    """An address typed in small letters and followed by its town and postcode was not found at all: the small
+    letters form had to end at the street type."""
+    assert _one(said, "address").text == address
+
+
+def test_the_account_patterns_need_two_digits() -> None:
+    from runtime_host.safety import detectors as d
+
+    assert all(_needs_digits(rx) >= 2 for rx in d._account_res().values())
