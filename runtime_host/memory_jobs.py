@@ -1058,8 +1058,8 @@ def model_reconcile(route: Route) -> Any:
 
 def redactor(pod: Any) -> Callable[[str, str], str]:
     """The personal-data redaction every text passes on its way into memory (``Memory.redactor``): the
-    memory-write phase of the default safety policy (cards, IBANs, national ids, addresses, phones, mail
-    addresses, secrets). Agents' own ``remember`` calls are gated with their agent's policy first."""
+    memory-write phase of the default safety policy (cards, IBANs, bank account numbers, national ids, addresses,
+    phones, mail addresses, secrets). Agents' own ``remember`` calls are gated with their agent's policy first."""
     from runtime_host.safety.policy import Policy, decide
 
     policy = Policy(agent="memory")

@@ -1,9 +1,9 @@
 """Detectors for personal data and secrets, each returning findings with character offsets. Stdlib only.
 
 A detector is a function from text to a list of `Finding`s. Shapes are found with regular expressions
-and then confirmed with what the shape alone cannot tell: check digits (Luhn, mod 97, Verhoeff, national
-id keys), issuer prefixes and lengths, and nearby words ("order", "SSN", "call"). Patterns compile on
-first use so that importing this module costs next to nothing.
+and then confirmed with what the shape alone cannot tell: check digits (Luhn, mod 97, ABA routing, Verhoeff,
+national id keys), issuer prefixes and lengths, and nearby words ("order", "SSN", "call", "account"). Patterns
+compile on first use so that importing this module costs next to nothing.
 """
 
 from __future__ import annotations
