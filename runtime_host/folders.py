@@ -1547,7 +1547,7 @@ class WatchedFolders:
                      decide: Callable[[list[Any]], list[Any]], rep: ScanReport, vanished: list[str]) -> None:
         """Stores a step's parts and writes the rows of the files it finished; a file gone from its path since the
         listing keeps its row (added to ``vanished``: the scan's end looks for it again, see `_moved_meanwhile`)."""
-        from runtime_host.memory_jobs import on_own_thread
+        from runtime_host.memory_jobs import on_own_thread, redactor
         from wiki_engine import Item
         from wiki_engine.guard import held_because
 
@@ -1622,11 +1622,15 @@ class WatchedFolders:
                 if held_now:
                     why = reasons[held_now[0]].removeprefix("Quarantined:").strip()
                     notes.append(_held_note(len(held_now), why))
+                    # Activity (and its export) outlives the file and its folder: the name, the writer's words
+                    # ("… IBAN DE89 ….txt"), is redacted there as memory redacts it (folders.db keeps it, the
+                    # owner's own list, gone with the folder)
+                    named = redactor(self.pod)(r.rel, scope)
                     self.pod.audit(person_id=folder.person_id, agent=None, kind="memory", phase="memory_write",
                                    action="quarantined", rule="memory.instruction_filter",
-                                   summary=f"an imported file was held back: {r.rel}: it {held_because(why)} (review "
+                                   summary=f"an imported file was held back: {named}: it {held_because(why)} (review "
                                    "it in Wiki → Held back)",
-                                   detail={"file": r.rel})
+                                   detail={"file": named})
                 if r.dropped:
                     notes.append(f"{len(r.dropped)} message(s) skipped ({r.dropped[0]})")
                 if not sids:
