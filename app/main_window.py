@@ -975,8 +975,8 @@ class MainWindow(QMainWindow):
         if not name:
             return
         if not confirm(self, "Delete agent", f"Delete the agent {name}?", "Delete",
-                       "Its conversations, steps, schedules and own notes are deleted and its worker stops. What "
-                       "it put in your memory stays: to delete that too, forget the agent first (Wiki → Forget). "
+                       "Its conversations, steps, schedules, own notes and folder are deleted and its worker stops. "
+                       "What it put in your memory stays: to delete that too, forget the agent first (Wiki → Forget). "
                        "This cannot be undone."):
             self.statusBar().showMessage("Nothing deleted.")
             return

@@ -1614,7 +1614,8 @@ class WikiView(QWidget):
             self.status.emit("Type the agent's name first.")
             return
         if not confirm(self, "Forget", f"Forget everything {name} learned?", "Forget",
-                       "Its sources are deleted and taken out of search. This cannot be undone."):
+                       "Its sources are deleted and taken out of search, and its own notes emptied. This cannot be "
+                       "undone."):
             self.status.emit("Nothing forgotten.")
             return
         self._forget(self.pod.memory_forget_agent(name), f"learned by {name}")
@@ -1626,7 +1627,8 @@ class WikiView(QWidget):
         folders = (f" Your {watched} watched folder(s) are no longer watched (their files stay where they are; add "
                    "a folder again to import it anew)." if watched else "")
         if not confirm(self, "Forget", f"Forget everything remembered about {self.pod.person.name}?", "Forget everything",
-                       f"Every source about you is deleted and taken out of search.{folders} This cannot be undone."):
+                       "Every source about you is deleted and taken out of search, and your agents' own notes "
+                       f"emptied.{folders} This cannot be undone."):
             self.status.emit("Nothing forgotten.")
             return
         self._forget(self.pod.memory_forget_me(), "about you",

@@ -54,6 +54,15 @@ class AgentHost:
         self._epoch = 0  # bumped when a profile or provider changes: idle workers rebind
         pod.subscribe(self._persist_worker_state)
 
+    def register_tools(self, tools: dict[str, Any]) -> None:
+        """The Pod tools this part carries out for a worker: an agent's own notes (runtime_host/agentnotes.py)."""
+        tools["append_note"] = self._tool_append_note
+
+    async def _tool_append_note(self, person_id: str, instance_id: str, args: dict[str, Any]) -> str:
+        from runtime_host import agentnotes
+
+        return await agentnotes.append_note(self.pod, person_id, instance_id, args)
+
     def know_keys(self, person_id: str) -> None:
         """Has the key redactor know the person's provider keys before anything they type is kept: a key pasted
         into a chat is hidden in the stored message and in its title. Read at each turn (one keyring read per
@@ -495,15 +504,16 @@ class AgentHost:
             await handle.stop()
 
     async def delete_agent(self, person_id: str, name: str) -> None:
-        """Deletes an agent: stops its turns and worker, removes its schedules, conversations and steps, and its
-        own notes in memory (no one could see them any more) with what it had held back, and the extraction
-        model's reasons for skipping messages of its conversations. What it put in the person's memory or
-        everyone's stays, theirs to keep or delete there."""
+        """Deletes an agent: stops its turns and worker, removes its folder (its notes file, the files it wrote), its
+        schedules, conversations and steps, and its own notes in memory (no one could see them any more) with what it
+        had held back, and the extraction model's reasons for skipping messages of its conversations. What it put in
+        the person's memory or everyone's stays, theirs to keep or delete there."""
         from runtime_host import schedule
 
         inst, _profile = self.find_agent(person_id, name)
         await self.stop_agent(person_id, name)
         self.pod.supervisor.handles.pop((inst.person_id, inst.id), None)
+        self._remove_folder(inst.person_id, inst.id, name)  # first: a failure leaves everything else
         for row in schedule.list_schedules(self.pod.store.engine, inst.person_id):
             if row.instance_id == inst.id:
                 schedule.delete_schedule(self.pod.store.engine, row.id)
@@ -519,6 +529,21 @@ class AgentHost:
         self.pod.audit(person_id=inst.person_id, agent=name, kind="agent", action="deleted",
                    summary=f"Agent {name} deleted with its conversations and schedules.")
         self.pod.emit({"type": "agent.deleted", "person": inst.person_id, "agent": name})
+
+    def _remove_folder(self, person_id: str, agent_id: str, name: str) -> None:
+        """Removes a deleted agent's folder (agents/<person>/<agent>: its notes, the files it wrote, its logs), its
+        worker stopped."""
+        import shutil
+
+        folder = self.pod.home / "agents" / person_id / agent_id
+        try:
+            shutil.rmtree(folder)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise StoreError(f"Agent {name}'s folder {folder} could not be removed ({exc.strerror or exc}), so the "
+                             "agent was not deleted. Make the folder writable (or remove it yourself), then delete "
+                             "the agent again.") from exc
 
     async def restart_agent(self, person_id: str, name: str) -> dict[str, Any]:
         """Stops the agent's worker and starts a fresh one; also clears a fatal state."""

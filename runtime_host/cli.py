@@ -634,8 +634,8 @@ async def _memory(me: Any, args: argparse.Namespace) -> int:
         elif args.action in ("forget-agent", "forget-me") and not args.yes:
             what = f"everything {args.name} learned" if args.action == "forget-agent" else "everything remembered about you"
             also = "" if args.action == "forget-agent" else ", and stops watching your folders"
-            print(f"error: this forgets {what} for good (sources, pages and what waits to be kept{also}); add --yes "
-                  "to do it.", file=sys.stderr)
+            print(f"error: this forgets {what} for good (sources, pages, what waits to be kept and agent notes{also}); "
+                  "add --yes to do it.", file=sys.stderr)
             return EXIT_USAGE
         elif args.action == "forget-agent":
             print(f"Forgot {await me.memory_forget_agent(args.name)} item(s) learned by {args.name}.")

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from runtime_host import agentnotes
 from runtime_host.mappingforgets import MappingForgets
 from runtime_host.remembering import RememberCounts
 from runtime_host.store import storage_errors_said
@@ -473,9 +474,9 @@ class MemoryHost(MappingForgets):
         return n
 
     async def memory_forget_agent(self, person_id: str, name: str) -> int:
-        """Everything one agent learned, and memory's summaries of the person's conversations with it (those
-        written before summaries named their agent are found by their conversation), and why the extraction model
-        skipped any of their messages."""
+        """Everything one agent learned, its own notes, memory's summaries of the person's conversations with it
+        (those written before summaries named their agent are found by their conversation), and why the extraction
+        model skipped any of their messages."""
         inst, _ = self.pod.find_agent(person_id, name)
         scope = f"private/{inst.person_id}"
         convs = self.pod.store.list_conversations(inst.id)
@@ -489,8 +490,11 @@ class MemoryHost(MappingForgets):
             self.memory.drop_held(scope, summaries)
             return n + len(older)
 
-        async with self._forgetting(inst.person_id, lambda: self._mappings_in(self.person_scopes(inst.person_id))):
+        notes = agentnotes.note_files(self.pod.home, inst.person_id, inst.id)
+        async with self._forgetting(inst.person_id, lambda: self._mappings_in(self.person_scopes(inst.person_id),
+                                                                              agentnotes.texts(notes))):
             n = await self.in_memory_thread(forget)
+            agentnotes.empty(notes)
         return n
 
     async def delete_conversation(self, person_id: str, conversation_id: str) -> None:
@@ -536,8 +540,11 @@ class MemoryHost(MappingForgets):
     async def memory_forget_me(self, person_id: str) -> int:
         # Watched folders first, or they would import it all again (an import running now stores nothing more).
         self.pod.folders.forget_person(person_id)
-        async with self._forgetting(person_id, lambda: self._mappings_in(self.person_scopes(person_id))):
+        notes = agentnotes.note_files(self.pod.home, person_id)  # what their agents noted goes too
+        async with self._forgetting(person_id, lambda: self._mappings_in(self.person_scopes(person_id),
+                                                                         agentnotes.texts(notes))):
             n = int(await self.in_memory_thread(lambda: self.memory.forget_person(person_id)))
+            agentnotes.empty(notes)
         self.pod.store.drop_kept_correction(person_id)  # their wiki corrections not saved, kept for them sealed
         return n
 

@@ -114,6 +114,7 @@ class Pod:
         self.memory_host = MemoryHost(self)  # memory: the wiki, its thread, tools and jobs (runtime_host/memoryhost.py)
         self.memory_host.register_tools(self.pod_tools)
         self.agent_host = AgentHost(self)  # agents, providers and routes (runtime_host/agenthost.py)
+        self.agent_host.register_tools(self.pod_tools)
         self.schedule_host = ScheduleHost(self)  # schedules and the memory timers (runtime_host/schedulehost.py)
 
     # -- events

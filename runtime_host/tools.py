@@ -254,9 +254,24 @@ def calculate(expression: str) -> str:
 
 
 # Notes: a markdown file in the agent's own scratch folder. Each appended line carries the id of the
-# step that wrote it, so after a crash Hearth can tell whether an interrupted call took effect.
+# step that wrote it, so after a crash Hearth can tell whether an interrupted call took effect. The Pod writes
+# them (runtime_host/agentnotes.py: gated and redacted as memory is); the worker reads them.
 NOTES_FILE = "notes.md"
 NOTE_CHARS = 2000  # the most characters of a note, and of a fact an agent remembers (runtime_host/remembering.py)
+
+
+def write_note(folder: str, line: str, step_id: str) -> None:
+    """Appends one note (one line) to the notes file in ``folder``, marked with the step that wrote it."""
+    import os
+
+    data = f"- {line} <!-- step:{step_id} -->\n".encode()
+    # One write() of one line: the note and its step marker land together or not at all.
+    fd = os.open(os.path.join(folder, NOTES_FILE), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _notes_recover(step_id: str) -> str | None:
@@ -272,30 +287,20 @@ def _notes_recover(step_id: str) -> str | None:
     return None
 
 
-@tool("notes", recover=_notes_recover)
+@tool("notes", recover=_notes_recover, in_process=True)
 def append_note(text: str, _context: dict[str, Any] | None = None) -> str:
     """Appends a line to the agent's own notes file, to remember something for later turns.
 
     Args:
         text: the note, one line.
     """
-    import os
-
-    line = " ".join(text.split())
-    if not line:
-        raise ToolInputError("the note is empty")
-    if len(line) > NOTE_CHARS:
-        raise ToolInputError(f"a note is at most {NOTE_CHARS} characters")
-    step_id = (_context or {}).get("step_id", "")
-    data = f"- {line} <!-- step:{step_id} -->\n".encode()
-    # One write() of one line: the note and its step marker land together or not at all.
-    fd = os.open(NOTES_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    return f"noted: {line}"
+    # A Pod tool that records its effect: the Pod redacts the note as memory redacts what it keeps (a card,
+    # an IBAN) and writes it with this step's id, which the worker reads back after a crash (_notes_recover).
+    context = _context or {}
+    pod_call = context.get("pod_call")
+    if pod_call is None:
+        raise RuntimeError("append_note needs the Pod, and this run has no Pod connection")
+    return str(pod_call("append_note", {"text": text, "step": context.get("step_id", "")}))
 
 
 @tool("notes")

@@ -8,7 +8,7 @@ import os
 import threading
 from pathlib import Path
 
-from runtime_host.tools import TOOLKITS, call_tool
+from runtime_host.tools import write_note
 from runtime_host.worker.channel import Channel
 from runtime_host.worker.loop import INTERRUPTED, TurnContext, _replay
 
@@ -41,8 +41,8 @@ def make_ctx() -> tuple[TurnContext, AckingOut]:
 
 def test_interrupted_note_that_took_effect_is_recovered_not_rerun(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
-    # the note was written by step s2 just before the worker died (its finish was never written)
-    call_tool(TOOLKITS["notes"]["append_note"], {"text": "buy milk"}, {"step_id": "s2"})
+    # the note was written for step s2 (by the Pod) just before the worker died (its finish was never written)
+    write_note(".", "buy milk", "s2")
     steps = [
         {"id": "s1", "kind": "model", "name": "m", "status": "finished", "parent_id": None,
          "result": {"text": "", "tool_calls": [{"id": "c1", "name": "append_note", "arguments": {"text": "buy milk"}},
