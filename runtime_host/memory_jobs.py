@@ -1148,7 +1148,7 @@ def chat_items(pod: Any, person_id: str, since: Any) -> list[Any]:
     scope = f"private/{person_id}"
     person = next((called(p) for p in pod.store.list_people() if p.id == person_id), "person")
     agents = {i.id: i.name for i, _ in pod.store.list_agents(person_id)}
-    rows = pod.store.messages_after(list(agents), (since.ts, since.key) if since is not None else None, BATCH_ITEMS,
+    rows = pod.store.messages_after(list(agents), _seq(since, pod.store.carried_seq), BATCH_ITEMS,
                                     skip_origins=HEARTH_ORIGINS)
     items = []
     for m, title, conv_agent in rows:  # every row is an item: one left out here could hold the watermark back for good
@@ -1156,8 +1156,17 @@ def chat_items(pod: Any, person_id: str, since: Any) -> list[Any]:
         # subject: the title given to the conversation, if any. One Hearth made from the first message is not
         # every note's subject: deleting that message's note, or editing it, would leave its words on the others.
         items.append(Item(text=m.content, scope=scope, ts=m.created_at, kind="chat", key=m.id, author=who,
-                          owner=person_id, agent=conv_agent, subject=title))
+                          owner=person_id, agent=conv_agent, subject=title, seq=m.seq))
     return _within_budget(items)
+
+
+def _seq(since: Any, carried: Callable[[tuple[float, str]], int]) -> int | None:
+    """Where a watermark stands in its origin's order of writing: its own number, or, a watermark kept as a time
+    and an id before memory went by that order (or one a forget set), the number that order gave the last item
+    read by it (``carried``)."""
+    if since is None:
+        return None
+    return since.seq if since.seq is not None else carried((since.ts, since.key))
 
 
 def message_print(message_id: str) -> str:
@@ -1175,20 +1184,22 @@ def mail_items(pod: Any, account: Any, since: Any) -> list[Any]:
     from wiki_engine import Item
 
     out = []
-    # up to 500 a run, strictly past the watermark in its own order (received, id): the next run goes on from there
-    for row in ledger.list_messages(pod.store.engine, account.id, (since.ts, since.key) if since else None, 500):
+    # up to 500 a run, strictly past the watermark in the order mail was kept: the next run goes on from there
+    at = _seq(since, lambda after: ledger.carried_seq(pod.store.engine, account.id, after))
+    for row in ledger.kept_after(pod.store.engine, account.id, at, 500):
         stored = ledger.get_message(pod.store.engine, row["id"])
         if stored is None:
             continue
         mail = stored.mail
-        # dated (and ordered, as the watermark is) by when it was kept; "sent" is the mail's own Date, or, a mail with
-        # none, "message-print" its Message-ID's: that names it when it is read again (moved back into the inbox, or
-        # the inbox added again), its read-time date left out of its print, so a source deleted stays so
+        # dated by when it was kept, read (as the watermark goes) in the order it was kept; "sent" is the mail's own
+        # Date, or, a mail with none, "message-print" its Message-ID's: that names it when it is read again (moved back
+        # into the inbox, or the inbox added again), its read-time date left out of its print, so a source deleted
+        # stays so
         named = {"sent": mail.date} if mail.date else {"message-print": message_print(mail.message_id)} \
             if mail.message_id else {}
         out.append(Item(text=mail.text or "", scope=f"private/{account.person_id}", ts=float(row["received_at"]),
                         kind="mail", key=row["id"], author=mail.from_addr, subject=mail.subject,
-                        owner=account.person_id, meta=named))
+                        owner=account.person_id, meta=named, seq=int(row["seq"])))
     return _within_budget(out)
 
 
@@ -1253,7 +1264,7 @@ async def _produce_for(pod: Any, person: Any, names: dict[str, str], internal: s
             total["error"] = str(exc)
             failed.append((pid, exc))
             break
-        if not rep.pulled:
+        if not rep.pulled and not rep.passed:
             caught_up.add(origin)
         for key, reason in rep.quarantined:
             pod.audit(person_id=pid, agent=None, kind="memory", phase="memory_write", action="quarantined",

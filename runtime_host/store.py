@@ -32,6 +32,31 @@ def now() -> float:
     return time.time()
 
 
+def next_in_order(bind: Any, name: str) -> int:
+    """The next number of ``name``'s order ("message", "mail": see migration 0021), taken in the caller's transaction
+    (a Session or a Connection). Its row stays locked until that transaction ends, so the numbers are taken in the
+    order the rows they number become visible to a reader, none twice and none reused, whatever the clock says."""
+    conn = bind.connection() if isinstance(bind, Session) else bind
+    return int(conn.execute(text("UPDATE ordinal SET last = last + 1 WHERE name = :n RETURNING last"),
+                            {"n": name}).scalar_one())
+
+
+_ORDERED = {"message": ("message", "created_at"), "mail": ("mail_messages", "received_at")}
+
+
+def carried_seq(conn: Any, name: str, after: tuple[float, str], account_id: str | None = None) -> int:
+    """Where a reader that went by (time, id) up to ``after`` (memory's watermarks before migration 0021) stands in
+    the order of ``name`` ("message", or one inbox's "mail"): among the rows that migration numbered (by time, then
+    id: the order that reader went by), the last at or before ``after``; 0 if none. A row written since is past it,
+    whatever its time says: it was never read."""
+    table, at = _ORDERED[name]
+    inbox = " AND account_id = :a" if name == "mail" else ""
+    carried = conn.execute(text("SELECT carried FROM ordinal WHERE name = :n"), {"n": name}).scalar_one()
+    last = conn.execute(text(f"SELECT MAX(seq) FROM {table} WHERE seq <= :c AND ({at} < :t OR ({at} = :t AND id <= :k))"
+                             f"{inbox}"), {"c": carried, "t": after[0], "k": after[1], **({"a": account_id} if inbox else {})}).scalar()
+    return int(last or 0)
+
+
 # ---- tables ------------------------------------------------------------------------------------
 
 
@@ -110,6 +135,9 @@ class Message(SQLModel, table=True):
     created_at: float = Field(default_factory=now)
     # A branch's copy of another conversation's message (its id): the person said it once, where memory took it.
     copied_from: str | None = None
+    # Its place in the order messages were written (``next_in_order``): memory reads chat past where it stopped in
+    # this order, which no clock moves (``created_at`` is the machine's clock, which may have run ahead).
+    seq: int | None = None
 
 
 # Turns Hearth started (a task in the background, a schedule, incoming mail, a hand-off between agents): their
@@ -347,6 +375,29 @@ MIGRATIONS.append(("0020_conversation_title_auto", [
     "ALTER TABLE conversation ADD COLUMN title_auto INTEGER NOT NULL DEFAULT 0",
     lambda c: _titles_made_again(c),
 ]))
+# Memory reads chat and mail in the order they were written, not by the clock (which may have run ahead, then been
+# put right): each message and mail gets the next number of its ``ordinal`` row as it is written (``next_in_order``).
+# Those kept before are numbered in the order memory read them until now (time, then id); ``carried`` says how many
+# were, so memory's watermarks, kept as a time and an id, are carried over to these numbers (``carried_seq``).
+ORDINAL_TABLE = "CREATE TABLE ordinal (name TEXT PRIMARY KEY, last BIGINT NOT NULL, carried BIGINT NOT NULL)"
+
+
+def _memory_order() -> tuple[str, list[str]]:
+    from runtime_host.mail.ledger import MAIL_ORDER
+
+    return ("0021_memory_order", [
+        ORDINAL_TABLE,
+        "ALTER TABLE message ADD COLUMN seq BIGINT",
+        """UPDATE message SET seq = r.n FROM (SELECT id, ROW_NUMBER() OVER (ORDER BY created_at, id) AS n
+            FROM message) AS r WHERE message.id = r.id""",
+        "CREATE UNIQUE INDEX ix_message_seq ON message (seq)",
+        "INSERT INTO ordinal (name, last, carried) SELECT 'message', COALESCE(MAX(seq), 0), COALESCE(MAX(seq), 0) "
+        "FROM message",
+        *MAIL_ORDER,
+    ])
+
+
+MIGRATIONS.append(_memory_order())
 MIGRATIONS.sort(key=lambda m: m[0])  # applied in the order of their numbers, wherever they are declared
 
 
@@ -742,15 +793,15 @@ class Store:
 
     @staticmethod
     def _add_message(s: Session, conversation_id: str, role: str, content: str, turn_id: str | None) -> Message:
-        # Stamped after every message kept before it: the memory producer reads chat past where it stopped, so
-        # a clock set back (a sync after sleep, a second host whose clock runs behind) must not put new
-        # messages behind that point, never to be remembered.
+        # Stamped after every message kept before it, so a clock set back (a sync after sleep, a second host whose
+        # clock runs behind) never lists a new message before older ones. Memory does not go by this time: it reads
+        # chat in the order messages were written (``seq``), which no clock moves.
         last = s.exec(select(func.max(Message.created_at))).one()
         at = now()
         if last is not None and at <= last:
             at = math.nextafter(last, math.inf)
         msg = Message(conversation_id=conversation_id, role=role, content=redact(content), turn_id=turn_id,
-                      created_at=at)
+                      created_at=at, seq=next_in_order(s, "message"))
         s.add(msg)
         conv = s.get(Conversation, conversation_id)
         if conv is not None:
@@ -880,14 +931,15 @@ class Store:
                 c.execute(text("UPDATE conversation SET title = :t WHERE id = :c"),
                           {"t": made_title(_first_said(c, conversation_id), how), "c": conversation_id})
 
-    def messages_after(self, instance_ids: list[str], after: tuple[float, str] | None, limit: int,
+    def messages_after(self, instance_ids: list[str], after: int | None, limit: int,
                        skip_origins: tuple[str, ...] = ()) -> list[tuple[Message, str, str]]:
-        """The agents' user and assistant messages with text, strictly past ``after`` (time, id) in that order,
-        at most ``limit``, each with its conversation's given title and agent (a title Hearth made from the first
-        message is left out, "": that message's words are its own, not every message's); read at once (one snapshot), so a message written
-        meanwhile to a conversation read earlier is never passed by one read later. Messages of turns of
-        ``skip_origins`` are left out, and a branch's copies of messages (read where they were first said)."""
-        from sqlalchemy import and_, or_
+        """The agents' user and assistant messages with text, strictly past ``after`` in the order they were written
+        (``seq``; None: from the first), at most ``limit``, each with its conversation's given title and agent (a
+        title Hearth made from the first message is left out, "": that message's words are its own, not every
+        message's); read at once (one snapshot), so a message written meanwhile to a conversation read earlier is
+        never passed by one read later. Messages of turns of ``skip_origins`` are left out, and a branch's copies of
+        messages (read where they were first said)."""
+        from sqlalchemy import or_
 
         if not instance_ids or limit < 1:
             return []
@@ -901,12 +953,17 @@ class Store:
                     Message.role.in_(("user", "assistant")),  # type: ignore[attr-defined]
                     func.trim(Message.content, " \t\r\n") != "",  # a tool call's empty or blank text
                     Message.copied_from.is_(None),  # type: ignore[union-attr]  # a branch's copy: said once, before
+                    Message.seq > (after or 0),  # type: ignore[operator]
                     or_(Turn.id.is_(None), Turn.origin.not_in(skip_origins))))  # type: ignore[union-attr,attr-defined]
-        if after is not None:
-            q = q.where(or_(Message.created_at > after[0], and_(Message.created_at == after[0], Message.id > after[1])))
-        q = q.order_by(Message.created_at, Message.id).limit(limit)  # type: ignore[arg-type]
+        q = q.order_by(Message.seq).limit(limit)  # type: ignore[arg-type]
         with self.session() as s:
             return [(m, title, inst) for m, title, inst in s.exec(q).all()]
+
+    def carried_seq(self, after: tuple[float, str]) -> int:
+        """Where memory's reader of chat, which went by (time, id) up to ``after``, stands in the order messages were
+        written (see ``carried_seq``)."""
+        with self.session() as s:
+            return carried_seq(s.connection(), "message", after)
 
     # -- turns and steps
     def create_turn(self, conversation_id: str, instance_id: str, origin: str = "chat",

@@ -147,6 +147,15 @@ MIGRATIONS: list[tuple[str, str]] = [
         ALTER TABLE inbox ADD COLUMN no_page INTEGER NOT NULL DEFAULT 0
         """,
     ),
+    (
+        "0011_watermark_seq",
+        # Where an origin that numbers its items in the order they were written (chat, mail) was pulled up to: its
+        # number. NULL for a watermark kept before (its origin carries it over from ts and item_key) and for an
+        # origin that goes by time.
+        """
+        ALTER TABLE watermarks ADD COLUMN seq INTEGER
+        """,
+    ),
 ]
 
 

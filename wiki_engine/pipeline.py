@@ -68,12 +68,18 @@ class Decision:
 
 @dataclass(frozen=True)
 class Watermark:
-    """Everything at or before (ts, key) of one origin in one scope has been pulled."""
+    """Everything at or before (ts, key) of one origin in one scope has been pulled; of an origin that numbers its
+    items in the order they were written (``Item.seq``: chat, mail), everything numbered up to ``seq`` (``ts`` and
+    ``key`` then name the last item pulled), whatever the clock said when each was written. Such an origin's watermark
+    without ``seq`` (kept before memory went by that order, or set by a forget) is carried over by its fetch."""
 
     ts: float
     key: str
+    seq: int | None = None
 
     def covers(self, item: Item) -> bool:
+        if item.seq is not None:  # a time of such an origin says nothing of its order: its fetch went by the number
+            return self.seq is not None and item.seq <= self.seq
         return (item.ts, item.item_key()) <= (self.ts, self.key)
 
 
@@ -85,6 +91,7 @@ class ProducerReport:
     kept: list[str] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (item key, reason)
     quarantined: list[tuple[str, str]] = field(default_factory=list)  # (item key, reason)
+    passed: int = 0  # items forgotten before they were pulled: the watermark moved past them, no model shown them
     watermark: Watermark | None = None
 
 
@@ -136,11 +143,12 @@ def rules_decide(items: Sequence[Item]) -> list[Decision]:
 
 def get_watermark(memory: Memory, scope: str, origin: str) -> Watermark | None:
     """How far ``origin`` was pulled into ``scope``; never before the scope was last forgotten (what was said
-    before then stays forgotten, even if it was never pulled)."""
-    rows = memory.catalog.query("SELECT ts, item_key FROM watermarks WHERE scope=? AND origin=?", (scope, origin))
-    mark = Watermark(rows[0][0], rows[0][1]) if rows else None
+    before then stays forgotten, even if it was never pulled). A numbered watermark (``seq``) stays where it is: the
+    producer passes over the items past it said before the forget, showing them to no model."""
+    rows = memory.catalog.query("SELECT ts, item_key, seq FROM watermarks WHERE scope=? AND origin=?", (scope, origin))
+    mark = Watermark(rows[0][0], rows[0][1], rows[0][2]) if rows else None
     gone = memory.forgotten_at(scope)
-    if gone and (mark is None or mark.ts < gone):
+    if gone and (mark is None or (mark.seq is None and mark.ts < gone)):
         return Watermark(gone, "\U0010ffff")
     return mark
 
@@ -213,6 +221,7 @@ def run_producer(memory: Memory, *, scope: str, origin: str, fetch: Fetch, decid
 
     If anything fails (fetch, the model, a disk write), the watermark does not move, so the next run
     pulls the same items again; storing is idempotent, so nothing is stored twice and nothing is missed.
+    Items go in their origin's order of writing where it numbers them (``Item.seq``), else by time.
     """
     return drive(producer_steps(memory, scope=scope, origin=origin, fetch=fetch), decide)
 
@@ -221,22 +230,30 @@ def producer_steps(memory: Memory, *, scope: str, origin: str,
                    fetch: Fetch) -> Generator[list[Item] | Embed, Any, ProducerReport]:
     """``run_producer`` as steps: yields the items to keep or skip, is sent one Decision per item, or for the first
     items only (at least one): those are stored and the watermark moves to the last of them; the rest is pulled
-    again by the next run. Then yields ``Embed`` (the kept items' vectors, made off memory's thread)."""
+    again by the next run. Items forgotten before they were pulled are shown to no model: the watermark moves past
+    them. Then yields ``Embed`` (the kept items' vectors, made off memory's thread)."""
     sc = str(Scope.parse(scope))
     report = ProducerReport(sc, origin)
     mark = get_watermark(memory, sc, origin)
-    items = sorted(fetch(mark), key=lambda i: (i.ts, i.item_key()))
+    items = list(fetch(mark))
     for it in items:
         if it.scope != sc:
             raise ValueError(f"fetch returned an item for {it.scope} while producing {sc}; fetch one scope at a time.")
+    if len({it.seq is None for it in items}) > 1:
+        raise ValueError(f"fetch returned {origin} items numbered (seq) and not: an origin goes by one order.")
+    items.sort(key=lambda i: (i.seq, "") if i.seq is not None else (i.ts, i.item_key()))
     items = [memory.clean_item(i) for i in items if mark is None or not mark.covers(i)]
-    report.pulled = len(items)
+    with memory.catalog.tx() as db:
+        gone = {id(it) for it in items if forgotten(db, it)}
+    report.pulled, report.passed = len(items) - len(gone), len(gone)
     if not items:
         report.watermark = mark
         return report
     clean: list[Item] = []
     held: list[tuple[Item, str, str]] = []
     for it in items:
+        if id(it) in gone:
+            continue
         v = check_instructions(it.said())
         if v.ok:
             clean.append(it)
@@ -253,9 +270,10 @@ def producer_steps(memory: Memory, *, scope: str, origin: str,
         items, clean = items[:upto], clean[:len(decisions)]
         before = {id(it) for it in items}
         held = [h for h in held if id(h[0]) in before]
-        report.pulled = len(items)
+        report.passed = len(before & gone)
+        report.pulled = len(items) - report.passed
     last = items[-1]
-    new_mark = Watermark(last.ts, last.item_key())
+    new_mark = Watermark(last.ts, last.item_key(), last.seq)
     docs: dict[str, list] = {}
     for s in {i.scope for i in clean}:
         memory.index(s)  # open (and repair) first, so new items are indexed once
@@ -290,8 +308,8 @@ def producer_steps(memory: Memory, *, scope: str, origin: str,
                 continue
             report.quarantined.append((it.item_key(), reason))
         db.execute(
-            "INSERT OR REPLACE INTO watermarks (scope, origin, ts, item_key) VALUES (?,?,?,?)",
-            (sc, origin, new_mark.ts, new_mark.key),
+            "INSERT OR REPLACE INTO watermarks (scope, origin, ts, item_key, seq) VALUES (?,?,?,?,?)",
+            (sc, origin, new_mark.ts, new_mark.key, new_mark.seq),
         )
     for s, ds in docs.items():
         idx = memory.index(s)

@@ -19,7 +19,9 @@ class Item:
     """One thing that may be remembered, as pulled from chat, mail or notes.
 
     ``key`` identifies the item in its origin (message id, turn id) and orders items that share a
-    timestamp; ``ts`` is epoch seconds. ``importance`` is 0..1 or None for the default.
+    timestamp; ``ts`` is epoch seconds. ``importance`` is 0..1 or None for the default. ``seq``, where the origin
+    numbers its items in the order they were written (no clock moves that order), is the item's number: the
+    producer then goes by it instead of ``ts`` (a clock that ran ahead, then was put right, reorders times).
     """
 
     text: str
@@ -34,6 +36,7 @@ class Item:
     owner: str = ""
     agent: str = ""
     meta: dict[str, str] = field(default_factory=dict)
+    seq: int | None = None
 
     def item_key(self) -> str:
         """The origin key, or a content hash when the origin gave none."""

@@ -66,10 +66,25 @@ CARD_CONVERSATION_MIGRATION: tuple[str, list[str]] = (
     "0018_card_conversation", ["ALTER TABLE outbox_cards ADD COLUMN conversation_id TEXT"])
 
 
+# Mail's part of the store's migration 0021 (``runtime_host.store``): each kept mail's place in the order mail was
+# kept, which memory reads it by; those kept before are numbered by (received_at, id), the order memory read them in.
+MAIL_ORDER: list[str] = [
+    "ALTER TABLE mail_messages ADD COLUMN seq BIGINT",
+    """UPDATE mail_messages SET seq = r.n FROM (SELECT id, ROW_NUMBER() OVER (ORDER BY received_at, id) AS n
+        FROM mail_messages) AS r WHERE mail_messages.id = r.id""",
+    "CREATE UNIQUE INDEX ix_mail_messages_seq ON mail_messages (account_id, seq)",
+    "INSERT INTO ordinal (name, last, carried) SELECT 'mail', COALESCE(MAX(seq), 0), COALESCE(MAX(seq), 0) "
+    "FROM mail_messages",
+]
+
+
 def create_tables(engine: Engine) -> None:
-    """Applies MAIL_MIGRATION and CARD_CONVERSATION_MIGRATION directly (tests and benchmarks without the Store)."""
+    """Applies MAIL_MIGRATION, CARD_CONVERSATION_MIGRATION and MAIL_ORDER directly (tests and benchmarks without the
+    Store)."""
+    from runtime_host.store import ORDINAL_TABLE
+
     with engine.begin() as c:
-        for stmt in MAIL_MIGRATION[1] + CARD_CONVERSATION_MIGRATION[1]:
+        for stmt in [*MAIL_MIGRATION[1], *CARD_CONVERSATION_MIGRATION[1], ORDINAL_TABLE, *MAIL_ORDER]:
             c.execute(text(stmt))
 
 
@@ -257,24 +272,26 @@ def record_message(c: Connection, account_id: str, mailbox: str, uidvalidity: in
             "subject = :s AND COALESCE(sent_date, '') = :d LIMIT 1"),
             {"a": account_id, "mid": mail.message_id, "f": mail.from_addr, "s": mail.subject, "d": mail.date or ""}).first():
         return None
+    from runtime_host.store import next_in_order  # the store imports this module for its migrations
+
     mail_id = uuid.uuid4().hex
-    # Always after the inbox's last kept message: the memory producer reads mail in this order past where it
-    # stopped, so neither a clock set back (a sync after sleep) nor two mails in one tick of the clock may put new
-    # mail behind it, unread for good.
+    # Always after the inbox's last kept message, so neither a clock set back (a sync after sleep) nor two mails in
+    # one tick of the clock lists new mail before it. Memory does not go by this time: it reads mail in the order it
+    # was kept (``seq``), which no clock moves.
     last = c.execute(text("SELECT MAX(received_at) FROM mail_messages WHERE account_id = :a"), {"a": account_id}).scalar()
     now = time.time()
     if last is not None and now <= float(last):
         now = math.nextafter(float(last), math.inf)
     res = c.execute(text(
         "INSERT INTO mail_messages (id, account_id, mailbox, uidvalidity, uid, message_id, from_addr, to_addrs, subject, "
-        "sent_date, size, body_text, headers, attachments, notes, matches, received_at) VALUES (:id, :a, :m, :v, :u, "
-        ":mid, :f, :to, :s, :d, :size, :body, :h, :att, :n, :mt, :t) "
+        "sent_date, size, body_text, headers, attachments, notes, matches, received_at, seq) VALUES (:id, :a, :m, :v, "
+        ":u, :mid, :f, :to, :s, :d, :size, :body, :h, :att, :n, :mt, :t, :seq) "
         "ON CONFLICT (account_id, mailbox, uidvalidity, uid) DO NOTHING"),
         {"id": mail_id, "a": account_id, "m": mailbox, "v": uidvalidity, "u": uid, "mid": mail.message_id,
          "f": mail.from_addr, "to": json.dumps(mail.to), "s": mail.subject, "d": mail.date, "size": mail.size,
          "body": mail.text, "h": json.dumps(mail.headers), "att": json.dumps([a.__dict__ for a in mail.attachments]),
          "n": json.dumps(mail.notes), "mt": json.dumps([{"rule": m.rule_id, "why": m.explain()} for m in matches]),
-         "t": now})
+         "t": now, "seq": next_in_order(c, "mail")})
     if not res.rowcount:
         return None
     for m in matches:
@@ -312,15 +329,33 @@ def list_messages(bind: Engine | Connection, account_id: str, after: tuple[float
                   limit: int = 500, newest: bool = False) -> list[dict[str, Any]]:
     """Kept messages without their body text, oldest first by (received_at, id); with ``newest``, the latest
     ``limit`` of them, newest first (what an inbox shows as recent). ``after`` (received_at, id) gives the ones
-    strictly after it in that order: pages that never skip or repeat a message (the memory producer reads them so),
-    however many were stored in one instant."""
+    strictly after it in that order: pages that never skip or repeat a message, however many were stored in one
+    instant."""
     ts, key = after if after is not None else (float("-inf"), "")
     order = "received_at DESC, id DESC" if newest else "received_at, id"
+    return _listed(bind, f"account_id = :a AND (received_at > :s OR (received_at = :s AND id > :k)) ORDER BY {order}",
+                   {"a": account_id, "s": ts, "k": key, "l": limit})
+
+
+def kept_after(bind: Engine | Connection, account_id: str, after: int | None, limit: int = 500) -> list[dict[str, Any]]:
+    """Kept messages (as ``list_messages``) strictly past ``after`` in the order they were kept (``seq``; None: from
+    the first), which no clock moves: the memory producer reads them so, and never skips or repeats one."""
+    return _listed(bind, "account_id = :a AND seq > :q ORDER BY seq", {"a": account_id, "q": after or 0, "l": limit})
+
+
+def carried_seq(bind: Engine | Connection, account_id: str, after: tuple[float, str]) -> int:
+    """Where a reader that went by (received_at, id) up to ``after`` stands in the order this inbox's mail was kept
+    (see ``runtime_host.store.carried_seq``)."""
+    from runtime_host.store import carried_seq
+
+    with tx(bind) as c:
+        return carried_seq(c, "mail", after, account_id)
+
+
+def _listed(bind: Engine | Connection, where: str, params: dict[str, Any]) -> list[dict[str, Any]]:
     with tx(bind) as c:
         rows = c.execute(text("SELECT id, uid, message_id, from_addr, subject, sent_date, size, notes, matches, "
-                              "received_at FROM mail_messages WHERE account_id = :a AND (received_at > :s OR "
-                              f"(received_at = :s AND id > :k)) ORDER BY {order} LIMIT :l"),
-                         {"a": account_id, "s": ts, "k": key, "l": limit}).all()
+                              f"received_at, seq FROM mail_messages WHERE {where} LIMIT :l"), params).all()
     return [{**dict(r._mapping), "notes": json.loads(r._mapping["notes"]), "matches": json.loads(r._mapping["matches"])}
             for r in rows]
 

@@ -494,6 +494,55 @@ async def test_chat_said_after_the_clock_was_set_back_still_reaches_memory(pod, 
     assert any("Monday" in h.snippet for h in hits)
 
 
+async def test_chat_said_after_a_clock_that_ran_ahead_was_put_right_reaches_memory(pod, fake_model,
+                                                                                    monkeypatch) -> None:
+    """The machine's clock ran two hours ahead for a while (a dual-boot hardware clock kept in local time, a dead
+    clock battery, later put right by NTP). The person chatted meanwhile, memory's run pulled it, and they later
+    deleted that chat. Memory read chat past the time it had reached: nothing they said after the clock was put right
+    was remembered until real time passed the time it had run ahead to. Memory goes by the order messages were
+    written now. Bob's place in that order is his own: a line of his written before the person's, left for a later
+    run (his model failed), is still pulled although the person's run went past it."""
+    import runtime_host.store as store_module
+    from tests.helpers.fake_model import Error
+    from tests.integration.test_memory_pod import _say, bob_with_his_own_provider, produced_for
+
+    bob, as_bob = bob_with_his_own_provider(pod)
+    as_bob.add_agent("bobs", provider="fake")
+    as_bob.set_role_model("extraction", "fake/bob-model")  # the person's own: keep-or-skip by rules, no model
+    bobs_model_fails = [False]
+
+    def model(req):
+        if bobs_model_fails[0]:
+            return Error(500, "The server had an error while processing your request.")
+        n = len([ln for ln in req.last_user.splitlines() if ln.strip()])
+        return Text(json.dumps([{"n": i + 1, "keep": True, "reason": "a fact"} for i in range(n)]))
+
+    fake_model.script = model
+    mine, his = pod.find_agent("helper")[0], as_bob.find_agent("bobs")[0]
+    ahead = time.time() + 2 * 3600
+    monkeypatch.setattr(store_module, "time", SimpleNamespace(time=lambda: ahead))  # the store's clock, 2 h ahead
+    scratch = pod.store.create_conversation(mine.id, "Scratch")
+    _say(pod, scratch, mine, "The boiler engineer is Kasimir Wendt from Lindenau.")
+    assert (await pod.memory_produce())[0]["kept"] >= 1
+    monkeypatch.undo()  # NTP put the clock right
+    await pod.delete_conversation(scratch.id)
+    bobs_model_fails[0] = True
+    _say(pod, pod.store.create_conversation(his.id, "Bike"), his, "My bike lock code at the station is quoxite 9120.")
+    _say(pod, pod.store.create_conversation(mine.id, "Pool"), mine,
+         "My locker combination at the pool is the zorblat code 4471.")
+    bob_done = produced_for(pod, bob["id"])
+    await pod.memory_produce()
+    await asyncio.wait_for(bob_done.wait(), 30)  # his part failed: his line waits for his next run
+    assert not await as_bob.memory_search("quoxite bike lock", mode="keyword")
+    bobs_model_fails[0] = False
+    await as_bob.memory_produce()
+    await pod.memory_produce()
+    assert await pod.memory_search("zorblat locker", mode="keyword"), \
+        "said once after the clock was put right: never pulled into memory"
+    assert await as_bob.memory_search("quoxite bike lock", mode="keyword"), "Bob's line was passed over"
+    assert not await as_bob.memory_search("zorblat locker", mode="keyword")  # each one's chat stays theirs
+
+
 @pytest.mark.parametrize("written, kept", [
     ("#Ines is HIV positive.", ""),  # no space after '#': a paragraph, not a heading
     ("## [[Ines]] is HIV positive", ""),  # a heading over nothing, its words uncited

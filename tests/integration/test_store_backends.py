@@ -179,8 +179,9 @@ def test_kept_mail_pages_in_one_order_however_many_arrive_in_one_instant(db_url:
 
 
 def test_chat_past_a_watermark_is_read_in_one_order_on_every_backend(db_url: str) -> None:
-    """The memory producer's read of a person's chat (every conversation at once, past (time, id), text only,
-    without Hearth's own runs): the same rows in the same order on SQLite and PostgreSQL."""
+    """The memory producer's read of a person's chat (every conversation at once, past where it stopped in the order
+    messages were written, text only, without Hearth's own runs): the same rows in the same order on SQLite and
+    PostgreSQL."""
     s = Store(db_url)
     person = s.default_person()
     a = s.add_agent(person.id, "ada", provider=None, model=None, system="")
@@ -197,7 +198,7 @@ def test_chat_past_a_watermark_is_read_in_one_order_on_every_backend(db_url: str
     rows = s.messages_after([a.id, b.id], None, 4, skip_origins=("schedule",))
     assert [m.id for m, _t, _i in rows] == said[:4] and {i for _m, _t, i in rows} == {a.id, b.id}
     last = rows[-1][0]
-    rest = s.messages_after([a.id, b.id], (last.created_at, last.id), 100, skip_origins=("schedule",))
+    rest = s.messages_after([a.id, b.id], last.seq, 100, skip_origins=("schedule",))
     assert [m.id for m, _t, _i in rest] == said[4:]
     assert s.get_conversation(cb.id).title == "fact 1"  # the first line of its person's first message
     assert rows[0][1] == ""  # a title made from the first message is that message's words: not given with the others
