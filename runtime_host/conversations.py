@@ -11,15 +11,7 @@ from typing import Any
 
 from sqlalchemy import text
 
-from runtime_host.store import (
-    BRANCH_MARK,
-    TITLE_GIVEN,
-    TITLE_MADE_BRANCH,
-    Conversation,
-    Message,
-    StoreError,
-    next_in_order,
-)
+from runtime_host.store import BRANCH_MARK, TITLE_GIVEN, TITLE_MADE_BRANCH, Conversation, Message, StoreError
 
 ACTIVE = ("pending", "running")
 
@@ -249,7 +241,7 @@ def branch(me: Any, conversation_id: str, message_id: str, *, include: bool = Tr
         base = time.time() - len(keep) * 0.001
         for i, m in enumerate(keep):  # copies keep their order; their turns stay with the original
             s.add(Message(conversation_id=new.id, role=m.role, content=m.content, created_at=base + i * 0.001,
-                          copied_from=m.copied_from or m.id, seq=next_in_order(s, "message")))
+                          copied_from=m.copied_from or m.id))
         s.commit()
     me.store.title_again(new.id)
     me.emit({"type": "conversation.changed", "conversation_id": new.id, "person": me.person_id})

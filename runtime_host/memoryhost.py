@@ -238,6 +238,7 @@ class MemoryHost(MappingForgets):
             with storage_errors_said(self.pod.home / "memory"):
                 self._memory = wiki_engine.open_memory(self.pod.home / "memory", embedder=embedder, only_for=only_for)
             self._memory.redactor = redactor(self.pod)  # personal data redacted on every path into memory
+            self._memory.positions = self.pod.store.memory_positions  # a forget goes by the order chat was written
             self._memory.still_chosen = self._still_chosen  # nothing more to a provider chosen no more elsewhere
             unloadable = self._memory.embedding_status().get("error")
             if unloadable:  # the local model's file damaged or gone: memory answers by keywords; said once here

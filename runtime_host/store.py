@@ -21,6 +21,7 @@ from sqlalchemy import bindparam, event, func, text
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, create_engine, select
 
+from runtime_host.ordinal import ORDINAL_TABLE, carried_seq, next_in_order
 from vault import redact  # every text a turn, step, message or audit row keeps passes the key redactor
 
 
@@ -30,31 +31,6 @@ def new_id() -> str:
 
 def now() -> float:
     return time.time()
-
-
-def next_in_order(bind: Any, name: str) -> int:
-    """The next number of ``name``'s order ("message", "mail": see migration 0021), taken in the caller's transaction
-    (a Session or a Connection). Its row stays locked until that transaction ends, so the numbers are taken in the
-    order the rows they number become visible to a reader, none twice and none reused, whatever the clock says."""
-    conn = bind.connection() if isinstance(bind, Session) else bind
-    return int(conn.execute(text("UPDATE ordinal SET last = last + 1 WHERE name = :n RETURNING last"),
-                            {"n": name}).scalar_one())
-
-
-_ORDERED = {"message": ("message", "created_at"), "mail": ("mail_messages", "received_at")}
-
-
-def carried_seq(conn: Any, name: str, after: tuple[float, str], account_id: str | None = None) -> int:
-    """Where a reader that went by (time, id) up to ``after`` (memory's watermarks before migration 0021) stands in
-    the order of ``name`` ("message", or one inbox's "mail"): among the rows that migration numbered (by time, then
-    id: the order that reader went by), the last at or before ``after``; 0 if none. A row written since is past it,
-    whatever its time says: it was never read."""
-    table, at = _ORDERED[name]
-    inbox = " AND account_id = :a" if name == "mail" else ""
-    carried = conn.execute(text("SELECT carried FROM ordinal WHERE name = :n"), {"n": name}).scalar_one()
-    last = conn.execute(text(f"SELECT MAX(seq) FROM {table} WHERE seq <= :c AND ({at} < :t OR ({at} = :t AND id <= :k))"
-                             f"{inbox}"), {"c": carried, "t": after[0], "k": after[1], **({"a": account_id} if inbox else {})}).scalar()
-    return int(last or 0)
 
 
 # ---- tables ------------------------------------------------------------------------------------
@@ -135,9 +111,16 @@ class Message(SQLModel, table=True):
     created_at: float = Field(default_factory=now)
     # A branch's copy of another conversation's message (its id): the person said it once, where memory took it.
     copied_from: str | None = None
-    # Its place in the order messages were written (``next_in_order``): memory reads chat past where it stopped in
-    # this order, which no clock moves (``created_at`` is the machine's clock, which may have run ahead).
+    # Its place in the order messages were written (``next_in_order``, given as it is inserted): memory reads chat
+    # past where it stopped in this order, which no clock moves (``created_at`` is the machine's clock, which may
+    # have run ahead).
     seq: int | None = None
+
+
+@event.listens_for(Message, "before_insert")
+def _numbered(_mapper: Any, conn: Any, message: Message) -> None:
+    if message.seq is None:
+        message.seq = next_in_order(conn, "message")
 
 
 # Turns Hearth started (a task in the background, a schedule, incoming mail, a hand-off between agents): their
@@ -379,7 +362,6 @@ MIGRATIONS.append(("0020_conversation_title_auto", [
 # put right): each message and mail gets the next number of its ``ordinal`` row as it is written (``next_in_order``).
 # Those kept before are numbered in the order memory read them until now (time, then id); ``carried`` says how many
 # were, so memory's watermarks, kept as a time and an id, are carried over to these numbers (``carried_seq``).
-ORDINAL_TABLE = "CREATE TABLE ordinal (name TEXT PRIMARY KEY, last BIGINT NOT NULL, carried BIGINT NOT NULL)"
 
 
 def _memory_order() -> tuple[str, list[str]]:
@@ -391,6 +373,7 @@ def _memory_order() -> tuple[str, list[str]]:
         """UPDATE message SET seq = r.n FROM (SELECT id, ROW_NUMBER() OVER (ORDER BY created_at, id) AS n
             FROM message) AS r WHERE message.id = r.id""",
         "CREATE UNIQUE INDEX ix_message_seq ON message (seq)",
+        "CREATE INDEX ix_message_conversation_seq ON message (conversation_id, seq)",  # a person's chat past a number
         "INSERT INTO ordinal (name, last, carried) SELECT 'message', COALESCE(MAX(seq), 0), COALESCE(MAX(seq), 0) "
         "FROM message",
         *MAIL_ORDER,
@@ -801,7 +784,7 @@ class Store:
         if last is not None and at <= last:
             at = math.nextafter(last, math.inf)
         msg = Message(conversation_id=conversation_id, role=role, content=redact(content), turn_id=turn_id,
-                      created_at=at, seq=next_in_order(s, "message"))
+                      created_at=at)
         s.add(msg)
         conv = s.get(Conversation, conversation_id)
         if conv is not None:
@@ -958,6 +941,13 @@ class Store:
         q = q.order_by(Message.seq).limit(limit)  # type: ignore[arg-type]
         with self.session() as s:
             return [(m, title, inst) for m, title, inst in s.exec(q).all()]
+
+    def memory_positions(self) -> dict[str, int]:
+        """The last number given in the order messages were written and in the order mail was kept, by the kind of
+        item memory makes of them: {"chat": ..., "mail": ...} (what a forget keeps, see Memory.positions)."""
+        kinds = {"message": "chat", "mail": "mail"}
+        with self.session() as s:
+            return {kinds[n]: int(last) for n, last in s.connection().execute(text("SELECT name, last FROM ordinal"))}
 
     def carried_seq(self, after: tuple[float, str]) -> int:
         """Where memory's reader of chat, which went by (time, id) up to ``after``, stands in the order messages were

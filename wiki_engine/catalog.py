@@ -156,6 +156,15 @@ MIGRATIONS: list[tuple[str, str]] = [
         ALTER TABLE watermarks ADD COLUMN seq INTEGER
         """,
     ),
+    (
+        "0012_forgotten_upto",
+        # Where each numbered origin stood when the scope was forgotten ({"chat": 812, "mail": 40}, see
+        # Memory.positions): what was written before is forgotten by its number, not by the clock. '{}' for a
+        # forget kept before: it goes by its time.
+        """
+        ALTER TABLE forgotten ADD COLUMN upto TEXT NOT NULL DEFAULT '{}'
+        """,
+    ),
 ]
 
 

@@ -384,11 +384,14 @@ def deleted_by_person(db: sqlite3.Connection, item: Item, markdown: str | None =
 def forgotten(db: sqlite3.Connection, item: Item) -> bool:
     """Whether an item read from its origin is one its person asked to forget since (in the caller's transaction):
     said before the scope was forgotten, or before the agent it was said to was (what that agent learned), or of
-    an origin forgotten by name (a deleted conversation's messages)."""
+    an origin forgotten by name (a deleted conversation's messages). "Before" is by the item's number where its
+    origin numbers its items and the forget kept where that origin stood (``Memory.positions``), else by time."""
     sc, key = str(Scope.parse(item.scope)), item.item_key()
     scopes = [sc] + ([str(Scope("agent", item.owner, item.agent))] if item.owner and item.agent else [])
-    for row in db.execute(f"SELECT at FROM forgotten WHERE scope IN ({','.join('?' * len(scopes))})", scopes):
-        if item.ts <= row[0]:
+    for at, upto in db.execute(f"SELECT at, upto FROM forgotten WHERE scope IN ({','.join('?' * len(scopes))})",
+                               scopes):
+        stood = json.loads(upto).get(item.kind) if item.seq is not None else None
+        if (item.seq <= stood) if stood is not None else item.ts <= at:
             return True
     return db.execute("SELECT 1 FROM forgotten_keys WHERE scope=? AND key_start <= ? AND ? < key_end LIMIT 1",
                       (sc, key, key)).fetchone() is not None
@@ -514,6 +517,11 @@ class Memory:
         # Called as redactor(text, scope) on every text entering memory (sources, quarantine, pages); the Pod
         # sets it to its personal-data redaction, so no path into memory (producer, mail, imports) skips it.
         self.redactor: Callable[[str, str], str] | None = None
+        # Where each origin that numbers its items in the order they were written (``Item.seq``) stands now, by the
+        # kind of item it gives ({"chat": 812, "mail": 40}); the Pod sets it. A forget keeps it, so what was written
+        # before is forgotten and what is written after is not, whatever the clock said (items of other origins, and
+        # any forgotten before this was kept, go by the time of the forget).
+        self.positions: Callable[[], dict[str, int]] | None = None
         # Asked still_chosen(model) before each request of notes to a remote model (the background pass) and before a
         # question goes to one: False once another model was chosen elsewhere (a terminal's `models set embedding`,
         # which the Pod takes up within seconds), so nothing more goes to a provider no longer chosen meanwhile.
@@ -1842,12 +1850,14 @@ class Memory:
                 idx.close()
             for base in ("sources", "wiki", "index"):
                 shutil.rmtree(self.root / base / sc.relpath, ignore_errors=True)
+            upto = json.dumps(self.positions() if self.positions is not None else {})
             with self.catalog.tx(immediate=True) as db:
                 # The watermarks stay: what was forgotten is never pulled again from chats or mail.
                 for table in ("inbox", "citations", "stale_pages", "proposals", "deleted_by_person", "claims_to_drop",
                               "pages_to_delete", "checked_pages"):
                     db.execute(f"DELETE FROM {table} WHERE scope=?", (str(sc),))
-                db.execute("INSERT OR REPLACE INTO forgotten VALUES (?,?)", (str(sc), time.time()))
+                db.execute("INSERT OR REPLACE INTO forgotten (scope, at, upto) VALUES (?,?,?)",
+                           (str(sc), time.time(), upto))
                 db.execute("DELETE FROM quarantine WHERE scope=?", (str(sc),))
                 db.execute("DELETE FROM skips WHERE scope=?", (str(sc),))
             self.catalog.purge()

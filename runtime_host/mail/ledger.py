@@ -20,6 +20,7 @@ from typing import Any
 from sqlalchemy import bindparam, text
 from sqlalchemy.engine import Connection, Engine
 
+from runtime_host import ordinal
 from runtime_host.mail.parse import ParsedMail
 from runtime_host.mail.rules import RuleMatch
 
@@ -81,10 +82,8 @@ MAIL_ORDER: list[str] = [
 def create_tables(engine: Engine) -> None:
     """Applies MAIL_MIGRATION, CARD_CONVERSATION_MIGRATION and MAIL_ORDER directly (tests and benchmarks without the
     Store)."""
-    from runtime_host.store import ORDINAL_TABLE
-
     with engine.begin() as c:
-        for stmt in [*MAIL_MIGRATION[1], *CARD_CONVERSATION_MIGRATION[1], ORDINAL_TABLE, *MAIL_ORDER]:
+        for stmt in [*MAIL_MIGRATION[1], *CARD_CONVERSATION_MIGRATION[1], ordinal.ORDINAL_TABLE, *MAIL_ORDER]:
             c.execute(text(stmt))
 
 
@@ -272,8 +271,6 @@ def record_message(c: Connection, account_id: str, mailbox: str, uidvalidity: in
             "subject = :s AND COALESCE(sent_date, '') = :d LIMIT 1"),
             {"a": account_id, "mid": mail.message_id, "f": mail.from_addr, "s": mail.subject, "d": mail.date or ""}).first():
         return None
-    from runtime_host.store import next_in_order  # the store imports this module for its migrations
-
     mail_id = uuid.uuid4().hex
     # Always after the inbox's last kept message, so neither a clock set back (a sync after sleep) nor two mails in
     # one tick of the clock lists new mail before it. Memory does not go by this time: it reads mail in the order it
@@ -291,7 +288,7 @@ def record_message(c: Connection, account_id: str, mailbox: str, uidvalidity: in
          "f": mail.from_addr, "to": json.dumps(mail.to), "s": mail.subject, "d": mail.date, "size": mail.size,
          "body": mail.text, "h": json.dumps(mail.headers), "att": json.dumps([a.__dict__ for a in mail.attachments]),
          "n": json.dumps(mail.notes), "mt": json.dumps([{"rule": m.rule_id, "why": m.explain()} for m in matches]),
-         "t": now, "seq": next_in_order(c, "mail")})
+         "t": now, "seq": ordinal.next_in_order(c, "mail")})
     if not res.rowcount:
         return None
     for m in matches:
@@ -345,11 +342,9 @@ def kept_after(bind: Engine | Connection, account_id: str, after: int | None, li
 
 def carried_seq(bind: Engine | Connection, account_id: str, after: tuple[float, str]) -> int:
     """Where a reader that went by (received_at, id) up to ``after`` stands in the order this inbox's mail was kept
-    (see ``runtime_host.store.carried_seq``)."""
-    from runtime_host.store import carried_seq
-
+    (see ``runtime_host.ordinal.carried_seq``)."""
     with tx(bind) as c:
-        return carried_seq(c, "mail", after, account_id)
+        return ordinal.carried_seq(c, "mail", after, account_id)
 
 
 def _listed(bind: Engine | Connection, where: str, params: dict[str, Any]) -> list[dict[str, Any]]:

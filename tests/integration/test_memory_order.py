@@ -5,6 +5,7 @@ nothing, each person's and each inbox's on its own."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -57,7 +58,7 @@ async def test_an_upgrade_carries_each_watermark_over_reading_nothing_twice_and_
     from runtime_host.pod import Pod
 
     with monkeypatch.context() as old:  # the schema of memory and of the store before this change
-        old.setattr(store_module, "MIGRATIONS", [m for m in store_module.MIGRATIONS if m[0] != "0020_memory_order"])
+        old.setattr(store_module, "MIGRATIONS", [m for m in store_module.MIGRATIONS if m[0] != "0021_memory_order"])
         old.setattr(catalog_module, "MIGRATIONS", [m for m in catalog_module.MIGRATIONS
                                                    if m[0] != "0011_watermark_seq"])
         p = Pod(home).first_person()
@@ -130,11 +131,11 @@ def db_url(request, tmp_path) -> Iterator[str]:
 
 
 def test_the_upgrade_numbers_what_was_kept_in_the_order_memory_read_it_on_every_backend(db_url, monkeypatch) -> None:
-    """Migration 0020 on SQLite and PostgreSQL: messages and mail kept before are numbered by (time, id), a
+    """Migration 0021 on SQLite and PostgreSQL: messages and mail kept before are numbered by (time, id), a
     watermark kept as a time and an id is carried over among those alone, and what is kept after follows them
     whatever its time."""
     with monkeypatch.context() as old:
-        old.setattr(store_module, "MIGRATIONS", [m for m in store_module.MIGRATIONS if m[0] != "0020_memory_order"])
+        old.setattr(store_module, "MIGRATIONS", [m for m in store_module.MIGRATIONS if m[0] != "0021_memory_order"])
         s = Store(db_url)
         person = s.default_person()
         inst = s.add_agent(person.id, "ada", provider=None, model=None, system="")
@@ -163,3 +164,78 @@ def test_the_upgrade_numbers_what_was_kept_in_the_order_memory_read_it_on_every_
     assert [m.id for m, _t, _i in s.messages_after([inst.id], 2, 10)] == ["m3", "m0", new.id]
     assert [r["id"] for r in ledger.kept_after(s.engine, "A", 2)] == ["x1"]
     s.close()
+
+
+async def test_mail_kept_after_a_clock_that_ran_ahead_reaches_memory_and_bobs_inbox_goes_on_its_own(
+        pod, fake_model, servers, monkeypatch) -> None:
+    """Mail is read in the order it was kept too: the person's inbox was checked while the clock ran two hours ahead
+    and after it was put right, and both mails reach memory. Bob's inbox has a place in that order of its own: his
+    mail, kept before the person's second one and left for a later run (his model failed), is still pulled although
+    the person's run went past its number."""
+    from types import SimpleNamespace
+
+    from tests.helpers.fake_model import Error, Text
+    from tests.helpers.mailservers import make_mail
+    from tests.integration.test_memory_pod import produced_for
+
+    d, s = servers
+    bob, as_bob = bob_with_his_own_provider(pod)
+    as_bob.set_role_model("extraction", "fake/bob-model")
+    bobs_model_fails = [False]
+
+    def model(req):
+        if bobs_model_fails[0]:
+            return Error(500, "The server had an error while processing your request.")
+        n = len([ln for ln in req.last_user.splitlines() if ln.strip()])
+        return Text(json.dumps([{"n": i + 1, "keep": True, "reason": "a fact"} for i in range(n)]))
+
+    fake_model.script = model
+    clock = [time.time() + 2 * 3600]
+    monkeypatch.setattr(ledger, "time", SimpleNamespace(time=lambda: clock[0]))  # the mail ledger's clock
+    imap = {"host": "127.0.0.1", "port": d.port, "security": "none", "timeout_s": 30}
+    smtp = {"host": "127.0.0.1", "port": s.port, "security": "none"}
+    mine = pod.mail.add_account(pod.person_id, "alice@example.org", imap={**imap, "username": "alice"}, smtp=smtp,
+                                password="secret", rules=[], start_at="all")
+    his = pod.mail.add_account(bob["id"], "bob@example.org", imap={**imap, "username": "bob"}, smtp=smtp,
+                               password="bobsecret", rules=[], start_at="all")
+    d.deliver(make_mail("Boiler", "The boiler engineer Kasimir Wendt comes on Friday.", sender="Jo <jo@example.org>"))
+    await asyncio.wait_for(pod.mail.poll(mine.id), 60)
+    assert (await pod.memory_produce())[0]["mail"] == 1
+    clock[0] = time.time()  # NTP put the clock right
+    bobs_model_fails[0] = True
+    d.deliver(make_mail("Seeds", "Your quoxite seed order ships on Wednesday morning.", to="bob@example.org",
+                        sender="Shop <shop@example.org>"), user="bob")
+    await asyncio.wait_for(pod.mail.poll(his.id), 60)
+    d.deliver(make_mail("Pool", "Your locker at the pool has the zorblat code 4471 from now on.",
+                        sender="Pool <pool@example.org>"))
+    await asyncio.wait_for(pod.mail.poll(mine.id), 60)
+    bob_done = produced_for(pod, bob["id"])
+    assert (await pod.memory_produce())[0]["mail"] == 1
+    await asyncio.wait_for(bob_done.wait(), 30)  # his part failed: his mail waits for his next run
+    bobs_model_fails[0] = False
+    assert [r["mail"] for r in await as_bob.memory_produce()] == [1]
+    assert await pod.memory_search("zorblat locker", mode="keyword")
+    assert await as_bob.memory_search("quoxite seed order", mode="keyword")
+    assert [r["mail"] for r in await pod.pod.memory_produce()] == [0, 0]  # nothing pulled twice
+
+
+async def test_what_is_said_after_forgetting_while_the_clock_ran_ahead_reaches_memory(pod, monkeypatch) -> None:
+    """The person pressed Forget everything about me while the machine's clock ran two hours ahead, then the clock
+    was put right. Memory kept the time of the forget and took everything said before that time for forgotten:
+    nothing they said over the next two hours was remembered. A forget keeps where chat and mail stood in the order
+    they were written: what was said before it stays forgotten, what is said after is remembered."""
+    real = time.time
+    monkeypatch.setattr(time, "time", lambda: real() + 2 * 3600)  # the machine's clock, two hours ahead
+    inst = pod.find_agent("helper")[0]
+    _say(pod, pod.store.create_conversation(inst.id, "Before"), inst,
+         "The boiler engineer is Kasimir Wendt from Lindenau.")
+    assert (await pod.memory_produce())[0]["kept"] >= 1
+    _say(pod, pod.store.create_conversation(inst.id, "Unread"), inst, "The spare key hangs behind the quoxite mirror.")
+    await pod.memory_forget_me()  # the spare key line was said before it, never pulled: it stays forgotten too
+    monkeypatch.undo()  # NTP put the clock right
+    _say(pod, pod.store.create_conversation(inst.id, "After"), inst,
+         "My locker combination at the pool is the zorblat code 4471.")
+    await pod.memory_produce()
+    assert await pod.memory_search("zorblat locker", mode="keyword"), "said after the forget: never remembered"
+    assert not await pod.memory_search("Kasimir boiler", mode="keyword")
+    assert not await pod.memory_search("spare key quoxite mirror", mode="keyword")
