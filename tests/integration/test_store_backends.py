@@ -204,5 +204,5 @@ def test_chat_past_a_watermark_is_read_in_one_order_on_every_backend(db_url: str
     assert rows[0][1] == ""  # a title made from the first message is that message's words: not given with the others
     renamed = s.create_conversation(a.id, "Garden")
     s.add_message(renamed.id, "user", "fact 7")
-    assert s.messages_after([a.id], (last.created_at, last.id), 100)[-1][1] == "Garden"  # a title given stays
+    assert s.messages_after([a.id], last.seq, 100)[-1][1] == "Garden"  # a title given stays
     s.close()
