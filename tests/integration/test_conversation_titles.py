@@ -176,3 +176,36 @@ def test_titles_older_hearths_made_are_made_again_redacted_once(tmp_path: Path) 
     assert got[made.id][1] == TITLE_MADE and got[branched.id][1] == TITLE_MADE_BRANCH
     assert got[branched.id][0] == got[made.id][0] + " (branch)"
     assert "4111" not in got[made.id][0] and got[made.id][0].startswith("Pay the zorbulate plumber for it, my card: ")
+
+
+def test_the_upgrade_redacts_only_the_start_of_a_long_first_message(tmp_path: Path, monkeypatch) -> None:
+    """2,000 old conversations whose first message is a 3 KB paste held the first start after the upgrade 6.5–13 s:
+    each whole first message was redacted for the 60 characters of its title (bench-sized; here what the redactor
+    is given). The redactor reads a first message's start alone (TITLE_READ characters after its leading blank
+    lines), still whole enough that a card wrapped onto its second line is found."""
+    import runtime_host.safety.policy as policy
+    from runtime_host.store import TITLE_MADE, TITLE_READ, Store
+
+    path = tmp_path / "pod.db"
+    s = Store(path)
+    inst = s.add_agent(s.default_person().id, "helper", provider=None, model=None, system="")
+    paste = "\n\n  Pay the plumber by card 4111 1111\n1111 1111 today please. " + "The garden notes go on. " * 40_000
+    convs = [s.create_conversation(inst.id) for _ in range(3)]
+    for conv in convs:
+        s.add_message(conv.id, "user", paste)
+    s.close()
+    db = sqlite3.connect(path)  # as an older Hearth left it
+    db.execute("DELETE FROM schema_migrations WHERE name = '0020_conversation_title_auto'")
+    db.execute("ALTER TABLE conversation DROP COLUMN title_auto")
+    db.execute("UPDATE conversation SET title = ?", (paste.strip().splitlines()[0][:60],))
+    db.commit()
+    db.close()
+    read: list[int] = []
+    decide = policy.decide
+    monkeypatch.setattr(policy, "decide", lambda kind, text, *a, **kw: read.append(len(text)) or decide(kind, text, *a,
+                                                                                                         **kw))
+    s = Store(path)
+    got = [(c.title, c.title_auto) for c in s.list_conversations(inst.id)]
+    s.close()
+    assert len(read) == 3 and max(read) <= TITLE_READ, read  # not the 960,000 characters of each paste
+    assert got == [("Pay the plumber by card [CARD_1] today please. The garden no", TITLE_MADE)] * 3, got
