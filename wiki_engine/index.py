@@ -71,11 +71,20 @@ _ASCII_WORD = re.compile(r"[^\W_]+")
 _WORD = re.compile(rf"[^\W_](?:[^\W_]|[{_marks_class()}])*")  # a mark alone (an emoji's variation selector) is none
 # Chinese and Japanese are written without spaces between words (and Korean words take their endings in the word):
 # a run of those scripts is read as its overlapping pairs of characters ("東京都" -> "東京 京都"), the usual way to
-# index them without a dictionary. A query is read the same way, so its pairs meet the text's.
-_CJK_RUN = re.compile("[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\uff66-\uff9f]+")
+# index them without a dictionary. Thai, Lao, Myanmar and Khmer are written without spaces too: their runs are read
+# as pairs of letters, each letter with the vowel signs and tone marks written on it ("ที่สอง" -> "ทีส สอ อง": the
+# keyword index splits a word at a tone mark, so those are left out), so a pair never parts a letter from its marks.
+# A query is read the same way, so its pairs meet the text's.
+_CJK = "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\uff66-\uff9f"
+_SEA = "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff"  # Thai, Lao, Myanmar, Khmer
+_CJK_RUN = re.compile(f"[{_CJK}]+|[{_SEA}]+")
+_SEA_RUN = re.compile(f"[{_SEA}]+")
+_SEA_LETTER = re.compile(f"[{_SEA}][{_marks_class()}]*")  # a letter with the marks written on it
 _WIDE = re.compile("[\uff01-\uff5e\uff61-\uffef]")  # full-width Latin letters and digits, half-width kana
-# Bumped when cjk_spaced changes: only the keyword and title indexes are then rebuilt (vectors are kept).
-WORDS = "cjk-pairs-2"
+# Bumped when cjk_spaced changes: only the keyword and title indexes are then rebuilt (vectors are kept). What each
+# earlier reading read otherwise: an index of that reading is rebuilt only if it holds such text.
+WORDS = "pairs-3"
+_READ_OTHERWISE = {"cjk-pairs-2": _SEA_RUN}
 
 
 def speaker_of(body: str) -> str:
@@ -146,6 +155,22 @@ _STEMMER = tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple()).filter(tantiv
     tantivy.Filter.lowercase()).filter(tantivy.Filter.stemmer("english")).build()
 
 
+# The marks of Thai, Lao, Myanmar and Khmer the keyword fields' analysis splits a word at (Thai and Lao tone marks,
+# Myanmar's asat: not letters to it): left out of their letter pairs, in the text and the query alike, so that a
+# pair stays one term.
+_SEA_SPLIT = re.compile("[" + "".join(
+    re.escape(chr(c)) for a, b in ((0x0E00, 0x0EFF), (0x1000, 0x109F), (0x1780, 0x17FF)) for c in range(a, b + 1)
+    if len(_STEMMER.analyze(f"a{chr(c)}a")) != 1) + "]")
+
+
+def letters_of(run: str) -> list[str]:
+    """The letters a run of ``_CJK_RUN`` is paired by: each character of Chinese, Japanese or Korean; each letter of
+    Thai, Lao, Myanmar or Khmer with its marks (those the keyword index splits at left out)."""
+    if not _SEA_RUN.match(run):
+        return list(run)
+    return [u for u in (_SEA_SPLIT.sub("", m) for m in _SEA_LETTER.findall(run)) if u]
+
+
 def stems(text: str) -> list[str]:
     """The word stems of ``text`` as the keyword index sees them ("Dancing makes" -> ["danc", "make"])."""
     return _STEMMER.analyze(cjk_spaced(text))
@@ -156,14 +181,17 @@ def telling_stems(text: str) -> set[str]:
     ("in", "Dr") left out, so that two texts share such a stem only where they name the same thing. Chinese,
     Japanese and Korean give their letters too, besides their pairs (see ``cjk_pair_backed``)."""
     found = set(stems(" ".join(w for w in words(text) if w not in _STOP and not (len(w) <= 2 and w.isascii()))))
-    return found | {c for run in _CJK_RUN.findall(text) for c in run}
+    return found | {c for run in _CJK_RUN.findall(text) for c in letters_of(run)}
 
 
 def cjk_pair_backed(stem: str, unbacked: set[str]) -> bool:
-    """Whether ``stem`` is a pair of Chinese, Japanese or Korean letters neither of which is ``unbacked``: text
-    without spaces is read as overlapping pairs, so a pair across two words ("京旅" of "东京旅行") is said by no
-    other text though both its words are."""
-    return len(stem) == 2 and _CJK_RUN.fullmatch(stem) is not None and not (set(stem) & unbacked)
+    """Whether ``stem`` is a pair of letters of a script written without spaces (``letters_of``) neither of which
+    is ``unbacked``: such text is read as overlapping pairs, so a pair across two words ("京旅" of "东京旅行") is said
+    by no other text though both its words are."""
+    if _CJK_RUN.fullmatch(stem) is None:
+        return False
+    pair = letters_of(stem)
+    return len(pair) == 2 and not (set(pair) & unbacked)
 
 
 def own_words(body: str) -> str:
@@ -173,15 +201,16 @@ def own_words(body: str) -> str:
 
 
 def cjk_spaced(text: str, *, letters: bool = False) -> str:
-    """``text`` with each run of Chinese, Japanese or Korean letters written as its pairs (see _CJK_RUN), and
-    full-width forms folded ("３時" reads "3時"). With ``letters`` (the text indexed) each letter is written
-    alone too, so a question of one letter ("猫") finds it; a question's longer runs stay pairs, which rank."""
+    """``text`` with each run of Chinese, Japanese, Korean, Thai, Lao, Myanmar or Khmer letters written as its
+    pairs (see _CJK_RUN, ``letters_of``), and full-width forms folded ("３時" reads "3時"). With ``letters`` (the
+    text indexed) each letter is written alone too, so a question of one letter ("猫") finds it; a question's longer
+    runs stay pairs, which rank."""
     if _WIDE.search(text):
         text = _WIDE.sub(lambda m: unicodedata.normalize("NFKC", m.group()), text)
 
     def pairs(m: re.Match[str]) -> str:
-        run = m.group()
-        out = " ".join(run[i:i + 2] for i in range(len(run) - 1)) if len(run) > 1 else run
+        run = letters_of(m.group())
+        out = " ".join(run[i] + run[i + 1] for i in range(len(run) - 1)) if len(run) > 1 else "".join(run)
         return f" {out} {' '.join(run)} " if letters and len(run) > 1 else f" {out} "
 
     return _CJK_RUN.sub(pairs, text)
@@ -364,12 +393,14 @@ class ScopeIndex:
 
     def _words_changed(self) -> bool:
         """Whether this index was built with another reading of words and holds text it reads differently
-        (Chinese, Japanese or Korean letters); an index without any just takes the new mark."""
+        (Chinese, Japanese, Korean, Thai, Lao, Myanmar or Khmer letters, full-width forms; of a reading named in
+        ``_READ_OTHERWISE``, only what that one read otherwise); an index without any just takes the new mark."""
         row = self.meta.execute("SELECT value FROM info WHERE key='words'").fetchone()
         if row is not None and row[0] == WORDS:
             return False
+        other = _READ_OTHERWISE.get(row[0]) if row is not None else None
         for (text,) in self.meta.execute("SELECT title || char(10) || body FROM docs"):
-            if _CJK_RUN.search(text) or _WIDE.search(text):
+            if (other.search(text) if other is not None else (_CJK_RUN.search(text) or _WIDE.search(text))):
                 return True
         self.meta.execute("INSERT OR REPLACE INTO info VALUES ('words', ?)", (WORDS,))
         return False

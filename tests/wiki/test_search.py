@@ -683,3 +683,69 @@ def test_a_note_stored_by_a_terminal_is_found_by_meaning_in_the_window_once_its_
         assert got == want, (got, want)
     finally:
         a.close()
+
+
+# Notes of one's own in scripts written without spaces between words, with other notes in the same script around them.
+_UNSPACED = {
+    "th": ("ใบขับขี่อยู่ในกระเป๋าสีแดงบนชั้นหนังสือ", ["ใบขับขี่", "ใบขับขี่อยู่ที่ไหน"],  # driving licence; where is it
+           ["พรุ่งนี้คุณยายจะมาเยี่ยมที่บ้าน", "ร้านขนมปังปิดทุกวันจันทร์", "น้องชายเล่นฟุตบอลหลังเลิกเรียน",
+            "ต้องซื้อนมและไข่ก่อนกลับบ้าน", "รถเมล์สายใหม่ผ่านหน้าตลาด"]),
+    "lo": ("ກະແຈລົດຢູ່ໃນລິ້ນຊັກເທິງ", ["ກະແຈລົດ", "ກະແຈລົດຢູ່ໃສ"],  # the car key; where is the car key
+           ["ມື້ອື່ນແມ່ຈະໄປຕະຫຼາດ", "ນ້ອງສາວຮຽນຢູ່ໂຮງຮຽນໃໝ່", "ເຂົ້າໜຽວແຊບຫຼາຍ", "ພໍ່ເຮັດວຽກຢູ່ສວນ"]),
+    "km": ("លិខិតឆ្លងដែនរបស់ខ្ញុំនៅក្នុងថតតុ", ["លិខិតឆ្លងដែន"],  # my passport is in the desk drawer; passport
+           ["ម្តាយទៅផ្សារនៅព្រឹកនេះ", "ប្អូនស្រីរៀននៅសាលាថ្មី", "ឪពុកធ្វើការនៅចំការ", "ថ្ងៃស្អែកភ្លៀងធ្លាក់"]),
+}
+
+
+@pytest.mark.parametrize("lang", sorted(_UNSPACED))
+def test_thai_lao_and_khmer_notes_are_found_by_a_word_of_them(mem: Memory, lang: str) -> None:
+    """Thai, Lao and Khmer are written without spaces between words: a whole sentence was one "word" (Thai's too
+    long a one to be indexed at all), so a word of it found nothing, by keywords or ranked. Their runs are read as
+    pairs of letters, each letter with its marks, in the text and the query alike."""
+    note, queries, others = _UNSPACED[lang]
+    sid = mem.add_source(note, scope="private/alice", ts=time.time() - 200 * 86400)
+    for i in range(40):
+        mem.add_source(f"{others[i % len(others)]} {i}", scope="private/alice")
+    mem.add_source(note, scope="private/bob")  # Bob's own copy is his alone
+    for query in queries:
+        for mode in ("keyword", "hybrid"):
+            hits = mem.search(query, scopes=Viewer("alice"), k=5, mode=mode)
+            assert hits and hits[0].id == sid, (lang, query, mode, [h.snippet[:30] for h in hits])
+    assert all(h.scope == "private/bob" for h in mem.search(queries[0], scopes=Viewer("bob"), k=5))
+    found = mem.typeahead(queries[0], scopes=Viewer("alice"))
+    assert [h.title for h in found if h.id == sid] == [mem.get_source(sid).title]
+
+
+def test_thai_marks_stay_with_their_letter() -> None:
+    """A pair never parts a letter from the vowel signs and tone marks written on it: "ที่" (a letter, a vowel
+    sign, a tone mark) is one letter, and no pair starts or ends with a mark alone."""
+    import unicodedata
+
+    from wiki_engine.index import cjk_spaced, letters_of
+
+    assert letters_of("ที่สอง") == ["ที", "ส", "อ", "ง"]  # the tone mark left out: the keyword index splits at it
+    for text in ("หนังสือเดินทางอยู่ในลิ้นชัก", "ສະບາຍດີ", "ខ្ញុំស្រឡាញ់"):
+        for pair in cjk_spaced(text).split():
+            assert not unicodedata.category(pair[0]).startswith("M"), (text, pair)
+
+
+def test_an_index_built_before_thai_pairs_is_read_again_once(tmp_path, monkeypatch) -> None:
+    """An index written when a Thai sentence was one word finds it by a word of it after it is opened again (its
+    keyword and title indexes are rebuilt once); Chinese and English in it are found as before."""
+    import re
+
+    from wiki_engine import index
+
+    old_run = re.compile("[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\uff66-\uff9f]+")
+    with monkeypatch.context() as m:  # the reading of words before (cjk-pairs-2)
+        m.setattr(index, "_CJK_RUN", old_run)
+        m.setattr(index, "WORDS", "cjk-pairs-2")
+        with open_memory(tmp_path / "m") as mem:
+            thai = mem.add_source("ใบขับขี่อยู่ในกระเป๋าสีแดง", scope="private/alice", ts=1.0)
+            zh = mem.add_source("我奶奶每个星期天都做樱桃馅饼。", scope="private/alice", ts=1e6)
+            en = mem.add_source("Grandma bakes a cherry pie every Sunday.", scope="private/bob", ts=1.0)
+    with open_memory(tmp_path / "m") as mem:  # "ขับขี่": to drive, inside the sentence
+        assert [h.id for h in mem.search("ขับขี่", scopes=Viewer("alice"), mode="keyword")] == [thai]
+        assert [h.id for h in mem.typeahead("ขับขี่", scopes=Viewer("alice"))] == [thai]
+        assert [h.id for h in mem.search("樱桃馅饼", scopes=Viewer("alice"), mode="keyword")] == [zh]
+        assert [h.id for h in mem.search("cherry pie", scopes=Viewer("bob"), mode="keyword")] == [en]
