@@ -14,6 +14,7 @@ import concurrent.futures
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import re
 import shutil
@@ -59,6 +60,7 @@ from .pages import (
     Page,
     PageFormatError,
     PageStore,
+    PageWriteError,
     as_claim,
     holds_something,
     names_in,
@@ -74,6 +76,8 @@ from .render import Item, content_print, content_prints, iso_utc, parse_source, 
 from .rerank import PartScores
 from .scopes import Scope, Viewer, parse_scopes
 from .sources import SourceStore, Tampered
+
+log = logging.getLogger(__name__)
 
 
 class PageRefused(ValueError):
@@ -291,7 +295,8 @@ def _numbered(title: str, n: int) -> str:
     return f"Page {n}"
 
 
-_MAX_NAMESAKES = 100  # pages of other titles one file name may have
+_MAX_NAMESAKES = 100
+_PAGE_NAMES = "pages_keep_accented_letters"  # the once-only renaming of page files (Memory._rename_earlier_page_files)  # pages of other titles one file name may have
 
 
 def _named_slug(name: str) -> str:
@@ -531,6 +536,39 @@ class Memory:
             # Vectors still queued when memory was last closed are filled again, and a re-embed cut short (Hearth
             # quit or was killed partway) goes on at once, with its progress, not when a search touches the scope.
             self._start_migration()
+        self._rename_earlier_page_files()
+
+    def _rename_earlier_page_files(self) -> None:
+        """Once: a page file still named as before Latin titles kept their accented letters ("Þór" was ``r.md``,
+        ``þór.md`` now: ``pages.earlier_slug``) is renamed to its title's file name, the catalog's rows naming it and
+        its search document following, so the page opens, is updated in place and is linked as any other. A file
+        that cannot be renamed (a read-only folder) is tried again at the next opening."""
+        if self.catalog.query("SELECT 1 FROM schema_migrations WHERE name=?", (_PAGE_NAMES,)):
+            return
+        left = False
+        for sc in self.pages.scopes():
+            moves = self.pages.earlier_names(sc)
+            done = []
+            for name, before, now in moves:
+                try:
+                    self.pages.rename(sc, name, now)
+                except PageWriteError as e:
+                    log.warning("%s The page keeps its earlier file name until memory is opened again.", e)
+                    left = True
+                    continue
+                done.append((before, now))
+            if not done:
+                continue
+            with self.catalog.tx() as db:  # the rows of a rename a kill cut short are moved at the next opening
+                for before, now in done:
+                    for table in ("proposals", "stale_pages", "citations", "claims_to_drop", "pages_to_delete"):
+                        db.execute(f"UPDATE OR REPLACE {table} SET slug=? WHERE scope=? AND slug=?", (now, str(sc), before))
+                    db.execute("UPDATE pages_to_delete SET once=? WHERE scope=? AND once=?", (now, str(sc), before))
+            self.reindex_pages(str(sc))
+            self.index(sc).page_settled([f"page:{sc}/{slug}" for pair in done for slug in pair])
+        if not left:
+            with self.catalog.tx() as db:
+                db.execute("INSERT OR IGNORE INTO schema_migrations VALUES (?, ?)", (_PAGE_NAMES, time.time()))
 
     def clean_item(self, item: Item) -> Item:
         """The item as it may be stored: its text, subject, author, participants, key and meta values made valid
@@ -1639,7 +1677,7 @@ class Memory:
         was deleted, too: a file name freed is not taken while the page of that title lives under a number."""
         folder = self.pages.path_for(sc, "x").parent
         try:
-            names = {e.name[:-3] for e in os.scandir(folder) if e.name.endswith(".md")}
+            names = {unicodedata.normalize("NFC", e.name[:-3]) for e in os.scandir(folder) if e.name.endswith(".md")}
         except OSError:  # no folder yet (or not readable: the write says so)
             names = set()
         free = None

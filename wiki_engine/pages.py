@@ -31,6 +31,7 @@ import os
 import re
 import stat
 import time
+import unicodedata
 from bisect import bisect_right
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -59,18 +60,39 @@ class PageWriteError(ValueError):
     the file, its folder and what to do. Nothing of the page is changed."""
 
 
-_OTHER_SCRIPT = re.compile(r"[^\W\d_a-z\u00C0-\u024F]")  # a letter of a script other than Latin
+_BEYOND_AZ = re.compile(r"[^\W\d_a-z]")  # a letter other than a-z: an accented Latin one, or of another script
+
+
+def _own_letters(low: str) -> str:
+    """A lower-case title as a file name of its own letters and digits, "-" between words, at most 80 letters and
+    200 bytes (a file name holds 255)."""
+    s = re.sub(r"[\W_]+", "-", low).strip("-")[:80]
+    while len(s.encode("utf-8")) > 200:
+        s = s[:-1]
+    return s.strip("-") or "page"
 
 
 def slugify(title: str) -> str:
-    """The page's file name: ASCII for a Latin title (as it always was), the title's own letters for one in another
-    script (a Cyrillic, Greek, Arabic or CJK title used to become "page", and such pages overwrote each other)."""
+    """The page's file name: ASCII for a title of letters a-z (as it always was), the title's own letters, NFC and
+    lower-case, for any other ("Þór" is ``þór``, "Søren Holm" ``søren-holm``; a Cyrillic, Greek, Arabic or CJK
+    title used to become "page", and a Latin one lost its accented letters: "Þór" and "Ýr" were both ``r``, and the
+    second was titled "Ýr 2"). At most 80 letters and 200 bytes (a file name holds 255)."""
+    low = unicodedata.normalize("NFC", title.lower())
+    if _BEYOND_AZ.search(low):
+        return _own_letters(low)
+    s = re.sub(r"[^a-z0-9]+", "-", low).strip("-")
+    return s[:80] or "page"
+
+
+_OTHER_SCRIPT = re.compile(r"[^\W\d_a-z\u00C0-\u024F]")  # a letter of a script other than Latin
+
+
+def earlier_slug(title: str) -> str:
+    """The file name a page of ``title`` had before Latin titles kept their accented letters (``slugify`` then):
+    what ``PageStore.renamed_once`` renames."""
     low = title.lower()
     if _OTHER_SCRIPT.search(low):
-        s = re.sub(r"[\W_]+", "-", low).strip("-")[:80]
-        while len(s.encode("utf-8")) > 200:  # a file name holds 255 bytes
-            s = s[:-1]
-        return s.strip("-") or "page"
+        return _own_letters(low)
     s = re.sub(r"[^a-z0-9]+", "-", low).strip("-")
     return s[:80] or "page"
 
@@ -642,6 +664,49 @@ class PageStore:
             path.unlink(missing_ok=True)
         except OSError as e:
             raise PageWriteError(_not_written(path, e, "deleted")) from e
+
+    def earlier_names(self, scope: Scope) -> list[tuple[str, str, str]]:
+        """(file name, earlier slug, slug) of each page of ``scope`` whose title's file name is no longer what it was
+        before Latin titles kept their accented letters (``earlier_slug``), with its file under either name: the file
+        still to rename (its name compared in NFC: a file system may hand names back decomposed), or renamed
+        already. A page whose new name another file has is left where it is."""
+        base = self.root / scope.relpath
+        try:
+            names = sorted(e.name[:-3] for e in os.scandir(base) if e.name.endswith(".md"))
+        except OSError:
+            return []
+        taken = {unicodedata.normalize("NFC", n) for n in names}
+        out = []
+        for name in names:
+            try:
+                page = self.read(scope, name)
+            except PageFormatError:
+                continue  # named by no title it can be told by
+            if page is None:
+                continue
+            here, before, now = unicodedata.normalize("NFC", name), earlier_slug(page.title), page.slug
+            if before == now or here not in (before, now) or (here == before and now in taken):
+                continue
+            taken.add(now)
+            out.append((name, before, now))
+        return out
+
+    def rename(self, scope: Scope, old: str, new: str) -> None:
+        """Gives the page file ``old`` the name ``new`` (a file there already is never replaced); PageWriteError if
+        it cannot be renamed. Done already (by another process) is done."""
+        src, dst = self.path_for(scope, old), self.path_for(scope, new)
+        if self.before_change is not None:
+            self.before_change(scope, old)
+            self.before_change(scope, new)
+        if not src.is_file() and dst.is_file():
+            return
+        if dst.exists():
+            raise PageWriteError(f"{src}: the page could not be renamed to {dst.name}: a file of that name is in the "
+                                 f"way. Move one of them out of {src.parent}.")
+        try:
+            os.rename(src, dst)
+        except OSError as e:
+            raise PageWriteError(_not_written(src, e, "renamed")) from e
 
     def scopes(self) -> list[Scope]:
         """The scopes that have pages (a folder ``wiki/<scope>/`` holding a ``.md`` file)."""

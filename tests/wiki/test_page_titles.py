@@ -124,3 +124,90 @@ def test_a_long_title_page_is_read_by_its_own_slug(mem: Memory) -> None:
     assert len(pages) == 1
     p = pages[0]
     assert mem.read_page("private/alice", p.slug) is not None, f"listed page {p.slug!r} cannot be read by its slug"
+
+
+@pytest.mark.parametrize("first,second", [("Þór", "Ýr"), ("Lê Văn An", "Lý Văn An"), ("Søren Holm", "Sören Holm"),
+                                          ("Åse", "Øse")])
+def test_two_peoples_pages_keep_their_own_names(mem: Memory, first: str, second: str) -> None:
+    """Two people whose names differ only in letters outside a-z: their file names lost those letters ("Þór" and "Ýr"
+    were both ``r.md``), so the second page was titled "Ýr 2", the title agents and the writer then saw. Bob has
+    pages of the same names in his own scope."""
+    from wiki_engine import Viewer
+
+    for who in ("alice", "bob"):
+        sc = f"private/{who}"
+        a = mem.add_source(f"{first} plays handball on Tuesdays.", scope=sc)
+        b = mem.add_source(f"{second} is learning the violin.", scope=sc)
+        mem.write_pages([Page(first, sc, "family", f"- {first} plays handball [1]", {1: a})], author="agent:writer")
+        mem.write_pages([Page(second, sc, "family", f"- {second} is learning the violin [1]\n\nSee [[{first}]].",
+                              {1: b})], author="agent:writer")
+        assert sorted(p.title for p in mem.list_pages(sc)[0]) == sorted([first, second]), who
+        assert mem.read_page(sc, first).body.startswith(f"- {first} plays handball")
+        assert mem.read_page(sc, second).body.startswith(f"- {second} is learning")
+    hits = mem.search("violin", scopes=Viewer("alice"), k=3)
+    assert [h.title for h in hits if h.kind == "page"] == [second]
+
+
+def test_a_page_written_under_its_earlier_file_name_is_renamed_once(tmp_path, monkeypatch) -> None:
+    """Pages written when "Þór" was ``r.md``: on opening, each such file gets its title's name once (``þór.md``), and
+    the page opens, is updated in place (not written again beside itself), is linked, and is found under its new
+    name; the catalog's rows naming it follow. Bob's page of the same title, in his scope, is his alone."""
+    from wiki_engine import Viewer, memory, pages
+    from wiki_engine.pages import earlier_slug
+
+    root = tmp_path / "memory"
+    with monkeypatch.context() as m:  # as the earlier version wrote them
+        m.setattr(pages, "slugify", earlier_slug)
+        m.setattr(memory, "slugify", earlier_slug)
+        with open_memory(root) as mem:
+            ids = {}
+            for sc in ("private/alice", "private/bob"):
+                ids[sc] = mem.add_source("Þór plays handball on Tuesdays.", scope=sc)
+                mem.write_pages([Page("Þór", sc, "family", "- Þór plays handball [1]", {1: ids[sc]})],
+                                author="agent:writer")
+            sung = mem.add_source("Sören Holm sings in the choir.", scope="private/alice")
+            mem.write_pages([Page("Sören Holm", "private/alice", "family", "- Sören sings [1]", {1: sung})],
+                            author="agent:writer")
+            mem.catalog.db.execute("DELETE FROM schema_migrations WHERE name='pages_keep_accented_letters'")
+    assert sorted(p.name for p in (root / "wiki" / "private" / "alice").glob("*.md")) == ["r.md", "s-ren-holm.md"]
+    with open_memory(root) as mem:
+        folder = root / "wiki" / "private" / "alice"
+        assert sorted(p.name for p in folder.glob("*.md")) == ["sören-holm.md", "þór.md"]
+        assert [p.name for p in (root / "wiki" / "private" / "bob").glob("*.md")] == ["þór.md"]
+        assert [r[0] for r in mem.catalog.query("SELECT slug FROM citations WHERE scope='private/alice' ORDER BY 1")] == [
+            "sören-holm", "þór"]
+        hits = mem.search("handball", scopes=Viewer("alice"), k=3)
+        assert [h.id for h in hits if h.kind == "page"] == ["page:private/alice/þór"]
+        assert mem.read_page("private/alice", "Þór").body == "- Þór plays handball [1]"
+        b = mem.add_source("Þór also coaches the under-tens.", scope="private/alice")
+        mem.write_pages([Page("Þór", "private/alice", "family", "- Þór plays handball [1]\n- Þór coaches [2]",
+                              {1: ids["private/alice"], 2: b})], author="agent:writer")
+        mem.write_pages([Page("Ýr", "private/alice", "family", "- Ýr is Þór's sister, see [[Þór]] [1]", {1: b})],
+                        author="agent:writer")
+        titles = sorted(p.title for p in mem.list_pages("private/alice")[0])
+        assert titles == ["Sören Holm", "Ýr", "Þór"], titles
+        assert "coaches" in mem.read_page("private/alice", "Þór").body
+        assert "coaches" not in mem.read_page("private/bob", "Þór").body
+    with open_memory(root) as mem:  # once: nothing is renamed again
+        assert sorted(p.name for p in folder.glob("*.md")) == ["sören-holm.md", "ýr.md", "þór.md"]
+
+
+def test_a_title_typed_decomposed_names_the_same_page_and_file_names_stay_short(mem: Memory) -> None:
+    """"Sören" typed as "o" and a combining diaeresis (as macOS hands names back) is the page "Sören": one file,
+    named in composed form. A long title of accented letters still makes a file name under 255 bytes, and a second
+    one cut to the same name is written beside it (numbered, as any title cut so), not over it."""
+    from wiki_engine import slugify
+
+    sc = "private/alice"
+    a = mem.add_source("Sören sings in the choir.", scope=sc)
+    mem.write_pages([Page("So\u0308ren", sc, "family", "- Sören sings [1]", {1: a})], author="agent:writer")
+    mem.write_pages([Page("Sören", sc, "family", "- Sören sings in the choir [1]", {1: a})], author="agent:writer")
+    assert [p.name for p in (mem.root / "wiki" / "private" / "alice").glob("*.md")] == ["sören.md"]
+    assert mem.read_page(sc, "Sören").body == "- Sören sings in the choir [1]"
+    long = "Ærøskøbing " + "ø" * 120
+    assert len(slugify(long + "x").encode()) <= 200
+    mem.write_pages([Page(long, sc, "places", "- one [1]", {1: a})], author="agent:writer")
+    mem.write_pages([Page(long + "x", sc, "places", "- two [1]", {1: a})], author="agent:writer")
+    pages = mem.list_pages(sc)[0]
+    assert len(pages) == 3 and long in {p.title for p in pages}
+    assert all(len(p.name.encode()) <= 255 for p in (mem.root / "wiki" / "private" / "alice").glob("*.md"))
