@@ -224,7 +224,7 @@ def test_citations_are_shown_only_to_viewers_who_may_see_the_source(mem: Memory)
 
 def test_pages_titled_in_other_scripts_keep_apart(mem: Memory) -> None:
     """Two pages titled "Мама" and "Папа" used to share the file name "page", the second overwriting the first;
-    Latin titles keep the file names they always had."""
+    a Latin title keeps its accented letters in its file name ("Café Notes" was caf-notes.md)."""
     a = mem.add_source("Мама работает в Мадриде.", scope="private/alice")
     b = mem.add_source("Папа работает в Берлине.", scope="private/alice")
     for title, body, sid in (("Мама", "Мама работает в Мадриде [1].", a), ("Папа", "Папа работает в Берлине [1].", b),
@@ -233,7 +233,7 @@ def test_pages_titled_in_other_scripts_keep_apart(mem: Memory) -> None:
     pages, bad = mem.list_pages("private/alice")
     assert bad == [] and sorted(p.title for p in pages) == sorted(["Мама", "Папа", "東京の旅行", "Café Notes"])
     assert mem.read_page("private/alice", "Мама").body == "Мама работает в Мадриде [1]."
-    assert (mem.root / "wiki" / "private" / "alice" / "caf-notes.md").exists()
+    assert (mem.root / "wiki" / "private" / "alice" / "café-notes.md").exists()
 
 
 def test_pages_whose_titles_make_the_same_file_name_keep_apart(mem: Memory) -> None:
