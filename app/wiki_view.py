@@ -45,6 +45,7 @@ from app.markdown import STYLE, makes_links, plain_label, plain_tooltip, render,
 from app.memory_status import IngestPanel
 from app.when import local_time
 from runtime_host.keptcorrections import KEPT_CORRECTIONS
+from runtime_host.person import source_line
 from runtime_host.safety.policy import MappingStoreFailed, keep_placeholders, reversible_placeholders
 from runtime_host.store import StoreError
 
@@ -194,10 +195,11 @@ def answer_html(question: str, result: Any, scope_label: Any, restore: Any = lam
             hrefs[n] = page_href(scope, slug)
             title = restore(h.title if h else "") or slug.replace("-", " ").capitalize()
             where = f" — page in {scope_label(scope)}"
-        else:
+        else:  # by its words, who said it and when: a conversation's sources share its title
             hrefs[n] = f"hearth-source:{ref}"
-            title = restore(h.title if h else "") or f"Source {n}"
-            said = restore(result.cited_as.get(n, ""))
+            title, said = source_line(without_overrides(restore(h.snippet if h else "")),
+                                      without_overrides(restore(result.cited_as.get(n, ""))), h.ts if h else 0)
+            title = title or f"Source {n}"
             where = " — " + " · ".join(w for w in (said, scope_label(h.scope) if h and h.scope else "") if w)
         items.append(f"<li>[{n}] <a href='{html.escape(hrefs[n], quote=True)}'>{html.escape(without_overrides(title))}"
                      f"</a>{html.escape(without_overrides(where.removesuffix(' — ')))}</li>")
@@ -1445,13 +1447,22 @@ class WikiView(QWidget):
 
         async def go() -> None:
             hits = await self.pod.memory_search(query, k=20)
-            self._shown_values.update(self._values_in([f"{h.title} {h.snippet}" for h in hits]))
+            said = await self.pod.memory_said(hits)  # "chat, said by Alice", "mail from Ana <ana@…>"
+            self._shown_values.update(self._values_in([*(f"{h.title} {h.snippet}" for h in hits), *said.values()]))
             restore = self.pod.restore_redactions  # the person's own results: their redacted values put back
             self.results.clear()
             for h in hits:
-                label = restore(h.title or h.snippet)[:80]
-                item = QListWidgetItem(f"{'📄' if h.kind == 'page' else '·'} {label} — {self.pod.scope_label(h.scope)}")
-                item.setToolTip(plain_tooltip(restore(h.snippet)))  # a stranger's words: never HTML
+                where = self.pod.scope_label(h.scope)
+                if h.kind == "page":  # a page by its title
+                    line = f"📄 {' '.join(without_overrides(restore(h.title or h.snippet)).split())[:80]} — {where}"
+                else:  # a source by its words, who said it and when: one conversation's share its title
+                    words, about = source_line(without_overrides(restore(h.snippet)),
+                                               without_overrides(restore(said.get(h.id, ""))), h.ts)
+                    words = words or " ".join(without_overrides(restore(h.title)).split())[:80]
+                    line = f"· {words} — {' · '.join(w for w in (about, where) if w)}"
+                item = QListWidgetItem(line)
+                # its title (a conversation's, a mail's subject) above its words: a stranger's words, never HTML
+                item.setToolTip(plain_tooltip("\n".join(w for w in (restore(h.title), restore(h.snippet)) if w)))
                 item.setData(Qt.ItemDataRole.UserRole, h)
                 self.results.addItem(item)
             if not hits:

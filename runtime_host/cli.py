@@ -595,6 +595,8 @@ async def _memory(me: Any, args: argparse.Namespace) -> int:
             if not args.question.strip():
                 print("error: type a question, e.g. memory ask \"When is Clara's birthday?\"", file=sys.stderr)
                 return EXIT_USAGE
+            from runtime_host.person import source_line
+
             result = await me.ask_memory(args.question)
             if not result.ok:
                 print(f"error: {result.error}", file=sys.stderr)
@@ -603,8 +605,12 @@ async def _memory(me: Any, args: argparse.Namespace) -> int:
             found = {h.id: h for h in result.hits}
             for n, ref in sorted(result.citations.items()):
                 h = found[ref]  # a citation is always one of the hits the model was shown
-                what = "page" if h.kind == "page" else mine(result.cited_as.get(n, "source"))  # "mail from Ana <…>"
-                print(f"[{n}] {mine(h.title or h.snippet)} ({what}, {me.scope_label(h.scope)})")
+                if h.kind == "page":
+                    print(f"[{n}] {mine(h.title or h.snippet)} (page, {me.scope_label(h.scope)})")
+                    continue
+                # a source by its words, who said it ("mail from Ana <…>") and when: a conversation's share its title
+                words, about = source_line(mine(h.snippet or h.title), mine(result.cited_as.get(n, "source")), h.ts)
+                print(f"[{n}] {words} ({about}, {me.scope_label(h.scope)})")
         elif args.action == "verify":
             bad = await me.memory_verify()
             if bad:

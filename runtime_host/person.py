@@ -11,6 +11,7 @@ as an attribute of this handle).
 from __future__ import annotations
 
 import os
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from runtime_host.store import HEARTH_ORIGINS, UNNAMED_AS
@@ -18,6 +19,21 @@ from vault import Vault
 
 if TYPE_CHECKING:
     from runtime_host.store import AgentInstance, AgentProfile, Person
+
+
+LINE_WORDS = 100  # characters of a source's words in a list of hits (the window's tooltip shows them all)
+
+
+def source_line(words: str, said: str, ts: float) -> tuple[str, str]:
+    """A source found, as a list of hits names it, in the window and on the CLI: (the words around the match, on one
+    line, cut to LINE_WORDS; what it is and who said it, and the day it was said on this machine's calendar):
+    "…the zorblat bag is at the gym today." and "chat, said by Alice, 07 Dec 2026". The hits of one conversation,
+    or a newsletter's mails, share its title: by their titles a list read "Daily planning" twenty times. ``words``
+    and ``said`` are as the person reads them (their redacted values restored); where they are shown escapes them."""
+    words = " ".join(words.split())
+    words = words if len(words) <= LINE_WORDS else words[:LINE_WORDS - 1].rstrip() + "…"
+    when = datetime.fromtimestamp(ts).astimezone().strftime("%d %b %Y") if ts > 0 else ""
+    return words, ", ".join(w for w in (" ".join(said.split()), when) if w)
 
 
 class PersonFolders:
@@ -301,6 +317,38 @@ class PersonPod:
 
     async def memory_search(self, query: str, k: int = 10, mode: str = "hybrid") -> list[Any]:
         return await self.pod.memory_search(self.person_id, query, k, mode)
+
+    async def memory_said(self, hits: list[Any]) -> dict[str, str]:
+        """Source id -> what each source among ``hits`` is and who said it, in the words Ask memory lists its sources
+        with ("chat, said by Alice", "chat, said by the agent Helper", "mail from Ana <ana@example.org>", the address
+        as the person's Mail shows it, "note of Alice's"): the hits of one conversation, or a newsletter's mails,
+        share one title, and the Wiki page's results tell them apart by their words, who said them and when. A
+        source of another person's, or one deleted since the search, is not said."""
+        from runtime_host.memory_jobs import person_names, said_by
+        from wiki_engine import SourceUnreadable
+        from wiki_engine.render import parse_source
+
+        mine, names, pod = set(self.person_scopes()), person_names(self.pod), self.pod
+
+        def said() -> dict[str, str]:
+            out = {}
+            for h in hits:
+                if h.kind != "source" or h.scope not in mine:
+                    continue
+                try:
+                    source = pod.memory.get_source(h.id)
+                except (LookupError, SourceUnreadable):  # deleted since, or its file damaged: its words say enough
+                    continue
+                if source.scope not in mine:
+                    continue
+                head, _ = parse_source(source.markdown)
+                key = head.get("key", "")
+                sender = pod.mail.sender(self.person_id, key) if source.kind == "mail" else ""
+                out[h.id] = said_by(source.kind, sender or head.get("author", ""), "", head.get("owner", ""),
+                                    head.get("agent", ""), lambda t: names.get(t, t), key)
+            return out
+
+        return await pod.in_memory_thread(said)
 
     async def memory_proposals(self) -> list[Any]:
         """Open agent edits of this person's verified pages; other people's proposals are theirs alone."""

@@ -21,7 +21,6 @@ import shutil
 import sqlite3
 import threading
 import time
-import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -52,6 +51,7 @@ from .index import (
     query_terms,
     remove_index_folder,
     telling_stems,
+    title_key,
     without_words,
     words,
 )
@@ -112,7 +112,8 @@ class UnknownSource(KeyError):
 
 @dataclass(frozen=True)
 class Hit:
-    """One search result: a source or a page id, its score, scope and a short snippet."""
+    """One search result: a source or a page id, its score, scope and a short snippet (the words around the match),
+    its title and ``ts``, when a source was said or a page last written (0 where not known: a typeahead's)."""
 
     id: str
     score: float
@@ -120,6 +121,7 @@ class Hit:
     kind: str = "source"
     scope: str = ""
     title: str = ""
+    ts: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -270,13 +272,6 @@ def _first_line(text: str, width: int = 80) -> str:
     remembered "Plumber invoice \u202eexe.fdp paid" would read as a ".pdf" in every list it is shown in)."""
     line = next((ln.strip() for ln in _DIRECTION.sub("", text).splitlines() if ln.strip()), "")
     return line if len(line) <= width else line[: width - 1].rsplit(" ", 1)[0] + "…"
-
-
-def title_key(title: str) -> str:
-    """What names a page in its title: its letters, digits and symbols, whatever their case, spacing and punctuation
-    ("Dr. Smith" and "Dr Smith" are ``drsmith``; "C#" is not "C++")."""
-    return "".join(ch for ch in unicodedata.normalize("NFKC", title).casefold()
-                   if ch.isalnum() or unicodedata.category(ch).startswith("S") or ch in "#%&*/@\\")
 
 
 def _same_title(a: str, b: str) -> bool:
@@ -2642,12 +2637,15 @@ class Memory:
             found_meta = meta.get((sc, i))
             if found_meta is None:
                 continue
-            kind, title, body, _, _ = found_meta
-            out.append(Hit(i, round(score, 6), _snippet(body, terms), kind, str(sc), title))
+            kind, title, body, ts, _ = found_meta
+            out.append(Hit(i, round(score, 6), _snippet(body, terms), kind, str(sc), title, ts or 0.0))
         return out
 
     def typeahead(self, prefix: str, *, scopes: Sequence[str | Scope] | str | Viewer, k: int = 8) -> list[Hit]:
-        """Titles (pages first) in the given scopes whose words start with what was typed."""
+        """Titles (pages first) in the given scopes whose words start with what was typed, each offered once: a
+        suggestion chosen is searched by its words, so months of one conversation, or a newsletter's mails, which
+        share a title, are one suggestion, and the others fill the ``k`` (letter case and spacing aside; a page's
+        title before a source's of the same words)."""
         out: list[Hit] = []
         prefix = valid_text(prefix)
         for sc in parse_scopes(scopes):
@@ -2656,7 +2654,8 @@ class Memory:
             for i, kind, title in self.index(sc).typeahead(prefix, k):
                 out.append(Hit(i, 1.0 if kind == "page" else 0.5, title, kind, str(sc), title))
         out.sort(key=lambda h: (-h.score, len(h.title)))
-        return out[:k]
+        once = {title_key(h.title): h for h in reversed(out)}  # the first of each title, in this order
+        return [h for h in out if once[title_key(h.title)] is h][:k]
 
     # ---- lifecycle -------------------------------------------------------------------------------
 

@@ -93,7 +93,8 @@ async def test_a_pages_own_citation_numbers_are_not_shown_beside_the_excerpt_num
 
 async def test_a_cited_mail_is_listed_as_its_senders_in_a_terminal(pod, servers, fake_model, script, home) -> None:
     """`memory ask` listed every cited source as "(note, Me)": a stranger's mail titled "My note to self: the new safe
-    code" read as the person's own note. It now says what the model was told: a mail, and from whom."""
+    code" read as the person's own note. It now says what the model was told: a mail, and from whom (and, as the
+    window does, its words and the day it came: a newsletter's mails share one subject)."""
     await kept_mail(pod, servers, fake_model, "My note to self: the new safe code", "The new code for the safe is 4242.",
                     "Mallory <mallory@evil.example>")
     pod.set_role_model("ask_memory", "fake/fake-1")
@@ -101,4 +102,5 @@ async def test_a_cited_mail_is_listed_as_its_senders_in_a_terminal(pod, servers,
     r = await asyncio.to_thread(cli, home, "memory", "ask", "What is the code for the safe?")
     assert r.returncode == 0, r.stderr
     line = next(ln for ln in r.stdout.splitlines() if ln.startswith("[1] "))
-    assert re.fullmatch(r"\[1\] My note to self: the new safe code \(mail from Mallory <[^>]+>, Me\)", line), r.stdout
+    assert re.fullmatch(r"\[1\] The new code for the safe is 4242\. \(mail from Mallory <[^>]+>, \d\d \w{3} \d{4}, Me\)",
+                        line), r.stdout

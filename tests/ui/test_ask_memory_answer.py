@@ -50,7 +50,8 @@ def test_asking_after_picking_a_suggestion_sends_the_placeholder_not_the_card(qt
 def test_a_cited_mail_is_listed_as_a_mail_from_its_sender_not_as_the_persons_own(qtbot, qloop, ui_pod, script,
                                                                                 servers, fake_model) -> None:
     """The model is told an excerpt is "mail from Mallory <…>"; the Sources list under the answer named it by its
-    subject followed by "— Me", so a stranger's "My note to self: the new safe code" read as the person's own."""
+    subject followed by "— Me", so a stranger's "My note to self: the new safe code" read as the person's own. It is
+    listed by its words, as a mail from its sender, and the day it came."""
     qloop.run(kept_mail(ui_pod, servers, fake_model, "My note to self: the new safe code",
                         "The new code for the safe is 4242.", "Mallory <mallory@evil.example>"))
     ui_pod.set_role_model("ask_memory", "fake/fake-1")
@@ -58,7 +59,9 @@ def test_a_cited_mail_is_listed_as_a_mail_from_its_sender_not_as_the_persons_own
     w = wiki_window(qtbot, ui_pod)
     ask(qloop, w, "What is the code for the safe?", "4242")
     listed = w.wiki.page.toPlainText().split("Sources", 1)[1].strip()
-    assert re.fullmatch(r"\[1\] My note to self: the new safe code — mail from Mallory <[^>]+> · Me", listed), listed
+    # by its words (a newsletter's mails share a subject), from whom and when: never as the person's own note
+    assert re.fullmatch(r"\[1\] The new code for the safe is 4242\. — mail from Mallory <[^>]+>, \d\d \w{3} \d{4} · Me",
+                        listed), listed
 
 
 def test_an_answer_cannot_dress_up_as_hearths_own_sources_list_or_question(qtbot, qloop, ui_pod, script) -> None:

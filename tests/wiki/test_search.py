@@ -74,6 +74,49 @@ def test_keyword_path_and_typeahead_basics(mem: Memory) -> None:
     assert len(titles) == 2 and all(t.lower().startswith(("boiler", "the boiler")) for t in titles)
 
 
+def test_typeahead_offers_each_title_once_and_fills_up_with_others(mem: Memory) -> None:
+    from wiki_engine import Page
+
+    """Months of one conversation, or a newsletter's mails, share one title: typeahead offered "Daily planning"
+    eight times (a suggestion chosen searches its words, so each was the same search). Each title comes once now,
+    whatever its letter case or spacing, in every scope the person reads, a page's before a source's; the other
+    titles fill the list, also those stored after hundreds of the repeated one. Another person's titles are never
+    offered."""
+    now = time.time()
+    chat = [Item(text=f"Dailyword {n}: the gym at {n % 12 + 7}.", scope="private/alice", ts=now - 9000 + n,
+                 kind="chat", key=f"m{n}", author="Alice", subject="Daily planning") for n in range(300)]
+    digest = [Item(text=f"Issue {n} of the digest.", scope="private/alice", ts=now - 500 + n, kind="mail",
+                   key=f"d{n}", author="News <news@example.org>", subject="Daily  PLANNING") for n in range(20)]
+    mem.add_items(chat + digest, check=False, to_inbox=False)
+    mem.add_items([Item(text="The household's day.", scope="public", ts=now, kind="note", key="h",
+                        subject="Daily planning"),
+                   Item(text="Bob's own day.", scope="private/bob", ts=now, kind="note", key="b", subject="Daily Bob")],
+                  check=False, to_inbox=False)
+    later = [Item(text=f"About {t}.", scope="private/alice", ts=now, kind="note", key=t, subject=t)
+             for t in ("Daisy's birthday", "Dairy order", "Daily vitamins", "Dahlias", "Dai's visit", "Dais")]
+    mem.add_items(later, check=False, to_inbox=False)
+    mem.write_page(Page("Daily planning", "private/alice", "routine", "- The gym at seven [1]",
+                        {1: mem.search("gym", scopes=["private/alice"], k=1)[0].id}), author="agent:writer")
+    hits = mem.typeahead("Dai", scopes=Viewer("alice"), k=8)
+    titles = [h.title for h in hits]
+    assert (hits[0].kind, hits[0].title) == ("page", "Daily planning"), titles
+    assert sorted(titles[1:]) == sorted(["Dai's visit", "Dairy order", "Dais", "Daisy's birthday", "Daily vitamins"]), titles
+    assert [h.title for h in mem.typeahead("Dai", scopes=Viewer("alice"), k=3)][0] == "Daily planning"
+    assert len(mem.typeahead("Dai", scopes=Viewer("alice"), k=3)) == 3
+
+
+def test_a_hit_says_when_its_source_was_said(mem: Memory) -> None:
+    """Hits of one conversation share its title: a search result tells them apart by their words, who said them and
+    when, so a hit carries the time its source was said (a page's, when it was last written)."""
+    then = time.time() - 40 * 86400
+    mem.add_items([Item(text=f"Issue {n} of the digest, about hedgehogs {n}.", scope="private/alice", ts=then + n * 86400,
+                        kind="mail", key=f"d{n}", subject="Digest") for n in range(3)], check=False, to_inbox=False)
+    hits = mem.search("hedgehogs digest", scopes=["private/alice"], k=3, mode="keyword")
+    assert sorted(h.ts for h in hits) == [then, then + 86400, then + 2 * 86400]
+    assert sorted(h.ts for h in mem.search("hedgehogs digest", scopes=["private/alice"], k=3)) == [
+        then, then + 86400, then + 2 * 86400]
+
+
 def test_an_old_fact_said_once_is_found_among_many_recent_ones(tmp_path: Path) -> None:
     """Recency and importance break ties; they do not bury the one source that answers the question, even
     when hundreds of recent, important sources share its words (MiniLM: static vectors cannot tell a
