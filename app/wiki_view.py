@@ -175,12 +175,16 @@ def _wiki_links(hrefs: dict[int, str], scope: str | None) -> Any:
     return links
 
 
-def answer_html(question: str, result: Any, scope_label: Any, restore: Any = lambda text: text) -> str:
+def answer_html(question: str, result: Any, scope_label: Any, restore: Any = lambda text: text,
+                said: dict[str, str] | None = None) -> str:
     """Ask memory's answer: its [n] as links to the page or source each cites (opened in the view like a
-    page's citations), and a Sources list under it by title, never by id, each source with who said it ("mail from
-    Ana <…>", as the model was told). The answer is marked as the model's and makes no heading, rule or direction
-    override of its own: nothing in it reads as Hearth's question or Sources list. ``restore`` puts the person's own
-    redacted values back in the answer and the titles (the model saw only their placeholders)."""
+    page's citations), and a Sources list under it, never by id: a page by its title, a source by its words, what
+    it is and who said it (``said``, PersonPod.memory_said: "mail from Ana <…>, subject “…”", as the model was told;
+    else the answer's own ``cited_as``) and the day (a conversation's sources share its title). The answer is
+    marked as the model's and makes no heading, rule or direction override of its own: nothing in it reads as
+    Hearth's question or Sources list. ``restore`` puts the person's own redacted values back in the answer and the
+    titles (the model saw only their placeholders)."""
+    said = said or {}
     question = without_overrides(question)
     if not result.ok:
         return (f"<h3>{html.escape(question)}</h3>"
@@ -197,10 +201,11 @@ def answer_html(question: str, result: Any, scope_label: Any, restore: Any = lam
             where = f" — page in {scope_label(scope)}"
         else:  # by its words, who said it and when: a conversation's sources share its title
             hrefs[n] = f"hearth-source:{ref}"
-            title, said = source_line(without_overrides(restore(h.snippet if h else "")),
-                                      without_overrides(restore(result.cited_as.get(n, ""))), h.ts if h else 0)
+            title, about = source_line(without_overrides(restore(h.snippet if h else "")),
+                                       without_overrides(restore(said.get(ref) or result.cited_as.get(n, ""))),
+                                       h.ts if h else 0)
             title = title or f"Source {n}"
-            where = " — " + " · ".join(w for w in (said, scope_label(h.scope) if h and h.scope else "") if w)
+            where = " — " + " · ".join(w for w in (about, scope_label(h.scope) if h and h.scope else "") if w)
         items.append(f"<li>[{n}] <a href='{html.escape(hrefs[n], quote=True)}'>{html.escape(without_overrides(title))}"
                      f"</a>{html.escape(without_overrides(where.removesuffix(' — ')))}</li>")
     sources = f"<h4>Sources</h4><ul>{''.join(items)}</ul>" if items else ""
@@ -1503,8 +1508,10 @@ class WikiView(QWidget):
                 if ticket is self._opening:
                     self.page.setHtml(f"<p>{html.escape(str(exc))}</p>")
                 return
+            cited = set((getattr(result, "citations", None) or {}).values())
+            said = await self.pod.memory_said([h for h in result.hits if h.id in cited]) if result.ok else {}
             if ticket is self._opening:
-                self.page.setHtml(answer_html(shown, result, self.pod.scope_label, self.pod.restore_redactions))
+                self.page.setHtml(answer_html(shown, result, self.pod.scope_label, self.pod.restore_redactions, said))
                 self._answer = (ticket, set((getattr(result, "citations", None) or {}).values()))
 
         def asked(_task: Any) -> None:

@@ -603,13 +603,15 @@ async def _memory(me: Any, args: argparse.Namespace) -> int:
                 return EXIT_FAILED
             print(mine(result.text))
             found = {h.id: h for h in result.hits}
+            said = await me.memory_said([found[ref] for ref in result.citations.values()])  # as in the window
             for n, ref in sorted(result.citations.items()):
                 h = found[ref]  # a citation is always one of the hits the model was shown
                 if h.kind == "page":
                     print(f"[{n}] {mine(h.title or h.snippet)} (page, {me.scope_label(h.scope)})")
                     continue
                 # a source by its words, who said it ("mail from Ana <…>") and when: a conversation's share its title
-                words, about = source_line(mine(h.snippet or h.title), mine(result.cited_as.get(n, "source")), h.ts)
+                words, about = source_line(mine(h.snippet or h.title),
+                                           mine(said.get(ref) or result.cited_as.get(n, "source")), h.ts)
                 print(f"[{n}] {words} ({about}, {me.scope_label(h.scope)})")
         elif args.action == "verify":
             bad = await me.memory_verify()

@@ -102,5 +102,5 @@ async def test_a_cited_mail_is_listed_as_its_senders_in_a_terminal(pod, servers,
     r = await asyncio.to_thread(cli, home, "memory", "ask", "What is the code for the safe?")
     assert r.returncode == 0, r.stderr
     line = next(ln for ln in r.stdout.splitlines() if ln.startswith("[1] "))
-    assert re.fullmatch(r"\[1\] The new code for the safe is 4242\. \(mail from Mallory <[^>]+>, \d\d \w{3} \d{4}, Me\)",
-                        line), r.stdout
+    assert re.fullmatch(r"\[1\] The new code for the safe is 4242\. \(mail from Mallory <[^>]+>, subject “My note to "
+                        r"self: the new safe code”, \d\d \w{3} \d{4}, Me\)", line), r.stdout

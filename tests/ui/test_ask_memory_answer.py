@@ -60,8 +60,8 @@ def test_a_cited_mail_is_listed_as_a_mail_from_its_sender_not_as_the_persons_own
     ask(qloop, w, "What is the code for the safe?", "4242")
     listed = w.wiki.page.toPlainText().split("Sources", 1)[1].strip()
     # by its words (a newsletter's mails share a subject), from whom and when: never as the person's own note
-    assert re.fullmatch(r"\[1\] The new code for the safe is 4242\. — mail from Mallory <[^>]+>, \d\d \w{3} \d{4} · Me",
-                        listed), listed
+    assert re.fullmatch(r"\[1\] The new code for the safe is 4242\. — mail from Mallory <[^>]+>, subject “My note to self: "
+                        r"the new safe code”, \d\d \w{3} \d{4} · Me", listed), listed
 
 
 def test_an_answer_cannot_dress_up_as_hearths_own_sources_list_or_question(qtbot, qloop, ui_pod, script) -> None:

@@ -91,7 +91,7 @@ def test_the_results_of_one_conversation_read_as_their_words_who_said_them_and_w
     digest = sorted(line for line, _ in results(qloop, w, "zorblat bag makers shop") if "Weekly digest" in line)
     assert len(digest) == 5 and all(  # the address as memory keeps it (no inbox of hers holds this mail)
         re.fullmatch(rf"· Weekly digest {n}: the zorblat bag makers open a shop in town number {n}\. — mail from "
-                     rf"Zorblat News <[^<>]+>, {local_day(ts)} · Me", line)
+                     rf"Zorblat News <[^<>]+>, subject “Weekly digest”, {local_day(ts)} · Me", line)
         for line, (n, ts) in zip(digest, enumerate(came), strict=True)), digest
     everything = " ".join(f"{line} {tip}" for line, tip in shown)
     assert "locker 77" not in everything and "Bob" not in everything, everything  # Bob's are his alone
@@ -145,6 +145,6 @@ def test_ask_memorys_sources_of_one_conversation_are_told_apart(qtbot, qloop, ui
     qloop.wait_until(lambda: "Sources" in w.wiki.page.toPlainText(), what="the answer")
     listed = w.wiki.page.toPlainText().split("Sources", 1)[1].strip().splitlines()
     assert len(listed) == 3 and len(set(listed)) == 3, listed
-    assert all(re.fullmatch(rf"\[\d\] .*zorblat.* — (chat, said by (Alice|the agent helper)|mail from Zorblat News "
-                            rf"<[^<>]+>), \d\d \w\w\w \d{{4}} · Me", line) for line in listed), listed
+    assert all(re.fullmatch(r"\[\d\] .*zorblat.* — (chat, said by (Alice|the agent helper)|mail from Zorblat News "
+                            r"<[^<>]+>, subject “Weekly digest”), \d\d \w\w\w \d{4} · Me", line) for line in listed), listed
     assert "locker 77" not in w.wiki.page.toPlainText()
