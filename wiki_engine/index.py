@@ -288,6 +288,7 @@ LATE_ROUNDS = 8
 # 250 tokens (no turn of LoCoMo's chats is longer than 434).
 CONTEXT_CHARS = 1_000
 TYPEAHEAD_WORDS = 12  # typed words a suggestion must hold: more only narrows what already fits
+TYPEAHEAD_ROWS = 200  # sources' titles read one by one before SQLite is asked for the ones that differ
 
 def _contexts_of(docs: list[Doc], meta: sqlite3.Connection | None, row: dict[str, int]) -> list[str]:
     """For each source, the text of the source said just before it (same conversation), else "": one of ``docs`` or
@@ -1303,7 +1304,7 @@ class ScopeIndex:
         (a page's before a source's of that title). Only the last TYPEAHEAD_WORDS count: a long paste costs what a
         few words cost, and still suggests titles."""
         typed = words(prefix)[-TYPEAHEAD_WORDS:]
-        if not typed:
+        if not typed or limit <= 0:
             return []
         expr = " ".join(f'"{w}"' for w in typed[:-1]) + (" " if len(typed) > 1 else "") + f'"{typed[-1]}"*'
         with self._lock:
@@ -1312,22 +1313,41 @@ class ScopeIndex:
             # a newsletter's mails share one title; read on until ``limit`` titles, or until none is left.
             rows: list[tuple[str, str, str]] = []
             had: set[str] = set()
-            for r in self.meta.execute("SELECT id, 'page', title FROM page_titles WHERE page_titles MATCH ?", (expr,)):
-                if len(rows) < limit and title_key(r[2]) not in had:
-                    had.add(title_key(r[2]))
-                    rows.append(r)
-            # Sources' titles: SQLite tells them apart (20,000 notes of one title cost 25 ms, not a loop's 75), and
-            # stops once it has given enough; then one id for each.
-            wanted: list[str] = []
-            with contextlib.closing(self.meta.execute("SELECT DISTINCT title FROM titles WHERE titles MATCH ?",
+            seen: set[str] = set()  # titles as held: one repeated is not read again
+
+            def take(r: tuple[str, str, str]) -> bool:
+                """Keeps a title not kept yet; whether the list is full."""
+                if r[2] not in seen:
+                    seen.add(r[2])
+                    if title_key(r[2]) not in had:
+                        had.add(title_key(r[2]))
+                        rows.append(r)
+                return len(rows) == limit
+
+            with contextlib.closing(self.meta.execute(
+                    "SELECT id, 'page', title FROM page_titles WHERE page_titles MATCH ?", (expr,))) as found:
+                any(take(r) for r in found)
+            # Sources' titles, as they come: most differ, and the list is full after a few rows. Past TYPEAHEAD_ROWS
+            # rows the same titles repeat (20,000 notes of one title took 75 ms row by row): SQLite tells the rest
+            # apart (25 ms), then one id is looked up for each title it adds, by its words as a phrase.
+            read = 0
+            with contextlib.closing(self.meta.execute("SELECT id, kind, title FROM titles WHERE titles MATCH ?",
                                                       (expr,))) as found:
-                for (title,) in found if len(rows) < limit else ():
-                    if title_key(title) not in had:
-                        had.add(title_key(title))
-                        wanted.append(title)
-                        if len(rows) + len(wanted) == limit:
-                            break
-            for title in wanted:  # by its words as a phrase (a few rows), then the title itself
+                for r in found if len(rows) < limit else ():
+                    read += 1
+                    if take(r) or read == TYPEAHEAD_ROWS:
+                        break
+            wanted: list[str] = []
+            if read == TYPEAHEAD_ROWS and len(rows) < limit:
+                with contextlib.closing(self.meta.execute("SELECT DISTINCT title FROM titles WHERE titles MATCH ?",
+                                                          (expr,))) as found:
+                    for (title,) in found:
+                        if title_key(title) not in had:
+                            had.add(title_key(title))
+                            wanted.append(title)
+                            if len(rows) + len(wanted) == limit:
+                                break
+            for title in wanted:
                 rows += self.meta.execute("SELECT id, kind, title FROM titles WHERE titles MATCH ? AND title = ? LIMIT 1",
                                           ('"' + title.replace('"', '""') + '"', title)).fetchall()
             # a title with Chinese, Japanese or Korean letters is held as it is searched (pairs): shown as written
