@@ -40,7 +40,9 @@ SCOPE = "private/reader"
 
 def turn_ts(doc: dict[str, Any], n: int) -> float:
     """The session's time, plus a second per turn so turns keep their order (a chat's pace)."""
-    base = datetime.fromisoformat(doc["ts"]).replace(tzinfo=UTC).timestamp() if doc.get("ts") else 1.6e9
+    # LoCoMo's session times are the speakers' own clock, with no zone: read as this machine's, whose days memory
+    # names, so "8 May 2023" is indexed as 8 May in any zone the bench runs in
+    base = datetime.fromisoformat(doc["ts"]).timestamp() if doc.get("ts") else 1.6e9
     return base + n
 
 

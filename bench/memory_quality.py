@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +39,9 @@ SCOPE = "private/reader"
 
 
 def _ts(doc: dict[str, Any], n: int) -> float:
-    base = datetime.fromisoformat(doc["ts"]).replace(tzinfo=UTC).timestamp() if doc.get("ts") else 1.6e9
+    # LoCoMo's session times are the speakers' own clock, with no zone: read as this machine's, whose days memory
+    # names, so "8 May 2023" is indexed as 8 May in any zone the bench runs in
+    base = datetime.fromisoformat(doc["ts"]).timestamp() if doc.get("ts") else 1.6e9
     return base + n * 1e-3  # turns of one session share its time; keep their order
 
 

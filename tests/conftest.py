@@ -34,6 +34,26 @@ def _root_log_handlers_restored() -> Iterator[None]:
 
 
 @pytest.fixture
+def in_zone() -> Iterator:
+    """in_zone("Pacific/Auckland") sets this process's time zone (TZ, and time.tzset) for the test: the machine's
+    zone, whose days memory names. The zone the run had is put back after the test."""
+    import time
+
+    def zone(name: str | None) -> None:
+        if name is None:
+            os.environ.pop("TZ", None)
+        else:
+            os.environ["TZ"] = name
+        time.tzset()
+
+    was = os.environ.get("TZ")
+    try:
+        yield zone
+    finally:
+        zone(was)
+
+
+@pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     h = tmp_path / "hearth"
     h.mkdir()

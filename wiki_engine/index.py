@@ -1,8 +1,8 @@
 """One scope's search index: tantivy (bm25 with block-max pruning) for keywords, SQLite FTS5 for
 typeahead on titles, and an in-memory matrix of embeddings for meaning.
 
-A source is indexed with what a reader of a conversation would have in mind: its date in words ("8 May
-2023"), the source said just before it (if within an hour: the same conversation) as lower-weighted
+A source is indexed with what a reader of a conversation would have in mind: its day in words on this machine's
+calendar ("Monday 8 May 2023"), the source said just before it (if within an hour: the same conversation) as lower-weighted
 context, and its speaker when the text starts with "Name: ". Sources close in time form a conversation
 (``GAP_S``), which the ranked path uses to lift the other turns of a conversation that matches well.
 
@@ -142,12 +142,26 @@ def asks_when(question: str) -> bool:
 
 
 def date_words(ts: float) -> str:
-    """A source's date as people say it in questions: "Monday 8 May 2023"."""
+    """The day of ``ts`` as people say it in questions: "Monday 8 May 2023", on this machine's calendar (Hearth is a
+    desktop app: its time zone is the household's; a person in Auckland's Monday morning is their Monday, not UTC's
+    Sunday). The one wording of a day memory indexes and shows its models (Ask memory, an agent's search, the nightly
+    check); "" for no time (0) or one past the calendar."""
+    if ts <= 0:
+        return ""
     try:
-        d = _dt.datetime.fromtimestamp(ts, _dt.UTC)
+        d = _dt.datetime.fromtimestamp(ts)
     except (OverflowError, OSError, ValueError):
         return ""
     return f"{d:%A} {d.day} {d:%B} {d.year}"
+
+
+def days_mark() -> str:
+    """Which calendar ``date_words`` reads days on: this machine's time zone as the C library knows it (its names and
+    its offsets from UTC), "utc" for any zone whose days are UTC's. An index built on another calendar (before days
+    were local, every index was built on UTC's) has its keyword index rebuilt once on opening (``_days_changed``)."""
+    if time.timezone == 0 and (not time.daylight or time.altzone == 0):
+        return "utc"
+    return f"{'/'.join(time.tzname)} {time.timezone} {time.altzone if time.daylight else time.timezone}"
 
 
 # The keyword fields' own analysis (tantivy's en_stem: split on non-alphanumerics, lower-case, English stemmer),
@@ -360,7 +374,7 @@ class ScopeIndex:
         # Made anew here: meta.db was missing, or held nothing (cut to zero bytes by a crash before its data reached
         # the disk). Its documents come back from the catalog (sources) and the wiki folder (pages): ``Memory.index``.
         self.made_anew = row is None
-        stale_words = not stale and self._words_changed()
+        stale_words = not stale and (self._words_changed() | self._days_changed())
         # Documents stored or removed in meta.db whose keyword index a process that has died since did not
         # commit: the keyword index is rebuilt from meta.db, so none is missing and no removed text stays. A mark
         # of a process still running (another window, a CLI command) is its write under way, left alone.
@@ -412,6 +426,20 @@ class ScopeIndex:
             if (other.search(text) if other is not None else (_CJK_RUN.search(text) or _WIDE.search(text))):
                 return True
         self.meta.execute("INSERT OR REPLACE INTO info VALUES ('words', ?)", (WORDS,))
+        return False
+
+    def _days_changed(self) -> bool:
+        """Whether this index holds sources whose days in words were read on another calendar than this machine's
+        now (an index from before days were local was built on UTC's; the machine moved to another zone): they are
+        indexed again. An index without sources just takes the new mark."""
+        row = self.meta.execute("SELECT value FROM info WHERE key='days'").fetchone()
+        if (row[0] if row is not None else "utc") == days_mark():
+            if row is None:
+                self.meta.execute("INSERT OR REPLACE INTO info VALUES ('days', ?)", (days_mark(),))
+            return False
+        if self.meta.execute("SELECT 1 FROM docs WHERE kind != 'page' LIMIT 1").fetchone():
+            return True
+        self.meta.execute("INSERT OR REPLACE INTO info VALUES ('days', ?)", (days_mark(),))
         return False
 
     def _open_tantivy(self) -> None:
@@ -466,6 +494,7 @@ class ScopeIndex:
         self._insert_titles([(cjk_spaced(title), doc_id, kind) for doc_id, kind, title, _b, _t in rows if title])
         self.meta.execute("INSERT OR REPLACE INTO info VALUES ('schema', ?)", (SCHEMA,))
         self.meta.execute("INSERT OR REPLACE INTO info VALUES ('words', ?)", (WORDS,))
+        self.meta.execute("INSERT OR REPLACE INTO info VALUES ('days', ?)", (days_mark(),))
         self.meta.execute("COMMIT")
         self._dirty = True
         self.commit()

@@ -87,7 +87,7 @@ async def test_a_pages_own_citation_numbers_are_not_shown_beside_the_excerpt_num
     script([Text("Clara lives in Lyon.")])
     assert (await asyncio.wait_for(pod.ask_memory("Where does Clara live?"), 60)).ok
     prompt = fake_model.requests[-1].last_user
-    page_line = next(ln for ln in prompt.splitlines() if "(wiki page “Clara”): " in ln)
+    page_line = next(ln for ln in prompt.splitlines() if "(wiki page “Clara”, updated " in ln)
     assert page_line.split("): ", 1)[1] == "- Clara's birthday is on 3 June - Clara lives in Lyon", page_line
 
 

@@ -1401,7 +1401,7 @@ async def test_an_agent_searching_memory_is_given_a_mail_as_a_strangers_words_an
         return (await asyncio.wait_for(who.chat(agent, "Where do I pay the rent?"), 60)).text
 
     hers = await searched(pod, "helper")
-    wrapped = re.findall(r"^\[mail \w{12}\]\n.*?\n<<<UNTRUSTED id=(\w+) source=mail origin=\"([^\"]*)\">>>\n(.*?)\n"
+    wrapped = re.findall(r"^\[mail \w{12}, \w+day \d+ \w+ \d{4}\]\n.*?\n<<<UNTRUSTED id=(\w+) source=mail origin=\"([^\"]*)\">>>\n(.*?)\n"
                          r"<<<END_UNTRUSTED id=\1>>>$", hers, re.S | re.M)
     assert len(wrapped) == 1, hers
     (_, origin, said), = wrapped
@@ -1467,9 +1467,10 @@ async def test_ask_memory_is_told_a_mail_is_its_senders_words(pod, servers, fake
     assert (await asyncio.wait_for(pod.ask_memory("Who did I sell my car to?"), 60)).ok
     req = fake_model.requests[-1]
     lines = {ln for ln in req.last_user.splitlines() if "Tomasz" in ln}
-    assert any(re.fullmatch(r"\[\d\] \(mail from Ana Quintero <\[EMAIL_1\]>, subject “The flat”\): I am moving.*", ln)
+    assert any(re.fullmatch(r"\[\d\] \(mail from Ana Quintero <\[EMAIL_1\]>, subject “The flat”, \w+day \d+ \w+ \d{4}\): I am moving.*", ln)
                for ln in lines), req.last_user
-    assert any(re.fullmatch(r"\[\d\] \(note\): My car was a blue Skoda.*", ln) for ln in lines), req.last_user
+    assert any(re.fullmatch(r"\[\d\] \(note, \w+day \d+ \w+ \d{4}\): My car was a blue Skoda.*", ln)
+               for ln in lines), req.last_user
     assert "a mail, \"I\", \"me\" and \"my\" are the sender" in req.system, req.system
 
 
