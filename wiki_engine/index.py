@@ -145,14 +145,20 @@ def date_words(ts: float) -> str:
     """The day of ``ts`` as people say it in questions: "Monday 8 May 2023", on this machine's calendar (Hearth is a
     desktop app: its time zone is the household's; a person in Auckland's Monday morning is their Monday, not UTC's
     Sunday). The one wording of a day memory indexes and shows its models (Ask memory, an agent's search, the nightly
-    check); "" for no time (0) or one past the calendar."""
+    check); "" for no time (0) or one past the calendar. In English whatever the locale (a window's Qt sets the
+    person's): the words the index holds are the ones its English stemmer and questions read."""
     if ts <= 0:
         return ""
     try:
         d = _dt.datetime.fromtimestamp(ts)
     except (OverflowError, OSError, ValueError):
         return ""
-    return f"{d:%A} {d.day} {d:%B} {d.year}"
+    return f"{_DAY_NAMES[d.weekday()]} {d.day} {_MONTH_NAMES[d.month - 1]} {d.year}"
+
+
+_DAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+_MONTH_NAMES = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+                "November", "December")
 
 
 def days_mark() -> str:
