@@ -37,7 +37,8 @@ def _combo(choices: dict[str, str], current: str, name: str) -> QComboBox:
 
 class SafetyForm(QWidget):
     """Edits a policy dict (runtime_host.safety.policy.Policy.to_dict()); `value()` returns the edited dict.
-    Settings the form does not show (which detectors run) are kept as they were."""
+    Settings the form does not show (which detectors the person turned off) are kept as they were; a detector a
+    later Hearth adds is in no such list, so it runs."""
 
     def __init__(self, policy: dict[str, Any], parent: QWidget | None = None):
         super().__init__(parent)

@@ -195,13 +195,14 @@ class AgentHost:
         inst, profile = self.find_agent(person_id, name)
         fields: dict[str, Any] = {}
         if changes.get("safety") is not None:
+            from runtime_host.safety.detectors import DETECTOR_NAMES
             from runtime_host.safety.policy import Policy, PolicyError
 
-            try:
-                Policy.from_dict(name, changes["safety"])
+            try:  # a list of the detectors that run, given now, names all of this Hearth's that run
+                policy = Policy.from_dict(name, changes["safety"], listed_among=DETECTOR_NAMES)
             except PolicyError as exc:
                 raise StoreError(str(exc)) from None
-            fields["safety"] = json.dumps(changes["safety"])
+            fields["safety"] = json.dumps(policy.saved(changes["safety"]))
         if changes.get("fallbacks") is not None:
             for ref in changes["fallbacks"]:
                 if self._provider(person_id, ref.split("/", 1)[0]) is None:

@@ -45,6 +45,11 @@ _DEFAULT_EGRESS: dict[str, EgressRule] = {
 }
 
 
+# The detectors of the Hearth whose profiles kept a list of the detectors that run ("detectors": [...]) rather than
+# of those turned off: a detector added since then is on for such a profile; one of these it leaves out stays off.
+_DETECTORS_OF_ON_LISTS = ("secret", "card", "iban", "national_id", "email", "phone", "address")
+
+
 class PolicyError(ValueError):
     """A policy that cannot be applied as written (unknown phase, detector or mode)."""
 
@@ -83,18 +88,32 @@ class Policy:
             raise PolicyError(f"min_confidence must be between 0 and 1, got {self.min_confidence} for {self.agent}.")
 
     @classmethod
-    def from_dict(cls, agent: str, data: Mapping[str, Any] | None) -> Policy:
-        """Reads the `safety` section of an agent profile; missing keys keep their defaults."""
+    def from_dict(cls, agent: str, data: Mapping[str, Any] | None, *,
+                  listed_among: tuple[str, ...] = _DETECTORS_OF_ON_LISTS) -> Policy:
+        """Reads the `safety` section of an agent profile; missing keys keep their defaults.
+
+        Which detectors run is kept as those the person turned off (`detectors_off`,
+        `memory_write_detectors_off`), so a detector a later Hearth adds runs for a saved policy too. A list of
+        those that run (`detectors`, `memory_write_detectors`, as profiles saved before kept it) turns off only
+        the detectors of `listed_among` that it leaves out: the detectors of the Hearth that wrote it."""
         data = dict(data or {})
-        known = {"detectors", "min_confidence", "ingress", "egress", "memory_write", "memory_write_detectors",
-                 "reversible", "memory_read"}
+        known = {"detectors", "detectors_off", "min_confidence", "ingress", "egress", "memory_write",
+                 "memory_write_detectors", "memory_write_detectors_off", "reversible", "memory_read"}
         extra = set(data) - known
         if extra:
             raise PolicyError(f"Unknown safety setting(s) {sorted(extra)} for {agent}; known settings: {sorted(known)}.")
         kwargs: dict[str, Any] = {}
         for key in ("detectors", "memory_write_detectors"):
-            if key in data:
-                kwargs[key] = tuple(data[key])
+            if key in data and key + "_off" in data:
+                raise PolicyError(f"The policy for {agent} gives both {key} and {key}_off; keep one of them "
+                                  f"({key}_off, the detectors turned off, lets a detector Hearth adds later run).")
+            off = data.get(key + "_off")
+            if off is None and key in data:
+                off = [d for d in listed_among if d not in data[key]]
+                _check_detectors(agent, data[key])
+            if off is not None:
+                _check_detectors(agent, off)
+                kwargs[key] = tuple(d for d in DETECTOR_NAMES if d not in off)
         if "egress" in data:
             kwargs["egress"] = {**_DEFAULT_EGRESS, **dict(data["egress"])}
         for key in ("min_confidence", "ingress", "memory_write", "reversible", "memory_read"):
@@ -103,12 +122,30 @@ class Policy:
         return cls(agent=agent, **kwargs)
 
     def to_dict(self) -> dict[str, Any]:
+        """The policy as a profile keeps it: detectors by those turned off, so one added later runs."""
         return {
-            "detectors": list(self.detectors), "min_confidence": self.min_confidence, "ingress": self.ingress,
+            "detectors_off": [d for d in DETECTOR_NAMES if d not in self.detectors],
+            "min_confidence": self.min_confidence, "ingress": self.ingress,
             "egress": dict(self.egress), "memory_write": self.memory_write,
-            "memory_write_detectors": list(self.memory_write_detectors), "reversible": self.reversible,
-            "memory_read": self.memory_read,
+            "memory_write_detectors_off": [d for d in DETECTOR_NAMES if d not in self.memory_write_detectors],
+            "reversible": self.reversible, "memory_read": self.memory_read,
         }
+
+    def saved(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        """``data``, the safety section this policy was read from, as a profile keeps it: a list of the detectors
+        that run becomes the list of those turned off (the rest of ``data`` stays as given)."""
+        kept = {k: v for k, v in data.items() if k not in ("detectors", "memory_write_detectors")}
+        if "detectors" in data:
+            kept["detectors_off"] = [d for d in DETECTOR_NAMES if d not in self.detectors]
+        if "memory_write_detectors" in data:
+            kept["memory_write_detectors_off"] = [d for d in DETECTOR_NAMES if d not in self.memory_write_detectors]
+        return kept
+
+
+def _check_detectors(agent: str, names: Iterable[str]) -> None:
+    for name in names:
+        if name not in DETECTOR_NAMES:
+            raise PolicyError(f"Unknown detector {name!r} in the policy for {agent}; use one of {', '.join(DETECTOR_NAMES)}.")
 
 
 def _check_choice(agent: str, key: str, value: str, choices: tuple[str, ...]) -> None:

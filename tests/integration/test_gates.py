@@ -419,3 +419,24 @@ async def test_a_locked_keyring_keeps_the_card_until_the_next_producer_run(pod, 
     assert vault.get(f"redactions/{m1}") is None
     assert CARD2 in (vault.get(f"redactions/{m2}") or "")
     assert alarms == []  # the person was not alarmed: nothing was lost, it was only done later
+
+
+async def test_an_agent_whose_safety_was_saved_before_the_account_detector_asks_before_sending_one(pod) -> None:
+    """Its profile kept the 7 detectors of the time (the Safety form saved the whole policy); after the upgrade
+    the account number left with no question asked. A list given now names all of this Hearth's detectors."""
+    import json
+
+    seven = ["secret", "card", "iban", "national_id", "email", "phone", "address"]
+    inst, profile = pod.find_agent("helper")
+    pod.store.update_profile(profile.id, safety=json.dumps(
+        {"detectors": seven, "min_confidence": 0.5, "ingress": "flag", "egress": {d: "ask" for d in seven},
+         "memory_write": "redact", "memory_write_detectors": seven, "reversible": False, "memory_read": "pass"}))
+    said = "Please pay the plumber: account 31926819, sort code 20-32-06."
+    d = pod.gate("egress", said, person_id=inst.person_id, agent_id=inst.id, agent_name="helper")
+    assert d.action.value == "asked" and "bank account number" in d.message
+    kept = pod.gate("memory_write", said, person_id=inst.person_id, agent_id=inst.id, agent_name="helper")
+    assert "31926819" not in kept.text
+    pod.edit_agent("helper", safety={"detectors": ["secret", "card"]})  # `agent edit --safety` today: only these
+    assert pod.safety_policy(inst.id, "helper").detectors == ("secret", "card")
+    stored = json.loads(pod.find_agent("helper")[1].safety)
+    assert "detectors" not in stored and "account" in stored["detectors_off"]

@@ -174,3 +174,55 @@ def test_a_bank_account_is_redacted_before_storing_and_restored_for_its_owner() 
         assert value not in d.text
     assert "[ACCOUNT_1#" in d.text and "bank account number" in d.message
     assert restore(d.text, vault.get) == said
+
+
+# ---- a detector added in a later Hearth runs for a policy saved before it (review rev98, finding 1) ----
+# What the Safety form saved before `account` came: the whole policy, with the lists of the 7 detectors that ran.
+_SEVEN = ["secret", "card", "iban", "national_id", "email", "phone", "address"]
+_PAY = "Please pay the plumber: account 31926819, sort code 20-32-06."
+
+
+def _saved_by_the_old_form(**changes: object) -> dict:
+    return {"detectors": _SEVEN, "min_confidence": 0.5, "ingress": "flag",
+            "egress": {d: "ask" for d in _SEVEN}, "memory_write": "redact",
+            "memory_write_detectors": _SEVEN, "reversible": True, "memory_read": "pass", **changes}
+
+
+def test_a_policy_saved_before_the_account_detector_came_asks_and_redacts_account_numbers() -> None:
+    """Anyone who had changed an agent's Safety settings before: the account number left with no question asked,
+    and was remembered as written, though Settings showed "Bank account ...: Ask me first"."""
+    pol = Policy.from_dict("helper", _saved_by_the_old_form())
+    asked = decide("egress", _PAY, pol)
+    assert asked.action is Action.ASKED and "bank account number" in asked.message
+    kept = decide("memory_write", _PAY, pol, mapping_store=lambda _id, _m: None)
+    assert "31926819" not in kept.text and "20-32-06" not in kept.text
+
+
+def test_a_detector_the_person_turned_off_before_the_upgrade_stays_off() -> None:
+    no_email = [d for d in _SEVEN if d != "email"]
+    pol = Policy.from_dict("helper", _saved_by_the_old_form(detectors=no_email, memory_write_detectors=no_email))
+    assert "email" not in pol.detectors and "email" not in pol.memory_write_detectors
+    assert "account" in pol.detectors and "account" in pol.memory_write_detectors
+    assert decide("egress", "write to bob@example.org", pol).action is Action.ALLOWED
+    # saved again (the form saves the whole dict it was given), it keeps what was off and nothing else
+    again = Policy.from_dict("helper", pol.to_dict())
+    assert again == pol and pol.to_dict()["detectors_off"] == ["email"]
+
+
+def test_a_policy_saved_now_runs_a_detector_hearth_adds_later(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What is saved names the detectors turned off, not those that run, so the next new one needs no migration."""
+    import runtime_host.safety.policy as policy_module
+
+    saved = Policy.from_dict("helper", {"detectors_off": ["phone"], "reversible": True}).to_dict()
+    assert "detectors" not in saved and "memory_write_detectors" not in saved
+    monkeypatch.setattr(policy_module, "DETECTOR_NAMES", (*DETECTOR_NAMES, "next_one"))
+    later = Policy.from_dict("helper", saved)
+    assert "next_one" in later.detectors and "next_one" in later.memory_write_detectors
+    assert "phone" not in later.detectors and "phone" in later.memory_write_detectors
+
+
+def test_detectors_given_both_ways_or_unknown_are_refused() -> None:
+    with pytest.raises(PolicyError, match="both detectors and detectors_off"):
+        Policy.from_dict("a", {"detectors": ["card"], "detectors_off": ["email"]})
+    with pytest.raises(PolicyError, match="Unknown detector 'mail'"):
+        Policy.from_dict("a", {"detectors_off": ["mail"]})
