@@ -13,6 +13,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
+from itertools import accumulate
 
 import unseen
 from runtime_host.safety import _checksums as ck
@@ -348,23 +349,63 @@ def detect_ibans(text: str) -> list[Finding]:
 # detectors read. A bank's code is checked where it can be: a US routing (ABA) number by its check digit, a UK
 # sort code by its NN-NN-NN shape, an Australian BSB by NNN-NNN, a German Bankleitzahl by its eight digits.
 
-# en "account", "acct", "acc", "a/c"; de, sv, da, no "Konto", "Kto"; fr "compte", "RIB"; es "cuenta"; it "conto",
-# "c/c"; nl "rekening"; fi "tili"; pt "conta". A kind of account may come first ("savings account").
+# en "account", "acct", "acc", "a/c"; de, sv, da, no "Konto", "Kto." / "Kto-Nr" (a bare "kto" is Polish "who");
+# fr "compte", "RIB"; es "cuenta"; it "conto", "c/c"; nl "rekening"; fi "tili"; pt "conta". A kind of account may
+# come first ("savings account").
 _ACCOUNT_WORD = (r"(?:(?:bank|checking|chequing|savings|current|deposit|personal|joint)[ -])?"
-                 r"(?:account|acct|acc|a/c|konto|kto|compte|(?-i:RIB)|cuenta|conto|c/c|rekening|tili|conta)"
+                 r"(?:account|acct|acc|a/c|konto|kto(?=\.|[ -]?(?:nr|no|nummer)\b)|compte|(?-i:RIB)|cuenta|conto|c/c"
+                 r"|rekening|tili|conta)"
                  r"(?: (?:corrente|corriente|courant))?")  # "conto corrente", "cuenta corriente", "compte courant"
 _ACCOUNT_COMPOUND = r"(?:kontonummer|kontonr|kontonumero|rekeningnummer|rekeningnr|tilinumero|girokonto)"
 _NUMBER_WORD = r"(?:number|num|no|nr|n[°º]|n(?=\.)|nummer|numéro|numero|número|#)"
 # "numéro de compte", "n° de compte", "número de cuenta", "numero di conto", "número da conta"
 _NUMBER_OF = r"(?:(?:numéro|numero|número|n[°º]|no|nr)\.? (?:de |di |da |do |del |of )?)"
-# Between the name and the value: "account: 1234", "account number is 1234", "Kontonummer lautet 1234"
+# Between the name and the value: "account: 1234", "account number is 1234", "Kontonummer lautet 1234",
+# Finnish "tilinumero on 1234" ("on" is "is" there; an English "account on 20 03 2024" is a date, see _FINNISH_ON)
 _GAP = r"(?: ?[:=#-] ?| (?:is|was|ist|lautet|est|es|è|é|är|er|on|ja)(?: ?:)? | )?"
+_FINNISH_ON = re.compile(r"(?i)tili\w*\.? on ")
 _NUMBER_END = r"(?![\w]|[.,/]\d|[ -]\d)"
 # A number named as money, not as an account: "an account of 250 000 EUR"
 _MONEY_AFTER = re.compile(
     r"(?i) ?(?:[€$£¥₹%]|(?:eur|euros?|usd|gbp|chf|jpy|cad|aud|dollars?|pounds?|pesos?|lire|lira|yen|yuan|rupees?|francs?"
     r"|kr|kronor|kroner|krona|sek|nok|dkk|zloty|złoty|rand|reais)\b)")
-_DATE_LIKE = re.compile(r"(?:19|20)\d\d-\d\d-\d\d|\d\d-\d\d-(?:19|20)\d\d|(?:19|20)\d\d-(?:19|20)\d\d")
+# A number that counts something, or measures it, is no account: "an account with 150000 followers", "the account
+# was 1234567 points", in the languages above; units of size, weight, distance and time too.
+_COUNT_AFTER = re.compile(
+    r"(?i) ?(?:followers?|subscribers?|fans|likes|views|visits|visitors|users|members|people|customers|clients"
+    r"|players|points|pts|votes|stars|reviews|comments|posts|messages|tweets|downloads|shares|clicks|impressions"
+    r"|hits|steps|times|items|entries|rows|records|files|lines|words|pages|credits|coins|tokens|miles|km|kg|lbs?|mb"
+    r"|gb|kb|tb|ms|hours?|hrs?|minutes?|mins?|seconds?|secs?|days|weeks|months|years"
+    r"|abonnenten|punkte|stimmen|mitglieder|nutzer|aufrufe|schritte|besucher|kunden|mal|jahre|tage|stunden"
+    r"|abonnés|vues|membres|utilisateurs|visiteurs|abonnes|fois|ans|jours|heures"
+    r"|seguidores|puntos|votos|miembros|usuarios|visitas|pasos|veces|años|días|horas|pontos|membros|usuários"
+    r"|visualizações|vezes|anos|dias"
+    r"|punti|voti|membri|utenti|visualizzazioni|passi|volte|anni|giorni|ore"
+    r"|volgers|punten|stemmen|leden|gebruikers|bezoekers|keer|jaar|dagen|uur"
+    r"|seuraajaa|pistettä|ääntä|jäsentä|käyttäjää|kertaa|vuotta|päivää"
+    r"|följare|poäng|röster|medlemmar|användare|gånger|dagar|følgere|stemmer|medlemmer|brugere|gange|dage"
+    r"|obserwujących|punktów|głosów|użytkowników|razy|lat|dni)\b")
+_YEAR = r"(?:19|20)\d\d"
+# Years, not an account: "the 2019-2020 account", "acc 2024 2025", "account 2023-24" (a season).
+_YEARS = re.compile(rf"{_YEAR}(?:[ -]{_YEAR})+|({_YEAR})[ -](\d\d)")
+
+
+def _reads_as_date_or_years(value: str) -> bool:
+    """True for a value that reads as a calendar date, its groups at the date's own boundaries ("20 03 2024",
+    "2024-01-13", "2024 0113", "20240113"), as years ("2024 2025") or as a season ("2023-24")."""
+    m = _YEARS.fullmatch(value)
+    if m:
+        return m.group(1) is None or int(m.group(2)) == (int(m.group(1)) + 1) % 100
+    digits = "".join(c for c in value if c.isdigit())
+    cuts = set(accumulate(len(g) for g in re.split(r"[ -]", value)[:-1]))  # where the groups part
+    for order, bounds in (("ymd", {4, 6}), ("dmy", {2, 4}), ("mdy", {2, 4})):
+        if len(digits) != 8 or not cuts <= bounds:
+            continue
+        y, a, b = ((digits[:4], digits[4:6], digits[6:]) if order == "ymd" else (digits[4:], digits[:2], digits[2:4]))
+        month, day = (int(a), int(b)) if order in ("ymd", "mdy") else (int(b), int(a))
+        if 1900 <= int(y) <= 2099 and 1 <= month <= 12 and 1 <= day <= 31:
+            return True
+    return False
 # Literal substrings (of the text in small letters) one of which every match of the pattern holds: a pattern whose
 # triggers are all absent is not run.
 _ACCOUNT_TRIGGERS = {
@@ -404,7 +445,10 @@ def detect_accounts(text: str) -> list[Finding]:
             value = m.group(1)
             digits = "".join(c for c in value if c.isdigit())
             if kind == "account":
-                if not 6 <= len(digits) <= 24 or _DATE_LIKE.fullmatch(value) or _MONEY_AFTER.match(text, end):
+                if (not 6 <= len(digits) <= 24 or _reads_as_date_or_years(value) or _MONEY_AFTER.match(text, end)
+                        or _COUNT_AFTER.match(text, end)):
+                    continue
+                if " on " in text[m.start():start].lower() and not _FINNISH_ON.match(text, m.start()):
                     continue
                 conf = 0.8
             elif kind == "us_routing":

@@ -506,6 +506,58 @@ def test_account_words_without_an_account_number_find_nothing(said: str) -> None
     assert not [f for f in detect(said) if f.detector == "account"]
 
 
+# ---- ordinary chat the account detector took for a bank account (review rev98, finding 3) ----
+# Conversation titles are redacted, so these showed in the chat list as "[ACCOUNT_1]"; egress asked about a "bank
+# account number". Each cause in several languages: a date written with spaces, years, a season, a count or unit
+# after the number, English "on" between the word and a date, Polish "kto" ("who").
+@pytest.mark.parametrize("said", [
+    "I logged into my account on 20 03 2024 and was charged twice",
+    "I opened the account on 14 02 2023 with my sister",
+    "the account: 31 12 2023 was the last login",
+    "the account on 2024 01 31 showed a refund",
+    "compte 12 05 2024 relevé envoyé",
+    "Rekening nr 2024 0113 van de loodgieter",
+    "rekening 20231205 van de garage",
+    "Fix the acc 2024 2025 budget sheet",
+    "acct 2022 2023 tax return is late",
+    "Konto 2023 2024 Abschluss fehlt noch",
+    "cuenta 2022 2023 cerrada",
+    "account 2023-24 statements are in the drawer",
+    "My Instagram account 150000 followers, how to grow?",
+    "the account was 1234567 points after the promo",
+    "Her TikTok account 2500000 likes in a week",
+    "my fitness account 250000 steps this month",
+    "account 1250000 km on the odometer",
+    "Konto 120000 Abonnenten seit Mai",
+    "compte 250000 abonnés sur Instagram",
+    "cuenta 150000 seguidores en un mes",
+    "conto 1200000 visualizzazioni su YouTube",
+    "conta 300000 seguidores no Instagram",
+    "tili 500000 seuraajaa",
+    "konto 150000 följare på en vecka",
+    "Kto 123456 wygrał?",
+    "Kto 1500000 zapłacił za ten dom?",
+])
+def test_dates_years_counts_and_polish_who_are_no_bank_account(said: str) -> None:
+    from runtime_host.store import made_title
+
+    found = [f.text for f in detect(said) if f.detector == "account"]
+    assert not found, f"{said!r}: {found}; its title in the chat list: {made_title(said)!r}"
+
+
+@pytest.mark.parametrize("said, values", [
+    ("Kto.-Nr. 12345678 bei der Sparkasse", ["12345678"]),
+    ("Kto. 1234567890, BLZ 37040044", ["1234567890", "37040044"]),
+    ("Kto-Nr 7654321 (Volksbank)", ["7654321"]),
+    ("tilinumero on 12345678901234", ["12345678901234"]),
+    ("account 2024 5678, sort code 20-32-06", ["2024 5678", "20-32-06"]),  # starts like a year, is no date
+    ("account 12345678 was closed last week", ["12345678"]),
+    ("the account number is 20241399 at Lloyds", ["20241399"]),  # no month 13
+])
+def test_a_bank_account_near_those_shapes_is_still_found(said: str, values: list[str]) -> None:
+    assert [f.text for f in detect(said) if f.detector == "account"] == values
+
+
 @pytest.mark.parametrize("said, card", [
     ("Card: 5555 5555 / 5555 4444 exp 03/27", "5555 5555 / 5555 4444"),
     ("use 4111-1111 / 1111-1111 for the deposit", "4111-1111 / 1111-1111"),
