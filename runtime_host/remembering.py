@@ -2,9 +2,11 @@
 
 A remembered fact is a fact: at most NOTE_CHARS characters (an agent's note's most, ``append_note``), refused past
 that before anything reads it. A turn stores at most PER_TURN new facts, counted by the Pod per turn (a resumed turn
-keeps its count): past that the model is told, as a tool error, to ask the person. The same fact already in the
-scope (spacing and case aside) is not stored again: the agent is told it is already remembered. Then the agent's
-safety policy (redaction) and memory's own checks (may this agent write there; an order held back) as before."""
+keeps its count), a fact memory held back as an order for the person to review counted among them (a hostile mail
+cannot fill the person's Held back list): past that the model is told, as a tool error, to ask the person. The same
+fact already in the scope (as a person reads it: ``wiki_engine.memory.fact_words``) is not stored again: the agent
+is told it is already remembered. Then the agent's safety policy (redaction) and memory's own checks (may this agent
+write there; an order held back) as before."""
 
 from __future__ import annotations
 
@@ -12,22 +14,26 @@ from typing import Any
 
 from runtime_host.tools import NOTE_CHARS
 
-# New facts one turn may store. A person who says "remember these" names a handful of things (a family's birthdays,
-# a home's details), and a list of related facts fits one fact of NOTE_CHARS; 20 is more than one answer's 16 calls
-# and 40,000 characters at most, where a turn that ran unchecked stored 104 MB in a minute.
+# New facts one turn may store or have held back. A person who says "remember these" names a handful of things (a
+# family's birthdays, a home's details), and a list of related facts fits one fact of NOTE_CHARS; 20 is more than one
+# answer's 16 calls and 40,000 characters at most, where a turn that ran unchecked stored 104 MB in a minute, and at
+# most 20 notes a person reviews by hand from one turn, where one read mail put 48 orders in Held back.
 PER_TURN = 20
 
 
 class RememberCounts:
-    """How many facts each running turn stored, reserved before memory is written (one answer's calls run at once)."""
+    """How many facts each running turn stored or had held back, reserved before memory is written (one answer's
+    calls run at once)."""
 
     def __init__(self) -> None:
         self._by_turn: dict[str, int] = {}
+        self._held: dict[str, int] = {}
 
     def take(self, turn_id: str, running: set[str]) -> bool:
-        """Reserves one of the turn's facts; False when it has stored PER_TURN. Turns no longer ``running`` are
-        forgotten."""
+        """Reserves one of the turn's facts; False when it has stored or had held back PER_TURN. Turns no longer
+        ``running`` are forgotten."""
         self._by_turn = {t: n for t, n in self._by_turn.items() if t in running}
+        self._held = {t: n for t, n in self._held.items() if t in running}
         n = self._by_turn.get(turn_id, 0)
         if n >= PER_TURN:
             return False
@@ -35,9 +41,17 @@ class RememberCounts:
         return True
 
     def give_back(self, turn_id: str) -> None:
-        """A reserved fact that was not stored (refused, or already remembered)."""
+        """A reserved fact that memory neither stored nor held back (refused before, or already remembered)."""
         if self._by_turn.get(turn_id):
             self._by_turn[turn_id] -= 1
+
+    def was_held(self, turn_id: str) -> None:
+        """A reserved fact memory held back for the person to review: it keeps its place among the turn's."""
+        self._held[turn_id] = self._held.get(turn_id, 0) + 1
+
+    def held(self, turn_id: str) -> int:
+        """How many of the turn's facts memory held back."""
+        return self._held.get(turn_id, 0)
 
 
 async def remember(host: Any, person_id: str, instance_id: str, args: dict[str, Any]) -> str:
@@ -59,10 +73,15 @@ async def remember(host: Any, person_id: str, instance_id: str, args: dict[str, 
     importance = args.get("importance")
     handle = pod.supervisor.handles.get((person_id, instance_id))
     turn_id = (handle.active_turn if handle else None) or ""
-    if not host.remember_counts.take(turn_id, set(pod.turn_driver.active)):
-        raise ValueError(f"not remembered: memory took {PER_TURN} facts this turn, the most one turn stores; ask the "
-                         "person which of the rest to remember, or put related facts together in one")
-    stored = False
+    counts = host.remember_counts
+    if not counts.take(turn_id, set(pod.turn_driver.active)):
+        held = counts.held(turn_id)
+        raise ValueError(f"not remembered: memory took {PER_TURN} facts this turn"
+                         + (f" ({held} of them held back for the person to review, as they read as orders)"
+                            if held else "")
+                         + ", the most one turn stores; ask the person which of the rest to remember, or put related "
+                         "facts together in one")
+    stored = kept = False  # kept: stored, or held back for the person (either keeps its place among the turn's)
     try:
         found = pod.store.get_instance(instance_id)
         name = found[0].name if found else instance_id
@@ -81,15 +100,18 @@ async def remember(host: Any, person_id: str, instance_id: str, args: dict[str, 
 
         try:
             sid, stored = await host.in_memory_thread(store)
+            kept = stored
         except wiki_engine.InstructionRefused as exc:
+            kept = True
+            counts.was_held(turn_id)
             pod.emit({"type": "memory.quarantined", "person": person_id, "agent": instance_id, "reason": exc.reason})
             pod.audit(person_id=person_id, agent=name, kind="memory", phase="memory_write", action="quarantined",
                       rule="memory.instruction_filter", summary=f"not remembered: {held_because(exc.reason)}",
                       detail={"quarantine_id": exc.quarantine_id})
             raise ValueError(f"not remembered: {exc.reason} (held for the person to review)") from None
     finally:
-        if not stored:
-            host.remember_counts.give_back(turn_id)
+        if not kept:
+            counts.give_back(turn_id)
     if not sid:  # the person deleted this very fact, or discarded it when it was held back
         raise ValueError("not remembered: the person deleted this fact from memory (or discarded it when it was held "
                          "back), so it is not stored again")

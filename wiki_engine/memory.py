@@ -24,9 +24,12 @@ import time
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from functools import cache
 from pathlib import Path
 
 import numpy as np
+
+import unseen
 
 from . import rerank
 from .catalog import Catalog
@@ -361,12 +364,46 @@ def hold(db: sqlite3.Connection, item: Item, rule: str, reason: str) -> int | No
     return int(cur.lastrowid or 0)
 
 
+# Quotation marks and apostrophes written the typographic way (Unicode's Quotation_Mark property, PropList.txt, less
+# the CJK corner brackets, which are brackets too, and with the modifier letter apostrophe): a fact's identity reads
+# them as the plain ones. Dashes (category Pd, and the minus sign) read as "-".
+_SINGLE_QUOTES = "\u2018\u2019\u201a\u201b\u2039\u203a\u02bc"
+_DOUBLE_QUOTES = "\u00ab\u00bb\u201c\u201d\u201e\u201f\u2e42\u301d\u301e\u301f"
+# What may end a sentence (after NFKC: "…" is "...", "！" is "!"): a fact written with or without it is one fact.
+_SENTENCE_END = ".!?;:,\u3002\u061f\u06d4\u0964\u0965\u1362"
+
+
+@cache
+def _plain_marks() -> dict[int, str]:
+    table = {ord(c): "'" for c in _SINGLE_QUOTES} | {ord(c): '"' for c in _DOUBLE_QUOTES}
+    return table | {c: "-" for c in range(0x20000) if unicodedata.category(chr(c)) == "Pd"} | {0x2212: "-"}
+
+
+def fact_words(text: str) -> str:
+    """A remembered fact's identity, its words as a person reads them: compatibility forms folded (NFKC: accents
+    composed or not, non-breaking and thin spaces, full-width letters), the characters text shows nothing for taken
+    out (``unseen``: a zero-width space, a soft hyphen, a direction mark), typographic quotes, apostrophes and dashes
+    read as the plain ones, spacing and case aside, and the sentence's last punctuation ("." or not) left off."""
+    text = unseen.without(unicodedata.normalize("NFKC", text)).translate(_plain_marks())
+    words = " ".join(unicodedata.normalize("NFKC", text.casefold()).split())
+    return words.rstrip(_SENTENCE_END + " ")
+
+
+def remembered_keys(scope: str, text: str) -> tuple[str, ...]:
+    """A remembered fact's origin key: its words (``fact_words``) in its scope, never when it was said, so the same
+    fact remembered again is the same item (not stored twice; one the person deleted stays deleted). Then, when it
+    differs, the key earlier Hearths gave the same text (its words split on spacing and casefolded, nothing
+    else), which facts stored, deleted or discarded then keep: the same text remembered again finds them."""
+    sc = str(Scope.parse(scope))
+    keys = [f"{sc}\n{fact_words(text)}", f"{sc}\n{' '.join(text.split()).casefold()}"]
+    out = ["remember:" + hashlib.sha256(k.encode("utf-8", "surrogatepass")).hexdigest()[:32]  # a lone surrogate too
+           for k in keys]
+    return tuple(dict.fromkeys(out))
+
+
 def remembered_key(scope: str, text: str) -> str:
-    """A remembered fact's origin key: its words (spacing and case aside) in its scope, never when it was said, so
-    the same fact remembered again is the same item (not stored twice; one the person deleted stays deleted)."""
-    words = " ".join(text.split()).casefold()
-    said = f"{Scope.parse(scope)}\n{words}".encode("utf-8", "surrogatepass")  # a lone surrogate is stored too
-    return "remember:" + hashlib.sha256(said).hexdigest()[:32]
+    """The key a remembered fact is stored under now (``remembered_keys``)."""
+    return remembered_keys(scope, text)[0]
 
 
 def deleted_by_person(db: sqlite3.Connection, item: Item, markdown: str | None = None) -> bool:
@@ -1249,15 +1286,22 @@ class Memory:
                 f"Agent {agent!r} of {person!r} cannot remember into {scope}: choose 'public', 'private/{person}' "
                 f"or 'agent/{person}/{agent}'."
             )
+        key, *before = remembered_keys(scope, text)
+        if before and self.catalog.query(  # deleted or discarded under the key an earlier Hearth gave it
+                "SELECT 1 FROM deleted_by_person WHERE scope=? AND item_key=? LIMIT 1",
+                (str(Scope.parse(scope)), before[0])):
+            return ""
         item = Item(text=text, scope=str(Scope.parse(scope)), ts=time.time() if ts is None else ts, kind="remember",
-                    key=remembered_key(scope, text), importance=importance, owner=person, agent=agent)
+                    key=key, importance=importance, owner=person, agent=agent)
         return self.add_items([item])[0]
 
     def remembered(self, text: str, scope: str) -> str | None:
-        """The source that already holds this fact in this scope (the same words, spacing and case aside), as an
-        agent's ``remember`` stored it; None when none does. A fact remembered again is not stored twice."""
-        rows = self.catalog.query("SELECT id FROM sources WHERE scope=? AND item_key=?",
-                                  (str(Scope.parse(scope)), remembered_key(scope, text)))
+        """The source that already holds this fact in this scope (the same words as a person reads them,
+        ``fact_words``, or, stored by an earlier Hearth, the same text spacing and case aside), as an agent's
+        ``remember`` stored it; None when none does. A fact remembered again is not stored twice."""
+        keys = remembered_keys(scope, text)
+        rows = self.catalog.query(f"SELECT id FROM sources WHERE scope=? AND item_key IN ({','.join('?' * len(keys))}) "
+                                  "LIMIT 1", (str(Scope.parse(scope)), *keys))
         return rows[0][0] if rows else None
 
     def _prewrite(self, items: Sequence[Item]) -> None:
