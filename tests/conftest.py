@@ -15,6 +15,7 @@ import pytest  # noqa: E402
 
 from tests.helpers.fake_model import FakeModelServer, Script, echo  # noqa: E402
 from tests.helpers.mailservers import Dovecot, SmtpSink  # noqa: E402
+from tests.helpers.postgres import postgres_bindir, running_postgres  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -31,6 +32,18 @@ def _root_log_handlers_restored() -> Iterator[None]:
     finally:
         for h in [h for h in root.handlers if h not in before]:
             root.removeHandler(h)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.skipif(
+    postgres_bindir() is None,
+    reason="PostgreSQL is not installed (make test installs the `postgresql` package)"))])
+def db_url(request, tmp_path) -> Iterator[str]:
+    """A store's URL on each backend: a SQLite file, and a real PostgreSQL server on loopback where installed."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'pod.db'}"
+    else:
+        with running_postgres() as url:
+            yield url
 
 
 @pytest.fixture

@@ -5,20 +5,16 @@ nothing, each person's and each inbox's on its own."""
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 import uuid
-from collections.abc import Iterator
 
-import pytest
 from sqlalchemy import text as sql
 
 import runtime_host.store as store_module
 from runtime_host.mail import ledger
 from runtime_host.store import Store
-from tests.helpers.postgres import running_postgres
+from tests.integration.test_memory_pipeline import keeping_all_unless
 from tests.integration.test_memory_pod import _say, bob_with_his_own_provider
-from tests.integration.test_store_backends import BACKENDS
 
 SETTINGS = {"imap": {"host": "127.0.0.1", "port": 1, "username": "u", "security": "none"},
             "smtp": {"host": "127.0.0.1", "port": 1, "security": "none"}}
@@ -121,15 +117,6 @@ async def test_an_upgrade_carries_each_watermark_over_reading_nothing_twice_and_
         await asyncio.wait_for(p.close(), 20)
 
 
-@pytest.fixture(params=BACKENDS)
-def db_url(request, tmp_path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'pod.db'}"
-    else:
-        with running_postgres() as url:
-            yield url
-
-
 def test_the_upgrade_numbers_what_was_kept_in_the_order_memory_read_it_on_every_backend(db_url, monkeypatch) -> None:
     """Migration 0021 on SQLite and PostgreSQL: messages and mail kept before are numbered by (time, id), a
     watermark kept as a time and an id is carried over among those alone, and what is kept after follows them
@@ -174,7 +161,6 @@ async def test_mail_kept_after_a_clock_that_ran_ahead_reaches_memory_and_bobs_in
     the person's run went past its number."""
     from types import SimpleNamespace
 
-    from tests.helpers.fake_model import Error, Text
     from tests.helpers.mailservers import make_mail
     from tests.integration.test_memory_pod import produced_for
 
@@ -183,13 +169,7 @@ async def test_mail_kept_after_a_clock_that_ran_ahead_reaches_memory_and_bobs_in
     as_bob.set_role_model("extraction", "fake/bob-model")
     bobs_model_fails = [False]
 
-    def model(req):
-        if bobs_model_fails[0]:
-            return Error(500, "The server had an error while processing your request.")
-        n = len([ln for ln in req.last_user.splitlines() if ln.strip()])
-        return Text(json.dumps([{"n": i + 1, "keep": True, "reason": "a fact"} for i in range(n)]))
-
-    fake_model.script = model
+    fake_model.script = keeping_all_unless(bobs_model_fails)
     clock = [time.time() + 2 * 3600]
     monkeypatch.setattr(ledger, "time", SimpleNamespace(time=lambda: clock[0]))  # the mail ledger's clock
     imap = {"host": "127.0.0.1", "port": d.port, "security": "none", "timeout_s": 30}

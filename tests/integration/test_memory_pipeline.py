@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.helpers.fake_model import Text
+from tests.helpers.fake_model import Error, Text
 
 CARD = "4111 1111 1111 1111"  # Luhn-valid (a Visa test number)
 STREET = "221B Baker Street"
@@ -49,6 +49,17 @@ def writer(req) -> Text:
 async def chat(pod, *msgs: str) -> None:
     for m in msgs:
         assert (await asyncio.wait_for(pod.chat("helper", m), 30)).ok
+
+
+def keeping_all_unless(failing: list[bool]):
+    """A keep-or-skip model that keeps every item it is shown, and answers 500 while ``failing[0]`` is set."""
+    def model(req):
+        if failing[0]:
+            return Error(500, "The server had an error while processing your request.")
+        n = len([ln for ln in req.last_user.splitlines() if ln.strip()])
+        return Text(json.dumps([{"n": i + 1, "keep": True, "reason": "a fact"} for i in range(n)]))
+
+    return model
 
 
 async def test_with_a_model_pages_are_titled_by_names_cite_sources_and_hold_no_filler(pod, script, fake_model) -> None:
@@ -503,7 +514,6 @@ async def test_chat_said_after_a_clock_that_ran_ahead_was_put_right_reaches_memo
     written now. Bob's place in that order is his own: a line of his written before the person's, left for a later
     run (his model failed), is still pulled although the person's run went past it."""
     import runtime_host.store as store_module
-    from tests.helpers.fake_model import Error
     from tests.integration.test_memory_pod import _say, bob_with_his_own_provider, produced_for
 
     bob, as_bob = bob_with_his_own_provider(pod)
@@ -511,13 +521,7 @@ async def test_chat_said_after_a_clock_that_ran_ahead_was_put_right_reaches_memo
     as_bob.set_role_model("extraction", "fake/bob-model")  # the person's own: keep-or-skip by rules, no model
     bobs_model_fails = [False]
 
-    def model(req):
-        if bobs_model_fails[0]:
-            return Error(500, "The server had an error while processing your request.")
-        n = len([ln for ln in req.last_user.splitlines() if ln.strip()])
-        return Text(json.dumps([{"n": i + 1, "keep": True, "reason": "a fact"} for i in range(n)]))
-
-    fake_model.script = model
+    fake_model.script = keeping_all_unless(bobs_model_fails)
     mine, his = pod.find_agent("helper")[0], as_bob.find_agent("bobs")[0]
     ahead = time.time() + 2 * 3600
     monkeypatch.setattr(store_module, "time", SimpleNamespace(time=lambda: ahead))  # the store's clock, 2 h ahead

@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
@@ -17,18 +16,6 @@ import pytest
 from runtime_host.store import MIGRATIONS, Store
 from tests.helpers.fake_model import Text, ToolCalls
 from tests.helpers.postgres import postgres_bindir, running_postgres
-
-BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.skipif(
-    postgres_bindir() is None, reason="PostgreSQL is not installed (make test installs the `postgresql` package)"))]
-
-
-@pytest.fixture(params=BACKENDS)
-def db_url(request, tmp_path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'pod.db'}"
-    else:
-        with running_postgres() as url:
-            yield url
 
 
 def test_migrations_and_a_turn_tree_roundtrip(db_url: str) -> None:
