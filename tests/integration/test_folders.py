@@ -418,7 +418,11 @@ def test_cli_memory_ask_names_what_it_cites(home, tmp_path, fake_model, script, 
     script([Text("The code is 7731 [1].")])
     r = cli(home, "memory", "ask", "What is the boiler code?")
     assert r.returncode == 0, r.stderr
-    assert r.stdout.splitlines() == ["The code is 7731 [1].", "[1] boiler.txt (document from the watched folder of the person who set Hearth up, its writer unknown, Me)"]
+    [answer, source] = r.stdout.splitlines()
+    assert answer == "The code is 7731 [1].", r.stdout
+    assert source.startswith("[1] The boiler code is 7731; the engineer is Priya from Heatwise. (document “boiler.txt” "
+                             "from the watched folder of the person who set Hearth up, its writer unknown, "), r.stdout
+    assert source.endswith(", Me)"), r.stdout  # then the day it was read, and whose memory
 
 
 async def test_a_mail_export_larger_than_a_document_is_read_message_by_message(pod, tmp_path, small_limit) -> None:

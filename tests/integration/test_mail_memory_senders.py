@@ -105,7 +105,9 @@ async def test_a_lookalike_sender_of_a_known_name_is_told_apart_under_ask_memory
     script([Text("Ana is moving to Porto [1] or to Lisbon [2].")])
     r = await asyncio.to_thread(cli, home, "memory", "ask", "Where is Ana moving after the Halvering flat is sold?")
     assert r.returncode == 0, r.stderr
-    listed = sorted(re.findall(r"^\[\d\] .*\(mail from (Ana Quintero <[^>]+>), Me\)$", r.stdout, re.M))
+    # each source under the answer: its words, then "(mail from NAME <ADDRESS>, subject “…”, DAY, Me)"
+    listed = sorted(re.findall(r"^\[\d\] .*\(mail from (Ana Quintero <[^>]+>), subject “[^”]*”, [^,()]+, Me\)$",
+                               r.stdout, re.M))
     assert listed == ["Ana Quintero <ana.quintero@lookalike-mail.example>", "Ana Quintero <ana@example.org>"], r.stdout
     prompt = fake_model.requests[-1].last_user
     assert "Halvering" in prompt and "example.org" not in prompt and "lookalike-mail" not in prompt, prompt
