@@ -363,6 +363,7 @@ class _Refused:
     restored: dict[str, str]
     why: str = ""
     kept: str = ""  # its row in pod.db ("" while it is not kept there)
+    forgets: str | None = None  # the token of the owner's last forget when it was kept (keptcorrections.still_kept)
 
     def fields(self) -> dict[str, Any]:
         """As it is sealed in pod.db (JSON)."""
@@ -682,6 +683,8 @@ class WikiView(QWidget):
 
     def _on_pod_event(self, ev: dict[str, Any]) -> None:
         kind = ev.get("type")
+        if kind == "memory.forgot" and ev.get("what") == "me":  # whoever is shown: their kept corrections go too
+            self._refused.pop(str(ev.get("person")), None)
         if kind == "schedules.paused":  # Pause/Resume from the tray (everyone's): the next ingest moves or stops
             self.ingest_panel.show_next()
             self._on_clock()  # the empty page names it too
@@ -1347,6 +1350,8 @@ class WikiView(QWidget):
             refused = dataclasses.replace(refused, kept=keptcorrections.keep(self.pod, person, refused.fields()))
         except Exception as exc:  # noqa: BLE001 - their vault did not open (a locked keyring): kept until Hearth quits
             log.warning("a wiki correction not saved is kept until Hearth quits only: %s", type(exc).__name__)
+            with contextlib.suppress(Exception):  # a forget of theirs after this one lets it go (_still_kept)
+                refused = dataclasses.replace(refused, forgets=keptcorrections.still_kept(self.pod, person)[1])
         waiting = self._refused.setdefault(person, [])
         waiting.append(refused)
         if len(waiting) > KEPT_CORRECTIONS:  # as in pod.db: the newest few
@@ -1383,6 +1388,25 @@ class WikiView(QWidget):
         if read:
             self._refused[person] = read + self._refused.get(person, [])
 
+    def _still_kept(self, person: str) -> list[_Refused]:
+        """The person's corrections waiting here, less those forgotten meanwhile by any process (`memory forget-me`
+        in a terminal: its kept row is gone from pod.db, or, for one pod.db never held, their forget token changed)
+        or given back elsewhere. pod.db not answering leaves them all waiting, as they were."""
+        from runtime_host import keptcorrections
+
+        waiting = self._refused.get(person)
+        if not waiting:
+            return []
+        try:
+            rows, token = keptcorrections.still_kept(self.pod, person)
+        except Exception as exc:  # noqa: BLE001 - not known to be gone: given back as before
+            log.warning("could not check the wiki corrections kept for the person shown: %s", type(exc).__name__)
+            return waiting
+        waiting[:] = [r for r in waiting if (r.kept in rows if r.kept else r.forgets == token)]
+        if not waiting:
+            del self._refused[person]
+        return waiting
+
     def give_back(self) -> bool:
         """A correction of the person shown that was not saved while the editor no longer held it (kept in pod.db
         across a quit) reopens in the editor with the text they typed, and they are told why (above the editor, and
@@ -1390,7 +1414,7 @@ class WikiView(QWidget):
         was given back."""
         if self.pod.person.id not in self._kept_read:
             self._read_kept()
-        waiting = self._refused.get(self.pod.person.id)
+        waiting = self._still_kept(self.pod.person.id)
         if not waiting:
             return False
         if self._editing is not None:

@@ -15,15 +15,17 @@ import binascii
 import json
 import logging
 import os
+import uuid
 from typing import Any
 
 from runtime_host.store import KEPT_CORRECTIONS, new_id
 
-__all__ = ["KEPT_CORRECTIONS", "drop", "keep", "kept"]  # KEPT_CORRECTIONS: how many each person keeps
+__all__ = ["KEPT_CORRECTIONS", "drop", "forget", "keep", "kept", "still_kept"]  # KEPT_CORRECTIONS: how many each person keeps
 
 log = logging.getLogger("hearth.memory")
 
 KEY = "wiki/kept-corrections-key"  # in the owner's vault: the AES-256 key their kept corrections are sealed with
+FORGOTTEN_KEY = "kept_corrections_forgotten/{person}"  # pod_meta: a new token at each forget of the person's all
 
 
 def _key(vault: Any, create: bool) -> bytes | None:
@@ -85,3 +87,18 @@ def kept(pod: Any, person_id: str) -> list[tuple[str, dict[str, Any]]]:
 def drop(pod: Any, person_id: str, row_id: str) -> None:
     """Forgets a kept correction (given back to its owner, or unreadable)."""
     pod.store.drop_kept_correction(person_id, row_id)
+
+
+def forget(pod: Any, person_id: str) -> None:
+    """Forgets all the person's kept corrections (Forget everything about me, in any process); pod.db says so after
+    (a new token), for a window that holds one it could not keep in pod.db (its vault was locked): see still_kept."""
+    pod.store.drop_kept_correction(person_id)
+    pod.store.set_meta(FORGOTTEN_KEY.format(person=person_id), uuid.uuid4().hex)
+
+
+def still_kept(pod: Any, person_id: str) -> tuple[set[str], str | None]:
+    """What a window holding the person's corrections checks before giving one back: the rows pod.db still keeps
+    (one gone was given back elsewhere or forgotten) and the token of their last forget (one held in memory only
+    since an older token was forgotten if the token changed). Raises what pod.db raises."""
+    rows = {row_id for row_id, _sealed in pod.store.kept_corrections(person_id)}
+    return rows, pod.store.meta(FORGOTTEN_KEY.format(person=person_id))

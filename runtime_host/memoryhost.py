@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from runtime_host import agentnotes
+from runtime_host import agentnotes, keptcorrections
 from runtime_host.mappingforgets import MappingForgets
 from runtime_host.remembering import RememberCounts
 from runtime_host.store import storage_errors_said
@@ -546,7 +546,9 @@ class MemoryHost(MappingForgets):
                                                                          agentnotes.texts(notes))):
             n = int(await self.in_memory_thread(lambda: self.memory.forget_person(person_id)))
             agentnotes.empty(notes)
-        self.pod.store.drop_kept_correction(person_id)  # their wiki corrections not saved, kept for them sealed
+        keptcorrections.forget(self.pod, person_id)  # their wiki corrections not saved, kept for them sealed
+        # a window of this process holding one in memory lets it go now (another process's, at its next give back)
+        self.pod.emit({"type": "memory.forgot", "person": person_id, "what": "me"})
         return n
 
     async def memory_produce(self, *, folders: bool = True, waits_for: str | None = None,

@@ -117,3 +117,44 @@ def test_a_kept_correction_that_cannot_be_read_does_not_stop_hearth_starting(qtb
     dropped = [r.getMessage() for r in caplog.records if "kept wiki correction could not be read" in r.getMessage()]
     assert len(dropped) == 3, dropped
     assert list(db.execute("SELECT * FROM kept_correction")) == []
+
+
+CARD = "- Clara's birthday is on 13 June, I checked her passport; card 5555 5555 5555 4444 [4]"
+
+
+def _kept_then_forgotten(qtbot, qloop, ui_pod, home, forget) -> MainWindow:
+    """Me's correction (her card in it) is not saved while Bob is shown, so it is kept for her; ``forget`` then
+    forgets everything about her (README: that takes "wiki corrections kept for you" too), and she is picked again."""
+    w, _scope, busy = _save_while_busy_then_bob(qtbot, qloop, ui_pod, CARD)
+    _save_ends(qloop, w, busy)
+    assert len(list(sqlite3.connect(home / "pod.db").execute("SELECT * FROM kept_correction"))) == 1
+    forget()
+    assert list(sqlite3.connect(home / "pod.db").execute("SELECT * FROM kept_correction")) == []
+    pick_person(w, "Me")
+    qloop.wait_until(lambda: not w.wiki._tasks and not w.wiki._reads, what="the wiki to load for Me")
+    assert w.pod.person.name == "Me"
+    return w
+
+
+def test_forget_me_in_a_terminal_forgets_the_correction_the_window_keeps_for_her(qtbot, qloop, ui_pod, home) -> None:
+    """`memory forget-me` run in a terminal (another process) emptied pod.db's kept corrections, but the window
+    still held hers in its memory: picked again, her forgotten correction reopened in the editor, her card in the
+    clear, one Save from memory again. Now the window gives back only what pod.db still keeps."""
+    from tests.integration.test_cli import cli
+
+    def in_a_terminal() -> None:
+        out = cli(home, "memory", "forget-me", "--yes", timeout=120)
+        assert out.returncode == 0, out.stderr
+
+    w = _kept_then_forgotten(qtbot, qloop, ui_pod, home, in_a_terminal)
+    shown = _texts_on_screen(w)
+    assert "5555 5555 5555 4444" not in shown and "passport" not in shown, shown
+    assert not w.wiki.editor.isVisibleTo(w) and "not saved" not in shown.lower()
+
+
+def test_forget_me_in_this_hearth_forgets_the_correction_the_window_keeps_for_her(qtbot, qloop, ui_pod, home) -> None:
+    """The same forget done by this Hearth while Bob is shown (as a remote client or another window asks the Pod):
+    the window lets her correction go at once, and nothing of it reopens when she is picked."""
+    w = _kept_then_forgotten(qtbot, qloop, ui_pod, home, lambda: qloop.run(ui_pod.memory_forget_me()))
+    shown = _texts_on_screen(w)
+    assert "5555 5555 5555 4444" not in shown and "passport" not in shown, shown
