@@ -12,6 +12,7 @@ import difflib
 import html
 import logging
 import re
+import time
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
@@ -1289,30 +1290,53 @@ class WikiView(QWidget):
         def refused(why: str) -> None:
             self._not_saved(person, dataclasses.replace(left, why=why))
 
+        redacted: list[str] = []
+
         def write() -> Any:
+            import wiki_engine
             from runtime_host.memory_jobs import citations_as_marks
 
+            # a value typed anew: kept for its owner to read back, not lost to "[CARD_1]". Read from the keyring (a
+            # prompt, if it is locked) before the page is read: nothing the page said then is taken as still so
+            if not redacted:
+                redacted.append(citations_as_marks(pod.redact_own(body)))
             page = pod.memory.read_page(scope, slug)
             if page is None:
                 return None
             if (page.body, page.citations) != base:
                 return "changed"  # an ingest rewrote it meanwhile: the person's [n] may now name other sources
-            # a value typed anew: kept for its owner to read back, not lost to "[CARD_1]"
-            fixed = dataclasses.replace(page, body=citations_as_marks(pod.redact_own(body)), verified=True)
+            fixed = dataclasses.replace(page, body=redacted[0], verified=True)
             unknown = [n for n in fixed.cited_numbers() if n not in fixed.citations]
             if unknown:
                 return unknown
             # a claim the person took out takes its source off the page's list (nothing on it rests there now)
             cited = {int(n) for n in _CITE.findall(fixed.body)}  # as the page shows them ("[1]: 9 May" too)
             fixed = dataclasses.replace(fixed, citations={n: src for n, src in fixed.citations.items() if n in cited})
-            return pod.memory.write_page(fixed, author=author)
+            try:  # written only onto the page as it was read, whichever process writes memory meanwhile
+                return pod.memory.write_page(fixed, author=author, expected=base)
+            except wiki_engine.PageChanged:
+                return "changed"
+            except KeyError:
+                return None
 
         async def go() -> None:
-            try:
-                done = await self._mem(write)
-            except (OSError, ValueError, MappingStoreFailed) as exc:  # the disk, a citation refused, the vault
-                refused(f"Not saved: {exc} Your text is still in the editor: fix it and Save again, or Cancel.")
-                return
+            from wiki_engine.pipeline import PEN_WAIT_S, LeaseBusy
+
+            until = time.monotonic() + PEN_WAIT_S  # as long as one ingest waits for another's writing
+            while True:
+                try:
+                    done = await self._mem(write)
+                    break
+                except LeaseBusy as busy:  # another process writes memory's pages: a moment's work is waited for
+                    if busy.moment and time.monotonic() < until:
+                        await asyncio.sleep(0.05)  # off memory's thread
+                        continue
+                    refused("Not saved: another process is writing memory's pages now (an ingest or the nightly "
+                            "pass, in a terminal say). Your text is still in the editor: Save again in a minute.")
+                    return
+                except (OSError, ValueError, MappingStoreFailed) as exc:  # the disk, a citation refused, the vault
+                    refused(f"Not saved: {exc} Your text is still in the editor: fix it and Save again, or Cancel.")
+                    return
             if done is None:
                 refused("Not saved: this page is gone (deleted or rebuilt meanwhile). Copy your text, then open "
                         "the page again from the list.")

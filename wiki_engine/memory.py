@@ -22,7 +22,7 @@ import sqlite3
 import threading
 import time
 import unicodedata
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
@@ -59,7 +59,7 @@ from .index import (
     without_words,
     words,
 )
-from .lease import remove_dead_temps
+from .lease import Lease, remove_dead_temps
 from .pages import (
     Page,
     PageFormatError,
@@ -2101,15 +2101,36 @@ class Memory:
                     f"Write the page in {s} instead."
                 )
 
-    def write_page(self, page: Page, *, author: str, propose: bool = False, ahead: Ahead | None = None) -> PageWrite:
+    def write_page(self, page: Page, *, author: str, propose: bool = False, ahead: Ahead | None = None,
+                   expected: tuple[str, Mapping[int, str]] | None = None) -> PageWrite:
         """Writes a page. ``author`` is ``person:<name>`` or ``agent:<name>``.
 
         An agent's write to a verified page, or to a page file that no longer parses (a hand edit with a typo
         in its front matter), becomes a proposal with a unified diff; persons write directly. With ``propose``, an
         agent's write to any page that exists is a proposal (a merge of two pages whose titles differ, for the person
         to approve).
+
+        With ``expected`` (the body and citations the writer read, a person's correction of them), the page is
+        written only if it still says that: checked and written under the whole wiki's writer lease, which every
+        process's ingest and nightly pass hold while they write pages (``pipeline.wiki_pen``), and memory's lock.
+        PageChanged if it says anything else now (or no longer parses), KeyError if it is gone, LeaseBusy (never
+        waited for: ``moment`` says to try again shortly) while another writer holds the lease.
         """
-        return self.write_pages([page], author=author, propose=propose, ahead=ahead)[0]
+        if expected is None:
+            return self.write_pages([page], author=author, propose=propose, ahead=ahead)[0]
+        with Lease(self.catalog, "ingest", ttl=60.0, moment=True), self._lock:
+            self._check_open()
+            try:
+                now = self.read_page(page.scope, page.slug)
+            except PageFormatError as exc:
+                raise PageChanged(f"The page “{page.title}” changed since it was read (its file no longer "
+                                  "parses): it was not written.") from exc
+            if now is None:
+                raise KeyError(f"No page {page.slug!r} in {page.scope}.")
+            if (now.body, dict(now.citations)) != (expected[0], dict(expected[1])):
+                raise PageChanged(f"The page “{now.title}” changed since it was read (an ingest wrote it): it was "
+                                  "not written.")
+            return self.write_pages([page], author=author, propose=propose, ahead=ahead)[0]
 
     def write_pages(self, pages: Sequence[Page], *, author: str, propose: bool = False,
                     ahead: Ahead | None = None) -> list[PageWrite]:
