@@ -489,6 +489,8 @@ class WikiView(QWidget):
         self._edit_title = ""  # the title of the page in the editor, as the person reads it
         self._edit_restored: dict[str, str] = {}  # the owner's values the editor shows, by their placeholder
         self._refused: dict[str, list[_Refused]] = {}  # corrections not saved, by owner, to give back (_give_back)
+        self._sides: asyncio.Task[Any] | None = None  # the read showing the chosen proposal beside its page
+        self._sides_shown: int | None = None  # the proposal shown beside its page, both sides readable (Approve)
         self._kept_read: set[str] = set()  # the people whose corrections kept in pod.db were read into _refused
         self._shown_values: dict[str, str] = {}  # the owner's values suggestions and results show, by placeholder
         self._tree_shown: Any = None  # what the list of pages shows (see _fill_tree)
@@ -661,6 +663,8 @@ class WikiView(QWidget):
         self.tabs.setTabText(2, "Held back")
         self.diff_old.clear()
         self.diff_new.clear()
+        self._sides, self._sides_shown = None, None
+        self.approve.setEnabled(True)
         self.forget_agent_name.setText("")
         self.folders.reset()
         self.ingest_panel.reset()
@@ -1586,19 +1590,27 @@ class WikiView(QWidget):
         if item is None:
             return
         p = item.data(Qt.ItemDataRole.UserRole)
+        self._sides_shown = None
+        self.approve.setEnabled(True)
+        memory = self.pod.memory
 
         async def show() -> None:
-            page = await self._mem(lambda: self.pod.memory.read_page(p.scope, p.slug))
+            page, raw, why = await self._mem(lambda: _current_side(memory, p))
             proposed = _proposed_page(p.proposed_text)
             cited = [*(page.citations.values() if page else ()), *(proposed.citations.values() if proposed else ())]
             titles = await self._mem(lambda: self._source_titles(cited))
             restore = self.pod.restore_redactions  # the person's own proposals: their redacted values put back
-            old = restore(_as_read(page, titles)) if page else ""
+            old = restore(_as_read(page, titles) if page else raw or "")
             new = restore(_as_read(proposed, titles) if proposed else p.proposed_text)
-            self.diff_old.setHtml(_side(old, new, "old"))
+            above = f"<p><b>{html.escape(why)}</b></p>" if why else ""
+            self.diff_old.setHtml(above + _side(old, new, "old"))
             self.diff_new.setHtml(_side(old, new, "new"))
+            if page is None and raw is None and why:  # what approving would replace cannot be shown: not approved
+                self.approve.setEnabled(False)
+                return
+            self._sides_shown = p.id
 
-        self._show(show())
+        self._sides = self._show(show())
 
     def _decide(self, approve: bool) -> None:
         item = self.proposals.currentItem()
@@ -1610,8 +1622,16 @@ class WikiView(QWidget):
 
         page = item.data(_NAME) or p.slug  # as the list names it: the page's title
         pod, person = self.pod, self.pod.person.id  # whose proposal: what is said is said to them only
+        sides = self._sides
 
         async def go() -> None:
+            if approve:  # approved as she sees it: the two sides shown first, and never what cannot be shown
+                if sides is not None and not sides.done():
+                    await asyncio.wait([sides])
+                if self._sides_shown != p.id:
+                    self._say(person, f"Not approved: {page} as it is now could not be shown beside the proposal "
+                                      "(see the left side). Mend its file, or Reject the proposal.")
+                    return
             try:
                 if approve:
                     await pod.memory_approve_proposal(p.id)
@@ -1717,6 +1737,31 @@ def _page_name(memory: Any, p: Any) -> str:
     except (wiki_engine.PageFormatError, OSError, ValueError):
         page = None
     return str(page.title) if page is not None and page.title.strip() else str(p.slug)
+
+
+def _current_side(memory: Any, p: Any) -> tuple[Any, str | None, str]:
+    """What a proposal is shown beside (in the memory thread): the page it would replace, or, for a page file that
+    no longer parses (a hand edit gone wrong), its text as the file holds it, with a line saying so and where; for
+    a file that cannot be read at all, only that line. (page, file text, the line)."""
+    import wiki_engine
+
+    try:
+        return memory.read_page(p.scope, p.slug), None, ""
+    except wiki_engine.PageFormatError as exc:
+        why = _parse_error(str(exc))
+    try:
+        raw = memory.pages.read_text(wiki_engine.Scope.parse(p.scope), p.slug)
+    except (wiki_engine.PageFormatError, OSError) as exc:
+        return None, None, f"This page's file cannot be read: {_parse_error(str(exc))}"
+    return None, raw or "", f"This page's file does not parse ({why}): shown as the file holds it."
+
+
+def _parse_error(message: str) -> str:
+    """A page file's error without the file's path ("line 3: expected 'key: value' ..."): the reason, and where."""
+    m = _UNREADABLE.match(message)
+    if m is None:
+        return message
+    return f"{m['line']}: {m['reason']}" if m["line"] else m["reason"]
 
 
 def _proposed_page(text: str) -> Any:
