@@ -1300,8 +1300,8 @@ class WikiView(QWidget):
             import wiki_engine
             from runtime_host.memory_jobs import citations_as_marks
 
-            # a value typed anew: kept for its owner to read back, not lost to "[CARD_1]". Read from the keyring (a
-            # prompt, if it is locked) before the page is read: nothing the page said then is taken as still so
+            # a value typed anew: kept for its owner to read back, not lost to "[CARD_1]". The keyring is read (a
+            # prompt, if it is locked) before the page is: what is compared below is what is written, no later
             if not redacted:
                 redacted.append(citations_as_marks(pod.redact_own(body)))
             page = pod.memory.read_page(scope, slug)
