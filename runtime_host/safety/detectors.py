@@ -280,9 +280,10 @@ def detect_cards(text: str) -> list[Finding]:
                 break
             if len(digits) > 19:
                 continue
-            if "/" in value[:spans[k - 1][1]] and not (k == 4 and four_by_four):
-                continue  # slashes between a card's groups only in 4-4-4-4 form ("4111 1111 / 1111 1111", not a date)
             brand = _card_brand(digits)
+            if "/" in value[:spans[k - 1][1]] and not (k == 4 and four_by_four) and not (
+                    brand == "amex" and [len(g) for g in groups[:k]] == [4, 6, 5]):
+                continue  # slashes between a card's groups only in its printed groups: 4-4-4-4, or an Amex's 4-6-5
             if brand and ck.luhn_valid(digits):
                 start = m.start()
                 end = start + spans[k - 1][1]
@@ -607,6 +608,19 @@ def _address_res() -> dict[str, re.Pattern[str]]:
     # words after a street type without one are no town ("3 long road trips", "42 elm street, springfield last spring")
     small_town = rf"{lower}(?: {lower}){{0,2}}"
     small_post = r"(?:[a-z]{1,2}\d[a-z\d]? ?\d[a-z]{2}|(?:[a-z]{2} )?(?:\d{5}(?:-\d{4})?|[a-z]\d[a-z] ?\d[a-z]\d))\b"
+    # Without a postcode, a town is told by where it stands: right after the street type and a comma, one or two
+    # words that end the sentence or the line ("12 elm road, leeds.", "14 station road, milton keynes"). Words of
+    # the closed classes (pronouns, articles, conjunctions, prepositions, auxiliaries), greetings and thanks, time
+    # words and adverbs in -ly are how a sentence goes on, never a town: "12 elm road, thanks", "3 elm lane, then
+    # lunch", "6 mill lane, honestly".
+    going_on = (r"(?:i|me|my|you|your|we|us|our|he|him|his|she|her|it|its|they|them|their|this|that|these|those|"
+                r"there|here|a|an|the|and|or|but|so|yet|nor|if|as|at|by|for|from|in|into|of|off|on|onto|to|up|"
+                r"with|without|not|no|yes|is|are|was|were|be|been|am|do|does|did|have|has|had|will|would|shall|"
+                r"should|can|could|may|might|must|then|than|too|also|now|soon|later|today|tonight|tomorrow|"
+                r"yesterday|again|ok|okay|right|please|thanks|thank|thx|ta|cheers|sorry|bye|hi|hello|love|"
+                r"regards|best|only|x+|[a-z]+(?<!e)ly)")  # -ly, not -ley (bromley, barnsley)
+    town_word = rf"(?!{going_on}\b)[a-z][a-z'\-]*"
+    sentence_end = r"(?=[ \t]*(?:[;!?)\n]|\.(?!\w)|$))"
     return {
         "number_first": re.compile(
             rf"(?<![\w.,\-])\d{{1,5}}[A-Za-z]?(?: (?:[NSEW]|North|South|East|West)\.?)? {word}(?: {word}){{0,3}} "
@@ -617,7 +631,9 @@ def _address_res() -> dict[str, re.Pattern[str]]:
         ),
         "small_letters": re.compile(
             rf"(?i)(?<![\w.,\-])\d{{1,5}}[a-z]? {lower}(?: {lower}){{0,2}} (?:{_PLAIN_STREET_TYPES})\b"
-            rf"(?:(?:,? {small_town})?,? {small_post}|(?=[ \t]*(?:[,.;:!?)\n]|$)))"  # "12 elm road leeds ls6 2ab"
+            rf"(?:(?:,? {small_town})?,? {small_post}"  # "12 elm road leeds ls6 2ab"
+            rf"|, {town_word}(?: {town_word})?{sentence_end}"  # "12 elm road, leeds."
+            rf"|(?=[ \t]*(?:[,.;:!?)\n]|$)))"
         ),
         "name_first": re.compile(
             rf"(?<![\w\-])(?:(?:Via|Viale|Calle|Carrer|Avenida|Rua|Piazza|Plaza|Paseo)(?: (?:de|del|della|da|do|dos|la|las|los))*"
