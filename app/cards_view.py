@@ -12,6 +12,7 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QFrame,
     QHBoxLayout,
+    QLabel,
     QLineEdit,
     QPlainTextEdit,
     QPushButton,
@@ -20,8 +21,35 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+import unseen
 from app.markdown import plain_label, rich_label
 from runtime_host.store import StoreError
+
+
+def direction_warning(where: list[str]) -> str:
+    """What a card says when the words it sends hold direction characters (``where``: which of its parts)."""
+    parts = " and ".join([", ".join(where[:-1]), where[-1]] if len(where) > 1 else where)
+    return (f"Hidden direction characters in its {parts} are shown here as \\u202e and the like: where it is read, "
+            "they make the words around them read in another order, so a name, an address or a file name reads as "
+            "another (\"Invoice \\u202efdp.exe\" reads \"Invoice exe.pdf\"). Approve sends them as they are; "
+            "delete one to leave it out, or reject.")
+
+
+def direction_label(parts: dict[str, str]) -> QLabel:
+    """The card's warning about direction characters in ``parts`` (name: words), hidden when there are none."""
+    label = plain_label()
+    label.setWordWrap(True)
+    label.setStyleSheet("color: #c0392b;")
+    label.setAccessibleName("Warning")
+    say_directions(label, parts)
+    return label
+
+
+def say_directions(label: QLabel, parts: dict[str, str]) -> None:
+    """Shows on ``label`` which of ``parts`` hold direction characters, or hides it when none does."""
+    where = [name for name, words in parts.items() if unseen.has_direction(words)]
+    label.setText(direction_warning(where) if where else "")
+    label.setVisible(bool(where))
 
 
 def drop_card(w: QWidget) -> None:
@@ -48,20 +76,25 @@ class CardWidget(QFrame):
         self.person = pod.person.id  # whose card: the window may show someone else by the time it is sent
         self.card = card
         self.setFrameShape(QFrame.Shape.StyledPanel)
-        self.setAccessibleName(f"Card: {card['subject']}")
+        # What is sent is shown as it is stored: a direction character a model or a stranger put in it is written
+        # out (\u202e), never obeyed (the To, Subject or Body would read otherwise than the mail the person sends).
+        shown = unseen.direction_shown
+        self.setAccessibleName(f"Card: {shown(card['subject'])}")
         form = QFormLayout()
-        self.to = QLineEdit(card["to"])
-        self.subject = QLineEdit(card["subject"])
-        self.body = QPlainTextEdit(card["body"])
+        self.to = QLineEdit(shown(card["to"]))
+        self.subject = QLineEdit(shown(card["subject"]))
+        self.body = QPlainTextEdit(shown(card["body"]))
         self.body.setMinimumHeight(120)
         for label, w in (("To", self.to), ("Subject", self.subject), ("Body", self.body)):
             w.setAccessibleName(label)
             form.addRow(label, w)
+            w.textChanged.connect(self._on_edited)  # the warning goes once the person deleted every one
         # The why is a model's or a rule's words and the inbox a mail address: shown as written, never as markup (a
         # model's "<!--" hid the safety warning Hearth adds after its words, and the inbox it goes from).
-        why = rich_label(f"<b>Why:</b> {html.escape(card['why'])}<br>"
-                         f"<i>From {html.escape(card.get('inbox') or card['from_addr'])}</i>")
+        why = rich_label(f"<b>Why:</b> {html.escape(shown(card['why']))}<br>"
+                         f"<i>From {html.escape(shown(card.get('inbox') or card['from_addr']))}</i>")
         why.setWordWrap(True)
+        self.direction = direction_label(self._sent())
         self.message = plain_label("")
         self.message.setWordWrap(True)
         self.approve = QPushButton("Approve and send")
@@ -74,6 +107,7 @@ class CardWidget(QFrame):
         buttons.addWidget(self.approve)
         layout = QVBoxLayout(self)
         layout.addWidget(why)
+        layout.addWidget(self.direction)
         layout.addLayout(form)
         layout.addLayout(buttons)
         self._task: asyncio.Task[Any] | None = None
@@ -89,11 +123,22 @@ class CardWidget(QFrame):
         if failed:
             self.message.setText(self.card.get("error") or "Not sent.")
 
+    def _sent(self) -> dict[str, str]:
+        """What Approve sends now, by the name each part has on the card."""
+        edits = self.edits() if hasattr(self, "direction") else {}
+        return {name: edits.get(key, self.card[key]) for name, key in (("To", "to"), ("Subject", "subject"),
+                                                                        ("Body", "body"))}
+
+    def _on_edited(self, *_args: Any) -> None:
+        say_directions(self.direction, self._sent())
+
     def edits(self) -> dict[str, str]:
+        """The parts the person changed, as they will be sent (a direction character's \\u202e read back as the
+        character); a part left as shown is sent exactly as stored."""
         out = {}
         for key, value in (("to", self.to.text()), ("subject", self.subject.text()), ("body", self.body.toPlainText())):
-            if value != self.card[key]:
-                out[key] = value
+            if value != unseen.direction_shown(self.card[key]):
+                out[key] = unseen.direction_read(value)
         return out
 
     def _busy(self, busy: bool) -> None:
@@ -127,7 +172,7 @@ class CardWidget(QFrame):
                 return
             self.message.setText({"sent": "Sent.", "rejected": "Rejected: nothing was sent."}.get(out["state"], out["state"]))
             self.sending = False
-            self.decided.emit(self.card["id"], out["state"], self.card["subject"], self.person)
+            self.decided.emit(self.card["id"], out["state"], unseen.direction_shown(self.card["subject"]), self.person)
 
         self._task = asyncio.ensure_future(go())
 
@@ -147,11 +192,13 @@ class PartnerCardWidget(QFrame):
         self.person = pod.person.id
         self.card = card
         self.setFrameShape(QFrame.Shape.StyledPanel)
-        title = rich_label(f"<b>Send to partner {html.escape(card['partner'])}</b> ({html.escape(card['endpoint'])}), "
-                           f"{card['size']} characters. "
+        shown = unseen.direction_shown
+        title = rich_label(f"<b>Send to partner {html.escape(shown(card['partner']))}</b> "
+                           f"({html.escape(shown(card['endpoint']))}), {card['size']} characters. "
                            "The text goes to another company exactly as shown.")
         title.setWordWrap(True)
-        self.text = QPlainTextEdit(card["text"])
+        self.direction = direction_label({"message": card["text"]})
+        self.text = QPlainTextEdit(shown(card["text"]))
         self.text.setReadOnly(True)
         self.text.setAccessibleName("Message to the partner")
         self.approve = QPushButton("Approve and send")
@@ -165,6 +212,7 @@ class PartnerCardWidget(QFrame):
         row.addWidget(self.approve)
         layout = QVBoxLayout(self)
         layout.addWidget(title)
+        layout.addWidget(self.direction)
         layout.addWidget(self.text)
         layout.addLayout(row)
 
@@ -174,7 +222,8 @@ class PartnerCardWidget(QFrame):
         except StoreError as exc:
             self.message.setText(str(exc))
             return
-        self.decided.emit(self.card["id"], "approved" if approve else "rejected", f"to {self.card['partner']}",
+        self.decided.emit(self.card["id"], "approved" if approve else "rejected",
+                          f"to {unseen.direction_shown(self.card['partner'])}",
                           self.person)
 
     def _on_approve(self) -> None:

@@ -21,6 +21,9 @@ _TERMINAL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\
                        "|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
+_JSON_ESCAPED = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
 class _AsText:
     """A stream whose writes reach the terminal as text only (``_TERMINAL``); on standard output a carriage return
     starts a new line rather than overwriting the one shown (standard error keeps it for progress counts)."""
@@ -314,7 +317,10 @@ async def _conversations(me: Any, args: argparse.Namespace) -> int:
 
 
 def _print_json(obj: Any) -> None:
-    print(json.dumps(obj, indent=2, ensure_ascii=False, default=str))
+    """``obj`` as JSON; a character the terminal would act on (a C1 control, a direction character) is written as
+    its JSON escape, so the output reads back exactly and the terminal shows it as text."""
+    print(_JSON_ESCAPED.sub(lambda m: f"\\u{ord(m.group()):04x}",
+                            json.dumps(obj, indent=2, ensure_ascii=False, default=str)))
 
 
 def _message_text(arg: str) -> str:
@@ -888,10 +894,16 @@ async def _amain(args: argparse.Namespace) -> int:
             if args.json:
                 _print_json(rows)
             else:
-                for c in rows:
+                from unseen import direction_shown, has_direction
+
+                for c in rows:  # as the window's card shows it: a direction character written out (\u202e), not obeyed
                     state = "waiting" if c["state"] == "pending" else (
                         f"NOT SENT: {c['error']} (retry: `card retry {c['id']}`)")
-                    print(f"{c['id']}\t{c['to']}\t{c['subject']}\t{state}\t{c['why']}")
+                    hidden = [k for k in ("to", "subject", "body") if has_direction(c[k])]
+                    warn = (f"\tHIDDEN DIRECTION CHARACTERS in its {', '.join(hidden)} (shown as \\u202e and the "
+                            "like): approving sends them, and the words around them read in another order"
+                            if hidden else "")
+                    print(direction_shown(f"{c['id']}\t{c['to']}\t{c['subject']}\t{state}\t{c['why']}") + warn)
             return EXIT_OK
         if args.cmd == "rule-problems":
             problems = [{**p, "inbox": a.address} for a in me.mail.accounts(me.person_id)

@@ -19,6 +19,7 @@ from runtime_host.mail.mailroom import Draft, Mailroom, draft_to_card
 from runtime_host.mail.outbox import Outbox, OutboxError, SmtpSettings, create_card, get_card, list_cards
 from runtime_host.safety.untrusted import score_injection, wrap_untrusted
 from runtime_host.store import StoreError
+from unseen import direction_shown
 
 if TYPE_CHECKING:
     from runtime_host.ports import MailPod
@@ -399,9 +400,10 @@ class MailHost:
     def _card_created(self, acct: ledger.AccountRow, card: Any, made_in: dict[str, str] | None = None) -> None:
         """Announces a card; ``made_in``: the turn and conversation whose tool drafted it (a rule's card has none)."""
         _ = self.pod.channels  # the card arbiter must exist before the card is announced
+        # Told as a card shows it (the tray, the phone): a direction character in it written out, never obeyed.
         self.pod.emit({"type": "card.created", "person": acct.person_id, "card_id": card.id, "kind": "send",
-                       "summary": f"Send mail to {card.to}: {card.subject}",
-                       "body": f"**Subject:** {card.subject}\n\n{card.body}", **(made_in or {})})
+                       "summary": direction_shown(f"Send mail to {card.to}: {card.subject}"),
+                       "body": direction_shown(f"**Subject:** {card.subject}\n\n{card.body}"), **(made_in or {})})
 
     # -- cards
     def cards(self, person_id: str, state: str | tuple[str, ...] | None = ("pending", "failed")) -> list[dict[str, Any]]:
@@ -452,7 +454,8 @@ class MailHost:
         except OutboxError as exc:
             raise StoreError(str(exc)) from None
         self.pod.emit({"type": "card.decided", "person": person_id, "card_id": card_id, "state": card.state,
-                       "kind": "send", "error": card.error, "summary": f"Send mail to {card.to}: {card.subject}"})
+                       "kind": "send", "error": card.error,
+                       "summary": direction_shown(f"Send mail to {card.to}: {card.subject}")})
         return card.to_dict()
 
     async def reject(self, card_id: str, person_id: str, reason: str | None = None, *,

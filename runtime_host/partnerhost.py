@@ -8,6 +8,7 @@ import asyncio
 from typing import Any
 
 from runtime_host.store import StoreError
+from unseen import direction_shown
 
 
 class PartnerHost:
@@ -83,8 +84,9 @@ class PartnerHost:
         self._partner_sends[pending.id] = (pending, decided, person_id, made_in.get("conversation_id"))
         _ = self.pod.channels
         self.pod.emit({"type": "card.created", "person": person_id, "card_id": pending.id, "kind": "partner",
-                   "summary": f"Send to partner {partner.name} ({partner.endpoint})" + (f" — contains {d.message}" if d.findings else ""),
-                   "body": message, **made_in})
+                   "summary": direction_shown(f"Send to partner {partner.name} ({partner.endpoint})")
+                   + (f" — contains {d.message}" if d.findings else ""),
+                   "body": direction_shown(message), **made_in})
         try:
             approved, who = await asyncio.wait_for(asyncio.shield(decided), 240)
         except TimeoutError:

@@ -12,6 +12,7 @@ import contextlib
 from typing import Any
 
 from runtime_host.store import StoreError, now
+from unseen import direction_shown
 
 
 class TaskHost:
@@ -56,8 +57,8 @@ class TaskHost:
         self.pod.emit({"type": "task.proposed", "person": person_id, "task_id": t.id, "title": t.title, "to": name})
         _ = self.pod.channels
         self.pod.emit({"type": "card.created", "person": person_id, "card_id": t.id, "kind": "handoff",
-                   "summary": f"{creator[0].name if creator else 'An agent'} wants to hand “{t.title}” to {name}",
-                   "body": t.description, **self.pod.turn_driver.working_on(person_id, instance_id)})
+                   "summary": direction_shown(f"{creator[0].name if creator else 'An agent'} wants to hand “{t.title}” to {name}"),
+                   "body": direction_shown(t.description), **self.pod.turn_driver.working_on(person_id, instance_id)})
         return (f"task {t.id} proposed to {name}; it starts when the person approves. "
                 f"Call wait_for_task with this id to wait for its result (waiting costs nothing).")
 

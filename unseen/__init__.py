@@ -56,3 +56,49 @@ def pattern() -> re.Pattern[str]:
 def without(text: str) -> str:
     """``text`` without the characters it shows nothing for."""
     return pattern().sub("", text)
+
+
+# The characters that set the direction of the text around them (Unicode's Bidi_Control): an override, embedding or
+# isolate turns around what follows ("Invoice \u202efdp.exe" reads as "Invoice exe.pdf"), a mark moves the digits and
+# punctuation beside it. Each is one of ``codes()``.
+DIRECTION = frozenset({0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)})
+_CODE = "u(?:061c|200[ef]|202[a-e]|206[6-9])"  # how one is written out: \u202e
+
+
+@cache
+def _direction_res() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """(a direction character or its code with the backslashes before it, a code with its backslashes, one)"""
+    one = char_class(DIRECTION)
+    return (re.compile(rf"(\\*)(?:({one})|({_CODE}))"), re.compile(rf"(\\+)({_CODE})"), re.compile(one))
+
+
+def has_direction(text: str) -> bool:
+    """Whether ``text`` holds a character that sets the direction of the text around it (``DIRECTION``)."""
+    return _direction_res()[2].search(text) is not None
+
+
+def direction_shown(text: str) -> str:
+    """``text`` with each direction character written out as ``\\u202e`` and the like, so words read in the order they
+    are stored and the character is seen where it is. A backslash of the text's own before such a code is written
+    twice ("\\\\u202e" is the six characters "\\u202e" as written), so ``direction_read`` gives back exactly ``text``."""
+
+    def one(m: re.Match[str]) -> str:
+        slashes, char, code = m.groups()
+        if char is not None:
+            return "\\" * (2 * len(slashes) + 1) + f"u{ord(char):04x}"
+        return "\\" * (2 * len(slashes)) + code
+
+    return _direction_res()[0].sub(one, text) if "\\" in text or has_direction(text) else text
+
+
+def direction_read(shown: str) -> str:
+    """The text ``direction_shown`` wrote out as ``shown`` (or a person edited there): an odd run of backslashes
+    before a direction character's code stands for that character after half the backslashes before it, an even run
+    for half the backslashes and the code as written."""
+
+    def one(m: re.Match[str]) -> str:
+        slashes, code = m.groups()
+        half = "\\" * (len(slashes) // 2)
+        return half + (chr(int(code[1:], 16)) if len(slashes) % 2 else code)
+
+    return _direction_res()[1].sub(one, shown) if "\\" in shown else shown

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import email
+import email.policy
 import time
 
 import pytest
@@ -330,3 +331,46 @@ def test_a_models_why_cannot_hide_the_safety_warning_on_its_card(qtbot, qloop, u
     seen = _seen(why_label)
     assert "confirm lunch <!--" in seen and "contains" in seen and "alice@example.org" in seen, (
         f"the card stores {card.card['why']!r} but the person reads only {seen!r}")
+
+
+def test_a_draft_with_direction_characters_shows_them_written_out_and_approve_sends_it_exactly(
+        qtbot, qloop, ui_pod, inbox, script) -> None:
+    """A hostile model drafted "Invoice \\u202efdp.exe": the card read "Invoice exe.pdf", a To name and the body
+    turned around the same way, so the person approved a mail that read otherwise than what was stored and sent.
+    Now each direction character is written out on the card (and in its notification), a warning says where they
+    are, and Approve sends the stored draft exactly; a part the person edits is sent as edited, the rest as stored."""
+    import unseen
+
+    _acct, sink = inbox
+    to, subject = '"Accounts \u202eknab eht" <mallory@example.net>', "Invoice \u202efdp.exe"
+    body = "Open the file \u2066\u202eexe.cod\u202c\u2069 today; \u200fthanks."
+    ui_pod.edit_agent("helper", toolkits=["mail"])
+    script([ToolCalls([("draft_mail", {"to": to, "subject": subject, "body": body, "why": "you asked me to"})]),
+            ToolCalls([("draft_mail", {"to": to, "subject": subject, "body": body, "why": "and once more"})]),
+            lambda req: Text("Drafted twice.")])
+    w = chatting(qtbot, ui_pod, "send the invoice")
+    qloop.wait_until(lambda: len(w.cards.widgets) == 2, what="the two cards")
+    first, second = w.cards.widgets.values()
+    for cw in (first, second):
+        shown = [cw.to.text(), cw.subject.text(), cw.body.toPlainText()] + [lb.text() for lb in cw.findChildren(QLabel)]
+        assert not [t for t in shown if unseen.has_direction(t)], f"the card obeys a direction character: {shown!r}"
+    assert first.subject.text() == "Invoice \\u202efdp.exe"
+    assert first.to.text() == '"Accounts \\u202eknab eht" <mallory@example.net>'
+    assert first.body.toPlainText() == "Open the file \\u2066\\u202eexe.cod\\u202c\\u2069 today; \\u200fthanks."
+    assert first.direction.isVisibleTo(first) and "To, Subject and Body" in first.direction.text()
+    told = [text for title, text in w.notices.history if title == "Waiting for your approval"]
+    assert told and "Invoice \\u202efdp.exe" in told[-1] and not unseen.has_direction(told[-1]), told
+
+    first.approve.click()
+    qloop.wait_until(lambda: len(sink.messages) == 1, what="the first send")
+    sent = email.message_from_bytes(sink.messages[0].data, policy=email.policy.default)
+    assert (str(sent["Subject"]), sent.get_content().strip()) == (subject, body), (sent["Subject"], sent.get_content())
+    assert "\u202eknab eht" in str(sent["To"]) and sink.messages[0].rcpt_tos == ["mallory@example.net"]
+
+    second.subject.setText("Invoice fdp.exe")  # the person deletes the one in the Subject
+    assert "To and Body" in second.direction.text() and "Subject" not in second.direction.text()
+    second.approve.click()
+    qloop.wait_until(lambda: len(sink.messages) == 2, what="the second send")
+    sent = email.message_from_bytes(sink.messages[1].data, policy=email.policy.default)
+    assert str(sent["Subject"]) == "Invoice fdp.exe" and sent.get_content().strip() == body
+    assert "\u202eknab eht" in str(sent["To"])
