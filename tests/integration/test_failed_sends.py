@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import email
+import email.policy
 
 from runtime_host.channelhost import ChannelsHost
 from tests.channels.conftest import OWNER, link_owner, sent, until
@@ -102,3 +103,36 @@ async def test_the_phone_shows_a_failed_send_with_a_retry_button(pod, script) ->
         s.stop()
         d.stop()
         tg.stop()
+
+
+async def test_the_cli_lists_a_card_with_its_direction_characters_written_out_and_approve_sends_it_exactly(
+        pod, script, home) -> None:
+    """A stranger's subject "Lunch invoice \\u202efdp.exe" (and a model's reply holding direction marks) made `cards` print
+    "Re: Lunch invoice fdp.exe" with the character dropped, while the mail sent kept it (and read "exe.pdf" where it is
+    read); `cards --json` dropped it too. Now the list writes it out and says so, the JSON reads back exactly, and
+    `card approve` sends the stored draft as it is."""
+    import json
+
+    reply = "Paid \u2067\u202e3ETON\u202c\u2069 in full."
+    script([Text(reply)], repeat_last=True)
+    d, s = Dovecot({"alice": "secret"}).start(), SmtpSink().start()
+    try:
+        acct = add_inbox(pod, d, s)
+        d.deliver(make_mail("Lunch invoice \u202efdp.exe", "Please pay.", sender="Billing <billing@example.net>"))
+        await asyncio.wait_for(pod.mail.poll(acct), 60)
+        (card,) = pod.mail.cards(pod.person.id)
+        assert card["subject"] == "Re: Lunch invoice \u202efdp.exe" and card["body"] == reply
+        listed = cli(home, "cards")
+        assert listed.returncode == 0 and "Re: Lunch invoice \\u202efdp.exe" in listed.stdout, listed.stdout
+        assert "HIDDEN DIRECTION CHARACTERS in its subject, body" in listed.stdout, listed.stdout
+        assert not [c for c in listed.stdout if "\u200e" <= c <= "\u200f" or "\u202a" <= c <= "\u202e"
+                    or "\u2066" <= c <= "\u2069"]
+        as_json = cli(home, "cards", "--json")
+        assert "\u202e" not in as_json.stdout and [
+            (c["subject"], c["body"]) for c in json.loads(as_json.stdout)] == [("Re: Lunch invoice \u202efdp.exe", reply)]
+        assert cli(home, "card", "approve", card["id"]).returncode == 0
+        sent = email.message_from_bytes(s.messages[0].data, policy=email.policy.default)
+        assert (str(sent["Subject"]), sent.get_content().strip()) == ("Re: Lunch invoice \u202efdp.exe", reply)
+    finally:
+        s.stop()
+        d.stop()
