@@ -81,3 +81,35 @@ def test_settings_refuses_a_partner_on_plain_http(qtbot, pod) -> None:
     assert not page.save()
     assert "https" in page.message.text().lower()
     assert pod.list_partners() == []
+
+
+async def test_a_partner_card_shows_a_direction_character_written_out_and_approve_sends_the_text(
+        pod_with_partner, script, qapp) -> None:
+    """A hostile model's message to a partner company held a right-to-left override: its card (and the notification,
+    the phone's card) read "$90.00" where the text sent says "00.09$". Now the character is written out, a warning
+    says so, and Approve sends the text as it is stored."""
+    import unseen
+    from app.cards_view import PartnerCardWidget
+
+    pod, partner = pod_with_partner
+    message = "We accept your offer of \u202e00.09$\u202c for the chairs."
+    script([ToolCalls([("ask_partner", {"partner": partner.name, "message": message})]),
+            lambda req: Text(req.tool_results[-1])])
+    told: list[dict] = []
+    pod.subscribe(lambda e: told.append(e) if e["type"] == "card.created" else None)
+    run = await pod.start_turn("helper", "accept their offer")
+    for _ in range(200):
+        if pod.partner_cards():
+            break
+        await asyncio.sleep(0.05)
+    (card,) = pod.partner_cards()
+    assert card["text"] == message
+    w = PartnerCardWidget(pod, card)
+    assert w.text.toPlainText() == "We accept your offer of \\u202e00.09$\\u202c for the chairs."
+    assert not w.direction.isHidden() and "message" in w.direction.text()
+    assert told[-1]["body"] == w.text.toPlainText() and not unseen.has_direction(told[-1]["summary"])
+    w.approve.click()
+    result = await asyncio.wait_for(run.future, 60)
+    assert result.ok, result.error
+    assert "partner says" in result.text and "00.09$" in result.text, result.text
+    w.deleteLater()
