@@ -348,8 +348,11 @@ def test_a_draft_with_direction_characters_shows_them_written_out_and_approve_se
     script([ToolCalls([("draft_mail", {"to": to, "subject": subject, "body": body, "why": "you asked me to"})]),
             ToolCalls([("draft_mail", {"to": to, "subject": subject, "body": body, "why": "and once more"})]),
             lambda req: Text("Drafted twice.")])
+    events: list[dict] = []
+    ui_pod.subscribe(lambda e: events.append(e) if e["type"] == "card.created" else None)  # the phone's card reads it
     w = chatting(qtbot, ui_pod, "send the invoice")
     qloop.wait_until(lambda: len(w.cards.widgets) == 2, what="the two cards")
+    assert events and events[0]["body"] == "**Subject:** Invoice \\u202efdp.exe\n\n" + unseen.direction_shown(body)
     first, second = w.cards.widgets.values()
     for cw in (first, second):
         shown = [cw.to.text(), cw.subject.text(), cw.body.toPlainText()] + [lb.text() for lb in cw.findChildren(QLabel)]
