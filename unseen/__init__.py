@@ -8,6 +8,9 @@ shown as a sign before digits (Arabic number signs) and the Egyptian hieroglyph 
 character database of the Python that runs (no Cf lies elsewhere than the ranges scanned). The interlinear
 annotation controls (U+FFF9–FFFB) are added: the standard leaves them out for a reader that lays out annotations,
 but the window (Qt), terminals and browsers show nothing for them, so they hide what they split as well as any.
+
+Among them, the direction characters (``DIRECTION``) are written out and read back here (``direction_shown``,
+``direction_read``) where a person approves words as they will be sent: an approval card, its notification, the CLI.
 """
 
 from __future__ import annotations
