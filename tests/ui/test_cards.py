@@ -365,7 +365,7 @@ def test_a_draft_with_direction_characters_shows_them_written_out_and_approve_se
     assert told and "Invoice \\u202efdp.exe" in told[-1] and not unseen.has_direction(told[-1]), told
 
     first.approve.click()
-    qloop.wait_until(lambda: len(sink.messages) == 1, what="the first send")
+    qloop.wait_until(lambda: len(sink.messages) == 1 and not first.sending, what="the first send")
     sent = email.message_from_bytes(sink.messages[0].data, policy=email.policy.default)
     assert (str(sent["Subject"]), sent.get_content().strip()) == (subject, body), (sent["Subject"], sent.get_content())
     assert "\u202eknab eht" in str(sent["To"]) and sink.messages[0].rcpt_tos == ["mallory@example.net"]
@@ -373,7 +373,7 @@ def test_a_draft_with_direction_characters_shows_them_written_out_and_approve_se
     second.subject.setText("Invoice fdp.exe")  # the person deletes the one in the Subject
     assert "To and Body" in second.direction.text() and "Subject" not in second.direction.text()
     second.approve.click()
-    qloop.wait_until(lambda: len(sink.messages) == 2, what="the second send")
+    qloop.wait_until(lambda: len(sink.messages) == 2 and not second.sending, what="the second send")
     sent = email.message_from_bytes(sink.messages[1].data, policy=email.policy.default)
     assert str(sent["Subject"]) == "Invoice fdp.exe" and sent.get_content().strip() == body
     assert "\u202eknab eht" in str(sent["To"])
