@@ -120,6 +120,19 @@ class PersonPod:
                        summary=f"{before} is now called {row.name}")
         return row.name
 
+    async def what_removal_takes(self, name: str) -> dict[str, Any]:
+        """What removing ``name`` (themselves, or anyone for the person who set Hearth up) takes: their conversations,
+        agents, inboxes and memory notes, counted for its confirmation (runtime_host/removal.py)."""
+        from runtime_host import removal
+
+        return await removal.counts(self.pod, self.person_id, name)
+
+    async def remove_person(self, name: str, confirm: str) -> dict[str, Any]:
+        """Removes ``name`` with everything theirs: themselves (``confirm`` is their passphrase, their name when they
+        have none), or, for the person who set Hearth up, another (``confirm`` is that person's name). Only the
+        person does it, in their window or the CLI: no agent holds a tool that reaches it."""
+        return await self.pod.remove_person(self.person_id, name, confirm)  # type: ignore[no-any-return]
+
     # -- providers, models, agents
     def add_provider(self, name: str, **kw: Any) -> dict[str, Any]:
         return self.pod.add_provider(self.person_id, name, **kw)

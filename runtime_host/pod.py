@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from runtime_host import conversations
+from runtime_host import conversations, removal
 from runtime_host.agenthost import EMBEDDED, EMBEDDED_NOTE, AgentHost, UnknownAgent
 from runtime_host.memoryhost import MemoryHost
 from runtime_host.partnerhost import PartnerHost
@@ -34,6 +34,7 @@ from runtime_host.store import (
     UNNAMED_AS,
     AgentInstance,
     AgentProfile,
+    Person,
     StorageError,
     Store,
     StoreError,
@@ -174,7 +175,8 @@ class Pod:
     # -- people
     def people(self) -> list[dict[str, Any]]:
         """Who shares this Hearth: names only (what each may see is theirs)."""
-        return [{"id": p.id, "name": p.name, "has_passphrase": bool(p.passphrase_hash)} for p in self.store.list_people()]
+        return [{"id": p.id, "name": p.name, "has_passphrase": bool(p.passphrase_hash),
+                 "removing": p.removing_at is not None} for p in self.store.list_people()]
 
     def keep_notice(self, person_id: str, title: str, text: str) -> None:
         """Keeps a notification meant for a person while someone else is shown (in pod.db: a quit does not lose
@@ -192,7 +194,6 @@ class Pod:
         """The Pod as one person uses it (a `PersonPod`), for code that already knows who is asking (a
         person the window unlocked, the owner of a schedule). People are unlocked with `unlock`."""
         from runtime_host.person import PersonPod
-        from runtime_host.store import Person
 
         row = person if isinstance(person, Person) else self.store.get_person_by_id(str(person))
         if row is None:
@@ -211,6 +212,8 @@ class Pod:
         if p is None:
             known = ", ".join(x.name for x in self.store.list_people())
             raise StoreError(f"No person named {name!r} (people here: {known}).")
+        if p.removing_at is not None:
+            raise removal.being_removed(p)
         if p.passphrase_hash and passphrase is None:
             self.audit(person_id=p.id, agent=None, kind="access", action="denied", rule="person.locked",
                        summary=f"{by} tried to act as {name} without the passphrase")
@@ -223,6 +226,10 @@ class Pod:
         if passphrase:
             self._passphrases[p.id] = passphrase
         return self.for_person(p)
+
+    async def remove_person(self, by_id: str, name: str, confirm: str) -> dict[str, Any]:
+        """``by_id`` removes ``name`` with everything theirs (runtime_host/removal.py); no agent tool reaches it."""
+        return await removal.remove(self, by_id, name, confirm)
 
     def refuse(self, person_id: str, what: str, summary: str) -> StoreError:
         """Audits an attempt to reach something that is not the person's, and returns the error to raise:
@@ -239,8 +246,6 @@ class Pod:
         if len(passphrase) < 8:
             raise StoreError("A passphrase needs at least 8 characters.")
         with self.store.session() as s:
-            from runtime_host.store import Person
-
             row = s.get(Person, person_id)
             assert row is not None
             row.passphrase_hash = hash_passphrase(passphrase)
@@ -768,6 +773,7 @@ class Pod:
         self.mail.start()
         self._channels_task = asyncio.create_task(self.channels.start())
         self._channels_task.add_done_callback(self._channels_started)
+        removal.finish_later(self)  # a removal a kill cut short
 
     def _channels_started(self, task: asyncio.Task[bool]) -> None:
         """A phone channel that could not start is logged and announced, never dropped in silence."""

@@ -48,6 +48,9 @@ class Person(SQLModel, table=True):
     name: str
     passphrase_hash: str | None = None  # scrypt, "scrypt$n$r$p$salt$hash"; None = no passphrase
     created_at: float = Field(default_factory=now)
+    # When their removal began (runtime_host/removal.py): from then on they cannot log in, and nothing of theirs
+    # runs; a removal cut short (a kill) is finished by running it again, or by the next start.
+    removing_at: float | None = None
 
 
 class Provider(SQLModel, table=True):
@@ -381,6 +384,7 @@ def _memory_order() -> tuple[str, list[str]]:
 
 
 MIGRATIONS.append(_memory_order())
+MIGRATIONS.append(("0022_person_removal", ["ALTER TABLE person ADD COLUMN removing_at DOUBLE PRECISION"]))
 MIGRATIONS.sort(key=lambda m: m[0])  # applied in the order of their numbers, wherever they are declared
 
 
@@ -629,6 +633,53 @@ class Store:
     def list_people(self) -> list[Person]:
         with self.session() as s:
             return list(s.exec(select(Person).order_by(Person.created_at)))
+
+    def mark_removing(self, person_id: str) -> None:
+        """Notes that a person's removal began (kept across a kill: see Person.removing_at)."""
+        with self.engine.begin() as c:
+            c.execute(text("UPDATE person SET removing_at = :t WHERE id = :p AND removing_at IS NULL"),
+                      {"t": now(), "p": person_id})
+
+    def removing(self, person_id: str) -> bool:
+        """Whether a person's removal has begun (one read: asked before each worker starts)."""
+        with self.engine.connect() as c:
+            return c.execute(text("SELECT removing_at FROM person WHERE id = :p"), {"p": person_id}).scalar() is not None
+
+    def delete_person(self, person_id: str) -> None:
+        """The last step of a person's removal (runtime_host/removal.py), their agents, inboxes, schedules, folders
+        and memory gone before it: in one transaction, every row left that is theirs (hand-offs, approval cards,
+        kept notifications and corrections, their phone chats' links and unsent messages, partners, MCP servers,
+        providers, model choices, activity, their access token), then the person."""
+        from runtime_host.restored import FORGOTTEN_KEY
+
+        p = {"p": person_id}
+        mine = "(SELECT chat_id FROM channel_link WHERE person_id = :p)"
+        with self.engine.begin() as c:
+            for q in ("DELETE FROM task_events WHERE task_id IN (SELECT id FROM tasks WHERE person_id = :p)",
+                      "DELETE FROM tasks WHERE person_id = :p",
+                      "DELETE FROM card_message WHERE card_id IN (SELECT card_id FROM card_decision WHERE person_id = :p)",
+                      "DELETE FROM card_decision WHERE person_id = :p",
+                      f"DELETE FROM channel_outbox WHERE sent_at IS NULL AND chat_id IN {mine}",
+                      "DELETE FROM channel_link WHERE person_id = :p",
+                      "DELETE FROM channel_link_code WHERE person_id = :p",
+                      "DELETE FROM partners WHERE person_id = :p",
+                      "DELETE FROM mcp_servers WHERE person_id = :p",
+                      "DELETE FROM kept_notice WHERE person_id = :p",
+                      "DELETE FROM kept_correction WHERE person_id = :p",
+                      "DELETE FROM mapping_check WHERE person_id = :p",
+                      "DELETE FROM role_model WHERE person_id = :p",
+                      "DELETE FROM provider WHERE person_id = :p",
+                      "DELETE FROM audit_log WHERE person_id = :p",
+                      "DELETE FROM person WHERE id = :p"):
+                c.execute(text(q), p)
+            c.execute(text("DELETE FROM pod_meta WHERE key IN (:token, :forgotten)"),
+                      {"token": f"serve_token/{person_id}", "forgotten": FORGOTTEN_KEY.format(person=person_id)})
+        self.purge()
+
+    def drop_token(self, person_id: str) -> None:
+        """Their `serve` access token stops working at once (its hash is read on every request)."""
+        with self.engine.begin() as c:
+            c.execute(text("DELETE FROM pod_meta WHERE key = :k"), {"k": f"serve_token/{person_id}"})
 
     # -- providers
     def add_provider(self, person_id: str, name: str, kind: str, base_url: str, model: str, has_key: bool) -> Provider:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -167,6 +168,24 @@ class _KeyringStore:
         except PasswordDeleteError:
             pass
 
+    def names(self, prefix: str) -> list[str] | None:
+        """The names starting with ``prefix`` that Hearth keeps in the keyring, where it can list them (the Secret
+        Service); None where it cannot (the macOS and Windows keyrings find a secret only by its name)."""
+        import keyring
+
+        kr = keyring.get_keyring()
+        for b in getattr(kr, "backends", None) or [kr]:
+            if type(b).__module__.endswith("SecretService") and hasattr(b, "get_preferred_collection"):
+                scheme = b.schemes[b.scheme]
+                collection = b.get_preferred_collection()
+                try:
+                    found = [it.get_attributes().get(scheme["username"], "")
+                             for it in collection.search_items({scheme["service"]: SERVICE})]
+                finally:
+                    collection.connection.close()
+                return [n for n in found if n.startswith(prefix)]
+        return None
+
 
 class Vault:
     """Secrets of one namespace, in the OS keyring (default) or an `EncryptedFileStore`."""
@@ -234,6 +253,18 @@ class Vault:
 
     def delete(self, key: str) -> None:
         self._store.delete(self._name(key))
+
+    def clear(self, keys: Iterable[str] = ()) -> int:
+        """Deletes every secret of this namespace and of the namespaces under it (a person's agents'): all the
+        backend lists (the Secret Service, the encrypted file), and ``keys`` (names inside this namespace) where it
+        lists none. For a person removed from Hearth. Returns how many names it deleted."""
+        prefix = f"{self.namespace}/"
+        listed = self._store.names(prefix) if hasattr(self._store, "names") else None
+        names = set(n for n in listed if n.startswith(prefix)) if listed is not None else set()
+        names |= {self._name(k) for k in keys}
+        for name in sorted(names):
+            self._store.delete(name)
+        return len(names)
 
     def change_passphrase(self, new_passphrase: str) -> None:
         """For the encrypted-file backend: re-encrypts under a new passphrase."""

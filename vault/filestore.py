@@ -127,9 +127,9 @@ class EncryptedFileStore:
             if data.pop(name, None) is not None:
                 self._write(data)
 
-    def names(self) -> list[str]:
+    def names(self, prefix: str = "") -> list[str]:
         with self._lock, self._file_lock():
-            return sorted(self._load())
+            return sorted(n for n in self._load() if n.startswith(prefix))
 
     def change_passphrase(self, new_passphrase: str) -> None:
         """Re-encrypts everything under a new passphrase (new salt); the old one stops working."""

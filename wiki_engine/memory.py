@@ -2041,11 +2041,20 @@ class Memory:
             self.catalog.purge()
         return n
 
+    _THEIRS = "owner=? OR scope=? OR scope LIKE ?"  # a person's sources: theirs anywhere, their private and agents'
+
+    def person_source_count(self, person: str) -> int:
+        """How many sources ``forget_person`` would delete: what a removal's confirmation counts as their notes."""
+        Scope.parse(f"private/{person}")
+        rows = self.catalog.query(f"SELECT COUNT(*) FROM sources WHERE {self._THEIRS}",
+                                  (person, f"private/{person}", f"agent/{person}/%"))
+        return int(rows[0][0]) if rows else 0
+
     def forget_person(self, person: str) -> int:
         """Deletes everything about a person: their private tree, their agents' notes, sources they own."""
         Scope.parse(f"private/{person}")
         rows = self.catalog.query(
-            "SELECT id, scope FROM sources WHERE owner=? OR scope=? OR scope LIKE ?",
+            f"SELECT id, scope FROM sources WHERE {self._THEIRS}",
             (person, f"private/{person}", f"agent/{person}/%"),
         )
         self._delete_sources([r[0] for r in rows])
