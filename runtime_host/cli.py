@@ -69,7 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="read the person's passphrase from the first line of standard input")
     sub = p.add_subparsers(dest="cmd", required=True)
 
-    pe = sub.add_parser("person", help="the people who share this Hearth").add_subparsers(dest="action", required=True)
+    pe = sub.add_parser("person", aliases=["people"], help="the people who share this Hearth").add_subparsers(
+        dest="action", required=True)
     pea = pe.add_parser("add", help="add a person (with --passphrase-stdin to protect them with a passphrase)")
     pea.add_argument("name")
     pea.add_argument("--passphrase-stdin", action="store_true", default=argparse.SUPPRESS,
@@ -78,6 +79,10 @@ def build_parser() -> argparse.ArgumentParser:
     per.add_argument("name")
     pel = pe.add_parser("list", help="list people")
     pel.add_argument("--json", action="store_true")
+    prm = pe.add_parser("remove", help="remove a person with everything theirs (needs --yes): yourself (--person "
+                                       "YOU --passphrase-stdin), or anyone else as the person who set Hearth up")
+    prm.add_argument("name")
+    prm.add_argument("--yes", action="store_true", help="yes, remove them (this cannot be undone)")
     pe.add_parser("set-passphrase", help="protect the current person (and, without a keyring, their keys) with a "
                                          "passphrase: the old one (if any) and the new one on standard input")
 
@@ -743,6 +748,22 @@ async def _folder(me: Any, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+async def _remove_person(me: Any, args: argparse.Namespace, passphrase: str | None) -> int:
+    """`person remove NAME --yes`: as `agent delete`, it says what goes and needs --yes. A person removes themselves
+    with the passphrase that unlocked them; the person who set Hearth up removes another by naming them."""
+    goes = await me.what_removal_takes(args.name)
+    name = goes["name"]
+    if not args.yes:
+        print(f"error: removing {name} deletes {goes['conversations']} conversation(s), {goes['agents']} agent(s), "
+              f"{goes['inboxes']} inbox(es) and {goes['notes']} memory note(s) for good; add --yes to do it.",
+              file=sys.stderr)
+        return EXIT_USAGE
+    await me.remove_person(name, passphrase if goes["self"] and goes["has_passphrase"] else name)
+    print(f"{name} was removed from this Hearth with everything theirs: {goes['conversations']} conversation(s), "
+          f"{goes['agents']} agent(s), {goes['inboxes']} inbox(es), {goes['notes']} memory note(s).")
+    return EXIT_OK
+
+
 async def _amain(args: argparse.Namespace) -> int:
     from runtime_host.pod import Pod
 
@@ -764,6 +785,8 @@ async def _amain(args: argparse.Namespace) -> int:
             me.set_passphrase(new, old=passphrase)
             print(f"{target} is now protected by a passphrase.")
             return EXIT_OK
+        if args.cmd == "person" and args.action == "remove":
+            return await _remove_person(me, args, passphrase)
         if args.cmd == "person" and args.action == "rename":
             name = me.rename(args.name)
             print(f"{target} is now called {name}" + (f": use --person {name!r} from now on." if args.person else "."))
@@ -1004,6 +1027,8 @@ def _not_utf8(args: argparse.Namespace) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.cmd == "people":  # `people remove NAME` reads as well as `person remove NAME`
+        args.cmd = "person"
     odd = _not_utf8(args)
     if odd is not None:
         print(f"error: '{odd}' is not UTF-8 text, and Hearth keeps names, paths and words as UTF-8. Type it in UTF-8 "

@@ -1,0 +1,263 @@
+"""Hearth had no way to remove a person: after Bob's "Forget everything about me", his conversations, inboxes (and
+their passwords in the keyring), agents (workers, schedules, folders, notes), cards, notifications, activity,
+watched folders, kept corrections and reversible-redaction values all stayed. Now a person is removed as a whole
+(runtime_host/removal.py): by themselves (their passphrase) or by the person who set Hearth up (typing their name),
+with nothing of Alice's touched, nothing of Bob's running meanwhile, and a removal cut short by a kill finished by
+running it again. No agent reaches it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import inspect, text
+
+from runtime_host.store import StoreError
+from tests.helpers.fake_model import FakeModelServer, Script, Text, ToolCalls
+from tests.people.conftest import BOB_PASS
+
+CARD = "4111 1111 1111 1111"
+
+
+def keyring_names(prefix: str) -> list[str]:
+    """What the Secret Service holds for Hearth under ``prefix`` (read here, not through Hearth's vault)."""
+    import secretstorage
+
+    with closing(secretstorage.dbus_init()) as bus:
+        coll = secretstorage.get_default_collection(bus)
+        names = [it.get_attributes().get("username", "") for it in coll.search_items({"service": "Hearth"})]
+    return sorted(n for n in names if n.startswith(prefix))
+
+
+def rows_of(pod: Any, person_id: str) -> dict[str, int]:
+    """Every row of pod.db that names the person, by table (any table with a person_id column)."""
+    found: dict[str, int] = {}
+    engine = pod.store.engine
+    insp = inspect(engine)
+    with engine.connect() as c:
+        for table in insp.get_table_names():
+            cols = {col["name"] for col in insp.get_columns(table)}
+            col = "person_id" if "person_id" in cols else "id" if table == "person" else None
+            if col:
+                n = c.execute(text(f"SELECT COUNT(*) FROM {table} WHERE {col} = :p"), {"p": person_id}).scalar()
+                if n:
+                    found[table] = int(n)
+    return found
+
+
+def said(hits: list[Any], words: str) -> list[Any]:
+    return [h for h in hits if words in f"{h.title} {h.snippet}"]
+
+
+def _inbox(pod: Any, who: Any, address: str) -> Any:
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    box = {"host": "127.0.0.1", "port": port, "username": address, "security": "none"}
+    return pod.mail.add_account(who.person_id, address, imap=box, smtp=box, password=f"pw-{address}")
+
+
+async def _furnish(who: Any, fake_model: FakeModelServer, tmp: Path, word: str) -> None:
+    """Everything a person has: chat with memory (a reversible card, a household note), an inbox, a schedule, a
+    hand-off, a card, a notification, a kept correction, a watched folder, a `serve` token."""
+    from runtime_host import keptcorrections, tasks
+    from runtime_host.channels.store import ChannelStore
+    from runtime_host.serve import new_token
+
+    pod = who.pod
+    who.edit_agent("helper", toolkits=["memory", "tasks", "clock"], safety={"reversible": True})
+    fake_model.script = Script([
+        ToolCalls([("remember", {"fact": f"{who.person.name} pays the {word} shop with card {CARD}."}),
+                   ("remember", {"fact": f"The household's {word} boiler is serviced in May.", "scope": "public"})]),
+        Text("Noted.")])
+    res = await who.chat("helper", f"Remember my {word} things.", new_conversation=True)
+    assert res.ok, res.error
+    _inbox(pod, who, f"{word}@example.test")
+    who.add_schedule("helper", "0 7 * * *", f"Good morning {word}")
+    inst = who.find_agent("helper")[0]
+    tasks.create(pod.store.engine, person_id=who.person_id, title=f"{word} task", description="d", size="small",
+                 owner_instance=inst.id, creator_instance=inst.id, creator_turn=None, parent_id=None)
+    ChannelStore(pod.store.engine).open_card(who.person_id, "send", f"{word} card")
+    pod.keep_notice(who.person_id, f"{word} notice", "text")
+    keptcorrections.keep(pod, who.person_id, {"typed": f"{word} correction"})
+    folder = tmp / f"{word}-docs"
+    folder.mkdir()
+    who.folders.add(folder)
+    new_token(who)
+
+
+async def test_the_owner_removes_bob_with_everything_his_and_nothing_of_alices(
+        two: Any, fake_model: FakeModelServer, tmp_path: Path) -> None:
+    from vault import person_namespace
+
+    alice, bob = two
+    alice.rename("Alice")
+    pod = alice.pod
+    await _furnish(alice, fake_model, tmp_path, "alder")
+    await _furnish(bob, fake_model, tmp_path, "birch")
+    bob_inst = bob.find_agent("helper")[0]
+    worker = pod.supervisor.handles[(bob.person_id, bob_inst.id)].info()["pid"]
+    assert worker and os.kill(worker, 0) is None  # Bob's worker runs
+    bob_ns, alice_ns = (person_namespace(pod.pod_id, p.person_id) + "/" for p in (bob, alice))
+    assert any("/redactions/" in n for n in keyring_names(bob_ns)), keyring_names(bob_ns)  # his card's real value
+    assert any("/mail/" in n for n in keyring_names(bob_ns))
+    before_alice = rows_of(pod, alice.person_id)
+    alice_keys = keyring_names(alice_ns)
+    assert said(await bob.memory_search("birch boiler", mode="keyword"), "birch")  # his household note, seen by both
+    assert said(await alice.memory_search("birch boiler", mode="keyword"), "birch")
+
+    goes = await alice.what_removal_takes("Bob")
+    assert {k: goes[k] for k in ("conversations", "agents", "inboxes")} == {"conversations": 1, "agents": 1, "inboxes": 1}
+    assert goes["notes"] >= 2
+    with pytest.raises(StoreError, match=r"Type Bob's name \(Bob\) exactly"):
+        await alice.remove_person("Bob", "bob")
+    assert rows_of(pod, bob.person_id)["person"] == 1  # nothing went
+    assert (await alice.remove_person("Bob", "Bob"))["agents"] == 1
+
+    assert [p["name"] for p in alice.people()] == ["Alice"]
+    with pytest.raises(StoreError, match="No person named 'Bob'"):
+        pod.unlock("Bob", BOB_PASS)
+    with pytest.raises(ProcessLookupError):
+        os.kill(worker, 0)  # his worker ended
+    assert rows_of(pod, bob.person_id) == {}  # not a row of his in any table
+    assert keyring_names(bob_ns) == []  # not a secret of his (mail passwords, provider key, card values)
+    assert not (pod.home / "agents" / bob.person_id).exists()
+    assert not (pod.home / "memory" / "wiki" / "private" / bob.person_id).exists()
+    assert await pod.in_memory_thread(lambda: pod.memory.person_source_count(bob.person_id)) == 0
+    assert not said(await alice.memory_search("birch boiler", mode="keyword"), "birch")  # his household note went
+    # Alice's all stays: her rows, her secrets, her memory (her own and her household note), her agent answers
+    assert rows_of(pod, alice.person_id) == {**before_alice, "audit_log": before_alice["audit_log"] + 1}
+    assert keyring_names(alice_ns) == alice_keys
+    assert said(await alice.memory_search("alder boiler", mode="keyword"), "alder boiler")
+    assert said(await alice.memory_search("alder shop", mode="keyword"), "alder shop")
+    assert [r["summary"] for r in alice.audit_log(kind="access") if r["action"] == "removed"] == [
+        "removed Bob from this Hearth with everything theirs"]
+    fake_model.script = Script([Text("Still here.")])
+    assert (await alice.chat("helper", "Are you there?")).ok
+
+
+async def test_who_may_remove_whom(two: Any) -> None:
+    alice, bob = two
+    pod = alice.pod
+    alice.rename("Alice")
+    pod.add_person("Carol", "carol-passphrase")  # she left and forgot it
+    with pytest.raises(StoreError, match="Only Carol themselves, or Alice, who set Hearth up, can remove Carol"):
+        await bob.remove_person("Carol", "Carol")
+    with pytest.raises(StoreError, match="Only Alice themselves"):
+        await bob.what_removal_takes("Alice")  # not even what she has is told
+    assert [a["summary"] for a in bob.audit_log(kind="access") if a["action"] == "denied"][:2] == [
+        "tried to remove Alice", "tried to remove Carol"]
+    with pytest.raises(StoreError, match="Alice set Hearth up, so they are removed last: first remove Bob, Carol"):
+        await alice.remove_person("Alice", "Alice")
+    with pytest.raises(StoreError, match="That is not your passphrase"):
+        await bob.remove_person("Bob", "Bob")  # his name is not his passphrase
+    assert [p["name"] for p in pod.people()] == ["Alice", "Bob", "Carol"]
+    await bob.remove_person("Bob", BOB_PASS)  # Bob removes himself
+    await alice.remove_person("Carol", "Carol")  # the owner, without Carol's passphrase
+    assert [p["name"] for p in pod.people()] == ["Alice"]
+    await alice.remove_person("Alice", "Alice")  # alone now: she may go too, and Hearth starts afresh
+    assert pod.store.get_person("Alice") is None
+    assert pod.first_person().person.name == "Me"
+
+
+_KILLED_MIDWAY = """
+import asyncio, os, signal, sys
+from runtime_host.pod import Pod
+from runtime_host import removal
+real = removal._clear_vault
+def killed(pod, pid):  # the power goes: his workers and schedules stopped, his memory and agents gone, not the rest
+    os.kill(os.getpid(), signal.SIGKILL)
+removal._clear_vault = killed
+async def main():
+    pod = Pod(sys.argv[1])
+    await pod.first_person().remove_person("Bob", "Bob")
+asyncio.run(main())
+"""
+
+
+async def test_a_removal_killed_midway_is_finished_by_running_it_again(home: Path, fake_model: FakeModelServer,
+                                                                       secure_keyring: str) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    from runtime_host import removal
+    from runtime_host.pod import Pod
+    from tests.people.conftest import set_up_two
+
+    pod = Pod(home)
+    alice, bob = set_up_two(pod, fake_model.base_url)
+    alice.rename("Alice")
+    bob.add_schedule("helper", "* * * * *", "tick")
+    bob_id = bob.person_id
+    assert (await bob.chat("helper", "hello", new_conversation=True)).ok
+    await pod.close()
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    done = subprocess.run([sys.executable, "-c", _KILLED_MIDWAY, str(home)], env=env, timeout=120,
+                          capture_output=True, text=True)
+    assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
+
+    pod = Pod(home)
+    try:
+        assert [p["removing"] for p in pod.people()] == [False, True]
+        with pytest.raises(StoreError, match="Bob is being removed from this Hearth and cannot log in"):
+            pod.unlock("Bob", BOB_PASS)
+        assert rows_of(pod, bob_id).get("provider") == 1  # the rest waits for the removal to run again
+        bobs = pod.for_person(bob_id)
+        assert bobs.schedules() == [] and bobs.list_agents() == []  # stopped first, gone before the kill
+        alice = pod.unlock("Alice")
+        assert (await alice.chat("helper", "still fine?")).ok
+        await alice.remove_person("Bob", "Bob")  # run again: finished
+        assert rows_of(pod, bob_id) == {}
+        assert keyring_names(person_namespace_of(pod, bob_id)) == []
+        removal.finish_later(pod)  # the next start finds nothing left to do
+    finally:
+        await asyncio.wait_for(pod.close(), 20)
+
+
+def person_namespace_of(pod: Any, person_id: str) -> str:
+    from vault import person_namespace
+
+    return person_namespace(pod.pod_id, person_id) + "/"
+
+
+async def test_a_removal_cut_short_is_finished_at_the_next_start(two: Any) -> None:
+    alice, bob = two
+    pod = alice.pod
+    pod.store.mark_removing(bob.person_id)  # as a kill right after the removal began leaves it
+    with pytest.raises(StoreError, match="being removed"):
+        pod.unlock("Bob", BOB_PASS)
+    with pytest.raises(StoreError, match="its person is being removed"):
+        await bob.start_agent("helper")  # nothing of his starts meanwhile
+    from runtime_host import removal
+
+    removal.finish_later(pod)
+    for _ in range(200):
+        if pod.store.get_person_by_id(bob.person_id) is None:
+            break
+        await asyncio.sleep(0.05)
+    assert rows_of(pod, bob.person_id) == {}
+    assert keyring_names(person_namespace_of(pod, bob.person_id)) == []
+    assert alice.list_agents() and alice.list_providers(builtin=False)
+
+
+async def test_an_agent_cannot_remove_anyone(two: Any, fake_model: FakeModelServer) -> None:
+    """A model that tries every name a removal tool might have: none is a tool, the Pod has none, and all stay."""
+    alice, bob = two
+    pod = alice.pod
+    tries = [("remove_person", {"name": "Alice", "confirm": "Alice"}), ("person_remove", {"name": "Alice"}),
+             ("people_remove", {"name": "Alice", "yes": True}), ("delete_person", {"name": "Alice"})]
+    fake_model.script = Script([ToolCalls(tries), Text("I could not.")])
+    res = await bob.chat("helper", "Remove Alice from this Hearth.", new_conversation=True)
+    assert res.ok, res.error
+    steps = [s for t in bob.turns(res.conversation_id) for s in t["steps"] if s["kind"] == "tool"]
+    assert [s["name"] for s in steps] == [n for n, _ in tries] and {s["status"] for s in steps} == {"failed"}
+    assert not [n for n in pod.pod_tools if "person" in n or "remov" in n or "people" in n]
+    assert [p["name"] for p in pod.people()] == ["Me", "Bob"] and alice.list_agents()
