@@ -710,6 +710,11 @@ class SettingsDialog(QDialog):
         self.tabs.addTab(self.mcp, "MCP servers")
         self.security = SecurityPage(pod)
         self.tabs.addTab(self.security, "Security")
+        from app.people_page import PeoplePage
+
+        self.people = PeoplePage(pod)
+        self.tabs.addTab(self.people, "People")
+        self.people.removed.connect(self._on_person_removed)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Close)
         buttons.accepted.connect(self._save)
         buttons.rejected.connect(self.reject)
@@ -717,6 +722,10 @@ class SettingsDialog(QDialog):
         layout.addWidget(self.tabs)
         layout.addWidget(buttons)
         self.resize(560, 460)
+
+    def _on_person_removed(self, name: str) -> None:
+        if name == self.providers.pod.person.name:  # the person these pages were for is gone: nothing here is anyone's
+            self.reject()
 
     def _save(self) -> None:
         """Saves the roles; a provider typed but not saved is checked first (address, key, models) and the

@@ -409,6 +409,30 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage(str(exc))
             self.refresh_people()
             return False
+        self._show_person(me)
+        return True
+
+    def person_removed(self, name: str) -> None:
+        """Someone was removed (Settings → People). The window showed them: it shows the person who set Hearth up
+        now, asked for their passphrase as at start (cancelled: Hearth quits, showing no one)."""
+        if name != self.pod.person.name:
+            self.refresh_people()
+            return
+
+        def ask(first: str, error: str | None) -> str | None:
+            why = f"{error}\n\n" if error else f"{name} was removed from this Hearth.\n\n"
+            typed, ok = ask_text(self, "Unlock", f"{why}Passphrase for {first}:", QLineEdit.EchoMode.Password)
+            return typed if ok else None
+
+        me = open_first_person(self.pod.pod, ask)
+        if me is None:
+            self.quit()
+            return
+        self._show_person(me)
+        self.statusBar().showMessage(f"{name} was removed. Now using Hearth as {me.person.name}.")
+
+    def _show_person(self, me: Any) -> None:
+        name = me.person.name
         self.pod = me  # the window keeps which person is shown; the Pod keeps none
         me.restored.keep_only(me.person_id)  # the values the previous person read back leave memory
         for view in self.findChildren(QWidget):  # every view (wiki, folders, cards, mail, ...) acts for them now
@@ -444,7 +468,6 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"Now using Hearth as {name}.")
         if self.wiki.give_back():  # their correction that was not saved while someone else was shown: in its editor
             self.pages.setCurrentWidget(self.wiki)
-        return True
 
     def rename_me(self, why: str = "") -> bool:
         """Asks the person shown for their name and gives it (only their own: the list's others are theirs to
@@ -950,8 +973,14 @@ class MainWindow(QMainWindow):
         return next((a["provider"] for a in self.pod.list_agents() if a["name"] == self.agent), None)
 
     # -- dialogs
-    def open_settings(self) -> None:
+    def settings_dialog(self) -> SettingsDialog:
+        """Settings for the person shown; removing them there (People) switches the window to another."""
         dlg = SettingsDialog(self.pod, self)
+        dlg.people.removed.connect(self.person_removed)
+        return dlg
+
+    def open_settings(self) -> None:
+        dlg = self.settings_dialog()
         dlg.exec()
         self.refresh_model_picker()
         # a model chosen for wiki pages there: the Wiki's bar and empty page stop offering one
