@@ -261,3 +261,35 @@ async def test_an_agent_cannot_remove_anyone(two: Any, fake_model: FakeModelServ
     assert [s["name"] for s in steps] == [n for n, _ in tries] and {s["status"] for s in steps} == {"failed"}
     assert not [n for n in pod.pod_tools if "person" in n or "remov" in n or "people" in n]
     assert [p["name"] for p in pod.people()] == ["Me", "Bob"] and alice.list_agents()
+
+
+def test_people_remove_in_the_cli(home: Path, fake_model: FakeModelServer, secure_keyring: str) -> None:
+    import json
+
+    from tests.integration.test_cli import cli
+
+    assert cli(home, "person", "rename", "Alice").returncode == 0
+    assert cli(home, "--passphrase-stdin", "person", "add", "Bob", stdin=BOB_PASS + "\n").returncode == 0
+    assert cli(home, "person", "add", "Carol").returncode == 0
+    r = cli(home, "--person", "Bob", "--passphrase-stdin", "provider", "add", "fake", "--base-url", fake_model.base_url,
+            "--model", "fake-1", stdin=BOB_PASS + "\n")
+    assert r.returncode == 0, r.stderr
+    r = cli(home, "--person", "Bob", "--passphrase-stdin", "agent", "add", "helper", "--provider", "fake",
+            stdin=BOB_PASS + "\n")
+    assert r.returncode == 0, r.stderr
+    r = cli(home, "people", "remove", "Bob")  # as `agent delete`: it says what goes, and needs --yes
+    assert r.returncode == 2 and r.stderr.strip() == (
+        "error: removing Bob deletes 0 conversation(s), 1 agent(s), 0 inbox(es) and 0 memory note(s) for good; add "
+        "--yes to do it."), r.stderr
+    r = cli(home, "--person", "Bob", "--passphrase-stdin", "people", "remove", "Carol", "--yes", stdin=BOB_PASS + "\n")
+    assert r.returncode == 2 and "Only Carol themselves, or Alice, who set Hearth up, can remove Carol." in r.stderr
+    r = cli(home, "people", "remove", "Alice", "--yes")
+    assert r.returncode == 2 and "first remove Bob, Carol" in r.stderr, r.stderr
+    r = cli(home, "--person", "Bob", "--passphrase-stdin", "person", "remove", "Bob", "--yes", stdin=BOB_PASS + "\n")
+    assert r.returncode == 0 and r.stdout.strip() == (
+        "Bob was removed from this Hearth with everything theirs: 0 conversation(s), 1 agent(s), 0 inbox(es), "
+        "0 memory note(s)."), (r.stdout, r.stderr)
+    assert cli(home, "people", "remove", "Carol", "--yes").returncode == 0  # the owner, by her name
+    assert [p["name"] for p in json.loads(cli(home, "people", "list", "--json").stdout)] == ["Alice"]
+    r = cli(home, "--person", "Bob", "--passphrase-stdin", "agent", "list", stdin=BOB_PASS + "\n")
+    assert r.returncode == 2 and "No person named 'Bob'" in r.stderr
