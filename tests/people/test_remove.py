@@ -127,6 +127,8 @@ async def test_the_owner_removes_bob_with_everything_his_and_nothing_of_alices(
     with pytest.raises(ProcessLookupError):
         os.kill(worker, 0)  # his worker ended
     assert rows_of(pod, bob.person_id) == {}  # not a row of his in any table
+    assert pod.folders.list_folders(bob.person_id) == [] and len(pod.folders.list_folders(alice.person_id)) == 1
+    assert pod.store.meta(f"serve_token/{bob.person_id}") is None and pod.store.meta(f"serve_token/{alice.person_id}")
     assert keyring_names(bob_ns) == []  # not a secret of his (mail passwords, provider key, card values)
     assert not (pod.home / "agents" / bob.person_id).exists()
     assert not (pod.home / "memory" / "wiki" / "private" / bob.person_id).exists()
@@ -236,10 +238,8 @@ async def test_a_removal_cut_short_is_finished_at_the_next_start(two: Any) -> No
         pod.unlock("Bob", BOB_PASS)
     with pytest.raises(StoreError, match="its person is being removed"):
         await bob.start_agent("helper")  # nothing of his starts meanwhile
-    from runtime_host import removal
-
-    removal.finish_later(pod)
-    for _ in range(200):
+    pod.start_background()  # the next start
+    for _ in range(400):
         if pod.store.get_person_by_id(bob.person_id) is None:
             break
         await asyncio.sleep(0.05)
