@@ -248,8 +248,15 @@ async def test_a_removal_cut_short_is_finished_at_the_next_start(two: Any) -> No
     assert alice.list_agents() and alice.list_providers(builtin=False)
 
 
-async def test_an_agent_cannot_remove_anyone(two: Any, fake_model: FakeModelServer) -> None:
-    """A model that tries every name a removal tool might have: none is a tool, the Pod has none, and all stay."""
+async def test_an_agent_cannot_remove_anyone_and_nothing_of_bobs_runs_while_he_is_removed(
+        two: Any, fake_model: FakeModelServer) -> None:
+    """Bob's model tries every name a removal tool might have: none is a tool and the Pod has none, so all stay.
+    Then Bob removes himself while his agent is mid-turn (its model still thinking): the turn ends stopped, his
+    worker ends, and his schedule never runs again."""
+    from datetime import UTC, datetime, timedelta
+
+    from tests.helpers.fake_model import Hang
+
     alice, bob = two
     pod = alice.pod
     tries = [("remove_person", {"name": "Alice", "confirm": "Alice"}), ("person_remove", {"name": "Alice"}),
@@ -261,6 +268,20 @@ async def test_an_agent_cannot_remove_anyone(two: Any, fake_model: FakeModelServ
     assert [s["name"] for s in steps] == [n for n, _ in tries] and {s["status"] for s in steps} == {"failed"}
     assert not [n for n in pod.pod_tools if "person" in n or "remov" in n or "people" in n]
     assert [p["name"] for p in pod.people()] == ["Me", "Bob"] and alice.list_agents()
+
+    bob.add_schedule("helper", "* * * * *", "Bob's digest")
+    fake_model.script = lambda req: Hang(30) if "thinking" in req.last_user else Text("ok")
+    run = await bob.start_turn("helper", "Keep thinking about it.")
+    while not any("thinking" in r.last_user for r in fake_model.requests):
+        await asyncio.sleep(0.02)
+    asked = len(fake_model.requests)
+    await bob.remove_person("Bob", BOB_PASS)  # he removes himself, mid-turn
+    outcome = await asyncio.wait_for(run.future, 20)
+    assert not outcome.ok and pod.turn_driver.active.get(run.turn_id) is None
+    assert not [h for h in pod.supervisor.handles.values() if h.key[0] == bob.person_id and h.info().get("pid")]
+    await pod.tick(datetime.now(UTC) + timedelta(minutes=2))  # his schedule would have come due
+    assert len(fake_model.requests) == asked and "Bob's digest" not in [r.last_user for r in fake_model.requests]
+    assert [p["name"] for p in pod.people()] == ["Me"] and alice.list_agents()
 
 
 def test_people_remove_in_the_cli(home: Path, fake_model: FakeModelServer, secure_keyring: str) -> None:
