@@ -26,6 +26,7 @@ from runtime_host import conversations, removal
 from runtime_host.agenthost import EMBEDDED, EMBEDDED_NOTE, AgentHost, UnknownAgent
 from runtime_host.memoryhost import MemoryHost
 from runtime_host.partnerhost import PartnerHost
+from runtime_host.passphrase import check_passphrase, hash_passphrase
 from runtime_host.paths import data_dir, folder_problem
 from runtime_host.schedulehost import ScheduleHost
 from runtime_host.store import (
@@ -53,28 +54,6 @@ log = logging.getLogger("hearth.pod")
 # What app, serve and tests import from here (each has its home in a part of the Pod).
 __all__ = ["EMBEDDED", "EMBEDDED_NOTE", "UNNAMED", "UNNAMED_AS", "MessageTooLarge", "Pod", "StoreError", "TurnFailed",
            "TurnResult", "UnknownAgent", "check_passphrase", "hash_passphrase"]
-
-
-def hash_passphrase(passphrase: str) -> str:
-    import base64
-    import hashlib
-
-    salt = os.urandom(16)
-    digest = hashlib.scrypt(passphrase.encode(), salt=salt, n=2**14, r=8, p=1)
-    return f"scrypt$16384$8$1${base64.b64encode(salt).decode()}${base64.b64encode(digest).decode()}"
-
-
-def check_passphrase(passphrase: str, stored: str) -> bool:
-    import base64
-    import hashlib
-    import hmac
-
-    try:
-        _alg, n, r, p, salt, digest = stored.split("$")
-        got = hashlib.scrypt(passphrase.encode(), salt=base64.b64decode(salt), n=int(n), r=int(r), p=int(p))
-    except (ValueError, TypeError):
-        return False
-    return hmac.compare_digest(got, base64.b64decode(digest))
 
 
 class Pod:

@@ -26,6 +26,7 @@ import logging
 import shutil
 from typing import Any
 
+from runtime_host.passphrase import check_passphrase
 from runtime_host.store import UNNAMED, Person, StoreError
 
 log = logging.getLogger("hearth.people")
@@ -85,8 +86,6 @@ async def remove(pod: Any, by_id: str, name: str, confirm: str) -> dict[str, Any
     """``by_id`` removes the person named ``name`` and everything theirs. A person removes themselves by typing their
     passphrase (their name when they have none); the person who set Hearth up removes another by typing that
     person's name (one who left and forgot their passphrase is removable) and is removed last. Returns what went."""
-    from runtime_host.pod import check_passphrase
-
     target = _target(pod, name)
     _may(pod, by_id, target)
     if target.id == by_id and target.passphrase_hash:
