@@ -1222,7 +1222,8 @@ async def produce(pod: Any, *, folders: bool = True, waits_for: str | None = Non
     host = pod.memory_host
     names = person_names(pod)  # the extraction model is told who said each item
     internal = {t.id for t in pod.store.list_turns(origins=list(HEARTH_ORIGINS))}
-    people = {p.id: p for p in pod.store.list_people()}
+    # a person being removed (runtime_host/removal.py): nothing of theirs goes to a model again
+    people = {p.id: p for p in pod.store.list_people() if p.removing_at is None}
     failed: list[tuple[str, MemoryModelError]] = []
 
     async def part(pid: str) -> dict[str, Any]:
@@ -1311,7 +1312,7 @@ async def summarize_conversations(pod: Any) -> dict[str, int]:
         except MemoryModelError as exc:
             failed.append((person.id, exc))
 
-    await asyncio.gather(*(part(p) for p in pod.store.list_people()))
+    await asyncio.gather(*(part(p) for p in pod.store.list_people() if p.removing_at is None))  # not one being removed
     if failed:
         raise _failed_run(failed, made)
     return made

@@ -230,10 +230,20 @@ def person_namespace_of(pod: Any, person_id: str) -> str:
     return person_namespace(pod.pod_id, person_id) + "/"
 
 
-async def test_a_removal_cut_short_is_finished_at_the_next_start(two: Any) -> None:
+async def test_a_removal_cut_short_is_finished_at_the_next_start(two: Any, fake_model: FakeModelServer) -> None:
     alice, bob = two
     pod = alice.pod
+    for who, said in ((alice, "Alice's plan: paint the shed blue."), (bob, "Bob's plan: sell the red bicycle.")):
+        who.set_role_model("extraction", "fake/fake-1")
+        inst = who.find_agent("helper")[0]
+        conv = pod.store.create_conversation(inst.id, "Plans")
+        turn = pod.store.create_turn(conv.id, inst.id, text=said)
+        pod.store.add_message(conv.id, "assistant", "Noted.", turn_id=turn.id)
     pod.store.mark_removing(bob.person_id)  # as a kill right after the removal began leaves it
+    fake_model.script = lambda req: Text('[{"n": 1, "keep": false, "reason": "small talk"}]')
+    await pod.memory_produce()  # the 5-minute memory run: Bob's chat goes to no model now
+    asked = " ".join(r.last_user for r in fake_model.requests)
+    assert "paint the shed" in asked and "red bicycle" not in asked
     with pytest.raises(StoreError, match="being removed"):
         pod.unlock("Bob", BOB_PASS)
     with pytest.raises(StoreError, match="its person is being removed"):
