@@ -5,14 +5,15 @@ that does (the Pod's tools are what its parts register, and none calls here). Th
 
 1. their removal is written down first (``Person.removing_at``): they cannot log in, and no worker of theirs
    starts again (``AgentHost.ensure_worker`` asks);
-2. nothing of theirs runs or sends: their schedules and their `serve` token go, their turns stop and their workers
-   end, their inboxes stop being watched and go with their mail, cards and passwords (``MailHost.remove_account``);
+2. nothing of theirs runs or sends: their schedules, their `serve` token and their phone chats' links go, their
+   turns stop and their workers end (memory's runs leave them out), their inboxes stop being watched and go with
+   their mail, cards and passwords (``MailHost.remove_account``);
 3. memory forgets them as "Forget everything about me" does (``MemoryHost.memory_forget_me``): their private memory,
    their agents' notes, what they put in the household's memory (its claims leave the pages that cite it), their
    watched folders and kept corrections;
 4. their agents with their conversations, folders and schedules (``AgentHost.delete_agent``);
 5. their secrets in the keyring (their namespace, their agents' under it) and their encrypted vault file;
-6. the rows left (hand-offs, cards, notifications, activity, phone links, partners, providers), then the person
+6. the rows left (hand-offs, cards, notifications, activity, partners, providers), then the person
    (``Store.delete_person``).
 
 Each step does what is left of it: a removal cut short by a kill is finished by running it again, or by the next
@@ -121,7 +122,7 @@ async def take_apart(pod: Any, person: Person) -> None:
             return  # another run finished it
         for row in schedule.list_schedules(pod.store.engine, pid):
             schedule.delete_schedule(pod.store.engine, row.id)
-        pod.store.drop_token(pid)
+        pod.store.cut_off(pid)  # their `serve` token and phone chats
         for inst, _ in pod.store.list_agents(pid):
             await pod.stops.stop_agent(pid, inst.name, f"Hearth (removing {person.name})")
             handle = pod.supervisor.handles.get((pid, inst.id))

@@ -648,20 +648,17 @@ class Store:
     def delete_person(self, person_id: str) -> None:
         """The last step of a person's removal (runtime_host/removal.py), their agents, inboxes, schedules, folders
         and memory gone before it: in one transaction, every row left that is theirs (hand-offs, approval cards,
-        kept notifications and corrections, their phone chats' links and unsent messages, partners, MCP servers,
-        providers, model choices, activity, their access token), then the person."""
+        kept notifications and corrections, partners, MCP servers, providers, model choices, activity, and what
+        ``cut_off`` takes if a run before was cut short), then the person."""
         from runtime_host.restored import FORGOTTEN_KEY
 
+        self.cut_off(person_id)
         p = {"p": person_id}
-        mine = "(SELECT chat_id FROM channel_link WHERE person_id = :p)"
         with self.engine.begin() as c:
             for q in ("DELETE FROM task_events WHERE task_id IN (SELECT id FROM tasks WHERE person_id = :p)",
                       "DELETE FROM tasks WHERE person_id = :p",
                       "DELETE FROM card_message WHERE card_id IN (SELECT card_id FROM card_decision WHERE person_id = :p)",
                       "DELETE FROM card_decision WHERE person_id = :p",
-                      f"DELETE FROM channel_outbox WHERE sent_at IS NULL AND chat_id IN {mine}",
-                      "DELETE FROM channel_link WHERE person_id = :p",
-                      "DELETE FROM channel_link_code WHERE person_id = :p",
                       "DELETE FROM partners WHERE person_id = :p",
                       "DELETE FROM mcp_servers WHERE person_id = :p",
                       "DELETE FROM kept_notice WHERE person_id = :p",
@@ -672,14 +669,20 @@ class Store:
                       "DELETE FROM audit_log WHERE person_id = :p",
                       "DELETE FROM person WHERE id = :p"):
                 c.execute(text(q), p)
-            c.execute(text("DELETE FROM pod_meta WHERE key IN (:token, :forgotten)"),
-                      {"token": f"serve_token/{person_id}", "forgotten": FORGOTTEN_KEY.format(person=person_id)})
+            c.execute(text("DELETE FROM pod_meta WHERE key = :k"), {"k": FORGOTTEN_KEY.format(person=person_id)})
         self.purge()
 
-    def drop_token(self, person_id: str) -> None:
-        """Their `serve` access token stops working at once (its hash is read on every request)."""
+    def cut_off(self, person_id: str) -> None:
+        """The first step of a person's removal: nothing reaches Hearth as them any more. Their `serve` token stops
+        working (its hash is read on every request), and their phone chats are unlinked (no card of theirs is
+        decided from there, no message of theirs waits to go out)."""
+        p = {"p": person_id}
         with self.engine.begin() as c:
             c.execute(text("DELETE FROM pod_meta WHERE key = :k"), {"k": f"serve_token/{person_id}"})
+            c.execute(text("DELETE FROM channel_outbox WHERE sent_at IS NULL AND chat_id IN "
+                           "(SELECT chat_id FROM channel_link WHERE person_id = :p)"), p)
+            c.execute(text("DELETE FROM channel_link WHERE person_id = :p"), p)
+            c.execute(text("DELETE FROM channel_link_code WHERE person_id = :p"), p)
 
     # -- providers
     def add_provider(self, person_id: str, name: str, kind: str, base_url: str, model: str, has_key: bool) -> Provider:

@@ -84,7 +84,11 @@ async def _furnish(who: Any, fake_model: FakeModelServer, tmp: Path, word: str) 
     inst = who.find_agent("helper")[0]
     tasks.create(pod.store.engine, person_id=who.person_id, title=f"{word} task", description="d", size="small",
                  owner_instance=inst.id, creator_instance=inst.id, creator_turn=None, parent_id=None)
-    ChannelStore(pod.store.engine).open_card(who.person_id, "send", f"{word} card")
+    channels = ChannelStore(pod.store.engine)
+    channels.open_card(who.person_id, "send", f"{word} card")
+    chat = len(word) * 1000 + len(who.person.name)  # their phone chat, linked with a code as Settings → Channels gives
+    channels.redeem_link_code("telegram", channels.create_link_code("telegram", who.person_id), chat_id=chat,
+                              user_id=chat)
     pod.keep_notice(who.person_id, f"{word} notice", "text")
     keptcorrections.keep(pod, who.person_id, {"typed": f"{word} correction"})
     folder = tmp / f"{word}-docs"
@@ -95,6 +99,7 @@ async def _furnish(who: Any, fake_model: FakeModelServer, tmp: Path, word: str) 
 
 async def test_the_owner_removes_bob_with_everything_his_and_nothing_of_alices(
         two: Any, fake_model: FakeModelServer, tmp_path: Path) -> None:
+    from runtime_host.channels.store import ChannelStore
     from vault import person_namespace
 
     alice, bob = two
@@ -127,6 +132,8 @@ async def test_the_owner_removes_bob_with_everything_his_and_nothing_of_alices(
     with pytest.raises(ProcessLookupError):
         os.kill(worker, 0)  # his worker ended
     assert rows_of(pod, bob.person_id) == {}  # not a row of his in any table
+    assert ChannelStore(pod.store.engine).links(person_id=bob.person_id) == []  # his phone no longer reaches Hearth
+    assert len(ChannelStore(pod.store.engine).links(person_id=alice.person_id)) == 1
     assert pod.folders.list_folders(bob.person_id) == [] and len(pod.folders.list_folders(alice.person_id)) == 1
     assert pod.store.meta(f"serve_token/{bob.person_id}") is None and pod.store.meta(f"serve_token/{alice.person_id}")
     assert keyring_names(bob_ns) == []  # not a secret of his (mail passwords, provider key, card values)
