@@ -380,7 +380,8 @@ class MainWindow(QMainWindow):
         self.person_box.blockSignals(True)
         self.person_box.clear()
         for p in self.pod.people():
-            self.person_box.addItem(p["name"] + (" 🔒" if p["has_passphrase"] else ""), p["name"])
+            self.person_box.addItem(p["name"] + (" 🔒" if p["has_passphrase"] else "")
+                                    + (" (being removed)" if p["removing"] else ""), p["name"])
             if p["current"]:
                 self.person_box.setCurrentIndex(self.person_box.count() - 1)
         self.person_box.blockSignals(False)

@@ -797,7 +797,8 @@ async def _amain(args: argparse.Namespace) -> int:
                 _print_json(rows)
             else:
                 for r in rows:
-                    print(f"{r['name']}{'  (passphrase)' if r['has_passphrase'] else ''}{'  *' if r['current'] else ''}")
+                    print(f"{r['name']}{'  (passphrase)' if r['has_passphrase'] else ''}{'  *' if r['current'] else ''}"
+                          f"{'  (being removed)' if r['removing'] else ''}")
             return EXIT_OK
         if args.cmd == "provider":
             return _provider(me, args)
