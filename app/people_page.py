@@ -107,8 +107,8 @@ class PeoplePage(QWidget):
                 self.message.setText(str(exc))
                 return
             self.message.setText(f"Removed {name} with everything theirs.")
-            self.removed.emit(name)
             self.refresh()
+            QTimer.singleShot(0, lambda: self.removed.emit(name))  # the window may ask a passphrase: not in here
 
         self.message.setText(f"Removing {name}…")
         self._run(go())

@@ -83,3 +83,22 @@ def test_the_owner_removes_bob_by_typing_his_name(qtbot, qloop, ui_pod, fake_mod
     assert ui_pod.pod.store.get_person_by_id(bob_id) is None
     assert [dlg.people.list.item(i).text() for i in range(dlg.people.list.count())] == ["Alice (you)"]
     assert [w.person_box.itemData(i) for i in range(w.person_box.count())] == ["Alice"] and w.pod.person.name == "Alice"
+
+
+def test_after_bob_removes_himself_a_locked_alice_is_asked_for_her_passphrase(qtbot, qloop, ui_pod, fake_model,
+                                                                               secure_keyring) -> None:
+    _bob(ui_pod, fake_model.base_url)
+    ui_pod.set_passphrase("alice-passphrase")
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    assert w.switch_person("Bob", BOB_PASS)
+    dlg = w.settings_dialog()
+    qtbot.addWidget(dlg)
+    _choose(dlg, "Bob")
+    asked = prompts_answered([BOB_PASS, "a-wrong-guess", "alice-passphrase"])
+    answer_confirm("Remove…")
+    dlg.people.remove.click()
+    qloop.wait_until(lambda: w.pod.person.name == "Alice", what="the window to show Alice")
+    assert asked[1:] == ["Bob was removed from this Hearth.\n\nPassphrase for Alice:",
+                         "That passphrase does not unlock Alice. Try again.\n\nPassphrase for Alice:"], asked
+    assert [w.person_box.itemData(i) for i in range(w.person_box.count())] == ["Alice"]
