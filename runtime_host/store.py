@@ -670,6 +670,8 @@ class Store:
                       "DELETE FROM person WHERE id = :p"):
                 c.execute(text(q), p)
             c.execute(text("DELETE FROM pod_meta WHERE key = :k"), {"k": FORGOTTEN_KEY.format(person=person_id)})
+            # the Telegram bot's token was in their vault (they pasted it): it went with them; another pastes one
+            c.execute(text("DELETE FROM pod_meta WHERE key = 'telegram_token_person' AND value = :p"), p)
         self.purge()
 
     def cut_off(self, person_id: str) -> None:
