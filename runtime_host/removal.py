@@ -98,7 +98,12 @@ async def remove(pod: Any, by_id: str, name: str, confirm: str) -> dict[str, Any
         raise StoreError(f"Type {whose} ({target.name}) exactly to confirm the removal. Nothing was removed.")
     gone = await counts(pod, by_id, target.name)
     pod.store.mark_removing(target.id)
-    await take_apart(pod, target)
+    try:
+        await take_apart(pod, target)
+    except (StoreError, OSError) as exc:
+        raise StoreError(f"{target.name}'s removal stopped before the end: {exc} They cannot log in meanwhile; once "
+                         f"that is put right, remove {target.name} again to finish it (Hearth also tries at its next "
+                         "start).") from exc
     if by_id != target.id:
         pod.audit(person_id=by_id, agent=None, kind="access", action="removed",
                   summary=f"removed {target.name} from this Hearth with everything theirs")

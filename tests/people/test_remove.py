@@ -331,3 +331,27 @@ def test_people_remove_in_the_cli(home: Path, fake_model: FakeModelServer, secur
     assert [p["name"] for p in json.loads(cli(home, "people", "list", "--json").stdout)] == ["Alice"]
     r = cli(home, "--person", "Bob", "--passphrase-stdin", "agent", "list", stdin=BOB_PASS + "\n")
     assert r.returncode == 2 and "No person named 'Bob'" in r.stderr
+
+
+async def test_a_removal_that_stops_says_why_and_what_to_do(two: Any) -> None:
+    """Bob's agent folder cannot be removed (here: a file stands where the folder was): the removal stops with the
+    reason and what to do, Bob stays locked out, and removing him again once it is put right finishes it."""
+    alice, bob = two
+    folder = alice.pod.home / "agents" / bob.person_id / bob.find_agent("helper")[0].id
+    if folder.exists():
+        import shutil
+
+        shutil.rmtree(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    folder.write_text("not a folder")
+    with pytest.raises(StoreError) as stopped:
+        await alice.remove_person("Bob", "Bob")
+    said = str(stopped.value)
+    assert said.startswith("Bob's removal stopped before the end: Agent helper's folder") and said.endswith(
+        "They cannot log in meanwhile; once that is put right, remove Bob again to finish it (Hearth also tries at "
+        "its next start)."), said
+    with pytest.raises(StoreError, match="being removed"):
+        alice.pod.unlock("Bob", BOB_PASS)
+    folder.unlink()
+    await alice.remove_person("Bob", "Bob")
+    assert rows_of(alice.pod, bob.person_id) == {} and alice.list_agents()
