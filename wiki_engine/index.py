@@ -144,9 +144,10 @@ def asks_when(question: str) -> bool:
 def date_words(ts: float) -> str:
     """The day of ``ts`` as people say it in questions: "Monday 8 May 2023", on this machine's calendar (Hearth is a
     desktop app: its time zone is the household's; a person in Auckland's Monday morning is their Monday, not UTC's
-    Sunday). The one wording of a day memory indexes and shows its models (Ask memory, an agent's search, the nightly
-    check); "" for no time (0) or one past the calendar. In English whatever the locale (a window's Qt sets the
-    person's): the words the index holds are the ones its English stemmer and questions read."""
+    Sunday). The one wording of a day memory indexes and shows its models (keep or skip, the wiki writer, summaries,
+    the nightly check, Ask memory, an agent's search); "" for no time (0) or one past the calendar. In English
+    whatever the locale (a window's Qt sets the person's): the words the index holds are the ones its English stemmer
+    and questions read."""
     if ts <= 0:
         return ""
     try:

@@ -26,7 +26,7 @@ import time
 import unicodedata
 from collections.abc import Callable, Generator, Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from .guard import check_instructions
@@ -336,6 +336,9 @@ class IngestBatch:
     sources: list[SourceRecord]
     stale_pages: list[Page]
     existing_pages: dict[str, list[Page]]  # scope -> pages, those that matter to the batch first
+    # source id -> its time, for each source the writer reads (the batch's, and those its pages cite): the day it is
+    # shown each by, so it can tell which of two disagreeing claims is the newer
+    days: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -400,7 +403,7 @@ def ingest_steps(memory: Memory, *, author: str = "agent:wiki-writer", max_sourc
         # no deletion comes between what the writer is shown and the note of which sources that was
         with (yield from wiki_pen(memory, whole)), memory._lock:
             batch, report = _ingest_batch(memory, max_sources, scopes)
-            seen = _stored(memory, _shown_ids(batch)) if batch is not None else set()
+            seen = set(batch.days) if batch is not None else set()
         if batch is None:
             return report
         drafts = list((yield batch) or ())
@@ -434,7 +437,7 @@ def wiki_pen(memory: Memory, whole: bool) -> Generator[Wait, Any, AbstractContex
 def _ingest_batch(memory: Memory, max_sources: int, scopes: Callable[[str], bool] | None,
                   ) -> tuple[IngestBatch | None, IngestReport]:
     """The waiting sources and stale pages an ingest shows its model (None: nothing to do), after finishing the
-    deletions a crash cut short."""
+    deletions a crash cut short; with the time of each source it reads (of those memory holds)."""
     memory.finish_deletions()
     report = IngestReport()
     sources: list[SourceRecord] = []
@@ -469,7 +472,8 @@ def _ingest_batch(memory: Memory, max_sources: int, scopes: Callable[[str], bool
         pages, _ = memory.list_pages(sc)
         existing[sc] = _pages_first(memory, sc, pages, [s for s in sources if s.scope == sc],
                                     [p for p in stale if str(p.scope) == sc])
-    return IngestBatch(sources, stale, existing), report
+    batch = IngestBatch(sources, stale, existing)
+    return replace(batch, days=_days(memory, _shown_ids(batch))), report
 
 
 def _pages_first(memory: Memory, scope: str, pages: list[Page], sources: list[SourceRecord], stale: list[Page],
@@ -534,11 +538,16 @@ def _shown_ids(batch: IngestBatch) -> set[str]:
 
 def _stored(memory: Memory, ids: Iterable[str]) -> set[str]:
     """Which of these source ids memory holds now."""
-    ids, out = sorted(ids), set()
+    return set(_days(memory, ids))
+
+
+def _days(memory: Memory, ids: Iterable[str]) -> dict[str, float]:
+    """Each of these source ids memory holds now, with its time (``ts``)."""
+    ids, out = sorted(ids), {}
     for part in range(0, len(ids), 500):
         chunk = ids[part:part + 500]
-        out |= {r[0] for r in memory.catalog.query(
-            f"SELECT id FROM sources WHERE id IN ({','.join('?' * len(chunk))})", tuple(chunk))}
+        out.update((r[0], r[1]) for r in memory.catalog.query(
+            f"SELECT id, ts FROM sources WHERE id IN ({','.join('?' * len(chunk))})", tuple(chunk)))
     return out
 
 
@@ -684,10 +693,11 @@ def rewrite_steps(memory: Memory, scope: str, author: str = "agent:wiki-writer"
                     continue  # listed in the report's corrupt; stays stale until the person mends the file
                 if found is not None:
                     stale.append(found)
-            seen = _stored(memory, _shown_ids(IngestBatch([], stale, {})))
+            days = _days(memory, _shown_ids(IngestBatch([], stale, {})))
+            seen = set(days)
         if not stale:
             return report
-        answer = list((yield IngestBatch([], stale, {})))
+        answer = list((yield IngestBatch([], stale, {}, days)))
         lease.renew()
         ahead = yield Embed(memory, pages=_rewrites_asked(stale, answer))  # off memory's thread, before it is locked
         lease.renew()
@@ -725,9 +735,10 @@ def nightly_steps(memory: Memory, *, merge: Callable[[Page, Page], Page] | None 
                         continue  # listed in report.corrupt above; stays stale until the person mends the file
                     if found is not None:
                         stale.append(found)
-                seen = _stored(memory, _shown_ids(IngestBatch([], stale, {})))
+                days = _days(memory, _shown_ids(IngestBatch([], stale, {})))
+                seen = set(days)
             if stale:
-                answer = list((yield IngestBatch([], stale, {})))
+                answer = list((yield IngestBatch([], stale, {}, days)))
                 ahead = yield Embed(memory, pages=_rewrites_asked(stale, answer))  # before memory is locked
                 with memory.one_commit():  # no deletion comes between the check and the writes
                     _write_rewrites(memory, stale, answer, seen, report, author, ahead)

@@ -85,7 +85,7 @@ async def test_decisions_after_a_gap_are_asked_again_and_none_for_the_first_item
     assert rep["pulled"] == 4 and rep["kept"] == 3, rep
     assert [s["reason"] for s in rep["skipped"]] == ["second answer"]
     asks = [r for r in fake_model.requests if r.system == DECIDE_SYSTEM][-2:]
-    assert [_shown(r) for r in asks] == [4, 3] and "Lovely, noted." in asks[1].last_user.split("\n")[0]
+    assert [_shown(r) for r in asks] == [4, 3] and "Lovely, noted." in asks[1].last_user.split("\n")[1]
     assert await pod.memory_search("Clara orchids birthday", mode="keyword")
 
 
@@ -227,9 +227,9 @@ async def test_an_import_model_deciding_only_the_first_message_is_asked_for_the_
     docs = tmp_path / "mail"
     docs.mkdir()
     (docs / "old.mbox").write_bytes(MBOX)
-    fake_model.script = lambda req: Text(json.dumps([{"n": 1, "keep": "Piano" in req.last_user.split("\n")[0],
-                                                      "reason": "a plan" if "Piano" in req.last_user.split("\n")[0]
-                                                      else "advertising"}]))
+    fake_model.script = lambda req: Text(json.dumps([{"n": 1, "keep": "Piano" in req.last_user.split("\n")[1],
+                                                      "reason": "a plan" if "Piano" in req.last_user.split("\n")[1]
+                                                      else "advertising"}]))  # [0] is today's date
     folder = pod.folders.add(docs)
     await asyncio.wait_for(pod.folders.scan(folder.id), 60)
     assert len(fake_model.requests) == 2

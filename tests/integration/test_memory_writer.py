@@ -229,7 +229,8 @@ async def test_a_writer_copying_the_prompts_scaffolding_puts_no_labels_on_the_pa
     """A weak writer extending a page copied the page as its prompt shows it, with the prompt's own line
     "Its citations: [1] = P1-1", and wrote the new fact as the prompt lists a source ("- S1 (scope private/…): …"):
     both cite a number, so Hearth's internal labels and the person's scope id ended up on the page. Now those lines
-    of the prompt go, and the fact a source line carries stays, cited."""
+    of the prompt go (with the day each label's source is from, and the prompt's "Today is …"), and the fact a source
+    line carries stays, cited."""
     bob, as_bob = bob_with_his_own_provider(pod)
     scope = f"private/{pod.person.id}"
     pod.set_role_model("ingest", "fake/writer")
@@ -242,8 +243,11 @@ async def test_a_writer_copying_the_prompts_scaffolding_puts_no_labels_on_the_pa
         prompt = req.last_user
         shown = re.search(r"(Existing page 'Clara' in [^\n]*\n.*?\nIts citations: [^\n]*)", prompt, re.S).group(1)
         new = re.search(r"^(- S1 \(scope [^)]*\): .*)$", prompt, re.M).group(1)
+        assert re.fullmatch(r"Today is \w+day \d+ \w+ \d{4}\.", prompt.split("\n")[0]), prompt
+        assert re.search(r"\nIts citations: \[1\] = P1-1 \(\w+day \d+ \w+ \d{4}\)$", shown), shown
         return Text(json.dumps([{"title": "Clara", "scope": scope, "category": "family",
-                                 "body": shown + "\n" + new + " [2]", "citations": {"1": "P1-1", "2": "S1"}}]))
+                                 "body": prompt.split("\n")[0] + "\n" + shown + "\n" + new + " [2]",
+                                 "citations": {"1": "P1-1", "2": "S1"}}]))
 
     fake_model.script = copier
     out = await asyncio.wait_for(pod.memory_ingest(), 60)
@@ -257,25 +261,28 @@ def test_a_copied_source_line_of_a_mail_keeps_who_sent_it() -> None:
     brackets, "): " and all). A writer copying a mail's line kept the claim alone, so Alice's own page read "I am
     moving to Lisbon". Now a copied line keeps who said it (a mail's sender, a chat's speaker, a watched folder's
     document: their "I" is theirs) and loses the prompt's labels; a note typed into memory keeps its claim alone; a
-    line of the page that merely looks alike stays."""
+    line of the page that merely looks alike stays. A copied line keeps the day its source is from, where it keeps who
+    said it (its "next week" is counted from that day)."""
     from runtime_host.memory_jobs import _SOURCE_LINE, said_by, without_scaffolding
 
     said = said_by("mail", "Ana (the landlord): <[EMAIL_1]>", "Re: (urgent) the flat")
     assert said == "mail from Ana [the landlord]: <[EMAIL_1]>, subject “Re: [urgent] the flat”"
-    lines = [(said, "I am moving to Lisbon. [1]"),
-             (said_by("chat", "Bob", owner="Bob"), "I start pottery on Monday. [2]"),
-             (said_by("note", subject="lisbon.html", owner="Alice", key="file:f1:ab:cd#0"), "I left Porto. [3]"),
-             (said_by("note", owner="Alice"), "Clara loves orchids. [4]"),
+    monday = ", Monday 16 November 2026"
+    lines = [(said, monday, "I am moving to Lisbon next week. [1]"),
+             (said_by("chat", "Bob", owner="Bob"), monday, "I start pottery on Monday. [2]"),
+             (said_by("note", subject="lisbon.html", owner="Alice", key="file:f1:ab:cd#0"), "", "I left Porto. [3]"),
+             (said_by("note", owner="Alice"), monday, "Clara loves orchids. [4]"),
              # on Alice's own page her own chat and her agent's remembered fact are hers: no "Chat, said by Alice:"
-             (said_by("chat", "Alice", owner="Alice"), "I am allergic to penicillin. [5]"),
-             (said_by("remember", owner="Alice", agent="Helper"), "Alice prefers aisle seats. [6]")]
-    body = "\n".join(_SOURCE_LINE.format(label=f"S{n}", scope="private/p1", said=said, text=text)
-                     for n, (said, text) in enumerate(lines, 1)) + "\n- S1 (scope elsewhere; note): stays [7]"
+             (said_by("chat", "Alice", owner="Alice"), monday, "I am allergic to penicillin. [5]"),
+             (said_by("remember", owner="Alice", agent="Helper"), monday, "Alice prefers aisle seats. [6]")]
+    body = "\n".join(_SOURCE_LINE.format(label=f"S{n}", scope="private/p1", said=said, day=day, text=text)
+                     for n, (said, day, text) in enumerate(lines, 1)) + "\n- S1 (scope elsewhere; note): stays [7]"
     named = {"p1": "Alice"}.get
     assert without_scaffolding(body, {"private/p1"}, {f"S{n}": "x" for n in range(1, 7)},
                                lambda text: named(text, text)).split("\n") == [
-        "- Mail from Ana [the landlord]: <[EMAIL_1]>, subject “Re: [urgent] the flat”: I am moving to Lisbon. [1]",
-        "- Chat, said by Bob: I start pottery on Monday. [2]",
+        "- Mail from Ana [the landlord]: <[EMAIL_1]>, subject “Re: [urgent] the flat”, Monday 16 November 2026: I am "
+        "moving to Lisbon next week. [1]",
+        "- Chat, said by Bob, Monday 16 November 2026: I start pottery on Monday. [2]",
         "- Document “lisbon.html” from Alice's watched folder, its writer unknown: I left Porto. [3]",
         "- Clara loves orchids. [4]",
         "- I am allergic to penicillin. [5]",
