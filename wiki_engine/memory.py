@@ -1737,10 +1737,36 @@ class Memory:
                 return tried, True
             if other is None:
                 free = free or tried
+        same = self._same_titled(sc, title, names)
+        if same is not None:  # "WiFi" when "Wi-Fi" is a page: that page, under its own title (one page, not two)
+            return same, True
         if free is not None:
             return free, False
         raise PageRefused(f"The page “{title[:80]}” was not written: {_MAX_NAMESAKES} pages of other titles already "
                           "have its file name. Rename or merge some of them in the Wiki.")
+
+    def _same_titled(self, sc: Scope, title: str, names: set[str]) -> str | None:
+        """The title of a page of ``sc`` whose title is ``title`` but for letter case, spacing and punctuation
+        (``title_key``) and whose file another name holds ("Wi-Fi" is ``wi-fi.md``, "WiFi" ``wifi.md``), or None.
+        Only the files whose names hold the title's letters and digits (a numbered namesake's too) are read."""
+        key = "".join(ch for ch in title_key(title) if ch.isalnum())
+
+        def letters(name: str) -> str:
+            return "".join(ch for ch in name.casefold() if ch.isalnum())
+
+        for name in sorted(names):
+            held = letters(name)
+            if not key or not (held == key or (held.startswith(key) and held[len(key):].isdigit())
+                               or (len(name) >= 80 and key.startswith(held))):
+                continue
+            try:
+                text = self.pages.read_text(sc, name)
+                other = None if text is None else parse_page(text).title
+            except PageFormatError:
+                continue
+            if other is not None and _same_title(other, title):
+                return other
+        return None
 
     def _slug_of(self, sc: Scope, title_or_slug: str) -> str:
         """The file a page is read by: a slug as it is; a title, the file of the page of that title (see

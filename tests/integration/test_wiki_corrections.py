@@ -454,3 +454,30 @@ async def test_an_agents_page_hit_names_the_page_it_reads(pod) -> None:
     lines = [re.sub(r", updated \w+day \d{1,2} \w+ \d{4}\]", ", updated DAY]", line) for line in lines]
     assert sorted(lines) == ["[page “Bills”, household, updated DAY] home - The orchid shop is paid by card [1]",
                              "[page “Orchid shop”, private, updated DAY] home - The orchid shop is paid by card [1]"], found
+
+
+async def test_a_models_page_of_her_corrected_pages_title_but_for_punctuation_is_a_proposal_for_it(pod, script) -> None:
+    """Alice corrected "Wi-Fi" (verified: the router is in the hall cupboard). A new mail says the attic, and the
+    ingest model writes the page "WiFi": the same title but for case and punctuation (README: such titles are one
+    page). It was written at once beside hers, her agents given the attic as a page of its own; it is a proposal for
+    her page instead, and rejected, leaves her one page."""
+    from wiki_engine import Page
+
+    scope = _scope(pod)
+    pod.set_role_model("ingest", "fake/writer-1")
+    sid = await pod.in_memory_thread(lambda: pod.memory.add_source("The router is in the attic.", scope=scope))
+    mine = "- The Wi-Fi router is in the hall cupboard, not the attic [1]"
+    await pod.in_memory_thread(lambda: pod.memory.write_page(Page(
+        "Wi-Fi", scope, "home", mine, {1: sid}, verified=True), author=f"person:{pod.person.id}"))
+    await pod.in_memory_thread(lambda: pod.memory.add_source(
+        "Mail from the landlord: the WiFi router is in the attic.", scope=scope))
+    script([_writer_of("WiFi", "The WiFi router is in the attic.")], repeat_last=True)
+    await pod.memory_ingest()
+    props = await pod.memory_proposals()
+    assert [p.slug for p in props] == ["wi-fi"] and "attic. [1]" in props[0].proposed_text, (
+        [p.title for p in pod.memory.list_pages(scope)[0]])
+    await pod.memory_reject_proposal(props[0].id)
+    assert [(p.title, p.body) for p in pod.memory.list_pages(scope)[0]] == [("Wi-Fi", mine)]
+    helper = next(i for i, _ in pod.store.list_agents(pod.person.id))
+    found = await pod.pod.memory_host._tool_search_memory(pod.person.id, helper.id, {"query": "where is the wifi router"})
+    assert not any("attic" in ln and "hall cupboard" not in ln for ln in found.split("\n") if ln.startswith("[page")), found

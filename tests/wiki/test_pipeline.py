@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from wiki_engine import Item, Memory, Page, open_memory
+from wiki_engine import Item, Memory, Page, Scope, open_memory
 from wiki_engine.lease import Lease, LeaseBusy
 from wiki_engine.pipeline import Decision, IngestBatch, get_watermark, run_ingest, run_nightly, run_producer
 
@@ -484,14 +484,16 @@ def test_nightly_merges_duplicates_and_rebuilds_indexes(mem: Memory) -> None:
 
 def test_pages_of_one_title_are_merged_at_once_and_links_open_the_kept_page_where_they_could_open_the_other(
         mem: Memory) -> None:
-    """"Straße" and "STRASSE" are one title (case aside) in two files: merged without asking. The links to the page
-    merged away open the kept one: in its scope, and (a household page) in each person's pages whose own scopes have
-    no page of that name; Alice's own "STRASSE" page keeps her link. A person's merge never aims the household's
-    links."""
+    """"Straße" and "STRASSE" are one title (case aside) in two files (written before a write of one went to the
+    other's page): merged without asking. The links to the page merged away open the kept one: in its scope, and (a
+    household page) in each person's pages whose own scopes have no page of that name; Alice's own "STRASSE" page
+    keeps her link. A person's merge never aims the household's links."""
     a = mem.add_source("The street is closed on Sundays.", scope="public")
     b = mem.add_source("The street has a bakery.", scope="public")
     mem.write_page(Page("Straße", "public", "places", "- Closed on Sundays [1]", {1: a}), author="agent:w")
-    mem.write_page(Page("STRASSE", "public", "places", "- Has a bakery [1]", {1: b}), author="agent:w")
+    upper = Page("STRASSE", "public", "places", "- Has a bakery [1]", {1: b})
+    mem.pages.write_text(Scope.parse("public"), upper.slug, upper.to_markdown())
+    mem.reindex_pages("public")
     for who in ("alice", "bob"):
         s = mem.add_source(f"{who} walks down the street.", scope=f"private/{who}")
         mem.write_page(Page("Walks", f"private/{who}", "habits", "- Walks there [1]\n- See [[STRASSE]]", {1: s}),
