@@ -2433,7 +2433,10 @@ class Memory:
             )
         page = parse_page(r["proposed_text"], where=f"proposal #{proposal_id}")
         self.check_citations(page)
-        self._store_page(replace(page, verified=True))
+        # updated the day she approved it (the model is told a page's day to tell the newer of two facts), not the
+        # day the proposal was made
+        page = replace(page, verified=True, updated=iso_utc(time.time()))
+        self._store_page(page)
         with self.catalog.tx() as db:
             db.execute("UPDATE proposals SET status='approved', decided_at=? WHERE id=?", (time.time(), proposal_id))
         return page

@@ -481,3 +481,32 @@ async def test_a_models_page_of_her_corrected_pages_title_but_for_punctuation_is
     helper = next(i for i, _ in pod.store.list_agents(pod.person.id))
     found = await pod.pod.memory_host._tool_search_memory(pod.person.id, helper.id, {"query": "where is the wifi router"})
     assert not any("attic" in ln and "hall cupboard" not in ln for ln in found.split("\n") if ln.startswith("[page")), found
+
+
+async def test_a_page_approved_today_says_it_was_updated_today(pod, monkeypatch) -> None:
+    """A proposal for Alice's corrected page waited since 2 January; she approves it today. The page said it was
+    updated on 2 January (the day Ask memory and search_memory give the model to tell the newer of two facts), so a
+    note from February read as newer than the page she had just approved."""
+    import time
+    from types import SimpleNamespace
+
+    import wiki_engine.memory as memory_module
+    from wiki_engine import Page
+
+    scope = _scope(pod)
+    sid = await pod.in_memory_thread(lambda: pod.memory.add_source("The dentist is Dr Okafor.", scope=scope))
+    await pod.in_memory_thread(lambda: pod.memory.write_page(Page(
+        "Dentist", scope, "health", "- The dentist is Dr Okafor [1]", {1: sid}, verified=True),
+        author=f"person:{pod.person.id}"))
+    with monkeypatch.context() as m:  # memory's clock on 2 January 2026, when the ingest proposed the change
+        m.setattr(memory_module, "time", SimpleNamespace(time=lambda: 1767344400.0, monotonic=time.monotonic,
+                                                         strptime=time.strptime))
+        res = await pod.in_memory_thread(lambda: pod.memory.write_page(Page(
+            "Dentist", scope, "health", "- The dentist is Dr Okafor, at the Elm Street practice [1]", {1: sid}),
+            author="agent:wiki-writer"))
+    assert res.status == "proposed"
+    await pod.memory_approve_proposal(res.proposal_id)
+    page = pod.memory.read_page(scope, "dentist")
+    assert "Elm Street" in page.body and page.verified
+    today = time.strftime("%Y-%m-%d", time.gmtime())
+    assert page.updated.startswith(today), f"approved today ({today}), the page says it was updated {page.updated}"
