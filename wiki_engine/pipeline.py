@@ -808,7 +808,8 @@ def _merge_group(memory: Memory, scope: str, group: list[Page], merge: Callable[
     the person is never proposed the other way round beside it). A page of the same
     title (``title_key``) is merged and deleted at once; one of another title is merged only once the person
     approved it: the merged page is proposed (a proposal that says which page goes into it), and the next night,
-    finding the page as approved, deletes the other. A verified page is never deleted. Links to the page merged away
+    finding the page as approved, deletes the other. A verified page is deleted only so, once the person approved
+    the merge that names it (of the same title too: its merge is proposed naming it). Links to the page merged away
     open the kept page."""
     group.sort(key=lambda p: (not p.verified, len(p.slug), p.slug))
     keep = group[0]
@@ -817,9 +818,9 @@ def _merge_group(memory: Memory, scope: str, group: list[Page], merge: Callable[
         merged = merge(keep, other) if merge else _append_merge(keep, other)
         merged = Page(keep.title, keep.scope, merged.category, merged.body, merged.citations,
                       verified=keep.verified, extra=merged.extra)
+        named = f"{author} (merging “{other.title}” into this page)"
         try:
-            res = memory.write_page(merged, author=f"{author} (merging “{other.title}” into this page)" if ask
-                                    else author, propose=ask)
+            res = memory.write_page(merged, author=named if ask or other.verified else author, propose=ask)
         except (CitationError, PageFormatError, ValueError) as e:
             report.rejected.append((keep.title, str(e), scope))
             continue
@@ -827,9 +828,9 @@ def _merge_group(memory: Memory, scope: str, group: list[Page], merge: Callable[
         # "unchanged": the page already holds what the duplicate said (a merge the person approved: for pages of
         # other titles, only that, found among the approved proposals; a page that merely happens to hold the
         # other's lines, verified or not, is no approval)
-        done = res.status == "written" or (res.status == "unchanged" and (
-            not ask or _merge_approved(memory, keep, f"{author} (merging “{other.title}” into this page)")))
-        if done and not other.verified:
+        approved = res.status == "unchanged" and _merge_approved(memory, keep, named)
+        done = res.status == "written" or approved or (res.status == "unchanged" and not ask)
+        if done and (approved or not other.verified):  # a verified page goes only by the merge she approved
             memory.delete_page(scope, other.slug)
             memory.relink_merged(scope, other.slug, keep)
             report.merged.append((keep.key, other.key))

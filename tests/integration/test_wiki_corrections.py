@@ -510,3 +510,44 @@ async def test_a_page_approved_today_says_it_was_updated_today(pod, monkeypatch)
     assert "Elm Street" in page.body and page.verified
     today = time.strftime("%Y-%m-%d", time.gmtime())
     assert page.updated.startswith(today), f"approved today ({today}), the page says it was updated {page.updated}"
+
+
+@pytest.mark.parametrize("other", ["Dentists", "Den-tist"])
+async def test_an_approved_merge_of_two_pages_she_corrected_is_done(pod, other) -> None:
+    """Alice corrected both "Dentist" and "Dentists" (each Save marks its page verified). The nightly pass proposed
+    merging "Dentists" into "Dentist" and she approved; but a verified page was never deleted, so both stayed for
+    good and Clara's link still opened "Dentists". The approved merge is done; a page of the same title ("Den-tist",
+    its file written before such titles were one page), verified, goes only by a merge she approved too, and the
+    card says which page goes."""
+    from wiki_engine import Page, Scope
+
+    scope = _scope(pod)
+    me = f"person:{pod.person.id}"
+
+    def seed() -> None:
+        a = pod.memory.add_source("The dentist is Dr Okafor.", scope=scope)
+        b = pod.memory.add_source("The dentist's practice opens at 8.", scope=scope)
+        c = pod.memory.add_source("Clara goes to the dentist on Fridays.", scope=scope)
+        pod.memory.write_page(Page("Dentist", scope, "health", "- The dentist is Dr Okafor [1]", {1: a},
+                                   verified=True), author=me)
+        page = Page(other, scope, "health", "- The practice opens at 8, not 9 [1]", {1: b}, verified=True)
+        pod.memory.pages.write_text(Scope.parse(scope), page.slug, page.to_markdown())
+        pod.memory.reindex_pages(scope)
+        pod.memory.write_page(Page("Clara", scope, "people", f"- Clara goes on Fridays [1]\n- See [[{other}]]",
+                                   {1: c}), author="agent:wiki-writer")
+
+    await pod.in_memory_thread(seed)
+    gone = pod.memory.list_pages(scope)[0]
+    gone = next(p.slug for p in gone if p.title == other)
+    await pod.memory_nightly()
+    (prop,) = await pod.memory_proposals()
+    assert prop.slug == "dentist" and f"“{other}”" in prop.author, prop
+    assert pod.memory.read_page(scope, gone) is not None  # nothing goes before she approves
+    await pod.memory_approve_proposal(prop.id)
+    out = await pod.memory_nightly()
+    assert out["merged"] == [(f"page:{scope}/dentist", f"page:{scope}/{gone}")], out
+    assert pod.memory.read_page(scope, gone) is None, "the page she approved merging away is still there"
+    assert "opens at 8" in pod.memory.read_page(scope, "dentist").body
+    assert "[[Dentist" in pod.memory.read_page(scope, "clara").body
+    await pod.memory_nightly()
+    assert await pod.memory_proposals() == []
