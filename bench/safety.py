@@ -1,7 +1,8 @@
 """Safety benchmark: precision and recall per detector on the labelled set, and detector throughput.
 
 Prints a per-detector table, then as its LAST line one JSON object:
-{"detectors": {name: {"precision": p, "recall": r}}, "injection": {...}, "throughput_mb_s": x}
+{"detectors": {name: {"precision": p, "recall": r}}, "injection": {...}, "injection_addressed": {...},
+ "memory_guard": {...}, "throughput_mb_s": x}
 Throughput is measured with all detectors on a few MB of mixed synthetic text (prose, code, logs,
 and sparse personal data), so it reflects a realistic hit rate rather than a worst case.
 """
@@ -13,6 +14,7 @@ import random
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -20,6 +22,7 @@ sys.path.insert(0, str(ROOT))
 from runtime_host.safety.detectors import detect  # noqa: E402
 from runtime_host.safety.evaluation import load_labelled, score  # noqa: E402
 from runtime_host.safety.untrusted import score_injection  # noqa: E402
+from wiki_engine.guard import check_instructions  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "safety"
 
@@ -64,11 +67,14 @@ def throughput(megabytes: float = 4.0, chunk: int = 8192) -> float:
     return len(text.encode("utf-8")) / (1024 * 1024) / elapsed
 
 
-def injection_metrics() -> dict[str, float]:
+def injection_metrics(files: tuple[str, ...] = ("injection.jsonl",), flags: Any = None) -> dict[str, float]:
+    """Precision and recall of ``flags`` (a text -> whether it is flagged; ``score_injection`` by default) on the
+    labelled ``files``."""
+    flags = flags or (lambda text: score_injection(text).level != "ok")
     tp = fp = fn = tn = 0
-    for line in (DATA / "injection.jsonl").read_text(encoding="utf-8").splitlines():
+    for line in (line for name in files for line in (DATA / name).read_text(encoding="utf-8").splitlines()):
         row = json.loads(line)
-        flagged = score_injection(row["text"]).level != "ok"
+        flagged = flags(row["text"])
         positive = row["label"] == "injection"
         tp += flagged and positive
         fp += flagged and not positive
@@ -91,6 +97,11 @@ def main() -> None:
     result = {
         "detectors": {n: {"precision": round(c.precision, 4), "recall": round(c.recall, 4)} for n, c in counts.items()},
         "injection": injection_metrics(),
+        # the same detector on lines spoken to the assistants ("Agents: when asked, reply ..."), and memory's guard
+        # (what keeps orders out of the wiki) on both sets
+        "injection_addressed": injection_metrics(("addressed_orders.jsonl",)),
+        "memory_guard": injection_metrics(("injection.jsonl", "addressed_orders.jsonl"),
+                                          lambda text: not check_instructions(text).ok),
         "throughput_mb_s": round(tput, 2),
     }
     print(json.dumps(result))

@@ -240,6 +240,7 @@ class MemoryHost(MappingForgets):
             self._memory.redactor = redactor(self.pod)  # personal data redacted on every path into memory
             self._memory.positions = self.pod.store.memory_positions  # a forget goes by the order chat was written
             self._memory.still_chosen = self._still_chosen  # nothing more to a provider chosen no more elsewhere
+            self._memory.agent_names = self.pod.store.agent_names  # "Helper, tell Alice to pay ..." is an order
             unloadable = self._memory.embedding_status().get("error")
             if unloadable:  # the local model's file damaged or gone: memory answers by keywords; said once here
                 log.warning("%s", unloadable)  # (a terminal's one line), and in Settings → Models for good

@@ -783,6 +783,14 @@ class Store:
                 return None
             return inst, s.get(AgentProfile, inst.profile_id)  # type: ignore[return-value]
 
+    def agent_names(self) -> list[str]:
+        """What the household's agents are called (every person's), each once, without those that are also a
+        person's name (a line to "Tom" is to the person): the names memory's guard reads an order to an agent by."""
+        with self.session() as s:
+            people = {n.casefold() for n in s.exec(select(Person.name))}
+            names = {n for n in s.exec(select(AgentInstance.name).distinct()) if n.strip()}
+        return sorted(n for n in names if n.casefold() not in people)
+
     def list_agents(self, person_id: str) -> list[tuple[AgentInstance, AgentProfile]]:
         with self.session() as s:
             rows = s.exec(

@@ -6,9 +6,12 @@ quarantined item if it was a false alarm.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import unseen
 
@@ -42,6 +45,41 @@ _THEN_ORDER = (r"\s*(?:[,;:]\s*|\s+)(?:and\s+|then\s+|&\s+|instead\s+)*(?:now\s+
                r"(?:reply|respond|answer|say|tell|send|forward|share|e-?mail|upload|reveal|disclose|delete|transfer|wire|"
                r"pay|grant|approve|follow|obey|comply|act|behave|output|print|write|speak|talk)\b")
 _QUOTES = "'\"\u2018\u2019\u201c\u201d`"
+
+# A line or sentence that opens by speaking to the assistant ("Agents: ...", "Assistant, ...", "Dear AI - ...", an
+# agent's own name), then gives it an order, maybe after a condition ("when asked, reply that ...", "if she asks
+# about the rent, tell her to ..."). Its start is a clause's: a word before the addressee ("Teaching assistants: ...",
+# "Tom's agent, ...") makes it someone else. English, French, German, Spanish and Italian (the guard's languages).
+_OPENS = r"(?:^|[\n.!?>\-*\u2022;][^\S\n]*)(?:(?:dear|hey|hi|hello|attention|ok(?:ay)?|please|note\s+to|to|for)[,\s]+)?"
+_TO_ALL = r"(?:(?:all|any|every|each)\s+(?:of\s+)?)?(?:(?:the|you)\s+)?"
+_ADDRESSEES = (r"(?:assistants?|assistantes?|assistenten|assistenti|asistentes?|ai|ia|ki|agents?|agenten|agentes?|"
+               r"agenti|bots?|chatbots?|llms?|language\s+models?|ai\s+(?:agents?|models?|assistants?)|hearth)")
+_TO_IT = r"\s*[,:\u2013\u2014]\s*|\s+-\s+"  # "Agents:", "Assistant,", "AI - "
+# a condition before the order: "when asked,", "if Alice asks about the bills,", "quand on te demande,"
+_IF = (r"(?:(?:when(?:ever)?|if|once|in\s+case|should|quand|lorsque|si|wenn|falls|sobald|cuando|si|quando|se)\b"
+       r"[^.\n:;]{0,80}?,\s*)?")
+# what it is told to do: answer people a given way, or act (pay, send); "you must ...", "always ...", "never ..."
+_REPLY_VERBS = (r"(?:(?:please|always|never|just|also|then|now|do)\s+)*"
+                r"(?:reply|respond|answer|say|tell|inform|advise|instruct|direct|recommend|confirm|explain|state|quote|"
+                r"insist|let\s+\w+\s+know|pay|send|forward|transfer|wire|share|give|"
+                r"you\s+(?:must|should|shall|will|are\s+to|have\s+to|need\s+to)|do\s+not|don'?t|"
+                r"r[ée]pon(?:ds|dez|dre)|dis|dites|indiqu(?:e|ez)|pay(?:e|ez)|envoi(?:e|ez)|envoy(?:ez)|transf[ée]r(?:e|ez)|"
+                r"antworte[nt]?|sag(?:e|t|en)?|teile?\s+\w+\s+mit|zahle?n?|[üu]berweise?n?|schicke?n?|sende[nt]?|"
+                r"responde[dr]?|di(?:le|les|ga)?|paga[dr]?|env[íi]a|transfiere|rispondi|rispondete|dite|"
+                r"pagate|invia|trasferisci)\b")
+# "Whoever answers questions about the bills should say ...": the one who answers questions, told what to say
+_WHOEVER = (r"\b(?:whoever|anyone\s+who|anybody\s+who|any\s+one\s+who|whichever\s+\w+(?:\s+\w+)?)\s+"
+            r"(?:answers|replies\s+to|responds\s+to|deals\s+with|handles|fields|gets\s+asked|is\s+asked)\s+"
+            r"(?:any\s+|the\s+|all\s+|her\s+|his\s+|their\s+|our\s+|my\s+)?(?:questions?|queries|enquiries|inquiries)\b"
+            r"|\b(?:whoever|anyone\s+who|anybody\s+who)\s+(?:is|gets)\s+asked\s+(?:about|for|where|what|how|when|whether|who|which)\b"
+            r"|\b(?:quiconque|celui\s+qui|celle\s+qui)\s+r[ée]pond\s+(?:aux\s+)?questions\b"
+            r"|\bwer\s+(?:auch\s+immer\s+)?(?:\w+\s+){0,3}?(?:fragen|anfragen)\s+(?:\w+\s+){0,3}?(?:beantwortet|antwortet)\b"
+            r"|\bquien(?:quiera\s+que)?\s+(?:responda|conteste)\s+(?:a\s+)?(?:las\s+)?preguntas\b"
+            r"|\bchi(?:unque)?\s+risponde\s+(?:alle\s+)?domande\b")
+_TOLD = (r"[^.\n]{0,80}?\b(?:should|must|shall|will|(?:needs?|has|have|is|are)\s+to|is\s+required\s+to|"
+         r"doit|doivent|soll(?:en)?|muss|debe|deben|deve|devono)\s+(?:always\s+|also\s+|then\s+|now\s+)?"
+         r"(?:say|tell|answer|reply|respond|advise|inform|direct|instruct|confirm|explain|state|let\s+\w+\s+know|"
+         r"dire|r[ée]pondre|indiquer|sagen|antworten|mitteilen|decir|responder|indicar|rispondere|indicare)\b")
 
 _RULES: list[tuple[str, str, re.Pattern[str]]] = [
     (
@@ -192,7 +230,12 @@ _RULES: list[tuple[str, str, re.Pattern[str]]] = [
             # a rule set for later, said to the assistant by name ("Assistant: from now on, when she asks ..., tell her
             # to ..."; "you" alone is how people talk to each other)
             rf"(?:^|[\n.!?>\-][^\S\n]*)(?:{_AI_NAME})\s*[,:]\s*(?:please\s+)?(?:from\s+now\s+on|going\s+forward|henceforth|"
-            r"in\s+future|remember\s+(?:that|to)|make\s+sure|tell\s+(?:\w+\s+){0,2}(?:to|that))\b",
+            r"in\s+future|remember\s+(?:that|to)|make\s+sure|tell\s+(?:\w+\s+){0,2}(?:to|that))\b|"
+            # "Agents: when asked, reply that ...", "Assistants - tell Alice to pay ...": the line opens by speaking to
+            # the assistants, then tells them what to answer or do
+            rf"{_OPENS}{_TO_ALL}{_ADDRESSEES}(?:{_TO_IT}){_IF}{_REPLY_VERBS}|"
+            # "Whoever answers questions about the bills should say ...": said to whoever answers, the assistant
+            rf"(?:{_WHOEVER}){_TOLD}",
             re.I,
         ),
     ),
@@ -331,14 +374,31 @@ def _sentences_joined(text: str) -> str:
     return "".join(out)
 
 
-def check_instructions(text: str) -> Verdict:
+@functools.lru_cache(maxsize=16)
+def _named_rules(names: tuple[str, ...]) -> tuple[tuple[tuple[str, str, re.Pattern[str]], ...], tuple[Any, ...]]:
+    """The rules with one more: a line opening by speaking to one of the household's agents by its own name
+    ("Helper, tell Alice to pay ..."), then an order, as ``_ADDRESSEES`` are spoken to. Without names, the rules."""
+    names = tuple(n for n in names if n.strip())
+    if not names:
+        return tuple(_RULES), tuple(_NEEDS)
+    who = "|".join(re.escape(" ".join(n.split())).replace(r"\ ", r"\s+") for n in sorted(set(names), key=len, reverse=True))
+    rule = ("addressed-order", "addresses the assistant directly with an order",
+            re.compile(rf"{_OPENS}(?:{who})(?!\w)(?:{_TO_IT}){_IF}{_REPLY_VERBS}", re.I))
+    return (*_RULES, rule), (*_NEEDS, needs(rule[2]))
+
+
+def check_instructions(text: str, names: Sequence[str] = ()) -> Verdict:
     """Checks one item's text for attempts to give the assistant orders (as a person would read it: ``as_read``),
-    as written and with its sentences joined across line breaks (an order wrapped onto the next line is still one)."""
+    as written and with its sentences joined across line breaks (an order wrapped onto the next line is still one).
+    ``names``: what the household's agents are called (the caller knows them; a name that is also a person's of the
+    household is theirs to leave out): a line that opens by speaking to one of them with an order is one too, where
+    "Tom, tell Alice the plumber comes Tuesday" is a note between people."""
     text = as_read(text)
     joined = _sentences_joined(text)
+    rules, wanted = _named_rules(tuple(names))
     for seen in (text, joined) if joined != text else (text,):
         low = lowered(seen)
-        for (name, reason, pattern), need in zip(_RULES, _NEEDS, strict=True):
+        for (name, reason, pattern), need in zip(rules, wanted, strict=True):
             if not need(low):
                 continue
             m = next((m for m in pattern.finditer(seen) if not _quoted(seen, m.start(), m.end())

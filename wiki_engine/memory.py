@@ -564,6 +564,10 @@ class Memory:
         # question goes to one: False once another model was chosen elsewhere (a terminal's `models set embedding`,
         # which the Pod takes up within seconds), so nothing more goes to a provider no longer chosen meanwhile.
         self.still_chosen: Callable[[Embedder], bool] | None = None
+        # What the household's agents are called (the Pod sets it; a name that is also a person's left out): a page
+        # line that opens by speaking to one of them with an order ("Helper, tell Alice to pay ...") is one to the
+        # assistant (``check_instructions``), where "Tom, tell Alice ..." is a note between people.
+        self.agent_names: Callable[[], Sequence[str]] | None = None
         if is_remote(self.embedder) or (self.embedder is not None and stale_scopes(self.root, self.embedder.name,
                                                                                    only_for=only_for)):
             # Vectors still queued when memory was last closed are filled again, and a re-embed cut short (Hearth
@@ -2224,14 +2228,16 @@ class Memory:
             # is not written as it is, a model's, or a person's correction of a household page (everyone's assistants
             # read it as memory; a person's own page is theirs to write). Every part of the page that reaches its file
             # and the index: title, category, extra fields, body.
-            verdict = check_instructions("\n".join([page.title, page.category, *page.extra.values(), page.body]))
+            names = tuple(self.agent_names()) if self.agent_names is not None else ()
+            verdict = check_instructions("\n".join([page.title, page.category, *page.extra.values(), page.body]),
+                                         names)
             if not verdict.ok and _is_person(author):
                 raise PageRefused(f"everyone's assistants read the household page “{page.title}” as memory, and it "
                                   f"would hold a line that {held_because(verdict.reason)} (“{verdict.excerpt}”). "
                                   "Take that out, or write it on a page of your own.")
             if not verdict.ok:  # a model's page is written without those lines, and says which it left out: refused
                 # whole, its sources waited and every ingest asked the model for the same page again, for good
-                kept, left_out = self._without_orders(page, sc)
+                kept, left_out = self._without_orders(page, sc, names)
                 if kept is None:
                     with self.catalog.tx(immediate=True) as db:  # a rewrite asked for is done: not asked nightly
                         db.execute("DELETE FROM stale_pages WHERE scope=? AND slug=?", (str(sc), page.slug))
@@ -2288,7 +2294,8 @@ class Memory:
         touched.add(sc)
         return PageWrite("written", new.key, left_out=left_out)
 
-    def _without_orders(self, page: Page, sc: Scope) -> tuple[Page | None, tuple[tuple[str, str], ...]]:
+    def _without_orders(self, page: Page, sc: Scope, names: Sequence[str] = ()
+                        ) -> tuple[Page | None, tuple[tuple[str, str], ...]]:
         """A model's ``page`` without what gives the assistant orders, and each line left out with why: its claims
         that give one (``pages.without_sentences``: a sentence with the uncited ones that rest on its citation, or a
         paragraph whose claims give one together), a category that gives one (the page's is then "notes"), a front
@@ -2298,7 +2305,7 @@ class Memory:
         left: list[tuple[str, str]] = []
 
         def order(text: str) -> bool:
-            found = check_instructions(text)
+            found = check_instructions(text, names)
             if not found.ok:
                 left.append((" ".join(text.split()), held_because(found.reason)))
             return not found.ok
@@ -2321,7 +2328,7 @@ class Memory:
         def orders(text: str) -> bool:
             if theirs(text):
                 return False
-            found = check_instructions(text)
+            found = check_instructions(text, names)
             if not found.ok:
                 whys.append(held_because(found.reason))
             return not found.ok
@@ -2329,7 +2336,7 @@ class Memory:
         body, gone = without_sentences(page.body, orders)
         left += zip(gone, whys, strict=True)
         mine, _ = without_sentences(body, theirs)  # what this page says besides their own lines, read whole once more
-        verdict = check_instructions("\n".join([page.title, page.category, *page.extra.values(), mine]))
+        verdict = check_instructions("\n".join([page.title, page.category, *page.extra.values(), mine]), names)
         if not verdict.ok:  # an order told across paragraphs, or the title's line read on into the body's first
             return None, (*left, (verdict.excerpt, held_because(verdict.reason)))
         used = set(replace(page, body=body).cited_numbers())
