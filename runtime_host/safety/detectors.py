@@ -271,8 +271,9 @@ def detect_cards(text: str) -> list[Finding]:
         spans = [g.span() for g in re.finditer(r"\d+", value)]
         groups = [value[a:b] for a, b in spans]
         four_by_four = len(groups) >= 4 and all(len(g) == 4 for g in groups[:4])
-        if "." in value and not (four_by_four and len(groups) == 4):
-            continue  # dots only in 4-4-4-4 form; anything else is a version, an amount or a date
+        if "." in value and [len(g) for g in groups] not in ([4, 4, 4, 4], [4, 6, 5]):
+            continue  # dots only in a card's printed groups, 4-4-4-4 or an Amex's 4-6-5 (checked below); anything
+            # else is a version, an amount or a date
         # The longest run of whole groups, from the start, that is a valid card.
         for k in range(len(groups), 0, -1):
             digits = "".join(groups[:k])
@@ -281,9 +282,10 @@ def detect_cards(text: str) -> list[Finding]:
             if len(digits) > 19:
                 continue
             brand = _card_brand(digits)
-            if "/" in value[:spans[k - 1][1]] and not (k == 4 and four_by_four) and not (
+            split = value[:spans[k - 1][1]]
+            if ("/" in split or "." in split) and not (k == 4 and four_by_four) and not (
                     brand == "amex" and [len(g) for g in groups[:k]] == [4, 6, 5]):
-                continue  # slashes between a card's groups only in its printed groups: 4-4-4-4, or an Amex's 4-6-5
+                continue  # slashes or dots between a card's groups only in its printed groups: 4-4-4-4, or an Amex's 4-6-5
             if brand and ck.luhn_valid(digits):
                 start = m.start()
                 end = start + spans[k - 1][1]
@@ -586,12 +588,35 @@ _CONT_SUFFIX = (
 )
 
 
+# A town's word: letters of any script, with an apostrophe or a hyphen inside ("zürich", "são", "stoke-on-trent",
+# "bishop's", "villeneuve-d'ascq").
+_TOWN_WORD = r"[^\W\d_](?:[^\W\d_]|['\u2019\-])*"
+# What joins the words of a town in the languages the detectors read: "stoke on trent", "newcastle upon tyne",
+# "ashton under lyne", "frankfurt am main", "halle an der saale", "freiburg im breisgau", "rothenburg ob der tauber",
+# "boulogne sur mer", "aix en provence", "villeneuve lès avignon", "rio de janeiro", "reggio di calabria",
+# "bergen op zoom", "alphen aan den rijn", "wijk bij duurstede", "nowe miasto nad pilicą": a preposition, an article
+# after it or not. One letter ("i", "y") is too often English "I"; "an", "in" and "by" alone too often English.
+_TOWN_JOIN = (r"(?:(?:on|upon|under|am|im|ob|auf|bei|vor|zum|zur|sur|sous|en|lès|les|le|la|de|des|du|del|della|"
+              r"delle|dei|degli|di|da|das|dos|al|au|aux|sul|sulla|aan|op|bij|ter|ten|nad|pod)"
+              r"(?: (?:the|der|dem|den|die|das|la|le|les|los|las|el|het))?"
+              r"|(?:an|in|by) (?:the|der|dem|den|die|das))")
+# An abbreviation starting a town, its dot no sentence's end: "st. albans", "ste. foy", "mt. vernon", "ft. worth".
+_TOWN_ABBREVIATION = r"[^\W\d_]{1,3}\. "
+
+
+def _town(word: str, plain: int) -> str:
+    """A town: a word matching ``word``, up to ``plain`` more after a space, then perhaps one more after what joins a
+    town's words (_TOWN_JOIN), all perhaps after an abbreviation: "leeds", "são paulo", "st. albans",
+    "stoke on trent", "newcastle upon tyne"."""
+    return rf"(?:(?={word}\. ){_TOWN_ABBREVIATION})?{word}(?: {word}){{0,{plain}}}(?: {_TOWN_JOIN} {word})?"
+
+
 @cache
 def _address_res() -> dict[str, re.Pattern[str]]:
     word = r"(?:[A-Z][\w'.\-]*|\d{1,3}(?:st|nd|rd|th))"  # a name, or an ordinal ("5th Ave", "E 21st St")
     # City words are letters only, so that "London NW1 6XE" leaves the whole postcode to the postcode part.
     city_word = r"[A-ZÀ-Ý](?:[^\W\d_]|['\-])*\b(?!\d)"
-    city = rf"{city_word}(?: {city_word}){{0,2}}"
+    city = _town(city_word, 2)  # "New York", "Salt Lake City", "St. Albans", "Stoke on Trent"
     us_tail = r"(?:,? [A-Z]{2} \d{5}(?:-\d{4})?)"
     uk_post = r"(?: [A-Z]{1,2}\d[A-Z\d]? ?\d[A-Z]{2})"
     ca_tail = r"(?:,? [A-Z]{2} [A-Z]\d[A-Z] ?\d[A-Z]\d)"
@@ -606,20 +631,25 @@ def _address_res() -> dict[str, re.Pattern[str]]:
     lower = rf"(?!{small}\b)[a-z][a-z'\-]*"
     # After the street type, a postcode (UK, US with its state, Canadian) typed the same way, a town before it or not:
     # words after a street type without one are no town ("3 long road trips", "42 elm street, springfield last spring")
-    small_town = rf"{lower}(?: {lower}){{0,2}}"
+    small_town = _town(rf"(?!{small}\b){_TOWN_WORD}", 2)
     small_post = r"(?:[a-z]{1,2}\d[a-z\d]? ?\d[a-z]{2}|(?:[a-z]{2} )?(?:\d{5}(?:-\d{4})?|[a-z]\d[a-z] ?\d[a-z]\d))\b"
-    # Without a postcode, a town is told by where it stands: right after the street type and a comma, one or two
-    # words that end the sentence or the line ("12 elm road, leeds.", "14 station road, milton keynes"). Words of
-    # the closed classes (pronouns, articles, conjunctions, prepositions, auxiliaries), greetings and thanks, time
-    # words and adverbs in -ly are how a sentence goes on, never a town: "12 elm road, thanks", "3 elm lane, then
-    # lunch", "6 mill lane, honestly".
+    # Without a postcode, a town is told by where it stands: right after the street type and a comma, words that end
+    # the sentence or the line ("12 elm road, leeds.", "14 station road, milton keynes", "4 mill lane, malmö"). Words
+    # of the closed classes (pronouns, articles, conjunctions, prepositions and the particles they make, auxiliaries),
+    # greetings and thanks, time words (days of the week, parts of the day) and adverbs in -ly are how a sentence goes
+    # on, never a town: "12 elm road, thanks", "3 elm lane, then lunch", "6 mill lane, honestly", "8 dock road, come
+    # on over", "4 bridge street, open on sundays".
     going_on = (r"(?:i|me|my|you|your|we|us|our|he|him|his|she|her|it|its|they|them|their|this|that|these|those|"
-                r"there|here|a|an|the|and|or|but|so|yet|nor|if|as|at|by|for|from|in|into|of|off|on|onto|to|up|"
-                r"with|without|not|no|yes|is|are|was|were|be|been|am|do|does|did|have|has|had|will|would|shall|"
-                r"should|can|could|may|might|must|then|than|too|also|now|soon|later|today|tonight|tomorrow|"
-                r"yesterday|again|ok|okay|right|please|thanks|thank|thx|ta|cheers|sorry|bye|hi|hello|love|"
-                r"regards|best|only|x+|[a-z]+(?<!e)ly)")  # -ly, not -ley (bromley, barnsley)
-    town_word = rf"(?!{going_on}\b)[a-z][a-z'\-]*"
+                r"there|here|a|an|the|and|or|but|so|yet|nor|if|as|about|above|across|after|against|along|among|"
+                r"around|at|away|back|before|behind|below|beneath|beside|besides|between|beyond|by|down|during|for|"
+                r"from|in|into|near|of|off|on|onto|out|over|past|round|since|through|till|to|toward|towards|under|"
+                r"until|up|upon|via|with|within|without|not|no|yes|is|are|was|were|be|been|am|do|does|did|have|has|"
+                r"had|will|would|shall|should|can|could|may|might|must|then|than|too|also|now|soon|later|today|"
+                r"tonight|tomorrow|yesterday|again|(?:mon|tues|wednes|thurs|fri|satur|sun)days?|mornings?|"
+                r"afternoons?|evenings?|nights?|weekends?|ok|okay|right|please|thanks|thank|thx|ta|cheers|sorry|bye|"
+                r"hi|hello|love|regards|best|only|x+|[^\W\d_]+(?<!e)ly)")  # -ly, not -ley (bromley, barnsley)
+    # Two words at most unless joined as a town's are ("springfield last spring" is a sentence going on).
+    town = _town(rf"(?!{going_on}\b){_TOWN_WORD}", 1)
     sentence_end = r"(?=[ \t]*(?:[;!?)\n]|\.(?!\w)|$))"
     return {
         "number_first": re.compile(
@@ -632,7 +662,7 @@ def _address_res() -> dict[str, re.Pattern[str]]:
         "small_letters": re.compile(
             rf"(?i)(?<![\w.,\-])\d{{1,5}}[a-z]? {lower}(?: {lower}){{0,2}} (?:{_PLAIN_STREET_TYPES})\b"
             rf"(?:(?:,? {small_town})?,? {small_post}"  # "12 elm road leeds ls6 2ab"
-            rf"|, {town_word}(?: {town_word})?{sentence_end}"  # "12 elm road, leeds."
+            rf"|, {town}{sentence_end}"  # "12 elm road, leeds.", "4 mill lane, st. ives", "9 dock road, stoke on trent"
             rf"|(?=[ \t]*(?:[,.;:!?)\n]|$)))"
         ),
         "name_first": re.compile(
