@@ -669,9 +669,11 @@ def test_words_joined_like_a_town_that_go_on_with_the_sentence_are_no_town(said:
 @pytest.mark.parametrize("said, card", [
     ("amex 3782.822463.10005", "3782.822463.10005"),
     ("Card: 3714.496353.98431, exp 08/28", "3714.496353.98431"),
+    ("visa 4111.1111.1111.1111 please", "4111.1111.1111.1111"),
 ])
 def test_an_amex_split_by_dots_in_its_own_groups_is_a_card(said: str, card: str) -> None:
-    """A card in 4-4-4-4 dotted groups was found, an Amex in its printed 4-6-5 dotted groups kept in memory in clear."""
+    """README: a card's groups split by dots. In 4-4-4-4 dotted groups it was found, an Amex in its printed 4-6-5 dotted
+    groups kept in memory in clear."""
     assert _one(said, "card").text == card
 
 
