@@ -56,6 +56,38 @@ def pattern() -> re.Pattern[str]:
     return re.compile(char_class(codes()))
 
 
+# The tag characters that stand for printable ASCII (U+E0020 space to U+E007E tilde): shown as nothing, read by a
+# language model as the letters they stand for, so a whole order can be written in them ("ASCII smuggling").
+TAGS = (0xE0020, 0xE007E)
+_SPELLS = {c: chr(c - 0xE0000) for c in range(TAGS[0], TAGS[1] + 1)} | {0xE0001: None, 0xE007F: None}
+# A subdivision flag (England, Scotland, Wales): the black flag, its region's code in tag letters and digits (its
+# region's two letters or three digits and one to four more, as CLDR's subdivision ids), then the cancel tag. Too short to say anything: kept.
+_FLAG = re.compile("\U0001F3F4[\U000E0030-\U000E0039\U000E0061-\U000E007A]{3,7}\U000E007F")
+_TAG = re.compile("[\U000E0001\U000E0020-\U000E007F]")
+
+
+def spelled(text: str) -> str:
+    """``text`` with what tag characters hide written out: each one of U+E0020–E007E as the ASCII character it stands
+    for (U+E0041 as "A"), the language and cancel tags dropped, so words in them are seen by a person and read by the
+    memory guard as a model reads them. A subdivision flag's tags (\U0001F3F4 then "gbsct" in tags) stay: they
+    draw the flag and spell no words."""
+    if not has_tags(text):
+        return text
+    flags = [m.span() for m in _FLAG.finditer(text)]
+    if not flags:
+        return text.translate(_SPELLS)
+    out, at = [], 0
+    for start, end in flags:
+        out += [text[at:start].translate(_SPELLS), text[start:end]]
+        at = end
+    return "".join([*out, text[at:].translate(_SPELLS)])
+
+
+def has_tags(text: str) -> bool:
+    """Whether ``text`` holds a tag character (see ``spelled``)."""
+    return _TAG.search(text) is not None
+
+
 def without(text: str) -> str:
     """``text`` without the characters it shows nothing for."""
     return pattern().sub("", text)

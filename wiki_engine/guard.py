@@ -323,17 +323,20 @@ _ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\
 
 def without_controls(text: str) -> str:
     """``text`` without terminal escape sequences and control characters (tabs and line breaks stay; a form feed,
-    vertical tab or lone carriage return becomes a line break): stored text a terminal shows as it was written."""
-    text = _CONTROL.sub(lambda m: "\n" if m.group() in "\x0b\x0c" else "", _ESCAPES.sub("", text))
+    vertical tab or lone carriage return becomes a line break): stored text a terminal shows as it was written. And
+    with what tag characters hide written out (``unseen.spelled``): stored text holds no words a person cannot see
+    and a model reads, and the guard, reading it, holds back an order written in them."""
+    text = _CONTROL.sub(lambda m: "\n" if m.group() in "\x0b\x0c" else "", _ESCAPES.sub("", unseen.spelled(text)))
     return _LONE_CR.sub("\n", text) if "\r" in text else text  # a carriage return alone rewrites a terminal's line
 
 
 def as_read(text: str) -> str:
-    """The text as a person reads it: compatibility forms folded (full-width letters), terminal escape sequences,
-    invisible format characters (zero-width spaces, soft hyphens, direction marks) and other control characters
-    removed, and look-alike letters inside a Latin word made Latin. What the filter checks, so such tricks do not
-    hide an order from it."""
-    text = unseen.without(unicodedata.normalize("NFKC", _ESCAPES.sub("", text)))
+    """The text as a person reads it: compatibility forms folded (full-width letters), terminal escape sequences
+    removed, tag characters read as the ASCII they stand for (``unseen.spelled``: a model reads words in them, a
+    person sees nothing), the other invisible format characters (zero-width spaces, soft hyphens, direction marks)
+    and control characters removed, and look-alike letters inside a Latin word made Latin. What the filter checks,
+    so such tricks do not hide an order from it."""
+    text = unseen.without(unicodedata.normalize("NFKC", _ESCAPES.sub("", unseen.spelled(text))))
     text = _CONTROL.sub(" ", text)
     if not _NON_LATIN.search(text):
         return text
@@ -392,11 +395,19 @@ def check_instructions(text: str, names: Sequence[str] = ()) -> Verdict:
     as written and with its sentences joined across line breaks (an order wrapped onto the next line is still one).
     ``names``: what the household's agents are called (the caller knows them; a name that is also a person's of the
     household is theirs to leave out): a line that opens by speaking to one of them with an order is one too, where
-    "Tom, tell Alice the plumber comes Tuesday" is a note between people."""
-    text = as_read(text)
-    joined = _sentences_joined(text)
+    "Tom, tell Alice the plumber comes Tuesday" is a note between people.
+    A text with tag characters is read twice: with them as the letters they stand for (an order written in them),
+    and with them as nothing (a tag splitting a word of a visible order, "Ign\U000e0041ore", as a zero-width space
+    would)."""
+    readings = [as_read(text)]
+    if unseen.has_tags(text):
+        readings.append(as_read(unseen.without(text)))
+    seen_texts: list[str] = []
+    for read in readings:
+        joined = _sentences_joined(read)
+        seen_texts += [read, joined] if joined != read else [read]
     rules, wanted = _named_rules(tuple(names))
-    for seen in (text, joined) if joined != text else (text,):
+    for seen in seen_texts:
         low = lowered(seen)
         for (name, reason, pattern), need in zip(rules, wanted, strict=True):
             if not need(low):

@@ -610,7 +610,8 @@ class Memory:
     def clean_item(self, item: Item) -> Item:
         """The item as it may be stored: its text, subject, author, participants, key and meta values made valid
         UTF-8 (``valid_text``), all but the key without control characters or terminal escapes
-        (``without_controls``: a note shown in a terminal cannot rewrite what is on screen) and passed through the
+        (``without_controls``: a note shown in a terminal cannot rewrite what is on screen; words hidden in tag
+        characters written out, so the guard reads them and none is kept unseen) and passed through the
         redactor. The key is not redacted:
         whoever builds keys keeps personal data out of them."""
         red = self.redactor
