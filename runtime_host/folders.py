@@ -7,7 +7,9 @@ alone, one whose bytes changed replaces its sources, a file renamed or moved wit
 under a new path; also one gone from its path while the folder is read) keeps its sources and row, and a deleted
 file's sources are deleted (its claims leave the pages that cited them). A read error never deletes imports, and a
 folder gone during a scan stops it. Hearth quitting stops a scan between files (``WatchedFolders.stop``); its
-folder's note says how far it got.
+folder's note says how far it got. Removing a folder marks it 'removing' in folders.db before anything is deleted:
+from then on no process imports into it, and a removal cut short (Hearth quit or crashed) is finished at the next
+start, the next memory run or Rescan, never left watched with files marked indexed whose sources are gone.
 Every whole text passes the memory's personal-data redaction before it is cut into parts; text that tries to
 give orders is quarantined, an order across the cut between two parts too (see ``parts``). Work runs off the event
 loop's thread in batches of at most 250 files and 500 parts (a mail export spans many), and each batch emits a
@@ -58,6 +60,7 @@ MAIL_DECIDE_GROUP = 20  # mail items per keep-or-skip request to the import mode
 STOP_WAIT_S = 10.0  # Hearth quitting: how long a folder import may take to end its step before it is cancelled
 
 INDEXED, SKIPPED, FAILED = "indexed", "skipped", "failed"
+REMOVING = "removing"  # a folder's state from Remove… on: no longer watched, its imports being deleted
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS folders (
@@ -908,6 +911,7 @@ def _held_note(n: int, why: str) -> str:
 
 
 HELD_WHERE = "review them in Wiki → Held back"
+REMOVING_NOTE = "Being removed: what it imported is being deleted."
 UNFINISHED = ("Its import did not finish (Hearth was stopped during it, or another Hearth process is reading it now): "
               "the next memory run (every 5 minutes) or Rescan reads the rest.")
 ALL_DISCARDED = "what it held was discarded from Held back"  # a file whose every part the person discarded
@@ -1015,6 +1019,7 @@ class WatchedFolders:
         self._removing: set[str] = set()  # folders being removed: their imports stop
         self._purges_held: set[str] = set()  # folders whose scan or removal holds memory's purges (_delete_sources)
         self._scans: set[asyncio.Task[Any]] = set()  # tasks scanning a folder now
+        self._removals: set[asyncio.Task[Any]] = set()  # tasks removing a folder now (``stop`` waits for them)
         self._steps: set[_ThreadSteps] = set()  # the imports going now (their readers stop between files)
         self.closing = False  # Hearth is quitting (see ``stop``): no scan starts, those going stop between files
 
@@ -1027,15 +1032,17 @@ class WatchedFolders:
             note = UNFINISHED
         return Folder(r[0], r[1], r[2], r[3], r[4], r[5], note, counts)
 
-    def list_folders(self, person_id: str) -> list[Folder]:
+    def list_folders(self, person_id: str, *, removing: bool = False) -> list[Folder]:
+        """This person's watched folders; with ``removing``, those being removed too (no longer watched: Remove…
+        marked them, and the removal, if cut short, is finished by ``finish_removals``)."""
         pid = person_id
         rows = self.db.q("SELECT id, person_id, path, added_at, scanned_at, state, note FROM folders "
                          "WHERE person_id=? ORDER BY path", (pid,))
-        return [self._row(r) for r in rows]
+        return [self._row(r) for r in rows if removing or r[5] != REMOVING]
 
     def find(self, ref: str, person_id: str) -> Folder:
-        """A folder of this person by id, id prefix or path."""
-        mine = self.list_folders(person_id)
+        """A folder of this person by id, id prefix or path (one being removed too: Remove or Rescan finishes it)."""
+        mine = self.list_folders(person_id, removing=True)
         try:
             want = str(_looked_up(ref).resolve()) if ref else ""
         except (OSError, RuntimeError):  # a name too long, a link loop: no folder of yours has that path
@@ -1062,8 +1069,11 @@ class WatchedFolders:
             home = Path(self.pod.home).resolve()
             raise FolderError(f"{root} holds Hearth's own data ({home}); pick a folder of your documents instead.")
         pid = person_id
-        for f in self.list_folders(pid):
+        for f in self.list_folders(pid, removing=True):
             other = Path(f.path)
+            if f.state == REMOVING and (other == root or other in root.parents or root in other.parents):
+                raise FolderError(f"{other} is being removed (what it imported is being deleted): add {root} once "
+                                  "that is done. A removal Hearth's quitting cut short is finished at its next start.")
             if other == root:
                 raise FolderError(f"{root} is already watched.")
             if other in root.parents or root in other.parents:
@@ -1075,9 +1085,18 @@ class WatchedFolders:
         return self.find(fid, pid)
 
     async def remove(self, ref: str, person_id: str) -> dict[str, Any]:
-        """Stops watching a folder and deletes what it imported (claims leave the pages that cited it)."""
+        """Stops watching a folder and deletes what it imported (claims leave the pages that cited it). The folder
+        is marked 'removing' in folders.db first, so a removal cut short (Hearth quit or crashed) leaves it no longer
+        watched and is finished later (``finish_removals``), and an import of it in another process stops."""
         folder = self.find(ref, person_id)
+        if self.closing:
+            raise FolderError("Hearth is quitting, so the folder was not removed: remove it again after its next start.")
         self._removing.add(folder.id)  # an import running now stops at its next step, and nothing more goes to a model
+        self.db.q("UPDATE folders SET state=?, note=? WHERE id=?", (REMOVING, REMOVING_NOTE, folder.id))
+        self.pod.emit({"type": "folders.changed", "person": folder.person_id, "folder": folder.id})
+        task = asyncio.current_task()
+        if task is not None:
+            self._removals.add(task)
         try:
             async with self._lock(folder.id):
                 try:
@@ -1086,11 +1105,34 @@ class WatchedFolders:
                     await self._release_purges(folder)
         finally:
             self._removing.discard(folder.id)
+            self._removals.discard(task)  # type: ignore[arg-type]
+
+    async def finish_removals(self, person_id: str | None = None) -> list[dict[str, Any]]:
+        """Finishes the removals Hearth quitting or a crash cut short (folders still marked 'removing', none going
+        in this Hearth): at the next start, at each memory run and on Rescan. Of ``person_id``'s folders, or
+        everyone's."""
+        out = []
+        for fid, pid in self.db.q("SELECT id, person_id FROM folders WHERE state=?", (REMOVING,)):
+            if person_id not in (None, pid) or fid in self._removing or self._lock(fid).locked() or self.closing:
+                continue
+            try:
+                out.append(await self.remove(fid, pid))
+            except FolderError as exc:  # gone meanwhile (another Hearth process finished it), or Hearth is quitting
+                log.info("finishing the removal of watched folder %s: %s", fid, exc)
+        return out
+
+    def finish_removals_soon(self) -> None:
+        """At Hearth's start: a removal the last quit or a crash cut short is finished in the background."""
+        if not self.db.q("SELECT 1 FROM folders WHERE state=? LIMIT 1", (REMOVING,)):
+            return
+        task = asyncio.ensure_future(self.finish_removals())
+        task.add_done_callback(lambda t: t.cancelled() or t.exception() is None
+                               or log.warning("finishing cut-short folder removals failed: %r", t.exception()))
 
     async def _remove(self, folder: Folder) -> dict[str, Any]:
         sids = self._all_sources(folder.id)
         sids += await self._unrecorded(folder, set(sids), kept_parts=False)  # killed imports, kept parts
-        deleted = await self._delete_sources(folder, sids)
+        deleted = await self._delete_sources(folder, sids, quitting_stops=True)
         await self._drop_held(folder)
         self.db.q("DELETE FROM files WHERE folder_id=?", (folder.id,))
         self.db.q("DELETE FROM folders WHERE id=?", (folder.id,))
@@ -1194,9 +1236,10 @@ class WatchedFolders:
             lock = self._locks[folder_id] = asyncio.Lock()
         return lock
 
-    async def _delete_sources(self, folder: Folder, sids: list[str]) -> int:
+    async def _delete_sources(self, folder: Folder, sids: list[str], *, quitting_stops: bool = False) -> int:
         """Deletes a folder's sources from memory in batches; the index files are written again once, when the
-        scan or removal ends (``_release_purges``), not after every batch."""
+        scan or removal ends (``_release_purges``), not after every batch. ``quitting_stops``: a removal stops
+        between batches once Hearth is quitting (FolderError; the folder stays marked, the next start finishes it)."""
         if not sids:
             return 0
         def work(batch: list[str]) -> int:
@@ -1210,6 +1253,9 @@ class WatchedFolders:
 
         n = 0
         for i in range(0, len(sids), DELETE_BATCH):  # memory's thread is free between batches: search answers
+            if quitting_stops and self.closing:
+                raise FolderError(f"Hearth quit while {folder.path} was being removed ({n} imported source(s) deleted "
+                                  "so far): it is no longer watched, and the rest is deleted at Hearth's next start.")
             n += int(await self.pod.in_memory_thread(work, sids[i:i + DELETE_BATCH]))
         return n
 
@@ -1229,8 +1275,10 @@ class WatchedFolders:
         network drive, never holds another's; a person whose folders are still being read is skipped, their model
         not asked twice); or ``person_id``'s (their part of a producer run). A folder being read now (an import from
         the window, `folder rescan`) or removed is left to that: never waited for, however long it takes."""
-        rows = [r for r in self.db.q("SELECT id, person_id, path FROM folders ORDER BY added_at")
-                if person_id in (None, r[1])]
+        if person_id is not None:
+            await self.finish_removals(person_id)  # removals a quit or a crash cut short: not watched, finished now
+        rows = [r for r in self.db.q("SELECT id, person_id, path FROM folders WHERE state<>? ORDER BY added_at",
+                                     (REMOVING,)) if person_id in (None, r[1])]
         if person_id is None:
             from runtime_host.memory_jobs import each_person
 
@@ -1259,6 +1307,10 @@ class WatchedFolders:
                    on_progress: Callable[[dict[str, Any]], None] | None = None) -> ScanReport:
         """Imports what is new or changed in one folder and removes what was deleted; see the module text."""
         folder = self.find(ref, person_id)
+        if folder.state == REMOVING:  # a removal cut short: finished, never read as a watched folder
+            done = await self.remove(folder.id, person_id)
+            return ScanReport(folder.id, folder.path, sources_deleted=int(done["sources_deleted"]), stopped=True,
+                              note="Removed: its removal had been cut short, and is finished now.")
         async with self._lock(folder.id):
             if self.closing:
                 raise FolderError("Hearth is quitting, so the folder was not read; its next start reads it (within "
@@ -1275,12 +1327,13 @@ class WatchedFolders:
     async def stop(self, wait: float = STOP_WAIT_S) -> None:
         """Hearth is quitting (``Pod.close``, before memory closes): an import going stops between files, after
         the step it is storing, so what it read is recorded and nothing is stored into a closed memory; its folder's
-        note says how far it got (see ``_cut_short``). One that has not stopped within ``wait`` seconds is
-        cancelled. No scan starts after this."""
+        note says how far it got (see ``_cut_short``). A removal going stops between its batches (its folder stays
+        marked 'removing': the next start finishes it). One that has not stopped within ``wait`` seconds is
+        cancelled. No scan or removal starts after this."""
         self.closing = True
         for steps in list(self._steps):
             steps.stop.set()
-        going = [t for t in self._scans if not t.done()]
+        going = [t for t in self._scans | self._removals if not t.done()]  # a removal stops between its batches
         if not going:
             return
         log.info("Hearth is quitting: stopping %d folder import(s); what they read is kept, the next scan reads the "

@@ -743,9 +743,11 @@ class Pod:
     # -- lifecycle
     def start_background(self) -> None:
         """Supervision ticks, the scheduler (schedules and memory timers) every 60 seconds, and a re-embed of
-        memory cut short by the last quit, resumed."""
+        memory cut short by the last quit, resumed, and a watched folder's removal it cut short finished."""
         self.supervisor.start_ticker()
         self.memory_host.resume_embedding()
+        if (Path(self.home) / "folders.db").exists():
+            self.folders.finish_removals_soon()
         self.ensure_memory_timers()
         self.schedule_host.start_ticking()
         self.turn_driver.start_takeover()

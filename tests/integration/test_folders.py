@@ -955,6 +955,91 @@ async def test_a_file_deleted_after_an_import_was_killed_leaves_memory(home, tmp
         await pod.close()
 
 
+KILLED_DURING_REMOVAL = """
+import asyncio, os, signal, sys
+from runtime_host import folders
+from runtime_host.pod import Pod
+
+folders.DELETE_BATCH = 1  # 4 small files stand in for a folder of thousands of parts: 500 sources a batch
+
+
+async def main():
+    me = Pod(sys.argv[1]).first_person()
+    real = me.memory.delete_sources
+
+    def deleting(ids, **kw):
+        out = real(ids, **kw)
+        os.kill(os.getpid(), signal.SIGKILL)  # kill -9 (a crash, the machine off) after the first batch
+        return out
+
+    me.memory.delete_sources = deleting
+    (f,) = me.folders.list_folders()
+    await me.folders.remove(f.id)
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize("cut", ["killed", "quit"])
+async def test_a_removal_cut_short_leaves_no_watched_folder_and_is_finished_at_the_next_start(
+        home, tmp_path, monkeypatch, cut) -> None:
+    """Remove… on a big folder deletes its imports 500 sources at a time; Hearth was killed (or the person quit) in
+    between. The folder stayed watched with every file "indexed", most of them gone from memory for good (no rescan
+    read them again: their size and time had not changed). The removal is marked first now: after the restart the
+    folder is no longer listed, and Hearth's start finishes deleting what it imported."""
+    from runtime_host import folders
+    from runtime_host.pod import Pod
+
+    docs = tmp_path / "notes"
+    docs.mkdir()
+    for i in range(4):
+        (docs / f"n{i}.md").write_text(f"Note {i}: the heron visits pond {i} at dawn.\n")
+    pod = Pod(home).first_person()
+    folder = pod.folders.add(docs)
+    assert (await pod.folders.scan(folder.id)).indexed == 4
+    if cut == "killed":
+        await pod.close()
+        r = await asyncio.to_thread(subprocess.run, [sys.executable, "-c", KILLED_DURING_REMOVAL, str(home)],
+                                    env={**os.environ, "HEARTH_HOME": str(home)}, capture_output=True, text=True,
+                                    timeout=120)
+        assert r.returncode == -signal.SIGKILL, r.stderr[-2000:]
+    else:
+        monkeypatch.setattr(folders, "DELETE_BATCH", 1)
+        first_batch = threading.Event()
+        real = pod.memory.delete_sources
+
+        def deleting(ids, **kw):
+            out = real(ids, **kw)
+            first_batch.set()
+            return out
+
+        monkeypatch.setattr(pod.memory, "delete_sources", deleting)
+        removal = asyncio.ensure_future(pod.folders.remove(folder.id))  # Remove… in the window
+        assert await asyncio.to_thread(first_batch.wait, 60)
+        await asyncio.wait_for(pod.close(), 60)  # the person quits while the removal runs
+        with pytest.raises(folders.FolderError, match="the rest is deleted at Hearth's next start"):
+            await removal
+        monkeypatch.undo()
+
+    again = Pod(home).first_person()
+    try:
+        assert again.folders.list_folders() == []  # no longer watched, nor imported into by any memory run
+        left = {h.title for h in await again.memory_search("heron pond dawn", mode="keyword", k=10)}
+        assert 0 < len(left) < 4, left  # cut short: some of its imports are still in memory
+        changed = asyncio.Event()
+        again.pod.subscribe(lambda ev: changed.set() if ev["type"] == "folders.changed" else None)
+        again.pod.start_background()  # Hearth starts
+        while again.folders.db.q("SELECT 1 FROM folders"):
+            changed.clear()
+            await asyncio.wait_for(changed.wait(), 60)
+        assert await again.memory_search("heron pond dawn", mode="keyword", k=10) == []
+        assert again.folders.db.q("SELECT COUNT(*) FROM files")[0][0] == 0
+        added = again.folders.add(docs)  # and it can be watched again
+        assert (await again.folders.scan(added.id)).indexed == 4
+    finally:
+        await asyncio.wait_for(again.close(), 30)
+
+
 async def test_a_file_touched_after_an_import_was_killed_does_not_fail_the_others(home, tmp_path) -> None:
     from runtime_host.pod import Pod
 
