@@ -1121,6 +1121,32 @@ class WatchedFolders:
                 log.info("finishing the removal of watched folder %s: %s", fid, exc)
         return out
 
+    async def _sweep_orphans(self, person_id: str) -> int:
+        """Deletes what memory holds of a folder of this person that folders.db no longer has (an import in one
+        Hearth process that stored a batch while another removed the folder, before Hearth marked removals): found
+        by the start every key of a folder's items has (``file:<folder id>:``). Returns how many sources went."""
+        scope = f"private/{person_id}"
+
+        def work() -> list[str]:
+            rows = self.pod.memory.catalog.query(
+                "SELECT DISTINCT substr(item_key, 6, instr(substr(item_key, 6), ':') - 1) FROM sources "
+                "WHERE scope=? AND item_key >= 'file:' AND item_key < 'file;'", (scope,))
+            return [r[0] for r in rows if r[0]]
+
+        n = 0
+        for fid in await self.pod.in_memory_thread(work):
+            if self.db.q("SELECT 1 FROM folders WHERE id=?", (fid,)) or fid in self._removing:
+                continue
+            gone = Folder(fid, person_id, "", 0.0, None, REMOVING, "")
+            try:
+                deleted = await self._delete_sources(gone, await self._unrecorded(gone, set(), kept_parts=False))
+                await self._drop_held(gone)
+            finally:
+                await self._release_purges(gone)
+            log.info("deleted %d source(s) of watched folder %s, removed before", deleted, fid)
+            n += deleted
+        return n
+
     def finish_removals_soon(self) -> None:
         """At Hearth's start: a removal the last quit or a crash cut short is finished in the background."""
         if not self.db.q("SELECT 1 FROM folders WHERE state=? LIMIT 1", (REMOVING,)):
@@ -1136,6 +1162,9 @@ class WatchedFolders:
         await self._drop_held(folder)
         self.db.q("DELETE FROM files WHERE folder_id=?", (folder.id,))
         self.db.q("DELETE FROM folders WHERE id=?", (folder.id,))
+        # an import of it in another Hearth process, storing a batch when it was marked, may have stored it since
+        deleted += await self._delete_sources(folder, await self._unrecorded(folder, set(), kept_parts=False))
+        await self._drop_held(folder)
         self.db.purge()
         self.running.pop(folder.id, None)
         self.pod.emit({"type": "folders.changed", "person": folder.person_id, "folder": folder.id})
@@ -1277,6 +1306,7 @@ class WatchedFolders:
         the window, `folder rescan`) or removed is left to that: never waited for, however long it takes."""
         if person_id is not None:
             await self.finish_removals(person_id)  # removals a quit or a crash cut short: not watched, finished now
+            await self._sweep_orphans(person_id)
         rows = [r for r in self.db.q("SELECT id, person_id, path FROM folders WHERE state<>? ORDER BY added_at",
                                      (REMOVING,)) if person_id in (None, r[1])]
         if person_id is None:
@@ -1760,8 +1790,10 @@ class WatchedFolders:
             await self._forget_files(folder, gone, known, rep)
 
     def _watched(self, folder_id: str) -> bool:
-        """Whether the folder is still watched: not forgotten, and not being removed (an import of it stops)."""
-        return folder_id not in self._removing and bool(self.db.q("SELECT 1 FROM folders WHERE id=?", (folder_id,)))
+        """Whether the folder is still watched: not forgotten, and not being removed, in this Hearth process or
+        another (folders.db marks it first): an import of it stops, and stores nothing more."""
+        return folder_id not in self._removing and bool(
+            self.db.q("SELECT 1 FROM folders WHERE id=? AND state<>?", (folder_id, REMOVING)))
 
     async def _add(self, folder_id: str, scope: str, items: list[Any], owners: list[_Read]) -> list[str | None]:
         """Stores the items; their ids ("" for one held in quarantine). One transaction for all; if that fails,

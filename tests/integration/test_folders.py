@@ -1040,6 +1040,113 @@ async def test_a_removal_cut_short_leaves_no_watched_folder_and_is_finished_at_t
         await asyncio.wait_for(again.close(), 30)
 
 
+REMOVED_IN_THE_OTHER_PROCESS = """
+import asyncio, sys
+from pathlib import Path
+from runtime_host import folders
+from runtime_host.pod import Pod
+
+marks = Path(sys.argv[2])
+real = folders.WatchedFolders._drop_held
+
+
+async def drop_held(self, folder, starts=None):
+    # Remove… has deleted the imports it found (on a big folder: minutes of 500-source batches); the import going in
+    # the other process goes on meanwhile
+    (marks / "deleted").touch()
+    while not (marks / "go").exists():
+        await asyncio.sleep(0.02)
+    return await real(self, folder, starts)
+
+
+folders.WatchedFolders._drop_held = drop_held
+
+
+async def main():
+    me = Pod(sys.argv[1]).first_person()
+    (f,) = me.folders.list_folders()
+    print(await me.folders.remove(f.id))
+    await me.close()
+
+asyncio.run(main())
+"""
+
+
+async def test_a_folder_removed_in_one_hearth_process_while_another_imports_it_leaves_nothing_in_memory(
+        home, tmp_path, monkeypatch) -> None:
+    """`folder add ~/Documents` imports in a terminal and the person clicks Remove… on that folder in the window.
+    Remove deleted the imports it found, 500 at a time (minutes for a big folder); the other process, whose folder
+    row was still there, stored more batches meanwhile, and both ended: the folder gone, notes it imported in memory
+    for good under no folder to remove. The removal is marked in folders.db first now: the import in the other
+    process stops at its next step and stores nothing more."""
+    from runtime_host import folders
+    from runtime_host.pod import Pod
+
+    monkeypatch.setattr(folders, "BATCH_FILES", 2)  # 6 small files stand in for thousands: 3 steps
+    docs = tmp_path / "notes"
+    docs.mkdir()
+    for i in range(6):
+        (docs / f"n{i}.md").write_text(f"Note {i}: the heron visits pond {i} at dawn.\n")
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    pod = Pod(home).first_person()
+    folder = pod.folders.add(docs)
+    remover: subprocess.Popen[str] | None = None
+
+    def progress(ev: dict) -> None:
+        nonlocal remover
+        if ev["phase"] == "importing" and ev["done"] == 2 and remover is None:  # 2 of 6 stored: Remove… elsewhere
+            remover = subprocess.Popen([sys.executable, "-c", REMOVED_IN_THE_OTHER_PROCESS, str(home), str(marks)],
+                                       env={**os.environ, "HEARTH_HOME": str(home)}, stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, text=True)
+            while not (marks / "deleted").exists():
+                assert remover.poll() is None, remover.communicate()
+                time.sleep(0.02)
+
+    try:
+        rep = await pod.folders.scan(folder.id, on_progress=progress)
+        assert rep.stopped and rep.note == "No longer watched: the import stopped and kept nothing more.", rep
+        (marks / "go").touch()
+        assert remover is not None
+        out, err = await asyncio.to_thread(remover.communicate, timeout=120)
+        assert remover.returncode == 0, err[-2000:]
+        assert pod.folders.list_folders() == []
+        left = sorted(h.title for h in await pod.memory_search("heron pond dawn", mode="keyword", k=10))
+        assert left == [], f"a removed folder's notes are still in memory: {left}"
+    finally:
+        (marks / "go").touch()
+        if remover is not None and remover.poll() is None:
+            remover.kill()
+            remover.wait()
+        await pod.close()
+
+
+async def test_notes_of_a_folder_no_longer_in_folders_db_leave_memory_at_the_next_memory_run(pod, tmp_path) -> None:
+    """What a Hearth before removals were marked left behind (an import storing while another process removed its
+    folder): notes in memory under no folder, which no Remove could reach. The next memory run deletes them; the
+    person's other folder and Bob's are left as they are."""
+    from tests.integration.test_memory_pod import bob_with_his_own_provider
+
+    docs, kept, bobs = tmp_path / "gone", tmp_path / "kept", tmp_path / "bobs"
+    for d, said in ((docs, "The heronmarsh pond freezes in January."), (kept, "Kestrelfen shed key is blue."),
+                    (bobs, "The heronmarsh pond freezes in January.")):
+        d.mkdir()
+        (d / "n.md").write_text(said + "\n")
+    gone, mine = pod.folders.add(docs), pod.folders.add(kept)
+    _, bob = bob_with_his_own_provider(pod)
+    his = bob.folders.add(bobs)
+    for who, f in ((pod, gone), (pod, mine), (bob, his)):
+        assert (await who.folders.scan(f.id)).indexed == 1
+    pod.folders.db.q("DELETE FROM files WHERE folder_id=?", (gone.id,))  # as the removal in the other process left it
+    pod.folders.db.q("DELETE FROM folders WHERE id=?", (gone.id,))
+    async def found(who, word: str) -> int:
+        return sum(word in h.snippet for h in await who.memory_search(word, mode="keyword"))
+
+    assert await found(pod, "heronmarsh") == 1
+    await pod.pod.folders.rescan_all()  # the memory run (every 5 minutes)
+    assert (await found(pod, "heronmarsh"), await found(pod, "Kestrelfen"), await found(bob, "heronmarsh")) == (0, 1, 1)
+
+
 async def test_a_file_touched_after_an_import_was_killed_does_not_fail_the_others(home, tmp_path) -> None:
     from runtime_host.pod import Pod
 
