@@ -1079,10 +1079,26 @@ class WatchedFolders:
             if other in root.parents or root in other.parents:
                 raise FolderError(f"{root} overlaps the watched folder {other}; remove that one first, or pick "
                                   "a folder that is not inside it.")
+        if self._anothers(root, pid):
+            # their files would land in this person's memory, for their agents: said without whose or which
+            self.pod.audit(person_id=pid, agent=None, kind="access", action="denied", rule="folders.another_person",
+                           summary=f"refused to watch {root}: someone else on this Hearth watches it, or a folder "
+                           "in it or around it")
+            raise FolderError(f"{root} is watched by someone else on this Hearth (it, a folder inside it or one it "
+                              "is in): choose another folder.")
         fid = uuid.uuid4().hex[:12]
         self.db.q("INSERT INTO folders (id, person_id, path, added_at) VALUES (?,?,?,?)", (fid, pid, str(root), time.time()))
         self.pod.emit({"type": "folders.changed", "person": pid, "folder": fid})
         return self.find(fid, pid)
+
+    def _anothers(self, root: Path, person_id: str) -> bool:
+        """Whether ``root`` is another person's watched folder, is inside one or holds one: watching it would bring
+        what they import into this person's memory."""
+        for (path,) in self.db.q("SELECT path FROM folders WHERE person_id<>?", (person_id,)):
+            other = Path(path)
+            if other == root or other in root.parents or root in other.parents:
+                return True
+        return False
 
     async def remove(self, ref: str, person_id: str) -> dict[str, Any]:
         """Stops watching a folder and deletes what it imported (claims leave the pages that cited it). The folder

@@ -366,6 +366,40 @@ def test_folder_refuses_hearths_own_data_and_overlaps(home, tmp_path) -> None:
     assert str(docs / "inner") not in cli(home, "folder", "list").stdout
 
 
+async def test_bob_cannot_watch_alices_watched_folder_a_folder_in_it_or_one_holding_it(pod, home, tmp_path) -> None:
+    """README: a watched folder is imported into your private memory; other people on this Hearth never see it.
+    Bob added Alice's watched folder (or the folder it is in) as his own, and her diary was in his memory for his
+    agents and his search: `add` checked overlaps with his own folders only. It is refused now, in the window's
+    words and on the CLI, without saying whose or which folder, and Bob's Activity records the refusal."""
+    from runtime_host.folders import FolderError
+
+    alice_docs = tmp_path / "shared" / "alice-diary"
+    (alice_docs / "2026").mkdir(parents=True)
+    (alice_docs / "2026" / "d.md").write_text("Alice's diary: I am planning to leave my job at Initech in March.\n")
+    mine = pod.folders.add(alice_docs)
+    assert (await pod.folders.scan(mine.id)).indexed == 1
+    bob_id = pod.add_person("Bob")["id"]
+    bob = pod.pod.unlock("Bob")
+    for target in (alice_docs, alice_docs.parent, alice_docs / "2026"):
+        with pytest.raises(FolderError) as refused:
+            bob.folders.add(target)
+        said = str(refused.value)
+        assert said == (f"{target} is watched by someone else on this Hearth (it, a folder inside it or one it is "
+                        "in): choose another folder."), said
+        assert "Alice" not in said and (target != alice_docs.parent or "alice-diary" not in said)
+    r = await asyncio.to_thread(cli, home, "--person", "Bob", "folder", "add", str(alice_docs.parent))
+    assert r.returncode == 2 and "is watched by someone else on this Hearth" in r.stderr and "Traceback" not in r.stderr
+    assert "alice-diary" not in r.stderr and "Alice" not in r.stderr, r.stderr
+    assert bob.folders.list_folders() == [] and await bob.memory_search("leave job Initech", mode="keyword") == []
+    refusals = [a for a in pod.pod.audit_log(bob_id) if a["rule"] == "folders.another_person"]
+    assert len(refusals) == 4 and all(a["action"] == "denied" and "refused to watch" in a["summary"]
+                                      for a in refusals), refusals
+    assert not [a for a in pod.pod.audit_log(pod.person.id) if a["rule"] == "folders.another_person"]
+    # a folder beside hers is his to watch
+    (tmp_path / "shared" / "bob-notes").mkdir()
+    assert bob.folders.add(tmp_path / "shared" / "bob-notes").path.endswith("bob-notes")
+
+
 def test_a_size_limit_that_is_not_a_number_is_said_and_the_default_kept(home, tmp_path) -> None:
     """HEARTH_IMPORT_MAX_MB=25MB (a unit typed in) stopped every command at start with a ValueError traceback."""
     docs = tmp_path / "docs"

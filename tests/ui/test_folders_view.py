@@ -87,6 +87,30 @@ def test_a_folder_that_cannot_be_watched_says_why(qtbot, qloop, ui_pod) -> None:
     assert view.folders.count() == 0
 
 
+def test_bob_adding_a_folder_alice_watches_is_told_to_choose_another(qtbot, qloop, ui_pod, tmp_path) -> None:
+    """Bob's window: *Add folder…* on the folder holding Alice's watched diary. It imported her files into his
+    memory; it is refused in the tab's line, naming neither Alice nor her folder, and nothing is listed."""
+    diary = tmp_path / "shared" / "alice-diary"
+    diary.mkdir(parents=True)
+    (diary / "d.md").write_text("Alice's diary: I am planning to leave my job at Initech in March.\n")
+    ui_pod.folders.add(diary)
+    ui_pod.add_person("Bob")
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show_wiki()
+    w.refresh_people()
+    assert w.switch_person("Bob")
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the wiki to load for Bob")
+    view = w.wiki.folders
+    w.wiki.tabs.setCurrentWidget(view)
+    assert view.add_folder(str(diary.parent)) is None
+    said = view.progress_label.text()
+    assert said == (f"Not added: {diary.parent} is watched by someone else on this Hearth (it, a folder inside it or "
+                    "one it is in): choose another folder."), said
+    assert "alice-diary" not in said and "Alice" not in said
+    assert view.folders.count() == 0
+
+
 def test_empty_wiki_explains_itself_and_offers_an_ingest_model(qtbot, qloop, ui_pod) -> None:
     w = MainWindow(ui_pod)
     qtbot.addWidget(w)
