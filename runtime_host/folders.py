@@ -149,6 +149,7 @@ class _Read:
     notes: list[str] = field(default_factory=list)  # said in the status reason when the file is indexed
     sids: list[str] = field(default_factory=list)  # sources stored for it in this scan
     refused: list[str] = field(default_factory=list)  # the keys of parts not stored: held back, or discarded before
+    discarded: list[str] = field(default_factory=list)  # of those, the keys of parts the person discarded from Held back
     dropped: list[str] = field(default_factory=list)  # why mail messages were skipped
     messages: int = 0  # a mail export's messages read so far (its import's progress within the file)
 
@@ -1685,18 +1686,22 @@ class WatchedFolders:
         ids = await self._add(folder.id, scope, [items[i] for i in keep], [owner[i] for i in keep])
         if not self._watched(folder.id):  # forgotten (or removed) while this batch was read: nothing of it is kept
             return
+        refused = []
         for i, sid in zip(keep, ids, strict=True):
             if sid:
                 owner[i].sids.append(sid)
             elif sid == "":
                 owner[i].refused.append(items[i].item_key())
+                refused.append(i)
+        if refused:  # which of them the person discarded from Held back (by their text too: the folder added again)
+            thrown = await self.pod.in_memory_thread(self.pod.memory.discarded_before, [items[i] for i in refused])
+            for i in refused:
+                if items[i].item_key() in thrown:
+                    owner[i].discarded.append(items[i].item_key())
         reasons: dict[str, str] = {}
-        discarded: set[str] = set()
         if any(r.refused for r in batch.finished):
-            held, thrown = await self.pod.in_memory_thread(
-                lambda: (self.pod.memory.quarantine(), self.pod.memory.quarantine("discarded")))
+            held = await self.pod.in_memory_thread(self.pod.memory.quarantine)
             reasons = {q.item_key: q.reason for q in held}
-            discarded = {q.item_key for q in thrown}
         rows = []
         old_to_delete: list[str] = []
         old_held: list[str] = []
@@ -1717,7 +1722,7 @@ class WatchedFolders:
                 notes = list(r.notes)
                 held_now = [k for k in r.refused if k in reasons]  # the others the person discarded before
                 if r.refused and not held_now and not sids:  # the person threw it away, or deleted it before
-                    notes.append(ALL_DISCARDED if any(k in discarded for k in r.refused) else DELETED_BEFORE)
+                    notes.append(ALL_DISCARDED if r.discarded else DELETED_BEFORE)
                 if held_now:
                     why = reasons[held_now[0]].removeprefix("Quarantined:").strip()
                     notes.append(_held_note(len(held_now), why))

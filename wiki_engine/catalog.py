@@ -165,6 +165,17 @@ MIGRATIONS: list[tuple[str, str]] = [
         ALTER TABLE forgotten ADD COLUMN upto TEXT NOT NULL DEFAULT '{}'
         """,
     ),
+    (
+        "0013_discarded_by_person",
+        # Which of the items a person threw away they discarded from Held back (1), not deleted as a source (0): a
+        # watched file read again (its folder added again) says which, though the held row went with the folder.
+        # Rows from before: discarded where a discarded held row of that key is still there.
+        """
+        ALTER TABLE deleted_by_person ADD COLUMN discarded INTEGER NOT NULL DEFAULT 0;
+        UPDATE deleted_by_person SET discarded = 1 WHERE EXISTS (SELECT 1 FROM quarantine q WHERE
+            q.scope = deleted_by_person.scope AND q.item_key = deleted_by_person.item_key AND q.status = 'discarded')
+        """,
+    ),
 ]
 
 

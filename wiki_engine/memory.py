@@ -1433,6 +1433,23 @@ class Memory:
             self.catalog.purge()
         return int(n)
 
+    def discarded_before(self, items: Sequence[Item]) -> set[str]:
+        """The keys of ``items`` the person discarded from Held back before, not deleted as sources: the same key,
+        or the same text as memory stores it under another key (a watched folder added again, a file's part after an
+        edit). Why memory did not store an item ``add_items`` refused as one the person threw away."""
+        out: set[str] = set()
+        for item in items:
+            if not item.key:
+                continue
+            clean = self.clean_item(item)
+            prints = content_prints(render_item(clean))
+            if self.catalog.query(
+                    f"SELECT 1 FROM deleted_by_person WHERE scope=? AND discarded=1 AND (print IN "
+                    f"({','.join('?' * len(prints))}) OR item_key=?) LIMIT 1",
+                    (str(Scope.parse(clean.scope)), *prints, clean.item_key())):
+                out.add(item.item_key())
+        return out
+
     def held_item(self, qid: int) -> Quarantined | None:
         found = [q for q in self.quarantine() if q.id == qid]
         return found[0] if found else None
@@ -1458,8 +1475,9 @@ class Memory:
             q = self.held_item(qid)
             with self.catalog.tx(immediate=True) as db:
                 if q is not None:
-                    db.execute("INSERT OR REPLACE INTO deleted_by_person VALUES (?,?,?,?)",
-                               (q.scope, content_print(render_item(q.item())), q.item_key, time.time()))
+                    db.execute("INSERT OR REPLACE INTO deleted_by_person (scope, print, item_key, at, discarded) "
+                               "VALUES (?,?,?,?,1)", (q.scope, content_print(render_item(q.item())), q.item_key,
+                                                      time.time()))
                 db.execute("UPDATE quarantine SET status='discarded', text='', reason='', head='' WHERE id=?",
                            (qid,))  # reason quotes it, head names who wrote it
             self.catalog.purge()
@@ -1562,7 +1580,8 @@ class Memory:
                             printed = content_print(self.sources.read(sc, row[1]))
                         except (OSError, UnicodeDecodeError):
                             printed = f"missing:{row[1]}"  # its file is gone or unreadable: the origin key still holds
-                        db.execute("INSERT OR REPLACE INTO deleted_by_person VALUES (?,?,?,?)",
+                        db.execute("INSERT OR REPLACE INTO deleted_by_person (scope, print, item_key, at) "
+                                   "VALUES (?,?,?,?)",
                                    (str(sc), printed, row[2], time.time()))
                     db.execute("DELETE FROM sources WHERE id=?", (sid,))
                     db.execute("DELETE FROM inbox WHERE source_id=?", (sid,))
