@@ -1324,18 +1324,20 @@ class WatchedFolders:
         if person_id is not None:
             await self.finish_removals(person_id)  # removals a quit or a crash cut short: not watched, finished now
             await self._sweep_orphans(person_id)
-        rows = [r for r in self.db.q("SELECT id, person_id, path FROM folders WHERE state<>? ORDER BY added_at",
-                                     (REMOVING,)) if person_id in (None, r[1])]
+        rows = [r for r in self.db.q("SELECT id, person_id, path, state FROM folders ORDER BY added_at")
+                if person_id in (None, r[1])]
         if person_id is None:
             from runtime_host.memory_jobs import each_person
 
-            people = list(dict.fromkeys(pid for _, pid, _ in rows))
+            people = list(dict.fromkeys(pid for _, pid, _, _ in rows))
             return [f for part in await each_person(self.pod.memory_host, "folders", people, self.rescan_all)
                     for f in part]
         out = []
-        for fid, pid, path in rows:
+        for fid, pid, path, state in rows:
             if self.closing:  # Hearth is quitting: the next start's memory run reads them
                 break
+            if state == REMOVING and not self._lock(fid).locked():
+                continue  # finished above, or being removed by another Hearth process: not watched, never read
             if self._lock(fid).locked():
                 now = ("Being removed now (its imports are being deleted): left to that" if fid in self._removing else
                        "Being read now (an import or rescan is going): left to it; the next memory run reads "
