@@ -1144,11 +1144,15 @@ class WatchedFolders:
         by the start every key of a folder's items has (``file:<folder id>:``). Returns how many sources went."""
         scope = f"private/{person_id}"
 
-        def work() -> list[str]:
-            rows = self.pod.memory.catalog.query(
-                "SELECT DISTINCT substr(item_key, 6, instr(substr(item_key, 6), ':') - 1) FROM sources "
-                "WHERE scope=? AND item_key >= 'file:' AND item_key < 'file;'", (scope,))
-            return [r[0] for r in rows if r[0]]
+        def work() -> list[str]:  # one look-up per folder in the (scope, key) index, however many notes each holds
+            found, at = [], "file:"
+            while rows := self.pod.memory.catalog.query(
+                    "SELECT item_key FROM sources WHERE scope=? AND item_key >= ? AND item_key < 'file;' "
+                    "ORDER BY item_key LIMIT 1", (scope, at)):
+                fid = rows[0][0][len("file:"):].partition(":")[0]
+                found.append(fid)
+                at = f"file:{fid};"  # past every key of that folder (";" follows ":")
+            return found
 
         n = 0
         for fid in await self.pod.in_memory_thread(work):

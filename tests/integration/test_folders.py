@@ -1020,7 +1020,7 @@ async def test_a_removal_cut_short_leaves_no_watched_folder_and_is_finished_at_t
     """Remove… on a big folder deletes its imports 500 sources at a time; Hearth was killed (or the person quit) in
     between. The folder stayed watched with every file "indexed", most of them gone from memory for good (no rescan
     read them again: their size and time had not changed). The removal is marked first now: after the restart the
-    folder is no longer listed, and Hearth's start finishes deleting what it imported."""
+    folder is no longer listed, and Hearth's start (or Rescan) finishes deleting what it imported."""
     from runtime_host import folders
     from runtime_host.pod import Pod
 
@@ -1060,12 +1060,16 @@ async def test_a_removal_cut_short_leaves_no_watched_folder_and_is_finished_at_t
         assert again.folders.list_folders() == []  # no longer watched, nor imported into by any memory run
         left = {h.title for h in await again.memory_search("heron pond dawn", mode="keyword", k=10)}
         assert 0 < len(left) < 4, left  # cut short: some of its imports are still in memory
-        changed = asyncio.Event()
-        again.pod.subscribe(lambda ev: changed.set() if ev["type"] == "folders.changed" else None)
-        again.pod.start_background()  # Hearth starts
-        while again.folders.db.q("SELECT 1 FROM folders"):
-            changed.clear()
-            await asyncio.wait_for(changed.wait(), 60)
+        if cut == "killed":
+            changed = asyncio.Event()
+            again.pod.subscribe(lambda ev: changed.set() if ev["type"] == "folders.changed" else None)
+            again.pod.start_background()  # Hearth starts
+            while again.folders.db.q("SELECT 1 FROM folders"):
+                changed.clear()
+                await asyncio.wait_for(changed.wait(), 60)
+        else:  # Rescan (`folder rescan ID`) on it finishes it too, and says so
+            rep = await again.folders.scan(folder.id)
+            assert rep.stopped and rep.note.startswith("Removed") and rep.indexed == 0, rep
         assert await again.memory_search("heron pond dawn", mode="keyword", k=10) == []
         assert again.folders.db.q("SELECT COUNT(*) FROM files")[0][0] == 0
         added = again.folders.add(docs)  # and it can be watched again
