@@ -93,11 +93,12 @@ def without(text: str) -> str:
     return pattern().sub("", text)
 
 
-# The characters that set the direction of the text around them (Unicode's Bidi_Control): an override, embedding or
-# isolate turns around what follows ("Invoice \u202efdp.exe" reads as "Invoice exe.pdf"), a mark moves the digits and
-# punctuation beside it. Each is one of ``codes()``.
-DIRECTION = frozenset({0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)})
-_CODE = "u(?:061c|200[ef]|202[a-e]|206[6-9])"  # how one is written out: \u202e
+# The characters that turn around the words after them: an embedding, override or isolate (U+202A–202E,
+# U+2066–2069; "Invoice \u202efdp.exe" reads as "Invoice exe.pdf"). The marks (U+200E, U+200F, U+061C) are left out:
+# they reorder no letters, only move the punctuation or digits beside them, and Hebrew and Arabic keyboards and mail
+# clients put them in ordinary text ("שלום\u200f!"), so they stay text. Each is one of ``codes()``.
+DIRECTION = frozenset({*range(0x202A, 0x202F), *range(0x2066, 0x206A)})
+_CODE = "u(?:202[a-e]|206[6-9])"  # how one is written out: \u202e
 
 
 @cache
@@ -108,7 +109,7 @@ def _direction_res() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]
 
 
 def has_direction(text: str) -> bool:
-    """Whether ``text`` holds a character that sets the direction of the text around it (``DIRECTION``)."""
+    """Whether ``text`` holds a character that turns around the words after it (``DIRECTION``)."""
     return _direction_res()[2].search(text) is not None
 
 

@@ -32,9 +32,9 @@ def inbox(ui_pod):
         d.stop()
 
 
-def card(pod, acct, subject: str) -> str:
+def card(pod, acct, subject: str, body: str = "Tuesday works.") -> str:
     c = create_card(pod.store.engine, account_id=acct.id, from_addr=acct.address, to="bob@example.org",
-                    subject=subject, body="Tuesday works.", why="Rule 'Lunch' matched")
+                    subject=subject, body=body, why="Rule 'Lunch' matched")
     pod.emit({"type": "card.created", "person": pod.person.id, "card_id": c.id, "summary": subject})
     return c.id
 
@@ -359,7 +359,7 @@ def test_a_draft_with_direction_characters_shows_them_written_out_and_approve_se
         assert not [t for t in shown if unseen.has_direction(t)], f"the card obeys a direction character: {shown!r}"
     assert first.subject.text() == "Invoice \\u202efdp.exe"
     assert first.to.text() == '"Accounts \\u202eknab eht" <mallory@example.net>'
-    assert first.body.toPlainText() == "Open the file \\u2066\\u202eexe.cod\\u202c\\u2069 today; \\u200fthanks."
+    assert first.body.toPlainText() == "Open the file \\u2066\\u202eexe.cod\\u202c\\u2069 today; \u200fthanks."
     assert first.direction.isVisibleTo(first) and "To, Subject and Body" in first.direction.text()
     told = [text for title, text in w.notices.history if title == "Waiting for your approval"]
     assert told and "Invoice \\u202efdp.exe" in told[-1] and not unseen.has_direction(told[-1]), told
@@ -377,3 +377,23 @@ def test_a_draft_with_direction_characters_shows_them_written_out_and_approve_se
     sent = email.message_from_bytes(sink.messages[1].data, policy=email.policy.default)
     assert str(sent["Subject"]) == "Invoice fdp.exe" and sent.get_content().strip() == body
     assert "\u202eknab eht" in str(sent["To"])
+
+
+def test_a_right_to_left_mark_in_hebrew_stays_text_without_a_warning(qtbot, qloop, ui_pod, inbox) -> None:
+    """A Hebrew subject with a RIGHT-TO-LEFT MARK after its "!" (Hebrew keyboards and mail clients put one there so
+    the "!" stays at the sentence's end) showed as "שלום\\u200f!" under the red warning that words read in another
+    order: a mark reorders no letters. It reads as text, with no warning, and an edited subject keeps it."""
+    acct, sink = inbox
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    subject, body = "שלום\u200f! נתראה ביום שלישי", "תודה רבה\u200f. \u061cمرحبا\u200e"
+    cid = card(ui_pod, acct, subject, body)
+    qloop.wait_until(lambda: cid in w.cards.widgets, what="the card")
+    cw = w.cards.widgets[cid]
+    assert (cw.subject.text(), cw.body.toPlainText()) == (subject, body)
+    assert not cw.direction.isVisibleTo(cw), cw.direction.text()
+    cw.subject.setText(cw.subject.text() + " ok")
+    cw.approve.click()
+    qloop.wait_until(lambda: len(sink.messages) == 1 and not cw.sending, what="the send")
+    sent = email.message_from_bytes(sink.messages[0].data, policy=email.policy.default)
+    assert (str(sent["Subject"]), sent.get_content().strip()) == (subject + " ok", body)
