@@ -133,12 +133,12 @@ class CardWidget(QFrame):
         say_directions(self.direction, self._sent())
 
     def edits(self) -> dict[str, str]:
-        """The parts the person changed, as they will be sent (a direction character's \\u202e read back as the
-        character); a part left as shown is sent exactly as stored."""
+        """The parts the person changed, as they will be sent: a direction character the card wrote out (\\u202e) and
+        she kept is sent as that character, what she typed as typed; a part left as shown is sent exactly as stored."""
         out = {}
         for key, value in (("to", self.to.text()), ("subject", self.subject.text()), ("body", self.body.toPlainText())):
             if value != unseen.direction_shown(self.card[key]):
-                out[key] = unseen.direction_read(value)
+                out[key] = unseen.direction_read(self.card[key], value)
         return out
 
     def _busy(self, busy: bool) -> None:

@@ -15,6 +15,9 @@ Among them, the direction characters (``DIRECTION``) are written out and read ba
 
 from __future__ import annotations
 
+import bisect
+import difflib
+import os
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -102,39 +105,78 @@ _CODE = "u(?:202[a-e]|206[6-9])"  # how one is written out: \u202e
 
 
 @cache
-def _direction_res() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
-    """(a direction character or its code with the backslashes before it, a code with its backslashes, one)"""
+def _direction_res() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """(a direction character or its code with the backslashes before it, one direction character)"""
     one = char_class(DIRECTION)
-    return (re.compile(rf"(\\*)(?:({one})|({_CODE}))"), re.compile(rf"(\\+)({_CODE})"), re.compile(one))
+    return re.compile(rf"(\\*)(?:({one})|({_CODE}))"), re.compile(one)
 
 
 def has_direction(text: str) -> bool:
     """Whether ``text`` holds a character that turns around the words after it (``DIRECTION``)."""
-    return _direction_res()[2].search(text) is not None
+    return _direction_res()[1].search(text) is not None
+
+
+def _shown_units(text: str) -> list[tuple[str, str]]:
+    """``text`` as ``direction_shown`` writes it, in pieces (as shown, as stored): a written-out character, or a code
+    with its backslashes, is one piece; each stretch between them another, the same shown as stored."""
+    units: list[tuple[str, str]] = []
+    at = 0
+    for m in _direction_res()[0].finditer(text):
+        if m.start() > at:
+            units.append((text[at:m.start()],) * 2)
+        units.append((_one_shown(m), m.group()))
+        at = m.end()
+    if at < len(text):
+        units.append((text[at:],) * 2)
+    return units
+
+
+def _one_shown(m: re.Match[str]) -> str:
+    slashes, char, code = m.groups()
+    if char is not None:
+        return "\\" * (2 * len(slashes) + 1) + f"u{ord(char):04x}"
+    return "\\" * (2 * len(slashes)) + code
 
 
 def direction_shown(text: str) -> str:
     """``text`` with each direction character written out as ``\\u202e`` and the like, so words read in the order they
     are stored and the character is seen where it is. A backslash of the text's own before such a code is written
     twice ("\\\\u202e" is the six characters "\\u202e" as written), so ``direction_read`` gives back exactly ``text``."""
-
-    def one(m: re.Match[str]) -> str:
-        slashes, char, code = m.groups()
-        if char is not None:
-            return "\\" * (2 * len(slashes) + 1) + f"u{ord(char):04x}"
-        return "\\" * (2 * len(slashes)) + code
-
-    return _direction_res()[0].sub(one, text) if "\\" in text or has_direction(text) else text
+    return _direction_res()[0].sub(_one_shown, text) if "\\" in text or has_direction(text) else text
 
 
-def direction_read(shown: str) -> str:
-    """The text ``direction_shown`` wrote out as ``shown`` (or a person edited there): an odd run of backslashes
-    before a direction character's code stands for that character after half the backslashes before it, an even run
-    for half the backslashes and the code as written."""
-
-    def one(m: re.Match[str]) -> str:
-        slashes, code = m.groups()
-        half = "\\" * (len(slashes) // 2)
-        return half + (chr(int(code[1:], 16)) if len(slashes) % 2 else code)
-
-    return _direction_res()[1].sub(one, shown) if "\\" in shown else shown
+def direction_read(stored: str, edited: str) -> str:
+    """What to send for ``edited``, a person's edit of ``direction_shown(stored)``: a written-out character the shown
+    text held and she kept stands for that character again; everything she typed is taken as typed, so a "\\u202e"
+    she writes herself is sent as those six characters, never as a hidden character (the kept and typed parts are
+    found by comparing the shown and the edited text, as difflib does)."""
+    units = _shown_units(stored)
+    shown = "".join(u for u, _s in units)
+    if edited == shown:
+        return stored
+    starts, at = [], 0
+    for u, _s in units:
+        starts.append(at)
+        at += len(u)
+    # The usual edit changes one stretch: compare only what lies between the common start and end.
+    head = len(os.path.commonprefix([shown, edited]))
+    tail = len(os.path.commonprefix([shown[head:][::-1], edited[head:][::-1]]))
+    kept = [(0, 0, head)]
+    matcher = difflib.SequenceMatcher(None, shown[head:len(shown) - tail], edited[head:len(edited) - tail],
+                                      autojunk=False)
+    kept += [(head + a, head + b, n) for a, b, n in matcher.get_matching_blocks() if n]
+    kept.append((len(shown) - tail, len(edited) - tail, tail))
+    out, done = [], 0  # done: how far into ``edited`` is written
+    for a, b, n in kept:
+        if not n:
+            continue
+        out.append(edited[done:b])  # typed by the person
+        i = bisect.bisect_right(starts, a) - 1
+        while i < len(units) and starts[i] < a + n:
+            u, s = units[i]
+            lo, hi = max(a, starts[i]), min(a + n, starts[i] + len(u))
+            out.append(s if (lo, hi) == (starts[i], starts[i] + len(u)) else u[lo - starts[i]:hi - starts[i]])
+            i += 1
+        done = b + n
+    out.append(edited[done:])
+    return "".join(out)

@@ -397,3 +397,35 @@ def test_a_right_to_left_mark_in_hebrew_stays_text_without_a_warning(qtbot, qloo
     qloop.wait_until(lambda: len(sink.messages) == 1 and not cw.sending, what="the send")
     sent = email.message_from_bytes(sink.messages[0].data, policy=email.policy.default)
     assert (str(sent["Subject"]), sent.get_content().strip()) == (subject + " ok", body)
+
+
+def test_a_backslash_u_the_person_types_on_a_card_is_sent_as_typed(qtbot, qloop, ui_pod, inbox) -> None:
+    """Alice answers a colleague's question about Unicode: she types the six characters \\u202e into the Body and
+    approves. The card showed what she typed, but it was read back over the whole field as a hidden RIGHT-TO-LEFT
+    OVERRIDE: the mail sent read the rest of her line backwards. What she types is sent as typed; a hidden one the
+    card wrote out and she kept (on the second card, in the Subject) is still sent as the character it stood for."""
+    acct, sink = inbox
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    first = card(ui_pod, acct, "Re: unicode question")
+    second = card(ui_pod, acct, "Invoice \u202efdp.exe", "Please pay.")
+    qloop.wait_until(lambda: {first, second} <= set(w.cards.widgets), what="the cards")
+    cw = w.cards.widgets[first]
+    typed = "To flip a line, put \\u202e before it (in Python: '\\u202e' + text)."
+    cw.body.setPlainText(typed)
+    assert cw.body.toPlainText() == typed and not cw.direction.isVisibleTo(cw)  # what she sees, and approves
+    cw.approve.click()
+    qloop.wait_until(lambda: len(sink.messages) == 1 and not cw.sending, what="the first send")
+    sent = email.message_from_bytes(sink.messages[0].data, policy=email.policy.default)
+    assert sent.get_content().strip() == typed, repr(sent.get_content())
+
+    cw = w.cards.widgets[second]
+    assert cw.subject.text() == "Invoice \\u202efdp.exe" and cw.direction.isVisibleTo(cw)
+    cw.subject.setText("Invoice \\u202efdp.exe (write \\u202e as text)")
+    cw.body.setPlainText("Please pay \\u202e.")
+    assert "Subject" in cw.direction.text() and "Body" not in cw.direction.text()
+    cw.approve.click()
+    qloop.wait_until(lambda: len(sink.messages) == 2 and not cw.sending, what="the second send")
+    sent = email.message_from_bytes(sink.messages[1].data, policy=email.policy.default)
+    assert (str(sent["Subject"]), sent.get_content().strip()) == (
+        "Invoice \u202efdp.exe (write \\u202e as text)", "Please pay \\u202e."), (sent["Subject"], sent.get_content())
