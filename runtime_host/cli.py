@@ -21,9 +21,6 @@ _TERMINAL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\
                        "|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
-_JSON_ESCAPED = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
 class _AsText:
     """A stream whose writes reach the terminal as text only (``_TERMINAL``); on standard output a carriage return
     starts a new line rather than overwriting the one shown (standard error keeps it for progress counts)."""
@@ -306,7 +303,10 @@ async def _conversations(me: Any, args: argparse.Namespace) -> int:
     elif args.action == "rename":
         print(f"Renamed to {me.rename_conversation(args.conversation_id, args.title)['title']!r}.")
     elif args.action == "export":
-        print(me.export_conversation(args.conversation_id, "json" if args.json else "markdown"))
+        if args.json:  # a model's direction character or C1 control written as its escape, not dropped
+            _print_json(json.loads(me.export_conversation(args.conversation_id, "json")))
+        else:
+            print(me.export_conversation(args.conversation_id, "markdown"))
     elif args.action == "delete":
         if not args.yes:
             print("Deleting a conversation cannot be undone: add --yes (export it first to keep a copy).",
@@ -323,9 +323,10 @@ async def _conversations(me: Any, args: argparse.Namespace) -> int:
 
 def _print_json(obj: Any) -> None:
     """``obj`` as JSON; a character the terminal would act on (a C1 control, a direction character) is written as
-    its JSON escape, so the output reads back exactly and the terminal shows it as text."""
-    print(_JSON_ESCAPED.sub(lambda m: f"\\u{ord(m.group()):04x}",
-                            json.dumps(obj, indent=2, ensure_ascii=False, default=str)))
+    its JSON escape, so the output reads back exactly and the terminal shows it as text (``unseen.as_json``)."""
+    from unseen import as_json
+
+    print(as_json(obj, indent=2))
 
 
 def _message_text(arg: str) -> str:

@@ -10,18 +10,21 @@ annotation controls (U+FFF9–FFFB) are added: the standard leaves them out for 
 but the window (Qt), terminals and browsers show nothing for them, so they hide what they split as well as any.
 
 Among them, the direction characters (``DIRECTION``) are written out and read back here (``direction_shown``,
-``direction_read``) where a person approves words as they will be sent: an approval card, its notification, the CLI.
+``direction_read``) where a person approves words as they will be sent: an approval card, its notification, the CLI;
+``as_json`` writes them (and C1 control codes) as JSON escapes in every JSON the CLI prints.
 """
 
 from __future__ import annotations
 
 import bisect
 import difflib
+import json
 import os
 import re
 import unicodedata
 from collections.abc import Iterable
 from functools import cache
+from typing import Any
 
 _OTHER_IGNORABLE = ((0x034F, 0x034F), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x2065, 0x2065), (0x3164, 0x3164),
                     (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0xE0000, 0xE0000), (0xE0002, 0xE001F),
@@ -180,3 +183,14 @@ def direction_read(stored: str, edited: str) -> str:
         done = b + n
     out.append(edited[done:])
     return "".join(out)
+
+
+_JSON_ESCAPED = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def as_json(obj: Any, indent: int | None = None) -> str:
+    """``obj`` as JSON for a person's terminal or a script: a C1 control code or a direction character (which a
+    terminal acts on, or which would make the line read otherwise, so the CLI leaves them out of what it prints) is
+    written as its JSON escape (``\\u202e``), so the text reads back exactly and the terminal shows it as text."""
+    return _JSON_ESCAPED.sub(lambda m: f"\\u{ord(m.group()):04x}",
+                             json.dumps(obj, indent=indent, ensure_ascii=False, default=str))

@@ -4,10 +4,11 @@ engine as the app (offline by default, the packaged Whisper base model unless to
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
+
+from unseen import as_json
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -62,7 +63,7 @@ def run_transcribe(args: argparse.Namespace) -> int:
                 print(f"error: {exc}", file=sys.stderr)
                 return EXIT_FAILED
             if args.json:
-                print(json.dumps(_as_json(name, result), ensure_ascii=False))
+                print(as_json(_as_json(name, result)))  # a file name's direction character escaped, not dropped
             else:
                 prefix = f"{name}: " if len(args.files) > 1 else ""
                 print(prefix + result.text)

@@ -103,6 +103,23 @@ def test_conversations_from_the_cli_list_search_rename_export_and_delete_after_a
     assert gone.returncode == 2 and "does not exist" in gone.stderr
 
 
+def test_conversations_export_json_keeps_a_direction_character_and_a_c1_control(home, fake_model, script,
+                                                                                 secure_keyring) -> None:
+    """`conversations export --json` printed its JSON through the terminal filter, which drops a direction character
+    and a C1 control: a model's "Invoice \\u202efdp.exe" came back as "Invoice fdp.exe". Like every other --json,
+    they are written as JSON escapes, so the export reads back exactly and the terminal shows them as text."""
+    setup_agent(home, fake_model.base_url)
+    reply = "Invoice \u202efdp.exe and Zoë\x85 ok"
+    script([Text(reply)])
+    assert cli(home, "chat", "helper", "what is the file?").returncode == 0
+    cid = json.loads(cli(home, "conversations", "list", "helper", "--json").stdout)[0]["id"]
+    out = cli(home, "conversations", "export", cid, "--json")
+    assert out.returncode == 0, out.stderr
+    assert "\\u202efdp.exe" in out.stdout and "\u202e" not in out.stdout, out.stdout
+    data = json.loads(out.stdout)
+    assert data["format"] == "hearth.conversation/1" and reply in json.dumps(data, ensure_ascii=False), data
+
+
 def test_a_message_that_is_not_utf8_is_read_as_windows_1252_from_stdin_and_from_argv(home, fake_model, script) -> None:
     """A Windows-1252 note piped to `chat AGENT -` ended in a database traceback and left an empty "New
     conversation" and a turn with no message each time; given as an argument it was refused. Both are read the

@@ -65,3 +65,20 @@ def test_usage_errors(argv: list[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         _parse(argv)
     assert exc.value.code == 2
+
+
+def test_transcribe_json_names_a_file_with_a_direction_character_exactly(engine, models_dir: Path, spoken,
+                                                                         tmp_path: Path, capsys) -> None:
+    """`transcribe --json` (one JSON object per file, for scripts) went through the CLI's terminal filter, which
+    drops a direction character: "file" no longer named the recording on disk. It is written as its JSON escape."""
+    import shutil
+
+    from runtime_host.cli import main
+
+    engine.preload().result(timeout=120)
+    named = tmp_path / "call from \u202evaw.3pm\x85.wav"
+    shutil.copy(spoken[0][1], named)
+    assert main(["transcribe", "--models-dir", str(models_dir), "--json", str(named)]) == 0
+    out = capsys.readouterr().out.strip().splitlines()[0]
+    assert "\\u202e" in out and "\u202e" not in out  # the terminal shows it as text
+    assert json.loads(out)["file"] == str(named), out
