@@ -26,30 +26,21 @@ from app.markdown import plain_label, rich_label
 from runtime_host.store import StoreError
 
 
-def direction_warning(where: list[str]) -> str:
-    """What a card says when the words it sends hold direction characters (``where``: which of its parts)."""
-    parts = " and ".join([", ".join(where[:-1]), where[-1]] if len(where) > 1 else where)
-    return (f"Hidden direction characters in its {parts} are shown here as \\u202e and the like: where it is read, "
-            "they make the words around them read in another order, so a name, an address or a file name reads as "
-            "another (\"Invoice \\u202efdp.exe\" reads \"Invoice exe.pdf\"). Approve sends them as they are; "
-            "delete one to leave it out, or reject.")
-
-
-def direction_label(parts: dict[str, str]) -> QLabel:
+def direction_label(parts: dict[str, str], then: str = unseen.EDITABLE) -> QLabel:
     """The card's warning about direction characters in ``parts`` (name: words), hidden when there are none."""
     label = plain_label()
     label.setWordWrap(True)
     label.setStyleSheet("color: #c0392b;")
     label.setAccessibleName("Warning")
-    say_directions(label, parts)
+    say_directions(label, parts, then)
     return label
 
 
-def say_directions(label: QLabel, parts: dict[str, str]) -> None:
-    """Shows on ``label`` which of ``parts`` hold direction characters, or hides it when none does."""
-    where = [name for name, words in parts.items() if unseen.has_direction(words)]
-    label.setText(direction_warning(where) if where else "")
-    label.setVisible(bool(where))
+def say_directions(label: QLabel, parts: dict[str, str], then: str = unseen.EDITABLE) -> None:
+    """Shows on ``label`` which of ``parts`` hold direction characters (``unseen.direction_warning``), or hides it
+    when none does."""
+    label.setText(unseen.direction_warning(parts, then))
+    label.setVisible(bool(label.text()))
 
 
 def drop_card(w: QWidget) -> None:
@@ -197,7 +188,7 @@ class PartnerCardWidget(QFrame):
                            f"({html.escape(shown(card['endpoint']))}), {card['size']} characters. "
                            "The text goes to another company exactly as shown.")
         title.setWordWrap(True)
-        self.direction = direction_label({"message": card["text"]})
+        self.direction = direction_label({"message": card["text"]}, unseen.AS_THEY_ARE)  # read-only: not deleted here
         self.text = QPlainTextEdit(shown(card["text"]))
         self.text.setReadOnly(True)
         self.text.setAccessibleName("Message to the partner")

@@ -195,8 +195,9 @@ def _notification_for(ev: dict[str, Any]) -> tuple[str, str] | None:
         if ev.get("status") == "done":
             return f"{what} by {ev.get('agent')} finished", cut_text(ev.get("text") or "")
         return f"{what} by {ev.get('agent')} failed", cut_text(ev.get("error") or "")
-    if kind == "card.created":
-        return "Waiting for your approval", cut_text(ev.get("summary") or "")
+    if kind == "card.created":  # with the warning about hidden direction characters in it, whole
+        return "Waiting for your approval", "\n".join(filter(None, (cut_text(ev.get("summary") or ""),
+                                                                     ev.get("warning"))))
     if kind == "channels.failed":
         return "Phone channels did not start", cut_text(ev.get("error") or "")
     if kind == "turn.abandoned" and origin not in ("chat", "telegram"):

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from runtime_host.channels.base import ChannelError
 from runtime_host.channels.hub import ChannelHub
-from runtime_host.channels.podport import PodChannelPort
+from runtime_host.channels.podport import PodChannelPort, card_body
 from runtime_host.channels.telegram import DEFAULT_BASE_URL, TelegramChannel, load_bot_token, save_bot_token
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ class ChannelsHost:
             cid = str(ev["card_id"])
             if self.port.get_card(cid) is None and ev.get("person"):  # every card names its person
                 self.port.open_card(str(ev["person"]), str(ev.get("kind") or "send"),
-                                    str(ev.get("summary") or "Approval needed"), str(ev.get("body") or ""), card_id=cid)
+                                    str(ev.get("summary") or "Approval needed"), card_body(ev), card_id=cid)
         elif ev.get("type") == "card.decided" and ev.get("state") == "failed" and self.telegram is not None:
             # An approved send that failed: the phone shows the reason and a Retry, wherever it was approved.
             if not ev.get("person"):  # every card names its person

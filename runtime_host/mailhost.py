@@ -19,7 +19,7 @@ from runtime_host.mail.mailroom import Draft, Mailroom, draft_to_card
 from runtime_host.mail.outbox import Outbox, OutboxError, SmtpSettings, create_card, get_card, list_cards
 from runtime_host.safety.untrusted import score_injection, wrap_untrusted
 from runtime_host.store import StoreError
-from unseen import direction_shown
+from unseen import AS_THEY_ARE, direction_shown, direction_warning
 
 if TYPE_CHECKING:
     from runtime_host.ports import MailPod
@@ -403,7 +403,9 @@ class MailHost:
         # Told as a card shows it (the tray, the phone): a direction character in it written out, never obeyed.
         self.pod.emit({"type": "card.created", "person": acct.person_id, "card_id": card.id, "kind": "send",
                        "summary": direction_shown(f"Send mail to {card.to}: {card.subject}"),
-                       "body": direction_shown(f"**Subject:** {card.subject}\n\n{card.body}"), **(made_in or {})})
+                       "body": direction_shown(f"**Subject:** {card.subject}\n\n{card.body}"),
+                       "warning": direction_warning({"To": card.to, "Subject": card.subject, "Body": card.body},
+                                                    AS_THEY_ARE), **(made_in or {})})
 
     # -- cards
     def cards(self, person_id: str, state: str | tuple[str, ...] | None = ("pending", "failed")) -> list[dict[str, Any]]:

@@ -8,7 +8,7 @@ import asyncio
 from typing import Any
 
 from runtime_host.store import StoreError
-from unseen import direction_shown
+from unseen import AS_THEY_ARE, direction_shown, direction_warning
 
 
 class PartnerHost:
@@ -86,7 +86,8 @@ class PartnerHost:
         self.pod.emit({"type": "card.created", "person": person_id, "card_id": pending.id, "kind": "partner",
                    "summary": direction_shown(f"Send to partner {partner.name} ({partner.endpoint})")
                    + (f" — contains {d.message}" if d.findings else ""),
-                   "body": direction_shown(message), **made_in})
+                   "body": direction_shown(message),
+                   "warning": direction_warning({"message": message}, AS_THEY_ARE), **made_in})
         try:
             approved, who = await asyncio.wait_for(asyncio.shield(decided), 240)
         except TimeoutError:

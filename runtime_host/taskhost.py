@@ -12,7 +12,7 @@ import contextlib
 from typing import Any
 
 from runtime_host.store import StoreError, now
-from unseen import direction_shown
+from unseen import HANDED_AS_THEY_ARE, direction_shown, direction_warning
 
 
 class TaskHost:
@@ -58,7 +58,9 @@ class TaskHost:
         _ = self.pod.channels
         self.pod.emit({"type": "card.created", "person": person_id, "card_id": t.id, "kind": "handoff",
                    "summary": direction_shown(f"{creator[0].name if creator else 'An agent'} wants to hand “{t.title}” to {name}"),
-                   "body": direction_shown(t.description), **self.pod.turn_driver.working_on(person_id, instance_id)})
+                   "body": direction_shown(t.description),
+                   "warning": direction_warning({"title": t.title, "description": t.description}, HANDED_AS_THEY_ARE),
+                   **self.pod.turn_driver.working_on(person_id, instance_id)})
         return (f"task {t.id} proposed to {name}; it starts when the person approves. "
                 f"Call wait_for_task with this id to wait for its result (waiting costs nothing).")
 

@@ -119,6 +119,23 @@ def has_direction(text: str) -> bool:
     return _direction_res()[1].search(text) is not None
 
 
+EDITABLE = "Approve sends them as they are; delete one to leave it out, or reject."
+AS_THEY_ARE = "Approve sends them as they are; to leave them out, reject."
+HANDED_AS_THEY_ARE = "Approve hands the task on with them as they are; to leave them out, reject."
+
+
+def direction_warning(parts: dict[str, str], then: str = EDITABLE) -> str:
+    """What a card (and its notification, the phone's card, `cards`) says when the words it sends hold direction
+    characters: which of ``parts`` (name: words as stored) hold one, what they do, and ``then``; "" when none does."""
+    where = [name for name, words in parts.items() if has_direction(words)]
+    if not where:
+        return ""
+    named = " and ".join([", ".join(where[:-1]), where[-1]] if len(where) > 1 else where)
+    return (f"Hidden direction characters in its {named} are shown here as \\u202e and the like: where it is read, "
+            "they make the words around them read in another order, so a name, an address or a file name reads as "
+            f"another (\"Invoice \\u202efdp.exe\" reads \"Invoice exe.pdf\"). {then}")
+
+
 def _shown_units(text: str) -> list[tuple[str, str]]:
     """``text`` as ``direction_shown`` writes it, in pieces (as shown, as stored): a written-out character, or a code
     with its backslashes, is one piece; each stretch between them another, the same shown as stored."""

@@ -54,6 +54,13 @@ def _call(listener: Callable[[Any], Any], arg: Any, tasks: set[asyncio.Task[Any]
         log.exception("channel listener failed")
 
 
+def card_body(ev: dict[str, Any]) -> str:
+    """The body of the card a card.created event opens: its "body", under its "warning" about hidden direction
+    characters when it has one (above the words it is about, so no cut to a phone's message length loses it)."""
+    body, warning = str(ev.get("body") or ""), str(ev.get("warning") or "")
+    return f"⚠️ *{warning}*" + (f"\n\n{body}" if body else "") if warning else body
+
+
 class PodChannelPort:
     """A `PodPort` for one Pod. `speech` is created lazily (packaged offline model) when not given."""
 
@@ -159,8 +166,8 @@ class PodChannelPort:
 
     # -- cards announced as Pod events (optional bridge)
     def follow_pod_cards(self) -> Callable[[], None]:
-        """Mirrors Pod events into cards: {"type": "card.created", "card_id", "kind", "summary"|"title", "body"}
-        opens one (once per id), {"type": "card.decided", "card_id", "approved", "decided_by"} decides it
+        """Mirrors Pod events into cards: {"type": "card.created", "card_id", "kind", "summary"|"title", "body",
+        "warning" (about hidden direction characters, put above the body)} opens one (once per id), {"type": "card.decided", "card_id", "approved", "decided_by"} decides it
         (the compare-and-set still lets only the first decision through)."""
 
         def on_event(ev: dict[str, Any]) -> None:
@@ -172,8 +179,8 @@ class PodChannelPort:
                 person = ev.get("person_id") or ev.get("person")
                 if self.store.get_card(cid) is None and person:
                     self.open_card(str(person), str(ev.get("kind") or "send"),
-                                   str(ev.get("summary") or ev.get("title") or "Approval needed"),
-                                   str(ev.get("body") or ""), card_id=cid)
+                                   str(ev.get("summary") or ev.get("title") or "Approval needed"), card_body(ev),
+                                   card_id=cid)
             else:
                 self.decide_card(cid, bool(ev.get("approved")), str(ev.get("decided_by") or "app"))
 

@@ -76,3 +76,39 @@ async def test_rejected_in_the_app_is_not_sent_from_the_phone(pod, script, world
     assert s.messages == []
     await pod.channels.close()
     pod._channels = None
+
+
+async def test_the_phone_card_and_the_notification_warn_of_a_hidden_direction_character(pod, script, world) -> None:
+    """A rule drafts a reply to "Lunch invoice \\u202efdp.exe": the phone's card (which can Approve) and the
+    notification wrote the character out but said nothing of it, while the window's card and `cards` warn. Both now
+    carry the same warning, above the words; a card without such a character carries none."""
+    from app.tray import notification_for
+
+    tg, d, s = world
+    script([Text("Paid in full.")], repeat_last=True)
+    events: list[dict] = []
+    pod.subscribe(lambda e: events.append(e) if e["type"] == "card.created" else None)
+    pod.channels.save_telegram_token(pod.person_id, tg.token)
+    assert await pod.channels.start()
+    await link_owner(pod.channels.telegram, tg, pod.person.id)
+    acct = pod.mail.add_account(
+        pod.person.id, "alice@example.org",
+        imap={"host": "127.0.0.1", "port": d.port, "username": "alice", "security": "none", "timeout_s": 10},
+        smtp={"host": "127.0.0.1", "port": s.port, "security": "none"}, password="secret", rules=RULES, start_at="all")
+    d.deliver(make_mail("Lunch invoice \u202efdp.exe", "Please pay.", sender="Billing <billing@example.net>"))
+    await pod.mail.poll(acct.id)
+    shown = (await sent(tg, OWNER, 2))[-1]
+    assert "\\u202efdp.exe" in shown.text and "\u202e" not in shown.text, shown.text
+    warning = "Hidden direction characters in its Subject are shown here as \\u202e"
+    assert warning in shown.text and shown.text.index(warning) < shown.text.index("Paid in full."), shown.text
+    assert [b["text"] for b in shown.buttons()][0] == "✅ Approve"
+    title, text = notification_for(events[-1])
+    assert title == "Waiting for your approval" and "\\u202efdp.exe" in text and warning in text, text
+
+    d.deliver(make_mail("Lunch on Friday?", "Lunch on Friday?", sender="Bob <bob@example.org>"))
+    await pod.mail.poll(acct.id)
+    plain = (await sent(tg, OWNER, 3))[-1]
+    assert "Lunch on Friday?" in plain.text and "direction" not in plain.text.lower(), plain.text
+    assert "direction" not in notification_for(events[-1])[1].lower()
+    await pod.channels.close()
+    pod._channels = None
