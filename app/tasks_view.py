@@ -20,6 +20,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+import unseen
+from app.cards_view import direction_label, say_directions
 from app.chat_view import StepsTree
 from app.markdown import rich_label
 from runtime_host.store import StoreError
@@ -37,7 +39,7 @@ def timeline_text(e: dict[str, Any], names: dict[str, str]) -> str:
     if kind == "proposed":
         return f"proposed by {who(e.get('by'))} for {who(e.get('to'))}"
     if kind == "handed_off":
-        return f"handed “{e.get('title', '')}” to {who(e.get('to'))}"
+        return f"handed “{unseen.direction_shown(str(e.get('title', '')))}” to {who(e.get('to'))}"
     if kind == "tool":
         return f"used the tool {e.get('name')}"
     words = {"active": "approved; the agent started", "rejected": "rejected", "done": "done", "failed": "failed",
@@ -45,7 +47,7 @@ def timeline_text(e: dict[str, Any], names: dict[str, str]) -> str:
     if e.get("decided_by"):
         words += f" (by {'you' if e['decided_by'] == 'app' else e['decided_by']})"
     if e.get("error"):
-        words += f": {e['error']}"
+        words += f": {unseen.direction_shown(str(e['error']))}"
     return words
 
 
@@ -77,6 +79,9 @@ class TasksView(QWidget):
         self.detail = QTextBrowser()
         self.detail.setOpenLinks(False)  # it shows what agents wrote: nothing in it is followed
         self.detail.setAccessibleName("Task")
+        # A model's title and description are shown as stored: a direction character in them written out (\u202e),
+        # never obeyed, with the approval cards' warning while the hand-off waits for Approve.
+        self.direction = direction_label({})
         self.tree = StepsTree()
         self.approve = QPushButton("Approve")
         self.reject = QPushButton("Reject")
@@ -91,6 +96,7 @@ class TasksView(QWidget):
         buttons.addWidget(self.approve)
         right = QWidget()
         rl = QVBoxLayout(right)
+        rl.addWidget(self.direction)
         rl.addWidget(self.detail, 2)
         rl.addWidget(self.tree, 2)
         rl.addLayout(buttons)
@@ -110,7 +116,7 @@ class TasksView(QWidget):
             lst.clear()
         for t in self.pod.list_tasks():
             state = t["state"] if t["state"] in self.columns else "failed"
-            item = QListWidgetItem(f"{t['title']}\n{t['creator']} → {t['owner']}")
+            item = QListWidgetItem(unseen.direction_shown(f"{t['title']}\n{t['creator']} → {t['owner']}"))
             item.setData(Qt.ItemDataRole.UserRole, t)
             self.columns[state].addItem(item)
             if t["id"] == keep:
@@ -131,8 +137,12 @@ class TasksView(QWidget):
         self._show(self.current)
 
     def _show(self, t: dict[str, Any]) -> None:
-        def shown(value: Any) -> str:  # a model's words (title, description, result), never markup
-            return html.escape(str(value)).replace("\n", "<br>")
+        def shown(value: Any) -> str:  # a model's words (title, description, result), never markup nor obeyed
+            return html.escape(unseen.direction_shown(str(value))).replace("\n", "<br>")
+
+        waiting = t["state"] == "proposed"
+        say_directions(self.direction, {"title": t["title"], "description": t["description"]} if waiting else {},
+                       unseen.HANDED_AS_THEY_ARE)
 
         lines = [f"<h3>{shown(t['title'])}</h3><p><i>{shown(t['creator'])} → {shown(t['owner'])} · "
                  f"{shown(t['size'])} · {shown(t['state'])}</i></p>", f"<p>{shown(t['description'])}</p>"]

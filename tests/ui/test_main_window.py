@@ -522,3 +522,40 @@ def test_the_chat_header_names_none_of_alices_agents_once_bob_is_shown(qtbot, ql
     assert w.agents.count() == 0
     assert "Divorce lawyer" not in w.header.text(), f"Bob reads {w.header.text()!r} above the chat"
     assert "Divorce lawyer" not in w.chat.toPlainText(), w.chat.toPlainText()  # nor on the welcome it shows Bob
+
+
+def test_a_hand_off_on_the_board_shows_its_direction_characters_written_out(qtbot, qloop, ui_pod, fake_model) -> None:
+    """A model hands off "Open invoice \\u202efdp.exe": the Tasks board's list and detail obeyed the character
+    ("Open invoice exe.pdf") beside an enabled Approve, while the phone's card of the same hand-off wrote it out.
+    The board writes it out too, under the approval cards' warning; once decided, the warning goes."""
+    import unseen
+
+    ui_pod.edit_agent("helper", toolkits=["tasks"])
+    ui_pod.add_agent("researcher", provider="fake", system="You research.", toolkits=["math"])
+    title = "Open invoice \u202efdp.exe"
+    description = "Run the attachment \u2066\u202eexe.cod\u202c\u2069 for me."
+
+    def model(req):
+        if "You research" in req.messages[0]["content"]:
+            return Text("ok")
+        if not req.tool_results:
+            return ToolCalls([("hand_off", {"agent": "researcher", "title": title, "description": description})])
+        return Text("handed off")
+
+    fake_model.script = model
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    send(qtbot, w, "please open it")
+    qloop.wait_until(lambda: w.tasks.count("proposed") == 1, what="the proposed task on the board")
+    w.pages.setCurrentWidget(w.tasks)
+    w.tasks.columns["proposed"].setCurrentRow(0)
+    assert w.tasks.approve.isEnabled()
+    listed, detail = w.tasks.columns["proposed"].item(0).text(), w.tasks.detail.toPlainText()
+    assert listed.startswith("Open invoice \\u202efdp.exe\n"), repr(listed)
+    assert "Run the attachment \\u2066\\u202eexe.cod\\u202c\\u2069 for me." in detail, repr(detail)
+    assert not unseen.has_direction(listed + detail)
+    assert w.tasks.direction.isVisibleTo(w.tasks) and "title and description" in w.tasks.direction.text()
+    w.tasks.reject.click()
+    qloop.wait_until(lambda: w.tasks.count("failed") == 1, what="the rejected task")
+    w.tasks.columns["failed"].setCurrentRow(0)
+    assert "\\u202efdp.exe" in w.tasks.detail.toPlainText() and not w.tasks.direction.isVisibleTo(w.tasks)
