@@ -1333,7 +1333,8 @@ class WatchedFolders:
         if person_id is None:
             from runtime_host.memory_jobs import each_person
 
-            people = list(dict.fromkeys(pid for _, pid, _, _ in rows))
+            active = {p.id for p in self.pod.store.list_people(active=True)}  # none being removed, or gone
+            people = [pid for pid in dict.fromkeys(pid for _, pid, _, _ in rows) if pid in active]
             return [f for part in await each_person(self.pod.memory_host, "folders", people, self.rescan_all)
                     for f in part]
         out = []

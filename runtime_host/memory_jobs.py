@@ -1118,10 +1118,12 @@ def writer_of(pod: Any, scope: str) -> str:
 
 
 def _writers(pod: Any) -> dict[str, Choice]:
-    """Each person's ingest choice (the owner's first: shared scopes use it)."""
+    """Each person's ingest choice (the owner's first: shared scopes use it), for the ingest and the nightly pass:
+    none for a person being removed, so nothing of theirs goes to a model while their removal finishes."""
     names = person_names(pod)
     first = owner(pod)
-    ids = [first, *(str(p.id) for p in pod.store.list_people() if str(p.id) != first)]
+    active = [str(p.id) for p in pod.store.list_people(active=True)]
+    ids = [pid for pid in active if pid == first] + [pid for pid in active if pid != first]
     red = redactor(pod)
     return {pid: choose(pod._memory_route(pid, "ingest"), names, red) for pid in ids}
 
@@ -1243,8 +1245,7 @@ async def produce(pod: Any, *, folders: bool = True, waits_for: str | None = Non
     host = pod.memory_host
     names = person_names(pod)  # the extraction model is told who said each item
     internal = {t.id for t in pod.store.list_turns(origins=list(HEARTH_ORIGINS))}
-    # a person being removed (runtime_host/removal.py): nothing of theirs goes to a model again
-    people = {p.id: p for p in pod.store.list_people() if p.removing_at is None}
+    people = {p.id: p for p in pod.store.list_people(active=True)}
     failed: list[tuple[str, MemoryModelError]] = []
 
     async def part(pid: str) -> dict[str, Any]:
@@ -1333,7 +1334,7 @@ async def summarize_conversations(pod: Any) -> dict[str, int]:
         except MemoryModelError as exc:
             failed.append((person.id, exc))
 
-    await asyncio.gather(*(part(p) for p in pod.store.list_people() if p.removing_at is None))  # not one being removed
+    await asyncio.gather(*(part(p) for p in pod.store.list_people(active=True)))
     if failed:
         raise _failed_run(failed, made)
     return made

@@ -45,7 +45,7 @@ async def nightly(pod: Any) -> dict[str, Any]:
     from wiki_engine.pipeline import LeaseBusy, NightlyReport, nightly_steps
 
     host = pod.memory_host
-    people = sorted(str(p.id) for p in pod.store.list_people())
+    people = sorted(str(p.id) for p in pod.store.list_people(active=True))  # none being removed: see _writers
     locks = [host.job_lock("ingest")] + [host.job_lock(f"ingest:{pid}") for pid in people]
     async with contextlib.AsyncExitStack() as held:
         await take_all(locks, held)

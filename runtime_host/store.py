@@ -19,7 +19,7 @@ from typing import Any
 
 from sqlalchemy import bindparam, event, func, text
 from sqlalchemy.engine import Engine
-from sqlmodel import Field, Session, SQLModel, create_engine, select
+from sqlmodel import Field, Session, SQLModel, col, create_engine, select
 
 from runtime_host.ordinal import ORDINAL_TABLE, carried_seq, next_in_order
 from vault import redact  # every text a turn, step, message or audit row keeps passes the key redactor
@@ -630,9 +630,15 @@ class Store:
         with self.session() as s:
             return s.get(Person, person_id)
 
-    def list_people(self) -> list[Person]:
+    def list_people(self, *, active: bool = False) -> list[Person]:
+        """Everyone on this Hearth, the person who set it up first. ``active``: only those whose removal has not
+        begun (runtime_host/removal.py), whom every background run (memory's, the mail watcher's) acts for: nothing
+        of a person being removed goes to a model or is fetched again."""
         with self.session() as s:
-            return list(s.exec(select(Person).order_by(Person.created_at)))
+            q = select(Person).order_by(Person.created_at)
+            if active:
+                q = q.where(col(Person.removing_at).is_(None))
+            return list(s.exec(q))
 
     def mark_removing(self, person_id: str) -> None:
         """Notes that a person's removal began (kept across a kill: see Person.removing_at)."""
