@@ -485,8 +485,9 @@ class AgentHost:
 
     async def ensure_worker(self, inst: AgentInstance, profile: AgentProfile) -> WorkerHandle:
         key = (inst.person_id, inst.id)
-        if self.pod.store.removing(inst.person_id):  # their removal began: nothing of theirs runs again
-            raise StoreError(f"{inst.name} does not run: its person is being removed from this Hearth.")
+        if self.pod.store.removing(inst.person_id):  # their removal began (or ended): nothing of theirs runs again
+            raise StoreError(f"{inst.name} does not run: its person was removed from this Hearth, or is being "
+                             "removed.")
         h = self.pod.supervisor.handle(key, inst.name, agent_dir(self.pod.home, inst.person_id, inst.id))
         if h.state == WorkerState.BUSY or (h.state == WorkerState.READY and h.epoch == self._epoch):
             return h  # warm: no binding (and no keyring read) needed

@@ -62,6 +62,8 @@ class MailHost:
                     review_required: bool = True, start_at: str = "now") -> ledger.AccountRow:
         ImapSettings(**imap)
         SmtpSettings(**smtp)
+        person = self.pod.store.get_person_by_id(person_id)
+        self.pod.store.still_here(person_id, person.name if person is not None else "This person")
         row = ledger.add_account(self.engine, person_id=person_id, address=address, imap=imap, smtp=smtp,
                                  rules=rules, review_required=review_required, start_at=start_at)
         vault = self.pod.vault_for(person_id)

@@ -10,6 +10,8 @@ as an attribute of this handle).
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -39,9 +41,10 @@ def source_line(words: str, said: str, ts: float) -> tuple[str, str]:
 class PersonFolders:
     """The watched folders of one person (`runtime_host.folders.Folders` with the person filled in)."""
 
-    def __init__(self, folders: Any, person_id: str):
+    def __init__(self, folders: Any, person_id: str, name: str):
         self._folders = folders
         self._person_id = person_id
+        self._name = name
 
     def __getattr__(self, name: str) -> Any:  # pod-wide state such as `running`
         return getattr(self._folders, name)
@@ -53,6 +56,7 @@ class PersonFolders:
         return self._folders.find(ref, self._person_id)
 
     def add(self, path: Any) -> Any:
+        self._folders.pod.store.still_here(self._person_id, self._name)
         return self._folders.add(path, self._person_id)
 
     async def remove(self, ref: str) -> dict[str, Any]:
@@ -62,6 +66,7 @@ class PersonFolders:
         return self._folders.files(ref, self._person_id, status, limit)  # type: ignore[no-any-return]
 
     async def scan(self, ref: str, *, on_progress: Any = None) -> Any:
+        self._folders.pod.store.still_here(self._person_id, self._name)
         return await self._folders.scan(ref, person_id=self._person_id, on_progress=on_progress)
 
 
@@ -101,7 +106,7 @@ class PersonPod:
 
     @property
     def folders(self) -> PersonFolders:
-        return PersonFolders(self.pod.folders, self.person_id)
+        return PersonFolders(self.pod.folders, self.person_id, self._person.name)
 
     def people(self) -> list[dict[str, Any]]:
         return [{**p, "current": p["id"] == self.person_id} for p in self.pod.people()]
@@ -558,3 +563,42 @@ class PersonPod:
 
     async def ask_memory(self, question: str) -> Any:
         return await self.pod.ask_memory(self.person_id, question)
+
+
+# What only reads, stops or deletes: answered as before for a person being removed (their removal reads and stops
+# the same), a removed person's simply empty. Every other operation (a new one too) writes, and is guarded.
+_UNGUARDED = {
+    "people", "vault", "what_removal_takes", "remove_person", "take_notices", "embedding_status", "embedding_choices",
+    "list_providers", "provider", "models", "role_route", "list_agents", "find_agent", "stop_agent", "delete_agent",
+    "remove_provider", "list_conversations", "last_chat", "conversation", "latest_conversation", "messages", "turns",
+    "turn_messages", "export_conversation", "search_conversations", "delete_conversation",
+    "delete_conversation_and_forget", "stop_turn", "stop_turns", "runs", "schedules", "schedule_ledger",
+    "delete_schedule", "list_tasks", "task_timeline", "has_memory_model", "list_partners", "partner_cards",
+    "audit_log", "read_redactions", "person_scopes", "memory_search", "memory_said", "memory_proposals",
+    "memory_verify", "memory_held", "memory_delete_source", "memory_discard", "memory_forget_agent",
+    "memory_forget_me"}
+
+
+def _guarded(fn: Any) -> Any:
+    """An operation that writes, refused (``Store.still_here``) once its person was removed from this Hearth or is being removed: a
+    window or CLI of another process that unlocked them before keeps nothing new for them (rows no one could remove,
+    secrets in the keyring), and starts nothing of theirs."""
+    if inspect.iscoroutinefunction(fn):
+        @functools.wraps(fn)
+        async def run_async(self: PersonPod, *args: Any, **kwargs: Any) -> Any:
+            self.pod.store.still_here(self.person_id, self._person.name)
+            return await fn(self, *args, **kwargs)
+
+        return run_async
+
+    @functools.wraps(fn)
+    def run(self: PersonPod, *args: Any, **kwargs: Any) -> Any:
+        self.pod.store.still_here(self.person_id, self._person.name)
+        return fn(self, *args, **kwargs)
+
+    return run
+
+
+for _name, _fn in list(vars(PersonPod).items()):
+    if inspect.isfunction(_fn) and not _name.startswith("_") and _name not in _UNGUARDED:
+        setattr(PersonPod, _name, _guarded(_fn))

@@ -647,9 +647,21 @@ class Store:
                       {"t": now(), "p": person_id})
 
     def removing(self, person_id: str) -> bool:
-        """Whether a person's removal has begun (one read: asked before each worker starts)."""
+        """Whether a person's removal has begun, or they were removed (no such person any more, as another process
+        that unlocked them before finds): one read, asked before each worker starts."""
         with self.engine.connect() as c:
-            return c.execute(text("SELECT removing_at FROM person WHERE id = :p"), {"p": person_id}).scalar() is not None
+            row = c.execute(text("SELECT removing_at FROM person WHERE id = :p"), {"p": person_id}).first()
+        return row is None or row[0] is not None
+
+    def still_here(self, person_id: str, name: str) -> None:
+        """Refuses acting as a person who was removed from this Hearth, or whose removal began, here or in another
+        process (a window that unlocked them before): nothing new is kept for a person no one can remove any more."""
+        with self.engine.connect() as c:
+            row = c.execute(text("SELECT removing_at FROM person WHERE id = :p"), {"p": person_id}).first()
+        if row is None:
+            raise StoreError(f"{name} was removed from this Hearth; pick another person. Nothing was done.")
+        if row[0] is not None:
+            raise StoreError(f"{name} is being removed from this Hearth; pick another person. Nothing was done.")
 
     def delete_person(self, person_id: str) -> None:
         """The last step of a person's removal (runtime_host/removal.py), their agents, inboxes, schedules, folders

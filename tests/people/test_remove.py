@@ -253,7 +253,7 @@ async def test_a_removal_cut_short_is_finished_at_the_next_start(two: Any, fake_
     assert "paint the shed" in asked and "red bicycle" not in asked
     with pytest.raises(StoreError, match="being removed"):
         pod.unlock("Bob", BOB_PASS)
-    with pytest.raises(StoreError, match="its person is being removed"):
+    with pytest.raises(StoreError, match="Bob is being removed from this Hearth; pick another person"):
         await bob.start_agent("helper")  # nothing of his starts meanwhile
     pod.start_background()  # the next start
     for _ in range(400):
