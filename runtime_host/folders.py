@@ -1259,6 +1259,10 @@ class WatchedFolders:
         if person:
             self.pod.emit({"type": "folders.changed", "person": person[0][0], "folder": folder_id})
 
+    def owners(self) -> set[str]:
+        """Whose folders are watched (the ids of their people): a removal's sweep finds those of no one among them."""
+        return {str(r[0]) for r in self.db.q("SELECT DISTINCT person_id FROM folders")}
+
     def forget_person(self, person_id: str) -> int:
         """After "forget everything about me" (which deleted the sources): the person's folders are no longer
         watched, so nothing is imported again behind their back."""

@@ -54,6 +54,7 @@ class MailHost:
         self._rooms: dict[str, Mailroom] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._removing: set[str] = set()  # inboxes being removed: their watchers end without a failure notice
+        self._left_alone: set[str] = set()  # inboxes of a person removed (or being removed), said once in the log
         self._task: asyncio.Task[None] | None = None
 
     # -- accounts
@@ -164,10 +165,25 @@ class MailHost:
                        **{k: v for k, v in out.items() if isinstance(v, int)}})
         return out
 
+    def _nobodys(self, acct: ledger.AccountRow, active: set[str] | None = None) -> bool:
+        """Whether an inbox's person was removed from this Hearth or is being removed (``active``: the people who
+        are not, read once for a pass over every inbox): it is never checked, none of its mail kept (the end of a
+        removal, or the next start, deletes it with its passwords: ``removal.sweep``). Said once in the log."""
+        nobodys = acct.person_id not in active if active is not None else self.pod.store.removing(acct.person_id)
+        if nobodys and acct.id not in self._left_alone:
+            self._left_alone.add(acct.id)
+            log.info("mail: inbox %s is not checked: its person was removed from this Hearth, or is being removed",
+                     acct.id)
+        return nobodys
+
+    def _active(self) -> set[str]:
+        return {p.id for p in self.pod.store.list_people(active=True)}
+
     async def poll_all(self) -> list[dict[str, Any]]:
         out = []
+        active = self._active()
         for acct in ledger.list_accounts(self.engine):
-            if acct.paused:
+            if acct.paused or self._nobodys(acct, active):
                 continue
             try:
                 out.append(await self.poll(acct.id))
@@ -185,8 +201,11 @@ class MailHost:
         watchers: dict[str, asyncio.Task[None]] = {}
         try:
             while True:
+                active = self._active()
                 for acct in ledger.list_accounts(self.engine):
-                    if not acct.paused and (acct.id not in watchers or watchers[acct.id].done()):
+                    if acct.paused or self._nobodys(acct, active):
+                        continue
+                    if acct.id not in watchers or watchers[acct.id].done():
                         watchers[acct.id] = asyncio.create_task(self._watch(acct.id))
                 await asyncio.sleep(POLL_EVERY_S)
         finally:
@@ -201,6 +220,8 @@ class MailHost:
                 acct = self._account(account_id)
             except StoreError:
                 return  # the inbox was removed
+            if self._nobodys(acct):
+                return  # its person's removal began (in this process or another)
             try:
                 await self.poll(account_id)
                 room = self._room(acct)

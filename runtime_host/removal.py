@@ -118,32 +118,53 @@ def _lock(pod: Any) -> asyncio.Lock:
 
 
 async def take_apart(pod: Any, person: Person) -> None:
-    """Everything of a person whose removal began, in the module's order; what is already gone is passed over."""
-    from runtime_host import schedule
-
+    """Everything of a person whose removal began, in the module's order; what is already gone is passed over.
+    Then what another process left behind for a person removed (``sweep``)."""
     pid = person.id
     async with _lock(pod):
         if pod.store.get_person_by_id(pid) is None:
             return  # another run finished it
-        for row in schedule.list_schedules(pod.store.engine, pid):
-            schedule.delete_schedule(pod.store.engine, row.id)
-        pod.store.cut_off(pid)  # their `serve` token and phone chats
-        for inst, _ in pod.store.list_agents(pid):
-            await pod.stops.stop_agent(pid, inst.name, f"Hearth (removing {person.name})")
-            handle = pod.supervisor.handles.get((pid, inst.id))
-            if handle is not None:
-                await handle.stop()
-        for account in pod.mail.accounts(pid):
-            await pod.mail.remove_account(account.id, pid)
-        await pod.memory_forget_me(pid)
-        for inst, _ in pod.store.list_agents(pid):
-            await pod.agent_host.delete_agent(pid, inst.name)
-        _clear_vault(pod, pid)
-        shutil.rmtree(pod.home / "agents" / pid, ignore_errors=True)  # the emptied folder of their agents' folders
-        pod.store.delete_person(pid)
-        pod._passphrases.pop(pid, None)
+        await _everything_of(pod, pid, person.name)
     log.info("a person was removed from this Hearth with everything theirs")
     pod.emit({"type": "person.removed", "person": pid, "name": person.name})
+    await sweep(pod)
+
+
+async def sweep(pod: Any) -> int:
+    """Rows that name a person who no longer exists, taken apart as their removal took them (with their passwords
+    and keyring secrets): another process that unlocked them before gave them something (an inbox, a provider, a
+    watched folder) just as their removal ended, past its check (``Store.still_here``). Asked at the end of every
+    removal and at each start; returns how many such people it found."""
+    async with _lock(pod):
+        here = {p.id for p in pod.store.list_people()}
+        gone = set(pod.store.left_behind()) | (pod.folders.owners() - here)
+        for pid in sorted(gone):
+            log.info("things of a person removed from this Hearth were left behind; they are deleted")
+            await _everything_of(pod, pid, "a removed person")
+    return len(gone)
+
+
+async def _everything_of(pod: Any, pid: str, name: str) -> None:
+    """The steps of a removal, in the module's order (under the removal lock)."""
+    from runtime_host import schedule
+
+    for row in schedule.list_schedules(pod.store.engine, pid):
+        schedule.delete_schedule(pod.store.engine, row.id)
+    pod.store.cut_off(pid)  # their `serve` token and phone chats
+    for inst, _ in pod.store.list_agents(pid):
+        await pod.stops.stop_agent(pid, inst.name, f"Hearth (removing {name})")
+        handle = pod.supervisor.handles.get((pid, inst.id))
+        if handle is not None:
+            await handle.stop()
+    for account in pod.mail.accounts(pid):
+        await pod.mail.remove_account(account.id, pid)
+    await pod.memory_forget_me(pid)
+    for inst, _ in pod.store.list_agents(pid):
+        await pod.agent_host.delete_agent(pid, inst.name)
+    _clear_vault(pod, pid)
+    shutil.rmtree(pod.home / "agents" / pid, ignore_errors=True)  # the emptied folder of their agents' folders
+    pod.store.delete_person(pid)
+    pod._passphrases.pop(pid, None)
 
 
 def _clear_vault(pod: Any, pid: str) -> None:
@@ -168,8 +189,6 @@ def _clear_vault(pod: Any, pid: str) -> None:
 def finish_later(pod: Any) -> None:
     """At start: the removals a kill cut short are finished in the background."""
     left = [p for p in pod.store.list_people() if p.removing_at is not None]
-    if not left:
-        return
 
     async def finish() -> None:
         for person in left:
@@ -177,6 +196,10 @@ def finish_later(pod: Any) -> None:
                 await take_apart(pod, person)
             except Exception as exc:  # noqa: BLE001 - written down still: the next start (or a removal) tries again
                 log.warning("the removal of a person could not be finished yet: %s", exc)
+        try:
+            await sweep(pod)  # what another process left behind for a person removed
+        except Exception as exc:  # noqa: BLE001 - left for the next start (or removal) to try again
+            log.warning("what a removed person left behind could not be deleted yet: %s", exc)
 
     task = asyncio.create_task(finish())
     _running.add(task)

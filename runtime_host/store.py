@@ -692,6 +692,24 @@ class Store:
             c.execute(text("DELETE FROM pod_meta WHERE key = 'telegram_token_person' AND value = :p"), p)
         self.purge()
 
+    # What a person owns, by table: rows here naming no person are left behind by a removal (``left_behind``).
+    OWNED = ("provider", "agent_instance", "role_model", "mail_accounts", "partners", "mcp_servers", "kept_notice",
+             "kept_correction", "tasks")
+
+    def left_behind(self) -> list[str]:
+        """The ids of people no longer on this Hearth that rows of theirs still name (what another process that
+        unlocked them before gave them as their removal ended); ``removal.sweep`` takes them apart."""
+        from sqlalchemy import inspect
+
+        tables = set(inspect(self.engine).get_table_names())
+        found: set[str] = set()
+        with self.engine.connect() as c:
+            for table in (t for t in self.OWNED if t in tables):
+                found |= {str(r[0]) for r in c.execute(text(
+                    f"SELECT DISTINCT person_id FROM {table} WHERE person_id IS NOT NULL "  # noqa: S608 - our names
+                    "AND person_id NOT IN (SELECT id FROM person)"))}
+        return sorted(found)
+
     def cut_off(self, person_id: str) -> None:
         """The first step of a person's removal: nothing reaches Hearth as them any more. Their `serve` token stops
         working (its hash is read on every request), and their phone chats are unlinked (no card of theirs is

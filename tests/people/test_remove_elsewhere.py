@@ -60,3 +60,77 @@ async def test_no_worker_starts_for_a_person_who_no_longer_exists(two: Any) -> N
     with pytest.raises(StoreError, match="was removed from this Hearth"):
         await pod.agent_host.ensure_worker(inst, profile)
     assert not [h for h in pod.supervisor.handles.values() if h.key[0] == bob.person_id]
+
+
+def _bobs_inbox(pod: Any, bob_id: str, d: Any, sink: Any) -> Any:
+    return pod.mail.add_account(
+        bob_id, "bob@example.org",
+        imap={"host": "127.0.0.1", "port": d.port, "username": "bob", "security": "none", "timeout_s": 10},
+        smtp={"host": "127.0.0.1", "port": sink.port, "security": "none"}, password="bobsecret", start_at="all")
+
+
+def _mail_kept(pod: Any, person_id: str) -> int:
+    from sqlalchemy import text
+
+    with pod.store.engine.connect() as c:
+        return int(c.execute(text("SELECT COUNT(*) FROM mail_messages m JOIN mail_accounts a ON a.id = m.account_id "
+                                  "WHERE a.person_id = :p"), {"p": person_id}).scalar() or 0)
+
+
+async def test_the_mail_check_fetches_nothing_for_a_person_being_removed(
+        two: Any, servers: Any, secure_keyring: str) -> None:
+    """Bob's removal began and was cut short (a kill): until it finishes, his inbox is not checked (Alice's is)."""
+    from tests.helpers.mailservers import make_mail
+
+    d, sink = servers
+    alice, bob = two
+    pod = alice.pod
+    _bobs_inbox(pod, bob.person_id, d, sink)
+    pod.mail.add_account(alice.person_id, "alice@example.org", imap={
+        "host": "127.0.0.1", "port": d.port, "username": "alice", "security": "none", "timeout_s": 10},
+        smtp={"host": "127.0.0.1", "port": sink.port, "security": "none"}, password="secret", start_at="all")
+    pod.store.mark_removing(bob.person_id)
+    d.deliver(make_mail("Bank statement", "Your balance is 1234.", sender="Bank <bank@example.org>"), user="bob")
+    d.deliver(make_mail("Garden", "The roses are in.", sender="Ana <ana@example.org>"), user="alice")
+    checked = await asyncio.wait_for(pod.mail.poll_all(), 60)  # the app's next check of mail
+    assert [c.get("error") for c in checked] == [None]  # Alice's inbox alone, checked without a failure
+    assert _mail_kept(pod, bob.person_id) == 0 and _mail_kept(pod, alice.person_id) == 1
+
+
+async def test_an_inbox_given_to_bob_as_he_was_removed_is_never_checked_and_goes_at_the_next_start(
+        two: Any, servers: Any, secure_keyring: str) -> None:
+    """The window of another process added Bob's inbox just as his removal ended (its check that Bob is still here
+    came a moment before), and a provider with its key: the rows and their secrets name no one. Mail is never fetched for it, and the next start
+    deletes it with its passwords, as the end of any removal does."""
+    from runtime_host import removal
+    from runtime_host.pod import Pod
+    from tests.helpers.mailservers import make_mail
+    from vault import person_namespace
+
+    d, sink = servers
+    alice, bob = two
+    pod = alice.pod
+    bob_id = bob.person_id
+    window = Pod(pod.home)
+    try:
+        bob_there = window.unlock("Bob", BOB_PASS)
+        await alice.remove_person("Bob", "Bob")
+        window.store.still_here = lambda *_a: None  # its check ran just before the removal ended
+        _bobs_inbox(window, bob_id, d, sink)
+        bob_there.add_provider("extra", kind="openai-compatible", base_url="http://127.0.0.1:9", model="m",
+                               key="sk-bob-left-behind")
+    finally:
+        await asyncio.wait_for(window.close(), 20)
+    assert rows_of(pod, bob_id) == {"mail_accounts": 1, "provider": 1}
+    assert len(keyring_names(person_namespace(pod.pod_id, bob_id) + "/")) == 3  # the inbox's two, the key
+    d.deliver(make_mail("Bank statement", "Your balance is 1234.", sender="Bank <bank@example.org>"), user="bob")
+    assert await asyncio.wait_for(pod.mail.poll_all(), 60) == []
+    assert _mail_kept(pod, bob_id) == 0
+    removal.finish_later(pod)  # the next start
+    for _ in range(400):
+        if not rows_of(pod, bob_id):
+            break
+        await asyncio.sleep(0.05)
+    assert rows_of(pod, bob_id) == {}
+    assert keyring_names(person_namespace(pod.pod_id, bob_id) + "/") == []
+    assert [p["name"] for p in pod.people()] == ["Me"]
