@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import shutil
+import unicodedata
 from typing import Any
 
 from runtime_host.passphrase import check_passphrase
@@ -93,7 +94,7 @@ async def remove(pod: Any, by_id: str, name: str, confirm: str) -> dict[str, Any
         if not check_passphrase(confirm, target.passphrase_hash):
             raise StoreError("That is not your passphrase: type it to confirm that you remove yourself. "
                              "Nothing was removed.")
-    elif confirm.strip() != target.name:
+    elif unicodedata.normalize("NFC", confirm.strip()) != unicodedata.normalize("NFC", target.name):
         whose = "your name" if target.id == by_id else f"{target.name}'s name"
         raise StoreError(f"Type {whose} ({target.name}) exactly to confirm the removal. Nothing was removed.")
     gone = await counts(pod, by_id, target.name)

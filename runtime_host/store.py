@@ -11,6 +11,7 @@ import math
 import re
 import sqlite3
 import time
+import unicodedata
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -40,6 +41,12 @@ class PodMeta(SQLModel, table=True):
     __tablename__ = "pod_meta"
     key: str = Field(primary_key=True)
     value: str
+
+
+def same_name(a: str, b: str) -> bool:
+    """Whether two people's names look the same: equal once their letters are composed one way (NFC) and their case
+    folded ("Zoë" as one letter or two, "ZOË")."""
+    return unicodedata.normalize("NFC", a).casefold() == unicodedata.normalize("NFC", b).casefold()
 
 
 class Person(SQLModel, table=True):
@@ -581,10 +588,11 @@ class Store:
             return person
 
     def person_name(self, name: str, person_id: str | None = None) -> str:
-        """``name`` as a person's name (trimmed), or a StoreError saying why not: empty, longer than NAME_CHARS,
-        with a control, direction or invisible character, UNNAMED itself, or already someone else's in any case
-        ("alice" when there is an "Alice"). ``person_id``: whose name it becomes (their own current one is free)."""
-        name = name.strip()
+        """``name`` as a person's name (trimmed, its letters composed one way: NFC), or a StoreError saying why not:
+        empty, longer than NAME_CHARS, with a control, direction or invisible character, UNNAMED itself, or already
+        someone else's in any case or composition ("alice" when there is an "Alice"; "Zoë" typed as e and a
+        combining diaeresis when there is a "Zoë"). ``person_id``: whose name it becomes (their own one is free)."""
+        name = unicodedata.normalize("NFC", name.strip())
         if not name:
             raise StoreError("A person needs a name.")
         if len(name) > NAME_CHARS:
@@ -595,8 +603,7 @@ class Store:
         if name.casefold() == UNNAMED.casefold():
             raise StoreError(f"“{UNNAMED}” is what Hearth calls a person who has not given a name: choose your own.")
         with self.session() as s:
-            taken = next((p for p in s.exec(select(Person)) if p.name.casefold() == name.casefold()
-                          and p.id != person_id), None)
+            taken = next((p for p in s.exec(select(Person)) if same_name(p.name, name) and p.id != person_id), None)
         if taken is not None:
             raise StoreError(f"There is already a person named {taken.name!r} on this Hearth: choose another name.")
         return name
@@ -623,8 +630,16 @@ class Store:
             return row
 
     def get_person(self, name: str) -> Person | None:
+        """The person called ``name``, however its letters were composed ("Zoë" as one letter or as e and a
+        combining diaeresis); a name typed exactly as kept first (two look-alike names kept before names were
+        composed one way stay reachable each by its own)."""
         with self.session() as s:
-            return s.exec(select(Person).where(Person.name == name)).first()
+            exact = s.exec(select(Person).where(Person.name == name)).first()
+            if exact is not None:
+                return exact
+            typed = unicodedata.normalize("NFC", name)
+            return next((p for p in s.exec(select(Person).order_by(Person.created_at))
+                         if unicodedata.normalize("NFC", p.name) == typed), None)
 
     def get_person_by_id(self, person_id: str) -> Person | None:
         with self.session() as s:
