@@ -70,7 +70,7 @@ class Pod:
         self._subscribers: list[Callable[[dict[str, Any]], None]] = []
         self.turn_driver = Turns(self)  # turn driving, leases, recovery (runtime_host/turns.py)
         self.supervisor = Supervisor(self.turn_driver.on_worker_message, self.turn_driver.on_worker_exit, self.emit,
-                                     supervisor_config, worker_command)
+                                     supervisor_config, worker_command, gone=self._people_gone)
         self.stops = TurnStops(self)
         self._closed = False
         self._passphrases: dict[str, str] = {}  # in memory only: unlocks the encrypted-file vault
@@ -205,6 +205,10 @@ class Pod:
         if passphrase:
             self._passphrases[p.id] = passphrase
         return self.for_person(p)
+
+    def _people_gone(self, ids: set[str]) -> set[str]:
+        """Of ``ids``, the people removed from this Hearth or being removed (by this process or another)."""
+        return ids - {p.id for p in self.store.list_people(active=True)}
 
     async def remove_person(self, by_id: str, name: str, confirm: str) -> dict[str, Any]:
         """``by_id`` removes ``name`` with everything theirs (runtime_host/removal.py); no agent tool reaches it."""

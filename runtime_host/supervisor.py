@@ -364,8 +364,12 @@ class Supervisor:
         emit: Callable[[dict[str, Any]], None],
         config: SupervisorConfig | None = None,
         command: list[str] | None = None,
+        gone: Callable[[set[str]], set[str]] | None = None,
     ):
         self.on_message = on_message
+        # Of the people whose workers live, those removed (or being removed) meanwhile, maybe by another process:
+        # their workers end at the next pass (``tick``).
+        self.gone = gone
         self.on_exit = on_exit
         self.emit = emit
         self.config = config or SupervisorConfig()
@@ -513,9 +517,17 @@ class Supervisor:
                 log.exception("supervision tick failed")
 
     async def tick(self) -> None:
-        """One supervision pass: ping live workers, reap idle ones."""
+        """One supervision pass: end the workers of people removed (or being removed) meanwhile, ping live workers,
+        reap idle ones."""
         now = time.monotonic()
-        for h in list(self.handles.values()):
+        handles = list(self.handles.values())
+        live = {h.key[0] for h in handles if h.state in LIVE_STATES}
+        gone = self.gone(live) if self.gone is not None and live else set()
+        for h in handles:
+            if h.key[0] in gone and h.state in LIVE_STATES:
+                log.info("worker %s stopped: its person was removed from this Hearth", h.label)
+                await h.stop()
+                continue
             if h.state == WorkerState.READY and h.active_turn is None and now - h.last_used > self.config.idle_reap_s:
                 await h.stop()
                 continue

@@ -134,3 +134,28 @@ async def test_an_inbox_given_to_bob_as_he_was_removed_is_never_checked_and_goes
     assert rows_of(pod, bob_id) == {}
     assert keyring_names(person_namespace(pod.pod_id, bob_id) + "/") == []
     assert [p["name"] for p in pod.people()] == ["Me"]
+
+
+async def test_another_processs_worker_for_bob_ends_at_its_next_supervision_pass(
+        two: Any, fake_model: FakeModelServer) -> None:
+    """The window (another process) started Bob's agent, bound to his provider key, before the owner removed him with
+    the CLI: its next supervision pass (every half minute) ends that worker, not Alice's beside it."""
+    from runtime_host.pod import Pod
+
+    alice, bob = two
+    pod = alice.pod
+    window = Pod(pod.home, supervisor_config=pod.supervisor.config, worker_command=list(pod.supervisor.command))
+    try:
+        await window.unlock("Bob", BOB_PASS).start_agent("helper")
+        await window.for_person(alice.person_id).start_agent("helper")
+
+        def live(person_id: str) -> list[Any]:
+            return [h for h in window.supervisor.handles.values()
+                    if h.key[0] == person_id and h.proc is not None and h.proc.returncode is None]
+
+        assert live(bob.person_id) and live(alice.person_id)
+        await alice.remove_person("Bob", "Bob")
+        await window.supervisor.tick()  # the window's supervision pass
+        assert live(bob.person_id) == [] and live(alice.person_id)
+    finally:
+        await asyncio.wait_for(window.close(), 20)
