@@ -758,7 +758,7 @@ class Pod:
         self.mail.start()
         self._channels_task = asyncio.create_task(self.channels.start())
         self._channels_task.add_done_callback(self._channels_started)
-        removal.finish_later(self)  # a removal a kill cut short
+        removal.finish_later(self)  # a removal a kill cut short; what another process left for a person removed
 
     def _channels_started(self, task: asyncio.Task[bool]) -> None:
         """A phone channel that could not start is logged and announced, never dropped in silence."""

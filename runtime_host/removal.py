@@ -14,7 +14,12 @@ that does (the Pod's tools are what its parts register, and none calls here). Th
 4. their agents with their conversations, folders and schedules (``AgentHost.delete_agent``);
 5. their secrets in the keyring (their namespace, their agents' under it) and their encrypted vault file;
 6. the rows left (hand-offs, cards, notifications, activity, partners, providers), then the person
-   (``Store.delete_person``).
+   (``Store.delete_person``);
+7. what another process (a window that unlocked them before) gave them as it ended, past its check
+   (``Store.still_here``), is taken apart the same way (``sweep``), here and at each start.
+
+Meanwhile the background runs act for the others alone (``Store.list_people(active=True)``: memory's runs, the
+mail watcher), and each process's supervision pass ends their workers (``Supervisor.gone``).
 
 Each step does what is left of it: a removal cut short by a kill is finished by running it again, or by the next
 start (``finish_later``).
