@@ -139,6 +139,10 @@ class TurnStops:
         except TimeoutError:
             log.info("worker %s did not end stopped turn %s within %.0f s: stopping it", handle.label, turn_id, DRAIN_S)
             await handle.stop()
+        else:
+            if self.pod.store.removing(handle.key[0]):  # its person was removed (maybe by another process)
+                log.info("worker %s stopped: its person was removed from this Hearth", handle.label)
+                await handle.stop()
         finally:
             if self.draining.get(handle.key, (None,))[0] == turn_id:
                 self.draining.pop(handle.key, None)

@@ -159,3 +159,50 @@ async def test_another_processs_worker_for_bob_ends_at_its_next_supervision_pass
         assert live(bob.person_id) == [] and live(alice.person_id)
     finally:
         await asyncio.wait_for(window.close(), 20)
+
+
+async def test_bobs_turn_in_another_process_ends_with_its_worker_when_he_is_removed(
+        two: Any, fake_model: FakeModelServer) -> None:
+    """Bob's turn runs in the window (another process), his model still thinking, when the owner removes him with the
+    CLI: the turn is stopped there, and its worker ends with it (not at the next supervision pass); nothing he was
+    telling it to remember is kept."""
+    import threading
+
+    from runtime_host.pod import Pod
+    from tests.helpers.fake_model import Script, Text, ToolCalls
+
+    alice, bob = two
+    pod = alice.pod
+    bob.edit_agent("helper", toolkits=["memory", "tasks", "clock"])
+    window = Pod(pod.home, supervisor_config=pod.supervisor.config, worker_command=list(pod.supervisor.command))
+    try:
+        gate = threading.Event()
+
+        def slow_model(req: Any) -> Any:  # the model thinks while the removal runs
+            gate.wait(30)
+            return ToolCalls([("remember", {"fact": "Bob hides the spare key under the zebra flowerpot."})])
+
+        fake_model.script = Script([slow_model, Text("Noted.")])
+        run = await window.unlock("Bob", BOB_PASS).start_turn("helper", "Remember where the spare key is.")
+        for _ in range(1500):
+            if fake_model.requests or run.future.done():
+                break
+            await asyncio.sleep(0.02)
+        assert fake_model.requests
+        await asyncio.wait_for(alice.remove_person("Bob", "Bob"), 60)
+        gate.set()
+        outcome = await asyncio.wait_for(run.future, 30)
+        assert not outcome.ok
+
+        def live() -> list[Any]:
+            return [h for h in window.supervisor.handles.values()
+                    if h.key[0] == bob.person_id and h.proc is not None and h.proc.returncode is None]
+
+        for _ in range(400):  # the stopped turn's worker is drained, then ends
+            if not live():
+                break
+            await asyncio.sleep(0.05)
+        assert live() == []
+        assert await alice.memory_search("zebra flowerpot", mode="keyword") == []
+    finally:
+        await asyncio.wait_for(window.close(), 20)
