@@ -527,6 +527,7 @@ class Supervisor:
             if h.key[0] in gone and h.state in LIVE_STATES:
                 log.info("worker %s stopped: its person was removed from this Hearth", h.label)
                 await h.stop()
+                self.handles.pop(h.key, None)  # nothing of theirs starts here again
                 continue
             if h.state == WorkerState.READY and h.active_turn is None and now - h.last_used > self.config.idle_reap_s:
                 await h.stop()

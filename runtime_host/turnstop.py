@@ -143,6 +143,7 @@ class TurnStops:
             if self.pod.store.removing(handle.key[0]):  # its person was removed (maybe by another process)
                 log.info("worker %s stopped: its person was removed from this Hearth", handle.label)
                 await handle.stop()
+                self.pod.supervisor.handles.pop(handle.key, None)  # as deleting its agent does
         finally:
             if self.draining.get(handle.key, (None,))[0] == turn_id:
                 self.draining.pop(handle.key, None)
