@@ -66,24 +66,26 @@ def pattern() -> re.Pattern[str]:
 # language model as the letters they stand for, so a whole order can be written in them ("ASCII smuggling").
 TAGS = (0xE0020, 0xE007E)
 _SPELLS = {c: chr(c - 0xE0000) for c in range(TAGS[0], TAGS[1] + 1)} | {0xE0001: None, 0xE007F: None}
-# A subdivision flag (England, Scotland, Wales): the black flag, its region's code in tag letters and digits (its
-# region's two letters or three digits and one to four more, as CLDR's subdivision ids), then the cancel tag. Too short to say anything: kept.
-_FLAG = re.compile("\U0001F3F4[\U000E0030-\U000E0039\U000E0061-\U000E007A]{3,7}\U000E007F")
+# A subdivision flag: the black flag, its region's code in tag letters, then the cancel tag. Only those of Unicode's
+# recommended emoji set (RGI: England, Scotland, Wales) are drawn as flags, so only they are kept: any other run of tag
+# letters after a black flag draws nothing a person can read and may spell a word a model reads ("ignore").
+_FLAG = re.compile("\U0001F3F4\U000E0067\U000E0062(?:\U000E0065\U000E006E\U000E0067|\U000E0073\U000E0063\U000E0074"
+                   "|\U000E0077\U000E006C\U000E0073)\U000E007F")
 _TAG = re.compile("[\U000E0001\U000E0020-\U000E007F]")
 
 
-def spelled(text: str) -> str:
+def spelled(text: str, *, flags: bool = True) -> str:
     """``text`` with what tag characters hide written out: each one of U+E0020–E007E as the ASCII character it stands
     for (U+E0041 as "A"), the language and cancel tags dropped, so words in them are seen by a person and read by the
-    memory guard as a model reads them. A subdivision flag's tags (\U0001F3F4 then "gbsct" in tags) stay: they
-    draw the flag and spell no words."""
+    memory guard as a model reads them. A real subdivision flag's tags (\U0001F3F4 then "gbsct" in tags: England,
+    Scotland, Wales) stay, as they draw the flag; with ``flags`` False they are written out too (what a model reads)."""
     if not has_tags(text):
         return text
-    flags = [m.span() for m in _FLAG.finditer(text)]
-    if not flags:
+    spans = [m.span() for m in _FLAG.finditer(text)] if flags else []
+    if not spans:
         return text.translate(_SPELLS)
     out, at = [], 0
-    for start, end in flags:
+    for start, end in spans:
         out += [text[at:start].translate(_SPELLS), text[start:end]]
         at = end
     return "".join([*out, text[at:].translate(_SPELLS)])

@@ -396,12 +396,13 @@ def check_instructions(text: str, names: Sequence[str] = ()) -> Verdict:
     ``names``: what the household's agents are called (the caller knows them; a name that is also a person's of the
     household is theirs to leave out): a line that opens by speaking to one of them with an order is one too, where
     "Tom, tell Alice the plumber comes Tuesday" is a note between people.
-    A text with tag characters is read twice: with them as the letters they stand for (an order written in them),
-    and with them as nothing (a tag splitting a word of a visible order, "Ign\U000e0041ore", as a zero-width space
-    would)."""
+    A text with tag characters is read three times: with them as the letters they stand for (an order written in
+    them), those of a flag too (what a model reads), and with them as nothing (a tag splitting a word of a visible
+    order, "Ign\U000e0041ore", as a zero-width space would)."""
     readings = [as_read(text)]
     if unseen.has_tags(text):
-        readings.append(as_read(unseen.without(text)))
+        every = as_read(unseen.spelled(text, flags=False))
+        readings += [every, as_read(unseen.without(text))] if every != readings[0] else [as_read(unseen.without(text))]
     seen_texts: list[str] = []
     for read in readings:
         joined = _sentences_joined(read)
