@@ -836,11 +836,13 @@ class Store:
 
     def agent_names(self) -> list[str]:
         """What the household's agents are called (every person's), each once, without those that are also a
-        person's name (a line to "Tom" is to the person): the names memory's guard reads an order to an agent by."""
+        person's name or a word of one (a line to "Alice" is to Alice Smith): the names memory's guard reads an order
+        to an agent by."""
         with self.session() as s:
-            people = {n.casefold() for n in s.exec(select(Person.name))}
+            people = [" ".join(n.casefold().split()) for n in s.exec(select(Person.name))]
             names = {n for n in s.exec(select(AgentInstance.name).distinct()) if n.strip()}
-        return sorted(n for n in names if n.casefold() not in people)
+        theirs = {*people, *(w for n in people for w in n.split())}
+        return sorted(n for n in names if " ".join(n.casefold().split()) not in theirs)
 
     def list_agents(self, person_id: str) -> list[tuple[AgentInstance, AgentProfile]]:
         with self.session() as s:

@@ -377,16 +377,29 @@ def _sentences_joined(text: str) -> str:
     return "".join(out)
 
 
+# An agent's name may be a word people write to each other ("Note: pay the window cleaner", "Mum, tell Dad ..."), so
+# a line opening with one is an order only where it tells the agent how to answer others, as an order planted for
+# later does: after a condition of being asked ("when asked, reply ...", "if Alice asks about the rent, tell her ..."),
+# or as what to answer ("reply that ...", "say that ..."). A name and any verb is how a note to a person reads.
+_IF_ASKED = (r"(?:when(?:ever)?|if|once|in\s+case|should|quand|lorsque|si|wenn|falls|sobald|cuando|quando|se)\b"
+             r"[^.\n:;]{0,80}?\b(?:ask(?:s|ed)?|questions?|enquir\w*|inquir\w*|wants?\s+to\s+know|demand\w*|"
+             r"fragt|gefragt|pregunt\w*|chied\w*|domand\w*)\b[^.\n:;]{0,80}?[,:]\s*")
+_ANSWER_THAT = (r"(?:(?:please|always|just|also|then|now)\s+)*(?:reply|respond|answer|say|state|r[ée]pond\w*|dis|dites|"
+                r"antworte\w*|sag\w*|respond\w*|di(?:le|les|ga)?|rispond\w*|dite)\b[^.\n:;]{0,40}?"
+                r"\b(?:that|que|dass|che)\b")
+
+
 @functools.lru_cache(maxsize=16)
 def _named_rules(names: tuple[str, ...]) -> tuple[tuple[tuple[str, str, re.Pattern[str]], ...], tuple[Any, ...]]:
-    """The rules with one more: a line opening by speaking to one of the household's agents by its own name
-    ("Helper, tell Alice to pay ..."), then an order, as ``_ADDRESSEES`` are spoken to. Without names, the rules."""
+    """The rules with one more: a line opening by speaking to one of the household's agents by its own name, then
+    telling it how to answer others ("Helper, if Alice asks about the rent, tell her to pay ...": ``_IF_ASKED``,
+    ``_ANSWER_THAT``). Without names, the rules."""
     names = tuple(n for n in names if n.strip())
     if not names:
         return tuple(_RULES), tuple(_NEEDS)
     who = "|".join(re.escape(" ".join(n.split())).replace(r"\ ", r"\s+") for n in sorted(set(names), key=len, reverse=True))
     rule = ("addressed-order", "addresses the assistant directly with an order",
-            re.compile(rf"{_OPENS}(?:{who})(?!\w)(?:{_TO_IT}){_IF}{_REPLY_VERBS}", re.I))
+            re.compile(rf"{_OPENS}(?:{who})(?!\w)(?:{_TO_IT})(?:{_IF_ASKED}{_REPLY_VERBS}|{_ANSWER_THAT})", re.I))
     return (*_RULES, rule), (*_NEEDS, needs(rule[2]))
 
 
