@@ -24,20 +24,21 @@ from collections.abc import Sequence
 AROUND = 1_000
 
 
-def as_given(text: str, what: str, around: Sequence[str] = (), *, by: str = "") -> str:
+def as_given(text: str, what: str, around: Sequence[str] = (), *, by: str = "", agents: Sequence[str] = ()) -> str:
     """``text`` as an agent is given it, ``what`` naming it ("this household page"). ``by``: who put it in the
     household, in the names people use ("remembered by Alice's agent Helper"), for what the agent's own person did
     not write: then it is always wrapped as untrusted, under a line saying so. Else unchanged, unless memory's guard
     reads an order in it or in one of ``around`` (parts of the page or note it is an excerpt of, ``near``: a cut may
-    leave an order's lead-in out): then wrapped too, under a line saying what the guard found."""
+    leave an order's lead-in out): then wrapped too, under a line saying what the guard found. ``agents``: what the
+    household's agents are called (``Memory.agents_called``), so a line speaking to one by name with an order is one."""
     from runtime_host.safety.untrusted import wrap_untrusted
     from wiki_engine.guard import check_instructions, held_because
 
-    verdict = check_instructions(text)
+    verdict = check_instructions(text, agents)
     for part in around:
         if not verdict.ok:
             break
-        verdict = check_instructions(part) if part else verdict
+        verdict = check_instructions(part, agents) if part else verdict
     if verdict.ok and not by:
         return text
     whose = f"{what}, {by}" if by else what

@@ -368,6 +368,7 @@ def found_for_agent(memory: Any, hits: Sequence[Any], *, person: str = "", names
         f"SELECT id, kind, owner, agent, item_key FROM sources WHERE id IN ({','.join('?' * len(ids))})",
         tuple(ids))} if ids else {}
     out = []
+    agents = memory.agents_called() if any(h.scope == "public" for h in hits) else ()
     for h in hits:
         if h.kind == "source" and h.id not in rows:
             continue
@@ -382,7 +383,7 @@ def found_for_agent(memory: Any, hits: Sequence[Any], *, person: str = "", names
                 except PageFormatError:  # not a file, or not UTF-8: what the index holds of it is all there is
                     whole = ""
                 line = as_given(line, "this household page", near(whole, h.snippet),
-                                by=_page_by(memory, h.scope, slug, names))
+                                by=_page_by(memory, h.scope, slug, names), agents=agents)
             out.append(line)
             continue
         kind, owner, agent, key = rows[h.id]
@@ -395,7 +396,8 @@ def found_for_agent(memory: Any, hits: Sequence[Any], *, person: str = "", names
                     whole = ""
                 mine = bool(person) and owner == person
                 line = as_given(line, "this household note", near(whole, h.snippet),
-                                by="" if mine else household_by(kind, owner or "", agent or "", names, key))
+                                by="" if mine else household_by(kind, owner or "", agent or "", names, key),
+                                agents=agents)
             out.append(line)
             continue
         try:
@@ -1740,6 +1742,7 @@ async def _ask_memory(pod: Any, person_id: str, question: str) -> MemoryAnswer:
         return MemoryAnswer(True, text="Memory does not say: nothing stored matches this question.", hits=hits)
 
     names = person_names(pod)
+    agents = pod.memory.agents_called()
     mail = pod.mail
 
     def excerpt(h: Any) -> tuple[str, str, str, float] | None:
@@ -1766,7 +1769,8 @@ async def _ask_memory(pod: Any, person_id: str, question: str) -> MemoryAnswer:
             except PageFormatError:
                 whole = ""
             return label, as_given(" ".join(passage.split()), "this household page", [label, *near(whole, passage)],
-                                   by=_page_by(pod.memory, scope, slug, names)), "", h.ts
+                                   by=_page_by(pod.memory, scope, slug, names),
+                                   agents=agents), "", h.ts
         try:
             source = pod.memory.get_source(h.id)
         except UnknownSource:  # deleted (or forgotten) since the search: not asked about, never cited
@@ -1787,7 +1791,8 @@ async def _ask_memory(pod: Any, person_id: str, question: str) -> MemoryAnswer:
             owner = head.get("owner", "")
             text = as_given(text, "this household note", [label, *near(whole, passage)],
                             by="" if owner == person_id else household_by(source.kind, owner, head.get("agent", ""),
-                                                                         names, key))
+                                                                         names, key),
+                            agents=agents)
         return label, text, said("", sender) if sender else said(""), source.ts
 
     found = await pod.in_memory_thread(lambda: [(h, excerpt(h)) for h in hits])

@@ -251,10 +251,11 @@ def producer_steps(memory: Memory, *, scope: str, origin: str,
         return report
     clean: list[Item] = []
     held: list[tuple[Item, str, str]] = []
+    agents = memory.agents_called()
     for it in items:
         if id(it) in gone:
             continue
-        v = check_instructions(it.said())
+        v = check_instructions(it.said(), agents)
         if v.ok:
             clean.append(it)
         else:
