@@ -50,16 +50,22 @@ _QUOTES = "'\"\u2018\u2019\u201c\u201d`"
 # agent's own name), then gives it an order, maybe after a condition ("when asked, reply that ...", "if she asks
 # about the rent, tell her to ..."). Its start is a clause's: a word before the addressee ("Teaching assistants: ...",
 # "Tom's agent, ...") makes it someone else. English, French, German, Spanish and Italian (the guard's languages).
-_OPENS = r"(?:^|[\n.!?>\-*\u2022;][^\S\n]*)(?:(?:dear|hey|hi|hello|attention|ok(?:ay)?|please|note\s+to|to|for)[,\s]+)?"
+_OPENS = r"(?:^|[\n.!?>\-*\u2022;][^\S\n]*)(?:(?:dear|hey|hi|hello|attention|ok(?:ay)?|please|note\s+to|to|for)[,\s]+)?@?"  # "@agents:", as a chat mentions
 _TO_ALL = r"(?:(?:all|any|every|each)\s+(?:of\s+)?)?(?:(?:the|you)\s+)?"
 _ADDRESSEES = (r"(?:assistants?|assistantes?|assistenten|assistenti|asistentes?|ai|ia|ki|agents?|agenten|agentes?|"
                r"agenti|bots?|chatbots?|llms?|language\s+models?|ai\s+(?:agents?|models?|assistants?)|hearth)")
-_TO_IT = r"\s*[,:\u2013\u2014]\s*|\s+-\s+"  # "Agents:", "Assistant,", "AI - "
+_TO_IT = (r"(?:\s*[,:!\u2013\u2014]\s*|\s+-\s+)"  # "Agents:", "Assistant,", "AI - ", "Bots!"
+          r"(?:(?:please|kindly)\s*,?\s*)?")  # "Agents, please, when asked, ..."
+# more than one spoken to: "Assistants and bots:", "Helper & Jeeves -"
+_AND = r"\s*(?:,|\band\b|&)\s*"
 # a condition before the order: "when asked,", "if Alice asks about the bills,", "quand on te demande,"
 _IF = (r"(?:(?:when(?:ever)?|if|once|in\s+case|should|quand|lorsque|si|wenn|falls|sobald|cuando|si|quando|se)\b"
        r"[^.\n:;]{0,80}?,\s*)?")
 # what it is told to do: answer people a given way, or act (pay, send); "you must ...", "always ...", "never ..."
-_REPLY_VERBS = (r"(?:(?:please|always|never|just|also|then|now|do)\s+)*"
+# words before what it is told to do: "make sure to reply", "be sure to say", "when Alice asks, you reply ..."
+_BEFORE_VERB = (r"(?:(?:please|kindly|always|never|just|also|then|now|do|you|make\s+sure\s+(?:to|you)|be\s+sure\s+to|"
+                r"remember\s+to|(?:don'?t|do\s+not)\s+forget\s+to)\s+)*")
+_REPLY_VERBS = (rf"{_BEFORE_VERB}"
                 r"(?:reply|respond|answer|say|tell|inform|advise|instruct|direct|recommend|confirm|explain|state|quote|"
                 r"insist|let\s+\w+\s+know|pay|send|forward|transfer|wire|share|give|"
                 r"you\s+(?:must|should|shall|will|are\s+to|have\s+to|need\s+to)|do\s+not|don'?t|"
@@ -233,7 +239,7 @@ _RULES: list[tuple[str, str, re.Pattern[str]]] = [
             r"in\s+future|remember\s+(?:that|to)|make\s+sure|tell\s+(?:\w+\s+){0,2}(?:to|that))\b|"
             # "Agents: when asked, reply that ...", "Assistants - tell Alice to pay ...": the line opens by speaking to
             # the assistants, then tells them what to answer or do
-            rf"{_OPENS}{_TO_ALL}{_ADDRESSEES}(?:{_TO_IT}){_IF}{_REPLY_VERBS}|"
+            rf"{_OPENS}{_TO_ALL}{_ADDRESSEES}(?:{_AND}@?{_TO_ALL}{_ADDRESSEES})*(?:{_TO_IT}){_IF}{_REPLY_VERBS}|"
             # "Whoever answers questions about the bills should say ...": said to whoever answers, the assistant
             rf"(?:{_WHOEVER}){_TOLD}",
             re.I,
@@ -384,7 +390,7 @@ def _sentences_joined(text: str) -> str:
 _IF_ASKED = (r"(?:when(?:ever)?|if|once|in\s+case|should|quand|lorsque|si|wenn|falls|sobald|cuando|quando|se)\b"
              r"[^.\n:;]{0,80}?\b(?:ask(?:s|ed)?|questions?|enquir\w*|inquir\w*|wants?\s+to\s+know|demand\w*|"
              r"fragt|gefragt|pregunt\w*|chied\w*|domand\w*)\b[^.\n:;]{0,80}?[,:]\s*")
-_ANSWER_THAT = (r"(?:(?:please|always|just|also|then|now)\s+)*(?:reply|respond|answer|say|state|r[ée]pond\w*|dis|dites|"
+_ANSWER_THAT = (rf"{_BEFORE_VERB}(?:reply|respond|answer|say|state|r[ée]pond\w*|dis|dites|"
                 r"antworte\w*|sag\w*|respond\w*|di(?:le|les|ga)?|rispond\w*|dite)\b[^.\n:;]{0,40}?"
                 r"\b(?:that|que|dass|che)\b")
 
@@ -399,7 +405,8 @@ def _named_rules(names: tuple[str, ...]) -> tuple[tuple[tuple[str, str, re.Patte
         return tuple(_RULES), tuple(_NEEDS)
     who = "|".join(re.escape(" ".join(n.split())).replace(r"\ ", r"\s+") for n in sorted(set(names), key=len, reverse=True))
     rule = ("addressed-order", "addresses the assistant directly with an order",
-            re.compile(rf"{_OPENS}(?:{who})(?!\w)(?:{_TO_IT})(?:{_IF_ASKED}{_REPLY_VERBS}|{_ANSWER_THAT})", re.I))
+            re.compile(rf"{_OPENS}(?:{who})(?!\w)(?:{_AND}@?(?:{who})(?!\w))*(?:{_TO_IT})(?:{_IF_ASKED}{_REPLY_VERBS}|{_ANSWER_THAT})",
+                       re.I))
     return (*_RULES, rule), (*_NEEDS, needs(rule[2]))
 
 
