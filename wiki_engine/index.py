@@ -222,11 +222,18 @@ def own_words(body: str) -> str:
     return body[m.end():] if m else body
 
 
+_INVISIBLE_MARKS = re.compile("[\u034f\u180b-\u180f\ufe00-\ufe0f\U000e0100-\U000e01ef]")  # variation selectors
+
+
 def title_key(title: str) -> str:
     """What names a page in its title: its letters, digits and symbols, whatever their case, spacing and punctuation
-    ("Dr. Smith" and "Dr Smith" are ``drsmith``; "C#" is not "C++")."""
-    return "".join(ch for ch in unicodedata.normalize("NFKC", title).casefold()
-                   if ch.isalnum() or unicodedata.category(ch).startswith("S") or ch in "#%&*/@\\")
+    ("Dr. Smith" and "Dr Smith" are ``drsmith``; "C#" is not "C++"). A letter's marks are kept ("मीना" and "मोना",
+    Meena and Mona, are two people; "ข่าว" is news, "ขาว" white), an invisible variation selector aside, and so is
+    a point, comma, colon or dash between two digits ("Flat 1.2" is not "Flat 12")."""
+    text = _INVISIBLE_MARKS.sub("", unicodedata.normalize("NFKC", title).casefold())
+    return "".join(ch for i, ch in enumerate(text)
+                   if ch.isalnum() or unicodedata.category(ch)[0] in "SM" or ch in "#%&*/@\\"
+                   or (ch in ".,:-" and 0 < i < len(text) - 1 and text[i - 1].isdecimal() and text[i + 1].isdecimal()))
 
 
 def cjk_spaced(text: str, *, letters: bool = False) -> str:
