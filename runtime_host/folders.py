@@ -1328,7 +1328,9 @@ class WatchedFolders:
         of their own (``memory_jobs.each_person``: one person's folder waiting on their import model, or on a slow
         network drive, never holds another's; a person whose folders are still being read is skipped, their model
         not asked twice); or ``person_id``'s (their part of a producer run). A folder being read now (an import from
-        the window, `folder rescan`) or removed is left to that: never waited for, however long it takes."""
+        the window, `folder rescan`) or removed is left to that: never waited for, however long it takes. A person
+        who watches no folder now but whose memory holds a watched folder's notes is visited too: the notes of a
+        folder removed in another Hearth process (``_sweep_orphans``) go at the next memory run."""
         if person_id is not None:
             await self.finish_removals(person_id)  # removals a quit or a crash cut short: not watched, finished now
             await self._sweep_orphans(person_id)
@@ -1337,8 +1339,17 @@ class WatchedFolders:
         if person_id is None:
             from runtime_host.memory_jobs import each_person
 
-            active = {p.id for p in self.pod.store.list_people(active=True)}  # none being removed, or gone
+            active = [p.id for p in self.pod.store.list_people(active=True)]  # none being removed, or gone
+            watching = {pid for _, pid, _, _ in rows}
+
+            def holding_files() -> set[str]:  # one look-up each in the (scope, key) index: a removed folder's notes
+                return {pid for pid in active if pid not in watching and self.pod.memory.catalog.query(
+                    "SELECT 1 FROM sources WHERE scope=? AND item_key >= 'file:' AND item_key < 'file;' LIMIT 1",
+                    (f"private/{pid}",))}
+
+            held = await self.pod.in_memory_thread(holding_files)  # a person who removed her only folder: swept too
             people = [pid for pid in dict.fromkeys(pid for _, pid, _, _ in rows) if pid in active]
+            people += [pid for pid in active if pid in held]
             return [f for part in await each_person(self.pod.memory_host, "folders", people, self.rescan_all)
                     for f in part]
         out = []

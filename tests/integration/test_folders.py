@@ -1185,6 +1185,31 @@ async def test_notes_of_a_folder_no_longer_in_folders_db_leave_memory_at_the_nex
     assert (await found(pod, "heronmarsh"), await found(pod, "Kestrelfen"), await found(bob, "heronmarsh")) == (0, 1, 1)
 
 
+async def test_notes_of_her_only_folder_leave_memory_at_the_next_memory_run(pod, tmp_path) -> None:
+    """As above, for a person who watched that one folder: the memory run visited only people with a folder, so her
+    leftovers stayed in memory for good. Bob's folder and notes are left as they are."""
+    from tests.integration.test_memory_pod import bob_with_his_own_provider
+
+    docs, bobs = tmp_path / "gone", tmp_path / "bobs"
+    for d in (docs, bobs):
+        d.mkdir()
+        (d / "n.md").write_text("The heronmarsh pond freezes in January.\n")
+    gone = pod.folders.add(docs)
+    _, bob = bob_with_his_own_provider(pod)
+    his = bob.folders.add(bobs)
+    for who, f in ((pod, gone), (bob, his)):
+        assert (await who.folders.scan(f.id)).indexed == 1
+    pod.folders.db.q("DELETE FROM files WHERE folder_id=?", (gone.id,))  # as the removal in the other process left it
+    pod.folders.db.q("DELETE FROM folders WHERE id=?", (gone.id,))
+
+    async def found(who, word: str) -> int:
+        return sum(word in h.snippet for h in await who.memory_search(word, mode="keyword"))
+
+    assert await found(pod, "heronmarsh") == 1
+    await pod.pod.folders.rescan_all()  # the memory run (every 5 minutes)
+    assert (await found(pod, "heronmarsh"), await found(bob, "heronmarsh")) == (0, 1)
+    assert [f.id for f in bob.folders.list_folders()] == [his.id]
+
 async def test_a_file_touched_after_an_import_was_killed_does_not_fail_the_others(home, tmp_path) -> None:
     from runtime_host.pod import Pod
 
