@@ -206,9 +206,11 @@ class HeldAt(Gated):
     def __init__(self, word: str) -> None:
         super().__init__()
         self.word = word
+        self.reached = threading.Event()  # set once held: the scopes re-embedded before it are swapped by then
 
     def embed(self, texts: list[str]) -> np.ndarray:
         if any(self.word in t for t in texts):
+            self.reached.set()
             self.gate.wait(30)
         return self.inner.embed(texts)
 
@@ -225,6 +227,9 @@ def turn_away_midway(mem: Memory, word: str, done: int) -> None:
     """MiniLM chosen, then static again once MiniLM has re-embedded ``done`` items and is held at ``word``."""
     held = HeldAt(word)
     mem.set_embedder(held)  # type: ignore[arg-type]
+    # Held at ``word`` (not merely counted ``done``: a scope's progress reaches its count a moment before its new
+    # vectors are swapped in, and a model turned away from in that moment had switched none of them).
+    assert held.reached.wait(60)
     deadline = time.time() + 60
     while not (mem.embedding_status()["total"] == 333 and mem.embedding_status()["done"] >= done) and time.time() < deadline:
         time.sleep(0.02)
