@@ -67,7 +67,7 @@ def throughput(megabytes: float = 4.0, chunk: int = 8192) -> float:
     return len(text.encode("utf-8")) / (1024 * 1024) / elapsed
 
 
-def injection_metrics(files: tuple[str, ...] = ("injection.jsonl",), flags: Any = None) -> dict[str, float]:
+def injection_metrics(files: tuple[str, ...] = ("injection.jsonl",), flags: Any = None) -> dict[str, float | None]:
     """Precision and recall of ``flags`` (a text -> whether it is flagged; ``score_injection`` by default) on the
     labelled ``files``."""
     flags = flags or (lambda text: score_injection(text).level != "ok")
@@ -80,7 +80,8 @@ def injection_metrics(files: tuple[str, ...] = ("injection.jsonl",), flags: Any 
         fp += flagged and not positive
         fn += (not flagged) and positive
         tn += (not flagged) and not positive
-    return {"precision": round(tp / (tp + fp), 4) if tp + fp else 1.0, "recall": round(tp / (tp + fn), 4) if tp + fn else 1.0}
+    # precision of nothing flagged is not measured (None), not perfect: the mail screen flags none of the addressed set
+    return {"precision": round(tp / (tp + fp), 4) if tp + fp else None, "recall": round(tp / (tp + fn), 4) if tp + fn else None}
 
 
 def main() -> None:
