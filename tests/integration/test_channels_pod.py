@@ -31,7 +31,9 @@ def world(pod):
         tg.stop()
 
 
-async def setup(pod, tg, d, s):
+async def setup(pod, tg, d, s, mail=None):
+    """The phone linked and Alice's inbox on the loopback servers, with one mail in (``mail``, else Bob's lunch
+    question) that her rule drafts a reply to; the card it made."""
     pod.channels.save_telegram_token(pod.person_id, tg.token)
     assert await pod.channels.start()
     await link_owner(pod.channels.telegram, tg, pod.person.id)
@@ -39,7 +41,7 @@ async def setup(pod, tg, d, s):
         pod.person.id, "alice@example.org",
         imap={"host": "127.0.0.1", "port": d.port, "username": "alice", "security": "none", "timeout_s": 10},
         smtp={"host": "127.0.0.1", "port": s.port, "security": "none"}, password="secret", rules=RULES, start_at="all")
-    d.deliver(make_mail("Lunch on Friday?", "Lunch on Friday?", sender="Bob <bob@example.org>"))
+    d.deliver(mail or make_mail("Lunch on Friday?", "Lunch on Friday?", sender="Bob <bob@example.org>"))
     await pod.mail.poll(acct.id)
     (card,) = pod.mail.cards(pod.person.id)
     return card
@@ -88,15 +90,7 @@ async def test_the_phone_card_and_the_notification_warn_of_a_hidden_direction_ch
     script([Text("Paid in full.")], repeat_last=True)
     events: list[dict] = []
     pod.subscribe(lambda e: events.append(e) if e["type"] == "card.created" else None)
-    pod.channels.save_telegram_token(pod.person_id, tg.token)
-    assert await pod.channels.start()
-    await link_owner(pod.channels.telegram, tg, pod.person.id)
-    acct = pod.mail.add_account(
-        pod.person.id, "alice@example.org",
-        imap={"host": "127.0.0.1", "port": d.port, "username": "alice", "security": "none", "timeout_s": 10},
-        smtp={"host": "127.0.0.1", "port": s.port, "security": "none"}, password="secret", rules=RULES, start_at="all")
-    d.deliver(make_mail("Lunch invoice \u202efdp.exe", "Please pay.", sender="Billing <billing@example.net>"))
-    await pod.mail.poll(acct.id)
+    await setup(pod, tg, d, s, make_mail("Lunch invoice \u202efdp.exe", "Please pay.", sender="Billing <billing@example.net>"))
     shown = (await sent(tg, OWNER, 2))[-1]
     assert "\\u202efdp.exe" in shown.text and "\u202e" not in shown.text, shown.text
     warning = "Hidden direction characters in its Subject are shown here as \\u202e"
@@ -106,7 +100,7 @@ async def test_the_phone_card_and_the_notification_warn_of_a_hidden_direction_ch
     assert title == "Waiting for your approval" and "\\u202efdp.exe" in text and warning in text, text
 
     d.deliver(make_mail("Lunch on Friday?", "Lunch on Friday?", sender="Bob <bob@example.org>"))
-    await pod.mail.poll(acct.id)
+    await pod.mail.poll(pod.mail.accounts(pod.person.id)[0].id)
     plain = (await sent(tg, OWNER, 3))[-1]
     assert "Lunch on Friday?" in plain.text and "direction" not in plain.text.lower(), plain.text
     assert "direction" not in notification_for(events[-1])[1].lower()
