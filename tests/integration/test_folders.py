@@ -1159,6 +1159,11 @@ async def test_a_folder_removed_in_one_hearth_process_while_another_imports_it_l
         await pod.close()
 
 
+async def found(who, word: str) -> int:
+    """How many of ``who``'s keyword search results for ``word`` show it."""
+    return sum(word in h.snippet for h in await who.memory_search(word, mode="keyword"))
+
+
 async def test_notes_of_a_folder_no_longer_in_folders_db_leave_memory_at_the_next_memory_run(pod, tmp_path) -> None:
     """What a Hearth before removals were marked left behind (an import storing while another process removed its
     folder): notes in memory under no folder, which no Remove could reach. The next memory run deletes them; the
@@ -1177,8 +1182,6 @@ async def test_notes_of_a_folder_no_longer_in_folders_db_leave_memory_at_the_nex
         assert (await who.folders.scan(f.id)).indexed == 1
     pod.folders.db.q("DELETE FROM files WHERE folder_id=?", (gone.id,))  # as the removal in the other process left it
     pod.folders.db.q("DELETE FROM folders WHERE id=?", (gone.id,))
-    async def found(who, word: str) -> int:
-        return sum(word in h.snippet for h in await who.memory_search(word, mode="keyword"))
 
     assert await found(pod, "heronmarsh") == 1
     await pod.pod.folders.rescan_all()  # the memory run (every 5 minutes)
@@ -1201,9 +1204,6 @@ async def test_notes_of_her_only_folder_leave_memory_at_the_next_memory_run(pod,
         assert (await who.folders.scan(f.id)).indexed == 1
     pod.folders.db.q("DELETE FROM files WHERE folder_id=?", (gone.id,))  # as the removal in the other process left it
     pod.folders.db.q("DELETE FROM folders WHERE id=?", (gone.id,))
-
-    async def found(who, word: str) -> int:
-        return sum(word in h.snippet for h in await who.memory_search(word, mode="keyword"))
 
     assert await found(pod, "heronmarsh") == 1
     await pod.pod.folders.rescan_all()  # the memory run (every 5 minutes)
