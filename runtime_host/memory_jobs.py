@@ -948,7 +948,7 @@ def summarize(route: dict[str, Any] | None, named: str, lines: list[tuple[str, s
         said: list[str] = []  # the latest of it that fits one request (a long conversation's summaries follow it)
         size = 0
         for who, text, ts in reversed(lines):
-            said.append(f"{who} ({date_words(ts) or 'no date'}): {clean(text)[:1500]}")
+            said.append(f"{who} ({date_words(ts) or 'no date'}): {as_listed(clean(text)[:1500])}")
             size += len(said[-1])
             if size > BATCH_CHARS:
                 break
@@ -1033,7 +1033,7 @@ def model_reconcile(route: Route) -> Any:
     def checked(page: Any, sources: list[Any]) -> tuple[str | None, str]:
         from wiki_engine.index import date_words
 
-        cited = "\n".join(f"[{n}] ({date_words(s.ts) or 'no date'}) {s.text[:1200]}" for n, s in sources)
+        cited = "\n".join(f"[{n}] ({date_words(s.ts) or 'no date'}) {as_listed(s.text[:1200])}" for n, s in sources)
         try:
             answer = _ask(route, RECONCILE_SYSTEM,
                           f"{today_is()}\nPage “{page.title}”:\n{page.body}\n\nSources:\n{cited}")
