@@ -1156,7 +1156,7 @@ class WikiView(QWidget):
             try:
                 await self._mem(lambda: memory.set_verified(scope, slug, checked, read=read))
             except PageChanged:  # rewritten since it was shown (a timed ingest, `memory ingest` in a terminal)
-                if self._say(person, "Not verified: this page changed since it was shown (an ingest wrote it). It "
+                if self._say(person, "Not verified: this page changed since it was shown (an ingest or another correction wrote it). It "
                                      "is shown again as it reads now: read it, then mark it verified."):
                     self.verified.setChecked(not checked)
                     self._reload(person)
@@ -1346,7 +1346,7 @@ class WikiView(QWidget):
                         "the page again from the list.")
                 return
             if done == "changed":
-                refused("Not saved: this page changed while you were editing it (an ingest wrote it). Your text "
+                refused("Not saved: this page changed while you were editing it (an ingest or another correction wrote it). Your text "
                         "is still in the editor: copy it, Cancel, and Edit the page again.")
                 return
             if isinstance(done, list):

@@ -2193,7 +2193,7 @@ class Memory:
             if now is None:
                 raise KeyError(f"No page {page.slug!r} in {page.scope}.")
             if (now.body, dict(now.citations)) != (expected[0], dict(expected[1])):
-                raise PageChanged(f"The page “{now.title}” changed since it was read (an ingest wrote it): it was "
+                raise PageChanged(f"The page “{now.title}” changed since it was read (an ingest or another correction wrote it): it was "
                                   "not written.")
             return self.write_pages([page], author=author, propose=propose, ahead=ahead)[0]
 
@@ -2399,7 +2399,7 @@ class Memory:
             if page is None:
                 raise KeyError(f"No page {title_or_slug!r} in {scope}.")
             if verified and read is not None and (page.body, dict(page.citations)) != (read[0], dict(read[1])):
-                raise PageChanged(f"The page “{page.title}” changed since it was shown (an ingest wrote it): it was "
+                raise PageChanged(f"The page “{page.title}” changed since it was shown (an ingest or another correction wrote it): it was "
                                   "not marked verified.")
             page = replace(page, verified=verified)
             self.pages.write(page)
