@@ -613,8 +613,16 @@ async def _memory(me: Any, args: argparse.Namespace) -> int:
             if not result.ok:
                 print(f"error: {result.error}", file=sys.stderr)
                 return EXIT_FAILED
-            print(mine(result.text))
+            # the model's words marked as its own and indented, under Hearth's list its own heading (as the window
+            # shows them): an answer's line "[1] … (note, …, Me)" never passes for a source Hearth lists
+            if result.answered_by:
+                print(f"The answer by {result.answered_by}, from what memory holds:")
+                print("\n".join(f"  {line}" if line.strip() else "" for line in mine(result.text).splitlines()))
+            else:  # Hearth's own words ("Memory does not say: …")
+                print(mine(result.text))
             found = {h.id: h for h in result.hits}
+            if result.citations:
+                print("Sources:")
             said = await me.memory_said([found[ref] for ref in result.citations.values()])  # as in the window
             for n, ref in sorted(result.citations.items()):
                 h = found[ref]  # a citation is always one of the hits the model was shown

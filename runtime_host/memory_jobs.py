@@ -121,19 +121,27 @@ def _usable(route: dict[str, Any]) -> Route:
     return Route.from_dict(route)
 
 
-def _ask(route: Route, system: str, user: str, limit: int | None = None) -> str:
+def _ask(route: Route, system: str, user: str, limit: int | None = None,
+         stop: threading.Event | None = None) -> str:
     """The model's answer, without the thinking a reasoning model writes first (``_without_thinking``: an answer
-    that is all thinking is none); with ``limit``, no more of it is read once that many characters have come."""
+    that is all thinking is none); with ``limit``, no more of it is read once that many characters have come (its
+    first ``limit``). It is read as it streams, so the request ends (the connection closed, a local server stops
+    generating) once ``limit`` is reached or ``stop`` is set (Ask memory stopped or given up on)."""
     provider = open_provider(route)
     text: list[str] = []
     size = 0
-    for ev in provider.complete([{"role": "system", "content": system}, {"role": "user", "content": user}], []):
-        if isinstance(ev, TextDelta):
-            text.append(ev.text)
-            size += len(ev.text)
-            if limit is not None and size >= limit:
+    with contextlib.closing(provider.stream([{"role": "system", "content": system},
+                                             {"role": "user", "content": user}], [])) as events:
+        for ev in events:
+            if stop is not None and stop.is_set():
                 break
-    return _without_thinking("".join(text), route)
+            if isinstance(ev, TextDelta):
+                text.append(ev.text)
+                size += len(ev.text)
+                if limit is not None and size >= limit:
+                    break
+    said = "".join(text)
+    return _without_thinking(said[:limit] if limit is not None else said, route)
 
 
 # What a person does about a memory model whose answer could not be used.
@@ -1805,11 +1813,19 @@ async def _ask_memory(pod: Any, person_id: str, question: str) -> MemoryAnswer:
     assert route is not None
     r = Route.from_dict(route)
     prompt = f"{today_is()}\nQuestion: {question}\n\nMemory:\n{listing}"
+    hang_up = threading.Event()
     try:
-        answer = await asyncio.wait_for(on_own_thread(_ask, r, ASK_SYSTEM, prompt), ASK_TIMEOUT_S)
+        # no more of a hostile model's megabytes is read than the answer keeps (a reasoning model's thinking besides):
+        # all of them were read, then lower-cased and searched for our prompt on the window's thread
+        answer = await asyncio.wait_for(on_own_thread(_ask, r, ASK_SYSTEM, prompt, 4 * ANSWER_CHARS, hang_up),
+                                        ASK_TIMEOUT_S)
     except ProviderError as exc:
         return MemoryAnswer(False, error=f"The Ask memory model failed: {exc}", hits=hits)
+    except asyncio.CancelledError:  # Stop: the model's request ends too (a local server stops generating it)
+        hang_up.set()
+        raise
     except TimeoutError:
+        hang_up.set()
         return MemoryAnswer(False, error=f"The Ask memory model did not answer within {ASK_TIMEOUT_S:g} s. Ask again, "
                                          "or choose another model for Ask memory in Settings → Models (in a terminal: "
                                          "`models set ask_memory PROVIDER/MODEL`).", hits=hits)
@@ -1822,7 +1838,7 @@ async def _ask_memory(pod: Any, person_id: str, question: str) -> MemoryAnswer:
         cut = answer.rfind("\n", 0, ANSWER_CHARS)
         answer = answer[:cut if cut > ANSWER_CHARS // 2 else ANSWER_CHARS].rstrip() + (
             f"\n\n… (the answer was cut: it ran past {ANSWER_CHARS:,} characters)")
-    answer = without_links(answer)
+    answer = without_links(citations_as_marks(answer))  # "[1, 2]" and "[^1]" cite as [1] does
     cited = {int(n) for n in _CITE.findall(answer)}
     citations = {n: hits[n - 1].id for n in sorted(cited) if 1 <= n <= len(hits)}
     # A number the model made up points at nothing: it is removed rather than shown as a citation.

@@ -452,8 +452,9 @@ def test_cli_memory_ask_names_what_it_cites(home, tmp_path, fake_model, script, 
     script([Text("The code is 7731 [1].")])
     r = cli(home, "memory", "ask", "What is the boiler code?")
     assert r.returncode == 0, r.stderr
-    [answer, source] = r.stdout.splitlines()
-    assert answer == "The code is 7731 [1].", r.stdout
+    [by, answer, heading, source] = r.stdout.splitlines()
+    assert (by, answer, heading) == ("The answer by fake/fake-1, from what memory holds:", "  The code is 7731 [1].",
+                                     "Sources:"), r.stdout
     assert source.startswith("[1] The boiler code is 7731; the engineer is Priya from Heatwise. (document “boiler.txt” "
                              "from the watched folder of the person who set Hearth up, its writer unknown, "), r.stdout
     assert source.endswith(", Me)"), r.stdout  # then the day it was read, and whose memory
