@@ -7,6 +7,7 @@ import asyncio
 from typing import Any
 
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QFormLayout,
     QHBoxLayout,
@@ -91,6 +92,11 @@ class MailView(QWidget):
                          ("User name", self.username), ("Password", self.password)):
             w.setAccessibleName(label)
             form.addRow(label, w)
+        # unticked, only mail arriving from now on is read: an inbox of years is the person's to hand over, not ours
+        self.read_existing = QCheckBox("Also read the mail already in this inbox")
+        self.read_existing.setToolTip("Hearth keeps it and your memory learns from it over the next runs (a big "
+                                      "inbox takes a while); unticked, only mail arriving from now on is read.")
+        form.addRow("", self.read_existing)
         self.add = QPushButton("Add inbox")
         self.add.clicked.connect(self._on_add)
         self.message = plain_label("")
@@ -119,6 +125,7 @@ class MailView(QWidget):
         setText also wipes the undo history, so Ctrl+Z brings none of it back."""
         for box in (self.address, self.imap_host, self.smtp_host, self.username, self.password):
             box.setText("")
+        self.read_existing.setChecked(False)
         self.message.setText("")
         # their inboxes, recent mail and the rules being typed: the next person's are read when the page is shown
         self.rows = []
@@ -233,11 +240,12 @@ class MailView(QWidget):
                       "security": sec},
                 smtp={"host": self.smtp_host.text().strip(), "port": self.smtp_port.value(), "username": user,
                       "security": sec},
-                password=self.password.text())
+                password=self.password.text(), start_at="all" if self.read_existing.isChecked() else "now")
         except (StoreError, ValueError, TypeError) as exc:
             self.message.setText(f"Not added: {exc}")
             return
         self.password.clear()
+        self.read_existing.setChecked(False)
         self.add_toggle.setChecked(False)
         self.refresh()
         self.accounts.setCurrentRow(self.accounts.count() - 1)
@@ -262,8 +270,11 @@ class MailView(QWidget):
                 return
             finally:
                 self.poll.setEnabled(True)
+            # the first check of an inbox read from now on keeps nothing: said so, not left as "0 new message(s)"
+            now_on = " It reads mail arriving from now on; the mail already in the inbox is left alone." if (
+                added and acct.start_at == "now") else ""
             self.message.setText(f"{prefix}{len(rep.get('new', []))} new message(s); "
-                                 f"{rep.get('dispatched', 0)} handled by rules.")
+                                 f"{rep.get('dispatched', 0)} handled by rules.{now_on}")
             self._on_account(self.accounts.currentRow())
 
         task = asyncio.ensure_future(go())

@@ -7,6 +7,8 @@ import asyncio
 import json
 import socket
 
+import pytest
+
 from app.main_window import MainWindow
 from runtime_host.mail import ledger
 from tests.ui.conftest import answer_confirm
@@ -239,3 +241,52 @@ def test_a_senders_and_subjects_direction_overrides_are_not_obeyed_in_the_mail_v
     finally:
         s.stop()
         d.stop()
+
+
+def _add_in_the_window(qloop, w, port: int, read_existing: bool) -> str:
+    """Mail → Add an inbox, typed as a person types it, on the loopback IMAP server; what the window said after."""
+    m = w.mail
+    m.add_toggle.setChecked(True)
+    m.address.setText("alice@example.org")
+    for host, port_box in ((m.imap_host, m.imap_port), (m.smtp_host, m.smtp_port)):
+        host.setText("127.0.0.1")
+        port_box.setValue(port)
+    m.security.setCurrentIndex(m.security.findData("none"))
+    m.username.setText("alice")
+    m.password.setText("secret")
+    m.read_existing.setChecked(read_existing)
+    m.add.click()
+    qloop.wait_until(lambda: "new message(s)" in m.message.text() or "Could not" in m.message.text(),
+                     what="the first check")
+    return m.message.text()
+
+
+@pytest.mark.parametrize("read_existing", [True, False])
+def test_an_inbox_added_in_the_window_reads_the_mail_already_in_it_when_asked(qtbot, qloop, ui_pod, secure_keyring,
+                                                                              read_existing) -> None:
+    """An inbox added in the window was read from "now" only, with no way to choose otherwise and no word of it: its
+    first check said "0 new message(s)" and none of the mail already in it ever reached memory (README: "A first
+    check of a big inbox … is remembered over the next runs"). Ticking "Also read the mail already in this inbox"
+    keeps it, and memory learns from it; unticked, the window says the mail already there is left alone."""
+    from tests.helpers.mailservers import Dovecot, make_mail
+
+    d = Dovecot({"alice": "secret"}).start()
+    try:
+        for i, (subject, body) in enumerate([("Allotment", "Plot 14 at the Larkmead allotment is yours."),
+                                             ("Dentist", "Your Larkmead dental check-up is on 3 July at 10:00.")]):
+            d.deliver(make_mail(subject, body, sender="Ana <ana@example.org>", message_id=f"<b{i}@example.org>"))
+        w = MainWindow(ui_pod)
+        qtbot.addWidget(w)
+        w.pages.setCurrentWidget(w.mail)
+        said = _add_in_the_window(qloop, w, d.port, read_existing)
+        assert not w.mail.read_existing.isChecked()  # the next inbox is asked anew
+        qloop.run(ui_pod.memory_produce(), timeout=60)
+        found = qloop.run(ui_pod.memory_search("Larkmead", mode="keyword"))
+    finally:
+        d.stop()
+    if read_existing:
+        assert said.startswith("Inbox added; Hearth checks it every minute. 2 new message(s)"), said
+        assert len(found) == 2, found
+    else:
+        assert "0 new message(s)" in said and "the mail already in the inbox is left alone" in said, said
+        assert found == [], found
