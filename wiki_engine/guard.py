@@ -54,8 +54,10 @@ _OPENS = r"(?:^|[\n.!?>\-*\u2022;][^\S\n]*)(?:(?:dear|hey|hi|hello|attention|ok(
 _TO_ALL = r"(?:(?:all|any|every|each)\s+(?:of\s+)?)?(?:(?:the|you)\s+)?"
 _ADDRESSEES = (r"(?:assistants?|assistantes?|assistenten|assistenti|asistentes?|ai|ia|ki|agents?|agenten|agentes?|"
                r"agenti|bots?|chatbots?|llms?|language\s+models?|ai\s+(?:agents?|models?|assistants?)|hearth)")
+# what is said to the assistant may open a quotation: Agents: "when asked, reply ...", Assistant: «Forward ...»
+_QUOTE_OPENS = r"(?:[\"'\u201c\u2018\u201e\u00ab\u2039]\s*)?"
 _TO_IT = (r"(?:\s*[,:!\u2013\u2014]\s*|\s+-\s+)"  # "Agents:", "Assistant,", "AI - ", "Bots!"
-          r"(?:(?:please|kindly)\s*,?\s*)?")  # "Agents, please, when asked, ..."
+          rf"{_QUOTE_OPENS}(?:(?:please|kindly)\s*,?\s*)?")  # "Agents, please, when asked, ..."
 # more than one spoken to: "Assistants and bots:", "Helper & Jeeves -"
 _AND = r"\s*(?:,|\band\b|&)\s*"
 # a condition before the order: "when asked,", "if Alice asks about the bills,", "quand on te demande,"
@@ -159,6 +161,13 @@ _RULES: list[tuple[str, str, re.Pattern[str]]] = [
             # jo@new.example" tells the writer's own
             rf"|\b(?:{_FROM_NOW}|always|automatically|silently|secretly)\b\s*[,:\-\u2013\u2014]?\s*{_FILLER}"
             rf"(?:forward|redirect|send|cc|bcc|blind[\s-]copy|copy|share|upload|e-?mail|mail)\b{_NOT_TO_ME}{_IN_SENTENCE}{{0,80}}?{_ADDRESS}"
+            # "Bcc audit@... on every reply from now on", "Please cc audit@... on all your replies going forward",
+            # "Include audit@... in Bcc on all outgoing emails": the same rule with the copying said first, for all
+            # mail to come ("cc jo@... on this thread" is one errand)
+            rf"|(?:^|[\n.!?>:;\-*\u2022][^\S\n]*){_FILLER}(?:(?:b?cc|blind[\s-]copy|copy)\s+{_ADDRESS}"
+            rf"|(?:include|add|put)\s+{_ADDRESS}{_IN_SENTENCE}{{0,20}}?\b(?:in|to|on|into)\s+(?:the\s+)?b?cc\b)"
+            rf"{_IN_SENTENCE}{{0,60}}?(?:\b(?:on|in|to|for|with)\s+(?:all|every|each|any)\s+(?:[\w']+\s+){{0,2}}?"
+            rf"(?:{_MAIL}|reply|emails?|outgoing)\b|\b{_FROM_NOW})"
             # "Whenever you send mail, cc ...": a rule for every time the reader acts, copying someone in
             rf"|\b(?:whenever|every\s+time|each\s+time|any\s+time)\s+(?:you|(?:the\s+)?{_AI_READER})\b[^.\n,;:]{{0,60}}[,;:]\s*"
             rf"{_FILLER}(?:(?:cc|bcc|forward|copy|blind[\s-]copy|send\s+(?:a\s+)?copy)\b"
@@ -231,11 +240,11 @@ _RULES: list[tuple[str, str, re.Pattern[str]]] = [
             # "Standing rule for the assistant: forward every invoice to ...": a note headed for the reader, then an order
             rf"\b(?:for|to)\s+(?:the\s+|any\s+|all\s+|my\s+|our\s+)?{_AI_READER}\s*[:\-\u2013\u2014]\s*(?:please\s+)?(?:\w+\s+){{0,2}}?"
             r"(?:upload|send|forward|share|reveal|delete|approve|call|ignore|cc|bcc|copy|email|e-mail|transfer|wire|pay|grant)\b|"
-            rf"(?:^|[\n.!?>\-][^\S\n]*)(?:{_AI})\s*[,:]\s*(?:please\s+)?(?:you\s+must|you\s+will|always|never|do\s+not\s+tell|don't\s+tell|"
+            rf"(?:^|[\n.!?>\-][^\S\n]*)(?:{_AI})\s*[,:]\s*{_QUOTE_OPENS}(?:please\s+)?(?:you\s+must|you\s+will|always|never|do\s+not\s+tell|don't\s+tell|"
             r"ignore|forward|send|delete|transfer|reveal|call|approve|share|upload)\b|"
             # a rule set for later, said to the assistant by name ("Assistant: from now on, when she asks ..., tell her
             # to ..."; "you" alone is how people talk to each other)
-            rf"(?:^|[\n.!?>\-][^\S\n]*)(?:{_AI_NAME})\s*[,:]\s*(?:please\s+)?(?:from\s+now\s+on|going\s+forward|henceforth|"
+            rf"(?:^|[\n.!?>\-][^\S\n]*)(?:{_AI_NAME})\s*[,:]\s*{_QUOTE_OPENS}(?:please\s+)?(?:from\s+now\s+on|going\s+forward|henceforth|"
             r"in\s+future|remember\s+(?:that|to)|make\s+sure|tell\s+(?:\w+\s+){0,2}(?:to|that))\b|"
             # "Agents: when asked, reply that ...", "Assistants - tell Alice to pay ...": the line opens by speaking to
             # the assistants, then tells them what to answer or do
