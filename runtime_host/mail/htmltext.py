@@ -371,25 +371,96 @@ def _hides(look: _Look) -> bool:
     return all(abs(c[i] * a + g[i] * (1 - a) - g[i]) <= _SAME_COLOUR for i in range(3))
 
 
-def _sheets_paint(markup: str) -> bool:
-    """Whether a <style> sheet of the mail paints a background (its dark theme, a class on a header cell): white
-    text is then not judged against the white page. Read once."""
-    low, at = markup.lower(), 0
+def _sheets(markup: str) -> list[str]:
+    """The <style> sheets of the mail, each as written (one not closed runs to the end). Read once."""
+    low, at, out = markup.lower(), 0, []
     while (start := low.find("<style", at)) >= 0:
+        opened = low.find(">", start)
         end = low.find("</style", start)
-        if "background" in low[start : end if end >= 0 else len(low)]:
-            return True
+        out.append(markup[(opened + 1 if 0 <= opened < (end if end >= 0 else len(low)) else start):
+                          end if end >= 0 else len(markup)])
         if end < 0:
-            return False
+            break
         at = end
-    return False
+    return out
+
+
+def _sheets_paint(sheets: list[str]) -> bool:
+    """Whether a <style> sheet of the mail paints a background (its dark theme, a class on a header cell): white
+    text is then not judged against the white page."""
+    return any("background" in sheet.lower() for sheet in sheets)
+
+
+# a selector a sheet's rule is read for: an element's name, one class or id, or both ("p", ".pre", "#x", "div.pre")
+_SIMPLE_SELECTOR = re.compile(r"([a-zA-Z][a-zA-Z0-9-]*)?(?:([.#])(-?[_a-zA-Z][\w-]*))?")
+
+
+def _sheet_rules(sheets: list[str]) -> dict[str, _Delta]:
+    """What the sheets' rules hide, by selector ("p", ".pre", "#x", "div.pre"): display:none, visibility, no opacity,
+    a tiny font (colours are not judged from a sheet). Only rules of a simple selector, outside an at-rule, are
+    read: a rule for a phone's screen or a printer (@media), or for elements in a place (".a span", "p:hover"),
+    would be a guess, and text a person sees is never left out on a guess. Each brace is read once."""
+    rules: dict[str, _Delta] = {}
+
+    def rule(head: str, body: str) -> None:
+        hides = _delta("", {"style": body})
+        hides = _Delta(hides.gone, hides.invisible, hides.font)
+        if hides == _PLAIN:
+            return
+        for selector in head.split(","):
+            m = _SIMPLE_SELECTOR.fullmatch(selector.strip())
+            if m and (m.group(1) or m.group(2)):
+                key = (m.group(1) or "").lower() + (m.group(2) or "") + (m.group(3) or "")
+                rules[key] = _compose(rules[key], hides) if key in rules else hides
+
+    for sheet in sheets:
+        css = _without_css_comments(sheet)
+        start, depth, head, body, nested = 0, 0, "", 0, False
+        for m in _BRACES.finditer(css):
+            if depth == 0:
+                if m.group() == "{":
+                    head, body, depth, nested = css[start:m.start()].strip(), m.end(), 1, False
+                else:  # the end of a statement at-rule (@import ...;), or a stray brace
+                    start = m.end()
+            elif m.group() == "{":
+                depth, nested = depth + 1, True
+            elif m.group() == "}":
+                depth -= 1
+                if depth == 0:
+                    if not head.startswith("@") and not nested:  # an at-rule's blocks are skipped whole
+                        rule(head, css[body:m.start()])
+                    start = m.end()
+        if depth == 1 and not head.startswith("@"):  # a rule left open at the sheet's end ends there, as in CSS
+            rule(head, css[body:])
+    return rules
+
+
+_BRACES = re.compile(r"[{};]")
+
+
+def _by_sheet(rules: dict[str, _Delta], tag: str, attrs: dict[str, str]) -> _Delta | None:
+    """What the sheets' rules do to this element, the element's own name's first, then its classes', then its id's
+    (as CSS ranks them); None: no rule names it."""
+    keys = [tag]
+    for cls in attrs.get("class", "").split():
+        keys += [f".{cls}", f"{tag}.{cls}"]
+    if attrs.get("id"):
+        keys += [f"#{attrs['id']}", f"{tag}#{attrs['id']}"]
+    found = [rules[k] for k in keys if k in rules]
+    if not found:
+        return None
+    delta = found[0]
+    for d in found[1:]:
+        delta = _compose(delta, d)
+    return delta
 
 
 class _Open:
     """The elements open at a point of the markup, each with how what it holds looks. Each element is pushed and
     popped once (formatting ones opened again go in one entry): work in proportion to the markup."""
 
-    def __init__(self, page: _Look) -> None:
+    def __init__(self, page: _Look, rules: dict[str, _Delta] | None = None) -> None:
+        self.rules = rules or {}  # what the mail's style sheets hide, by selector (``_sheet_rules``)
         self.tags: list[str] = []
         self.deltas: list[_Delta] = []
         self.looks: list[_Look] = [page]  # looks[i + 1]: inside tags[i]
@@ -465,6 +536,9 @@ class _Open:
             return
         attrs = _attributes(markup) if len(markup) > len(tag) + 2 else {}
         delta = _delta(tag, attrs) if attrs or tag in _NEVER_SHOWN else _PLAIN
+        sheet = _by_sheet(self.rules, tag, attrs) if self.rules else None
+        if sheet is not None:  # its own style attribute goes over what a sheet says
+            delta = sheet if delta is _PLAIN else _compose(sheet, delta)
         around: _Look | None = None
         if tag == "details" and "open" not in attrs:  # closed: it shows its first <summary> alone
             self.closed.append((len(self.tags), _look(self.looks[-1], delta)))
@@ -520,11 +594,12 @@ def html_to_text(markup: str) -> str:
     inbox (the standard parser read the rest of the part again at each one: 60 KB took 40 s, and every later check
     started the same mail again). A "<" that opens no tag is text. What an element hides (see the module's
     docstring) is left out up to where a browser ends the element (one never closed hides the rest)."""
-    page = _Look(False, False, 16.0, _BLACK, _UNKNOWN if _sheets_paint(markup) else _WHITE)
+    sheets = _sheets(markup)
+    page = _Look(False, False, 16.0, _BLACK, _UNKNOWN if _sheets_paint(sheets) else _WHITE)
     markup = _without_comments(markup)
     last_quote = {q: markup.rfind(q) for q in "\"'"}
     out: list[str] = []
-    tree = _Open(page)
+    tree = _Open(page, _sheet_rules(sheets))
     at, in_head = 0, False  # in a <head>: its end tag may be left out, and text or a tag of the body ends it
 
     def text(piece: str) -> None:

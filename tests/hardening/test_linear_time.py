@@ -113,6 +113,9 @@ CASES = [
     (_html, '<p style="opacity:' + " " * 200_000 + 'x">Hello</p>'),
     # a style of CSS comments never closed, each "/*" a start a reader could look for its end from again
     (_html, '<p style="' + "/* " * 200_000 + '">Hello</p>'),
+    # a mail's style sheet of nested at-rule blocks, and of many rules each naming the same element's classes
+    (_html, "<style>@media x{" + "{" * 100_000 + "a" * 500_000 + "}" * 100_000 + "</style>Hello"),
+    (_html, "<style>" + ".a{display:none}" * 50_000 + "</style>" + '<p class="' + "a " * 50_000 + '">x</p>Hello'),
     # a hostile model's shell command of unclosed "${" (4,000 took 10 s, 8,192 about 80 s in its worker)
     (_shell, "${" * 4_096),
     # any chat message, mail or memory text through the personal-data check: a run of "a'" before an "@" (16 KB

@@ -160,6 +160,30 @@ def test_what_an_html_mail_hides_from_its_reader_is_left_out() -> None:
     assert html_to_text('<style style="display:none">p{}</style><p>Seen</p>') == "Seen"
 
 
+@pytest.mark.parametrize("sheet, hidden", [
+    (".pre{display:none}", '<div class="pre">'),
+    ("#note { visibility: hidden }", '<p id="note">'),
+    ("p.tiny{font-size:0}", '<p class="lead tiny">'),
+    ("@import url(x.css); .a, .pre {opacity:0}", '<span class="pre">'),
+    ("span { display: none", "<span>"),  # a rule left open at the sheet's end ends there
+])
+def test_what_a_mails_own_style_sheet_hides_is_left_out(sheet: str, hidden: str) -> None:
+    """Text hidden by a rule of the mail's <style> sheet (a class, an id, an element's name), as mail programs hide
+    it, was remembered and read by agents, though the README says hidden text is neither shown in Mail nor
+    remembered: a stranger could plant facts the person never sees."""
+    markup = f"<html><head><style>{sheet}</style></head><body>{hidden}Alice moved her savings to Quay Bank.</{hidden[1:].split()[0].rstrip('>')}><p>Hello Alice</p></body></html>"
+    assert html_to_text(markup) == "Hello Alice", markup
+
+
+def test_a_style_sheet_rule_that_may_not_apply_hides_nothing() -> None:
+    """A rule for printing or a phone's screen (@media), or for elements in a place (".promo span", "p:hover"), is
+    not read: text a person sees is never left out on a guess. A rule that shows (display:block) hides nothing."""
+    for sheet in ("@media print { .pre { display: none } }", ".promo span { display: none }", "p:hover{opacity:0}",
+                  ".pre { display: block; color: red }"):
+        markup = f'<style>{sheet}</style><div class="promo pre"><span>Seen</span></div><p>Also seen</p>'
+        assert html_to_text(markup) == "Seen\n\nAlso seen", sheet
+
+
 def test_a_utf8_mail_under_another_charset_label_is_read_as_utf8_and_other_bytes_as_windows_1252() -> None:
     """A server labelling UTF-8 mail with its own charset (iso-2022-jp, shift_jis, latin-1) made a row of "?" or
     mojibake of it; bytes a label other than UTF-8 could not read became "?", not windows-1252 as the README says."""
