@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import dataclasses
 import difflib
+import functools
 import html
 import logging
 import re
@@ -55,12 +56,19 @@ log = logging.getLogger("hearth.app")
 # Events after which what the Wiki page shows (pages, Held back, the empty state) may have changed.
 MEMORY_CHANGED = ("memory.produced", "memory.ingested", "memory.quarantined", "memory.remembered", "folders.changed")
 
-_CITE = re.compile(r"\[(\d{1,6})\](?!\()")
-# A page link or a citation, as the text of a page or an answer holds them. A link may name a part of its page
-# ([[Family#Birthdays]]: memory reads it as a link to Family, wiki_engine/pages.py _LINK); one to a part alone
-# ([[#Birthdays]], within the page) has no page to open.
-_MARKS = re.compile(r"\[\[(?P<page>[^\[\]|#]*)(?P<part>#[^\[\]|]*)?(?:\|(?P<label>[^\[\]]+))?\]\]"
-                    r"|\[(?P<cite>\d{1,6})\](?!\()")
+
+@functools.cache
+def _marks() -> re.Pattern[str]:
+    """A page link or a citation, as the text of a page or an answer holds them. A link may name a part of its page
+    ([[Family#Birthdays]]: memory reads it as a link to Family, wiki_engine/pages.py _LINK); one to a part alone
+    ([[#Birthdays]], within the page) has no page to open. A citation is what memory reads as one
+    (wiki_engine.pages.CITE: "Her sizes [1]:" too), so that every [n] shown as a link goes when its source does. Read
+    once memory is used (this module loads without it)."""
+    from wiki_engine.pages import CITE
+
+    return re.compile(r"\[\[(?P<page>[^\[\]|#]*)(?P<part>#[^\[\]|]*)?(?:\|(?P<label>[^\[\]]+))?\]\]|" + CITE.pattern)
+
+
 _NAME = Qt.ItemDataRole.UserRole + 1  # a proposal's page, by its title
 _FOLD = Qt.ItemDataRole.UserRole + 2  # a scope or a category in the list of pages (what stays folded)
 
@@ -151,7 +159,7 @@ def _wiki_links(hrefs: dict[int, str], scope: str | None) -> Any:
     def links(text: str) -> list[str | tuple[str, str]]:
         out: list[str | tuple[str, str]] = []
         at = 0
-        for m in _MARKS.finditer(text):
+        for m in _marks().finditer(text):
             if m["cite"]:
                 href = hrefs.get(int(m["cite"]))
                 if href is None:
@@ -1314,7 +1322,7 @@ class WikiView(QWidget):
             if unknown:
                 return unknown
             # a claim the person took out takes its source off the page's list (nothing on it rests there now)
-            cited = {int(n) for n in _CITE.findall(fixed.body)}  # as the page shows them ("[1]: 9 May" too)
+            cited = fixed.cited_numbers()  # as the page shows them ("[1]: 9 May" too)
             fixed = dataclasses.replace(fixed, citations={n: src for n, src in fixed.citations.items() if n in cited})
             try:  # written only onto the page as it was read, whichever process writes memory meanwhile
                 return pod.memory.write_page(fixed, author=author, expected=base)

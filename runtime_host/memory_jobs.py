@@ -546,9 +546,16 @@ def _without_opener(line: str) -> str:
     return line if rest == line else rest[:1].upper() + rest[1:]
 
 
-_CITE = re.compile(r"\[(\d{1,6})\](?![(:])")
-_CITE_LIST = re.compile(r"\[(\d{1,6}(?:\s*,\s*\d{1,6})+)\](?![(:])")
-_FOOTNOTE = re.compile(r"\[\^(\d{1,6})\](?![(:])")
+def _cites() -> re.Pattern[str]:
+    """What a citation is in a page's, a model's or an answer's text (wiki_engine.pages.CITE: "[n]", before a colon
+    too), read when memory is used: this module loads without memory."""
+    from wiki_engine.pages import CITE
+
+    return CITE
+
+
+_CITE_LIST = re.compile(r"\[(\d{1,6}(?:\s*,\s*\d{1,6})+)\](?!\()")
+_FOOTNOTE = re.compile(r"\[\^(\d{1,6})\](?!\()")
 _SENTENCE_END = re.compile(r"[.!?][*_`\"'”’)\]]*\s+(?=\S)")  # a sentence's end, and the space before the next
 _MD_LINK = re.compile(r"!?\[([^\[\]\n]*)\]\([^)\n]*\)")  # [words](target), ![image](target)
 _MD_LINK_DEF = re.compile(r"^[ \t]*\[[^\]\n]+\]:[^\n]*\n?", re.M)  # [label]: target
@@ -570,16 +577,16 @@ def tidy_body(body: str) -> tuple[str, int]:
     and "[[Ines|Ines is ill]]" both keep just their link)."""
     from wiki_engine.pages import has_link, is_heading, links_in, paragraphs, without_empty_sections
 
-    body = citations_as_marks(body)
     body = _MD_LINK_DEF.sub("", body)  # the model's own "[1]: ..." list: its citations say which source each is
+    body = citations_as_marks(body)
     out: list[str] = []
     dropped = 0
     for block in paragraphs(body.replace("\r\n", "\n").split("\n")):
-        if any(_CITE.search(line) for line in block):
-            kept = [line for line in block if _CITE.search(line) or not _FILLER.match(line.strip())]
+        if any(_cites().search(line) for line in block):
+            kept = [line for line in block if _cites().search(line) or not _FILLER.match(line.strip())]
             dropped += len(block) - len(kept)  # "Sure! Here is the page:" on the line before a cited one
             text = "\n".join(kept)
-            last = list(_CITE.finditer(text))[-1]
+            last = list(_cites().finditer(text))[-1]
             # The sentence holding the last citation is kept whole (a citation may sit mid-sentence); the sentences
             # after it rest on nothing. A table row is kept whole.
             after = None if text.lstrip().startswith("|") else \
@@ -799,7 +806,7 @@ def model_synthesize(route: Route, names: dict[str, str] | None = None,
             key = (str(mine.scope), mine.slug) if mine is not None else None
             if mine is not None:  # the lines of the page the writer was not shown (all, for a page never shown) stay
                 body, cites = _with_unshown(mine, lines_shown.get(key, 0), body, cites, cut_shown.get(key, ""))
-            used = {int(n) for n in _CITE.findall(body)}  # a page citing nothing is refused as memory writes it
+            used = {int(n) for n in _cites().findall(body)}  # a page citing nothing is refused as memory writes it
             old = shown.get(key) if key is not None else None
             if old is not None:  # a claim kept word for word from the page keeps its source, labelled or not
                 cites.update(_kept_citations(old, body, used - set(cites)))
@@ -852,9 +859,9 @@ def _with_unshown(old: Any, shown: int, body: str, cites: dict[int, str], cut: s
         return body, cites
     cites = dict(cites)
     number = {sid: n for n, sid in sorted(cites.items(), reverse=True)}  # a source's lowest number in the draft
-    free = max([*cites, *(int(n) for n in _CITE.findall(body))], default=0)
+    free = max([*cites, *(int(n) for n in _cites().findall(body))], default=0)
     renumber: dict[int, int] = {}
-    for n in sorted({int(n) for n in _CITE.findall(block)}):
+    for n in sorted({int(n) for n in _cites().findall(block)}):
         sid = old.citations.get(n)
         if sid is None:
             continue
@@ -862,7 +869,7 @@ def _with_unshown(old: Any, shown: int, body: str, cites: dict[int, str], cut: s
             free += 1
             number[sid], cites[free] = free, sid
         renumber[n] = number[sid]
-    block = _CITE.sub(lambda m: f"[{renumber.get(int(m.group(1)), m.group(1))}]", block)
+    block = _cites().sub(lambda m: f"[{renumber.get(int(m.group(1)), m.group(1))}]", block)
     draft = body.split("\n")
     last = next((as_claim(line, old.citations) for line in reversed(lines[:shown]) if holds_something(line)), None)
     if last is None:
@@ -875,7 +882,7 @@ def _with_unshown(old: Any, shown: int, body: str, cites: dict[int, str], cut: s
 
 def only_cited(citations: dict[int, str], body: str) -> dict[int, str]:
     """The ``citations`` a page ``body`` still uses: a claim taken off takes its source off the page's list."""
-    used = {int(n) for n in _CITE.findall(body)}
+    used = {int(n) for n in _cites().findall(body)}
     return {n: sid for n, sid in citations.items() if n in used}
 
 
@@ -968,7 +975,7 @@ def summarize(route: dict[str, Any] | None, named: str, lines: list[tuple[str, s
             raise _provider_failed("summary", exc) from None
         text = "\n".join(line for line in map(_without_opener, _bounded(text).splitlines())
                          if line.strip() and not _CHAT_LINE.match(line))
-        text, _ = tidy_body(text) if _CITE.search(text) else (text.strip(), 0)
+        text, _ = tidy_body(text) if _cites().search(text) else (text.strip(), 0)
         # A model that repeats its instructions (whole, or among its bullets) wrote no summary: the rules write it.
         if text.strip() and not _echoes(text, (SUMMARY_SYSTEM, DECIDE_SYSTEM, SYNTH_SYSTEM, RECONCILE_SYSTEM, ASK_SYSTEM)):
             return f"Summary of {named}:\n{text.strip()}"
@@ -1059,12 +1066,12 @@ def model_reconcile(route: Route) -> Any:
             raise MemoryModelError("its model repeated its instructions.")
         said = [line.strip() for line in raw.replace("\r\n", "\n").split("\n")
                 if line.strip() and not _FILLER.match(line)]
-        if not any(_CITE.search(line) for line in said):
+        if not any(_cites().search(line) for line in said):
             raise MemoryModelError("its model returned a page that cites no source.")
         lines = page.body.split("\n")
         if not set(said) <= {line.strip() for line in lines}:
             raise refused("added or reworded lines instead of only dropping claims")
-        gone = [line for line in lines if _CITE.search(line) and line.strip() not in set(said)]
+        gone = [line for line in lines if _cites().search(line) and line.strip() not in set(said)]
         if not gone:
             return None, str(data.get("why") or "")
         kept = [line for line in lines if line not in gone]
@@ -1073,10 +1080,10 @@ def model_reconcile(route: Route) -> Any:
         except (AttributeError, TypeError, ValueError):
             raise refused("did not say which claim it dropped for which (its 'dropped' is not numbers)") from None
         dates = {n: s.ts for n, s in sources}
-        still = {int(n) for line in kept for n in _CITE.findall(line)}
+        still = {int(n) for line in kept for n in _cites().findall(line)}
         against: dict[int, str] = {}  # a kept claim -> the line dropped for it: a contradiction is a pair
         for line in gone:
-            for n in sorted({int(n) for n in _CITE.findall(line)}):
+            for n in sorted({int(n) for n in _cites().findall(line)}):
                 m = dropped.get(n)
                 if m is None or m not in still or n == m:
                     raise refused(f"dropped claim [{n}] without naming a claim kept on the page that contradicts it")
@@ -1839,10 +1846,10 @@ async def _ask_memory(pod: Any, person_id: str, question: str) -> MemoryAnswer:
         answer = answer[:cut if cut > ANSWER_CHARS // 2 else ANSWER_CHARS].rstrip() + (
             f"\n\n… (the answer was cut: it ran past {ANSWER_CHARS:,} characters)")
     answer = without_links(citations_as_marks(answer))  # "[1, 2]" and "[^1]" cite as [1] does
-    cited = {int(n) for n in _CITE.findall(answer)}
+    cited = {int(n) for n in _cites().findall(answer)}
     citations = {n: hits[n - 1].id for n in sorted(cited) if 1 <= n <= len(hits)}
     # A number the model made up points at nothing: it is removed rather than shown as a citation.
-    answer = _CITE.sub(lambda m: m.group(0) if int(m.group(1)) in citations else "", answer)
+    answer = _cites().sub(lambda m: m.group(0) if int(m.group(1)) in citations else "", answer)
     if not answer.strip():
         return MemoryAnswer(False, error="The Ask memory model gave no answer. Ask again, or choose another model for "
                                          "Ask memory in Settings → Models (in a terminal: `models set ask_memory "

@@ -42,7 +42,12 @@ from .scopes import Scope
 
 REQUIRED = ("title", "scope", "category", "updated", "verified")
 _CITE_DEF = re.compile(r"^\[(\d{1,6})\]:\s*(\S+)\s*$", re.M)
-_CITE_USE = re.compile(r"\[(\d{1,6})\](?!:)")
+# A citation in a page's text (a model's, an answer's): "[n]" wherever it stands, before a colon too ("Her sizes
+# [1]:" over a list, "To read it [1]:" over code), as the window links it to its source; a claim resting on it goes
+# with it. A markdown link's words ("[1](https://…)") are no citation. A page file's own Sources list ("[1]: <id>"
+# under its last "## Sources") is read apart from its text (_CITE_DEF), and a model's own "[1]: …" list leaves its
+# text before it is read (runtime_host.memory_jobs.tidy_body).
+CITE = re.compile(r"\[(?P<cite>\d{1,6})\](?!\()")
 # A link to a page ([[Title]], [[Title|label]], [[Title#part]]) on one line, as the window makes it (never across a
 # line break); any link, to a page or within this one ([[#part]]). Neither spans a "[". Read outside code only
 # (``_outside_code``).
@@ -124,7 +129,7 @@ class Page:
         return links_in(self.body)
 
     def cited_numbers(self) -> list[int]:
-        return sorted({int(n) for n in _CITE_USE.findall(self.body)})
+        return sorted({int(n) for n in CITE.findall(self.body)})
 
     def to_markdown(self) -> str:
         fm = [
@@ -148,7 +153,7 @@ class Page:
         hidden = {n for n, sid in self.citations.items() if not may_see_source(sid)}
         if not hidden:
             return self
-        body = _CITE_USE.sub(lambda m: "" if int(m.group(1)) in hidden else m.group(0), self.body)
+        body = CITE.sub(lambda m: "" if int(m.group(1)) in hidden else m.group(0), self.body)
         return replace(self, body=body, citations={n: s for n, s in self.citations.items() if n not in hidden})
 
 
@@ -182,10 +187,10 @@ class Page:
             if any(fenced[at - len(block):at]):
                 out.extend(block)  # code is shown as written: a "[[" or "#" in it names nothing
                 continue
-            if is_heading(block[0]) and not _CITE_USE.search(block[0]) and names_gone(block[0]):
+            if is_heading(block[0]) and not CITE.search(block[0]) and names_gone(block[0]):
                 continue
             lines = [_without_links(line, names_gone, code[at - len(block) + i]) for i, line in enumerate(block)]
-            if lines != block and not links_in("\n".join(lines)) and not _CITE_USE.search("\n".join(lines)):
+            if lines != block and not links_in("\n".join(lines)) and not CITE.search("\n".join(lines)):
                 continue  # a line of links that named the forgotten, and its label
             out.extend(lines)
         body = re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip("\n")
@@ -337,7 +342,7 @@ def names_in(body: str) -> list[str]:
     """What ``body`` names rather than states: its [[links]] (title and label) and its headings that cite nothing."""
     lines = body.split("\n")
     heads = [ln for ln, level in zip(lines, _heading_levels(lines), strict=True)
-             if level is not None and not _CITE_USE.search(ln)]
+             if level is not None and not CITE.search(ln)]
     return [m.group(0)[2:-2] for m in _outside_code(_LINK, body)] + heads
 
 
@@ -346,7 +351,7 @@ def prose(body: str) -> str:
     nothing."""
     lines = _replaced(body, _outside_code(_LINK, body), lambda m: " ").split("\n")
     return "\n".join(ln for ln, level in zip(lines, _heading_levels(body.split("\n")), strict=True)
-                     if level is None or _CITE_USE.search(ln))
+                     if level is None or CITE.search(ln))
 
 
 # A run of links with only separators between them ("[[A]], [[B]] and [[C]]").
@@ -396,18 +401,18 @@ def says_anything(line: str) -> bool:
     """Whether a line states something: a word or number of its own, besides [[links]], [n] citations and its
     list marker. A line of links alone points to other pages and claims nothing."""
     line = _LIST_MARK.sub("", line, count=1)
-    return bool(re.search(r"\w", _CITE_USE.sub("", _replaced(line, _outside_code(_LINK, line), lambda m: ""))))
+    return bool(re.search(r"\w", CITE.sub("", _replaced(line, _outside_code(_LINK, line), lambda m: ""))))
 
 
 def holds_something(line: str) -> bool:
     """Whether a line is content: it cites a source, or states something of its own."""
-    return bool(_CITE_USE.search(line)) or says_anything(line)
+    return bool(CITE.search(line)) or says_anything(line)
 
 
 def as_claim(line: str, citations: Mapping[int, str]) -> str:
     """A page's line with its [n] read as the source it cites, without the spaces around it: the same claim whatever
     its number, and however much space a writer left at its end."""
-    return _CITE_USE.sub(lambda m: f"[{citations.get(int(m.group(1)), m.group(1))}]", line).strip()
+    return CITE.sub(lambda m: f"[{citations.get(int(m.group(1)), m.group(1))}]", line).strip()
 
 
 def _heading_levels(lines: list[str]) -> list[int | None]:
@@ -427,7 +432,7 @@ def without_empty_sections(body: str) -> str:
     levels = _heading_levels(lines)
     keep = [True] * len(lines)
     for i, level in enumerate(levels):
-        if level is None or _CITE_USE.search(lines[i]):
+        if level is None or CITE.search(lines[i]):
             continue
         keep[i] = False
         for j in range(i + 1, len(lines)):
@@ -467,9 +472,9 @@ def _sentences(text: str) -> list[str]:
 def _drop_cited(block: list[str], dead: set[int]) -> list[str]:
     """One paragraph or list item (its lines) without the sentences that rest on ``dead`` citations; untouched
     when it cites none of them."""
-    if not block or not any(int(n) in dead for line in block for n in _CITE_USE.findall(line)):
+    if not block or not any(int(n) in dead for line in block for n in CITE.findall(line)):
         return block
-    return _drop_sentences(block, lambda sentence: bool({int(n) for n in _CITE_USE.findall(sentence)} & dead))[0]
+    return _drop_sentences(block, lambda sentence: bool({int(n) for n in CITE.findall(sentence)} & dead))[0]
 
 
 def _block_text(block: list[str]) -> tuple[str, str]:
@@ -492,7 +497,7 @@ def _drop_sentences(block: list[str], drop: Callable[[str], bool]) -> tuple[list
     for sentence in [*_sentences(text), None]:
         if sentence is not None:
             claim.append(sentence)
-            if not _CITE_USE.search(sentence):
+            if not CITE.search(sentence):
                 continue  # it rests on the citation of a sentence after it
         if claim and any(drop(part) for part in claim):
             gone.append(" ".join("".join(claim).split()))

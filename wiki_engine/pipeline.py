@@ -44,6 +44,7 @@ from .memory import (
     title_key,
 )
 from .pages import (
+    CITE,
     Page,
     PageFormatError,
     as_claim,
@@ -799,9 +800,6 @@ def _page_scopes(memory: Memory) -> set[str]:
     return {str(sc) for sc in memory.pages.scopes()}
 
 
-_CITE = re.compile(r"\[(\d{1,6})\](?!:)")
-
-
 def _merge_group(memory: Memory, scope: str, group: list[Page], merge: Callable[[Page, Page], Page] | None,
                  report: NightlyReport, author: str) -> None:
     """Merges the pages of ``group`` into its first (the person's verified page, else the one of the shortest file
@@ -858,7 +856,7 @@ def _append_merge(a: Page, b: Page) -> Page:
     # over nothing
     lines = [line for line in b.body.split("\n")
              if is_heading(line) or not line.strip() or as_claim(line, b.citations) not in have]
-    body_b = without_empty_sections(_CITE.sub(lambda m: f"[{int(m.group(1)) + offset}]", "\n".join(lines))).strip()
+    body_b = without_empty_sections(CITE.sub(lambda m: f"[{int(m.group(1)) + offset}]", "\n".join(lines))).strip()
     if not any(holds_something(line) for line in body_b.split("\n")):
         body_b = ""
     if not body_b:

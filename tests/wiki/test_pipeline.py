@@ -521,6 +521,24 @@ def test_pages_of_one_title_are_merged_at_once_and_links_open_the_kept_page_wher
     assert mem.read_page("public", "pets").links == ["Dogs"]
 
 
+def test_a_merged_pages_citation_before_a_colon_is_renumbered_with_the_others(mem: Memory) -> None:
+    """Before, merging a page whose "Bakery hours [1]:" stood over a list renumbered the list's [1] but not that one:
+    on the merged page "Bakery hours [1]:" cited the kept page's first note (the Sunday closing), and deleting the
+    bakery's note left it there. Now it cites the bakery's note like the lines under it, and goes with it."""
+    a = mem.add_source("The street is closed on Sundays.", scope="public")
+    b = mem.add_source("The bakery opens at 7 and closes at 18.", scope="public")
+    mem.write_page(Page("Straße", "public", "places", "- Closed on Sundays [1]", {1: a}), author="agent:w")
+    upper = Page("STRASSE", "public", "places", "Bakery hours [1]:\n\n- opens at 7 [1]\n- closes at 18 [1]", {1: b})
+    mem.pages.write_text(Scope.parse("public"), upper.slug, upper.to_markdown())
+    mem.reindex_pages("public")
+    run_nightly(mem)
+    page = mem.read_page("public", "straße")
+    assert page.body == "- Closed on Sundays [1]\n\nBakery hours [2]:\n\n- opens at 7 [2]\n- closes at 18 [2]", page.body
+    assert page.citations == {1: a, 2: b}
+    mem.delete_source(b)
+    assert mem.read_page("public", "straße").body == "- Closed on Sundays [1]"
+
+
 def test_a_link_is_pointed_at_another_title_as_it_reads_and_code_stays_as_written() -> None:
     page = Page("Clara", "public", "people", "- See [[Dentists]], [[dentists|her dentist]] and [[Dentists#Hours]]\n"
                 "```\n[[Dentists]]\n```\n- [[Doctors]]")
