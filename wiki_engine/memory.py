@@ -67,6 +67,7 @@ from .pages import (
     PageWriteError,
     as_claim,
     holds_something,
+    is_heading,
     names_in,
     parse_page,
     prose,
@@ -1624,10 +1625,11 @@ class Memory:
             # Every claim that rested only on a deleted source leaves its page now (the page stays marked
             # for re-synthesis, so a model can rewrite the prose around the gap).
             gone = set(ids)
-            titles_gone: dict[Scope, dict[str, set[str]]] = {}  # pages gone with their title: what it named
+            # pages gone with their title (what it named), or for having nothing left to say (None)
+            titles_gone: dict[Scope, dict[str, set[str] | None]] = {}
             for scope, slug in stale:
                 only = self._drop_claims(Scope.parse(scope), slug, gone, said)
-                if only:
+                if only is None or only:
                     titles_gone.setdefault(Scope.parse(scope), {})[slug] = only
             linked: set[Scope] = set()  # scopes whose pages linked to them
             for sc, slugs in titles_gone.items():
@@ -1820,13 +1822,15 @@ class Memory:
             free = f"{title} {n}"
         return free
 
-    def _drop_claims(self, sc: Scope, slug: str, gone: set[str], said: dict[str, set[str]] | None = None) -> set[str]:
+    def _drop_claims(self, sc: Scope, slug: str, gone: set[str],
+                     said: dict[str, set[str]] | None = None) -> set[str] | None:
         """Takes the claims resting on the ``gone`` sources off a page. With ``said`` (what each gone source said,
         read before its file went), the names the page gives to what only they said go too: a link or heading
         naming it, a category naming it (it becomes "notes"), and the whole page if its title names it (a verified
-        page, holding the person's corrections, stays under its category's name instead). Returns, when the page's
-        title went so, the stems it named that only the deleted sources said (links to it from other pages name
-        them too); else nothing."""
+        page, holding the person's corrections, stays under its category's name instead). A page left with nothing
+        to say is deleted. Returns, when the page's title went so, the stems it named that only the deleted sources
+        said (links to it from other pages name them too); None when the page went for having nothing left (links
+        to it open nothing now); else nothing."""
         idx = self.index(sc)
         try:
             page = self.pages.read(sc, slug)
@@ -1867,7 +1871,8 @@ class Memory:
                 db.executemany("INSERT OR IGNORE INTO citations VALUES (?,?,?)",
                                [(str(sc), slug, sid) for sid in page.citations.values()])
                 db.execute("INSERT OR REPLACE INTO pages_to_delete VALUES (?,?,?)", (str(sc), renamed, slug))
-        if not any(holds_something(line) for line in page.body.split("\n")):  # nothing but bare links was left
+        emptied = not any(holds_something(line) for line in page.body.split("\n"))  # nothing but bare links left
+        if emptied:
             self.pages.delete(sc, slug)
             with self.catalog.tx(immediate=True) as db:
                 db.execute("DELETE FROM stale_pages WHERE scope=? AND slug=?", (str(sc), slug))
@@ -1879,7 +1884,7 @@ class Memory:
         if renamed:
             self._renamed(sc, renamed, slug)
         self._claims_dropped(sc, slug, gone)
-        return title_gone
+        return None if emptied and not title_gone else title_gone
 
     def _renamed(self, sc: Scope, old: str, slug: str) -> None:
         """A verified page's copy under a new title (file ``slug``) is written: it waits for a rewrite, as the page
@@ -1896,11 +1901,12 @@ class Memory:
             db.executemany("DELETE FROM claims_to_drop WHERE scope=? AND slug=? AND source_id=?",
                            [(str(sc), slug, sid) for sid in gone])
 
-    def _unlink_gone_titles(self, sc: Scope, titles: dict[str, set[str]]) -> set[Scope]:
+    def _unlink_gone_titles(self, sc: Scope, titles: dict[str, set[str] | None]) -> set[Scope]:
         """Pages of ``sc`` deleted (or renamed) because their title named what only deleted sources said
         (``titles``: their slugs, each with those stems): the links other pages give to them name it too, and go
         as a page's own links naming only what a deleted source said go, unless the linking page's own sentences
-        or sources say those words. A link opens a page of its own scope, else one of its reader's other scopes
+        or sources say those words. Pages deleted for having nothing left to say (``titles``: their slugs, each with
+        None): every link to them goes (it would open "No page here yet"), whoever said its words. A link opens a page of its own scope, else one of its reader's other scopes
         (the Wiki's ``open_page``): the pages looked at are those of every scope a reader of ``sc`` may link from
         (each private and agent scope for a public page; public and the person's own for theirs), a link to a page
         its own scope still has left alone. Returns the scopes whose pages changed."""
@@ -1944,20 +1950,29 @@ class Memory:
                     changed.add(ln)
         return changed
 
-    def _unlink_in(self, ln: Scope, titles: dict[str, set[str]], opens_in: set[Scope]) -> bool:
+    def _unlink_in(self, ln: Scope, titles: dict[str, set[str] | None], opens_in: set[Scope]) -> bool:
         """``_unlink_gone_titles`` for the pages of one linking scope ``ln``, whose links open a page of the scopes
         ``opens_in`` (one still there there keeps its links); whether any page changed."""
         def to_gone(text: str) -> bool:
             slug = _named_slug(text)
             return slug in titles and not any(self.pages.path_for(s, slug).exists() for s in opens_in)
 
+        def goes(text: str, only: set[str]) -> bool:
+            """A link to a page gone for having nothing left (a heading of its words stays: it names a part of
+            this page), or a link or heading naming what only the deleted sources said."""
+            if not to_gone(text):
+                return False
+            told = titles[_named_slug(text)]
+            return not is_heading(text) if told is None else bool(telling_stems(text) & only)
+
         idx = None
         for page in self.pages.scan(ln)[0]:
             named = [n for n in names_in(page.body) if to_gone(n)]
-            only = self._said_only_by_gone(page, set().union(*(titles[_named_slug(n)] for n in named))) if named else set()
-            if not only:
+            told = set().union(*(titles[_named_slug(n)] or set() for n in named))
+            only = self._said_only_by_gone(page, told) if told else set()
+            if not only and not any(titles[_named_slug(n)] is None and not is_heading(n) for n in named):
                 continue
-            kept = page.without_names(lambda text, only=only: to_gone(text) and bool(telling_stems(text) & only))
+            kept = page.without_names(lambda text, only=only: goes(text, only))
             if kept is page:
                 continue
             left = any(holds_something(line) for line in kept.body.split("\n"))
