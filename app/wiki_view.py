@@ -1133,14 +1133,16 @@ class WikiView(QWidget):
         pod, person = self.pod, self.pod.person.id  # whose source: what is said is said to them only
 
         async def go() -> None:
+            changed: list[str] = []  # the pages that cited it
             try:
-                stale = await pod.memory_delete_source(sid)
+                changed = await pod.memory_delete_source(sid)
             except (StoreError, LookupError):  # gone meanwhile: another source window, a terminal, a folder removed
                 said = _SOURCE_ALREADY_GONE
             else:
-                said = f"Source deleted; {len(stale)} page(s) will be written again without it."
+                said = f"Source deleted; {len(changed)} page(s) will be written again without it."
             if self._say(person, said):  # after a switch, the next person's results and answer stay
-                self._drop_forgotten({sid})
+                # an answer or a result citing a page that said it goes too: the page no longer says what it quoted
+                self._drop_forgotten({sid, *changed})
                 self._reload(person)
 
         self._run(go())
@@ -1670,9 +1672,10 @@ class WikiView(QWidget):
         self._run(go())
 
     def _drop_forgotten(self, sids: set[str] | None) -> None:
-        """What is on screen of deleted sources (``sids``) or of a forget (None: any item may be gone) goes: their
-        search results, the search box's suggestions (the next letter typed asks memory again), and an Ask memory
-        answer citing them (the empty state or the pointer takes its place)."""
+        """What is on screen of deleted sources or pages (``sids``: their ids and keys; a page that cited a deleted
+        source is among them) or of a forget (None: any item may be gone) goes: their search results, the search
+        box's suggestions (the next letter typed asks memory again), and an Ask memory answer citing them (the empty
+        state or the pointer takes its place)."""
         self._suggestions.setStringList([])
         self.search.completer().popup().hide()
         for row in reversed(range(self.results.count())):

@@ -8,8 +8,9 @@ import re
 
 from PySide6.QtCore import QUrl
 
+from tests.helpers.fake_model import Text
 from tests.ui.conftest import answer_confirm
-from tests.ui.test_wiki_view import wiki_window
+from tests.ui.test_wiki_view import seed, wiki_window
 from wiki_engine import Page
 
 
@@ -52,3 +53,64 @@ def test_a_citation_before_a_colon_goes_with_its_source(qtbot, qloop, ui_pod) ->
     assert not hits, hits
     text = w.wiki.page.toPlainText()
     assert "[1]" not in text and "sizes" not in text and "orchids" in text, text
+
+
+def test_an_answer_saying_what_a_deletion_took_off_a_page_leaves_the_screen(qtbot, qloop, ui_pod, script) -> None:
+    """Before, an Ask memory answer citing the Family page ("Clara's birthday is on 3 June [2]") stayed on screen
+    after the person deleted the source the page's claim rested on: the answer still said the deleted fact, its [2]
+    opening a page that no longer said it. Now an answer citing a page the deletion changed leaves with it."""
+    scope = f"private/{ui_pod.person.id}"
+
+    def two_birthdays():
+        clara = ui_pod.memory.add_source("Clara's birthday is on 3 June.", scope=scope)
+        tom = ui_pod.memory.add_source("Tom's birthday is on 9 May.", scope=scope)
+        ui_pod.memory.write_page(Page("Family", scope, "family", "- Clara's birthday is on 3 June [1]\n"
+                                      "- Tom's birthday is on 9 May [2]", {1: clara, 2: tom}), author="agent:wiki-writer")
+        return clara
+
+    sid = qloop.run(ui_pod.in_memory_thread(two_birthdays))
+
+    def cite_the_page(req):
+        n = re.search(r"\[(\d+)\][^\n]*page “Family”", req.last_user)
+        return Text(f"Clara's birthday is on 3 June [{n.group(1) if n else 1}].")
+
+    ui_pod.set_role_model("ask_memory", "fake/fake-1")
+    script([cite_the_page], repeat_last=True)
+    w = wiki_window(qtbot, ui_pod)
+    w.wiki.search.setText("When is Clara's birthday?")
+    w.wiki.ask.click()
+    qloop.wait_until(lambda: "3 June" in w.wiki.page.toPlainText(), what="the answer")
+    html = w.wiki.page.toHtml()
+    assert "hearth-page:" in html and f"hearth-source:{sid}" not in html  # it cites the page, not the source
+
+    delete_from_window(qloop, w, sid)
+    family = qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.read_page(scope, "family")))
+    assert family.body == "- Tom's birthday is on 9 May [2]"  # the claim left the page, which stays
+    assert "3 June" not in w.wiki.page.toPlainText(), w.wiki.page.toPlainText()
+
+
+def test_an_answer_citing_a_page_the_deletion_left_alone_stays(qtbot, qloop, ui_pod, script) -> None:
+    """An answer citing only pages the deletion did not touch is still true, and stays on screen."""
+    scope, sid = seed(qloop, ui_pod)
+
+    def other():
+        return ui_pod.memory.add_source("Tom's birthday is on 9 May.", scope=scope)
+
+    other_sid = qloop.run(ui_pod.in_memory_thread(other))
+    qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.write_page(
+        Page("Tom", scope, "family", "- Tom's birthday is on 9 May [1]", {1: other_sid}), author="agent:wiki-writer")))
+
+    def cite_tom(req):
+        n = re.search(r"\[(\d+)\][^\n]*page “Tom”", req.last_user)
+        return Text(f"Tom's birthday is on 9 May [{n.group(1) if n else 1}].")
+
+    ui_pod.set_role_model("ask_memory", "fake/fake-1")
+    script([cite_tom], repeat_last=True)
+    w = wiki_window(qtbot, ui_pod)
+    w.wiki.search.setText("When is Tom's birthday?")
+    w.wiki.ask.click()
+    qloop.wait_until(lambda: "9 May" in w.wiki.page.toPlainText(), what="the answer")
+    assert "hearth-page:" in w.wiki.page.toHtml(), w.wiki.page.toPlainText()  # it cites the Tom page
+
+    delete_from_window(qloop, w, sid)
+    assert "9 May" in w.wiki.page.toPlainText(), w.wiki.page.toPlainText()
