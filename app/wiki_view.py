@@ -1134,15 +1134,23 @@ class WikiView(QWidget):
 
         async def go() -> None:
             changed: list[str] = []  # the pages that cited it
+            moved: dict[str, str] = {}  # those the person verified, kept under their category's name
             try:
-                changed = await pod.memory_delete_source(sid)
+                deleted = await pod.memory_delete_source(sid)
             except (StoreError, LookupError):  # gone meanwhile: another source window, a terminal, a folder removed
                 said = _SOURCE_ALREADY_GONE
             else:
-                said = f"Source deleted; {len(changed)} page(s) will be written again without it."
+                changed, moved = list(deleted), deleted.moved
+                said = f"Source deleted; {len(changed)} page(s) will be written again without it." + (
+                    f" {len(moved)} page(s) you verified had a title naming what it said: kept, titled by their "
+                    "category." if moved else "")
             if self._say(person, said):  # after a switch, the next person's results and answer stay
                 # an answer or a result citing a page that said it goes too: the page no longer says what it quoted
                 self._drop_forgotten({sid, *changed})
+                read = f"page:{self.current[0]}/{self.current[1]}" if self.current is not None else ""
+                if read in moved:  # the page read is kept under another title: shown there, not said to be deleted
+                    scope, _, slug = moved[read].removeprefix("page:").rpartition("/")
+                    self.current = (scope, slug)
                 self._reload(person)
 
         self._run(go())

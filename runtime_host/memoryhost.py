@@ -23,6 +23,7 @@ from runtime_host.turns import TurnFailed
 
 if TYPE_CHECKING:
     from runtime_host.memory_jobs import JobLock
+    from wiki_engine.memory import Deleted
 
 log = logging.getLogger("hearth.memory")
 
@@ -373,8 +374,9 @@ class MemoryHost(MappingForgets):
         scopes = self.person_scopes(person_id)
         return await self.in_memory_thread(lambda: self.memory.search(query, scopes=scopes, k=k, mode=mode))
 
-    async def memory_delete_source(self, person_id: str, source_id: str) -> list[str]:
-        """The owner deletes one source: gone from the index; pages that cited it are marked for re-synthesis. A chat
+    async def memory_delete_source(self, person_id: str, source_id: str) -> Deleted:
+        """The owner deletes one source: gone from the index; pages that cited it are marked for re-synthesis (their
+        keys returned, with the verified pages kept under their category's name: ``Deleted``). A chat
         message's note takes with it the summaries of its conversation that read the message (they quote it): the
         next run writes them again without it. The real values behind its reversible placeholders leave the
         person's vault once nothing left shows them."""
@@ -391,13 +393,12 @@ class MemoryHost(MappingForgets):
         def said() -> Iterator[str]:  # what goes with it: the source and the summaries that read it
             return self._source_texts([source_id, *(k for k in summaries if self.memory.source_scope(k) == mine)])
 
-        def delete() -> list[str]:
+        def delete() -> Deleted:
             # The summaries first: a process killed between the two leaves the source, so the person's Delete can
             # be done again and finds them; the other way round it was refused (no such source), for good.
             stale = self.memory.delete_sources([k for k in summaries if self.memory.source_scope(k) == mine], again=True)
             self.memory.drop_held(mine, summaries)
-            stale += self.memory.delete_source(source_id)
-            return sorted(set(stale))
+            return stale.joined(self.memory.delete_source(source_id))  # and the verified pages kept renamed
 
         async with self._forgetting(person_id, lambda: self._mappings_in([], said())):
             stale = await self.in_memory_thread(delete)

@@ -21,6 +21,7 @@ from vault import Vault
 
 if TYPE_CHECKING:
     from runtime_host.store import AgentInstance, AgentProfile, Person
+    from wiki_engine.memory import Deleted
 
 
 LINE_WORDS = 100  # characters of a source's words in a list of hits (the window's tooltip shows them all)
@@ -537,7 +538,7 @@ class PersonPod:
         mine = set(self.person_scopes())
         return [t for t in await self.pod.in_memory_thread(self.pod.memory.verify) if t.scope in mine]
 
-    async def memory_delete_source(self, source_id: str) -> list[str]:
+    async def memory_delete_source(self, source_id: str) -> Deleted:
         return await self.pod.memory_delete_source(self.person_id, source_id)
 
     async def memory_held(self) -> list[Any]:

@@ -20,7 +20,7 @@ import socket
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runtime_host import conversations, removal
 from runtime_host.agenthost import EMBEDDED, EMBEDDED_NOTE, AgentHost, UnknownAgent
@@ -48,6 +48,9 @@ from runtime_host.taskhost import TaskHost
 from runtime_host.turns import MessageTooLarge, Run, TurnFailed, TurnResult, Turns
 from runtime_host.turnstop import TurnStops, note_for
 from vault import Vault, redact_value
+
+if TYPE_CHECKING:
+    from wiki_engine.memory import Deleted
 
 log = logging.getLogger("hearth.pod")
 
@@ -591,7 +594,7 @@ class Pod:
     async def memory_search(self, person_id: str, query: str, k: int = 10, mode: str = "hybrid") -> list[Any]:
         return await self.memory_host.memory_search(person_id, query, k, mode)
 
-    async def memory_delete_source(self, person_id: str, source_id: str) -> list[str]:
+    async def memory_delete_source(self, person_id: str, source_id: str) -> Deleted:
         """The owner deletes one source: gone from the index; pages that cited it are marked for re-synthesis."""
         return await self.memory_host.memory_delete_source(person_id, source_id)
 

@@ -157,6 +157,20 @@ class PageWrite:
     left_out: tuple[tuple[str, str], ...] = ()
 
 
+class Deleted(list[str]):
+    """What a deletion changed: the keys of the pages that cited a deleted source (marked for re-synthesis), sorted.
+    ``moved``: each verified page kept under its category's name because its title named what only a deleted source
+    said, its old key to the one it is read by now (the window showing it opens it there)."""
+
+    def __init__(self, keys: Iterable[str] = (), moved: dict[str, str] | None = None) -> None:
+        super().__init__(keys)
+        self.moved = dict(moved or {})
+
+    def joined(self, other: Deleted) -> Deleted:
+        """What this deletion and a later ``other`` changed together."""
+        return Deleted(sorted({*self, *other}), {**self.moved, **other.moved})
+
+
 @dataclass(frozen=True)
 class Proposal:
     id: int
@@ -1537,13 +1551,13 @@ class Memory:
 
     # ---- forgetting ------------------------------------------------------------------------------
 
-    def delete_source(self, source_id: str) -> list[str]:
+    def delete_source(self, source_id: str) -> Deleted:
         """The person deletes a source: it goes everywhere, and stays deleted (its text read again from its origin,
         a mail export that grew, say, is not stored again; a summary does not read its message again). Returns the
-        keys of pages that cited it (now marked for re-synthesis)."""
+        keys of pages that cited it (now marked for re-synthesis), and the verified pages kept renamed (``Deleted``)."""
         return self._delete_sources([source_id], strict=True, by_person=True)
 
-    def delete_sources(self, source_ids: Sequence[str], *, again: bool = False, held: bool = False) -> list[str]:
+    def delete_sources(self, source_ids: Sequence[str], *, again: bool = False, held: bool = False) -> Deleted:
         """Deletes several sources as ``delete_source`` does, with one index commit per scope (a folder of
         thousands of files goes in seconds); ids no longer stored are passed over. Returns the pages marked.
         ``again``: a job may make a source of the same id again (``was_deleted`` stays False), as for a summary
@@ -1567,7 +1581,7 @@ class Memory:
                 idx.hold_purge(held > 0)
 
     def _delete_sources(self, ids: Iterable[str], *, strict: bool = False, again: bool = False,
-                        held: bool = False, by_person: bool = False) -> list[str]:
+                        held: bool = False, by_person: bool = False) -> Deleted:
         with self._lock:
             ids = list(ids)
             stale: set[tuple[str, str]] = set()
@@ -1627,8 +1641,9 @@ class Memory:
             gone = set(ids)
             # pages gone with their title (what it named), or for having nothing left to say (None)
             titles_gone: dict[Scope, dict[str, set[str] | None]] = {}
+            moved: dict[str, str] = {}  # verified pages kept under their category's name
             for scope, slug in stale:
-                only = self._drop_claims(Scope.parse(scope), slug, gone, said)
+                only = self._drop_claims(Scope.parse(scope), slug, gone, said, moved)
                 if only is None or only:
                     titles_gone.setdefault(Scope.parse(scope), {})[slug] = only
             linked: set[Scope] = set()  # scopes whose pages linked to them
@@ -1638,7 +1653,7 @@ class Memory:
                 self.index(sc).purge(now=not held)  # the page's earlier text, with the dropped claims, leaves the log
             if by_scope:
                 self.catalog.purge()
-            return sorted(f"page:{s}/{g}" for s, g in stale)
+            return Deleted(sorted(f"page:{s}/{g}" for s, g in stale), moved)
 
     def _delete_files(self) -> None:
         """Deletes the source files of committed deletions (``files_to_delete``), then their rows."""
@@ -1822,15 +1837,15 @@ class Memory:
             free = f"{title} {n}"
         return free
 
-    def _drop_claims(self, sc: Scope, slug: str, gone: set[str],
-                     said: dict[str, set[str]] | None = None) -> set[str] | None:
+    def _drop_claims(self, sc: Scope, slug: str, gone: set[str], said: dict[str, set[str]] | None = None,
+                     moved: dict[str, str] | None = None) -> set[str] | None:
         """Takes the claims resting on the ``gone`` sources off a page. With ``said`` (what each gone source said,
         read before its file went), the names the page gives to what only they said go too: a link or heading
         naming it, a category naming it (it becomes "notes"), and the whole page if its title names it (a verified
-        page, holding the person's corrections, stays under its category's name instead). A page left with nothing
-        to say is deleted. Returns, when the page's title went so, the stems it named that only the deleted sources
-        said (links to it from other pages name them too); None when the page went for having nothing left (links
-        to it open nothing now); else nothing."""
+        page, holding the person's corrections, stays under its category's name instead: ``moved`` is told its old
+        key and its new one). A page left with nothing to say is deleted. Returns, when the page's title went so,
+        the stems it named that only the deleted sources said (links to it from other pages name them too); None
+        when the page went for having nothing left (links to it open nothing now); else nothing."""
         idx = self.index(sc)
         try:
             page = self.pages.read(sc, slug)
@@ -1883,6 +1898,8 @@ class Memory:
         idx.commit()
         if renamed:
             self._renamed(sc, renamed, slug)
+            if not emptied and moved is not None:
+                moved[f"page:{sc}/{renamed}"] = page.key
         self._claims_dropped(sc, slug, gone)
         return None if emptied and not title_gone else title_gone
 

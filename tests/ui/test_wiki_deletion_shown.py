@@ -24,6 +24,23 @@ def delete_from_window(qloop, w, sid: str) -> None:
                      what="the deletion")
 
 
+def answer_citing_a_page(qtbot, qloop, pod, script, title: str, fact: str):
+    """The window showing Ask memory's answer ``fact``, citing the page ``title`` (as the model is shown it)."""
+
+    def cite_the_page(req):
+        n = re.search(rf"\[(\d+)\][^\n]*page “{title}”", req.last_user)
+        return Text(f"{fact} [{n.group(1) if n else 1}].")
+
+    pod.set_role_model("ask_memory", "fake/fake-1")
+    script([cite_the_page], repeat_last=True)
+    w = wiki_window(qtbot, pod)
+    w.wiki.search.setText("When is it?")
+    w.wiki.ask.click()
+    qloop.wait_until(lambda: fact in w.wiki.page.toPlainText(), what="the answer")
+    assert "hearth-page:" in w.wiki.page.toHtml(), w.wiki.page.toPlainText()  # it cites the page
+    return w
+
+
 def test_a_citation_before_a_colon_goes_with_its_source(qtbot, qloop, ui_pod) -> None:
     """Before, "Her sizes [1]:" over a list showed [1] as a link to its source, but memory did not read a "[n]"
     followed by a colon as a citation: deleting the source left "Her sizes [1]:" on the page with only [2] under
@@ -70,18 +87,8 @@ def test_an_answer_saying_what_a_deletion_took_off_a_page_leaves_the_screen(qtbo
 
     sid = qloop.run(ui_pod.in_memory_thread(two_birthdays))
 
-    def cite_the_page(req):
-        n = re.search(r"\[(\d+)\][^\n]*page “Family”", req.last_user)
-        return Text(f"Clara's birthday is on 3 June [{n.group(1) if n else 1}].")
-
-    ui_pod.set_role_model("ask_memory", "fake/fake-1")
-    script([cite_the_page], repeat_last=True)
-    w = wiki_window(qtbot, ui_pod)
-    w.wiki.search.setText("When is Clara's birthday?")
-    w.wiki.ask.click()
-    qloop.wait_until(lambda: "3 June" in w.wiki.page.toPlainText(), what="the answer")
-    html = w.wiki.page.toHtml()
-    assert "hearth-page:" in html and f"hearth-source:{sid}" not in html  # it cites the page, not the source
+    w = answer_citing_a_page(qtbot, qloop, ui_pod, script, "Family", "Clara's birthday is on 3 June")
+    assert f"hearth-source:{sid}" not in w.wiki.page.toHtml()  # it cites the page, not the source
 
     delete_from_window(qloop, w, sid)
     family = qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.read_page(scope, "family")))
@@ -100,17 +107,34 @@ def test_an_answer_citing_a_page_the_deletion_left_alone_stays(qtbot, qloop, ui_
     qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.write_page(
         Page("Tom", scope, "family", "- Tom's birthday is on 9 May [1]", {1: other_sid}), author="agent:wiki-writer")))
 
-    def cite_tom(req):
-        n = re.search(r"\[(\d+)\][^\n]*page “Tom”", req.last_user)
-        return Text(f"Tom's birthday is on 9 May [{n.group(1) if n else 1}].")
-
-    ui_pod.set_role_model("ask_memory", "fake/fake-1")
-    script([cite_tom], repeat_last=True)
-    w = wiki_window(qtbot, ui_pod)
-    w.wiki.search.setText("When is Tom's birthday?")
-    w.wiki.ask.click()
-    qloop.wait_until(lambda: "9 May" in w.wiki.page.toPlainText(), what="the answer")
-    assert "hearth-page:" in w.wiki.page.toHtml(), w.wiki.page.toPlainText()  # it cites the Tom page
+    w = answer_citing_a_page(qtbot, qloop, ui_pod, script, "Tom", "Tom's birthday is on 9 May")
 
     delete_from_window(qloop, w, sid)
     assert "9 May" in w.wiki.page.toPlainText(), w.wiki.page.toPlainText()
+
+
+def test_a_verified_page_kept_under_its_category_is_shown_there(qtbot, qloop, ui_pod) -> None:
+    """Before, deleting the source a verified page's title named kept the person's page as "Health", but the window
+    showing it said "The page Peanut allergy was deleted: nothing it cited is left…", offering no way to it: the
+    person read that their corrections were gone. Now the window shows the page under its new title."""
+    scope = f"private/{ui_pod.person.id}"
+
+    def seed_allergy():
+        a = ui_pod.memory.add_source("Clara is allergic to peanuts.", scope=scope)
+        b = ui_pod.memory.add_source("Clara sees Dr Patel every spring.", scope=scope)
+        ui_pod.memory.write_page(Page("Peanut allergy", scope, "health",
+                                      "Clara is allergic to peanuts [1].\n\nShe sees Dr Patel every spring [2].",
+                                      {1: a, 2: b}, verified=True), author=f"person:{ui_pod.person.id}")
+        return a
+
+    a = qloop.run(ui_pod.in_memory_thread(seed_allergy))
+    w = wiki_window(qtbot, ui_pod)
+    qloop.run(w.wiki.open_page(scope, "Peanut allergy"))
+    delete_from_window(qloop, w, a)
+    kept = qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.read_page(scope, "health")))
+    assert kept is not None and "Dr Patel" in kept.body and kept.verified  # her page lives on as "Health"
+    shown = w.wiki.page.toPlainText()
+    assert "was deleted" not in shown and "Dr Patel" in shown and "peanuts" not in shown, shown
+    assert shown.lstrip().startswith("Health"), shown
+    assert "1 page(s) you verified had a title naming what it said: kept, titled by their category" in \
+        w.statusBar().currentMessage()

@@ -508,7 +508,10 @@ def test_a_verified_page_titled_with_what_only_a_deleted_source_said_keeps_the_p
                         "bin goes out on Thursday night, not Friday [2].", {1: gone, 2: kept}, verified=True),
                    author="person:alice")
     assert mem.read_page("public", "zorblax-fever-and-bins").verified
-    assert mem.delete_source(gone) == ["page:public/zorblax-fever-and-bins"]
+    deleted = mem.delete_source(gone)
+    assert deleted == ["page:public/zorblax-fever-and-bins"]
+    # where the person's text went, for the window showing the page to open it there
+    assert deleted.moved == {"page:public/zorblax-fever-and-bins": "page:public/home-2"}
     assert mem.read_page("public", "zorblax-fever-and-bins") is None
     page = mem.read_page("public", "Home 2")
     assert page is not None and page.verified and page.citations == {2: kept}
