@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from markdown_it import MarkdownIt
 from markdown_it.rules_core import StateCore
+from markdown_it.rules_inline import StateInline
 from markdown_it.token import Token
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
@@ -126,6 +127,25 @@ def _links_rule(state: StateCore) -> None:
         block.children = out
 
 
+# A [[link]] as memory reads one (wiki_engine/pages.py _LINK): on one line, no "[" or "]" in it, touching no code.
+_WIKI_LINK = re.compile(r"\[\[[^\[\]\n`]*\]\]")
+
+
+def _wiki_link_rule(state: StateInline, silent: bool) -> bool:
+    """With ``env["links"]``: a [[link]] is read whole, as memory reads it, for ``links`` to make: a "**" in it makes
+    no bold ("[[**Clara**]]" showed as "[[Clara]]" in bold, no link) and a "\\|" is its label's "|", as a table row
+    needs it written (outside a table it showed as "[[Title|label]]", no link)."""
+    if state.env.get("links") is None or not state.src.startswith("[[", state.pos):
+        return False
+    m = _WIKI_LINK.match(state.src, state.pos)
+    if m is None:
+        return False
+    if not silent:
+        state.push("text", "", 0).content = m.group(0).replace("\\|", "|")
+    state.pos = m.end()
+    return True
+
+
 def _hearth_address(href: str) -> bool:
     """Whether ``href`` is one of Hearth's own addresses (a page, a source, a message action), in whatever case it is
     written: a link's scheme is read without regard to case ("HEARTH-ACT:…" is clicked as "hearth-act:…")."""
@@ -183,6 +203,7 @@ for _parser in (_md, _md_answer):
     _parser.add_render_rule("fence", _code_rule)
     _parser.add_render_rule("code_block", _code_rule)
     _parser.add_render_rule("image", _image_rule)
+    _parser.inline.ruler.before("link", "hearth_wiki_link", _wiki_link_rule)
     _parser.core.ruler.after("inline", "hearth_links", _links_rule)
     _parser.core.ruler.push("hearth_shown", _shown_rule)
 

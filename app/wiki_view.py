@@ -67,8 +67,7 @@ def _marks() -> re.Pattern[str]:
     from wiki_engine.pages import CITE
 
     return re.compile(r"\[\[(?P<page>[^\[\]|#]*)(?P<part>#[^\[\]|]*)?(?:\|(?P<label>[^\[\]]+))?\]\]|" + CITE.pattern)
-
-
+_EMPHASIS = re.compile(r"^([*_]{1,3})(.+?)\1$")  # a link's words in bold or italic: "**Clara**"
 _NAME = Qt.ItemDataRole.UserRole + 1  # a proposal's page, by its title
 _FOLD = Qt.ItemDataRole.UserRole + 2  # a scope or a category in the list of pages (what stays folded)
 
@@ -148,8 +147,11 @@ def unreadable_label(message: str, scope_names: dict[str, str]) -> tuple[str, st
 def page_html(body: str, citations: dict[int, str], scope: str, restore: Any = lambda text: text) -> str:
     """Markdown body to HTML with [[Title]] as page links and [n] as links to the cited source (in the text only:
     code shows as written), ``restore``'s values shown exactly as stored, and each web link's address shown."""
+    from wiki_engine.pages import links_fit_tables
+
     hrefs = {n: f"hearth-source:{sid}" for n, sid in citations.items()}
-    return render(body, links=_wiki_links(hrefs, scope), restore=restore, addresses=True)
+    # a writer's "[[Title|label]]" in a table row: its "|" would end the cell, and the row lose its last cell
+    return render(links_fit_tables(body), links=_wiki_links(hrefs, scope), restore=restore, addresses=True)
 
 
 def _wiki_links(hrefs: dict[int, str], scope: str | None) -> Any:
@@ -174,8 +176,8 @@ def _wiki_links(hrefs: dict[int, str], scope: str | None) -> Any:
                 out += [text[at:m.start()], words]
                 at = m.end()
                 continue
-            else:
-                label = (m["label"] or m["page"] + (m["part"] or "")).strip()
+            else:  # a writer's bold or italic name ("[[**Clara**]]") is its words (its file is the same)
+                label = _EMPHASIS.sub(r"\2", (m["label"] or m["page"] + (m["part"] or "")).strip())
                 href = page_href(scope, m["page"].strip())
             out += [text[at:m.start()], (label, href)]
             at = m.end()

@@ -50,8 +50,9 @@ _CITE_DEF = re.compile(r"^\[(\d{1,6})\]:\s*(\S+)\s*$", re.M)
 CITE = re.compile(r"\[(?P<cite>\d{1,6})\](?!\()")
 # A link to a page ([[Title]], [[Title|label]], [[Title#part]]) on one line, as the window makes it (never across a
 # line break); any link, to a page or within this one ([[#part]]). Neither spans a "[". Read outside code only
-# (``_outside_code``).
-_LINK = re.compile(r"\[\[([^\[\]|#\n]+)(?:[|#][^\[\]\n]*)?\]\]")
+# (``_outside_code``). In a table row a link's label is written "[[Title\\|label]]" (a bare "|" there ends the
+# cell: ``links_fit_tables``), and read so anywhere.
+_LINK = re.compile(r"\[\[([^\[\]|#\n]+?)(?:(?:\\\||[|#])[^\[\]\n]*)?\]\]")
 _ANY_LINK = re.compile(r"\[\[[^\[\]\n]*\]\]")
 _SOURCES_HEADING = "\n## Sources\n"
 
@@ -198,18 +199,20 @@ class Page:
 
     def relinked(self, to: Callable[[str], str | None]) -> Page:
         """This page with each [[link]] whose title ``to`` maps to another title pointing there instead, reading as
-        it did: [[Old]] becomes [[New|Old]]; [[Old|label]] and [[Old#part]] keep their label and part. A title a link
-        cannot hold ("[", "]", "|", "#" in it) is left alone, and so is code, shown as written."""
+        it did: [[Old]] becomes [[New|Old]] ([[New\\|Old]] in a table row); [[Old|label]] and [[Old#part]] keep their
+        label and part. A title a link cannot hold ("[", "]", "|", "#" in it) is left alone, and so is code, shown as
+        written."""
         def one(m: re.Match[str]) -> str:
             name = m.group(1).strip()
             new = to(name)
             if new is None or re.search(r"[\[\]|#]", new):
                 return m.group(0)
-            rest = m.group(0)[2 + len(m.group(1)):-2]  # "|label", "#part" or nothing
+            rest = m.group(0)[2 + len(m.group(1)):-2]  # "|label", "\\|label", "#part" or nothing
             return f"[[{new}{rest or '|' + name}]]"
 
         body = _replaced(self.body, _outside_code(_LINK, self.body), one)
-        return self if body == self.body else replace(self, body=body)
+        # in a table row, "[[New\\|Old]]": a bare "|" there would end the cell, and the row lose its last cell
+        return self if body == self.body else replace(self, body=links_fit_tables(body))
 
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:\s|$)")
@@ -326,6 +329,76 @@ def _code_by_line(body: str) -> list[list[tuple[int, int]]]:
             out[n].append((max(s, starts[n]) - starts[n], min(e, starts[n] + len(lines[n])) - starts[n]))
             n += 1
     return out
+
+
+# A table's row as markdown-it reads one: its cells' "|" (one its writer escaped, "\\|", is a "|" in a cell), a
+# delimiter row's cell ("---", ":--:"), and a line that ends a table's rows as it starts a block of its own (a heading,
+# a quote, a list item, a rule, a fence).
+_CELL_EDGE = re.compile(r"(?<!\\)\|")
+_RULE_CELL = re.compile(r":?-+:?")
+_TABLE_END = re.compile(r"^ {0,3}(?:#{1,6}(?:[ \t]|$)|>|[-*+](?:[ \t]|$)|\d{1,9}[.)](?:[ \t]|$)|([-*_])(?:[ \t]*\1){2,}[ \t]*$"
+                        r"|`{3,}|~{3,})")
+
+
+def _rule_columns(line: str) -> int:
+    """How many columns a table's delimiter row ("|---|:--:|", "--- | ---") sets out; 0 for a line that is none."""
+    s = line.strip()
+    if len(s) < 2 or s[0] not in "|-:" or (s[0] == "-" and s[1] in " \t") or s.strip("|-: \t"):
+        return 0
+    cells = [c.strip() for c in s.split("|")]
+    if any(not c for c in cells[1:-1]) or not all(_RULE_CELL.fullmatch(c) for c in cells if c):
+        return 0
+    return sum(1 for c in cells if c)
+
+
+def _row_columns(line: str) -> int:
+    """How many cells a table row holds, its [[links]]' own "|" not ending one (``links_fit_tables`` escapes them)."""
+    cells = _CELL_EDGE.split(_ANY_LINK.sub("[[]]", line.strip()))
+    return len(cells) - (cells[0] == "") - (len(cells) > 1 and cells[-1] == "")
+
+
+def _table_rows(lines: list[str]) -> list[bool]:
+    """Whether each line is a row of a Markdown table (its header, delimiter or body rows), as the window reads
+    tables: a line with a "|" over a delimiter row of as many columns, and the lines after them up to a blank line
+    or a line that starts another block."""
+    fenced = _fenced(lines)
+    out = [False] * len(lines)
+    i = 1
+    while i < len(lines):
+        head, rule = lines[i - 1], lines[i]
+        n = 0 if fenced[i - 1] or fenced[i] or "|" not in head else _rule_columns(rule)
+        if not n or _row_columns(head) != n:
+            i += 1
+            continue
+        out[i - 1] = out[i] = True
+        i += 1
+        while i < len(lines) and lines[i].strip() and not fenced[i] and not _TABLE_END.match(lines[i]):
+            out[i] = True
+            i += 1
+        i += 1
+    return out
+
+
+def links_fit_tables(body: str) -> str:
+    """``body`` with each [[link]] in a Markdown table row written as a table needs it, "[[Title\\|label]]": a bare
+    "|" there ends the cell, and the row showed "[[Title" and "label]]" as words and lost its last cell (with its
+    citation). Memory reads a link either way; code is left as written."""
+    if "[[" not in body or "|" not in body:
+        return body
+    lines = body.split("\n")
+    rows = _table_rows(lines)
+    if not any(rows):
+        return body
+    starts, at = [], 0
+    for line in lines:
+        starts.append(at)
+        at += len(line) + 1
+
+    def one(m: re.Match[str]) -> str:
+        in_row = rows[bisect_right(starts, m.start()) - 1]
+        return _CELL_EDGE.sub(r"\\|", m.group(0)) if in_row else m.group(0)
+
+    return _replaced(body, _outside_code(_ANY_LINK, body), one)
 
 
 def links_in(text: str) -> list[str]:

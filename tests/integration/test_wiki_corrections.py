@@ -209,6 +209,42 @@ async def test_an_approved_merge_points_the_links_to_the_merged_page_at_the_kept
     assert opened == clara.links == ["Dentist", "Dentist"], clara.links
 
 
+async def test_an_approved_merge_relinks_a_table_cell_and_the_row_stays_whole(pod) -> None:
+    """After an approved Dentist/Dentists merge, Clara's row "| Clara | [[Dentists]] | 4 April [1] |" was relinked as
+    "[[Dentist|Dentists]]": the "|" split the cell, the window showed "[[Dentist" and "Dentists]]" as text and the
+    "4 April [1]" cell, with its citation, was gone. Now a link in a table row is written "[[Dentist\\|Dentists]]"
+    (as Markdown tables need), memory still reads it as a link to Dentist, and the row shows whole: the link, the
+    date and its citation."""
+    from app.wiki_view import page_html
+    from wiki_engine import Page, Viewer
+
+    scope = _scope(pod)
+    table = ("| Who | Dentist | Next visit |\n|---|---|---|\n"
+             "| Clara | [[Dentists]] | 4 April [1] |\n| Tom | [[Doctors]] | 9 May [2] |")
+
+    def seed() -> None:
+        _fact_page(pod, scope, "Dentist", "The dentist is Dr Okafor.")
+        _fact_page(pod, scope, "Dentists", "The dentist's practice opens at 8.")
+        a = pod.memory.add_source("Clara sees the dentist on 4 April.", scope=scope)
+        b = pod.memory.add_source("Tom sees the doctor on 9 May.", scope=scope)
+        pod.memory.write_page(Page("Visits", scope, "health", table, {1: a, 2: b}), author="agent:wiki-writer")
+
+    await pod.in_memory_thread(seed)
+    await pod.memory_nightly()
+    (prop,) = await pod.memory_proposals()
+    await pod.memory_approve_proposal(prop.id)
+    await pod.memory_nightly()
+    visits = await pod.in_memory_thread(lambda: pod.memory.read_page(scope, "visits"))
+    assert "| Clara | [[Dentist\\|Dentists]] | 4 April [1] |" in visits.body, visits.body
+    assert visits.links == ["Dentist", "Doctors"], visits.links
+    assert pod.memory.view_page(scope, visits.links[0], Viewer(pod.person.id)) is not None
+
+    html = page_html(visits.body, visits.citations, scope)
+    row = re.search(r"<tr>\s*<td>Clara</td>.*?</tr>", html, re.S).group(0)
+    assert "hearth-page:" in row and ">Dentists</a>" in row and "4 April" in row and "hearth-source:" in row, row
+    assert "[[" not in row and "]]" not in row, row
+
+
 async def test_an_ingest_that_keeps_a_verified_page_as_it_is_proposes_nothing(pod, script) -> None:
     """The person corrected a page (verified). The next ingest's model, told to keep existing claims, hands the page
     back unchanged next to a new page: the person should not be asked to approve a change that changes nothing."""

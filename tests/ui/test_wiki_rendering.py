@@ -150,6 +150,46 @@ def test_the_window_links_what_memory_reads_as_links_and_no_code() -> None:
     assert linked == links_in(CODE_PAGE) == ["Dentists", "Garden", "Shed"], linked
 
 
+@pytest.mark.parametrize("body", [
+    "| Who | Birthday |\n|---|---|\n| [[Clara Holm|Clara]] | 3 June [1] |",  # as a writer writes it
+    "| Who | Birthday |\n|---|---|\n| [[Clara Holm\\|Clara]] | 3 June [1] |",  # as Markdown tables need it
+    "| [[Clara Holm|Clara]] | Birthday |\n|---|---|\n| Clara | 3 June [1] |",  # in the header row
+    "Her sister [[Clara Holm\\|Clara]] was born on 3 June [1].",  # escaped outside a table
+])
+def test_an_aliased_link_in_a_table_row_is_a_link_and_the_row_stays_whole(body) -> None:
+    """A writer's "[[Clara Holm|Clara]]" in a table row: its "|" split the cell, the window showed "[[Clara Holm"
+    and "Clara]]" as text and the "3 June [1]" cell, with its citation, was gone (the header row's alias made it no
+    table at all), while memory counted a link to Clara Holm. Now the row shows whole with its link, as memory reads
+    it, written either way; and "[[Clara Holm\\|Clara]]" is the same link outside a table."""
+    from urllib.parse import unquote
+
+    from app.wiki_view import page_html
+    from wiki_engine.pages import links_in
+
+    html = page_html(body, {1: "a" * 64}, "private/x")
+    linked = [unquote(h).removeprefix("hearth-page:private/x|") for h in re.findall(r'href="(hearth-page:[^"]+)"', html)]
+    assert linked == links_in(body) == ["Clara Holm"], (linked, html)
+    assert ">Clara</a>" in html and "3 June" in html and "hearth-source:" in html, html
+    assert "[[" not in html and "]]" not in html and "\\" not in html, html
+    if "|---|" in body:
+        assert html.count("<td>") + html.count("<th>") == 4, html  # two columns, two rows: no cell lost
+
+
+def test_a_link_with_bold_inside_is_a_link_in_the_window_as_in_memory() -> None:
+    """A writer's "[[**Clara**]]" (models bold names): memory read a link to Clara (counted, relinked, unlinked with
+    her page), the window showed "[[Clara]]" in bold, brackets and all, and no link. Now it is a link there too."""
+    from urllib.parse import unquote
+
+    from app.wiki_view import page_html
+    from wiki_engine.pages import links_in, slugify
+
+    body = "Her sister is [[**Clara**]] [1]."
+    html = page_html(body, {1: "a" * 64}, "private/x")
+    linked = [unquote(h).removeprefix("hearth-page:private/x|") for h in re.findall(r'href="(hearth-page:[^"]+)"', html)]
+    assert [slugify(t) for t in linked] == [slugify(t) for t in links_in(body)] == ["clara"], (linked, html)
+    assert "[[" not in html and "**" not in html and ">Clara</a>" in html, html
+
+
 def test_a_web_link_shows_its_address_and_a_click_says_hearth_does_not_open_it(qtbot, qloop, ui_pod) -> None:
     """A page's web link was silently ignored when clicked, its address shown nowhere."""
     scope = f"private/{ui_pod.person.id}"

@@ -687,6 +687,27 @@ CODE_PAGE = ("- Her check is `[[ -f ~/orchids.txt ]]` and ``[[Dentists]]`` links
              "Write `[[Shed\n]]` to link it, or ` once before [[Shed]] [1]")
 
 
+TABLE_PAGE = ("Visits [1]:\n\n| Who | Dentist | Next visit |\n|:--|---|--:|\n"
+              "| Clara | [[Dentists]] | 4 April [1] |\n| Tom | [[Dentists\\|his dentist]] | 9 May [1] |\n"
+              "| Ana | [[Dentists|her dentist]] | 2 June [1] |\n\nSee [[Dentists]] [1].")
+
+
+def test_a_link_pointed_elsewhere_in_a_table_row_keeps_the_row_whole() -> None:
+    """A merge relinked a table cell's [[Dentists]] as "[[Dentist|Dentists]]", whose "|" splits the cell in a
+    Markdown table: the row lost its link and the cell after it, with its citation. Now a link in a table row is
+    written with "\\|" (as Markdown tables need; a writer's own "|" there is mended the same way), memory reads
+    "[[Title\\|label]]" as a link to Title, and outside a table a link is written as before."""
+    from wiki_engine.pages import links_in
+
+    page = Page("Visits", "public", "health", TABLE_PAGE, {1: "s"})
+    assert page.links == ["Dentists"] * 4, page.links
+    moved = page.relinked(lambda name: "Dentist" if name == "Dentists" else None)
+    assert moved.body == ("Visits [1]:\n\n| Who | Dentist | Next visit |\n|:--|---|--:|\n"
+                          "| Clara | [[Dentist\\|Dentists]] | 4 April [1] |\n| Tom | [[Dentist\\|his dentist]] | 9 May [1] |\n"
+                          "| Ana | [[Dentist\\|her dentist]] | 2 June [1] |\n\nSee [[Dentist|Dentists]] [1]."), moved.body
+    assert moved.links == ["Dentist"] * 4 and links_in("[[A\\B]]") == ["A\\B"], moved.links
+
+
 def test_a_link_in_code_is_code_wherever_links_are_read() -> None:
     """A [[link]] in inline code or a fenced block counted as a link: in a page's links (the link graph, what a page
     names), in what it states, and when links were taken off or pointed elsewhere (a page deleted or merged), while
