@@ -21,7 +21,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -559,7 +559,19 @@ _FOOTNOTE = re.compile(r"\[\^(\d{1,6})\](?!\()")
 _SENTENCE_END = re.compile(r"[.!?][*_`\"'”’)\]]*\s+(?=\S)")  # a sentence's end, and the space before the next
 _MD_LINK = re.compile(r"!?\[([^\[\]\n]*)\]\([^)\n]*\)")  # [words](target), ![image](target)
 _MD_LINK_DEF = re.compile(r"^[ \t]*\[[^\]\n]+\]:[^\n]*\n?", re.M)  # [label]: target
-_HEXID = re.compile(r"\b[0-9a-fA-F]{12,}\b")
+# A run of 12 or more hex digits holding a letter and a digit: how Hearth's ids are made (a source's sha256, a person's,
+# an agent's, a card's or a mapping's uuid4 or random hex), never a number of the person's own (an ISBN, a serial).
+_HEXID = re.compile(r"\b(?=[0-9]*[a-fA-F])(?=[a-fA-F]*[0-9])[0-9a-fA-F]{12,}\b")
+_HEX_RUN = re.compile(r"\b[0-9a-fA-F]{12,}\b")
+_ID_TITLE = ("the wiki-writer titled it with one of memory's ids instead of a name, so it was not written; the notes it "
+             "drew on wait in the inbox for the next ingest. If it happens again, pick a stronger model for “Memory: "
+             "writing wiki pages” in Settings → Models.")
+
+
+def _holds_id(text: str, ids: Collection[str] = ()) -> bool:
+    """Whether ``text`` holds one of Hearth's ids (``_HEXID``), or 12 or more digits of one of ``ids`` (those the
+    writer was shown or told of: a number of the person's own is no id, a part of one it was given is)."""
+    return bool(_HEXID.search(text)) or any(run.lower() in i for run in _HEX_RUN.findall(text) for i in ids)
 
 
 def citations_as_marks(body: str) -> str:
@@ -705,7 +717,7 @@ def model_synthesize(route: Route, names: dict[str, str] | None = None,
     from wiki_engine.index import date_words
     from wiki_engine.memory import MAX_PAGE_CHARS, title_key
     from wiki_engine.pages import Page
-    from wiki_engine.pipeline import PAGES_SHOWN, SOURCE_CHARS_SHOWN
+    from wiki_engine.pipeline import PAGES_SHOWN, SOURCE_CHARS_SHOWN, DraftRefused
     from wiki_engine.render import parse_source
 
     names = dict(names or {})
@@ -769,7 +781,11 @@ def model_synthesize(route: Route, names: dict[str, str] | None = None,
         if not isinstance(data, list):
             raise MemoryModelError("The wiki-writer model's JSON is not a list of pages; the inbox is unchanged.")
         known = set(numbered.values())
-        pages = []
+        # the ids the writer was shown or told of, besides those ``named`` makes names of: its scopes' people and
+        # agents, its sources'
+        ids = {i.lower() for i in [*known, *names, *(part for sc in scopes for part in sc.split("/")[1:])]
+               if len(i) >= 12}
+        pages: list[Any] = []
         for d in data:
             if not isinstance(d, dict) or not d.get("title") or not d.get("scope"):
                 raise MemoryModelError("A page from the wiki-writer model has no title or scope; the inbox is unchanged.")
@@ -789,10 +805,10 @@ def model_synthesize(route: Route, names: dict[str, str] | None = None,
 
             title = fit(" ".join(named(str(d["title"])).split()), 120)
             raw = str(d.get("body") or "")
-            if _HEXID.search(title) or title.upper() in {str(label).upper() for label in numbered}:
-                raise MemoryModelError(f"The wiki-writer titled a page with an id ({title!r}); the inbox is unchanged. "
-                                       "Pick a stronger model for “Memory: writing wiki pages”.",
-                                       "The wiki-writer titled a page with an id; the inbox is unchanged.")
+            if _holds_id(title, ids) or title.upper() in {str(label).upper() for label in numbered}:
+                # that page alone is left out, and said (its id never shown); the batch's others are written
+                pages.append(DraftRefused(_ID_TITLE, _HEX_RUN.sub("…", title), scope))
+                continue
             if len(raw) > MAX_PAGE_CHARS:  # a looping or hostile writer: memory refuses this page alone, as it is
                 body = raw  # (never tidied or read first: that took minutes), and its sources wait in the inbox
             else:

@@ -7,7 +7,8 @@ and tests can pass deterministic functions.
   sources in the inbox, and the watermark moves, all in one transaction. A model that decides only the first
   items (a small one stops early in a long list) has those stored and the watermark moved past them alone.
 - Ingest: under the ``ingest`` lease, ``synthesize(batch) -> [Page]`` turns inbox sources into pages
-  with citations. Verified pages get proposals. The inbox is cleared only for what landed.
+  with citations (a draft it refuses itself, ``DraftRefused``, is reported and the others written). Verified pages
+  get proposals. The inbox is cleared only for what landed.
 - Nightly: re-synthesise pages whose sources were deleted, merge duplicate pages, bring indexes in line.
 
 Without a capable model, ``rules_decide`` keeps or skips items by general rules (empty, small talk, too
@@ -360,7 +361,17 @@ class IngestReport:
     left_out: list[tuple[str, str, str]] = field(default_factory=list)
 
 
-Synthesize = Callable[[IngestBatch], Sequence[Page]]
+class DraftRefused(Exception):
+    """A writer's draft of ``title`` in ``scope`` refused before it reaches memory (titled with an id, say): the report
+    says which page and why (the message), the batch's other drafts are written, and the sources this one drew on
+    wait in the inbox."""
+
+    def __init__(self, message: str, title: str, scope: str):
+        super().__init__(message)
+        self.title, self.scope = title, scope
+
+
+Synthesize = Callable[[IngestBatch], Sequence[Page | DraftRefused]]
 
 
 def run_ingest(memory: Memory, synthesize: Synthesize, *, author: str = "agent:wiki-writer",
@@ -557,8 +568,8 @@ _DELETED_MEANWHILE = ("a note it was shown was deleted while it wrote, so none o
                       "of the deleted note's words reach a page. {what}")
 
 
-def _write_drafts(memory: Memory, batch: IngestBatch, drafts: Sequence[Page], report: IngestReport, lease: Lease,
-                  author: str, scopes: Callable[[str], bool] | None, seen: set[str], ahead: Ahead) -> IngestReport:
+def _write_drafts(memory: Memory, batch: IngestBatch, drafts: Sequence[Page | DraftRefused], report: IngestReport,
+                  lease: Lease, author: str, scopes: Callable[[str], bool] | None, seen: set[str], ahead: Ahead) -> IngestReport:
     """Writes an ingest model's drafts; takes the sources that reached a page (or all, when every draft was
     written) out of the inbox. A source of the ``seen`` ones (see ``_shown_ids``) deleted while the model wrote
     had its words read by it, and a draft may hold them citing another source: none is written then, and the
@@ -574,6 +585,10 @@ def _write_drafts(memory: Memory, batch: IngestBatch, drafts: Sequence[Page], re
     landed_sources: set[str] = set()
     ok = True
     for page in drafts:
+        if isinstance(page, DraftRefused):  # that page alone; its sources wait in the inbox
+            ok = False
+            report.rejected.append((page.title, str(page)))
+            continue
         if scopes is not None and not scopes(str(page.scope)):
             ok = False
             report.rejected.append((page.title, f"the writer of this batch may not write in {page.scope}"))
@@ -772,6 +787,9 @@ def _write_rewrites(memory: Memory, stale: list[Page], answer: list[Page | Excep
     asked = {(str(p.scope), p.slug) for p in stale}
     unasked: dict[str, list[str]] = {}
     for page in answer:
+        if isinstance(page, DraftRefused):
+            report.rejected.append((page.title, str(page), str(page.scope)))
+            continue
         if isinstance(page, Exception):
             failed = page.scopes if isinstance(page, WriterFailed) else sorted({str(p.scope) for p in stale})
             report.rejected += [("re-synthesis", f"the wiki writer failed: {page}", sc) for sc in failed]
@@ -869,6 +887,7 @@ def _append_merge(a: Page, b: Page) -> Page:
 __all__ = [
     "Decision", "Embed", "IngestBatch", "IngestReport", "LeaseBusy", "NightlyReport", "ProducerReport", "Wait",
     "Watermark",
-    "WriterFailed", "drive", "failure_told", "get_watermark", "ingest_steps", "nightly_steps", "producer_steps", "run_ingest", "run_nightly",
+    "DraftRefused", "WriterFailed", "drive", "failure_told", "get_watermark", "ingest_steps", "nightly_steps",
+    "producer_steps", "run_ingest", "run_nightly",
     "run_producer",
 ]

@@ -1257,8 +1257,10 @@ async def test_a_models_page_that_gives_orders_or_echoes_its_prompt_is_not_writt
     for title in ("S1", "3DDDD807B4C38EB8"):
         fake_model.script = lambda req, title=title: Text(json.dumps([
             {"title": title, "scope": scope, "category": "money", "body": "Mr Berg [1].", "citations": {"1": "S1"}}]))
-        with pytest.raises(MemoryModelError, match="titled a page with an id"):
-            await asyncio.wait_for(pod.memory_ingest(), 60)
+        out = await asyncio.wait_for(pod.memory_ingest(), 60)  # that page alone is refused, its note waits
+        assert out["written"] == [] and out["left_in_inbox"] == 1, out
+        assert [r["title"] for r in out["rejected"]] == [title.replace("3DDDD807B4C38EB8", "…")], out
+        assert "titled it with one of memory's ids" in out["rejected"][0]["why"], out
 
     def seed() -> None:
         old = pod.memory.add_source("Clara's birthday is on 3 June.", scope=scope, ts=_time.time() - 86400 * 30)

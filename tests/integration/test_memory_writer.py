@@ -8,6 +8,8 @@ import asyncio
 import json
 import re
 
+import pytest
+
 from tests.helpers.fake_model import Text
 from tests.integration.test_memory_pod import bob_with_his_own_provider
 
@@ -351,3 +353,50 @@ async def test_a_contradiction_check_cannot_wipe_claims_it_does_not_contradict(p
     out = await asyncio.wait_for(pod.memory_nightly(), 60)
     page = await pod.in_memory_thread(lambda: pod.memory.read_page(scope, "health"))
     assert page.body == "- The dentist is Dr Lindqvist [2]\n- Bob is allergic to penicillin [3]", out
+
+
+@pytest.mark.parametrize("title", ["ISBN 9780140449136", "Electricity meter 123456789012"])
+async def test_a_title_holding_a_long_number_is_a_name_and_the_batch_is_written(pod, script, title) -> None:
+    """A page titled with a long number of the person's own (a book's ISBN, a meter's serial) was taken for one of
+    memory's ids (12 or more hex digits): the whole batch was refused ("The wiki-writer titled a page with an id; the
+    inbox is unchanged"), at every ingest again, and no waiting note ever became a page, Clara's neither. Now a
+    number is a name: both pages are written."""
+    scope = f"private/{pod.person.id}"
+    pod.set_role_model("ingest", "fake/writer-1")
+    await pod.in_memory_thread(lambda: pod.memory.add_source(f"Book club reads {title} next month.", scope=scope))
+    await pod.in_memory_thread(lambda: pod.memory.add_source("Clara loves orchids.", scope=scope))
+    script([Text(json.dumps([
+        {"title": title, "scope": scope, "category": "home", "body": "We read it next month [1].",
+         "citations": {"1": "S1"}},
+        {"title": "Clara", "scope": scope, "category": "family", "body": "Clara loves orchids [1].",
+         "citations": {"1": "S2"}}]))], repeat_last=True)
+    out = await pod.memory_ingest()
+    titles = await pod.in_memory_thread(lambda: sorted(p.title for p in pod.memory.list_pages(scope)[0]))
+    assert titles == sorted([title, "Clara"]) and out["rejected"] == [] and out["left_in_inbox"] == 0, (titles, out)
+
+
+async def test_a_page_titled_with_an_id_is_left_out_alone_and_said(pod, script) -> None:
+    """A writer that titled one page of its batch with an id (a source's label, a redaction's id, a part of the
+    person's id it was shown) had the whole batch refused, every other page with it. Now that page alone is left out,
+    and the report says which and why, never showing the id; the other pages are written, and the note the refused
+    page drew on waits in the inbox for the next ingest."""
+    scope = f"private/{pod.person.id}"
+    pod.set_role_model("ingest", "fake/writer-1")
+    for title in ("S1", "3DDDD807B4C38EB8", f"Notes {pod.person.id[:16]}"):
+        await pod.in_memory_thread(lambda: pod.memory.add_source("Mr Berg retires in May.", scope=scope))
+        await pod.in_memory_thread(lambda: pod.memory.add_source("Clara loves orchids.", scope=scope))
+        script([Text(json.dumps([
+            {"title": title, "scope": scope, "category": "money", "body": "Mr Berg retires in May [1].",
+             "citations": {"1": "S1"}},
+            {"title": "Clara", "scope": scope, "category": "family", "body": "Clara loves orchids [1].",
+             "citations": {"1": "S2"}}]))])
+        out = await pod.memory_ingest()
+        assert out["written"] == [f"page:{scope}/clara"] and out["left_in_inbox"] == 1, out
+        (refused,) = out["rejected"]
+        assert "titled it with one of memory's ids" in refused["why"] and "wait in the inbox" in refused["why"], out
+        assert pod.person.id[:12] not in str(refused) and "3DDDD807B4C38EB8" not in str(refused), refused
+        await pod.in_memory_thread(lambda: pod.memory.delete_page(scope, "clara"))
+        (waiting,) = await pod.in_memory_thread(lambda: pod.memory.inbox(10))
+        await pod.in_memory_thread(lambda waiting=waiting: pod.memory.delete_source(waiting))
+    titles = await pod.in_memory_thread(lambda: [p.title for p in pod.memory.list_pages(scope)[0]])
+    assert titles == [], titles
