@@ -786,6 +786,18 @@ def model_synthesize(route: Route, names: dict[str, str] | None = None,
         ids = {i.lower() for i in [*known, *names, *(part for sc in scopes for part in sc.split("/")[1:])]
                if len(i) >= 12}
         pages: list[Any] = []
+        # the scopes as the prompt shows them (by id) and as ``named`` makes them ("private/Alice")
+        scopes_said = {*scopes, *(named(sc) for sc in scopes)}
+
+        def category(said: str, scope: str) -> str:
+            """A draft's category, ids named as in its title: one that still holds an id or is a scope (copied from
+            the prompt's list of scopes) would be shown as a category folder in the Wiki's list: "notes" then."""
+            text = fit(named(said), 40, scope)
+            if not text.strip() or _holds_id(text, ids) or text.strip() in scopes_said or any(
+                    sc in text for sc in scopes_said if "/" in sc):
+                return "notes"
+            return text
+
         for d in data:
             if not isinstance(d, dict) or not d.get("title") or not d.get("scope"):
                 raise MemoryModelError("A page from the wiki-writer model has no title or scope; the inbox is unchanged.")
@@ -826,7 +838,7 @@ def model_synthesize(route: Route, names: dict[str, str] | None = None,
             old = shown.get(key) if key is not None else None
             if old is not None:  # a claim kept word for word from the page keeps its source, labelled or not
                 cites.update(_kept_citations(old, body, used - set(cites)))
-            pages.append(Page(title=title, scope=scope, category=fit(str(d.get("category") or "notes"), 40),
+            pages.append(Page(title=title, scope=scope, category=category(str(d.get("category") or ""), scope),
                               body=body, citations=only_cited(cites, body)))
         return pages
 

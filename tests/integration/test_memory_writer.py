@@ -400,3 +400,27 @@ async def test_a_page_titled_with_an_id_is_left_out_alone_and_said(pod, script) 
         await pod.in_memory_thread(lambda waiting=waiting: pod.memory.delete_source(waiting))
     titles = await pod.in_memory_thread(lambda: [p.title for p in pod.memory.list_pages(scope)[0]])
     assert titles == [], titles
+
+
+async def test_a_scope_or_an_id_copied_into_the_category_is_not_the_pages_category(pod, script) -> None:
+    """The writer's prompt names each scope by its id ("- private/<32 hex>: …'s private memory"). A writer that copied
+    its scope into a page's category had "private/<the person's id>" written into the page's front matter and shown
+    as a category folder in the Wiki's list of pages: titles and bodies have ids turned into names or refused, the
+    category had neither. Now it is named as they are, and a category that still is a scope or holds an id is the
+    default one, "notes"."""
+    scope = f"private/{pod.person.id}"
+    pod.set_role_model("ingest", "fake/writer-1")
+    for n, category in enumerate([scope, f"{scope} family", f"family {pod.person.id[:16]}", "3DDDD807B4C38EB8"]):
+        await pod.in_memory_thread(lambda n=n: pod.memory.add_source(f"Clara has {n + 2} orchids.", scope=scope))
+        script([Text(json.dumps([{"title": f"Orchids {n}", "scope": scope, "category": category,
+                                  "body": f"Clara has {n + 2} orchids [1].", "citations": {"1": "S1"}}]))])
+        out = await pod.memory_ingest()
+        assert out["written"] == [f"page:{scope}/orchids-{n}"], out
+        page = await pod.in_memory_thread(lambda n=n: pod.memory.read_page(scope, f"orchids-{n}"))
+        assert page.category == "notes", f"{category!r} became the category {page.category!r}"
+    await pod.in_memory_thread(lambda: pod.memory.add_source("Tom's bike is blue.", scope=scope))
+    script([Text(json.dumps([{"title": "Bike", "scope": scope, "category": "family & home",
+                              "body": "Tom's bike is blue [1].", "citations": {"1": "S1"}}]))])
+    await pod.memory_ingest()
+    page = await pod.in_memory_thread(lambda: pod.memory.read_page(scope, "bike"))
+    assert page.category == "family & home", page.category  # a category of words stays as written
