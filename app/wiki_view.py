@@ -67,6 +67,8 @@ def _marks() -> re.Pattern[str]:
     from wiki_engine.pages import CITE
 
     return re.compile(r"\[\[(?P<page>[^\[\]|#]*)(?P<part>#[^\[\]|]*)?(?:\|(?P<label>[^\[\]]+))?\]\]|" + CITE.pattern)
+
+
 _EMPHASIS = re.compile(r"^([*_]{1,3})(.+?)\1$")  # a link's words in bold or italic: "**Clara**"
 _NAME = Qt.ItemDataRole.UserRole + 1  # a proposal's page, by its title
 _FOLD = Qt.ItemDataRole.UserRole + 2  # a scope or a category in the list of pages (what stays folded)
