@@ -33,7 +33,7 @@ import stat
 import time
 import unicodedata
 from bisect import bisect_right
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -558,29 +558,65 @@ def _block_text(block: list[str]) -> tuple[str, str]:
     return head, "\n".join(line.strip() for line in [block[0][len(head):], *rest_lines])
 
 
+def _claims(text: str) -> list[list[str]]:
+    """A paragraph's, list item's or quote's ``text`` (``_block_text``) as its claims, each its sentences: a cited
+    sentence with the uncited ones just before it, which rest on its citation; the uncited sentences ending the block
+    are one more."""
+    out: list[list[str]] = []
+    claim: list[str] = []
+    for sentence in _sentences(text):
+        claim.append(sentence)
+        if CITE.search(sentence):
+            out.append(claim)
+            claim = []
+    return [*out, claim] if claim else out
+
+
+def _as_written(claim: list[str]) -> str:
+    """A claim (its sentences) as one line: its words, each run of space, line break or indent one space."""
+    return " ".join("".join(claim).split())
+
+
 def _drop_sentences(block: list[str], drop: Callable[[str], bool]) -> tuple[list[str], list[str]]:
     """One paragraph or list item (its lines) without the claims one of whose sentences ``drop`` is true of; untouched
     when it drops none. A claim is a cited sentence with the uncited ones just before it, which rest on its citation
     (or the uncited sentences ending the block). Also what went, each claim as written. ``drop`` is asked of a
     claim's sentences in turn until it says true: once a claim."""
+    return _drop_claims(block, lambda claim: any(drop(part) for part in claim))
+
+
+def _drop_claims(block: list[str], drop: Callable[[list[str]], bool]) -> tuple[list[str], list[str]]:
+    """One paragraph or list item (its lines) without the claims (``_claims``) ``drop`` is true of, asked of each
+    claim's sentences; untouched when it drops none. Also what went, each claim as written."""
     head, text = _block_text(block)
     kept: list[str] = []
     gone: list[str] = []
-    claim: list[str] = []  # the sentences of the claim read so far
-    for sentence in [*_sentences(text), None]:
-        if sentence is not None:
-            claim.append(sentence)
-            if not CITE.search(sentence):
-                continue  # it rests on the citation of a sentence after it
-        if claim and any(drop(part) for part in claim):
-            gone.append(" ".join("".join(claim).split()))
+    for claim in _claims(text):
+        if drop(claim):
+            gone.append(_as_written(claim))
         else:
             kept += claim
-        claim = []
     if not gone:
         return block, []
     rest = re.sub(r"[ \t]*\n[ \t]*", " ", "".join(kept).strip())  # each keeps the space after it (none after 。)
     return ([head + rest] if rest else []), gone
+
+
+def claims(body: str) -> list[str]:
+    """The claims of a page's ``body`` as ``without_sentences`` reads them, each as written on one line (its marker
+    off): of each paragraph, list item or quote, a cited sentence with the uncited ones just before it (a claim may
+    be wrapped over several lines), and the uncited sentences ending it; a heading and a table row are one each."""
+    return [_as_written(claim) for block in paragraphs(body.split("\n")) if block[0].strip()
+            for claim in _claims(_block_text(block)[1])]
+
+
+def without_claims(body: str, gone: Collection[str]) -> str:
+    """A page's ``body`` without each of its claims (as ``claims`` gives them) that ``gone`` holds, all its lines
+    with it; headings left over nothing go."""
+    out: list[str] = []
+    for block in paragraphs(body.split("\n")):
+        out.extend(_drop_claims(block, lambda claim: _as_written(claim) in gone)[0] if block[0].strip() else block)
+    return without_empty_sections(re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip("\n"))
 
 
 def sentences(body: str) -> list[str]:

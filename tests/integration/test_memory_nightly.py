@@ -233,3 +233,38 @@ async def test_a_refused_contradiction_check_tells_its_person_which_page_in_whol
     assert body[:-1] in events[0]["error"] and events[0]["error"][len(body) - 1] in " ,.;:", body
     page = pod.memory.read_page(scope, "dentist")
     assert "Okafor" in page.body and "definitely" not in page.body
+
+
+async def test_a_claim_wrapped_over_two_lines_is_taken_off_whole_or_not_at_all(pod, fake_model) -> None:
+    """A claim wrapped over two lines ("- The dentist is Dr Okafor,\\n  at the Leeds practice [1]"): the check's model
+    dropped only its cited line, and the check took that answer, so the page read "- The dentist is Dr Okafor," citing
+    nothing above "- The dentist is Dr Lindqvist [2]": the very claim it dropped as contradicted, now unsourced. Now a
+    check compares whole claims: an answer keeping part of one is refused (the page stays as it was, and its person is
+    told why), and an answer dropping the whole claim takes every line of it off."""
+    from wiki_engine import Page
+
+    scope = f"private/{pod.person.id}"
+    body = "- The dentist is Dr Okafor,\n  at the Leeds practice [1]\n- The dentist is Dr Lindqvist [2]"
+
+    def seed() -> None:
+        old = pod.memory.add_source("The dentist is Dr Okafor at the Leeds practice.", scope=scope,
+                                    ts=time.time() - 86400 * 30)
+        new = pod.memory.add_source("Correction: the dentist is now Dr Lindqvist.", scope=scope, ts=time.time())
+        pod.memory.write_page(Page("Dentist", scope, "health", body, {1: old, 2: new}), author="agent:writer")
+
+    await pod.in_memory_thread(seed)
+    pod.set_role_model("ingest", "fake/reconciler")
+    fake_model.script = lambda req: Text(json.dumps({
+        "changed": True, "body": "- The dentist is Dr Okafor,\n- The dentist is Dr Lindqvist [2]",
+        "dropped": {"1": 2}, "why": "newer"}))
+    out = await asyncio.wait_for(pod.memory_nightly(), 60)
+    page = await pod.in_memory_thread(lambda: pod.memory.read_page(scope, "dentist"))
+    assert page.body == body and out["reconciled"] == [], (out, page.body)
+    [why] = [r["why"] for r in out["rejected"] if r["title"] == "Dentist"]
+    assert "kept part of the claim “The dentist is Dr Okafor, at the Leeds practice [1]”" in why, why
+
+    fake_model.script = lambda req: Text(json.dumps({  # the whole claim dropped, as it was wrapped
+        "changed": True, "body": "- The dentist is Dr Lindqvist [2]", "dropped": {"1": 2}, "why": "newer"}))
+    out = await asyncio.wait_for(pod.memory_nightly(), 60)
+    page = await pod.in_memory_thread(lambda: pod.memory.read_page(scope, "dentist"))
+    assert page.body == "- The dentist is Dr Lindqvist [2]" and out["reconciled"], (out, page.body)
