@@ -141,21 +141,23 @@ def detect_emails(text: str) -> list[Finding]:
 @cache
 def _phone_res() -> dict[str, re.Pattern[str]]:
     sep = r"[ .\-]"
+    # Glued to a latin letter, a digit or "_" a number is part of a longer token ("ID4155550132"); beside a kana or a
+    # hanzi it is not: Japanese and Chinese are written without spaces ("電話は090-1234-5678まで"), so no \w here.
     return {
         # +CC then groups; an optional (0) trunk marker; groups may be parenthesised.
         "intl": re.compile(
-            r"(?<![\w+])\+\d{1,3}(?:[ \-.]?\(0\))?(?:[ \-.]?\(?\d{1,5}\)?){1,6}(?![\w])"
+            r"(?<![A-Za-z0-9_+])\+\d{1,3}(?:[ \-.]?\(0\))?(?:[ \-.]?\(?\d{1,5}\)?){1,6}(?![A-Za-z0-9_])"
         ),
         # 00 international prefix, written with spaces.
-        "intl00": re.compile(r"(?<![\w.\-+/])00[1-9]\d{0,2}(?: \d{1,5}){2,5}(?![\w]|[.\-/ ]\d)"),
+        "intl00": re.compile(r"(?<![A-Za-z0-9_.\-+/])00[1-9]\d{0,2}(?: \d{1,5}){2,5}(?![A-Za-z0-9_]|[.\-/ ]\d)"),
         # North American Numbering Plan: (415) 555-0132, 415-555-0132, 415.555.0132, 1-800-555-0199.
         "nanp": re.compile(
-            rf"(?<![\w.\-+/])(?:1{sep})?(?:\([2-9]\d{{2}}\) ?|[2-9]\d{{2}}(?P<s>{sep}))[2-9]\d{{2}}(?(s)(?P=s)|{sep})\d{{4}}(?![\w]|[.\-/]\d)"
+            rf"(?<![A-Za-z0-9_.\-+/])(?:1{sep})?(?:\([2-9]\d{{2}}\) ?|[2-9]\d{{2}}(?P<s>{sep}))[2-9]\d{{2}}(?(s)(?P=s)|{sep})\d{{4}}(?![A-Za-z0-9_]|[.\-/]\d)"
         ),
         # National numbers with a trunk 0: 020 7946 0958, 06 12 34 56 78, 0170 9876543.
-        "trunk": re.compile(r"(?<![\w.\-+/:])0[1-9]\d{0,3}(?:[ \-]\d{2,8}){1,4}(?![\w]|[.\-/: ]\d)"),
+        "trunk": re.compile(r"(?<![A-Za-z0-9_.\-+/:])0[1-9]\d{0,3}(?:[ \-]\d{2,8}){1,4}(?![A-Za-z0-9_]|[.\-/: ]\d)"),
         # Ten bare digits, only when a phone word is near.
-        "bare": re.compile(r"(?<![\w.\-+/])[2-9]\d{9}(?![\w]|[.\-/]\d)"),
+        "bare": re.compile(r"(?<![A-Za-z0-9_.\-+/])[2-9]\d{9}(?![A-Za-z0-9_]|[.\-/]\d)"),
     }
 
 
@@ -217,11 +219,13 @@ def detect_phones(text: str) -> list[Finding]:
 def _card_re() -> re.Pattern[str]:
     # Groups joined by one separator throughout (none, dots, slashes, spaces or dashes), or by spaces, dashes and
     # slashes mixed ("4111 1111-1111 1111", "4111 - 1111 - 1111 - 1111", "4111 1111 / 1111 1111", or "4111-1111-"
-    # ending a line); dots never mix, and a card never follows a slash (a path or an address).
+    # ending a line); dots never mix, and a card never follows a slash (a path or an address). Glued to a latin letter
+    # or a digit it is part of a longer token; a kana or a hanzi beside it is a word of a text written without spaces
+    # ("カード4111111111111111で払いました"), so no \w here.
     return re.compile(
-        r"(?<![\w.\-/])(?:\d{4}(?P<s>[ .\-/]?)\d{2,7}(?:(?P=s)\d{1,7}){1,4}"
+        r"(?<![A-Za-z0-9_.\-/])(?:\d{4}(?P<s>[ .\-/]?)\d{2,7}(?:(?P=s)\d{1,7}){1,4}"
         r"|\d{4}(?: ?[-/] ?| )\d{2,7}(?:(?: ?[-/] ?| )\d{1,7}){1,4})"
-        r"(?![\w]|[.\-/]\d)"
+        r"(?![A-Za-z0-9_]|[.\-/]\d)"
     )
 
 

@@ -682,3 +682,23 @@ def test_an_amex_split_by_dots_in_its_own_groups_is_a_card(said: str, card: str)
                                   "3782.822463 and 10005"])
 def test_dots_in_amex_groups_are_no_card_unless_it_is_a_valid_amex(said: str) -> None:
     assert not [f for f in detect(said) if f.detector == "card"]
+
+
+@pytest.mark.parametrize(("said", "detector", "value"), [
+    ("コテージの予約金はカード4111111111111111で払いました。", "card", "4111111111111111"),
+    ("订金我用卡号4111 1111 1111 1111付了", "card", "4111 1111 1111 1111"),
+    ("電話は090-1234-5678までお願いします。", "phone", "090-1234-5678"),
+    ("请打电话+86 138 0013 8000找我", "phone", "+86 138 0013 8000"),
+    ("電話は(415) 555-0132まで", "phone", "(415) 555-0132"),
+])
+def test_a_card_or_phone_beside_kana_or_hanzi_is_found(said: str, detector: str, value: str) -> None:
+    """Japanese and Chinese are written without spaces: a card or phone number beside a kana or a hanzi was no card
+    or phone (the patterns wanted no Unicode word character beside it) and was remembered as written."""
+    assert _one(said, detector).text == value
+
+
+@pytest.mark.parametrize("said", [
+    "ref AB4111111111111111", "build 4111111111111111x", "id_4111111111111111", "SKU x020-7946-0958", "v0207946095_8",
+])
+def test_a_number_glued_to_a_latin_letter_is_still_part_of_a_longer_token(said: str) -> None:
+    assert not [f for f in detect(said) if f.detector in ("card", "phone")]

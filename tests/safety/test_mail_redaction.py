@@ -1,0 +1,46 @@
+"""Personal data in a mail on its way into memory, through the Pod against real Dovecot on loopback: what the mail
+says is kept, the value the README promises to redact is in no file of memory's."""
+
+from __future__ import annotations
+
+import asyncio
+from email.header import Header
+
+import pytest
+
+from tests.integration.test_mail_pod import add_inbox
+from tests.integration.test_memory_pod import files_holding
+
+
+async def _remembered(pod, servers, raw: bytes) -> dict:
+    """Alice's inbox gets ``raw``; the mail is checked and memory's run keeps it. Memory's report."""
+    d, s = servers
+    acct = add_inbox(pod, d, s, rules=[])
+    d.deliver(raw)
+    await asyncio.wait_for(pod.mail.poll(acct), 60)
+    return (await pod.memory_produce())[0]
+
+
+def _in_charset(charset: str, subject: str, body: str, sender: str) -> bytes:
+    return (f"From: {sender}\r\nTo: alice@example.org\r\nSubject: {Header(subject, charset).encode()}\r\n"
+            f"Message-ID: <{charset}.1@example.jp>\r\nDate: Mon, 03 Jun 2024 09:00:00 +0000\r\nMIME-Version: 1.0\r\n"
+            f"Content-Type: text/plain; charset={charset}\r\nContent-Transfer-Encoding: 8bit\r\n\r\n").encode() \
+        + body.encode(charset) + b"\r\n"
+
+
+@pytest.mark.parametrize("charset,subject,body", [
+    ("iso-2022-jp", "コテージの予約金",
+     "アリスさん、コテージの予約金はカード4111111111111111で払いました。電話は090-1234-5678までお願いします。"),
+    ("gb2312", "小屋的订金", "爱丽丝，小屋的订金我用卡号4111111111111111付了。请打电话090-1234-5678找我。"),
+], ids=["japanese", "chinese"])
+async def test_a_card_and_a_phone_in_a_japanese_or_chinese_mail_are_redacted(pod, servers, charset, subject,
+                                                                            body) -> None:
+    """Japanese and Chinese are written without spaces: "カード4111111111111111で払いました" (paid with card …).
+    Before, the card and the phone number went into memory as they came (the card and phone patterns wanted no
+    word character beside a number, and a kana or a hanzi is one); now both are redacted, and the rest is kept."""
+    rep = await _remembered(pod, servers, _in_charset(charset, subject, body, "Tanaka <tanaka@example.jp>"))
+    assert rep["kept"] == 1, rep
+    src = pod.home / "memory" / "sources"
+    assert files_holding(src, "Tanaka") != []
+    assert files_holding(src, "4111111111111111") == [], "card number stored in memory"
+    assert files_holding(src, "090-1234-5678") == [], "phone number stored in memory"
