@@ -110,13 +110,25 @@ _FILE_EXTENSIONS = frozenset(
 )
 
 
+# Letters of the scripts written without spaces between words (kana, hanzi and kanji, hangul, Thai, Lao, Khmer,
+# Myanmar, half-width katakana): an address written beside one ends there ("メールはalice@example.comまで").
+_NO_SPACE_SCRIPTS = ("\u0e00-\u0eff\u1000-\u109f\u1100-\u11ff\u1780-\u17ff\u3040-\u30ff\u3130-\u318f"
+                     "\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff65-\uff9f"
+                     "\U00020000-\U0003ffff")
+
+
 @cache
 def _email_re() -> re.Pattern[str]:
+    # An address may hold letters of any alphabet (RFC 6531: "josé.ruiz@correo.example", "иван@почта.рф") and a
+    # domain in the form mail carries one in (IDNA: "xn--80akhbyknj4f.xn--p1ai").
     # A local part is at most 64 characters (RFC 5321): bounded, a run of "a'a'a'…" without an "@" is read once,
     # not again from each letter after an apostrophe to its end.
-    local = r"[A-Za-z0-9_](?:[A-Za-z0-9_%+'-]|\.(?=[A-Za-z0-9_%+-])){0,63}"
-    domain = r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}"
-    return re.compile(rf"(?<![A-Za-z0-9._%+-])({local})@({domain})(?![A-Za-z0-9-]|\.[A-Za-z0-9])")
+    word = rf"[^\W{_NO_SPACE_SCRIPTS}]"  # a letter, a digit or "_"
+    alnum = rf"[^\W_{_NO_SPACE_SCRIPTS}]"
+    local = rf"{word}(?:{word}|[%+'-]|\.(?={word}|[%+-])){{0,63}}"
+    tld = rf"(?:[Xx][Nn]--[A-Za-z0-9-]{{1,59}}|[^\W\d_{_NO_SPACE_SCRIPTS}]{{2,63}})"
+    domain = rf"(?:{alnum}(?:(?:{alnum}|-){{0,61}}{alnum})?\.)+{tld}"
+    return re.compile(rf"(?<!{word})(?<![.%+-])({local})@({domain})(?!{alnum}|-|\.{alnum})")
 
 
 def detect_emails(text: str) -> list[Finding]:

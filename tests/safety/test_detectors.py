@@ -702,3 +702,22 @@ def test_a_card_or_phone_beside_kana_or_hanzi_is_found(said: str, detector: str,
 ])
 def test_a_number_glued_to_a_latin_letter_is_still_part_of_a_longer_token(said: str) -> None:
     assert not [f for f in detect(said) if f.detector in ("card", "phone")]
+
+
+@pytest.mark.parametrize(("said", "value"), [
+    ("Ivan Petrov <ivan.petrov@xn--80akhbyknj4f.xn--p1ai>", "ivan.petrov@xn--80akhbyknj4f.xn--p1ai"),
+    ("write to josé.ruiz@correo.example today", "josé.ruiz@correo.example"),
+    ("Пишите: иван@почта.рф, спасибо", "иван@почта.рф"),
+    ("Mail an jürgen@bücher.de.", "jürgen@bücher.de"),
+    ("メールはalice@example.comまでお願いします", "alice@example.com"),
+])
+def test_an_address_with_letters_of_any_alphabet_or_an_idna_domain_is_found_whole(said: str, value: str) -> None:
+    """An address with an accent, in Cyrillic, or at a domain as mail carries an international one (xn--…) was no
+    address (letters A-Z only) and was remembered as written; beside a kana it still ends where the kana starts."""
+    assert _one(said, "email").text == value
+
+
+@pytest.mark.parametrize("said", ["icon@2x.png", "git@github.com:org/repo.git", "x@y.com-z", "Thanks @мария!",
+                                  "the @xn--p1ai handle"])
+def test_shapes_near_an_address_are_still_no_address(said: str) -> None:
+    assert not [f for f in detect(said) if f.detector == "email"]

@@ -44,3 +44,21 @@ async def test_a_card_and_a_phone_in_a_japanese_or_chinese_mail_are_redacted(pod
     assert files_holding(src, "Tanaka") != []
     assert files_holding(src, "4111111111111111") == [], "card number stored in memory"
     assert files_holding(src, "090-1234-5678") == [], "phone number stored in memory"
+
+
+@pytest.mark.parametrize("sender,word", [
+    ("Ivan Petrov <ivan.petrov@xn--80akhbyknj4f.xn--p1ai>", "ivan.petrov@"),  # a .рф domain as mail carries it
+    ("José Ruiz <josé.ruiz@correo.example>", "ruiz@correo"),  # an address in UTF-8 (RFC 6531)
+], ids=["punycode-domain", "utf8-local-part"])
+async def test_a_senders_address_with_an_international_domain_or_letters_is_redacted(pod, servers, sender,
+                                                                                     word) -> None:
+    """README: mail addresses are redacted before memory, "a mail's sender's too". Before, a sender at a Russian .рф
+    domain (in mail it is written xn--p1ai) or with an accent in the address went into memory as it came (the
+    address pattern wanted a top-level domain of letters A-Z and an ASCII local part); now it is redacted there."""
+    raw = (f"From: {sender}\r\nTo: alice@example.org\r\nSubject: Dacha keys\r\nMessage-ID: <{word}1@x.example>\r\n"
+           "Date: Mon, 03 Jun 2024 09:00:00 +0000\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n"
+           "\r\nHi Alice, the dacha keys are under the blue flowerpot by the shed.\r\n").encode()
+    rep = await _remembered(pod, servers, raw)
+    assert rep["kept"] == 1, rep
+    assert files_holding(pod.home / "memory" / "sources", "flowerpot") != []
+    assert files_holding(pod.home / "memory", word) == [], "the sender's address was stored in memory"
