@@ -721,3 +721,43 @@ def test_an_address_with_letters_of_any_alphabet_or_an_idna_domain_is_found_whol
                                   "the @xn--p1ai handle"])
 def test_shapes_near_an_address_are_still_no_address(said: str) -> None:
     assert not [f for f in detect(said) if f.detector == "email"]
+
+
+@pytest.mark.parametrize(("said", "value"), [
+    ("Your card PIN: 8842.", "8842"),
+    ("The garage door passcode is 2580 as well.", "2580"),
+    ("Your PIN number is 4321.", "4321"),
+    ("the wifi password is 12345", "12345"),
+    ("The cottage wifi password: correcthorsebatterystaple", "correcthorsebatterystaple"),
+    ("Wifi password: SeaView", "SeaView"),
+    ("Guest wifi password - LighthouseKeeper, the router is in the hall", "LighthouseKeeper"),
+    ('the password is "sunflower"', "sunflower"),
+    ("Wifi key = 'meadowlark'", "meadowlark"),
+])
+def test_a_pin_of_four_digits_or_a_password_of_letters_alone_is_a_secret(said: str, value: str) -> None:
+    """A PIN or passcode of four digits, and a password of letters alone (words run together, a capital inside, or
+    quoted) were remembered as written: a labelled value had to have six characters with a digit or a symbol."""
+    assert _one(said, "secret").text == value
+
+
+@pytest.mark.parametrize("said", [
+    "password: forgotten",
+    "Password: required.",
+    "Your password is incorrect, try again",
+    "The password is wrong.",
+    "the password is written on the fridge",
+    "PIN: see above",
+    "PIN: none",
+    "the pin is 2 inches long",
+    "PIN 4411 and door code 1234",
+    "token: 1234",
+    "api key: 5678",
+    "Password: Forgot?",
+    "Passwords: in LastPass",
+    "The password is case-insensitive.",
+    "Your password expires in 14 days.",
+    "the password was 8 characters",
+    "Ihr Passwort: vergessen",
+])
+def test_a_word_of_prose_or_a_short_number_after_a_password_or_pin_is_no_secret(said: str) -> None:
+    assert not [f for f in detect(said) if f.detector == "secret"]

@@ -8,6 +8,7 @@ from email.header import Header
 
 import pytest
 
+from tests.helpers.mailservers import make_mail
 from tests.integration.test_mail_pod import add_inbox
 from tests.integration.test_memory_pod import files_holding
 
@@ -62,3 +63,22 @@ async def test_a_senders_address_with_an_international_domain_or_letters_is_reda
     assert rep["kept"] == 1, rep
     assert files_holding(pod.home / "memory" / "sources", "flowerpot") != []
     assert files_holding(pod.home / "memory", word) == [], "the sender's address was stored in memory"
+
+
+@pytest.mark.parametrize("line,secret", [
+    ("Your card PIN: 8842.", "8842"),
+    ("The garage door passcode is 2580 as well.", "2580"),
+    ("The cottage wifi password: correcthorsebatterystaple", "correcthorsebatterystaple"),
+], ids=["pin", "passcode", "passphrase-of-words"])
+async def test_a_pin_or_a_password_of_plain_words_in_a_mail_is_redacted(pod, servers, line, secret) -> None:
+    """README: "a password, passcode, PIN or wifi key written after its name" is redacted before it is remembered.
+    Before, a bank's "Your card PIN: 8842" (four digits), a passcode of four digits and a passphrase of plain words
+    after "password:" went into memory as they came (a labelled value had to have six characters with a digit or a
+    symbol in it); now each is redacted, and the rest of the mail is kept."""
+    rep = await _remembered(pod, servers, make_mail(
+        "Your Quillsby Bank card", f"Hello Alice, your new Quillsby debit card is on its way. {line}",
+        sender="Quillsby Bank <cards@quillsby.example>"))
+    assert rep["kept"] == 1, rep
+    src = pod.home / "memory" / "sources"
+    assert files_holding(src, "Quillsby") != []
+    assert files_holding(src, secret) == [], f"{secret!r} was stored in memory"
