@@ -717,10 +717,17 @@ def detect_addresses(text: str) -> list[Finding]:
 # "wifi key"; at the end of a name of code's ("GITHUB_TOKEN", "db-secret") a token or a secret too. Read from the
 # start of a run like "db_admin_password" only, once (from each of its parts, a long run took the square of its length).
 _LABEL_RUN = r"(?<![A-Za-z0-9])(?<![A-Za-z0-9][_\-])(?:[A-Za-z0-9]+[_\-])*"
+_FINNISH_PASSWORD = r"salasan(?:asi|anne|amme|at|an|a)"
 # A password's names (a wifi key is one): a value of plain words after one may be the password ("wifi password:
 # correcthorsebatterystaple"); a PIN's or a passcode's: four digits after one are the PIN ("Your card PIN: 8842").
-_PASSWORD_WORD = r"passwords?|passwd|passphrases?|pwd|wi-?fi[_\-\s]?keys?"
-_PIN_WORD = r"pins?(?:[_\-\s]?(?:codes?|numbers?))?|passcodes?"
+# In the languages account numbers are read in (see _ACCOUNT_WORD): de "Passwort", "Kennwort", "Geheimzahl"; fr "mot
+# de passe", "code confidentiel"; es "contraseña"; it "password"; nl "wachtwoord", "pincode"; fi "salasana",
+# "tunnusluku"; pt "senha", "palavra-passe"; sv "lösenord"; da "adgangskode", "kodeord"; no "passord"; pl "hasło".
+_PASSWORD_WORD = (r"pass(?:words?|wd|phrases?|w(?:ort(?:e?s)?|örter)|ord(?:et)?)|pwd|w(?:i-?fi[_\-\s]?keys?|achtwoord(?:en)?)"
+                  r"|k(?:ennw(?:ort(?:e?s)?|örter)|odeord(?:et)?)|mots?[^\S\n]+de[^\S\n]+passe|contraseñas?"
+                  rf"|{_FINNISH_PASSWORD}|senhas?|palavras?-passe|lösenord(?:et|en)?|adgangskoder?n?|has(?:ło|lo|ła|la)")
+_PIN_WORD = (r"pins?(?:[_\-\s]?(?:codes?|numbers?|nummer|koodi|kode|kod))?|passcodes?|geheimzahl|tunnusluku"
+             r"|code[^\S\n]+confidentiel")
 _CREDENTIAL_WORD = (rf"(?P<name>(?i:{_PASSWORD_WORD}|{_PIN_WORD}|"
                     r"api[_\-\s]?keys?|(?:access|auth|refresh)[_\-\s]?tokens?|client[_\-\s]?secrets?|secret[_\-\s]?keys?|"
                     r"(?<=[_\-])(?:tokens?|secrets?)))")
@@ -729,11 +736,18 @@ _NAMES_A_PIN = re.compile(rf"(?i:{_PIN_WORD})")
 # A token or a secret on its own names many things besides: "the token for the metro", "the secret to Nan's scones"
 _BARE_WORD = r"(?i:(?<![_\-])(?:tokens?|secrets?))"
 # What the credential is for, after its name: " for the cabin wifi", " to Mum's laptop", " of example.com"
-_WHAT_FOR = r"(?i:[^\S\n]+(?:for|of|to|on|at|in)(?:[^\S\n]+[\w'\-]+(?:\.[\w\-]+)*){1,5}?)"
+_WHAT_FOR = (r"(?i:[^\S\n]+(?:for|of|to|on|at|in|für|fürs|pour|para|per|voor|för|til|do|du|de|del|da|van|vom|zum|zur)"
+             r"(?:[^\S\n]+[\w'\-]+(?:\.[\w\-]+)*){1,5}?)")
+# "is" after a credential's name and what it is for: "Passwort für das WLAN ist …", "la contraseña del wifi es …"
+_IS = r"(?:is|was|ist|lautet|war|est|était|es|era|è|é|är|var|er)"
 # "password: x", "PASSWORD=x", "the password is x", "the router password is now: x" (words before "is" that say what
 # it is for are read by _WHAT_FOR, after a credential's name only)
 _SAID = (r"(?:[\"']?\s*[:=]|(?i:(?![^\S\n]+(?:for|of|to|on|at|in)[^\S\n]))(?:\s+[\w']+){0,3}?\s+(?:is|was)"
-         r"(?:\s+now)?\s*:?)")
+         r"(?:\s+now)?\s*:?"
+         # another language's "is" right after the name: "Ihr Passwort lautet …", "la contraseña es …"
+         rf"|[^\S\n]+{_IS}[^\S\n]*:?)")
+# Finnish "salasana on …" ("on" is "is" there; an English "password on the fridge" is where it is)
+_FINNISH_SAID = rf"(?P<fi>(?i:{_FINNISH_PASSWORD}|tunnusluku|pin-koodi))[^\S\n]+on(?:[^\S\n]+nyt)?[^\S\n]*:?"
 # The value, to its end: a sentence's full stop or colon after it is not part of it; a backtick inside it is
 # ("Qv7r`T2m`z9"), one around it is quoting
 _CREDENTIAL_VALUE = r"(?P<value>[^\s\"'`<>,;()\[\]{}][^\s\"'<>,;()\[\]{}]{2,}[^\s\"'`<>,;()\[\]{}](?<![.:]))"
@@ -779,8 +793,8 @@ def _secret_res() -> list[tuple[str, re.Pattern[str], int | str]]:
         # 2tsp-baking-powder" are a fare and a recipe.
         ("labelled_secret", re.compile(
             # "the wifi password for the cabin is now: x", "password for the cabin wifi: x"
-            rf"{_LABEL_RUN}(?:{_CREDENTIAL_WORD}(?:{_WHAT_FOR}(?:\s*:|\s+(?:is|was)(?:\s+now)?\s*:?)|{_SAID})"
-            rf"|{_BARE_WORD}{_SAID})"
+            rf"{_LABEL_RUN}(?:{_CREDENTIAL_WORD}(?:{_WHAT_FOR}(?:\s*:|\s+{_IS}(?:\s+now)?\s*:?)|{_SAID})"
+            rf"|{_BARE_WORD}{_SAID}|{_FINNISH_SAID})"
             rf"\s*[\"'`]?{_CREDENTIAL_VALUE}"), "value"),
         # The same after a dash or an arrow, a note's "Wifi password - Qv7rT2mz", "API key for the NAS -> 3f9a8b7c6d":
         # the value ends its line or clause ("the password manager - 1Password7 works well" is prose).
@@ -834,6 +848,10 @@ def _looks_random(s: str) -> bool:
     return len(set(alnum)) >= 10 and kinds >= 2
 
 
+_CREDENTIAL_TRIGGERS = (
+    "assw", "pwd", "ssphrase", "sscode", "pin", "fi key", "fi-key", "fi_key", "fikey", "pi key", "pi_key", "pikey",
+    "pi-key", "oken", "ecret", "kennw", "de passe", "-passe", "contrase", "wachtw", "salasan", "senha", "senord", "adgangskode",
+    "kodeord", "assord", "hasło", "haslo", "hasła", "hasla", "geheimzahl", "tunnusluku", "confidentiel")
 # Literal substrings at least one of which every match of the same-index pattern contains: a pattern whose
 # triggers are all absent is skipped, which keeps the common no-secret case fast.
 _SECRET_TRIGGERS: tuple[tuple[str, ...], ...] = (
@@ -841,10 +859,8 @@ _SECRET_TRIGGERS: tuple[tuple[str, ...], ...] = (
     ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "AIPA", "ANPA", "ANVA", "APKA"),
     ("ecret", "ECRET"), ("gh",), ("github_pat_",), ("glpat-",), ("xox",), ("xapp-",), ("hooks.slack.com",),
     ("AIza",), ("_live_", "_test_"), ("gsk_",), ("xai-",), ("hf_",), ("://",), ("eyJ",), ("earer", "EARER"),
-    ("assw", "pwd", "ssphrase", "sscode", "pin", "fi key", "fi-key", "fi_key", "fikey", "pi key", "pi_key", "pikey",
-     "pi-key", "oken", "ecret"),  # read in lower case
-    ("assw", "pwd", "ssphrase", "sscode", "pin", "fi key", "fi-key", "fi_key", "fikey", "pi key", "pi_key", "pikey",
-     "pi-key", "oken", "ecret"),
+    _CREDENTIAL_TRIGGERS,  # read in lower case
+    _CREDENTIAL_TRIGGERS,
 )
 _LOWER_CASE_TRIGGERS = frozenset({"labelled_secret"})
 
@@ -896,7 +912,8 @@ def detect_secrets(text: str) -> list[Finding]:
                 # "Xk9pq22!" is a password, "Monday!" a word said loudly: a final "!" or "?" is redacted with the
                 # value but does not make it one
                 quoted = start > 0 and text[start - 1] in "\"'`" and text.startswith(text[start - 1], end)
-                if not _looks_credential(value.rstrip("!?"), m.group("name") or "", quoted=quoted,
+                name = m.group("name") or m.groupdict().get("fi") or ""
+                if not _looks_credential(value.rstrip("!?"), name, quoted=quoted,
                                          set_apart=bool(_ENDS_CLAUSE_RE.match(text, end))) \
                         or text.startswith("(", end):  # token = strdup16(...)
                     continue

@@ -761,3 +761,43 @@ def test_a_pin_of_four_digits_or_a_password_of_letters_alone_is_a_secret(said: s
 ])
 def test_a_word_of_prose_or_a_short_number_after_a_password_or_pin_is_no_secret(said: str) -> None:
     assert not [f for f in detect(said) if f.detector == "secret"]
+
+
+@pytest.mark.parametrize(("said", "value"), [
+    ("Ihr Passwort: Geheim-4471x", "Geheim-4471x"),  # de
+    ("Das WLAN-Kennwort lautet: Sonne-2024x", "Sonne-2024x"),
+    ("Passwort für das WLAN ist Sonne-2024x", "Sonne-2024x"),
+    ("Ihre neue Geheimzahl: 4471.", "4471"),
+    ("Le mot de passe de la box est Soleil-2024", "Soleil-2024"),  # fr
+    ("code confidentiel : 8842", "8842"),
+    ("La contraseña del wifi es Sol-2024x", "Sol-2024x"),  # es
+    ("La password è Sole2024x", "Sole2024x"),  # it
+    ("Het wachtwoord is Zon2024x", "Zon2024x"),  # nl
+    ("Salasanasi on nyt: Aurinko2024", "Aurinko2024"),  # fi
+    ("tunnusluku on 4471", "4471"),
+    ("A sua senha é Sol2024x", "Sol2024x"),  # pt
+    ("palavra-passe: Sol2024x", "Sol2024x"),
+    ("Lösenordet är Sol2024x", "Sol2024x"),  # sv
+    ("Adgangskoden er Sol2024x", "Sol2024x"),  # da
+    ("Passordet til ruteren er Sol2024x", "Sol2024x"),  # no
+    ("Hasło: Słońce2024", "Słońce2024"),  # pl
+])
+def test_a_password_named_in_another_language_is_a_secret(said: str, value: str) -> None:
+    """Only English names of a password were read ("password", "passcode", "PIN"): "Ihr Passwort: Geheim-4471x" and
+    the like were remembered as written, while account numbers' names are read in these languages."""
+    assert _one(said, "secret").text == value
+
+
+@pytest.mark.parametrize("said", [
+    "Passwort: vergessen",
+    "Das Passwort ist abgelaufen.",
+    "Passwortmanager: KeePass2",
+    "Le mot de passe est incorrect.",
+    "la contraseña es incorrecta",
+    "Salasana on vanhentunut.",
+    "The password on 1Password7",
+    "Token für die U-Bahn ist 2EUR50",
+    "Wachtwoord vergeten? Klik hier",
+])
+def test_a_word_of_prose_after_a_password_named_in_another_language_is_no_secret(said: str) -> None:
+    assert not [f for f in detect(said) if f.detector == "secret"]

@@ -82,3 +82,16 @@ async def test_a_pin_or_a_password_of_plain_words_in_a_mail_is_redacted(pod, ser
     src = pod.home / "memory" / "sources"
     assert files_holding(src, "Quillsby") != []
     assert files_holding(src, secret) == [], f"{secret!r} was stored in memory"
+
+
+async def test_a_password_in_a_german_mail_is_redacted(pod, servers) -> None:
+    """A German service's welcome mail, "Ihr Passwort: Geheim-4471x". Before, it went into memory as it came (only
+    English names of a password were read, while account numbers' names are read in eight languages); now the
+    password is redacted and the rest of the mail is kept."""
+    rep = await _remembered(pod, servers, make_mail(
+        "Willkommen bei Stadtwerke", "Hallo Alice, Ihr Kundenkonto bei den Stadtwerken ist bereit. "
+        "Ihr Passwort: Geheim-4471x\nBitte ändern Sie es bald.", sender="Stadtwerke <service@stadtwerke.example>"))
+    assert rep["kept"] == 1, rep
+    src = pod.home / "memory" / "sources"
+    assert files_holding(src, "Stadtwerke") != []
+    assert files_holding(src, "Geheim-4471x") == [], "the password was stored in memory"
