@@ -42,6 +42,13 @@ ROLES: dict[str, str] = {
 EMBEDDING_MODELS: dict[str, str] = {"static": "static", "minilm": "minilm", "all-MiniLM-L6-v2": "minilm"}
 
 
+def local_embedder(role: str, provider: str | None, model: str | None) -> bool:
+    """Whether a role's choice is one of the local embedding models: "local/static" or "local/minilm" for the
+    embedding role, and nothing else. Any other "local/..." is the person's own provider named "local" (the
+    README's Ollama example), for the embedding role as for every other."""
+    return role == "embedding" and provider == "local" and (model or "") in EMBEDDING_MODELS
+
+
 class UnknownAgent(StoreError):
     pass
 
@@ -144,7 +151,7 @@ class AgentHost:
             if any(r.split("/", 1)[0] == name for r in refs):
                 users.append(inst.name)
         users += [f"the {role} role" for role, row in self.pod.store.role_models(person_id).items()
-                  if row.provider == name]
+                  if row.provider == name and not local_embedder(role, row.provider, row.model)]
         if users:
             raise StoreError(f"{name!r} is still used by {', '.join(sorted(set(users)))}: give them another "
                              "provider first, then remove it.")
@@ -373,7 +380,7 @@ class AgentHost:
                                  f"{who}{set_up} (Settings → Models as {name}; in a terminal: `--person {name!r} "
                                  f"models set embedding MODEL`). Nothing was changed.")
             model = self._embedding_ref(person_id, name, model)
-        elif (prov := self._provider(person_id, name)) is None:  # "local/..." names the local embedders alone
+        elif (prov := self._provider(person_id, name)) is None:
             raise StoreError(f"No provider named {name!r}. Add it first with `provider add`.")
         elif role in ("ingest", "ask_memory") and not memory_jobs.capable(prov):
             work = "write wiki pages" if role == "ingest" else "answer from memory"
@@ -394,11 +401,11 @@ class AgentHost:
         from runtime_host.providers.embeddings import EMBEDDING_KINDS, embedding_model_of
 
         choices = "local/static (fast), local/minilm (better at meaning, slower to index) or PROVIDER/MODEL"
-        if name == "local":
-            if model not in EMBEDDING_MODELS:
-                raise StoreError(f"No local embedding model {model!r}: choose {choices}.")
+        if local_embedder("embedding", name, model):
             return model
         prov = self._provider(person_id, name)
+        if prov is None and name == "local":
+            raise StoreError(f"No local embedding model {model!r}: choose {choices}.")
         if prov is None:
             raise StoreError(f"No provider named {name!r}. Add it first with `provider add`, or choose {choices}.")
         if prov["kind"] not in EMBEDDING_KINDS:
@@ -426,7 +433,7 @@ class AgentHost:
         one index per scope for everyone, so it follows the first person's choice (the one who set Hearth up);
         a provider's model embeds only that person's scopes (see MemoryHost.embedder_choice)."""
         info = self._own_roles(memory_jobs.owner(self.pod))["embedding"]  # read often (memory's background pass)
-        if info.get("provider") and info["provider"] != "local":
+        if info.get("provider") and not local_embedder("embedding", info["provider"], info.get("model")):
             return f"{info['provider']}/{info.get('model') or ''}"
         return EMBEDDING_MODELS.get(info.get("model") or "", "static")
 
@@ -442,6 +449,7 @@ class AgentHost:
         if role not in ROLES:
             raise KeyError(f"Unknown role {role!r}. Roles: {', '.join(ROLES)}.")
         chosen = self.pod.store.role_models(person_id)
+        asked = role
         while role in ROLES:
             row = chosen.get(role)
             if row is not None:
@@ -450,7 +458,7 @@ class AgentHost:
             role = ROLES[role]
         else:  # a role's default: "embedded", "local/static"
             name, _, model = role.partition("/")
-        return None if not name or name == "local" else (name, model or None)
+        return None if not name or local_embedder(asked, name, model) else (name, model or None)
 
     def allowlist(self, inst: AgentInstance, profile: AgentProfile) -> Any:
         """The agent's tool allowlist. Made once from its toolkits as they are then, and stored: an

@@ -293,3 +293,60 @@ async def test_a_re_embed_cut_short_by_a_kill_goes_on_at_the_next_start_with_pro
         assert stored == [KINDS["minilm"]] * 3
     finally:
         await again.close()
+
+
+def add_the_readmes_local_provider(home, fake_model) -> None:
+    """README, Headless: `provider add local --base-url http://127.0.0.1:11434/v1 --model llama3.2` (Ollama), here
+    on the fake model's address, with an agent on it."""
+    from tests.integration.test_cli import KEY
+
+    r = cli(home, "provider", "add", "local", "--base-url", fake_model.base_url, "--model", "llama3.2",
+            "--key-from-stdin", stdin=KEY + "\n")
+    assert r.returncode == 0, r.stderr
+    assert cli(home, "agent", "add", "helper", "--provider", "local").returncode == 0
+
+
+def test_ask_memory_on_a_provider_named_local_asks_it(home, fake_model, script, secure_keyring) -> None:
+    """A person followed the README's Ollama example (a provider named "local") and chose it for Ask memory:
+    `models set ask_memory local/llama3.2` was accepted and `models` listed it "(set)", yet `memory ask` said "Ask
+    memory needs a capable model" and never called it (any provider called "local" was taken for the local
+    embedding models). Now the answer comes from that provider, with its citation."""
+    add_the_readmes_local_provider(home, fake_model)
+    r = cli(home, "models", "set", "ask_memory", "local/llama3.2")
+    assert r.returncode == 0, r.stderr
+    script([Text("Noted.")], repeat_last=True)
+    assert cli(home, "chat", "helper", "The boiler code is 7731.").returncode == 0
+    assert cli(home, "memory", "produce").returncode == 0
+    script([Text("The boiler code is 7731 [1].")], repeat_last=True)
+    before = len(fake_model.requests)
+    r = cli(home, "memory", "ask", "What is the boiler code?")
+    assert r.returncode == 0 and "7731 [1]" in r.stdout, (r.stdout, r.stderr)
+    asked = fake_model.requests[before:]
+    assert asked and {q.body.get("model") for q in asked} == {"llama3.2"}
+
+
+def test_keep_or_skip_on_a_provider_named_local_asks_it(home, fake_model, script, secure_keyring) -> None:
+    """The same person chose it for keep-or-skip: `models set extraction local/llama3.2` was accepted, yet `memory
+    produce` decided by rules and never asked the model (and ingest and mail-export import, which follow
+    extraction's model, ran without one). Now the model decides."""
+    add_the_readmes_local_provider(home, fake_model)
+    assert cli(home, "models", "set", "extraction", "local/llama3.2").returncode == 0
+    script([Text("Noted.")], repeat_last=True)
+    assert cli(home, "chat", "helper", "My sister Clara's birthday is on 3 June.").returncode == 0
+    script([Text('[{"n": 1, "keep": true, "reason": "a birthday"}, {"n": 2, "keep": false, "reason": "a reply"}]')],
+           repeat_last=True)
+    before = len(fake_model.requests)
+    r = cli(home, "memory", "produce")
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)[0]
+    assert rep["decided_by"] == "local/llama3.2" and rep["kept"] == 1, rep
+    assert {q.body.get("model") for q in fake_model.requests[before:]} == {"llama3.2"}
+    # the local embedding models keep their names beside that provider, and do not hold it against removal
+    assert cli(home, "models", "set", "embedding", "local/minilm").returncode == 0
+    info = json.loads(cli(home, "models", "--json").stdout)
+    assert info["roles"]["embedding"] == {"provider": "local", "model": "minilm", "source": "set"}
+    assert info["roles"]["extraction"] == {"provider": "local", "model": "llama3.2", "source": "set"}
+    # and that provider's own embeddings are its, not a local model's (refused as "No local embedding model")
+    r = cli(home, "models", "set", "embedding", "local/nomic-embed-text")
+    assert r.returncode == 0 and "provider:local/nomic-embed-text" in r.stdout, (r.stdout, r.stderr)
+    assert fake_model.embed_requests and {q.body.get("model") for q in fake_model.embed_requests} == {"nomic-embed-text"}
