@@ -335,7 +335,7 @@ class SourceDialog(QDialog):
 
     delete_requested = Signal()
 
-    def __init__(self, title: str, text: str, parent: QWidget | None = None, about: str = ""):
+    def __init__(self, title: str, text: str, parent: QWidget | None = None, about: str = "", not_yours: str = ""):
         super().__init__(parent)
         self.setWindowTitle(f"Source — {title}")
         layout = QVBoxLayout(self)
@@ -350,6 +350,11 @@ class SourceDialog(QDialog):
         self.delete = QPushButton("Delete this source")
         self.delete.clicked.connect(self._on_delete)
         layout.addWidget(self.delete)
+        if not_yours:  # another person's household note: why it is not theirs to delete, and no Delete
+            self.delete.setVisible(False)
+            self.not_yours = plain_label(not_yours)
+            self.not_yours.setWordWrap(True)
+            layout.addWidget(self.not_yours)
         self.resize(620, 420)
 
     def _on_delete(self) -> None:
@@ -1098,7 +1103,8 @@ class WikiView(QWidget):
 
     async def _show_source(self, sid: str) -> None:
         scopes = set(self.pod.person_scopes())
-        scope = await self._mem(lambda: self.pod.memory.source_scope(sid))
+        memory = self.pod.memory
+        scope, owner = await self._mem(lambda: (memory.source_scope(sid), memory.source_owner(sid)))
         if scope is None:
             self.status.emit(_SOURCE_GONE)
             return
@@ -1107,23 +1113,24 @@ class WikiView(QWidget):
             return
         from wiki_engine import SourceUnreadable
 
+        not_yours = self.pod.source_not_deletable(scope, owner or "")
         try:
             rec = await self._mem(lambda: self.pod.memory.get_source(sid))
         except LookupError:  # deleted in the meantime
             self.status.emit(_SOURCE_GONE)
             return
         except SourceUnreadable as exc:  # its file lost or damaged: said, and its Delete offered as the message advises
-            self._source_dialog(sid, "A note memory cannot read", str(exc), self.pod.scope_label(scope))
+            self._source_dialog(sid, "A note memory cannot read", str(exc), self.pod.scope_label(scope), not_yours)
             return
         # Its text as stored, without the file's front matter (scope and key name the person by id; its date is UTC):
         # what it is, where and when are said in words above it.
         restore = self.pod.restore_redactions  # the owner's own view: redacted values put back
         stored = local_time(datetime.fromtimestamp(rec.ts, UTC).isoformat(), "%d %b %Y %H:%M")
         about = f"{_SOURCE_KINDS.get(rec.kind, 'A source')} · {self.pod.scope_label(scope)} · {stored}"
-        self._source_dialog(sid, restore(rec.title) or "untitled source", restore(rec.text), about)
+        self._source_dialog(sid, restore(rec.title) or "untitled source", restore(rec.text), about, not_yours)
 
-    def _source_dialog(self, sid: str, title: str, text: str, about: str) -> None:
-        dlg = SourceDialog(title, text, self, about=about)
+    def _source_dialog(self, sid: str, title: str, text: str, about: str, not_yours: str = "") -> None:
+        dlg = SourceDialog(title, text, self, about=about, not_yours=not_yours)
         dlg.source_id = sid
         dlg.delete_requested.connect(self._on_delete_source)
         dlg.show()

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from runtime_host import agentnotes, keptcorrections
 from runtime_host.mappingforgets import MappingForgets
-from runtime_host.remembering import RememberCounts
+from runtime_host.remembering import RememberCounts, not_deletable
 from runtime_host.store import storage_errors_said
 from runtime_host.turns import TurnFailed
 
@@ -375,16 +375,19 @@ class MemoryHost(MappingForgets):
         return await self.in_memory_thread(lambda: self.memory.search(query, scopes=scopes, k=k, mode=mode))
 
     async def memory_delete_source(self, person_id: str, source_id: str) -> Deleted:
-        """The owner deletes one source: gone from the index; pages that cited it are marked for re-synthesis (their
-        keys returned, with the verified pages kept under their category's name: ``Deleted``). A chat
-        message's note takes with it the summaries of its conversation that read the message (they quote it): the
-        next run writes them again without it. The real values behind its reversible placeholders leave the
-        person's vault once nothing left shows them."""
+        """The owner deletes one source (a household note its owner alone: ``remembering.not_deletable``): gone from
+        the index; pages that cited it are marked for re-synthesis (their keys returned, with the verified pages kept
+        under their category's name: ``Deleted``). A chat message's note takes with it the summaries of its
+        conversation that read the message (they quote it): the next run writes them again without it. The real
+        values behind its reversible placeholders leave the person's vault once nothing left shows them."""
         from runtime_host.memory_jobs import summaries_reading
 
-        scope = await self.in_memory_thread(lambda: self.memory.source_scope(source_id))
+        scope, owner = await self.in_memory_thread(lambda: (self.memory.source_scope(source_id),
+                                                             self.memory.source_owner(source_id)))
         if scope is None or scope not in self.person_scopes(person_id):
             raise self.pod.refuse(person_id, "No such source of yours.", f"tried to delete source {source_id} of another scope")
+        if why := not_deletable(self.pod, person_id, scope, owner or ""):  # a household note of another person's
+            raise self.pod.refuse(person_id, f"{why} Nothing was deleted.", f"tried to delete household source {source_id} of another person")
         rows = await self.in_memory_thread(
             lambda: self.memory.catalog.query("SELECT kind, item_key FROM sources WHERE id=?", (source_id,)))
         summaries = await summaries_reading(self.pod, person_id, rows[0][1]) if rows and rows[0][0] == "chat" else []

@@ -541,6 +541,13 @@ class PersonPod:
     async def memory_delete_source(self, source_id: str) -> Deleted:
         return await self.pod.memory_delete_source(self.person_id, source_id)
 
+    def source_not_deletable(self, scope: str, owner: str) -> str:
+        """Why this person may not delete a source of ``scope`` that ``owner`` put there ("" when they may): a
+        household note is its owner's (``remembering.not_deletable``)."""
+        from runtime_host.remembering import not_deletable
+
+        return not_deletable(self.pod, self.person_id, scope, owner)
+
     async def memory_held(self) -> list[Any]:
         """The person's held items, a mail's with its sender as their Mail shows it (memory keeps the address
         redacted): to keep or discard it they need to see who sent it, a look-alike of a known name told apart."""
@@ -576,8 +583,8 @@ _UNGUARDED = {
     "delete_conversation_and_forget", "stop_turn", "stop_turns", "runs", "schedules", "schedule_ledger",
     "delete_schedule", "list_tasks", "task_timeline", "has_memory_model", "list_partners", "partner_cards",
     "audit_log", "read_redactions", "person_scopes", "memory_search", "memory_said", "memory_proposals",
-    "memory_verify", "memory_held", "memory_delete_source", "memory_discard", "memory_forget_agent",
-    "memory_forget_me"}
+    "memory_verify", "memory_held", "memory_delete_source", "source_not_deletable", "memory_discard",
+    "memory_forget_agent", "memory_forget_me"}
 
 
 def _guarded(fn: Any) -> Any:

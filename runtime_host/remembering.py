@@ -120,3 +120,20 @@ async def remember(host: Any, person_id: str, instance_id: str, args: dict[str, 
     pod.emit({"type": "memory.remembered", "person": person_id, "agent": instance_id, "scope": scope,
               "source_id": sid})
     return f"remembered in {which} memory (source {sid[:12]}); it will appear in the wiki after the next ingest"
+
+
+def not_deletable(pod: Any, person_id: str, scope: str, owner: str) -> str:
+    """Why a person may not delete a source of ``scope`` they can read, that ``owner`` put there ("" when they may).
+    A household note (``public``) is its owner's, the person who put it there or whose agent did, even though everyone
+    reads it; one that names no one, the person who set Hearth up (who writes the household's pages). A note of the
+    person's own scopes is theirs."""
+    from runtime_host.memory_jobs import owner as first_person
+    from runtime_host.store import called
+
+    whose = owner or first_person(pod)
+    if scope != "public" or whose == person_id:
+        return ""
+    found = pod.store.get_person_by_id(whose)
+    who = called(found) if found else "another person"
+    return (f"This household note is {who}'s ({who} or an agent of theirs put it there): only {who} can delete it. "
+            "Ask them if it should go.")

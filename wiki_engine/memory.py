@@ -1516,6 +1516,11 @@ class Memory:
         rows = self.catalog.query("SELECT scope FROM sources WHERE id=?", (source_id,))
         return rows[0][0] if rows else None
 
+    def source_owner(self, source_id: str) -> str | None:
+        """The person who put a source there, or whose agent did ("" when it names no one); None when there is none."""
+        rows = self.catalog.query("SELECT owner FROM sources WHERE id=?", (source_id,))
+        return (rows[0][0] or "") if rows else None
+
     def verify(self) -> list[Tampered]:
         """Re-hashes every source file; returns the ones modified, unreadable or missing."""
         expected = [(Scope.parse(r["scope"]), r["sha"]) for r in self.catalog.query("SELECT scope, sha FROM sources")]

@@ -450,3 +450,38 @@ async def test_a_household_note_speaking_to_an_agent_by_name_is_held_and_labelle
     assert "Butler, if anyone asks" in given and "Butler" not in WRAPPED.sub("", given), given
     assert re.search(r"\[memory's guard: this household note[^\n]*\n[^\n]*\n<<<UNTRUSTED[^\n]*\n[^\n]*Butler, if anyone asks",
                      given), given
+
+
+async def test_bob_cannot_delete_alices_household_note_reached_from_his_ask_memory_answer(
+        pod, fake_model, secure_keyring) -> None:
+    """Alice's agent remembered who services the boiler, for the household. Bob asked memory; its answer cited the
+    note as [1], and the source window opened from [1] read "it cannot be edited, only deleted by its owner" yet
+    offered Delete: ``memory_delete_source`` only checked that Bob may read the household, so his Delete took
+    Alice's note from everyone (and its claims off the household's pages), with nothing in her Activity. Now he is
+    told whose it is and that only she can delete it; it stays, the attempt is in his Activity, and Alice deletes
+    it."""
+    from runtime_host.store import StoreError
+
+    pod.rename("Alice")
+    pod.edit_agent("helper", toolkits=["memory"])
+    fake_model.script = Script([ToolCalls([("remember", {"fact": "The household's boiler is serviced by Heatwise "
+                                                                 "every May; the engineer is Priya.",
+                                                         "scope": "public"})]), Text("Noted.")])
+    assert (await asyncio.wait_for(pod.chat("helper", "Remember who services the boiler"), 60)).ok
+    _, bob = bob_with_his_own_provider(pod)
+    bob.set_role_model("ask_memory", "fake/fake-1")
+    fake_model.script = Script([Text("Heatwise services the boiler every May [1].")])
+    answer = await asyncio.wait_for(bob.ask_memory("Who services the boiler?"), 60)
+    assert answer.ok and answer.citations, answer
+    sid = answer.citations[1]
+    with pytest.raises(StoreError) as refused:
+        await bob.memory_delete_source(sid)
+    said = str(refused.value)
+    assert "Alice's" in said and "only Alice can delete it" in said and "Nothing was deleted" in said, said
+    assert sid[:8] not in said
+    for who in (pod, bob):  # still the household's, for both
+        assert any(h.id == sid for h in await who.memory_search("boiler Heatwise engineer Priya", mode="keyword"))
+    assert any(e["kind"] == "access" and sid in e["summary"] for e in bob.audit_log())
+    assert bob.source_not_deletable("public", pod.person.id) and not pod.source_not_deletable("public", pod.person.id)
+    await pod.memory_delete_source(sid)  # hers to delete
+    assert not any(h.id == sid for h in await bob.memory_search("boiler Heatwise engineer Priya", mode="keyword"))

@@ -281,6 +281,38 @@ def test_deleting_a_source_already_deleted_elsewhere_says_so_and_reloads(qtbot, 
     assert sid not in listed()
 
 
+def test_the_source_window_of_another_persons_household_note_offers_no_delete(qtbot, qloop, ui_pod) -> None:
+    """Bob opened Alice's household note from a citation: the window read "it cannot be edited, only deleted by its
+    owner" yet offered Delete, and his Delete took her note from everyone. Now his window says whose it is and that
+    only she can delete it, with no Delete; hers still offers it."""
+    import time as clock
+
+    from wiki_engine import Item
+
+    ui_pod.rename("Alice")
+    sid = qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.add_items([Item(
+        text="The household's boiler is serviced by Heatwise every May.", scope="public", ts=clock.time(),
+        kind="remember", key="boiler-note", owner=ui_pod.person.id)])[0]))
+    ui_pod.add_person("Bob")
+    w = wiki_window(qtbot, ui_pod)
+    w.refresh_people()
+    assert w.switch_person("Bob")
+    w.show_wiki()
+    w.wiki._on_anchor(QUrl(f"hearth-source:{sid}"))
+    qloop.wait_until(lambda: hasattr(w.wiki, "source_dialog"), what="the source dialog")
+    dlg = w.wiki.source_dialog
+    assert "serviced by Heatwise" in dlg.text.toPlainText()  # his to read
+    assert dlg.delete.isHidden(), "Bob's source window offers Delete on Alice's household note"
+    assert "only Alice can delete it" in dlg.not_yours.text(), dlg.not_yours.text()
+    dlg.close()
+    del w.wiki.source_dialog
+    assert w.switch_person("Alice")
+    w.show_wiki()
+    w.wiki._on_anchor(QUrl(f"hearth-source:{sid}"))
+    qloop.wait_until(lambda: hasattr(w.wiki, "source_dialog"), what="her source dialog")
+    assert not w.wiki.source_dialog.delete.isHidden()
+
+
 def test_a_page_lists_its_sources_by_title_not_by_id(qtbot, qloop, ui_pod) -> None:
     scope, sid = seed(qloop, ui_pod)
     w = wiki_window(qtbot, ui_pod)
