@@ -17,6 +17,7 @@ import email.policy
 import functools
 import re
 from dataclasses import asdict, dataclass, field
+from datetime import UTC
 from email.header import Header, decode_header
 from email.message import Message
 from email.utils import getaddresses, parsedate_to_datetime
@@ -472,8 +473,10 @@ def parse_message(raw: bytes, *, size: int | None = None, partial: bool = False,
     raw_date = msg.get("Date")
     if raw_date:
         try:
-            date_iso = parsedate_to_datetime(header_text(raw_date)).isoformat()
-        except (TypeError, ValueError, IndexError):
+            sent = parsedate_to_datetime(header_text(raw_date))
+            sent.astimezone(UTC)  # a time past the calendar in UTC ("31 Dec 9999 23:59:59 -1200") is no time
+            date_iso = sent.isoformat()
+        except (TypeError, ValueError, IndexError, OverflowError):
             notes.append("Date header could not be read")
     from_values = headers.get("from", [])
     froms = getaddresses(from_values)

@@ -253,3 +253,55 @@ async def test_a_summary_model_handing_back_its_dates_instructions_writes_no_sum
                                 [("Alice", "Our family dentist is Dr Okafor.", OKAFOR), ("helper", "Noted.", OKAFOR)],
                                 "Alice")
     assert "day" not in out and "Dr Okafor" in out, out
+
+
+# A stranger's mail dated the last second of year 9999 at UTC-12: 1 January 10000 in UTC, past the calendar
+PAST_THE_CALENDAR = "Fri, 31 Dec 9999 23:59:59 -1200"
+
+
+def test_one_mail_dated_past_year_9999_keeps_no_other_mail_of_its_export_out_of_memory(home, tmp_path, fake_model,
+                                                                                     secure_keyring) -> None:
+    """A mail export (mbox) in a watched folder held one stranger's mail dated 31 Dec 9999 23:59:59 -1200. The whole
+    file failed "could not be stored (ValueError: year 10000 is out of range); the next scan tries again", every
+    scan for good, and none of its other mails reached memory. A date past the calendar is now no date: the file
+    is stored, the good mail is found, and the stranger's too (dated as the file is)."""
+    from tests.integration.test_cli import cli, setup_agent
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    good = ("From a@example.org Tue Mar  3 10:00:00 2026\nFrom: Priya <a@example.org>\nSubject: Boiler\n"
+            "Date: Tue, 03 Mar 2026 10:00:00 +0000\nMessage-ID: <good-1@example.org>\n\n"
+            "The boiler code is 7731, says the engineer.\n\n")
+    bad = ("From b@example.org Tue Mar  3 11:00:00 2026\nFrom: Spammer <b@spam.example>\nSubject: Offer\n"
+           f"Date: {PAST_THE_CALENDAR}\nMessage-ID: <bad-1@spam.example>\n\n"
+           "Thank you for being a customer of the orchid club; your membership card is ready.\n\n")
+    (docs / "export.mbox").write_text(good + bad)
+    setup_agent(home, fake_model.base_url)
+    assert cli(home, "folder", "add", str(docs)).returncode == 0
+    status = cli(home, "folder", "status", str(docs)).stdout
+    assert "out of range" not in status and "could not be stored" not in status, status
+    assert "7731" in cli(home, "memory", "search", "boiler code engineer", "--mode", "keyword").stdout, status
+    assert "orchid club" in cli(home, "memory", "search", "orchid club membership", "--mode", "keyword").stdout
+
+
+async def test_an_inbox_mail_dated_past_year_9999_is_kept_with_no_date(pod, servers, fake_model, monkeypatch) -> None:
+    """The same stranger's mail in the person's inbox. It reached memory before too (dated when it was kept), but
+    its date was a time no calendar holds: an agent reading it (read_mail) was told "Date: 9999-12-31T23:59:59-12:00".
+    It is now read as the export's is: kept and found, its date unknown, and the mail says its Date header could not
+    be read."""
+    from runtime_host.mail import ledger
+    from tests.helpers import mailservers
+    from tests.integration.test_ask_memory_excerpts import kept_mail
+
+    made = mailservers.make_mail
+    monkeypatch.setattr(mailservers, "make_mail", lambda *a, **k: made(*a, **k).replace(
+        b"Date: Mon, 03 Jun 2024 09:00:00 +0000", f"Date: {PAST_THE_CALENDAR}".encode()))
+    await kept_mail(pod, servers, fake_model, "Offer", "Your orchid club membership card is ready.",
+                    "Spammer <b@spam.example>")
+    [acct] = ledger.list_accounts(pod.store.engine, pod.person.id)
+    [row] = ledger.list_messages(pod.store.engine, acct.id)
+    mail = ledger.get_message(pod.store.engine, row["id"]).mail
+    assert mail.date is None and "Date header could not be read" in mail.notes, (mail.date, mail.notes)
+    assert "Date: unknown" in mail.for_agent() and "9999" not in mail.for_agent()
+    hits = await pod.memory_search("orchid club membership", mode="keyword")
+    assert any("membership card" in h.snippet for h in hits), [h.snippet for h in hits]
