@@ -1623,20 +1623,29 @@ class WatchedFolders:
     def _mail_decider(self, folder: Folder) -> Callable[[list[Any]], list[Any]]:
         """Keep or skip for messages of mail exports: the import role's model if a capable one is chosen, else
         the general rules (newsletters and advertising stay out). Documents are kept whole: you chose them. Once
-        the folder is no longer watched (its person forgot everything about them), no more of it goes to a model."""
+        the folder is no longer watched (its person forgot everything about them), no more of it goes to a model.
+        The person's choice is read again before each group of messages (a big export takes an hour): once they
+        choose another import model, the next group goes to that one, never to the one chosen before; once the
+        chosen one cannot be used (its provider removed, its key gone), the file fails saying so (the next scan
+        tries again)."""
         from runtime_host.memory_jobs import choose, redactor
         from wiki_engine.pipeline import Decision
 
-        # the folder's person's own model; a skip reason (shown in the file's status) may quote the message
-        choice = choose(self.pod._memory_route(folder.person_id, "import"), redact=redactor(self.pod), role="import")
-        self.decided_by = choice.who
+        redact = redactor(self.pod)  # a skip reason (shown in the file's status) may quote the message
+        chosen: dict[str, Any] = {}
+
+        def choice() -> Any:  # the folder's person's own model, as chosen now
+            route = self.pod._memory_route(folder.person_id, "import")
+            if "choice" not in chosen or chosen["route"] != route:
+                chosen.update(route=route, choice=choose(route, redact=redact, role="import"))
+            return chosen["choice"]
 
         def decide(items: list[Any]) -> list[Any]:
             out: list[Any] = []
             while len(out) < len(items):  # a model that decided only a group's first items is asked for the rest
                 if not self._watched(folder.id):
                     return out + [Decision(False, "no longer watched")] * (len(items) - len(out))
-                got = choice.decide(items[len(out):len(out) + MAIL_DECIDE_GROUP])
+                got = choice().decide(items[len(out):len(out) + MAIL_DECIDE_GROUP])
                 if not got:
                     raise ValueError("the import model decided none of the messages it was shown")
                 out += got

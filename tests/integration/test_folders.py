@@ -305,6 +305,62 @@ async def test_the_import_model_is_shown_a_short_mail_with_personal_data_redacte
     assert [h.snippet for h in await pod.memory_search("plumber invoice", mode="keyword") if card in h.snippet] == []
 
 
+def _mbox_of(n: int) -> bytes:
+    """A mail export of ``n`` messages, one plan each."""
+    return b"".join(f"From friend{i}@example.org Tue Mar  3 10:00:00 2026\nFrom: Friend {i} <friend{i}@example.org>\n"
+                    f"Subject: Plan {i}\nDate: Tue, 03 Mar 2026 10:{i % 60:02d}:00 +0000\n\n"
+                    f"Remember that the allotment key number {i} hangs in shed {i}.\n\n".encode() for i in range(n))
+
+
+def _slow_keep_all(req: Any) -> Text:
+    """An import model that keeps every message it is shown, a moment per request (a hosted one, a busy server)."""
+    time.sleep(0.2)
+    n = len(re.findall(r"^\d+\. \(", req.last_user, re.M))
+    return Text(json.dumps([{"n": k + 1, "keep": True, "reason": "a plan"} for k in range(n)]))
+
+
+@pytest.mark.parametrize("then", ["switched", "key gone"])
+async def test_an_import_model_no_longer_chosen_gets_no_more_mail_during_an_import(pod, tmp_path, fake_model,
+                                                                                    then) -> None:
+    """A person imports a big mail export with a hosted import model, and meanwhile switches Settings → Models →
+    import to their local server (and removes the hosted provider), or the hosted provider's key leaves the keyring.
+    Before, the route was read once when the scan started: every later group of 20 messages (28 more requests, 560
+    messages) still went to the provider no longer chosen, none to the new one. Now the choice is read before each
+    group: the rest goes to the local server; with the key gone, the export fails saying why, nothing more sent."""
+    from tests.helpers.fake_model import FakeModelServer
+
+    fake_model.script = _slow_keep_all  # the person's local server
+    hosted = FakeModelServer(_slow_keep_all).start()
+    try:
+        pod.add_provider("hosted", kind="openai-compatible", base_url=hosted.base_url, model="fake-1", key="sk-test")
+        pod.set_role_model("import", "hosted/fake-1")
+        docs = tmp_path / "mail"
+        docs.mkdir()
+        (docs / "Takeout.mbox").write_bytes(_mbox_of(200))  # 10 keep-or-skip requests of 20 messages
+        folder = pod.folders.add(docs)
+        task = asyncio.ensure_future(pod.folders.scan(folder.id))
+        while len(hosted.requests) < 2:
+            await asyncio.sleep(0.02)
+        if then == "switched":
+            pod.set_role_model("import", "fake/fake-1")
+            pod.remove_provider("hosted")
+        else:
+            pod.pod.vault_for(pod.person_id).delete("provider/hosted")
+        sent = len(hosted.requests)
+        await asyncio.wait_for(task, 120)
+        assert len(hosted.requests) - sent <= 1  # one already on its way may finish
+        (status,) = pod.folders.files(folder.id)
+        if then == "switched":
+            assert len(fake_model.requests) >= 7 and status.status == "indexed", (status, len(fake_model.requests))
+            assert await pod.memory_search("allotment key number 199 shed", mode="keyword")
+        else:
+            assert status.status == "failed" and "missing from the keyring" in status.reason, status
+            assert "next scan tries again" in status.reason
+            assert not fake_model.requests
+    finally:
+        hosted.stop()
+
+
 async def test_missing_folder_keeps_its_imports(pod, tmp_path) -> None:
     docs = tmp_path / "usb"
     docs.mkdir()
