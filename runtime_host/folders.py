@@ -634,6 +634,8 @@ def read_file(path: Path, rel: str, mtime_ns: int, size: int, known_sha: str = "
             r.sha = _file_sha(fh, limit)
             fh.seek(0)
             data = b""
+            head = fh.read(8192)  # a compressed export, an Outlook file named .mbox, a download cut off (zeros)
+            fh.seek(0)
         else:
             with fh:
                 data = fh.read(limit + 1)
@@ -662,16 +664,22 @@ def read_file(path: Path, rel: str, mtime_ns: int, size: int, known_sha: str = "
             fh.close()
         r.unchanged = True
         return r
+    binary = f"binary content in a {ext} file (not text); the file is left as it is"
     try:
         if not data and ext not in MBOX_TYPES:  # 0 bytes (a download cut off, a sync client's placeholder), a PDF too
             raise _Skip("the file is empty")
         if ext in MBOX_TYPES:
+            if _looks_binary(head):
+                fh.close()
+                raise _Skip(binary)
             r.parts = _mbox_parts(fh, r)
         elif ext in PDF_TYPES:
             text, note = _pdf_text(data)
             r.notes.append(note)
             r.parts = [{"text": text, "kind": "note"}]
         elif ext in MAIL_TYPES:
+            if _looks_binary(data):  # an Outlook .msg saved as .eml: not a message of text, stored it is noise
+                raise _Skip(binary)
             part = _mail_part(data)
             if not part["text"]:
                 raise _Skip("the message has no text")
@@ -680,7 +688,6 @@ def read_file(path: Path, rel: str, mtime_ns: int, size: int, known_sha: str = "
                                "(set HEARTH_IMPORT_MAX_MB to keep more)")
             r.parts = [part]
         else:
-            binary = f"binary content in a {ext} file (not text); the file is left as it is"
             read = file_text(data)
             if read is None:
                 raise _Skip(binary)

@@ -928,6 +928,31 @@ async def test_nuls_left_after_decoding_mean_a_binary_file(pod, tmp_path) -> Non
     assert (st.status, st.sources) == ("skipped", 0) and "binary" in st.reason, st
 
 
+async def test_a_binary_file_named_as_mail_is_skipped_as_binary(pod, tmp_path) -> None:
+    """An Outlook .msg saved as .eml, a mail export compressed (its .gz lost) or a download cut off to zeros, named
+    .mbox: the same bytes named .txt were skipped as "binary", but as mail they were stored in memory as pages of
+    noise (found by search, read by the wiki writer, counted indexed). Now they are skipped as binary too; real mail
+    beside them is read as before."""
+    import gzip
+    import random
+
+    docs = tmp_path / "mail"
+    docs.mkdir()
+    outlook = bytes.fromhex("d0cf11e0a1b11ae1") + random.Random(7).randbytes(20000)
+    (docs / "invoice.eml").write_bytes(outlook)
+    (docs / "takeout.mbox").write_bytes(gzip.compress(MBOX * 50))
+    (docs / "blank.mbox").write_bytes(b"\x00" * 200_000)
+    (docs / "notes.txt").write_bytes(outlook)
+    (docs / "dentist.eml").write_bytes(MAIL)
+    (docs / "old.mbox").write_bytes(MBOX)
+    folder = pod.folders.add(docs)
+    await pod.folders.scan(folder.id)
+    status = {f.rel: (f.status, f.reason, f.sources) for f in pod.folders.files(folder.id)}
+    for rel in ("invoice.eml", "takeout.mbox", "blank.mbox", "notes.txt"):
+        assert status[rel][0] == "skipped" and "binary" in status[rel][1] and not status[rel][2], (rel, status[rel])
+    assert status["dentist.eml"][0] == status["old.mbox"][0] == "indexed", status
+
+
 KILLED_AFTER_MEMORY_STORED = """
 import asyncio, os, signal, sys
 from runtime_host import folders
