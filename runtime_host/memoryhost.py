@@ -354,7 +354,10 @@ class MemoryHost(MappingForgets):
             return {"kind": UNUSABLE, "error": str(exc)}
 
     def person_scopes(self, pid: str) -> list[str]:
-        """What a person may read: public, their private tree, and each of their agents' notes."""
+        """What a person may read: public, their private tree, and each of their agents' notes; nothing once they
+        were removed from this Hearth (a window or a process that unlocked them before reads nothing more)."""
+        if self.pod.store.get_person_by_id(pid) is None:
+            return []
         return ["public", f"private/{pid}", *(f"agent/{pid}/{i.id}" for i, _ in self.pod.store.list_agents(pid))]
 
     def scope_label(self, scope: str) -> str:

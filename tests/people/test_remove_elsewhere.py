@@ -206,3 +206,21 @@ async def test_bobs_turn_in_another_process_ends_with_its_worker_when_he_is_remo
         assert await alice.memory_search("zebra flowerpot", mode="keyword") == []
     finally:
         await asyncio.wait_for(window.close(), 20)
+
+
+async def test_a_window_still_showing_bob_reads_no_household_memory_after_his_removal(two: Any) -> None:
+    """Alice removed Bob while a window still showed him. Ask memory refused him, yet his search and the Wiki's
+    typeahead went on answering from the household's memory, what Alice put there after his removal too (her new
+    alarm code). A removed person now reads nothing: no scope is his any more."""
+    alice, bob = two
+    await alice.remove_person("Bob", "Bob")
+    with pytest.raises(StoreError, match="Bob was removed from this Hearth"):
+        await bob.ask_memory("When do the bins go out?")
+    await alice.in_memory_thread(lambda: alice.memory.add_source(
+        "Household: the new alarm code for the front door is 5150, the bins go out on Tuesday.", scope="public"))
+    assert [h.id for h in await alice.memory_search("alarm code front door", mode="keyword")]  # hers to read
+    hits = await bob.memory_search("alarm code front door", mode="keyword")
+    assert hits == [], [h.snippet for h in hits]
+    assert bob.person_scopes() == []
+    ahead = await bob.in_memory_thread(lambda: bob.memory.typeahead("Household", scopes=bob.person_scopes(), k=8))
+    assert ahead == [], [h.title for h in ahead]
