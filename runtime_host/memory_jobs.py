@@ -528,14 +528,17 @@ SYNTH_SYSTEM = (
     '"body": "markdown with [n] citations", "citations": {"1": "S1", ...}}].'
 )
 
-# Chat filler a model may wrap a page in: a line that only talks about the answer, never a claim.
-_FILLER = re.compile(
-    r"^\s*(sure|certainly|of course|absolutely|okay|ok|great|here('s| is| are)|i('ve| have) (written|updated|created)|"
-    r"below (is|are)|i hope|hope this|let me know|feel free|as an ai|happy to help)\b[^\[\n]*$", re.I)
-# Chat around an answer of plain lines (a summary cites nothing, so _FILLER's test of a citation cannot tell a fact from
-# chat): an opening word and its mark ("Sure!", "Okay,") is taken off a line, and a line is left out only when what
-# remains is empty, announces what follows ("Here is the summary:") or talks to the reader ("I hope this helps").
-_CHAT_OPENER = re.compile(r"^\s*(sure|certainly|of course|absolutely|okay|ok|great)(\s*[!,.:;]+|\s+[—–-]+)(\s+|$)", re.I)
+# Chat a model may wrap its answer in. An opening word with its mark ("Sure!", "Okay,"; or alone on its line) is
+# taken off a line (``_without_opener``): with no mark it may open a fact ("Great Britain trip booked…", "Okay to call
+# Dr Lee after 6 pm", "Sure enough, the boiler broke"). Then a sentence or line citing nothing that only talks about
+# the answer or to the reader ("Here is the updated page.", "I have updated it.", "I hope this helps") is chat; a
+# person's own hope, as a note keeps it ("I hope to run the Leeds half marathon."), is not.
+_CHAT_OPENER = re.compile(r"^\s*(sure|certainly|of course|absolutely|okay|ok|great)((\s*[!,.:;]+|\s+[—–-]+)(\s+|$)|\s*$)",
+                          re.I)
+_FILLER = re.compile(r"^\s*(here('s| is| are)|i('ve| have) (written|updated|created)|below (is|are)|i hope (this|you)|"
+                     r"hope this|let me know|feel free|as an ai|happy to help)\b[^\[\n]*$", re.I)
+# A summary cites nothing, so _FILLER's test of a citation cannot tell a fact from chat: a line of it is left out only
+# when what remains is empty, announces what follows ("Here is the summary:") or talks to the reader.
 _CHAT_LINE = re.compile(r"^\s*((here('s| is| are)|below (is|are))\b[^\n]*:|(i hope|hope this|let me know|feel free|"
                         r"as an ai|happy to help|i('ve| have) (written|updated|created))\b[^\n]*)\s*$", re.I)
 
@@ -544,6 +547,31 @@ def _without_opener(line: str) -> str:
     """``line`` without the chat word it opens with ("Sure, the key is…" → "The key is…")."""
     rest = _CHAT_OPENER.sub("", line, count=1)
     return line if rest == line else rest[:1].upper() + rest[1:]
+
+
+_LIST_LEAD = re.compile(r"[ \t]*(?:(?:[-*+]|\d+[.)])[ \t]+)?")  # a line's indent and list marker, if any
+
+
+def _is_chat(text: str) -> bool:
+    """Whether a sentence or line of a page the model wrote is chat, not a claim: an opening word and its mark alone
+    ("Sure!"), or one that cites nothing and talks about the answer ("Sure, here is the page.")."""
+    rest = _without_opener(text).strip()
+    return not rest or _FILLER.match(rest) is not None
+
+
+def _without_chat(line: str) -> tuple[str, str]:
+    """A page's ``line`` as its list marker or indent, and what it says without the chat it opens with, sentence by
+    sentence ("Sure! Here is the updated page. Clara loves orchids [1]." → "Clara loves orchids [1]."; nothing when
+    it is all chat)."""
+    lead = _LIST_LEAD.match(line).group(0)  # type: ignore[union-attr]
+    at = len(lead)
+    while at < len(line):
+        end = _SENTENCE_END.search(line, at)
+        upto = end.end() if end else len(line)
+        if not _is_chat(line[at:upto]):
+            break
+        at = upto
+    return lead, line[at:] if line[at:].strip() else ""
 
 
 def _cites() -> re.Pattern[str]:
@@ -595,8 +623,16 @@ def tidy_body(body: str) -> tuple[str, int]:
     dropped = 0
     for block in paragraphs(body.replace("\r\n", "\n").split("\n")):
         if any(_cites().search(line) for line in block):
-            kept = [line for line in block if _cites().search(line) or not _FILLER.match(line.strip())]
-            dropped += len(block) - len(kept)  # "Sure! Here is the page:" on the line before a cited one
+            kept: list[str] = []
+            mark = ""  # the list marker of an item's first line that was all chat: the lines after it are that item
+            for line in block:  # "Sure! Here is the page:" on the line before a cited one, or before the claim on it
+                lead, said = _without_chat(line)
+                dropped += lead + said != line
+                if not said:
+                    mark = mark or (lead if lead.strip() else "")
+                else:
+                    kept.append((mark or lead) + said)
+                    mark = ""
             text = "\n".join(kept)
             last = list(_cites().finditer(text))[-1]
             # The sentence holding the last citation is kept whole (a citation may sit mid-sentence); the sentences
@@ -645,6 +681,8 @@ def _echoes(text: str, prompts: Sequence[str]) -> bool:
 # The lines of the wiki-writer's prompt that are Hearth's own, not the person's: model_synthesize builds them from
 # these, and a weak writer copying one onto its page has it taken off again (``without_scaffolding``).
 _TODAY_LINE = "Today is {today}."
+_SCOPES_HEAD = "Scopes (answer a page's scope exactly as written here):"
+_SOURCES_HEAD = "Sources:"
 _SCOPE_LINE = "- {scope}: {words}"
 _SOURCE_LINE = "- {label} (scope {scope}; {said}{day}): {text}"
 _STALE_HEAD = "Page to rewrite (a source it cited was deleted) {title!r} in {scope}:"
@@ -674,9 +712,10 @@ _A_NOTE = re.compile(r"note(?: of [^()\n]*'s)?(?:, “[^()\n]*”)?")  # said_by
 def without_scaffolding(body: str, scopes: set[str], labels: dict[str, str],
                         named: Callable[[str], str] = str) -> str:
     """A writer's page body without the lines of its prompt it copied (a weak writer extending a page copies the page
-    as the prompt shows it): today's date, a page's heading and its citations line go, and a source's line loses the
-    prompt's label and scope. A note's line ("- S1 (scope …; note of Alice's, Monday 16 November 2026): Clara loves
-    orchids. [2]") keeps its claim alone ("- Clara loves orchids. [2]"): a note is what a person typed into memory as
+    as the prompt shows it): today's date, the prompt's headings, a page's heading and its citations line go (run
+    into the claim a line goes on with too: "Today is … Scopes (…): Clara loves orchids [1]."), and a source's line
+    loses the prompt's label and scope. A note's line ("- S1 (scope …; note of Alice's, Monday 16 November 2026):
+    Clara loves orchids. [2]") keeps its claim alone ("- Clara loves orchids. [2]"): a note is what a person typed into memory as
     so; so does what the scope's own person said in chat (her "I" is hers on her page) and a fact an agent remembered.
     Any other line keeps who said it and its day, as a sentence's start ("- Mail from Ana Quintero <…>, subject “The
     flat”, Monday 16 November 2026: I am moving to Lisbon next week. [1]"): a mail's, a document's or a chat's "I" is
@@ -692,10 +731,20 @@ def without_scaffolding(body: str, scopes: set[str], labels: dict[str, str],
     one = re.sub(r"\(\?P<\w+>", "(?:", _shape(_CITATION_LABEL, fields))  # a label, its groups unnamed
     fields["labels"] = rf"(?:{one})(?:\s*,\s*(?:{one}))*"
     source = line(_SOURCE_LINE)
-    gone = [line(t) for t in (_TODAY_LINE, _SCOPE_LINE, _STALE_HEAD, _PAGE_HEAD, _CITATIONS_LINE, _CUT_LINE,
-                              _CUT_IN_LINE)]
+    scope_line = line(_SCOPE_LINE)
+    # The prompt's lines that end where their own words do: one or more of them may open a line of the page.
+    heads = [re.sub(r"\(\?P<\w+>", "(?:", _shape(t, {**fields, "title": ".*?"}))  # their groups unnamed
+             for t in (_TODAY_LINE, _SCOPES_HEAD, _SOURCES_HEAD, _STALE_HEAD, _PAGE_HEAD, _CITATIONS_LINE, _CUT_LINE,
+                       _CUT_IN_LINE)]
+    opening = re.compile(f"(?:(?:{'|'.join(heads)})[ \t]*)+")
     out = []
     for line in body.split("\n"):
+        lead = _LIST_LEAD.match(line).group(0)  # type: ignore[union-attr]
+        opened = opening.match(line, len(lead))
+        if opened:
+            if not line[opened.end():].strip():
+                continue
+            line = lead + line[opened.end():]
         m = source.fullmatch(line)
         if m:
             said, scope = m.group("said"), m.group("scope")
@@ -703,7 +752,7 @@ def without_scaffolding(body: str, scopes: set[str], labels: dict[str, str],
             who = ("" if own or _A_NOTE.fullmatch(said) or said.startswith("said by the agent ")
                    else f"{said[:1].upper()}{said[1:]}{m.group('day')}: ")
             out.append(line[:m.start("label")] + who + m.group("text"))
-        elif not any(g.fullmatch(line) for g in gone):
+        elif not scope_line.fullmatch(line):
             out.append(line)
     return "\n".join(out)
 
@@ -730,9 +779,9 @@ def model_synthesize(route: Route, names: dict[str, str] | None = None,
     def synthesize(batch: Any) -> list[Any]:
         numbered: dict[str, str] = {}
         scopes = {s.scope for s in batch.sources} | {p.scope for p in batch.stale_pages} | set(batch.existing_pages)
-        parts = [today_is(), "Scopes (answer a page's scope exactly as written here):"]
+        parts = [today_is(), _SCOPES_HEAD]
         parts += [_SCOPE_LINE.format(scope=sc, words=_scope_words(sc, named)) for sc in sorted(scopes)]
-        parts.append("Sources:")
+        parts.append(_SOURCES_HEAD)
         for n, s in enumerate(batch.sources, 1):
             numbered[f"S{n}"] = s.id
             head, _ = parse_source(s.markdown)
@@ -1095,7 +1144,7 @@ def model_reconcile(route: Route) -> Any:
         if _echoes(raw, (SYNTH_SYSTEM, RECONCILE_SYSTEM, DECIDE_SYSTEM, SUMMARY_SYSTEM, ASK_SYSTEM)):
             raise MemoryModelError("its model repeated its instructions.")
         said = set(claims("\n".join(line for line in raw.replace("\r\n", "\n").split("\n")
-                                     if not _FILLER.match(line))))
+                                     if not line.strip() or not _is_chat(line))))
         if not any(_cites().search(claim) for claim in said):
             raise MemoryModelError("its model returned a page that cites no source.")
         have = claims(page.body)

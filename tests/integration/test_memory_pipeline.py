@@ -566,11 +566,33 @@ def test_a_writers_uncited_words_never_reach_a_page(written: str, kept: str) -> 
      "- Ines bakes bread at dawn [2]."),  # links within the page alone leave no empty heading or bullet
     ("[[Ines]] opened a bakery in\nPorto in 2019 [2].", "[[Ines]] opened a bakery in\nPorto in 2019 [2]."),
     ("Sure! Here is the page:\nIness bakery opened in 2019 [2].", "Iness bakery opened in 2019 [2]."),
+    # chat opening a list item: its claim keeps the item's marker (not run into the item before)
+    ("- Okay, here is Ines's page:\n  Ines bakes bread at dawn [2].", "- Ines bakes bread at dawn [2]."),
 ])
 def test_a_cited_paragraph_is_kept_whole_and_bare_anchors_leave_nothing(written: str, kept: str) -> None:
     from runtime_host.memory_jobs import tidy_body
 
     assert tidy_body(f"She lives in Porto [1].\n\n{written}")[0] == f"She lives in Porto [1].\n\n{kept}"
+
+
+@pytest.mark.parametrize("written", [
+    "Sure enough, the boiler broke again.\nThe plumber came on Monday [1].",
+    "Sure enough, the boiler broke again. The plumber came on Monday [1].",
+    "Great Britain trip booked for May.\nFlights leave Leeds at 9 [1].",
+    "Okay to call Dr Lee after 6 pm. She said so on Monday [1].",
+    "Absolutely no peanuts for Ana.\nHer allergist said so [1].",
+    "I hope to run the Leeds half marathon.\nTraining starts on Monday [1].",  # a note's "I" is the person's
+    "I hope to run the Leeds half marathon. Training starts on Monday [1].",
+])
+def test_a_claim_that_begins_like_chat_stays_on_the_page(written: str) -> None:
+    """A writer's line that begins with a word chat also begins with, in another sense ("Sure enough, …", "Great
+    Britain …", "Okay to call …", a note's "I hope to …"), was dropped as chat when it stood on a line of its own
+    before the cited one: the person's page lost what the source said. Only an opening word with its mark ("Sure!",
+    "Okay,") is chat now, as in a summary, and "I hope" only to the reader ("I hope this helps"); these stay whole, on
+    their line or run into the cited one."""
+    from runtime_host.memory_jobs import tidy_body
+
+    assert tidy_body(written)[0] == written
 
 
 @pytest.mark.parametrize("written, kept", [

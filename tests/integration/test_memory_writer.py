@@ -424,3 +424,41 @@ async def test_a_scope_or_an_id_copied_into_the_category_is_not_the_pages_catego
     await pod.memory_ingest()
     page = await pod.in_memory_thread(lambda: pod.memory.read_page(scope, "bike"))
     assert page.category == "family & home", page.category  # a category of words stays as written
+
+
+@pytest.mark.parametrize("opening", ["Sure! Here is the updated page.", "Certainly!", "I have updated the page for you.",
+                                     "Okay, as an AI I cannot meet Clara, but here is her page."])
+async def test_chat_on_the_line_of_a_cited_claim_stays_off_the_page(pod, fake_model, opening) -> None:
+    """A writer opening its page with chat on the line of its first claim ("Sure! Here is the updated page. Clara
+    loves orchids [1].") had that chat written onto the person's page: chat was taken off only as a line of its own,
+    and the uncited sentences before a citation were kept as resting on it. Now the chat sentences a line opens with
+    go (the same rules as a line of chat: an opening word with its mark, then talk about the answer), and the claim
+    stays, cited."""
+    scope = f"private/{pod.person.id}"
+    pod.set_role_model("ingest", "fake/writer")
+    await pod.in_memory_thread(lambda: pod.memory.add_source("Clara loves orchids.", scope=scope))
+    fake_model.script = one_page(scope, "Clara", "family", f"{opening} Clara loves orchids [1].", {"1": "S1"})
+    out = await asyncio.wait_for(pod.memory_ingest(), 60)
+    assert out["written"] == [f"page:{scope}/clara"], out
+    page = await pod.in_memory_thread(lambda: pod.memory.read_page(scope, "clara"))
+    assert page.body == "Clara loves orchids [1].", page.body
+
+
+async def test_the_prompts_own_lines_run_into_a_claim_stay_off_the_page(pod, fake_model) -> None:
+    """The prompt's own lines ("Today is …", "Scopes (answer a page's scope exactly as written here):") were taken off
+    a page only as lines of their own: a writer running them into its first claim's line had them written onto the
+    person's page. Now they go from the start of a line too, and the claim after them stays."""
+    scope = f"private/{pod.person.id}"
+    pod.set_role_model("ingest", "fake/writer")
+    await pod.in_memory_thread(lambda: pod.memory.add_source("Clara loves orchids.", scope=scope))
+
+    def writer(req):
+        today, scopes = req.last_user.split("\n")[:2]
+        assert today.startswith("Today is ") and scopes.startswith("Scopes ("), req.last_user
+        return one_page(scope, "Clara", "family", f"{today} {scopes} Clara loves orchids [1].", {"1": "S1"})(req)
+
+    fake_model.script = writer
+    out = await asyncio.wait_for(pod.memory_ingest(), 60)
+    assert out["written"] == [f"page:{scope}/clara"], out
+    page = await pod.in_memory_thread(lambda: pod.memory.read_page(scope, "clara"))
+    assert page.body == "Clara loves orchids [1].", page.body
