@@ -210,6 +210,10 @@ def build_parser() -> argparse.ArgumentParser:
     mrl.add_argument("id", type=int)
     mdc = me_sub.add_parser("discard", help="throw a held note away")
     mdc.add_argument("id", type=int)
+    mdl = me_sub.add_parser("delete", help="delete one source of yours from memory, its claims off every page "
+                                           "(its id from `memory search`; needs --yes)")
+    mdl.add_argument("id")
+    mdl.add_argument("--yes", action="store_true", help="yes, delete it (this cannot be undone)")
     mfa = me_sub.add_parser("forget-agent", help="delete everything one agent learned (needs --yes)")
     mfa.add_argument("name")
     mfa.add_argument("--yes", action="store_true", help="yes, forget it (this cannot be undone)")
@@ -659,6 +663,20 @@ async def _memory(me: Any, args: argparse.Namespace) -> int:
         elif args.action == "discard":
             await me.memory_discard(args.id)
             print(f"Discarded held note #{args.id}.")
+        elif args.action == "delete" and not args.yes:
+            print("error: deleting a source from memory cannot be undone (its claims leave every page that cites it): "
+                  "add --yes to do it.", file=sys.stderr)
+            return EXIT_USAGE
+        elif args.action == "delete":
+            try:
+                deleted = await me.memory_delete_source(args.id)
+            except LookupError:  # gone meanwhile (the window, a folder removed), or never there
+                print(f"error: memory holds no source {args.id!r} (`memory search` lists ids). Nothing was deleted.",
+                      file=sys.stderr)
+                return EXIT_FAILED
+            print(f"Source deleted; {len(deleted)} page(s) will be written again without it." + (
+                f" {len(deleted.moved)} page(s) you verified had a title naming what it said: kept, titled by their "
+                "category." if deleted.moved else ""))
         elif args.action in ("forget-agent", "forget-me") and not args.yes:
             what = f"everything {args.name} learned" if args.action == "forget-agent" else "everything remembered about you"
             also = "" if args.action == "forget-agent" else ", and stops watching your folders"

@@ -148,3 +148,24 @@ def test_ingest_names_a_lost_or_damaged_note_file_and_writes_everyone_elses_page
     assert "Put the file back from a backup, or delete that note in the Wiki" in r.stderr, r.stderr
     with wiki_engine.open_memory(home / "memory", embedder=None) as mem:
         assert mem.inbox() == [lock]  # it waits: put back, it is written at the next ingest
+
+
+def test_memory_delete_removes_one_source_of_yours_and_asks_first(home, tmp_path) -> None:
+    """README (watched folders): "A source you delete from memory (Wiki, `memory delete`) leaves its file's status at
+    once". There was no `memory delete`: a terminal could not delete one note. It asks for --yes, refuses another
+    person's source without saying whose (Bob cannot delete Alice's), and the file's status says it was deleted."""
+    notes = _seed(home, tmp_path)
+    [hit] = [h for h in json.loads(cli(home, "memory", "search", "dentist Alvarez").stdout) if h["kind"] != "page"]
+    r = cli(home, "memory", "delete", hit["id"])
+    assert r.returncode == 2 and "--yes" in r.stderr, (r.returncode, r.stderr)
+    assert cli(home, "person", "add", "Bob").returncode == 0
+    r = cli(home, "--person", "Bob", "memory", "delete", hit["id"], "--yes")
+    assert r.returncode != 0 and "No such source of yours" in r.stderr, (r.returncode, r.stdout, r.stderr)
+    assert "Dr Alvarez" in cli(home, "memory", "search", "dentist Alvarez").stdout
+    r = cli(home, "memory", "delete", hit["id"], "--yes")
+    assert r.returncode == 0 and r.stdout.startswith("Source deleted;"), (r.stdout, r.stderr)
+    assert "Dr Alvarez" not in cli(home, "memory", "search", "dentist Alvarez").stdout
+    status = cli(home, "folder", "status", str(notes)).stdout
+    assert "deleted from memory before" in status, status
+    r = cli(home, "memory", "delete", hit["id"], "--yes")
+    assert r.returncode != 0 and "No such source" in r.stderr and "Traceback" not in r.stderr, r.stderr
