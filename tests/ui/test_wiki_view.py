@@ -529,7 +529,7 @@ def test_every_source_window_of_the_first_person_closes_when_another_takes_over(
     """Me leaves two source windows open (two citations clicked) and the window is switched to Bob: only the last
     one closed, the first stayed on Bob's screen with Me's text."""
     scope, sid = seed(qloop, ui_pod)
-    pin = qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.add_source("My bank PIN is 8812.", scope=scope)))
+    pin = qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.add_source("My allotment is plot 8812.", scope=scope)))
     w = wiki_window(qtbot, ui_pod, shown=True)
     w.wiki._on_anchor(QUrl(f"hearth-source:{pin}"))
     qloop.wait_until(lambda: hasattr(w.wiki, "source_dialog"), what="the first source")
