@@ -1559,7 +1559,7 @@ class Memory:
     def delete_source(self, source_id: str) -> Deleted:
         """The person deletes a source: it goes everywhere, and stays deleted (its text read again from its origin,
         a mail export that grew, say, is not stored again; a summary does not read its message again). Returns the
-        keys of pages that cited it (now marked for re-synthesis), and the verified pages kept renamed (``Deleted``)."""
+        keys of pages that cited it (now marked for re-synthesis) and the verified pages kept renamed: ``Deleted``."""
         return self._delete_sources([source_id], strict=True, by_person=True)
 
     def delete_sources(self, source_ids: Sequence[str], *, again: bool = False, held: bool = False) -> Deleted:
@@ -1928,10 +1928,11 @@ class Memory:
         (``titles``: their slugs, each with those stems): the links other pages give to them name it too, and go
         as a page's own links naming only what a deleted source said go, unless the linking page's own sentences
         or sources say those words. Pages deleted for having nothing left to say (``titles``: their slugs, each with
-        None): every link to them goes (it would open "No page here yet"), whoever said its words. A link opens a page of its own scope, else one of its reader's other scopes
-        (the Wiki's ``open_page``): the pages looked at are those of every scope a reader of ``sc`` may link from
-        (each private and agent scope for a public page; public and the person's own for theirs), a link to a page
-        its own scope still has left alone. Returns the scopes whose pages changed."""
+        None): every link to them goes (it would open "No page here yet"), whoever said its words. A link opens a
+        page of its own scope, else one of its reader's other scopes (the Wiki's ``open_page``): the pages looked at
+        are those of every scope a reader of ``sc`` may link from (each private and agent scope for a public page;
+        public and the person's own for theirs), a link to a page its own scope still has left alone. Returns the
+        scopes whose pages changed."""
         return {ln for ln, opens_in in self._linking_scopes(sc) if self._unlink_in(ln, titles, opens_in)}
 
     def _linking_scopes(self, sc: Scope) -> list[tuple[Scope, set[Scope]]]:

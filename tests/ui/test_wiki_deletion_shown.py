@@ -82,7 +82,8 @@ def test_an_answer_saying_what_a_deletion_took_off_a_page_leaves_the_screen(qtbo
         clara = ui_pod.memory.add_source("Clara's birthday is on 3 June.", scope=scope)
         tom = ui_pod.memory.add_source("Tom's birthday is on 9 May.", scope=scope)
         ui_pod.memory.write_page(Page("Family", scope, "family", "- Clara's birthday is on 3 June [1]\n"
-                                      "- Tom's birthday is on 9 May [2]", {1: clara, 2: tom}), author="agent:wiki-writer")
+                                      "- Tom's birthday is on 9 May [2]", {1: clara, 2: tom}),
+                                 author="agent:wiki-writer")
         return clara
 
     sid = qloop.run(ui_pod.in_memory_thread(two_birthdays))

@@ -533,7 +533,8 @@ def test_a_merged_pages_citation_before_a_colon_is_renumbered_with_the_others(me
     mem.reindex_pages("public")
     run_nightly(mem)
     page = mem.read_page("public", "straße")
-    assert page.body == "- Closed on Sundays [1]\n\nBakery hours [2]:\n\n- opens at 7 [2]\n- closes at 18 [2]", page.body
+    assert page.body == ("- Closed on Sundays [1]\n\nBakery hours [2]:\n\n- opens at 7 [2]\n"
+                         "- closes at 18 [2]"), page.body
     assert page.citations == {1: a, 2: b}
     mem.delete_source(b)
     assert mem.read_page("public", "straße").body == "- Closed on Sundays [1]"
