@@ -1853,17 +1853,18 @@ async def _ask_memory(pod: Any, person_id: str, question: str) -> MemoryAnswer:
         page, and a note the person did not put there, wrapped as data under who put it there; an order the guard
         finds, the person's own household notes too, under the guard's label."""
         if h.kind == "page":
+            mark = re.compile(r"[ \t]*" + _cites().pattern)  # a page's citation, with the space before it
             scope, _, slug = h.id[len("page:"):].rpartition("/")
             try:
                 page = pod.memory.read_page(scope, slug)
             except PageFormatError:  # a hand edit that no longer parses: its indexed text still answers
                 page = None
-            body = _PAGE_MARK.sub("", page.body if page else h.snippet)
+            body = mark.sub("", page.body if page else h.snippet)
             label, passage = said_by("page", subject=h.title or slug), _passage(body, question) if page else body
             if scope != "public":
                 return label, " ".join(passage.split()), "", h.ts
             try:  # the page as its file reads, front matter (its title) and all
-                whole = _PAGE_MARK.sub("", pod.memory.pages.read_text(Scope.parse(scope), slug) or "")
+                whole = mark.sub("", pod.memory.pages.read_text(Scope.parse(scope), slug) or "")
             except PageFormatError:
                 whole = ""
             return label, as_given(" ".join(passage.split()), "this household page", [label, *near(whole, passage)],
@@ -1983,10 +1984,6 @@ def _echoes_ask(answer: str, prompt: str) -> bool:
     prompt's "Question: … Memory:" that lists the excerpts (a model that hands back its own input)."""
     head = prompt[:prompt.index("\n\nMemory:\n") + len("\n\nMemory:")]
     return _echoes(answer, (ASK_SYSTEM,)) or " ".join(head.lower().split()) in " ".join(answer.lower().split())
-
-
-# A page's citation as its body writes it ("… 3 June [1]", "[1]: 9 May"), with the space before it
-_PAGE_MARK = re.compile(r"[ \t]*\[\d{1,6}\](?!\()")
 
 
 def _passage(text: str, question: str, size: int = ASK_PASSAGE_CHARS) -> str:
