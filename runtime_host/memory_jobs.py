@@ -552,11 +552,24 @@ def _without_opener(line: str) -> str:
 _LIST_LEAD = re.compile(r"[ \t]*(?:(?:[-*+]|\d+[.)])[ \t]+)?")  # a line's indent and list marker, if any
 
 
+# what a writer's "Here is …" or "I have updated …" is about when it talks about its answer, not the person's life
+_ABOUT_THE_ANSWER = re.compile(r"\b(?:(?:the|this|that|your)\s+(?:(?:updated|new|revised|wiki|requested)\s+)?"
+                               r"(?:page|pages|wiki|summary|entry|article|answer|draft)|for\s+you)\b", re.I)
+_ANNOUNCES = re.compile(r"^\s*(?:here(?:'s| is| are)|i(?:'ve| have) (?:written|updated|created)|below (?:is|are))\b",
+                        re.I)
+
+
 def _is_chat(text: str) -> bool:
     """Whether a sentence or line of a page the model wrote is chat, not a claim: an opening word and its mark alone
-    ("Sure!"), or one that cites nothing and talks about the answer ("Sure, here is the page.")."""
+    ("Sure!"), or one that cites nothing and talks about the answer ("Sure, here is the page.", "I have updated the
+    page for you."). "I have updated my will." or "Here is the key." said plainly is the person's own (a note's "I"
+    is theirs): it stays with the claim it opens."""
     rest = _without_opener(text).strip()
-    return not rest or _FILLER.match(rest) is not None
+    if not rest:
+        return True
+    if _FILLER.match(rest) is None:
+        return False
+    return rest != text.strip() or not _ANNOUNCES.match(rest) or _ABOUT_THE_ANSWER.search(rest) is not None
 
 
 def _without_chat(line: str) -> tuple[str, str]:

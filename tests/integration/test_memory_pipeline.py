@@ -583,6 +583,11 @@ def test_a_cited_paragraph_is_kept_whole_and_bare_anchors_leave_nothing(written:
     "Absolutely no peanuts for Ana.\nHer allergist said so [1].",
     "I hope to run the Leeds half marathon.\nTraining starts on Monday [1].",  # a note's "I" is the person's
     "I hope to run the Leeds half marathon. Training starts on Monday [1].",
+    # a person's own "I have …" or "Here is …" opening a claim, on its line or before it (found by review)
+    "I have updated my will. It leaves the house to Tom [1].",
+    "I have written to the council.\nThey collect the bins on Tuesdays now [2].",
+    "- I've created a savings account. Tom gets £50 a month [1].",
+    "Here is the key. It opens the shed [1].",
 ])
 def test_a_claim_that_begins_like_chat_stays_on_the_page(written: str) -> None:
     """A writer's line that begins with a word chat also begins with, in another sense ("Sure enough, …", "Great
