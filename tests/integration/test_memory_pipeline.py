@@ -104,12 +104,17 @@ async def test_a_writer_that_repeats_its_instructions_or_titles_by_id_changes_no
     scope = f"private/{pod.person.id}"
     inbox = pod.memory.inbox()
     for bad in ({"title": "Family", "scope": scope, "body": SYNTH_SYSTEM + " [1]", "citations": {"1": "S1"}},
-                {"title": "Notes 3f9a2b7c1d4e5f60", "scope": scope, "body": "- Clara: 3 June [1]", "citations": {"1": "S1"}},
                 {"title": "Family", "scope": "public", "body": "- Clara: 3 June [1]", "citations": {"1": "S1"}}):
         script([Text(json.dumps([bad]))])
         with pytest.raises(MemoryModelError):
             await pod.memory_ingest()
         assert pod.memory.inbox() == inbox and pod.memory.list_pages(scope) == ([], [])
+    # a page titled by an id is left out alone (said in the report); its note waits in the inbox
+    script([Text(json.dumps([{"title": "Notes 3f9a2b7c1d4e5f60", "scope": scope, "body": "- Clara: 3 June [1]",
+                              "citations": {"1": "S1"}}]))])
+    out = await pod.memory_ingest()
+    assert [r["why"] for r in out["rejected"]] and "3f9a2b7c1d4e5f60" not in str(out["rejected"]), out
+    assert pod.memory.inbox() == inbox and pod.memory.list_pages(scope) == ([], [])
 
 
 def _stored_text(home: Path) -> str:
