@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 
 from app.bridge import PodBridge
 from app.markdown import plain_label, plain_tooltip
+from runtime_host.folders import progress_said
 
 SHOWN_FILES = 5000  # rows in the file list; `folder status` on the command line lists every file
 NO_FOLDERS = "No watched folders yet: Add folder… picks one."
@@ -195,12 +196,7 @@ class FoldersView(QWidget):
         total = int(ev.get("total") or 0)
         self.progress.setRange(0, max(total, 0))
         self.progress.setValue(int(ev.get("done") or 0))
-        what = "Listing files" if phase == "listing" else f"Reading {ev.get('done', 0)} of {total} file(s)"
-        if phase == "importing" and ev.get("file"):  # inside a mail export or a long text: how far into it
-            n = int(ev.get("file_parts") or 0)
-            unit = ("message" if n == 1 else "messages") if ev.get("file_mail") else ("part" if n == 1 else "parts")
-            what = f"Reading {ev['file']}: {n:,} {unit} so far ({ev.get('done', 0)} of {total} file(s) done)"
-        self.progress_label.setText(f"{what} in {ev['path']}…")
+        self.progress_label.setText(f"{progress_said(ev)} in {ev['path']}…")
 
     # -- slots
     def _on_pod_event(self, ev: dict[str, Any]) -> None:

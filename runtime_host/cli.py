@@ -702,22 +702,23 @@ async def _memory(me: Any, args: argparse.Namespace) -> int:
 
 
 async def _folder(me: Any, args: argparse.Namespace) -> int:
-    from runtime_host.folders import FolderError, one_line
+    from runtime_host.folders import FolderError, one_line, progress_said
     from runtime_host.folders import safe_name as shown  # a folder's own name forges no line either
 
-    shown_progress = False
+    shown_progress = 0  # the length of the progress line shown now (0: none)
 
     def progress(ev: dict[str, Any]) -> None:
         nonlocal shown_progress
-        if ev["phase"] == "importing" and ev["total"]:
-            print(f"\r{ev['done']}/{ev['total']} file(s) read", end="", file=sys.stderr, flush=True)
-            shown_progress = True
+        if ev["phase"] == "importing" and ev["total"]:  # as the window says it: within a mail export too
+            said = progress_said(ev)
+            print(f"\r{said.ljust(shown_progress)}", end="", file=sys.stderr, flush=True)  # a longer line's end cleared
+            shown_progress = len(said)
 
     def end_progress_line() -> None:  # what is said next (a report, an error, a warning) starts a line of its own
         nonlocal shown_progress
         if shown_progress:
             print("", file=sys.stderr, flush=True)
-            shown_progress = False
+            shown_progress = 0
 
     def report(rep: Any) -> None:
         end_progress_line()

@@ -130,6 +130,19 @@ class ScanReport:
         return dict(vars(self))
 
 
+def progress_said(ev: dict[str, Any]) -> str:
+    """How far a scan is, in words, from its ``folders.progress`` event (the window's line and the terminal's say
+    the same): the files read so far, and inside a mail export or a long text how far into it."""
+    if ev.get("phase") == "listing":
+        return "Listing files"
+    done, total = int(ev.get("done") or 0), int(ev.get("total") or 0)
+    if ev.get("phase") == "importing" and ev.get("file"):
+        n = int(ev.get("file_parts") or 0)
+        unit = ("message" if n == 1 else "messages") if ev.get("file_mail") else ("part" if n == 1 else "parts")
+        return f"Reading {ev['file']}: {n:,} {unit} so far ({done} of {total} file(s) done)"
+    return f"Reading {done} of {total} file(s)"
+
+
 @dataclass
 class _Read:
     """One file after reading: its whole texts to store (with their kind, subject, author; an mbox's are read
@@ -1943,4 +1956,4 @@ class WatchedFolders:
 
 
 __all__ = ["FileStatus", "Folder", "FolderError", "ScanReport", "WatchedFolders", "chunks", "one_line", "parts",
-           "read_file", "walk"]
+           "progress_said", "read_file", "walk"]

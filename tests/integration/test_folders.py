@@ -495,6 +495,32 @@ def test_cli_folder_add_list_status_rescan_remove(home, tmp_path) -> None:
     assert cli(home, "folder", "status", str(docs)).returncode == 2
 
 
+def diary_export(path: Path, n: int = 2500) -> None:
+    """A big mail export: ``n`` short diary messages (five steps of 500 for 2,500)."""
+    with path.open("w") as fh:
+        for i in range(n):
+            fh.write(f"From a@example.org Tue Mar  3 10:00:00 2026\nFrom: Ana <a@example.org>\nSubject: Diary {i}\n"
+                     f"Date: Tue, 03 Mar 2026 10:00:00 +0000\n\nDay {i}: Leo practised the piano piece number {i} "
+                     "for the spring concert with Mrs Varga.\n\n")
+
+
+def test_cli_folder_add_of_a_big_mail_export_says_how_far_into_it_the_import_is(home, tmp_path) -> None:
+    """`folder add` of a mail export of 2,500 messages in a terminal said "0/1 file(s) read" six times, for the
+    whole import, then "1/1": the window said how many messages were read so far, the terminal counted finished
+    files only. Now it says what the window says, after each step of 500 messages."""
+    docs = tmp_path / "MailExport"
+    docs.mkdir()
+    diary_export(docs / "all.mbox")
+    r = cli(home, "folder", "add", str(docs), timeout=300)
+    assert r.returncode == 0, r.stderr
+    said = [s.rstrip() for s in r.stderr.splitlines() if s.strip()]  # "\r" read as a line's end (text mode)
+    within = [s for s in said if s.startswith("Reading all.mbox")]
+    assert within == [f"Reading all.mbox: {n:,} messages so far (0 of 1 file(s) done)"
+                      for n in (500, 1000, 1500, 2000, 2500)], said
+    assert said[-1] == "Reading 1 of 1 file(s)", said  # the line ends (then the report) once the file is read
+    assert "1 indexed" in r.stdout
+
+
 def test_cli_memory_ask_names_what_it_cites(home, tmp_path, fake_model, script, secure_keyring) -> None:
     from tests.helpers.fake_model import Text
     from tests.integration.test_cli import setup_agent
@@ -1029,7 +1055,7 @@ def test_ctrl_c_during_an_import_stops_it_in_a_line_and_the_next_rescan_imports_
         args = ["folder", "rescan"]
 
     def a_step_stored(err: str) -> bool:  # then the next step's files are being read
-        return any(int(done) > 0 for done in re.findall(r"(\d+)/400 file\(s\) read", err))
+        return any(int(done) > 0 for done in re.findall(r"(\d+) of 400 file\(s\)", err))
 
     rc, err = interrupted_when(home, args, a_step_stored)
     assert rc == 130 and "Traceback" not in err, err[-3000:]
@@ -2139,7 +2165,8 @@ def test_a_disk_that_fills_during_an_import_is_said_in_a_line_and_a_rescan_with_
     assert (out / "add.rc").read_text().strip() not in ("0", "1") and "Traceback" not in err, err[-3000:]
     assert err.splitlines()[-1].startswith("error: The disk is full: Hearth could not save to /mnt/full/hearth."), err
     assert "Free some space and retry" in err
-    assert all(line.endswith("file(s) read") for line in err.splitlines() if "file(s) read" in line), err  # own line
+    assert all(line.rstrip().endswith(("file(s)", "done)")) for line in err.splitlines() if line.startswith("Reading"))
+    assert any(line.startswith("Reading") for line in err.splitlines()), err  # the progress line, ended on its own
     assert (out / "rescan.rc").read_text().strip() == "0", (out / "rescan.err").read_text()[-3000:]
     (folder,) = json.loads((out / "list.out").read_text())
     assert folder["files"] == {"indexed": 150}, folder  # what was saved before the disk filled was not lost

@@ -340,13 +340,11 @@ def test_removing_a_folder_while_its_import_runs_says_only_that_it_is_no_longer_
 def test_a_big_mail_export_shows_how_far_into_it_the_import_is(qtbot, qloop, ui_pod, tmp_path) -> None:
     """A mail export of 2,500 messages (five steps of 500) said "Reading 0 of 1 file(s)" until it was all read:
     only finished files were counted."""
+    from tests.integration.test_folders import diary_export
+
     docs = tmp_path / "MailExport"
     docs.mkdir()
-    with (docs / "all.mbox").open("w") as fh:
-        for i in range(2500):
-            fh.write(f"From a@example.org Tue Mar  3 10:00:00 2026\nFrom: Ana <a@example.org>\nSubject: Diary {i}\n"
-                     f"Date: Tue, 03 Mar 2026 10:00:00 +0000\n\nDay {i}: Leo practised the piano piece number {i} "
-                     "for the spring concert with Mrs Varga.\n\n")
+    diary_export(docs / "all.mbox")
     w = MainWindow(ui_pod)
     qtbot.addWidget(w)
     w.show_wiki()
