@@ -72,6 +72,8 @@ CREATE TABLE IF NOT EXISTS files (
   sha TEXT NOT NULL DEFAULT '', status TEXT NOT NULL, reason TEXT NOT NULL DEFAULT '',
   sources TEXT NOT NULL DEFAULT '[]', at REAL NOT NULL, again INTEGER NOT NULL DEFAULT 0,
   key TEXT NOT NULL DEFAULT '', PRIMARY KEY (folder_id, rel));
+CREATE TABLE IF NOT EXISTS mounts (
+  folder_id TEXT NOT NULL, rel TEXT NOT NULL, PRIMARY KEY (folder_id, rel));
 """
 
 
@@ -768,13 +770,15 @@ def one_line(text: str) -> str:
     return _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x80 else f"\\u{ord(m[0]):04x}", text)
 
 
-def walk(root: Path) -> tuple[list[tuple[str, Path, int, int]], list[str]]:
-    """Files under ``root`` as (relative path, path, mtime_ns, size), and the folders that could not be listed
-    (what was imported from them is not taken for deleted). Hidden files and folders and links are listed but
-    not entered (a link could lead out of the folder, or round in a loop): reading them gives the reason they
-    are skipped, so the person sees why they are not in memory."""
+def walk(root: Path) -> tuple[list[tuple[str, Path, int, int]], list[str], list[str]]:
+    """Files under ``root`` as (relative path, path, mtime_ns, size), the folders that could not be listed
+    (what was imported from them is not taken for deleted), and the folders inside with a drive mounted on them
+    (when one is unplugged, its files are not taken for deleted either: see ``_unplugged``). Hidden files and
+    folders and links are listed but not entered (a link could lead out of the folder, or round in a loop):
+    reading them gives the reason they are skipped, so the person sees why they are not in memory."""
     out: list[tuple[str, Path, int, int]] = []
     unlisted: list[str] = []
+    mounts: list[str] = []
 
     def unlistable(exc: OSError) -> None:
         if exc.filename is not None:
@@ -807,10 +811,12 @@ def walk(root: Path) -> tuple[list[tuple[str, Path, int, int]], list[str]]:
                 is_dir = False
             if is_dir and not _passed_over(p):
                 inner.append(p)
+                if _is_mount_point(p):
+                    mounts.append(safe_name(p.relative_to(root).as_posix()))
             else:
                 entry(p)
         todo.extend(reversed(inner))
-    return out, unlisted
+    return out, unlisted, mounts
 
 
 def _passed_over(path: Path) -> bool:
@@ -925,6 +931,24 @@ def _unlisted_note(unlisted: Sequence[str]) -> str:
     names = ", ".join(unlisted[:3]) + (f" and {len(unlisted) - 3} more" if len(unlisted) > 3 else "")
     return (f"{len(unlisted)} folder(s) inside could not be opened ({names}; no permission to read them?): their "
             "files were not read, and what they imported before is kept. Give your user read access, then scan again.")
+
+
+def _unplugged(before: Iterable[str], now: Iterable[str], known: Iterable[str]) -> list[str]:
+    """Folders inside the watched one that had a drive mounted on them (``before``, as folders.db recorded them)
+    and have none now (``now``: ``walk``'s): unplugged, their mount point left behind empty or gone. Those that
+    imported files (of ``known``, paths) keep them: they are not taken for deleted."""
+    now = set(now)
+    rels = list(known)
+    return sorted(d for d in set(before) - now if any(rel.startswith(d + "/") for rel in rels))
+
+
+def _unplugged_note(away: Sequence[str]) -> str:
+    """What the folder note says of drives mounted inside the folder that are not there now."""
+    if not away:
+        return ""
+    names = ", ".join(away[:3]) + (f" and {len(away) - 3} more" if len(away) > 3 else "")
+    return (f"{len(away)} drive(s) mounted inside the folder are not mounted now ({names}; unplugged?): what their "
+            "files imported is kept until the drive is back, or you remove the folder.")
 
 
 def _held_note(n: int, why: str) -> str:
@@ -1202,6 +1226,7 @@ class WatchedFolders:
         deleted = await self._delete_sources(folder, sids, quitting_stops=True)
         await self._drop_held(folder)
         self.db.q("DELETE FROM files WHERE folder_id=?", (folder.id,))
+        self.db.q("DELETE FROM mounts WHERE folder_id=?", (folder.id,))
         self.db.q("DELETE FROM folders WHERE id=?", (folder.id,))
         # an import of it in another Hearth process, storing a batch when it was marked, may have stored it since
         deleted += await self._delete_sources(folder, await self._unrecorded(folder, set(), kept_parts=False))
@@ -1289,6 +1314,7 @@ class WatchedFolders:
         ids = [r[0] for r in self.db.q("SELECT id FROM folders WHERE person_id=?", (person_id,))]
         for fid in ids:
             self.db.q("DELETE FROM files WHERE folder_id=?", (fid,))
+            self.db.q("DELETE FROM mounts WHERE folder_id=?", (fid,))
             self.db.q("DELETE FROM folders WHERE id=?", (fid,))
             self.running.pop(fid, None)
         if ids:
@@ -1506,7 +1532,7 @@ class WatchedFolders:
         root_id = _root_id(root)  # the folder as found now; its files are read only while it is still this one
         if why := self._refused_root(root):
             return self._missing(folder, rep, on_progress, t0, why=why)
-        listing, unlisted = await asyncio.to_thread(walk, root) if root.is_dir() else ([], [])
+        listing, unlisted, mounts = await asyncio.to_thread(walk, root) if root.is_dir() else ([], [], [])
         if why := self._refused_root(root):  # replaced by a link while it was listed
             return self._missing(folder, rep, on_progress, t0, why=why)
         if not root.is_dir():  # not there, or gone while it was listed (then the listing is not the folder)
@@ -1520,7 +1546,9 @@ class WatchedFolders:
         known = self._known(folder.id)
         taken = {k.key for k in known.values()}  # a new file never gets a start another file holds
         present = {rel for rel, *_ in listing}
-        hidden = tuple(d + "/" for d in unlisted)  # folders that could not be listed: their files are not gone
+        away = _unplugged(self._mounts(folder.id), mounts, known)  # drives inside unplugged: their files are kept
+        # folders that could not be listed, or whose drive is unplugged: their files are not gone
+        hidden = tuple(d + "/" for d in [*unlisted, *away])
         gone = sorted(rel for rel in set(known) - present if "." not in unlisted and not rel.startswith(hidden))
         # a file moved away and a new one begun under its name: its path is listed, changed
         changed = [(rel, path) for rel, path, mtime_ns, size in listing
@@ -1575,17 +1603,20 @@ class WatchedFolders:
                 self._steps.discard(batches)
                 await batches.close()  # stopped (Ctrl+C): what was stored is kept, the next scan reads the rest
         if vanished:
-            await self._moved_meanwhile(folder, root, root_id, mounted, vanished, rep)
+            await self._moved_meanwhile(folder, root, root_id, mounted, vanished, rep, [*mounts, *away])
         if todo or unfinished:
             stray = await self._unrecorded(folder, set(self._all_sources(folder.id)))
             rep.sources_deleted += await self._delete_sources(folder, stray)
         rep.seconds = round(time.perf_counter() - t0, 3)
         failed = self.db.q("SELECT COUNT(*) FROM files WHERE folder_id=? AND status='failed'", (folder.id,))[0][0]
         note = " ".join(n for n in (f"{failed} file(s) could not be read; see their reasons." if failed else "",
-                                    _unlisted_note(unlisted)) if n)
+                                    _unlisted_note(unlisted), _unplugged_note(away)) if n)
         rep.note = note
         self.db.q("UPDATE folders SET state='watching', note=?, scanned_at=?, mount=? WHERE id=?",
                   (note, time.time(), int(mounted), folder.id))
+        self.db.q("DELETE FROM mounts WHERE folder_id=?", (folder.id,))  # an unplugged drive's stays remembered
+        self.db.many("INSERT OR IGNORE INTO mounts (folder_id, rel) VALUES (?,?)",
+                     [(folder.id, d) for d in {*mounts, *away}])
         self._progress(folder, "done", total, total, rep, on_progress)
         return rep
 
@@ -1823,6 +1854,10 @@ class WatchedFolders:
         if new_gone:
             await self._drop_held(folder, [keys[rel] for rel in new_gone])
 
+    def _mounts(self, folder_id: str) -> list[str]:
+        """The folders inside the watched one that had a drive mounted on them at its last scan."""
+        return [r[0] for r in self.db.q("SELECT rel FROM mounts WHERE folder_id=?", (folder_id,))]
+
     def _known(self, folder_id: str) -> dict[str, _Known]:
         """The folder's files as folders.db has them, by path."""
         return {r[0]: _Known(*r[1:6], json.loads(r[6]), *r[7:]) for r in self.db.q(
@@ -1841,19 +1876,20 @@ class WatchedFolders:
         rep.removed += len(gone)
 
     async def _moved_meanwhile(self, folder: Folder, root: Path, root_id: tuple[int, int] | None, mounted: bool,
-                               vanished: list[str], rep: ScanReport) -> None:
+                               vanished: list[str], rep: ScanReport, mounts: Sequence[str] = ()) -> None:
         """Files gone from their path while the folder was read (after it was listed): the folder is listed again,
         and one renamed or moved within it meanwhile, its bytes unchanged, keeps its sources and row under its new
         path (`_follow_moves`); one deleted goes as a file listed gone does. One back at its path (saved anew), or
         that cannot be looked for now (its folder cannot be listed; the watched folder is not there, is another one or
-        a link now, or its drive was unplugged), keeps its row: the next scan decides."""
-        listing, unlisted = await asyncio.to_thread(walk, root) if root.is_dir() else ([], ["."])
+        a link now, or its drive was unplugged, also a drive mounted inside it, of ``mounts``), keeps its row: the
+        next scan decides."""
+        listing, unlisted, now = await asyncio.to_thread(walk, root) if root.is_dir() else ([], ["."], [])
         if ("." in unlisted or _root_id(root) != root_id or (mounted and not _is_mount_point(root))
                 or self._refused_root(root) or not self._watched(folder.id)):
             return
         known = self._known(folder.id)
         present = {rel for rel, *_ in listing}
-        hidden = tuple(d + "/" for d in unlisted)
+        hidden = tuple(d + "/" for d in [*unlisted, *_unplugged(mounts, now, vanished)])
         gone = [rel for rel in vanished if rel in known and rel not in present and not rel.startswith(hidden)]
         if gone:
             await self._follow_moves(folder, root, listing, known, gone, rep)

@@ -405,6 +405,57 @@ async def test_an_unplugged_drive_whose_mount_point_stays_keeps_its_imports(pod,
     assert not [h for h in await pod.memory_search("bins Tuesday nights") if "Bins" in h.snippet]
 
 
+def _mount_a_drive(at: Path) -> None:
+    """A small drive (tmpfs) mounted at ``at``; the test is skipped, saying why, where mounting is not permitted."""
+    if shutil.which("mount") is None:
+        pytest.skip("needs the mount command to mount a drive inside the folder")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "hearth-test-drive", str(at)],
+                          capture_output=True, text=True)
+    if done.returncode:
+        pytest.skip(f"mounting a drive is not permitted here (needs root): {done.stderr.strip()}")
+
+
+async def test_a_drive_unplugged_from_inside_a_watched_folder_keeps_its_imports(pod, tmp_path) -> None:
+    """A drive mounted inside a watched folder (~/Documents/usb-stick) is unplugged and its mount point stays
+    behind, empty. Before, the next memory run took every file that was on it for deleted (removed=2,
+    sources_deleted=2): their notes left memory and their claims the pages, and the folder's note said nothing;
+    only the watched folder's own drive was looked for. Now its files keep their imports and the note says why;
+    plugged in again, nothing is imported twice, and a file deleted from it on purpose leaves memory as before."""
+    docs = tmp_path / "Documents"
+    stick = docs / "usb-stick"
+    stick.mkdir(parents=True)
+    (docs / "home.md").write_text("The boiler service is due every October with Heatwise.\n")
+    files = {"trip.md": "We fly to Lisbon on 4 May and stay in the Alfama flat.\n",
+             "piano.md": "Leo starts piano lessons with Mrs Varga every Wednesday.\n"}
+    _mount_a_drive(stick)
+    try:
+        for name, text in files.items():
+            (stick / name).write_text(text)
+        folder = pod.folders.add(docs)
+        assert (await pod.folders.scan(folder.id)).indexed == 3
+    finally:
+        subprocess.run(["umount", str(stick)], check=True)  # the stick is pulled: its empty mount point stays
+    rep = await pod.folders.scan(folder.id)
+    assert (rep.removed, rep.sources_deleted) == (0, 0), rep
+    assert "usb-stick" in rep.note and "not mounted" in rep.note, rep.note
+    assert "usb-stick" in pod.folders.list_folders()[0].note
+    assert await pod.memory_search("Lisbon Alfama", mode="keyword")
+    again = await pod.folders.scan(folder.id)  # and at every memory run until it is back
+    assert again.removed == 0 and "usb-stick" in again.note
+    _mount_a_drive(stick)  # plugged in again
+    try:
+        for name, text in files.items():
+            (stick / name).write_text(text)
+        back = await pod.folders.scan(folder.id)
+        assert (back.indexed, back.removed, back.note) == (0, 0, ""), back
+        (stick / "piano.md").unlink()  # deleted on purpose
+        gone = await pod.folders.scan(folder.id)
+        assert gone.removed == 1, gone
+        assert not await pod.memory_search("piano lessons Mrs Varga", mode="keyword")
+    finally:
+        subprocess.run(["umount", str(stick)], check=True)
+
+
 def test_folder_refuses_hearths_own_data_and_overlaps(home, tmp_path) -> None:
     docs = tmp_path / "docs"
     (docs / "inner").mkdir(parents=True)
