@@ -58,6 +58,9 @@ DELETE_BATCH = 500  # sources deleted per step when a folder is removed or files
 BATCH_ITEMS = 500  # parts stored per step at most: a mail export or a long text goes to memory in several steps
 MAIL_DECIDE_GROUP = 20  # mail items per keep-or-skip request to the import model
 STOP_WAIT_S = 10.0  # Hearth quitting: how long a folder import may take to end its step before it is cancelled
+# A scan storing into memory says so to other Hearth processes (a lease, see ``_storing``): its process is checked
+# alive, so the expiry counts only for a holder on another machine (Hearth's folder on a network drive)
+STORING_TTL_S = 6 * 3600.0
 
 INDEXED, SKIPPED, FAILED = "indexed", "skipped", "failed"
 REMOVING = "removing"  # a folder's state from Remove… on: no longer watched, its imports being deleted
@@ -1066,6 +1069,7 @@ class WatchedFolders:
         self._scans: set[asyncio.Task[Any]] = set()  # tasks scanning a folder now
         self._removals: set[asyncio.Task[Any]] = set()  # tasks removing a folder now (``stop`` waits for them)
         self._steps: set[_ThreadSteps] = set()  # the imports going now (their readers stop between files)
+        self._storing_leases: dict[str, Any] = {}  # folder id -> this process's lease saying a scan stores into it
         self.closing = False  # Hearth is quitting (see ``stop``): no scan starts, those going stop between files
 
     # -- registry
@@ -1437,6 +1441,7 @@ class WatchedFolders:
                 return await self._scan(folder, on_progress)
             finally:
                 self._scans.discard(task)  # type: ignore[arg-type]
+                await self._stored(folder)
                 await self._release_purges(folder)
 
     async def stop(self, wait: float = STOP_WAIT_S) -> None:
@@ -1575,6 +1580,7 @@ class WatchedFolders:
             # its note is written again when the scan ends; killed before, it says the import did not finish
             self.db.q("UPDATE folders SET state='importing', note='' WHERE id=?", (folder.id,))
             memory = await self.pod.in_memory_thread(lambda: self.pod.memory)  # opened off the event loop
+            await self._storing(folder)  # another Hearth process's sweep leaves this folder alone meanwhile
             batches = _ThreadSteps(lambda stop: self._batches(
                 root, todo, known, lambda part: _cleaned(memory, part, scope), stop, mounted, root_id))
             self._steps.add(batches)
@@ -1605,8 +1611,7 @@ class WatchedFolders:
         if vanished:
             await self._moved_meanwhile(folder, root, root_id, mounted, vanished, rep, [*mounts, *away])
         if todo or unfinished:
-            stray = await self._unrecorded(folder, set(self._all_sources(folder.id)))
-            rep.sources_deleted += await self._delete_sources(folder, stray)
+            rep.sources_deleted += await self._sweep(folder)
         rep.seconds = round(time.perf_counter() - t0, 3)
         failed = self.db.q("SELECT COUNT(*) FROM files WHERE folder_id=? AND status='failed'", (folder.id,))[0][0]
         note = " ".join(n for n in (f"{failed} file(s) could not be read; see their reasons." if failed else "",
@@ -1853,6 +1858,53 @@ class WatchedFolders:
             await self.pod.in_memory_thread(lambda: self.pod.memory.drop_held(scope, old_held))
         if new_gone:
             await self._drop_held(folder, [keys[rel] for rel in new_gone])
+
+    async def _storing(self, folder: Folder) -> None:
+        """Tells other Hearth processes that this scan stores into the folder's memory (a lease in memory's catalog,
+        one per scan, let go when it ends, or found stale once its process is gone): their sweep (``_sweep``) leaves
+        the folder alone meanwhile. Waits while another process sweeps it (a moment's work)."""
+        from wiki_engine.lease import Lease, LeaseBusy
+
+        def take() -> Any:
+            lease = Lease(self.pod.memory.catalog, f"folders:{folder.id}:storing:{uuid.uuid4().hex}",
+                          ttl=STORING_TTL_S, excludes=(f"folders:{folder.id}:sweep",))
+            lease.acquire()
+            return lease
+
+        while folder.id not in self._storing_leases:
+            try:
+                self._storing_leases[folder.id] = await self.pod.in_memory_thread(take)
+            except LeaseBusy:
+                if self.closing:  # quitting: this scan stores nothing more anyway
+                    return
+                await asyncio.sleep(0.1)
+
+    async def _stored(self, folder: Folder) -> None:
+        """This scan stores nothing more into the folder: its lease (``_storing``) is let go."""
+        lease = self._storing_leases.pop(folder.id, None)
+        if lease is not None:
+            await self.pod.in_memory_thread(lease.release)
+
+    async def _sweep(self, folder: Folder) -> int:
+        """Deletes the folder's sources that folders.db does not name (an import killed between memory's commit and
+        folders.db's left them) and returns how many went. Not while another Hearth process stores into the folder
+        (the window's memory run and a terminal's `folder rescan` at once): what it has stored but not yet recorded
+        would be taken for strays, its file shown indexed with nothing in memory; its own scan sweeps when it ends."""
+        from wiki_engine.lease import Lease, LeaseBusy
+
+        await self._stored(folder)  # this scan's own storing is done
+        lease = Lease(self.pod.memory.catalog, f"folders:{folder.id}:sweep", ttl=600.0,
+                      excludes=(f"folders:{folder.id}:storing:%",))
+        try:
+            await self.pod.in_memory_thread(lease.acquire)
+        except LeaseBusy:
+            log.info("watched folder %s: another Hearth process is storing into it; its scan sweeps strays", folder.id)
+            return 0
+        try:
+            stray = await self._unrecorded(folder, set(self._all_sources(folder.id)))
+            return await self._delete_sources(folder, stray)
+        finally:
+            await self.pod.in_memory_thread(lease.release)
 
     def _mounts(self, folder_id: str) -> list[str]:
         """The folders inside the watched one that had a drive mounted on them at its last scan."""

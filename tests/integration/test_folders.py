@@ -1119,6 +1119,94 @@ def test_ctrl_c_during_an_import_stops_it_in_a_line_and_the_next_rescan_imports_
     assert folder["files"] == {"indexed": 400}, folder
 
 
+RESCAN_IN_ANOTHER_PROCESS = """
+import asyncio, sys, time
+from pathlib import Path
+from runtime_host import folders
+from runtime_host.pod import Pod
+
+marks = Path(sys.argv[2])
+real = folders.FolderDB.many
+
+
+def many(self, sql, rows):
+    # memory has stored this step's notes; folders.db records them a moment later (a busy disk, a big step)
+    if sql.startswith("INSERT OR REPLACE INTO files") and any(r[1] == "new.md" for r in rows):
+        (marks / "stored").touch()
+        while not (marks / "go").exists():
+            time.sleep(0.02)
+    return real(self, sql, rows)
+
+
+folders.FolderDB.many = many
+
+
+async def main():
+    me = Pod(sys.argv[1]).first_person()
+    (f,) = me.folders.list_folders()
+    print(await me.folders.scan(f.id))
+    await me.close()
+
+asyncio.run(main())
+"""
+
+
+async def test_a_rescan_in_another_process_keeps_the_note_this_one_stores(home, tmp_path, monkeypatch) -> None:
+    """Two Hearth processes read one folder at once (the window's 5-minute memory run and `folder rescan` in a
+    terminal). Each scan ended by deleting the folder's sources folders.db does not name (strays of a killed
+    import), and took for a stray what the other process had just stored and was about to record: the new note
+    was shown "indexed" but was in no memory, and as its bytes never changed, no later scan brought it back. Now a
+    scan leaves that sweep to the other process while it stores (its own scan sweeps when it ends)."""
+    from runtime_host import folders
+    from runtime_host.pod import Pod
+
+    docs = tmp_path / "notes"
+    docs.mkdir()
+    (docs / "old.md").write_text("The heron visits the pond at dawn.\n")
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    pod = Pod(home).first_person()
+    folder = pod.folders.add(docs)
+    await pod.folders.scan(folder.id)
+    other: subprocess.Popen[str] | None = None
+    real_walk = folders.walk
+
+    def walk(root):  # this process has listed the folder; a note is saved, and a terminal's rescan stores it
+        nonlocal other
+        out = real_walk(root)
+        if other is None:
+            (docs / "new.md").write_text("The spare key to the allotment shed is under the blue pot.\n")
+            other = subprocess.Popen([sys.executable, "-c", RESCAN_IN_ANOTHER_PROCESS, str(home), str(marks)],
+                                     env={**os.environ, "HEARTH_HOME": str(home)}, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+            while not (marks / "stored").exists():
+                assert other.poll() is None, other.communicate()
+                time.sleep(0.02)
+        return out
+
+    monkeypatch.setattr(folders, "walk", walk)
+    try:
+        (docs / "old.md").write_text("The heron visits the pond at dusk now.\n")  # this process has a change to read
+        st = (docs / "old.md").stat()
+        os.utime(docs / "old.md", (st.st_atime, st.st_mtime + 60))
+        await pod.folders.scan(folder.id)
+        (marks / "go").touch()
+        assert other is not None
+        _, err = await asyncio.to_thread(other.communicate, timeout=120)
+        assert other.returncode == 0, err[-2000:]
+        status = {f.rel: f.status for f in pod.folders.files(folder.id)}
+        await pod.folders.scan(folder.id)  # and the next memory run
+        assert status["new.md"] == "indexed"
+        assert await pod.memory_search("spare key allotment blue pot", mode="keyword"), "new.md is in no memory"
+        assert await pod.memory_search("heron dusk", mode="keyword")
+    finally:
+        (marks / "go").touch()
+        if other is not None and other.poll() is None:
+            other.kill()
+            other.wait()
+        await pod.close()
+
+
 @pytest.mark.parametrize("then", ["rescan", "remove"])
 async def test_a_file_deleted_after_an_import_was_killed_leaves_memory(home, tmp_path, then) -> None:
     # Memory committed the batch, folders.db never heard of it: the next scan (or removing the folder) must
@@ -2214,7 +2302,7 @@ def test_a_disk_that_fills_during_an_import_is_said_in_a_line_and_a_rescan_with_
                    env={**os.environ, "BALLAST": str(34 << 20)}, timeout=900, check=True)
     err = (out / "add.err").read_text()
     assert (out / "add.rc").read_text().strip() not in ("0", "1") and "Traceback" not in err, err[-3000:]
-    assert err.splitlines()[-1].startswith("error: The disk is full: Hearth could not save to /mnt/full/hearth."), err
+    assert err.splitlines()[-1].startswith("error: The disk is full: Hearth could not save to /mnt/full/hearth"), err
     assert "Free some space and retry" in err
     assert all(line.rstrip().endswith(("file(s)", "done)")) for line in err.splitlines() if line.startswith("Reading"))
     assert any(line.startswith("Reading") for line in err.splitlines()), err  # the progress line, ended on its own
