@@ -122,10 +122,11 @@ def _email_re() -> re.Pattern[str]:
     # An address may hold letters of any alphabet (RFC 6531: "josé.ruiz@correo.example", "иван@почта.рф") and a
     # domain in the form mail carries one in (IDNA: "xn--80akhbyknj4f.xn--p1ai").
     # A local part is at most 64 characters (RFC 5321): bounded, a run of "a'a'a'…" without an "@" is read once,
-    # not again from each letter after an apostrophe to its end.
+    # not again from each letter after an apostrophe to its end; and once only (possessive: no shorter local part
+    # can be followed by an "@" the longest one was not).
     word = rf"[^\W{_NO_SPACE_SCRIPTS}]"  # a letter, a digit or "_"
     alnum = rf"[^\W_{_NO_SPACE_SCRIPTS}]"
-    local = rf"{word}(?:{word}|[%+'-]|\.(?={word}|[%+-])){{0,63}}"
+    local = rf"{word}(?:{word}|[%+'-]|\.(?={word}|[%+-])){{0,63}}+"
     tld = rf"(?:[Xx][Nn]--[A-Za-z0-9-]{{1,59}}|[^\W\d_{_NO_SPACE_SCRIPTS}]{{2,63}})"
     domain = rf"(?:{alnum}(?:(?:{alnum}|-){{0,61}}{alnum})?\.)+{tld}"
     return re.compile(rf"(?<!{word})(?<![.%+-])({local})@({domain})(?!{alnum}|-|\.{alnum})")
