@@ -30,7 +30,11 @@ from typing import NamedTuple
 
 _BLOCK = {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "table", "blockquote", "pre", "hr",
           "details", "summary"}
-_CELL = {"td", "th", "dt", "dd"}  # side by side on screen: a space between them, or "Paid with" and a card join
+# Side by side on screen: cells are read apart ("Paid with" and a card joined were no card to the redactor), two that
+# show text on one line with " | " between them, as a table reads in plain text: "Password | Kx9mm2qL" is a name and
+# its value, not the words "Password Kx9mm2qL" (an empty cell adds nothing)
+_CELL = {"td", "th", "dt", "dd"}
+CELL_SEPARATOR = " | "
 # what a person never reads, up to its own end tag (raw text: no tag inside counts, as in a browser)
 _SKIP = ("script", "style", "title", "iframe", "noembed", "noframes")
 _SKIP_END = {tag: re.compile(rf"</{tag}\s*>", re.I) for tag in _SKIP}
@@ -593,7 +597,8 @@ def html_to_text(markup: str) -> str:
     """The text a person reads in an HTML part, read in one pass: a mail of unclosed tags or quotes cannot hold the
     inbox (the standard parser read the rest of the part again at each one: 60 KB took 40 s, and every later check
     started the same mail again). A "<" that opens no tag is text. What an element hides (see the module's
-    docstring) is left out up to where a browser ends the element (one never closed hides the rest)."""
+    docstring) is left out up to where a browser ends the element (one never closed hides the rest). Cells shown
+    side by side are read apart, by CELL_SEPARATOR where both show text."""
     sheets = _sheets(markup)
     page = _Look(False, False, 16.0, _BLACK, _UNKNOWN if _sheets_paint(sheets) else _WHITE)
     markup = _without_comments(markup)
@@ -601,12 +606,17 @@ def html_to_text(markup: str) -> str:
     out: list[str] = []
     tree = _Open(page, _sheet_rules(sheets))
     at, in_head = 0, False  # in a <head>: its end tag may be left out, and text or a tag of the body ends it
+    line_shows, cell_opened = False, False  # text shown on this line so far; a cell opened since
 
     def text(piece: str) -> None:
-        nonlocal in_head
+        nonlocal in_head, line_shows, cell_opened
         if in_head and piece.strip():
             in_head = False
         if not tree.hidden and not in_head:
+            if piece.strip():
+                if cell_opened and line_shows:
+                    out.append(CELL_SEPARATOR)
+                line_shows, cell_opened = True, False
             out.append(piece)
 
     while (lt := markup.find("<", at)) >= 0:
@@ -633,8 +643,10 @@ def html_to_text(markup: str) -> str:
             tree.start(tag, markup[lt:end])
         if tag in _BLOCK:
             text("\n")
+            line_shows = cell_opened = False
         elif tag in _CELL:
             text(" ")
+            cell_opened = cell_opened or not closing
         elif not closing and tag in _SKIP:
             skip = _SKIP_END[tag].search(markup, at)
             at = skip.end() if skip else len(markup)

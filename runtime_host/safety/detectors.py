@@ -382,7 +382,8 @@ _NUMBER_WORD = r"(?:number|num|no|nr|n[°º]|n(?=\.)|nummer|numéro|numero|núme
 _NUMBER_OF = r"(?:(?:numéro|numero|número|n[°º]|no|nr)\.? (?:de |di |da |do |del |of )?)"
 # Between the name and the value: "account: 1234", "account number is 1234", "Kontonummer lautet 1234",
 # Finnish "tilinumero on 1234" ("on" is "is" there; an English "account on 20 03 2024" is a date, see _FINNISH_ON)
-_GAP = r"(?: ?[:=#-] ?| (?:is|was|ist|lautet|est|es|è|é|är|er|on|ja)(?: ?:)? | )?"
+# A table's next cell too ("Account number | 31926819", as Hearth reads an HTML mail's table: htmltext.CELL_SEPARATOR)
+_GAP = r"(?: ?[:=#-]? ?\| ?| ?[:=#-] ?| (?:is|was|ist|lautet|est|es|è|é|är|er|on|ja)(?: ?:)? | )?"
 _FINNISH_ON = re.compile(r"(?i)tili\w*\.? on ")
 _NUMBER_END = r"(?![\w]|[.,/]\d|[ -]\d)"
 # A number named as money, not as an account: "an account of 250 000 EUR"
@@ -753,8 +754,9 @@ _FINNISH_SAID = rf"(?P<fi>(?i:{_FINNISH_PASSWORD}|tunnusluku|pin-koodi))[^\S\n]+
 # ("Qv7r`T2m`z9"), one around it is quoting
 _CREDENTIAL_VALUE = r"(?P<value>[^\s\"'`<>,;()\[\]{}][^\s\"'<>,;()\[\]{}]{2,}[^\s\"'`<>,;()\[\]{}](?<![.:]))"
 # What may follow a value that ends its line or clause: a closing quote, then the line's end, a comma, a semicolon, a
-# closing bracket or a full stop ending the sentence ("the password manager - 1Password7 works well" is prose)
-_ENDS_CLAUSE = r"[\"'`]?[^\S\n]*(?:$|[\n,;)]|\.(?!\w))"
+# closing bracket, a table's next cell or a full stop ending the sentence ("the password manager - 1Password7 works
+# well" is prose)
+_ENDS_CLAUSE = r"[\"'`]?[^\S\n]*(?:$|[\n,;)|]|\.(?!\w))"
 
 
 @cache
@@ -803,6 +805,12 @@ def _secret_res() -> list[tuple[str, re.Pattern[str], int | str]]:
             rf"{_LABEL_RUN}(?:{_CREDENTIAL_WORD}{_WHAT_FOR}?|{_BARE_WORD})"
             r"(?:[^\S\n]+-{1,2}[^\S\n]+|[^\S\n]*(?:-+>|=>|\u2192|\u21d2)[^\S\n]*)"
             rf"[\"'`]?{_CREDENTIAL_VALUE}(?={_ENDS_CLAUSE})", re.M), "value"),
+        # A table's cell naming it, the value alone in the next: "Password | Kx9mm2qL" (an HTML mail's table as
+        # Hearth reads it, htmltext.CELL_SEPARATOR), "| Wifi password: | SeaView |" (Markdown). The name's cell starts
+        # its line or follows a "|"; a command's "echo $PASSWORD | base64" is no table.
+        ("labelled_secret", re.compile(
+            rf"(?:^|\|)[^\S\n]*(?:[\w'\-]+[^\S\n]+){{0,3}}?{_LABEL_RUN}(?:{_CREDENTIAL_WORD}|{_BARE_WORD})[^\S\n]*:?"
+            rf"[^\S\n]*\|[^\S\n]*[\"'`]?{_CREDENTIAL_VALUE}(?=[\"'`]?[^\S\n]*(?:$|\|))", re.M), "value"),
     ]
 
 
@@ -862,6 +870,7 @@ _SECRET_TRIGGERS: tuple[tuple[str, ...], ...] = (
     ("AIza",), ("_live_", "_test_"), ("gsk_",), ("xai-",), ("hf_",), ("://",), ("eyJ",), ("earer", "EARER"),
     _CREDENTIAL_TRIGGERS,  # read in lower case
     _CREDENTIAL_TRIGGERS,
+    ("|",),
 )
 _LOWER_CASE_TRIGGERS = frozenset({"labelled_secret"})
 

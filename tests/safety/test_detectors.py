@@ -801,3 +801,25 @@ def test_a_password_named_in_another_language_is_a_secret(said: str, value: str)
 ])
 def test_a_word_of_prose_after_a_password_named_in_another_language_is_no_secret(said: str) -> None:
     assert not [f for f in detect(said) if f.detector == "secret"]
+
+
+@pytest.mark.parametrize(("said", "detector", "value"), [
+    ("Username | alice.m\nPassword | Kx9mm2qL", "secret", "Kx9mm2qL"),
+    ("| Wifi password: | SeaView |", "secret", "SeaView"),
+    ("Your login | Passwort | Geheim-4471x", "secret", "Geheim-4471x"),
+    ("Card PIN | 8842", "secret", "8842"),
+    ("Account number | 31926819", "account", "31926819"),
+    ("Sort code: | 20-00-00", "account", "20-00-00"),
+])
+def test_a_value_in_the_table_cell_after_its_name_is_found(said: str, detector: str, value: str) -> None:
+    """An HTML mail's table as Hearth reads it ("Password | Kx9mm2qL") or a Markdown table: the value in the cell
+    after its name was no labelled value (a colon, "is" or a dash was wanted), and was remembered as written."""
+    assert _one(said, detector).text == value
+
+
+@pytest.mark.parametrize("said", [
+    "echo $PASSWORD | base64", "cat password.txt | sha256sum", "Password | forgotten", "| Password | see above |",
+    "Token | 1234", "printenv | grep -i password | sort",
+])
+def test_a_pipe_after_a_password_spoken_of_is_no_secret(said: str) -> None:
+    assert not [f for f in detect(said) if f.detector == "secret"]

@@ -95,3 +95,19 @@ async def test_a_password_in_a_german_mail_is_redacted(pod, servers) -> None:
     src = pod.home / "memory" / "sources"
     assert files_holding(src, "Stadtwerke") != []
     assert files_holding(src, "Geheim-4471x") == [], "the password was stored in memory"
+
+
+async def test_a_password_in_an_html_only_mails_table_is_redacted(pod, servers) -> None:
+    """A service's HTML-only welcome mail shows its login as a table, "Password | Kx9mm2qL". Before, Hearth read the
+    cells joined by a space, "Password Kx9mm2qL", no name and value to the redactor, and the password went into
+    memory as it came; now the cells are read apart by " | " and the password is redacted."""
+    html = ("<html><body><p>Welcome to Larkspur Energy, Alice! Your online account is ready.</p>"
+            "<table><tr><td>Username</td><td>alice.m</td></tr>"
+            "<tr><td>Password</td><td>Kx9mm2qL</td></tr></table></body></html>")
+    raw = make_mail("Your Larkspur account", html, sender="Larkspur Energy <hello@larkspur.example>").replace(
+        b"Content-Type: text/plain; charset=utf-8", b"Content-Type: text/html; charset=utf-8")
+    rep = await _remembered(pod, servers, raw)
+    assert rep["kept"] == 1, rep
+    src = pod.home / "memory" / "sources"
+    assert files_holding(src, "Larkspur") != []
+    assert files_holding(src, "Kx9mm2qL") == [], "the password was stored in memory"

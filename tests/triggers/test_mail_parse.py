@@ -356,7 +356,7 @@ def test_table_cells_are_read_apart_so_a_receipts_card_and_phone_are_redacted() 
     receipt = ("<table><tr><td>Paid with</td><td>4111 1111 1111 1111</td></tr>"
                "<tr><th>Phone</th><td>+44 20 7946 0958</td></tr></table><dl><dt>Total</dt><dd>12.50</dd></dl>")
     text = html_to_text(receipt)
-    assert "Paid with 4111 1111 1111 1111" in text and "Phone +44 20 7946 0958" in text and "Total 12.50" in text
+    assert "Paid with | 4111 1111 1111 1111" in text and "Phone | +44 20 7946 0958" in text and "Total | 12.50" in text
     found = {f.detector for f in detect(text) if f.confidence >= 0.5}
     assert {"card", "phone"} <= found, found
 
@@ -493,3 +493,21 @@ def test_an_html_mails_content_type_charset_comes_before_its_meta() -> None:
     assert parse_message(_mail("text/html; charset=koi8-r", html)).text == "Привет"
     utf16 = parse_message(_mail("text/html", '<meta charset="utf-16"><p>Привет</p>'.encode()))
     assert utf16.text == "Привет"  # a UTF-16 label in ASCII bytes is wrong about them: read as UTF-8, as browsers do
+
+
+def test_cells_side_by_side_read_as_a_name_and_its_value() -> None:
+    """An HTML-only mail's login table, "Password" in one cell and "Kx9mm2qL" in the next, was read "Password
+    Kx9mm2qL", words of a sentence to the redactor, and the password was remembered as written. Two cells showing
+    text on one line are read with " | " between them, as a table reads in plain text; an empty or hidden cell adds
+    nothing, and a row still starts its own line."""
+    from runtime_host.safety.detectors import detect
+
+    login = ("<p>Your account is ready.</p><table><tr><td>Username</td><td>alice.m</td></tr>"
+             "<tr><td>Password</td><td>Kx9mm2qL</td></tr></table>")
+    text = html_to_text(login)
+    assert [line.strip() for line in text.split("\n") if line.strip()] == \
+        ["Your account is ready.", "Username | alice.m", "Password | Kx9mm2qL"]
+    assert [f.text for f in detect(text) if f.detector == "secret"] == ["Kx9mm2qL"]
+    layout = ('<table><tr><td><img src="logo.png"></td><td></td><td>Welcome, Alice</td>'
+              '<td><span style="display:none">preheader</span></td></tr></table>')
+    assert html_to_text(layout) == "Welcome, Alice"
