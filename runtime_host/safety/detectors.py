@@ -725,7 +725,8 @@ _FINNISH_PASSWORD = r"salasan(?:asi|anne|amme|at|an|a)"
 # In the languages account numbers are read in (see _ACCOUNT_WORD): de "Passwort", "Kennwort", "Geheimzahl"; fr "mot
 # de passe", "code confidentiel"; es "contraseña"; it "password"; nl "wachtwoord", "pincode"; fi "salasana",
 # "tunnusluku"; pt "senha", "palavra-passe"; sv "lösenord"; da "adgangskode", "kodeord"; no "passord"; pl "hasło".
-_PASSWORD_WORD = (r"pass(?:words?|wd|phrases?|w(?:ort(?:e?s)?|örter)|ord(?:et)?)|pwd|w(?:i-?fi[_\-\s]?keys?|achtwoord(?:en)?)"
+_PASSWORD_WORD = (r"pass(?:words?|wd|phrases?|w(?:ort(?:e?s)?|örter)|ord(?:et)?)|pwd"
+                  r"|w(?:i-?fi[_\-\s]?keys?|achtwoord(?:en)?)"
                   r"|k(?:ennw(?:ort(?:e?s)?|örter)|odeord(?:et)?)|mots?[^\S\n]+de[^\S\n]+passe|contraseñas?"
                   rf"|{_FINNISH_PASSWORD}|senhas?|palavras?-passe|lösenord(?:et|en)?|adgangskoder?n?|has(?:ło|lo|ła|la)")
 _PIN_WORD = (r"pins?(?:[_\-\s]?(?:codes?|numbers?|nummer|koodi|kode|kod))?|passcodes?|geheimzahl|tunnusluku"
@@ -859,8 +860,8 @@ def _looks_random(s: str) -> bool:
 
 _CREDENTIAL_TRIGGERS = (
     "assw", "pwd", "ssphrase", "sscode", "pin", "fi key", "fi-key", "fi_key", "fikey", "pi key", "pi_key", "pikey",
-    "pi-key", "oken", "ecret", "kennw", "de passe", "-passe", "contrase", "wachtw", "salasan", "senha", "senord", "adgangskode",
-    "kodeord", "assord", "hasło", "haslo", "hasła", "hasla", "geheimzahl", "tunnusluku", "confidentiel")
+    "pi-key", "oken", "ecret", "kennw", "de passe", "-passe", "contrase", "wachtw", "salasan", "senha", "senord",
+    "adgangskode", "kodeord", "assord", "hasło", "haslo", "hasła", "hasla", "geheimzahl", "tunnusluku", "confidentiel")
 # Literal substrings at least one of which every match of the same-index pattern contains: a pattern whose
 # triggers are all absent is skipped, which keeps the common no-secret case fast.
 _SECRET_TRIGGERS: tuple[tuple[str, ...], ...] = (
