@@ -1987,9 +1987,10 @@ async def test_a_file_deleted_while_its_folder_is_read_is_gone_not_failed(pod, t
     fake_model.script = lambda req: Text(json.dumps([{"n": n, "keep": True, "reason": "a plan"} for n in range(1, 21)]))
     await pod.folders.scan(folder.id)
     assert {f.rel: f.status for f in pod.folders.files(folder.id)}["zz-old.txt"] == "indexed"
-    with open(docs / "old.mbox", "ab") as fh:  # a new mail arrives, and the note is touched: both are read again
-        fh.write(b"From ana@example.org Tue Mar  3 11:00:00 2026\nFrom: Ana <ana@example.org>\nSubject: New\n\n"
-                 b"Private plan number 999.\n\n")
+    # a new mail arrives, and the note is touched: both are read again; the mail is put at the export's start, so
+    # the model is asked about it (only it: the others were decided) before the note's turn to be read
+    (docs / "old.mbox").write_bytes(b"From ana@example.org Tue Mar  3 11:00:00 2026\nFrom: Ana <ana@example.org>\n"
+                                    b"Subject: New\n\nPrivate plan number 999.\n\n" + (docs / "old.mbox").read_bytes())
     os.utime(docs / "zz-old.txt", ns=(time.time_ns(), time.time_ns()))
     asked, go, _seen = _slow_import_model(fake_model)
     scan = asyncio.create_task(pod.folders.scan(folder.id))
