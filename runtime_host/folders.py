@@ -3,9 +3,10 @@ memory as sources, with one status per file (indexed, skipped or failed, each wi
 
 A scan compares each file's size and modification time with the last scan and reads what changed, and again
 what failed or was skipped for a reason that can change; an indexed file whose bytes hash the same is left
-alone, one whose bytes changed replaces its sources, a file renamed or moved within the folder (the same bytes
-under a new path; also one gone from its path while the folder is read) keeps its sources and row, and a deleted
-file's sources are deleted (its claims leave the pages that cited them). A read error never deletes imports, and a
+alone, one whose bytes changed is read again part by part (each part named by what it holds, see `_part_ids`:
+its unchanged parts keep their sources and decisions, only new parts are stored, the parts it no longer holds
+go), a file renamed or moved within the folder (the same bytes under a new path; also one gone from its path
+while the folder is read) keeps its sources and row, and a deleted file's sources are deleted (its claims leave the pages that cited them). A read error never deletes imports, and a
 folder gone during a scan stops it. Hearth quitting stops a scan between files (``WatchedFolders.stop``); its
 folder's note says how far it got. Removing a folder marks it 'removing' in folders.db before anything is deleted:
 from then on no process imports into it, and a removal cut short (Hearth quit or crashed) is finished at the next

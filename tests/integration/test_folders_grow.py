@@ -26,6 +26,38 @@ def _grow(path, data: bytes) -> None:
     os.utime(path, (st.st_atime, st.st_mtime + 60))
 
 
+async def _imported_and_cited(pod, docs, query: str, title: str, line: str):
+    """``docs`` (with a note on the boiler beside what it holds) watched and imported, then a page the person
+    verified citing the source ``query`` finds and the boiler note: (its folder, that source's id, the page's scope)."""
+    (docs / "boiler.md").write_text("The boiler service is due every October with Heatwise.\n")
+    folder = pod.folders.add(docs)
+    await pod.folders.scan(folder.id)
+    word = query.split()[0]
+    [cited] = [h.id for h in await pod.memory_search(query, mode="keyword") if word in h.snippet.lower()]
+    [boiler] = [h.id for h in await pod.memory_search("boiler Heatwise", mode="keyword")]
+    return folder, cited, await _verified_page(pod, title, cited, boiler, line)
+
+
+async def _cited_export(pod, tmp_path):
+    """A mail export watched and imported, a verified page citing its piano mail: (the export, its folder, the
+    mail's source id, the page's scope)."""
+    docs = tmp_path / "mail"
+    docs.mkdir()
+    box = docs / "Inbox.mbox"
+    box.write_bytes(MBOX)
+    return box, *await _imported_and_cited(pod, docs, "piano lessons Varga", "Family calendar",
+                                           "Piano lessons with Mrs Varga on Wednesdays at 5pm")
+
+
+async def _page_after_growing(pod, folder, path, data: bytes, scope: str, title: str):
+    """``path`` grown by ``data`` and its folder scanned: (the scan's report, the verified page ``title``)."""
+    _grow(path, data)
+    rep = await pod.folders.scan(folder.id)
+    page = pod.memory.read_page(scope, title)
+    assert page is not None and page.verified
+    return rep, page
+
+
 async def _verified_page(pod, title: str, cited: str, boiler: str, line: str) -> str:
     scope = f"private/{pod.person.id}"
     await pod.in_memory_thread(lambda: pod.memory.write_page(Page(
@@ -38,20 +70,9 @@ async def _verified_page(pod, title: str, cited: str, boiler: str, line: str) ->
 async def test_a_mail_appended_to_an_export_keeps_the_claims_of_its_other_mails(pod, tmp_path):
     """Before: the verified page lost its claim citing an unchanged mail (3 sources deleted, 3 added for one new
     mail). Now the unchanged mails keep their sources; only the new one is added."""
-    docs = tmp_path / "mail"
-    docs.mkdir()
-    box = docs / "Inbox.mbox"
-    box.write_bytes(MBOX)
-    (docs / "boiler.md").write_text("The boiler service is due every October with Heatwise.\n")
-    folder = pod.folders.add(docs)
-    await pod.folders.scan(folder.id)
-    [piano] = [h.id for h in await pod.memory_search("piano lessons Varga", mode="keyword")]
-    [boiler] = [h.id for h in await pod.memory_search("boiler Heatwise", mode="keyword")]
-    scope = await _verified_page(pod, "Family calendar", piano, boiler, "Piano lessons with Mrs Varga on Wednesdays at 5pm")
-    _grow(box, NEW)  # the mail client appends today's mail
-    rep = await pod.folders.scan(folder.id)
-    page = pod.memory.read_page(scope, "Family calendar")
-    assert page is not None and page.verified
+    box, folder, piano, scope = await _cited_export(pod, tmp_path)
+    # the mail client appends today's mail
+    rep, page = await _page_after_growing(pod, folder, box, NEW, scope, "Family calendar")
     assert "Varga" in page.body and piano in page.citations.values(), (
         f"the verified page lost the claim of an unchanged mail ({rep.sources_deleted} source(s) deleted, "
         f"{rep.sources_added} added for one new mail): {page.body!r}")
@@ -68,16 +89,11 @@ async def test_a_line_appended_to_a_long_journal_keeps_the_claims_of_its_first_p
     second = ("Shopping list for the week ahead with bread milk and apples. " * 40).strip()
     journal = docs / "journal.txt"
     journal.write_text(first + "\n\n" + second + "\n")
-    (docs / "boiler.md").write_text("The boiler service is due every October with Heatwise.\n")
-    folder = pod.folders.add(docs)
-    await pod.folders.scan(folder.id)
-    [keys] = [h.id for h in await pod.memory_search("heronword Aunt Mira", mode="keyword") if "heronword" in h.snippet]
-    [boiler] = [h.id for h in await pod.memory_search("boiler Heatwise", mode="keyword")]
-    scope = await _verified_page(pod, "Things to remember", keys, boiler, "The spare key is under the blue pot")
-    _grow(journal, b"\nA new line about the garden shed.\n")  # today's line, at the end of the second part
-    rep = await pod.folders.scan(folder.id)
-    page = pod.memory.read_page(scope, "Things to remember")
-    assert page is not None and page.verified
+    folder, keys, scope = await _imported_and_cited(pod, docs, "heronword Aunt Mira", "Things to remember",
+                                                    "The spare key is under the blue pot")
+    # today's line, at the end of the second part
+    rep, page = await _page_after_growing(pod, folder, journal, b"\nA new line about the garden shed.\n", scope,
+                                          "Things to remember")
     assert "blue pot" in page.body and keys in page.citations.values(), (
         f"the verified page lost the claim of the journal's unchanged first part ({rep.sources_deleted} source(s) "
         f"deleted): {page.body!r}")
@@ -210,21 +226,10 @@ async def test_an_export_imported_by_an_earlier_hearth_keeps_its_sources_when_it
     real = folders_mod._part_ids
     monkeypatch.setattr(folders_mod, "_part_ids", lambda whole, texts, seen: [
         f"{'ab' * 8}#{next(place)}" for _ in texts])  # the keys the earlier Hearth gave
-    docs = tmp_path / "mail"
-    docs.mkdir()
-    box = docs / "Inbox.mbox"
-    box.write_bytes(MBOX)
-    (docs / "boiler.md").write_text("The boiler service is due every October with Heatwise.\n")
-    folder = pod.folders.add(docs)
-    await pod.folders.scan(folder.id)
+    box, folder, piano, scope = await _cited_export(pod, tmp_path)
     monkeypatch.setattr(folders_mod, "_part_ids", real)  # upgraded
-    [piano] = [h.id for h in await pod.memory_search("piano lessons Varga", mode="keyword")]
-    [boiler] = [h.id for h in await pod.memory_search("boiler Heatwise", mode="keyword")]
-    scope = await _verified_page(pod, "Family calendar", piano, boiler, "Piano lessons with Mrs Varga on Wednesdays at 5pm")
-    _grow(box, NEW)
-    rep = await pod.folders.scan(folder.id)
-    page = pod.memory.read_page(scope, "Family calendar")
-    assert page is not None and piano in page.citations.values(), page.body
+    rep, page = await _page_after_growing(pod, folder, box, NEW, scope, "Family calendar")
+    assert piano in page.citations.values(), page.body
     assert (rep.sources_deleted, rep.sources_added) == (0, 1)
     _grow(box, b"\n" + m("cy@example.org", "Dinner", "Dinner at Cy's on Sunday.", 6))  # and after: the same source
     rep = await pod.folders.scan(folder.id)
