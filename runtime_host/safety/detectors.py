@@ -736,6 +736,15 @@ _CREDENTIAL_WORD = (rf"(?P<name>(?i:{_PASSWORD_WORD}|{_PIN_WORD}|"
                     r"(?<=[_\-])(?:tokens?|secrets?)))")
 _NAMES_A_PASSWORD = re.compile(rf"(?i:{_PASSWORD_WORD})")
 _NAMES_A_PIN = re.compile(rf"(?i:{_PIN_WORD})")
+# "pin" or "pins" alone in small letters is a thing counted ("Enamel pins: 1500 sold"), a PIN is written in capitals
+_SMALL_PIN = re.compile(r"(?i:pins?)(?<!PIN)(?<!PINs)(?<!PINS)")
+# A password's English names: words run together after one ("wifi password: correcthorsebatterystaple"); another
+# language's long words are compounds of prose ("Passwort: gewöhnungsbedürftig")
+_ENGLISH_PASSWORD = re.compile(r"(?i:pass(?:words?|wd|phrases?)|pwd|wi-?fi[_\-\s]?keys?)")
+# What a screen or a message says, quoted: 'It says the password is "incorrect"', 'the app shows "expired" for the
+# password' (present tense; "She said the password is 'sunflower'" tells one)
+_REPORTED = re.compile(r"(?i:\b(?:says|shows|reads|displays|sagt|zeigt|steht|dit|affiche|dice|muestra|zegt|toont|sanoo"
+                       r"|näyttää|diz|mostra|säger|visar|siger|viser|sier|mówi|pokazuje)\b[^\n.!?]*$)")
 # A token or a secret on its own names many things besides: "the token for the metro", "the secret to Nan's scones"
 _BARE_WORD = r"(?i:(?<![_\-])(?:tokens?|secrets?))"
 # What the credential is for, after its name: " for the cabin wifi", " to Mum's laptop", " of example.com"
@@ -758,6 +767,11 @@ _CREDENTIAL_VALUE = r"(?P<value>[^\s\"'`<>,;()\[\]{}][^\s\"'<>,;()\[\]{}]{2,}[^\
 # closing bracket, a table's next cell or a full stop ending the sentence ("the password manager - 1Password7 works
 # well" is prose)
 _ENDS_CLAUSE = r"[\"'`]?[^\S\n]*(?:$|[\n,;)|]|\.(?!\w))"
+# How a value follows the credential's name right after it: a sign ("password: x", "PASSWORD=x", "Password - x",
+# "Password | x"), or "is" ("the password is x", "salasana on x"); words between ("the password change was 2021")
+# name no value
+_SIGN_AFTER_NAME = re.compile(r"[\"']?\s*(?:[:=]|-{1,2}|-+>|=>|\u2192|\u21d2|:?\s*\|)\s*[\"'`]?")
+_IS_AFTER_NAME = re.compile(rf"(?i:\s+(?:{_IS}|on)(?:\s+(?:now|nyt))?\s*:?\s*[\"'`]?)")
 
 
 @cache
@@ -818,19 +832,28 @@ def _secret_res() -> list[tuple[str, re.Pattern[str], int | str]]:
 _PLACEHOLDER = re.compile(r"^(?:\$\{[^}]*\}|\$[A-Za-z_]\w*|\*+|x+|X+|<[^>]*>|\{\{[^}]*\}\}|%\([^)]*\)s|password|pass|secret|changeme)$")
 
 
-def _looks_credential(s: str, name: str = "", *, set_apart: bool = False, quoted: bool = False) -> bool:
+def _looks_credential(s: str, name: str = "", *, set_apart: bool = False, quoted: bool = False, how: str = "",
+                      reported: bool = False) -> bool:
     """A labelled value that is a made-up string: letters with a digit or a symbol, or six digits or more; not a
     word of prose ("the password is on the fridge", "token: expired"), a path, a code name or a placeholder.
 
-    After a PIN's or a password's ``name`` four digits are one too ("PIN: 8842"), and so are letters alone that
-    no word of prose is, where they are quoted or end their line or clause (``set_apart``): words run together
-    ("correcthorsebatterystaple", longer than any word in LoCoMo's 66,500), or a capital inside ("SeaView").
-    "password: forgotten", "The password is hello!" and "He said the password: Monday." stay prose."""
+    ``how`` the value follows its ``name``: "sign" (a colon, "=", a dash, a table's cell), "is", or "" (words between).
+    Right after a PIN's name four digits are one too ("PIN: 8842"), after a password's five ("Das Passwort war 2019"
+    is a year). Letters alone after a password's name are one where they are quoted or end their line or clause
+    (``set_apart``) and no word of prose is: a capital inside ("SeaView"), or, after an English name and a sign, words
+    run together ("wifi password: correcthorsebatterystaple"; "The password is incomprehensible." is prose). A quoted
+    word a screen ``reported`` ('It says the password is "incorrect"') is its message. "password: forgotten",
+    "The password is hello!" and "He said the password: Monday." stay prose."""
     if len(s) < 4 or _PLACEHOLDER.match(s) or not s[0].isalnum():
         return False
-    pin_or_password = bool(_NAMES_A_PIN.fullmatch(name) or _NAMES_A_PASSWORD.fullmatch(name))
     if s.isdigit():
-        return len(s) >= 6 or pin_or_password
+        if len(s) >= 6:
+            return True
+        if not how:
+            return False
+        if _NAMES_A_PIN.fullmatch(name):
+            return not _SMALL_PIN.fullmatch(name)
+        return len(s) >= 5 and bool(_NAMES_A_PASSWORD.fullmatch(name))
     if len(s) < 6:
         return False
     if _QUANTITY.match(s):  # "the secret is 48-hour marinating", "42-year-old whisky"
@@ -839,7 +862,11 @@ def _looks_credential(s: str, name: str = "", *, set_apart: bool = False, quoted
         return True
     if not (s.isalpha() and _NAMES_A_PASSWORD.fullmatch(name) and (set_apart or quoted)):
         return False
-    return quoted or len(s) >= _RUN_TOGETHER or any(a.islower() and b.isupper() for a, b in zip(s, s[1:]))
+    if any(a.islower() and b.isupper() for a, b in zip(s, s[1:])):
+        return True
+    if quoted:
+        return not reported
+    return how == "sign" and len(s) >= _RUN_TOGETHER and bool(_ENGLISH_PASSWORD.fullmatch(name))
 
 
 # Letters alone this many or more are words run together: no word of LoCoMo's 2,760 dev turns (66,500 words) has
@@ -923,8 +950,13 @@ def detect_secrets(text: str) -> list[Finding]:
                 # "Xk9pq22!" is a password, "Monday!" a word said loudly: a final "!" or "?" is redacted with the
                 # value but does not make it one
                 quoted = start > 0 and text[start - 1] in "\"'`" and text.startswith(text[start - 1], end)
-                name = m.group("name") or m.groupdict().get("fi") or ""
-                if not _looks_credential(value.rstrip("!?"), name, quoted=quoted,
+                named = "name" if m.group("name") else "fi" if m.groupdict().get("fi") else ""
+                name = m.group(named) if named else ""
+                between = text[m.end(named):start] if named else ""
+                how = ("sign" if _SIGN_AFTER_NAME.fullmatch(between) else "is" if _IS_AFTER_NAME.fullmatch(between)
+                       else "")
+                reported = quoted and bool(_REPORTED.search(text, max(0, m.start() - 200), m.start()))
+                if not _looks_credential(value.rstrip("!?"), name, quoted=quoted, how=how, reported=reported,
                                          set_apart=bool(_ENDS_CLAUSE_RE.match(text, end))) \
                         or text.startswith("(", end):  # token = strdup16(...)
                     continue
