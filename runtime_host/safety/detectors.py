@@ -171,15 +171,22 @@ def _phone_res() -> dict[str, re.Pattern[str]]:
         "trunk": re.compile(r"(?<![A-Za-z0-9_.\-+/:])0[1-9]\d{0,3}(?:[ \-]\d{2,8}){1,4}(?![A-Za-z0-9_]|[.\-/: ]\d)"),
         # Ten bare digits, only when a phone word is near.
         "bare": re.compile(r"(?<![A-Za-z0-9_.\-+/])[2-9]\d{9}(?![A-Za-z0-9_]|[.\-/]\d)"),
+        # A mobile as written at home, only when a phone word is near: mainland China's eleven digits from 13-19,
+        # bare or 3-4-4 ("13812345678", "138 1234 5678"); Japan's 070/080/090 and eight digits unseparated
+        # ("08012345678"; separated it is a trunk number).
+        "mobile": re.compile(r"(?<![A-Za-z0-9_.\-+/])(?:1[3-9]\d(?P<s>[ \-]?)\d{4}(?P=s)\d{4}|0[789]0\d{8})"
+                             r"(?![A-Za-z0-9_]|[.\-/]\d)"),
     }
 
 
-_PHONE_WORDS = re.compile(r"(?i)\b(?:call|phone|tel|telephone|mobile|cell|text|sms|whatsapp|fax|ring|contact|number|handy)\b")
+# Chinese and Japanese phone words are written inside a run of letters ("请打电话", "携帯番号"): no \b there
+_PHONE_WORDS = re.compile(r"(?i)\b(?:call|phone|tel|telephone|mobile|cell|text|sms|whatsapp|fax|ring|contact|number|handy)\b"
+                          r"|电话|電話|手机|手機|携帯|ケータイ")
 _PHONE_NEG = re.compile(r"(?i)(?:order|invoice|tracking|serial|sn|isbn|ref|reference|version|build|ticket|id|account|lot|no\.)\W{0,3}$")
 
 
 # What each phone pattern needs of a text: a literal, and a run of digits at least this long.
-_PHONE_NEEDS = {"intl": ("+", 1), "intl00": ("00", 3), "nanp": ("", 4), "trunk": ("0", 2), "bare": ("", 10)}
+_PHONE_NEEDS = {"intl": ("+", 1), "intl00": ("00", 3), "nanp": ("", 4), "trunk": ("0", 2), "bare": ("", 10), "mobile": ("", 4)}
 
 
 def detect_phones(text: str) -> list[Finding]:
@@ -216,7 +223,7 @@ def detect_phones(text: str) -> list[Finding]:
                 if not 10 <= digits <= 11:
                     continue
                 conf = 0.75
-            else:
+            else:  # bare, mobile
                 if not _PHONE_WORDS.search(text[max(0, start - 24):start]):
                     continue
                 conf = 0.7

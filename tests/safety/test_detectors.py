@@ -697,6 +697,24 @@ def test_a_card_or_phone_beside_kana_or_hanzi_is_found(said: str, detector: str,
     assert _one(said, detector).text == value
 
 
+@pytest.mark.parametrize(("said", "value"), [
+    ("请打电话13812345678找我", "13812345678"),
+    ("电话：138 1234 5678", "138 1234 5678"),
+    ("Call me on 13812345678", "13812345678"),
+    ("電話08012345678まで", "08012345678"),
+    ("携帯は090-1234-5678です", "090-1234-5678"),
+])
+def test_a_chinese_or_japanese_mobile_as_written_at_home_is_a_phone(said: str, value: str) -> None:
+    """A mainland Chinese mobile (eleven digits from 13-19, bare or 3-4-4) and a Japanese one written without dashes
+    were no phone, even right after 电话 or "Call me on", and were remembered as written. Found by review."""
+    assert _one(said, "phone").text == value
+
+
+@pytest.mark.parametrize("said", ["Order 13812345678 shipped", "record 13812345678 updated", "ID 08012345678"])
+def test_eleven_digits_without_a_phone_word_before_them_are_no_mobile(said: str) -> None:
+    assert not [f for f in detect(said) if f.detector == "phone"]
+
+
 @pytest.mark.parametrize("said", [
     "ref AB4111111111111111", "build 4111111111111111x", "id_4111111111111111", "SKU x020-7946-0958", "v0207946095_8",
 ])
