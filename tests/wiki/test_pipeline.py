@@ -482,18 +482,25 @@ def test_nightly_merges_duplicates_and_rebuilds_indexes(mem: Memory) -> None:
     assert [h.id for h in mem.search("booster", scopes=["public"], mode="keyword", kinds=("page",))] == ["page:public/dog"]
 
 
+def _one_title_twice(mem: Memory, said: str, upper_body: str) -> tuple[str, str]:
+    """The household's "Straße" page (closed on Sundays) and, written beside it as a file of its own (as before a write
+    of one title went to the other's page), "STRASSE" with ``upper_body`` citing a note of ``said``; their notes."""
+    a = mem.add_source("The street is closed on Sundays.", scope="public")
+    b = mem.add_source(said, scope="public")
+    mem.write_page(Page("Straße", "public", "places", "- Closed on Sundays [1]", {1: a}), author="agent:w")
+    upper = Page("STRASSE", "public", "places", upper_body, {1: b})
+    mem.pages.write_text(Scope.parse("public"), upper.slug, upper.to_markdown())
+    mem.reindex_pages("public")
+    return a, b
+
+
 def test_pages_of_one_title_are_merged_at_once_and_links_open_the_kept_page_where_they_could_open_the_other(
         mem: Memory) -> None:
     """"Straße" and "STRASSE" are one title (case aside) in two files (written before a write of one went to the
     other's page): merged without asking. The links to the page merged away open the kept one: in its scope, and (a
     household page) in each person's pages whose own scopes have no page of that name; Alice's own "STRASSE" page
     keeps her link. A person's merge never aims the household's links."""
-    a = mem.add_source("The street is closed on Sundays.", scope="public")
-    b = mem.add_source("The street has a bakery.", scope="public")
-    mem.write_page(Page("Straße", "public", "places", "- Closed on Sundays [1]", {1: a}), author="agent:w")
-    upper = Page("STRASSE", "public", "places", "- Has a bakery [1]", {1: b})
-    mem.pages.write_text(Scope.parse("public"), upper.slug, upper.to_markdown())
-    mem.reindex_pages("public")
+    a, b = _one_title_twice(mem, "The street has a bakery.", "- Has a bakery [1]")
     for who in ("alice", "bob"):
         s = mem.add_source(f"{who} walks down the street.", scope=f"private/{who}")
         mem.write_page(Page("Walks", f"private/{who}", "habits", "- Walks there [1]\n- See [[STRASSE]]", {1: s}),
@@ -525,12 +532,8 @@ def test_a_merged_pages_citation_before_a_colon_is_renumbered_with_the_others(me
     """Before, merging a page whose "Bakery hours [1]:" stood over a list renumbered the list's [1] but not that one:
     on the merged page "Bakery hours [1]:" cited the kept page's first note (the Sunday closing), and deleting the
     bakery's note left it there. Now it cites the bakery's note like the lines under it, and goes with it."""
-    a = mem.add_source("The street is closed on Sundays.", scope="public")
-    b = mem.add_source("The bakery opens at 7 and closes at 18.", scope="public")
-    mem.write_page(Page("Straße", "public", "places", "- Closed on Sundays [1]", {1: a}), author="agent:w")
-    upper = Page("STRASSE", "public", "places", "Bakery hours [1]:\n\n- opens at 7 [1]\n- closes at 18 [1]", {1: b})
-    mem.pages.write_text(Scope.parse("public"), upper.slug, upper.to_markdown())
-    mem.reindex_pages("public")
+    a, b = _one_title_twice(mem, "The bakery opens at 7 and closes at 18.",
+                            "Bakery hours [1]:\n\n- opens at 7 [1]\n- closes at 18 [1]")
     run_nightly(mem)
     page = mem.read_page("public", "straße")
     assert page.body == ("- Closed on Sundays [1]\n\nBakery hours [2]:\n\n- opens at 7 [2]\n"
