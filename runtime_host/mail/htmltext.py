@@ -599,9 +599,9 @@ def html_to_text(markup: str) -> str:
     started the same mail again). A "<" that opens no tag is text. What an element hides (see the module's
     docstring) is left out up to where a browser ends the element (one never closed hides the rest). Cells shown
     side by side are read apart, by CELL_SEPARATOR where both show text."""
-    sheets = _sheets(markup)
-    page = _Look(False, False, 16.0, _BLACK, _UNKNOWN if _sheets_paint(sheets) else _WHITE)
     markup = _without_comments(markup)
+    sheets = _sheets(markup)  # a sheet inside a comment is none: a browser reads no rule of it
+    page = _Look(False, False, 16.0, _BLACK, _UNKNOWN if _sheets_paint(sheets) else _WHITE)
     last_quote = {q: markup.rfind(q) for q in "\"'"}
     out: list[str] = []
     tree = _Open(page, _sheet_rules(sheets))

@@ -182,6 +182,8 @@ def test_a_style_sheet_rule_that_may_not_apply_hides_nothing() -> None:
                   ".pre { display: block; color: red }"):
         markup = f'<style>{sheet}</style><div class="promo pre"><span>Seen</span></div><p>Also seen</p>'
         assert html_to_text(markup) == "Seen\n\nAlso seen", sheet
+    # a sheet a comment holds is none to a browser
+    assert html_to_text('<!-- <style>.pre{display:none}</style> --><div class="pre">Seen</div>') == "Seen"
 
 
 def test_a_utf8_mail_under_another_charset_label_is_read_as_utf8_and_other_bytes_as_windows_1252() -> None:
