@@ -535,8 +535,10 @@ SYNTH_SYSTEM = (
 # person's own hope, as a note keeps it ("I hope to run the Leeds half marathon."), is not.
 _CHAT_OPENER = re.compile(r"^\s*(sure|certainly|of course|absolutely|okay|ok|great)((\s*[!,.:;]+|\s+[—–-]+)(\s+|$)|\s*$)",
                           re.I)
-_FILLER = re.compile(r"^\s*(here('s| is| are)|i('ve| have) (written|updated|created)|below (is|are)|i hope (this|you)|"
-                     r"hope this|let me know|feel free|as an ai|happy to help)\b[^\[\n]*$", re.I)
+# what announces an answer ("Here is …", "I have updated …"): chat only when it is about the answer (``_is_chat``)
+_ANNOUNCING = r"here(?:'s| is| are)|i(?:'ve| have) (?:written|updated|created)|below (?:is|are)"
+_FILLER = re.compile(rf"^\s*({_ANNOUNCING}|i hope (this|you)|hope this|let me know|feel free|as an ai|happy to help)"
+                     r"\b[^\[\n]*$", re.I)
 # A summary cites nothing, so _FILLER's test of a citation cannot tell a fact from chat: a line of it is left out only
 # when what remains is empty, announces what follows ("Here is the summary:") or talks to the reader.
 _CHAT_LINE = re.compile(r"^\s*((here('s| is| are)|below (is|are))\b[^\n]*:|(i hope|hope this|let me know|feel free|"
@@ -555,8 +557,7 @@ _LIST_LEAD = re.compile(r"[ \t]*(?:(?:[-*+]|\d+[.)])[ \t]+)?")  # a line's inden
 # what a writer's "Here is …" or "I have updated …" is about when it talks about its answer, not the person's life
 _ABOUT_THE_ANSWER = re.compile(r"\b(?:(?:the|this|that|your)\s+(?:(?:updated|new|revised|wiki|requested)\s+)?"
                                r"(?:page|pages|wiki|summary|entry|article|answer|draft)|for\s+you)\b", re.I)
-_ANNOUNCES = re.compile(r"^\s*(?:here(?:'s| is| are)|i(?:'ve| have) (?:written|updated|created)|below (?:is|are))\b",
-                        re.I)
+_ANNOUNCES = re.compile(rf"^\s*(?:{_ANNOUNCING})\b", re.I)
 
 
 def _is_chat(text: str) -> bool:
