@@ -5,10 +5,10 @@ its best ``POOL`` candidates by ``FEATURES`` (that first score and its parts, ho
 rarer words the source and the sources said around it hold, how close in meaning those neighbours are, its
 length, how well its words match the question's by their static word vectors (MaxSim), whether it holds the kind
 of answer the question asks for: a name, a number, a place; how well the sources said up to two before or after it
-match) and orders them by a weighted sum of the standardised features. The weights are learned per local
-embedding model (``data/ranker.json``, written by ``bench/train_ranker.py`` from LoCoMo's dev conversations,
-pairwise logistic loss; nothing in them names a person, an id or a word). A model without weights (a
-provider's embeddings) keeps the first step's order.
+match; whether it opens its conversation, says when, speaks of its speaker) and orders them by a weighted sum of
+the standardised features. The weights are learned per local embedding model (``data/ranker.json``, written by
+``bench/train_ranker.py`` from LoCoMo's dev conversations, pairwise logistic loss; nothing in them names a person,
+an id or a word). A model without weights (a provider's embeddings) keeps the first step's order.
 """
 
 from __future__ import annotations
@@ -60,7 +60,11 @@ FEATURES = (
     "answer_type",  # the question asks who / how many (much, long...) / where and the source holds such an answer
     "nearby",  # the best first-step score among the sources said up to two before or after it, as a share of the best
     "coverage_nearby",  # share of the question's words (idf-weighted) held by those five sources together
+    "opens",  # the source opens its conversation (none said just before it)
+    "says_when",  # the source says when something happened, whatever the question asks
+    "first_person",  # the source speaks of its speaker (I, my, me...)
 )
+_FIRST_PERSON = re.compile(r"\b(?:i|my|me|mine|myself)\b", re.I)  # a source that speaks of its speaker (I'm, I've...)
 
 # What a question asks for, and what a source that answers it holds (plain English patterns, no names).
 _ASKS_WHO = re.compile(r"\b(who|whom|whose)\b", re.I)
@@ -322,13 +326,18 @@ def features(cands: list[tuple[PartScores, int]], qstems: list[str], idf: dict[s
     qw = np.array([idf[st] for st in qst], dtype=np.float64)
     qvecs = word_vectors([qword[st] for st in qst]) if qst else None
     kinds: dict[tuple[int, int], float] = {}
+    firsts: dict[tuple[int, int], float] = {}  # the source speaks of its speaker (read for the candidates alone)
+    chosen = {(id(p), r) for p, r in cands}
     wanted = answer_kinds(query)
     texts: dict[tuple[int, int], str] = {}
     for key, (p, rows) in by_part.items():
         for r, body in p.idx.bodies(sorted(rows)).items():
             held_words[(key, r)], lengths[(key, r)] = body_stems(body)
             if (key, r) in close:  # soft matching and the answer type are only read for these
-                kinds[(key, r)] = answer_type(wanted, own_words(body)) if wanted else 0.0
+                own_text = own_words(body)
+                kinds[(key, r)] = answer_type(wanted, own_text) if wanted else 0.0
+                if (key, r) in chosen:
+                    firsts[(key, r)] = float(_FIRST_PERSON.search(own_text) is not None)
                 texts[(key, r)] = body
     soft = soft_matches(qvecs, qst, texts) if qvecs is not None else {}
     no_match = np.zeros(len(qst))
@@ -360,5 +369,6 @@ def features(cands: list[tuple[PartScores, int]], qstems: list[str], idf: dict[s
             float(so @ qw) / total_idf, float(sw @ qw) / total_idf, kinds.get((key, r), 0.0),
             max((p.score[x] for x in near[n]), default=0.0) / best,
             share(own.union(*(held(key, x) for x in near[n]))),
+            float(p.idx.is_source[r] and b < 0), float(p.idx.says_when[r]), firsts.get((key, r), 0.0),
         )
     return out

@@ -328,6 +328,32 @@ def test_a_deleted_turn_is_nobodys_neighbour(mem: Memory) -> None:
     assert set(hits) == {ids[30], ids[31], ids[33]} and hits.index(ids[31]) < hits.index(ids[30])
 
 
+def test_the_learned_step_reads_the_turn_that_opens_says_when_and_speaks_of_its_speaker(mem: Memory) -> None:
+    """The turn that opens a chat after a pause ("Hey, last week I ...") carries its news, and a turn that says when
+    or speaks of its speaker ("I", "my") tells what they did: the learned step reads each (a deleted opener hands the
+    opening to the turn said after it)."""
+    from wiki_engine import rerank
+
+    t0 = time.time() - 40 * 86400
+    first = ["Alice: Hey Ben! Last week I adopted a rescue greyhound called Pepper.", *_small_talk(30)]
+    second = ["Ben: The greyhound rescue near the lake is looking for volunteers.",
+              "Alice: My greyhound Pepper would love to meet the other dogs there.", *_small_talk(30)]
+    a = _chat(mem, "private/alice", t0, first)
+    b = _chat(mem, "private/alice", t0 + 5 * 86400, second)
+    q = "What did Alice say about the greyhound?"
+    order, feats, _ = mem.ranking_features(q, scopes=Viewer("alice"))
+    col = {f: n for n, f in enumerate(rerank.FEATURES)}
+    row = {i: feats[n] for n, i in enumerate(order)}
+    assert {a[0], b[0], b[1]} <= set(order)
+    assert row[a[0]][col["opens"]] == 1.0 and row[b[0]][col["opens"]] == 1.0 and row[b[1]][col["opens"]] == 0.0
+    assert row[a[0]][col["first_person"]] == 1.0 and row[b[1]][col["first_person"]] == 1.0
+    assert row[b[0]][col["first_person"]] == 0.0
+    assert row[a[0]][col["says_when"]] == 1.0 and row[b[0]][col["says_when"]] == 0.0
+    mem.delete_source(b[0])
+    order, feats, _ = mem.ranking_features(q, scopes=Viewer("alice"))
+    assert feats[order.index(b[1]), col["opens"]] == 1.0
+
+
 def test_a_deleted_turns_words_leave_the_turn_said_after_it(tmp_path) -> None:
     """The turn said after another is indexed with its words as context (keywords and meaning). Once that turn is
     deleted, its words must find nothing: the next turn is indexed again with the context it has now, and its
