@@ -155,9 +155,9 @@ def progress_said(ev: dict[str, Any]) -> str:
 class _Before:
     """What memory and folders.db held of a file as it is read again, by key: its sources (a part the person kept
     from Held back, or one an import killed before folders.db recorded it stored, included), the keys memory holds
-    back or the person judged (held, kept or discarded), the import model's reasons for the mails it skipped, and,
-    stored by a Hearth that named parts by their place in the file (keys ending "#<n>"), its sources by their
-    content print (see `wiki_engine.render.content_print`): a part still in the file keeps that source."""
+    back or the person judged (held, kept or discarded) or deleted from memory, the import model's reasons for the
+    mails it skipped, and, stored by a Hearth that named parts by their place in the file (keys ending "#<n>"), its
+    sources by their content print (see `wiki_engine.render.content_print`): a part still in the file keeps that source."""
 
     stored: dict[str, str] = field(default_factory=dict)
     judged: set[str] = field(default_factory=set)
@@ -2030,8 +2030,11 @@ class WatchedFolders:
                     r.before.stored[key] = sid
                     if "#" in key[len(start):]:  # named by its place in the file, by a Hearth before this one
                         old.append(sid)
+                # held back, kept or discarded, or deleted from memory by the person: no model reads it again
                 r.before.judged = {k for (k,) in memory.catalog.query(
-                    "SELECT item_key FROM quarantine WHERE scope=? AND item_key >= ? AND item_key < ?", bounds)}
+                    "SELECT item_key FROM quarantine WHERE scope=? AND item_key >= ? AND item_key < ? UNION "
+                    "SELECT item_key FROM deleted_by_person WHERE scope=? AND item_key >= ? AND item_key < ?",
+                    bounds + bounds)}
                 for sid in old:
                     r.before.prints.setdefault(_print_of(memory, sid), []).append(sid)
 

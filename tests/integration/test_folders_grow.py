@@ -235,3 +235,23 @@ async def test_an_export_imported_by_an_earlier_hearth_keeps_its_sources_when_it
     rep = await pod.folders.scan(folder.id)
     assert (rep.sources_deleted, rep.sources_added) == (0, 1)
     assert [h.id for h in await pod.memory_search("piano lessons Varga", mode="keyword") if h.kind == "source"] == [piano]
+
+
+async def test_a_mail_deleted_from_memory_is_not_sent_to_the_import_model_when_the_export_grows(
+        pod, tmp_path, script, fake_model):
+    """The person deleted a mail from memory (Wiki → Delete). Before, the next mail appended to the export sent the
+    deleted mail's text to the import model again (maybe a hosted provider's) only for memory to refuse it: what the
+    person deleted is never read out to a model again. Only the new mail goes, the deleted one stays out."""
+    pod.set_role_model("import", "fake/fake-1")
+    script([keep_all], repeat_last=True)
+    box, folder = await _imported_export(pod, tmp_path, 3)
+    [gone] = [h.id for h in await pod.memory_search("allotment key number 1 shed", mode="keyword", k=10)
+              if "number 1 hangs" in h.snippet]
+    await pod.memory_delete_source(gone)
+    first = len(fake_model.requests)
+    _grow(box, msg(100))
+    await pod.folders.scan(folder.id)
+    asked = [line for r in fake_model.requests[first:] for line in _asked(r)]
+    assert len(asked) == 1 and "number 100" in asked[0], f"sent to the import model again: {asked}"
+    hits = [h.snippet for h in await pod.memory_search("allotment key shed", mode="keyword", k=10)]
+    assert not any("number 1 hangs" in h for h in hits) and any("number 100 hangs" in h for h in hits), hits
