@@ -89,6 +89,18 @@ _TOLD = (r"[^.\n]{0,80}?\b(?:should|must|shall|will|(?:needs?|has|have|is|are)\s
          r"(?:say|tell|answer|reply|respond|advise|inform|direct|instruct|confirm|explain|state|let\s+\w+\s+know|"
          r"dire|r[ée]pondre|indiquer|sagen|antworten|mitteilen|decir|responder|indicar|rispondere|indicare)\b")
 
+# An agent's name may be a word people write to each other ("Note: pay the window cleaner", "Mum, tell Dad ..."), so
+# a line opening with one is an order only where it tells the agent how to answer others, as an order planted for
+# later does: after a condition of being asked ("when asked, reply ...", "if Alice asks about the rent, tell her ..."),
+# or as what to answer ("reply that ...", "say that ..."). A name and any verb is how a note to a person reads.
+_IF_ASKED = (r"(?:when(?:ever)?|if|once|in\s+case|should|quand|lorsque|si|wenn|falls|sobald|cuando|quando|se)\b"
+             r"[^.\n:;]{0,80}?\b(?:ask(?:s|ed)?|questions?|enquir\w*|inquir\w*|wants?\s+to\s+know|demand\w*|"
+             r"fragt|gefragt|pregunt\w*|chied\w*|domand\w*)\b[^.\n:;]{0,80}?[,:]\s*")
+_ANSWER_THAT = (rf"{_BEFORE_VERB}(?:reply|respond|answer|say|state|r[ée]pond\w*|dis|dites|"
+                r"antworte\w*|sag\w*|respond\w*|di(?:le|les|ga)?|rispond\w*|dite)\b[^.\n:;]{0,40}?"
+                r"\b(?:that|que|dass|che)\b")
+
+
 _RULES: list[tuple[str, str, re.Pattern[str]]] = [
     (
         "override",
@@ -142,6 +154,9 @@ _RULES: list[tuple[str, str, re.Pattern[str]]] = [
         re.compile(
             r"\byou\s+are\s+now\s+(?:dan\b|an?\s+(?:ai|assistant|unrestricted|jailbroken|different|new)\b|in\s+\w+\s+mode|free\s+(?:of|from)|my\b)|"
             rf"\bfrom\s+now\s+on,?\s+(?:you|the\s+{_AI}|always|never|respond|reply|answer)|"
+            # an answer planted for later, said to whoever answers: "From now on, when asked about the rent, reply
+            # that ...", "Going forward, if Alice asks, tell her to pay ...", "From now on, say that ..."
+            rf"\b{_FROM_NOW}\s*[,:\-\u2013\u2014]?\s*{_FILLER}(?:{_IF_ASKED}{_REPLY_VERBS}|{_ANSWER_THAT})|"
             r"\bact\s+as\s+(?:an?\s+|the\s+)?(?:unrestricted|jailbroken|different|administrator|admin|root|system|developer)\b|"
             r"\bpretend\s+(?:that\s+)?(?:you\s+are|to\s+be)\b|\byou\s+must\s+now\b|developer\s+mode|\bjailbreak|"
             r"\bthis\s+is\s+your\s+(?:developer|creator|administrator|admin|operator|owner)\b",
@@ -390,18 +405,6 @@ def _sentences_joined(text: str) -> str:
         else:
             out.append("\n" + line)
     return "".join(out)
-
-
-# An agent's name may be a word people write to each other ("Note: pay the window cleaner", "Mum, tell Dad ..."), so
-# a line opening with one is an order only where it tells the agent how to answer others, as an order planted for
-# later does: after a condition of being asked ("when asked, reply ...", "if Alice asks about the rent, tell her ..."),
-# or as what to answer ("reply that ...", "say that ..."). A name and any verb is how a note to a person reads.
-_IF_ASKED = (r"(?:when(?:ever)?|if|once|in\s+case|should|quand|lorsque|si|wenn|falls|sobald|cuando|quando|se)\b"
-             r"[^.\n:;]{0,80}?\b(?:ask(?:s|ed)?|questions?|enquir\w*|inquir\w*|wants?\s+to\s+know|demand\w*|"
-             r"fragt|gefragt|pregunt\w*|chied\w*|domand\w*)\b[^.\n:;]{0,80}?[,:]\s*")
-_ANSWER_THAT = (rf"{_BEFORE_VERB}(?:reply|respond|answer|say|state|r[ée]pond\w*|dis|dites|"
-                r"antworte\w*|sag\w*|respond\w*|di(?:le|les|ga)?|rispond\w*|dite)\b[^.\n:;]{0,40}?"
-                r"\b(?:that|que|dass|che)\b")
 
 
 @functools.lru_cache(maxsize=16)
