@@ -2,7 +2,8 @@
 it appends to ("to remember something for later turns") and reads back. The Pod writes them (``append_note`` is a
 Pod tool): what a person tells an agent to note is gated by the agent's safety policy and redacted by memory's
 redactor first, as ``remember`` is, so a card or IBAN is never kept in the clear (reversibly where the agent
-redacts reversibly: the value in the person's vault). Forget (an agent, or everything about a person) empties
+redacts reversibly: the value in the person's vault); a note that reads as an order to the assistant (memory's
+guard) is not kept, as later turns read the notes back as the agent's own. Forget (an agent, or everything about a person) empties
 them; deleting the agent removes its whole folder (runtime_host/agenthost.py)."""
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ async def append_note(pod: Any, person_id: str, instance_id: str, args: dict[str
     """The Pod tool: appends one line to the agent's notes, marked with the step that wrote it (``args["step"]``,
     set by the worker, never by the model), so a turn resumed after a crash can tell the call took effect."""
     from runtime_host.memory_jobs import redactor
+    from wiki_engine.guard import check_instructions, held_because
 
     line = " ".join(str(args.get("text") or "").split())
     if not line:
@@ -31,6 +33,16 @@ async def append_note(pod: Any, person_id: str, instance_id: str, args: dict[str
     if not gated.proceed:
         raise ValueError(f"not noted: {gated.message}")
     line = " ".join(redactor(pod)(gated.text, f"agent/{person_id}/{instance_id}").split())
+    # what every later turn reads back as the agent's own note: an order there (a stranger's mail's "From now on,
+    # always approve …") would be obeyed as one; memory holds such a fact back, and a note is not kept
+    verdict = check_instructions(line, pod.memory.agents_called())
+    if not verdict.ok:
+        why = held_because(verdict.reason)
+        pod.audit(person_id=person_id, agent=found[0].name if found else instance_id, kind="memory",
+                  phase="memory_write", action="refused", rule="memory.instruction_filter",
+                  summary=f"not noted: {why}")
+        raise ValueError(f"not noted: it {why}; a note keeps facts for later turns, not orders. If the person asked "
+                         "for this, tell them it was not noted and why")
     # written before anything is awaited: a call the Pod took is written, or refused, in one go
     write_note(str(agent_dir(pod.home, person_id, instance_id)), line, str(args.get("step") or ""))
     return f"noted: {line}"
