@@ -1123,10 +1123,11 @@ class MainWindow(QMainWindow):
                 self.refresh_conversations()
 
     # -- pod events
-    def _keep_for(self, person: str, title: str, text: str) -> None:
+    def _keep_for(self, person: str, title: str, text: str, conversation_id: str | None = None) -> None:
         """A notification meant for a person not shown (a mail rule's "Notify me", a failed memory run, told once):
-        kept in pod.db for them alone, so a quit before they are back does not lose it (the newest 50 each)."""
-        self.pod.keep_notice(person, title, text)
+        kept in pod.db for them alone, so a quit before they are back does not lose it (the newest 50 each); one of
+        a conversation (a run's answer) goes if that conversation is deleted meanwhile."""
+        self.pod.keep_notice(person, title, text, conversation_id)
 
     def _show_kept(self) -> None:
         """Shows the person shown what was kept for them, once the window is on screen (else at its next show)."""
@@ -1146,7 +1147,7 @@ class MainWindow(QMainWindow):
         if ev.get("person") not in (None, self.pod.person.id):
             note = notification_for(ev)  # another person's activity: never shown here while someone else is,
             if note is not None:  # but a notification is theirs to see when they are shown again
-                self._keep_for(ev["person"], *note)
+                self._keep_for(ev["person"], *note, ev.get("conversation_id"))
             return
         note = notification_for(ev)
         if note is not None:

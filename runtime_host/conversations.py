@@ -129,7 +129,7 @@ def deletable(me: Any, conversation_id: str) -> None:
 def delete(me: Any, conversation_id: str) -> None:
     """Deletes a conversation with its messages, turns and steps. A conversation with an answer being
     written is refused: stop the answer first."""
-    from runtime_host.channels.store import forget_conversations
+    from runtime_host.store import words_of_conversations_gone
 
     deletable(me, conversation_id)
     with me.store.engine.begin() as c:
@@ -137,7 +137,7 @@ def delete(me: Any, conversation_id: str) -> None:
         _delete_turns(c, ids)
         c.execute(text("DELETE FROM message WHERE conversation_id = :c"), {"c": conversation_id})
         c.execute(text("DELETE FROM conversation WHERE id = :c"), {"c": conversation_id})
-        forget_conversations(c, [conversation_id])  # a Telegram chat's answers waiting in the outbox go too
+        words_of_conversations_gone(c, [conversation_id])  # answers waiting in the outbox, kept notifications
     me.store.purge()
     me.emit({"type": "conversation.deleted", "conversation_id": conversation_id, "person": me.person_id})
 

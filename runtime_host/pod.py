@@ -160,10 +160,11 @@ class Pod:
         return [{"id": p.id, "name": p.name, "has_passphrase": bool(p.passphrase_hash),
                  "removing": p.removing_at is not None} for p in self.store.list_people()]
 
-    def keep_notice(self, person_id: str, title: str, text: str) -> None:
+    def keep_notice(self, person_id: str, title: str, text: str, conversation_id: str | None = None) -> None:
         """Keeps a notification meant for a person while someone else is shown (in pod.db: a quit does not lose
-        it), for them alone; ``PersonPod.take_notices`` gives it to them when they are shown."""
-        self.store.keep_notice(person_id, title, text)
+        it), for them alone; ``PersonPod.take_notices`` gives it to them when they are shown. One of a conversation
+        (a run's answer) is deleted with it."""
+        self.store.keep_notice(person_id, title, text, conversation_id)
 
     def add_person(self, name: str, passphrase: str | None = None) -> dict[str, Any]:
         name = self.store.person_name(name)  # the rules a rename follows too

@@ -219,6 +219,7 @@ class KeptNotice(SQLModel, table=True):
     title: str
     text: str
     created_at: float = Field(default_factory=now)
+    conversation_id: str | None = None  # the conversation it is of (a run's answer): deleted with it
 
 
 KEPT_NOTICES = 50  # notifications kept for each person not shown: the newest
@@ -392,7 +393,23 @@ def _memory_order() -> tuple[str, list[str]]:
 
 MIGRATIONS.append(_memory_order())
 MIGRATIONS.append(("0022_person_removal", ["ALTER TABLE person ADD COLUMN removing_at DOUBLE PRECISION"]))
+# a notification kept for a person not shown says the conversation it is of (a run's answer): deleting that
+# conversation deletes it too (before, the answer's words stayed in pod.db and were shown after the delete)
+MIGRATIONS.append(("0023_kept_notice_conversation", ["ALTER TABLE kept_notice ADD COLUMN conversation_id TEXT"]))
 MIGRATIONS.sort(key=lambda m: m[0])  # applied in the order of their numbers, wherever they are declared
+
+
+def words_of_conversations_gone(conn: Any, conversation_ids: list[str]) -> None:
+    """(In the transaction that deletes these conversations.) Their words kept elsewhere in pod.db go too: their
+    chats' answers not sent yet (``channels.store.forget_conversations``) and a notification of theirs kept for a
+    person not shown (a run's answer)."""
+    from sqlalchemy import text as sql
+
+    from runtime_host.channels.store import forget_conversations
+
+    forget_conversations(conn, conversation_ids)
+    for cid in conversation_ids:
+        conn.execute(sql("DELETE FROM kept_notice WHERE conversation_id = :c"), {"c": cid})
 
 
 TITLE_GIVEN, TITLE_MADE, TITLE_MADE_BRANCH = 0, 1, 2  # Conversation.title_auto
@@ -806,12 +823,10 @@ class Store:
         channel outbox (one transaction)."""
         from sqlalchemy import text as sql
 
-        from runtime_host.channels.store import forget_conversations
-
         with self.engine.begin() as c:
             ids = {"i": instance_id}
-            forget_conversations(c, [r[0] for r in c.execute(sql("SELECT id FROM conversation WHERE instance_id = :i"),
-                                                             ids)])
+            words_of_conversations_gone(c, [r[0] for r in c.execute(
+                sql("SELECT id FROM conversation WHERE instance_id = :i"), ids)])
             profile_id = c.execute(sql("SELECT profile_id FROM agent_instance WHERE id = :i"), ids).scalar()
             c.execute(sql("DELETE FROM turn_step WHERE turn_id IN (SELECT id FROM turn WHERE instance_id = :i "
                           "OR conversation_id IN (SELECT id FROM conversation WHERE instance_id = :i))"), ids)
@@ -979,11 +994,13 @@ class Store:
             s.commit()
 
     # -- notifications kept for a person not shown (KeptNotice)
-    def keep_notice(self, person_id: str, title: str, text: str) -> None:
+    def keep_notice(self, person_id: str, title: str, text: str, conversation_id: str | None = None) -> None:
         """Keeps a notification for a person not shown, through the key redactor as every other row (a provider's
-        refusal may quote the key it was sent); past the newest KEPT_NOTICES of theirs, the oldest go."""
+        refusal may quote the key it was sent); past the newest KEPT_NOTICES of theirs, the oldest go. One of a
+        conversation (``conversation_id``: a run's answer) goes when that conversation is deleted."""
         with self.session() as s:
-            s.add(KeptNotice(person_id=person_id, title=redact(title), text=redact(text)))
+            s.add(KeptNotice(person_id=person_id, title=redact(title), text=redact(text),
+                             conversation_id=conversation_id))
             s.commit()
             old = s.exec(select(KeptNotice).where(KeptNotice.person_id == person_id)
                          .order_by(KeptNotice.created_at.desc(), KeptNotice.id.desc())  # type: ignore[attr-defined]

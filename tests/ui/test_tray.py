@@ -413,3 +413,44 @@ def test_a_key_quoted_near_a_notifications_cut_is_not_half_kept_in_pod_db(qtbot,
     w.refresh_people()
     assert w.switch_person("Bob")
     assert leaked not in w.notices.label.text()
+
+
+def test_a_runs_notification_kept_for_bob_goes_when_he_deletes_the_runs_conversation(qtbot, qloop, ui_pod,
+                                                                                      script) -> None:
+    """Alice is shown; Bob's scheduled run answers and its notification is kept for him. From his terminal he deletes
+    the run's conversation (README: a deleted conversation leaves its words in no file of Hearth's folder). Before,
+    the answer stayed in pod.db's kept_notice and was shown to him under "While you were away" after the delete."""
+    from datetime import UTC, datetime, timedelta
+
+    from sqlalchemy import text
+
+    from tests.people.conftest import BOB_PASS
+
+    script([Text("Reminder: your appointment with Dr Lee about the biopsy results is at 15:00.")], repeat_last=True)
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show()
+    ui_pod.add_person("Bob", BOB_PASS)
+    bob = ui_pod.pod.unlock("Bob", BOB_PASS)
+    fake = next(p for p in ui_pod.list_providers() if p["name"] == "fake")
+    bob.add_provider("fake", kind=fake["kind"], base_url=fake["base_url"], model=fake["model"])
+    bob.add_agent("bobs", provider="fake")
+    bob.add_schedule("bobs", "* * * * *", "Remind me of today's appointments", tz="UTC", name="Appointments")
+    qloop.run(ui_pod.tick(datetime.now(UTC) + timedelta(minutes=2)))
+    for run in list(ui_pod.pod.turn_driver.active.values()):
+        qloop.run(run.future, timeout=60)
+    qtbot.wait(200)
+    assert not any("biopsy" in t for _, t in w.notices.history)  # not shown to Alice
+
+    def kept() -> list[str]:
+        with ui_pod.store.engine.connect() as c:
+            return [r[0] for r in c.execute(text("SELECT text FROM kept_notice"))]
+
+    assert any("biopsy" in t for t in kept())  # kept for Bob while Alice is shown
+    for conv in bob.list_conversations("bobs"):  # `--person Bob conversations delete ID --yes`
+        qloop.run(bob.delete_conversation(conv["id"]))
+    assert not any("biopsy" in t for t in kept())
+    w.refresh_people()
+    assert w.switch_person("Bob", BOB_PASS)
+    qtbot.wait(200)
+    assert not [t for _, t in w.notices.history if "biopsy" in t]
