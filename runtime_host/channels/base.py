@@ -90,8 +90,10 @@ class Channel(abc.ABC):
         """Stops receiving and sending; pending answers stay queued for the next start."""
 
     @abc.abstractmethod
-    async def deliver_answer(self, person_id: str, text: str, *, title: str | None = None) -> int:
-        """Sends markdown `text` to every chat of the person that accepts pushed results. Returns how many."""
+    async def deliver_answer(self, person_id: str, text: str, *, title: str | None = None,
+                             conversation_id: str = "") -> int:
+        """Sends markdown `text` to every chat of the person that accepts pushed results. Returns how many.
+        ``conversation_id``: the run's conversation; what waits unsent goes when it is deleted."""
 
     @abc.abstractmethod
     async def deliver_card(self, card: Card) -> int:

@@ -62,4 +62,5 @@ class ChannelHub:
         else:
             text = f"The run did not finish: {run.error or run.status}"
         title = f"Scheduled run · {run.agent}" if run.origin == "schedule" else f"{run.origin.capitalize()} run · {run.agent}"
-        await self._each("push a run result", lambda ch: ch.deliver_answer(run.person_id, text, title=title))
+        await self._each("push a run result", lambda ch: ch.deliver_answer(run.person_id, text, title=title,
+                                                                                conversation_id=run.conversation_id))

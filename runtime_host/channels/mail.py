@@ -48,7 +48,8 @@ class MailChannel(Channel):
         self._unsubscribe()
         self._status = ChannelStatus(CHANNEL, "stopped")
 
-    async def deliver_answer(self, person_id: str, text: str, *, title: str | None = None) -> int:
+    async def deliver_answer(self, person_id: str, text: str, *, title: str | None = None,
+                             conversation_id: str = "") -> int:
         from runtime_host.mail.outbox import create_card
 
         count = 0

@@ -37,6 +37,7 @@ class RunResult:
     text: str
     error: str | None
     turn_id: str
+    conversation_id: str = ""  # the run's conversation: its result not pushed yet goes if that is deleted
 
 
 RunListener = Callable[[RunResult], Any]
@@ -201,7 +202,8 @@ class PodChannelPort:
         if not ev.get("person"):
             return
         result = RunResult(str(ev["person"]), str(ev.get("agent") or ""), origin, str(ev.get("status") or ""),
-                           str(ev.get("text") or ""), ev.get("error"), str(ev.get("turn_id") or ""))
+                           str(ev.get("text") or ""), ev.get("error"), str(ev.get("turn_id") or ""),
+                           str(ev.get("conversation_id") or ""))
         for fn, origins in list(self._run_listeners):
             if origin in origins:
                 _call(fn, result, self._tasks)

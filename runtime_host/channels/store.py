@@ -60,6 +60,10 @@ MIGRATION: tuple[str, list[str]] = (
     ],
 )
 
+# a run's result pushed to a phone says its conversation: deleting that drops the result while it waits unsent
+OUTBOX_CONVERSATION_MIGRATION: tuple[str, list[str]] = (
+    "0024_outbox_conversation", ["ALTER TABLE channel_outbox ADD COLUMN conversation_id TEXT"])
+
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: easy to type from a screen
 CODE_LENGTH = 8  # 40 bits; redemption is also rate-limited per account
 PENDING, APPROVED, REJECTED = "pending", "approved", "rejected"
@@ -139,7 +143,8 @@ def forget_conversations(conn: Connection, conversation_ids: list[str]) -> None:
     """(In the transaction that deletes these Pod conversations.) Their chats' mappings go, and so do the words
     those chats still hold in the outbox: the answers not sent yet (an update's answers: a deleted conversation's
     reply, a voice note's transcript echoed back) and the text of rows sent or given up before sent rows were
-    emptied. Cards and pushed run results waiting for that chat stay queued; other chats are not touched."""
+    emptied; a run's result pushed from these conversations (the rows that say one) likewise. Cards and other
+    conversations' pushed results waiting for that chat stay queued; other chats are not touched."""
     chats: set[tuple[str, int]] = set()
     for cid in conversation_ids:
         for (key,) in conn.execute(text("SELECT conversation_key FROM channel_conversation WHERE conversation_id = :c"),
@@ -148,6 +153,9 @@ def forget_conversations(conn: Connection, conversation_ids: list[str]) -> None:
             if chat.lstrip("-").isdigit():
                 chats.add((channel, int(chat)))
         conn.execute(text("DELETE FROM channel_conversation WHERE conversation_id = :c"), {"c": cid})
+        conn.execute(text("DELETE FROM channel_outbox WHERE conversation_id = :c AND sent_at IS NULL AND failed IS NULL"),
+                     {"c": cid})
+        conn.execute(text("UPDATE channel_outbox SET body = '' WHERE conversation_id = :c AND body <> ''"), {"c": cid})
     for channel, chat_id in chats:
         args = {"c": channel, "chat": chat_id}
         conn.execute(text("DELETE FROM channel_outbox WHERE channel = :c AND chat_id = :chat AND sent_at IS NULL "
@@ -180,17 +188,20 @@ class ChannelStore:
             yield conn
 
     def ensure_schema(self) -> bool:
-        """Applies MIGRATION unless schema_migrations lists it already. True if it ran now."""
+        """Applies MIGRATION and OUTBOX_CONVERSATION_MIGRATION unless schema_migrations lists them already. True
+        if one ran now."""
+        ran = False
         with self._tx() as conn:
             conn.execute(text("CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"))
-            done = conn.execute(text("SELECT 1 FROM schema_migrations WHERE name = :n"), {"n": MIGRATION_NAME}).first()
-            if done:
-                return False
-            for stmt in MIGRATION[1]:
-                conn.execute(text(stmt))
-            conn.execute(text("INSERT INTO schema_migrations (name, applied_at) VALUES (:n, :t)"),
-                         {"n": MIGRATION_NAME, "t": now()})
-        return True
+            for name, statements in (MIGRATION, OUTBOX_CONVERSATION_MIGRATION):
+                if conn.execute(text("SELECT 1 FROM schema_migrations WHERE name = :n"), {"n": name}).first():
+                    continue
+                for stmt in statements:
+                    conn.execute(text(stmt))
+                conn.execute(text("INSERT INTO schema_migrations (name, applied_at) VALUES (:n, :t)"),
+                             {"n": name, "t": now()})
+                ran = True
+        return ran
 
     # -- one-time link codes
     def create_link_code(self, channel: str, person_id: str, ttl_s: float = 600.0) -> str:
@@ -319,20 +330,22 @@ class ChannelStore:
 
     # -- outbox
     def _queue(self, conn: Connection, channel: str, chat_id: int, body: dict[str, Any], *, part: int,
-               update_id: int | None, card_id: str | None, t: float) -> OutboxItem:
+               update_id: int | None, card_id: str | None, t: float, conversation_id: str | None = None) -> OutboxItem:
         oid = uuid.uuid4().hex
-        conn.execute(text("INSERT INTO channel_outbox (id, channel, chat_id, part, body, update_id, card_id, created_at) "
-                          "VALUES (:id, :c, :chat, :part, :b, :u, :card, :t)"),
+        conn.execute(text("INSERT INTO channel_outbox (id, channel, chat_id, part, body, update_id, card_id, created_at, "
+                          "conversation_id) VALUES (:id, :c, :chat, :part, :b, :u, :card, :t, :conv)"),
                      {"id": oid, "c": channel, "chat": chat_id, "part": part, "b": json.dumps(body, ensure_ascii=False),
-                      "u": update_id, "card": card_id, "t": t})
+                      "u": update_id, "card": card_id, "t": t, "conv": conversation_id})
         return OutboxItem(oid, channel, chat_id, part, body, update_id, card_id, 0, 0.0)
 
     def queue_messages(self, channel: str, chat_id: int, messages: list[dict[str, Any]],
-                       card_id: str | None = None) -> list[OutboxItem]:
-        """Queues messages not caused by an update (pushed run results, cards)."""
+                       card_id: str | None = None, conversation_id: str | None = None) -> list[OutboxItem]:
+        """Queues messages not caused by an update (pushed run results, cards); a run's result says its
+        conversation (``conversation_id``), whose deletion drops it while unsent (``forget_conversations``)."""
         t = now()
         with self._tx() as conn:
-            return [self._queue(conn, channel, chat_id, body, part=i, update_id=None, card_id=card_id, t=t)
+            return [self._queue(conn, channel, chat_id, body, part=i, update_id=None, card_id=card_id, t=t,
+                                conversation_id=conversation_id)
                     for i, body in enumerate(messages)]
 
     def pending_outbox(self, channel: str, *, due_only: bool = True) -> list[OutboxItem]:

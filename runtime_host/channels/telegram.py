@@ -662,13 +662,15 @@ class TelegramChannel(Channel):
             log.warning("telegram: could not update the buttons of card %s: %s", card.card_id, exc)
 
     # -- pushed answers (scheduled runs)
-    async def deliver_answer(self, person_id: str, text: str, *, title: str | None = None) -> int:
+    async def deliver_answer(self, person_id: str, text: str, *, title: str | None = None,
+                             conversation_id: str = "") -> int:
         markdown = f"**{title}**\n\n{text}" if title else text
         parts = await asyncio.to_thread(to_telegram, markdown) or [Part(escape(title or "(empty)"), title or "(empty)")]
         links = [lk for lk in self.store.links(CHANNEL, person_id) if lk.push_runs]
         for lk in links:
             self.store.queue_messages(CHANNEL, lk.chat_id,
-                                      [{"text": p.html, "parse_mode": "HTML", "_plain": p.plain} for p in parts])
+                                      [{"text": p.html, "parse_mode": "HTML", "_plain": p.plain} for p in parts],
+                                      conversation_id=conversation_id or None)
         if links:
             await self._flush()
         return len(links)

@@ -79,3 +79,53 @@ async def test_a_deleted_telegram_conversation_leaves_no_words_and_another_perso
     assert p.store.conversation_for(f"{CHANNEL}:{BOB_TG}", "helper") == bobs
     assert len(as_bob.messages(bobs)) == 4
     p.close()
+
+
+async def test_deleting_a_scheduled_runs_conversation_drops_its_result_not_pushed_yet(pod, tg, port, make_channel,
+                                                                                      script) -> None:
+    """The 7:00 run's result waits in the outbox while Telegram cannot be reached; Alice deletes that run's
+    conversation in the app. Before, the pushed result (queued with no conversation) stayed in pod.db and was sent to
+    her phone once Telegram was back (README: deleting a conversation drops its answers not sent yet)."""
+    import asyncio
+    from datetime import UTC, datetime
+
+    from sqlalchemy import text
+
+    from runtime_host.channels.hub import ChannelHub
+
+    def waiting() -> list[str]:
+        db = sqlite3.connect(pod.home / "pod.db")
+        try:
+            return [r[0] for r in db.execute("SELECT body FROM channel_outbox WHERE sent_at IS NULL") if "biopsy" in r[0]]
+        finally:
+            db.close()
+
+    script([Text("Your biopsy results appointment with Dr Lee is at 15:00.")], repeat_last=True)
+    ch = make_channel()
+    hub = ChannelHub(port, [ch])
+    await hub.start()
+    try:
+        await link_owner(ch, tg, pod.person.id)
+        before = len(tg.sent_to(OWNER))
+        tg.down()  # the network drops
+        pod.add_schedule("helper", "0 7 * * *", "Remind me of today's appointments", tz="UTC", name="Appointments")
+        with pod.store.engine.begin() as c:
+            c.execute(text("UPDATE schedules SET last_checked = :t, created_at = :t WHERE person_id != 'pod'"),
+                      {"t": datetime(2030, 1, 1, 6, 0, tzinfo=UTC).timestamp()})
+        await pod.tick(datetime(2030, 1, 1, 7, 0, 20, tzinfo=UTC))
+        for run in list(pod.turn_driver.active.values()):
+            await asyncio.wait_for(run.future, 30)
+        for _ in range(50):
+            if waiting():
+                break
+            await asyncio.sleep(0.1)
+        assert waiting(), "the result was not queued for the phone"
+        [row] = pod.schedule_ledger()
+        await pod.delete_conversation(row["conversation_id"])
+        left = waiting()
+        tg.up()
+        await asyncio.sleep(4)
+        pushed = [m.text for m in tg.sent_to(OWNER)[before:] if "biopsy" in m.text]
+        assert not left and not pushed, f"after the delete, outbox: {left}; sent to the phone: {pushed}"
+    finally:
+        await hub.stop()
