@@ -1157,8 +1157,14 @@ def model_reconcile(route: Route) -> Any:
             raise refused(f"answered a body of {len(raw):,} characters")
         if _echoes(raw, (SYNTH_SYSTEM, RECONCILE_SYSTEM, DECIDE_SYSTEM, SUMMARY_SYSTEM, ASK_SYSTEM)):
             raise MemoryModelError("its model repeated its instructions.")
-        said = set(claims("\n".join(line for line in raw.replace("\r\n", "\n").split("\n")
-                                     if not line.strip() or not _is_chat(line))))
+        # The answer read as the ingest writer's page is (``tidy_body``): without the chat a line opens with ("Sure!
+        # Clara loves orchids [1]." says the page's "Clara loves orchids [1]."), a line of chat alone gone.
+        kept: list[str] = []
+        for line in raw.replace("\r\n", "\n").split("\n"):
+            lead, rest = _without_chat(line)
+            if rest or not line.strip():
+                kept.append(lead + rest)
+        said = set(claims("\n".join(kept)))
         if not any(_cites().search(claim) for claim in said):
             raise MemoryModelError("its model returned a page that cites no source.")
         have = claims(page.body)

@@ -268,3 +268,22 @@ async def test_a_claim_wrapped_over_two_lines_is_taken_off_whole_or_not_at_all(p
     out = await asyncio.wait_for(pod.memory_nightly(), 60)
     page = await pod.in_memory_thread(lambda: pod.memory.read_page(scope, "dentist"))
     assert page.body == "- The dentist is Dr Lindqvist [2]" and out["reconciled"], (out, page.body)
+
+
+@pytest.mark.parametrize("answer", [
+    "- Sure! The dentist is Dr Lindqvist [2]",
+    "Sure! Here is the updated page. The dentist is Dr Lindqvist [2]",
+])
+async def test_a_check_that_opens_with_a_chat_word_drops_the_contradicted_claim(pod, fake_model, answer) -> None:
+    """The check's model answered "- Sure! The dentist is Dr Lindqvist [2]": the ingest writer reads that line as
+    its claim without the "Sure!", but the check read it as a reworded line and refused the whole answer, so the page
+    kept the old dentist beside the new one, night after night. Now the opener is taken off as ingest takes it off."""
+    scope = f"private/{pod.person.id}"
+    await pod.in_memory_thread(lambda: two_dentists(pod, scope))
+    pod.set_role_model("ingest", "fake/reconciler")
+    fake_model.script = lambda req: Text(json.dumps({"changed": True, "body": answer, "dropped": {"1": 2},
+                                                     "why": "newer"}))
+    out = await asyncio.wait_for(pod.memory_nightly(), 60)
+    page = await pod.in_memory_thread(lambda: pod.memory.read_page(scope, "dentist"))
+    assert page.body == "- The dentist is Dr Lindqvist [2]" and out["reconciled"], (out, page.body)
+    assert not out["rejected"], out["rejected"]
