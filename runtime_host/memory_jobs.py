@@ -628,14 +628,40 @@ def tidy_body(body: str) -> tuple[str, int]:
     lines rest on that citation; what it says after rests on nothing and keeps only its links). Blank lines
     and headings over what is kept stay; an uncited line or heading with [[links]] keeps its links alone, by title
     (they point to other pages; its words, or a link's label, would be a claim with no source: "See [[Clara]]."
-    and "[[Ines|Ines is ill]]" both keep just their link)."""
-    from wiki_engine.pages import has_link, is_heading, links_in, paragraphs, without_empty_sections
+    and "[[Ines|Ines is ill]]" both keep just their link). A table stays a table: a row that cites is kept whole, one
+    that cites nothing keeps its cells' links alone (or goes, with none), its heading and delimiter rows stay over
+    the rows kept (and go with the last of them)."""
+    from wiki_engine.pages import (
+        blocks,
+        has_link,
+        is_heading,
+        links_in,
+        row_with_cells,
+        without_empty_sections,
+        without_empty_tables,
+    )
 
     body = _MD_LINK_DEF.sub("", body)  # the model's own "[1]: ..." list: its citations say which source each is
     body = citations_as_marks(body)
     out: list[str] = []
     dropped = 0
-    for block in paragraphs(body.replace("\r\n", "\n").split("\n")):
+    def linked(cell: str) -> str:  # a cell citing nothing: its links alone, by title
+        return ", ".join(f"[[{t}]]" for t in links_in(cell))
+
+    for part, block in blocks(body.replace("\r\n", "\n").split("\n")):
+        if part:  # a table's row
+            line = block[0]
+            if part == "rule" or _cites().search(line):
+                out.append(line)
+                continue
+            # a heading row's cells name its columns (one with a link keeps the link alone, as a heading does)
+            row = row_with_cells(line, lambda cell, part=part: cell if part == "head" and not has_link(cell)
+                                 else linked(cell))
+            if part == "row" and not links_in(row):
+                dropped += 1  # a claim with no source, and no link to keep
+                continue
+            out.append(row)
+            continue
         if any(_cites().search(line) for line in block):
             kept: list[str] = []
             mark = ""  # the list marker of an item's first line that was all chat: the lines after it are that item
@@ -673,7 +699,7 @@ def tidy_body(body: str) -> tuple[str, int]:
                 out.append(line)
             else:
                 dropped += 1  # chat filler, or a claim with no source: memory keeps only what it can cite
-    return without_empty_sections("\n".join(out)).strip(), dropped
+    return without_empty_sections(without_empty_tables("\n".join(out))).strip(), dropped
 
 
 def without_links(answer: str) -> str:

@@ -357,12 +357,12 @@ def _row_columns(line: str) -> int:
     return len(cells) - (cells[0] == "") - (len(cells) > 1 and cells[-1] == "")
 
 
-def _table_rows(lines: list[str]) -> list[bool]:
-    """Whether each line is a row of a Markdown table (its header, delimiter or body rows), as the window reads
-    tables: a line with a "|" over a delimiter row of as many columns, and the lines after them up to a blank line
-    or a line that starts another block."""
+def table_rows(lines: list[str]) -> list[str]:
+    """Each line's part in a Markdown table as the window reads tables: "head" (a line with a "|" over a delimiter
+    row of as many columns), "rule" (that delimiter row), "row" (each line after them up to a blank line or a line
+    that starts another block), or "" (none: a line of no table)."""
     fenced = _fenced(lines)
-    out = [False] * len(lines)
+    out = [""] * len(lines)
     i = 1
     while i < len(lines):
         head, rule = lines[i - 1], lines[i]
@@ -370,13 +370,76 @@ def _table_rows(lines: list[str]) -> list[bool]:
         if not n or _row_columns(head) != n:
             i += 1
             continue
-        out[i - 1] = out[i] = True
+        out[i - 1], out[i] = "head", "rule"
         i += 1
         while i < len(lines) and lines[i].strip() and not fenced[i] and not _TABLE_END.match(lines[i]):
-            out[i] = True
+            out[i] = "row"
             i += 1
         i += 1
     return out
+
+
+def blocks(lines: list[str]) -> list[tuple[str, list[str]]]:
+    """``lines`` as ``paragraphs`` reads them, a table's lines one block each with its part (``table_rows``: "head",
+    "rule", "row"); every other block with "". A table row is a row of its table, never a line of a paragraph: what
+    is taken off a page is taken off a row by its cells, and the table stays a table."""
+    parts = table_rows(lines)
+    out: list[tuple[str, list[str]]] = []
+    at = 0
+    for block in paragraphs(lines):
+        run: list[str] = []
+        for i, line in enumerate(block, at):
+            if not parts[i]:
+                run.append(line)
+                continue
+            if run:
+                out.append(("", run))
+                run = []
+            out.append((parts[i], [line]))
+        if run:
+            out.append(("", run))
+        at += len(block)
+    return out
+
+
+def row_cells(line: str) -> list[str]:
+    """A table row's pieces between its cells' "|" (a [[link]]'s own "|" ends none): "| a | [[B|b]] |" is "",
+    " a ", " [[B|b]] ", ""; joined with "|" they give the row back."""
+    out, start = [], 0
+    for m in _CELL_EDGE.finditer(_ANY_LINK.sub(lambda m: "x" * len(m.group(0)), line)):
+        out.append(line[start:m.start()])
+        start = m.end()
+    return [*out, line[start:]]
+
+
+def row_with_cells(line: str, cell: Callable[[str], str]) -> str:
+    """A table row with each of its cells that holds anything as ``cell`` makes it, between the same "|": the row
+    keeps its columns, each cell its padding. A cell made empty reads " "; a first cell made empty in a row written
+    without a leading "|" gets one ("[[A]] | b" is "| | b", never " | b", which the window reads as a row of one
+    cell, b)."""
+    cells = row_cells(line)
+    made = []
+    for was in cells:
+        now = cell(was).strip() if was.strip() else ""
+        made.append(was if not was.strip() else was[:len(was) - len(was.lstrip())] + now + was[len(was.rstrip()):]
+                    if now else " ")
+    if cells[0].strip() and not made[0].strip():
+        made[0] = "| "
+    return "|".join(made)
+
+
+def without_empty_tables(body: str) -> str:
+    """``body`` without a table's heading and delimiter rows left over no row, when its heading cites nothing: like
+    a heading over nothing, they would name what no line under them says."""
+    lines = body.split("\n")
+    parts = table_rows(lines)
+    drop: set[int] = set()
+    for i, part in enumerate(parts):  # a heading row is followed by its delimiter row, then its first row if any
+        if part == "head" and not CITE.search(lines[i]) and parts[i + 2:i + 3] != ["row"]:
+            drop |= {i, i + 1}
+    if not drop:
+        return body
+    return "\n".join(ln for i, ln in enumerate(lines) if i not in drop)
 
 
 def links_fit_tables(body: str) -> str:
@@ -386,7 +449,7 @@ def links_fit_tables(body: str) -> str:
     if "[[" not in body or "|" not in body:
         return body
     lines = body.split("\n")
-    rows = _table_rows(lines)
+    rows = table_rows(lines)
     if not any(rows):
         return body
     starts, at = [], 0

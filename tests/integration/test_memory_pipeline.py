@@ -834,3 +834,23 @@ async def test_a_conversation_the_person_renamed_keeps_their_title_in_memory(pod
     assert (await pod.memory_produce())[0]["kept"] >= 1
     hits = await pod.memory_search("Okafor Friday", mode="keyword")
     assert hits and all(h.title == "Dentist" for h in hits)
+
+
+@pytest.mark.parametrize("written, kept", [
+    ("| Item | Price |\n|---|---|\n| Bread | £2 [1] |\n| Milk | £1 [2] |",
+     "| Item | Price |\n|---|---|\n| Bread | £2 [1] |\n| Milk | £1 [2] |"),
+    ("| Who | Page |\n|---|---|\n| Ana | likes tea [1] |\n| Clara | [[Clara]] |\n| Bo | likes coffee [2] |",
+     "| Who | Page |\n|---|---|\n| Ana | likes tea [1] |\n| | [[Clara]] |\n| Bo | likes coffee [2] |"),
+    ("Who | Page\n--- | ---\nClara | [[Clara]]\nAna | likes tea [1]",
+     "Who | Page\n--- | ---\n| | [[Clara]]\nAna | likes tea [1]"),
+    ("| [[Ines\\|Ines is ill]] | Note |\n|---|---|\n| Ana | likes tea [1] |\n| Bo | thinks so |",
+     "| [[Ines]] | Note |\n|---|---|\n| Ana | likes tea [1] |"),
+])
+def test_a_table_the_writer_made_stays_a_table(written: str, kept: str) -> None:
+    """A table's heading and delimiter rows cite nothing, so tidy_body dropped them as uncited lines: the page showed
+    "| Bread | £2 [1] |" as words, no table. A row holding a link and no citation became a plain "[[Clara]]" line
+    inside the table. Now a table stays a table: its heading and delimiter rows stay over the rows kept, a row that
+    cites is kept whole, one that cites nothing keeps its cells' links alone in their columns (or goes, with none)."""
+    from runtime_host.memory_jobs import tidy_body
+
+    assert tidy_body(f"Shopping at Leeds market [3].\n\n{written}")[0] == f"Shopping at Leeds market [3].\n\n{kept}"
