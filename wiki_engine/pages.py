@@ -178,15 +178,25 @@ class Page:
         """This page without the names it gives to what only deleted sources said: each [[link]] and each heading
         that cites nothing, whose text (a link's title and label) ``names_gone`` holds. Of a list of links the others
         stay; a paragraph or list item that cites nothing and is left with none of its links goes (its "See also:"
-        with it); the lines under a heading stay. A sentence that cites a kept source keeps its words."""
+        with it); the lines under a heading stay. A sentence that cites a kept source keeps its words. A table stays a
+        table: a link that goes leaves its cell, empty if nothing else is in it; a row of it so left with no link and
+        no citation goes, and its heading and delimiter rows go with the last such row."""
         out: list[str] = []
         all_lines = self.body.split("\n")
         fenced, code = _fenced(all_lines), _code_by_line(self.body)
         at = 0
-        for block in paragraphs(all_lines):
+        rows_went = False
+        for part, block in blocks(all_lines):
             at += len(block)
             if any(fenced[at - len(block):at]):
                 out.extend(block)  # code is shown as written: a "[[" or "#" in it names nothing
+                continue
+            if part:  # a table's row: each cell on its own (a "|" between two links is no list of them)
+                row = row_with_cells(block[0], lambda cell: _without_links(cell, names_gone))
+                if part == "row" and row != block[0] and not links_in(row) and not CITE.search(row):
+                    rows_went = True
+                    continue
+                out.append(row)
                 continue
             if is_heading(block[0]) and not CITE.search(block[0]) and names_gone(block[0]):
                 continue
@@ -194,7 +204,8 @@ class Page:
             if lines != block and not links_in("\n".join(lines)) and not CITE.search("\n".join(lines)):
                 continue  # a line of links that named the forgotten, and its label
             out.extend(lines)
-        body = re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip("\n")
+        body = "\n".join(out)
+        body = re.sub(r"\n{3,}", "\n\n", without_empty_tables(body) if rows_went else body).strip("\n")
         return self if body == self.body else replace(self, body=body)
 
     def relinked(self, to: Callable[[str], str | None]) -> Page:

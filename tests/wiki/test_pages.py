@@ -728,3 +728,25 @@ def test_a_link_in_code_is_code_wherever_links_are_read() -> None:
     gone = page.without_names(lambda text: text in ("Dentists", "Shed"))
     assert gone.body == CODE_PAGE.replace("See [[Dentists]] and [[Garden]]", "See [[Garden]]").replace(
         " before [[Shed]] [1]", " before [1]"), gone.body
+
+
+def test_unlinking_a_deleted_page_leaves_each_table_cell_in_its_column(mem: Memory) -> None:
+    """Clara's page went with the only note it cited. The links to it came off the "Walks" page's table as links
+    in a list come off: the "|" between [[Clara]] and [[Ana]] went with [[Clara]], so Ana moved into the "Walks
+    with" column (the page said Ana walks on Tuesday), and a heading row lost a cell, so the window showed no table
+    at all, its delimiter row as words. Now a link leaves its cell empty and the table keeps its columns; a row left
+    with nothing goes, and a table left with no row goes whole."""
+    clara = mem.add_source("Clara walks the dog with me.", scope=SC)
+    walks = mem.add_source("Tuesday walks by the canal; Ana cooks after.", scope=SC)
+    mem.write_page(Page("Clara", SC, "people", "Clara walks the dog [1].", {1: clara}), author="agent:writer")
+    mem.write_page(Page("Ana", SC, "people", "Ana cooks after walks [1].", {1: walks}), author="agent:writer")
+    mem.write_page(Page("Walks", SC, "home",
+                        "| Day | Walks with | Cooks |\n|---|---|---|\n| Tuesday [1] | [[Clara]] | [[Ana]] |\n\n"
+                        "| [[Clara]] | [[Ana]] |\n|---|---|\n| the canal [1] | after [1] |\n\n"
+                        "| Friends |\n|---|\n| [[Clara]] |\n\nThe walk is by the canal [1].", {1: walks}),
+                   author="agent:writer")
+    mem.delete_sources([clara])
+    assert mem.read_page(SC, "clara") is None
+    body = mem.read_page(SC, "walks").body
+    assert body == ("| Day | Walks with | Cooks |\n|---|---|---|\n| Tuesday [1] | | [[Ana]] |\n\n"
+                    "| | [[Ana]] |\n|---|---|\n| the canal [1] | after [1] |\n\nThe walk is by the canal [1]."), body
