@@ -1677,9 +1677,13 @@ class Memory:
         it leave the page (also those of a summary deleted to be made again under the same id, and of a page that
         still cites a source recorded as deleted), the page is indexed again as its file now reads (the file may
         have lost them before the index was told), and a page titled by a deleted source goes (a verified one only
-        once its copy under its category's name was written). The temporary copies of pages and sources a killed
-        writer left go too. Run by ingest and nightly under the writer's lease. Returns how many pages changed."""
+        once its copy under its category's name was written). The links other pages give to a page it deletes, or
+        empties of all it said, go as ``delete_sources`` takes them off (``_unlink_gone_titles``: every link to it,
+        which would open "No page here yet"; what its title named is no longer known after a kill). The temporary
+        copies of pages and sources a killed writer left go too. Run by ingest and nightly under the writer's lease.
+        Returns how many pages changed."""
         changed: set[Scope] = set()
+        gone_pages: dict[Scope, dict[str, set[str] | None]] = {}  # pages deleted or emptied: links to them go
         pages = 0
         with self._lock:
             remove_dead_temps(self.pages.root, self.sources.root)  # a killed writer's copy of a page or a source
@@ -1695,6 +1699,7 @@ class Memory:
                     self._renamed(sc, slug, once)
                 else:
                     self.delete_page(scope, slug)
+                gone_pages.setdefault(sc, {})[slug] = None
                 changed.add(sc)
                 pages += 1
             owed: dict[tuple[str, str], set[str]] = {}
@@ -1711,9 +1716,12 @@ class Memory:
                 # a deletion from before deletions recorded what each page owes: the ids it cites that were deleted
                 gone = gone | {sid for sid in (page.citations.values() if page else ()) if self.was_deleted(sid)}
                 if gone:
-                    self._drop_claims(sc, slug, gone)
+                    if self._drop_claims(sc, slug, gone) is None:  # nothing left to say: the page went
+                        gone_pages.setdefault(sc, {})[slug] = None
                     changed.add(sc)
                     pages += 1
+            for sc, slugs in gone_pages.items():
+                changed |= self._unlink_gone_titles(sc, slugs)
             for sc in changed:
                 self.index(sc).purge(now=True)
         return pages

@@ -220,3 +220,36 @@ def test_a_memory_from_before_deletions_recorded_their_pages_opens_and_finishes_
         mem.delete_source(keep)  # and a deletion of this version records what it owes, and clears it when done
         assert mem.catalog.query("SELECT * FROM claims_to_drop") == []
         assert mem.catalog.query("SELECT * FROM pages_to_delete") == []
+
+
+_KILLED_BEFORE_THE_CLAIMS_LEAVE = """
+import os, signal, sys
+from wiki_engine import open_memory
+from wiki_engine.memory import Memory
+Memory._drop_claims = lambda self, *_: os.kill(os.getpid(), signal.SIGKILL)  # the power goes here
+with open_memory(sys.argv[1], embedder=None) as mem:
+    mem.delete_source(sys.argv[2])
+"""
+
+
+def test_a_page_a_finished_deletion_empties_is_unlinked_from_the_other_pages(tmp_path) -> None:
+    """The person deleted the only note the "Ines" page cited; the power went before its claim left the page. The
+    next ingest finished the deletion and deleted the emptied page, but the "Family" page still linked to it: a click
+    opened "No page here yet", and "[[Ines]]" kept saying her name was in memory. Now the links go as the deletion
+    itself takes them off."""
+    root = tmp_path / "memory"
+    with open_memory(root, embedder=None) as mem:
+        keep = mem.add_source("The dentist is Dr Okafor on Mill Street.", scope="public")
+        gone = mem.add_source("Ines has a court hearing about the custody of Leo on 9 March.", scope="public")
+        run_ingest(mem, lambda b: [Page("Ines", "public", "people", "Ines has a custody hearing [1].", {1: gone}),
+                                   Page("Family", "public", "people",
+                                        "- The dentist is Dr Okafor [1]\n- See [[Ines]]\n\n"
+                                        "| Who | Dentist |\n|---|---|\n| [[Ines]] | Dr Okafor [1] |", {1: keep})])
+    _killed(_KILLED_BEFORE_THE_CLAIMS_LEAVE, str(root), gone)
+    with open_memory(root, embedder=None) as mem:
+        assert "[[Ines]]" in mem.read_page("public", "family").body  # the kill came before any of it
+        run_ingest(mem, lambda batch: [])
+        assert mem.read_page("public", "ines") is None
+        assert mem.read_page("public", "family").body == ("- The dentist is Dr Okafor [1]\n\n"
+                                                          "| Who | Dentist |\n|---|---|\n| | Dr Okafor [1] |")
+        assert mem.search("Ines", scopes=["public"], mode="keyword") == []
