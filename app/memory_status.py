@@ -28,6 +28,24 @@ def _when(dt: datetime | None) -> str:
     return f"at {local:%H:%M}" + (f" (in {mins} min)" if mins < 120 else "")
 
 
+def not_written(rejected: list[dict[str, str]]) -> list[str]:
+    """What an ingest's line says of the pages its writer drafted that memory did not write (the report's
+    ``rejected``): how many, which, and why, each reason as memory gave it."""
+    from app.tray import cut_text
+
+    def said(why: str) -> str:
+        why = why.strip()
+        return why if why.endswith((".", "!", "?")) else f"{why}."
+
+    # the whole answer set aside (a note the writer was shown was deleted while it wrote): no page of it is named
+    out = [f"The wiki-writer's answer was not written: {said(r['why'])}" for r in rejected if r["title"] == "ingest"]
+    pages = [r for r in rejected if r["title"] != "ingest"]
+    if pages:
+        out.insert(0, f"{len(pages)} page(s) the wiki-writer drafted were not written:")
+        out[1:1] = [f"“{cut_text(r['title'], 80)}”: {said(r['why'])}" for r in pages]
+    return out
+
+
 class IngestPanel(QWidget):
     """Signals:
     status(str): something the person should read in the status bar.
@@ -194,12 +212,15 @@ class IngestPanel(QWidget):
             # a line of a page that gave the assistant orders, left out of it: which page, which line, why
             left = [f"“{r['title']}” left out a line that {r['why']}: “{cut_text(r['line'], 80)}”."
                     for r in out.get("left_out", [])]
+            # a page the writer drafted that memory did not write (titled with an id, citing nothing…): which, why
+            refused = not_written(out.get("rejected", []))
             if out.get("message"):
-                self.status.emit(f"{out['message']} {damaged}".rstrip())
+                self.status.emit(" ".join([out["message"], *refused, *left, damaged]).rstrip())
             else:
                 self.status.emit(" ".join([f"Ingest wrote {len(out['written'])} page(s), proposed "
                                            f"{len(out['proposed'])} change(s) to verified pages; "
-                                           f"{out['left_in_inbox']} item(s) left in the inbox.", *left, damaged]).rstrip())
+                                           f"{out['left_in_inbox']} item(s) left in the inbox.", *refused, *left,
+                                           damaged]).rstrip())
             self.ingested.emit()
 
         return self._run(go())

@@ -464,3 +464,33 @@ def test_choose_a_provider_from_the_wiki_chooses_it_for_wiki_pages(qtbot, qloop,
         assert "Wiki pages are now written by fake-model on mine." in w.statusBar().currentMessage()
     finally:
         qloop.run(pod.close())
+
+
+def test_ingest_now_says_which_drafted_pages_it_did_not_write_and_why(qtbot, qloop, ui_pod, fake_model) -> None:
+    """The writer titled one page with a note's label ("S2") and wrote another that cites nothing: memory wrote
+    neither (rightly), and Ingest now said only "wrote 1 page(s) … 2 item(s) left in the inbox", run after run, with
+    no word of which pages or why (the report and `memory ingest` name them). Now the line says how many pages were
+    not written, which, and why."""
+    scope = f"private/{ui_pod.person.id}"
+    for text in ("The bins go out on Thursday night.", "Clara loves orchids.", "Tom likes jazz."):
+        qloop.run(ui_pod.in_memory_thread(lambda text=text: ui_pod.memory.add_source(text, scope=scope)))
+    ui_pod.set_role_model("ingest", "fake/fake-1")
+
+    def writer(req):
+        label = {word: next(re.findall(r"\b(S\d+)\b", ln)[0] for ln in req.last_user.splitlines() if word in ln)
+                 for word in ("bins", "orchids")}
+        return Text(json.dumps([
+            {"title": "Bins", "scope": scope, "category": "home", "body": "The bins go out on Thursday night [1].",
+             "citations": {"1": label["bins"]}},
+            {"title": label["orchids"], "scope": scope, "category": "people", "body": "Clara loves orchids [1].",
+             "citations": {"1": label["orchids"]}},
+            {"title": "Tom", "scope": scope, "category": "people", "body": "Tom likes jazz.", "citations": {}}]))
+
+    fake_model.script = writer
+    w = wiki_window(qtbot, ui_pod, shown=True)
+    qloop.run(w.wiki.ingest_panel.ingest())
+    said = w.statusBar().currentMessage()
+    assert "wrote 1 page(s)" in said and "2 item(s) left in the inbox" in said, said
+    assert "2 page(s) the wiki-writer drafted were not written: “S" in said, said
+    assert "”: the wiki-writer titled it with one of memory's ids instead of a name, so it was not written" in said
+    assert "“Tom”: The page “Tom” cites no source" in said, said
