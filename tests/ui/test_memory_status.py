@@ -494,3 +494,4 @@ def test_ingest_now_says_which_drafted_pages_it_did_not_write_and_why(qtbot, qlo
     assert "2 page(s) the wiki-writer drafted were not written: “S" in said, said
     assert "”: the wiki-writer titled it with one of memory's ids instead of a name, so it was not written" in said
     assert "“Tom”: The page “Tom” cites no source" in said, said
+    qloop.wait_until(lambda: not w.wiki._tasks, what="the wiki's reload after the ingest")
