@@ -1747,12 +1747,13 @@ class Memory:
                 left -= self._said(Scope.parse(rows[0][0]), rows[0][1])
         return {s for s in left if not cjk_pair_backed(s, left)}
 
-    def _unwrite_titled(self, sc: Scope, slug: str, page: Page) -> None:
-        """Deletes a page whose title names what only deleted sources said (file, index, titles, proposals); the
-        sources it still cites wait in the inbox again, so the next ingest writes their facts under a title of
-        their own (until then they are found as sources). The sources are back and the page marked to go in one
-        transaction, before its file goes: a kill in between leaves the page for the next run to delete, never the
-        sources' facts on no page and out of the inbox."""
+    def _unwrite(self, sc: Scope, slug: str, page: Page) -> None:
+        """Deletes a page whose title names what only deleted sources said, or that a deletion left with nothing to
+        say (file, index, titles, citations, proposals); the sources it still cites (another person's household
+        note cited beside the deleted one, say) wait in the inbox again, so the next ingest writes their facts
+        anew, under a title of their own (until then they are found as sources). The sources are back and the page
+        marked to go in one transaction, before its file goes: a kill in between leaves the page for the next run to
+        delete, never the sources' facts on no page and out of the inbox."""
         with self.catalog.tx(immediate=True) as db:
             for pid, status in db.execute("SELECT id, status FROM proposals WHERE scope=? AND slug=?",
                                           (str(sc), slug)).fetchall():
@@ -1856,9 +1857,11 @@ class Memory:
         read before its file went), the names the page gives to what only they said go too: a link or heading
         naming it, a category naming it (it becomes "notes"), and the whole page if its title names it (a verified
         page, holding the person's corrections, stays under its category's name instead: ``moved`` is told its old
-        key and its new one). A page left with nothing to say is deleted. Returns, when the page's title went so,
-        the stems it named that only the deleted sources said (links to it from other pages name them too); None
-        when the page went for having nothing left (links to it open nothing now); else nothing."""
+        key and its new one). A page left with nothing to say is deleted, verified or not, and the sources it still
+        cites wait in the inbox again (``_unwrite``): a sentence citing a kept source beside a gone one went. Returns,
+        when the page's title went so, the stems it named that only the deleted sources said (links to it from other
+        pages name them too); None when the page went for having nothing left (links to it open nothing now); else
+        nothing."""
         idx = self.index(sc)
         try:
             page = self.pages.read(sc, slug)
@@ -1889,7 +1892,7 @@ class Memory:
         renamed = ""
         if title_gone:
             if not page.verified:
-                self._unwrite_titled(sc, slug, page)
+                self._unwrite(sc, slug, page)
                 return title_gone
             # A verified page holds the person's own corrections: it stays, under its category for a title. Its
             # copy is written before the page goes (once it is: a kill in between leaves the next run to do that).
@@ -1900,11 +1903,8 @@ class Memory:
                                [(str(sc), slug, sid) for sid in page.citations.values()])
                 db.execute("INSERT OR REPLACE INTO pages_to_delete VALUES (?,?,?)", (str(sc), renamed, slug))
         emptied = not any(holds_something(line) for line in page.body.split("\n"))  # nothing but bare links left
-        if emptied:
-            self.pages.delete(sc, slug)
-            with self.catalog.tx(immediate=True) as db:
-                db.execute("DELETE FROM stale_pages WHERE scope=? AND slug=?", (str(sc), slug))
-            idx.remove([page.key])
+        if emptied:  # a sentence citing a kept source went too (Alice's, beside Bob's): its facts are written anew
+            self._unwrite(sc, slug, page)
         else:
             self.pages.write(page)
             idx.add([_page_doc(page)])
@@ -1938,19 +1938,21 @@ class Memory:
         or sources say those words. Pages deleted for having nothing left to say (``titles``: their slugs, each with
         None): every link to them goes (it would open "No page here yet"), whoever said its words. A link opens a
         page of its own scope, else one of its reader's other scopes (the Wiki's ``open_page``): the pages looked at
-        are those of every scope a reader of ``sc`` may link from (each private and agent scope for a public page;
-        public and the person's own for theirs), a link to a page its own scope still has left alone. Returns the
-        scopes whose pages changed."""
+        are those of every scope a reader of ``sc`` may link from whose links are ``sc``'s person's to change (each
+        private and agent scope for a public page; the person's own for theirs: a household page's [[Dentist]] opens
+        each reader's own Dentist, and Bob's page gone leaves it to open Alice's), a link to a page its own scope
+        still has left alone. Returns the scopes whose pages changed."""
         return {ln for ln, opens_in in self._linking_scopes(sc) if self._unlink_in(ln, titles, opens_in)}
 
     def _linking_scopes(self, sc: Scope) -> list[tuple[Scope, set[Scope]]]:
-        """The scopes whose pages' links may open a page of ``sc``, each with the scopes its links open a page of. A
-        link opens a page of its own scope, else one of its reader's other scopes (the Wiki's ``open_page``): every
-        scope a reader of ``sc`` may link from (each private and agent scope for a public page; public and the
-        person's own for theirs)."""
+        """The scopes whose pages' links may open a page of ``sc`` and are its person's to change, each with the
+        scopes its links open a page of. A link opens a page of its own scope, else one of its reader's other scopes
+        (the Wiki's ``open_page``): every scope a reader of ``sc`` may link from (each private and agent scope for a
+        public page), but a person's change (a page deleted or merged) changes their own scopes' pages only: the
+        household's page links open everyone's pages, they are not one person's to take off or aim."""
         have = self.pages.scopes()
         return [(ln, {sc, ln} | {o for o in have if o.person == ln.person}) for ln in have
-                if ln == sc or "public" in (ln.kind, sc.kind) or ln.person == sc.person]
+                if sc.kind == "public" or ln.person == sc.person]
 
     def relink_merged(self, scope: str, gone: str, kept: Page) -> set[Scope]:
         """The page of file ``gone`` in ``scope`` was merged into ``kept`` (nightly) and deleted: the links other pages
@@ -1962,8 +1964,6 @@ class Memory:
         changed: set[Scope] = set()
         with self._lock:
             for ln, opens_in in self._linking_scopes(sc):
-                if sc.kind != "public" and ln.person != sc.person:
-                    continue  # the household's page links open everyone's pages: it is not one person's to aim
                 if ln != sc and self.pages.path_for(ln, kept.slug).exists():
                     continue  # there a link to the kept title opens a page of that scope's own
                 if any(self.pages.path_for(s, gone).exists() for s in opens_in):

@@ -339,6 +339,57 @@ def test_deleting_a_source_drops_its_claims_from_every_page(mem: Memory) -> None
     assert mem.search("June birthday orchids", scopes=["private/alice"], mode="keyword") == []
 
 
+@pytest.mark.parametrize("verified", [False, True])  # True: Alice had corrected and verified the page
+def test_bobs_delete_leaves_alices_fact_cited_beside_his_to_be_written_again(mem: Memory, verified: bool) -> None:
+    """A household page's one line cited Alice's note and Bob's. Bob deleted his: the line went (which words were
+    his cannot be told), the page was left with nothing to say and deleted, verified or not, and Alice's note,
+    still stored, was on no page and out of the inbox: no ingest ever wrote her fact again (and a citation row
+    still named the deleted page). Now her note waits in the inbox, and the next ingest writes her fact again."""
+    alices = mem.add_source("The bins go out on Tuesday night.", scope="public")
+    bobs = mem.add_source("Recycling goes out every other week.", scope="public")
+    run_ingest(mem, lambda batch: [Page("Bins", "public", "home", "- The bins go out on Tuesday night, recycling "
+                                        "every other week [1][2]", {1: alices, 2: bobs})])
+    if verified:
+        mem.set_verified("public", "Bins")
+    assert mem.inbox() == []
+    mem.delete_source(bobs)
+    assert mem.read_page("public", "bins") is None  # nothing of it is left without Bob's words
+    assert mem.inbox() == [alices]
+    assert mem.catalog.query("SELECT scope, slug FROM citations WHERE source_id=?", (alices,)) == []
+    shown: list[str] = []
+    run_ingest(mem, lambda batch: shown.extend(s.id for s in batch.sources) or [
+        Page("Bins", "public", "home", "- The bins go out on Tuesday night [1]", {1: alices})])
+    assert shown == [alices]  # Bob's words never reach the writer again
+    [page] = mem.list_pages("public")[0]
+    assert page.body == "- The bins go out on Tuesday night [1]" and page.citations == {1: alices}
+    assert mem.inbox() == [] and mem.stale_pages() == []
+
+
+def test_bobs_private_page_gone_leaves_the_household_link_that_opens_alices_page(mem: Memory) -> None:
+    """The household page "Health" links [[Dentist]], which opens each reader's own Dentist page. Bob deleted the
+    only note of his private "Dentist": his page went, and so did the link on the household page (its "See also"
+    line with it), though for Alice it opened her own Dentist: Bob's private deletion changed a page everyone reads
+    and showed them he had such a page. Now the household page keeps its link; Bob's own pages lose theirs."""
+    pub = mem.add_source("The household's GP is Dr Rao at the Elm surgery.", scope="public")
+    alice = mem.add_source("My dentist is Dr Shah; check-up every six months.", scope="private/alice")
+    bob = mem.add_source("My dentist appointment is on 3 March at 9.", scope="private/bob")
+    bobs_too = mem.add_source("I floss every night.", scope="private/bob")
+    w = "agent:wiki-writer"
+    mem.write_page(Page("Health", "public", "health",
+                        "- The household's GP is Dr Rao at the Elm surgery [1]\n\nSee also: [[Dentist]]", {1: pub}),
+                   author=w)
+    mem.write_page(Page("Dentist", "private/alice", "health", "- My dentist is Dr Shah [1]", {1: alice}), author=w)
+    mem.write_page(Page("Dentist", "private/bob", "health", "- Appointment on 3 March at 9 [1]", {1: bob}), author=w)
+    mem.write_page(Page("Habits", "private/bob", "health", "- Flosses every night [1]\n\nSee also: [[Dentist]]",
+                        {1: bobs_too}), author=w)
+    mem.delete_source(bob)
+    assert mem.read_page("private/bob", "dentist") is None  # nothing was left of it
+    assert mem.read_page("public", "health").body == ("- The household's GP is Dr Rao at the Elm surgery [1]\n\n"
+                                                      "See also: [[Dentist]]")
+    assert mem.read_page("private/alice", "dentist") is not None  # which Alice's link opens still
+    assert mem.read_page("private/bob", "habits").body == "- Flosses every night [1]"  # his own link opened nothing
+
+
 def test_a_paragraph_cited_once_at_its_end_goes_with_its_source(mem: Memory) -> None:
     moved = mem.add_source("Clara moved to Leeds in May; her new flat is on Kirkstall Road.", scope="private/alice")
     orchid = mem.add_source("Clara loves orchids.", scope="private/alice")
