@@ -337,6 +337,25 @@ def _withdraw(db: sqlite3.Connection, pid: int, status: str) -> None:
                "diff='' WHERE id=?", ("withdrawn" if status == "open" else status, time.time(), pid))
 
 
+def _requeue(db: sqlite3.Connection, ids: Iterable[str]) -> None:
+    """The sources ``ids`` that are still stored wait in the inbox again: the next ingest writes their facts anew."""
+    for sid in sorted(set(ids)):
+        db.execute("INSERT INTO inbox (source_id, scope, added_at) SELECT id, scope, ? FROM sources WHERE id=? "
+                   "ON CONFLICT (source_id) DO UPDATE SET no_page = 0", (time.time(), sid))
+
+
+def _proposed_alone(db: sqlite3.Connection, pid: int, status: str, text: str) -> set[str]:
+    """The sources an open proposal (``text``) cites that no page cites: withdrawn, it would leave their facts on
+    no page and out of the inbox (the ingest that proposed them took them out)."""
+    if status != "open":
+        return set()
+    try:
+        cited = set(parse_page(text, where=f"proposal #{pid}").citations.values())
+    except PageFormatError:
+        return set()  # a text that no longer parses names no source to write again
+    return {sid for sid in cited if not db.execute("SELECT 1 FROM citations WHERE source_id=?", (sid,)).fetchone()}
+
+
 def _item_doc(item: Item, sid: str) -> Doc:
     """The index document of an item stored as source ``sid``."""
     return Doc(sid, "source", item.subject or _first_line(item.text), item.text, item.ts, item.importance)
@@ -1634,6 +1653,7 @@ class Memory:
                                   "WHERE proposed_text != '' OR base_text != ''").fetchall()
                 for pid, status, *texts in rows:
                     if _cited_in(texts, gone_now, f"proposal #{pid}"):
+                        _requeue(db, _proposed_alone(db, pid, status, texts[1]))  # the other notes it proposed
                         _withdraw(db, pid, status)
             self._delete_files()  # the rows are gone for good: now their files
             for sc, sids in by_scope.items():
@@ -1751,16 +1771,17 @@ class Memory:
         """Deletes a page whose title names what only deleted sources said, or that a deletion left with nothing to
         say (file, index, titles, citations, proposals); the sources it still cites (another person's household
         note cited beside the deleted one, say) wait in the inbox again, so the next ingest writes their facts
-        anew, under a title of their own (until then they are found as sources). The sources are back and the page
-        marked to go in one transaction, before its file goes: a kill in between leaves the page for the next run to
-        delete, never the sources' facts on no page and out of the inbox."""
+        anew, under a title of their own (until then they are found as sources), and so do the notes an open
+        proposal for it alone cites (new facts proposed for the person's verified page: it is withdrawn, there is
+        no page to change). The sources are back and the page marked to go in one transaction, before its file
+        goes: a kill in between leaves the page for the next run to delete, never the sources' facts on no page and
+        out of the inbox."""
         with self.catalog.tx(immediate=True) as db:
-            for pid, status in db.execute("SELECT id, status FROM proposals WHERE scope=? AND slug=?",
-                                          (str(sc), slug)).fetchall():
+            for pid, status, text in db.execute("SELECT id, status, proposed_text FROM proposals WHERE scope=? AND "
+                                                "slug=?", (str(sc), slug)).fetchall():
+                _requeue(db, _proposed_alone(db, pid, status, text))
                 _withdraw(db, pid, status)
-            for sid in sorted(set(page.citations.values())):
-                db.execute("INSERT INTO inbox (source_id, scope, added_at) SELECT id, scope, ? FROM sources WHERE id=? "
-                           "ON CONFLICT (source_id) DO UPDATE SET no_page = 0", (time.time(), sid))
+            _requeue(db, page.citations.values())
             db.execute("INSERT OR REPLACE INTO pages_to_delete VALUES (?,?,'')", (str(sc), slug))
         self.delete_page(str(sc), slug)
 

@@ -365,6 +365,62 @@ def test_bobs_delete_leaves_alices_fact_cited_beside_his_to_be_written_again(mem
     assert mem.inbox() == [] and mem.stale_pages() == []
 
 
+@pytest.mark.parametrize("kept_bobs_line", [True, False])  # the proposal kept the line citing Bob's note, or not
+def test_a_fact_proposed_for_a_verified_page_a_deletion_empties_is_written_again(mem: Memory,
+                                                                                  kept_bobs_line: bool) -> None:
+    """Alice's verified household page "Bins" had one line, citing her note and Bob's; the ingest proposed adding
+    her new note (glass on Fridays) to it. Bob deleted his note: the page went, and the proposal was withdrawn (it
+    cited his note) or stayed open on a page that was no more; either way her glass note, taken out of the inbox
+    by the ingest that proposed it, was on no page and never written again. Now it waits in the inbox with her
+    other note, and the next ingest writes both."""
+    alices = mem.add_source("The bins go out on Tuesday night.", scope="public")
+    bobs = mem.add_source("Recycling goes out every other week.", scope="public")
+    both = "- The bins go out on Tuesday night, recycling every other week [1][2]"
+    run_ingest(mem, lambda batch: [Page("Bins", "public", "home", both, {1: alices, 2: bobs})])
+    mem.set_verified("public", "Bins")
+    glass = mem.add_source("Glass goes to the bottle bank on Fridays.", scope="public")
+    proposed = (Page("Bins", "public", "home", f"{both}\n- Glass on Fridays [3]", {1: alices, 2: bobs, 3: glass})
+                if kept_bobs_line else Page("Bins", "public", "home", "- Out on Tuesday night [1]\n- Glass on "
+                                            "Fridays [2]", {1: alices, 2: glass}))
+    run_ingest(mem, lambda batch: [proposed])
+    assert [p.status for p in mem.proposals()] == ["open"] and mem.inbox() == []
+    mem.delete_source(bobs)
+    assert mem.read_page("public", "bins") is None and mem.proposals() == []
+    assert sorted(mem.inbox()) == sorted([alices, glass])
+    shown: list[str] = []
+    run_ingest(mem, lambda batch: shown.extend(s.id for s in batch.sources) or [
+        Page("Bins", "public", "home", "- Out on Tuesday night [1]\n- Glass on Fridays [2]", {1: alices, 2: glass})])
+    assert sorted(shown) == sorted([alices, glass])
+    assert mem.read_page("public", "bins").citations == {1: alices, 2: glass}
+
+
+def test_a_fact_proposed_beside_a_deleted_note_is_proposed_again(mem: Memory) -> None:
+    """The ingest proposed adding Alice's glass note to her verified page "Bins", in a text that also kept Bob's
+    line. Bob deleted his note: the proposal was withdrawn (it quoted his words) and, as the README says, "the next
+    ingest proposes again from what is left", but her glass note had been taken out of the inbox by the ingest that
+    proposed it: the next ingest was shown the page without it, and her fact was gone for good. Now it waits in the
+    inbox again, and the next ingest proposes it anew."""
+    alices = mem.add_source("The bins go out on Tuesday night.", scope="public")
+    bobs = mem.add_source("Recycling goes out every other week.", scope="public")
+    run_ingest(mem, lambda batch: [Page("Bins", "public", "home", "- Out on Tuesday night [1]\n- Recycling every "
+                                        "other week [2]", {1: alices, 2: bobs})])
+    mem.set_verified("public", "Bins")
+    glass = mem.add_source("Glass goes to the bottle bank on Fridays.", scope="public")
+    run_ingest(mem, lambda batch: [Page("Bins", "public", "home", "- Out on Tuesday night [1]\n- Recycling every "
+                                        "other week [2]\n- Glass on Fridays [3]", {1: alices, 2: bobs, 3: glass})])
+    assert mem.inbox() == []
+    mem.delete_source(bobs)
+    assert mem.read_page("public", "bins").body == "- Out on Tuesday night [1]" and mem.proposals() == []
+    assert mem.inbox() == [glass]  # alice's other note is on the page still: not written twice
+    shown: list[str] = []
+    rep = run_ingest(mem, lambda batch: shown.extend(s.id for s in batch.sources) or [
+        Page("Bins", "public", "home", "- Out on Tuesday night [1]\n- Glass on Fridays [2]", {1: alices, 2: glass})])
+    assert shown == [glass] and [k for k, _ in rep.proposed] == ["page:public/bins"]
+    [prop] = mem.proposals()
+    mem.approve_proposal(prop.id)
+    assert mem.read_page("public", "bins").citations == {1: alices, 2: glass}
+
+
 def test_bobs_private_page_gone_leaves_the_household_link_that_opens_alices_page(mem: Memory) -> None:
     """The household page "Health" links [[Dentist]], which opens each reader's own Dentist page. Bob deleted the
     only note of his private "Dentist": his page went, and so did the link on the household page (its "See also"
