@@ -14,7 +14,7 @@ import html
 import logging
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote, unquote
@@ -52,6 +52,10 @@ from runtime_host.safety.policy import MappingStoreFailed, keep_placeholders, re
 from runtime_host.store import StoreError
 
 log = logging.getLogger("hearth.app")
+
+# Why a person's change to a page (Save, Verified, Approve) was not made: memory's writer lease held longer than a
+# moment by another writer. Each caller says what was not done before it, and when to try again after it.
+WRITERS_BUSY = "another process is writing memory's pages now (an ingest or the nightly pass, in a terminal say)."
 
 # Events after which what the Wiki page shows (pages, Held back, the empty state) may have changed.
 MEMORY_CHANGED = ("memory.produced", "memory.ingested", "memory.quarantined", "memory.remembered", "folders.changed")
@@ -746,6 +750,23 @@ class WikiView(QWidget):
     def _mem(self, fn: Any) -> Any:
         return self.pod.in_memory_thread(fn)
 
+    async def _past_writers(self, job: Callable[[], Awaitable[Any]]) -> Any:
+        """Runs ``job``, a person's change to a page that memory checks and writes under the whole wiki's writer lease
+        (Save, Verified, Approve): while another process holds that lease for a moment's work (one scope's ingest
+        writing its pages), tried again every 50 ms, off memory's thread, for as long as one ingest waits for
+        another's writing; LeaseBusy once it is held longer (a nightly pass, `memory ingest` in a terminal), for the
+        caller to say so (``WRITERS_BUSY``)."""
+        from wiki_engine.pipeline import PEN_WAIT_S, LeaseBusy
+
+        until = time.monotonic() + PEN_WAIT_S
+        while True:
+            try:
+                return await job()
+            except LeaseBusy as busy:
+                if not busy.moment or time.monotonic() >= until:
+                    raise
+            await asyncio.sleep(0.05)
+
     # -- loading
     def refresh(self) -> asyncio.Task[Any]:
         return self._show(self._load())
@@ -1180,15 +1201,21 @@ class WikiView(QWidget):
         read = (shown.body, dict(shown.citations)) if shown is not None else None  # what the person vouches for
 
         from wiki_engine import PageChanged
+        from wiki_engine.pipeline import LeaseBusy
 
         async def go() -> None:
             try:
-                await self._mem(lambda: memory.set_verified(scope, slug, checked, read=read))
+                await self._past_writers(lambda: self._mem(lambda: memory.set_verified(scope, slug, checked, read=read)))
             except PageChanged:  # rewritten since it was shown (a timed ingest, `memory ingest` in a terminal)
                 if self._say(person, "Not verified: this page changed since it was shown (an ingest or another correction wrote it). It "
                                      "is shown again as it reads now: read it, then mark it verified."):
                     self.verified.setChecked(not checked)
                     self._reload(person)
+                return
+            except LeaseBusy:
+                if self._say(person, f"{'Not verified' if checked else 'Still verified'}: {WRITERS_BUSY} Click "
+                                     "Verified again in a minute."):
+                    self.verified.setChecked(not checked)
                 return
             self._say(person, f"Page {'verified: agents now propose changes instead of writing' if checked else 'no longer verified'}.")
             self._reload(person)
@@ -1353,23 +1380,16 @@ class WikiView(QWidget):
                 return None
 
         async def go() -> None:
-            from wiki_engine.pipeline import PEN_WAIT_S, LeaseBusy
+            from wiki_engine.pipeline import LeaseBusy
 
-            until = time.monotonic() + PEN_WAIT_S  # as long as one ingest waits for another's writing
-            while True:
-                try:
-                    done = await self._mem(write)
-                    break
-                except LeaseBusy as busy:  # another process writes memory's pages: a moment's work is waited for
-                    if busy.moment and time.monotonic() < until:
-                        await asyncio.sleep(0.05)  # off memory's thread
-                        continue
-                    refused("Not saved: another process is writing memory's pages now (an ingest or the nightly "
-                            "pass, in a terminal say). Your text is still in the editor: Save again in a minute.")
-                    return
-                except (OSError, ValueError, MappingStoreFailed) as exc:  # the disk, a citation refused, the vault
-                    refused(f"Not saved: {exc} Your text is still in the editor: fix it and Save again, or Cancel.")
-                    return
+            try:
+                done = await self._past_writers(lambda: self._mem(write))
+            except LeaseBusy:
+                refused(f"Not saved: {WRITERS_BUSY} Your text is still in the editor: Save again in a minute.")
+                return
+            except (OSError, ValueError, MappingStoreFailed) as exc:  # the disk, a citation refused, the vault
+                refused(f"Not saved: {exc} Your text is still in the editor: fix it and Save again, or Cancel.")
+                return
             if done is None:
                 refused("Not saved: this page is gone (deleted or rebuilt meanwhile). Copy your text, then open "
                         "the page again from the list.")
@@ -1648,6 +1668,7 @@ class WikiView(QWidget):
         p = item.data(Qt.ItemDataRole.UserRole)
 
         import wiki_engine
+        from wiki_engine.pipeline import LeaseBusy
 
         page = item.data(_NAME) or p.slug  # as the list names it: the page's title
         pod, person = self.pod, self.pod.person.id  # whose proposal: what is said is said to them only
@@ -1663,9 +1684,12 @@ class WikiView(QWidget):
                     return
             try:
                 if approve:
-                    await pod.memory_approve_proposal(p.id)
+                    await self._past_writers(lambda: pod.memory_approve_proposal(p.id))
                 else:
                     await pod.memory_reject_proposal(p.id)
+            except LeaseBusy:  # nothing changed: the proposal stays open and shown beside the page, to approve again
+                self._say(person, f"Not approved: {WRITERS_BUSY} Approve it again in a minute.")
+                return
             except KeyError:  # decided meanwhile from the CLI or another window
                 said = (f"Nothing changed: the proposal for {page} was already approved or rejected elsewhere. The "
                         "list now shows what is still open.")

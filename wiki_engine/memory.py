@@ -2250,8 +2250,7 @@ class Memory:
         """
         if expected is None:
             return self.write_pages([page], author=author, propose=propose, ahead=ahead)[0]
-        with Lease(self.catalog, "ingest", ttl=60.0, moment=True), self._lock:
-            self._check_open()
+        with self._persons_pen():
             try:
                 now = self.read_page(page.scope, page.slug)
             except PageFormatError as exc:
@@ -2263,6 +2262,17 @@ class Memory:
                 raise PageChanged(f"The page “{now.title}” changed since it was read (an ingest or another correction wrote it): it was "
                                   "not written.")
             return self.write_pages([page], author=author, propose=propose, ahead=ahead)[0]
+
+    @contextlib.contextmanager
+    def _persons_pen(self) -> Iterator[None]:
+        """For a person's change to a page that is checked against the page as it reads now (a correction, Verified,
+        an approval): the whole wiki's writer lease, which every process's ingest and nightly pass hold while they
+        write pages (``pipeline.wiki_pen``), taken for a moment, and memory's lock, so no other process writes the
+        page between the check and the write. LeaseBusy (never waited for: ``moment`` says to try again shortly)
+        while another writer holds the lease."""
+        with Lease(self.catalog, "ingest", ttl=60.0, moment=True), self._lock:
+            self._check_open()
+            yield
 
     def write_pages(self, pages: Sequence[Page], *, author: str, propose: bool = False,
                     ahead: Ahead | None = None) -> list[PageWrite]:
@@ -2459,9 +2469,11 @@ class Memory:
                      read: tuple[str, dict[int, str]] | None = None) -> Page:
         """A person marks a page verified (or not); agents then can only propose changes to it. With ``read`` (the
         body and citations the person was shown), a page that says something else now (an ingest rewrote it since)
-        is not verified: PageChanged, and they read it again first."""
-        with self._lock:
-            self._check_open()
+        is not verified: PageChanged, and they read it again first. The page is read and written back under the
+        whole wiki's writer lease, as a correction is (``write_page`` with ``expected``): another process's Save or
+        ingest never lands between the two, to be overwritten with the text read; LeaseBusy while another writer
+        holds it."""
+        with self._persons_pen():
             page = self.read_page(scope, title_or_slug)
             if page is None:
                 raise KeyError(f"No page {title_or_slug!r} in {scope}.")
@@ -2517,29 +2529,35 @@ class Memory:
         return done
 
     def approve_proposal(self, proposal_id: int) -> Page:
-        """The person accepts an agent's change to a verified page; the page stays verified."""
-        rows = self.catalog.query("SELECT * FROM proposals WHERE id=?", (proposal_id,))
-        if not rows or rows[0]["status"] != "open":
-            raise KeyError(f"No open proposal #{proposal_id}.")
-        r = rows[0]
-        sc = Scope.parse(r["scope"])
-        current = self.pages.read_text(sc, r["slug"]) or ""
-        if current != r["base_text"] and self._settle_applied(proposal_id):
-            return parse_page(r["proposed_text"], where=f"proposal #{proposal_id}")  # already on the page
-        if current != r["base_text"]:
-            raise ValueError(
-                f"The page {r['slug']!r} changed after proposal #{proposal_id} was made: review the page, then reject "
-                "this proposal and let the next ingest propose again."
-            )
-        page = parse_page(r["proposed_text"], where=f"proposal #{proposal_id}")
-        self.check_citations(page)
-        # updated the day she approved it (the model is told a page's day to tell the newer of two facts), not the
-        # day the proposal was made
-        page = replace(page, verified=True, updated=iso_utc(time.time()))
-        self._store_page(page)
-        with self.catalog.tx() as db:
-            db.execute("UPDATE proposals SET status='approved', decided_at=? WHERE id=?", (time.time(), proposal_id))
-        return page
+        """The person accepts an agent's change to a verified page; the page stays verified. Only onto the page the
+        proposal was made from: checked and written under the whole wiki's writer lease, as a correction is
+        (``write_page`` with ``expected``), so another process's Save or ingest never lands between the check and the
+        write, to be overwritten with the proposal. PageChanged if the page says anything else now, KeyError if the
+        proposal is not open, LeaseBusy while another writer holds the lease."""
+        with self._persons_pen():
+            rows = self.catalog.query("SELECT * FROM proposals WHERE id=?", (proposal_id,))
+            if not rows or rows[0]["status"] != "open":
+                raise KeyError(f"No open proposal #{proposal_id}.")
+            r = rows[0]
+            sc = Scope.parse(r["scope"])
+            current = self.pages.read_text(sc, r["slug"]) or ""
+            if current != r["base_text"] and self._settle_applied(proposal_id):
+                return parse_page(r["proposed_text"], where=f"proposal #{proposal_id}")  # already on the page
+            if current != r["base_text"]:
+                raise PageChanged(
+                    f"The page {r['slug']!r} changed after proposal #{proposal_id} was made: review the page, then "
+                    "reject this proposal and let the next ingest propose again."
+                )
+            page = parse_page(r["proposed_text"], where=f"proposal #{proposal_id}")
+            self.check_citations(page)
+            # updated the day she approved it (the model is told a page's day to tell the newer of two facts), not
+            # the day the proposal was made
+            page = replace(page, verified=True, updated=iso_utc(time.time()))
+            self._store_page(page)
+            with self.catalog.tx() as db:
+                db.execute("UPDATE proposals SET status='approved', decided_at=? WHERE id=?",
+                           (time.time(), proposal_id))
+            return page
 
     def reject_proposal(self, proposal_id: int) -> None:
         if self._settle_applied(proposal_id):

@@ -130,3 +130,54 @@ def test_a_save_while_a_whole_run_writes_memory_says_so_and_keeps_her_text(qtbot
     assert not moment.held
     assert any(SAVED in s for s in said) and not any("another process" in s for s in said), said
     assert "13 June" in ui_pod.memory.read_page(scope, "family").body
+
+
+def test_verified_and_approve_while_a_whole_run_writes_memory_say_so_and_change_nothing(qtbot, qloop, ui_pod) -> None:
+    """A Verified click and an Approve read the page and write it back whole: beside another process's writer (a
+    nightly pass in a terminal, another Hearth's Save) they wrote back what they read over what it wrote. They now
+    check and write under the writer lease, as Save does: held for a whole run, the window says the page was not
+    changed, puts the box back, and leaves the proposal open; held a moment, it is waited for and the change made."""
+    from PySide6.QtCore import QTimer
+
+    from wiki_engine import Page
+    from wiki_engine.lease import Lease
+
+    scope, sid = seed(qloop, ui_pod)
+    w = wiki_window(qtbot, ui_pod, shown=True)
+    qloop.run(w.wiki.open_page(scope, "Family"))
+    said: list[str] = []
+    w.statusBar().messageChanged.connect(said.append)
+
+    def settled() -> None:
+        qloop.wait_until(lambda: not w.wiki._tasks, what="the wiki to settle")
+
+    with Lease(ui_pod.memory.catalog, "ingest", ttl=60.0):
+        w.wiki.verified.click()
+        settled()
+    assert any(s.startswith("Not verified: another process is writing memory's pages now") for s in said), said
+    assert not w.wiki.verified.isChecked() and not ui_pod.memory.read_page(scope, "family").verified
+    moment = Lease(ui_pod.memory.catalog, "ingest", ttl=60.0, moment=True)
+    moment.acquire()
+    QTimer.singleShot(300, moment.release)  # its pages written, the other writer lets go
+    said.clear()
+    w.wiki.verified.click()
+    settled()
+    assert not moment.held and ui_pod.memory.read_page(scope, "family").verified
+    assert any(s.startswith("Page verified") for s in said) and not any("another process" in s for s in said), said
+
+    qloop.run(ui_pod.in_memory_thread(lambda: ui_pod.memory.write_page(
+        Page(title="Family", scope=scope, category="family", body="- Clara's birthday is on 4 June [1]",
+             citations={1: sid}), author="agent:wiki-writer")))
+    qloop.run(w.wiki.refresh())
+    w.wiki.proposals.setCurrentRow(0)
+    qloop.wait_until(lambda: "4 June" in w.wiki.diff_new.toPlainText(), what="the two sides")
+    said.clear()
+    with Lease(ui_pod.memory.catalog, "ingest", ttl=60.0):
+        w.wiki.approve.click()
+        settled()
+    assert any(s.startswith("Not approved: another process is writing memory's pages now") for s in said), said
+    assert "3 June" in ui_pod.memory.read_page(scope, "family").body
+    assert w.wiki.proposals.count() == 1 and "4 June" in w.wiki.diff_new.toPlainText()  # still open, still shown
+    w.wiki.approve.click()  # again, the other writer gone
+    qloop.wait_until(lambda: w.wiki.proposals.count() == 0, what="the proposal to go")
+    assert "4 June" in ui_pod.memory.read_page(scope, "family").body
