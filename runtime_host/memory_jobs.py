@@ -341,6 +341,19 @@ def household_by(kind: str, owner: str, agent: str, names: dict[str, str], key: 
     return said_by(kind, "", "", owner, agent, named, key)
 
 
+def said_to(person: str, scope: str, kind: str, author: str = "", subject: str = "", owner: str = "",
+            agent: str = "", names: dict[str, str] | None = None, key: str = "") -> str:
+    """What a source is and who said it, for ``person`` to read (the Wiki's search results, Ask memory's list under
+    an answer, and its model's excerpts): ``said_by``'s words, in the names people use (``names``), except that a
+    household fact another person's agent remembered says whose agent that was, as agents are told it
+    (``household_by``: "remembered by Alice's agent Helper"): "said by the agent Helper" read as the person's own
+    agent, and Bob's may be called Helper too."""
+    names = names or {}
+    if kind == "remember" and scope == "public" and owner != person:
+        return household_by(kind, owner, agent, names, key)
+    return said_by(kind, author, subject, owner, agent, lambda t: names.get(t, t), key)
+
+
 def _page_by(memory: Any, scope: str, slug: str, names: dict[str, str]) -> str:
     """Who a household page is written from: the people (and agents) whose sources it cites, named."""
     rows = memory.catalog.query("SELECT DISTINCT s.owner FROM citations c JOIN sources s ON s.id = c.source_id "
@@ -1924,8 +1937,8 @@ async def _ask_memory(pod: Any, person_id: str, question: str) -> MemoryAnswer:
         key, subject = head.get("key", ""), head.get("subject", "")
 
         def said(subject: str, author: str = head.get("author", "")) -> str:
-            return said_by(source.kind, author, subject, head.get("owner", ""), head.get("agent", ""),
-                           lambda t: names.get(t, t), key)
+            return said_to(person_id, str(source.scope), source.kind, author, subject, head.get("owner", ""),
+                           head.get("agent", ""), names, key)
 
         # listed under the answer by its title, so there without its subject (a file's name too)
         sender = mail.sender(person_id, key) if source.kind == "mail" else ""

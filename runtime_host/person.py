@@ -339,12 +339,13 @@ class PersonPod:
 
     async def memory_said(self, hits: list[Any]) -> dict[str, str]:
         """Source id -> what each source among ``hits`` is and who said it, as Ask memory's model is told it
-        (``said_by``: "chat, said by Alice", "chat, said by the agent Helper", "mail from Ana <ana@example.org>,
-        subject “The flat”", the address as the person's Mail shows it, "document “boiler.txt” from Alice's watched
-        folder, its writer unknown"): the hits of one conversation, or a newsletter's mails, share one title, and the
+        (``said_to``: "chat, said by Alice", "chat, said by the agent Helper", "remembered by Alice's agent Helper"
+        for a household fact another person's agent remembered, "mail from Ana <ana@example.org>, subject “The
+        flat”", the address as the person's Mail shows it, "document “boiler.txt” from Alice's watched folder, its
+        writer unknown"): the hits of one conversation, or a newsletter's mails, share one title, and the
         Wiki page's results and Ask memory's Sources tell them apart by their words, who said them and when. A
         source of another person's, or one deleted since the search, is not said."""
-        from runtime_host.memory_jobs import person_names, said_by
+        from runtime_host.memory_jobs import person_names, said_to
         from wiki_engine import SourceUnreadable
         from wiki_engine.render import parse_source
 
@@ -364,8 +365,8 @@ class PersonPod:
                 head, _ = parse_source(source.markdown)
                 key = head.get("key", "")
                 sender = pod.mail.sender(self.person_id, key) if source.kind == "mail" else ""
-                out[h.id] = said_by(source.kind, sender or head.get("author", ""), head.get("subject", ""),
-                                    head.get("owner", ""), head.get("agent", ""), lambda t: names.get(t, t), key)
+                out[h.id] = said_to(self.person_id, str(source.scope), source.kind, sender or head.get("author", ""),
+                                    head.get("subject", ""), head.get("owner", ""), head.get("agent", ""), names, key)
             return out
 
         return await pod.in_memory_thread(said)

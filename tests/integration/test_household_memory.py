@@ -485,3 +485,44 @@ async def test_bob_cannot_delete_alices_household_note_reached_from_his_ask_memo
     assert bob.source_not_deletable("public", pod.person.id) and not pod.source_not_deletable("public", pod.person.id)
     await pod.memory_delete_source(sid)  # hers to delete
     assert not any(h.id == sid for h in await bob.memory_search("boiler Heatwise engineer Priya", mode="keyword"))
+
+
+BOILER = "The household's boiler is serviced by Heatwise every May; the engineer is Priya."
+
+
+async def _alices_helper_remembers_the_boiler_and_bob_has_a_helper_too(pod, fake_model):
+    """Alice's agent Helper remembers a household fact; Bob, whose own agent is called Helper too, is unlocked."""
+    pod.rename("Alice")
+    pod.edit_agent("helper", toolkits=["memory"])
+    fake_model.script = Script([ToolCalls([("remember", {"fact": BOILER, "scope": "public"})]), Text("Noted.")])
+    assert (await asyncio.wait_for(pod.chat("helper", "Remember who services the boiler"), 60)).ok
+    _, bob = bob_with_his_own_provider(pod)
+    bob.add_agent("helper", provider="fake", toolkits=["memory"])
+    return bob
+
+
+async def test_bobs_wiki_says_a_household_fact_was_remembered_by_alices_agent_not_the_agent_helper(
+        pod, fake_model, secure_keyring) -> None:
+    """The Wiki's search results say who said each note. A household fact Alice's agent Helper remembered was listed
+    to Bob as "said by the agent helper": his own agent is called Helper too, and nothing said it was Alice's. It
+    now says "remembered by Alice's agent helper", as the agents are told it; to Alice, her own agent's note is
+    "said by the agent helper" still."""
+    bob = await _alices_helper_remembers_the_boiler_and_bob_has_a_helper_too(pod, fake_model)
+    hits = [h for h in await bob.memory_search("boiler Heatwise", mode="keyword") if h.kind == "source"]
+    assert list((await bob.memory_said(hits)).values()) == ["remembered by Alice's agent helper"]
+    hers = [h for h in await pod.memory_search("boiler Heatwise", mode="keyword") if h.kind == "source"]
+    assert list((await pod.memory_said(hers)).values()) == ["said by the agent helper"]
+
+
+async def test_bobs_ask_memory_lists_a_household_fact_as_remembered_by_alices_agent(
+        pod, fake_model, secure_keyring) -> None:
+    """Ask memory's list under the answer (and its model's excerpt label) named Alice's agent's household fact to
+    Bob as "said by the agent helper", the name of his own agent. Both now name whose agent it was."""
+    bob = await _alices_helper_remembers_the_boiler_and_bob_has_a_helper_too(pod, fake_model)
+    bob.set_role_model("ask_memory", "fake/fake-1")
+    fake_model.script = Script([Text("Heatwise services the boiler every May [1].")])
+    answer = await asyncio.wait_for(bob.ask_memory("Who services the boiler?"), 60)
+    assert answer.ok and answer.citations, answer
+    assert answer.cited_as.get(1) == "remembered by Alice's agent helper", answer.cited_as
+    prompt = fake_model.requests[-1].last_user
+    assert "[1] (remembered by Alice's agent helper" in prompt and "said by the agent helper" not in prompt, prompt
