@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QTextBrowser, QTreeWidget, QTreeWidgetItem
 
 from app.confirm import confirm
 from app.markdown import STYLE, escape, plain_tooltip, render_with_code
+from runtime_host.store import HEARTH_ORIGINS
 
 ROLE_LABEL = {"user": "You", "assistant": "Agent", "error": "Hearth"}
 
@@ -108,9 +109,10 @@ class ChatView(QTextBrowser):
         if isinstance(m, dict):
             return {"id": m.get("id"), "role": m["role"], "text": m.get("text", m.get("content", "")),
                     "turn_id": m.get("turn_id"), "steps": m.get("steps") or [], "marker": m.get("marker"),
-                    "expanded": bool(m.get("expanded"))}
+                    "expanded": bool(m.get("expanded")), "origin": m.get("origin") or "chat"}
         role, text = m
-        return {"id": None, "role": role, "text": text, "turn_id": None, "steps": [], "marker": None, "expanded": False}
+        return {"id": None, "role": role, "text": text, "turn_id": None, "steps": [], "marker": None, "expanded": False,
+                "origin": "chat"}
 
     def clear_messages(self) -> None:
         self.set_messages([])
@@ -171,7 +173,8 @@ class ChatView(QTextBrowser):
 
     def _html(self, e: dict[str, Any], key: str, *, live: bool = False) -> str:
         role = e["role"]
-        label = self.agent_name if role == "assistant" else ROLE_LABEL.get(role, role)
+        hearths = role == "user" and e.get("origin") in HEARTH_ORIGINS  # a run's prompt: Hearth's words, not yours
+        label = self.agent_name if role == "assistant" else "Hearth" if hearths else ROLE_LABEL.get(role, role)
         anchor = f'<a name="m-{e["id"]}"></a>' if e.get("id") else ""
         acts = []
         if not live and role in ("user", "assistant"):
@@ -179,7 +182,7 @@ class ChatView(QTextBrowser):
             if e.get("id"):
                 if role == "assistant":
                     acts.append(f'<a href="hearth-act:regenerate:{e["id"]}">Regenerate</a>')
-                else:
+                elif not hearths:  # only your own message is edited; a run is run again with Regenerate
                     acts.append(f'<a href="hearth-act:edit:{e["id"]}">Edit</a>')
                 acts.append(f'<a href="hearth-act:branch:{e["id"]}">Branch from here</a>')
         actions = f' &nbsp; <span class="actions">{" · ".join(acts)}</span>' if acts else ""

@@ -11,9 +11,19 @@ from typing import Any
 
 from sqlalchemy import text
 
-from runtime_host.store import BRANCH_MARK, TITLE_GIVEN, TITLE_MADE_BRANCH, Conversation, Message, StoreError
+from runtime_host.store import (
+    BRANCH_MARK,
+    HEARTH_ORIGINS,
+    TITLE_GIVEN,
+    TITLE_MADE_BRANCH,
+    Conversation,
+    Message,
+    StoreError,
+)
 
 ACTIVE = ("pending", "running")
+RUN_OF = {"schedule": "a scheduled run", "mail": "a mail rule's run (it holds the mail)", "handoff": "a hand-off",
+          "background": "a background run"}  # the runs Hearth starts (HEARTH_ORIGINS), as a person reads them
 
 
 def _instances(me: Any) -> dict[str, str]:
@@ -62,12 +72,26 @@ def last_chat(me: Any, agent: str) -> str | None:
     return next((c["id"] for c in list_for(me, agent) if c["origin"] in ("chat", "telegram")), None)
 
 
+def origins(me: Any, conversation_id: str) -> dict[str, str]:
+    """Who started the turn that said each message of the conversation: "chat" or "telegram" (the person), or one
+    of HEARTH_ORIGINS (a run Hearth started: its prompt is Hearth's words, a mail rule's holding a stranger's mail).
+    A branch's copy has no turn: the message it copies tells. A message neither tells of is left out."""
+    with me.store.engine.connect() as c:
+        rows = c.execute(text(
+            "SELECT m.id, t.origin FROM message m LEFT JOIN message o ON o.id = m.copied_from"
+            " JOIN turn t ON t.id = COALESCE(o.turn_id, m.turn_id) WHERE m.conversation_id = :c"),
+            {"c": conversation_id}).all()
+    return {r[0]: r[1] for r in rows}
+
+
 def read(me: Any, conversation_id: str) -> dict[str, Any]:
-    """Messages in order, each with its turn; turns with their status, note and step tree."""
+    """Messages in order, each with its turn and who started that turn (`origins`); turns with their status, note
+    and step tree."""
     conv, agent = own(me, conversation_id)
     turns = me.turns(conversation_id)
-    msgs = [{"id": m.id, "role": m.role, "content": m.content, "turn_id": m.turn_id, "created_at": m.created_at}
-            for m in me.store.list_messages(conversation_id)]
+    said_by = origins(me, conversation_id)
+    msgs = [{"id": m.id, "role": m.role, "content": m.content, "turn_id": m.turn_id, "created_at": m.created_at,
+             "origin": said_by.get(m.id, "chat")} for m in me.store.list_messages(conversation_id)]
     return {"id": conv.id, "title": conv.title or "New conversation", "agent": agent, "created_at": conv.created_at,
             "updated_at": conv.updated_at, "messages": msgs, "turns": turns}
 
@@ -167,7 +191,8 @@ def to_markdown(data: dict[str, Any]) -> str:
             steps(n.get("children") or [], depth + 1)
 
     for m in data["messages"]:
-        who = "You" if m["role"] == "user" else data["agent"] if m["role"] == "assistant" else m["role"]
+        who = (("Hearth" if m.get("origin") in HEARTH_ORIGINS else "You") if m["role"] == "user"
+               else data["agent"] if m["role"] == "assistant" else m["role"])
         t = turns.get(m["turn_id"] or "")
         if m["role"] == "assistant" and t and t["id"] not in shown and t["steps"]:
             shown.add(t["id"])
@@ -248,10 +273,21 @@ def branch(me: Any, conversation_id: str, message_id: str, *, include: bool = Tr
     return new.id
 
 
+MARKS = ("schedule_runs", "tasks")  # what names a run by its turn: a schedule's ledger row, a hand-off's task
+
+
+def _marks(c: Any, turn_id: str) -> list[tuple[str, str]]:
+    """The rows (table, id) that name this turn as their run's."""
+    return [(table, r[0]) for table in MARKS
+            for r in c.execute(text(f"SELECT id FROM {table} WHERE turn_id = :t"), {"t": turn_id})]
+
+
 async def answer_again(me: Any, conversation_id: str, message_id: str, new_text: str | None = None) -> Any:
     """Regenerate (an answer, or the person's message it answered) or edit and resend (a person's message
     with `new_text`). The last exchange is replaced in place; an earlier one continues in a branch, so
-    nothing later is lost. Returns the started run."""
+    nothing later is lost. Returns the started run. A run Hearth started (a schedule's, a mail rule's, a
+    hand-off's) stays that run when regenerated: the same origin, its ledger row or task pointing to the new
+    turn, so its prompt never becomes the person's words; its prompt, not the person's, cannot be edited."""
     conv, agent = own(me, conversation_id)
     if _live(me, conversation_id):
         raise StoreError("An answer is being written in this conversation: stop it first.")
@@ -264,6 +300,11 @@ async def answer_again(me: Any, conversation_id: str, message_id: str, new_text:
     if idx < 0:
         raise StoreError("There is no message of yours before this answer to send again.")
     prompt = msgs[idx]
+    origin = origins(me, conversation_id).get(prompt.id, "chat")
+    if new_text is not None and origin in HEARTH_ORIGINS:
+        raise StoreError(f"This message is Hearth's prompt for {RUN_OF.get(origin, 'a run Hearth started')}, not "
+                         "yours, so it cannot be edited: Regenerate its answer to run it again, or Branch from here "
+                         "and write your own message.")
     text_out = (new_text if new_text is not None else prompt.content).strip()
     if not text_out:
         raise StoreError("The message is empty.")
@@ -275,6 +316,7 @@ async def answer_again(me: Any, conversation_id: str, message_id: str, new_text:
     if problem is not None:  # refused before the exchange it replaces is deleted
         raise MessageTooLarge(problem)
     later = [m for m in msgs[idx + 1:] if m.role == "user" and m.turn_id != prompt.turn_id]
+    marks: list[tuple[str, str]] = []  # of the turn redone in place: they follow the turn that redoes it
     if later:  # not the last exchange: keep it all, continue in a branch
         target = branch(me, conversation_id, prompt.id, include=False)
     else:
@@ -285,10 +327,15 @@ async def answer_again(me: Any, conversation_id: str, message_id: str, new_text:
         me.store.check_mappings(me.person_id, set().union(*map(mapping_ids, said)))
         with me.store.engine.begin() as c:
             if prompt.turn_id:
+                marks = _marks(c, prompt.turn_id)
                 _delete_turns(c, [prompt.turn_id])
             for m in msgs[idx:]:
                 c.execute(text("DELETE FROM message WHERE id = :m"), {"m": m.id})
         me.store.title_again(conversation_id)  # its first message edited: a title made from it goes with it
         me.store.purge()  # an edited message's earlier text (a pasted password, say) leaves the files too
         await me.pod.memory_host.forget_messages(me.person_id, [m.id for m in msgs[idx:]], conversation_id, said)  # and memory
-    return await me.start_turn(agent, text_out, conversation_id=target)
+    run = await me.start_turn(agent, text_out, conversation_id=target, origin=origin)
+    with me.store.engine.begin() as c:
+        for table, row in marks:
+            c.execute(text(f"UPDATE {table} SET turn_id = :t WHERE id = :r"), {"t": run.turn_id, "r": row})
+    return run

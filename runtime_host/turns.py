@@ -322,6 +322,8 @@ class Turns:
             result = {"ok": False, "error": "this worker has no such turn"}
         elif method not in self.tools:
             result = {"ok": False, "error": f"the Pod has no tool {method!r}"}
+        elif (refused := self._refused_now(person_id, instance_id, method, handle.active_turn)) is not None:
+            result = {"ok": False, "error": refused}
         else:
             try:
                 output = await self.tools[method](person_id, instance_id, args)
@@ -337,6 +339,28 @@ class Turns:
                 result = {"ok": False, "error": f"{method} failed inside Hearth: {type(exc).__name__}: {exc}"}
         with contextlib.suppress(ConnectionError):
             handle.send({"type": "pod.result", "seq": msg.get("seq"), "result": result})
+
+    def _refused_now(self, person_id: str, instance_id: str, method: str, turn_id: str | None) -> str | None:
+        """Why a Pod tool may not run for this agent now, or None. Its worker was bound with the allowlist as it
+        stood when the turn began; a toolkit a person took away since (Edit agent, mid-run) stops at once, so the
+        agent's allowlist is read again for every call. The MCP host checks its own tools (`mcp.call`); a Pod tool
+        of no toolkit is refused (fail closed)."""
+        from runtime_host.tools import TOOLKITS
+
+        if method == "mcp":
+            return None
+        found = self.pod.store.get_instance(instance_id)
+        if found is None:
+            return f"{method} was not carried out: this agent no longer exists."
+        toolkit = next((tk for tk, tools in TOOLKITS.items() if method in tools), "")
+        if not toolkit:
+            return f"{method} was not carried out: it is in no toolkit a person can allow an agent."
+        decision = self.pod.allowlist(*found).check(toolkit, method)
+        if decision:
+            return None
+        self.pod.audit(person_id=person_id, agent=found[0].name, kind="guard", phase="tool", action="denied",
+                       rule=decision.rule, summary=f"{method}: {decision.reason}", detail={"tool": method, "turn": turn_id})
+        return f"{method} was not carried out: {decision.reason}"
 
     async def _on_turn_event(self, handle: WorkerHandle, run: Run, ev: dict[str, Any]) -> None:
         pod = self.pod

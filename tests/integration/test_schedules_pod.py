@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tests.helpers.fake_model import Text
+from tests.helpers.fake_model import Text, ToolCalls
 from tests.integration.test_cli import cli, setup_agent
 
 
@@ -483,3 +483,57 @@ async def test_the_nightly_pass_runs_at_night_on_this_machines_clock(pod, monkey
         monkeypatch.delenv("TZ")
         time.tzset()
         schedule.local_zone.cache_clear()
+
+
+async def test_memory_taken_from_alices_agent_mid_run_stops_its_remember_at_once_and_not_bobs(pod, fake_model) -> None:
+    """Alice sees her agent's 07:00 run (reading her inbox) start; she opens Edit agent and takes the Memory toolkit
+    away while it waits on the model. Its worker was bound with Memory allowed, and the Pod used to carry out the
+    run's next `remember` (it checked only that it had such a tool), so the fact landed in her memory after she said
+    the agent may not write there. Now the model is told no, she finds the refusal in Activity, and Bob's agent,
+    whose Memory no one took away, remembers in the same minute."""
+    import asyncio
+    import threading
+
+    from sqlalchemy import text
+
+    from tests.integration.test_memory_pod import bob_with_his_own_provider
+
+    bob, as_bob = bob_with_his_own_provider(pod)
+    as_bob.add_agent("bobs", provider="fake", system="You help Bob.", toolkits=["memory", "clock"])
+    pod.edit_agent("helper", toolkits=["memory", "clock"])
+    asked, go = threading.Event(), threading.Event()
+    told: dict[str, str] = {}
+
+    def model(req):
+        who = "bob" if "Bob's inbox" in req.last_user else "alice"
+        if not req.tool_results:
+            if who == "alice":
+                asked.set()
+                go.wait(30)  # her model thinks; meanwhile she takes Memory away
+            return ToolCalls([("remember", {"fact": f"The {who} landlord's company is Mallory Ltd.", "scope": "person"})])
+        told[who] = req.tool_results[-1]
+        return Text("Done.")
+
+    fake_model.script = model
+    pod.add_schedule("helper", "0 7 * * *", "Check my inbox and keep what matters", tz="UTC", name="Inbox")
+    as_bob.add_schedule("bobs", "0 7 * * *", "Check Bob's inbox and keep what matters", tz="UTC", name="Inbox")
+    with pod.store.engine.begin() as c:
+        c.execute(text("UPDATE schedules SET last_checked = :t, created_at = :t WHERE person_id != 'pod'"),
+                  {"t": datetime(2030, 1, 1, 6, 0, tzinfo=UTC).timestamp()})
+    await pod.tick(datetime(2030, 1, 1, 7, 0, 20, tzinfo=UTC))
+    assert await asyncio.to_thread(asked.wait, 30)
+    assert "memory" not in pod.edit_agent("helper", toolkits=["clock"])["toolkits"]
+    go.set()
+    for run in list(pod.turn_driver.active.values()):
+        await asyncio.wait_for(run.future, 30)
+
+    def stored(person_id: str) -> int:
+        return pod.memory.count_sources(f"private/{person_id}")
+
+    assert await pod.in_memory_thread(lambda: stored(pod.person_id)) == 0, told
+    assert "remember was not carried out" in told["alice"] and "'memory' is not enabled" in told["alice"], told
+    denied = [a for a in pod.audit_log(kind="guard") if a["action"] == "denied"]
+    assert [a["summary"].split(":")[0] for a in denied] == ["remember"] and denied[0]["agent"] == "helper"
+    assert await pod.in_memory_thread(lambda: stored(bob["id"])) == 1, told  # Bob's agent still may
+    assert "remembered" in told["bob"]
+    assert not [a for a in as_bob.audit_log(kind="guard") if a["action"] == "denied"]

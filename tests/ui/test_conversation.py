@@ -315,6 +315,34 @@ def test_scheduled_runs_are_grouped_and_opening_an_agent_opens_the_last_chat(qtb
     assert "Morning briefing" in w.chat.toPlainText()
 
 
+def test_a_scheduled_run_is_regenerated_as_that_run_and_its_prompt_is_hearths_not_yours(qtbot, qloop, ui_pod,
+                                                                                        script) -> None:
+    """README: an answer has Regenerate, your message Edit; runs of a schedule are grouped apart from your chats.
+    A scheduled run's prompt used to show as "You" with Edit, and Regenerate on its answer turned the run into a
+    chat: it left "Runs of “Morning briefing”" and became the chat the agent opens with."""
+    script([Text("hello there"), Text("briefing v1"), Text("briefing v2")], repeat_last=True)
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    send(qtbot, w, "my own chat")
+    qloop.wait_until(lambda: answered(w), what="the chat answer")
+    ui_pod.add_schedule("helper", "0 8 * * *", "Morning briefing", name="Morning briefing")
+    qloop.run(ui_pod.tick(datetime(2030, 1, 2, 8, 0, 30, tzinfo=UTC)))
+    qloop.wait_until(lambda: [t["status"] for t in ui_pod.runs()] == ["done"], what="the scheduled run")
+    [row] = [r for r in ui_pod.schedule_ledger() if r["outcome"] == "ran"]
+    w.open_conversation("helper", row["conversation_id"])
+    prompt, answer = ui_pod.conversation(row["conversation_id"])["messages"]
+    html = w.chat.document().toHtml()
+    assert f"hearth-act:edit:{prompt['id']}" not in html and f"hearth-act:branch:{prompt['id']}" in html
+    assert w.chat.toPlainText().startswith("Hearth")  # the prompt is Hearth's words, not "You"
+    click(w, f"hearth-act:regenerate:{answer['id']}")
+    qloop.wait_until(lambda: "briefing v2" in w.chat.toPlainText() and answered(w), what="the regenerated run")
+    assert w.conversation_id == row["conversation_id"] and "briefing v1" not in w.chat.toPlainText()
+    w.refresh_agents()
+    w.select_agent("helper")  # opening the agent opens the last chat, not the run
+    assert "my own chat" in w.chat.toPlainText() and "briefing v2" not in w.chat.toPlainText()
+    assert sorted(w.conversations.rows()) == ["Runs of “Morning briefing” (1 run)", "my own chat"]
+
+
 def test_a_new_agent_opens_ready_to_chat_and_answers_the_first_message(qtbot, qloop, ui_pod, script) -> None:
     from app.dialogs import AddAgentDialog
 
