@@ -166,8 +166,8 @@ class SchedulesView(QWidget):
         self.ledger.setRowCount(len(self.ledger_rows))
         for i, r in enumerate(self.ledger_rows):
             note = r.get("error") or ("double-click to open its conversation" if r.get("conversation_id") else "")
-            for j, v in enumerate((local_time(r["due_at"]), r["agent"] or "", r.get("name") or r["prompt"][:60],
-                                   r["outcome"], note)):
+            what = (r.get("name") or r["prompt"][:60]) + (" (deleted)" if r.get("deleted") else "")
+            for j, v in enumerate((local_time(r["due_at"]), r["agent"] or "", what, r["outcome"], note)):
                 self.ledger.setItem(i, j, _cell(str(v)))
         self._on_cron()
 

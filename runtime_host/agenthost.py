@@ -526,9 +526,7 @@ class AgentHost:
         await self.stop_agent(person_id, name)
         self.pod.supervisor.handles.pop((inst.person_id, inst.id), None)
         self._remove_folder(inst.person_id, inst.id, name)  # first: a failure leaves everything else
-        for row in schedule.list_schedules(self.pod.store.engine, inst.person_id):
-            if row.instance_id == inst.id:
-                schedule.delete_schedule(self.pod.store.engine, row.id)
+        schedule.forget_schedules(self.pod.store.engine, inst.person_id, inst.id)  # and their runs: its chats go too
         # its conversations' message ids, read before they go: why the extraction model skipped one (which may
         # quote it) goes with them
         keys = [m.id for c in self.pod.store.list_conversations(inst.id) for m in self.pod.store.list_messages(c.id)]

@@ -517,7 +517,7 @@ def _schedule(me: Any, args: argparse.Namespace) -> int:
         print(f"error: no schedule {args.schedule_id!r} of yours; see `schedule list`.", file=sys.stderr)
         return EXIT_USAGE
     if args.action == "delete":
-        schedule.delete_schedule(me.store.engine, args.schedule_id)
+        me.delete_schedule(args.schedule_id)  # its past runs stay in the ledger
     else:
         schedule.set_paused(me.store.engine, args.schedule_id, args.action == "pause")
     print(f"Schedule {args.schedule_id} {args.action}d.")

@@ -47,6 +47,8 @@ def own(me: Any, conversation_id: str) -> tuple[Conversation, str]:
 def list_for(me: Any, agent: str) -> list[dict[str, Any]]:
     """The agent's conversations, newest first, each with its origin (chat, schedule, background, mail,
     handoff) and, for a scheduled run, its schedule's id and name."""
+    from runtime_host import schedule
+
     inst, _ = me.find_agent(agent)
     with me.store.engine.connect() as c:
         rows = c.execute(text(
@@ -56,8 +58,9 @@ def list_for(me: Any, agent: str) -> list[dict[str, Any]]:
             "   WHERE t2.conversation_id = c.id LIMIT 1) AS schedule_id,"
             " (SELECT COUNT(*) FROM message m WHERE m.conversation_id = c.id) AS messages"
             " FROM conversation c WHERE c.instance_id = :i ORDER BY c.updated_at DESC"), {"i": inst.id}).all()
-    names = {s["id"]: (s.get("name") or s.get("prompt") or "")[:60] for s in me.schedules()} if any(
-        r._mapping["schedule_id"] for r in rows) else {}
+    # a schedule the person deleted still names its past runs (they stay in the ledger too)
+    names = {s.id: (s.name or s.prompt or "")[:60] for s in schedule.list_schedules(
+        me.store.engine, me.person_id, deleted=True)} if any(r._mapping["schedule_id"] for r in rows) else {}
     out = []
     for r in rows:
         m = r._mapping

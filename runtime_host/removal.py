@@ -154,8 +154,7 @@ async def _everything_of(pod: Any, pid: str, name: str) -> None:
     """The steps of a removal, in the module's order (under the removal lock)."""
     from runtime_host import schedule
 
-    for row in schedule.list_schedules(pod.store.engine, pid):
-        schedule.delete_schedule(pod.store.engine, row.id)
+    schedule.forget_schedules(pod.store.engine, pid)  # with their past runs, those of schedules they deleted too
     pod.store.cut_off(pid)  # their `serve` token and phone chats
     for inst, _ in pod.store.list_agents(pid):
         await pod.stops.stop_agent(pid, inst.name, f"Hearth (removing {name})")

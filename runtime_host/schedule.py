@@ -467,6 +467,13 @@ SCHEDULES_MIGRATION: tuple[str, list[str]] = (
 started, turn not finished), ran, failed, skipped (policy or pause said no), missed (folded into one
 catch-up run)."""
 
+SCHEDULES_KEPT_RUNS_MIGRATION: tuple[str, list[str]] = (
+    "0025_schedule_deleted_at",
+    ["ALTER TABLE schedules ADD COLUMN deleted_at DOUBLE PRECISION"],
+)
+"""A schedule the person deletes is kept, marked deleted (it never runs and is not listed again), so its past runs
+stay in their ledger under its name; `forget_schedules` takes it with its runs (a person's removal, an agent's)."""
+
 OUTCOMES = ("running", "ran", "failed", "skipped", "missed")
 MAX_RECORDED_MISSES = 100  # per schedule per tick; older ones are summed up in the oldest row's note
 STALE_CLAIM_S = 300.0  # a claim with no turn after this long belonged to a Pod that stopped
@@ -486,6 +493,7 @@ class ScheduleRow:
     last_checked: float
     name: str = ""
     kind: str = "agent"
+    deleted_at: float | None = None  # the person deleted it: it never runs again; its past runs stay in the ledger
 
     @property
     def schedule(self) -> Schedule:
@@ -537,7 +545,7 @@ def _row(r: Any) -> ScheduleRow:
     return ScheduleRow(id=m["id"], person_id=m["person_id"], instance_id=m["instance_id"], cron=m["cron"],
                        tz=m["tz"], prompt=m["prompt"], catch_up=m["catch_up"], paused=bool(m["paused"]),
                        created_at=float(m["created_at"]), last_checked=float(m["last_checked"]),
-                       name=m["name"], kind=m["kind"])
+                       name=m["name"], kind=m["kind"], deleted_at=m["deleted_at"])
 
 
 def create_schedule(bind: Engine | Connection, *, person_id: str, instance_id: str, cron: str, prompt: str,
@@ -559,21 +567,38 @@ def create_schedule(bind: Engine | Connection, *, person_id: str, instance_id: s
 
 
 def get_schedule(bind: Engine | Connection, schedule_id: str) -> ScheduleRow | None:
+    """The schedule, None if there is none or it was deleted."""
     with _conn(bind) as c:
-        r = c.execute(text("SELECT * FROM schedules WHERE id = :id"), {"id": schedule_id}).first()
+        r = c.execute(text("SELECT * FROM schedules WHERE id = :id AND deleted_at IS NULL"), {"id": schedule_id}).first()
     return _row(r) if r else None
 
 
-def list_schedules(bind: Engine | Connection, person_id: str | None = None) -> list[ScheduleRow]:
-    q = "SELECT * FROM schedules" + (" WHERE person_id = :p" if person_id else "") + " ORDER BY created_at, id"
+def list_schedules(bind: Engine | Connection, person_id: str | None = None, *,
+                   deleted: bool = False) -> list[ScheduleRow]:
+    """The schedules (of one person), oldest first; `deleted`: those the person deleted too (for their ledger)."""
+    where = [w for w, on in (("person_id = :p", person_id), ("deleted_at IS NULL", not deleted)) if on]
+    q = "SELECT * FROM schedules" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY created_at, id"
     with _conn(bind) as c:
         return [_row(r) for r in c.execute(text(q), {"p": person_id})]
 
 
 def delete_schedule(bind: Engine | Connection, schedule_id: str) -> bool:
+    """The person deletes a schedule: it never runs again and is listed no more; its past runs stay in the ledger,
+    under its name. False if there was no such schedule (or it was deleted already)."""
     with _conn(bind) as c:
-        c.execute(text("DELETE FROM schedule_runs WHERE schedule_id = :id"), {"id": schedule_id})
-        return bool(c.execute(text("DELETE FROM schedules WHERE id = :id"), {"id": schedule_id}).rowcount)
+        return bool(c.execute(text("UPDATE schedules SET deleted_at = :t WHERE id = :id AND deleted_at IS NULL"),
+                              {"t": time.time(), "id": schedule_id}).rowcount)
+
+
+def forget_schedules(bind: Engine | Connection, person_id: str, instance_id: str | None = None) -> int:
+    """Deletes every schedule of a person (or of one agent of theirs), those deleted before too, with all their runs:
+    nothing of them stays in the ledger (a person's removal, an agent's deletion). Returns how many schedules."""
+    p = {"p": person_id, "i": instance_id}
+    mine = "person_id = :p" + (" AND instance_id = :i" if instance_id is not None else "")
+    with _conn(bind) as c:
+        c.execute(text(f"DELETE FROM schedule_runs WHERE schedule_id IN (SELECT id FROM schedules WHERE {mine})"),  # noqa: S608
+                  p)
+        return c.execute(text(f"DELETE FROM schedules WHERE {mine}"), p).rowcount  # noqa: S608 - our own SQL
 
 
 def set_paused(bind: Engine | Connection, schedule_id: str, paused: bool) -> None:
@@ -597,11 +622,14 @@ def is_globally_paused(bind: Engine | Connection) -> bool:
     return bool(json.loads(r[0])) if r else False
 
 
-def list_runs(bind: Engine | Connection, schedule_id: str | None = None, limit: int = 200) -> list[RunRecord]:
-    q = ("SELECT * FROM schedule_runs" + (" WHERE schedule_id = :s" if schedule_id else "")
-         + " ORDER BY due_at DESC, id LIMIT :lim")
+def list_runs(bind: Engine | Connection, schedule_id: str | None = None, limit: int = 200, *,
+              person_id: str | None = None) -> list[RunRecord]:
+    """The newest `limit` ledger rows (of one schedule; of one person's schedules, deleted ones too), newest first."""
+    where = [w for w, on in (("r.schedule_id = :s", schedule_id), ("s.person_id = :p", person_id)) if on]
+    q = ("SELECT r.* FROM schedule_runs r" + (" JOIN schedules s ON s.id = r.schedule_id" if person_id else "")
+         + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY r.due_at DESC, r.id LIMIT :lim")
     with _conn(bind) as c:
-        rows = c.execute(text(q), {"s": schedule_id, "lim": limit}).all()
+        rows = c.execute(text(q), {"s": schedule_id, "p": person_id, "lim": limit}).all()
     return [RunRecord(id=m["id"], schedule_id=m["schedule_id"], due_at=datetime.fromtimestamp(m["due_at"], UTC),
                       outcome=m["outcome"], started_at=m["started_at"], finished_at=m["finished_at"],
                       turn_id=m["turn_id"], error=m["error"]) for m in (r._mapping for r in rows)]
@@ -649,7 +677,8 @@ def plan_tick(engine: Engine, now: datetime, *, owner: str = "") -> tuple[list[C
         total = _count_due(sched, last, now_u) if len(due) > MAX_RECORDED_MISSES else len(due)
         with engine.begin() as c:
             # advance the checkpoint first and only forward: a ticker that lost the race sees rowcount 0
-            res = c.execute(text("UPDATE schedules SET last_checked = :n WHERE id = :id AND last_checked = :old"),
+            res = c.execute(text("UPDATE schedules SET last_checked = :n WHERE id = :id AND last_checked = :old "
+                                 "AND deleted_at IS NULL"),  # nor one the person deleted since it was read
                             {"n": now_ts, "id": s.id, "old": s.last_checked})
             if not res.rowcount:
                 continue
@@ -798,5 +827,5 @@ async def atick(engine: Engine, now: datetime, start_run: Callable[[ScheduleRow,
 def create_tables(engine: Engine) -> None:
     """Applies SCHEDULES_MIGRATION directly (for tests and benchmarks without the Store)."""
     with engine.begin() as c:
-        for stmt in SCHEDULES_MIGRATION[1]:
+        for stmt in SCHEDULES_MIGRATION[1] + SCHEDULES_KEPT_RUNS_MIGRATION[1]:
             c.execute(text(stmt))

@@ -277,20 +277,23 @@ class ScheduleHost:
                                           error=ev.get("error"))
 
     def schedule_ledger(self, person_id: str, limit: int = 200) -> list[dict[str, Any]]:
+        """The person's newest `limit` runs, newest first: theirs are chosen before the limit (everyone else's runs
+        and the memory timers' push none of them out), those of schedules they deleted too (`deleted`: True)."""
         from runtime_host import schedule
 
-        mine = {r["id"]: r for r in self.schedules(person_id)}
+        engine = self.pod.store.engine
+        mine = {r.id: self._schedule_info(r) for r in schedule.list_schedules(engine, person_id, deleted=True)}
         rows = []
-        for rec in schedule.list_runs(self.pod.store.engine, limit=limit):
-            if rec.schedule_id in mine:
-                d = rec.to_dict()
-                d["agent"] = mine[rec.schedule_id]["agent"]
-                d["cron"] = mine[rec.schedule_id]["cron"]
-                d["prompt"] = mine[rec.schedule_id]["prompt"]
-                d["name"] = mine[rec.schedule_id].get("name") or ""
-                turn = self.pod.store.get_turn(rec.turn_id) if rec.turn_id else None
-                d["conversation_id"] = turn.conversation_id if turn else None
-                rows.append(d)
+        for rec in schedule.list_runs(engine, limit=limit, person_id=person_id):
+            s = mine.get(rec.schedule_id)
+            if s is None:  # forgotten with its runs (an agent deleted) since the runs were read
+                continue
+            d = rec.to_dict()
+            d.update(agent=s["agent"], cron=s["cron"], prompt=s["prompt"], name=s.get("name") or "",
+                     deleted=s["deleted_at"] is not None)
+            turn = self.pod.store.get_turn(rec.turn_id) if rec.turn_id else None
+            d["conversation_id"] = turn.conversation_id if turn else None
+            rows.append(d)
         return rows
 
     def start_ticking(self) -> None:

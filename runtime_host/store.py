@@ -313,10 +313,11 @@ def _later_feature_migrations() -> list[tuple[str, list[str]]]:
     from runtime_host.mail.ledger import CARD_CONVERSATION_MIGRATION
     from runtime_host.mcpschema import MCP_MIGRATION
     from runtime_host.partners.record import MIGRATION as PARTNERS_MIGRATION
+    from runtime_host.schedule import SCHEDULES_KEPT_RUNS_MIGRATION
     from runtime_host.tasks import TASKS_MIGRATION
 
     return [PARTNERS_MIGRATION, TASKS_MIGRATION, MCP_MIGRATION, CARD_CONVERSATION_MIGRATION,
-            OUTBOX_CONVERSATION_MIGRATION]
+            OUTBOX_CONVERSATION_MIGRATION, SCHEDULES_KEPT_RUNS_MIGRATION]
 
 
 MIGRATIONS += _feature_migrations()

@@ -542,8 +542,11 @@ class Turns:
             return None
         found = pod.store.get_instance(t.instance_id)
         if found is None:
-            pod.store.update_turn(turn_id, status="failed", error="The agent of this turn no longer exists.",
-                                  finished_at=now())
+            from runtime_host import schedule
+
+            gone = "The agent of this turn no longer exists."
+            pod.store.update_turn(turn_id, status="failed", error=gone, finished_at=now())
+            schedule.record_turn_finished(pod.store.engine, turn_id, ok=False, error=gone)  # no turn.finished event
             return None
         inst, profile = found
         fut: asyncio.Future[TurnResult] = asyncio.get_running_loop().create_future()

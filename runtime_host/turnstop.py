@@ -107,9 +107,15 @@ class TurnStops:
             asyncio.create_task(self._drain(handle, run.turn_id, ended))
 
     def _end_row(self, turn_id: str, why: str) -> None:
+        """Ends a turn no live process runs (no turn.finished event): its row, and its run's row in the schedule
+        ledger if a schedule started it (or the Run ledger says "running" for ever)."""
+        from runtime_host import schedule
+
         self._close_open_steps(turn_id)
-        self.pod.store.update_turn(turn_id, status="stopped", error=why[:1].upper() + why[1:] + ".",
-                                   error_kind="stopped", finished_at=now(), lease_owner=None, lease_until=None)
+        said = why[:1].upper() + why[1:] + "."
+        self.pod.store.update_turn(turn_id, status="stopped", error=said, error_kind="stopped", finished_at=now(),
+                                   lease_owner=None, lease_until=None)
+        schedule.record_turn_finished(self.pod.store.engine, turn_id, ok=False, error=said)
 
     def _close_open_steps(self, turn_id: str) -> None:
         for s in self.pod.store.list_steps(turn_id):

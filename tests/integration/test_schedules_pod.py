@@ -68,6 +68,12 @@ def test_cli_schedule_add_list_tick(home, fake_model, script) -> None:
     assert all(r["outcome"] in ("ran", "missed") for r in sched)
     assert [r for r in runs if not r.get("ledger") and r["origin"] == "schedule"][0]["result"] == "done by the tick"
     assert cli(home, "tick", "--now", "2026-01-01T00:00:00").returncode == 2
+    # deleted, it is listed no more; its past runs stay in the ledger
+    gone = cli(home, "schedule", "delete", listed[0]["id"])
+    assert gone.returncode == 0 and json.loads(cli(home, "schedule", "list", "--json").stdout) == []
+    kept = [r for r in json.loads(cli(home, "runs", "--json").stdout) if r.get("ledger")]
+    assert [(r["id"], r["outcome"]) for r in kept] == [(r["id"], r["outcome"]) for r in sched]
+    assert {r["deleted"] for r in kept} == {True}
 
 
 async def test_one_persons_slow_memory_model_holds_neither_anothers_schedule_nor_the_next_tick(pod, fake_model) -> None:

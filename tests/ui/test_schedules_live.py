@@ -84,3 +84,38 @@ def test_pause_and_delete_go_through_the_pod_for_the_person_shown_only(qtbot, ql
     view.delete.click()
     qloop.wait_until(lambda: view.table.rowCount() == 0, what="the deleted schedule to go")
     assert ui_pod.schedules() == [] and "deleted" in view.message.text()
+
+
+def test_a_deleted_schedules_run_stays_in_the_ledger_and_still_opens(qtbot, qloop, ui_pod, script) -> None:
+    """The delete dialog says "its past runs stay in the ledger": they went with the schedule. Now the run stays,
+    marked as the deleted schedule's, and opens its conversation; Bob's window never shows it."""
+    script([Text("Good morning: three meetings today.")], repeat_last=True)
+    ui_pod.add_person("Bob")
+    bob = ui_pod.unlock("Bob")
+    from sqlalchemy import text
+
+    from tests.ui.conftest import answer_confirm
+
+    w = MainWindow(ui_pod)
+    qtbot.addWidget(w)
+    w.show()
+    w.pages.setCurrentWidget(w.schedules)
+    view = w.schedules
+    ui_pod.add_schedule("helper", "0 9 * * *", "Morning briefing", tz="UTC", name="Briefing")
+    qloop.wait_until(lambda: view.table.rowCount() == 1, what="the new schedule to show")
+    with ui_pod.store.engine.begin() as c:  # made the evening before: this morning's run is due
+        c.execute(text("UPDATE schedules SET last_checked = :t, created_at = :t"),
+                  {"t": datetime(2030, 1, 1, 20, 0, tzinfo=UTC).timestamp()})
+    qloop.run(ui_pod.tick(datetime(2030, 1, 2, 9, 0, 20, tzinfo=UTC)))
+    qloop.wait_until(lambda: view.ledger.rowCount() == 1 and view.ledger.item(0, 3).text() == "ran",
+                     what="the run to show as done")
+    view.table.selectRow(0)
+    answer_confirm("Delete")
+    view.delete.click()
+    qloop.wait_until(lambda: view.table.rowCount() == 0, what="the deleted schedule to go")
+    assert view.ledger.rowCount() == 1, "its past run went from the ledger"
+    assert [view.ledger.item(0, j).text() for j in (1, 2, 3)] == ["helper", "Briefing (deleted)", "ran"]
+    assert bob.schedule_ledger() == []
+    view.ledger.selectRow(0)
+    view.open_run_button.click()
+    assert w.pages.currentIndex() == 0 and "three meetings today" in w.chat.toPlainText()
