@@ -176,6 +176,23 @@ MIGRATIONS: list[tuple[str, str]] = [
             q.scope = deleted_by_person.scope AND q.item_key = deleted_by_person.item_key AND q.status = 'discarded')
         """,
     ),
+    (
+        "0014_deleted_by_person_owner",
+        # Whose deletion or discard each is: the owner of the source deleted (a household note's, its owner alone
+        # may delete it) or of the held item discarded (its owner alone reviews it). In the household's scope, where
+        # everyone's agents remember into one place, it keeps out only its owner's items (Bob's deleted note does
+        # not stop Alice's agent remembering the same fact), and removing the person takes it away. Rows from
+        # before: a discard takes its owner from the discarded held row of that key, where one person's alone is
+        # there; a deletion cannot be told (its source is gone) and keeps ``''``, which keeps the item out for
+        # everyone, as before.
+        """
+        ALTER TABLE deleted_by_person ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+        UPDATE deleted_by_person SET owner = (SELECT MIN(q.owner) FROM quarantine q WHERE q.scope = deleted_by_person.scope
+            AND q.item_key = deleted_by_person.item_key AND q.status = 'discarded')
+            WHERE discarded = 1 AND (SELECT COUNT(DISTINCT q.owner) FROM quarantine q WHERE q.scope = deleted_by_person.scope
+                AND q.item_key = deleted_by_person.item_key AND q.status = 'discarded') = 1
+        """,
+    ),
 ]
 
 

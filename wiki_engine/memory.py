@@ -374,15 +374,29 @@ def _parse_iso(text: str) -> float:
         return 0.0
 
 
+def _whose(item: Item) -> str:
+    """Whose an item is: its owner, else its scope's person ("" for a household item that names no one)."""
+    return item.owner or Scope.parse(item.scope).person or ""
+
+
+def _theirs(scope: str, owner: str) -> tuple[str, tuple[str, ...]]:
+    """The condition (SQL to add, and its value) that keeps, of the deletions and discards recorded in ``scope``
+    (``deleted_by_person``), those that count for an item of ``owner``: in the household's scope, where everyone's
+    agents remember into one place, its owner's own and those that name no one (recorded before Hearth kept whose
+    they were); in a person's or an agent's own scope, all of them."""
+    return (" AND owner IN ('', ?)", (owner,)) if Scope.parse(scope).kind == "public" else ("", ())
+
+
 def hold(db: sqlite3.Connection, item: Item, rule: str, reason: str) -> int | None:
     """Holds an item that tried to give orders (in the caller's transaction), with whose it is: the item's owner
     (else the scope's person) and agent, so its owner alone reviews it and forgetting them deletes it. An item
-    already held is not held twice. Returns the held row's id; None for an item the person deleted or discarded
-    before (``deleted_by_person``): it is not held again."""
+    already held for its owner is not held twice (the same words another person's agent put in the household's
+    memory are held for that person alone). Returns the held row's id; None for an item its person deleted or
+    discarded before (``deleted_by_person``): it is not held again."""
     if deleted_by_person(db, item):
         return None
-    row = db.execute("SELECT id FROM quarantine WHERE scope=? AND item_key=? AND status='held'",
-                     (item.scope, item.item_key())).fetchone()
+    row = db.execute("SELECT id FROM quarantine WHERE scope=? AND item_key=? AND owner=? AND status='held'",
+                     (item.scope, item.item_key(), _whose(item))).fetchone()
     if row is not None:
         return int(row[0])
     sc = Scope.parse(item.scope)
@@ -393,7 +407,7 @@ def hold(db: sqlite3.Connection, item: Item, rule: str, reason: str) -> int | No
         "INSERT INTO quarantine (scope, item_key, kind, ts, rule, reason, text, at, owner, agent, head) "
         "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
         (item.scope, item.item_key(), item.kind, item.ts, rule, reason, item.text, time.time(),
-         item.owner or sc.person or "", item.agent or sc.agent or "", json.dumps(head, ensure_ascii=False)),
+         _whose(item), item.agent or sc.agent or "", json.dumps(head, ensure_ascii=False)),
     )
     return int(cur.lastrowid or 0)
 
@@ -425,7 +439,8 @@ def fact_words(text: str) -> str:
 
 def remembered_keys(scope: str, text: str) -> tuple[str, ...]:
     """A remembered fact's origin key: its words (``fact_words``) in its scope, never when it was said, so the same
-    fact remembered again is the same item (not stored twice; one the person deleted stays deleted). Then, when it
+    fact remembered again is the same item (not stored twice; one the person deleted stays deleted: in the household's
+    scope, for that person's agents alone, see ``_theirs``). Then, when it
     differs, the key earlier Hearths gave the same text (its words split on spacing and casefolded, nothing
     else), which facts stored, deleted or discarded then keep: the same text remembered again finds them."""
     sc = str(Scope.parse(scope))
@@ -441,16 +456,18 @@ def remembered_key(scope: str, text: str) -> str:
 
 
 def deleted_by_person(db: sqlite3.Connection, item: Item, markdown: str | None = None) -> bool:
-    """Whether an item read from its origin is one the person deleted as a source, or discarded when it was held
+    """Whether an item read from its origin is one its person deleted as a source, or discarded when it was held
     back (in the caller's transaction): the same key, or the same text under another key (a mail of an inbox
-    added again, a file's part after an edit; see ``content_print``). ``markdown``: the item rendered, when the
-    caller has it. An item with no origin key is never one."""
+    added again, a file's part after an edit; see ``content_print``); in the household's scope, a deletion or
+    discard of the item's owner (``_theirs``). ``markdown``: the item rendered, when the caller has it. An item with
+    no origin key is never one."""
     if not item.key:
         return False
     prints = content_prints(markdown if markdown is not None else render_item(item))
+    sc = str(Scope.parse(item.scope))
+    whose, owner = _theirs(sc, _whose(item))
     return db.execute(f"SELECT 1 FROM deleted_by_person WHERE scope=? AND (print IN ({','.join('?' * len(prints))}) "
-                      "OR item_key=?) LIMIT 1",
-                      (str(Scope.parse(item.scope)), *prints, item.item_key())).fetchone() is not None
+                      f"OR item_key=?){whose} LIMIT 1", (sc, *prints, item.item_key(), *owner)).fetchone() is not None
 
 
 def forgotten(db: sqlite3.Connection, item: Item) -> bool:
@@ -1229,9 +1246,9 @@ class Memory:
         with self._lock:
             self._check_open()
             refused: set[int] = set()
-            judged = self._judged(items) if check else {}
+            judged = self._judged(items) if check else []
             for n, verdict in enumerate(verdicts):
-                said = judged.get((items[n].scope, items[n].item_key()))
+                said = judged[n]
                 if verdict.ok or said == "released":  # the person read this very item and kept it
                     continue
                 if said == "discarded" and skip_refused:  # read again from its origin: it stays thrown away
@@ -1332,9 +1349,10 @@ class Memory:
                 f"or 'agent/{person}/{agent}'."
             )
         key, *before = remembered_keys(scope, text)
+        whose, owner = _theirs(scope, person)
         if before and self.catalog.query(  # deleted or discarded under the key an earlier Hearth gave it
-                "SELECT 1 FROM deleted_by_person WHERE scope=? AND item_key=? LIMIT 1",
-                (str(Scope.parse(scope)), before[0])):
+                f"SELECT 1 FROM deleted_by_person WHERE scope=? AND item_key=?{whose} LIMIT 1",
+                (str(Scope.parse(scope)), before[0], *owner)):
             return ""
         item = Item(text=text, scope=str(Scope.parse(scope)), ts=time.time() if ts is None else ts, kind="remember",
                     key=key, importance=importance, owner=person, agent=agent)
@@ -1392,7 +1410,7 @@ class Memory:
                 f"Source id {sid!r} is already used for different text. Sources are immutable: delete the old "
                 "source first, or pass a new source_id."
             )
-        owner = item.owner or (sc.person or "")
+        owner = _whose(item)
         agent = item.agent or (sc.agent or "")
         doc = _item_doc(item, sid)
         db.execute(
@@ -1425,19 +1443,24 @@ class Memory:
                                    str(head.get("subject") or ""), r["head"]))
         return out
 
-    def _judged(self, items: Sequence[Item]) -> dict[tuple[str, str], str]:
-        """(scope, key) -> "released" or "discarded" for items a person has already judged."""
+    def _judged(self, items: Sequence[Item]) -> list[str | None]:
+        """For each item, "released" or "discarded" when a person has already judged it (None when not): in the
+        household's scope, the item's owner (another person's judgement of the same words is theirs alone)."""
+        def whose(scope: str, owner: str) -> str:  # a held item of a person's or an agent's scope is that person's
+            return owner if Scope.parse(scope).kind == "public" else ""
+
         keys = {(i.scope, i.item_key()) for i in items}
-        out: dict[tuple[str, str], str] = {}
+        found: dict[tuple[str, str, str], str] = {}
         for scope in {sc for sc, _ in keys}:
             wanted = [k for sc, k in keys if sc == scope]
             for part in range(0, len(wanted), 500):
                 chunk = wanted[part:part + 500]
-                for key, status in self.catalog.query(
-                        f"SELECT item_key, status FROM quarantine WHERE scope=? AND status IN ('released','discarded') "
-                        f"AND item_key IN ({','.join('?' * len(chunk))}) ORDER BY id", (scope, *chunk)):
-                    out[(scope, key)] = status  # the latest judgement wins
-        return out
+                for key, status, owner in self.catalog.query(
+                        f"SELECT item_key, status, owner FROM quarantine WHERE scope=? AND status IN "
+                        f"('released','discarded') AND item_key IN ({','.join('?' * len(chunk))}) ORDER BY id",
+                        (scope, *chunk)):
+                    found[(scope, key, whose(scope, owner))] = status  # the latest judgement wins
+        return [found.get((i.scope, i.item_key(), whose(i.scope, _whose(i)))) for i in items]
 
     def sources_by_key(self, scope: str, keys: Sequence[str], key_starts: Sequence[str] = ()) -> list[str]:
         """The ids of the sources of ``scope`` stored from items with these origin keys (an inbox's mail, say), or
@@ -1483,10 +1506,11 @@ class Memory:
                 continue
             clean = self.clean_item(item)
             prints = content_prints(render_item(clean))
+            whose, owner = _theirs(clean.scope, _whose(clean))
             if self.catalog.query(
                     f"SELECT 1 FROM deleted_by_person WHERE scope=? AND discarded=1 AND (print IN "
-                    f"({','.join('?' * len(prints))}) OR item_key=?) LIMIT 1",
-                    (str(Scope.parse(clean.scope)), *prints, clean.item_key())):
+                    f"({','.join('?' * len(prints))}) OR item_key=?){whose} LIMIT 1",
+                    (str(Scope.parse(clean.scope)), *prints, clean.item_key(), *owner)):
                 out.add(item.item_key())
         return out
 
@@ -1515,9 +1539,9 @@ class Memory:
             q = self.held_item(qid)
             with self.catalog.tx(immediate=True) as db:
                 if q is not None:
-                    db.execute("INSERT OR REPLACE INTO deleted_by_person (scope, print, item_key, at, discarded) "
-                               "VALUES (?,?,?,?,1)", (q.scope, content_print(render_item(q.item())), q.item_key,
-                                                      time.time()))
+                    db.execute("INSERT OR REPLACE INTO deleted_by_person (scope, print, item_key, at, discarded, owner) "
+                               "VALUES (?,?,?,?,1,?)", (q.scope, content_print(render_item(q.item())), q.item_key,
+                                                        time.time(), q.owner))
                 db.execute("UPDATE quarantine SET status='discarded', text='', reason='', head='' WHERE id=?",
                            (qid,))  # reason quotes it, head names who wrote it
             self.catalog.purge()
@@ -1613,7 +1637,7 @@ class Memory:
             said: dict[str, set[str]] = {}  # what each deleted source that a page cites said (its telling stems)
             with self.catalog.tx(immediate=True) as db:
                 for sid in ids:
-                    row = db.execute("SELECT scope, sha, item_key FROM sources WHERE id=?", (sid,)).fetchone()
+                    row = db.execute("SELECT scope, sha, item_key, owner FROM sources WHERE id=?", (sid,)).fetchone()
                     if row is None:
                         if strict:
                             raise UnknownSource(f"No source {sid!r}: it was never stored or has been deleted.")
@@ -1625,9 +1649,9 @@ class Memory:
                             printed = content_print(self.sources.read(sc, row[1]))
                         except (OSError, UnicodeDecodeError):
                             printed = f"missing:{row[1]}"  # its file is gone or unreadable: the origin key still holds
-                        db.execute("INSERT OR REPLACE INTO deleted_by_person (scope, print, item_key, at) "
-                                   "VALUES (?,?,?,?)",
-                                   (str(sc), printed, row[2], time.time()))
+                        db.execute("INSERT OR REPLACE INTO deleted_by_person (scope, print, item_key, at, owner) "
+                                   "VALUES (?,?,?,?,?)",  # whose: a household note's, its owner alone deletes it
+                                   (str(sc), printed, row[2], time.time(), row[3] or ""))
                     db.execute("DELETE FROM sources WHERE id=?", (sid,))
                     db.execute("DELETE FROM inbox WHERE source_id=?", (sid,))
                     citing = db.execute("SELECT scope, slug FROM citations WHERE source_id=?", (sid,)).fetchall()
@@ -2183,6 +2207,8 @@ class Memory:
         self._delete_sources([r[0] for r in rows])
         with self.catalog.tx(immediate=True) as db:  # held-back items of theirs, in shared and public scopes too
             db.execute("DELETE FROM quarantine WHERE owner=?", (person,))
+            # and what they deleted from or discarded for the household's memory: it kept out their items alone
+            db.execute("DELETE FROM deleted_by_person WHERE scope='public' AND owner=?", (person,))
         scopes = {Scope("private", person)}
         for base in ("sources", "wiki", "index"):
             d = self.root / base / "agent" / person

@@ -205,7 +205,7 @@ def test_a_memory_from_before_deletions_recorded_their_pages_opens_and_finishes_
     new = [name for name, _ in MIGRATIONS if name >= "0008"]
     db.executescript("DROP TABLE claims_to_drop; DROP TABLE pages_to_delete; ALTER TABLE inbox DROP COLUMN no_page; "
                      "ALTER TABLE watermarks DROP COLUMN seq; ALTER TABLE forgotten DROP COLUMN upto; "
-                     "ALTER TABLE deleted_by_person DROP COLUMN discarded;")
+                     "ALTER TABLE deleted_by_person DROP COLUMN discarded; ALTER TABLE deleted_by_person DROP COLUMN owner;")
     db.executemany("DELETE FROM schema_migrations WHERE name=?", [(n,) for n in new])
     db.execute("DELETE FROM sources WHERE id=?", (gone,))
     db.execute("DELETE FROM citations WHERE source_id=?", (gone,))
