@@ -199,14 +199,17 @@ async def test_the_next_timed_ingest_writes_bobs_new_note_while_alices_model_sti
         assert as_bob.memory.read_page(bscope, "bike") is not None
         await pod.in_memory_thread(lambda: pod.memory.add_source("Bob's shed key is under the blue pot.", scope=bscope))
         await pod.schedule_host.tick(datetime(2030, 1, 1, 1, 0, 10, tzinfo=UTC), wait=False)
-        for _ in range(150):
-            if as_bob.memory.read_page(bscope, "shed") is not None:
+        def bobs_ingests() -> int:
+            return len([ev for ev in told if ev["type"] == "memory.ingested" and ev["person"] == as_bob.person.id])
+
+        for _ in range(150):  # the page is written, then the run says so
+            if as_bob.memory.read_page(bscope, "shed") is not None and bobs_ingests() >= 2:
                 break
             await asyncio.sleep(0.1)
         runs = [(r.outcome, r.error) for r in schedule.list_runs(pod.store.engine)
                 if (r.turn_id or "").startswith("memory.ingest") or "memory.ingest" in (r.error or "")]
         assert as_bob.memory.read_page(bscope, "shed") is not None, runs
-        assert len([ev for ev in told if ev["type"] == "memory.ingested" and ev["person"] == as_bob.person.id]) == 2
+        assert bobs_ingests() == 2
         assert [ev for ev in told if ev["type"] == "memory.failed"] == []  # a slow model is no failure
         assert not first.done()  # Alice's first run still waits on her model, once (not asked twice)
         assert [o for o, _ in runs] == ["ran", "running"], runs  # newest first: this half hour's, the first's
