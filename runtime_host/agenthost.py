@@ -392,8 +392,9 @@ class AgentHost:
         if self.role_choice(person_id, "ingest") != ingest_before:  # chosen, or followed (extraction's)
             # what the model before answered no page for (left the inbox unwritten) waits for the new one's say
             self.pod.memory_host.soon(memory_jobs.write_again, self.pod, person_id)
-        if role == "embedding" and self.pod.memory_host.is_open:
-            # Re-embeds every source in the background; search keeps working meanwhile.
+        if role == "embedding":
+            # Re-embeds every source in the background, memory not open yet opened for it on its own thread; search
+            # keeps working meanwhile.
             self.pod.memory_host.embedding_changed()
 
     def _embedding_ref(self, person_id: str, name: str, model: str) -> str:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from runtime_host import agentnotes, keptcorrections
+from runtime_host.embeddingchoice import EmbeddingChoice
 from runtime_host.mappingforgets import MappingForgets
 from runtime_host.remembering import RememberCounts, not_deletable
 from runtime_host.store import storage_errors_said
@@ -32,9 +33,10 @@ log = logging.getLogger("hearth.memory")
 EMBEDDING_RECHECK_S = 2.0
 
 
-class MemoryHost(MappingForgets):
+class MemoryHost(EmbeddingChoice, MappingForgets):
     """Memory: the wiki, its thread, tools and jobs. `pod` is the Pod (kept loose: this module never imports it).
-    What a forget takes out of the person's keyring is MappingForgets' part."""
+    What a forget takes out of the person's keyring is MappingForgets' part; the embedding model chosen,
+    EmbeddingChoice's."""
 
     def __init__(self, pod: Any):
         self.pod = pod
@@ -46,7 +48,7 @@ class MemoryHost(MappingForgets):
         self.nightly: set[str] = set()  # those of them whose pages the nightly pass is writing
         self._embedding_seen: tuple[str, str] | None = None  # the embedding choice open memory follows
         self._embedding_checked = 0.0
-        self._resuming: asyncio.Task[None] | None = None  # see resume_embedding
+        self._opening: concurrent.futures.Future[None] | None = None  # see open_if_owed
         self._going: set[asyncio.Task[Any]] = set()  # people's parts a run returned without (see keep_going)
         self._watching: threading.Thread | None = None  # see _watch_embedding_choice
         self._watch_stop = threading.Event()
@@ -57,42 +59,6 @@ class MemoryHost(MappingForgets):
         tools["remember"] = self._tool_remember
         tools["search_memory"] = self._tool_search_memory
 
-    def embedding_changed(self) -> concurrent.futures.Future[None] | None:
-        """The embedding role's model changed: open memory re-embeds every source in the background (search
-        keeps working meanwhile); closed memory opens with the new model. While memory's thread runs, the switch
-        is its next piece of work: loading the model and waiting for memory's lock never hold the caller (the
-        window's event loop, when a person chooses in Settings). Returns the switch's future while it waits."""
-        if self._memory is None:
-            return None
-        self._embedding_seen = self._embedding_key()
-        if self._memory_pool is None:  # no memory thread: switch here
-            self._take_up_embedding()
-            return None
-
-        def switch() -> None:
-            try:
-                self._take_up_embedding()
-            except Exception:  # noqa: BLE001 - nobody waits on this: log it, and look again at the next memory work
-                log.exception("memory could not take up the embedding model chosen")
-                self._embedding_seen = None
-
-        return self._memory_pool.submit(switch)
-
-    def soon(self, fn: Callable[..., None], *args: Any) -> concurrent.futures.Future[None] | None:
-        """``fn(*args)``, memory's thread's next work while it runs (the window never waits for it), else here."""
-        if self._memory is None or self._memory_pool is None:
-            return fn(*args)
-        return self._memory_pool.submit(fn, *args)
-
-    def _take_up_embedding(self) -> None:
-        embedder, only_for = self.embedder_choice()
-        self._memory.set_embedder(embedder, only_for=only_for)
-
-    def _embedding_key(self) -> tuple[str, str]:
-        from runtime_host import memory_jobs
-
-        return self.pod.embedding_model(), memory_jobs.owner(self.pod)
-
     def _follow_embedding_choice(self) -> None:
         """Another Hearth process on this data folder (`models set embedding` in a terminal) may have chosen
         another model: open memory takes it up within a few seconds, so nothing more goes to a provider no longer
@@ -101,15 +67,6 @@ class MemoryHost(MappingForgets):
         if self._embedding_key() != self._embedding_seen:
             self._embedding_seen = self._embedding_key()
             self._take_up_embedding()
-
-    def _still_chosen(self, embedder: Any) -> bool:
-        """Whether ``embedder`` (a provider's, that memory is about to send notes or a question) is still the
-        embedding model chosen: another process may have chosen another since (a terminal's `models set embedding`),
-        and memory's background pass asks before each request, whatever the window is doing."""
-        from runtime_host.providers.embeddings import embedder_name
-
-        choice = self.pod.embedding_model()
-        return "/" in choice and embedder_name(*choice.split("/", 1)) == embedder.name
 
     def _follow_due(self) -> bool:
         """Whether open memory is to look at the embedding choice again now (every EMBEDDING_RECHECK_S at most);
@@ -143,55 +100,10 @@ class MemoryHost(MappingForgets):
             except RuntimeError:  # memory's thread ended: memory is closing
                 return
 
-    def embedder_choice(self) -> tuple[Any, str | None]:
-        """The embedding role's model as memory takes it, and whose scopes it may see. A local model embeds
-        every scope. A provider's embeds only the scopes of the person who chose it (their private and agent
-        notes): text of public memory and of other people never goes to a provider reached with their key."""
-        from runtime_host import memory_jobs
-        from runtime_host.providers import Route
-        from runtime_host.providers.embeddings import ProviderEmbedder
-
-        choice = self.pod.embedding_model()
-        if "/" not in choice:
-            return choice, None
-        owner = memory_jobs.owner(self.pod)
-        provider, _, model = choice.partition("/")
-        try:
-            route = self.pod.role_route(owner, "embedding")
-        except TurnFailed as exc:  # the key is missing from the keyring: say so where progress shows
-            return ProviderEmbedder.unavailable(provider, model, str(exc)), owner
-        return ProviderEmbedder.for_route(Route.from_dict(route)), owner
-
     @property
     def is_open(self) -> bool:
         """Whether memory was opened (it opens on first use)."""
         return self._memory is not None
-
-    def resume_embedding(self) -> None:
-        """At start-up: a re-embed cut short (Hearth quit or was killed partway through) goes on at once, on
-        memory's thread (the window never waits for it), with its progress in ``embedding_status`` for Settings →
-        Models; not only once a search touches each scope. Memory stays closed when nothing is left to re-embed."""
-        if self._memory is not None or not (self.pod.home / "memory" / "index").is_dir():
-            return
-
-        async def resume() -> None:
-            try:
-                await self.in_memory_thread(self._open_if_stale)
-            except Exception:  # noqa: BLE001 - memory opens on first use as before, and resumes then
-                log.exception("memory could not resume re-embedding at start-up")
-
-        self._resuming = asyncio.create_task(resume())
-
-    def _open_if_stale(self) -> None:
-        from wiki_engine.embed import KINDS
-        from wiki_engine.memory import stale_scopes
-
-        if self._memory is not None:
-            return
-        embedder, only_for = self.embedder_choice()
-        name = KINDS.get(embedder, embedder) if isinstance(embedder, str) else str(getattr(embedder, "name", "") or "")
-        if name and stale_scopes(self.pod.home / "memory", name, only_for=only_for):
-            _ = self.memory  # opening memory resumes the re-embed on its own background thread
 
     def keep_going(self, task: asyncio.Task[Any], what: str) -> None:
         """A person's part of a memory run that returned without waiting for it (``memory_jobs.each_person``): kept
@@ -210,9 +122,9 @@ class MemoryHost(MappingForgets):
         if self._going:
             await asyncio.wait(list(self._going), timeout=10)
         self._watch_stop.set()
-        if self._resuming is not None:  # memory being opened at start-up: closed below, not left open after
+        if self._opening is not None:  # memory being opened to re-embed: closed below, not left open after
             with contextlib.suppress(Exception):
-                await self._resuming
+                await asyncio.wrap_future(self._opening)
         if self._memory is not None:
             await self.in_memory_thread(self._memory.close)
             self._memory = None
@@ -247,14 +159,19 @@ class MemoryHost(MappingForgets):
                 log.warning("%s", unloadable)  # (a terminal's one line), and in Settings → Models for good
         return self._memory
 
-    async def in_memory_thread(self, fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
-        """Runs memory work on one background thread (never on the UI thread, one writer at a time)."""
+    def _pool(self) -> concurrent.futures.ThreadPoolExecutor:
+        """Memory's one background thread (made on first use), and the watch for a choice made elsewhere."""
         if self._memory_pool is None:
             self._memory_pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory")
         if self._watching is None and not self._watch_stop.is_set():
             self._watching = threading.Thread(target=self._watch_embedding_choice, name="memory-choice-watch",
                                               daemon=True)
             self._watching.start()
+        return self._memory_pool
+
+    async def in_memory_thread(self, fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
+        """Runs memory work on one background thread (never on the UI thread, one writer at a time)."""
+        pool = self._pool()
         follow = self._follow_due()
 
         def run() -> Any:
@@ -263,8 +180,7 @@ class MemoryHost(MappingForgets):
             with storage_errors_said(self.pod.home / "memory"):  # a read-only memory folder, a full disk: in words
                 return fn(*args, **kw)
 
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._memory_pool, run)
+        return await asyncio.get_running_loop().run_in_executor(pool, run)
 
     async def run_steps(self, make_steps: Callable[[], Any], think: Callable[[Any], Any]) -> Any:
         """Runs a memory pipeline's steps (``wiki_engine.pipeline``) with its memory work on memory's thread and

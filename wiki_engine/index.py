@@ -619,17 +619,29 @@ class ScopeIndex:
     @staticmethod
     def stored_embedder(folder: Path) -> str:
         """The name of the model whose vectors an index folder holds ("" if none or no index yet)."""
+        row = ScopeIndex._peek(folder, "SELECT value FROM info WHERE key='embedder'")
+        return str(row[0]) if row else ""
+
+    @staticmethod
+    def holds_queued(folder: Path) -> bool:
+        """Whether an index folder holds a document still waiting for its vector (see ``queued_count``)."""
+        return ScopeIndex._peek(folder, "SELECT 1 FROM docs WHERE vec IS NULL LIMIT 1") is not None
+
+    @staticmethod
+    def _peek(folder: Path, sql: str) -> tuple[object, ...] | None:
+        """The first row ``sql`` reads in an index folder's meta.db without opening the index (None if none, or no
+        index yet)."""
         db = folder / "meta.db"
         if not db.is_file():
-            return ""
+            return None
         con = sqlite3.connect(str(db), timeout=30)
         try:
-            row = con.execute("SELECT value FROM info WHERE key='embedder'").fetchone()
+            row = con.execute(sql).fetchone()
         except sqlite3.Error:
             row = None
         finally:
             con.close()
-        return row[0] if row else ""
+        return tuple(row) if row else None
 
     def switch_embedder(self, new: Embedder, progress: Callable[[int, int], None],
                         stop: Callable[[], bool] = lambda: False,

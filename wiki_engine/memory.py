@@ -555,6 +555,15 @@ def stale_scopes(root: str | Path, model: str, *, only_for: str | None = None) -
             if ScopeIndex.stored_embedder(folder) not in ("", model if _chosen_for(sc, only_for) else local)]
 
 
+def queued_scopes(root: str | Path, model: str, *, only_for: str | None = None) -> list[str]:
+    """The scopes of the memory in folder ``root`` that ``model`` embeds (see ``stale_scopes``), already on it,
+    holding items still waiting for its vector: a remote model's queued when memory was last closed (the provider
+    down, or Hearth quit first). Memory opened on that model fills them. Without opening any index."""
+    return [str(sc) for sc, folder in sorted(_index_folders(Path(root)).items(), key=lambda kv: str(kv[0]))
+            if _chosen_for(sc, only_for) and ScopeIndex.stored_embedder(folder) == model
+            and ScopeIndex.holds_queued(folder)]
+
+
 def _vector_size(idx: ScopeIndex) -> int:
     """How many numbers the index's stored vectors hold (0 before any)."""
     return int(idx.vecs.shape[1]) if idx.vecs.shape[1] and idx.vecs.any() else 0

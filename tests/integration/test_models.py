@@ -350,3 +350,39 @@ def test_keep_or_skip_on_a_provider_named_local_asks_it(home, fake_model, script
     r = cli(home, "models", "set", "embedding", "local/nomic-embed-text")
     assert r.returncode == 0 and "provider:local/nomic-embed-text" in r.stdout, (r.stdout, r.stderr)
     assert fake_model.embed_requests and {q.body.get("model") for q in fake_model.embed_requests} == {"nomic-embed-text"}
+
+
+async def test_choosing_minilm_right_after_a_start_re_embeds_at_once_with_progress(pod, home) -> None:
+    """Hearth had just started and memory was not open yet (the chat page does not open it): choosing MiniLM in
+    Settings → Models said it "now uses local/minilm", and then nothing was re-embedded and no progress showed,
+    until something else happened to open memory (the timed producer, every 5 minutes). Now the choice opens memory
+    on its own thread and the re-embed begins, its progress shown for the notes the person reads."""
+    import time
+
+    from wiki_engine import Item
+    from wiki_engine.embed import KINDS
+    from wiki_engine.index import ScopeIndex
+
+    me = pod.person.id
+    await pod.in_memory_thread(lambda: pod.memory.add_items(
+        [Item(text=f"Note {k}: the plumber comes on day {k}.", scope=f"private/{me}", ts=1e6 + k) for k in range(200)]))
+    await pod.close()
+    again = Pod(home).first_person()  # Hearth starts again; the person opens Settings → Models and picks MiniLM
+    try:
+        again.pod.start_background()
+        await asyncio.sleep(0.5)
+        assert not again.memory_host.is_open  # nothing to resume: memory stays closed at start
+        loop_free = asyncio.get_running_loop().time()
+        again.set_role_model("embedding", "local/minilm")  # what the Models page's combo box calls
+        assert asyncio.get_running_loop().time() - loop_free < 0.5  # opening memory never holds the window
+        deadline = time.monotonic() + 60
+        while not ((st := again.embedding_status()) and st["model"] == KINDS["minilm"] and st["total"]
+                   and not st["running"]):
+            assert time.monotonic() < deadline, (
+                f"after MiniLM was chosen Settings → Models' progress reads {st!r} (memory open: "
+                f"{again.memory_host.is_open}); nothing was re-embedded")
+            await asyncio.sleep(0.1)
+        assert (st["done"], st["total"], st["error"]) == (200, 200, ""), st
+        assert ScopeIndex.stored_embedder(home / "memory" / "index" / "private" / me) == KINDS["minilm"]
+    finally:
+        await again.close()

@@ -829,3 +829,38 @@ def test_the_nightly_pass_sends_an_unchanged_page_to_the_provider_no_more_and_a_
         assert mem.search("courgettes", scopes=["private/me"], k=1, mode="keyword") == []
     finally:
         mem.close()
+
+
+async def test_vectors_queued_for_the_provider_are_filled_after_a_restart_without_a_search(pod, fake_model, home) -> None:
+    """100 notes were queued for the provider's vectors while it was down, and Hearth quit. After a restart with the
+    provider back, nothing was sent and Settings showed nothing until a search or the timed producer opened memory
+    (the start-up looked only for scopes on another model). README: queued vectors are "filled in the background
+    ..., again after a restart". Now the start opens memory in the background when vectors wait for the provider."""
+    from runtime_host.pod import Pod
+
+    me = pod.person.id
+    pod.set_role_model("embedding", "fake/fake-embed")
+    fake_model.embed_fault = Error(503, "maintenance")
+    await pod.in_memory_thread(lambda: pod.memory.add_items(
+        [Item(text=f"Note {k}: the plumber comes on day {k}.", scope=f"private/{me}", ts=1e6 + k) for k in range(100)]))
+    deadline = time.monotonic() + 20
+    while not (pod.embedding_status() or {}).get("error"):
+        assert time.monotonic() < deadline, pod.embedding_status()
+        await asyncio.sleep(0.1)
+    await pod.close()
+    fake_model.embed_fault = None  # the provider is back; Hearth starts again and is left alone
+    sent_before = len(fake_model.embedded)
+    again = Pod(home).first_person()
+    try:
+        again.pod.start_background()
+        deadline = time.monotonic() + 30
+        while not ((st := again.embedding_status()) and st["total"] and not st["running"]):
+            assert time.monotonic() < deadline, (
+                f"after the restart the provider was sent {len(fake_model.embedded) - sent_before} of the 100 queued "
+                f"notes; Settings → Models shows {st}")
+            await asyncio.sleep(0.1)
+        assert (st["done"], st["total"], st["error"]) == (100, 100, ""), st
+        assert len(fake_model.embedded) - sent_before >= 100
+        assert all(v is not None for v in stored_vectors(home / "memory", f"private/{me}"))
+    finally:
+        await again.close()

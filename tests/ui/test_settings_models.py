@@ -255,3 +255,48 @@ def test_a_note_the_provider_refuses_on_its_own_is_named_with_what_to_do(qtbot, 
     assert "“Committee minutes." in text and "HTTP 400" in text and "words alone" in text, text
     assert "Settings → Models" in text and "tries again" not in text
     assert qloop.run(ui_pod.memory_search("tooth", k=1, mode="meaning"))[0].id == dentist
+
+
+def test_minilm_chosen_right_after_a_start_shows_its_re_embedding_in_settings(qtbot, qloop, home, fake_model) -> None:
+    """Hearth started and the person stayed on the chat page (memory not opened yet), then picked MiniLM in
+    Settings → Models: the page said "now uses local/minilm", and then showed nothing, and nothing was re-embedded,
+    until something else opened memory minutes later."""
+    from app.main_window import MainWindow
+    from runtime_host.pod import Pod
+    from wiki_engine import Item
+
+    async def seed() -> None:
+        p = Pod(home).first_person()
+        p.add_provider("fake", kind="openai-compatible", base_url=fake_model.base_url, model="fake-1")
+        p.add_agent("helper", provider="fake", system="Test agent.")
+        await p.in_memory_thread(lambda: p.memory.add_items(
+            [Item(text=f"Note {k}: the plumber comes on day {k}.", scope=f"private/{p.person.id}", ts=1e6 + k)
+             for k in range(200)]))
+        await p.close()
+
+    async def start() -> Any:
+        p = Pod(home).first_person()
+        p.pod.start_background()
+        return p
+
+    qloop.run(seed())
+    pod = qloop.run(start())
+    try:
+        w = MainWindow(pod)
+        qtbot.addWidget(w)
+        w.show()
+        w.show_chat()
+        dlg = SettingsDialog(pod)
+        qtbot.addWidget(dlg)
+        page = dlg.models
+        combo = page.combos["embedding"]
+        combo.setCurrentIndex(combo.findData("local/minilm"))
+        combo.activated.emit(combo.currentIndex())
+        assert "now uses local/minilm" in page.message.text()
+        qloop.wait_until(lambda: "of 200 items done" in page.embedding_progress.text()
+                         or "re-embedded: 200 items" in page.embedding_progress.text(), timeout=20,
+                         what="Settings → Models to show how far the re-embedding of the 200 notes is")
+        qloop.wait_until(lambda: "Memory is re-embedded: 200 items" in page.embedding_progress.text(), timeout=60,
+                         what="the re-embedding to finish")
+    finally:
+        qloop.run(pod.close())
