@@ -175,15 +175,20 @@ class PersonPod:
 
     def embedding_status(self) -> dict[str, Any] | None:
         """How far re-embedding is. The model is the first person's choice: a provider of theirs is used for
-        their own notes alone, so anyone else is shown nothing of it (not its name, nor its errors). The items
-        counted are those of the scopes the person may read."""
+        their own notes alone, so anyone else is shown nothing of it (not its name, nor its errors, nor what it
+        set aside), only how far the notes they read are re-embedded on the local model that embeds them now.
+        The items counted are those of the scopes the person may read."""
         from runtime_host.memory_jobs import owner
-        from wiki_engine.embed import kind_of
+        from wiki_engine.embed import KINDS, kind_of
+        from wiki_engine.memory import LOCAL_EMBEDDER
 
         st = self.pod.embedding_status(self.person_id)
         if st is None or self.person_id == owner(self.pod) or kind_of(str(st.get("model") or "")) is not None:
             return st
-        return None
+        if not st["total"]:  # none of theirs was re-embedded for this choice
+            return None
+        return {**st, "model": KINDS[LOCAL_EMBEDDER], "running": bool(st["running"]) and st["done"] < st["total"],
+                "error": "", "set_aside": 0, "note": ""}
 
     def _memory_route(self, role: str) -> dict[str, Any] | None:
         return self.pod._memory_route(self.person_id, role)

@@ -73,3 +73,32 @@ async def test_a_providers_embeddings_never_see_another_persons_or_shared_memory
     await settled(me)
     assert all(r.headers["authorization"] != f"Bearer {BOB_KEY}" for r in fake_model.embed_requests[asked:])
     assert all(r.body["model"] == "fake-embed" for r in fake_model.embed_requests)
+
+
+async def test_bob_is_shown_how_far_his_notes_are_re_embedded_when_alice_chooses_her_provider(pod, fake_model) -> None:
+    """Alice had chosen MiniLM for everyone, then chose her provider's embeddings: Bob's notes and the household's
+    were re-embedded on the local model, and Bob's Settings → Models showed nothing of it (his progress was hidden
+    whenever the model was a provider's). He is now shown how far the notes he reads are, on the local model, and
+    still nothing of Alice's provider."""
+    from wiki_engine.embed import KINDS
+
+    async def settled(who: Any, name: str) -> dict[str, Any]:
+        deadline = time.monotonic() + 90
+        while not ((st := who.embedding_status()) and st["model"] == name and not st["running"]):
+            assert time.monotonic() < deadline, st
+            await asyncio.sleep(0.1)
+        return st
+
+    bob = pod.add_person("Bob")
+    as_bob = pod.pod.for_person(pod.store.get_person("Bob"))
+    await pod.in_memory_thread(lambda: [pod.memory.add_source(f"Bob's note {n}: the boat needs paint on side {n}.",
+                                                              scope=f"private/{bob['id']}") for n in range(50)])
+    await pod.in_memory_thread(lambda: pod.memory.add_source("The bins go out on Tuesday.", scope="public"))
+    await pod.in_memory_thread(lambda: pod.memory.add_source("Alice: dentist on Friday.", scope=f"private/{pod.person.id}"))
+    pod.set_role_model("embedding", "local/minilm")
+    await settled(pod, KINDS["minilm"])
+    pod.set_role_model("embedding", "fake/fake-embed")  # Alice: her own notes to her provider
+    await settled(pod, "provider:fake/fake-embed")
+    his = await settled(as_bob, KINDS["static"])
+    assert (his["done"], his["total"], his["error"]) == (51, 51, ""), his
+    assert "fake" not in str(his)  # nothing of Alice's provider
