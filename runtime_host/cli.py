@@ -13,6 +13,10 @@ from collections.abc import Iterator
 from typing import Any, TextIO
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+# Failed tries in a row (nothing embedded between them) that `models set embedding` waits through when trying again
+# may clear the failure (a rate limit, a server error, a timeout): memory's waits between them, 0.5 s doubling (or
+# the provider's Retry-After), come to about 8 s before the fifth.
+REEMBED_TRIES = 5
 
 # What the CLI prints comes partly from strangers and models (mail subjects, page titles, answers, snippets). A
 # terminal escape sequence, a C1 control code or a direction override in it would act on the terminal: clear it,
@@ -526,24 +530,39 @@ def _schedule(me: Any, args: argparse.Namespace) -> int:
 
 async def _reembed(me: Any) -> int:
     """Re-embeds memory with the embedding role's model, printing progress (the window does this in the
-    background; a command waits, as its process ends when it returns). Fails (exit 1) when the model could
-    not embed: the choice is kept, but memory does not search by it yet."""
+    background; a command waits, as its process ends when it returns). Waits through failures that trying again may
+    clear (a provider asking to slow down, a server error), saying each, up to REEMBED_TRIES in a row; fails (exit 1)
+    on the others, or after those: the choice is kept, but memory does not search by it yet."""
     mem = await me.in_memory_thread(lambda: me.memory)
     switching = me.memory_host.embedding_changed()
     if switching is not None:
         await asyncio.wrap_future(switching)
     shown = None
+    seen = in_a_row = 0  # memory's failures counted so far; those since anything was embedded
+    done_then = -1
     while True:
         st = mem.embedding_status(me.person_scopes())  # the items of the scopes this person reads, no one else's
         line = f"Re-embedding memory with {st['model']}: {st['done']}/{st['total']}"
         if line != shown and st["total"]:
             print(line, flush=True)
             shown = line
-        if not st["running"] or st["error"]:
+        if not st["running"]:
             break
+        failures = int(st.get("failures") or 0)
+        if st["error"] and failures != seen:
+            if not st.get("passing"):  # a key refused, no such model, vectors of the wrong size: trying cannot clear it
+                break
+            in_a_row = (0 if st["done"] != done_then else in_a_row) + (failures - seen if failures > seen else failures)
+            seen, done_then = failures, st["done"]
+            if in_a_row >= REEMBED_TRIES:
+                break
+            print(f"{st['why']} Trying again in {float(st.get('retry_s') or 0):g} s (this command gives up after "
+                  f"{REEMBED_TRIES} failed tries in a row).", file=sys.stderr, flush=True)
         await asyncio.sleep(0.5)
     if st["error"]:  # the choice is saved: memory tries again whenever Hearth runs
-        print(st["error"], file=sys.stderr)
+        print(f"Memory could not get search vectors from {st['model']}: {st['why']} The choice is kept: Hearth tries "
+              f"again whenever it runs, and search finds notes by their words meanwhile." if st.get("why")
+              else st["error"], file=sys.stderr)
         return EXIT_FAILED
     done = f"{st['total']} items re-embedded" if st["total"] else "nothing needed re-embedding"
     print(f"Memory search by meaning now uses {st['model']} ({done}).")

@@ -15,6 +15,7 @@ import hashlib
 import importlib.util
 import sys
 import threading
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
@@ -39,8 +40,9 @@ MAX_EMBED_CHARS = 16_384
 # The text a remote model is asked to embed to learn the size of its vectors, or whether it answers at all.
 SIZE_PROBE = "size"
 # Texts per request to a remote model (memory's background batches). One that the model does not answer in time (a
-# model server on a CPU given 64 long notes) is sent again in halves, and the model is sent no more per request from
-# then on: ``embed_each`` keeps the size that it answers in time as the embedder's ``batch``.
+# model server on a CPU given 64 long notes) is sent again in halves once it answered one text alone, and the model
+# is sent no more per request from then on: ``embed_each`` keeps the size that it answered in time as the embedder's
+# ``batch``. A model that does not answer one text alone in time is failing, not slow: its batch stays as it was.
 REMOTE_BATCH = 64
 
 
@@ -78,20 +80,20 @@ def batch_size(embedder: Embedder) -> int:
     return int(getattr(embedder, "batch", 0) or REMOTE_BATCH)
 
 
-def embed_each(embedder: Embedder, texts: list[str]) -> tuple[np.ndarray, dict[int, str]]:
+def embed_each(embedder: Embedder, texts: list[str], *, halve: bool = True) -> tuple[np.ndarray, dict[int, str]]:
     """Vectors for ``texts``, and {position: why} of the texts set aside: those a remote model refuses one by one
     (a text still too long for it, an answer for it that is not a vector) while it answers others. The vectors are
     the other texts', in order. A request refused whole is split in halves until the texts it refuses are found,
     so one of them never keeps the others from their vectors; a model that refuses even a word (a wrong model, a
     bad key, a server down) fails as it did: that is the model's failure, not a text's. A request the model does
-    not answer in time (its ``too_slow``) is sent again in halves, halved again if need be, and the size it answered
-    is kept (``batch_size``) for the requests that follow; a single text it does not answer in time is its failure."""
+    not answer in time (its ``too_slow``) is sent again in smaller requests (``_in_smaller_requests``; not when
+    ``halve`` is False: the timeout is raised); a single text it does not answer in time is its failure."""
     try:
         return embedder.embed(texts), {}
     except Exception as exc:
         too_slow = getattr(embedder, "too_slow", None)
-        if len(texts) > 1 and too_slow is not None and too_slow(exc):
-            return _in_smaller_requests(embedder, texts)
+        if halve and len(texts) > 1 and too_slow is not None and too_slow(exc):
+            return _in_smaller_requests(embedder, texts, too_slow)
         refuses = getattr(embedder, "refuses", None)
         if refuses is None or not refuses(exc):
             raise
@@ -126,16 +128,29 @@ def embed_each(embedder: Embedder, texts: list[str]) -> tuple[np.ndarray, dict[i
     return _stacked(embedder, [v for v in got if v is not None]), why
 
 
-def _in_smaller_requests(embedder: Embedder, texts: list[str]) -> tuple[np.ndarray, dict[int, str]]:
-    """``embed_each`` for texts the model did not answer in time in one request: half as many per request from now
-    on (the embedder's ``batch``), each request halved again while the model does not answer it in time."""
-    embedder.batch = min(batch_size(embedder), max(1, len(texts) // 2))  # type: ignore[attr-defined]
-    rows: list[np.ndarray] = []
-    why: dict[int, str] = {}
-    at = 0
+def _in_smaller_requests(embedder: Embedder, texts: list[str],
+                         too_slow: Callable[[Exception], bool]) -> tuple[np.ndarray, dict[int, str]]:
+    """``embed_each`` for texts the model did not answer in time in one request. The first is sent alone: a model
+    that does not answer even one text in time is not slow but not answering (a hung server, a network dropping
+    packets), and that is its failure, raised after two requests' time, the size it is sent (``batch_size``) left
+    as it was, so once it answers again it gets whole batches. Otherwise the others go half as many per request,
+    halved again while a request is not answered in time; a size only once a request of that size was answered is
+    kept as the embedder's ``batch`` for the requests that follow."""
+    vecs, why = embed_each(embedder, texts[:1])  # one text not answered in time: raised, the model's failure
+    rows: list[np.ndarray] = list(np.asarray(vecs, dtype=np.float32))
+    size = min(batch_size(embedder), max(1, len(texts) // 2))
+    at = 1
     while at < len(texts):
-        part = texts[at : at + batch_size(embedder)]
-        vecs, refused = embed_each(embedder, part)
+        part = texts[at : at + size]
+        try:
+            vecs, refused = embed_each(embedder, part, halve=False)
+        except Exception as exc:
+            if len(part) > 1 and too_slow(exc):
+                size = max(1, len(part) // 2)
+                continue
+            raise
+        if len(part) == size < batch_size(embedder):  # answered in time at this size: no more per request from now on
+            embedder.batch = size  # type: ignore[attr-defined]
         rows.extend(np.asarray(vecs, dtype=np.float32))
         why.update({at + n: reason for n, reason in refused.items()})
         at += len(part)

@@ -523,6 +523,8 @@ EMBED_RETRY_S = 0.5
 # the model behind its name changed, and the scope is embedded again. Fewer are refused as bad answers.
 SIZE_CHANGE_ANSWERS = 3
 EMBED_RETRY_MAX_S = 120.0
+# ``embedding_status`` with no failure to say (see there).
+NO_FAILURE: dict[str, object] = {"error": "", "why": "", "failures": 0, "retry_s": 0.0, "passing": False}
 # Parts embedded ahead of storing (``vectors_ahead``) between looks whether memory closed (MiniLM: seconds).
 AHEAD_CHUNK = 64
 # The model of the scopes a remote model does not apply to (see ``set_embedder(only_for=...)``).
@@ -608,7 +610,7 @@ class Memory:
         # ``_lock`` where both are: the status never waits for memory's lock, held through a deletion or an import.
         self._status = threading.RLock()
         self._progress: dict[str, object] = {"model": self.embedder.name if self.embedder else "", "done": 0, "total": 0,
-                                             "running": False, "error": ""}
+                                             "running": False, **NO_FAILURE}
         self._scope_progress: dict[str, list[int]] = {}  # scope -> [done, total] of this choice's re-embedding
         self._say_unloadable(embedder)
         self._delete_files()  # source files of a deletion a kill cut short after its commit
@@ -800,7 +802,7 @@ class Memory:
                 self._kick.set()  # (one waiting to try the old model again ends now)
             self.embedder, self.only_for = new, only_for
             # counted anew: what this choice re-embeds, not what an earlier one (or one turned away from) did
-            self._progress.update(model=new.name if new else "", error="", done=0, total=0)
+            self._progress.update(model=new.name if new else "", done=0, total=0, **NO_FAILURE)
             self._scope_progress.clear()
             self._say_unloadable(embedder)
             self._recheck_size = is_remote(new)
@@ -831,10 +833,14 @@ class Memory:
                 f"in Settings → Models (`models set embedding local/static`)."))
 
     def embedding_status(self, scopes: Sequence[str] | None = None) -> dict[str, object]:
-        """{"model", "done", "total", "running", "error", "set_aside", "note"}: how far re-embedding with the chosen
-        model is: the items it re-embeds (or fills) since the model was chosen, in ``scopes`` (all, when None: a
-        person is shown the scopes they may read, never another person's items). ``set_aside`` counts the items the
-        model refused one by one, found by their words alone; ``note`` names them and says what to do."""
+        """{"model", "done", "total", "running", "error", "why", "failures", "retry_s", "passing", "set_aside",
+        "note"}: how far re-embedding with the chosen model is: the items it re-embeds (or fills) since the model was
+        chosen, in ``scopes`` (all, when None: a person is shown the scopes they may read, never another person's
+        items). ``error`` says what went wrong and what to do (in the window's words); after a failure of the model,
+        ``why`` is that failure alone, ``failures`` how many tries failed in a row, ``retry_s`` when the background
+        pass tries again and ``passing`` whether trying again may clear it (the embedder's ``passing``: a rate limit, a
+        server error, a timeout; not a key refused or no such model). ``set_aside`` counts the items the model refused
+        one by one, found by their words alone; ``note`` names them and says what to do."""
         with self._status:  # never memory's lock: Settings reads this on the window's event loop
             st = dict(self._progress)
             wanted = None if scopes is None else {str(Scope.parse(sc)) for sc in scopes}
@@ -910,7 +916,10 @@ class Memory:
                     if self._drops != drops:  # a scope forgotten under the pass (its index closed): go again at once
                         continue
                     failures += 1
-                    wait = min(EMBED_RETRY_MAX_S, EMBED_RETRY_S * 2 ** (failures - 1))
+                    # (no sooner than a provider asking to slow down says: its Retry-After)
+                    wait = min(EMBED_RETRY_MAX_S, max(EMBED_RETRY_S * 2 ** (failures - 1),
+                                                      float(getattr(exc, "retry_after", None) or 0)))
+                    passing = getattr(target, "passing", None)
                     # Sources stored since the pass began wait too: the count a person sees includes them.
                     try:
                         queued = {str(sc): idx.queued_count() for sc, idx in list(self._indexes.items())
@@ -923,6 +932,8 @@ class Memory:
                         for sc, n in queued.items():
                             c = self._scope_progress.setdefault(sc, [0, 0])
                             c[1] = max(c[1], c[0] + n)
+                        self._progress.update(failures=failures, why=str(exc), retry_s=wait,
+                                              passing=bool(passing is not None and passing(exc)))
                         self._progress["error"] = (
                             f"Memory could not get search vectors from {self._progress.get('model')}: {exc} Search "
                             f"keeps working meanwhile (new items are found by their words); Hearth tries again in "
@@ -931,8 +942,12 @@ class Memory:
                     continue
                 failures = 0
                 with self._lock, self._status:
+                    if self._migration is not threading.current_thread():
+                        # given up on (another model chosen) while its request was answered: the status is the new
+                        # pass's, never ended (nor its error cleared) by this one
+                        return
                     if ok:
-                        self._progress["error"] = ""
+                        self._progress.update(NO_FAILURE)
                     # Decided and said in one step: a model chosen from here on starts a new thread, never left to
                     # one that has already decided to end.
                     if self._migration_stop.is_set() or not self._progress.get("again"):
@@ -956,8 +971,11 @@ class Memory:
 
         me = threading.current_thread()
 
-        def current() -> bool:  # still this pass's model, and this pass (not one a new choice started)
-            return self.embedder is target and self._migration is me and not self._migration_stop.is_set()
+        def ours() -> bool:  # still this pass's model, and this pass (not one a new choice started): its progress to say
+            return self.embedder is target and self._migration is me
+
+        def current() -> bool:
+            return ours() and not self._migration_stop.is_set()
 
         def stop() -> bool:  # also before each request: a model turned away from elsewhere is sent nothing more
             return not current() or not self._sends_to(target)
@@ -1006,7 +1024,7 @@ class Memory:
 
         if total:
             with self._lock, self._status:
-                if self.embedder is not target:
+                if not ours():
                     return True
                 self._progress.update(model=target.name, done=0, total=total)
                 for (sc, _, _), n in zip(todo, counts, strict=True):
@@ -1020,7 +1038,7 @@ class Memory:
             # Documents added to the scope while it re-embeds count too (``t`` grows): never done while some wait.
             def report(d: int, t: int, base_done: int = base_done, total: int = total, n: int = n, sc: Scope = sc) -> None:
                 with self._lock, self._status:
-                    if self.embedder is not target:  # a model chosen meanwhile counts anew: not this one's items
+                    if not ours():  # a model chosen meanwhile counts anew: not this one's items
                         return
                     self._progress["total"] = grown = max(total, total + t - n)
                     self._progress["done"] = min(grown, base_done + d)
@@ -1093,14 +1111,14 @@ class Memory:
                     done += len(rows)
                     total = max(total, done)
                     with self._lock, self._status:
-                        if self.embedder is target:
+                        if ours():
                             self._progress.update(done=done, total=total)
                             count(sc, len(rows), 0, add=True)
             except Exception:
                 if not gone(sc, idx):
                     raise
         with self._lock, self._status:
-            if total and self.embedder is target:
+            if total and ours():
                 self._progress.update(done=total, total=total)  # one rewritten or deleted meanwhile counted in the total
                 for c in self._scope_progress.values():
                     c[0] = c[1]

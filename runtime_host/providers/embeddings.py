@@ -105,8 +105,16 @@ class ProviderEmbedder:
     @staticmethod
     def too_slow(exc: Exception) -> bool:
         """Whether ``exc`` is the provider not answering a request in time (a model server on a CPU given 64 long
-        notes at once): memory then sends it half as many texts per request, from then on (``embed_each``)."""
+        notes at once): memory then sends it fewer texts per request, from then on, once it answered one text alone
+        in time (``embed_each``)."""
         return isinstance(exc, ProviderError) and exc.kind == "timeout"
+
+    @staticmethod
+    def passing(exc: Exception) -> bool:
+        """Whether ``exc`` may pass on its own (a rate limit, a server error, a timeout, the provider unreachable), so
+        that trying again may clear it: `models set embedding` waits through a few, and fails at once on the others
+        (a key refused, no such model, no embeddings API)."""
+        return isinstance(exc, ProviderError) and exc.may_fall_back
 
     def _request(self, texts: list[str]) -> tuple[str, dict[str, str], dict[str, Any]]:
         r = self.route

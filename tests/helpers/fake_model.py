@@ -26,6 +26,8 @@ Embeddings: POST /v1/embeddings (openai: {"model", "input": [...]} -> {"object":
 sharing a concept, see CONCEPTS), so search by meaning works in tests. `embedded` records every input
 embedded (`embed_requests` the requests); `embed_fault` makes the endpoint fail: an Error, a Hang, or "wrong-dims", "nan", "wrong-count",
 "half-size" (every vector of half the usual size), "drip" (headers at once, then the body a byte every half second).
+`embed_faults` fails the embedding requests to come, in order, each entry once (an Error or a Hang; None answers),
+before `embed_fault`: a provider that asks once, part-way, to slow down.
 `embed_per_text_s` makes each text of a request add that long before the answer (a model server on a CPU).
 `embed_max_chars` makes it refuse a request holding a longer input (HTTP 400, as real providers refuse an input
 past their model's context: OpenAI's 8,192 tokens, Gemini's 2,048), the other inputs of that request with it.
@@ -282,6 +284,7 @@ class FakeModelServer:
         self.embedded: list[str] = []  # every text the embeddings endpoint received, in order
         self.embed_requests: list[Request] = []  # the embedding requests answered (headers show the key sent)
         self.embed_fault: Error | Hang | str | None = None  # see the module docstring
+        self.embed_faults: list[Error | Hang | None] = []  # see the module docstring
         self.list_fault: Error | None = None  # see the module docstring
         self.embed_delay_s = 0.0  # each embedding answer waits this long (to watch progress)
         self.embed_per_text_s = 0.0  # and this long more for each text it embeds
@@ -421,7 +424,8 @@ class FakeModelServer:
             texts = [raw] if isinstance(raw, str) else list(raw or [])
         if not texts or not all(isinstance(t, str) for t in texts):
             return self._send(h, *self._error_body(Error(400, "'input' must be a string or a list of strings")))
-        fault = self.embed_fault
+        fault = self.embed_faults.pop(0) if self.embed_faults else None
+        fault = fault or self.embed_fault
         if isinstance(fault, Error | Hang):
             return self._answer(h, req, fault)
         if self.embed_max_chars is not None and (long := [t for t in texts if len(t) > self.embed_max_chars]):

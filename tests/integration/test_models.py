@@ -122,14 +122,14 @@ async def test_the_embedded_model_gets_no_tools_offered(home) -> None:
         await pod.close()
 
 
-def seed_plumber_notes(home) -> None:
-    """40 notes in the first person's memory, embedded by the default (static) model."""
+def seed_plumber_notes(home, n_notes: int = 40) -> None:
+    """``n_notes`` notes in the first person's memory, embedded by the default (static) model."""
     async def seed() -> None:
         pod = Pod(home).first_person()
         try:
             assert pod.embedding_model() == "static"
             assert pod.memory.embedder.name == "static-wordllama-l2supercat-256"
-            for n in range(40):
+            for n in range(n_notes):
                 pod.memory.add_source(f"Note {n}: the plumber comes on day {n}.", scope=f"private/{pod.person.id}")
         finally:
             await pod.close()
@@ -180,12 +180,36 @@ def test_choosing_a_providers_embeddings_on_the_cli_reembeds_with_progress(home,
     fake_model.embed_fault = Error(500, "down")
     r = cli(home, "models", "set", "embedding", "fake/fake-embed-2")
     assert r.returncode == 1 and "HTTP 500" in r.stderr and "tries again" in r.stderr, r.stderr
+    assert r.stderr.count("Trying again in") == hearth_cli.REEMBED_TRIES - 1, r.stderr  # waited through a few
 
     # A provider without an embeddings API is refused with what to choose instead.
     r = cli(home, "provider", "add", "claude", "--kind", "anthropic", "--base-url", fake_model.base_url, "--no-check")
     assert r.returncode == 0, r.stderr
     bad = cli(home, "models", "set", "embedding", "claude/claude-x")
     assert bad.returncode == 2 and "no embeddings API" in bad.stderr and "local/static" in bad.stderr, bad.stderr
+
+
+def test_a_provider_asking_once_to_slow_down_does_not_end_the_re_embed_on_the_cli(home, fake_model,
+                                                                                    secure_keyring) -> None:
+    """`models set embedding` on a few hundred notes, the provider asking once, part-way, to slow down (HTTP 429, as
+    OpenAI does on a big re-embed): the command exited 1 at once, saying "Hearth tries again in 0.5 s" as its
+    process ended, and the re-embed stopped there. Now it waits through the retry, says so, and finishes."""
+    from tests.integration.test_cli import setup_agent
+
+    setup_agent(home, fake_model.base_url)
+    seed_plumber_notes(home, 300)
+    fake_model.embed_faults = [None, None, Error(429, "Rate limit reached", retry_after_s=1)]
+    r = cli(home, "models", "set", "embedding", "fake/fake-embed", timeout=120)
+    assert r.returncode == 0, (r.returncode, r.stdout[-600:], r.stderr[-600:], f"{len(fake_model.embedded)} sent")
+    assert "now uses provider:fake/fake-embed (300 items re-embedded)" in r.stdout, r.stdout[-600:]
+    assert len(set(fake_model.embedded)) == 300
+    said = [line for line in r.stderr.splitlines() if "Rate limit reached" in line]
+    assert len(said) == 1 and "Trying again in" in said[0] and "Settings" not in said[0], r.stderr
+
+    # A key the provider refuses is not waited through: trying again cannot clear it.
+    fake_model.embed_fault = Error(401, "Incorrect API key provided")
+    r = cli(home, "models", "set", "embedding", "fake/fake-embed-2")
+    assert r.returncode == 1 and "HTTP 401" in r.stderr and "Trying again" not in r.stderr, r.stderr
 
 
 def test_a_damaged_minilm_file_leaves_memory_answering_with_one_warning(home, capsys, monkeypatch) -> None:

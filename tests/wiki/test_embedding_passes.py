@@ -1,7 +1,7 @@
 """Memory's background embedding pass with a provider's embeddings (the fake model server: a real HTTP server)
 where real providers break it: a long document, another model behind the provider's name mid re-embed, a model
-chosen just as the pass ends, a person forgotten mid re-embed, a server too slow for a whole batch, one that drips
-its answer, notes another process stored and left without their vectors."""
+chosen just as the pass ends or mid-request, a person forgotten mid re-embed, a server too slow for a whole batch,
+one hung for a while, one that drips its answer, notes another process stored and left without their vectors."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import pytest
 import runtime_host.providers.embeddings as embeddings
 from runtime_host.providers import Route
 from runtime_host.providers.embeddings import ProviderEmbedder
-from tests.helpers.fake_model import Error, FakeModelServer, echo
+from tests.helpers.fake_model import Error, FakeModelServer, Hang, echo
 from wiki_engine import Item, Memory, open_memory
 from wiki_engine.embed import load_embedder
 from wiki_engine.index import ScopeIndex
@@ -271,6 +271,49 @@ def test_a_model_chosen_as_the_pass_ends_is_taken_up(tmp_path: Path) -> None:
         mem.close()
 
 
+class _Held:
+    """A provider's embeddings (remote; vectors of the static model) whose requests wait until the test lets them go."""
+
+    remote = True
+
+    def __init__(self, name: str):
+        self.name, self.dim = name, 256
+        self.gate, self.entered = threading.Event(), threading.Event()
+
+    def embed(self, texts: list[str], timeout: float | None = None):  # noqa: ANN201
+        self.entered.set()
+        self.gate.wait(60)
+        return load_embedder("static").embed(texts)
+
+
+def test_a_pass_given_up_on_does_not_end_the_new_models_re_embed(tmp_path: Path) -> None:
+    """She chose a provider's embeddings, then changed her mind for another while the first was answering its first
+    batch. When that answer came (and was thrown away), the pass given up on wrote "not running" over the new one's
+    status: Settings → Models read "Memory is re-embedded: 300 items, ready for search by meaning" while the new
+    model had embedded nothing."""
+    mem = open_memory(tmp_path / "memory", embedder="static")
+    first, second = _Held("provider:a/embed"), _Held("provider:b/embed")
+    try:
+        mem.add_items(shopping(300))
+        mem.set_embedder(first, only_for="me")
+        assert first.entered.wait(10)  # the first provider is answering its first batch
+        mem.set_embedder(second, only_for="me")  # she changes her mind
+        assert second.entered.wait(10)  # the new pass is under way
+        first.gate.set()  # the old request comes back (its answer is thrown away)
+        time.sleep(0.5)
+        st = mem.embedding_status()
+        assert st["running"] and st["done"] == 0, f"the new model is on its first batch, yet the status reads {st}"
+        second.gate.set()
+        assert wait_until(lambda: settled(mem), 30), mem.embedding_status()
+        st = mem.embedding_status()
+        assert st["done"] == st["total"] == 300, st
+        assert ScopeIndex.stored_embedder(tmp_path / "memory" / "index" / "private" / "me") == "provider:b/embed"
+    finally:
+        first.gate.set()
+        second.gate.set()
+        mem.close()
+
+
 # ---- a person forgotten mid re-embed -----------------------------------------------------------------------------
 
 def test_forgetting_a_person_mid_reembed_is_no_failure_of_the_model(tmp_path: Path,
@@ -339,6 +382,33 @@ def test_a_server_too_slow_for_a_whole_batch_is_sent_fewer_notes_a_request_and_e
         assert mem.search("tooth", scopes=["private/me"], k=1, mode="meaning")[0].id == sid
         big = [len(r.body["input"]) for r in fake_model.embed_requests if len(r.body["input"]) > 16]
         assert sorted(big) == [32, 64], f"requests of more than 16 notes: {big}"
+    finally:
+        mem.close()
+
+
+def test_a_provider_hung_for_a_while_is_said_within_two_requests_and_then_gets_full_batches_again(
+        tmp_path: Path, fake_model: FakeModelServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A provider that stops answering for a while (a hung server, a network dropping packets) was taken for a slow
+    one: its requests were halved down to one note, each waiting the time a request may take, before anything was
+    said (7 requests' time: 3.5 minutes in Hearth), and once it answered again it was sent one note a request for
+    good (640 requests for 640 notes). Now one note is sent alone after the first request timed out: not answered
+    either, that is the provider's failure, said at once, and its next requests are whole batches again."""
+    monkeypatch.setattr(embeddings, "TIMEOUT_S", 1.0)  # 30 s in Hearth
+    fake_model.embed_fault = Hang(3)  # answers nothing for a while
+    mem = open_memory(tmp_path / "memory", embedder=provider(fake_model))
+    try:
+        mem.add_items(shopping(640))
+        started = time.monotonic()
+        assert wait_until(lambda: mem.embedding_status()["error"], 20), mem.embedding_status()
+        said_after = time.monotonic() - started
+        error = str(mem.embedding_status()["error"])
+        fake_model.embed_fault = None  # the provider answers again
+        assert wait_until(lambda: settled(mem) and mem.index("private/me").queued_count() == 0, 60), \
+            mem.embedding_status()
+        sizes = [len(r.body["input"]) for r in fake_model.embed_requests]
+        assert sizes == [64] * 10, f"once it answered again: {len(sizes)} requests of {sorted(set(sizes))} note(s)"
+        assert said_after < 3 * embeddings.TIMEOUT_S, f"the failure was said after {said_after:.1f} s: {error}"
+        assert "tries again in" in error, error
     finally:
         mem.close()
 
