@@ -4,7 +4,9 @@ For each local embedding model, every question's first ``rerank.POOL`` candidate
 ``rerank.FEATURES`` through the public ``Memory.ranking_features``; a linear model is trained with a pairwise
 logistic loss (each evidence turn against the first 40 other candidates). It is measured leave-one-
 conversation-out (each conversation ranked by weights learned on the other four), then trained on all five;
-``--write`` stores those weights in wiki_engine/data/ranker.json. The last line is one JSON object.
+``--write`` stores those weights in wiki_engine/data/ranker.json. Per model it prints ``pool_recall`` (the share of
+the evidence among the first step's best ``rerank.POOL``: all the learned step can reach), the first step's recall
+and the held-out recall. The last line is one JSON object.
 
     .venv/bin/python bench/train_ranker.py            # measure only
     .venv/bin/python bench/train_ranker.py --write    # measure, then write the weights
@@ -92,6 +94,11 @@ def recall(rows: list[Row], model: dict[str, list[float]] | None) -> tuple[float
     return float(np.mean(r5)), float(np.mean(r10))
 
 
+def pool_recall(rows: list[Row]) -> float:
+    """Share of the evidence among the first step's best ``rerank.POOL`` (all the learned step can reach)."""
+    return float(np.mean([len(gold & set(ids)) / len(gold) for _, ids, _, _, gold in rows]))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=LOCOMO_DEV)
@@ -119,7 +126,8 @@ def main() -> None:
                 scores10 += [b] * len(test)
                 held += test
             first5, first10 = recall(rows, None)
-            out[kind] = {"first_step_recall_at_5": round(first5, 4), "first_step_recall_at_10": round(first10, 4),
+            out[kind] = {"pool_recall": round(pool_recall(rows), 4),
+                         "first_step_recall_at_5": round(first5, 4), "first_step_recall_at_10": round(first10, 4),
                          "held_out_recall_at_5": round(float(np.mean(scores5)), 4),
                          "held_out_recall_at_10": round(float(np.mean(scores10)), 4), "questions": len(rows)}
             print(kind, json.dumps(out[kind]), file=sys.stderr, flush=True)
