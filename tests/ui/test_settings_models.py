@@ -15,14 +15,14 @@ from tests.integration.test_memory_off_thread import minutes_folder
 
 def _embedding_chosen(qtbot, pod, choice: str) -> Any:
     """Settings → Models opened for ``pod`` with ``choice`` picked as the embedding model, as a person picks it:
-    the Models page."""
+    the dialog (kept by the caller while its page is read)."""
     dlg = SettingsDialog(pod)
     qtbot.addWidget(dlg)
     page = dlg.models
     combo = page.combos["embedding"]
     combo.setCurrentIndex(combo.findData(choice))
     combo.activated.emit(combo.currentIndex())
-    return page
+    return dlg
 
 
 def test_models_page_shows_only_roles_that_do_something_and_each_choice_is_used(qtbot, qloop, ui_pod) -> None:
@@ -256,7 +256,8 @@ def test_a_note_the_provider_refuses_on_its_own_is_named_with_what_to_do(qtbot, 
     fake_model.embed_max_chars = 8_000  # a model of a small context: even a note's first 16,384 characters are refused
     ui_pod.memory.add_source("Committee minutes. " + "The committee discussed the budget at length. " * 400, scope=scope)
     dentist = ui_pod.memory.add_source("Appointment with the dentist on Friday at nine.", scope=scope)
-    page = _embedding_chosen(qtbot, ui_pod, "fake/fake-1")
+    dlg = _embedding_chosen(qtbot, ui_pod, "fake/fake-1")
+    page = dlg.models
     qtbot.waitUntil(lambda: "Memory is re-embedded: 2 items" in page.embedding_progress.text(), timeout=30_000)
     text = page.embedding_progress.text()
     assert "“Committee minutes." in text and "HTTP 400" in text and "words alone" in text, text
@@ -293,7 +294,8 @@ def test_minilm_chosen_right_after_a_start_shows_its_re_embedding_in_settings(qt
         qtbot.addWidget(w)
         w.show()
         w.show_chat()
-        page = _embedding_chosen(qtbot, pod, "local/minilm")
+        dlg = _embedding_chosen(qtbot, pod, "local/minilm")
+        page = dlg.models
         assert "now uses local/minilm" in page.message.text()
         qloop.wait_until(lambda: "of 200 items done" in page.embedding_progress.text()
                          or "re-embedded: 200 items" in page.embedding_progress.text(), timeout=20,
