@@ -13,7 +13,6 @@ from PySide6.QtWidgets import QTextBrowser, QTreeWidget, QTreeWidgetItem
 
 from app.confirm import confirm
 from app.markdown import STYLE, escape, plain_tooltip, render_with_code
-from runtime_host.store import HEARTH_ORIGINS
 
 ROLE_LABEL = {"user": "You", "assistant": "Agent", "error": "Hearth"}
 
@@ -109,10 +108,11 @@ class ChatView(QTextBrowser):
         if isinstance(m, dict):
             return {"id": m.get("id"), "role": m["role"], "text": m.get("text", m.get("content", "")),
                     "turn_id": m.get("turn_id"), "steps": m.get("steps") or [], "marker": m.get("marker"),
-                    "expanded": bool(m.get("expanded")), "origin": m.get("origin") or "chat"}
+                    "expanded": bool(m.get("expanded")), "origin": m.get("origin") or "chat",
+                    "by_hearth": bool(m.get("by_hearth"))}
         role, text = m
         return {"id": None, "role": role, "text": text, "turn_id": None, "steps": [], "marker": None, "expanded": False,
-                "origin": "chat"}
+                "origin": "chat", "by_hearth": False}
 
     def clear_messages(self) -> None:
         self.set_messages([])
@@ -173,7 +173,7 @@ class ChatView(QTextBrowser):
 
     def _html(self, e: dict[str, Any], key: str, *, live: bool = False) -> str:
         role = e["role"]
-        hearths = role == "user" and e.get("origin") in HEARTH_ORIGINS  # a run's prompt: Hearth's words, not yours
+        hearths = role == "user" and bool(e.get("by_hearth"))  # a run's prompt: Hearth's words, not yours
         label = self.agent_name if role == "assistant" else "Hearth" if hearths else ROLE_LABEL.get(role, role)
         anchor = f'<a name="m-{e["id"]}"></a>' if e.get("id") else ""
         acts = []

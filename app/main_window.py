@@ -741,7 +741,7 @@ class MainWindow(QMainWindow):
         for i, m in enumerate(stored):
             t = by_turn.get(m["turn_id"] or "")
             entry = {"id": m["id"], "role": m["role"], "text": m["content"], "turn_id": m["turn_id"],
-                     "origin": m.get("origin")}
+                     "origin": m.get("origin"), "by_hearth": m.get("by_hearth")}
             if m["role"] == "assistant" and t is not None and t["id"] not in placed:
                 placed.add(t["id"])
                 entry["steps"] = t["steps"]

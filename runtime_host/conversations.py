@@ -88,13 +88,14 @@ def origins(me: Any, conversation_id: str) -> dict[str, str]:
 
 
 def read(me: Any, conversation_id: str) -> dict[str, Any]:
-    """Messages in order, each with its turn and who started that turn (`origins`); turns with their status, note
-    and step tree."""
+    """Messages in order, each with its turn, who started that turn (`origins`) and whether it is Hearth's words
+    (``by_hearth``: a run's prompt, not the person's); turns with their status, note and step tree."""
     conv, agent = own(me, conversation_id)
     turns = me.turns(conversation_id)
     said_by = origins(me, conversation_id)
     msgs = [{"id": m.id, "role": m.role, "content": m.content, "turn_id": m.turn_id, "created_at": m.created_at,
-             "origin": said_by.get(m.id, "chat")} for m in me.store.list_messages(conversation_id)]
+             "origin": said_by.get(m.id, "chat"), "by_hearth": m.role == "user" and said_by.get(m.id) in HEARTH_ORIGINS}
+            for m in me.store.list_messages(conversation_id)]
     return {"id": conv.id, "title": conv.title or "New conversation", "agent": agent, "created_at": conv.created_at,
             "updated_at": conv.updated_at, "messages": msgs, "turns": turns}
 
