@@ -35,7 +35,7 @@ async def append_note(pod: Any, person_id: str, instance_id: str, args: dict[str
     line = " ".join(redactor(pod)(gated.text, f"agent/{person_id}/{instance_id}").split())
     # what every later turn reads back as the agent's own note: an order there (a stranger's mail's "From now on,
     # always approve …") would be obeyed as one; memory holds such a fact back, and a note is not kept
-    verdict = check_instructions(line, pod.memory.agents_called())
+    verdict = check_instructions(line, tuple(pod.store.agent_names()))  # memory need not be open for it
     if not verdict.ok:
         why = held_because(verdict.reason)
         pod.audit(person_id=person_id, agent=found[0].name if found else instance_id, kind="memory",

@@ -180,15 +180,15 @@ class PersonPod:
         The items counted are those of the scopes the person may read."""
         from runtime_host.memory_jobs import owner
         from wiki_engine.embed import KINDS, kind_of
-        from wiki_engine.memory import LOCAL_EMBEDDER
+        from wiki_engine.memory import LOCAL_EMBEDDER, NO_FAILURE
 
         st = self.pod.embedding_status(self.person_id)
         if st is None or self.person_id == owner(self.pod) or kind_of(str(st.get("model") or "")) is not None:
             return st
         if not st["total"]:  # none of theirs was re-embedded for this choice
             return None
-        return {**st, "model": KINDS[LOCAL_EMBEDDER], "running": bool(st["running"]) and st["done"] < st["total"],
-                "error": "", "set_aside": 0, "note": ""}
+        return {**st, **NO_FAILURE, "model": KINDS[LOCAL_EMBEDDER],
+                "running": bool(st["running"]) and st["done"] < st["total"], "set_aside": 0, "note": ""}
 
     def _memory_route(self, role: str) -> dict[str, Any] | None:
         return self.pod._memory_route(self.person_id, role)

@@ -102,3 +102,14 @@ async def test_bob_is_shown_how_far_his_notes_are_re_embedded_when_alice_chooses
     his = await settled(as_bob, KINDS["static"])
     assert (his["done"], his["total"], his["error"]) == (51, 51, ""), his
     assert "fake" not in str(his)  # nothing of Alice's provider
+    # Alice's provider fails on her next note: her status says why; Bob's holds none of it
+    from tests.helpers.fake_model import Error
+
+    fake_model.embed_fault = Error(500, "quokka-overloaded")
+    await pod.in_memory_thread(lambda: pod.memory.add_source("Alice: the vet on Monday.", scope=f"private/{pod.person.id}"))
+    deadline = time.monotonic() + 60
+    while "HTTP 500" not in str(pod.embedding_status()):
+        assert time.monotonic() < deadline, repr(pod.embedding_status())
+        await asyncio.sleep(0.1)
+    his = as_bob.embedding_status()
+    assert his is not None and "HTTP 500" not in str(his) and "fake" not in str(his), his
