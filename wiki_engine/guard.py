@@ -96,6 +96,11 @@ _TOLD = (r"[^.\n]{0,80}?\b(?:should|must|shall|will|(?:needs?|has|have|is|are)\s
 _IF_ASKED = (r"(?:when(?:ever)?|if|once|in\s+case|should|quand|lorsque|si|wenn|falls|sobald|cuando|quando|se)\b"
              r"[^.\n:;]{0,80}?\b(?:ask(?:s|ed)?|questions?|enquir\w*|inquir\w*|wants?\s+to\s+know|demand\w*|"
              r"fragt|gefragt|pregunt\w*|chied\w*|domand\w*)\b[^.\n:;]{0,80}?[,:]\s*")
+# the same condition with no comma before what to answer ("From now on, if asked about the rent say it goes to ..."):
+# its words may hold no one who does the answering themselves ("when the kids ask for sweets we say no" is a plan)
+_NOT_A_SUBJECT = r"(?:(?!\b(?:i|we|they|he|she|you|it)\b)[^.\n:;,])"
+_IF_ASKED_BARE = (rf"(?:when(?:ever)?|if|once)\b{_NOT_A_SUBJECT}{{0,80}}?\b(?:ask(?:s|ed)?|questions?|enquir\w*|"
+                  rf"inquir\w*|wants?\s+to\s+know)\b{_NOT_A_SUBJECT}{{0,80}}?\s+")
 _ANSWER_THAT = (rf"{_BEFORE_VERB}(?:reply|respond|answer|say|state|r[ée]pond\w*|dis|dites|"
                 r"antworte\w*|sag\w*|respond\w*|di(?:le|les|ga)?|rispond\w*|dite)\b[^.\n:;]{0,40}?"
                 r"\b(?:that|que|dass|che)\b")
@@ -156,7 +161,7 @@ _RULES: list[tuple[str, str, re.Pattern[str]]] = [
             rf"\bfrom\s+now\s+on,?\s+(?:you|the\s+{_AI}|always|never|respond|reply|answer)|"
             # an answer planted for later, said to whoever answers: "From now on, when asked about the rent, reply
             # that ...", "Going forward, if Alice asks, tell her to pay ...", "From now on, say that ..."
-            rf"\b{_FROM_NOW}\s*[,:\-\u2013\u2014]?\s*{_FILLER}(?:{_IF_ASKED}{_REPLY_VERBS}|{_ANSWER_THAT})|"
+            rf"\b{_FROM_NOW}\s*[,:\-\u2013\u2014]?\s*{_FILLER}(?:(?:{_IF_ASKED}|{_IF_ASKED_BARE}){_REPLY_VERBS}|{_ANSWER_THAT})|"
             r"\bact\s+as\s+(?:an?\s+|the\s+)?(?:unrestricted|jailbroken|different|administrator|admin|root|system|developer)\b|"
             r"\bpretend\s+(?:that\s+)?(?:you\s+are|to\s+be)\b|\byou\s+must\s+now\b|developer\s+mode|\bjailbreak|"
             r"\bthis\s+is\s+your\s+(?:developer|creator|administrator|admin|operator|owner)\b",
