@@ -2775,7 +2775,7 @@ async def test_a_touched_note_renamed_while_its_folder_is_read_keeps_its_source_
     assert set(status) == {"2026/trip.md", "boiler.md"}, status
     assert status["2026/trip.md"][0] == "indexed" and status["2026/trip.md"][2] == [trip]
     assert "renamed or moved from trip.md" in status["2026/trip.md"][1]
-    assert await pod.memory_search("green recycling bin Tuesday", mode="keyword") == []
+    assert await pod.memory_search("green recycling bin", mode="keyword") == []  # no day: notes are dated today
     monkeypatch.setattr(folders, "read_file", real)
     again = await pod.folders.scan(folder.id)
     assert (again.unchanged, again.indexed, again.removed, again.sources_deleted) == (2, 0, 0, 0), again
